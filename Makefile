@@ -1,0 +1,77 @@
+# funsor-core developer tasks. `make demo` and `make test` set everything up on a fresh machine.
+#
+# The virtual environment lives in .venv; .venv/.installed is a stamp so that a second
+# `make test` does not reinstall. It is redone when pyproject.toml or constraints.txt change.
+# torch must always be installed with `-c constraints.txt`: any torch other than the pinned
+# CPU wheel pulls gigabytes of CUDA packages.
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+PIP := $(VPY) -m pip
+STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
+PIP_FLAGS := --disable-pip-version-check --no-input
+
+# One thread everywhere: the machines have 2 cores, and timings must be comparable.
+SINGLE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+	XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+# Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-x -k gaussian"`.
+PYTEST_ARGS ?=
+
+.PHONY: venv test lint demo bench clean distclean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@if [ ! -x $(VPY) ]; then \
+		echo "creating $(VENV) with $$($(PYTHON) --version 2>&1)"; \
+		$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+			|| { echo "funsor-core needs Python >= 3.10"; exit 1; }; \
+		$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+			echo "'$(PYTHON) -m venv' failed: install the venv module (e.g. python3-venv)"; \
+			exit 1; }; \
+	fi
+	$(PIP) install $(PIP_FLAGS) -c constraints.txt -e ".[torch,jax,test]"
+	@touch $@
+
+# pytest exits 5 when it collects nothing (only while the skeleton has no tests); say so
+# loudly instead of failing.
+test: venv
+	@set +e; $(SINGLE_THREAD) $(VPY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected (exit 5)"; rc=0; fi; \
+	exit $$rc
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+demo: venv
+	$(SINGLE_THREAD) $(VPY) examples/demo.py
+
+# Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
+# run and report the peer as missing. The installed numpy/jax/torch are frozen while the peers
+# install, so a peer can never change the versions the tests ran with.
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) freeze | grep -iE '^(numpy|jax|jaxlib|torch)==' > $(VENV)/bench-constraints.txt || true
+	$(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt -e ".[bench]" \
+	|| { echo "bench extra did not install as a whole; trying the peers one by one"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       "funsor==0.4.8" \
+	       || echo "WARNING: funsor 0.4.8 did not install; benchmarks run without it"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       dynamax \
+	       || echo "WARNING: dynamax did not install; benchmarks run without it"; }
+	@touch $@
+
+bench: $(BENCH_STAMP)
+	$(SINGLE_THREAD) $(VPY) benchmarks/overhead.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Also removes the virtual environment; the next `make test` rebuilds it.
+distclean: clean
+	rm -rf $(VENV)

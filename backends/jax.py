@@ -1,0 +1,301 @@
+"""JAX kernels for every op in ``funsor_core.ops.REQUIRED_OPS``, plus array creation and RNG.
+
+Kernels keep numpy's calling conventions and are jit-traceable: no Python control flow on
+values and no numpy conversion except in ``to_numpy``. This module never turns on x64; with
+``jax.config.update("jax_enable_x64", True)`` fresh arrays are float64/int64, else 32-bit.
+
+Example:
+    >>> from funsor_core import ops
+    >>> x = jnp.zeros((2, 3))
+    >>> float(ops.logsumexp(x, axis=(0, -1)))  # log(6)
+    1.7917...
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.ops.op import register_array_type
+
+NAME = "jax"
+# jax 0.10: tracers (under jit, grad, vmap) pass isinstance(x, jax.Array) through a metaclass
+# hook but are not subclasses of it, and ops dispatch on type(x); registering
+# jax.core.Tracer lets every tracer find the kernels through its MRO.
+ARRAY_TYPES = (jax.Array, jax.core.Tracer)
+# No forced float dtype: it depends on the x64 flag, read at call time by _float_dtype().
+FLOAT_DTYPE = None
+
+
+def _float_dtype():
+    return jax.dtypes.canonicalize_dtype(np.float64)  # float32 unless x64 is enabled
+
+
+def _int_dtype():
+    return jax.dtypes.canonicalize_dtype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise adapters.
+def _float_result_type(x, y):
+    dtype = jnp.result_type(x, y)
+    return dtype if jnp.issubdtype(dtype, jnp.floating) else _float_dtype()
+
+
+def _safesub(x, y):
+    # x - y with y = +inf clamped to the largest float, as in numpy and funsor.
+    dtype = _float_result_type(x, y)
+    return x - jnp.minimum(jnp.asarray(y, dtype), jnp.finfo(dtype).max)
+
+
+def _safediv(x, y):
+    # x / y with y clamped below at the smallest normal float, so 0 / 0 = 0.
+    dtype = _float_result_type(x, y)
+    return x / jnp.maximum(jnp.asarray(y, dtype), jnp.finfo(dtype).tiny)
+
+
+def _clamp(x, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        return x
+    return jnp.clip(x, min=min, max=max)
+
+
+def _astype(x, dtype):
+    if dtype == "real":
+        return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_float_dtype())
+    if dtype == "bool":
+        return x.astype(bool)
+    return x.astype(_int_dtype())
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions: `axis=()` returns x unchanged, as in every backend.
+def _reduction(fn):
+    def kernel(x, axis=None, keepdims=False):
+        if axis == ():
+            return x
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _arg_reduction(fn):
+    def kernel(x, axis=None, keepdims=False):
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra.
+def _triangular_solve(x, y, upper=False, transpose=False):
+    # Solves y @ z = x (or y.T @ z = x). Batch dims are broadcast here, since lax's
+    # triangular solve wants equal batch shapes.
+    if x.ndim > 2 or y.ndim > 2:
+        batch = jnp.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+        x = jnp.broadcast_to(x, batch + x.shape[-2:])
+        y = jnp.broadcast_to(y, batch + y.shape[-2:])
+    return jax.scipy.linalg.solve_triangular(y, x, trans=1 if transpose else 0, lower=not upper)
+
+
+def _cholesky_solve(x, y):
+    # (y @ y.T)^{-1} @ x as two triangular solves.
+    z = _triangular_solve(x, y)
+    return _triangular_solve(z, y, transpose=True)
+
+
+def _cholesky_inverse(x):
+    eye = jnp.broadcast_to(jnp.eye(x.shape[-1], dtype=x.dtype), x.shape)
+    return _cholesky_solve(eye, x)
+
+
+def _logdet(x):
+    return jnp.linalg.slogdet(x).logabsdet
+
+
+def _transpose(x, dim0=-2, dim1=-1):
+    return jnp.swapaxes(x, dim0, dim1)
+
+
+def _qr_r(x):
+    return jnp.linalg.qr(x, mode="r")
+
+
+def _diagonal(x):
+    return jnp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def _diag_embed(x):
+    # A select, not x * eye: an infinite entry must leave zeros off the diagonal.
+    eye = jnp.eye(x.shape[-1], dtype=bool)
+    return jnp.where(eye, x[..., :, None], jnp.zeros((), x.dtype))
+
+
+def _triu(x, k=0):
+    return jnp.triu(x, k)
+
+
+def _tril(x, k=0):
+    return jnp.tril(x, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structural ops and array creation.
+def _einsum(equation, *operands):
+    return jnp.einsum(equation, *operands)
+
+
+def _cat(parts, axis=0):
+    return jnp.concatenate(parts, axis=axis)
+
+
+def _stack(parts, axis=0):
+    return jnp.stack(parts, axis=axis)
+
+
+def _getitem(x, index):
+    return x[index]
+
+
+def _scatter_add(dest, index, values):
+    # Functional update; repeated indices accumulate, as numpy's np.add.at.
+    return dest.at[index].add(values)
+
+
+def _new_zeros(proto, shape):
+    return jnp.zeros(shape, dtype=proto.dtype)
+
+
+def _new_full(proto, shape, value):
+    return jnp.full(shape, value, dtype=proto.dtype)
+
+
+def _new_arange(proto, start, stop=None, step=1):
+    if stop is None:
+        start, stop = 0, start
+    return jnp.arange(start, stop, step, dtype=_int_dtype())
+
+
+def _new_eye(proto, n):
+    return jnp.eye(n, dtype=proto.dtype)
+
+
+def _new_array(proto, data):
+    # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
+    result = jnp.asarray(data)
+    if (jnp.issubdtype(result.dtype, jnp.floating) and jnp.issubdtype(proto.dtype, jnp.floating)
+            and not isinstance(data, (jax.Array, np.ndarray))):
+        result = result.astype(proto.dtype)
+    return result
+
+
+def _to_numpy(x):
+    return np.asarray(x)
+
+
+def _is_floating(x):
+    return bool(jnp.issubdtype(x.dtype, jnp.floating))
+
+
+KERNELS = {
+    ops.neg: jnp.negative, ops.abs: jnp.abs, ops.exp: jnp.exp, ops.log: jnp.log,
+    ops.log1p: jnp.log1p, ops.expm1: jnp.expm1, ops.sqrt: jnp.sqrt, ops.sigmoid: jax.nn.sigmoid,
+    ops.tanh: jnp.tanh, ops.reciprocal: jnp.reciprocal, ops.invert: jnp.invert,
+    ops.isfinite: jnp.isfinite, ops.clamp: _clamp, ops.astype: _astype,
+    ops.add: jnp.add, ops.sub: jnp.subtract, ops.mul: jnp.multiply, ops.truediv: jnp.true_divide,
+    ops.floordiv: jnp.floor_divide, ops.mod: jnp.mod, ops.pow: jnp.power,
+    ops.min: jnp.minimum, ops.max: jnp.maximum, ops.logaddexp: jnp.logaddexp,
+    ops.safesub: _safesub, ops.safediv: _safediv,
+    ops.and_: jnp.bitwise_and, ops.or_: jnp.bitwise_or, ops.xor: jnp.bitwise_xor,
+    ops.lt: jnp.less, ops.le: jnp.less_equal, ops.gt: jnp.greater, ops.ge: jnp.greater_equal,
+    ops.eq: jnp.equal, ops.ne: jnp.not_equal,
+    ops.matmul: jnp.matmul, ops.cholesky: jnp.linalg.cholesky,
+    ops.triangular_solve: _triangular_solve, ops.cholesky_solve: _cholesky_solve,
+    ops.cholesky_inverse: _cholesky_inverse, ops.det: jnp.linalg.det, ops.logdet: _logdet,
+    ops.inv: jnp.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
+    ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
+    ops.sum: _reduction(jnp.sum), ops.prod: _reduction(jnp.prod),
+    ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _reduction(jnp.max),
+    ops.amin: _reduction(jnp.min), ops.argmax: _arg_reduction(jnp.argmax),
+    ops.argmin: _arg_reduction(jnp.argmin), ops.all: _reduction(jnp.all),
+    ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean),
+    ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
+    ops.permute: jnp.transpose, ops.reshape: jnp.reshape, ops.expand: jnp.broadcast_to,
+    ops.getitem: _getitem, ops.where: jnp.where, ops.full_like: jnp.full_like,
+    ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
+    ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
+    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.detach: jax.lax.stop_gradient,
+}
+
+
+def asarray(data, dtype=None):
+    """Convert ``data`` to a jax array: "real" gives the default float dtype, "int" int.
+
+    The defaults are 64-bit with x64 enabled, else 32-bit.
+
+    Example:
+        >>> asarray([1, 2], "real").dtype == jnp.zeros(()).dtype
+        True
+    """
+    if dtype == "real":
+        return jnp.asarray(data, dtype=_float_dtype())
+    if dtype == "int":
+        return jnp.asarray(data, dtype=_int_dtype())
+    return jnp.asarray(data)
+
+
+def new_rng_key(seed: int = 0):
+    """A key ``jax.random.PRNGKey(seed)``.
+
+    Example:
+        >>> bool((randn((2,), new_rng_key(1)) == randn((2,), new_rng_key(1))).all())
+        True
+    """
+    return jax.random.PRNGKey(seed)
+
+
+# Key for calls that pass none; split on each call. Made on first use, so that importing this
+# module does not start a jax device.
+_GLOBAL_KEY: list = [None]
+
+
+def _key(rng_key):
+    if rng_key is not None:
+        return rng_key
+    if _GLOBAL_KEY[0] is None:
+        _GLOBAL_KEY[0] = jax.random.PRNGKey(0)
+    _GLOBAL_KEY[0], key = jax.random.split(_GLOBAL_KEY[0])
+    return key
+
+
+def randn(shape, rng_key=None):
+    """Standard normal samples of ``shape`` in the default float dtype."""
+    return jax.random.normal(_key(rng_key), tuple(shape), dtype=_float_dtype())
+
+
+def rand(shape, rng_key=None):
+    """Uniform samples on [0, 1) of ``shape`` in the default float dtype."""
+    return jax.random.uniform(_key(rng_key), tuple(shape), dtype=_float_dtype())
+
+
+def randint(low, high, shape, rng_key=None):
+    """Uniform integer samples from [low, high) of ``shape`` in the default int dtype."""
+    return jax.random.randint(_key(rng_key), tuple(shape), low, high, dtype=_int_dtype())
+
+
+def install() -> None:
+    """Register jax arrays and tracers as array types, and every kernel of ``KERNELS``."""
+    for typ in ARRAY_TYPES:
+        register_array_type(typ)
+        for op, fn in KERNELS.items():
+            op.register(typ, fn)
+
+
+install()
+
+# --- pytree registration of funsor terms (added by funsor_core.interop) ---

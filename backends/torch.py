@@ -1,0 +1,354 @@
+"""PyTorch kernels for every op in ``funsor_core.ops.REQUIRED_OPS``, plus array creation and RNG.
+
+Kernels keep numpy's calling conventions (``axis``/``keepdims``, ``axis=None`` for all axes,
+``axis=()`` for none), so rules never ask which backend they run on. Every differentiable
+kernel is differentiable in torch: no numpy round trips and no in-place writes to inputs.
+Fresh arrays use torch's default dtype unless a prototype array gives one.
+
+Example:
+    >>> from funsor_core import ops
+    >>> x = torch.zeros(2, 3, dtype=torch.float64)
+    >>> ops.logsumexp(x, axis=(0, -1))
+    tensor(1.7918, dtype=torch.float64)
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import torch
+
+from funsor_core import ops
+from funsor_core.ops.op import register_array_type
+
+NAME = "torch"
+ARRAY_TYPES = (torch.Tensor,)
+# No forced float dtype: fresh float arrays follow torch.get_default_dtype() at call time, and
+# torch reads `dtype=None` as exactly that.
+FLOAT_DTYPE = None
+
+
+def _float_dtype() -> torch.dtype:
+    return torch.get_default_dtype()
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary ops: torch functions such as torch.logaddexp need tensors on both sides, but ops
+# allow a Python scalar on either side. The scalar becomes a 0-d tensor of the promoted dtype,
+# so precision and type promotion are those of ``tensor <op> scalar``.
+def _as_tensors(x, y):
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x, dtype=torch.result_type(x, y), device=y.device)
+    elif not isinstance(y, torch.Tensor):
+        y = torch.as_tensor(y, dtype=torch.result_type(x, y), device=x.device)
+    return x, y
+
+
+def _binary(fn):
+    def kernel(x, y):
+        return fn(*_as_tensors(x, y))
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _finfo(x, y) -> torch.finfo:
+    dtype = torch.result_type(x, y)
+    return torch.finfo(dtype if dtype.is_floating_point else _float_dtype())
+
+
+def _safesub(x, y):
+    # x - y with y = +inf clamped to the largest float, as in numpy and funsor.
+    finfo = _finfo(x, y)
+    if isinstance(y, torch.Tensor):
+        return x - torch.clamp(y, max=finfo.max)
+    return x - min(y, finfo.max)
+
+
+def _safediv(x, y):
+    # x / y with y clamped below at the smallest normal float, so 0 / 0 = 0.
+    finfo = _finfo(x, y)
+    if isinstance(y, torch.Tensor):
+        return x / torch.clamp(y, min=finfo.tiny)
+    return x / max(y, finfo.tiny)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions: numpy's `axis`/`keepdims`, where torch says `dim`/`keepdim`. torch reads an
+# empty `dim` as "all dims", so `axis=()` must return before torch sees it.
+def _axes(x, axis) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.dim()))
+    if isinstance(axis, int):
+        return (axis,)
+    return tuple(axis)
+
+
+def _reduction(fn):
+    def kernel(x, axis=None, keepdims=False):
+        if axis == ():
+            return x
+        if axis is None and x.dim() == 0:
+            return fn(x)
+        return fn(x, dim=_axes(x, axis), keepdim=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _prod(x, axis=None, keepdims=False):
+    # torch.prod reduces one dim at a time; reduce the highest dims first so that the
+    # remaining (nonnegative) axis numbers stay valid.
+    if axis == ():
+        return x
+    if axis is None and not keepdims:
+        return torch.prod(x)
+    for a in sorted((a % x.dim() for a in _axes(x, axis)), reverse=True):
+        x = torch.prod(x, dim=a, keepdim=keepdims)
+    return x
+
+
+def _mean(x, axis=None, keepdims=False):
+    # torch.mean refuses integer and bool tensors; numpy averages them as floats.
+    if axis == ():
+        return x
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.to(_float_dtype())
+    if axis is None and x.dim() == 0:
+        return x
+    return torch.mean(x, dim=_axes(x, axis), keepdim=keepdims)
+
+
+def _arg_reduction(fn):
+    def kernel(x, axis=None, keepdims=False):
+        return fn(x, dim=axis, keepdim=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise adapters.
+def _clamp(x, min=None, max=None):  # noqa: A002
+    if min is None and max is None:  # torch.clamp needs one bound
+        return x
+    return torch.clamp(x, min=min, max=max)
+
+
+def _astype(x, dtype):
+    if dtype == "real":
+        return x if x.is_floating_point() else x.to(_float_dtype())
+    if dtype == "bool":
+        return x.to(torch.bool)
+    return x.to(torch.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra.
+def _triangular_solve(x, y, upper=False, transpose=False):
+    # Solves y @ z = x (or y.T @ z = x); batch dims broadcast.
+    if transpose:
+        y, upper = y.mT, not upper
+    return torch.linalg.solve_triangular(y, x, upper=upper, left=True)
+
+
+def _cholesky_solve(x, y):
+    return torch.cholesky_solve(x, y, upper=False)
+
+
+def _logdet(x):
+    return torch.linalg.slogdet(x).logabsdet
+
+
+def _qr_r(x):
+    # mode="r" has no backward; the reduced factorization does.
+    return torch.linalg.qr(x, mode="reduced").R
+
+
+def _transpose(x, dim0=-2, dim1=-1):
+    return torch.transpose(x, dim0, dim1)
+
+
+def _diagonal(x):
+    return torch.diagonal(x, dim1=-2, dim2=-1)
+
+
+def _triu(x, k=0):
+    return torch.triu(x, k)
+
+
+def _tril(x, k=0):
+    return torch.tril(x, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structural ops and array creation.
+def _einsum(equation, *operands):
+    return torch.einsum(equation, *operands)
+
+
+def _cat(parts, axis=0):
+    return torch.cat(parts, dim=axis)
+
+
+def _stack(parts, axis=0):
+    return torch.stack(parts, dim=axis)
+
+
+def _permute(x, axes=None):
+    if axes is None:
+        axes = tuple(reversed(range(x.dim())))
+    return torch.permute(x, tuple(axes))
+
+
+def _reshape(x, shape):
+    return torch.reshape(x, tuple(shape))
+
+
+def _expand(x, shape):
+    return torch.broadcast_to(x, tuple(shape))
+
+
+def _where(cond, x, y):
+    return torch.where(cond, x, y)
+
+
+def _full_like(x, value):
+    return torch.full_like(x, value)
+
+
+def _scatter_add(dest, index, values):
+    # Out of place; repeated indices accumulate, as numpy's np.add.at.
+    if not isinstance(index, tuple):
+        index = (index,)
+    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
+    values = torch.as_tensor(values, dtype=dest.dtype, device=dest.device)
+    return dest.index_put(index, values, accumulate=True)
+
+
+def _new_zeros(proto, shape):
+    return proto.new_zeros(tuple(shape))
+
+
+def _new_full(proto, shape, value):
+    return proto.new_full(tuple(shape), value)
+
+
+def _new_arange(proto, start, stop=None, step=1):
+    if stop is None:
+        start, stop = 0, start
+    return torch.arange(start, stop, step, dtype=torch.int64, device=proto.device)
+
+
+def _new_eye(proto, n):
+    return torch.eye(n, dtype=proto.dtype, device=proto.device)
+
+
+def _new_array(proto, data):
+    # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
+    result = torch.as_tensor(data, device=proto.device)
+    if (result.is_floating_point() and proto.is_floating_point()
+            and not isinstance(data, (torch.Tensor, np.ndarray))):
+        result = result.to(proto.dtype)
+    return result
+
+
+def _to_numpy(x):
+    return x.detach().cpu().numpy()
+
+
+def _is_floating(x):
+    return x.is_floating_point()
+
+
+def _detach(x):
+    return x.detach()
+
+
+def _getitem(x, index):
+    return x[index]
+
+
+KERNELS = {
+    ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,
+    ops.log1p: torch.log1p, ops.expm1: torch.expm1, ops.sqrt: torch.sqrt,
+    ops.sigmoid: torch.sigmoid, ops.tanh: torch.tanh, ops.reciprocal: torch.reciprocal,
+    ops.invert: torch.bitwise_not, ops.isfinite: torch.isfinite, ops.clamp: _clamp,
+    ops.astype: _astype,
+    # Python operators take a scalar on either side and dispatch to torch.floor_divide,
+    # torch.remainder (sign of the divisor, as np.mod), torch.pow, torch.bitwise_*, ...
+    ops.add: operator.add, ops.sub: operator.sub, ops.mul: operator.mul,
+    ops.truediv: operator.truediv, ops.floordiv: operator.floordiv, ops.mod: operator.mod,
+    ops.pow: operator.pow, ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
+    ops.logaddexp: _binary(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
+    ops.and_: operator.and_, ops.or_: operator.or_, ops.xor: operator.xor,
+    ops.lt: operator.lt, ops.le: operator.le, ops.gt: operator.gt, ops.ge: operator.ge,
+    ops.eq: operator.eq, ops.ne: operator.ne,
+    ops.matmul: torch.matmul, ops.cholesky: torch.linalg.cholesky,
+    ops.triangular_solve: _triangular_solve, ops.cholesky_solve: _cholesky_solve,
+    ops.cholesky_inverse: torch.cholesky_inverse, ops.det: torch.linalg.det,
+    ops.logdet: _logdet, ops.inv: torch.linalg.inv, ops.transpose: _transpose,
+    ops.qr_r: _qr_r, ops.diagonal: _diagonal, ops.diag_embed: torch.diag_embed,
+    ops.triu: _triu, ops.tril: _tril,
+    ops.sum: _reduction(torch.sum), ops.prod: _prod, ops.logsumexp: _reduction(torch.logsumexp),
+    ops.amax: _reduction(torch.amax), ops.amin: _reduction(torch.amin),
+    ops.argmax: _arg_reduction(torch.argmax), ops.argmin: _arg_reduction(torch.argmin),
+    ops.all: _reduction(torch.all), ops.any: _reduction(torch.any), ops.mean: _mean,
+    ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
+    ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
+    ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
+    ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
+    ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
+    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.detach: _detach,
+}
+
+
+def asarray(data, dtype=None):
+    """Convert ``data`` to a tensor: "real" gives torch's default float dtype, "int" int64.
+
+    Example:
+        >>> asarray([1, 2], "real").dtype == torch.get_default_dtype()
+        True
+    """
+    if dtype == "real":
+        return torch.as_tensor(data, dtype=_float_dtype())
+    if dtype == "int":
+        return torch.as_tensor(data, dtype=torch.int64)
+    return torch.as_tensor(data)
+
+
+def new_rng_key(seed: int = 0) -> torch.Generator:
+    """A seeded ``torch.Generator``, used where other backends take a key.
+
+    Example:
+        >>> bool((randn((2,), new_rng_key(1)) == randn((2,), new_rng_key(1))).all())
+        True
+    """
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(shape, rng_key=None):
+    """Standard normal samples of ``shape`` in the default float dtype."""
+    return torch.randn(tuple(shape), generator=rng_key, dtype=_float_dtype())
+
+
+def rand(shape, rng_key=None):
+    """Uniform samples on [0, 1) of ``shape`` in the default float dtype."""
+    return torch.rand(tuple(shape), generator=rng_key, dtype=_float_dtype())
+
+
+def randint(low, high, shape, rng_key=None):
+    """Uniform int64 samples from [low, high) of ``shape``."""
+    return torch.randint(low, high, tuple(shape), generator=rng_key, dtype=torch.int64)
+
+
+def install() -> None:
+    """Register ``torch.Tensor`` as an array type and every kernel of ``KERNELS`` for it."""
+    for typ in ARRAY_TYPES:
+        register_array_type(typ)
+        for op, fn in KERNELS.items():
+            op.register(typ, fn)
+
+
+install()

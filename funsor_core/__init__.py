@@ -1,0 +1,59 @@
+"""funsor-core: probabilistic inference by term rewriting over named, typed functional tensors.
+
+``import funsor_core as fc`` loads the default rules (``exact``) and the numpy backend.
+
+Example:
+    >>> import funsor_core as fc
+    >>> f = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> f.reduce(ops.logaddexp, "j").inputs
+    {'i': Bint[2]}
+"""
+
+import backends.numpy  # noqa: F401  (the default backend's kernels)
+from funsor_core import ops
+from funsor_core.backend import get_backend, set_backend
+from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
+from funsor_core.interop import array_to_funsor, function, to_data
+from funsor_core.interpreter import (
+    Interpretation,
+    get_interpretation,
+    reflect,
+    set_debug,
+    set_default_interpretation,
+)
+from funsor_core.printing import pretty, quote
+from funsor_core.tensor import Tensor
+from funsor_core.terms import (
+    Align,
+    Binary,
+    Cat,
+    DomainError,
+    Function,
+    Funsor,
+    Independent,
+    Lambda,
+    Number,
+    Reduce,
+    Slice,
+    Stack,
+    Subs,
+    Unary,
+    Variable,
+    to_funsor,
+)
+from funsor_core.traversal import reinterpret, substitute
+
+import interpretations as _interpretations  # noqa: E402  (installs the rules)
+
+set_default_interpretation(_interpretations.exact)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Align", "Array", "Binary", "Bint", "Cat", "Domain", "DomainError", "Function", "Funsor",
+    "Independent", "Interpretation", "Lambda", "Number", "Real", "Reals", "Reduce", "Slice",
+    "Stack", "Subs", "Tensor", "Unary", "Variable", "array_to_funsor", "bint", "function",
+    "get_backend", "get_interpretation", "ops", "pretty", "quote", "reals", "reflect",
+    "reinterpret", "set_backend", "set_debug", "set_default_interpretation", "substitute",
+    "to_data", "to_funsor",
+]

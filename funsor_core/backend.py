@@ -1,0 +1,46 @@
+"""The active backend: which array library new arrays are made with.
+
+Ops dispatch on the type of the arrays they see, so arrays of several backends may coexist;
+the active backend only decides what fresh arrays (``testing.randn``, ``to_funsor`` of a list)
+are made of. Switching is free and goes both ways.
+
+Example:
+    >>> import funsor_core as fc
+    >>> fc.get_backend()
+    'numpy'
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["get_backend", "set_backend", "backend_module"]
+
+_BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
+_ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
+_ACTIVE = ["numpy"]
+
+
+def set_backend(name: str) -> None:
+    """Make ``name`` ("numpy", "torch" or "jax") the backend for fresh arrays.
+
+    Example:
+        >>> fc.set_backend("numpy")
+    """
+    name = _ALIASES.get(name, name)
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_BACKENDS)}")
+    importlib.import_module(_BACKENDS[name])
+    _ACTIVE[0] = name
+
+
+def get_backend() -> str:
+    """The name of the active backend."""
+    return _ACTIVE[0]
+
+
+def backend_module(name: str | None = None) -> ModuleType:
+    """The module of backend ``name`` (default: the active one), loading it if needed."""
+    name = _ALIASES.get(name, name) if name else _ACTIVE[0]
+    return importlib.import_module(_BACKENDS[name])

@@ -1,0 +1,307 @@
+"""The op vocabulary, its algebra tables and the output-domain inference of each op."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from funsor_core.domains import Domain, broadcast_shape
+from funsor_core.ops.op import (
+    ArrayOp,
+    BinaryOp,
+    CatOp,
+    EinsumOp,
+    Op,
+    ReductionOp,
+    StackOp,
+    UnaryOp,
+    make_op,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise unary ops.
+neg = make_op("neg", UnaryOp)
+abs = make_op("abs", UnaryOp)  # noqa: A001
+exp = make_op("exp", UnaryOp)
+log = make_op("log", UnaryOp)
+log1p = make_op("log1p", UnaryOp)
+expm1 = make_op("expm1", UnaryOp)
+sqrt = make_op("sqrt", UnaryOp)
+sigmoid = make_op("sigmoid", UnaryOp)
+tanh = make_op("tanh", UnaryOp)
+reciprocal = make_op("reciprocal", UnaryOp)
+invert = make_op("invert", UnaryOp)  # logical not of booleans, ``~x``
+isfinite = make_op("isfinite", UnaryOp)
+clamp = make_op("clamp", UnaryOp)  # clamp(x, min=None, max=None)
+astype = make_op("astype", UnaryOp)  # astype(x, dtype) with dtype "real" or "int" or "bool"
+
+# Elementwise binary ops.
+add = make_op("add", BinaryOp)
+sub = make_op("sub", BinaryOp)
+mul = make_op("mul", BinaryOp)
+truediv = make_op("truediv", BinaryOp)
+floordiv = make_op("floordiv", BinaryOp)
+mod = make_op("mod", BinaryOp)
+pow = make_op("pow", BinaryOp)  # noqa: A001
+min = make_op("min", BinaryOp)  # noqa: A001
+max = make_op("max", BinaryOp)  # noqa: A001
+logaddexp = make_op("logaddexp", BinaryOp)
+safesub = make_op("safesub", BinaryOp)  # a - b with b = -inf giving +inf-safe results
+safediv = make_op("safediv", BinaryOp)  # a / b with 0 / 0 = 0
+and_ = make_op("and_", BinaryOp)
+or_ = make_op("or_", BinaryOp)
+xor = make_op("xor", BinaryOp)
+lt = make_op("lt", BinaryOp)
+le = make_op("le", BinaryOp)
+gt = make_op("gt", BinaryOp)
+ge = make_op("ge", BinaryOp)
+eq = make_op("eq", BinaryOp)
+ne = make_op("ne", BinaryOp)
+
+# Matrix ops on the rightmost dims, batched on the left.
+matmul = make_op("matmul", BinaryOp)
+cholesky = make_op("cholesky", UnaryOp)
+# triangular_solve(x, y, upper=False, transpose=False) solves y @ z = x (or y.T @ z = x).
+triangular_solve = make_op("triangular_solve", BinaryOp)
+cholesky_solve = make_op("cholesky_solve", BinaryOp)  # (y @ y.T)^{-1} @ x
+cholesky_inverse = make_op("cholesky_inverse", UnaryOp)  # (x @ x.T)^{-1}
+det = make_op("det", UnaryOp)
+logdet = make_op("logdet", UnaryOp)  # log|det x|
+inv = make_op("inv", UnaryOp)
+transpose = make_op("transpose", UnaryOp)  # transpose(x, dim0=-2, dim1=-1)
+qr_r = make_op("qr_r", UnaryOp)  # the R factor of a reduced QR decomposition
+diagonal = make_op("diagonal", UnaryOp)  # diagonal of the last two dims
+diag_embed = make_op("diag_embed", UnaryOp)  # inverse of diagonal
+triu = make_op("triu", UnaryOp)  # triu(x, k=0)
+tril = make_op("tril", UnaryOp)
+
+# Reductions over axes of an array: op(x, axis=None, keepdims=False).
+sum = make_op("sum", ReductionOp)  # noqa: A001
+prod = make_op("prod", ReductionOp)
+logsumexp = make_op("logsumexp", ReductionOp)
+amax = make_op("amax", ReductionOp)
+amin = make_op("amin", ReductionOp)
+argmax = make_op("argmax", ReductionOp)  # argmax(x, axis) with one int axis
+argmin = make_op("argmin", ReductionOp)
+all = make_op("all", ReductionOp)  # noqa: A001
+any = make_op("any", ReductionOp)  # noqa: A001
+mean = make_op("mean", ReductionOp)
+
+# N-ary ops.
+einsum = make_op("einsum", EinsumOp)  # einsum(equation, *operands)
+cat = make_op("cat", CatOp)  # cat(parts, axis=0)
+stack = make_op("stack", StackOp)  # stack(parts, axis=0)
+
+# Structural array ops used by rules; each takes an array prototype first.
+permute = make_op("permute", ArrayOp)  # permute(x, axes)
+reshape = make_op("reshape", ArrayOp)  # reshape(x, shape)
+expand = make_op("expand", ArrayOp)  # expand(x, shape): broadcast_to
+getitem = make_op("getitem", ArrayOp)  # getitem(x, index) = x[index]
+where = make_op("where", ArrayOp)  # where(cond, x, y)
+full_like = make_op("full_like", ArrayOp)  # full_like(x, value)
+new_zeros = make_op("new_zeros", ArrayOp)  # new_zeros(proto, shape)
+new_full = make_op("new_full", ArrayOp)  # new_full(proto, shape, value)
+new_arange = make_op("new_arange", ArrayOp)  # new_arange(proto, start, stop, step)
+new_eye = make_op("new_eye", ArrayOp)  # new_eye(proto, n)
+new_array = make_op("new_array", ArrayOp)  # new_array(proto, data): data as proto's backend
+scatter_add = make_op("scatter_add", ArrayOp)  # scatter_add(dest, index_tuple, values)
+to_numpy = make_op("to_numpy", ArrayOp)
+is_floating = make_op("is_floating", ArrayOp)
+detach = make_op("detach", ArrayOp)
+
+# ---------------------------------------------------------------------------------------------
+# Algebra tables.
+UNITS: dict[Op, object] = {
+    add: 0.0, mul: 1.0, logaddexp: -math.inf, max: -math.inf, min: math.inf,
+    and_: True, or_: False, xor: False,
+}
+# A reduction op for each associative binary op (Reduce over inputs uses these).
+REDUCE_OPS: dict[Op, Op] = {
+    add: sum, mul: prod, logaddexp: logsumexp, max: amax, min: amin, and_: all, or_: any,
+}
+ASSOCIATIVE_OPS = frozenset(REDUCE_OPS) | {xor}
+# (sum_op, prod_op) pairs where prod distributes over sum: the semirings.
+DISTRIBUTIVE_OPS = frozenset([
+    (logaddexp, add), (add, mul), (max, mul), (min, mul), (max, add), (min, add),
+    (or_, and_), (xor, and_),
+])
+UNARY_INVERSES = {add: neg, mul: reciprocal}
+BINARY_INVERSES = {add: sub, mul: truediv, logaddexp: safesub}
+# An idempotent sum op (x + x = x) lets a reduction over an absent variable be dropped.
+IDEMPOTENT_OPS = frozenset([max, min, and_, or_])
+# Repeating a reduction of an absent Bint[n] variable n times, in terms of prod_op.
+COMPARISON_OPS = frozenset([lt, le, gt, ge, eq, ne])
+LOGICAL_OPS = frozenset([and_, or_, xor])
+
+_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, reciprocal])
+
+
+def _int_binary_dtype(op: Op, a: int, b: int):
+    # Integer arithmetic keeps an exact bound where one exists, else the result is real.
+    if op is add:
+        return a + b - 1
+    if op is mul:
+        return (a - 1) * (b - 1) + 1
+    if op in (max, min, and_, or_, xor):
+        return builtins_max(a, b)
+    if op in (floordiv, mod):
+        return a
+    return "real"
+
+
+builtins_max = __builtins__["max"] if isinstance(__builtins__, dict) else __builtins__.max
+
+
+def infer_domain(op: Op, *domains: Domain) -> Domain:
+    """The output domain of ``op`` applied to arguments of these domains.
+
+    Raises ValueError with the op and the domains when the shapes do not fit.
+
+    Example:
+        >>> from funsor_core.domains import Reals, Real
+        >>> infer_domain(matmul, Reals[2, 3], Reals[3])
+        Reals[2]
+    """
+    key = (op, domains)
+    result = _DOMAIN_CACHE.get(key)
+    if result is None:
+        try:
+            result = _infer_domain(op.base, dict(op.params), domains)
+        except ValueError as e:
+            raise ValueError(f"ops.{op.name} cannot combine outputs {domains}: {e}") from None
+        _DOMAIN_CACHE[key] = result
+    return result
+
+
+_DOMAIN_CACHE: dict = {}
+
+
+def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    axes = tuple(a + ndim if a < 0 else a for a in axis)
+    for a in axes:
+        if not 0 <= a < ndim:
+            raise ValueError(f"axis {a} out of range for {ndim} dims")
+    return axes
+
+
+def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
+    if isinstance(op, ReductionOp):
+        (d,) = domains
+        axes = _norm_axes(params.get("axis"), len(d.shape))
+        keep = params.get("keepdims", False)
+        shape = tuple(1 if i in axes else s for i, s in enumerate(d.shape)) if keep else tuple(
+            s for i, s in enumerate(d.shape) if i not in axes)
+        if op in (argmax, argmin):
+            (a,) = axes if len(axes) == 1 else (None,)
+            if a is None:
+                raise ValueError("argmax/argmin need one axis")
+            return Domain(d.shape[a], shape)
+        if op in (all, any):
+            return Domain(2, shape)
+        if op is mean:
+            return Domain("real", shape)
+        return Domain(d.dtype, shape)
+    if op is matmul:
+        a, b = domains
+        if len(a.shape) < 1 or len(b.shape) < 1:
+            raise ValueError("matmul needs outputs of at least one dim")
+        if a.shape[-1] != b.shape[-2 if len(b.shape) > 1 else -1]:
+            raise ValueError(f"inner dims differ: {a.shape} @ {b.shape}")
+        if len(b.shape) == 1:
+            return Domain("real", a.shape[:-1])
+        if len(a.shape) == 1:
+            return Domain("real", b.shape[:-2] + b.shape[-1:])
+        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
+        return Domain("real", batch + (a.shape[-2], b.shape[-1]))
+    if op in (triangular_solve, cholesky_solve):
+        x, y = domains
+        return Domain("real", broadcast_shape(x.shape[:-2], y.shape[:-2]) + x.shape[-2:])
+    if isinstance(op, BinaryOp):
+        a, b = domains
+        shape = broadcast_shape(a.shape, b.shape)
+        if op in COMPARISON_OPS:
+            return Domain(2, shape)
+        if a.dtype != "real" and b.dtype != "real":
+            return Domain(_int_binary_dtype(op, a.dtype, b.dtype), shape)
+        return Domain("real", shape)
+    if op in (det, logdet):
+        (d,) = domains
+        return Domain("real", d.shape[:-2])
+    if op is transpose:
+        (d,) = domains
+        shape = list(d.shape)
+        i, j = _norm_axes((params.get("dim0", -2), params.get("dim1", -1)), len(shape))
+        shape[i], shape[j] = shape[j], shape[i]
+        return Domain(d.dtype, tuple(shape))
+    if op is diagonal:
+        (d,) = domains
+        return Domain(d.dtype, d.shape[:-1])
+    if op is diag_embed:
+        (d,) = domains
+        return Domain(d.dtype, d.shape + d.shape[-1:])
+    if op is isfinite:
+        return Domain(2, domains[0].shape)
+    if op is astype:
+        dtype = params["dtype"]
+        return Domain("real" if dtype == "real" else domains[0].dtype, domains[0].shape)
+    if isinstance(op, UnaryOp):
+        (d,) = domains
+        if d.dtype != "real" and op in _REAL_VALUED_UNARY | {neg}:
+            return Domain("real", d.shape)
+        return d
+    raise ValueError(f"no domain rule for ops.{op.name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels for Python scalars, so ``ops.exp(1.0)`` and Number arithmetic work without arrays.
+def _scalar_logaddexp(a, b):
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    m = builtins_max(a, b)
+    return m + math.log1p(math.exp(-builtins_abs(a - b)))
+
+
+builtins_abs = __builtins__["abs"] if isinstance(__builtins__, dict) else __builtins__.abs
+
+
+def _safe_log(x):
+    return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+
+
+def _scalar_sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _scalar_safesub(a, b):
+    return a - b if b != -math.inf else math.inf
+
+
+def _scalar_safediv(a, b):
+    return a / b if b != 0 else (0.0 if a == 0 else math.copysign(math.inf, a))
+
+
+_SCALAR_KERNELS = {
+    neg: operator.neg, abs: builtins_abs, exp: math.exp, log: _safe_log, log1p: math.log1p,
+    expm1: math.expm1, sqrt: math.sqrt, sigmoid: _scalar_sigmoid, tanh: math.tanh,
+    reciprocal: lambda x: 1.0 / x, invert: operator.not_, isfinite: math.isfinite,
+    add: operator.add, sub: operator.sub, mul: operator.mul, truediv: operator.truediv,
+    floordiv: operator.floordiv, mod: operator.mod, pow: operator.pow,
+    min: lambda a, b: a if a <= b else b, max: lambda a, b: a if a >= b else b,
+    logaddexp: _scalar_logaddexp, safesub: _scalar_safesub, safediv: _scalar_safediv,
+    and_: operator.and_, or_: operator.or_, xor: operator.xor,
+    lt: operator.lt, le: operator.le, gt: operator.gt, ge: operator.ge,
+    eq: operator.eq, ne: operator.ne,
+}
+for _op, _fn in _SCALAR_KERNELS.items():
+    for _t in (int, float, bool):
+        _op.register(_t, _fn)
+del _op, _fn, _t

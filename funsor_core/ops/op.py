@@ -1,0 +1,281 @@
+"""The Op machinery: one vocabulary for numbers, arrays and funsors.
+
+An op is a callable object. Called on arrays it looks up a kernel by the argument's type (one
+dict lookup on the hot path); called on funsors it builds or rewrites a term. Each op is the
+only instance of its own class (``AddOp``), so rewrite rules can be registered for one op or
+for a family (``BinaryOp``).
+
+Example:
+    >>> import numpy as np
+    >>> from funsor_core import ops
+    >>> ops.logaddexp(np.zeros(2), np.zeros(2))
+    array([0.69314718, 0.69314718])
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+__all__ = [
+    "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
+    "ArrayOp", "make_op", "ARRAY_TYPES", "register_funsor_builder", "register_array_type",
+]
+
+# Array types whose kernels are registered, in registration order (a backend adds its own).
+ARRAY_TYPES: list[type] = []
+# Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms).
+_FUNSOR_BUILDERS: dict[type, Callable] = {}
+_FUNSOR_BASE: list[type] = []
+# Modules whose array types load a backend on first sight, so `Tensor(torch.ones(2))` works
+# without an explicit `set_backend("torch")`.
+_AUTOLOAD = {"torch": "backends.torch", "jax": "backends.jax", "jaxlib": "backends.jax"}
+_ALL_OPS: list[Op] = []
+
+
+def register_array_type(typ: type) -> None:
+    """Declare ``typ`` an array type (a backend calls this before registering kernels)."""
+    if typ not in ARRAY_TYPES:
+        ARRAY_TYPES.append(typ)
+        for op in _ALL_OPS:
+            op._cache.clear()
+
+
+def register_funsor_builder(family: type, builder: Callable, funsor_type: type) -> None:
+    """Tell ops of ``family`` how to build a term when an argument is a funsor."""
+    _FUNSOR_BUILDERS[family] = builder
+    if funsor_type not in _FUNSOR_BASE:
+        _FUNSOR_BASE.append(funsor_type)
+    for op in _ALL_OPS:
+        op._cache.clear()
+
+
+def _is_funsor(x: Any) -> bool:
+    return bool(_FUNSOR_BASE) and isinstance(x, _FUNSOR_BASE[0])
+
+
+class Op:
+    """Base of all ops. ``op(*args, **params)`` computes on arrays or builds a term on funsors.
+
+    ``op.bind(**params)`` returns the op with some keyword parameters fixed, as an interned
+    instance of the same class; terms such as ``Unary`` store bound ops.
+
+    Example:
+        >>> from funsor_core import ops
+        >>> ops.sum.bind(axis=-1) is ops.sum.bind(axis=-1)
+        True
+    """
+
+    __slots__ = ("name", "kernels", "params", "base", "_cache", "_bound", "__weakref__")
+    dispatch_index = 0
+
+    def __init__(self, name: str, base: Op | None = None, params: tuple = ()) -> None:
+        self.name = name
+        self.base = self if base is None else base
+        self.params = params
+        self.kernels: dict[type, Callable] = {} if base is None else base.kernels
+        self._cache: dict[Any, Callable] = {}
+        self._bound: dict[tuple, Op] = {}
+        _ALL_OPS.append(self)
+
+    def register(self, typ: type, fn: Callable) -> Callable:
+        """Register the kernel ``fn`` of this op for arguments of type ``typ``."""
+        self.kernels[typ] = fn
+        for op in _ALL_OPS:
+            if op.base is self.base:
+                op._cache.clear()
+        return fn
+
+    def bind(self, **params) -> Op:
+        """This op with keyword parameters fixed (interned)."""
+        base = self.base
+        merged = dict(self.params)
+        merged.update(params)
+        key = tuple(sorted(merged.items()))
+        op = base._bound.get(key)
+        if op is None:
+            op = type(base)(base.name, base=base, params=key)
+            base._bound[key] = op
+        return op
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+    def __call__(self, *args, **kwargs):
+        fn = self._cache.get(type(args[self.dispatch_index]))
+        if fn is None:
+            fn = self._resolve(args)
+        if self.params:
+            kwargs = {**dict(self.params), **kwargs}
+        return fn(*args, **kwargs)
+
+    def _dispatch_values(self, args: tuple) -> list:
+        return list(args)
+
+    def _resolve(self, args: tuple) -> Callable:
+        values = self._dispatch_values(args)
+        for v in values:
+            if _is_funsor(v):
+                return self._funsor_builder()
+        key_type = type(args[self.dispatch_index]) if len(args) > self.dispatch_index else None
+        for v in values:
+            fn = self._kernel_for(type(v))
+            if fn is not None:
+                # Only cache on the dispatch argument's own type: a Python scalar first
+                # argument says nothing about the type of the others.
+                if type(v) is key_type and key_type not in (int, float, bool):
+                    self._cache[key_type] = fn
+                return fn
+        names = ", ".join(sorted({type(v).__name__ for v in values}))
+        raise TypeError(f"ops.{self.name} has no kernel for arguments of type {names}")
+
+    def _kernel_for(self, typ: type) -> Callable | None:
+        kernels = self.kernels
+        for t in typ.__mro__:
+            if t in kernels:
+                return kernels[t]
+        module = typ.__module__.split(".")[0]
+        if module in _AUTOLOAD and not any(issubclass(typ, t) for t in ARRAY_TYPES):
+            importlib.import_module(_AUTOLOAD[module])
+        for t in ARRAY_TYPES:  # abstract types (jax.Array) are not in the MRO
+            if issubclass(typ, t) and t in kernels:
+                return kernels[t]
+        return None
+
+    def _funsor_builder(self) -> Callable:
+        for cls in type(self).__mro__:
+            builder = _FUNSOR_BUILDERS.get(cls)
+            if builder is not None:
+                return lambda *args, **kwargs: builder(self, *args, **kwargs)
+        raise TypeError(f"ops.{self.name} cannot be applied to funsors")
+
+    def __repr__(self) -> str:
+        if self.params:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+            return f"ops.{self.name}.bind({args})"
+        return f"ops.{self.name}"
+
+    def __reduce__(self):
+        if self.params:
+            return _rebind, (self.base.name, self.params)
+        return _lookup, (self.name,)
+
+
+def _lookup(name: str) -> Op:
+    from funsor_core import ops
+
+    return getattr(ops, name)
+
+
+def _rebind(name: str, params: tuple) -> Op:
+    return _lookup(name).bind(**dict(params))
+
+
+class UnaryOp(Op):
+    """An op of one array argument, elementwise unless a subclass says otherwise."""
+
+    __slots__ = ()
+
+
+class BinaryOp(Op):
+    """An op of two arguments, broadcasting elementwise unless a subclass says otherwise."""
+
+    __slots__ = ()
+
+    def __call__(self, lhs, rhs, **kwargs):
+        key = (type(lhs), type(rhs))
+        fn = self._cache.get(key)
+        if fn is None:
+            fn = self._resolve((lhs, rhs))
+            if type(lhs) not in (int, float, bool) or type(rhs) not in (int, float, bool):
+                self._cache[key] = fn
+        if self.params:
+            kwargs = {**dict(self.params), **kwargs}
+        return fn(lhs, rhs, **kwargs)
+
+    def _resolve(self, args: tuple) -> Callable:
+        for v in args:
+            if _is_funsor(v):
+                return self._funsor_builder()
+        # An array argument wins over a Python scalar, whichever side it is on.
+        for v in sorted(args, key=lambda v: isinstance(v, (int, float, bool))):
+            fn = self._kernel_for(type(v))
+            if fn is not None:
+                return fn
+        names = ", ".join(sorted({type(v).__name__ for v in args}))
+        raise TypeError(f"ops.{self.name} has no kernel for arguments of type {names}")
+
+
+class ReductionOp(UnaryOp):
+    """Reduction of an array over axes: ``op(x, axis=None, keepdims=False)``."""
+
+    __slots__ = ()
+
+
+class ArrayOp(Op):
+    """A structural array op used by rules (reshape, permute, indexing, creation)."""
+
+    __slots__ = ()
+
+
+class NaryOp(Op):
+    """An op of a variable number of array arguments."""
+
+    __slots__ = ()
+
+
+class EinsumOp(NaryOp):
+    """``einsum(equation, *operands)``: dispatch on the first operand."""
+
+    __slots__ = ()
+    dispatch_index = 1
+
+
+class CatOp(NaryOp):
+    """``op(parts, axis=0)`` for a sequence of arrays: dispatch on the first part."""
+
+    __slots__ = ()
+
+    def __call__(self, parts, *args, **kwargs):
+        parts = tuple(parts)
+        fn = self._cache.get(type(parts[0]))
+        if fn is None:
+            fn = self._resolve((parts,))
+        if self.params:
+            kwargs = {**dict(self.params), **kwargs}
+        return fn(parts, *args, **kwargs)
+
+    def _dispatch_values(self, args: tuple) -> list:
+        return list(args[0])
+
+    def _resolve(self, args):
+        values = self._dispatch_values(args)
+        for v in values:
+            if _is_funsor(v):
+                return self._funsor_builder()
+        for v in values:
+            fn = self._kernel_for(type(v))
+            if fn is not None:
+                self._cache[type(values[0])] = fn
+                return fn
+        raise TypeError(f"ops.{self.name} has no kernel for {type(values[0]).__name__}")
+
+
+class StackOp(CatOp):
+    """``stack(parts, axis=0)``."""
+
+    __slots__ = ()
+
+
+def make_op(name: str, family: type = UnaryOp) -> Op:
+    """Create a new op ``name`` of ``family`` as the only instance of its own class.
+
+    Example:
+        >>> op = make_op("myop", UnaryOp)
+        >>> type(op).__name__, isinstance(op, UnaryOp)
+        ('MyopOp', True)
+    """
+    cls_name = "".join(part.capitalize() for part in name.strip("_").split("_")) + "Op"
+    cls = type(cls_name, (family,), {"__slots__": ()})
+    return cls(name)

@@ -1,0 +1,261 @@
+"""The Tensor atom: an array whose leftmost dims are named Bint inputs.
+
+``Tensor(data, inputs, dtype)`` holds ``data`` of shape ``batch_shape + output.shape`` where
+``batch_shape`` lists the sizes of ``inputs`` in order. This module holds the atom and the pure
+array math its rules call (alignment by name, indexing); the rules live in
+``interpretations/exact/tensor.py``.
+
+Example:
+    >>> t = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2]})
+    >>> t.inputs, t.output
+    ({'i': Bint[2]}, Reals[3])
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from funsor_core import ops
+from funsor_core.backend import backend_module
+from funsor_core.domains import Bint, Domain
+from funsor_core.ops.op import ARRAY_TYPES
+from funsor_core.terms import DomainError, Funsor
+
+__all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array"]
+
+_SHAPE_MISMATCH = (
+    "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
+    "the inputs' sizes {sizes}, followed by the output shape.\n"
+    "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
+)
+
+
+def is_array(x) -> bool:
+    """Whether ``x`` is an array of a loaded backend.
+
+    Example:
+        >>> is_array(np.zeros(2)), is_array([0.0])
+        (True, False)
+    """
+    return isinstance(x, tuple(ARRAY_TYPES)) and not isinstance(x, numbers.Number)
+
+
+def _as_inputs(inputs) -> tuple:
+    if inputs is None:
+        return ()
+    if isinstance(inputs, dict):
+        return tuple(inputs.items())
+    return tuple(inputs)
+
+
+class Tensor(Funsor):
+    """A discrete factor: an array with named Bint batch dims on the left.
+
+    Args:
+        data: an array of the numpy, torch or jax backend (lists are converted).
+        inputs: mapping of input names to ``Bint[n]`` domains, in data order.
+        dtype: ``"real"`` or the bound ``n`` of integer values.
+
+    Example:
+        >>> f = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
+        >>> f(i=1).data
+        array(1.)
+    """
+
+    __slots__ = ("data", "_ikey")
+    _fields = ("data", "inputs", "dtype")
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, data, inputs=None, dtype="real"):
+        if not is_array(data):
+            data = backend_module().asarray(data, "real" if dtype == "real" else "int")
+        inputs = _as_inputs(inputs)
+        if isinstance(dtype, Domain):
+            dtype = dtype.dtype
+        shape = tuple(data.shape)
+        n = len(inputs)
+        for name, domain in inputs:
+            if not isinstance(name, str) or not isinstance(domain, Domain):
+                raise TypeError(f"Tensor inputs map names to domains, got {name!r}: {domain!r}")
+            if domain.dtype == "real" or domain.shape:
+                raise DomainError(f"Tensor input '{name}' must be a Bint[n], got {domain}; real "
+                                  "inputs belong to Gaussian or lazy terms")
+        sizes = tuple(d.dtype for _, d in inputs)
+        if shape[:n] != sizes or len(shape) < n:
+            raise DomainError(_SHAPE_MISMATCH.format(shape=shape, inputs=dict(inputs),
+                                                     sizes=sizes))
+        if len({name for name, _ in inputs}) != n:
+            raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
+        if dtype != "real" and (isinstance(dtype, bool) or not isinstance(dtype, int)):
+            raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+        return data, inputs, dtype
+
+    @staticmethod
+    def _cons_key(args):
+        data, inputs, dtype = args
+        return (id(data), inputs, dtype)
+
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        obj.data = args[0]
+        obj._ikey = args[1]
+
+    def _init(self, data, inputs, dtype):
+        self._args = (data, inputs, dtype)
+        self.data = data
+        self._ikey = inputs
+        self.inputs = dict(inputs)
+        self.output = Domain(dtype, tuple(data.shape[len(inputs):]))
+
+    @classmethod
+    def make(cls, data, inputs: dict, dtype="real") -> Tensor:
+        """Build a Tensor from arrays a rule just computed, skipping checks and interpretation.
+
+        Rules use this for results: the data is fresh, so cons-hashing could never share it.
+        """
+        self = object.__new__(cls)
+        ikey = tuple(inputs.items())
+        self._args = (data, ikey, dtype)
+        self.data = data
+        self._ikey = ikey
+        self.inputs = inputs
+        self.output = Domain(dtype, tuple(data.shape[len(ikey):]))
+        return self
+
+    @property
+    def dtype(self):
+        return self.output.dtype
+
+    def new_arange(self, name: str, *args, dtype=None) -> Tensor:
+        """A Bint-valued Tensor ``arange`` on this tensor's backend, with input ``name``.
+
+        Example:
+            >>> fc.Tensor(np.zeros(2)).new_arange("i", 3).data
+            array([0, 1, 2])
+        """
+        data = ops.new_arange(self.data, *args)
+        size = data.shape[0]
+        if dtype is None:
+            dtype = (args[1] if len(args) > 1 else args[0]) if args else size
+        return Tensor.make(data, {name: Bint[size]}, dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment by name: pure functions of arrays and input mappings.
+_ALIGN_CACHE: dict = {}
+
+
+def align_binary(lhs: Tensor, rhs: Tensor):
+    """Align two tensors for a broadcasting binary op.
+
+    Returns ``(inputs, lhs_data, rhs_data)``: both arrays have one dim per merged input (size 1
+    where absent), then their output dims padded on the left with 1s to a common number, so
+    that numpy broadcasting matches names. The recipe is cached per pair of input signatures.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> b = fc.Tensor(np.zeros((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
+        >>> inputs, x, y = align_binary(a, b)
+        >>> list(inputs), x.shape, y.shape
+        (['i', 'j', 'k'], (2, 3, 1), (1, 3, 4))
+    """
+    ld, rd = lhs.data, rhs.data
+    lo, ro = len(ld.shape) - len(lhs._ikey), len(rd.shape) - len(rhs._ikey)
+    key = (lhs._ikey, rhs._ikey, lo, ro)
+    recipe = _ALIGN_CACHE.get(key)
+    if recipe is None:
+        recipe = _ALIGN_CACHE[key] = _align_recipe(lhs, rhs, lo, ro)
+    inputs, lperm, lshape, rperm, rshape = recipe
+    if lperm is not None:
+        ld = ops.permute(ld, lperm)
+    if lshape is not None:
+        ld = ops.reshape(ld, lshape + tuple(ld.shape[len(ld.shape) - lo:]) if lo else lshape)
+    if rperm is not None:
+        rd = ops.permute(rd, rperm)
+    if rshape is not None:
+        rd = ops.reshape(rd, rshape + tuple(rd.shape[len(rd.shape) - ro:]) if ro else rshape)
+    return inputs, ld, rd
+
+
+def _align_recipe(lhs: Tensor, rhs: Tensor, lo: int, ro: int):
+    inputs = dict(lhs.inputs)
+    for k, d in rhs.inputs.items():
+        if k not in inputs:
+            inputs[k] = d
+    names = list(inputs)
+    out_nd = max(lo, ro)
+    result = [inputs]
+    for x, o in ((lhs, lo), (rhs, ro)):
+        own = list(x.inputs)
+        order = [n for n in names if n in x.inputs]
+        perm = None
+        if order != own:
+            perm = tuple(own.index(n) for n in order) + tuple(range(len(own), len(own) + o))
+        pad = (1,) * (out_nd - o)
+        shape = tuple(inputs[n].dtype if n in x.inputs else 1 for n in names) + pad
+        needs = len(names) != len(own) or bool(pad)
+        result += [perm, shape if needs else None]
+    return tuple(result)
+
+
+def align_tensor(new_inputs: dict, x: Tensor, expand: bool = False):
+    """The data of ``x`` permuted to the order of ``new_inputs``, with size-1 dims for inputs it
+    lacks (or expanded to full size with ``expand``).
+
+    Example:
+        >>> x = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> align_tensor({"k": fc.Bint[4], "j": fc.Bint[3], "i": fc.Bint[2]}, x).shape
+        (1, 3, 2)
+    """
+    data = x.data
+    own = list(x.inputs)
+    out_shape = tuple(data.shape[len(own):])
+    order = [n for n in new_inputs if n in x.inputs]
+    if len(order) != len(own):
+        extra = set(own) - set(new_inputs)
+        raise ValueError(f"cannot align: inputs {sorted(extra)} are not in {list(new_inputs)}")
+    if order != own:
+        perm = tuple(own.index(n) for n in order) + tuple(range(len(own), len(own) + len(out_shape)))
+        data = ops.permute(data, perm)
+    if len(order) != len(new_inputs):
+        shape = tuple(d.dtype if n in x.inputs else 1 for n, d in new_inputs.items()) + out_shape
+        data = ops.reshape(data, shape)
+        if expand:
+            full = tuple(d.dtype for d in new_inputs.values()) + out_shape
+            data = ops.expand(data, full)
+    return data
+
+
+def align_tensors(*args: Funsor, expand: bool = False):
+    """Align several Tensors (or Numbers) to their merged inputs.
+
+    Returns ``(inputs, datas)``.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> b = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
+        >>> inputs, (x, y) = align_tensors(a, b)
+        >>> x.shape, y.shape
+        ((2, 1), (1, 3))
+    """
+    inputs: dict = {}
+    for x in args:
+        for k, d in x.inputs.items():
+            inputs.setdefault(k, d)
+    datas = []
+    for x in args:
+        if isinstance(x, Tensor):
+            datas.append(align_tensor(inputs, x, expand=expand))
+        else:
+            datas.append(x.data)
+    return inputs, datas
+
+
+def backend_of(*terms):
+    """The first array among the terms' data, for creating arrays on the same backend."""
+    for t in terms:
+        data = getattr(t, "data", None)
+        if is_array(data):
+            return data
+    return backend_module().asarray(0.0, "real")

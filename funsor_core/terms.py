@@ -1,0 +1,881 @@
+"""The term language: the Funsor base class and the generic (non-atom) terms.
+
+Every term class is built through ``FunsorMeta.__call__``: arguments are normalized and
+checked by the class's ``_prepare`` (so a mistake raises at once, under every interpretation),
+then the active interpretation rewrites or builds the term.
+
+Example:
+    >>> x = fc.Variable("x", fc.Real)
+    >>> (x + 1).inputs
+    {'x': Real}
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.domains import Bint, Domain, Real, Reals
+from funsor_core.interpreter import _DEFAULT, _STATE
+from funsor_core.ops.op import register_funsor_builder
+
+__all__ = [
+    "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs", "Lambda",
+    "Independent", "Stack", "Cat", "Slice", "Align", "Function", "to_funsor", "is_atom",
+    "merge_inputs", "DomainError",
+]
+
+
+class DomainError(ValueError):
+    """A name is used with two different domains, or a value has the wrong domain."""
+
+
+_MISMATCH = (
+    "cannot {what}: input '{name}' is {left} on the left but {right} on the right.\n"
+    "A name must have one domain within an expression; rename one side, e.g. rhs({name}=\"{name}2\")."
+)
+
+
+def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
+    """Union of two input mappings (left order first); raises DomainError on a domain clash.
+
+    Example:
+        >>> merge_inputs({"i": fc.Bint[2]}, {"j": fc.Real})
+        {'i': Bint[2], 'j': Real}
+    """
+    if lhs is rhs or not rhs:
+        return lhs
+    if not lhs:
+        return rhs
+    result = None
+    for name, domain in rhs.items():
+        other = lhs.get(name)
+        if other is None:
+            if result is None:
+                result = dict(lhs)
+            result[name] = domain
+        elif other is not domain:
+            raise DomainError(_MISMATCH.format(what=what, name=name, left=other, right=domain))
+    return lhs if result is None else result
+
+
+_SUBCLASS_HOOKS: list = []
+
+
+def on_term_class(hook) -> None:
+    """Call ``hook(cls)`` for every term class, now and as new ones are defined."""
+    _SUBCLASS_HOOKS.append(hook)
+    stack = list(Funsor.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        hook(cls)
+        stack.extend(cls.__subclasses__())
+
+
+class FunsorMeta(type):
+    """Metaclass routing every term construction through the interpreter."""
+
+    def __call__(cls, *args, **kwargs):
+        args = cls._prepare(*args, **kwargs)
+        state = _STATE.get(None)
+        interp = _DEFAULT[0] if state is None else state[0]
+        return interp.interpret(cls, args)
+
+
+class Funsor(metaclass=FunsorMeta):
+    """Base of all terms: a lazy function of named, typed inputs into an output domain.
+
+    Attributes:
+        inputs: ordered mapping of free variable names to domains.
+        output: the domain of the value.
+
+    Example:
+        >>> f = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> (f * 2).reduce(ops.add, "i").data
+        array(6.)
+    """
+
+    __slots__ = ("_args", "inputs", "output", "__weakref__")
+    _fields: tuple[str, ...] = ()
+    _cons_key = None
+    _is_funsor = True
+    _atom = False  # atoms evaluate their own substitutions; generic terms push them down
+
+    @classmethod
+    def _prepare(cls, *args):
+        return args
+
+    def _init(self, *args) -> None:
+        raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        slots = set()
+        for c in cls.__mro__:
+            slots.update(getattr(c, "__slots__", ()))
+        cls._slot_names = frozenset(slots - {"_args", "inputs", "output", "__weakref__"})
+        for hook in _SUBCLASS_HOOKS:
+            hook(cls)
+
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        """Set the named fields of ``obj`` from ``args`` (used to rebuild pytrees)."""
+        for name, value in zip(cls._fields, args):
+            if name in cls._slot_names:
+                object.__setattr__(obj, name, value)
+
+    # -- structure -----------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self.output.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.output.shape
+
+    @property
+    def bound(self) -> frozenset:
+        """Names bound by this term (not free in it)."""
+        return frozenset()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce__(self):
+        return _rebuild_term, (type(self), self._args)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        from funsor_core.printing import short_repr
+
+        return short_repr(self)
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __bool__(self) -> bool:
+        if not self.inputs and not self.shape:
+            from funsor_core.interop import to_data
+
+            return bool(to_data(self))
+        raise TypeError(
+            f"the truth value of a funsor with inputs {self.inputs} and output {self.output} is "
+            "ambiguous; reduce it first, or compare its data")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError(f"a funsor of output {self.output} has no len()")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def item(self):
+        """The Python number of a funsor with no inputs and a scalar output."""
+        from funsor_core.interop import to_data
+
+        data = to_data(self)
+        return data.item() if hasattr(data, "item") else data
+
+    # -- substitution, reduction, alignment ----------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """Substitute values for inputs, by name or positionally in the order of ``inputs``."""
+        if len(args) > len(self.inputs):
+            raise ValueError(f"got {len(args)} positional values but only {len(self.inputs)} "
+                             f"inputs {tuple(self.inputs)}")
+        subs = dict(zip(self.inputs, args))
+        for name, value in kwargs.items():
+            if name in subs:
+                raise ValueError(f"input '{name}' given both positionally and by name")
+            subs[name] = value
+        pairs = tuple((k, to_funsor(v, self.inputs[k])) for k, v in subs.items()
+                      if k in self.inputs)
+        if not pairs:
+            return self
+        return Subs(self, pairs)
+
+    def reduce(self, op: ops.Op, reduced_vars=None) -> Funsor:
+        """Reduce with ``op`` over input variables (a name, Variable, or a set; None = all).
+
+        Example:
+            >>> f = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+            >>> f.reduce(ops.logaddexp, "j").data
+            array([1.09861229, 1.09861229])
+        """
+        names = _reduced_names(reduced_vars, self.inputs)
+        if not names:
+            return self
+        missing = names - self.inputs.keys()
+        if missing:
+            raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this funsor, "
+                             f"whose inputs are {dict(self.inputs)}")
+        return Reduce(op, self, names)
+
+    def align(self, names) -> Funsor:
+        """Reorder inputs so that ``names`` come first, in that order."""
+        names = tuple(names)
+        if names == tuple(self.inputs)[: len(names)]:
+            return self
+        return Align(self, names)
+
+    def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
+        """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling``)."""
+        from funsor_core.sampling import sample
+
+        return sample(self, sampled_vars, sample_inputs, rng_key)
+
+    # -- elementwise ops -----------------------------------------------------------------------
+    def __add__(self, other):
+        return Binary(ops.add, self, to_funsor(other))
+
+    def __radd__(self, other):
+        return Binary(ops.add, to_funsor(other), self)
+
+    def __sub__(self, other):
+        return Binary(ops.sub, self, to_funsor(other))
+
+    def __rsub__(self, other):
+        return Binary(ops.sub, to_funsor(other), self)
+
+    def __mul__(self, other):
+        return Binary(ops.mul, self, to_funsor(other))
+
+    def __rmul__(self, other):
+        return Binary(ops.mul, to_funsor(other), self)
+
+    def __truediv__(self, other):
+        return Binary(ops.truediv, self, to_funsor(other))
+
+    def __rtruediv__(self, other):
+        return Binary(ops.truediv, to_funsor(other), self)
+
+    def __pow__(self, other):
+        return Binary(ops.pow, self, to_funsor(other))
+
+    def __rpow__(self, other):
+        return Binary(ops.pow, to_funsor(other), self)
+
+    def __matmul__(self, other):
+        return Binary(ops.matmul, self, to_funsor(other))
+
+    def __rmatmul__(self, other):
+        return Binary(ops.matmul, to_funsor(other), self)
+
+    def __and__(self, other):
+        return Binary(ops.and_, self, to_funsor(other))
+
+    def __rand__(self, other):
+        return Binary(ops.and_, to_funsor(other), self)
+
+    def __or__(self, other):
+        return Binary(ops.or_, self, to_funsor(other))
+
+    def __ror__(self, other):
+        return Binary(ops.or_, to_funsor(other), self)
+
+    def __xor__(self, other):
+        return Binary(ops.xor, self, to_funsor(other))
+
+    def __lt__(self, other):
+        return Binary(ops.lt, self, to_funsor(other))
+
+    def __le__(self, other):
+        return Binary(ops.le, self, to_funsor(other))
+
+    def __gt__(self, other):
+        return Binary(ops.gt, self, to_funsor(other))
+
+    def __ge__(self, other):
+        return Binary(ops.ge, self, to_funsor(other))
+
+    def __eq__(self, other):
+        return Binary(ops.eq, self, to_funsor(other))
+
+    def __ne__(self, other):
+        return Binary(ops.ne, self, to_funsor(other))
+
+    def __neg__(self):
+        return Unary(ops.neg, self)
+
+    def __abs__(self):
+        return Unary(ops.abs, self)
+
+    def __invert__(self):
+        return Unary(ops.invert, self)
+
+    def exp(self):
+        return Unary(ops.exp, self)
+
+    def log(self):
+        return Unary(ops.log, self)
+
+    def log1p(self):
+        return Unary(ops.log1p, self)
+
+    def expm1(self):
+        return Unary(ops.expm1, self)
+
+    def sqrt(self):
+        return Unary(ops.sqrt, self)
+
+    def sigmoid(self):
+        return Unary(ops.sigmoid, self)
+
+    def tanh(self):
+        return Unary(ops.tanh, self)
+
+    def reciprocal(self):
+        return Unary(ops.reciprocal, self)
+
+    # -- reductions over output dims -----------------------------------------------------------
+    def sum(self, axis=None, keepdims=False):
+        return ops.sum(self, axis=axis, keepdims=keepdims)
+
+    def prod(self, axis=None, keepdims=False):
+        return ops.prod(self, axis=axis, keepdims=keepdims)
+
+    def logsumexp(self, axis=None, keepdims=False):
+        return ops.logsumexp(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return ops.amax(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return ops.amin(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return ops.mean(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return ops.all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        return ops.any(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=-1, keepdims=False):
+        return ops.argmax(self, axis=axis, keepdims=keepdims)
+
+    def __getitem__(self, index):
+        """Index the output (not the inputs): ints, slices, ``None`` and ``...``."""
+        return Unary(ops.getitem.bind(index=_normalize_index(index, self.shape)), self)
+
+
+def _rebuild_term(cls, args):
+    return cls(*args)
+
+
+def _reduced_names(reduced_vars, inputs) -> frozenset:
+    if reduced_vars is None:
+        return frozenset(inputs)
+    if isinstance(reduced_vars, (str, Variable)):
+        reduced_vars = (reduced_vars,)
+    return frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
+
+
+def _normalize_index(index, shape) -> tuple:
+    # Slices are unhashable before Python 3.12, so an index is stored as tagged tuples.
+    if not isinstance(index, tuple):
+        index = (index,)
+    result = []
+    for i in index:
+        if isinstance(i, slice):
+            result.append(("slice", i.start, i.stop, i.step))
+        elif i is None or i is Ellipsis or isinstance(i, numbers.Integral):
+            result.append(i if i is None or i is Ellipsis else int(i))
+        else:
+            raise TypeError(f"a funsor's output is indexed by ints, slices, None and ..., "
+                            f"got {type(i).__name__}; to index by a funsor, substitute it")
+    return tuple(result)
+
+
+def index_to_python(index: tuple) -> tuple:
+    """Turn a stored (tagged) output index back into Python index objects."""
+    return tuple(slice(*i[1:]) if isinstance(i, tuple) else i for i in index)
+
+
+def is_atom(x: Any) -> bool:
+    """Whether ``x`` is an atom term (Tensor, Gaussian, Delta, Number, Variable, Slice)."""
+    return getattr(type(x), "_atom", False)
+
+
+# =============================================================================================
+# Generic terms.
+class Variable(Funsor):
+    """A free variable: ``Variable("x", Real)``.
+
+    Example:
+        >>> fc.Variable("i", fc.Bint[3]).inputs
+        {'i': Bint[3]}
+    """
+
+    __slots__ = ("name",)
+    _fields = ("name", "output")
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, name, output=Real):
+        if not isinstance(name, str):
+            raise TypeError(f"a Variable's name must be a str, got {name!r}")
+        return name, _as_domain(output)
+
+    def _init(self, name, output):
+        self._args = (name, output)
+        self.name = name
+        self.inputs = {name: output}
+        self.output = output
+
+
+class Number(Funsor):
+    """A scalar constant: ``Number(0.5)`` or an integer ``Number(2, 3)`` of ``Bint[3]``.
+
+    Example:
+        >>> (fc.Number(2.0) * 3).data
+        6.0
+    """
+
+    __slots__ = ("data",)
+    _fields = ("data", "dtype")
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, data, dtype="real"):
+        if isinstance(dtype, Domain):
+            dtype = dtype.dtype
+        if hasattr(data, "item") and not isinstance(data, numbers.Number):
+            data = data.item()
+        if dtype != "real":
+            if not isinstance(data, numbers.Integral) or isinstance(dtype, bool):
+                raise DomainError(f"Number({data!r}) cannot have dtype {dtype!r}: a Bint[n] "
+                                  "value must be an integer")
+            if not 0 <= data < dtype:
+                raise DomainError(f"Number({data}) is out of range for Bint[{dtype}]")
+        return data, dtype
+
+    def _init(self, data, dtype):
+        self._args = (data, dtype)
+        self.data = data
+        self.inputs = {}
+        self.output = Real if dtype == "real" else Bint[dtype]
+
+    @property
+    def dtype(self):
+        return self.output.dtype
+
+
+class Unary(Funsor):
+    """``op(arg)`` for a unary op (elementwise, or acting on the output dims)."""
+
+    __slots__ = ("op", "arg")
+    _fields = ("op", "arg")
+
+    @classmethod
+    def _prepare(cls, op, arg):
+        return op, arg
+
+    def _init(self, op, arg):
+        self._args = (op, arg)
+        self.op, self.arg = op, arg
+        self.inputs = arg.inputs
+        self.output = unary_domain(op, arg.output)
+
+
+def unary_domain(op, domain: Domain) -> Domain:
+    if op.base is ops.getitem:
+        shape = _index_shape(op.kwargs["index"], domain.shape)
+        return Domain(domain.dtype, shape)
+    return ops.infer_domain(op, domain)
+
+
+def _index_shape(index, shape) -> tuple:
+    import numpy as np
+
+    probe = np.empty(shape, dtype=np.int8)
+    return probe[index_to_python(index)].shape
+
+
+class Binary(Funsor):
+    """``op(lhs, rhs)``, broadcasting inputs by name and outputs by shape."""
+
+    __slots__ = ("op", "lhs", "rhs")
+    _fields = ("op", "lhs", "rhs")
+
+    @classmethod
+    def _prepare(cls, op, lhs, rhs):
+        # Check here, under every interpretation, so a lazy term cannot hide a mistake.
+        merge_inputs(lhs.inputs, rhs.inputs, op.name)
+        ops.infer_domain(op, lhs.output, rhs.output)
+        return op, lhs, rhs
+
+    def _init(self, op, lhs, rhs):
+        self._args = (op, lhs, rhs)
+        self.op, self.lhs, self.rhs = op, lhs, rhs
+        self.inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
+        self.output = ops.infer_domain(op, lhs.output, rhs.output)
+
+
+class Reduce(Funsor):
+    """``op``-reduction of ``arg`` over the input names ``reduced_vars``."""
+
+    __slots__ = ("op", "arg", "reduced_vars")
+    _fields = ("op", "arg", "reduced_vars")
+
+    @classmethod
+    def _prepare(cls, op, arg, reduced_vars):
+        names = _reduced_names(reduced_vars, arg.inputs)
+        if op not in ops.REDUCE_OPS:
+            raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
+                             f"with a reduction; use one of {sorted(o.name for o in ops.REDUCE_OPS)}")
+        return op, arg, names
+
+    def _init(self, op, arg, reduced_vars):
+        self._args = (op, arg, reduced_vars)
+        self.op, self.arg, self.reduced_vars = op, arg, reduced_vars
+        self.inputs = {k: d for k, d in arg.inputs.items() if k not in reduced_vars}
+        self.output = arg.output
+
+    @property
+    def bound(self) -> frozenset:
+        return self.reduced_vars
+
+
+class Subs(Funsor):
+    """Substitution ``arg(name=value, ...)``; ``subs`` is a tuple of ``(name, funsor)`` pairs."""
+
+    __slots__ = ("arg", "subs")
+    _fields = ("arg", "subs")
+
+    @classmethod
+    def _prepare(cls, arg, subs):
+        if isinstance(subs, dict):
+            subs = tuple(subs.items())
+        pairs = []
+        for name, value in subs:
+            if name not in arg.inputs:
+                continue
+            domain = arg.inputs[name]
+            value = to_funsor(value, domain)
+            check_substitution(name, domain, value)
+            pairs.append((name, value))
+        return arg, tuple(pairs)
+
+    def _init(self, arg, subs):
+        self._args = (arg, subs)
+        self.arg, self.subs = arg, subs
+        names = {name for name, _ in subs}
+        inputs = {k: d for k, d in arg.inputs.items() if k not in names}
+        for _, value in subs:
+            inputs = merge_inputs(inputs, value.inputs, "substitute")
+        self.inputs = inputs
+        self.output = arg.output
+
+
+def check_substitution(name: str, domain: Domain, value: Funsor) -> None:
+    """Raise DomainError unless ``value`` may be substituted for input ``name: domain``."""
+    out = value.output
+    if out is domain:
+        return
+    raise DomainError(
+        f"cannot substitute a value of domain {out} for input '{name}' of domain {domain}"
+        + (": a real value cannot index a Bint input" if domain.dtype != "real"
+           and out.dtype == "real" else ""))
+
+
+class Lambda(Funsor):
+    """``Lambda(var, expr)``: turn the Bint input ``var`` of ``expr`` into its leftmost output dim.
+
+    Example:
+        >>> f = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> fc.Lambda(fc.Variable("i", fc.Bint[3]), f).output
+        Reals[3]
+    """
+
+    __slots__ = ("var", "expr")
+    _fields = ("var", "expr")
+
+    @classmethod
+    def _prepare(cls, var, expr):
+        if isinstance(var, str):
+            var = Variable(var, expr.inputs[var])
+        if var.output.dtype == "real" or var.output.shape:
+            raise DomainError(f"Lambda needs a Bint variable, got {var.name}: {var.output}")
+        if var.name in expr.inputs and expr.inputs[var.name] is not var.output:
+            raise DomainError(f"Lambda variable '{var.name}' is {var.output} but the body has it "
+                              f"as {expr.inputs[var.name]}")
+        return var, expr
+
+    def _init(self, var, expr):
+        self._args = (var, expr)
+        self.var, self.expr = var, expr
+        self.inputs = {k: d for k, d in expr.inputs.items() if k != var.name}
+        self.output = Domain(expr.output.dtype, (var.output.size,) + expr.output.shape)
+
+    @property
+    def bound(self) -> frozenset:
+        return frozenset([self.var.name])
+
+
+class Independent(Funsor):
+    """``Independent(fn, reals_var, bint_var, diag_var)``: a product over ``bint_var`` of ``fn``
+    with ``diag_var`` read as the ``bint_var``-th row of a new real input ``reals_var``.
+
+    Equals ``fn(diag_var=reals_var[bint_var]).reduce(ops.add, bint_var)`` for log densities.
+    """
+
+    __slots__ = ("fn", "reals_var", "bint_var", "diag_var")
+    _fields = ("fn", "reals_var", "bint_var", "diag_var")
+
+    @classmethod
+    def _prepare(cls, fn, reals_var, bint_var, diag_var):
+        names = []
+        for v in (reals_var, bint_var, diag_var):
+            names.append(v.name if isinstance(v, Variable) else v)
+        reals_var, bint_var, diag_var = names
+        if bint_var not in fn.inputs or fn.inputs[bint_var].dtype == "real":
+            raise DomainError(f"Independent needs a Bint input '{bint_var}' of fn, whose inputs "
+                              f"are {dict(fn.inputs)}")
+        return fn, reals_var, bint_var, diag_var
+
+    def _init(self, fn, reals_var, bint_var, diag_var):
+        self._args = (fn, reals_var, bint_var, diag_var)
+        self.fn, self.reals_var, self.bint_var, self.diag_var = fn, reals_var, bint_var, diag_var
+        n = fn.inputs[bint_var].size
+        inputs = {k: d for k, d in fn.inputs.items() if k not in (bint_var, diag_var)}
+        if diag_var in fn.inputs:
+            inputs[reals_var] = Reals[(n,) + fn.inputs[diag_var].shape]
+        self.inputs = inputs
+        self.output = fn.output
+
+    @property
+    def bound(self) -> frozenset:
+        return frozenset([self.bint_var, self.diag_var])
+
+
+class Stack(Funsor):
+    """``Stack(name, parts)``: a new input ``name: Bint[len(parts)]`` selecting a part.
+
+    Example:
+        >>> s = fc.Stack("i", (fc.Number(1.0), fc.Number(2.0)))
+        >>> s.inputs, s.data
+        ({'i': Bint[2]}, array([1., 2.]))
+    """
+
+    __slots__ = ("name", "parts")
+    _fields = ("name", "parts")
+
+    @classmethod
+    def _prepare(cls, name, parts):
+        parts = tuple(to_funsor(p) for p in parts)
+        if not parts:
+            raise ValueError("Stack needs at least one part")
+        out = parts[0].output
+        for p in parts:
+            if p.output is not out:
+                raise DomainError(f"Stack parts must share one output, got {out} and {p.output}")
+            if name in p.inputs:
+                raise DomainError(f"Stack name '{name}' is already an input of a part")
+        return name, parts
+
+    def _init(self, name, parts):
+        self._args = (name, parts)
+        self.name, self.parts = name, parts
+        inputs = {name: Bint[len(parts)]}
+        for p in parts:
+            inputs = merge_inputs(inputs, p.inputs, "stack")
+        self.inputs = inputs
+        self.output = parts[0].output
+
+
+class Cat(Funsor):
+    """``Cat(name, parts, part_name)``: concatenate parts along their input ``part_name``,
+    giving a new input ``name`` whose size is the sum of the parts' sizes."""
+
+    __slots__ = ("name", "parts", "part_name")
+    _fields = ("name", "parts", "part_name")
+
+    @classmethod
+    def _prepare(cls, name, parts, part_name=None):
+        part_name = name if part_name is None else part_name
+        parts = tuple(parts)
+        for p in parts:
+            if part_name not in p.inputs:
+                raise DomainError(f"Cat part lacks input '{part_name}': {dict(p.inputs)}")
+        return name, parts, part_name
+
+    def _init(self, name, parts, part_name):
+        self._args = (name, parts, part_name)
+        self.name, self.parts, self.part_name = name, parts, part_name
+        size = sum(p.inputs[part_name].size for p in parts)
+        inputs = {}
+        for p in parts:
+            rest = {k: d for k, d in p.inputs.items() if k != part_name}
+            inputs = merge_inputs(inputs, rest, "cat")
+        self.inputs = {name: Bint[size], **inputs}
+        self.output = parts[0].output
+
+
+class Slice(Funsor):
+    """``Slice(name, start, stop, step, dtype)``: input ``name`` indexing ``range(start, stop,
+    step)``, valued in ``Bint[dtype]``. ``f(i=Slice("i", 0, 10, 2))`` takes every other ``i``.
+    """
+
+    __slots__ = ("name", "slice_args")
+    _fields = ("name", "start", "stop", "step", "dtype")
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, name, start=0, stop=None, step=1, dtype=None):
+        if stop is None:
+            start, stop = 0, start
+        if dtype is None:
+            dtype = stop
+        if step <= 0 or start < 0 or stop > dtype:
+            raise DomainError(f"Slice {name}[{start}:{stop}:{step}] does not fit in Bint[{dtype}]")
+        return name, start, stop, step, dtype
+
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        obj.name = args[0]
+        obj.slice_args = tuple(args[1:4])
+
+    def _init(self, name, start, stop, step, dtype):
+        self._args = (name, start, stop, step, dtype)
+        self.name = name
+        self.slice_args = (start, stop, step)
+        size = max(0, -(-(stop - start) // step))
+        self.inputs = {name: Bint[size]}
+        self.output = Bint[dtype]
+
+
+class Align(Funsor):
+    """``Align(arg, names)``: the same function with inputs reordered, ``names`` first."""
+
+    __slots__ = ("arg", "names")
+    _fields = ("arg", "names")
+
+    @classmethod
+    def _prepare(cls, arg, names):
+        names = tuple(names)
+        unknown = [n for n in names if n not in arg.inputs]
+        if unknown:
+            raise ValueError(f"cannot align by {unknown}: not inputs of {dict(arg.inputs)}")
+        return arg, names
+
+    def _init(self, arg, names):
+        self._args = (arg, names)
+        self.arg, self.names = arg, names
+        inputs = {n: arg.inputs[n] for n in names}
+        inputs.update(arg.inputs)
+        self.inputs = inputs
+        self.output = arg.output
+
+
+class Function(Funsor):
+    """A backend function lifted by ``@fc.function``: ``fn(*args)`` with fixed domains."""
+
+    __slots__ = ("fn", "args")
+    _fields = ("fn", "output", "args")
+
+    @classmethod
+    def _prepare(cls, fn, output, args):
+        return fn, output, tuple(args)
+
+    def _init(self, fn, output, args):
+        self._args = (fn, output, args)
+        self.fn, self.args = fn, args
+        inputs = {}
+        for a in args:
+            inputs = merge_inputs(inputs, a.inputs, getattr(fn, "__name__", "apply"))
+        self.inputs = inputs
+        self.output = output
+
+
+# =============================================================================================
+# Conversion.
+def _as_domain(x) -> Domain:
+    if isinstance(x, Domain):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool):
+        return Bint[x]
+    if x == "real":
+        return Real
+    raise TypeError(f"expected a domain such as Real or Bint[3], got {x!r}")
+
+
+def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
+    """Convert a number, array, name or funsor into a funsor.
+
+    Args:
+        x: a Funsor, Python number, array, or a string (a Variable of domain ``output``).
+        output: the expected output domain; checked for funsors, used for the rest.
+        dim_to_name: for arrays, a mapping from batch dims (negative ints, counted from the
+            left of the output shape) to input names; unnamed batch dims must have size 1.
+
+    Example:
+        >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-3: "i"}).inputs
+        {'i': Bint[2]}
+    """
+    if isinstance(x, Funsor):
+        if output is not None and x.output is not output:
+            raise DomainError(f"expected a funsor of output {output}, got {x.output}")
+        return x
+    if isinstance(x, str):
+        if output is None:
+            raise ValueError(f"to_funsor('{x}') needs an output domain to make a Variable")
+        return Variable(x, output)
+    if isinstance(x, numbers.Number) and not hasattr(x, "shape"):
+        if output is None or output.dtype == "real":
+            if output is not None and output.shape:
+                raise DomainError(f"a scalar cannot have output {output}")
+            if isinstance(x, bool) or not isinstance(x, numbers.Real):
+                return Number(x)
+            return Number(float(x) if output is not None else x)
+        if output.shape:
+            raise DomainError(f"a scalar cannot have output {output}")
+        return Number(x, output.dtype)
+    from funsor_core.interop import array_to_funsor
+
+    return array_to_funsor(x, output, dim_to_name)
+
+
+# =============================================================================================
+# Funsor builders for ops applied to funsors (``ops.exp(f)``, ``ops.sum(f, axis=0)``).
+def _build_unary(op, arg, **params):
+    arg = to_funsor(arg)
+    if params:
+        op = op.bind(**params)
+    return Unary(op, arg)
+
+
+def _build_reduction(op, arg, axis=None, keepdims=False):
+    arg = to_funsor(arg)
+    ndim = len(arg.shape)
+    if axis is not None:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
+        axis = axes if len(axes) != 1 or op in (ops.argmax, ops.argmin) else axes
+        if op in (ops.argmax, ops.argmin):
+            axis = axes[0]
+    return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
+
+
+def _build_binary(op, lhs, rhs, **params):
+    if params:
+        op = op.bind(**params)
+    return Binary(op, to_funsor(lhs), to_funsor(rhs))
+
+
+def _build_array_op(op, *args, **kwargs):
+    raise TypeError(f"ops.{op.name} acts on arrays, not funsors")
+
+
+register_funsor_builder(ops.UnaryOp, _build_unary, Funsor)
+register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
+register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
+register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)

@@ -1,0 +1,175 @@
+"""Iterative term traversals: ``reinterpret`` and capture-avoiding ``substitute``.
+
+Both walk the term DAG with an explicit stack, so a lazy chain of 10^5 ops never meets
+Python's recursion limit, and both visit a shared subterm once.
+
+Example:
+    >>> from interpretations import lazy
+    >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+    >>> with lazy:
+    ...     y = x + x
+    >>> type(y).__name__, fc.reinterpret(y).data
+    ('Binary', array([2., 2.]))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from funsor_core.terms import Funsor, Subs, Variable
+
+__all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name"]
+
+
+def children(term: Funsor) -> list[Funsor]:
+    """The funsor arguments of a term (looking inside tuples of arguments)."""
+    out: list[Funsor] = []
+    _collect(term._args, out)
+    return out
+
+
+def _collect(arg: Any, out: list) -> None:
+    if isinstance(arg, Funsor):
+        out.append(arg)
+    elif type(arg) is tuple:
+        for a in arg:
+            _collect(a, out)
+
+
+def map_args(args: tuple, fn: Callable[[Funsor], Any]) -> tuple:
+    """Replace every funsor inside ``args`` (also inside tuples) by ``fn(funsor)``."""
+    return tuple(_map(a, fn) for a in args)
+
+
+def _map(arg: Any, fn: Callable) -> Any:
+    if isinstance(arg, Funsor):
+        return fn(arg)
+    if type(arg) is tuple:
+        return tuple(_map(a, fn) for a in arg)
+    return arg
+
+
+def reinterpret(expr: Any) -> Any:
+    """Rebuild ``expr`` bottom-up under the active interpretation.
+
+    Example:
+        >>> fc.reinterpret(fc.Number(1.0)).data
+        1.0
+    """
+    if not isinstance(expr, Funsor):
+        return expr
+    memo: dict[int, Any] = {}
+    stack = [expr]
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        pending = [c for c in children(node) if id(c) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[id(node)] = type(node)(*map_args(node._args, lambda c: memo[id(c)]))
+    return memo[id(expr)]
+
+
+def fresh_name(name: str, avoid) -> str:
+    """``name`` primed until it is not in ``avoid`` (used to alpha-rename bound variables)."""
+    while name in avoid:
+        name = name + "'"
+    return name
+
+
+def _restrict(env: tuple, inputs) -> tuple:
+    return tuple(pair for pair in env if pair[0] in inputs)
+
+
+def _key(node: Funsor, env: tuple) -> tuple:
+    return (id(node),) + tuple((k, id(v)) for k, v in env)
+
+
+def substitute(expr: Funsor, subs) -> Funsor:
+    """Simultaneously substitute ``subs`` (name -> funsor) for free variables of ``expr``.
+
+    Bound variables are renamed when a substituted value would capture them; atoms receive a
+    ``Subs`` term, which the active interpretation evaluates or records.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> substitute(x + 1, {"x": fc.Number(2.0)}).data
+        3.0
+    """
+    env0 = _restrict(tuple(sorted(dict(subs).items(), key=lambda kv: kv[0])), expr.inputs)
+    if not env0:
+        return expr
+    memo: dict[tuple, Funsor] = {}
+    stack = [(expr, env0)]
+    while stack:
+        node, env = stack[-1]
+        key = _key(node, env)
+        if key in memo:
+            stack.pop()
+            continue
+        if not env:
+            memo[key] = node
+            stack.pop()
+            continue
+        if type(node)._atom:
+            memo[key] = Subs(node, env)
+            stack.pop()
+            continue
+        if isinstance(node, Subs):
+            memo[key] = _compose(node, env)
+            stack.pop()
+            continue
+        bound = node.bound
+        if bound:
+            free = set()
+            for _, v in env:
+                free.update(v.inputs)
+            captured = bound & free
+            if captured:
+                memo[key] = substitute(_alpha_rename(node, captured, free), dict(env))
+                stack.pop()
+                continue
+        kids = children(node)
+        pending = [(c, _restrict(env, c.inputs)) for c in kids]
+        pending = [(c, e) for c, e in pending if _key(c, e) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[key] = type(node)(*map_args(node._args,
+                                         lambda c: memo[_key(c, _restrict(env, c.inputs))]))
+    return memo[_key(expr, env0)]
+
+
+def _compose(node: Subs, env: tuple) -> Funsor:
+    # (arg[s])[env] = arg[s[env], env restricted to the names s leaves free]: one simultaneous
+    # substitution, so a value from env can never be captured by a name of s.
+    inner = tuple((k, substitute(v, dict(env))) for k, v in node.subs)
+    names = {k for k, _ in node.subs}
+    outer = tuple((k, v) for k, v in env if k not in names and k in node.arg.inputs)
+    return Subs(node.arg, inner + outer)
+
+
+def _alpha_rename(node: Funsor, captured: set, free: set) -> Funsor:
+    rename = getattr(node, "_alpha_rename", None)
+    if rename is None:
+        raise NotImplementedError(
+            f"substitution would capture bound variables {sorted(captured)} of "
+            f"{type(node).__name__}, which cannot rename them yet")
+    avoid = set(free) | set(node.inputs) | set(node.bound)
+    mapping = {}
+    for name in sorted(captured):
+        new = fresh_name(name, avoid)
+        avoid.add(new)
+        mapping[name] = new
+    return rename(mapping)
+
+
+def rename_in(term: Funsor, mapping: dict, domains: dict) -> Funsor:
+    """Rename free variables of ``term`` (``mapping``: old -> new name)."""
+    subs = {old: Variable(new, domains[old]) for old, new in mapping.items() if old in term.inputs}
+    return substitute(term, subs) if subs else term

@@ -1,0 +1,22 @@
+"""``exact`` (alias ``eager``, the default): evaluate every tractable term numerically.
+
+Falls back to ``lazy``'s rules (substitution) and finally builds the term as it is.
+
+Example:
+    >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+    >>> (x + 1).reduce(ops.add, "i").data
+    array(4.)
+"""
+
+from __future__ import annotations
+
+from funsor_core.interpreter import Interpretation
+from interpretations.lazy import lazy
+
+__all__ = ["exact", "eager", "EXACT"]
+
+exact = Interpretation("exact", base=lazy)
+eager = exact
+EXACT = exact
+
+from interpretations.exact import tensor, terms  # noqa: E402,F401  (registers the rules)

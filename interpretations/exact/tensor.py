@@ -1,0 +1,289 @@
+"""Exact rules for the Tensor atom: broadcasting by name, reductions, substitution (indexing),
+stacking, concatenation, Lambda and lifted functions."""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.domains import Bint
+from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
+from funsor_core.tensor import Tensor, align_binary, align_tensor, align_tensors
+from funsor_core.terms import (
+    Align,
+    Binary,
+    Cat,
+    DomainError,
+    Function,
+    Lambda,
+    Number,
+    Reduce,
+    Slice,
+    Stack,
+    Subs,
+    Unary,
+    Variable,
+    index_to_python,
+    unary_domain,
+)
+from interpretations.exact import exact
+
+
+# op(t): elementwise ops map the data; ops on the output dims act on the rightmost dims,
+# with axes counted from the right so that batch dims are untouched.
+@exact.register(Unary, UnaryOp, Tensor)
+def exact_unary_tensor(op, arg):
+    out = unary_domain(op, arg.output)
+    base = op.base
+    data = arg.data
+    if base is ops.getitem:
+        index = (slice(None),) * len(arg._ikey) + index_to_python(op.kwargs["index"])
+        data = data[index]
+    elif isinstance(base, ReductionOp):
+        kw = op.kwargs
+        nd = len(arg.output.shape)
+        axis = kw.get("axis")
+        if axis is None:
+            axis = tuple(range(-nd, 0))
+            if base in (ops.argmax, ops.argmin):
+                raise ValueError(f"ops.{base.name} of a funsor needs one axis")
+        data = base(data, axis=axis, keepdims=kw.get("keepdims", False))
+    elif base is ops.transpose:
+        nd = len(arg.output.shape)
+        dims = [d - nd if d >= 0 else d for d in (op.kwargs.get("dim0", -2),
+                                                   op.kwargs.get("dim1", -1))]
+        data = base(data, dims[0], dims[1])
+    else:
+        data = op(data)
+    return Tensor.make(data, arg.inputs, out.dtype)
+
+
+# op(lhs, rhs) of two tensors: align shared inputs by name, then broadcast.
+@exact.register(Binary, BinaryOp, Tensor, Tensor)
+def exact_binary_tensor_tensor(op, lhs, rhs):
+    if op.base is ops.matmul:
+        return _matmul(op, lhs, rhs)
+    inputs, ld, rd = align_binary(lhs, rhs)
+    out = ops.infer_domain(op, lhs.output, rhs.output)
+    return Tensor.make(op(ld, rd), inputs, out.dtype)
+
+
+@exact.register(Binary, BinaryOp, Tensor, Number)
+def exact_binary_tensor_number(op, lhs, rhs):
+    if op.base is ops.matmul:
+        return None
+    out = ops.infer_domain(op, lhs.output, rhs.output)
+    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype)
+
+
+@exact.register(Binary, BinaryOp, Number, Tensor)
+def exact_binary_number_tensor(op, lhs, rhs):
+    if op.base is ops.matmul:
+        return None
+    out = ops.infer_domain(op, lhs.output, rhs.output)
+    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype)
+
+
+def _matmul(op, lhs, rhs):
+    # Promote vectors to matrices so that numpy's batched matmul sees matching batch dims,
+    # then drop the promoted dims again.
+    lo, ro = len(lhs.output.shape), len(rhs.output.shape)
+    ld, rd = lhs.data, rhs.data
+    if lo == 1:
+        ld = ops.reshape(ld, tuple(ld.shape[:-1]) + (1, ld.shape[-1]))
+    if ro == 1:
+        rd = ops.reshape(rd, tuple(rd.shape) + (1,))
+    inputs, ld, rd = align_binary(Tensor.make(ld, lhs.inputs), Tensor.make(rd, rhs.inputs))
+    data = op(ld, rd)
+    if ro == 1:
+        data = data[..., 0]
+    if lo == 1:
+        data = data[..., 0, :] if ro != 1 else data[..., 0]
+    return Tensor.make(data, inputs, "real")
+
+
+# Reduce(op, t, vars) reduces the named batch dims with op's array reduction.
+@exact.register(Reduce, Op, Tensor, frozenset)
+def exact_reduce_tensor(op, arg, reduced_vars):
+    names = list(arg.inputs)
+    axes = tuple(i for i, n in enumerate(names) if n in reduced_vars)
+    if not axes:
+        return arg
+    data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+    inputs = {n: d for n, d in arg.inputs.items() if n not in reduced_vars}
+    return Tensor.make(data, inputs, arg.dtype)
+
+
+# Substituting into a tensor is indexing: numbers select, variables rename, slices slice,
+# and Bint-valued tensors index by advanced indexing (broadcasting by name).
+@exact.register(Subs, Tensor, tuple)
+def exact_subs_tensor(arg, subs):
+    values = dict(subs)
+    if not all(isinstance(v, (Tensor, Number, Variable, Slice)) for v in values.values()):
+        return None
+    if all(isinstance(v, Number) for v in values.values()):
+        index = tuple(values[n].data if n in values else slice(None) for n in arg.inputs)
+        inputs = {n: d for n, d in arg.inputs.items() if n not in values}
+        return Tensor.make(arg.data[index], inputs, arg.dtype)
+    for name, value in values.items():
+        if isinstance(value, Tensor):
+            _check_index_range(name, arg.inputs[name].size, value.data)
+    new_inputs: dict = {}
+    for name, domain in arg.inputs.items():
+        value = values.get(name)
+        if value is None:
+            _add_input(new_inputs, name, domain)
+        else:
+            for k, d in value.inputs.items():
+                _add_input(new_inputs, k, d)
+    if _is_plain_rename(arg, values, new_inputs):
+        renamed = {values[n].name if n in values else n: d for n, d in arg.inputs.items()}
+        return Tensor.make(arg.data, renamed, arg.dtype)
+    positions = {n: i for i, n in enumerate(new_inputs)}
+    nb = len(new_inputs)
+    index = []
+    for name, domain in arg.inputs.items():
+        value = values.get(name, None)
+        if value is None:
+            index.append(_arange_at(arg.data, domain.size, positions[name], nb))
+        elif isinstance(value, Number):
+            index.append(value.data)
+        elif isinstance(value, Variable):
+            index.append(_arange_at(arg.data, domain.size, positions[value.name], nb))
+        elif isinstance(value, Slice):
+            start, _, step = value.slice_args
+            size = value.inputs[value.name].size
+            idx = _arange_at(arg.data, size, positions[value.name], nb)
+            index.append(idx * step + start if (start or step != 1) else idx)
+        else:
+            index.append(align_tensor(new_inputs, value))
+    return Tensor.make(arg.data[tuple(index)], new_inputs, arg.dtype)
+
+
+def _add_input(inputs: dict, name: str, domain) -> None:
+    other = inputs.get(name)
+    if other is None:
+        inputs[name] = domain
+    elif other is not domain:
+        raise DomainError(f"cannot substitute: input '{name}' would be both {other} and {domain}")
+
+
+def _is_plain_rename(arg, values, new_inputs) -> bool:
+    return (all(isinstance(v, Variable) for v in values.values())
+            and len(new_inputs) == len(arg.inputs))
+
+
+def _arange_at(proto, size: int, position: int, ndim: int):
+    shape = [1] * ndim
+    shape[position] = size
+    return ops.reshape(ops.new_arange(proto, size), tuple(shape))
+
+
+def _check_index_range(name: str, size: int, data) -> None:
+    # Only concrete numpy/torch arrays are checked: a traced jax value has no value yet.
+    module = type(data).__module__.split(".")[0]
+    if module not in ("numpy", "torch") or not data.shape or min(data.shape) == 0:
+        return
+    lo, hi = int(data.min()), int(data.max())
+    if lo < 0 or hi >= size:
+        raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
+                          f"[{lo}, {hi}]")
+
+
+# Align(t, names) permutes the batch dims.
+@exact.register(Align, Tensor, tuple)
+def exact_align_tensor(arg, names):
+    inputs = {n: arg.inputs[n] for n in names}
+    inputs.update(arg.inputs)
+    return Tensor.make(align_tensor(inputs, arg), inputs, arg.dtype)
+
+
+# Lambda(i, t) moves input i to the leftmost output dim.
+@exact.register(Lambda, Variable, Tensor)
+def exact_lambda_tensor(var, expr):
+    name = var.name
+    if name not in expr.inputs:
+        size = var.output.size
+        nb = len(expr.inputs)
+        data = expr.data
+        shape = tuple(data.shape[:nb]) + (1,) + tuple(data.shape[nb:])
+        full = tuple(data.shape[:nb]) + (size,) + tuple(data.shape[nb:])
+        return Tensor.make(ops.expand(ops.reshape(data, shape), full), dict(expr.inputs),
+                           expr.dtype)
+    inputs = {n: d for n, d in expr.inputs.items() if n != name}
+    order = dict(inputs)
+    order[name] = var.output
+    return Tensor.make(align_tensor(order, expr), inputs, expr.dtype)
+
+
+# Stack(name, parts) stacks the aligned parts along a new leftmost input.
+@exact.register(Stack, str, tuple)
+def exact_stack(name, parts):
+    if not all(isinstance(p, (Tensor, Number)) for p in parts):
+        return None
+    inputs, datas = _aligned_parts(parts)
+    data = ops.stack(datas, 0)
+    return Tensor.make(data, {name: Bint[len(parts)], **inputs}, parts[0].dtype)
+
+
+def _aligned_parts(parts):
+    tensors = [p for p in parts if isinstance(p, Tensor)]
+    proto = tensors[0].data if tensors else None
+    inputs, _ = align_tensors(*tensors) if tensors else ({}, [])
+    batch = tuple(d.dtype for d in inputs.values())
+    datas = []
+    for p in parts:
+        if isinstance(p, Tensor):
+            datas.append(ops.expand(align_tensor(inputs, p), batch + p.shape))
+        elif proto is not None:
+            datas.append(ops.new_full(proto, batch + p.shape, p.data))
+        else:
+            from funsor_core.backend import backend_module
+
+            datas.append(backend_module().asarray(p.data, "real" if p.dtype == "real" else "int"))
+    return inputs, datas
+
+
+# Cat(name, parts, part_name) concatenates the parts along their input part_name.
+@exact.register(Cat, str, tuple, str)
+def exact_cat(name, parts, part_name):
+    if not all(isinstance(p, Tensor) for p in parts):
+        return None
+    others: dict = {}
+    for p in parts:
+        for k, d in p.inputs.items():
+            if k != part_name:
+                others.setdefault(k, d)
+    batch = tuple(d.dtype for d in others.values())
+    datas = []
+    for p in parts:
+        order = {part_name: p.inputs[part_name], **others}
+        shape = (p.inputs[part_name].size,) + batch + p.shape
+        datas.append(ops.expand(align_tensor(order, p), shape))
+    size = sum(p.inputs[part_name].size for p in parts)
+    return Tensor.make(ops.cat(datas, 0), {name: Bint[size], **others}, parts[0].dtype)
+
+
+# A lifted function of tensors: align batch dims, call it on the arrays.
+@exact.register(Function, object, object, tuple)
+def exact_function(fn, output, args):
+    if not all(isinstance(a, (Tensor, Number)) for a in args):
+        return None
+    inputs, datas = align_tensors(*args)
+    nb = len(inputs)
+    datas = [_pad_batch(d, nb, a) for d, a in zip(datas, args)]
+    data = fn(*datas)
+    expected = tuple(d.dtype for d in inputs.values()) + output.shape
+    if tuple(data.shape) != expected:
+        data = ops.expand(data, expected)
+    return Tensor.make(data, inputs, output.dtype)
+
+
+def _pad_batch(data, nb, arg):
+    if isinstance(arg, Tensor) and len(arg.inputs) == nb:
+        return data
+    if isinstance(arg, Number):
+        return data
+    shape = tuple(data.shape)
+    if len(shape) - len(arg.shape) < nb:
+        shape = (1,) * (nb - (len(shape) - len(arg.shape))) + shape
+        data = ops.reshape(data, shape)
+    return data

@@ -1,0 +1,49 @@
+"""Exact rules for generic terms over numbers."""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.ops import BinaryOp, Op, UnaryOp
+from funsor_core.terms import Align, Binary, Funsor, Independent, Number, Reduce, Unary
+from interpretations.exact import exact
+
+
+# op(Number) and op(Number, Number) evaluate on the Python values.
+@exact.register(Unary, UnaryOp, Number)
+def exact_unary_number(op, arg):
+    if op.base is ops.getitem:
+        return None
+    out = ops.infer_domain(op, arg.output)
+    return Number(op(arg.data), out.dtype)
+
+
+@exact.register(Binary, BinaryOp, Number, Number)
+def exact_binary_number_number(op, lhs, rhs):
+    out = ops.infer_domain(op, lhs.output, rhs.output)
+    value = op(lhs.data, rhs.data)
+    if out.dtype != "real":
+        value = int(value)
+    return Number(value, out.dtype)
+
+
+# An op-reduction over variables the argument does not depend on: idempotent ops ignore
+# them; other reductions are left to the atoms' rules.
+@exact.register(Reduce, Op, Funsor, frozenset)
+def exact_reduce_funsor(op, arg, reduced_vars):
+    if not reduced_vars.isdisjoint(arg.inputs):
+        return None
+    return arg if op in ops.IDEMPOTENT_OPS else None
+
+
+# The input order of a term other than a Tensor has no numeric meaning.
+@exact.register(Align, Funsor, tuple)
+def exact_align_funsor(arg, names):
+    return None
+
+
+# Independent over a function of no real coordinate is a plain product over the plate.
+@exact.register(Independent, Funsor, str, str, str)
+def exact_independent_funsor(fn, reals_var, bint_var, diag_var):
+    if diag_var in fn.inputs:
+        return None
+    return fn.reduce(ops.add, bint_var)

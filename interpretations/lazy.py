@@ -1,0 +1,62 @@
+"""``lazy``: record terms; only substitution is propagated.
+
+Its rules are also the last resort of every other interpretation (``exact`` falls back here):
+pushing substitutions down to the atoms, resolving substituted variables, and dropping
+trivial wrappers.
+
+Example:
+    >>> from interpretations import lazy
+    >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+    >>> with lazy:
+    ...     y = x + 1
+    >>> type(y).__name__
+    'Binary'
+"""
+
+from __future__ import annotations
+
+from funsor_core.interpreter import Interpretation, reflect
+from funsor_core.terms import Align, Funsor, Reduce, Subs, Variable
+from funsor_core.traversal import substitute
+
+__all__ = ["lazy", "LAZY"]
+
+lazy = Interpretation("lazy", base=reflect)
+LAZY = lazy
+
+
+# Subs(Variable x, {x: v}) = v.
+@lazy.register(Subs, Variable, tuple)
+def lazy_subs_variable(arg, subs):
+    for name, value in subs:
+        if name == arg.name:
+            return value
+    return arg
+
+
+# Subs(f, {}) = f; and substitution into a non-atom distributes over its arguments.
+@lazy.register(Subs, Funsor, tuple)
+def lazy_subs_funsor(arg, subs):
+    if not subs:
+        return arg
+    if type(arg)._atom:
+        return None
+    return substitute(arg, subs)
+
+
+# Reduce over no variables is the identity; nested reductions of one op merge.
+@lazy.register(Reduce, object, Funsor, frozenset)
+def lazy_reduce_funsor(op, arg, reduced_vars):
+    if not reduced_vars:
+        return arg
+    if isinstance(arg, Reduce) and arg.op is op:
+        return Reduce(op, arg.arg, reduced_vars | arg.reduced_vars)
+    return None
+
+
+# Aligning to the order a term already has changes nothing.
+@lazy.register(Align, Funsor, tuple)
+def lazy_align_funsor(arg, names):
+    if names == tuple(arg.inputs)[: len(names)]:
+        return arg
+    return None
