@@ -22,11 +22,15 @@ def _logsumexp(x, axis=None, keepdims=False):
     x = np.asarray(x)
     if axis == ():
         return x
-    m = np.amax(x, axis=axis, keepdims=True)
-    # A slice of all -inf sums to -inf; shift by 0 there instead of by -inf (nan).
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        result = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    # ufunc.reduce directly: np.amax/np.sum wrappers cost more than the math on small arrays.
+    m = np.maximum.reduce(x, axis=axis, keepdims=True)
+    if not np.isfinite(m).all():
+        # A slice of all -inf sums to -inf: shift it by 0 instead of by -inf (which gives nan).
+        m = np.where(np.isfinite(m), m, 0.0)
+        with np.errstate(divide="ignore"):
+            result = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True)) + m
+    else:
+        result = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True)) + m
     if not keepdims:
         result = np.squeeze(result, axis=axis) if axis is not None else result.reshape(())
     return result

@@ -267,7 +267,7 @@ def _detach(x):
 
 
 def _getitem(x, index):
-    return x[index]
+    return x[index]  # as numpy, except that torch refuses slices with a negative step
 
 
 KERNELS = {

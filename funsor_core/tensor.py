@@ -109,18 +109,20 @@ class Tensor(Funsor):
         self.output = Domain(dtype, tuple(data.shape[len(inputs):]))
 
     @classmethod
-    def make(cls, data, inputs: dict, dtype="real") -> Tensor:
+    def make(cls, data, inputs: dict, dtype="real", ikey: tuple | None = None) -> Tensor:
         """Build a Tensor from arrays a rule just computed, skipping checks and interpretation.
 
         Rules use this for results: the data is fresh, so cons-hashing could never share it.
         """
         self = object.__new__(cls)
-        ikey = tuple(inputs.items())
+        if ikey is None:
+            ikey = tuple(inputs.items())
         self._args = (data, ikey, dtype)
         self.data = data
         self._ikey = ikey
         self.inputs = inputs
-        self.output = Domain(dtype, tuple(data.shape[len(ikey):]))
+        shape = data.shape
+        self.output = Domain(dtype, tuple(shape[len(ikey):]) if len(shape) > len(ikey) else ())
         return self
 
     @property
@@ -149,14 +151,14 @@ _ALIGN_CACHE: dict = {}
 def align_binary(lhs: Tensor, rhs: Tensor):
     """Align two tensors for a broadcasting binary op.
 
-    Returns ``(inputs, lhs_data, rhs_data)``: both arrays have one dim per merged input (size 1
+    Returns ``(inputs, ikey, lhs_data, rhs_data)`` (``ikey`` is ``tuple(inputs.items())``): both arrays have one dim per merged input (size 1
     where absent), then their output dims padded on the left with 1s to a common number, so
     that numpy broadcasting matches names. The recipe is cached per pair of input signatures.
 
     Example:
         >>> a = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
         >>> b = fc.Tensor(np.zeros((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
-        >>> inputs, x, y = align_binary(a, b)
+        >>> inputs, _, x, y = align_binary(a, b)
         >>> list(inputs), x.shape, y.shape
         (['i', 'j', 'k'], (2, 3, 1), (1, 3, 4))
     """
@@ -166,7 +168,7 @@ def align_binary(lhs: Tensor, rhs: Tensor):
     recipe = _ALIGN_CACHE.get(key)
     if recipe is None:
         recipe = _ALIGN_CACHE[key] = _align_recipe(lhs, rhs, lo, ro)
-    inputs, lperm, lshape, rperm, rshape = recipe
+    inputs, ikey, lperm, lshape, rperm, rshape = recipe
     if lperm is not None:
         ld = ops.permute(ld, lperm)
     if lshape is not None:
@@ -175,7 +177,7 @@ def align_binary(lhs: Tensor, rhs: Tensor):
         rd = ops.permute(rd, rperm)
     if rshape is not None:
         rd = ops.reshape(rd, rshape + tuple(rd.shape[len(rd.shape) - ro:]) if ro else rshape)
-    return inputs, ld, rd
+    return inputs, ikey, ld, rd
 
 
 def _align_recipe(lhs: Tensor, rhs: Tensor, lo: int, ro: int):
@@ -185,7 +187,7 @@ def _align_recipe(lhs: Tensor, rhs: Tensor, lo: int, ro: int):
             inputs[k] = d
     names = list(inputs)
     out_nd = max(lo, ro)
-    result = [inputs]
+    result = [inputs, tuple(inputs.items())]
     for x, o in ((lhs, lo), (rhs, ro)):
         own = list(x.inputs)
         order = [n for n in names if n in x.inputs]

@@ -44,7 +44,7 @@ def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
         >>> merge_inputs({"i": fc.Bint[2]}, {"j": fc.Real})
         {'i': Bint[2], 'j': Real}
     """
-    if lhs is rhs or not rhs:
+    if lhs is rhs or not rhs or lhs == rhs:
         return lhs
     if not lhs:
         return rhs
@@ -187,6 +187,11 @@ class Funsor(metaclass=FunsorMeta):
     # -- substitution, reduction, alignment ----------------------------------------------------
     def __call__(self, *args, **kwargs):
         """Substitute values for inputs, by name or positionally in the order of ``inputs``."""
+        if not args:
+            inputs = self.inputs
+            pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
+                          for k, v in kwargs.items() if k in inputs)
+            return Subs(self, pairs) if pairs else self
         if len(args) > len(self.inputs):
             raise ValueError(f"got {len(args)} positional values but only {len(self.inputs)} "
                              f"inputs {tuple(self.inputs)}")
@@ -446,6 +451,8 @@ class Number(Funsor):
 
     @classmethod
     def _prepare(cls, data, dtype="real"):
+        if dtype == "real" and type(data) is float:
+            return data, dtype
         if isinstance(dtype, Domain):
             dtype = dtype.dtype
         if hasattr(data, "item") and not isinstance(data, numbers.Number):
@@ -457,6 +464,10 @@ class Number(Funsor):
             if not 0 <= data < dtype:
                 raise DomainError(f"Number({data}) is out of range for Bint[{dtype}]")
         return data, dtype
+
+    @staticmethod
+    def _cons_key(args):
+        return (type(args[0]), args[0], args[1])
 
     def _init(self, data, dtype):
         self._args = (data, dtype)
@@ -528,7 +539,10 @@ class Reduce(Funsor):
 
     @classmethod
     def _prepare(cls, op, arg, reduced_vars):
-        names = _reduced_names(reduced_vars, arg.inputs)
+        names = reduced_vars if type(reduced_vars) is frozenset else _reduced_names(
+            reduced_vars, arg.inputs)
+        if not names.issubset(arg.inputs):
+            names = frozenset(n for n in names if n in arg.inputs)
         if op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
                              f"with a reduction; use one of {sorted(o.name for o in ops.REDUCE_OPS)}")
@@ -553,15 +567,18 @@ class Subs(Funsor):
 
     @classmethod
     def _prepare(cls, arg, subs):
-        if isinstance(subs, dict):
+        if type(subs) is dict:
             subs = tuple(subs.items())
+        inputs = arg.inputs
         pairs = []
         for name, value in subs:
-            if name not in arg.inputs:
+            domain = inputs.get(name)
+            if domain is None:
                 continue
-            domain = arg.inputs[name]
-            value = to_funsor(value, domain)
-            check_substitution(name, domain, value)
+            if not isinstance(value, Funsor):
+                value = to_funsor(value, domain)
+            if value.output is not domain:
+                check_substitution(name, domain, value)
             pairs.append((name, value))
         return arg, tuple(pairs)
 
@@ -808,6 +825,10 @@ def _as_domain(x) -> Domain:
     raise TypeError(f"expected a domain such as Real or Bint[3], got {x!r}")
 
 
+# Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
+_BINT_NUMBERS: dict = {}
+
+
 def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
     """Convert a number, array, name or funsor into a funsor.
 
@@ -838,7 +859,13 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
             return Number(float(x) if output is not None else x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
-        return Number(x, output.dtype)
+        key = (x, output.dtype)
+        number = _BINT_NUMBERS.get(key) if type(x) is int else None
+        if number is None:
+            number = Number(x, output.dtype)
+            if type(x) is int and len(_BINT_NUMBERS) < 100_000:
+                _BINT_NUMBERS[key] = number
+        return number
     from funsor_core.interop import array_to_funsor
 
     return array_to_funsor(x, output, dim_to_name)

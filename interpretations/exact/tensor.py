@@ -53,7 +53,7 @@ def exact_unary_tensor(op, arg):
         data = base(data, dims[0], dims[1])
     else:
         data = op(data)
-    return Tensor.make(data, arg.inputs, out.dtype)
+    return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
 
 
 # op(lhs, rhs) of two tensors: align shared inputs by name, then broadcast.
@@ -61,9 +61,9 @@ def exact_unary_tensor(op, arg):
 def exact_binary_tensor_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
-    inputs, ld, rd = align_binary(lhs, rhs)
+    inputs, ikey, ld, rd = align_binary(lhs, rhs)
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(ld, rd), inputs, out.dtype)
+    return Tensor.make(op(ld, rd), inputs, out.dtype, ikey)
 
 
 @exact.register(Binary, BinaryOp, Tensor, Number)
@@ -71,7 +71,7 @@ def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype)
+    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey)
 
 
 @exact.register(Binary, BinaryOp, Number, Tensor)
@@ -79,7 +79,7 @@ def exact_binary_number_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype)
+    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype, rhs._ikey)
 
 
 def _matmul(op, lhs, rhs):
@@ -91,7 +91,7 @@ def _matmul(op, lhs, rhs):
         ld = ops.reshape(ld, tuple(ld.shape[:-1]) + (1, ld.shape[-1]))
     if ro == 1:
         rd = ops.reshape(rd, tuple(rd.shape) + (1,))
-    inputs, ld, rd = align_binary(Tensor.make(ld, lhs.inputs), Tensor.make(rd, rhs.inputs))
+    inputs, ikey, ld, rd = align_binary(Tensor.make(ld, lhs.inputs), Tensor.make(rd, rhs.inputs))
     data = op(ld, rd)
     if ro == 1:
         data = data[..., 0]
@@ -116,6 +116,13 @@ def exact_reduce_tensor(op, arg, reduced_vars):
 # and Bint-valued tensors index by advanced indexing (broadcasting by name).
 @exact.register(Subs, Tensor, tuple)
 def exact_subs_tensor(arg, subs):
+    if len(subs) == 1 and type(subs[0][1]) is Number:
+        name, value = subs[0]
+        names = list(arg.inputs)
+        pos = names.index(name)
+        index = (slice(None),) * pos + (value.data,)
+        inputs = {n: d for n, d in arg.inputs.items() if n != name}
+        return Tensor.make(arg.data[index], inputs, arg.dtype)
     values = dict(subs)
     if not all(isinstance(v, (Tensor, Number, Variable, Slice)) for v in values.values()):
         return None
