@@ -1,0 +1,640 @@
+"""Gaussian algebra in square-root information form: pure functions of arrays.
+
+A Gaussian log density over a real vector ``x`` of dimension ``dim`` is stored as two arrays,
+``white_vec`` of shape ``batch + (rank,)`` and ``prec_sqrt`` of shape ``batch + (dim, rank)``::
+
+    f(x) = -0.5 * || x @ prec_sqrt - white_vec ||^2
+
+so ``precision = prec_sqrt @ prec_sqrt.T`` and ``info_vec = prec_sqrt @ white_vec``. The
+constant ``-0.5 * ||white_vec||^2`` is part of ``f`` (funsor 0.4.8 uses the same convention),
+so ``max_x f(x) = 0`` when the system is consistent. ``rank`` may be below ``dim`` (a
+conditional density seen as a joint) or above it (after adding densities); ``compress`` and
+``marginalize`` bring it back to at most ``dim``.
+
+Every function uses ``funsor_core.ops`` only, so it runs on numpy, torch and jax, under
+``jax.jit`` and under autograd. Leading batch dims broadcast. Coordinates are Python ints into
+the last dim of ``x``. Nothing forms a precision matrix to factor it, or inverts one: densities
+are combined by orthogonal (QR / Householder) transforms of ``[prec_sqrt.T | white_vec]``,
+which keeps long chains (10^4 Kalman steps) as well conditioned as the model itself.
+
+Example:
+    >>> w, s = from_mean_covariance(np.array([1.0, 2.0]), np.diag([4.0, 9.0]))
+    >>> float(log_density(w, s, np.array([1.0, 2.0])))
+    0.0
+    >>> round(float(log_normalizer(w, s)), 6)  # log(2 pi * 2 * 3)
+    3.629637
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.domains import broadcast_shape
+
+__all__ = [
+    "check_full_rank", "compress", "concat", "condition", "covariance", "embed",
+    "expected_log_density", "from_info", "from_mean_covariance", "from_mean_precision",
+    "from_mean_scale_tril", "kl_divergence", "log_density", "log_normalizer", "marginalize",
+    "mean", "pad_dims", "sample", "to_info",
+]
+
+Array = Any  # an array of any registered backend
+_LOG_2PI = math.log(2 * math.pi)
+
+NOT_FULL_RANK = (
+    "cannot marginalize {label}: its precision block has rank {rank} < {dim}; the integral "
+    "diverges, because the density is flat along a direction of {label}{where}. Coordinates "
+    "without independent information: {coords}. Add a prior or an observation on them before "
+    "integrating them out, or keep them as free inputs."
+)
+NEEDS_FULL_RANK = (
+    "{what} needs a full-rank precision, but prec_sqrt has shape {shape}: rank {rank} < dim "
+    "{dim}, so the density is flat along some direction and has no {what}. Add a prior or an "
+    "observation (concat another density) first."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small array helpers (batch dims on the left; events of 1 or 2 dims on the right).
+def _batch_shape(x: Array, event_ndim: int) -> tuple[int, ...]:
+    return tuple(x.shape[: len(x.shape) - event_ndim])
+
+
+def _expand(x: Array, batch: tuple[int, ...], event_ndim: int) -> Array:
+    event = tuple(x.shape[len(x.shape) - event_ndim:])
+    if tuple(x.shape) == batch + event:
+        return x
+    return ops.expand(x, batch + event)
+
+
+def _broadcast(*pairs: tuple[Array, int]) -> tuple[tuple[int, ...], list[Array]]:
+    """Expand arrays (each given with its event ndim) to their common batch shape."""
+    batch = broadcast_shape(*(_batch_shape(x, n) for x, n in pairs))
+    return batch, [_expand(x, batch, n) for x, n in pairs]
+
+
+def _mT(x: Array) -> Array:  # noqa: N802 (the matrix-transpose name used by torch and jax)
+    return ops.transpose(x, -1, -2)
+
+
+def _vm(v: Array, m: Array) -> Array:
+    """Batched vector-matrix product ``v @ m``."""
+    return ops.getitem(ops.matmul(ops.getitem(v, (Ellipsis, None, slice(None))), m),
+                       (Ellipsis, 0, slice(None)))
+
+
+def _mv(m: Array, v: Array) -> Array:
+    """Batched matrix-vector product ``m @ v``."""
+    return ops.getitem(ops.matmul(m, ops.getitem(v, (Ellipsis, None))), (Ellipsis, 0))
+
+
+def _sumsq(x: Array, event_ndim: int = 1) -> Array:
+    return ops.sum(ops.mul(x, x), tuple(range(-event_ndim, 0)))
+
+
+def _solve_upper(r: Array, z: Array) -> Array:
+    """``r^{-1} z`` for upper triangular ``r`` and a batch of vectors ``z``."""
+    z = ops.getitem(z, (Ellipsis, None))
+    return ops.getitem(ops.triangular_solve(z, r, upper=True), (Ellipsis, 0))
+
+
+def _log_abs_diag(r: Array) -> Array:
+    return ops.sum(ops.log(ops.abs(ops.diagonal(r))), -1)
+
+
+def _check_index(dim: int, index: Sequence[int], what: str) -> tuple[int, ...]:
+    index = tuple(int(i) for i in index)
+    if len(set(index)) != len(index) or not all(0 <= i < dim for i in index):
+        raise ValueError(f"{what} must be distinct ints in [0, {dim}), got {list(index)}")
+    return index
+
+
+def _split_index(dim: int, b_index: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    b = _check_index(dim, b_index, "b_index")
+    a = tuple(i for i in range(dim) if i not in set(b))
+    return b, a
+
+
+def _rows(x: Array, index: tuple[int, ...]) -> Array:
+    """``x[..., index, :]``, with a slice where the index is a contiguous run."""
+    if not index:
+        return ops.getitem(x, (Ellipsis, slice(0, 0), slice(None)))
+    if index == tuple(range(index[0], index[-1] + 1)):
+        return ops.getitem(x, (Ellipsis, slice(index[0], index[-1] + 1), slice(None)))
+    idx = ops.new_array(x, list(index))
+    return ops.getitem(x, (Ellipsis, idx, slice(None)))
+
+
+def _triangularize(a: Array, w: Array) -> tuple[Array, Array, Array]:
+    """Rotate the system ``||a @ v - w||`` (``a``: r x n with r >= n) to triangular form.
+
+    Returns ``(r_upper, z, shift)`` with ``-0.5 ||a v - w||^2 == -0.5 ||r_upper v - z||^2 +
+    shift`` for every ``v``. One QR of ``[[a, w], [0, 1]]`` gives all three: the extra row
+    keeps the last column independent of the others, so the QR stays differentiable when
+    ``w`` lies in the span of ``a`` (a consistent system, e.g. every mean zero); its last
+    diagonal entry is ``sqrt(1 + ||residual||^2)``.
+    """
+    n = a.shape[-1]
+    batch, (a, w) = _broadcast((a, 2), (w, 1))
+    top = ops.cat([a, ops.getitem(w, (Ellipsis, None))], -1)
+    bottom = ops.cat([ops.new_zeros(a, batch + (1, n)), ops.new_full(a, batch + (1, 1), 1.0)], -1)
+    rr = ops.qr_r(ops.cat([top, bottom], -2))
+    r_upper = ops.getitem(rr, (Ellipsis, slice(0, n), slice(0, n)))
+    z = ops.getitem(rr, (Ellipsis, slice(0, n), n))
+    c = ops.abs(ops.getitem(rr, (Ellipsis, n, n)))
+    shift = ops.mul(-0.5, ops.mul(ops.sub(c, 1.0), ops.add(c, 1.0)))
+    return r_upper, z, shift
+
+
+def _householder(m: Array, k: int) -> tuple[Array, Array]:
+    """Reflect the rows of ``m`` (batch + (r, n), r >= k) to zero its first k columns below
+    the diagonal; return the trailing block ``(r - k, n - k)`` and ``sum log|R_jj|``.
+
+    The trailing block is ``Q2.T @ m[:, k:]`` for an orthonormal basis ``Q2`` of the complement
+    of the span of the first k columns. Only those k columns build the reflectors, so the
+    result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
+    not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
+    """
+    log_det = ops.new_zeros(m, _batch_shape(m, 2))
+    for _ in range(k):
+        col = ops.getitem(m, (Ellipsis, slice(None), 0))
+        rest = ops.getitem(m, (Ellipsis, slice(None), slice(1, None)))
+        x0 = ops.getitem(col, (Ellipsis, 0))
+        norm = ops.sqrt(_sumsq(col))
+        one = ops.full_like(x0, 1.0)
+        sign = ops.where(ops.ge(x0, 0.0), one, ops.neg(one))
+        # v = col - alpha e1 with alpha = -sign(x0) |col|: the first entry adds, never cancels.
+        v0 = ops.add(x0, ops.mul(sign, norm))
+        v = ops.cat([ops.getitem(v0, (Ellipsis, None)),
+                     ops.getitem(col, (Ellipsis, slice(1, None)))], -1)
+        beta = ops.safediv(2.0, _sumsq(v))  # v = 0 only for a zero column: then no reflection
+        vt_rest = _vm(v, rest)
+        rest = ops.sub(rest, ops.mul(ops.getitem(beta, (Ellipsis, None, None)),
+                                     ops.mul(ops.getitem(v, (Ellipsis, slice(None), None)),
+                                             ops.getitem(vt_rest, (Ellipsis, None, slice(None))))))
+        m = ops.getitem(rest, (Ellipsis, slice(1, None), slice(None)))  # row 0 is R's row
+        log_det = ops.add(log_det, ops.log(norm))
+    return m, log_det
+
+
+def _require_full_rank(prec_sqrt: Array, what: str) -> None:
+    dim, rank = prec_sqrt.shape[-2:]
+    if rank < dim:
+        raise ValueError(NEEDS_FULL_RANK.format(
+            what=what, shape=tuple(prec_sqrt.shape), rank=rank, dim=dim))
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructors and conversions.
+def from_info(info_vec: Array, precision: Array) -> tuple[Array, Array]:
+    """Square-root form of the density ``-0.5 x'Px + i'x - 0.5 i'P^{-1}i``.
+
+    ``prec_sqrt`` is the Cholesky factor ``L`` of ``P`` and ``white_vec`` solves
+    ``L w = info_vec``. ``P`` must be positive definite.
+
+    Args:
+        info_vec: batch + (dim,).
+        precision: batch + (dim, dim), symmetric positive definite.
+
+    Returns:
+        ``(white_vec, prec_sqrt)`` of shapes batch + (dim,) and batch + (dim, dim).
+
+    Example:
+        >>> w, s = from_info(np.array([2.0]), np.array([[4.0]]))
+        >>> w, s
+        (array([1.]), array([[2.]]))
+    """
+    batch, (info_vec, precision) = _broadcast((info_vec, 1), (precision, 2))
+    prec_sqrt = ops.cholesky(precision)
+    white_vec = ops.getitem(
+        ops.triangular_solve(ops.getitem(info_vec, (Ellipsis, None)), prec_sqrt),
+        (Ellipsis, 0))
+    return white_vec, prec_sqrt
+
+
+def from_mean_scale_tril(mean: Array, scale_tril: Array) -> tuple[Array, Array]:
+    """Square-root form of the normalized-up-to-a-constant ``N(mean, L L')``, ``f(mean) = 0``.
+
+    ``prec_sqrt = L^{-T}`` comes from a triangular solve against the identity; no inverse is
+    formed. ``white_vec = mean @ prec_sqrt``.
+
+    Args:
+        mean: batch + (dim,).
+        scale_tril: batch + (dim, dim), lower triangular with nonzero diagonal.
+
+    Example:
+        >>> w, s = from_mean_scale_tril(np.array([3.0]), np.array([[2.0]]))
+        >>> w, s
+        (array([1.5]), array([[0.5]]))
+    """
+    batch, (mean, scale_tril) = _broadcast((mean, 1), (scale_tril, 2))
+    eye = _expand(ops.new_eye(scale_tril, scale_tril.shape[-1]), batch, 2)
+    prec_sqrt = ops.triangular_solve(eye, scale_tril, upper=False, transpose=True)
+    return _vm(mean, prec_sqrt), prec_sqrt
+
+
+def from_mean_covariance(mean: Array, covariance: Array) -> tuple[Array, Array]:
+    """Square-root form of ``N(mean, covariance)`` up to its normalizer (``f(mean) = 0``).
+
+    Args:
+        mean: batch + (dim,).
+        covariance: batch + (dim, dim), symmetric positive definite.
+
+    Example:
+        >>> w, s = from_mean_covariance(np.zeros(2), np.diag([4.0, 1.0]))
+        >>> s
+        array([[0.5, 0. ],
+               [0. , 1. ]])
+    """
+    return from_mean_scale_tril(mean, ops.cholesky(covariance))
+
+
+def from_mean_precision(mean: Array, precision: Array) -> tuple[Array, Array]:
+    """Square-root form of ``N(mean, precision^{-1})`` up to its normalizer.
+
+    Args:
+        mean: batch + (dim,).
+        precision: batch + (dim, dim), symmetric positive definite.
+
+    Example:
+        >>> w, s = from_mean_precision(np.array([1.0]), np.array([[9.0]]))
+        >>> w, s
+        (array([3.]), array([[3.]]))
+    """
+    batch, (mean, precision) = _broadcast((mean, 1), (precision, 2))
+    prec_sqrt = ops.cholesky(precision)
+    return _vm(mean, prec_sqrt), prec_sqrt
+
+
+def to_info(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array]:
+    """``(info_vec, precision) = (prec_sqrt @ white_vec, prec_sqrt @ prec_sqrt.T)``.
+
+    Example:
+        >>> to_info(np.array([1.0, 2.0]), np.array([[1.0, 1.0]]))
+        (array([3.]), array([[2.]]))
+    """
+    return _mv(prec_sqrt, white_vec), ops.matmul(prec_sqrt, _mT(prec_sqrt))
+
+
+def log_density(white_vec: Array, prec_sqrt: Array, x: Array) -> Array:
+    """``f(x) = -0.5 ||x @ prec_sqrt - white_vec||^2``; ``x`` is batch + (dim,).
+
+    Example:
+        >>> float(log_density(np.array([1.0]), np.array([[2.0]]), np.array([1.5])))
+        -2.0
+    """
+    return ops.mul(-0.5, _sumsq(ops.sub(_vm(x, prec_sqrt), white_vec)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sums of densities and changes of coordinates.
+def concat(white_vec1: Array, prec_sqrt1: Array, white_vec2: Array,
+           prec_sqrt2: Array) -> tuple[Array, Array]:
+    """The sum ``f1 + f2`` of two densities over the same ``x``: ranks concatenate.
+
+    Follow with ``compress`` (or ``marginalize``) to bring the rank back to at most ``dim``.
+
+    Example:
+        >>> w, s = concat(np.array([1.0]), np.array([[1.0]]), np.array([2.0]), np.array([[1.0]]))
+        >>> w, s
+        (array([1., 2.]), array([[1., 1.]]))
+    """
+    if prec_sqrt1.shape[-2] != prec_sqrt2.shape[-2]:
+        raise ValueError(f"cannot concat densities over dims {prec_sqrt1.shape[-2]} and "
+                         f"{prec_sqrt2.shape[-2]}; embed both into one x first")
+    _, (w1, s1, w2, s2) = _broadcast((white_vec1, 1), (prec_sqrt1, 2),
+                                     (white_vec2, 1), (prec_sqrt2, 2))
+    return ops.cat([w1, w2], -1), ops.cat([s1, s2], -1)
+
+
+def embed(white_vec: Array, prec_sqrt: Array, dim_index: Sequence[int],
+          new_dim: int) -> tuple[Array, Array]:
+    """Lift a density over ``dim`` coordinates into ``x`` of ``new_dim`` coordinates.
+
+    Coordinate ``i`` of the old ``x`` becomes coordinate ``dim_index[i]`` of the new one; the
+    others get zero rows (no information). With ``new_dim == dim`` this permutes coordinates.
+
+    Example:
+        >>> w, s = embed(np.array([1.0]), np.array([[2.0]]), [1], 3)
+        >>> s
+        array([[0.],
+               [2.],
+               [0.]])
+    """
+    dim, rank = prec_sqrt.shape[-2:]
+    dim_index = _check_index(new_dim, dim_index, "dim_index")
+    if len(dim_index) != dim:
+        raise ValueError(f"dim_index needs one entry per coordinate ({dim}), got {dim_index}")
+    batch = _batch_shape(prec_sqrt, 2)
+    if new_dim > dim:
+        zeros = ops.new_zeros(prec_sqrt, batch + (new_dim - dim, rank))
+        prec_sqrt = ops.cat([prec_sqrt, zeros], -2)
+    where = {j: i for i, j in enumerate(dim_index)}
+    missing = iter(range(dim, new_dim))
+    order = tuple(where[j] if j in where else next(missing) for j in range(new_dim))
+    return white_vec, _rows(prec_sqrt, order)
+
+
+def pad_dims(white_vec: Array, prec_sqrt: Array, before: int = 0,
+             after: int = 0) -> tuple[Array, Array]:
+    """Add ``before`` and ``after`` coordinates without information around ``x``.
+
+    Example:
+        >>> pad_dims(np.array([1.0]), np.array([[2.0]]), after=1)[1]
+        array([[2.],
+               [0.]])
+    """
+    batch = _batch_shape(prec_sqrt, 2)
+    rank = prec_sqrt.shape[-1]
+    parts = [ops.new_zeros(prec_sqrt, batch + (before, rank))] if before else []
+    parts.append(prec_sqrt)
+    if after:
+        parts.append(ops.new_zeros(prec_sqrt, batch + (after, rank)))
+    return white_vec, ops.cat(parts, -2) if len(parts) > 1 else prec_sqrt
+
+
+def compress(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array, Array]:
+    """Rotate a density of rank > dim to rank dim, splitting off a constant.
+
+    Returns ``(white_vec, prec_sqrt, shift)`` with ``f_old(x) == f_new(x) + shift`` for all
+    ``x``; ``shift = -0.5 ||part of white_vec orthogonal to the span of prec_sqrt.T||^2`` is
+    batch-shaped. QR of ``[prec_sqrt.T | white_vec]`` gives the new ``prec_sqrt`` (lower
+    triangular) and ``white_vec``; the precision is never formed. A density of rank <= dim
+    comes back unchanged with ``shift = 0``.
+
+    Example:
+        >>> w, s, shift = compress(np.array([1.0, 3.0]), np.array([[1.0, 1.0]]))
+        >>> s.shape, float(shift)  # f = -0.5((x-1)^2 + (x-3)^2) = -(x-2)^2 - 1
+        ((1, 1), -1.0)
+    """
+    dim, rank = prec_sqrt.shape[-2:]
+    if rank <= dim:
+        batch, (white_vec, prec_sqrt) = _broadcast((white_vec, 1), (prec_sqrt, 2))
+        return white_vec, prec_sqrt, ops.new_zeros(prec_sqrt, batch)
+    r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec)
+    return z, _mT(r_upper), shift
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditioning and integration.
+def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
+              value_b: Array) -> tuple[Array, Array]:
+    """The density over the other coordinates ``a`` with ``x_b = value_b`` substituted.
+
+    ``x @ S = x_a @ S_a + x_b @ S_b``, so ``white_vec`` becomes ``white_vec - value_b @ S_b``
+    and ``prec_sqrt`` becomes ``S_a`` (``a`` in increasing order). Exact and unnormalized:
+    ``f_new(x_a) == f(x_a, value_b)``. The rank is unchanged; ``compress`` if it exceeds the
+    new dim.
+
+    Args:
+        b_index: the coordinates of ``x`` that are given, in the order of ``value_b``.
+        value_b: batch + (len(b_index),).
+
+    Example:
+        >>> w, s = from_mean_covariance(np.zeros(2), np.array([[1.0, 0.5], [0.5, 1.0]]))
+        >>> w_a, s_a = condition(w, s, [1], np.array([1.0]))
+        >>> float(mean(w_a, s_a)[0]), float(covariance(s_a)[0, 0])  # Schur complement
+        (0.5, 0.75)
+    """
+    dim = prec_sqrt.shape[-2]
+    b, a = _split_index(dim, b_index)
+    if value_b.shape[-1:] != (len(b),):
+        raise ValueError(f"value_b must end in ({len(b)},) for b_index {list(b)}, "
+                         f"got shape {tuple(value_b.shape)}")
+    white_vec = ops.sub(white_vec, _vm(value_b, _rows(prec_sqrt, b)))
+    _, (white_vec, prec_sqrt_a) = _broadcast((white_vec, 1), (_rows(prec_sqrt, a), 2))
+    return white_vec, prec_sqrt_a
+
+
+def marginalize(white_vec: Array, prec_sqrt: Array,
+                b_index: Sequence[int]) -> tuple[Array, Array, Array]:
+    """Integrate the coordinates ``b_index`` out: ``log ∫ exp f(x_a, x_b) dx_b = f_a(x_a) + c``.
+
+    Rotating ``[S_b.T | S_a.T | w]`` by an orthogonal ``Q = [Q1 Q2]`` whose ``Q1`` spans the
+    columns of ``S_b.T`` splits ``f`` into a part in ``x_b`` (integrated exactly:
+    ``0.5 d_b log 2π - log|det R_b|``) and the complement ``Q2.T [S_a.T | w]``, which is the
+    remaining density. When ``rank >= dim`` one QR does it and also compresses the result
+    (the constant part becomes part of ``c``); when ``rank < dim`` the complement is built by
+    ``d_b`` Householder reflections of ``S_b``'s columns.
+
+    The result has rank ``min(rank - d_b, d_a)`` (funsor keeps ``rank - d_b``; it is the same
+    density, compressed). If ``S_b`` lacks full rank the integral diverges and ``c = +inf``
+    (``rank < d_b`` is decided from shapes; a numerically singular ``S_b`` gives ``log 0``).
+    Call ``check_full_rank`` first for a readable error.
+
+    Args:
+        b_index: coordinates of ``x`` to integrate out.
+
+    Returns:
+        ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
+        increasing order, and a batch-shaped constant ``c``.
+
+    Example:
+        >>> cov = np.array([[2.0, 1.0], [1.0, 3.0]])
+        >>> w, s = from_mean_covariance(np.array([1.0, -1.0]), cov)
+        >>> w_a, s_a, c = marginalize(w, s, [1])
+        >>> float(mean(w_a, s_a)[0]), float(covariance(s_a)[0, 0])
+        (1.0, 2.0)
+    """
+    dim, rank = prec_sqrt.shape[-2:]
+    b, a = _split_index(dim, b_index)
+    d_b, d_a = len(b), len(a)
+    batch, (white_vec, prec_sqrt) = _broadcast((white_vec, 1), (prec_sqrt, 2))
+    s = _rows(prec_sqrt, b + a)
+    const = 0.5 * d_b * _LOG_2PI
+    if rank < d_b:  # too few rows to pin x_b down: the integral is +inf whatever the values
+        return (ops.new_zeros(white_vec, batch + (0,)),
+                ops.new_zeros(prec_sqrt, batch + (d_a, 0)),
+                ops.new_full(white_vec, batch, math.inf))
+    if rank >= dim:
+        r_upper, z, shift = _triangularize(_mT(s), white_vec)
+        r_bb = ops.getitem(r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))
+        r_aa = ops.getitem(r_upper, (Ellipsis, slice(d_b, None), slice(d_b, None)))
+        z_a = ops.getitem(z, (Ellipsis, slice(d_b, None)))
+        return z_a, _mT(r_aa), ops.add(ops.sub(shift, _log_abs_diag(r_bb)), const)
+    system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
+    rest, log_det = _householder(system, d_b)
+    w_a = ops.getitem(rest, (Ellipsis, slice(None), d_a))
+    s_a = _mT(ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a))))
+    return w_a, s_a, ops.sub(const, log_det)
+
+
+def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
+    """``log ∫ exp f(x) dx`` over all of ``x`` (``+inf`` where the precision is singular).
+
+    Example:
+        >>> w, s = from_mean_covariance(np.zeros(1), np.array([[1.0]]))
+        >>> round(float(log_normalizer(w, s)), 6)  # 0.5 log(2 pi)
+        0.918939
+    """
+    return marginalize(white_vec, prec_sqrt, range(prec_sqrt.shape[-2]))[2]
+
+
+def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
+                    names: str | Sequence[str] | None = None) -> None:
+    """Raise ``ValueError`` if integrating out ``b_index`` diverges (``S_b`` lacks full rank).
+
+    Reads values, so it needs concrete arrays (not jax tracers). The numerical rank counts the
+    diagonal entries of ``R`` in ``S_b.T = Q R`` above ``max(rank, d_b) * eps * max|R_jj|``;
+    a coordinate whose entry falls below adds no information beyond the earlier ones.
+
+    Args:
+        b_index: the coordinates to integrate out.
+        names: a label for the block (``"x"`` gives ``x[0]``, ``x[1]``, ...), or one label per
+            coordinate of ``b_index``. Default: ``"x"`` with the indices into ``x``.
+
+    Example:
+        >>> s = np.array([[1.0], [0.0]])  # only x[0] is observed
+        >>> check_full_rank(s, [0])
+        >>> check_full_rank(s, [0, 1], names=["x", "y"])
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot marginalize x, y: its precision block has rank 1 < 2; ...
+    """
+    dim, rank = prec_sqrt.shape[-2:]
+    b = _check_index(dim, b_index, "b_index")
+    d_b = len(b)
+    if names is None:
+        label, coords = "x", [f"x[{i}]" for i in b]
+    elif isinstance(names, str):
+        label, coords = names, [f"{names}[{k}]" for k in range(d_b)]
+    else:
+        coords = [str(n) for n in names]
+        if len(coords) != d_b:
+            raise ValueError(f"names needs one label per coordinate of b_index ({d_b})")
+        label = ", ".join(dict.fromkeys(c.split("[")[0] for c in coords))
+    if d_b == 0:
+        return
+    batch = _batch_shape(prec_sqrt, 2)
+    s_b = _rows(prec_sqrt, b)
+    if rank < d_b:  # no QR needed: R would have fewer rows than columns
+        raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=d_b, where="",
+                                              coords=", ".join(coords[rank:])))
+    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(s_b))))
+    try:
+        host = ops.to_numpy(ops.reshape(diag, (-1, d_b)))
+    except Exception as e:  # e.g. a jax tracer under jit
+        raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
+                        "jit/vmap tracing") from e
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(host.dtype.itemsize, 2.0 ** -52)
+    for flat, row in enumerate(host.tolist()):
+        tol = max(rank, d_b) * eps * max(row)
+        weak = [k for k, v in enumerate(row) if not v > tol]
+        if weak:
+            where = ""
+            if batch:
+                idx, rem = [], flat
+                for size in reversed(batch):
+                    idx.append(rem % size)
+                    rem //= size
+                where = f" at batch index {tuple(reversed(idx))}"
+            raise ValueError(NOT_FULL_RANK.format(
+                label=label, rank=d_b - len(weak), dim=d_b, where=where,
+                coords=", ".join(coords[k] for k in weak)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Moments, samples and expectations (full-rank densities).
+def mean(white_vec: Array, prec_sqrt: Array) -> Array:
+    """The mode (= mean) ``argmax_x f(x)``: the least-squares solution of ``x @ S ≈ w``.
+
+    Solved by QR of ``[S.T | w]`` and one triangular solve. Raises ``ValueError`` when
+    ``rank < dim`` (no unique maximizer).
+
+    Example:
+        >>> mean(np.array([1.0, 3.0]), np.array([[1.0, 1.0]]))
+        array([2.])
+    """
+    _require_full_rank(prec_sqrt, "a mean")
+    r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
+    return _solve_upper(r_upper, z)
+
+
+def covariance(prec_sqrt: Array) -> Array:
+    """``precision^{-1} = R^{-1} R^{-T}`` with ``prec_sqrt.T = Q R``; needs ``rank >= dim``.
+
+    Example:
+        >>> covariance(np.array([[2.0, 0.0], [0.0, 0.5]]))
+        array([[0.25, 0.  ],
+               [0.  , 4.  ]])
+    """
+    _require_full_rank(prec_sqrt, "a covariance")
+    r_upper = ops.qr_r(_mT(prec_sqrt))
+    eye = _expand(ops.new_eye(r_upper, r_upper.shape[-1]), _batch_shape(r_upper, 2), 2)
+    r_inv = ops.triangular_solve(eye, r_upper, upper=True)
+    return ops.matmul(r_inv, _mT(r_inv))
+
+
+def sample(white_vec: Array, prec_sqrt: Array, noise: Array) -> Array:
+    """A reparameterized sample ``x = R^{-1} (z + noise) ~ N(mean, precision^{-1})``.
+
+    ``[S.T | w]`` is rotated to ``[R | z]`` (``R`` upper triangular, ``R'R = precision``), so
+    ``R^{-1} z`` is the mean and ``R^{-1} noise`` has covariance ``R^{-1} R^{-T}``.
+
+    Args:
+        noise: standard normal, sample_batch + batch + (dim,).
+
+    Example:
+        >>> sample(np.array([2.0]), np.array([[2.0]]), np.array([0.5]))  # mean 1, std 0.5
+        array([1.25])
+    """
+    _require_full_rank(prec_sqrt, "a sample")
+    r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
+    return _solve_upper(r_upper, ops.add(z, noise))
+
+
+def _moments_q(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array]:
+    r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
+    return r_upper, _solve_upper(r_upper, z)
+
+
+def _expected(r_q: Array, m_q: Array, white_vec_p: Array, prec_sqrt_p: Array) -> Array:
+    # E||x S - w||^2 = ||m S - w||^2 + tr(S' Σ S) and tr(S' R^{-1} R^{-T} S) = ||R^{-T} S||_F^2.
+    resid = ops.sub(_vm(m_q, prec_sqrt_p), white_vec_p)
+    z = ops.triangular_solve(prec_sqrt_p, r_q, upper=True, transpose=True)
+    return ops.mul(-0.5, ops.add(_sumsq(resid), _sumsq(z, 2)))
+
+
+def expected_log_density(white_vec_q: Array, prec_sqrt_q: Array, white_vec_p: Array,
+                         prec_sqrt_p: Array) -> Array:
+    """``E_{x ~ q}[f_p(x)]`` in closed form, ``q`` normalized (full rank), ``f_p`` as stored.
+
+    ``f_p`` may be of any rank; its constant ``-0.5||w_p||^2`` is included.
+
+    Example:
+        >>> w, s = from_mean_covariance(np.zeros(1), np.array([[1.0]]))
+        >>> float(expected_log_density(w, s, w, s))  # E[-x^2 / 2]
+        -0.5
+    """
+    _require_full_rank(prec_sqrt_q, "an expectation under q")
+    if prec_sqrt_q.shape[-2] != prec_sqrt_p.shape[-2]:
+        raise ValueError("q and p must be densities over the same x")
+    r_q, m_q = _moments_q(white_vec_q, prec_sqrt_q)
+    return _expected(r_q, m_q, white_vec_p, prec_sqrt_p)
+
+
+def kl_divergence(white_vec_q: Array, prec_sqrt_q: Array, white_vec_p: Array,
+                  prec_sqrt_p: Array) -> Array:
+    """``KL(q || p)`` between the normalized densities ``q`` and ``p``.
+
+    ``-H(q) - E_q[f_p] + log Z_p``, with the entropy ``H(q) = 0.5 dim (1 + log 2π) -
+    log|det R_q|``. ``+inf`` where ``p`` cannot be normalized.
+
+    Example:
+        >>> wq, sq = from_mean_covariance(np.zeros(1), np.array([[1.0]]))
+        >>> wp, sp = from_mean_covariance(np.ones(1), np.array([[1.0]]))
+        >>> float(kl_divergence(wq, sq, wp, sp))  # (0 - 1)^2 / 2
+        0.5
+    """
+    _require_full_rank(prec_sqrt_q, "a KL divergence from q")
+    dim = prec_sqrt_q.shape[-2]
+    if dim != prec_sqrt_p.shape[-2]:
+        raise ValueError("q and p must be densities over the same x")
+    r_q, m_q = _moments_q(white_vec_q, prec_sqrt_q)
+    neg_entropy = ops.sub(_log_abs_diag(r_q), 0.5 * dim * (1.0 + _LOG_2PI))
+    cross = ops.sub(_expected(r_q, m_q, white_vec_p, prec_sqrt_p),
+                    log_normalizer(white_vec_p, prec_sqrt_p))
+    return ops.sub(neg_entropy, cross)
