@@ -299,3 +299,26 @@ def install() -> None:
 install()
 
 # --- pytree registration of funsor terms (added by funsor_core.interop) ---
+# Every term class is a pytree: arrays and subterms are children; names, domains, ops and the
+# rest of the structure are static aux data, so `jax.jit` traces once per term structure.
+def _register_pytree(cls) -> None:
+    from funsor_core.interop import pytree_flatten, pytree_unflatten
+
+    jax.tree_util.register_pytree_node(cls, pytree_flatten,
+                                       lambda aux, leaves: pytree_unflatten(cls, aux, leaves))
+
+
+def _register_all_pytrees() -> None:
+    from funsor_core.terms import Funsor, on_term_class
+
+    jax.tree_util.register_pytree_node(Funsor, *_flatten_unflatten(Funsor))
+    on_term_class(_register_pytree)
+
+
+def _flatten_unflatten(cls):
+    from funsor_core.interop import pytree_flatten, pytree_unflatten
+
+    return pytree_flatten, lambda aux, leaves: pytree_unflatten(cls, aux, leaves)
+
+
+_register_all_pytrees()

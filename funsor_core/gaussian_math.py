@@ -142,9 +142,15 @@ def _triangularize(a: Array, w: Array) -> tuple[Array, Array, Array]:
     top = ops.cat([a, ops.getitem(w, (Ellipsis, None))], -1)
     bottom = ops.cat([ops.new_zeros(a, batch + (1, n)), ops.new_full(a, batch + (1, 1), 1.0)], -1)
     rr = ops.qr_r(ops.cat([top, bottom], -2))
+    # Flip rows so the diagonal is nonnegative: R is then unique (R.T is the Cholesky factor
+    # of the precision), the same on every backend, and so are samples drawn from it.
+    diag = ops.diagonal(rr)
+    one = ops.full_like(diag, 1.0)
+    rr = ops.mul(rr, ops.getitem(ops.where(ops.ge(diag, 0.0), one, ops.neg(one)),
+                                 (Ellipsis, slice(None), None)))
     r_upper = ops.getitem(rr, (Ellipsis, slice(0, n), slice(0, n)))
     z = ops.getitem(rr, (Ellipsis, slice(0, n), n))
-    c = ops.abs(ops.getitem(rr, (Ellipsis, n, n)))
+    c = ops.getitem(rr, (Ellipsis, n, n))
     shift = ops.mul(-0.5, ops.mul(ops.sub(c, 1.0), ops.add(c, 1.0)))
     return r_upper, z, shift
 
@@ -362,7 +368,8 @@ def compress(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array, Array]:
     Returns ``(white_vec, prec_sqrt, shift)`` with ``f_old(x) == f_new(x) + shift`` for all
     ``x``; ``shift = -0.5 ||part of white_vec orthogonal to the span of prec_sqrt.T||^2`` is
     batch-shaped. QR of ``[prec_sqrt.T | white_vec]`` gives the new ``prec_sqrt`` (lower
-    triangular) and ``white_vec``; the precision is never formed. A density of rank <= dim
+    triangular with a nonnegative diagonal: the Cholesky factor of the precision, computed
+    without forming the precision) and ``white_vec``. A density of rank <= dim
     comes back unchanged with ``shift = 0``.
 
     Example:

@@ -558,6 +558,12 @@ class Reduce(Funsor):
     def bound(self) -> frozenset:
         return self.reduced_vars
 
+    def _alpha_rename(self, mapping: dict) -> Funsor:
+        from funsor_core.traversal import rename_in
+
+        arg = rename_in(self.arg, mapping, self.arg.inputs)
+        return Reduce(self.op, arg, frozenset(mapping.get(n, n) for n in self.reduced_vars))
+
 
 class Subs(Funsor):
     """Substitution ``arg(name=value, ...)``; ``subs`` is a tuple of ``(name, funsor)`` pairs."""
@@ -637,6 +643,13 @@ class Lambda(Funsor):
     def bound(self) -> frozenset:
         return frozenset([self.var.name])
 
+    def _alpha_rename(self, mapping: dict) -> Funsor:
+        from funsor_core.traversal import rename_in
+
+        new = mapping.get(self.var.name, self.var.name)
+        expr = rename_in(self.expr, mapping, self.expr.inputs)
+        return Lambda(Variable(new, self.var.output), expr)
+
 
 class Independent(Funsor):
     """``Independent(fn, reals_var, bint_var, diag_var)``: a product over ``bint_var`` of ``fn``
@@ -672,6 +685,13 @@ class Independent(Funsor):
     @property
     def bound(self) -> frozenset:
         return frozenset([self.bint_var, self.diag_var])
+
+    def _alpha_rename(self, mapping: dict) -> Funsor:
+        from funsor_core.traversal import rename_in
+
+        fn = rename_in(self.fn, mapping, self.fn.inputs)
+        return Independent(fn, self.reals_var, mapping.get(self.bint_var, self.bint_var),
+                           mapping.get(self.diag_var, self.diag_var))
 
 
 class Stack(Funsor):

@@ -1,0 +1,124 @@
+"""The sum-product normal form: ``Contraction(red_op, bin_op, reduced_vars, terms)``.
+
+A Contraction stands for ``red_op``-reducing, over the names ``reduced_vars``, the
+``bin_op``-combination of ``terms``::
+
+    Contraction(logaddexp, add, {"j"}, (f, g))  ==  (f + g).reduce(logaddexp, "j")
+
+``red_op=None`` means no reduction (then ``reduced_vars`` is empty) and ``bin_op=None`` means a
+single term. funsor 0.4.8 spells both ``ops.null``; we use ``None`` so that the op vocabulary has
+no op that cannot be called.
+
+Terms are kept in a canonical order when ``bin_op`` is commutative: sorted by the term's class
+name, then by the ``repr`` of its sorted input names (a stable sort, so equal keys keep the
+order they were given). Two Contractions of the same factors, given in different orders, are
+then built as the same term. The ``normalize`` interpretation rewrites sums and products into
+Contractions; ``interpretations/exact/contraction.py`` evaluates them.
+
+Example:
+    >>> from interpretations import normalize
+    >>> x = fc.Variable("x", fc.Real)
+    >>> with normalize:
+    ...     y = (x + 1) + 2
+    >>> type(y).__name__, len(y.terms)
+    ('Contraction', 3)
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.domains import Domain
+from funsor_core.terms import Funsor, Variable, merge_inputs, to_funsor
+
+__all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key"]
+
+# bin_ops whose terms may be reordered (every associative op of ops.ASSOCIATIVE_OPS is also
+# commutative).
+COMMUTATIVE_OPS = frozenset(ops.ASSOCIATIVE_OPS)
+
+
+def term_sort_key(term: Funsor) -> tuple:
+    """The canonical-order key of a Contraction term: class name, then its input names.
+
+    Example:
+        >>> term_sort_key(fc.Variable("x", fc.Real))
+        ('Variable', "('x',)")
+    """
+    return (type(term).__name__, repr(tuple(sorted(term.inputs))))
+
+
+class Contraction(Funsor):
+    """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
+
+    Args:
+        red_op: an associative op (``ops.logaddexp``, ``ops.add``, ...) or ``None`` for none.
+        bin_op: the op combining the terms, or ``None`` when there is a single term.
+        reduced_vars: names (or Variables) to reduce over; names no term has are dropped.
+        terms: a tuple of funsors (numbers and arrays are converted with ``to_funsor``).
+
+    Example:
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> g = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
+        >>> fc.Contraction(ops.add, ops.mul, frozenset({"j"}), (f, g)).data
+        array([3., 3.])
+    """
+
+    __slots__ = ("red_op", "bin_op", "reduced_vars", "terms")
+    _fields = ("red_op", "bin_op", "reduced_vars", "terms")
+
+    @classmethod
+    def _prepare(cls, red_op, bin_op, reduced_vars, terms):
+        if isinstance(terms, Funsor):
+            terms = (terms,)
+        terms = tuple(to_funsor(t) for t in terms)
+        if not terms:
+            raise ValueError("Contraction needs at least one term")
+        if bin_op is None and len(terms) > 1:
+            raise ValueError(f"Contraction of {len(terms)} terms needs a bin_op, got None")
+        if red_op is not None and red_op not in ops.REDUCE_OPS:
+            raise ValueError(f"cannot reduce with ops.{red_op.name}: it has no reduction; use one "
+                             f"of {sorted(o.name for o in ops.REDUCE_OPS)} or None")
+        if isinstance(reduced_vars, (str, Variable)):
+            reduced_vars = (reduced_vars,)
+        names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
+        inputs: dict = {}
+        for t in terms:
+            inputs = merge_inputs(inputs, t.inputs, "contract")
+        names = frozenset(n for n in names if n in inputs)
+        if red_op is None and names:
+            raise ValueError(f"Contraction with red_op=None cannot reduce {sorted(names)}")
+        if bin_op is not None:
+            out = terms[0].output
+            for t in terms[1:]:
+                out = ops.infer_domain(bin_op, out, t.output)
+        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            terms = tuple(sorted(terms, key=term_sort_key))
+        return red_op, bin_op, names, terms
+
+    def _init(self, red_op, bin_op, reduced_vars, terms):
+        self._args = (red_op, bin_op, reduced_vars, terms)
+        self.red_op, self.bin_op, self.reduced_vars, self.terms = (
+            red_op, bin_op, reduced_vars, terms)
+        inputs: dict = {}
+        for t in terms:
+            inputs = merge_inputs(inputs, t.inputs, "contract")
+        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
+        out: Domain = terms[0].output
+        for t in terms[1:]:
+            out = ops.infer_domain(bin_op, out, t.output)
+        self.output = out
+
+    @property
+    def bound(self) -> frozenset:
+        return self.reduced_vars
+
+    def _alpha_rename(self, mapping: dict) -> Funsor:
+        """Rename bound (reduced) variables ``old -> new`` in every term."""
+        from funsor_core.traversal import rename_in
+
+        domains: dict = {}
+        for t in self.terms:
+            domains.update(t.inputs)
+        terms = tuple(rename_in(t, mapping, domains) for t in self.terms)
+        names = frozenset(mapping.get(n, n) for n in self.reduced_vars)
+        return Contraction(self.red_op, self.bin_op, names, terms)

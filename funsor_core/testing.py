@@ -1,0 +1,250 @@
+"""Helpers for tests: comparing funsors, random funsors and arrays, einsum examples.
+
+Random arrays are drawn from numpy's global generator (so ``np.random.seed`` makes a test
+reproducible on every backend) and converted to the active backend (``fc.get_backend()``).
+
+Example:
+    >>> from funsor_core.testing import assert_close, random_tensor
+    >>> f = random_tensor({"i": fc.Bint[2]})
+    >>> assert_close(f + 0.0, f)
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.backend import backend_module
+from funsor_core.domains import Bint, Domain, Real
+from funsor_core.tensor import Tensor, is_array
+from funsor_core.terms import Funsor, Number
+
+__all__ = [
+    "assert_close", "check_funsor", "random_tensor", "random_gaussian", "randn", "rand",
+    "randint", "zeros", "ones", "make_einsum_example",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison.
+def _to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, numbers.Number):
+        return np.asarray(x)
+    if is_array(x):
+        return np.asarray(ops.to_numpy(ops.detach(x)))
+    return np.asarray(x)
+
+
+def _assert_arrays_close(actual, expected, atol: float, rtol: float, what: str) -> None:
+    a, e = _to_numpy(actual), _to_numpy(expected)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != expected {e.shape}"
+    if a.dtype == bool or e.dtype == bool or (
+            np.issubdtype(a.dtype, np.integer) and np.issubdtype(e.dtype, np.integer)):
+        assert (a == e).all(), f"{what}: {a} != expected {e}"
+        return
+    np.testing.assert_allclose(a, e, atol=atol, rtol=rtol, equal_nan=True, err_msg=what)
+
+
+def _is_gaussian(x: Any) -> bool:
+    return hasattr(x, "info_vec") and hasattr(x, "precision")
+
+
+def assert_close(actual: Any, expected: Any, atol: float = 1e-6, rtol: float = 1e-6) -> None:
+    """Assert that two funsors (or arrays of any backend, or numbers) are numerically equal.
+
+    Tensors must have the same inputs (as sets; ``actual`` is aligned to ``expected``'s
+    order), output and data. Gaussians (anything with ``info_vec`` and ``precision``) are
+    compared by those, not by their square roots, plus any other array fields they share.
+
+    Example:
+        >>> a = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> assert_close(a.align(("j", "i")), a)
+        >>> assert_close(np.ones(2), [1.0, 1.0 + 1e-9])
+    """
+    if not isinstance(actual, Funsor) and not isinstance(expected, Funsor):
+        _assert_arrays_close(actual, expected, atol, rtol, "arrays")
+        return
+    assert isinstance(actual, Funsor) and isinstance(expected, Funsor), (
+        f"cannot compare a {type(actual).__name__} with a {type(expected).__name__}")
+    assert type(actual) is type(expected), (
+        f"type {type(actual).__name__} != expected {type(expected).__name__}")
+    assert actual.inputs.keys() == expected.inputs.keys(), (
+        f"inputs {dict(actual.inputs)} != expected {dict(expected.inputs)}")
+    for name, domain in expected.inputs.items():
+        assert actual.inputs[name] is domain, (
+            f"input '{name}' is {actual.inputs[name]}, expected {domain}")
+    assert actual.output is expected.output, (
+        f"output {actual.output} != expected {expected.output}")
+    if isinstance(actual, Number):
+        _assert_arrays_close(actual.data, expected.data, atol, rtol, "Number data")
+    elif isinstance(actual, Tensor):
+        if tuple(actual.inputs) != tuple(expected.inputs):
+            actual = actual.align(tuple(expected.inputs))
+        _assert_arrays_close(actual.data, expected.data, atol, rtol, "Tensor data")
+    elif _is_gaussian(actual):
+        # Hook for Gaussians: compare the natural parameters and every other shared array field.
+        if tuple(actual.inputs) != tuple(expected.inputs):
+            actual = actual.align(tuple(expected.inputs))
+        fields = ["info_vec", "precision"]
+        for name in getattr(type(expected), "_fields", ()):
+            if name in fields or name in ("white_vec", "prec_sqrt", "inputs"):
+                continue
+            if is_array(getattr(expected, name, None)):
+                fields.append(name)
+        for name in fields:
+            _assert_arrays_close(getattr(actual, name), getattr(expected, name), atol, rtol,
+                                 f"Gaussian {name}")
+    else:
+        assert actual is expected, f"{actual!r} is not {expected!r}"
+
+
+def check_funsor(x: Funsor, inputs: dict, output: Domain, data: Any = None) -> None:
+    """Assert that ``x`` is a funsor with these inputs (any order), output and (if given) data
+    (compared in the order of ``inputs``).
+
+    Example:
+        >>> f = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> check_funsor(f, {"j": fc.Bint[3], "i": fc.Bint[2]}, fc.Real, np.zeros((3, 2)))
+    """
+    assert isinstance(x, Funsor), f"not a funsor: {x!r}"
+    assert dict(x.inputs) == dict(inputs), f"inputs {dict(x.inputs)} != expected {dict(inputs)}"
+    assert x.output is output, f"output {x.output} != expected {output}"
+    if data is not None:
+        if tuple(x.inputs) != tuple(inputs):
+            x = x.align(tuple(inputs))
+        _assert_arrays_close(x.data, data, 0.0, 0.0, "data")
+
+
+# ---------------------------------------------------------------------------------------------
+# Random arrays on the active backend.
+def _shape(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def randn(*shape) -> Any:
+    """Standard normal samples of ``shape`` on the active backend.
+
+    Example:
+        >>> randn(2, 3).shape
+        (2, 3)
+    """
+    return backend_module().asarray(np.random.standard_normal(_shape(shape)), "real")
+
+
+def rand(*shape) -> Any:
+    """Uniform samples on [0, 1) of ``shape`` on the active backend.
+
+    Example:
+        >>> bool((rand(4) < 1).all())
+        True
+    """
+    return backend_module().asarray(np.random.random_sample(_shape(shape)), "real")
+
+
+def randint(low: int, high: int, shape=()) -> Any:
+    """Uniform integers in ``[low, high)`` of ``shape`` on the active backend.
+
+    Example:
+        >>> x = randint(0, 3, (5,))
+        >>> bool(((x >= 0) & (x < 3)).all())
+        True
+    """
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return backend_module().asarray(np.random.randint(low, high, size=shape), "int")
+
+
+def zeros(*shape) -> Any:
+    """Real zeros of ``shape`` on the active backend.
+
+    Example:
+        >>> zeros(2).shape
+        (2,)
+    """
+    return backend_module().asarray(np.zeros(_shape(shape)), "real")
+
+
+def ones(*shape) -> Any:
+    """Real ones of ``shape`` on the active backend.
+
+    Example:
+        >>> float(ones(2, 2).sum())
+        4.0
+    """
+    return backend_module().asarray(np.ones(_shape(shape)), "real")
+
+
+# ---------------------------------------------------------------------------------------------
+# Random funsors.
+def random_tensor(inputs: dict, output: Domain = Real) -> Tensor:
+    """A Tensor with these Bint inputs and output: normal reals, or uniform ints of a Bint.
+
+    Example:
+        >>> f = random_tensor({"i": fc.Bint[2]}, fc.Bint[3])
+        >>> f.output, bool(((f.data >= 0) & (f.data < 3)).all())
+        (Bint[3], True)
+    """
+    inputs = dict(inputs)
+    shape = tuple(d.size for d in inputs.values()) + output.shape
+    if output.dtype == "real":
+        data = randn(shape)
+    else:
+        data = randint(0, output.dtype, shape)
+    return Tensor(data, inputs, output.dtype)
+
+
+def random_gaussian(inputs: dict):
+    """A random well-conditioned Gaussian with these inputs (Bint batch inputs, real inputs).
+
+    Raises NotImplementedError while ``funsor_core.gaussian`` does not exist yet.
+    """
+    try:
+        import funsor_core as fc
+        from funsor_core import gaussian  # noqa: F401
+    except ImportError:
+        raise NotImplementedError("Gaussian not available yet") from None
+    inputs = dict(inputs)
+    batch = tuple(d.size for d in inputs.values() if d.dtype != "real")
+    dim = sum(d.num_elements for d in inputs.values() if d.dtype == "real")
+    rank = dim + 1
+    noise = np.random.standard_normal(batch + (dim, rank)) * 0.5
+    eye = np.broadcast_to(np.eye(dim, rank) * 1.5, batch + (dim, rank))
+    prec_sqrt = backend_module().asarray(eye + noise, "real")
+    white_vec = randn(batch + (rank,))
+    return fc.Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Einsum examples.
+def make_einsum_example(equation: str, fill=None, sizes=(2, 3, 4)):
+    """Random operands for an einsum ``equation`` such as ``"ab,bc->ac"``.
+
+    Each distinct letter gets a size from ``sizes`` in turn. Returns ``(inputs, output,
+    sizes, operands, funsor_operands)``: the input index strings, the output string, a dict
+    letter -> size, arrays on the active backend (all ``fill`` if given, else standard
+    normal), and the same as Tensors whose inputs are named by the letters.
+
+    Example:
+        >>> inputs, output, sizes, operands, fs = make_einsum_example("ab,bc->ac")
+        >>> inputs, output, sizes, operands[1].shape, fs[1].inputs
+        (['ab', 'bc'], 'ac', {'a': 2, 'b': 3, 'c': 4}, (3, 4), {'b': Bint[3], 'c': Bint[4]})
+    """
+    equation = equation.replace(" ", "")
+    lhs, output = equation.split("->") if "->" in equation else (equation, None)
+    inputs = lhs.split(",")
+    letters = "".join(dict.fromkeys("".join(inputs)))
+    if output is None:
+        output = "".join(sorted(c for c in letters if lhs.count(c) == 1))
+    size_of = {c: sizes[i % len(sizes)] for i, c in enumerate(letters)}
+    operands = []
+    funsor_operands = []
+    for dims in inputs:
+        shape = tuple(size_of[c] for c in dims)
+        data = randn(shape) if fill is None else ones(shape) * fill
+        operands.append(data)
+        funsor_operands.append(Tensor(data, {c: Bint[size_of[c]] for c in dims}))
+    return inputs, output, size_of, operands, funsor_operands
