@@ -43,6 +43,24 @@ from funsor_core.terms import (
 )
 from funsor_core.traversal import reinterpret, substitute
 
+# --- Delta, Contraction, Integrate, einsum, sum_product (issue: sum-product normal form) ----
+from funsor_core.contraction import Contraction
+from funsor_core.delta import Delta
+from funsor_core.einsum import einsum, naive_einsum, naive_plated_einsum
+from funsor_core.integrate import Integrate
+from funsor_core.sum_product import (
+    naive_sequential_sum_product,
+    partial_sum_product,
+    sequential_sum_product,
+    sum_product,
+)
+# --- end of block ---------------------------------------------------------------------------
+
+# --- Gaussian atom, affine substitution (issue: Gaussian and Delta atoms) -------------------
+from funsor_core.affine import extract_affine, is_affine
+from funsor_core.gaussian import Gaussian, align_gaussian
+# --- end of Gaussian block ------------------------------------------------------------------
+
 import interpretations as _interpretations  # noqa: E402  (installs the rules)
 
 set_default_interpretation(_interpretations.exact)
@@ -56,4 +74,10 @@ __all__ = [
     "get_backend", "get_interpretation", "ops", "pretty", "quote", "reals", "reflect",
     "reinterpret", "set_backend", "set_debug", "set_default_interpretation", "substitute",
     "to_data", "to_funsor",
+    # sum-product normal form block
+    "Contraction", "Delta", "Integrate", "einsum", "naive_einsum", "naive_plated_einsum",
+    "naive_sequential_sum_product", "partial_sum_product", "sequential_sum_product",
+    "sum_product",
+    # Gaussian block
+    "Gaussian", "align_gaussian", "extract_affine", "is_affine",
 ]

@@ -1,17 +1,86 @@
 """``normalize``: rewrite sums and products toward the sum-product normal form.
 
+Associative binary ops become ``Contraction(None, op, {}, terms)`` (nested ones flattened),
+reductions become ``Contraction(red_op, ...)``, merging with the Contraction they reduce.
+``exact`` falls back to these rules, so a term no exact rule evaluates is kept in normal form.
+
 Example:
     >>> from interpretations import normalize
     >>> normalize.name
     'normalize'
+    >>> x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    >>> with normalize:
+    ...     z = (x * y).reduce(ops.add, "x")
+    >>> type(z).__name__, z.red_op, z.bin_op, sorted(z.reduced_vars)
+    ('Contraction', ops.add, ops.mul, ['x'])
 """
 
 from __future__ import annotations
 
+from funsor_core import ops
+from funsor_core.contraction import Contraction
 from funsor_core.interpreter import Interpretation
+from funsor_core.ops import BinaryOp, Op
+from funsor_core.terms import Binary, Funsor, Number, Reduce
 from interpretations.lazy import lazy
 
 __all__ = ["normalize", "NORMALIZE"]
 
 normalize = Interpretation("normalize", base=lazy)
 NORMALIZE = normalize
+
+
+def _flat_terms(op, x) -> tuple:
+    if isinstance(x, Contraction) and x.red_op is None and x.bin_op is op:
+        return x.terms
+    return (x,)
+
+
+# a . b = Contraction(None, ., {}, (a, b)) for an associative op, flattening nested products.
+@normalize.register(Binary, BinaryOp, Funsor, Funsor)
+def normalize_binary_funsor_funsor(op, lhs, rhs):
+    if op not in ops.ASSOCIATIVE_OPS or op.params:
+        return None
+    return Contraction(None, op, frozenset(), _flat_terms(op, lhs) + _flat_terms(op, rhs))
+
+
+# Reduce(r, Contraction(None or r, ., V, ts), W) = Contraction(r, ., V | W, ts);
+# any other reduction is a Contraction of one term.
+@normalize.register(Reduce, Op, Funsor, frozenset)
+def normalize_reduce_funsor(op, arg, reduced_vars):
+    if not reduced_vars:
+        return arg
+    if isinstance(arg, Contraction) and (arg.red_op is None or arg.red_op is op):
+        return Contraction(op, arg.bin_op, arg.reduced_vars | reduced_vars, arg.terms)
+    return Contraction(op, None, reduced_vars, (arg,))
+
+
+# Unit laws: a Contraction of one term reducing nothing is that term; a reduction over no
+# variables is none; units of bin_op drop out; nested products of the same op flatten.
+@normalize.register(Contraction, object, object, frozenset, tuple)
+def normalize_contraction(red_op, bin_op, reduced_vars, terms):
+    if red_op is not None and not reduced_vars:
+        return Contraction(None, bin_op, reduced_vars, terms)
+    if red_op is None and len(terms) == 1:
+        return terms[0]
+    if bin_op is None:
+        return None
+    flat = ()
+    for t in terms:
+        flat += _flat_terms(bin_op, t)
+    unit = ops.UNITS.get(bin_op)
+    kept = tuple(t for t in flat if not (type(t) is Number and t.data == unit))
+    if not kept or _output(bin_op, kept) is not _output(bin_op, flat):
+        kept = flat
+    if kept != terms:
+        if len(kept) == 1 and red_op is not None:
+            return Contraction(red_op, None, reduced_vars, kept)
+        return Contraction(red_op, bin_op, reduced_vars, kept)
+    return None
+
+
+def _output(bin_op, terms):
+    out = terms[0].output
+    for t in terms[1:]:
+        out = ops.infer_domain(bin_op, out, t.output)
+    return out

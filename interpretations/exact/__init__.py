@@ -1,6 +1,7 @@
 """``exact`` (alias ``eager``, the default): evaluate every tractable term numerically.
 
-Falls back to ``lazy``'s rules (substitution) and finally builds the term as it is.
+Falls back to ``normalize``'s rules (sum-product normal form), then ``lazy``'s
+(substitution), and finally builds the term as it is.
 
 Example:
     >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
@@ -11,12 +12,13 @@ Example:
 from __future__ import annotations
 
 from funsor_core.interpreter import Interpretation
-from interpretations.lazy import lazy
+from interpretations.normalize import normalize
 
 __all__ = ["exact", "eager", "EXACT"]
 
-exact = Interpretation("exact", base=lazy)
+exact = Interpretation("exact", base=normalize)
 eager = exact
 EXACT = exact
 
 from interpretations.exact import tensor, terms  # noqa: E402,F401  (registers the rules)
+from interpretations.exact import contraction, delta, integrate, gaussian  # noqa: E402,F401

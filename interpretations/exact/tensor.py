@@ -34,10 +34,7 @@ def exact_unary_tensor(op, arg):
     out = unary_domain(op, arg.output)
     base = op.base
     data = arg.data
-    if base is ops.getitem:
-        index = (slice(None),) * len(arg._ikey) + index_to_python(op.kwargs["index"])
-        data = data[index]
-    elif isinstance(base, ReductionOp):
+    if isinstance(base, ReductionOp):
         kw = op.kwargs
         nd = len(arg.output.shape)
         axis = kw.get("axis")
@@ -54,6 +51,14 @@ def exact_unary_tensor(op, arg):
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
+
+
+# t[index] indexes the output dims, to the right of the batch dims.
+@exact.register(Unary, type(ops.getitem), Tensor)
+def exact_unary_getitem_tensor(op, arg):
+    index = (slice(None),) * len(arg._ikey) + index_to_python(op.kwargs["index"])
+    out = unary_domain(op, arg.output)
+    return Tensor.make(arg.data[index], arg.inputs, out.dtype, arg._ikey)
 
 
 # op(lhs, rhs) of two tensors: align shared inputs by name, then broadcast.

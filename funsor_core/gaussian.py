@@ -1,0 +1,352 @@
+"""The Gaussian atom: a batched quadratic log density over named real inputs.
+
+``Gaussian(white_vec=, prec_sqrt=, inputs=)`` stands for::
+
+    f(x) = -0.5 * || x @ prec_sqrt - white_vec ||^2
+
+where ``x`` is the concatenation (in input order) of every real input flattened, ``prec_sqrt``
+has shape ``batch + (dim, rank)`` and ``white_vec`` ``batch + (rank,)``; ``batch`` lists the
+sizes of the Bint inputs in order (as in ``Tensor``). This is funsor 0.4.8's convention: the
+density is not normalized, ``max_x f(x) = 0`` when consistent, and ``rank`` may differ from
+``dim``. This module holds the atom and the pure math its rules call (alignment by name,
+affine change of variables); the array algebra is ``gaussian_math``; the rules live in
+``interpretations/exact/gaussian.py``.
+
+Example:
+    >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs={"x": fc.Reals[2]})
+    >>> g.inputs, g.output
+    ({'x': Reals[2]}, Real)
+    >>> round(float(g.log_normalizer.data), 6)  # log(2 pi)
+    1.837877
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import gaussian_math as gm
+from funsor_core import ops
+from funsor_core.backend import backend_module
+from funsor_core.domains import Domain, Real, broadcast_shape
+from funsor_core.tensor import Tensor, align_tensor, is_array
+from funsor_core.terms import DomainError, Funsor
+
+__all__ = ["Gaussian", "align_gaussian", "real_offsets", "gaussian_batch_inputs",
+           "COMPRESSION_THRESHOLD"]
+
+# A sum of Gaussians is compressed (QR) once its rank exceeds this multiple of its dim, as in
+# funsor 0.4.8: cheap concatenation most of the time, bounded memory always.
+COMPRESSION_THRESHOLD = 2
+
+_NO_PREC = ("Gaussian needs a precision: give prec_sqrt=, precision=, covariance= or "
+            "scale_tril=, e.g. Gaussian(mean=m, covariance=c, inputs={'x': Reals[2]})")
+_NO_LOC = ("Gaussian needs a location: give white_vec= (with prec_sqrt=), info_vec= (with "
+           "precision=) or mean= (with covariance=, scale_tril= or precision=)")
+
+
+def real_offsets(inputs: dict) -> tuple[dict, int]:
+    """Offsets of the real inputs in the flattened vector ``x``, and its dim.
+
+    Example:
+        >>> real_offsets({"i": fc.Bint[2], "x": fc.Real, "y": fc.Reals[2, 3]})
+        ({'x': 0, 'y': 1}, 7)
+    """
+    offsets, dim = {}, 0
+    for name, domain in inputs.items():
+        if domain.dtype == "real":
+            offsets[name] = dim
+            dim += domain.num_elements
+    return offsets, dim
+
+
+def gaussian_batch_inputs(inputs: dict) -> dict:
+    """The Bint inputs of a Gaussian's inputs, in order (its batch dims).
+
+    Example:
+        >>> gaussian_batch_inputs({"x": fc.Real, "i": fc.Bint[2]})
+        {'i': Bint[2]}
+    """
+    return {k: d for k, d in inputs.items() if d.dtype != "real"}
+
+
+def _as_array(x, name: str):
+    if x is None or is_array(x):
+        return x
+    if isinstance(x, Tensor) and not x.inputs:
+        return x.data
+    try:
+        return backend_module().asarray(x, "real")
+    except Exception as e:
+        raise TypeError(f"Gaussian {name}= must be an array, got {type(x).__name__}") from e
+
+
+def _to_canonical(white_vec, prec_sqrt, info_vec, precision, mean, covariance, scale_tril):
+    """Convert any accepted parametrization to ``(white_vec, prec_sqrt)``."""
+    given = {k for k, v in (("info_vec", info_vec), ("precision", precision), ("mean", mean),
+                            ("covariance", covariance), ("scale_tril", scale_tril),
+                            ("white_vec", white_vec), ("prec_sqrt", prec_sqrt)) if v is not None}
+    if white_vec is not None or prec_sqrt is not None:
+        if given != {"white_vec", "prec_sqrt"}:
+            raise ValueError("white_vec= and prec_sqrt= go together and with nothing else, got "
+                             f"{sorted(given)}")
+        return white_vec, prec_sqrt
+    if info_vec is not None:
+        if given != {"info_vec", "precision"}:
+            raise ValueError(f"info_vec= goes with precision= alone, got {sorted(given)}")
+        return gm.from_info(info_vec, precision)
+    if mean is None:
+        raise ValueError(_NO_PREC if not given & {"precision", "covariance", "scale_tril"}
+                         else _NO_LOC)
+    scales = given & {"precision", "covariance", "scale_tril"}
+    if len(scales) != 1 or len(given) != 2:
+        raise ValueError("mean= goes with exactly one of covariance=, scale_tril=, precision=; "
+                         f"got {sorted(given)}")
+    if covariance is not None:
+        return gm.from_mean_covariance(mean, covariance)
+    if scale_tril is not None:
+        return gm.from_mean_scale_tril(mean, scale_tril)
+    return gm.from_mean_precision(mean, precision)
+
+
+def _check_inputs(inputs) -> tuple:
+    if inputs is None:
+        raise ValueError("Gaussian needs inputs=, e.g. {'x': Reals[2]} (Bint inputs are batch "
+                         "dims, real inputs are the coordinates of the density)")
+    items = tuple(inputs.items()) if isinstance(inputs, dict) else tuple(inputs)
+    names = [k for k, _ in items]
+    if len(set(names)) != len(names):
+        raise DomainError(f"Gaussian inputs repeat a name: {names}")
+    for name, domain in items:
+        if not isinstance(name, str) or not isinstance(domain, Domain):
+            raise TypeError(f"Gaussian inputs map names to domains, got {name!r}: {domain!r}")
+        if domain.dtype != "real" and domain.shape:
+            raise DomainError(f"Gaussian input '{name}' is {domain}; batch inputs must be "
+                              "Bint[n] and coordinates Real or Reals[...]")
+    return items
+
+
+class Gaussian(Funsor):
+    """A batched Gaussian log density in square-root information form.
+
+    Args:
+        white_vec: batch + (rank,); with ``prec_sqrt``: batch + (dim, rank).
+        inputs: mapping of names to domains. Bint inputs are batch dims (leftmost dims of the
+            arrays, in order); real inputs (``Real``, ``Reals[n]``, ``Reals[n, m]``) are
+            flattened, in order, into the density's vector of ``dim`` coordinates.
+        info_vec, precision: natural parameters instead (``-0.5 x'Px + i'x + const``).
+        mean, covariance / scale_tril / precision: moments instead (``f(mean) = 0``).
+
+    Arrays whose batch dims have size 1 (or are missing on the left) are broadcast. Under
+    ``exact``, a Gaussian of rank above ``COMPRESSION_THRESHOLD * dim`` is compressed and the
+    constructor returns ``Gaussian + Tensor`` (the constant split off), as funsor 0.4.8 does.
+
+    Example:
+        >>> g = fc.Gaussian(info_vec=np.array([1.0]), precision=np.array([[2.0]]),
+        ...                 inputs={"x": fc.Real})
+        >>> g.info_vec, g.precision, g.mean
+        (array([1.]), array([[2.]]), array([0.5]))
+    """
+
+    __slots__ = ("white_vec", "prec_sqrt", "_ikey")
+    _fields = ("white_vec", "prec_sqrt", "inputs")
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, white_vec=None, prec_sqrt=None, inputs=None, *, info_vec=None,
+                 precision=None, mean=None, covariance=None, scale_tril=None):
+        if type(inputs) is tuple and is_array(white_vec) and is_array(prec_sqrt) and not (
+                info_vec is not None or precision is not None or mean is not None
+                or covariance is not None or scale_tril is not None):
+            items = _check_inputs(inputs)  # the canonical form: just validate shapes
+        else:
+            items = _check_inputs(inputs)
+            arrays = [_as_array(a, n) for a, n in (
+                (white_vec, "white_vec"), (prec_sqrt, "prec_sqrt"), (info_vec, "info_vec"),
+                (precision, "precision"), (mean, "mean"), (covariance, "covariance"),
+                (scale_tril, "scale_tril"))]
+            white_vec, prec_sqrt = _to_canonical(*arrays)
+        return _check_shapes(white_vec, prec_sqrt, items)
+
+    @staticmethod
+    def _cons_key(args):
+        return (id(args[0]), id(args[1]), args[2])
+
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        obj.white_vec, obj.prec_sqrt, obj._ikey = args
+
+    def _init(self, white_vec, prec_sqrt, inputs):
+        self._args = (white_vec, prec_sqrt, inputs)
+        self.white_vec, self.prec_sqrt, self._ikey = white_vec, prec_sqrt, inputs
+        self.inputs = dict(inputs)
+        self.output = Real
+
+    @classmethod
+    def make(cls, white_vec, prec_sqrt, inputs: dict) -> Gaussian:
+        """Build a Gaussian from arrays a rule just computed, skipping checks and rules."""
+        self = object.__new__(cls)
+        self._init(white_vec, prec_sqrt, tuple(inputs.items()))
+        return self
+
+    # -- structure -----------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        """Number of real coordinates (sum of the real inputs' sizes)."""
+        return self.prec_sqrt.shape[-2]
+
+    @property
+    def rank(self) -> int:
+        """Number of columns of ``prec_sqrt`` (rows of information)."""
+        return self.prec_sqrt.shape[-1]
+
+    @property
+    def batch_inputs(self) -> dict:
+        """The Bint inputs (batch dims), in order."""
+        return gaussian_batch_inputs(self.inputs)
+
+    @property
+    def real_inputs(self) -> dict:
+        """The real inputs (coordinates), in order."""
+        return {k: d for k, d in self.inputs.items() if d.dtype == "real"}
+
+    @property
+    def is_full_rank(self) -> bool:
+        """Whether ``rank >= dim`` (necessary, not sufficient, to normalize)."""
+        return self.rank >= self.dim
+
+    # -- derived quantities --------------------------------------------------------------------
+    @property
+    def info_vec(self):
+        """``prec_sqrt @ white_vec``: batch + (dim,)."""
+        return gm.to_info(self.white_vec, self.prec_sqrt)[0]
+
+    @property
+    def precision(self):
+        """``prec_sqrt @ prec_sqrt.T``: batch + (dim, dim)."""
+        return ops.matmul(self.prec_sqrt, ops.transpose(self.prec_sqrt, -1, -2))
+
+    @property
+    def log_normalizer(self) -> Tensor:
+        """``log ∫ exp f(x) dx`` over all real inputs: a Tensor over the Bint inputs."""
+        data = gm.log_normalizer(self.white_vec, self.prec_sqrt)
+        return Tensor.make(data, self.batch_inputs)
+
+    @property
+    def mean(self):
+        """The mean (= mode) of the normalized density: batch + (dim,); needs full rank."""
+        return gm.mean(self.white_vec, self.prec_sqrt)
+
+    @property
+    def covariance(self):
+        """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank."""
+        return gm.covariance(self.prec_sqrt)
+
+    def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
+        """Reparameterized samples of real inputs (see ``sample_gaussian``).
+
+        Example:
+            >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+            >>> s = g.sample("x", {"n": fc.Bint[5]}, rng_key=0)
+            >>> sorted(s.inputs)
+            ['n']
+        """
+        from interpretations.exact.gaussian import sample_gaussian
+
+        return sample_gaussian(self, sampled_vars, sample_inputs, rng_key)
+
+
+def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:
+    inputs = dict(items)
+    batch_inputs = gaussian_batch_inputs(inputs)
+    batch = tuple(d.size for d in batch_inputs.values())
+    _, dim = real_offsets(inputs)
+    real = {k: str(d) for k, d in inputs.items() if d.dtype == "real"}
+    ws, ps = tuple(white_vec.shape), tuple(prec_sqrt.shape)
+    if len(ps) < 2 or ps[-2] != dim:
+        raise DomainError(
+            f"Gaussian prec_sqrt of shape {ps} must end in (dim, rank) with dim = {dim}, the "
+            f"total size of the real inputs {real}")
+    if len(ws) < 1 or ws[-1] != ps[-1]:
+        raise DomainError(f"Gaussian white_vec of shape {ws} must end in rank = {ps[-1]} "
+                          f"(the last dim of prec_sqrt, shape {ps})")
+    for shape, what in ((ws[:-1], "white_vec"), (ps[:-2], "prec_sqrt")):
+        try:
+            ok = len(shape) <= len(batch) and broadcast_shape(shape, batch) == batch
+        except ValueError:
+            ok = False
+        if not ok:
+            raise DomainError(
+                f"Gaussian {what} has batch shape {shape} but its Bint inputs "
+                f"{ {k: str(d) for k, d in batch_inputs.items()} } need {batch} (size-1 dims "
+                "broadcast)")
+    if ws[:-1] != batch:
+        white_vec = ops.expand(white_vec, batch + ws[-1:])
+    if ps[:-2] != batch:
+        prec_sqrt = ops.expand(prec_sqrt, batch + ps[-2:])
+    return white_vec, prec_sqrt, items
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment by name: pure functions of arrays and input mappings.
+def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False):
+    """``(white_vec, prec_sqrt)`` of ``g`` in the layout of ``new_inputs``.
+
+    Batch dims follow the Bint inputs of ``new_inputs`` (size 1 where ``g`` lacks one, or
+    expanded with ``expand``); coordinates follow its real inputs, with zero rows (no
+    information) for real inputs ``g`` lacks.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> w, s = align_gaussian({"y": fc.Real, "x": fc.Real}, g)
+        >>> s
+        array([[0.],
+               [1.]])
+    """
+    old_batch = g.batch_inputs
+    new_batch = gaussian_batch_inputs(new_inputs)
+    white_vec, prec_sqrt = g.white_vec, g.prec_sqrt
+    if list(old_batch) != list(new_batch) or expand:
+        white_vec = align_tensor(new_batch, Tensor.make(white_vec, old_batch), expand=expand)
+        prec_sqrt = align_tensor(new_batch, Tensor.make(prec_sqrt, old_batch), expand=expand)
+    old_offsets, old_dim = real_offsets(g.inputs)
+    new_offsets, new_dim = real_offsets(new_inputs)
+    if old_offsets != new_offsets or old_dim != new_dim:
+        index = []
+        for name, offset in old_offsets.items():
+            if name not in new_offsets:
+                raise ValueError(f"cannot align: real input '{name}' is not in "
+                                 f"{list(new_inputs)}")
+            size = g.inputs[name].num_elements
+            index.extend(range(new_offsets[name], new_offsets[name] + size))
+        white_vec, prec_sqrt = gm.embed(white_vec, prec_sqrt, index, new_dim)
+    return white_vec, prec_sqrt
+
+
+def merge_gaussian_inputs(*terms: Funsor) -> dict:
+    """Union of the inputs of several terms: Bint inputs first, then real ones, each in order.
+
+    Example:
+        >>> merge_gaussian_inputs(fc.Variable("x", fc.Real), fc.Variable("i", fc.Bint[2]))
+        {'i': Bint[2], 'x': Real}
+    """
+    from funsor_core.terms import merge_inputs
+
+    inputs: dict = {}
+    for t in terms:
+        inputs = merge_inputs(inputs, t.inputs, "add")
+    batch = {k: d for k, d in inputs.items() if d.dtype != "real"}
+    batch.update((k, d) for k, d in inputs.items() if d.dtype == "real")
+    return batch
+
+
+def batch_shape_of(inputs: dict) -> tuple:
+    """Sizes of the Bint inputs, in order."""
+    return tuple(d.size for d in inputs.values() if d.dtype != "real")
+
+
+def common_batch(*arrays_and_event_ndims) -> tuple:
+    """Broadcast batch shape of arrays given as ``(array, event_ndim)`` pairs."""
+    return broadcast_shape(*(tuple(a.shape[: len(a.shape) - n]) for a, n in arrays_and_event_ndims))
+
+
+LOG_2PI = math.log(2 * math.pi)

@@ -1,0 +1,206 @@
+"""Tensor variable elimination on plated factor graphs, and sums over Markov chains.
+
+``partial_sum_product`` is Algorithm 1 of "Tensor Variable Elimination for Plated Factor
+Graphs" (Obermeyer et al., 2019): factors are grouped by their set of plates (their ordinal);
+starting from the deepest ordinal, each connected group of factors is multiplied, its local
+variables are summed out, and the plates it no longer needs are product-reduced, which moves
+the result to a shallower ordinal. ``sequential_sum_product`` eliminates a time dimension by a
+parallel scan of depth ``log2(T)``.
+
+Example:
+    >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> sum_product(ops.add, ops.mul, [f], eliminate=frozenset({"j"})).data
+    array([3., 3.])
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from funsor_core import ops
+from funsor_core.contraction import Contraction
+from funsor_core.terms import Number, Slice, Variable
+
+__all__ = ["partial_sum_product", "sum_product", "naive_sequential_sum_product",
+           "sequential_sum_product", "PlateError"]
+
+
+class PlateError(ValueError):
+    """The factor graph has the forbidden plate minor: no exact elimination order exists."""
+
+
+def _components(factors, sum_vars):
+    # Connected components of factors that share a variable of sum_vars.
+    groups: list = []
+    for f in factors:
+        names = sum_vars.intersection(f.inputs)
+        merged = [g for g in groups if g[1] & names]
+        group = ([f], set(names))
+        for g in merged:
+            groups.remove(g)
+            group[0][:0] = g[0]
+            group[1].update(g[1])
+        groups.append(group)
+    return groups
+
+
+def _product(prod_op, factors):
+    result = factors[0]
+    for f in factors[1:]:
+        result = prod_op(result, f)
+    return result
+
+
+def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=frozenset()):
+    """Eliminate ``eliminate`` from a plated factor graph, returning a list of factors.
+
+    Args:
+        sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
+        factors: funsors whose inputs include plate names (Bint inputs in ``plates``).
+        eliminate: names to eliminate; plates among them are product-reduced.
+        plates: the plate names.
+
+    Raises:
+        PlateError: the graph has the forbidden plate minor (two variables in two different
+            plates used by one factor in both), naming the plates and the variables.
+
+    Example:
+        >>> a = fc.Tensor(np.ones(2), {"a": fc.Bint[2]})
+        >>> ab = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> [f.data for f in partial_sum_product(ops.add, ops.mul, [a, ab],
+        ...                                      frozenset("ab"), frozenset("b"))]
+        [array(2.)]
+    """
+    eliminate, plates = frozenset(eliminate), frozenset(plates)
+    sum_vars = eliminate - plates
+    var_to_ordinal: dict = {}
+    ordinal_to_factors = defaultdict(list)
+    for f in factors:
+        ordinal = plates.intersection(f.inputs)
+        ordinal_to_factors[ordinal].append(f)
+        for var in sum_vars.intersection(f.inputs):
+            var_to_ordinal[var] = var_to_ordinal.get(var, ordinal) & ordinal
+    ordinal_to_vars = defaultdict(set)
+    for var, ordinal in var_to_ordinal.items():
+        ordinal_to_vars[ordinal].add(var)
+
+    results = []
+    while ordinal_to_factors:
+        leaf = max(ordinal_to_factors, key=len)
+        leaf_factors = ordinal_to_factors.pop(leaf)
+        leaf_vars = frozenset(ordinal_to_vars[leaf])
+        for group, _ in _components(leaf_factors, leaf_vars):
+            f = _product(prod_op, group)
+            local = leaf_vars.intersection(f.inputs)
+            if local:
+                f = f.reduce(sum_op, local)
+            remaining = sum_vars.intersection(f.inputs)
+            if not remaining:
+                results.append(f.reduce(prod_op, leaf & eliminate))
+                continue
+            new_plates = frozenset().union(*(var_to_ordinal[v] for v in remaining))
+            if new_plates == leaf:
+                raise PlateError(_minor_message(remaining, var_to_ordinal, leaf))
+            f = f.reduce(prod_op, leaf - new_plates)
+            ordinal_to_factors[new_plates].append(f)
+    return results
+
+
+def _minor_message(remaining, var_to_ordinal, leaf) -> str:
+    names = sorted(remaining)
+    for u in names:
+        for v in names:
+            p = sorted(var_to_ordinal[u] - var_to_ordinal[v])
+            q = sorted(var_to_ordinal[v] - var_to_ordinal[u])
+            if p and q:
+                return (f"intractable plated factor graph: variable '{u}' is in plate '{p[0]}' "
+                        f"and variable '{v}' is in plate '{q[0]}', but a factor in plates "
+                        f"{sorted(leaf)} uses both (the forbidden plate minor). Sum one of them "
+                        "out by hand, or move it out of its plate.")
+    return (f"intractable plated factor graph: variables {names} meet in plates {sorted(leaf)} "
+            "(the forbidden plate minor)")
+
+
+def sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=frozenset()):
+    """Eliminate variables from a plated factor graph and multiply what is left.
+
+    Args:
+        sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
+        eliminate: names to sum out; plates among them are product-reduced.
+
+    Example:
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> fc.sum_product(ops.add, ops.mul, [f], eliminate=frozenset({"j"})).data
+        array([3., 3.])
+    """
+    results = partial_sum_product(sum_op, prod_op, factors, eliminate, plates)
+    if not results:
+        return Number(ops.UNITS[prod_op])
+    return _product(prod_op, results)
+
+
+def _time_name(time) -> str:
+    return time.name if isinstance(time, Variable) else time
+
+
+def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
+    """Eliminate a Markov chain's time input one step at a time (a reference for tests).
+
+    Args:
+        trans: a factor with inputs ``time`` and the prev/curr names of ``step``.
+        time: the time input (a Variable or a name).
+        step: a mapping from prev names to curr names.
+
+    Returns:
+        A factor of the first step's prev names and the last step's curr names.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> naive_sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}).data
+        array([[4., 4.],
+               [4., 4.]])
+    """
+    time = _time_name(time)
+    step = dict(step)
+    duration = trans.inputs[time].size
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+    result = trans(**{time: 0})
+    for t in range(1, duration):
+        x = result(**drop)
+        y = trans(**{time: t})(**{prev: drop[curr] for prev, curr in step.items()})
+        result = Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
+    return result
+
+
+def sequential_sum_product(sum_op, prod_op, trans, time, step):
+    """Eliminate a Markov chain's time input by a parallel scan (depth ``log2(T)``).
+
+    Pairs of adjacent steps are contracted at once along a halved time input, so the work
+    is ``T`` contractions in ``log2(T)`` batched rounds.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}).data
+        array([[16., 16.],
+               [16., 16.]])
+    """
+    from funsor_core.terms import Cat
+
+    time = _time_name(time)
+    step = dict(step)
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+    prev_to_drop = {prev: drop[curr] for prev, curr in step.items()}
+    duration = trans.inputs[time].size
+    while duration > 1:
+        even = duration // 2 * 2
+        x = trans(**{time: Slice(time, 0, even, 2, duration)})(**drop)
+        y = trans(**{time: Slice(time, 1, even, 2, duration)})(**prev_to_drop)
+        contracted = Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
+        if duration > even:
+            extra = trans(**{time: Slice(time, duration - 1, duration, 1, duration)})
+            contracted = Cat(time, (contracted, extra))
+        trans = contracted
+        duration = (duration + 1) // 2
+    return trans(**{time: 0})

@@ -1,0 +1,140 @@
+"""Exact rules for Contraction: semiring einsums of Tensors, Deltas substituted into the other
+terms, and partial evaluation of the Tensor part of a mixed Contraction.
+
+Other atoms (Gaussians) plug in through ``CONTRACTION_HOOKS``: each hook is called as
+``hook(red_op, bin_op, reduced_vars, terms)`` before the generic rules, for any Contraction
+with a term that is not a Tensor, Number or Delta, and returns a funsor or ``None`` to decline.
+Register one with ``register_contraction_hook``.
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.contraction import Contraction
+from funsor_core.delta import Delta
+from funsor_core.einsum import SEMIRINGS, contract_tensors
+from funsor_core.tensor import Tensor
+from funsor_core.terms import Number
+from interpretations.exact import exact
+
+__all__ = ["CONTRACTION_HOOKS", "register_contraction_hook"]
+
+CONTRACTION_HOOKS: list = []
+
+
+def register_contraction_hook(hook):
+    """Add ``hook(red_op, bin_op, reduced_vars, terms) -> funsor | None`` to the exact rules
+    for Contractions holding terms other than Tensors, Numbers and Deltas.
+
+    Example:
+        >>> hook = register_contraction_hook(lambda *args: None)
+        >>> CONTRACTION_HOOKS.remove(hook)
+    """
+    CONTRACTION_HOOKS.append(hook)
+    return hook
+
+
+def _is_dense(t) -> bool:
+    return isinstance(t, (Tensor, Number))
+
+
+def _fold(bin_op, terms):
+    result = terms[0]
+    for t in terms[1:]:
+        result = bin_op(result, t)
+    return result
+
+
+def _contract_dense(red_op, bin_op, reduced_vars, terms):
+    """Contract Tensors and Numbers: one planned semiring einsum where a kernel exists."""
+    tensors = [t for t in terms if isinstance(t, Tensor)]
+    numbers = [t for t in terms if not isinstance(t, Tensor)]
+    if tensors and numbers:
+        tensors[0] = _fold(bin_op, [tensors[0]] + numbers)
+        numbers = []
+    if not tensors:
+        return _fold(bin_op, numbers)
+    if (red_op is not None and reduced_vars and len(tensors) > 1
+            and (red_op, bin_op) in SEMIRINGS
+            and all(t.dtype == "real" and not t.shape for t in tensors)):
+        return contract_tensors(red_op, bin_op, reduced_vars, tensors)
+    result = _fold(bin_op, tensors)
+    if red_op is not None and reduced_vars:
+        result = result.reduce(red_op, reduced_vars)
+    return result
+
+
+# Contraction of Tensors and Numbers = one semiring einsum (or a fold and a reduction).
+# With other terms: hooks first, then Deltas, then the Tensor part alone over the variables
+# only Tensors use (by distributivity of red_op over bin_op).
+@exact.register(Contraction, object, object, frozenset, tuple)
+def exact_contraction(red_op, bin_op, reduced_vars, terms):
+    if all(_is_dense(t) for t in terms):
+        return _contract_dense(red_op, bin_op, reduced_vars, terms)
+    if any(not isinstance(t, (Tensor, Number, Delta)) for t in terms):
+        for hook in CONTRACTION_HOOKS:
+            result = hook(red_op, bin_op, reduced_vars, terms)
+            if result is not None:
+                return result
+    if bin_op is ops.add and any(isinstance(t, Delta) for t in terms):
+        result = _contract_deltas(red_op, reduced_vars, terms)
+        if result is not None:
+            return result
+    return _contract_partial(red_op, bin_op, reduced_vars, terms)
+
+
+def _contract_deltas(red_op, reduced_vars, terms):
+    deltas = [t for t in terms if isinstance(t, Delta)]
+    others = [t for t in terms if not isinstance(t, Delta)]
+    points = {name: point for d in deltas for name, (point, _) in d.terms}
+    changed = False
+    new_others = []
+    for t in others:
+        subs = {k: v for k, v in points.items() if k in t.inputs}
+        new = t(**subs) if subs else t
+        changed |= new is not t
+        new_others.append(new)
+    if len(deltas) > 1:
+        merged = _merge_deltas(deltas)
+        if merged is not None:
+            deltas, changed = [merged], True
+    if not changed and red_op is ops.logaddexp:
+        for i, d in enumerate(deltas):
+            names = reduced_vars & d.fresh
+            if names:
+                deltas[i] = d.reduce(ops.logaddexp, names)
+                reduced_vars = reduced_vars - names
+                changed = True
+    if not changed:
+        return None
+    return Contraction(red_op if reduced_vars else None, ops.add, reduced_vars,
+                       tuple(deltas) + tuple(new_others))
+
+
+def _merge_deltas(deltas):
+    names: set = set()
+    inputs: set = set()
+    for d in deltas:
+        names |= d.fresh
+        for _, (p, ld) in d.terms:
+            inputs |= p.inputs.keys() | ld.inputs.keys()
+    if names & inputs or sum(len(d.fresh) for d in deltas) != len(names):
+        return None
+    return Delta(tuple(t for d in deltas for t in d.terms))
+
+
+def _contract_partial(red_op, bin_op, reduced_vars, terms):
+    dense = [t for t in terms if _is_dense(t)]
+    if len(dense) == len(terms) or not dense:
+        return None
+    others = [t for t in terms if not _is_dense(t)]
+    used_elsewhere = set().union(*(t.inputs for t in others))
+    local = frozenset(v for v in reduced_vars if v not in used_elsewhere)
+    distributive = red_op is not None and (red_op, bin_op) in ops.DISTRIBUTIVE_OPS
+    if local and distributive:
+        part = _contract_dense(red_op, bin_op, local, dense)
+        return Contraction(red_op, bin_op, reduced_vars - local, tuple(others) + (part,))
+    if len(dense) > 1 and (not reduced_vars or distributive):
+        part = _contract_dense(None, bin_op, frozenset(), dense)
+        return Contraction(red_op, bin_op, reduced_vars, tuple(others) + (part,))
+    return None

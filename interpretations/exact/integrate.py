@@ -1,0 +1,53 @@
+"""Exact rules for Integrate against Tensor and Delta measures.
+
+Gaussian measures are handled by the Gaussian rules; nothing here matches them.
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.delta import Delta
+from funsor_core.integrate import Integrate
+from funsor_core.tensor import Tensor
+from funsor_core.terms import Funsor, Number
+from interpretations.exact import exact
+
+
+# Integrate(m, f, V) over a discrete measure = sum_V exp(m) * f. The log measure is shifted
+# by its max over V before exp (and the shift multiplied back), so that large log weights
+# neither overflow nor underflow.
+@exact.register(Integrate, Tensor, Funsor, frozenset)
+def exact_integrate_tensor(log_measure, integrand, reduced_vars):
+    if not isinstance(integrand, (Tensor, Number)):
+        return None
+    shift = log_measure.reduce(ops.max, reduced_vars)
+    if isinstance(shift, Tensor):
+        data = shift.data
+        shift = Tensor.make(ops.where(ops.isfinite(data), data, ops.full_like(data, 0.0)),
+                            shift.inputs)
+    elif not ops.isfinite(shift.data):
+        shift = Number(0.0)
+    weights = (log_measure - shift).exp()
+    result = (weights * integrand).reduce(ops.add, reduced_vars & (weights.inputs.keys()
+                                                                    | integrand.inputs.keys()))
+    return result * shift.exp()
+
+
+# Integrate(Delta(x=p, log_density=w), f, {x}) = exp(w) * f(x=p).
+@exact.register(Integrate, Delta, Funsor, frozenset)
+def exact_integrate_delta(log_measure, integrand, reduced_vars):
+    names = reduced_vars & log_measure.fresh
+    if not names:
+        return None
+    subs = {n: p for n, (p, _) in log_measure.terms if n in names and n in integrand.inputs}
+    integrand = integrand(**subs) if subs else integrand
+    rest = tuple(t for t in log_measure.terms if t[0] not in names)
+    log_density = Number(0.0)
+    for n, (_, ld) in log_measure.terms:
+        if n in names:
+            log_density = log_density + ld
+    measure = log_density + Delta(rest) if rest else log_density
+    remaining = reduced_vars - names
+    if not remaining:
+        return measure.exp() * integrand
+    return Integrate(measure, integrand, remaining)

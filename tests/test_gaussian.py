@@ -1,0 +1,371 @@
+"""The Gaussian atom and its exact rules against closed forms in numpy/scipy (float64).
+
+Oracles: dense precision/covariance algebra with numpy inverses and Schur complements,
+scipy.stats.multivariate_normal, brute-force evaluation at points, finite differences.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.stats
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.testing import assert_close, random_gaussian, random_tensor
+
+LOG_2PI = np.log(2 * np.pi)
+
+
+def to_np(x):
+    return np.asarray(ops.to_numpy(ops.detach(x)))
+
+
+def spd(rng, dim, batch=()):
+    a = rng.normal(size=batch + (dim, dim))
+    return a @ np.swapaxes(a, -1, -2) + dim * np.eye(dim)
+
+
+def _arr(x):
+    from funsor_core.backend import backend_module
+
+    return backend_module().asarray(np.asarray(x), "real")
+
+
+def dense_eval(g, point):
+    """f(x) from info_vec/precision: -0.5 x'Px + i'x - 0.5 ||w||^2 (no batch)."""
+    p, i, w = to_np(g.precision), to_np(g.info_vec), to_np(g.white_vec)
+    return -0.5 * point @ p @ point + i @ point - 0.5 * w @ w
+
+
+# ---------------------------------------------------------------------------------------------
+# Construction.
+def test_constructors_agree(backend):
+    rng = np.random.default_rng(0)
+    m, c = rng.normal(size=3), spd(rng, 3)
+    p = np.linalg.inv(c)
+    inputs = {"x": fc.Reals[3]}
+    g1 = fc.Gaussian(mean=_arr(m), covariance=_arr(c), inputs=inputs)
+    g2 = fc.Gaussian(mean=_arr(m), precision=_arr(p), inputs=inputs)
+    g3 = fc.Gaussian(mean=_arr(m), scale_tril=_arr(np.linalg.cholesky(c)), inputs=inputs)
+    g4 = fc.Gaussian(info_vec=_arr(p @ m), precision=_arr(p), inputs=inputs)
+    for g in (g1, g2, g3, g4):
+        assert isinstance(g, fc.Gaussian)
+        np.testing.assert_allclose(to_np(g.precision), p, rtol=1e-9)
+        np.testing.assert_allclose(to_np(g.info_vec), p @ m, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(to_np(g.mean), m, rtol=1e-9)
+        np.testing.assert_allclose(to_np(g.covariance), c, rtol=1e-9)
+    assert_close(g1, g4, atol=1e-9)
+
+
+def test_log_normalizer_matches_scipy():
+    rng = np.random.default_rng(1)
+    m, c = rng.normal(size=(2, 3)), spd(rng, 3, (2,))
+    g = fc.Gaussian(mean=m, covariance=c, inputs={"i": fc.Bint[2], "x": fc.Reals[3]})
+    # f(mean) = 0, so log Z = -log N(mean; mean, c).
+    expected = [-scipy.stats.multivariate_normal(m[k], c[k]).logpdf(m[k]) for k in range(2)]
+    np.testing.assert_allclose(g.log_normalizer.data, expected, rtol=1e-10)
+    # and f - log Z is the normalized log density at any point.
+    x = rng.normal(size=3)
+    value = g(x=x) - g.log_normalizer
+    np.testing.assert_allclose(
+        value.data, [scipy.stats.multivariate_normal(m[k], c[k]).logpdf(x) for k in range(2)])
+
+
+def test_multiple_real_inputs_flatten_in_order():
+    rng = np.random.default_rng(2)
+    inputs = {"a": fc.Real, "b": fc.Reals[2, 2], "c": fc.Reals[2]}
+    m, c = rng.normal(size=7), spd(rng, 7)
+    g = fc.Gaussian(mean=m, covariance=c, inputs=inputs)
+    x = rng.normal(size=7)
+    actual = g(a=x[0], b=x[1:5].reshape(2, 2), c=x[5:])
+    expected = scipy.stats.multivariate_normal(m, c).logpdf(x) + g.log_normalizer.data
+    np.testing.assert_allclose(actual.data, expected)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(white_vec=np.zeros(2), prec_sqrt=np.eye(3, 2)), "dim = 2.*'x'"),
+    (dict(white_vec=np.zeros(3), prec_sqrt=np.eye(2)), "white_vec of shape"),
+    (dict(white_vec=np.zeros((3, 2)), prec_sqrt=np.eye(2)), "Bint inputs"),
+    (dict(mean=np.zeros(2)), "precision"),
+])
+def test_constructor_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fc.Gaussian(inputs={"x": fc.Reals[2]}, **kwargs)
+
+
+def test_wide_gaussian_is_compressed():
+    rng = np.random.default_rng(3)
+    w, s = rng.normal(size=7), rng.normal(size=(2, 7))
+    result = fc.Gaussian(white_vec=w, prec_sqrt=s, inputs={"x": fc.Reals[2]})
+    assert isinstance(result, fc.Contraction)  # Gaussian + Tensor shift
+    gs = [t for t in result.terms if isinstance(t, fc.Gaussian)]
+    assert gs[0].rank == 2
+    x = rng.normal(size=2)
+    np.testing.assert_allclose(result(x=x).data, -0.5 * np.sum((x @ s - w) ** 2))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sums.
+def test_add_gaussians_aligns_by_name(backend):
+    g1 = random_gaussian({"i": fc.Bint[2], "x": fc.Real, "y": fc.Reals[2]})
+    g2 = random_gaussian({"y": fc.Reals[2], "j": fc.Bint[3], "z": fc.Real})
+    s = g1 + g2
+    assert isinstance(s, fc.Gaussian)
+    assert set(s.inputs) == {"i", "j", "x", "y", "z"}
+    rng = np.random.default_rng(4)
+    pt = {"x": _arr(rng.normal()), "y": _arr(rng.normal(size=2)), "z": _arr(rng.normal())}
+    for i, j in itertools.product(range(2), range(3)):
+        lhs = s(i=i, j=j, **pt)
+        rhs = g1(i=i, x=pt["x"], y=pt["y"]) + g2(j=j, y=pt["y"], z=pt["z"])
+        assert_close(lhs, rhs, atol=1e-9)
+
+
+def test_product_of_gaussians_natural_parameters():
+    rng = np.random.default_rng(5)
+    m1, c1, m2, c2 = rng.normal(size=2), spd(rng, 2), rng.normal(size=2), spd(rng, 2)
+    inputs = {"x": fc.Reals[2]}
+    g = fc.Gaussian(mean=m1, covariance=c1, inputs=inputs) + fc.Gaussian(
+        mean=m2, covariance=c2, inputs=inputs)
+    p1, p2 = np.linalg.inv(c1), np.linalg.inv(c2)
+    np.testing.assert_allclose(g.precision, p1 + p2)
+    np.testing.assert_allclose(g.info_vec, p1 @ m1 + p2 @ m2)
+    np.testing.assert_allclose(g.mean, np.linalg.solve(p1 + p2, p1 @ m1 + p2 @ m2))
+
+
+def test_gaussian_plus_tensor_is_a_lazy_sum():
+    g = random_gaussian({"x": fc.Real})
+    t = random_tensor({"i": fc.Bint[2]})
+    s = g + t
+    assert isinstance(s, fc.Contraction)
+    assert_close(s(x=0.5), g(x=0.5) + t)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions.
+def test_marginal_is_sub_block(backend):
+    rng = np.random.default_rng(6)
+    m, c = rng.normal(size=3), spd(rng, 3)
+    g = fc.Gaussian(mean=_arr(m), covariance=_arr(c), inputs={"x": fc.Real, "y": fc.Reals[2]})
+    marg = g.reduce(ops.logaddexp, "x")
+    gs = [t for t in marg.terms if isinstance(t, fc.Gaussian)]
+    ts = [t for t in marg.terms if isinstance(t, fc.Tensor)]
+    np.testing.assert_allclose(to_np(gs[0].mean), m[1:], rtol=1e-9)
+    np.testing.assert_allclose(to_np(gs[0].covariance), c[1:, 1:], rtol=1e-9)
+    # normalizers compose: log Z(x, y) = log Z_x|y + log Z(y).
+    total = to_np(ts[0].data) + to_np(gs[0].log_normalizer.data)
+    np.testing.assert_allclose(total, to_np(g.log_normalizer.data), rtol=1e-10)
+    full = g.reduce(ops.logaddexp)
+    assert isinstance(full, fc.Tensor)
+    np.testing.assert_allclose(to_np(full.data), 0.5 * np.log(np.linalg.det(2 * np.pi * c)))
+
+
+def test_reduce_in_every_order():
+    g = random_gaussian({"i": fc.Bint[2], "x": fc.Real, "y": fc.Reals[2], "z": fc.Real})
+    t = random_tensor({"i": fc.Bint[2]})
+    joint = g + t
+    names = ["i", "x", "y", "z"]
+    expected = joint.reduce(ops.logaddexp, frozenset(names))
+    assert isinstance(expected, fc.Tensor)
+    for order in itertools.permutations(names):
+        result = joint
+        for name in order:
+            result = result.reduce(ops.logaddexp, name)
+        assert_close(result, expected, atol=1e-9)
+    # a mixture over i alone stays lazy
+    assert not isinstance(g.reduce(ops.logaddexp, "i"), (fc.Tensor, fc.Gaussian))
+
+
+def test_plate_reduction():
+    g = random_gaussian({"i": fc.Bint[3], "j": fc.Bint[2], "x": fc.Reals[2]})
+    p = g.reduce(ops.add, "i")
+    x = np.array([0.3, -0.7])
+    expected = g(x=x).reduce(ops.add, "i")
+    assert_close(p(x=x) if isinstance(p, fc.Gaussian) else p(x=x), expected, atol=1e-9)
+
+
+def test_too_little_information_raises():
+    g = fc.Gaussian(white_vec=np.array([1.0]), prec_sqrt=np.array([[1.0], [0.0]]),
+                    inputs={"x": fc.Real, "y": fc.Real})
+    with pytest.raises(ValueError, match="cannot marginalize y"):
+        g.reduce(ops.logaddexp, "y")
+    assert isinstance(g.reduce(ops.logaddexp, "x"), (fc.Tensor, fc.Contraction))
+
+
+# ---------------------------------------------------------------------------------------------
+# Substitution.
+def test_condition_is_schur_complement(backend):
+    rng = np.random.default_rng(7)
+    m, c = rng.normal(size=3), spd(rng, 3)
+    g = fc.Gaussian(mean=_arr(m), covariance=_arr(c), inputs={"x": fc.Reals[2], "y": fc.Real})
+    v = 0.8
+    cond = g(y=v)
+    assert isinstance(cond, fc.Gaussian)
+    c_aa, c_ab, c_bb = c[:2, :2], c[:2, 2:], c[2:, 2:]
+    np.testing.assert_allclose(to_np(cond.mean), m[:2] + (c_ab @ np.linalg.solve(c_bb, [v - m[2]])),
+                               rtol=1e-9)
+    np.testing.assert_allclose(to_np(cond.covariance), c_aa - c_ab @ np.linalg.solve(c_bb, c_ab.T),
+                               rtol=1e-9)
+
+
+def test_substitute_batched_constant():
+    g = random_gaussian({"x": fc.Real, "y": fc.Real})
+    v = random_tensor({"k": fc.Bint[4]})
+    cond = g(x=v)
+    assert set(cond.inputs) == {"k", "y"}
+    for k in range(4):
+        assert_close(cond(k=k, y=0.3), g(x=float(v.data[k]), y=0.3), atol=1e-9)
+
+
+def test_substitute_bint_indexes_batch(backend):
+    g = random_gaussian({"i": fc.Bint[3], "x": fc.Reals[2]})
+    idx = fc.Tensor(fc.testing.randint(0, 3, (2,)), {"k": fc.Bint[2]}, 3)
+    h = g(i=idx)
+    assert set(h.inputs) == {"k", "x"}
+    for k in range(2):
+        i = int(to_np(idx.data)[k])
+        assert_close(h(k=k), g(i=i), atol=1e-9)
+    assert set(g(i="j").inputs) == {"j", "x"}
+
+
+def test_rename_real_variable():
+    g = random_gaussian({"x": fc.Real, "y": fc.Real})
+    h = g(x="z")
+    assert set(h.inputs) == {"z", "y"}
+    assert_close(h(z=0.1, y=0.2), g(x=0.1, y=0.2))
+
+
+def test_affine_substitution_equals_explicit():
+    rng = np.random.default_rng(8)
+    g = random_gaussian({"i": fc.Bint[2], "x": fc.Reals[2], "u": fc.Real})
+    a, b = rng.normal(size=(3, 2)), rng.normal(size=2)
+    y = fc.Variable("y", fc.Reals[3])
+    h = g(x=y @ fc.Tensor(a) + b)
+    assert isinstance(h, fc.Gaussian)
+    assert set(h.inputs) == {"i", "u", "y"}
+    yv, uv = rng.normal(size=3), 0.4
+    assert_close(h(y=yv, u=uv), g(x=yv @ a + b, u=uv), atol=1e-9)
+    # explicit: precision of the new coordinates is J' P J with J = d(x, u)/d(y, u).
+    jac = np.zeros((4, 3))
+    jac[:3, :2], jac[3, 2] = a, 1.0  # rows (y, u), columns (x, u)
+    p = to_np(g.precision)
+    np.testing.assert_allclose(to_np(h.precision), _reorder(jac @ p @ jac.T, h),
+                               rtol=1e-9, atol=1e-12)
+
+
+def _reorder(mat, h):
+    # jac rows are (y, u); h's coordinates are in its own input order.
+    order = {"y": [0, 1, 2], "u": [3]}
+    idx = sum((order[k] for k, d in h.inputs.items() if d.dtype == "real"), [])
+    return mat[..., idx, :][..., :, idx]
+
+
+def test_diagonal_substitution_and_nonlinear_stays_lazy():
+    g = random_gaussian({"x": fc.Real, "y": fc.Real})
+    y = fc.Variable("y", fc.Real)
+    h = g(x=2.0 * y + 1.0)
+    assert set(h.inputs) == {"y"}  # rank 3 > 2 * dim 1: compressed into Gaussian + Tensor
+    assert any(isinstance(t, fc.Gaussian) for t in h.terms)
+    assert_close(h(y=0.3), g(x=1.6, y=0.3), atol=1e-9)
+    lazy = g(x=y.exp())
+    assert not isinstance(lazy, fc.Gaussian)
+    assert_close(lazy(y=0.3), g(x=float(np.exp(0.3)), y=0.3), atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Integrate.
+def test_integrate_moments_and_kl():
+    rng = np.random.default_rng(9)
+    m, c = rng.normal(size=2), spd(rng, 2)
+    x = fc.Variable("x", fc.Reals[2])
+    g = fc.Gaussian(mean=m, covariance=c, inputs={"x": fc.Reals[2]})
+    q = g - g.log_normalizer  # normalized
+    assert_close(fc.Integrate(q, x, "x"), fc.Tensor(m), atol=1e-9)
+    second = fc.Integrate(q, x[0] * x[1], "x")
+    np.testing.assert_allclose(second.data, c[0, 1] + m[0] * m[1])
+    np.testing.assert_allclose(fc.Integrate(q, x[1] * x[1], "x").data, c[1, 1] + m[1] ** 2)
+    np.testing.assert_allclose(fc.Integrate(g, fc.Number(1.0), "x").data,
+                               np.exp(g.log_normalizer.data))
+    m2, c2 = rng.normal(size=2), spd(rng, 2)
+    p = fc.Gaussian(mean=m2, covariance=c2, inputs={"x": fc.Reals[2]})
+    p = p - p.log_normalizer
+    kl = fc.Integrate(q, q - p, "x")
+    c2i = np.linalg.inv(c2)
+    expected = 0.5 * (np.trace(c2i @ c) + (m2 - m) @ c2i @ (m2 - m) - 2
+                      + np.log(np.linalg.det(c2) / np.linalg.det(c)))
+    np.testing.assert_allclose(kl.data, expected, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling.
+def test_sample_moments():
+    rng = np.random.default_rng(10)
+    m, c = rng.normal(size=2), spd(rng, 2)
+    g = fc.Gaussian(mean=m, covariance=c, inputs={"x": fc.Reals[2]})
+    n = 100_000
+    s = g.sample("x", {"n": fc.Bint[n]}, rng_key=0)
+    deltas = [t for t in s.terms if isinstance(t, fc.Delta)]
+    points = deltas[0].terms[0][1][0].data
+    assert points.shape == (n, 2)
+    se = np.sqrt(np.diag(c) / n)
+    assert np.all(np.abs(points.mean(0) - m) < 3 * se)
+    emp = np.cov(points.T)
+    se_cov = np.sqrt((c ** 2 + np.outer(np.diag(c), np.diag(c))) / n)
+    assert np.all(np.abs(emp - c) < 3 * se_cov)
+
+
+def test_partial_sample_keeps_conditional():
+    g = random_gaussian({"x": fc.Real, "y": fc.Real})
+    s = g.sample("x", {"n": fc.Bint[5]}, rng_key=1)
+    assert set(s.inputs) == {"n", "x", "y"}  # the Delta keeps x as an input
+    # integrating y out of each sample gives back log Z.
+    total = s.reduce(ops.logaddexp, frozenset({"x", "y"}))
+    np.testing.assert_allclose(total.data, np.full(5, g.log_normalizer.data), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients.
+def test_gradients_torch():
+    import torch
+
+    fc.set_backend("torch")
+    try:
+        rng = np.random.default_rng(11)
+        m0, c = torch.tensor(rng.normal(size=2)), torch.tensor(spd(rng, 2))
+        obs = torch.tensor(rng.normal(size=2))
+
+        def fn(m):
+            prior = fc.Gaussian(mean=m, covariance=c, inputs={"x": fc.Reals[2]})
+            lik = fc.Gaussian(mean=obs, covariance=torch.eye(2), inputs={"x": fc.Reals[2]})
+            return (prior + lik).reduce(ops.logaddexp, "x").data
+
+        assert torch.autograd.gradcheck(fn, (m0.clone().requires_grad_(),))
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_gradients_jax():
+    import jax
+    import jax.numpy as jnp
+
+    fc.set_backend("jax")
+    try:
+        rng = np.random.default_rng(12)
+        c = jnp.asarray(spd(rng, 2))
+        obs = jnp.asarray(rng.normal(size=2))
+
+        def fn(m):
+            prior = fc.Gaussian(mean=m, covariance=c, inputs={"x": fc.Reals[2]})
+            lik = fc.Gaussian(mean=obs, covariance=jnp.eye(2), inputs={"x": fc.Reals[2]})
+            return (prior + lik).reduce(ops.logaddexp, "x").data
+
+        m0 = jnp.asarray(rng.normal(size=2))
+        grad = np.asarray(jax.grad(fn)(m0))
+        eps = 1e-6
+        fd = [(float(fn(m0.at[k].add(eps))) - float(fn(m0.at[k].add(-eps)))) / (2 * eps)
+              for k in range(2)]
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+    finally:
+        fc.set_backend("numpy")

@@ -1,0 +1,104 @@
+"""``lazy`` records terms; ``reinterpret`` under ``exact`` gives the eager result."""
+
+import numpy as np
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.domains import Bint, Real
+from funsor_core.testing import assert_close, random_tensor
+from interpretations import exact, lazy
+
+
+def _factors():
+    np.random.seed(0)
+    a = random_tensor({"i": Bint[2], "j": Bint[3]})
+    b = random_tensor({"j": Bint[3], "k": Bint[4]})
+    c = random_tensor({"k": Bint[4], "i": Bint[2]})
+    return a, b, c
+
+
+def _expr(a, b, c):
+    return ((a + b) * c.exp()).reduce(ops.logaddexp, "j").reduce(ops.max, ("i",)) - 1.0
+
+
+def test_lazy_records_and_reinterprets(backend):
+    a, b, c = _factors()
+    eager = _expr(a, b, c)
+    with lazy:
+        term = _expr(a, b, c)
+    assert isinstance(term, fc.Binary) and isinstance(term.lhs, fc.Reduce)
+    assert term.inputs == eager.inputs and term.output is eager.output
+    with exact:
+        assert_close(fc.reinterpret(term), eager)
+    assert_close(fc.reinterpret(term), eager)  # exact is the default
+
+
+def test_lazy_substitution_equals_eager(backend):
+    a, b, c = _factors()
+    with lazy:
+        term = _expr(a, b, c)
+        sub = term(k=2)
+        assert isinstance(sub, fc.Binary)
+    assert_close(fc.reinterpret(sub), _expr(a, b, c)(k=2))
+    idx = fc.Tensor(np.array([3, 1, 0]), {"n": Bint[3]}, 4)
+    assert_close(term(k=idx), _expr(a, b, c)(k=idx))
+    assert_close(term(k="m"), _expr(a, b, c)(k="m"))
+
+
+def test_lazy_variables_substituted_by_tensors(backend):
+    a, b, _ = _factors()
+    x = fc.Variable("x", Real)
+    with lazy:
+        term = (a * x).reduce(ops.add, "j") + x
+    assert term.inputs == {"i": Bint[2], "x": Real}
+    value = fc.Tensor(np.array([0.5, -1.0, 2.0, 3.0]), {"k": Bint[4]})
+    expected = (a * value).reduce(ops.add, "j") + value
+    assert_close(term(x=value), expected)
+    assert_close(fc.reinterpret(term)(x=2.0), (a * 2.0).reduce(ops.add, "j") + 2.0)
+
+
+def test_capture_avoiding_substitution_into_reduce():
+    # Reduce binds 'j'; substituting a value that has a free 'j' must not capture it.
+    np.random.seed(1)
+    a = random_tensor({"i": Bint[3], "j": Bint[3]})
+    y = fc.Variable("y", Real)
+    with lazy:
+        term = (a + y).reduce(ops.add, "j")
+    value = fc.Tensor(np.array([10.0, 20.0, 30.0]), {"j": Bint[3]})
+    result = term(y=value)
+    assert result.inputs == {"i": Bint[3], "j": Bint[3]}
+    # Oracle: sum over the bound j of a[i, j'] + value[j] = rowsum(a)[i] + 3 * value[j].
+    expected = a.data.sum(1)[:, None] + 3 * value.data[None, :]
+    assert_close(result, fc.Tensor(expected, {"i": Bint[3], "j": Bint[3]}))
+    with lazy:
+        lazy_result = term(y=value)
+    assert lazy_result.inputs == {"i": Bint[3], "j": Bint[3]}
+    assert_close(fc.reinterpret(lazy_result), result)
+
+
+def test_long_lazy_sum_has_no_recursion_limit():
+    n = 100_000
+    data = np.arange(n, dtype=float) % 7
+    ts = [fc.Tensor(np.array([data[k], -data[k]]), {"i": Bint[2]}) for k in range(n)]
+    with lazy:
+        acc = ts[0]
+        for t in ts[1:]:
+            acc = acc + t
+    assert isinstance(acc, fc.Binary)
+    total = data.sum()
+    assert_close(fc.reinterpret(acc), fc.Tensor(np.array([total, -total]), {"i": Bint[2]}))
+    assert repr(acc).startswith("Binary(ops.add, Binary(ops.add")
+    assert fc.quote(acc).count("Binary(") == n - 1
+    assert_close(fc.reinterpret(acc(i=1)), fc.Number(-total))
+    with lazy:
+        sub = acc(i="k")
+    assert sub.inputs == {"k": Bint[2]}
+
+
+def test_lazy_reduce_merges_and_drops():
+    a, _, _ = _factors()
+    with lazy:
+        r = a.reduce(ops.add, "i").reduce(ops.add, "j")
+        assert isinstance(r, fc.Reduce) and r.reduced_vars == frozenset({"i", "j"})
+        assert fc.Reduce(ops.add, a, frozenset()) is a
+    assert_close(fc.reinterpret(r), fc.Number(float(a.data.sum())) + 0 * a.reduce(ops.add))
