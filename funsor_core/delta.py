@@ -80,7 +80,7 @@ class Delta(Funsor):
         self.terms = terms
         self.fresh = frozenset(name for name, _ in terms)
         inputs: dict = {name: point.output for name, (point, _) in terms}
-        for name, (point, log_density) in terms:
+        for _, (point, log_density) in terms:
             inputs = merge_inputs(inputs, point.inputs, "Delta")
             inputs = merge_inputs(inputs, log_density.inputs, "Delta")
         self.inputs = inputs

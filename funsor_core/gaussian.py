@@ -248,7 +248,7 @@ class Gaussian(Funsor):
             >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
             >>> s = g.sample("x", {"n": fc.Bint[5]}, rng_key=0)
             >>> sorted(s.inputs)
-            ['n']
+            ['n', 'x']
         """
         from interpretations.exact.gaussian import sample_gaussian
 
@@ -312,7 +312,7 @@ def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False):
     new_offsets, new_dim = real_offsets(new_inputs)
     if old_offsets != new_offsets or old_dim != new_dim:
         index = []
-        for name, offset in old_offsets.items():
+        for name in old_offsets:
             if name not in new_offsets:
                 raise ValueError(f"cannot align: real input '{name}' is not in "
                                  f"{list(new_inputs)}")

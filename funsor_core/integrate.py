@@ -8,8 +8,8 @@ integrate.py``.
 Example:
     >>> p = fc.Tensor(np.log(np.array([0.25, 0.75])), {"i": fc.Bint[2]})
     >>> f = fc.Tensor(np.array([4.0, 8.0]), {"i": fc.Bint[2]})
-    >>> fc.Integrate(p, f, "i").data
-    array(7.)
+    >>> float(fc.Integrate(p, f, "i").data)
+    7.0
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 the short ``repr``. All are iterative, so a 10^5-deep chain prints without recursion.
 
 Example:
-    >>> fc.quote(fc.Variable("x", fc.Real) + 1)
-    "Binary(ops.add, Variable('x', Real), Number(1))"
+    >>> fc.quote(fc.Variable("x", fc.Real).exp())
+    "Unary(ops.exp, Variable('x', Real))"
 """
 
 from __future__ import annotations
@@ -93,7 +93,35 @@ def quote(expr: Any) -> str:
         >>> fc.quote(fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}))
         "Tensor(np.array([1.0, 2.0], dtype=np.float64), (('i', Bint[2]),), 'real')"
     """
-    return _render(expr, short=False)
+    if not isinstance(expr, Funsor):
+        return _quote_leaf(expr, False)
+    # Emit text pieces from an explicit stack: memoizing each subterm's full text (as the short
+    # repr does) would take quadratic memory on a long chain.
+    out: list[str] = []
+    stack: list = [(False, expr)]
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            out.append(item)
+        elif isinstance(item, Funsor):
+            stack.append((True, ")"))
+            _push_items(stack, item._args)
+            stack.append((True, type(item).__name__ + "("))
+        elif type(item) is tuple:
+            stack.append((True, ",)" if len(item) == 1 else ")"))
+            _push_items(stack, item)
+            stack.append((True, "("))
+        else:
+            out.append(_quote_leaf(item, False))
+    return "".join(out)
+
+
+def _push_items(stack: list, items: tuple) -> None:
+    # Push ``items`` separated by ", " so that they pop in order.
+    for k in range(len(items) - 1, -1, -1):
+        stack.append((False, items[k]))
+        if k:
+            stack.append((True, ", "))
 
 
 def short_repr(expr: Any) -> str:
@@ -105,10 +133,9 @@ def pretty(expr: Any, maxlen: int = 100_000) -> str:
     """A readable indented tree of ``expr``.
 
     Example:
-        >>> print(fc.pretty(fc.Variable("x", fc.Real) + 1))
-        Binary ops.add  inputs={x: Real} output=Real
-          Variable x Real  inputs={x: Real} output=Real
-          Number 1  inputs={} output=Real
+        >>> print(fc.pretty(fc.Variable("x", fc.Real).exp()))
+        Unary ops.exp  inputs={x: Real} output=Real
+          Variable 'x' Real  inputs={x: Real} output=Real
     """
     lines: list[str] = []
     stack = [(expr, 0)]

@@ -67,9 +67,9 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     Example:
         >>> a = fc.Tensor(np.ones(2), {"a": fc.Bint[2]})
         >>> ab = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
-        >>> [f.data for f in partial_sum_product(ops.add, ops.mul, [a, ab],
+        >>> [float(f.data) for f in partial_sum_product(ops.add, ops.mul, [a, ab],
         ...                                      frozenset("ab"), frozenset("b"))]
-        [array(2.)]
+        [2.0]
     """
     eliminate, plates = frozenset(eliminate), frozenset(plates)
     sum_vars = eliminate - plates

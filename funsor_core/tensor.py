@@ -58,8 +58,8 @@ class Tensor(Funsor):
 
     Example:
         >>> f = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
-        >>> f(i=1).data
-        array(1.)
+        >>> f(i=1).item()
+        1.0
     """
 
     __slots__ = ("data", "_ikey")
@@ -151,7 +151,8 @@ _ALIGN_CACHE: dict = {}
 def align_binary(lhs: Tensor, rhs: Tensor):
     """Align two tensors for a broadcasting binary op.
 
-    Returns ``(inputs, ikey, lhs_data, rhs_data)`` (``ikey`` is ``tuple(inputs.items())``): both arrays have one dim per merged input (size 1
+    Returns ``(inputs, ikey, lhs_data, rhs_data)`` (``ikey`` is ``tuple(inputs.items())``):
+    both arrays have one dim per merged input (size 1
     where absent), then their output dims padded on the left with 1s to a common number, so
     that numpy broadcasting matches names. The recipe is cached per pair of input signatures.
 
@@ -218,7 +219,8 @@ def align_tensor(new_inputs: dict, x: Tensor, expand: bool = False):
         extra = set(own) - set(new_inputs)
         raise ValueError(f"cannot align: inputs {sorted(extra)} are not in {list(new_inputs)}")
     if order != own:
-        perm = tuple(own.index(n) for n in order) + tuple(range(len(own), len(own) + len(out_shape)))
+        nd = len(own)
+        perm = tuple(own.index(n) for n in order) + tuple(range(nd, nd + len(out_shape)))
         data = ops.permute(data, perm)
     if len(order) != len(new_inputs):
         shape = tuple(d.dtype if n in x.inputs else 1 for n, d in new_inputs.items()) + out_shape

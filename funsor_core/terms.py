@@ -33,7 +33,8 @@ class DomainError(ValueError):
 
 _MISMATCH = (
     "cannot {what}: input '{name}' is {left} on the left but {right} on the right.\n"
-    "A name must have one domain within an expression; rename one side, e.g. rhs({name}=\"{name}2\")."
+    "A name must have one domain within an expression; rename one side, "
+    "e.g. rhs({name}=\"{name}2\")."
 )
 
 
@@ -92,8 +93,8 @@ class Funsor(metaclass=FunsorMeta):
 
     Example:
         >>> f = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
-        >>> (f * 2).reduce(ops.add, "i").data
-        array(6.)
+        >>> (f * 2).reduce(ops.add, "i").item()
+        6.0
     """
 
     __slots__ = ("_args", "inputs", "output", "__weakref__")
@@ -545,7 +546,8 @@ class Reduce(Funsor):
             names = frozenset(n for n in names if n in arg.inputs)
         if op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
-                             f"with a reduction; use one of {sorted(o.name for o in ops.REDUCE_OPS)}")
+                             "with a reduction; use one of "
+                             f"{sorted(o.name for o in ops.REDUCE_OPS)}")
         return op, arg, names
 
     def _init(self, op, arg, reduced_vars):
@@ -859,7 +861,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
             left of the output shape) to input names; unnamed batch dims must have size 1.
 
     Example:
-        >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-3: "i"}).inputs
+        >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-2: "i"}).inputs
         {'i': Bint[2]}
     """
     if isinstance(x, Funsor):

@@ -72,7 +72,7 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
     kept = tuple(t for t in flat if not (type(t) is Number and t.data == unit))
     if not kept or _output(bin_op, kept) is not _output(bin_op, flat):
         kept = flat
-    if kept != terms:
+    if len(kept) != len(terms) or any(a is not b for a, b in zip(kept, terms)):
         if len(kept) == 1 and red_op is not None:
             return Contraction(red_op, None, reduced_vars, kept)
         return Contraction(red_op, bin_op, reduced_vars, kept)

@@ -4,6 +4,7 @@ import numpy as np
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Real
 from funsor_core.testing import assert_close, random_tensor
 from interpretations import exact, lazy
@@ -40,7 +41,7 @@ def test_lazy_substitution_equals_eager(backend):
         sub = term(k=2)
         assert isinstance(sub, fc.Binary)
     assert_close(fc.reinterpret(sub), _expr(a, b, c)(k=2))
-    idx = fc.Tensor(np.array([3, 1, 0]), {"n": Bint[3]}, 4)
+    idx = fc.Tensor(backend_module().asarray([3, 1, 0], "int"), {"n": Bint[3]}, 4)
     assert_close(term(k=idx), _expr(a, b, c)(k=idx))
     assert_close(term(k="m"), _expr(a, b, c)(k="m"))
 
@@ -51,7 +52,7 @@ def test_lazy_variables_substituted_by_tensors(backend):
     with lazy:
         term = (a * x).reduce(ops.add, "j") + x
     assert term.inputs == {"i": Bint[2], "x": Real}
-    value = fc.Tensor(np.array([0.5, -1.0, 2.0, 3.0]), {"k": Bint[4]})
+    value = fc.Tensor(backend_module().asarray([0.5, -1.0, 2.0, 3.0], "real"), {"k": Bint[4]})
     expected = (a * value).reduce(ops.add, "j") + value
     assert_close(term(x=value), expected)
     assert_close(fc.reinterpret(term)(x=2.0), (a * 2.0).reduce(ops.add, "j") + 2.0)
@@ -89,10 +90,7 @@ def test_long_lazy_sum_has_no_recursion_limit():
     assert_close(fc.reinterpret(acc), fc.Tensor(np.array([total, -total]), {"i": Bint[2]}))
     assert repr(acc).startswith("Binary(ops.add, Binary(ops.add")
     assert fc.quote(acc).count("Binary(") == n - 1
-    assert_close(fc.reinterpret(acc(i=1)), fc.Number(-total))
-    with lazy:
-        sub = acc(i="k")
-    assert sub.inputs == {"k": Bint[2]}
+    assert_close(acc(i=1), fc.Tensor(np.array(-total)))
 
 
 def test_lazy_reduce_merges_and_drops():

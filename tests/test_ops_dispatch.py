@@ -13,7 +13,7 @@ from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Real, Reals
 from funsor_core.testing import assert_close
 
-I, J, K = 2, 3, 4
+NI, NJ, NK = 2, 3, 4
 
 
 def tensor(data, inputs, dtype="real"):
@@ -48,19 +48,19 @@ UNARY = [
 @pytest.mark.parametrize("op,np_fn,gen", UNARY, ids=[u[0].name for u in UNARY])
 def test_unary_elementwise(backend, op, np_fn, gen):
     np.random.seed(0)
-    x = gen(I, J, 2)
-    f = tensor(x, {"i": Bint[I], "j": Bint[J]})
-    assert_close(op(f), expect(np_fn(x), {"i": Bint[I], "j": Bint[J]}))
+    x = gen(NI, NJ, 2)
+    f = tensor(x, {"i": Bint[NI], "j": Bint[NJ]})
+    assert_close(op(f), expect(np_fn(x), {"i": Bint[NI], "j": Bint[NJ]}))
 
 
 def test_unary_methods_match_ops(backend):
     np.random.seed(1)
-    x = positive(I, 3)
-    f = tensor(x, {"i": Bint[I]})
+    x = positive(NI, 3)
+    f = tensor(x, {"i": Bint[NI]})
     for name in ["exp", "log", "log1p", "expm1", "sqrt", "sigmoid", "tanh", "reciprocal"]:
         assert_close(getattr(f, name)(), getattr(ops, name)(f))
-    assert_close(-f, expect(-x, {"i": Bint[I]}))
-    assert_close(abs(-f), expect(x, {"i": Bint[I]}))
+    assert_close(-f, expect(-x, {"i": Bint[NI]}))
+    assert_close(abs(-f), expect(x, {"i": Bint[NI]}))
 
 
 def test_unary_isfinite_invert_clamp_astype(backend):
@@ -98,24 +98,24 @@ MATRIX_UNARY = [
 @pytest.mark.parametrize("op,np_fn,kw", MATRIX_UNARY, ids=[u[0].name for u in MATRIX_UNARY])
 def test_unary_matrix(backend, op, np_fn, kw):
     np.random.seed(2)
-    x = _spd(I)
+    x = _spd(NI)
     if op is ops.cholesky_inverse:
         x = np.linalg.cholesky(x)
-    f = tensor(x, {"i": Bint[I]})
-    assert_close(op(f, **kw), expect(np_fn(x), {"i": Bint[I]}), atol=1e-8)
+    f = tensor(x, {"i": Bint[NI]})
+    assert_close(op(f, **kw), expect(np_fn(x), {"i": Bint[NI]}), atol=1e-8)
 
 
 def test_unary_qr_r_and_diag_embed(backend):
     np.random.seed(3)
-    x = np.random.randn(I, 4, 3)
-    f = tensor(x, {"i": Bint[I]})
+    x = np.random.randn(NI, 4, 3)
+    f = tensor(x, {"i": Bint[NI]})
     r = ops.to_numpy(ops.qr_r(f).data)
     # R is determined up to the signs of its rows: compare R^T R = X^T X.
     assert_close(np.swapaxes(r, -1, -2) @ r, np.swapaxes(x, -1, -2) @ x)
-    v = np.random.randn(I, 3)
-    g = ops.diag_embed(tensor(v, {"i": Bint[I]}))
-    expected = np.stack([np.diag(v[a]) for a in range(I)])
-    assert_close(g, expect(expected, {"i": Bint[I]}))
+    v = np.random.randn(NI, 3)
+    g = ops.diag_embed(tensor(v, {"i": Bint[NI]}))
+    expected = np.stack([np.diag(v[a]) for a in range(NI)])
+    assert_close(g, expect(expected, {"i": Bint[NI]}))
 
 
 # -- binary ops -------------------------------------------------------------------------------
@@ -132,21 +132,21 @@ LOGICAL = [(ops.and_, np.logical_and), (ops.or_, np.logical_or), (ops.xor, np.lo
 
 def _operands(rhs_order, lhs_gen, rhs_gen, dtype="real"):
     """lhs (i, j) and rhs (j, k) or (k, i), with numpy versions broadcast to (i, j, k)."""
-    x = lhs_gen(I, J)
-    lhs = tensor(x, {"i": Bint[I], "j": Bint[J]}, dtype)
+    x = lhs_gen(NI, NJ)
+    lhs = tensor(x, {"i": Bint[NI], "j": Bint[NJ]}, dtype)
     x_b = x[:, :, None]
     if rhs_order == "jk":
-        y = rhs_gen(J, K)
-        rhs = tensor(y, {"j": Bint[J], "k": Bint[K]}, dtype)
+        y = rhs_gen(NJ, NK)
+        rhs = tensor(y, {"j": Bint[NJ], "k": Bint[NK]}, dtype)
         y_b = y[None, :, :]
     else:
-        y = rhs_gen(K, I)
-        rhs = tensor(y, {"k": Bint[K], "i": Bint[I]}, dtype)
+        y = rhs_gen(NK, NI)
+        rhs = tensor(y, {"k": Bint[NK], "i": Bint[NI]}, dtype)
         y_b = y.T[:, None, :]
     return lhs, rhs, x_b, y_b
 
 
-IJK = {"i": Bint[I], "j": Bint[J], "k": Bint[K]}
+IJK = {"i": Bint[NI], "j": Bint[NJ], "k": Bint[NK]}
 
 
 @pytest.mark.parametrize("rhs_order", ["jk", "ki"])
@@ -185,9 +185,9 @@ def test_logical_ops(backend, op, np_fn):
                                                                  COMPARISON])
 def test_binary_with_number(backend, op, np_fn):
     np.random.seed(7)
-    x = positive(I, J)
-    f = tensor(x, {"i": Bint[I], "j": Bint[J]})
-    inputs = {"i": Bint[I], "j": Bint[J]}
+    x = positive(NI, NJ)
+    f = tensor(x, {"i": Bint[NI], "j": Bint[NJ]})
+    inputs = {"i": Bint[NI], "j": Bint[NJ]}
     for result, expected in [(op(f, fc.Number(1.5)), np_fn(x, 1.5)),
                              (op(fc.Number(1.5), f), np_fn(1.5, x)),
                              (op(f, 1.5), np_fn(x, 1.5))]:
@@ -202,7 +202,7 @@ def test_operators_match_ops(backend):
                              (lhs / rhs, x / y), (lhs ** rhs, x ** y)]:
         assert_close(result, expect(expected, IJK))
     x = x[:, :, 0]
-    ij = {"i": Bint[I], "j": Bint[J]}
+    ij = {"i": Bint[NI], "j": Bint[NJ]}
     for result, expected in [(2.0 - lhs, 2.0 - x), (2.0 / lhs, 2.0 / x), (2.0 ** lhs, 2.0 ** x),
                              (3 * lhs, 3 * x), (1 + lhs, 1 + x), (lhs - 1, x - 1)]:
         assert_close(result, expect(expected, ij))
@@ -211,15 +211,15 @@ def test_operators_match_ops(backend):
 # -- output-shape broadcasting and matmul -----------------------------------------------------
 def test_output_broadcasting(backend):
     np.random.seed(9)
-    v = np.random.randn(I, 3)
-    s = np.random.randn(J)
-    f = tensor(v, {"i": Bint[I]}) + tensor(s, {"j": Bint[J]})
+    v = np.random.randn(NI, 3)
+    s = np.random.randn(NJ)
+    f = tensor(v, {"i": Bint[NI]}) + tensor(s, {"j": Bint[NJ]})
     assert f.output is Reals[3]
-    assert_close(f, expect(v[:, None, :] + s[None, :, None], {"i": Bint[I], "j": Bint[J]}))
-    m = np.random.randn(J, 2, 3)
-    g = tensor(m, {"j": Bint[J]}) * tensor(v, {"i": Bint[I]})
+    assert_close(f, expect(v[:, None, :] + s[None, :, None], {"i": Bint[NI], "j": Bint[NJ]}))
+    m = np.random.randn(NJ, 2, 3)
+    g = tensor(m, {"j": Bint[NJ]}) * tensor(v, {"i": Bint[NI]})
     assert g.output is Reals[2, 3]
-    assert_close(g, expect(m[:, None, :, :] * v[None, :, None, :], {"j": Bint[J], "i": Bint[I]}))
+    assert_close(g, expect(m[:, None, :, :] * v[None, :, None, :], {"j": Bint[NJ], "i": Bint[NI]}))
 
 
 @pytest.mark.parametrize("lshape,rshape", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)),
@@ -227,15 +227,15 @@ def test_output_broadcasting(backend):
                                            ((2, 3), (5, 3, 4))])
 def test_matmul_with_batch_inputs(backend, lshape, rshape):
     np.random.seed(10)
-    x = np.random.randn(I, J, *lshape)
-    y = np.random.randn(K, I, *rshape)
-    lhs = tensor(x, {"i": Bint[I], "j": Bint[J]})
-    rhs = tensor(y, {"k": Bint[K], "i": Bint[I]})
+    x = np.random.randn(NI, NJ, *lshape)
+    y = np.random.randn(NK, NI, *rshape)
+    lhs = tensor(x, {"i": Bint[NI], "j": Bint[NJ]})
+    rhs = tensor(y, {"k": Bint[NK], "i": Bint[NI]})
     result = lhs @ rhs
-    expected = np.empty((I, J, K) + np.matmul(np.ones(lshape), np.ones(rshape)).shape)
-    for a in range(I):
-        for b in range(J):
-            for c in range(K):
+    expected = np.empty((NI, NJ, NK) + np.matmul(np.ones(lshape), np.ones(rshape)).shape)
+    for a in range(NI):
+        for b in range(NJ):
+            for c in range(NK):
                 expected[a, b, c] = np.matmul(x[a, b], y[c, a])
     assert result.output is Reals[expected.shape[3:]]
     assert_close(result, expect(expected, IJK), atol=1e-8)
@@ -249,17 +249,17 @@ def test_matmul_shape_error():
 
 def test_triangular_and_cholesky_solve(backend):
     np.random.seed(11)
-    s = _spd(I)
+    s = _spd(NI)
     chol = np.linalg.cholesky(s)
-    b = np.random.randn(J, 3, 2)
-    lf = tensor(chol, {"i": Bint[I]})
-    bf = tensor(b, {"j": Bint[J]})
-    ij = {"i": Bint[I], "j": Bint[J]}
+    b = np.random.randn(NJ, 3, 2)
+    lf = tensor(chol, {"i": Bint[NI]})
+    bf = tensor(b, {"j": Bint[NJ]})
+    ij = {"i": Bint[NI], "j": Bint[NJ]}
     tri = ops.triangular_solve(bf, lf)
-    expected = np.stack([[np.linalg.solve(chol[a], b[c]) for c in range(J)] for a in range(I)])
+    expected = np.stack([[np.linalg.solve(chol[a], b[c]) for c in range(NJ)] for a in range(NI)])
     assert_close(tri, expect(expected, ij).align(tuple(tri.inputs)), atol=1e-8)
     cs = ops.cholesky_solve(bf, lf)
-    expected = np.stack([[np.linalg.solve(s[a], b[c]) for c in range(J)] for a in range(I)])
+    expected = np.stack([[np.linalg.solve(s[a], b[c]) for c in range(NJ)] for a in range(NI)])
     assert_close(cs, expect(expected, ij).align(tuple(cs.inputs)), atol=1e-8)
 
 
@@ -277,8 +277,8 @@ def _np_logsumexp(x, axis):
 @pytest.mark.parametrize("op,np_fn", REDUCE, ids=[r[0].name for r in REDUCE])
 def test_reduce_over_inputs(backend, op, np_fn, names):
     np.random.seed(12)
-    x = np.random.randn(J, K, I, 2)
-    f = tensor(x, {"j": Bint[J], "k": Bint[K], "i": Bint[I]})
+    x = np.random.randn(NJ, NK, NI, 2)
+    f = tensor(x, {"j": Bint[NJ], "k": Bint[NK], "i": Bint[NI]})
     names = (names,) if isinstance(names, str) else names
     axes = tuple(["j", "k", "i"].index(n) for n in names)
     fn = np_fn or _np_logsumexp
@@ -294,8 +294,8 @@ def test_reduce_over_inputs(backend, op, np_fn, names):
                                       (ops.max, np.max), (ops.min, np.min)])
 def test_reduce_logical_over_inputs(backend, op, np_fn):
     np.random.seed(13)
-    x = np.random.randint(0, 2, (I, J))
-    f = tensor(x, {"i": Bint[I], "j": Bint[J]}, 2)
+    x = np.random.randint(0, 2, (NI, NJ))
+    f = tensor(x, {"i": Bint[NI], "j": Bint[NJ]}, 2)
     result = f.reduce(op, "j")
     assert result.output is Bint[2]
     assert_close(ops.to_numpy(result.data).astype(int), np_fn(x, axis=1).astype(int))
@@ -304,15 +304,15 @@ def test_reduce_logical_over_inputs(backend, op, np_fn):
 # -- reductions and indexing over output dims -------------------------------------------------
 def test_reductions_over_output(backend):
     np.random.seed(14)
-    x = np.random.randn(I, 3, 4)
-    f = tensor(x, {"i": Bint[I]})
-    inp = {"i": Bint[I]}
+    x = np.random.randn(NI, 3, 4)
+    f = tensor(x, {"i": Bint[NI]})
+    inp = {"i": Bint[NI]}
     assert_close(f.sum(), expect(x.sum((1, 2)), inp))
     assert_close(f.sum(0), expect(x.sum(1), inp))
     assert_close(f.sum(-1, keepdims=True), expect(x.sum(2, keepdims=True), inp))
     assert_close(f.prod(1), expect(x.prod(2), inp))
     assert_close(f.logsumexp(-1), expect(_np_logsumexp(x, 2), inp))
-    assert_close(f.logsumexp(), expect(_np_logsumexp(x.reshape(I, -1), 1), inp))
+    assert_close(f.logsumexp(), expect(_np_logsumexp(x.reshape(NI, -1), 1), inp))
     assert_close(f.max(), expect(x.max((1, 2)), inp))
     assert_close(f.min(0), expect(x.min(1), inp))
     assert_close(f.mean(), expect(x.mean((1, 2)), inp))
@@ -331,9 +331,9 @@ def test_reductions_over_output(backend):
 
 def test_getitem_on_output(backend):
     np.random.seed(15)
-    x = np.random.randn(I, 3, 4)
-    f = tensor(x, {"i": Bint[I]})
-    inp = {"i": Bint[I]}
+    x = np.random.randn(NI, 3, 4)
+    f = tensor(x, {"i": Bint[NI]})
+    inp = {"i": Bint[NI]}
     assert_close(f[1], expect(x[:, 1], inp))
     assert_close(f[:, 2], expect(x[:, :, 2], inp))
     assert_close(f[1:, ::2], expect(x[:, 1:, ::2], inp))

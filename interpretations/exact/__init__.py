@@ -20,5 +20,12 @@ exact = Interpretation("exact", base=normalize)
 eager = exact
 EXACT = exact
 
-from interpretations.exact import tensor, terms  # noqa: E402,F401  (registers the rules)
-from interpretations.exact import contraction, delta, integrate, gaussian  # noqa: E402,F401
+# Importing the rule modules registers their rules.
+from interpretations.exact import (  # noqa: E402,F401
+    contraction,
+    delta,
+    gaussian,
+    integrate,
+    tensor,
+    terms,
+)

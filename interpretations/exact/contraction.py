@@ -76,7 +76,7 @@ def exact_contraction(red_op, bin_op, reduced_vars, terms):
             result = hook(red_op, bin_op, reduced_vars, terms)
             if result is not None:
                 return result
-    if bin_op is ops.add and any(isinstance(t, Delta) for t in terms):
+    if bin_op in (ops.add, None) and any(isinstance(t, Delta) for t in terms):
         result = _contract_deltas(red_op, reduced_vars, terms)
         if result is not None:
             return result

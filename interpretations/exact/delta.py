@@ -68,7 +68,7 @@ def exact_reduce_delta(op, arg, reduced_vars):
         return None
     terms = tuple(t for t in arg.terms if t[0] not in reduced_vars)
     result = Delta(terms) if terms else None
-    for name, (point, log_density) in arg.terms:
+    for name, (_, log_density) in arg.terms:
         if name in reduced_vars:
             result = log_density if result is None else result + log_density
     return result

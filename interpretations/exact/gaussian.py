@@ -14,7 +14,6 @@ from funsor_core import gaussian_math as gm
 from funsor_core import ops
 from funsor_core.affine import extract_affine
 from funsor_core.contraction import Contraction
-from funsor_core.domains import Bint
 from funsor_core.gaussian import (
     COMPRESSION_THRESHOLD,
     Gaussian,
@@ -526,7 +525,7 @@ def sample_gaussian(g: Gaussian, sampled_vars, sample_inputs=None, rng_key=None)
         >>> g = fc.Gaussian(mean=np.ones(1), covariance=np.eye(1), inputs={"x": fc.Real})
         >>> s = sample_gaussian(g, "x", {"n": fc.Bint[3]}, rng_key=0)
         >>> sorted(s.inputs)
-        ['n']
+        ['n', 'x']
     """
     from funsor_core.delta import Delta
 
@@ -559,8 +558,8 @@ def sample_gaussian(g: Gaussian, sampled_vars, sample_inputs=None, rng_key=None)
     log_z = g.log_normalizer
     if not others:
         return delta + log_z
-    log_q = marginal(**points) - log_z
-    return delta + g(**points) - log_q
+    neg_log_q = log_z + (-marginal(**points))
+    return delta + g(**points) + neg_log_q
 
 
 def _standard_normal(proto, shape, rng_key):

@@ -1,0 +1,86 @@
+"""User mistakes raise at once, under every interpretation, with messages naming the fix."""
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.domains import Bint, Real, Reals
+from funsor_core.terms import DomainError
+from funsor_core.testing import random_tensor
+from interpretations import exact, lazy
+
+
+def test_data_shape_must_match_inputs():
+    with pytest.raises(DomainError, match=r"does not match its inputs \{'i': Bint\[3\]\}"):
+        fc.Tensor(np.zeros((2, 3)), {"i": Bint[3]})
+    with pytest.raises(DomainError, match=r"must be a Bint\[n\], got Real"):
+        fc.Tensor(np.zeros(2), {"x": Real})
+
+
+@pytest.mark.parametrize("interp", [exact, lazy], ids=["exact", "lazy"])
+def test_one_name_two_domains(interp):
+    a = random_tensor({"i": Bint[2]})
+    b = random_tensor({"i": Bint[3]})
+    msg = r"cannot add: input 'i' is Bint\[2\] on the left but Bint\[3\] on the right"
+    with interp:
+        with pytest.raises(DomainError, match=msg):
+            a + b
+        with pytest.raises(DomainError, match=r"input 'x' is Real on the left but Reals\[2\]"):
+            fc.Variable("x", Real) * fc.Variable("x", Reals[2])
+
+
+@pytest.mark.parametrize("interp", [exact, lazy], ids=["exact", "lazy"])
+def test_substitution_domain_errors(interp):
+    f = random_tensor({"i": Bint[5]})
+    with interp:
+        with pytest.raises(DomainError, match=r"a real value cannot index a Bint input"):
+            f(i=fc.Variable("x", Real))
+        with pytest.raises(DomainError, match=r"Bint\[3\] for input 'i' of domain Bint\[5\]"):
+            f(i=fc.Variable("j", Bint[3]))
+
+
+def test_integer_out_of_range():
+    f = random_tensor({"i": Bint[2]})
+    with pytest.raises(DomainError, match=r"Number\(5\) is out of range for Bint\[2\]"):
+        f(i=5)
+    with pytest.raises(DomainError, match=r"Number\(-1\) is out of range for Bint\[2\]"):
+        f(i=-1)
+    bad = fc.Tensor(np.array([0, 1, 3]), {"n": Bint[3]}, 2)
+    with pytest.raises(DomainError, match=r"into 'i' of Bint\[2\]: index values span \[0, 3\]"):
+        f(i=bad)
+
+
+@pytest.mark.parametrize("interp", [exact, lazy], ids=["exact", "lazy"])
+def test_incompatible_output_shapes(interp):
+    a = random_tensor({}, Reals[3])
+    b = random_tensor({}, Reals[4])
+    with interp:
+        with pytest.raises(ValueError, match=r"ops.add cannot combine outputs \(Reals\[3\], "
+                                             r"Reals\[4\]\)"):
+            a + b
+
+
+def test_to_data_of_lazy_term_names_pattern():
+    x = fc.Variable("x", Real)
+    with lazy:
+        term = fc.Unary(ops.exp, x)
+    with pytest.raises(NotImplementedError, match=r"still lazy(.|\n)*\(Unary, Variable\)"
+                                                  r"(.|\n)*free real inputs \['x'\]"):
+        fc.to_data(term)
+
+
+def test_reduce_over_non_input():
+    f = random_tensor({"i": Bint[2]})
+    with pytest.raises(ValueError, match=r"cannot reduce over \['z'\]: not inputs"):
+        f.reduce(ops.add, "z")
+    with pytest.raises(ValueError, match=r"not an associative op"):
+        fc.Reduce(ops.sub, f, frozenset({"i"}))
+
+
+def test_bad_index_and_positional_args():
+    f = random_tensor({"i": Bint[2]}, Reals[3])
+    with pytest.raises(TypeError, match="to index by a funsor, substitute it"):
+        f[f]
+    with pytest.raises(ValueError, match=r"2 positional values but only 1 inputs"):
+        f(0, 1)
