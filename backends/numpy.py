@@ -3,7 +3,7 @@
 Example:
     >>> from funsor_core import ops
     >>> ops.logsumexp(np.log(np.ones(4)), axis=0)
-    1.3862943611198906
+    array(1.38629436)
 """
 
 from __future__ import annotations
@@ -33,14 +33,15 @@ def _logsumexp(x, axis=None, keepdims=False):
         result = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True)) + m
     if not keepdims:
         result = np.squeeze(result, axis=axis) if axis is not None else result.reshape(())
-    return result
+    return np.asarray(result)
 
 
 def _reduction(fn):
+    # A reduction over all axes gives a numpy scalar; keep Tensor data a 0-d array instead.
     def kernel(x, axis=None, keepdims=False):
         if axis == ():
             return x
-        return fn(x, axis=axis, keepdims=keepdims)
+        return np.asarray(fn(x, axis=axis, keepdims=keepdims))
 
     return kernel
 
@@ -70,6 +71,8 @@ def _safediv(x, y):
 def _triangular_solve(x, y, upper=False, transpose=False):
     # numpy has no batched triangular solve; a general solve is exact enough for the sizes a
     # Gaussian atom sees and keeps broadcasting over batch dims.
+    # Read only the named triangle of y, as torch, jax and scipy do.
+    y = np.triu(y) if upper else np.tril(y)
     if transpose:
         y = np.swapaxes(y, -1, -2)
     return np.linalg.solve(y, x)
@@ -102,7 +105,12 @@ def _diagonal(x):
 
 
 def _diag_embed(x):
-    return x[..., None] * np.eye(x.shape[-1], dtype=x.dtype)
+    # Assign rather than multiply by eye: inf * 0 would put nan off the diagonal.
+    n = x.shape[-1]
+    out = np.zeros(tuple(x.shape) + (n,), dtype=x.dtype)
+    idx = np.arange(n)
+    out[..., idx, idx] = x
+    return out
 
 
 def _triu(x, k=0):
@@ -177,7 +185,7 @@ def _is_floating(x):
 KERNELS = {
     ops.neg: np.negative, ops.abs: np.abs, ops.exp: np.exp, ops.log: np.log,
     ops.log1p: np.log1p, ops.expm1: np.expm1, ops.sqrt: np.sqrt, ops.sigmoid: _sigmoid,
-    ops.tanh: np.tanh, ops.reciprocal: np.reciprocal, ops.invert: np.invert,
+    ops.tanh: np.tanh, ops.reciprocal: lambda x: np.true_divide(1.0, x), ops.invert: np.invert,
     ops.isfinite: np.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply, ops.truediv: np.true_divide,
     ops.floordiv: np.floor_divide, ops.mod: np.mod, ops.pow: np.power,

@@ -141,7 +141,7 @@ def function(*domains: Domain) -> Callable:
         >>> @fc.function(fc.Reals[2], fc.Real)
         ... def norm2(x):
         ...     return (x ** 2).sum(-1)
-        >>> norm2(fc.Tensor(np.array([3.0, 4.0]))).data
+        >>> norm2(fc.Tensor(np.array([3.0, 4.0]))).item()
         25.0
     """
     *input_domains, output = domains

@@ -414,12 +414,7 @@ def test_triangular_solve_oracle(backend, is_upper, transpose):
     assert_same(actual, expected)
 
 
-@pytest.mark.parametrize("backend", [
-    pytest.param("numpy", marks=pytest.mark.xfail(
-        strict=True, reason="numpy.py _triangular_solve solves with the full matrix y, not "
-                            "its lower/upper triangle as torch, jax and scipy do")),
-    "torch", "jax",
-])
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_triangular_solve_ignores_other_triangle(backend):
     rng = np.random.default_rng(0)
     x, y = randn(rng, 3, 2), lower(rng, 3, 3)
@@ -498,12 +493,7 @@ def test_scatter_add_oracle(backend):
     assert_same(b_dest, dest)  # out of place
 
 
-@pytest.mark.parametrize("backend", [
-    pytest.param("numpy", marks=pytest.mark.xfail(
-        strict=True, reason="numpy.py _diag_embed multiplies by eye, so inf * 0 = nan off the "
-                            "diagonal")),
-    "torch", "jax",
-])
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_diag_embed_oracle(backend):
     x = np.array([[1.0, -np.inf, 3.0], [4.0, 5.0, np.inf]])
     expected = np.zeros((2, 3, 3))
@@ -513,12 +503,7 @@ def test_diag_embed_oracle(backend):
     assert_same(ops.diag_embed(to_backend(backend, x)), expected)
 
 
-@pytest.mark.parametrize("backend", [
-    pytest.param("numpy", marks=pytest.mark.xfail(
-        strict=True, reason="numpy.py uses np.reciprocal, which is integer division for ints; "
-                            "infer_domain says reciprocal of an int is real")),
-    "torch", "jax",
-])
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_reciprocal_of_int_is_real(backend):
     assert_same(ops.reciprocal(to_backend(backend, np.array([1, 2, 4]))),
                 np.array([1.0, 0.5, 0.25]))
