@@ -49,7 +49,8 @@ def cases_torch():
     x, y = fc.Tensor(a, inputs), fc.Tensor(b, inputs)
     return [
         ("Tensor + Tensor", lambda: a + b, lambda: x + y),
-        ("reduce(logaddexp, i)", lambda: torch.logsumexp(a, 0), lambda: x.reduce(ops.logaddexp, "i")),
+        ("reduce(logaddexp, i)", lambda: torch.logsumexp(a, 0),
+         lambda: x.reduce(ops.logaddexp, "i")),
         ("t(i=0)", lambda: a[0], lambda: x(i=0)),
     ]
 

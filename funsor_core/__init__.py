@@ -10,9 +10,18 @@ Example:
 """
 
 import backends.numpy  # noqa: F401  (the default backend's kernels)
+
+# Last: the rule modules import the terms above; this installs them and makes exact default.
+import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
+from funsor_core.affine import extract_affine, is_affine
 from funsor_core.backend import get_backend, set_backend
+from funsor_core.contraction import Contraction
+from funsor_core.delta import Delta
 from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
+from funsor_core.einsum import einsum, naive_einsum, naive_plated_einsum
+from funsor_core.gaussian import Gaussian, align_gaussian
+from funsor_core.integrate import Integrate
 from funsor_core.interop import array_to_funsor, function, to_data
 from funsor_core.interpreter import (
     Interpretation,
@@ -22,6 +31,12 @@ from funsor_core.interpreter import (
     set_default_interpretation,
 )
 from funsor_core.printing import pretty, quote
+from funsor_core.sum_product import (
+    naive_sequential_sum_product,
+    partial_sum_product,
+    sequential_sum_product,
+    sum_product,
+)
 from funsor_core.tensor import Tensor
 from funsor_core.terms import (
     Align,
@@ -43,26 +58,6 @@ from funsor_core.terms import (
 )
 from funsor_core.traversal import reinterpret, substitute
 
-# --- Delta, Contraction, Integrate, einsum, sum_product (issue: sum-product normal form) ----
-from funsor_core.contraction import Contraction
-from funsor_core.delta import Delta
-from funsor_core.einsum import einsum, naive_einsum, naive_plated_einsum
-from funsor_core.integrate import Integrate
-from funsor_core.sum_product import (
-    naive_sequential_sum_product,
-    partial_sum_product,
-    sequential_sum_product,
-    sum_product,
-)
-# --- end of block ---------------------------------------------------------------------------
-
-# --- Gaussian atom, affine substitution (issue: Gaussian and Delta atoms) -------------------
-from funsor_core.affine import extract_affine, is_affine
-from funsor_core.gaussian import Gaussian, align_gaussian
-# --- end of Gaussian block ------------------------------------------------------------------
-
-import interpretations as _interpretations  # noqa: E402  (installs the rules)
-
 set_default_interpretation(_interpretations.exact)
 
 __version__ = "0.1.0"
@@ -73,11 +68,8 @@ __all__ = [
     "Stack", "Subs", "Tensor", "Unary", "Variable", "array_to_funsor", "bint", "function",
     "get_backend", "get_interpretation", "ops", "pretty", "quote", "reals", "reflect",
     "reinterpret", "set_backend", "set_debug", "set_default_interpretation", "substitute",
-    "to_data", "to_funsor",
-    # sum-product normal form block
-    "Contraction", "Delta", "Integrate", "einsum", "naive_einsum", "naive_plated_einsum",
-    "naive_sequential_sum_product", "partial_sum_product", "sequential_sum_product",
-    "sum_product",
-    # Gaussian block
-    "Gaussian", "align_gaussian", "extract_affine", "is_affine",
+    "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
+    "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
+    "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
+    "is_affine",
 ]

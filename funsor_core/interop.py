@@ -9,7 +9,8 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from funsor_core import ops
 from funsor_core.backend import backend_module
@@ -114,7 +115,8 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         return Tensor(x, (), dtype)
     batch_shape = tuple(x.shape[: len(x.shape) - len(out_shape)])
     if tuple(x.shape[len(batch_shape):]) != out_shape:
-        raise DomainError(f"array shape {tuple(x.shape)} does not end with output shape {out_shape}")
+        raise DomainError(
+            f"array shape {tuple(x.shape)} does not end with output shape {out_shape}")
     nb = len(batch_shape)
     names = []
     keep = []

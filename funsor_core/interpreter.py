@@ -22,7 +22,8 @@ import contextvars
 import functools
 import logging
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from multipledispatch import Dispatcher
 
@@ -192,7 +193,8 @@ def _plain_hashable(typ: type) -> bool:
     # is not a plain equality (arrays, funsors) is keyed by identity.
     result = _PLAIN.get(typ)
     if result is None:
-        result = typ.__eq__ is object.__eq__ or typ.__module__ in ("builtins", "funsor_core.domains")
+        result = typ.__eq__ is object.__eq__ or typ.__module__ in (
+            "builtins", "funsor_core.domains")
         _PLAIN[typ] = result
     return result
 

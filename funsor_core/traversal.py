@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from funsor_core.terms import Funsor, Subs, Variable
 
@@ -140,8 +141,8 @@ def substitute(expr: Funsor, subs) -> Funsor:
             stack.extend(pending)
             continue
         stack.pop()
-        memo[key] = type(node)(*map_args(node._args,
-                                         lambda c: memo[_key(c, _restrict(env, c.inputs))]))
+        memo[key] = type(node)(*map_args(
+            node._args, lambda c, env=env: memo[_key(c, _restrict(env, c.inputs))]))
     return memo[_key(expr, env0)]
 
 
