@@ -139,7 +139,9 @@ class Op:
         module = typ.__module__.split(".")[0]
         if module in _AUTOLOAD and not any(issubclass(typ, t) for t in ARRAY_TYPES):
             importlib.import_module(_AUTOLOAD[module])
-        for t in ARRAY_TYPES:  # abstract types (jax.Array) are not in the MRO
+        # Virtual subclasses (jax arrays of jax.Array, tracers of the types the jax backend
+        # lists) are not in the MRO; issubclass over the registered types finds them.
+        for t in ARRAY_TYPES:
             if issubclass(typ, t) and t in kernels:
                 return kernels[t]
         return None
