@@ -14,7 +14,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.backend import backend_module
-from funsor_core.domains import Bint, Domain, Real
+from funsor_core.domains import Bint, Domain
 from funsor_core.interpreter import get_interpretation
 from funsor_core.tensor import Tensor, is_array
 from funsor_core.terms import DomainError, Function, Funsor, Number, to_funsor
@@ -214,5 +214,3 @@ def pytree_unflatten(cls: type, aux, leaves) -> Funsor:
     cls._restore_fields(obj, args)
     return obj
 
-
-Real = Real  # re-exported for doctests

@@ -908,9 +908,7 @@ def _build_reduction(op, arg, axis=None, keepdims=False):
     if axis is not None:
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
-        axis = axes if len(axes) != 1 or op in (ops.argmax, ops.argmin) else axes
-        if op in (ops.argmax, ops.argmin):
-            axis = axes[0]
+        axis = axes[0] if op in (ops.argmax, ops.argmin) else axes
     return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
 
 

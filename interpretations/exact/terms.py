@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.ops import BinaryOp, Op, UnaryOp
-from funsor_core.terms import Align, Binary, Funsor, Independent, Number, Reduce, Unary
+from funsor_core.terms import Binary, Funsor, Independent, Number, Reduce, Unary
 from interpretations.exact import exact
 
 
@@ -33,12 +33,6 @@ def exact_reduce_funsor(op, arg, reduced_vars):
     if not reduced_vars.isdisjoint(arg.inputs):
         return None
     return arg if op in ops.IDEMPOTENT_OPS else None
-
-
-# The input order of a term other than a Tensor has no numeric meaning.
-@exact.register(Align, Funsor, tuple)
-def exact_align_funsor(arg, names):
-    return None
 
 
 # Independent over a function of no real coordinate is a plain product over the plate.
