@@ -72,7 +72,11 @@ def _expand(x: Array, batch: tuple[int, ...], event_ndim: int) -> Array:
 
 def _broadcast(*pairs: tuple[Array, int]) -> tuple[tuple[int, ...], list[Array]]:
     """Expand arrays (each given with its event ndim) to their common batch shape."""
-    batch = broadcast_shape(*(_batch_shape(x, n) for x, n in pairs))
+    shapes = [_batch_shape(x, n) for x, n in pairs]
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case: nothing to expand
+        return first, [x for x, _ in pairs]
+    batch = broadcast_shape(*shapes)
     return batch, [_expand(x, batch, n) for x, n in pairs]
 
 
@@ -128,43 +132,46 @@ def _rows(x: Array, index: tuple[int, ...]) -> Array:
     return ops.getitem(x, (Ellipsis, idx, slice(None)))
 
 
-def _triangularize(a: Array, w: Array) -> tuple[Array, Array, Array]:
+def _triangularize(a: Array, w: Array, canonical: bool = True) -> tuple[Array, Array, Array]:
     """Rotate the system ``||a @ v - w||`` (``a``: r x n with r >= n) to triangular form.
 
     Returns ``(r_upper, z, shift)`` with ``-0.5 ||a v - w||^2 == -0.5 ||r_upper v - z||^2 +
     shift`` for every ``v``. One QR of ``[[a, w], [0, 1]]`` gives all three: the extra row
     keeps the last column independent of the others, so the QR stays differentiable when
     ``w`` lies in the span of ``a`` (a consistent system, e.g. every mean zero); its last
-    diagonal entry is ``sqrt(1 + ||residual||^2)``.
+    diagonal entry is ``sqrt(1 + ||residual||^2)``. With ``canonical`` the rows are signed so
+    the diagonal is nonnegative (``R`` is then unique: ``R.T`` is the Cholesky factor of the
+    precision, the same on every backend, and so are samples drawn from it); without, row
+    signs are the QR kernel's, which describes the same density (a row of ``R`` and its entry
+    of ``z`` flip together) at 7 fewer array calls.
     """
     n = a.shape[-1]
     batch, (a, w) = _broadcast((a, 2), (w, 1))
     top = ops.cat([a, ops.getitem(w, (Ellipsis, None))], -1)
     bottom = ops.cat([ops.new_zeros(a, batch + (1, n)), ops.new_full(a, batch + (1, 1), 1.0)], -1)
     rr = ops.qr_r(ops.cat([top, bottom], -2))
-    # Flip rows so the diagonal is nonnegative: R is then unique (R.T is the Cholesky factor
-    # of the precision), the same on every backend, and so are samples drawn from it.
-    diag = ops.diagonal(rr)
-    one = ops.full_like(diag, 1.0)
-    rr = ops.mul(rr, ops.getitem(ops.where(ops.ge(diag, 0.0), one, ops.neg(one)),
-                                 (Ellipsis, slice(None), None)))
+    if canonical:
+        diag = ops.diagonal(rr)
+        one = ops.full_like(diag, 1.0)
+        rr = ops.mul(rr, ops.getitem(ops.where(ops.ge(diag, 0.0), one, ops.neg(one)),
+                                     (Ellipsis, slice(None), None)))
     r_upper = ops.getitem(rr, (Ellipsis, slice(0, n), slice(0, n)))
     z = ops.getitem(rr, (Ellipsis, slice(0, n), n))
     c = ops.getitem(rr, (Ellipsis, n, n))
-    shift = ops.mul(-0.5, ops.mul(ops.sub(c, 1.0), ops.add(c, 1.0)))
+    shift = ops.mul(-0.5, ops.sub(ops.mul(c, c), 1.0))
     return r_upper, z, shift
 
 
 def _householder(m: Array, k: int) -> tuple[Array, Array]:
     """Reflect the rows of ``m`` (batch + (r, n), r >= k) to zero its first k columns below
-    the diagonal; return the trailing block ``(r - k, n - k)`` and ``sum log|R_jj|``.
+    the diagonal; return the trailing block ``(r - k, n - k)`` and ``|R_jj|`` (batch + (k,)).
 
     The trailing block is ``Q2.T @ m[:, k:]`` for an orthonormal basis ``Q2`` of the complement
     of the span of the first k columns. Only those k columns build the reflectors, so the
     result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
     not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
     """
-    log_det = ops.new_zeros(m, _batch_shape(m, 2))
+    norms = []
     for _ in range(k):
         col = ops.getitem(m, (Ellipsis, slice(None), 0))
         rest = ops.getitem(m, (Ellipsis, slice(None), slice(1, None)))
@@ -182,8 +189,10 @@ def _householder(m: Array, k: int) -> tuple[Array, Array]:
                                      ops.mul(ops.getitem(v, (Ellipsis, slice(None), None)),
                                              ops.getitem(vt_rest, (Ellipsis, None, slice(None))))))
         m = ops.getitem(rest, (Ellipsis, slice(1, None), slice(None)))  # row 0 is R's row
-        log_det = ops.add(log_det, ops.log(norm))
-    return m, log_det
+        norms.append(norm)
+    if not norms:
+        return m, ops.new_zeros(m, _batch_shape(m, 2) + (0,))
+    return m, ops.stack(norms, -1)
 
 
 def _require_full_rank(prec_sqrt: Array, what: str) -> None:
@@ -416,8 +425,9 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
     return white_vec, prec_sqrt_a
 
 
-def marginalize(white_vec: Array, prec_sqrt: Array,
-                b_index: Sequence[int]) -> tuple[Array, Array, Array]:
+def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
+                check: bool = False,
+                names: str | Sequence[str] | None = None) -> tuple[Array, Array, Array]:
     """Integrate the coordinates ``b_index`` out: ``log ∫ exp f(x_a, x_b) dx_b = f_a(x_a) + c``.
 
     Rotating ``[S_b.T | S_a.T | w]`` by an orthogonal ``Q = [Q1 Q2]`` whose ``Q1`` spans the
@@ -430,10 +440,15 @@ def marginalize(white_vec: Array, prec_sqrt: Array,
     The result has rank ``min(rank - d_b, d_a)`` (funsor keeps ``rank - d_b``; it is the same
     density, compressed). If ``S_b`` lacks full rank the integral diverges and ``c = +inf``
     (``rank < d_b`` is decided from shapes; a numerically singular ``S_b`` gives ``log 0``).
-    Call ``check_full_rank`` first for a readable error.
+    With ``check`` it raises the ``ValueError`` of ``check_full_rank`` instead, read off the
+    diagonal of the same factorization (so checking costs one host read, not another QR).
 
     Args:
         b_index: coordinates of ``x`` to integrate out.
+        check: raise ``ValueError`` when ``S_b`` is numerically rank deficient (concrete
+            arrays only: under jax tracing the check is skipped).
+        names: labels for the error message, as in ``check_full_rank``, or a function
+            returning them (called only to build the message).
 
     Returns:
         ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
@@ -450,23 +465,34 @@ def marginalize(white_vec: Array, prec_sqrt: Array,
     b, a = _split_index(dim, b_index)
     d_b, d_a = len(b), len(a)
     batch, (white_vec, prec_sqrt) = _broadcast((white_vec, 1), (prec_sqrt, 2))
-    s = _rows(prec_sqrt, b + a)
     const = 0.5 * d_b * _LOG_2PI
     if rank < d_b:  # too few rows to pin x_b down: the integral is +inf whatever the values
+        if check:
+            _raise_rank(prec_sqrt, b, names, None)
         return (ops.new_zeros(white_vec, batch + (0,)),
                 ops.new_zeros(prec_sqrt, batch + (d_a, 0)),
                 ops.new_full(white_vec, batch, math.inf))
+    s = prec_sqrt if b + a == tuple(range(dim)) else _rows(prec_sqrt, b + a)
     if rank >= dim:
-        r_upper, z, shift = _triangularize(_mT(s), white_vec)
-        r_bb = ops.getitem(r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))
+        r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
+        abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
+            r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
+        if check:
+            _check_diag(abs_diag_b, prec_sqrt, b, names)
+        log_norm = ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const)
+        if d_a == 0:
+            return (ops.new_zeros(white_vec, batch + (0,)),
+                    ops.new_zeros(prec_sqrt, batch + (0, 0)), log_norm)
         r_aa = ops.getitem(r_upper, (Ellipsis, slice(d_b, None), slice(d_b, None)))
         z_a = ops.getitem(z, (Ellipsis, slice(d_b, None)))
-        return z_a, _mT(r_aa), ops.add(ops.sub(shift, _log_abs_diag(r_bb)), const)
+        return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
-    rest, log_det = _householder(system, d_b)
+    rest, norms = _householder(system, d_b)
+    if check:
+        _check_diag(norms, prec_sqrt, b, names)
     w_a = ops.getitem(rest, (Ellipsis, slice(None), d_a))
     s_a = _mT(ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a))))
-    return w_a, s_a, ops.sub(const, log_det)
+    return w_a, s_a, ops.sub(const, ops.sum(ops.log(norms), -1))
 
 
 def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
@@ -503,44 +529,70 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
     """
     dim, rank = prec_sqrt.shape[-2:]
     b = _check_index(dim, b_index, "b_index")
-    d_b = len(b)
-    if names is None:
-        label, coords = "x", [f"x[{i}]" for i in b]
-    elif isinstance(names, str):
-        label, coords = names, [f"{names}[{k}]" for k in range(d_b)]
-    else:
-        coords = [str(n) for n in names]
-        if len(coords) != d_b:
-            raise ValueError(f"names needs one label per coordinate of b_index ({d_b})")
-        label = ", ".join(dict.fromkeys(c.split("[")[0] for c in coords))
-    if d_b == 0:
+    if not b:
         return
-    batch = _batch_shape(prec_sqrt, 2)
-    s_b = _rows(prec_sqrt, b)
-    if rank < d_b:  # no QR needed: R would have fewer rows than columns
-        raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=d_b, where="",
+    if rank < len(b):  # no QR needed: R would have fewer rows than columns
+        _raise_rank(prec_sqrt, b, names, None)
+    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(_rows(prec_sqrt, b)))))
+    _check_diag(diag, prec_sqrt, b, names, strict=True)
+
+
+def _labels(b: tuple[int, ...], names) -> tuple[str, list[str]]:
+    """The block's label and one label per coordinate, for error messages."""
+    if names is None:
+        return "x", [f"x[{i}]" for i in b]
+    if isinstance(names, str):
+        return names, [f"{names}[{k}]" for k in range(len(b))]
+    if callable(names):  # labels built only when an error needs them
+        names = names()
+    coords = [str(n) for n in names]
+    if len(coords) != len(b):
+        raise ValueError(f"names needs one label per coordinate of b_index ({len(b)})")
+    return ", ".join(dict.fromkeys(c.split("[")[0] for c in coords)), coords
+
+
+def _raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
+    """Raise the NOT_FULL_RANK error; ``weak`` is ``(flat batch index, coordinates)``."""
+    label, coords = _labels(b, names)
+    rank = prec_sqrt.shape[-1]
+    if weak is None:  # too few rows: decided by shapes
+        raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=len(b), where="",
                                               coords=", ".join(coords[rank:])))
-    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(s_b))))
+    flat, ks = weak
+    batch = _batch_shape(prec_sqrt, 2)
+    where = ""
+    if batch:
+        idx, rem = [], flat
+        for size in reversed(batch):
+            idx.append(rem % size)
+            rem //= size
+        where = f" at batch index {tuple(reversed(idx))}"
+    raise ValueError(NOT_FULL_RANK.format(label=label, rank=len(b) - len(ks), dim=len(b),
+                                          where=where, coords=", ".join(coords[k] for k in ks)))
+
+
+def _check_diag(abs_diag: Array, prec_sqrt: Array, b: tuple[int, ...], names,
+                strict: bool = False) -> None:
+    """Raise NOT_FULL_RANK where an entry of ``|diag R_b|`` (batch + (d_b,)) is negligible.
+
+    An entry at or below ``max(rank, d_b) * eps * max|R_jj|`` adds no information beyond the
+    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError,
+    otherwise the check is skipped.
+    """
+    d_b = len(b)
     try:
-        host = ops.to_numpy(ops.reshape(diag, (-1, d_b)))
+        host = ops.to_numpy(ops.reshape(abs_diag, (-1, d_b)))
     except Exception as e:  # e.g. a jax tracer under jit
-        raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
-                        "jit/vmap tracing") from e
+        if strict:
+            raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
+                            "jit/vmap tracing") from e
+        return
     eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(host.dtype.itemsize, 2.0 ** -52)
-    for flat, row in enumerate(host.tolist()):
-        tol = max(rank, d_b) * eps * max(row)
-        weak = [k for k, v in enumerate(row) if not v > tol]
-        if weak:
-            where = ""
-            if batch:
-                idx, rem = [], flat
-                for size in reversed(batch):
-                    idx.append(rem % size)
-                    rem //= size
-                where = f" at batch index {tuple(reversed(idx))}"
-            raise ValueError(NOT_FULL_RANK.format(
-                label=label, rank=d_b - len(weak), dim=d_b, where=where,
-                coords=", ".join(coords[k] for k in weak)))
+    tol = max(prec_sqrt.shape[-1], d_b) * eps * host.max(-1, keepdims=True)
+    ok = host > tol
+    if not ok.all():
+        flat = int((~ok).any(-1).argmax())
+        _raise_rank(prec_sqrt, b, names, (flat, [k for k in range(d_b) if not ok[flat, k]]))
 
 
 # ---------------------------------------------------------------------------------------------

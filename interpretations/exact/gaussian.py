@@ -19,6 +19,7 @@ from funsor_core.gaussian import (
     Gaussian,
     align_gaussian,
     gaussian_batch_inputs,
+    gaussian_layout,
     merge_gaussian_inputs,
     real_offsets,
 )
@@ -45,14 +46,26 @@ def _dense_sum(terms):
 
 def _add_gaussians(gaussians) -> Funsor:
     """The sum of several Gaussians: align real inputs by name, embed, concatenate ranks."""
+    first = gaussians[0]
     if len(gaussians) == 1:
-        return gaussians[0]
+        return first
+    if all(g._ikey == first._ikey for g in gaussians):
+        # Same inputs in the same order, hence the same (expanded) batch shape: no alignment.
+        white_vec = ops.cat([g.white_vec for g in gaussians], -1)
+        prec_sqrt = ops.cat([g.prec_sqrt for g in gaussians], -1)
+        return _gaussian_result(white_vec, prec_sqrt, first._ikey)
     inputs = merge_gaussian_inputs(*gaussians)
-    white_vec, prec_sqrt = align_gaussian(inputs, gaussians[0])
+    white_vec, prec_sqrt = align_gaussian(inputs, first)
     for g in gaussians[1:]:
         w, s = align_gaussian(inputs, g)
         white_vec, prec_sqrt = gm.concat(white_vec, prec_sqrt, w, s)
-    return Gaussian(white_vec, prec_sqrt, tuple(inputs.items()))
+    return _gaussian_result(white_vec, prec_sqrt, tuple(inputs.items()))
+
+
+def _gaussian_result(white_vec, prec_sqrt, ikey: tuple) -> Funsor:
+    """A Gaussian from arrays of the full batch shape, as the exact constructor would build."""
+    return exact_gaussian(white_vec, prec_sqrt, ikey) or Gaussian.make(white_vec, prec_sqrt,
+                                                                      ikey=ikey)
 
 
 def _split_sum(result):
@@ -71,12 +84,13 @@ def _split_sum(result):
 @exact.register(Gaussian, object, object, tuple)
 def exact_gaussian(white_vec, prec_sqrt, inputs):
     dim, rank = prec_sqrt.shape[-2:]
-    batch = gaussian_batch_inputs(dict(inputs))
     if dim == 0:
+        batch = dict(gaussian_layout(inputs)[0])
         return Tensor.make(ops.mul(-0.5, ops.sum(ops.mul(white_vec, white_vec), -1)), batch)
     if rank > COMPRESSION_THRESHOLD * dim:
+        batch = dict(gaussian_layout(inputs)[0])
         white_vec, prec_sqrt, shift = gm.compress(white_vec, prec_sqrt)
-        return Gaussian.make(white_vec, prec_sqrt, dict(inputs)) + Tensor.make(shift, batch)
+        return Gaussian.make(white_vec, prec_sqrt, ikey=inputs) + Tensor.make(shift, batch)
     return None
 
 
@@ -197,29 +211,23 @@ def _plate(g: Gaussian, names, sizes) -> Funsor:
 
 def _marginalize(g: Gaussian, names) -> Funsor:
     """log ∫ exp g dx_names: the remaining Gaussian plus a Tensor normalizer (or a Tensor)."""
-    offsets, _ = real_offsets(g.inputs)
-    index, labels = [], []
-    for name in g.inputs:
+    batch_items, offsets, dim = gaussian_layout(g._ikey)
+    index = []
+    for name, domain in g._ikey:
         if name in names:
-            size = g.inputs[name].num_elements
-            index.extend(range(offsets[name], offsets[name] + size))
-            labels.extend([name] if size == 1 else [f"{name}[{k}]" for k in range(size)])
-    if CHECK_RANK[0]:
-        _check_rank(g, index, labels)
-    white_vec, prec_sqrt, norm = gm.marginalize(g.white_vec, g.prec_sqrt, index)
-    batch = g.batch_inputs
-    norm = Tensor.make(norm, batch)
-    rest = {k: d for k, d in g.inputs.items() if k not in names}
-    if len(rest) == len(batch):
+            index.extend(range(offsets[name], offsets[name] + domain.num_elements))
+
+    def labels():
+        return [name if d.num_elements == 1 else f"{name}[{k}]"
+                for name, d in g._ikey if name in names for k in range(d.num_elements)]
+
+    white_vec, prec_sqrt, norm = gm.marginalize(g.white_vec, g.prec_sqrt, index,
+                                                check=CHECK_RANK[0], names=labels)
+    norm = Tensor.make(norm, dict(batch_items), ikey=batch_items)
+    if len(index) == dim:
         return norm
-    return Gaussian.make(white_vec, prec_sqrt, rest) + norm
-
-
-def _check_rank(g: Gaussian, index, labels) -> None:
-    try:
-        gm.check_full_rank(g.prec_sqrt, index, labels)
-    except TypeError:  # traced values under jax.jit: nothing to read
-        pass
+    rest = tuple((k, d) for k, d in g._ikey if k not in names)
+    return Gaussian.make(white_vec, prec_sqrt, ikey=rest) + norm
 
 
 # ---------------------------------------------------------------------------------------------
