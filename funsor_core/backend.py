@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["get_backend", "set_backend", "backend_module"]
+__all__ = ["get_backend", "set_backend", "backend_module", "backend_name_of"]
 
 _BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
 _ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
@@ -44,3 +44,20 @@ def backend_module(name: str | None = None) -> ModuleType:
     """The module of backend ``name`` (default: the active one), loading it if needed."""
     name = _ALIASES.get(name, name) if name else _ACTIVE[0]
     return importlib.import_module(_BACKENDS[name])
+
+
+def backend_name_of(array) -> str:
+    """The backend an array belongs to, from its type's module (jax tracers count as jax).
+
+    Example:
+        >>> backend_name_of(np.zeros(2))
+        'numpy'
+    """
+    root = type(array).__module__.split(".", 1)[0]
+    if root in ("jax", "jaxlib"):
+        return "jax"
+    if root == "torch":
+        return "torch"
+    if root == "numpy" or isinstance(array, (int, float)):
+        return "numpy"
+    raise TypeError(f"no backend for arrays of type {type(array).__name__}")

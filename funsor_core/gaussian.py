@@ -166,6 +166,7 @@ class Gaussian(Funsor):
     __slots__ = ("white_vec", "prec_sqrt", "_ikey")
     _fields = ("white_vec", "prec_sqrt", "inputs")
     _atom = True
+    _leaf_args = (0, 1)
 
     @classmethod
     def _prepare(cls, white_vec=None, prec_sqrt=None, inputs=None, *, info_vec=None,

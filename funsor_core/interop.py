@@ -194,9 +194,19 @@ def _fill(arg: Any, it) -> Any:
 
 
 def pytree_flatten(term: Funsor):
-    """Split a term into (children, static aux): arrays and subterms are the children."""
-    leaves: list = []
-    static = _strip(term._args, leaves)
+    """Split a term into (children, static aux): arrays and subterms are the children.
+
+    Atoms that list the positions of their array arguments in ``_leaf_args`` (Tensor,
+    Gaussian) are split without walking their other arguments: jit calls this on every call.
+    """
+    args = term._args
+    positions = type(term)._leaf_args
+    if positions is not None:
+        leaves = [args[i] for i in positions]
+        static = tuple(_LEAF if i in positions else a for i, a in enumerate(args))
+        return leaves, (static, term._ikey, term.output)
+    leaves = []
+    static = _strip(args, leaves)
     return leaves, (static, tuple(term.inputs.items()), term.output)
 
 

@@ -13,12 +13,10 @@ Example:
 
 from __future__ import annotations
 
-import numbers
-
 from funsor_core import ops
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain
-from funsor_core.ops.op import ARRAY_TYPES
+from funsor_core.ops.op import is_array_type
 from funsor_core.terms import DomainError, Funsor
 
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array"]
@@ -37,7 +35,7 @@ def is_array(x) -> bool:
         >>> is_array(np.zeros(2)), is_array([0.0])
         (True, False)
     """
-    return isinstance(x, tuple(ARRAY_TYPES)) and not isinstance(x, numbers.Number)
+    return is_array_type(type(x))
 
 
 def _as_inputs(inputs) -> tuple:
@@ -65,6 +63,7 @@ class Tensor(Funsor):
     __slots__ = ("data", "_ikey")
     _fields = ("data", "inputs", "dtype")
     _atom = True
+    _leaf_args = (0,)
 
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):
@@ -146,6 +145,27 @@ class Tensor(Funsor):
 # ---------------------------------------------------------------------------------------------
 # Alignment by name: pure functions of arrays and input mappings.
 _ALIGN_CACHE: dict = {}
+
+
+MIXED_BACKENDS = (
+    "cannot {op} a Tensor of {left} arrays and a Tensor of {right} arrays: one expression must "
+    "use one backend. Convert one side first, e.g. fc.Tensor(torch.as_tensor(t.data), t.inputs) "
+    "or fc.Tensor(np.asarray(t.data), t.inputs)."
+)
+
+
+def check_same_backend(op, lhs: Tensor, rhs: Tensor) -> None:
+    """Raise TypeError if two Tensors hold arrays of different backends.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros(2))
+        >>> check_same_backend(ops.add, a, a)
+    """
+    from funsor_core.backend import backend_name_of
+
+    left, right = backend_name_of(lhs.data), backend_name_of(rhs.data)
+    if left != right:
+        raise TypeError(MIXED_BACKENDS.format(op=op.name, left=left, right=right))
 
 
 def align_binary(lhs: Tensor, rhs: Tensor):

@@ -102,6 +102,7 @@ class Funsor(metaclass=FunsorMeta):
     _cons_key = None
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down
+    _leaf_args: tuple | None = None  # positions of array args in _args, for fast pytrees
 
     @classmethod
     def _prepare(cls, *args):

@@ -84,3 +84,15 @@ def test_bad_index_and_positional_args():
         f[f]
     with pytest.raises(ValueError, match=r"2 positional values but only 1 inputs"):
         f(0, 1)
+
+
+def test_mixing_backends_in_one_expression():
+    import torch
+
+    a = fc.Tensor(np.zeros(2), {"i": Bint[2]})
+    b = fc.Tensor(torch.zeros(2, dtype=torch.float64), {"i": Bint[2]})
+    with pytest.raises(TypeError, match="cannot add a Tensor of numpy arrays and a Tensor of "
+                                        "torch arrays"):
+        a + b
+    with pytest.raises(TypeError, match="Tensor of torch arrays and a Tensor of numpy"):
+        b * a

@@ -194,6 +194,49 @@ def test_too_little_information_raises():
     assert isinstance(g.reduce(ops.logaddexp, "x"), (fc.Tensor, fc.Contraction))
 
 
+def test_too_little_information_names_the_batch_index():
+    s = np.tile(np.eye(2), (3, 1, 1))
+    s[1, 1, 1] = 0.0  # y has no information in batch entry 1 only
+    g = fc.Gaussian(white_vec=np.zeros((3, 2)), prec_sqrt=s,
+                    inputs={"i": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    with pytest.raises(ValueError, match=r"cannot marginalize x, y.*batch index \(1,\).*: y"):
+        g.reduce(ops.logaddexp, frozenset({"x", "y"}))
+    with pytest.raises(ValueError, match=r"cannot marginalize y.* rank 0 < 1"):
+        g.reduce(ops.logaddexp, "y")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaling by a nonnegative constant: c * g is a Gaussian, checked pointwise.
+@pytest.mark.parametrize("make_scale", [
+    lambda: fc.Number(2.5),
+    lambda: fc.Number(0.0),
+    lambda: fc.Tensor(_arr([0.5, 1.0, 3.0]), {"i": fc.Bint[3]}),
+    lambda: fc.Tensor(_arr([[0.5, 2.0]] * 3), {"i": fc.Bint[3], "k": fc.Bint[2]}),
+])
+def test_scale_gaussian(backend, make_scale):
+    g = random_gaussian({"i": fc.Bint[3], "x": fc.Reals[2]})
+    t = random_tensor({"i": fc.Bint[3]})
+    c = make_scale()
+    x = _arr(np.array([0.4, -1.3]))
+    for base in (g, g + t):
+        for scaled in (base * c, c * base):
+            if not base.inputs.keys() >= c.inputs.keys() or isinstance(base, fc.Gaussian):
+                pass
+            expected = base(x=x) * c
+            assert_close(scaled(x=x), expected, atol=1e-10)
+        if isinstance(base, fc.Gaussian):
+            assert isinstance(base * c, fc.Gaussian)
+    assert isinstance(g / fc.Number(4.0), fc.Gaussian)
+    assert_close((g / fc.Number(4.0))(x=x), g(x=x) / 4.0, atol=1e-10)
+
+
+def test_negative_scale_stays_lazy():
+    g = random_gaussian({"x": fc.Real})
+    assert not isinstance(g * -1.0, fc.Gaussian)
+    assert not isinstance(g * fc.Tensor(np.array([1.0, -1.0]), {"i": fc.Bint[2]}), fc.Gaussian)
+    assert_close((g * -1.0)(x=0.5), -g(x=0.5), atol=1e-12)  # still means -g
+
+
 # ---------------------------------------------------------------------------------------------
 # Substitution.
 def test_condition_is_schur_complement(backend):
@@ -323,6 +366,53 @@ def test_partial_sample_keeps_conditional():
     # integrating y out of each sample gives back log Z.
     total = s.reduce(ops.logaddexp, frozenset({"x", "y"}))
     np.testing.assert_allclose(total.data, np.full(5, g.log_normalizer.data), rtol=1e-9)
+
+
+def test_sample_uses_the_backend_generator(backend):
+    g = random_gaussian({"i": fc.Bint[2], "x": fc.Reals[2]})
+    if backend == "jax":
+        import jax
+
+        keys = jax.random.PRNGKey(3), jax.random.PRNGKey(3), jax.random.PRNGKey(4)
+    else:
+        keys = 3, 3, 4
+
+    def points(key):
+        s = g.sample("x", {"n": fc.Bint[4]}, rng_key=key)
+        delta = next(t for t in s.terms if isinstance(t, fc.Delta))
+        data = delta.terms[0][1][0].data
+        assert type(data) is type(g.white_vec)  # noqa: E721 (drawn on g's backend)
+        return to_np(data)
+
+    a, b, c = (points(k) for k in keys)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_sample_under_jax_jit_takes_a_key():
+    import jax
+
+    fc.set_backend("jax")
+    try:
+        g = random_gaussian({"x": fc.Reals[2]})
+        fn = jax.jit(lambda g, key: g.sample("x", {"n": fc.Bint[3]}, rng_key=key))
+        s1, s2 = fn(g, jax.random.PRNGKey(0)), fn(g, jax.random.PRNGKey(1))
+        lz = to_np(g.log_normalizer.data)
+        for s in (s1, s2):  # each sample's weight is log Z
+            assert_close(s.reduce(ops.logaddexp, "x"), fc.Tensor(np.full(3, lz), {"n": fc.Bint[3]}),
+                         atol=1e-9)
+        d1, d2 = (next(t for t in s.terms if isinstance(t, fc.Delta)) for s in (s1, s2))
+        assert not np.allclose(to_np(d1.terms[0][1][0].data), to_np(d2.terms[0][1][0].data))
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_sample_rejects_a_key_of_another_backend():
+    import jax
+
+    g = random_gaussian({"x": fc.Real})
+    with pytest.raises(TypeError, match="holds numpy arrays"):
+        g.sample("x", rng_key=jax.random.PRNGKey(0))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -34,10 +35,34 @@ _AUTOLOAD = {"torch": "backends.torch", "jax": "backends.jax", "jaxlib": "backen
 _ALL_OPS: list[Op] = []
 
 
+# type -> whether it is an array type of a loaded backend; cleared when a backend registers.
+_IS_ARRAY_TYPE: dict[type, bool] = {}
+
+
+def is_array_type(typ: type) -> bool:
+    """Whether ``typ`` is an array type of a backend, loading torch/jax on first sight."""
+    known = _IS_ARRAY_TYPE.get(typ)
+    if known is None:
+        autoload_backend(typ)
+        known = _IS_ARRAY_TYPE[typ] = (issubclass(typ, tuple(ARRAY_TYPES))
+                                       and not issubclass(typ, numbers.Number))
+    return known
+
+
+def autoload_backend(typ: type) -> bool:
+    """Load the backend of a torch or jax array type on first sight; True if one was loaded."""
+    module = typ.__module__.split(".")[0]
+    if module in _AUTOLOAD and not any(issubclass(typ, t) for t in ARRAY_TYPES):
+        importlib.import_module(_AUTOLOAD[module])
+        return True
+    return False
+
+
 def register_array_type(typ: type) -> None:
     """Declare ``typ`` an array type (a backend calls this before registering kernels)."""
     if typ not in ARRAY_TYPES:
         ARRAY_TYPES.append(typ)
+        _IS_ARRAY_TYPE.clear()
         for op in _ALL_OPS:
             op._cache.clear()
 
@@ -136,9 +161,7 @@ class Op:
         for t in typ.__mro__:
             if t in kernels:
                 return kernels[t]
-        module = typ.__module__.split(".")[0]
-        if module in _AUTOLOAD and not any(issubclass(typ, t) for t in ARRAY_TYPES):
-            importlib.import_module(_AUTOLOAD[module])
+        autoload_backend(typ)
         # Virtual subclasses (jax arrays of jax.Array, tracers of the types the jax backend
         # lists) are not in the MRO; issubclass over the registered types finds them.
         for t in ARRAY_TYPES:

@@ -13,6 +13,7 @@ import math
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
 from funsor_core.affine import extract_affine
+from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.contraction import Contraction
 from funsor_core.gaussian import (
     COMPRESSION_THRESHOLD,
@@ -103,11 +104,13 @@ def exact_binary_gaussian_gaussian(op, lhs, rhs):
     return _add_gaussians([lhs, rhs])
 
 
-# g - t = g + (-t); the sum with a Tensor or Number stays a (normalized) sum.
+# g - t = g + (-t), a (normalized) sum; g / c = g * (1 / c), see _scale_hook below.
 @exact.register(Binary, BinaryOp, Gaussian, (Tensor, Number))
-def exact_binary_sub_gaussian_tensor(op, lhs, rhs):
+def exact_binary_gaussian_tensor(op, lhs, rhs):
     if op is ops.sub:
         return lhs + (-rhs)
+    if op is ops.truediv:
+        return _scale_sum(lhs, ops.truediv(1.0, rhs))
     return None
 
 
@@ -253,6 +256,58 @@ def _contraction_hook(red_op, bin_op, reduced_vars, terms):
 
 
 register_contraction_hook(_contraction_hook)
+
+
+# ---------------------------------------------------------------------------------------------
+# c * g for a constant c >= 0 is a Gaussian: c ||x S - w||^2 = ||x (√c S) - √c w||^2. It
+# distributes over a sum g + t. A negative c makes the density convex, which no Gaussian is:
+# such products stay lazy.
+def _scale_hook(red_op, bin_op, reduced_vars, terms):
+    if red_op is not None or bin_op is not ops.mul or len(terms) != 2:
+        return None
+    (scale,) = [t for t in terms if isinstance(t, (Tensor, Number))] or [None]
+    (base,) = [t for t in terms if t is not scale] if scale is not None else [None]
+    if base is None or not (isinstance(base, Gaussian) or (
+            isinstance(base, Contraction) and base.red_op is None and base.bin_op is ops.add
+            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in base.terms))):
+        return None
+    return _scale_sum(base, scale)
+
+
+register_contraction_hook(_scale_hook)
+
+
+def _scale_sum(base, scale):
+    gaussians, dense = _split_sum(base)
+    parts = [_scale_gaussian(g, scale) for g in gaussians]
+    if any(p is None for p in parts):
+        return None
+    return _dense_sum(parts + [t * scale for t in dense])
+
+
+def _scale_gaussian(g: Gaussian, scale) -> Gaussian | None:
+    if scale.dtype != "real" or scale.output.shape:
+        return None
+    if isinstance(scale, Number):
+        if not float(scale.data) >= 0:
+            return None
+        root = math.sqrt(float(scale.data))
+        return Gaussian.make(ops.mul(g.white_vec, root), ops.mul(g.prec_sqrt, root), ikey=g._ikey)
+    if not _nonnegative(scale.data):
+        return None
+    inputs = merge_gaussian_inputs(g, scale)
+    batch = gaussian_batch_inputs(inputs)
+    white_vec, prec_sqrt = align_gaussian(inputs, g, expand=True)
+    root = align_tensor(batch, Tensor.make(ops.sqrt(scale.data), scale.inputs), expand=True)
+    return Gaussian.make(ops.mul(white_vec, ops.getitem(root, (Ellipsis, None))),
+                         ops.mul(prec_sqrt, ops.getitem(root, (Ellipsis, None, None))), inputs)
+
+
+def _nonnegative(data) -> bool:
+    try:
+        return bool((ops.to_numpy(data) >= 0).all())
+    except Exception:  # traced values under jax.jit cannot be read: trust the caller
+        return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,10 +626,14 @@ def sample_gaussian(g: Gaussian, sampled_vars, sample_inputs=None, rng_key=None)
 
 
 def _standard_normal(proto, shape, rng_key):
-    # Noise comes from numpy (seeded by an int rng_key) and is moved to proto's backend.
-    # TODO: draw jax noise from a jax PRNG key through a backend kernel.
-    import numpy as np
-
-    seed = rng_key if isinstance(rng_key, int) else None
-    rng = np.random.default_rng(seed) if seed is not None else np.random
-    return ops.new_array(proto, rng.standard_normal(shape))
+    """Standard normal noise from the backend of ``proto``: an int ``rng_key`` seeds that
+    backend's generator; a key of the backend's own kind (a jax PRNG key, a torch or numpy
+    Generator) is used as given; None draws from the backend's global state."""
+    name = backend_name_of(proto)
+    module = backend_module(name)
+    if rng_key is not None and not isinstance(rng_key, int) and backend_name_of(rng_key) != name:
+        raise TypeError(f"rng_key is a {type(rng_key).__name__} ({backend_name_of(rng_key)}), "
+                        f"but the Gaussian holds {name} arrays: pass an int seed or a {name} key")
+    if isinstance(rng_key, int):
+        rng_key = module.new_rng_key(rng_key)
+    return ops.new_array(proto, module.randn(shape, rng_key))

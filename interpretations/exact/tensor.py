@@ -6,7 +6,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
-from funsor_core.tensor import Tensor, align_binary, align_tensor, align_tensors
+from funsor_core.tensor import Tensor, align_binary, align_tensor, align_tensors, check_same_backend
 from funsor_core.terms import (
     Align,
     Binary,
@@ -64,6 +64,8 @@ def exact_unary_getitem_tensor(op, arg):
 # op(lhs, rhs) of two tensors: align shared inputs by name, then broadcast.
 @exact.register(Binary, BinaryOp, Tensor, Tensor)
 def exact_binary_tensor_tensor(op, lhs, rhs):
+    if type(lhs.data) is not type(rhs.data):
+        check_same_backend(op, lhs, rhs)
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
     inputs, ikey, ld, rd = align_binary(lhs, rhs)
