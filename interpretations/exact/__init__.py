@@ -25,6 +25,7 @@ from interpretations.exact import (  # noqa: E402,F401
     contraction,
     delta,
     gaussian,
+    gaussian_integrate,
     integrate,
     tensor,
     terms,

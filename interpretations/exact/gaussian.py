@@ -24,7 +24,6 @@ from funsor_core.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.integrate import Integrate
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import Binary, Funsor, Number, Reduce, Subs, Variable, merge_inputs
@@ -456,117 +455,6 @@ def _affine_subs(g: Gaussian, subs):
                       (Ellipsis, 0, slice(None)))
     new_white_vec = ops.sub(white_vec, c_s)
     return Gaussian(new_white_vec, new_prec_sqrt, tuple(inputs.items()))
-
-
-# ---------------------------------------------------------------------------------------------
-# Integrate(g, f, reals) against a Gaussian measure (unnormalized: mass exp(log_normalizer)):
-# f affine -> mass * f(mean); f a Gaussian -> mass * E[f]; f a Tensor -> mass * f; products of
-# two affine funsors -> mass * (f1(mean) f2(mean) + A1' Σ A2). A Gaussian plus a Tensor as the
-# measure multiplies by exp(Tensor). Every real input of the measure must be integrated.
-@exact.register(Integrate, Gaussian, Funsor, frozenset)
-def exact_integrate_gaussian(log_measure, integrand, reduced_vars):
-    return _integrate(log_measure, None, integrand, reduced_vars)
-
-
-@exact.register(Integrate, Contraction, Funsor, frozenset)
-def exact_integrate_gaussian_sum(log_measure, integrand, reduced_vars):
-    if not (log_measure.red_op is None and log_measure.bin_op is ops.add):
-        return None
-    terms = log_measure.terms
-    gaussians = [t for t in terms if isinstance(t, Gaussian)]
-    dense = [t for t in terms if isinstance(t, (Tensor, Number))]
-    if len(gaussians) != 1 or len(gaussians) + len(dense) != len(terms):
-        return None
-    return _integrate(gaussians[0], _dense_sum(dense), integrand, reduced_vars)
-
-
-def _integrate(g: Gaussian, t, integrand, reduced_vars):
-    real = frozenset(k for k, d in g.inputs.items() if d.dtype == "real")
-    if not real <= reduced_vars:
-        return None
-    if any(d.dtype == "real" and k not in real for k, d in integrand.inputs.items()):
-        return None
-    value = _expectation(g, integrand)
-    if value is None:
-        return None
-    result = g.log_normalizer.exp() * value
-    if t is not None:
-        result = t.exp() * result
-    bint = reduced_vars - real
-    bint = frozenset(v for v in bint if v in result.inputs)
-    return result.reduce(ops.add, bint) if bint else result
-
-
-def _expectation(g: Gaussian, f):
-    """E_{x ~ normalized g}[f(x)], or None when f is of no form handled here."""
-    if not any(d.dtype == "real" for d in f.inputs.values()):
-        return f
-    if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.add:
-        parts = [_expectation(g, t) for t in f.terms]  # linearity
-        return None if any(p is None for p in parts) else _dense_sum(parts)
-    if isinstance(f, Binary) and f.op is ops.sub:
-        lhs, rhs = _expectation(g, f.lhs), _expectation(g, f.rhs)
-        return None if lhs is None or rhs is None else lhs - rhs
-    if isinstance(f, Gaussian):
-        inputs = merge_gaussian_inputs(g, f)
-        wq, sq = align_gaussian(inputs, g)
-        wp, sp = align_gaussian(inputs, f)
-        return Tensor.make(gm.expected_log_density(wq, sq, wp, sp),
-                           gaussian_batch_inputs(inputs))
-    mean_subs = _mean_subs(g)
-    pair = None
-    if isinstance(f, Binary) and f.op is ops.mul:
-        pair = (f.lhs, f.rhs)
-    elif (isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul
-          and len(f.terms) == 2):
-        pair = f.terms
-    if pair is not None and not f.output.shape:
-        lhs, rhs = pair
-        a1, a2 = extract_affine(lhs), extract_affine(rhs)
-        if a1 is not None and a2 is not None:
-            cov = _cross_cov(g, a1[1], a2[1])
-            if cov is None:
-                return None
-            return lhs(**_restrict(mean_subs, lhs)) * rhs(**_restrict(mean_subs, rhs)) + cov
-    if extract_affine(f) is not None:
-        return f(**_restrict(mean_subs, f))
-    return None
-
-
-def _restrict(subs, f):
-    return {k: v for k, v in subs.items() if k in f.inputs}
-
-
-def _mean_subs(g: Gaussian) -> dict:
-    mean = gm.mean(g.white_vec, g.prec_sqrt)
-    batch = g.batch_inputs
-    offsets, _ = real_offsets(g.inputs)
-    nb = len(batch)
-    subs = {}
-    for name, domain in g.real_inputs.items():
-        part = ops.getitem(mean, (Ellipsis, slice(offsets[name],
-                                                  offsets[name] + domain.num_elements)))
-        subs[name] = Tensor.make(ops.reshape(part, tuple(part.shape[:nb]) + domain.shape), batch)
-    return subs
-
-
-def _cross_cov(g: Gaussian, coeffs1, coeffs2):
-    """Cov(a1(x), a2(x)) = sum_{y,z} B1_y' Σ_yz B2_z for scalar affine funsors a1, a2."""
-    cov = gm.covariance(g.prec_sqrt)
-    batch = g.batch_inputs
-    offsets, _ = real_offsets(g.inputs)
-    total = None
-    for y, b1 in coeffs1.items():
-        for z, b2 in coeffs2.items():
-            if y not in offsets or z not in offsets:
-                return None
-            sy = slice(offsets[y], offsets[y] + g.inputs[y].num_elements)
-            sz = slice(offsets[z], offsets[z] + g.inputs[z].num_elements)
-            block = Tensor.make(ops.getitem(cov, (Ellipsis, sy, sz)), batch)
-            # b1: (m_y, 1), b2: (m_z, 1) for scalar outputs: b1' Σ b2.
-            term = ((b1[:, 0] @ block) * b2[:, 0]).sum()
-            total = term if total is None else total + term
-    return total if total is not None else Number(0.0)
 
 
 # ---------------------------------------------------------------------------------------------
