@@ -15,10 +15,14 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.domains import Real
-from funsor_core.terms import DomainError, Funsor, merge_inputs, to_funsor
+import numpy as np
 
-__all__ = ["Delta"]
+from funsor_core import ops
+from funsor_core.domains import Real
+from funsor_core.tensor import Tensor, align_tensors, backend_of
+from funsor_core.terms import DomainError, Funsor, Number, merge_inputs, to_funsor
+
+__all__ = ["Delta", "invert_affine"]
 
 
 class Delta(Funsor):
@@ -75,6 +79,12 @@ class Delta(Funsor):
             raise ValueError("Delta needs at least one (name, (point, log_density))")
         return (tuple(result),)
 
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        # A pytree rebuild (jax) skips _init, so the derived ``fresh`` is set here too.
+        obj.terms = args[0]
+        obj.fresh = frozenset(name for name, _ in args[0])
+
     def _init(self, terms):
         self._args = (terms,)
         self.terms = terms
@@ -85,3 +95,57 @@ class Delta(Funsor):
             inputs = merge_inputs(inputs, log_density.inputs, "Delta")
         self.inputs = inputs
         self.output = Real
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure array math for the Delta rules.
+def invert_affine(point: Funsor, const: Tensor, coeff: Tensor) -> tuple[Tensor, Tensor] | None:
+    """Solve ``y.flat @ coeff + const.flat == point.flat`` for ``y``, and give ``log|det coeff|``.
+
+    This is the change of variables behind ``Delta("x", p, ld)(x=y @ A + b)``: the point mass
+    moves to ``y = (p - b) @ A^-1`` and its log density drops by ``log|det A|``.
+
+    Args:
+        point: a Tensor or Number with ``n`` output elements.
+        const, coeff: ``extract_affine``'s constant (same output as ``point``) and coefficient
+            (output ``Reals[n, n]``) of one real variable.
+
+    Returns:
+        ``(y, log_abs_det)``: Tensors over the merged Bint inputs, ``y`` with ``point``'s output;
+        or ``None`` when ``point`` is lazy or ``coeff`` is singular.
+
+    Example:
+        >>> a = fc.Tensor(np.array([[2.0, 0.0], [0.0, 4.0]]))
+        >>> y, log_abs_det = invert_affine(fc.Tensor(np.array([5.0, 9.0])),
+        ...                                fc.Tensor(np.ones(2)), a)
+        >>> y.data, bool(np.isclose(log_abs_det.data, np.log(8.0)))
+        (array([2., 2.]), True)
+    """
+    if not isinstance(point, (Tensor, Number)) or not _invertible(coeff.data):
+        return None
+    inputs, datas = align_tensors(point, const, coeff)
+    proto = backend_of(point, const, coeff)
+    nb, n = len(inputs), coeff.shape[-1]
+    p, b = (_flatten(ops.new_array(proto, x), nb, n) for x in datas[:2])
+    y = ops.matmul((p - b)[..., None, :], ops.inv(datas[2]))[..., 0, :]
+    full = tuple(d.size for d in inputs.values())
+    if tuple(y.shape) != full + (n,):
+        y = ops.expand(y, full + (n,))
+    y = ops.reshape(y, full + point.shape)
+    log_abs_det = ops.new_array(proto, ops.logdet(coeff.data))  # numpy gives a scalar for 2-d
+    return Tensor.make(y, inputs), Tensor.make(log_abs_det, coeff.inputs)
+
+
+def _flatten(data, nb: int, n: int):
+    # Aligned data has the nb batch dims first; a Number's data has none (broadcast them).
+    lead = tuple(data.shape[:nb]) if len(data.shape) >= nb else (1,) * nb
+    return ops.reshape(data, lead + (n,))
+
+
+def _invertible(data) -> bool:
+    """Whether every matrix in ``data`` is numerically invertible (singular values > n eps)."""
+    try:
+        s = np.linalg.svd(np.asarray(ops.to_numpy(ops.detach(data))), compute_uv=False)
+    except Exception:  # traced values (jax.jit) cannot be inspected: trust the structure
+        return True
+    return bool((s[..., -1] > s[..., 0] * s.shape[-1] * np.finfo(s.dtype).eps).all())

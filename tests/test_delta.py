@@ -5,6 +5,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.testing import ones, randn, random_tensor
 
 
 def _tensor(data, names):
@@ -54,6 +55,14 @@ def test_reduce_over_name_leaves_log_density():
     assert np.allclose(both.data, np.log(np.exp(0.1) + np.exp(0.2)))
 
 
+def test_reduce_over_name_keeps_batch_inputs_of_point(backend):
+    # sum_x dirac(x - p_i) exp(0.5) = exp(0.5) for every i: the result still has input i.
+    d = fc.Delta("x", fc.Tensor(randn(3), {"i": fc.Bint[3]}), 0.5)
+    r = d.reduce(ops.logaddexp, "x")
+    assert isinstance(r, fc.Tensor) and r.inputs == {"i": fc.Bint[3]}
+    np.testing.assert_allclose(ops.to_numpy(r.data), np.full(3, 0.5))
+
+
 def test_delta_plus_factor_substitutes_point():
     x = fc.Variable("x", fc.Real)
     d = fc.Delta("x", fc.Number(3.0))
@@ -82,3 +91,193 @@ def test_delta_errors():
         fc.Delta("x", fc.Variable("x", fc.Real))
     with pytest.raises(ValueError, match="real scalar"):
         fc.Delta("x", fc.Number(1.0), fc.Tensor(np.zeros(2)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reduce(add, Delta, plates): log-indicators add, so the Delta survives only where all points
+# agree. Oracle: the same sum written with np.where over every plate value, at candidate x.
+def _np_delta(points, log_densities, x):
+    """log_density where point == x else -inf, elementwise (numpy brute force)."""
+    return np.where(np.asarray(points) == x, log_densities, -np.inf)
+
+
+def _values_at(f, **subs):
+    """The data of ``f(**subs)`` with its remaining inputs in sorted order."""
+    value = f(**subs)
+    return ops.to_numpy(value.align(tuple(sorted(value.inputs))).data)
+
+
+def test_exact_reduce_add_delta_point_independent_of_plate():
+    np.random.seed(0)
+    ld = random_tensor({"i": fc.Bint[3], "j": fc.Bint[2]})
+    d = fc.Delta("x", fc.Number(1.5), ld)
+    r = d.reduce(ops.add, "i")
+    assert isinstance(r, fc.Delta) and set(r.inputs) == {"x", "j"}
+    for x in (1.5, 0.0):
+        expected = _np_delta(1.5, ld.data, x).sum(axis=0)
+        assert np.array_equal(_values_at(r, x=x), expected)
+
+
+def test_exact_reduce_add_delta_point_varies_with_plate():
+    # Points p[i, k]: for k = 1 all equal (the Delta survives), for k = 0 they differ (-inf).
+    points = np.array([[0.0, 2.0], [1.0, 2.0], [0.0, 2.0]])
+    np.random.seed(1)
+    lds = np.random.standard_normal((3, 2))
+    d = fc.Delta("x", _tensor(points, "ik"), _tensor(lds, "ij"))
+    for plates in ({"i"}, {"i", "j"}):
+        r = d.reduce(ops.add, frozenset(plates))
+        assert isinstance(r, fc.Delta)
+        for x in (0.0, 1.0, 2.0, 0.5):
+            # [i, j, k] brute force (remaining names in sorted order), summed over the plates.
+            table = _np_delta(points[:, None, :], lds[:, :, None], x)
+            axes = (0,) + ((1,) if "j" in plates else ())
+            expected = table.sum(axis=axes)
+            assert np.array_equal(_values_at(r, x=x), expected), (plates, x)
+
+
+def test_exact_reduce_add_delta_plate_absent_from_a_term_counts_copies():
+    # sum_i [Delta(x, p_i, a_i) + Delta(z, q, c)] = ... + 3 * c: the z term repeats 3 times.
+    points, a = np.array([2.0, 2.0, 2.0]), np.array([0.1, 0.2, 0.3])
+    d = fc.Delta((("x", (_tensor(points, "i"), _tensor(a, "i"))),
+                  ("z", (fc.Number(-1.0), fc.Number(0.7)))))
+    r = d.reduce(ops.add, "i")
+    assert isinstance(r, fc.Delta) and set(r.inputs) == {"x", "z"}
+    for x, z in [(2.0, -1.0), (2.0, 0.0), (1.0, -1.0)]:
+        expected = (_np_delta(points, a, x) + _np_delta(-1.0, 0.7, z)).sum()
+        np.testing.assert_allclose(float(r(x=x, z=z).data), expected)  # equal infs pass
+
+
+def test_exact_reduce_add_delta_ignores_names_not_inputs():
+    d = fc.Delta("x", fc.Number(1.0), _tensor([0.1, 0.2], "i"))
+    # Reduce drops names that are not inputs (Funsor.reduce raises on them instead).
+    r = fc.Reduce(ops.add, d, frozenset({"i", "unused"}))
+    assert isinstance(r, fc.Delta) and set(r.inputs) == {"x"}
+    assert float(r(x=1.0).data) == pytest.approx(0.1 + 0.2)
+    with pytest.raises(ValueError, match="unused"):
+        d.reduce(ops.add, frozenset({"i", "unused"}))
+
+
+def test_exact_reduce_add_delta_lazy_point_and_declines():
+    z = fc.Variable("z", fc.Real)
+    ld = _tensor([0.1, 0.2], "i")
+    r = fc.Delta("x", z + 1.0, ld).reduce(ops.add, "i")
+    assert isinstance(r, fc.Delta)
+    assert float(r(z=1.0, x=2.0).data) == pytest.approx(0.3)
+    # Summing over the Delta's own name, or a lazy point that varies with the plate: lazy.
+    d = fc.Delta("x", _tensor([0.0, 1.0], "i"), ld)
+    assert not isinstance(d.reduce(ops.add, frozenset({"x", "i"})), (fc.Delta, fc.Tensor))
+    varying = fc.Delta("x", z + _tensor([0.0, 1.0], "i"))
+    assert not isinstance(varying.reduce(ops.add, "i"), fc.Delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Delta(x, p, ld)(x = y @ A + b) = Delta(y, solve, ld - log|det A|). Oracle: np.linalg.
+def _check_delta(actual, name, point, log_density):
+    assert isinstance(actual, fc.Delta) and actual.fresh == {name}
+    ((_, (p, ld)),) = actual.terms
+    batch = tuple(sorted(k for k in actual.inputs if k != name))
+    p = p.align(batch) if isinstance(p, fc.Tensor) and p.inputs else p
+    ld = ld.align(batch) if isinstance(ld, fc.Tensor) and ld.inputs else ld
+    np.testing.assert_allclose(ops.to_numpy(p.data), point, rtol=1e-10)
+    np.testing.assert_allclose(ops.to_numpy(ld.data), log_density, rtol=1e-10)
+
+
+def test_exact_subs_delta_affine_real():
+    p, ld = np.array([1.0, -2.0, 4.0]), np.array([0.1, 0.2, 0.3])
+    d = fc.Delta("x", _tensor(p, "i"), _tensor(ld, "i"))
+    y = fc.Variable("y", fc.Real)
+    actual = d(x=-2.0 * y + 0.5)
+    _check_delta(actual, "y", (p - 0.5) / -2.0, ld - np.log(2.0))
+    # Mass is conserved up to the Jacobian: logaddexp over y gives ld - log|a|.
+    np.testing.assert_allclose(actual.reduce(ops.logaddexp, "y").data, ld - np.log(2.0))
+
+
+@pytest.mark.parametrize("side", ["y @ A", "A @ y"])
+def test_exact_subs_delta_affine_vector(side):
+    rng = np.random.default_rng(2)
+    a, b, p = rng.normal(size=(2, 2)) + 2 * np.eye(2), rng.normal(size=2), rng.normal(size=2)
+    d = fc.Delta("x", fc.Tensor(p), 0.25)
+    y = fc.Variable("y", fc.Reals[2])
+    value = y @ fc.Tensor(a) + b if side == "y @ A" else fc.Tensor(a) @ y + b
+    # y @ A = p - b  <=>  A.T @ y = p - b.
+    expected = np.linalg.solve(a.T if side == "y @ A" else a, p - b)
+    log_abs_det = np.linalg.slogdet(a)[1]
+    actual = d(x=value)
+    _check_delta(actual, "y", expected, 0.25 - log_abs_det)
+    np.testing.assert_allclose(actual.reduce(ops.logaddexp, "y").data, 0.25 - log_abs_det)
+
+
+def test_exact_subs_delta_affine_batched():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 2, 2)) + 3 * np.eye(2)   # batched over j
+    p, ld = rng.normal(size=(4, 2)), rng.normal(size=4)   # batched over i
+    b = rng.normal(size=2)
+    d = fc.Delta("x", fc.Tensor(p, {"i": fc.Bint[4]}), fc.Tensor(ld, {"i": fc.Bint[4]}))
+    y = fc.Variable("y", fc.Reals[2])
+    actual = d(x=y @ fc.Tensor(a, {"j": fc.Bint[3]}) + b)
+    expected = np.array([[np.linalg.solve(a[j].T, p[i] - b) for j in range(3)]
+                         for i in range(4)])
+    log_abs_det = np.array([np.linalg.slogdet(a[j])[1] for j in range(3)])
+    _check_delta(actual, "y", expected, ld[:, None] - log_abs_det[None, :])
+    r = actual.reduce(ops.logaddexp, "y").align(("i", "j"))
+    np.testing.assert_allclose(r.data, ld[:, None] - log_abs_det[None, :])
+
+
+def test_exact_subs_delta_non_affine_stays_lazy():
+    d = fc.Delta("x", fc.Tensor(np.array([1.0, 2.0])), 0.0)
+    y, z = fc.Variable("y", fc.Reals[2]), fc.Variable("z", fc.Reals[2])
+    w = fc.Variable("w", fc.Reals[3])
+    cases = {
+        "nonlinear": y * y,
+        "two variables": y + z,
+        "singular": y @ fc.Tensor(np.array([[1.0, 2.0], [2.0, 4.0]])),
+        "non-square": w @ fc.Tensor(np.ones((3, 2))),
+    }
+    for what, value in cases.items():
+        assert isinstance(d(x=value), fc.Subs), what
+    # y already used by the Delta: the equation 2y = p(y) is not a change of variables.
+    yr = fc.Variable("y", fc.Real)
+    assert isinstance(fc.Delta("x", yr + 1.0)(x=2.0 * yr), fc.Subs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Both rules on every backend, against numpy on the same data.
+def test_exact_delta_rules_on_backend(backend):
+    np.random.seed(4)
+    a = randn(2, 2) + 3 * ops.new_eye(ones(2), 2)
+    p = randn(3, 2)
+    ld = randn(3)
+    d = fc.Delta("x", fc.Tensor(p, {"i": fc.Bint[3]}), fc.Tensor(ld, {"i": fc.Bint[3]}))
+    y = fc.Variable("y", fc.Reals[2])
+    actual = d(x=y @ fc.Tensor(a))
+    a_np, p_np, ld_np = (ops.to_numpy(v) for v in (a, p, ld))
+    _check_delta(actual, "y", np.linalg.solve(a_np.T, p_np.T).T,
+                 ld_np - np.linalg.slogdet(a_np)[1])
+    assert type(actual.terms[0][1][0].data) is type(p)
+    # Reduce(add) over the plate of a point that does not vary with it.
+    r = fc.Delta("x", fc.Tensor(p[0]), fc.Tensor(ld, {"i": fc.Bint[3]})).reduce(ops.add, "i")
+    assert isinstance(r, fc.Delta)
+    assert float(ops.to_numpy(r(x=p[0]).data)) == pytest.approx(ld_np.sum())
+    assert float(ops.to_numpy(r(x=p[1]).data)) == -np.inf
+    # ... and of points that vary with the plate: k = 0 agrees over i, k = 1 does not.
+    points = np.array([[1.0, 2.0], [1.0, 3.0]])
+    ik = {"i": fc.Bint[2], "k": fc.Bint[2]}
+    d = fc.Delta("x", fc.Tensor(ops.new_array(p, points), ik), fc.Tensor(ld[:2], {"i": fc.Bint[2]}))
+    r = d.reduce(ops.add, "i")
+    assert isinstance(r, fc.Delta) and type(r.terms[0][1][1].data) is type(p)
+    for x in (1.0, 2.0):
+        expected = _np_delta(points, ld_np[:2, None], x).sum(axis=0)
+        np.testing.assert_allclose(ops.to_numpy(r(x=x).data), expected)
+
+
+def test_delta_pytree_round_trip_keeps_fresh():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        d = fc.Delta("x", fc.Tensor(jax.numpy.arange(2.0), {"i": fc.Bint[2]}), 0.5)
+        leaves, treedef = jax.tree_util.tree_flatten(d)
+        rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    finally:
+        fc.set_backend("numpy")
+    assert isinstance(rebuilt, fc.Delta) and rebuilt.fresh == {"x"}
+    assert set(rebuilt.inputs) == {"x", "i"}
