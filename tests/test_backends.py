@@ -676,3 +676,30 @@ def test_jax_grad_and_vmap_dispatch():
     assert_same(gy, torch.tril(ty.grad))  # both ignore the upper triangle of y
     batched = jax.vmap(lambda row: ops.logsumexp(row, axis=0))(jnp.asarray(x))
     assert_same(batched, scipy.special.logsumexp(x, axis=1))
+
+
+@pytest.mark.parametrize("module", ["torch", "jax"])
+def test_arrays_load_their_backend_on_first_sight(module):
+    # A fresh interpreter, so that no backend but numpy is loaded yet: atoms built from torch
+    # or jax arrays must keep them (not convert them to the active numpy backend).
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import {module}
+        import funsor_core as fc
+        if "{module}" == "jax":
+            import jax.numpy as xp
+            ones, eye = xp.ones(2), xp.eye(2)
+        else:
+            ones, eye = torch.ones(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64)
+        t = fc.Tensor(ones, {{"i": fc.Bint[2]}})
+        g = fc.Gaussian(mean=ones, covariance=eye, inputs={{"x": fc.Reals[2]}})
+        assert fc.get_backend() == "numpy"
+        print(type(t.data).__module__, type(g.white_vec).__module__)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert all(m.split(".")[0] in ({"torch"} if module == "torch" else {"jax", "jaxlib"})
+               for m in out), out
