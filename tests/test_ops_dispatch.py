@@ -4,6 +4,8 @@ Inputs are deliberately ordered differently on the two sides (lhs (i, j), rhs (j
 (k, i)); the oracle broadcasts the numpy arrays by hand with explicit new axes.
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -352,3 +354,29 @@ def test_ops_on_arrays_and_numbers(backend):
     assert ops.add(1.0, 2.0) == 3.0
     assert ops.logaddexp(0.0, -float("inf")) == 0.0
     assert ops.exp(0.0) == 1.0
+
+
+# Python-number kernels must agree with the numpy array kernels, edges included.
+_EDGES = [-math.inf, -2.5, -1.0, 0.0, 0.5, 3.0, math.inf]
+
+
+@pytest.mark.parametrize("op", [ops.safesub, ops.safediv, ops.logaddexp, ops.add, ops.max,
+                                ops.min], ids=lambda op: op.name)
+def test_scalar_kernels_match_numpy_binary(op):
+    for a in _EDGES:
+        for b in _EDGES:
+            with np.errstate(all="ignore"):
+                expected = op(np.array(a), np.array(b))
+            actual = op(a, b)
+            np.testing.assert_allclose(actual, expected, err_msg=f"{op.name}({a}, {b})")
+
+
+@pytest.mark.parametrize("op", [ops.log, ops.sigmoid, ops.neg, ops.abs, ops.tanh, ops.exp],
+                         ids=lambda op: op.name)
+def test_scalar_kernels_match_numpy_unary(op):
+    for a in _EDGES + [-800.0, 800.0]:
+        if op is ops.exp and a > 700:
+            continue  # math.exp raises OverflowError where numpy gives inf, as Python does
+        with np.errstate(all="ignore"):
+            expected = op(np.array(a))
+        np.testing.assert_allclose(op(a), expected, err_msg=f"{op.name}({a})")

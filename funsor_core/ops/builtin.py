@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 
 from funsor_core.domains import Domain, broadcast_shape
 from funsor_core.ops.op import (
@@ -150,6 +151,7 @@ def _int_binary_dtype(op: Op, a: int, b: int):
 
 
 builtins_max = __builtins__["max"] if isinstance(__builtins__, dict) else __builtins__.max
+builtins_min = __builtins__["min"] if isinstance(__builtins__, dict) else __builtins__.min
 
 
 def infer_domain(op: Op, *domains: Domain) -> Domain:
@@ -257,8 +259,13 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
 
 
 # ---------------------------------------------------------------------------------------------
+_LOG_2 = math.log(2.0)
+
+
 # Kernels for Python scalars, so ``ops.exp(1.0)`` and Number arithmetic work without arrays.
 def _scalar_logaddexp(a, b):
+    if a == b:  # includes +-inf twice, where a - b would be nan
+        return a + _LOG_2
     if a == -math.inf:
         return b
     if b == -math.inf:
@@ -281,12 +288,14 @@ def _scalar_sigmoid(x):
     return e / (1.0 + e)
 
 
+# As the array kernels: the subtrahend is clamped at the largest float, the divisor at the
+# smallest normal one (so 0 / 0 = 0 and x - inf is finite).
 def _scalar_safesub(a, b):
-    return a - b if b != -math.inf else math.inf
+    return a - builtins_min(b, sys.float_info.max)
 
 
 def _scalar_safediv(a, b):
-    return a / b if b != 0 else (0.0 if a == 0 else math.copysign(math.inf, a))
+    return a / builtins_max(b, sys.float_info.min)
 
 
 _SCALAR_KERNELS = {
