@@ -21,11 +21,22 @@ from funsor_core.terms import DomainError, Function, Funsor, Number, to_funsor
 from funsor_core.traversal import children
 
 __all__ = ["to_data", "array_to_funsor", "function", "pytree_flatten", "pytree_unflatten",
-           "LazyTermError"]
+           "LazyTermError", "NoDataError"]
 
 
 class LazyTermError(NotImplementedError):
     """A number was demanded from a term that is still lazy."""
+
+
+class NoDataError(LazyTermError, AttributeError):
+    """``.data`` of a term that is not a Tensor or Number (an AttributeError too, so that
+    ``getattr(term, "data", default)`` still works)."""
+
+
+_NOT_A_NUMBER = (
+    "{where} needs a number, but this {cls} is a function of its free inputs {inputs}: "
+    "substitute values for them or reduce them first, e.g. .reduce(ops.logaddexp, {names})."
+)
 
 
 _LAZY = (
@@ -35,27 +46,33 @@ _LAZY = (
 )
 
 
-def _lazy_error(expr: Funsor, where: str) -> LazyTermError:
+def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTermError:
+    if type(expr)._atom:  # a Gaussian, Delta or Variable: evaluated, but not a number
+        names = sorted(expr.inputs)
+        return cls(_NOT_A_NUMBER.format(where=where, cls=type(expr).__name__,
+                                        inputs=dict(expr.inputs), names=names))
     culprit = _innermost_lazy(expr)
     pattern = ", ".join([type(culprit).__name__] + [
         type(a).__name__ for a in culprit._args if isinstance(a, Funsor)])
     hint = ""
     if any(d.dtype == "real" for d in expr.inputs.values()):
         real = sorted(k for k, d in expr.inputs.items() if d.dtype == "real")
-        hint = (f"\nIts free real inputs {real} have no value: substitute them, integrate them "
-                "out, or estimate with `with MonteCarlo(particle=Bint[100]):`.")
+        hint = (f"\nIts free real inputs {real} have no value: substitute values for them or "
+                "integrate them out.")
     elif expr.inputs:
         hint = f"\nIts free inputs are {dict(expr.inputs)}."
-    return LazyTermError(_LAZY.format(where=where, term=repr(culprit), pattern=pattern,
+    return cls(_LAZY.format(where=where, term=repr(culprit), pattern=pattern,
                                       chain=" -> ".join(get_interpretation().chain()), hint=hint))
 
 
 def _innermost_lazy(expr: Funsor) -> Funsor:
     # Walk down while some child is itself a non-atom: the deepest such term is the one whose
-    # pattern had no rule.
+    # pattern had no rule. A child with inputs its parent lacks is lazy only because the parent
+    # binds them (an Integrate or Reduce over a free variable): the parent is the culprit.
     node = expr
     while True:
-        lazy_kids = [c for c in children(node) if not type(c)._atom]
+        lazy_kids = [c for c in children(node) if not type(c)._atom
+                     and c.inputs.keys() <= node.inputs.keys()]
         if not lazy_kids:
             return node
         node = lazy_kids[0]

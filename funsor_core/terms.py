@@ -179,6 +179,14 @@ class Funsor(metaclass=FunsorMeta):
         for i in range(len(self)):
             yield self[i]
 
+    @property
+    def data(self):
+        """The array of a Tensor, the number of a Number; any other term raises NoDataError
+        (a LazyTermError naming the pattern with no rule, or the free inputs of an atom)."""
+        from funsor_core.interop import NoDataError, _lazy_error
+
+        raise _lazy_error(self, ".data", NoDataError)
+
     def item(self):
         """The Python number of a funsor with no inputs and a scalar output."""
         from funsor_core.interop import to_data

@@ -230,6 +230,19 @@ def test_scale_gaussian(backend, make_scale):
     assert_close((g / fc.Number(4.0))(x=x), g(x=x) / 4.0, atol=1e-10)
 
 
+def test_gaussian_sum_minus_and_over_constants():
+    g = random_gaussian({"i": fc.Bint[3], "x": fc.Real})
+    t = random_tensor({"i": fc.Bint[3]})
+    c = random_tensor({"j": fc.Bint[2]})
+    for result, expected in (((g + t) - c, lambda x: g(x=x) + t - c),
+                             ((g + t) / 2.0, lambda x: (g(x=x) + t) / 2.0)):
+        assert not isinstance(result, fc.Binary)  # evaluated into the sum normal form
+        assert_close(result(x=0.3), expected(0.3), atol=1e-10)
+    q = (g + t) - (g + t).reduce(ops.logaddexp, "x")  # normalized: integrates to 1
+    assert_close(fc.Integrate(q, fc.Number(1.0), "x"), fc.Tensor(np.ones(3), {"i": fc.Bint[3]}),
+                 atol=1e-10)
+
+
 def test_negative_scale_stays_lazy():
     g = random_gaussian({"x": fc.Real})
     assert not isinstance(g * -1.0, fc.Gaussian)

@@ -113,6 +113,16 @@ def exact_binary_gaussian_tensor(op, lhs, rhs):
     return None
 
 
+# The same for a sum g + t of Gaussians and Tensors: (g + t) - c = g + t + (-c), etc.
+@exact.register(Binary, BinaryOp, Contraction, (Tensor, Number))
+def exact_binary_gaussian_sum_tensor(op, lhs, rhs):
+    if not (lhs.red_op is None and lhs.bin_op is ops.add
+            and any(isinstance(t, Gaussian) for t in lhs.terms)
+            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in lhs.terms)):
+        return None
+    return exact_binary_gaussian_tensor(op, lhs, rhs)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reduce(logaddexp, g, reals) = marginal (a Gaussian plus its Tensor normalizer);
 # Reduce(add, g, plate) = product over the plate (ranks concatenate);
