@@ -102,9 +102,9 @@ def test_data_of_a_term_that_is_not_a_number():
     g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs={"x": Reals[2]})
     with pytest.raises(fc.interop.NoDataError, match=r"this Gaussian is a function of its free "
                                                     r"inputs \{'x': Reals\[2\]\}"):
-        g.data
+        _ = g.data
     assert getattr(g, "data", None) is None  # still an AttributeError for getattr/hasattr
     lazy_integral = fc.Integrate(g, fc.Unary(ops.sigmoid, fc.Variable("x", Reals[2])[0]), "x")
     # the culprit is the Integrate (it binds x), not the sigmoid of the free x below it
     with pytest.raises(NotImplementedError, match=r"No rule(.|\n)*\(Integrate, Gaussian, Unary\)"):
-        lazy_integral.data
+        _ = lazy_integral.data
