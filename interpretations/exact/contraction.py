@@ -14,7 +14,7 @@ from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.einsum import SEMIRINGS, contract_tensors
 from funsor_core.tensor import Tensor
-from funsor_core.terms import Number
+from funsor_core.terms import Number, Subs
 from interpretations.exact import exact
 
 __all__ = ["CONTRACTION_HOOKS", "register_contraction_hook"]
@@ -138,3 +138,17 @@ def _contract_partial(red_op, bin_op, reduced_vars, terms):
         part = _contract_dense(None, bin_op, frozenset(), dense)
         return Contraction(red_op, bin_op, reduced_vars, tuple(others) + (part,))
     return None
+
+
+# Substituting into a Contraction that reduces nothing substitutes into each term (there is
+# no binder to rename), and the results combine by bin_op again.
+@exact.register(Subs, Contraction, tuple)
+def exact_subs_contraction(arg, subs):
+    if arg.reduced_vars or arg.bin_op is None or not all(type(t)._atom for t in arg.terms):
+        return None
+    result = None
+    for term in arg.terms:
+        own = tuple(pair for pair in subs if pair[0] in term.inputs)
+        term = Subs(term, own) if own else term
+        result = term if result is None else arg.bin_op(result, term)
+    return result

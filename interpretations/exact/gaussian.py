@@ -24,6 +24,7 @@ from funsor_core.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
+from funsor_core.interpreter import build
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import Binary, Funsor, Number, Reduce, Subs, Variable, merge_inputs
@@ -64,8 +65,27 @@ def _add_gaussians(gaussians) -> Funsor:
 
 def _gaussian_result(white_vec, prec_sqrt, ikey: tuple) -> Funsor:
     """A Gaussian from arrays of the full batch shape, as the exact constructor would build."""
-    return exact_gaussian(white_vec, prec_sqrt, ikey) or Gaussian.make(white_vec, prec_sqrt,
-                                                                      ikey=ikey)
+    result = exact_gaussian(white_vec, prec_sqrt, ikey)
+    return Gaussian.make(white_vec, prec_sqrt, ikey=ikey) if result is None else result
+
+
+def _sum(*parts) -> Funsor:
+    """The sum of Gaussians, Tensors, Numbers and sums of them (None parts are skipped), built
+    directly in the normal form ``normalize`` gives ``g + t``: no rule would rewrite it."""
+    gaussians, dense = [], []
+    for part in parts:
+        if part is not None:
+            more_g, more_d = _split_sum(part)
+            gaussians += more_g
+            dense += more_d
+    if len(gaussians) > 1:
+        return _sum(_add_gaussians(gaussians), *dense)
+    t = _dense_sum(dense)
+    if not gaussians:
+        return t
+    if t is None:
+        return gaussians[0]
+    return build(Contraction, Contraction._prepare(None, ops.add, frozenset(), (gaussians[0], t)))
 
 
 def _split_sum(result):
@@ -90,7 +110,7 @@ def exact_gaussian(white_vec, prec_sqrt, inputs):
     if rank > COMPRESSION_THRESHOLD * dim:
         batch = dict(gaussian_layout(inputs)[0])
         white_vec, prec_sqrt, shift = gm.compress(white_vec, prec_sqrt)
-        return Gaussian.make(white_vec, prec_sqrt, ikey=inputs) + Tensor.make(shift, batch)
+        return _sum(Gaussian.make(white_vec, prec_sqrt, ikey=inputs), Tensor.make(shift, batch))
     return None
 
 
@@ -158,7 +178,7 @@ def _reduce_sum(op, gaussians, dense, reduced_vars):
         rest = bint - local
         if not changed:
             return None
-        result = g if t is None else (t if g is None else g + t)
+        result = _sum(g, t)
         return result.reduce(op, rest) if rest else result
     if op is ops.add:
         if real:
@@ -239,7 +259,7 @@ def _marginalize(g: Gaussian, names) -> Funsor:
     if len(index) == dim:
         return norm
     rest = tuple((k, d) for k, d in g._ikey if k not in names)
-    return Gaussian.make(white_vec, prec_sqrt, ikey=rest) + norm
+    return _sum(Gaussian.make(white_vec, prec_sqrt, ikey=rest), norm)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,8 +279,7 @@ def _contraction_hook(red_op, bin_op, reduced_vars, terms):
     if red_op is None:
         if len(gaussians) < 2 and len(dense) < 2:
             return None
-        return _add_gaussians(gaussians) + _dense_sum(dense) if dense else _add_gaussians(
-            gaussians)
+        return _sum(_add_gaussians(gaussians), *dense)
     return _reduce_sum(red_op, gaussians, dense, reduced_vars)
 
 
@@ -362,7 +381,7 @@ def _rename(g: Gaussian, subs):
     if len(set(mapping.values())) != len(mapping) or others & set(mapping.values()):
         return None  # a diagonal substitution: an affine change of variables
     inputs = tuple((mapping.get(k, k), d) for k, d in g._ikey)
-    return Gaussian(g.white_vec, g.prec_sqrt, inputs)
+    return Gaussian.make(g.white_vec, g.prec_sqrt, ikey=inputs)
 
 
 def _value_block(value, batch: dict, proto):
@@ -394,11 +413,13 @@ def _condition(g: Gaussian, subs) -> Funsor:
         blocks = [ops.expand(b, shape + tuple(b.shape[-1:])) for b in blocks]
     value_b = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -1)
     white_vec, prec_sqrt = gm.condition(white_vec, prec_sqrt, index, value_b)
-    rest = {k: d for k, d in inputs.items() if k not in values}
+    rest = tuple((k, d) for k, d in inputs.items() if k not in values)
     full = tuple(d.size for d in batch.values())
-    white_vec = ops.expand(white_vec, full + tuple(white_vec.shape[-1:]))
-    prec_sqrt = ops.expand(prec_sqrt, full + tuple(prec_sqrt.shape[-2:]))
-    return Gaussian(white_vec, prec_sqrt, tuple(rest.items()))
+    if tuple(white_vec.shape[:-1]) != full:
+        white_vec = ops.expand(white_vec, full + tuple(white_vec.shape[-1:]))
+    if tuple(prec_sqrt.shape[:-2]) != full:
+        prec_sqrt = ops.expand(prec_sqrt, full + tuple(prec_sqrt.shape[-2:]))
+    return _gaussian_result(white_vec, prec_sqrt, rest)
 
 
 def _common_batch(pairs):
