@@ -67,6 +67,7 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/overhead.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache
