@@ -17,7 +17,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
-from funsor_core import ops  # noqa: E402
 
 STEPS = 200
 DT = 0.1
