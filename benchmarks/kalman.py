@@ -97,7 +97,8 @@ def main() -> dict:
         np.testing.assert_allclose(theirs(), expected, rtol=1e-6)
         row["funsor_ms"] = best_ms(theirs, number=1)
     print(f"Kalman filter, 2-d state, {STEPS} steps (numpy, milliseconds per filter)")
-    print(f"{'hand-written':>13} {'funsor-core':>12} {'ratio':>6} {'funsor 0.4.8':>13} {'ratio':>6}")
+    print(f"{'hand-written':>13} {'funsor-core':>12} {'ratio':>6} {'funsor 0.4.8':>13} "
+          f"{'ratio':>6}")
     f = row["funsor_ms"]
     fs = f"{f:13.1f} {f / row['hand_ms']:6.1f}" if f is not None else f"{'-':>13} {'-':>6}"
     print(f"{row['hand_ms']:13.1f} {row['ours_ms']:12.1f} {row['ours_ms'] / row['hand_ms']:6.1f} "
