@@ -35,7 +35,7 @@ from funsor_core import ops
 from funsor_core.domains import broadcast_shape
 
 __all__ = [
-    "check_full_rank", "compress", "concat", "condition", "covariance", "embed",
+    "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
     "expected_log_density", "from_info", "from_mean_covariance", "from_mean_precision",
     "from_mean_scale_tril", "kl_divergence", "log_density", "log_normalizer", "marginalize",
     "mean", "pad_dims", "sample", "to_info",
@@ -122,8 +122,15 @@ def _split_index(dim: int, b_index: Sequence[int]) -> tuple[tuple[int, ...], tup
     return b, a
 
 
-def _rows(x: Array, index: tuple[int, ...]) -> Array:
-    """``x[..., index, :]``, with a slice where the index is a contiguous run."""
+def rows(x: Array, index: Sequence[int]) -> Array:
+    """``x[..., index, :]``, with a slice where the index is a contiguous run.
+
+    Example:
+        >>> rows(np.arange(6.0).reshape(3, 2), [2, 0])
+        array([[4., 5.],
+               [0., 1.]])
+    """
+    index = tuple(index)
     if not index:
         return ops.getitem(x, (Ellipsis, slice(0, 0), slice(None)))
     if index == tuple(range(index[0], index[-1] + 1)):
@@ -350,7 +357,7 @@ def embed(white_vec: Array, prec_sqrt: Array, dim_index: Sequence[int],
     where = {j: i for i, j in enumerate(dim_index)}
     missing = iter(range(dim, new_dim))
     order = tuple(where[j] if j in where else next(missing) for j in range(new_dim))
-    return white_vec, _rows(prec_sqrt, order)
+    return white_vec, rows(prec_sqrt, order)
 
 
 def pad_dims(white_vec: Array, prec_sqrt: Array, before: int = 0,
@@ -420,8 +427,8 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
     if value_b.shape[-1:] != (len(b),):
         raise ValueError(f"value_b must end in ({len(b)},) for b_index {list(b)}, "
                          f"got shape {tuple(value_b.shape)}")
-    white_vec = ops.sub(white_vec, _vm(value_b, _rows(prec_sqrt, b)))
-    _, (white_vec, prec_sqrt_a) = _broadcast((white_vec, 1), (_rows(prec_sqrt, a), 2))
+    white_vec = ops.sub(white_vec, _vm(value_b, rows(prec_sqrt, b)))
+    _, (white_vec, prec_sqrt_a) = _broadcast((white_vec, 1), (rows(prec_sqrt, a), 2))
     return white_vec, prec_sqrt_a
 
 
@@ -472,7 +479,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         return (ops.new_zeros(white_vec, batch + (0,)),
                 ops.new_zeros(prec_sqrt, batch + (d_a, 0)),
                 ops.new_full(white_vec, batch, math.inf))
-    s = prec_sqrt if b + a == tuple(range(dim)) else _rows(prec_sqrt, b + a)
+    s = prec_sqrt if b + a == tuple(range(dim)) else rows(prec_sqrt, b + a)
     if rank >= dim:
         r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
@@ -533,7 +540,7 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
         return
     if rank < len(b):  # no QR needed: R would have fewer rows than columns
         _raise_rank(prec_sqrt, b, names, None)
-    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(_rows(prec_sqrt, b)))))
+    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(rows(prec_sqrt, b)))))
     _check_diag(diag, prec_sqrt, b, names, strict=True)
 
 

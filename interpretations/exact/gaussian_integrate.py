@@ -30,7 +30,7 @@ from funsor_core.integrate import Integrate
 from funsor_core.tensor import Tensor
 from funsor_core.terms import Binary, Funsor, Number, Variable
 from interpretations.exact import exact
-from interpretations.exact.gaussian import CHECK_RANK, _dense_sum, _marginalize
+from interpretations.exact.gaussian import _dense_sum, _marginalize
 
 
 @exact.register(Integrate, Gaussian, Funsor, frozenset)
@@ -54,13 +54,13 @@ def _integrate(g: Gaussian, t, integrand, reduced_vars):
     names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
     if not names:
         return None
+    log_mass = _marginalize(g, names)  # first: it raises if x is not identifiable
     moments = _Moments.of(g, names)
     if moments is None:
         return None
     value = _expectation(moments, integrand)
     if value is None:
         return None
-    log_mass = _marginalize(g, names)
     if t is not None:
         log_mass = log_mass + t
     result = ops.exp(log_mass) * value
@@ -87,9 +87,7 @@ class _Moments:
             return None  # matrix-valued reals: the affine mean would need reshapes
         bx = [i for k, d in xs for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
         ay = [i for k, d in ys for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
-        if CHECK_RANK[0]:
-            _check_rank(g, bx, xs)
-        s_x = _rows(g.prec_sqrt, bx)
+        s_x = gm.rows(g.prec_sqrt, bx)
         d_x = len(bx)
         r_upper = ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
                               (Ellipsis, slice(0, d_x), slice(None)))
@@ -110,7 +108,7 @@ class _Moments:
         r_inv = ops.triangular_solve(eye, r_upper, upper=True)
         self.cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
         # m(y) = m0 + y B with B = -S_y M' (d_y x d_x).
-        b = (ops.neg(ops.matmul(_rows(g.prec_sqrt, ay), ops.transpose(m, -1, -2)))
+        b = (ops.neg(ops.matmul(gm.rows(g.prec_sqrt, ay), ops.transpose(m, -1, -2)))
              if ay else None)
         y_offsets, off = {}, 0
         for k, d in ys:
@@ -136,22 +134,9 @@ class _Moments:
         return Tensor.make(ops.getitem(self.cov, (Ellipsis, sa, sb)), self.batch)
 
 
-def _rows(x, index):
-    return ops.getitem(x, (Ellipsis, ops.new_array(x, list(index)), slice(None)))
-
-
 def _shaped(value: Funsor, domain) -> Funsor:
     """A ``Reals[n]`` funsor as ``domain`` (``Real`` takes entry 0; ``Reals[n]`` as is)."""
     return value if domain.shape else value[0]
-
-
-def _check_rank(g: Gaussian, bx: list, xs: list) -> None:
-    labels = [k if d.num_elements == 1 else f"{k}[{j}]" for k, d in xs
-              for j in range(d.num_elements)]
-    try:
-        gm.check_full_rank(g.prec_sqrt, bx, labels)
-    except TypeError:  # traced values under jax.jit: nothing to read
-        pass
 
 
 def _expectation(mom: _Moments, f: Funsor):
