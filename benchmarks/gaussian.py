@@ -13,25 +13,19 @@ Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/ga
 from __future__ import annotations
 
 import os
-import timeit
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                                    "intra_op_parallelism_threads=1")
 
 import numpy as np  # noqa: E402
+from timing import best_us, peer_columns  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
 
 BATCH = 4
 DIMS = (2, 8)
-
-
-def best_us(fn, number=2000, repeat=5) -> float:
-    """Best-of-``repeat`` mean time of ``fn()`` in microseconds."""
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
 def make_arrays(dim, rng):
@@ -137,8 +131,7 @@ def main() -> list[dict]:
     print(f"{'backend':8} {'dim':>4} {'hand-written':>13} {'funsor-core':>12} {'ratio':>6} "
           f"{'funsor 0.4.8':>13} {'ratio':>6}")
     for r in rows:
-        f = r["funsor_us"]
-        fs = f"{f:13.1f} {f / r['hand_us']:6.1f}" if f is not None else f"{'-':>13} {'-':>6}"
+        fs = peer_columns(r["funsor_us"], r["hand_us"])
         print(f"{r['backend']:8} {r['dim']:>4} {r['hand_us']:13.1f} {r['ours_us']:12.1f} "
               f"{r['ours_us'] / r['hand_us']:6.1f} {fs}")
     return rows

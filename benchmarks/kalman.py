@@ -10,11 +10,11 @@ Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/ka
 from __future__ import annotations
 
 import os
-import timeit
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from timing import best_us, peer_columns  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 
@@ -75,9 +75,8 @@ def funsor_program(lib, ys):
     return run
 
 
-def best_ms(fn, number=3, repeat=3) -> float:
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
+def best_ms(fn, number: int = 3) -> float:
+    return best_us(fn, number=number, repeat=3) / 1e3
 
 
 def main() -> dict:
@@ -99,8 +98,7 @@ def main() -> dict:
     print(f"Kalman filter, 2-d state, {STEPS} steps (numpy, milliseconds per filter)")
     print(f"{'hand-written':>13} {'funsor-core':>12} {'ratio':>6} {'funsor 0.4.8':>13} "
           f"{'ratio':>6}")
-    f = row["funsor_ms"]
-    fs = f"{f:13.1f} {f / row['hand_ms']:6.1f}" if f is not None else f"{'-':>13} {'-':>6}"
+    fs = peer_columns(row["funsor_ms"], row["hand_ms"])
     print(f"{row['hand_ms']:13.1f} {row['ours_ms']:12.1f} {row['ours_ms'] / row['hand_ms']:6.1f} "
           f"{fs}")
     return row

@@ -8,20 +8,14 @@ Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/ov
 from __future__ import annotations
 
 import os
-import timeit
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from timing import best_us  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
-
-
-def best_us(fn, number=20000, repeat=7) -> float:
-    """Best-of-``repeat`` mean time of ``fn()`` in microseconds."""
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
 def np_logsumexp0(a):
@@ -78,11 +72,11 @@ def main() -> list[dict]:
     peer = cases_funsor_numpy()
     for backend, cases in (("numpy", cases_numpy()), ("torch", cases_torch())):
         for k, (name, raw, ours) in enumerate(cases):
-            raw_us, our_us = best_us(raw), best_us(ours)
+            raw_us, our_us = best_us(raw, 20000, 7), best_us(ours, 20000, 7)
             row = dict(backend=backend, op=name, raw_us=raw_us, ours_us=our_us,
                        ratio=our_us / raw_us)
             if backend == "numpy" and peer is not None:
-                peer_us = best_us(peer[k], number=2000)
+                peer_us = best_us(peer[k], number=2000, repeat=7)
                 row.update(funsor_us=peer_us, funsor_ratio=peer_us / raw_us)
             rows.append(row)
     print(f"{'backend':8} {'op':22} {'raw us':>8} {'ours us':>8} {'ratio':>6} "
