@@ -19,6 +19,7 @@ import jax.scipy.linalg
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.backend import on_term_class
 from funsor_core.ops.op import register_array_type
 
 NAME = "jax"
@@ -298,27 +299,12 @@ def install() -> None:
 
 install()
 
-# --- pytree registration of funsor terms (added by funsor_core.interop) ---
+# --- pytree registration of funsor terms ---
 # Every term class is a pytree: arrays and subterms are children; names, domains, ops and the
-# rest of the structure are static aux data, so `jax.jit` traces once per term structure.
+# rest of the structure are static aux data, so `jax.jit` traces once per term structure. The
+# classes come through funsor_core.backend's hook: this module never imports the terms.
 def _register_pytree(cls) -> None:
-    from funsor_core.interop import pytree_flatten, pytree_unflatten
-
-    jax.tree_util.register_pytree_node(cls, pytree_flatten,
-                                       lambda aux, leaves: pytree_unflatten(cls, aux, leaves))
+    jax.tree_util.register_pytree_node(cls, cls.tree_flatten, cls.tree_unflatten)
 
 
-def _register_all_pytrees() -> None:
-    from funsor_core.terms import Funsor, on_term_class
-
-    jax.tree_util.register_pytree_node(Funsor, *_flatten_unflatten(Funsor))
-    on_term_class(_register_pytree)
-
-
-def _flatten_unflatten(cls):
-    from funsor_core.interop import pytree_flatten, pytree_unflatten
-
-    return pytree_flatten, lambda aux, leaves: pytree_unflatten(cls, aux, leaves)
-
-
-_register_all_pytrees()
+on_term_class(_register_pytree)

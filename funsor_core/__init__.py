@@ -15,6 +15,7 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
 from funsor_core.affine import extract_affine, is_affine
+from funsor_core.array_terms import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.backend import get_backend, set_backend
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
@@ -41,16 +42,10 @@ from funsor_core.tensor import Tensor
 from funsor_core.terms import (
     Align,
     Binary,
-    Cat,
     DomainError,
-    Function,
     Funsor,
-    Independent,
-    Lambda,
     Number,
     Reduce,
-    Slice,
-    Stack,
     Subs,
     Unary,
     Variable,

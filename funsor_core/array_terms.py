@@ -1,7 +1,7 @@
 """Terms that reshape array structure: ``Lambda`` (an input becomes an output dim),
 ``Independent`` (a product over a plate read as one vector input), ``Stack``, ``Cat``,
-``Slice`` (an arange input), ``Align`` (reorder inputs) and ``Function`` (a user function of
-funsors). Split from ``terms`` (the base class and generic terms), which re-exports them.
+``Slice`` (an arange input) and ``Function`` (a user function of
+funsors). They build on ``terms`` (the base class and generic terms).
 
 Example:
     >>> f = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
@@ -20,7 +20,7 @@ from funsor_core.terms import (
     to_funsor,
 )
 
-__all__ = ["Lambda", "Independent", "Stack", "Cat", "Slice", "Align", "Function"]
+__all__ = ["Lambda", "Independent", "Stack", "Cat", "Slice", "Function"]
 
 
 class Lambda(Funsor):
@@ -32,8 +32,8 @@ class Lambda(Funsor):
         Reals[3]
     """
 
-    __slots__ = ("var", "expr")
-    _fields = ("var", "expr")
+    fields = ("var", "expr")
+    binds = ("var",)
 
     @classmethod
     def _prepare(cls, var, expr):
@@ -46,22 +46,10 @@ class Lambda(Funsor):
                               f"as {expr.inputs[var.name]}")
         return var, expr
 
-    def _init(self, var, expr):
-        self._args = (var, expr)
-        self.var, self.expr = var, expr
+    def _setup(self):
+        var, expr = self._args
         self.inputs = {k: d for k, d in expr.inputs.items() if k != var.name}
         self.output = Domain(expr.output.dtype, (var.output.size,) + expr.output.shape)
-
-    @property
-    def bound(self) -> frozenset:
-        return frozenset([self.var.name])
-
-    def _alpha_rename(self, mapping: dict) -> Funsor:
-        from funsor_core.traversal import rename_in
-
-        new = mapping.get(self.var.name, self.var.name)
-        expr = rename_in(self.expr, mapping, self.expr.inputs)
-        return Lambda(Variable(new, self.var.output), expr)
 
 
 class Independent(Funsor):
@@ -71,8 +59,8 @@ class Independent(Funsor):
     Equals ``fn(diag_var=reals_var[bint_var]).reduce(ops.add, bint_var)`` for log densities.
     """
 
-    __slots__ = ("fn", "reals_var", "bint_var", "diag_var")
-    _fields = ("fn", "reals_var", "bint_var", "diag_var")
+    fields = ("fn", "reals_var", "bint_var", "diag_var")
+    binds = ("bint_var", "diag_var")
 
     @classmethod
     def _prepare(cls, fn, reals_var, bint_var, diag_var):
@@ -85,9 +73,8 @@ class Independent(Funsor):
                               f"are {dict(fn.inputs)}")
         return fn, reals_var, bint_var, diag_var
 
-    def _init(self, fn, reals_var, bint_var, diag_var):
-        self._args = (fn, reals_var, bint_var, diag_var)
-        self.fn, self.reals_var, self.bint_var, self.diag_var = fn, reals_var, bint_var, diag_var
+    def _setup(self):
+        fn, reals_var, bint_var, diag_var = self._args
         n = fn.inputs[bint_var].size
         inputs = {k: d for k, d in fn.inputs.items() if k not in (bint_var, diag_var)}
         if diag_var in fn.inputs:
@@ -95,16 +82,6 @@ class Independent(Funsor):
         self.inputs = inputs
         self.output = fn.output
 
-    @property
-    def bound(self) -> frozenset:
-        return frozenset([self.bint_var, self.diag_var])
-
-    def _alpha_rename(self, mapping: dict) -> Funsor:
-        from funsor_core.traversal import rename_in
-
-        fn = rename_in(self.fn, mapping, self.fn.inputs)
-        return Independent(fn, self.reals_var, mapping.get(self.bint_var, self.bint_var),
-                           mapping.get(self.diag_var, self.diag_var))
 
 
 class Stack(Funsor):
@@ -116,8 +93,7 @@ class Stack(Funsor):
         ({'i': Bint[2]}, array([1., 2.]))
     """
 
-    __slots__ = ("name", "parts")
-    _fields = ("name", "parts")
+    fields = ("name", "parts")
 
     @classmethod
     def _prepare(cls, name, parts):
@@ -132,9 +108,8 @@ class Stack(Funsor):
                 raise DomainError(f"Stack name '{name}' is already an input of a part")
         return name, parts
 
-    def _init(self, name, parts):
-        self._args = (name, parts)
-        self.name, self.parts = name, parts
+    def _setup(self):
+        name, parts = self._args
         inputs = {name: Bint[len(parts)]}
         for p in parts:
             inputs = merge_inputs(inputs, p.inputs, "stack")
@@ -146,8 +121,7 @@ class Cat(Funsor):
     """``Cat(name, parts, part_name)``: concatenate parts along their input ``part_name``,
     giving a new input ``name`` whose size is the sum of the parts' sizes."""
 
-    __slots__ = ("name", "parts", "part_name")
-    _fields = ("name", "parts", "part_name")
+    fields = ("name", "parts", "part_name")
 
     @classmethod
     def _prepare(cls, name, parts, part_name=None):
@@ -158,9 +132,8 @@ class Cat(Funsor):
                 raise DomainError(f"Cat part lacks input '{part_name}': {dict(p.inputs)}")
         return name, parts, part_name
 
-    def _init(self, name, parts, part_name):
-        self._args = (name, parts, part_name)
-        self.name, self.parts, self.part_name = name, parts, part_name
+    def _setup(self):
+        name, parts, part_name = self._args
         size = sum(p.inputs[part_name].size for p in parts)
         inputs = {}
         for p in parts:
@@ -176,7 +149,7 @@ class Slice(Funsor):
     """
 
     __slots__ = ("name", "slice_args")
-    _fields = ("name", "start", "stop", "step", "dtype")
+    fields = ("name", "start", "stop", "step", "dtype")
     _atom = True
 
     @classmethod
@@ -189,56 +162,25 @@ class Slice(Funsor):
             raise DomainError(f"Slice {name}[{start}:{stop}:{step}] does not fit in Bint[{dtype}]")
         return name, start, stop, step, dtype
 
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        obj.name = args[0]
-        obj.slice_args = tuple(args[1:4])
-
-    def _init(self, name, start, stop, step, dtype):
-        self._args = (name, start, stop, step, dtype)
-        self.name = name
+    def _setup(self):
+        name, start, stop, step, dtype = self._args
         self.slice_args = (start, stop, step)
         size = max(0, -(-(stop - start) // step))
         self.inputs = {name: Bint[size]}
         self.output = Bint[dtype]
 
 
-class Align(Funsor):
-    """``Align(arg, names)``: the same function with inputs reordered, ``names`` first."""
-
-    __slots__ = ("arg", "names")
-    _fields = ("arg", "names")
-
-    @classmethod
-    def _prepare(cls, arg, names):
-        names = tuple(names)
-        unknown = [n for n in names if n not in arg.inputs]
-        if unknown:
-            raise ValueError(f"cannot align by {unknown}: not inputs of {dict(arg.inputs)}")
-        return arg, names
-
-    def _init(self, arg, names):
-        self._args = (arg, names)
-        self.arg, self.names = arg, names
-        inputs = {n: arg.inputs[n] for n in names}
-        inputs.update(arg.inputs)
-        self.inputs = inputs
-        self.output = arg.output
-
-
 class Function(Funsor):
     """A backend function lifted by ``@fc.function``: ``fn(*args)`` with fixed domains."""
 
-    __slots__ = ("fn", "args")
-    _fields = ("fn", "output", "args")
+    fields = ("fn", "output", "args")
 
     @classmethod
     def _prepare(cls, fn, output, args):
         return fn, output, tuple(args)
 
-    def _init(self, fn, output, args):
-        self._args = (fn, output, args)
-        self.fn, self.args = fn, args
+    def _setup(self):
+        fn, output, args = self._args
         inputs = {}
         for a in args:
             inputs = merge_inputs(inputs, a.inputs, getattr(fn, "__name__", "apply"))

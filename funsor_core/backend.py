@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["get_backend", "set_backend", "backend_module", "backend_name_of"]
+__all__ = ["get_backend", "set_backend", "backend_module", "backend_name_of", "on_term_class",
+           "announce_term_class"]
 
 _BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
 _ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
@@ -61,3 +62,35 @@ def backend_name_of(array) -> str:
     if root == "numpy" or isinstance(array, (int, float)):
         return "numpy"
     raise TypeError(f"no backend for arrays of type {type(array).__name__}")
+
+
+# -- term classes, for glue that backends install (JAX pytrees) ---------------------------------
+# Backends must not import the term modules; the base term class announces every term class
+# here, and a backend subscribes with ``on_term_class``.
+_TERM_CLASSES: list[type] = []
+_TERM_CLASS_HOOKS: list = []
+
+
+def announce_term_class(cls: type) -> None:
+    """Called by the base term class for every term class when it is defined."""
+    _TERM_CLASSES.append(cls)
+    for hook in _TERM_CLASS_HOOKS:
+        hook(cls)
+
+
+def on_term_class(hook) -> None:
+    """Call ``hook(cls)`` for every term class, now and as new ones are defined.
+
+    Each class has ``cls.tree_flatten(term) -> (leaves, aux)`` and
+    ``cls.tree_unflatten(aux, leaves) -> term``, derived from its declaration.
+
+    Example:
+        >>> seen = []
+        >>> on_term_class(seen.append)
+        >>> any(c.__name__ == "Tensor" for c in seen)
+        True
+        >>> _TERM_CLASS_HOOKS.remove(seen.append)
+    """
+    _TERM_CLASS_HOOKS.append(hook)
+    for cls in list(_TERM_CLASSES):
+        hook(cls)

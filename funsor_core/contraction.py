@@ -63,8 +63,8 @@ class Contraction(Funsor):
         array([3., 3.])
     """
 
-    __slots__ = ("red_op", "bin_op", "reduced_vars", "terms")
-    _fields = ("red_op", "bin_op", "reduced_vars", "terms")
+    fields = ("red_op", "bin_op", "reduced_vars", "terms")
+    binds = ("reduced_vars",)
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
@@ -95,10 +95,8 @@ class Contraction(Funsor):
             terms = tuple(sorted(terms, key=term_sort_key))
         return red_op, bin_op, names, terms
 
-    def _init(self, red_op, bin_op, reduced_vars, terms):
-        self._args = (red_op, bin_op, reduced_vars, terms)
-        self.red_op, self.bin_op, self.reduced_vars, self.terms = (
-            red_op, bin_op, reduced_vars, terms)
+    def _setup(self):
+        _, bin_op, reduced_vars, terms = self._args
         inputs: dict = {}
         for t in terms:
             inputs = merge_inputs(inputs, t.inputs, "contract")
@@ -107,18 +105,3 @@ class Contraction(Funsor):
         for t in terms[1:]:
             out = ops.infer_domain(bin_op, out, t.output)
         self.output = out
-
-    @property
-    def bound(self) -> frozenset:
-        return self.reduced_vars
-
-    def _alpha_rename(self, mapping: dict) -> Funsor:
-        """Rename bound (reduced) variables ``old -> new`` in every term."""
-        from funsor_core.traversal import rename_in
-
-        domains: dict = {}
-        for t in self.terms:
-            domains.update(t.inputs)
-        terms = tuple(rename_in(t, mapping, domains) for t in self.terms)
-        names = frozenset(mapping.get(n, n) for n in self.reduced_vars)
-        return Contraction(self.red_op, self.bin_op, names, terms)

@@ -33,8 +33,8 @@ class Integrate(Funsor):
         6.0
     """
 
-    __slots__ = ("log_measure", "integrand", "reduced_vars")
-    _fields = ("log_measure", "integrand", "reduced_vars")
+    fields = ("log_measure", "integrand", "reduced_vars")
+    binds = ("reduced_vars",)
 
     @classmethod
     def _prepare(cls, log_measure, integrand, reduced_vars):
@@ -52,23 +52,8 @@ class Integrate(Funsor):
                              f"measure, whose inputs are {dict(log_measure.inputs)}")
         return log_measure, integrand, names
 
-    def _init(self, log_measure, integrand, reduced_vars):
-        self._args = (log_measure, integrand, reduced_vars)
-        self.log_measure, self.integrand, self.reduced_vars = (
-            log_measure, integrand, reduced_vars)
+    def _setup(self):
+        log_measure, integrand, reduced_vars = self._args
         inputs = merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
         self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
         self.output = integrand.output
-
-    @property
-    def bound(self) -> frozenset:
-        return self.reduced_vars
-
-    def _alpha_rename(self, mapping: dict) -> Funsor:
-        """Rename the integrated variables ``old -> new``."""
-        from funsor_core.traversal import rename_in
-
-        domains = {**self.log_measure.inputs, **self.integrand.inputs}
-        return Integrate(rename_in(self.log_measure, mapping, domains),
-                         rename_in(self.integrand, mapping, domains),
-                         frozenset(mapping.get(n, n) for n in self.reduced_vars))

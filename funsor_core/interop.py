@@ -1,4 +1,4 @@
-"""Conversion between funsors and arrays, ``@function``, and JAX pytree glue.
+"""Conversion between funsors and arrays, and ``@function``.
 
 Example:
     >>> f = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
@@ -13,15 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 from funsor_core import ops
+from funsor_core.array_terms import Function
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain
 from funsor_core.interpreter import get_interpretation
 from funsor_core.tensor import Tensor, is_array
-from funsor_core.terms import DomainError, Function, Funsor, Number, to_funsor
+from funsor_core.terms import DomainError, Funsor, Number, register_term_hook, to_funsor
 from funsor_core.traversal import children
 
-__all__ = ["to_data", "array_to_funsor", "function", "pytree_flatten", "pytree_unflatten",
-           "LazyTermError", "NoDataError"]
+__all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
 
 
 class LazyTermError(NotImplementedError):
@@ -178,66 +178,10 @@ def function(*domains: Domain) -> Callable:
     return decorator
 
 
-# -- pytrees -----------------------------------------------------------------------------------
-class _Leaf:
-    __slots__ = ()
-
-    def __repr__(self):
-        return "_LEAF"
+def _data_error(expr: Funsor, where: str) -> LazyTermError:
+    return _lazy_error(expr, where, NoDataError)
 
 
-_LEAF = _Leaf()
-
-
-def _is_leaf(a: Any) -> bool:
-    return isinstance(a, Funsor) or is_array(a)
-
-
-def _strip(arg: Any, leaves: list) -> Any:
-    if _is_leaf(arg):
-        leaves.append(arg)
-        return _LEAF
-    if type(arg) is tuple:
-        return tuple(_strip(a, leaves) for a in arg)
-    return arg
-
-
-def _fill(arg: Any, it) -> Any:
-    if arg is _LEAF:
-        return next(it)
-    if type(arg) is tuple:
-        return tuple(_fill(a, it) for a in arg)
-    return arg
-
-
-def pytree_flatten(term: Funsor):
-    """Split a term into (children, static aux): arrays and subterms are the children.
-
-    Atoms that list the positions of their array arguments in ``_leaf_args`` (Tensor,
-    Gaussian) are split without walking their other arguments: jit calls this on every call.
-    """
-    args = term._args
-    positions = type(term)._leaf_args
-    if positions is not None:
-        leaves = [args[i] for i in positions]
-        static = tuple(_LEAF if i in positions else a for i, a in enumerate(args))
-        return leaves, (static, term._ikey, term.output)
-    leaves = []
-    static = _strip(args, leaves)
-    return leaves, (static, tuple(term.inputs.items()), term.output)
-
-
-def pytree_unflatten(cls: type, aux, leaves) -> Funsor:
-    """Rebuild a term from its aux and (possibly transformed) children without checks.
-
-    JAX may pass placeholders or batched arrays as leaves, so shapes are taken from ``aux``.
-    """
-    static, inputs, output = aux
-    args = _fill(static, iter(leaves))
-    obj = object.__new__(cls)
-    obj._args = args
-    obj.inputs = dict(inputs)
-    obj.output = output
-    cls._restore_fields(obj, args)
-    return obj
-
+register_term_hook("to_data", to_data)
+register_term_hook("lazy_error", _data_error)
+register_term_hook("array_to_funsor", array_to_funsor)

@@ -1,13 +1,21 @@
 """The interpreter: every term constructor passes through here.
 
-A term constructor ``Cls(*args)`` asks the active interpretation for the rules matching
-``(Cls, type(arg0), type(arg1), ...)``. Rules are tried most specific first, then the rules of
-the next interpretation in the chain; the first rule that returns a value wins, and if all
-decline (return ``None``) the term is built as it is (``reflect``), cons-hashed.
+A term constructor ``Cls(*args)`` asks the active interpretation for the rules matching the
+*type key* ``(Cls, type(arg0), type(arg1), ...)``. Rules are tried most specific first, then
+the rules of the interpretation's fallback, and so on down the chain; the first rule that
+returns a value wins. When every rule declines (returns ``None``) the term is built as it is
+(``reflect``), cons-hashed.
 
-The active interpretation lives in a ``contextvars.ContextVar``, so each thread and each
-asyncio task has its own. The rule list for a type tuple is resolved once and cached, so the
-hot path is one dict lookup.
+Interpretations are *kinds* (classes) that own the rule tables, and *instances* that carry
+state. ``Interpretation("exact", fallback=normalize)`` makes a stateless kind with one
+instance; a stateful kind subclasses ``Interpretation`` and its rules receive the instance
+first (see ``Interpretation.register``). Each instance names its fallback: a fixed
+interpretation, or ``ENTERED``, the interpretation that was active when it was entered.
+
+Patterns may look inside tuples of terms: ``Tuple[Gaussian, Tensor]`` matches a tuple of
+exactly a Gaussian and a Tensor, ``Tuple[(Tensor, Number), ...]`` any tuple of Tensors and
+Numbers. The rule list for a type key is resolved once and cached per instance, so the hot
+path is one dict lookup.
 
 Example:
     >>> from interpretations import lazy, exact
@@ -28,8 +36,8 @@ from typing import Any
 from multipledispatch import Dispatcher
 
 __all__ = [
-    "Interpretation", "get_interpretation", "reflect", "set_default_interpretation",
-    "set_debug", "interpret", "build",
+    "Interpretation", "ENTERED", "get_interpretation", "reflect", "set_default_interpretation",
+    "set_debug", "interpret", "build", "Tuple", "rule_name",
 ]
 
 _LOG = logging.getLogger("funsor_core.rules")
@@ -48,76 +56,256 @@ def set_debug(on: bool = True) -> None:
         _LOG.setLevel(logging.DEBUG)
 
 
+def rule_name(rule: Callable) -> str:
+    """The name of a rule as the debug log shows it (stateful rules are bound partials).
+
+    Example:
+        >>> rule_name(rule_name)
+        'rule_name'
+    """
+    return getattr(getattr(rule, "func", rule), "__name__", repr(rule))
+
+
+# =============================================================================================
+# Tuple patterns: a tuple argument's type key is the class Tuple[type(x0), type(x1), ...].
+class _TupleMeta(type):
+    """Classes ``Tuple[T0, T1, ...]`` (fixed length) and ``Tuple[T, ...]`` (any length).
+
+    An element may be a class, a tuple of classes (a union) or another ``Tuple[...]``.
+    ``issubclass`` compares elementwise, so multipledispatch orders patterns by specificity.
+    """
+
+    _cache: dict = {}
+
+    def __getitem__(cls, items) -> type:
+        if not isinstance(items, tuple):
+            items = (items,)
+        variadic = len(items) == 2 and items[1] is Ellipsis
+        elems = (items[0],) if variadic else items
+        key = (elems, variadic)
+        result = _TupleMeta._cache.get(key)
+        if result is None:
+            names = ", ".join(_elem_name(e) for e in elems) + (", ..." if variadic else "")
+            result = _TupleMeta(f"Tuple[{names}]", (tuple,), {
+                "__slots__": (), "_elems": elems, "_variadic": variadic})
+            _TupleMeta._cache[key] = result
+        return result
+
+    def __subclasscheck__(cls, sub) -> bool:
+        if cls is Tuple:
+            return isinstance(sub, _TupleMeta)
+        if not isinstance(sub, _TupleMeta) or sub is Tuple:
+            return False
+        if cls._variadic:
+            elem = cls._elems[0]
+            return all(_elem_le(e, elem) for e in sub._elems)
+        if sub._variadic or len(sub._elems) != len(cls._elems):
+            return False
+        return all(_elem_le(a, b) for a, b in zip(sub._elems, cls._elems))
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type(obj) is tuple and issubclass(tuple_type(obj), cls)
+
+    def __repr__(cls) -> str:
+        return cls.__name__
+
+
+def _elem_name(e) -> str:
+    if isinstance(e, tuple):
+        return "(" + ", ".join(_elem_name(x) for x in e) + ")"
+    return getattr(e, "__name__", repr(e))
+
+
+def _elem_le(a, b) -> bool:
+    # a <= b for pattern elements: every member of union a is a subclass of union b.
+    if isinstance(a, tuple):
+        return all(_elem_le(x, b) for x in a)
+    if isinstance(b, tuple):
+        return any(_elem_le(a, y) for y in b)
+    return issubclass(a, b)
+
+
+class Tuple(tuple, metaclass=_TupleMeta):
+    """Pattern for tuple arguments: ``Tuple[Gaussian, Tensor]``, ``Tuple[(Tensor, Number), ...]``.
+
+    Example:
+        >>> issubclass(Tuple[int, str], Tuple[object, ...])
+        True
+        >>> isinstance((1, "a"), Tuple[int, int])
+        False
+    """
+
+    __slots__ = ()
+    _elems: tuple = ()
+    _variadic = True
+
+
+_TUPLE_TYPES: dict[tuple, type] = {}
+
+
+def tuple_type(arg: tuple) -> type:
+    """The type key of a tuple argument: ``Tuple`` of its elements' type keys.
+
+    Example:
+        >>> tuple_type((1, ("a", 2.0))).__name__
+        'Tuple[int, Tuple[str, float]]'
+    """
+    elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
+    result = _TUPLE_TYPES.get(elems)
+    if result is None:
+        result = _TUPLE_TYPES[elems] = Tuple[elems] if elems else Tuple[()]
+    return result
+
+
+def _uses_tuple_pattern(pattern) -> bool:
+    if isinstance(pattern, tuple):
+        return any(_uses_tuple_pattern(p) for p in pattern)
+    return isinstance(pattern, _TupleMeta)
+
+
+def type_key(cls: type, args: tuple) -> tuple:
+    """The dispatch key of ``cls(*args)``: deep (tuples typed by their elements) when some
+    rule for ``cls`` looks inside tuples, else the plain argument types."""
+    if cls._deep_key:
+        return (cls, *(tuple_type(a) if type(a) is tuple else type(a) for a in args))
+    return (cls, *map(type, args))
+
+
+# =============================================================================================
+# Interpretations.
+class _Entered:
+    def __repr__(self) -> str:
+        return "ENTERED"
+
+
+ENTERED = _Entered()
+"""Fallback marker: fall back to the interpretation active when this one was entered."""
+
+_KIND_CACHES: list = []  # own-rule caches of every kind, cleared when a rule is added
+_INSTANCES: weakref.WeakSet = weakref.WeakSet()
+
+
 def _ignore_ambiguities(dispatcher, ambiguities) -> None:
     # Two equally specific patterns are both tried, in registration order; not an error.
     pass
 
 
-_ALL_INTERPRETATIONS: list[Interpretation] = []
-
-
 class Interpretation:
-    """A set of rewrite rules plus the interpretation tried when none of them fires.
+    """An interpretation: a kind's rewrite rules, an instance's state, and a fallback.
+
+    ``Interpretation(name, fallback)`` makes a stateless interpretation: a fresh kind with
+    one instance, whose rules are registered with ``interp.register``. A stateful kind
+    subclasses ``Interpretation``; all its instances share its rules, and each rule receives
+    the instance whose chain is being tried as its first argument. ``fallback`` is a fixed
+    interpretation, ``None`` (the end of every chain), or ``ENTERED``: the interpretation
+    that was active when this one was entered (``with lazy: with MonteCarlo(...):`` falls
+    back to ``lazy``).
 
     Use it as a context manager (``with lazy:``) or decorator (``@lazy``); nesting works and
     is isolated per thread and per asyncio task.
 
     Example:
-        >>> toy = Interpretation("toy", base=reflect)
-        >>> toy.name
-        'toy'
+        >>> toy = Interpretation("toy", fallback=reflect)
+        >>> toy.name, toy.chain()
+        ('toy', ['toy', 'reflect'])
     """
 
-    def __init__(self, name: str, base: Interpretation | None = None) -> None:
+    stateful = False  # set on stateful kinds: their rules receive the instance first
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatchers: dict[type, Dispatcher] = {}
+        cls._own_cache: dict[tuple, tuple] = {}
+        _KIND_CACHES.append(cls._own_cache)
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Interpretation:
+            # A plain Interpretation(name, ...) is the one instance of a kind of its own.
+            name = args[0] if args else kwargs["name"]
+            cls = type(f"{name.title().replace('_', '')}Interpretation", (Interpretation,), {})
+        return super().__new__(cls)
+
+    def __init__(self, name: str, fallback: Interpretation | _Entered | None = None,
+                 *, base: Interpretation | None = None) -> None:
         self.name = name
-        self.base = base
-        self._dispatchers: dict[type, Dispatcher] = {}
+        self.fallback = base if base is not None else fallback
+        self.base = None if self.fallback is ENTERED else self.fallback
         self._cache: dict[tuple, tuple] = {}
-        _ALL_INTERPRETATIONS.append(self)
+        self._entered: list = []
+        _INSTANCES.add(self)
 
     # -- rules ---------------------------------------------------------------------------------
-    def register(self, cls: type, *arg_types: Any) -> Callable:
-        """Register a rule for terms ``cls(*args)`` whose args match ``arg_types``.
+    @classmethod
+    def register(cls, term_cls: type, *arg_types: Any) -> Callable:
+        """Register a rule for terms ``term_cls(*args)`` whose args match ``arg_types``.
 
-        A rule returns the rewritten term, or ``None`` to decline.
+        A pattern is a class, a tuple of classes (any of them), or ``Tuple[...]`` to look
+        inside a tuple argument. The rule returns the rewritten term, or ``None`` to decline.
+        On a stateful kind, the rule is called as ``rule(interp, *args)``.
+
+        Example:
+            >>> toy = Interpretation("toy2", fallback=reflect)
+            >>> @toy.register(fc.Binary, object, fc.Number, fc.Number)
+            ... def toy_binary_number_number(op, lhs, rhs):
+            ...     return fc.Number(42.0)
+            >>> with toy:
+            ...     (fc.Number(1.0) + fc.Number(2.0)).data
+            42.0
         """
+        if cls is Interpretation:
+            raise TypeError("register rules on an interpretation or a kind, not the base class")
 
         def decorator(fn: Callable) -> Callable:
-            dispatcher = self._dispatchers.get(cls)
+            dispatcher = cls._dispatchers.get(term_cls)
             if dispatcher is None:
-                dispatcher = self._dispatchers[cls] = Dispatcher(f"{self.name}_{cls.__name__}")
-            dispatcher.add((cls,) + tuple(arg_types), fn)
+                dispatcher = cls._dispatchers[term_cls] = Dispatcher(
+                    f"{cls.__name__}_{term_cls.__name__}")
+            dispatcher.add((term_cls,) + tuple(arg_types), fn)
             dispatcher.reorder(on_ambiguity=_ignore_ambiguities)
-            for interp in _ALL_INTERPRETATIONS:
+            if any(_uses_tuple_pattern(t) for t in arg_types):
+                _mark_deep(term_cls)
+            for cache in _KIND_CACHES:
+                cache.clear()
+            for interp in list(_INSTANCES):
                 interp._cache.clear()
             return fn
 
         return decorator
 
-    def own_rules(self, key: tuple) -> tuple:
-        """The rules of this interpretation alone matching ``key``, most specific first."""
-        rules = []
-        for cls in key[0].__mro__:
-            dispatcher = self._dispatchers.get(cls)
-            if dispatcher is not None:
-                for fn in dispatcher.dispatch_iter(*key):
-                    if fn not in rules:
-                        rules.append(fn)
-        return tuple(rules)
+    @classmethod
+    def own_rules(cls, key: tuple) -> tuple:
+        """The rules of this kind alone matching ``key``, most specific first."""
+        result = cls._own_cache.get(key)
+        if result is None:
+            rules = []
+            for term_cls in key[0].__mro__:
+                dispatcher = cls._dispatchers.get(term_cls)
+                if dispatcher is not None:
+                    for fn in dispatcher.dispatch_iter(*key):
+                        if fn not in rules:
+                            rules.append(fn)
+            result = cls._own_cache[key] = tuple(rules)
+        return result
 
     def rules(self, key: tuple) -> tuple:
-        """All rules of this chain matching ``key``, in the order they are tried."""
+        """All rules of this chain matching ``key``, in the order they are tried (stateful
+        rules bound to their instance)."""
         result = self._cache.get(key)
         if result is None:
-            result = self.own_rules(key)
+            own = self.own_rules(key)
+            if self.stateful:
+                own = tuple(functools.partial(rule, self) for rule in own)
+            result = own
             if self.base is not None:
-                result = result + tuple(r for r in self.base.rules(key) if r not in result)
+                seen = {getattr(r, "func", r) for r in own}
+                result += tuple(r for r in self.base.rules(key)
+                                if getattr(r, "func", r) not in seen)
             self._cache[key] = result
         return result
 
     def interpret(self, cls: type, args: tuple) -> Any:
         """Build ``cls(*args)`` under this interpretation."""
-        key = (cls, *map(type, args))
+        key = (cls, *map(type, args)) if not cls._deep_key else type_key(cls, args)
         rules = self._cache.get(key)
         if rules is None:
             rules = self.rules(key)
@@ -125,17 +313,29 @@ class Interpretation:
             result = rule(*args)
             if result is not None:
                 if _DEBUG[0]:
-                    _LOG.debug("%s: %s -> %s", rule.__name__, cls.__name__, _short(result))
+                    _LOG.debug("%s: %s -> %s", rule_name(rule), cls.__name__, _short(result))
                 return result
         return build(cls, args)
 
     # -- context manager and decorator ---------------------------------------------------------
     def __enter__(self) -> Interpretation:
-        _STATE.set((self, _STATE.get(None) or (_DEFAULT[0], None)))
+        state = _STATE.get(None) or (_DEFAULT[0], None)
+        if self.fallback is ENTERED:
+            previous = state[0]
+            self._entered.append(self.base)
+            if previous is not self and previous is not self.base:
+                self.base = previous
+                self._cache.clear()
+        _STATE.set((self, state))
         return self
 
     def __exit__(self, *exc) -> None:
         _STATE.set(_STATE.get()[1])
+        if self.fallback is ENTERED:
+            base = self._entered.pop()
+            if base is not self.base:
+                self.base = base
+                self._cache.clear()
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -148,6 +348,10 @@ class Interpretation:
     def __repr__(self) -> str:
         return self.name
 
+    @property
+    def __name__(self) -> str:  # funsor's interpretations are named like functions
+        return self.name
+
     def chain(self) -> list[str]:
         """Names of the interpretations tried, in order."""
         names, interp = [], self
@@ -155,6 +359,15 @@ class Interpretation:
             names.append(interp.name)
             interp = interp.base
         return names
+
+
+def _mark_deep(term_cls: type) -> None:
+    # Rules for term_cls look inside tuples: its keys (and its subclasses') become deep.
+    stack = [term_cls]
+    while stack:
+        c = stack.pop()
+        c._deep_key = True
+        stack.extend(c.__subclasses__())
 
 
 def _short(term: Any) -> str:
@@ -200,7 +413,11 @@ def _plain_hashable(typ: type) -> bool:
 
 
 def build(cls: type, args: tuple) -> Any:
-    """Build ``cls(*args)`` with no rewriting, cons-hashed by argument identity."""
+    """Build ``cls(*args)`` with no rewriting, cons-hashed by argument identity.
+
+    Only the interpreter calls this (it is what ``reflect`` does); rules build terms with
+    the constructors, so the active interpretation sees every term.
+    """
     key = cls._cons_key(args) if cls._cons_key is not None else tuple(map(_hashable, args))
     cache = _CONS.get(cls)
     if cache is None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from funsor_core.domains import Domain
 from funsor_core.ops import Op
-from funsor_core.terms import Funsor
+from funsor_core.terms import Funsor, register_term_hook
 
 __all__ = ["quote", "pretty", "short_repr"]
 
@@ -161,3 +161,6 @@ def _has_funsor(arg: Any) -> bool:
     _funsors_in(arg, out)
     return bool(out) or (type(arg) is tuple and len(arg) > 0 and isinstance(arg[0], tuple)
                          and any(isinstance(x, Funsor) for pair in arg for x in pair))
+
+
+register_term_hook("repr", short_repr)

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from funsor_core import ops
+from funsor_core.array_terms import Slice
 from funsor_core.contraction import Contraction
-from funsor_core.terms import Number, Slice, Variable
+from funsor_core.terms import Number, Variable
 
 __all__ = ["partial_sum_product", "sum_product", "naive_sequential_sum_product",
            "sequential_sum_product", "PlateError"]
@@ -186,7 +187,7 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[16., 16.],
                [16., 16.]])
     """
-    from funsor_core.terms import Cat
+    from funsor_core.array_terms import Cat
 
     time = _time_name(time)
     step = dict(step)

@@ -61,9 +61,9 @@ class Tensor(Funsor):
     """
 
     __slots__ = ("data", "_ikey")
-    _fields = ("data", "inputs", "dtype")
+    fields = ("data", "inputs", "dtype")
+    arrays = ("data",)
     _atom = True
-    _leaf_args = (0,)
 
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):
@@ -95,14 +95,8 @@ class Tensor(Funsor):
         data, inputs, dtype = args
         return (id(data), inputs, dtype)
 
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        obj.data = args[0]
-        obj._ikey = args[1]
-
-    def _init(self, data, inputs, dtype):
-        self._args = (data, inputs, dtype)
-        self.data = data
+    def _setup(self):
+        data, inputs, dtype = self._args
         self._ikey = inputs
         self.inputs = dict(inputs)
         self.output = Domain(dtype, tuple(data.shape[len(inputs):]))

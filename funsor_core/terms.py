@@ -12,17 +12,19 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 from funsor_core import ops
+from funsor_core.backend import announce_term_class
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.interpreter import _DEFAULT, _STATE
-from funsor_core.ops.op import register_funsor_builder
+from funsor_core.ops.op import is_array_type, register_funsor_builder
 
 __all__ = [
-    "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs", "Lambda",
-    "Independent", "Stack", "Cat", "Slice", "Align", "Function", "to_funsor", "is_atom",
+    "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs",
+    "Align", "to_funsor", "is_atom",
     "merge_inputs", "DomainError",
 ]
 
@@ -61,21 +63,50 @@ def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
     return lhs if result is None else result
 
 
-_SUBCLASS_HOOKS: list = []
+# Registration points: modules that the base term module must not import (printing,
+# conversion, sampling) plug their functions in here when they are imported.
+TERM_HOOKS: dict[str, Any] = {}
 
 
-def on_term_class(hook) -> None:
-    """Call ``hook(cls)`` for every term class, now and as new ones are defined."""
-    _SUBCLASS_HOOKS.append(hook)
-    stack = list(Funsor.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        hook(cls)
-        stack.extend(cls.__subclasses__())
+def register_term_hook(name: str, fn) -> Any:
+    """Install ``fn`` as the base term module's ``name`` hook: ``repr`` (text of a term),
+    ``to_data`` (the number of a term), ``lazy_error`` (the error for ``.data`` of a term that
+    is not a number), ``array_to_funsor`` (convert an array) and ``sample``.
+
+    Example:
+        >>> register_term_hook("repr", TERM_HOOKS["repr"]) is TERM_HOOKS["repr"]
+        True
+    """
+    TERM_HOOKS[name] = fn
+    return fn
+
+
+def _hook(name: str):
+    fn = TERM_HOOKS.get(name)
+    if fn is None:
+        raise RuntimeError(f"funsor_core's {name!r} hook is not installed; import funsor_core")
+    return fn
+
+
+_RESERVED = frozenset({"_args", "inputs", "output", "__weakref__"})
 
 
 class FunsorMeta(type):
-    """Metaclass routing every term construction through the interpreter."""
+    """Metaclass routing every term construction through the interpreter, and deriving each
+    term class's slots and protocol from its declaration (``fields``, ``binds``, ``arrays``).
+    """
+
+    def __new__(mcs, name, bases, ns, **kwargs):
+        fields = ns.get("fields", ns.get("_fields"))
+        if fields is not None and "__slots__" not in ns:
+            inherited = set()
+            for b in bases:
+                for c in b.__mro__:
+                    inherited.update(getattr(c, "__slots__", ()))
+            ns["__slots__"] = tuple(
+                f for f in fields if f not in inherited and f not in _RESERVED
+                and not isinstance(ns.get(f), property))
+        return super().__new__(mcs, name, bases, ns, **kwargs)
 
     def __call__(cls, *args, **kwargs):
         args = cls._prepare(*args, **kwargs)
@@ -86,6 +117,18 @@ class FunsorMeta(type):
 
 class Funsor(metaclass=FunsorMeta):
     """Base of all terms: a lazy function of named, typed inputs into an output domain.
+
+    A term class declares its constructor arguments once; the rest is derived::
+
+        class Reduce(Funsor):
+            fields = ("op", "arg", "reduced_vars")   # constructor args, stored as attributes
+            binds = ("reduced_vars",)                # fields naming variables bound inside
+            arrays = ()                              # fields holding backend arrays
+
+    and defines ``_prepare`` (normalize and check the arguments, at construction under every
+    interpretation) and ``_setup`` (compute ``inputs`` and ``output``). Slots, ``bound``,
+    alpha-renaming, substitution, pickling and JAX pytree flattening follow from the
+    declaration.
 
     Attributes:
         inputs: ordered mapping of free variable names to domains.
@@ -98,34 +141,91 @@ class Funsor(metaclass=FunsorMeta):
     """
 
     __slots__ = ("_args", "inputs", "output", "__weakref__")
-    _fields: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
+    arrays: tuple[str, ...] = ()
     _cons_key = None
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down
-    _leaf_args: tuple | None = None  # positions of array args in _args, for fast pytrees
+    _deep_key = False  # set by the interpreter when a rule pattern looks inside tuples
 
     @classmethod
     def _prepare(cls, *args):
         return args
 
     def _init(self, *args) -> None:
-        raise NotImplementedError
+        self._args = args
+        for i, name in type(self)._stored:
+            object.__setattr__(self, name, args[i])
+        self._setup()
+
+    def _setup(self) -> None:
+        """Compute ``inputs``, ``output`` and any derived slots from the stored fields."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _setup")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "fields" not in cls.__dict__ and "_fields" in cls.__dict__:
+            cls.fields = cls._fields
+        cls._fields = cls.fields
         slots = set()
         for c in cls.__mro__:
             slots.update(getattr(c, "__slots__", ()))
-        cls._slot_names = frozenset(slots - {"_args", "inputs", "output", "__weakref__"})
-        for hook in _SUBCLASS_HOOKS:
-            hook(cls)
+        slots -= _RESERVED
+        cls._slot_names = frozenset(slots)
+        pos = {name: i for i, name in enumerate(cls.fields)}
+        for group in ("binds", "arrays"):
+            unknown = set(getattr(cls, group)) - pos.keys()
+            if unknown:
+                raise TypeError(f"{cls.__name__}.{group} names {sorted(unknown)}, which are "
+                                f"not among its fields {cls.fields}")
+        cls._stored = tuple((i, f) for i, f in enumerate(cls.fields) if f in slots)
+        cls._derived = tuple(sorted(slots - set(cls.fields)))
+        cls._bind_pos = tuple(pos[f] for f in cls.binds)
+        if "_leaf_args" not in cls.__dict__:
+            cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
+        announce_term_class(cls)
+
+    # -- derived protocol: pytrees and pickling ------------------------------------------------
+    @classmethod
+    def tree_flatten(cls, term: Funsor) -> tuple[list, tuple]:
+        """Split ``term`` into (leaves, static aux): arrays and subterms are the leaves;
+        names, domains, ops and derived slots are static, so ``jax.jit`` traces once per
+        structure."""
+        args = term._args
+        derived = tuple(getattr(term, s) for s in cls._derived)
+        positions = cls._leaf_args
+        if positions is not None:
+            leaves = [args[i] for i in positions]
+            static = tuple(_LEAF if i in positions else a for i, a in enumerate(args))
+            return leaves, (static, tuple(term.inputs.items()), term.output, derived)
+        leaves: list = []
+        static = _strip(args, leaves)
+        return leaves, (static, tuple(term.inputs.items()), term.output, derived)
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple, leaves) -> Funsor:
+        """Rebuild a term from its aux and (possibly transformed) leaves without checks.
+
+        JAX may pass placeholders or batched arrays as leaves, so shapes come from ``aux``.
+        """
+        static, inputs, output, derived = aux
+        args = _fill(static, iter(leaves))
+        obj = object.__new__(cls)
+        obj._args = args
+        for i, name in cls._stored:
+            object.__setattr__(obj, name, args[i])
+        obj.inputs = dict(inputs)
+        obj.output = output
+        for name, value in zip(cls._derived, derived):
+            object.__setattr__(obj, name, value)
+        return obj
 
     @classmethod
     def _restore_fields(cls, obj, args) -> None:
-        """Set the named fields of ``obj`` from ``args`` (used to rebuild pytrees)."""
-        for name, value in zip(cls._fields, args):
-            if name in cls._slot_names:
-                object.__setattr__(obj, name, value)
+        """Set the stored fields of ``obj`` from ``args``."""
+        for i, name in cls._stored:
+            object.__setattr__(obj, name, args[i])
 
     # -- structure -----------------------------------------------------------------------------
     @property
@@ -136,13 +236,19 @@ class Funsor(metaclass=FunsorMeta):
     def shape(self) -> tuple[int, ...]:
         return self.output.shape
 
-    @property
-    def bound(self) -> frozenset:
-        """Names bound by this term (not free in it)."""
-        return frozenset()
-
     def __hash__(self) -> int:
         return id(self)
+
+    @property
+    def bound(self) -> frozenset:
+        """Names bound by this term (not free in it), read off the fields in ``binds``."""
+        positions = type(self)._bind_pos
+        if not positions:
+            return frozenset()
+        names: set = set()
+        for i in positions:
+            _bound_names(self._args[i], names)
+        return frozenset(names)
 
     def __reduce__(self):
         return _rebuild_term, (type(self), self._args)
@@ -154,18 +260,15 @@ class Funsor(metaclass=FunsorMeta):
         return self
 
     def __repr__(self) -> str:
-        from funsor_core.printing import short_repr
-
-        return short_repr(self)
+        fn = TERM_HOOKS.get("repr")
+        return fn(self) if fn is not None else f"{type(self).__name__}(...)"
 
     def __str__(self) -> str:
         return repr(self)
 
     def __bool__(self) -> bool:
         if not self.inputs and not self.shape:
-            from funsor_core.interop import to_data
-
-            return bool(to_data(self))
+            return bool(_hook("to_data")(self))
         raise TypeError(
             f"the truth value of a funsor with inputs {self.inputs} and output {self.output} is "
             "ambiguous; reduce it first, or compare its data")
@@ -183,15 +286,11 @@ class Funsor(metaclass=FunsorMeta):
     def data(self):
         """The array of a Tensor, the number of a Number; any other term raises NoDataError
         (a LazyTermError naming the pattern with no rule, or the free inputs of an atom)."""
-        from funsor_core.interop import NoDataError, _lazy_error
-
-        raise _lazy_error(self, ".data", NoDataError)
+        raise _hook("lazy_error")(self, ".data")
 
     def item(self):
         """The Python number of a funsor with no inputs and a scalar output."""
-        from funsor_core.interop import to_data
-
-        data = to_data(self)
+        data = _hook("to_data")(self)
         return data.item() if hasattr(data, "item") else data
 
     # -- substitution, reduction, alignment ----------------------------------------------------
@@ -241,10 +340,8 @@ class Funsor(metaclass=FunsorMeta):
         return Align(self, names)
 
     def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
-        """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling``)."""
-        from funsor_core.sampling import sample
-
-        return sample(self, sampled_vars, sample_inputs, rng_key)
+        """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.sample``)."""
+        return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
     # -- elementwise ops -----------------------------------------------------------------------
     def __add__(self, other):
@@ -386,6 +483,43 @@ def _rebuild_term(cls, args):
     return cls(*args)
 
 
+def _bound_names(value, out: set) -> None:
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, Funsor):  # a Variable
+        out.add(value.name)
+    elif isinstance(value, (tuple, frozenset)):
+        for v in value:
+            _bound_names(v, out)
+
+
+class _Leaf:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "_LEAF"
+
+
+_LEAF = _Leaf()
+
+
+def _strip(arg: Any, leaves: list) -> Any:
+    if isinstance(arg, Funsor) or is_array_type(type(arg)):
+        leaves.append(arg)
+        return _LEAF
+    if type(arg) is tuple:
+        return tuple(_strip(a, leaves) for a in arg)
+    return arg
+
+
+def _fill(arg: Any, it) -> Any:
+    if arg is _LEAF:
+        return next(it)
+    if type(arg) is tuple:
+        return tuple(_fill(a, it) for a in arg)
+    return arg
+
+
 def _reduced_names(reduced_vars, inputs) -> frozenset:
     if reduced_vars is None:
         return frozenset(inputs)
@@ -430,8 +564,7 @@ class Variable(Funsor):
         {'i': Bint[3]}
     """
 
-    __slots__ = ("name",)
-    _fields = ("name", "output")
+    fields = ("name", "output")
     _atom = True
 
     @classmethod
@@ -440,11 +573,9 @@ class Variable(Funsor):
             raise TypeError(f"a Variable's name must be a str, got {name!r}")
         return name, _as_domain(output)
 
-    def _init(self, name, output):
-        self._args = (name, output)
-        self.name = name
-        self.inputs = {name: output}
-        self.output = output
+    def _setup(self):
+        self.output = output = self._args[1]
+        self.inputs = {self.name: output}
 
 
 class Number(Funsor):
@@ -455,8 +586,7 @@ class Number(Funsor):
         6.0
     """
 
-    __slots__ = ("data",)
-    _fields = ("data", "dtype")
+    fields = ("data", "dtype")
     _atom = True
 
     @classmethod
@@ -477,11 +607,14 @@ class Number(Funsor):
 
     @staticmethod
     def _cons_key(args):
-        return (type(args[0]), args[0], args[1])
+        # -0.0 == 0.0 (and hashes the same) but 1 / -0.0 = -inf: key floats by their sign too.
+        data = args[0]
+        if type(data) is float:
+            return (float, data, math.copysign(1.0, data), args[1])
+        return (type(data), data, args[1])
 
-    def _init(self, data, dtype):
-        self._args = (data, dtype)
-        self.data = data
+    def _setup(self):
+        dtype = self._args[1]
         self.inputs = {}
         self.output = Real if dtype == "real" else Bint[dtype]
 
@@ -493,18 +626,11 @@ class Number(Funsor):
 class Unary(Funsor):
     """``op(arg)`` for a unary op (elementwise, or acting on the output dims)."""
 
-    __slots__ = ("op", "arg")
-    _fields = ("op", "arg")
+    fields = ("op", "arg")
 
-    @classmethod
-    def _prepare(cls, op, arg):
-        return op, arg
-
-    def _init(self, op, arg):
-        self._args = (op, arg)
-        self.op, self.arg = op, arg
-        self.inputs = arg.inputs
-        self.output = unary_domain(op, arg.output)
+    def _setup(self):
+        self.inputs = self.arg.inputs
+        self.output = unary_domain(self.op, self.arg.output)
 
 
 def unary_domain(op, domain: Domain) -> Domain:
@@ -524,8 +650,7 @@ def _index_shape(index, shape) -> tuple:
 class Binary(Funsor):
     """``op(lhs, rhs)``, broadcasting inputs by name and outputs by shape."""
 
-    __slots__ = ("op", "lhs", "rhs")
-    _fields = ("op", "lhs", "rhs")
+    fields = ("op", "lhs", "rhs")
 
     @classmethod
     def _prepare(cls, op, lhs, rhs):
@@ -534,9 +659,8 @@ class Binary(Funsor):
         ops.infer_domain(op, lhs.output, rhs.output)
         return op, lhs, rhs
 
-    def _init(self, op, lhs, rhs):
-        self._args = (op, lhs, rhs)
-        self.op, self.lhs, self.rhs = op, lhs, rhs
+    def _setup(self):
+        op, lhs, rhs = self._args
         self.inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
         self.output = ops.infer_domain(op, lhs.output, rhs.output)
 
@@ -544,8 +668,8 @@ class Binary(Funsor):
 class Reduce(Funsor):
     """``op``-reduction of ``arg`` over the input names ``reduced_vars``."""
 
-    __slots__ = ("op", "arg", "reduced_vars")
-    _fields = ("op", "arg", "reduced_vars")
+    fields = ("op", "arg", "reduced_vars")
+    binds = ("reduced_vars",)
 
     @classmethod
     def _prepare(cls, op, arg, reduced_vars):
@@ -559,28 +683,16 @@ class Reduce(Funsor):
                              f"{sorted(o.name for o in ops.REDUCE_OPS)}")
         return op, arg, names
 
-    def _init(self, op, arg, reduced_vars):
-        self._args = (op, arg, reduced_vars)
-        self.op, self.arg, self.reduced_vars = op, arg, reduced_vars
-        self.inputs = {k: d for k, d in arg.inputs.items() if k not in reduced_vars}
-        self.output = arg.output
-
-    @property
-    def bound(self) -> frozenset:
-        return self.reduced_vars
-
-    def _alpha_rename(self, mapping: dict) -> Funsor:
-        from funsor_core.traversal import rename_in
-
-        arg = rename_in(self.arg, mapping, self.arg.inputs)
-        return Reduce(self.op, arg, frozenset(mapping.get(n, n) for n in self.reduced_vars))
+    def _setup(self):
+        reduced_vars = self.reduced_vars
+        self.inputs = {k: d for k, d in self.arg.inputs.items() if k not in reduced_vars}
+        self.output = self.arg.output
 
 
 class Subs(Funsor):
     """Substitution ``arg(name=value, ...)``; ``subs`` is a tuple of ``(name, funsor)`` pairs."""
 
-    __slots__ = ("arg", "subs")
-    _fields = ("arg", "subs")
+    fields = ("arg", "subs")
 
     @classmethod
     def _prepare(cls, arg, subs):
@@ -599,15 +711,36 @@ class Subs(Funsor):
             pairs.append((name, value))
         return arg, tuple(pairs)
 
-    def _init(self, arg, subs):
-        self._args = (arg, subs)
-        self.arg, self.subs = arg, subs
+    def _setup(self):
+        arg, subs = self._args
         names = {name for name, _ in subs}
         inputs = {k: d for k, d in arg.inputs.items() if k not in names}
         for _, value in subs:
             inputs = merge_inputs(inputs, value.inputs, "substitute")
         self.inputs = inputs
         self.output = arg.output
+
+
+class Align(Funsor):
+    """``Align(arg, names)``: the same function with inputs reordered, ``names`` first."""
+
+    fields = ("arg", "names")
+
+    @classmethod
+    def _prepare(cls, arg, names):
+        names = tuple(names)
+        unknown = [n for n in names if n not in arg.inputs]
+        if unknown:
+            raise ValueError(f"cannot align by {unknown}: not inputs of {dict(arg.inputs)}")
+        return arg, names
+
+    def _setup(self):
+        arg, names = self._args
+        inputs = {n: arg.inputs[n] for n in names}
+        inputs.update(arg.inputs)
+        self.inputs = inputs
+        self.output = arg.output
+
 
 
 def check_substitution(name: str, domain: Domain, value: Funsor) -> None:
@@ -672,9 +805,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
             if type(x) is int and len(_BINT_NUMBERS) < 100_000:
                 _BINT_NUMBERS[key] = number
         return number
-    from funsor_core.interop import array_to_funsor
-
-    return array_to_funsor(x, output, dim_to_name)
+    return _hook("array_to_funsor")(x, output, dim_to_name)
 
 
 # =============================================================================================
@@ -711,14 +842,3 @@ register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
 register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
 register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)
 
-
-# The structural terms live in their own module; re-exported here (they are term classes too).
-from funsor_core.array_terms import (  # noqa: E402
-    Align,
-    Cat,
-    Function,
-    Independent,
-    Lambda,
-    Slice,
-    Stack,
-)

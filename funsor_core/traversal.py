@@ -19,7 +19,7 @@ from typing import Any
 
 from funsor_core.terms import Funsor, Subs, Variable
 
-__all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name"]
+__all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename"]
 
 
 def children(term: Funsor) -> list[Funsor]:
@@ -156,18 +156,50 @@ def _compose(node: Subs, env: tuple) -> Funsor:
 
 
 def _alpha_rename(node: Funsor, captured: set, free: set) -> Funsor:
-    rename = getattr(node, "_alpha_rename", None)
-    if rename is None:
-        raise NotImplementedError(
-            f"substitution would capture bound variables {sorted(captured)} of "
-            f"{type(node).__name__}, which cannot rename them yet")
     avoid = set(free) | set(node.inputs) | set(node.bound)
     mapping = {}
     for name in sorted(captured):
         new = fresh_name(name, avoid)
         avoid.add(new)
         mapping[name] = new
-    return rename(mapping)
+    return alpha_rename(node, mapping)
+
+
+def alpha_rename(node: Funsor, mapping: dict) -> Funsor:
+    """Rename variables bound by ``node`` (``mapping``: old -> new name), derived from its
+    class's declaration: names in the ``binds`` fields are mapped, and every funsor in the
+    other fields (the binder's scope) has its free occurrences renamed.
+
+    Example:
+        >>> f = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     r = alpha_rename(f.reduce(ops.add, "i"), {"i": "k"})
+        >>> sorted(r.reduced_vars)
+        ['k']
+    """
+    cls = type(node)
+    domains: dict = {}
+    for child in children(node):
+        domains.update(child.inputs)
+    binds = cls._bind_pos
+    args = tuple(
+        _rename_names(a, mapping) if i in binds
+        else _map(a, lambda c: rename_in(c, mapping, domains))
+        for i, a in enumerate(node._args))
+    return cls(*args)
+
+
+def _rename_names(value: Any, mapping: dict) -> Any:
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    if isinstance(value, Variable):
+        return Variable(mapping.get(value.name, value.name), value.output)
+    if isinstance(value, frozenset):
+        return frozenset(_rename_names(v, mapping) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_rename_names(v, mapping) for v in value)
+    return value
 
 
 def rename_in(term: Funsor, mapping: dict, domains: dict) -> Funsor:

@@ -4,20 +4,16 @@ stacking, concatenation, Lambda and lifted functions."""
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.array_terms import Cat, Function, Lambda, Slice, Stack
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
 from funsor_core.tensor import Tensor, align_binary, align_tensor, align_tensors, check_same_backend
 from funsor_core.terms import (
     Align,
     Binary,
-    Cat,
     DomainError,
-    Function,
-    Lambda,
     Number,
     Reduce,
-    Slice,
-    Stack,
     Subs,
     Unary,
     Variable,

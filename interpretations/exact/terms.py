@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.array_terms import Independent
 from funsor_core.ops import BinaryOp, Op, UnaryOp
-from funsor_core.terms import Binary, Funsor, Independent, Number, Reduce, Unary
+from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary
 from interpretations.exact import exact
 
 
