@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from multipledispatch import Dispatcher
+from multipledispatch.utils import expand_tuples
 
 __all__ = [
     "Interpretation", "ENTERED", "get_interpretation", "reflect", "set_default_interpretation",
@@ -260,7 +261,14 @@ class Interpretation:
             if dispatcher is None:
                 dispatcher = cls._dispatchers[term_cls] = Dispatcher(
                     f"{cls.__name__}_{term_cls.__name__}")
-            dispatcher.add((term_cls,) + tuple(arg_types), fn)
+            # Rules with the same pattern are all kept, tried in registration order.
+            for signature in expand_tuples((term_cls,) + tuple(arg_types)):
+                signature = tuple(signature)
+                same = dispatcher.funcs.get(signature)
+                if same is None:
+                    dispatcher.add(signature, [fn])
+                else:
+                    same.append(fn)
             dispatcher.reorder(on_ambiguity=_ignore_ambiguities)
             if any(_uses_tuple_pattern(t) for t in arg_types):
                 _mark_deep(term_cls)
@@ -281,9 +289,8 @@ class Interpretation:
             for term_cls in key[0].__mro__:
                 dispatcher = cls._dispatchers.get(term_cls)
                 if dispatcher is not None:
-                    for fn in dispatcher.dispatch_iter(*key):
-                        if fn not in rules:
-                            rules.append(fn)
+                    for same in dispatcher.dispatch_iter(*key):
+                        rules.extend(fn for fn in same if fn not in rules)
             result = cls._own_cache[key] = tuple(rules)
         return result
 

@@ -17,10 +17,15 @@ import numbers
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.backend import announce_term_class
 from funsor_core.domains import Bint, Domain, Real
-from funsor_core.interpreter import _DEFAULT, _STATE
-from funsor_core.ops.op import is_array_type, register_funsor_builder
+from funsor_core.ops.op import register_funsor_builder
+from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
+    TERM_HOOKS,
+    FunsorMeta,
+    Term,
+    _hook,
+    register_term_hook,
+)
 
 __all__ = [
     "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs",
@@ -63,59 +68,7 @@ def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
     return lhs if result is None else result
 
 
-# Registration points: modules that the base term module must not import (printing,
-# conversion, sampling) plug their functions in here when they are imported.
-TERM_HOOKS: dict[str, Any] = {}
-
-
-def register_term_hook(name: str, fn) -> Any:
-    """Install ``fn`` as the base term module's ``name`` hook: ``repr`` (text of a term),
-    ``to_data`` (the number of a term), ``lazy_error`` (the error for ``.data`` of a term that
-    is not a number), ``array_to_funsor`` (convert an array) and ``sample``.
-
-    Example:
-        >>> register_term_hook("repr", TERM_HOOKS["repr"]) is TERM_HOOKS["repr"]
-        True
-    """
-    TERM_HOOKS[name] = fn
-    return fn
-
-
-def _hook(name: str):
-    fn = TERM_HOOKS.get(name)
-    if fn is None:
-        raise RuntimeError(f"funsor_core's {name!r} hook is not installed; import funsor_core")
-    return fn
-
-
-_RESERVED = frozenset({"_args", "inputs", "output", "__weakref__"})
-
-
-class FunsorMeta(type):
-    """Metaclass routing every term construction through the interpreter, and deriving each
-    term class's slots and protocol from its declaration (``fields``, ``binds``, ``arrays``).
-    """
-
-    def __new__(mcs, name, bases, ns, **kwargs):
-        fields = ns.get("fields", ns.get("_fields"))
-        if fields is not None and "__slots__" not in ns:
-            inherited = set()
-            for b in bases:
-                for c in b.__mro__:
-                    inherited.update(getattr(c, "__slots__", ()))
-            ns["__slots__"] = tuple(
-                f for f in fields if f not in inherited and f not in _RESERVED
-                and not isinstance(ns.get(f), property))
-        return super().__new__(mcs, name, bases, ns, **kwargs)
-
-    def __call__(cls, *args, **kwargs):
-        args = cls._prepare(*args, **kwargs)
-        state = _STATE.get(None)
-        interp = _DEFAULT[0] if state is None else state[0]
-        return interp.interpret(cls, args)
-
-
-class Funsor(metaclass=FunsorMeta):
+class Funsor(Term):
     """Base of all terms: a lazy function of named, typed inputs into an output domain.
 
     A term class declares its constructor arguments once; the rest is derived::
@@ -140,94 +93,8 @@ class Funsor(metaclass=FunsorMeta):
         6.0
     """
 
-    __slots__ = ("_args", "inputs", "output", "__weakref__")
-    fields: tuple[str, ...] = ()
-    binds: tuple[str, ...] = ()
-    arrays: tuple[str, ...] = ()
-    _cons_key = None
-    _is_funsor = True
-    _atom = False  # atoms evaluate their own substitutions; generic terms push them down
-    _deep_key = False  # set by the interpreter when a rule pattern looks inside tuples
+    __slots__ = ()
 
-    @classmethod
-    def _prepare(cls, *args):
-        return args
-
-    def _init(self, *args) -> None:
-        self._args = args
-        for i, name in type(self)._stored:
-            object.__setattr__(self, name, args[i])
-        self._setup()
-
-    def _setup(self) -> None:
-        """Compute ``inputs``, ``output`` and any derived slots from the stored fields."""
-        raise NotImplementedError(f"{type(self).__name__} defines no _setup")
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if "fields" not in cls.__dict__ and "_fields" in cls.__dict__:
-            cls.fields = cls._fields
-        cls._fields = cls.fields
-        slots = set()
-        for c in cls.__mro__:
-            slots.update(getattr(c, "__slots__", ()))
-        slots -= _RESERVED
-        cls._slot_names = frozenset(slots)
-        pos = {name: i for i, name in enumerate(cls.fields)}
-        for group in ("binds", "arrays"):
-            unknown = set(getattr(cls, group)) - pos.keys()
-            if unknown:
-                raise TypeError(f"{cls.__name__}.{group} names {sorted(unknown)}, which are "
-                                f"not among its fields {cls.fields}")
-        cls._stored = tuple((i, f) for i, f in enumerate(cls.fields) if f in slots)
-        cls._derived = tuple(sorted(slots - set(cls.fields)))
-        cls._bind_pos = tuple(pos[f] for f in cls.binds)
-        if "_leaf_args" not in cls.__dict__:
-            cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
-        announce_term_class(cls)
-
-    # -- derived protocol: pytrees and pickling ------------------------------------------------
-    @classmethod
-    def tree_flatten(cls, term: Funsor) -> tuple[list, tuple]:
-        """Split ``term`` into (leaves, static aux): arrays and subterms are the leaves;
-        names, domains, ops and derived slots are static, so ``jax.jit`` traces once per
-        structure."""
-        args = term._args
-        derived = tuple(getattr(term, s) for s in cls._derived)
-        positions = cls._leaf_args
-        if positions is not None:
-            leaves = [args[i] for i in positions]
-            static = tuple(_LEAF if i in positions else a for i, a in enumerate(args))
-            return leaves, (static, tuple(term.inputs.items()), term.output, derived)
-        leaves: list = []
-        static = _strip(args, leaves)
-        return leaves, (static, tuple(term.inputs.items()), term.output, derived)
-
-    @classmethod
-    def tree_unflatten(cls, aux: tuple, leaves) -> Funsor:
-        """Rebuild a term from its aux and (possibly transformed) leaves without checks.
-
-        JAX may pass placeholders or batched arrays as leaves, so shapes come from ``aux``.
-        """
-        static, inputs, output, derived = aux
-        args = _fill(static, iter(leaves))
-        obj = object.__new__(cls)
-        obj._args = args
-        for i, name in cls._stored:
-            object.__setattr__(obj, name, args[i])
-        obj.inputs = dict(inputs)
-        obj.output = output
-        for name, value in zip(cls._derived, derived):
-            object.__setattr__(obj, name, value)
-        return obj
-
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        """Set the stored fields of ``obj`` from ``args``."""
-        for i, name in cls._stored:
-            object.__setattr__(obj, name, args[i])
-
-    # -- structure -----------------------------------------------------------------------------
     @property
     def dtype(self):
         return self.output.dtype
@@ -235,36 +102,6 @@ class Funsor(metaclass=FunsorMeta):
     @property
     def shape(self) -> tuple[int, ...]:
         return self.output.shape
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    @property
-    def bound(self) -> frozenset:
-        """Names bound by this term (not free in it), read off the fields in ``binds``."""
-        positions = type(self)._bind_pos
-        if not positions:
-            return frozenset()
-        names: set = set()
-        for i in positions:
-            _bound_names(self._args[i], names)
-        return frozenset(names)
-
-    def __reduce__(self):
-        return _rebuild_term, (type(self), self._args)
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
-
-    def __repr__(self) -> str:
-        fn = TERM_HOOKS.get("repr")
-        return fn(self) if fn is not None else f"{type(self).__name__}(...)"
-
-    def __str__(self) -> str:
-        return repr(self)
 
     def __bool__(self) -> bool:
         if not self.inputs and not self.shape:
@@ -343,109 +180,6 @@ class Funsor(metaclass=FunsorMeta):
         """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.sample``)."""
         return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
-    # -- elementwise ops -----------------------------------------------------------------------
-    def __add__(self, other):
-        return Binary(ops.add, self, to_funsor(other))
-
-    def __radd__(self, other):
-        return Binary(ops.add, to_funsor(other), self)
-
-    def __sub__(self, other):
-        return Binary(ops.sub, self, to_funsor(other))
-
-    def __rsub__(self, other):
-        return Binary(ops.sub, to_funsor(other), self)
-
-    def __mul__(self, other):
-        return Binary(ops.mul, self, to_funsor(other))
-
-    def __rmul__(self, other):
-        return Binary(ops.mul, to_funsor(other), self)
-
-    def __truediv__(self, other):
-        return Binary(ops.truediv, self, to_funsor(other))
-
-    def __rtruediv__(self, other):
-        return Binary(ops.truediv, to_funsor(other), self)
-
-    def __pow__(self, other):
-        return Binary(ops.pow, self, to_funsor(other))
-
-    def __rpow__(self, other):
-        return Binary(ops.pow, to_funsor(other), self)
-
-    def __matmul__(self, other):
-        return Binary(ops.matmul, self, to_funsor(other))
-
-    def __rmatmul__(self, other):
-        return Binary(ops.matmul, to_funsor(other), self)
-
-    def __and__(self, other):
-        return Binary(ops.and_, self, to_funsor(other))
-
-    def __rand__(self, other):
-        return Binary(ops.and_, to_funsor(other), self)
-
-    def __or__(self, other):
-        return Binary(ops.or_, self, to_funsor(other))
-
-    def __ror__(self, other):
-        return Binary(ops.or_, to_funsor(other), self)
-
-    def __xor__(self, other):
-        return Binary(ops.xor, self, to_funsor(other))
-
-    def __lt__(self, other):
-        return Binary(ops.lt, self, to_funsor(other))
-
-    def __le__(self, other):
-        return Binary(ops.le, self, to_funsor(other))
-
-    def __gt__(self, other):
-        return Binary(ops.gt, self, to_funsor(other))
-
-    def __ge__(self, other):
-        return Binary(ops.ge, self, to_funsor(other))
-
-    def __eq__(self, other):
-        return Binary(ops.eq, self, to_funsor(other))
-
-    def __ne__(self, other):
-        return Binary(ops.ne, self, to_funsor(other))
-
-    def __neg__(self):
-        return Unary(ops.neg, self)
-
-    def __abs__(self):
-        return Unary(ops.abs, self)
-
-    def __invert__(self):
-        return Unary(ops.invert, self)
-
-    def exp(self):
-        return Unary(ops.exp, self)
-
-    def log(self):
-        return Unary(ops.log, self)
-
-    def log1p(self):
-        return Unary(ops.log1p, self)
-
-    def expm1(self):
-        return Unary(ops.expm1, self)
-
-    def sqrt(self):
-        return Unary(ops.sqrt, self)
-
-    def sigmoid(self):
-        return Unary(ops.sigmoid, self)
-
-    def tanh(self):
-        return Unary(ops.tanh, self)
-
-    def reciprocal(self):
-        return Unary(ops.reciprocal, self)
-
     # -- reductions over output dims -----------------------------------------------------------
     def sum(self, axis=None, keepdims=False):
         return ops.sum(self, axis=axis, keepdims=keepdims)
@@ -479,45 +213,44 @@ class Funsor(metaclass=FunsorMeta):
         return Unary(ops.getitem.bind(index=_normalize_index(index, self.shape)), self)
 
 
-def _rebuild_term(cls, args):
-    return cls(*args)
+# Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
+def _binary_method(op, reflected: bool):
+    if reflected:
+        def method(self, other):
+            return Binary(op, to_funsor(other), self)
+    else:
+        def method(self, other):
+            return Binary(op, self, to_funsor(other))
+    method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
+    return method
 
 
-def _bound_names(value, out: set) -> None:
-    if isinstance(value, str):
-        out.add(value)
-    elif isinstance(value, Funsor):  # a Variable
-        out.add(value.name)
-    elif isinstance(value, (tuple, frozenset)):
-        for v in value:
-            _bound_names(v, out)
+def _unary_method(op):
+    def method(self):
+        return Unary(op, self)
+    method.__doc__ = f"``ops.{op.name}`` elementwise."
+    return method
 
 
-class _Leaf:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "_LEAF"
-
-
-_LEAF = _Leaf()
-
-
-def _strip(arg: Any, leaves: list) -> Any:
-    if isinstance(arg, Funsor) or is_array_type(type(arg)):
-        leaves.append(arg)
-        return _LEAF
-    if type(arg) is tuple:
-        return tuple(_strip(a, leaves) for a in arg)
-    return arg
-
-
-def _fill(arg: Any, it) -> Any:
-    if arg is _LEAF:
-        return next(it)
-    if type(arg) is tuple:
-        return tuple(_fill(a, it) for a in arg)
-    return arg
+_BINARY_METHODS = {
+    "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv, "pow": ops.pow,
+    "matmul": ops.matmul, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
+}
+_COMPARISONS = {"lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge, "eq": ops.eq,
+                "ne": ops.ne}
+_UNARY_METHODS = {
+    "__neg__": ops.neg, "__abs__": ops.abs, "__invert__": ops.invert, "exp": ops.exp,
+    "log": ops.log, "log1p": ops.log1p, "expm1": ops.expm1, "sqrt": ops.sqrt,
+    "sigmoid": ops.sigmoid, "tanh": ops.tanh, "reciprocal": ops.reciprocal,
+}
+for _name, _op in _BINARY_METHODS.items():
+    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
+    setattr(Funsor, f"__r{_name}__", _binary_method(_op, True))
+for _name, _op in _COMPARISONS.items():
+    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
+for _name, _op in _UNARY_METHODS.items():
+    setattr(Funsor, _name, _unary_method(_op))
+Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
 
 
 def _reduced_names(reduced_vars, inputs) -> frozenset:

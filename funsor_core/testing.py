@@ -19,6 +19,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain, Real
+from funsor_core.gaussian import Gaussian
 from funsor_core.tensor import Tensor, is_array
 from funsor_core.terms import Funsor, Number
 
@@ -200,13 +201,10 @@ def random_tensor(inputs: dict, output: Domain = Real) -> Tensor:
 def random_gaussian(inputs: dict):
     """A random well-conditioned Gaussian with these inputs (Bint batch inputs, real inputs).
 
-    Raises NotImplementedError while ``funsor_core.gaussian`` does not exist yet.
+    Example:
+        >>> random_gaussian({"i": fc.Bint[2], "x": fc.Real}).inputs
+        {'i': Bint[2], 'x': Real}
     """
-    try:
-        import funsor_core as fc
-        from funsor_core import gaussian  # noqa: F401
-    except ImportError:
-        raise NotImplementedError("Gaussian not available yet") from None
     inputs = dict(inputs)
     batch = tuple(d.size for d in inputs.values() if d.dtype != "real")
     dim = sum(d.num_elements for d in inputs.values() if d.dtype == "real")
@@ -215,7 +213,7 @@ def random_gaussian(inputs: dict):
     eye = np.broadcast_to(np.eye(dim, rank) * 1.5, batch + (dim, rank))
     prec_sqrt = backend_module().asarray(eye + noise, "real")
     white_vec = randn(batch + (rank,))
-    return fc.Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
+    return Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ _FUNSOR_BASE: list[type] = []
 # without an explicit `set_backend("torch")`.
 _AUTOLOAD = {"torch": "backends.torch", "jax": "backends.jax", "jaxlib": "backends.jax"}
 _ALL_OPS: list[Op] = []
+_BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
 
 
 # type -> whether it is an array type of a loaded backend; cleared when a backend registers.
@@ -103,6 +104,8 @@ class Op:
         self._cache: dict[Any, Callable] = {}
         self._bound: dict[tuple, Op] = {}
         _ALL_OPS.append(self)
+        if base is None:
+            _BY_NAME.setdefault(name, self)
 
     def register(self, typ: type, fn: Callable) -> Callable:
         """Register the kernel ``fn`` of this op for arguments of type ``typ``."""
@@ -189,9 +192,7 @@ class Op:
 
 
 def _lookup(name: str) -> Op:
-    from funsor_core import ops
-
-    return getattr(ops, name)
+    return _BY_NAME[name]
 
 
 def _rebind(name: str, params: tuple) -> Op:

@@ -1,10 +1,8 @@
 """Exact rules for Contraction: semiring einsums of Tensors, Deltas substituted into the other
 terms, and partial evaluation of the Tensor part of a mixed Contraction.
 
-Other atoms (Gaussians) plug in through ``CONTRACTION_HOOKS``: each hook is called as
-``hook(red_op, bin_op, reduced_vars, terms)`` before the generic rules, for any Contraction
-with a term that is not a Tensor, Number or Delta, and returns a funsor or ``None`` to decline.
-Register one with ``register_contraction_hook``.
+Rules match on the terms' types (``Tuple[...]`` patterns); the Gaussian rules for
+Contractions live with the other Gaussian rules.
 """
 
 from __future__ import annotations
@@ -13,25 +11,14 @@ from funsor_core import ops
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.einsum import SEMIRINGS, contract_tensors
+from funsor_core.interpreter import Tuple
 from funsor_core.tensor import Tensor
-from funsor_core.terms import Number, Subs
+from funsor_core.terms import Funsor, Number, Subs
 from interpretations.exact import exact
 
-__all__ = ["CONTRACTION_HOOKS", "register_contraction_hook"]
-
-CONTRACTION_HOOKS: list = []
-
-
-def register_contraction_hook(hook):
-    """Add ``hook(red_op, bin_op, reduced_vars, terms) -> funsor | None`` to the exact rules
-    for Contractions holding terms other than Tensors, Numbers and Deltas.
-
-    Example:
-        >>> hook = register_contraction_hook(lambda *args: None)
-        >>> CONTRACTION_HOOKS.remove(hook)
-    """
-    CONTRACTION_HOOKS.append(hook)
-    return hook
+DENSE = (Tensor, Number)
+NONE = type(None)
+AddOp = type(ops.add)
 
 
 def _is_dense(t) -> bool:
@@ -65,21 +52,24 @@ def _contract_dense(red_op, bin_op, reduced_vars, terms):
 
 
 # Contraction of Tensors and Numbers = one semiring einsum (or a fold and a reduction).
-# With other terms: hooks first, then Deltas, then the Tensor part alone over the variables
-# only Tensors use (by distributivity of red_op over bin_op).
+@exact.register(Contraction, object, object, frozenset, Tuple[DENSE, ...])
+def exact_contraction_tensors(red_op, bin_op, reduced_vars, terms):
+    return _contract_dense(red_op, bin_op, reduced_vars, terms)
+
+
+# A sum with Deltas: substitute their points into the other terms, merge Deltas on distinct
+# names, and reduce a Delta's own names under logaddexp (integrating a point mass).
+@exact.register(Contraction, object, (AddOp, NONE), frozenset, Tuple[Funsor, ...])
+def exact_contraction_deltas(red_op, bin_op, reduced_vars, terms):
+    if not any(isinstance(t, Delta) for t in terms):
+        return None
+    return _contract_deltas(red_op, reduced_vars, terms)
+
+
+# Mixed terms: contract the Tensor part alone over the variables only Tensors use (by
+# distributivity of red_op over bin_op), or fold the Tensors together.
 @exact.register(Contraction, object, object, frozenset, tuple)
-def exact_contraction(red_op, bin_op, reduced_vars, terms):
-    if all(_is_dense(t) for t in terms):
-        return _contract_dense(red_op, bin_op, reduced_vars, terms)
-    if any(not isinstance(t, (Tensor, Number, Delta)) for t in terms):
-        for hook in CONTRACTION_HOOKS:
-            result = hook(red_op, bin_op, reduced_vars, terms)
-            if result is not None:
-                return result
-    if bin_op in (ops.add, None) and any(isinstance(t, Delta) for t in terms):
-        result = _contract_deltas(red_op, reduced_vars, terms)
-        if result is not None:
-            return result
+def exact_contraction_partial(red_op, bin_op, reduced_vars, terms):
     return _contract_partial(red_op, bin_op, reduced_vars, terms)
 
 

@@ -24,18 +24,18 @@ from funsor_core.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.interpreter import build
+from funsor_core.interpreter import Tuple, build
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import Binary, Funsor, Number, Reduce, Subs, Variable, merge_inputs
 from interpretations.exact import exact
-from interpretations.exact.contraction import register_contraction_hook
 
 __all__ = ["sample_gaussian", "CHECK_RANK"]
 
 # Check the rank of a block before marginalizing it (a QR and one host read per call), so
 # that too little information raises a ValueError naming the variable instead of giving inf.
 CHECK_RANK = [True]
+AddOp, MulOp = type(ops.add), type(ops.mul)
 
 
 def _dense_sum(terms):
@@ -265,7 +265,8 @@ def _marginalize(g: Gaussian, names) -> Funsor:
 # ---------------------------------------------------------------------------------------------
 # Contractions with Gaussian terms (sums of Gaussians, Tensors and Numbers): combine the
 # Gaussians, then reduce as above.
-def _contraction_hook(red_op, bin_op, reduced_vars, terms):
+@exact.register(Contraction, object, (AddOp, type(None)), frozenset, Tuple[Funsor, ...])
+def exact_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     gaussians = [t for t in terms if isinstance(t, Gaussian)]
     if not gaussians or (bin_op is not ops.add and bin_op is not None):
         return None
@@ -283,14 +284,15 @@ def _contraction_hook(red_op, bin_op, reduced_vars, terms):
     return _reduce_sum(red_op, gaussians, dense, reduced_vars)
 
 
-register_contraction_hook(_contraction_hook)
 
 
 # ---------------------------------------------------------------------------------------------
 # c * g for a constant c >= 0 is a Gaussian: c ||x S - w||^2 = ||x (√c S) - √c w||^2. It
 # distributes over a sum g + t. A negative c makes the density convex, which no Gaussian is:
 # such products stay lazy.
-def _scale_hook(red_op, bin_op, reduced_vars, terms):
+@exact.register(Contraction, type(None), MulOp, frozenset,
+               Tuple[(Gaussian, Contraction), (Tensor, Number)])
+def exact_contraction_scale_gaussian(red_op, bin_op, reduced_vars, terms):
     if red_op is not None or bin_op is not ops.mul or len(terms) != 2:
         return None
     (scale,) = [t for t in terms if isinstance(t, (Tensor, Number))] or [None]
@@ -302,7 +304,6 @@ def _scale_hook(red_op, bin_op, reduced_vars, terms):
     return _scale_sum(base, scale)
 
 
-register_contraction_hook(_scale_hook)
 
 
 def _scale_sum(base, scale):

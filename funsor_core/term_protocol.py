@@ -1,0 +1,252 @@
+"""The term protocol: the metaclass that routes construction through the interpreter, the
+declarative base class ``Term`` (fields, binds, arrays), and the hooks by which printing,
+conversion and sampling plug into the base term class without being imported by it.
+
+Example:
+    >>> {"repr", "to_data", "array_to_funsor"} <= set(TERM_HOOKS)
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from funsor_core.backend import announce_term_class
+from funsor_core.interpreter import _DEFAULT, _STATE
+from funsor_core.ops.op import is_array_type
+
+__all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook"]
+
+
+
+# Registration points: modules that the base term module must not import (printing,
+# conversion, sampling) plug their functions in here when they are imported.
+TERM_HOOKS: dict[str, Any] = {}
+
+
+def register_term_hook(name: str, fn) -> Any:
+    """Install ``fn`` as the base term module's ``name`` hook: ``repr`` (text of a term),
+    ``to_data`` (the number of a term), ``lazy_error`` (the error for ``.data`` of a term that
+    is not a number), ``array_to_funsor`` (convert an array) and ``sample``.
+
+    Example:
+        >>> register_term_hook("repr", TERM_HOOKS["repr"]) is TERM_HOOKS["repr"]
+        True
+    """
+    TERM_HOOKS[name] = fn
+    return fn
+
+
+def _hook(name: str):
+    fn = TERM_HOOKS.get(name)
+    if fn is None:
+        raise RuntimeError(f"funsor_core's {name!r} hook is not installed; import funsor_core")
+    return fn
+
+
+_RESERVED = frozenset({"_args", "inputs", "output", "__weakref__"})
+
+
+class FunsorMeta(type):
+    """Metaclass routing every term construction through the interpreter, and deriving each
+    term class's slots and protocol from its declaration (``fields``, ``binds``, ``arrays``).
+    """
+
+    def __new__(mcs, name, bases, ns, **kwargs):
+        fields = ns.get("fields", ns.get("_fields"))
+        if fields is not None and "__slots__" not in ns:
+            inherited = set()
+            for b in bases:
+                for c in b.__mro__:
+                    inherited.update(getattr(c, "__slots__", ()))
+            ns["__slots__"] = tuple(
+                f for f in fields if f not in inherited and f not in _RESERVED
+                and not isinstance(ns.get(f), property))
+        return super().__new__(mcs, name, bases, ns, **kwargs)
+
+    def __call__(cls, *args, **kwargs):
+        args = cls._prepare(*args, **kwargs)
+        state = _STATE.get(None)
+        interp = _DEFAULT[0] if state is None else state[0]
+        return interp.interpret(cls, args)
+
+
+class Term(metaclass=FunsorMeta):
+    """The term protocol: how a term class is declared, and what follows from it.
+
+    A term class declares its constructor arguments once::
+
+        class Reduce(Funsor):
+            fields = ("op", "arg", "reduced_vars")   # constructor args, stored as attributes
+            binds = ("reduced_vars",)                # fields naming variables bound inside
+            arrays = ()                              # fields holding backend arrays
+
+    and defines ``_prepare`` (normalize and check the arguments; runs at construction under
+    every interpretation) and ``_setup`` (compute ``inputs`` and ``output`` and any derived
+    slot, which must be static: names, domains, tuples). Slots, ``bound``, alpha-renaming
+    (``traversal.alpha_rename``), substitution, pickling and JAX pytree flattening are
+    derived from the declaration. ``Funsor`` adds the user-facing operators.
+
+    Example:
+        >>> fc.Reduce.fields, fc.Reduce.binds, fc.Tensor.arrays
+        (('op', 'arg', 'reduced_vars'), ('reduced_vars',), ('data',))
+    """
+
+
+    __slots__ = ("_args", "inputs", "output", "__weakref__")
+    fields: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
+    arrays: tuple[str, ...] = ()
+    _cons_key = None
+    _is_funsor = True
+    _atom = False  # atoms evaluate their own substitutions; generic terms push them down
+    _deep_key = False  # set by the interpreter when a rule pattern looks inside tuples
+
+    @classmethod
+    def _prepare(cls, *args):
+        return args
+
+    def _init(self, *args) -> None:
+        self._args = args
+        for i, name in type(self)._stored:
+            object.__setattr__(self, name, args[i])
+        self._setup()
+
+    def _setup(self) -> None:
+        """Compute ``inputs``, ``output`` and any derived slots from the stored fields."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _setup")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fields" not in cls.__dict__ and "_fields" in cls.__dict__:
+            cls.fields = cls._fields
+        cls._fields = cls.fields
+        slots = set()
+        for c in cls.__mro__:
+            slots.update(getattr(c, "__slots__", ()))
+        slots -= _RESERVED
+        cls._slot_names = frozenset(slots)
+        pos = {name: i for i, name in enumerate(cls.fields)}
+        for group in ("binds", "arrays"):
+            unknown = set(getattr(cls, group)) - pos.keys()
+            if unknown:
+                raise TypeError(f"{cls.__name__}.{group} names {sorted(unknown)}, which are "
+                                f"not among its fields {cls.fields}")
+        cls._stored = tuple((i, f) for i, f in enumerate(cls.fields) if f in slots)
+        cls._derived = tuple(sorted(slots - set(cls.fields)))
+        cls._bind_pos = tuple(pos[f] for f in cls.binds)
+        if "_leaf_args" not in cls.__dict__:
+            cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
+        announce_term_class(cls)
+
+    # -- derived protocol: pytrees and pickling ------------------------------------------------
+    @classmethod
+    def tree_flatten(cls, term: Term) -> tuple[list, tuple]:
+        """Split ``term`` into (leaves, static aux): arrays and subterms are the leaves;
+        names, domains, ops and derived slots are static, so ``jax.jit`` traces once per
+        structure."""
+        args = term._args
+        derived = tuple(getattr(term, s) for s in cls._derived)
+        positions = cls._leaf_args
+        if positions is not None:
+            leaves = [args[i] for i in positions]
+            static = tuple(_LEAF if i in positions else a for i, a in enumerate(args))
+            return leaves, (static, tuple(term.inputs.items()), term.output, derived)
+        leaves: list = []
+        static = _strip(args, leaves)
+        return leaves, (static, tuple(term.inputs.items()), term.output, derived)
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple, leaves) -> Term:
+        """Rebuild a term from its aux and (possibly transformed) leaves without checks.
+
+        JAX may pass placeholders or batched arrays as leaves, so shapes come from ``aux``.
+        """
+        static, inputs, output, derived = aux
+        args = _fill(static, iter(leaves))
+        obj = object.__new__(cls)
+        obj._args = args
+        for i, name in cls._stored:
+            object.__setattr__(obj, name, args[i])
+        obj.inputs = dict(inputs)
+        obj.output = output
+        for name, value in zip(cls._derived, derived):
+            object.__setattr__(obj, name, value)
+        return obj
+
+    @classmethod
+    def _restore_fields(cls, obj, args) -> None:
+        """Set the stored fields of ``obj`` from ``args``."""
+        for i, name in cls._stored:
+            object.__setattr__(obj, name, args[i])
+
+    # -- structure -----------------------------------------------------------------------------
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def bound(self) -> frozenset:
+        """Names bound by this term (not free in it), read off the fields in ``binds``."""
+        positions = type(self)._bind_pos
+        if not positions:
+            return frozenset()
+        names: set = set()
+        for i in positions:
+            _bound_names(self._args[i], names)
+        return frozenset(names)
+
+    def __reduce__(self):
+        return _rebuild_term, (type(self), self._args)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        fn = TERM_HOOKS.get("repr")
+        return fn(self) if fn is not None else f"{type(self).__name__}(...)"
+
+    def __str__(self) -> str:
+        return repr(self)
+
+def _rebuild_term(cls, args):
+    return cls(*args)
+
+
+def _bound_names(value, out: set) -> None:
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, Term):  # a Variable
+        out.add(value.name)
+    elif isinstance(value, (tuple, frozenset)):
+        for v in value:
+            _bound_names(v, out)
+
+
+class _Leaf:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "_LEAF"
+
+
+_LEAF = _Leaf()
+
+
+def _strip(arg: Any, leaves: list) -> Any:
+    if isinstance(arg, Term) or is_array_type(type(arg)):
+        leaves.append(arg)
+        return _LEAF
+    if type(arg) is tuple:
+        return tuple(_strip(a, leaves) for a in arg)
+    return arg
+
+
+def _fill(arg: Any, it) -> Any:
+    if arg is _LEAF:
+        return next(it)
+    if type(arg) is tuple:
+        return tuple(_fill(a, it) for a in arg)
+    return arg
