@@ -17,8 +17,6 @@ from funsor_core.terms import Funsor, Number, Subs
 from interpretations.exact import exact
 
 DENSE = (Tensor, Number)
-NONE = type(None)
-AddOp = type(ops.add)
 
 
 def _is_dense(t) -> bool:
@@ -59,9 +57,9 @@ def exact_contraction_tensors(red_op, bin_op, reduced_vars, terms):
 
 # A sum with Deltas: substitute their points into the other terms, merge Deltas on distinct
 # names, and reduce a Delta's own names under logaddexp (integrating a point mass).
-@exact.register(Contraction, object, (AddOp, NONE), frozenset, Tuple[Funsor, ...])
+@exact.register(Contraction, object, object, frozenset, Tuple[Funsor, ...])
 def exact_contraction_deltas(red_op, bin_op, reduced_vars, terms):
-    if not any(isinstance(t, Delta) for t in terms):
+    if bin_op not in (ops.add, None) or not any(isinstance(t, Delta) for t in terms):
         return None
     return _contract_deltas(red_op, reduced_vars, terms)
 

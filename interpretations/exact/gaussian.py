@@ -35,7 +35,7 @@ __all__ = ["sample_gaussian", "CHECK_RANK"]
 # Check the rank of a block before marginalizing it (a QR and one host read per call), so
 # that too little information raises a ValueError naming the variable instead of giving inf.
 CHECK_RANK = [True]
-AddOp, MulOp = type(ops.add), type(ops.mul)
+MulOp = type(ops.mul)
 
 
 def _dense_sum(terms):
@@ -265,18 +265,12 @@ def _marginalize(g: Gaussian, names) -> Funsor:
 # ---------------------------------------------------------------------------------------------
 # Contractions with Gaussian terms (sums of Gaussians, Tensors and Numbers): combine the
 # Gaussians, then reduce as above.
-@exact.register(Contraction, object, (AddOp, type(None)), frozenset, Tuple[Funsor, ...])
+@exact.register(Contraction, object, object, frozenset, Tuple[(Gaussian, Tensor, Number), ...])
 def exact_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     gaussians = [t for t in terms if isinstance(t, Gaussian)]
     if not gaussians or (bin_op is not ops.add and bin_op is not None):
         return None
-    dense = [t for t in terms if isinstance(t, (Tensor, Number))]
-    others = [t for t in terms if not isinstance(t, (Gaussian, Tensor, Number))]
-    if others:
-        if len(gaussians) < 2:
-            return None
-        return Contraction(red_op, bin_op, reduced_vars,
-                           tuple(others) + (_add_gaussians(gaussians),) + tuple(dense))
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
     if red_op is None:
         if len(gaussians) < 2 and len(dense) < 2:
             return None
@@ -284,6 +278,14 @@ def exact_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     return _reduce_sum(red_op, gaussians, dense, reduced_vars)
 
 
+# Gaussians among other terms (Deltas, lazy terms): add the Gaussians together first.
+@exact.register(Contraction, object, object, frozenset, Tuple[Funsor, ...])
+def exact_contraction_gaussians_others(red_op, bin_op, reduced_vars, terms):
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    if len(gaussians) < 2 or bin_op is not ops.add:
+        return None
+    rest = tuple(t for t in terms if not isinstance(t, Gaussian))
+    return Contraction(red_op, bin_op, reduced_vars, rest + (_add_gaussians(gaussians),))
 
 
 # ---------------------------------------------------------------------------------------------
