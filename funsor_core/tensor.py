@@ -14,12 +14,14 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.array_terms import Slice
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain
 from funsor_core.ops.op import is_array_type
-from funsor_core.terms import DomainError, Funsor
+from funsor_core.terms import DomainError, Funsor, Number, Variable
 
-__all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array"]
+__all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
+           "index_tensor_numbers", "INDEX_TYPES"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -277,3 +279,125 @@ def backend_of(*terms):
         if is_array(data):
             return data
     return backend_module().asarray(0.0, "real")
+
+
+# -- indexing: substitution into a Tensor -------------------------------------------------------
+INDEX_TYPES = (Tensor, Number, Variable, Slice)  # what index_tensor substitutes
+
+
+def index_tensor_numbers(t: Tensor, values: dict) -> Tensor:
+    """Select ``t`` at integer ``Number`` values of some inputs (basic indexing).
+
+    Example:
+        >>> t = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> index_tensor_numbers(t, {"j": fc.Number(2, 3)}).data
+        array([2., 5.])
+    """
+    index = tuple(values[n].data if n in values else slice(None) for n in t.inputs)
+    inputs = {n: d for n, d in t.inputs.items() if n not in values}
+    return Tensor.make(t.data[index], inputs, t.dtype)
+
+
+def index_tensor(t: Tensor, values: dict) -> Tensor | None:
+    """Substitute Numbers, Variables (renames), Slices and Bint-valued Tensors for inputs of
+    ``t`` by advanced indexing, broadcasting the index tensors by name.
+
+    Index values are checked against the input's size whenever they are concrete (numpy,
+    torch, eager jax). A traced jax index cannot be checked: out-of-range entries of real data
+    become NaN instead of jax's silent clamping; Bint data has no NaN, so then ``None``.
+
+    Example:
+        >>> t = fc.Tensor(np.array([10.0, 20.0, 30.0]), {"i": fc.Bint[3]})
+        >>> idx = fc.Tensor(np.array([2, 0]), {"k": fc.Bint[2]}, 3)
+        >>> index_tensor(t, {"i": idx}).data
+        array([30., 10.])
+    """
+    traced = False
+    for name, value in values.items():
+        if isinstance(value, Tensor) and not _check_index_range(
+                name, t.inputs[name].size, value.data):
+            if t.dtype != "real":
+                return None
+            traced = True
+    new_inputs: dict = {}
+    for name, domain in t.inputs.items():
+        value = values.get(name)
+        if value is None:
+            _add_input(new_inputs, name, domain)
+        else:
+            for k, d in value.inputs.items():
+                _add_input(new_inputs, k, d)
+    if all(isinstance(v, Variable) for v in values.values()) and len(new_inputs) == len(
+            t.inputs):
+        renamed = {values[n].name if n in values else n: d for n, d in t.inputs.items()}
+        return Tensor.make(t.data, renamed, t.dtype)
+    positions = {n: i for i, n in enumerate(new_inputs)}
+    nb = len(new_inputs)
+    index = []
+    for name, domain in t.inputs.items():
+        value = values.get(name, None)
+        if value is None:
+            index.append(_arange_at(t.data, domain.size, positions[name], nb))
+        elif isinstance(value, Number):
+            index.append(value.data)
+        elif isinstance(value, Variable):
+            index.append(_arange_at(t.data, domain.size, positions[value.name], nb))
+        elif isinstance(value, Tensor):
+            index.append(_as_int_index(align_tensor(new_inputs, value)))
+        else:  # a Slice: start + step * arange
+            start, _, step = value.slice_args
+            size = value.inputs[value.name].size
+            idx = _arange_at(t.data, size, positions[value.name], nb)
+            index.append(idx * step + start if (start or step != 1) else idx)
+    data = t.data[tuple(index)]
+    if traced:
+        data = _mask_invalid(data, new_inputs, values, t)
+    return Tensor.make(data, new_inputs, t.dtype)
+
+
+def _as_int_index(data):
+    # A comparison result used as a Bint[2] index must select, not mask: index by 0/1.
+    if str(getattr(data, "dtype", "")).endswith("bool"):
+        return ops.astype(data, "int")
+    return data
+
+
+def _mask_invalid(data, new_inputs, values, t):
+    # NaN wherever any traced index was out of range (jax clamps; we refuse a plausible value).
+    ok = None
+    for name, value in values.items():
+        if isinstance(value, Tensor):
+            size = t.inputs[name].size
+            idx = align_tensor(new_inputs, value)
+            in_range = ops.and_(ops.ge(idx, 0), ops.lt(idx, size))
+            ok = in_range if ok is None else ops.and_(ok, in_range)
+    ok = ops.reshape(ok, tuple(ok.shape) + (1,) * (len(data.shape) - len(ok.shape)))
+    return ops.where(ok, data, ops.full_like(data, float("nan")))
+
+
+def _add_input(inputs: dict, name: str, domain) -> None:
+    other = inputs.get(name)
+    if other is None:
+        inputs[name] = domain
+    elif other is not domain:
+        raise DomainError(f"cannot substitute: input '{name}' would be both {other} and {domain}")
+
+
+def _arange_at(proto, size: int, position: int, ndim: int):
+    shape = [1] * ndim
+    shape[position] = size
+    return ops.reshape(ops.new_arange(proto, size), tuple(shape))
+
+
+def _check_index_range(name: str, size: int, data) -> bool:
+    """Raise DomainError if concrete index values fall outside ``[0, size)``. Returns False
+    when the values are traced (under ``jax.jit``) and cannot be checked, else True."""
+    if 0 in tuple(data.shape):
+        return True
+    if not ops.is_concrete(data):
+        return False
+    lo, hi = int(data.min()), int(data.max())
+    if lo < 0 or hi >= size:
+        raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
+                          f"[{lo}, {hi}]")
+    return True

@@ -292,6 +292,7 @@ EXAMPLES.update({
     ops.is_floating: [lambda r: case(randn(r, 2)), lambda r: case(ints(r, 2)),
                       lambda r: case(booleans(r, 2))],
     ops.detach: [lambda r: case(randn(r, 2, 3))],
+    ops.is_concrete: [lambda r: case(randn(r, 2)), lambda r: case(ints(r, 3))],
 })
 
 
@@ -307,7 +308,7 @@ NORMALIZE = {ops.qr_r: _sign_normalized_r}
 def result_is_native(backend: str, op, result) -> bool:
     if op is ops.to_numpy:
         return isinstance(result, np.ndarray)
-    if op is ops.is_floating:
+    if op in (ops.is_floating, ops.is_concrete):
         return isinstance(result, (bool, np.bool_))
     return isinstance(result, BACKENDS[backend].ARRAY_TYPES)
 
@@ -613,7 +614,7 @@ JIT_ALWAYS = [
     ops.scatter_add, ops.safesub, ops.safediv, ops.diag_embed, ops.qr_r, ops.new_zeros,
     ops.new_arange, ops.new_array, ops.astype, ops.getitem, ops.prod, ops.argmax, ops.clamp,
 ]
-_UNTRACEABLE = {ops.to_numpy, ops.is_floating}  # return host values by design
+_UNTRACEABLE = {ops.to_numpy, ops.is_floating, ops.is_concrete}  # host values by design
 _rest = [op for op in ops.REQUIRED_OPS if op not in JIT_ALWAYS and op not in _UNTRACEABLE]
 JIT_SAMPLE = JIT_ALWAYS + [
     _rest[i] for i in sorted(np.random.default_rng(0).choice(len(_rest), 8, replace=False))

@@ -108,6 +108,9 @@ new_array = make_op("new_array", ArrayOp)  # new_array(proto, data): data as pro
 scatter_add = make_op("scatter_add", ArrayOp)  # scatter_add(dest, index_tuple, values)
 to_numpy = make_op("to_numpy", ArrayOp)
 is_floating = make_op("is_floating", ArrayOp)
+# Whether an array has values now (False for a jax tracer under jit): checks that read values
+# run only on concrete arrays, and rules decline or decide structurally otherwise.
+is_concrete = make_op("is_concrete", ArrayOp)
 detach = make_op("detach", ArrayOp)
 
 # ---------------------------------------------------------------------------------------------

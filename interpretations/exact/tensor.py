@@ -4,14 +4,22 @@ stacking, concatenation, Lambda and lifted functions."""
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.array_terms import Cat, Function, Lambda, Slice, Stack
+from funsor_core.array_terms import Cat, Function, Lambda, Stack
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
-from funsor_core.tensor import Tensor, align_binary, align_tensor, align_tensors, check_same_backend
+from funsor_core.tensor import (
+    INDEX_TYPES,
+    Tensor,
+    align_binary,
+    align_tensor,
+    align_tensors,
+    check_same_backend,
+    index_tensor,
+    index_tensor_numbers,
+)
 from funsor_core.terms import (
     Align,
     Binary,
-    DomainError,
     Number,
     Reduce,
     Subs,
@@ -120,82 +128,13 @@ def exact_reduce_tensor(op, arg, reduced_vars):
 @exact.register(Subs, Tensor, tuple)
 def exact_subs_tensor(arg, subs):
     if len(subs) == 1 and type(subs[0][1]) is Number:
-        name, value = subs[0]
-        names = list(arg.inputs)
-        pos = names.index(name)
-        index = (slice(None),) * pos + (value.data,)
-        inputs = {n: d for n, d in arg.inputs.items() if n != name}
-        return Tensor.make(arg.data[index], inputs, arg.dtype)
+        return index_tensor_numbers(arg, dict(subs))
     values = dict(subs)
-    if not all(isinstance(v, (Tensor, Number, Variable, Slice)) for v in values.values()):
+    if not all(isinstance(v, INDEX_TYPES) for v in values.values()):
         return None
-    if all(isinstance(v, Number) for v in values.values()):
-        index = tuple(values[n].data if n in values else slice(None) for n in arg.inputs)
-        inputs = {n: d for n, d in arg.inputs.items() if n not in values}
-        return Tensor.make(arg.data[index], inputs, arg.dtype)
-    for name, value in values.items():
-        if isinstance(value, Tensor):
-            _check_index_range(name, arg.inputs[name].size, value.data)
-    new_inputs: dict = {}
-    for name, domain in arg.inputs.items():
-        value = values.get(name)
-        if value is None:
-            _add_input(new_inputs, name, domain)
-        else:
-            for k, d in value.inputs.items():
-                _add_input(new_inputs, k, d)
-    if _is_plain_rename(arg, values, new_inputs):
-        renamed = {values[n].name if n in values else n: d for n, d in arg.inputs.items()}
-        return Tensor.make(arg.data, renamed, arg.dtype)
-    positions = {n: i for i, n in enumerate(new_inputs)}
-    nb = len(new_inputs)
-    index = []
-    for name, domain in arg.inputs.items():
-        value = values.get(name, None)
-        if value is None:
-            index.append(_arange_at(arg.data, domain.size, positions[name], nb))
-        elif isinstance(value, Number):
-            index.append(value.data)
-        elif isinstance(value, Variable):
-            index.append(_arange_at(arg.data, domain.size, positions[value.name], nb))
-        elif isinstance(value, Slice):
-            start, _, step = value.slice_args
-            size = value.inputs[value.name].size
-            idx = _arange_at(arg.data, size, positions[value.name], nb)
-            index.append(idx * step + start if (start or step != 1) else idx)
-        else:
-            index.append(align_tensor(new_inputs, value))
-    return Tensor.make(arg.data[tuple(index)], new_inputs, arg.dtype)
-
-
-def _add_input(inputs: dict, name: str, domain) -> None:
-    other = inputs.get(name)
-    if other is None:
-        inputs[name] = domain
-    elif other is not domain:
-        raise DomainError(f"cannot substitute: input '{name}' would be both {other} and {domain}")
-
-
-def _is_plain_rename(arg, values, new_inputs) -> bool:
-    return (all(isinstance(v, Variable) for v in values.values())
-            and len(new_inputs) == len(arg.inputs))
-
-
-def _arange_at(proto, size: int, position: int, ndim: int):
-    shape = [1] * ndim
-    shape[position] = size
-    return ops.reshape(ops.new_arange(proto, size), tuple(shape))
-
-
-def _check_index_range(name: str, size: int, data) -> None:
-    # Only concrete numpy/torch arrays are checked: a traced jax value has no value yet.
-    module = type(data).__module__.split(".")[0]
-    if module not in ("numpy", "torch") or not data.shape or min(data.shape) == 0:
-        return
-    lo, hi = int(data.min()), int(data.max())
-    if lo < 0 or hi >= size:
-        raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
-                          f"[{lo}, {hi}]")
+    if all(type(v) is Number for v in values.values()):
+        return index_tensor_numbers(arg, values)
+    return index_tensor(arg, values)
 
 
 # Align(t, names) permutes the batch dims.
