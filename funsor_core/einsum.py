@@ -93,7 +93,7 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     union = lx + "".join(c for c in ly if c not in lx)
     summed = [c for c in union if c not in out]
     if sum_op is ops.add:
-        return ops.einsum(f"{lx},{ly}->{out}", x, y)
+        return ops.einsum(_ascii_equation(union, lx, ly, out), x, y)
     if sum_op is ops.logaddexp:
         if not summed:
             return _align(x, lx, out) + _align(y, ly, out)
@@ -103,7 +103,7 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
         my = _finite_max(y, ya, ops.amax) if ya else None
         ex = ops.exp(x - mx) if mx is not None else ops.exp(x)
         ey = ops.exp(y - my) if my is not None else ops.exp(y)
-        result = _safe_log(ops.einsum(f"{lx},{ly}->{out}", ex, ey))
+        result = _safe_log(ops.einsum(_ascii_equation(union, lx, ly, out), ex, ey))
         if mx is not None:
             result = result + _align(ops.REDUCE_OPS[ops.max](mx, axis=xa), _keep(lx, xa), out)
         if my is not None:
@@ -114,11 +114,31 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     return _reduce(z, union, out, sum_op)
 
 
+_ASCII = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _ascii_equation(union: str, lx: str, ly: str, out: str) -> str:
+    """``"lx,ly->out"`` re-lettered with ``a-zA-Z`` (numpy and torch accept no other letters).
+
+    Plans use ``opt_einsum.get_symbol``, which goes past ``Z`` into non-ASCII symbols after 52
+    variables; one pairwise step names only its own letters, so per step 52 is enough.
+    """
+    if len(union) > len(_ASCII):
+        raise NotImplementedError(
+            f"one pairwise einsum step would contract {len(union)} distinct dims at once, but "
+            f"backend einsum kernels accept at most {len(_ASCII)}; split the factors")
+    if all(c in _ASCII for c in union):
+        return f"{lx},{ly}->{out}"
+    table = str.maketrans(union, _ASCII[:len(union)])
+    return f"{lx},{ly}->{out}".translate(table)
+
+
 def _safe_log(s):
-    # log(0) = -inf without the backend's divide-by-zero warning.
-    positive = s > 0
-    return ops.where(positive, ops.log(ops.where(positive, s, ops.full_like(s, 1.0))),
-                     ops.full_like(s, -float("inf")))
+    # log(0) = -inf without the backend's divide-by-zero warning. Test ``== 0``, not ``> 0``:
+    # a NaN is neither, and must stay NaN (log(nan) = nan), never turn into -inf.
+    zero = s == 0
+    return ops.where(zero, ops.full_like(s, -float("inf")),
+                     ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
 
 
 def _keep(letters: str, axes: tuple) -> str:
