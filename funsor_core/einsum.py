@@ -80,7 +80,21 @@ def _finite_max(x, axes: tuple, red):
     return ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
 
 
+def _unit_like(x, out: str, sum_op, sizes: dict):
+    # A sum over an empty range is the semiring's zero (0, -inf, -inf for max, +inf for min)
+    # on every backend; backend max kernels raise on empty axes instead, and numpy's
+    # logsumexp did too while torch/jax returned -inf.
+    return ops.new_full(x, tuple(sizes[c] for c in out), float(ops.UNITS[sum_op]))
+
+
+def _empty_sum(letters: str, out: str, sizes: dict) -> bool:
+    return any(sizes[c] == 0 for c in letters if c not in out)
+
+
 def _reduce(x, letters: str, out: str, sum_op):
+    sizes = dict(zip(letters, x.shape))
+    if sum_op is not ops.add and _empty_sum(letters, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
     axes = tuple(i for i, c in enumerate(letters) if c not in out)
     if axes:
         x = ops.REDUCE_OPS[sum_op](x, axis=axes)
@@ -94,6 +108,9 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     summed = [c for c in union if c not in out]
     if sum_op is ops.add:
         return ops.einsum(_ascii_equation(union, lx, ly, out), x, y)
+    sizes = {**dict(zip(lx, x.shape)), **dict(zip(ly, y.shape))}
+    if _empty_sum(union, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
     if sum_op is ops.logaddexp:
         if not summed:
             return _align(x, lx, out) + _align(y, ly, out)

@@ -229,3 +229,30 @@ def test_log_einsum_propagates_nan(backend):
     result = ops.to_numpy(einsum("ab,bc->ac", _tensor(zeros, "ab"), _tensor(y, "bc"),
                                  backend="funsor.einsum.numpy_log").data)
     assert (result == -np.inf).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 8: a sum over Bint[0] is the semiring's zero on every backend (numpy raised).
+@pytest.mark.parametrize("semiring, np_reduce", [
+    ("numpy", lambda x, axis: np.add.reduce(x, axis=axis)),
+    ("funsor.einsum.numpy_log", lambda x, axis: np.logaddexp.reduce(x, axis=axis)),
+    ("funsor.einsum.numpy_map", lambda x, axis: np.maximum.reduce(x, axis=axis,
+                                                                   initial=-np.inf)),
+])
+@pytest.mark.parametrize("eq", ["ij->j", "ij,jk->k", "ij,jk->jk"])
+def test_einsum_over_empty_dim(backend, semiring, np_reduce, eq):
+    sizes = {"i": 0, "j": 2, "k": 3}
+    inputs, out = eq.split("->")
+    arrays = [np.zeros(tuple(sizes[c] for c in x)) for x in inputs.split(",")]
+    result = einsum(eq, *[_tensor(a, x) for a, x in zip(arrays, inputs.split(","))],
+                    backend=semiring)
+    # The oracle: broadcast to all letters "ijk" by hand (combine with + or *), then reduce.
+    log = not semiring == "numpy"
+    total = 0.0 if log else 1.0
+    for a, x in zip(arrays, inputs.split(",")):
+        a = a.reshape([sizes[c] if c in x else 1 for c in "ijk"])
+        total = total + a if log else total * a
+    total = np.broadcast_to(total, tuple(sizes[c] if c in inputs else 1 for c in "ijk"))
+    expected = np_reduce(total, tuple(k for k, c in enumerate("ijk") if c not in out))
+    expected = expected.reshape([sizes[c] for c in out])
+    assert np.array_equal(ops.to_numpy(result.align(tuple(out)).data), expected)
