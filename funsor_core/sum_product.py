@@ -153,13 +153,12 @@ def _time_name(time) -> str:
 def _check_chain(trans, time: str, step: dict) -> None:
     # A step name that is not an input would be silently "substituted" into nothing, and the
     # scan would return numbers for a chain that does not exist; say which names are missing.
-    missing = [n for n in (time, *step, *step.values()) if n not in trans.inputs]
+    missing = [n for n in (*step, *step.values()) if n not in trans.inputs]
     if missing:
         raise ValueError(
             f"sequential sum-product: {missing} are not inputs of the transition factor, whose "
-            f"inputs are {list(trans.inputs)}; time={time!r} and every prev/curr name of "
-            f"step={step} must be inputs, e.g. trans(x_prev, x_curr, t) with step={{'x_prev': "
-            "'x_curr'}")
+            f"inputs are {list(trans.inputs)}; every prev/curr name of step={step} must be an "
+            "input, e.g. trans(t, x_prev, x_curr) with step={'x_prev': 'x_curr'}")
 
 
 def _prototype_array(term):
@@ -205,7 +204,7 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         A factor of the first step's prev names and the last step's curr names.
 
     Raises:
-        ValueError: ``time`` or a name of ``step`` is not an input of ``trans``.
+        ValueError: a name of ``step`` is not an input of ``trans``.
 
     Example:
         >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
@@ -217,6 +216,8 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
     time = _time_name(time)
     step = dict(step)
     _check_chain(trans, time, step)
+    if time not in trans.inputs:
+        return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
     result = trans(**{time: 0})
     for t in range(1, trans.inputs[time].size):
@@ -234,7 +235,7 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     length, and lazy chains, evaluate exactly.
 
     Raises:
-        ValueError: ``time`` or a name of ``step`` is not an input of ``trans``.
+        ValueError: a name of ``step`` is not an input of ``trans``.
 
     Example:
         >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
@@ -246,6 +247,8 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     time = _time_name(time)
     step = dict(step)
     _check_chain(trans, time, step)
+    if time not in trans.inputs:
+        return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
     duration = trans.inputs[time].size
     proto = _prototype_array(trans)
