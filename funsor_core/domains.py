@@ -12,6 +12,9 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
+import threading
+import weakref
 from typing import Any
 
 __all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals"]
@@ -20,30 +23,52 @@ __all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals"]
 class Domain:
     """An interned (shape, dtype) pair. Build one with ``Bint[n]``, ``Reals[...]``, ``Array``.
 
+    Domains are canonical: equal domains are the same object, so the rest of the code compares
+    them with ``is``. Arguments are validated and normalized (numpy integers become ``int``)
+    before the cache is consulted, so ``Array[True, ()]`` is an error and never aliases
+    ``Bint[1]`` (``True == 1`` and both hash alike).
+
     Example:
-        >>> Bint[2] is Bint[2]
+        >>> Bint[2] is Bint[2] is Domain(np.int64(2))
         True
     """
 
     __slots__ = ("shape", "dtype", "__weakref__")
-    _CACHE: dict[tuple, Domain] = {}
+    # Weak values: a domain lives as long as some term (or name) holds it, so programs that
+    # make many distinct shapes do not grow the cache forever, yet while any reference exists
+    # the same (dtype, shape) gives the same object. A size-bounded cache alone would evict
+    # domains still in use and break ``is``; so the bounded part (_RECENT, strong references
+    # to the most recently created domains) only keeps short-lived ``Bint[n]`` temporaries
+    # from being rebuilt on every call, and the weak map is the one source of identity.
+    _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+    _RECENT: dict = {}
+    _RECENT_SIZE = 4096
+    _LOCK = threading.Lock()
 
     shape: tuple[int, ...]
     dtype: Any
 
     def __new__(cls, dtype: Any, shape: tuple[int, ...] = ()) -> Domain:
+        # Fast path: already-normal arguments (exact int/str types, so no bool aliasing).
+        if type(shape) is tuple and (type(dtype) is int or type(dtype) is str) and all(
+                type(s) is int for s in shape):
+            self = cls._RECENT.get((dtype, shape))
+            if self is not None:
+                return self
+        dtype, shape = _normal_dtype(dtype), _normal_shape(shape)
         key = (dtype, shape)
-        self = cls._CACHE.get(key)
-        if self is None:
-            shape = tuple(shape)
-            if not all(isinstance(s, int) and s >= 0 for s in shape):
-                raise ValueError(f"a domain shape must be non-negative ints, got {shape}")
-            if dtype != "real" and not (isinstance(dtype, int) and dtype >= 0):
-                raise ValueError(f"a domain dtype must be 'real' or a bound n >= 0, got {dtype!r}")
-            self = object.__new__(cls)
-            object.__setattr__(self, "shape", shape)
-            object.__setattr__(self, "dtype", dtype)
-            cls._CACHE[(dtype, shape)] = self
+        with cls._LOCK:
+            self = cls._CACHE.get(key)
+            if self is None:
+                self = object.__new__(cls)
+                object.__setattr__(self, "shape", shape)
+                object.__setattr__(self, "dtype", dtype)
+                cls._CACHE[key] = self
+            recent = cls._RECENT
+            if key not in recent:
+                if len(recent) >= cls._RECENT_SIZE:
+                    del recent[next(iter(recent))]  # the oldest: dicts keep insertion order
+                recent[key] = self
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -86,11 +111,40 @@ class Domain:
     __str__ = __repr__
 
 
+def _as_size(x, what: str) -> int:
+    # A bool is an int to Python, but Bint[True] is always a mistake.
+    if isinstance(x, bool):
+        raise TypeError(f"{what} must be an integer, got the bool {x!r}")
+    try:
+        n = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {x!r} of type "
+                        f"{type(x).__name__}") from None
+    if n < 0:
+        raise ValueError(f"{what} must be non-negative, got {n}")
+    return n
+
+
+def _normal_dtype(dtype) -> Any:
+    if isinstance(dtype, str):
+        if dtype != "real":
+            raise ValueError(f"a domain dtype is 'real' or an integer bound n >= 0, "
+                             f"got {dtype!r}")
+        return "real"
+    return _as_size(dtype, "a domain dtype (an integer bound, or 'real')")
+
+
+def _normal_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"a domain shape is a tuple of sizes, got {shape!r}")
+    return tuple(_as_size(s, f"each size of a domain shape {tuple(shape)!r}") for s in shape)
+
+
 class _BintFactory:
     """``Bint[n]``: integers ``0..n-1``."""
 
     def __getitem__(self, size: int) -> Domain:
-        if isinstance(size, bool) or not isinstance(size, int):
+        if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"Bint[n] needs an integer n, got {size!r}")
         return Domain(size, ())
 
@@ -114,10 +168,12 @@ class _ArrayFactory:
     """``Array[dtype, shape]`` for any dtype ('real' or a bound) and shape."""
 
     def __getitem__(self, key) -> Domain:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise TypeError(f"Array[dtype, shape] needs two arguments, got {key!r}")
         dtype, shape = key
-        if not isinstance(shape, tuple):
+        if not isinstance(shape, (tuple, list)):
             shape = (shape,)
-        return Domain(dtype, shape)
+        return Domain(dtype, tuple(shape))
 
     def __repr__(self) -> str:
         return "Array"

@@ -80,7 +80,21 @@ def _finite_max(x, axes: tuple, red):
     return ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
 
 
+def _unit_like(x, out: str, sum_op, sizes: dict):
+    # A sum over an empty range is the semiring's zero (0, -inf, -inf for max, +inf for min)
+    # on every backend; backend max kernels raise on empty axes instead, and numpy's
+    # logsumexp did too while torch/jax returned -inf.
+    return ops.new_full(x, tuple(sizes[c] for c in out), float(ops.UNITS[sum_op]))
+
+
+def _empty_sum(letters: str, out: str, sizes: dict) -> bool:
+    return any(sizes[c] == 0 for c in letters if c not in out)
+
+
 def _reduce(x, letters: str, out: str, sum_op):
+    sizes = dict(zip(letters, x.shape))
+    if sum_op is not ops.add and _empty_sum(letters, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
     axes = tuple(i for i, c in enumerate(letters) if c not in out)
     if axes:
         x = ops.REDUCE_OPS[sum_op](x, axis=axes)
@@ -93,7 +107,10 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     union = lx + "".join(c for c in ly if c not in lx)
     summed = [c for c in union if c not in out]
     if sum_op is ops.add:
-        return ops.einsum(f"{lx},{ly}->{out}", x, y)
+        return ops.einsum(_ascii_equation(union, lx, ly, out), x, y)
+    sizes = {**dict(zip(lx, x.shape)), **dict(zip(ly, y.shape))}
+    if _empty_sum(union, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
     if sum_op is ops.logaddexp:
         if not summed:
             return _align(x, lx, out) + _align(y, ly, out)
@@ -103,7 +120,7 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
         my = _finite_max(y, ya, ops.amax) if ya else None
         ex = ops.exp(x - mx) if mx is not None else ops.exp(x)
         ey = ops.exp(y - my) if my is not None else ops.exp(y)
-        result = _safe_log(ops.einsum(f"{lx},{ly}->{out}", ex, ey))
+        result = _safe_log(ops.einsum(_ascii_equation(union, lx, ly, out), ex, ey))
         if mx is not None:
             result = result + _align(ops.REDUCE_OPS[ops.max](mx, axis=xa), _keep(lx, xa), out)
         if my is not None:
@@ -114,11 +131,31 @@ def _pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     return _reduce(z, union, out, sum_op)
 
 
+_ASCII = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _ascii_equation(union: str, lx: str, ly: str, out: str) -> str:
+    """``"lx,ly->out"`` re-lettered with ``a-zA-Z`` (numpy and torch accept no other letters).
+
+    Plans use ``opt_einsum.get_symbol``, which goes past ``Z`` into non-ASCII symbols after 52
+    variables; one pairwise step names only its own letters, so per step 52 is enough.
+    """
+    if len(union) > len(_ASCII):
+        raise NotImplementedError(
+            f"one pairwise einsum step would contract {len(union)} distinct dims at once, but "
+            f"backend einsum kernels accept at most {len(_ASCII)}; split the factors")
+    if all(c in _ASCII for c in union):
+        return f"{lx},{ly}->{out}"
+    table = str.maketrans(union, _ASCII[:len(union)])
+    return f"{lx},{ly}->{out}".translate(table)
+
+
 def _safe_log(s):
-    # log(0) = -inf without the backend's divide-by-zero warning.
-    positive = s > 0
-    return ops.where(positive, ops.log(ops.where(positive, s, ops.full_like(s, 1.0))),
-                     ops.full_like(s, -float("inf")))
+    # log(0) = -inf without the backend's divide-by-zero warning. Test ``== 0``, not ``> 0``:
+    # a NaN is neither, and must stay NaN (log(nan) = nan), never turn into -inf.
+    zero = s == 0
+    return ops.where(zero, ops.full_like(s, -float("inf")),
+                     ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
 
 
 def _keep(letters: str, axes: tuple) -> str:
