@@ -25,9 +25,9 @@ from funsor_core import ops
 from funsor_core.backend import backend_module
 from interpretations import exact, lazy, normalize
 
-BINT = {"i": 2, "j": 3, "k": 2, "l": 3, "m": 4}
+BINT = {"i": 2, "j": 3, "k": 2, "l": 3, "m": 4, "n": 4}
 REAL = {"x": 1, "y": 2, "u": 1, "v": 2}
-RENAME = {"i": "k", "k": "i", "j": "l", "l": "j", "x": "u", "u": "x", "y": "v", "v": "y"}
+RENAME = {"i": "k", "k": "i", "j": "l", "l": "j", "m": "n", "n": "m", "x": "u", "u": "x", "y": "v", "v": "y"}
 LEAF_BINTS = ("i", "j")  # leaves use these; k, l, m arrive by renames and index tensors
 LEAF_REALS = ("x", "y")
 ATOL = RTOL = 1e-8
@@ -48,7 +48,7 @@ def shape_of(names):
 # AST can be built from numpy, torch or jax arrays (and from jax tracers under jit).
 #   ("tensor", key, names)                   Tensor over Bint names
 #   ("gaussian", key, names, reals)          Gaussian(mean, covariance) batched over names
-#   ("delta", key, var, names)               Delta(var, point over names, log_density)
+#   ("delta", point_key, density_key, var, names)   Delta(var, point, log_density) over names
 #   ("unary", op, a) ("binary", op, a, b) ("reduce", op, a, names)
 #   ("subs", a, name, value): value is ("int", n), ("rename", new), ("index", key, names)
 #                             or ("real", key, names)
@@ -101,9 +101,10 @@ class Gen:
         names = ("i",) if self.draw(st.booleans()) else ()
         point = self.rng.standard_normal(shape_of(names) + (REAL[var],) * (REAL[var] > 1))
         log_density = self.rng.standard_normal(shape_of(names))
-        key = self.new_key((point, log_density))
+        key = self.new_key(point)
         self.delta_points[var].append((key, names))
-        return ("delta", key, var, names), {**{n: BINT[n] for n in names}, var: REAL[var]}
+        ast = ("delta", key, self.new_key(log_density), var, names)
+        return ast, {**{n: BINT[n] for n in names}, var: REAL[var]}
 
     def leaf(self):
         kinds = ["tensor"] + (["gaussian", "delta"] if self.allow_reals else [])
@@ -126,9 +127,13 @@ class Gen:
                 op = self.draw(st.sampled_from(TENSOR_BINARY))
             elif any(n in REAL for n in b_inputs):
                 op = "add"  # a product of densities
+                if delta_vars(a) & delta_vars(b):  # Known discrepancy 1: Delta + Delta
+                    b, b_inputs = self.tensor()
             else:
                 # A density with a Tensor: add or subtract a log factor, or scale by c > 0.
                 op = self.draw(st.sampled_from(["add", "sub", "scale"]))
+                if delta_vars(a):  # Known discrepancy 3: Delta - Tensor, Delta * Tensor
+                    op = "add"
                 if op == "scale":
                     b, b_inputs = self.tensor(positive=True)
                     op = "mul"
@@ -167,7 +172,7 @@ class Gen:
 
     def real_value(self, a, inputs, name, how):
         # Half the time use some Delta's point, so Deltas are hit and not only -inf.
-        pool = self.delta_points.get(name, [])
+        pool = self.delta_points[name if name in LEAF_REALS else RENAME[name]]
         if pool and self.draw(st.booleans()):
             key, names = self.draw(st.sampled_from(pool))
         else:
@@ -182,6 +187,79 @@ class Gen:
             ast, inputs = self.real_value(ast, _without(inputs, name), name,
                                           self.draw(st.sampled_from(["constant", "tensor"])))
         return ast, inputs
+
+
+def free_vars(ast):
+    """The free names of ``ast``."""
+    kind = ast[0]
+    if kind == "tensor":
+        return set(ast[2])
+    if kind == "gaussian":
+        return set(ast[2]) | set(ast[3])
+    if kind == "delta":
+        return set(ast[4]) | {ast[3]}
+    if kind == "unary":
+        return free_vars(ast[2])
+    if kind == "binary":
+        return free_vars(ast[2]) | free_vars(ast[3])
+    if kind == "reduce":
+        return free_vars(ast[2]) - set(ast[3])
+    _, a, name, value = ast
+    return (free_vars(a) - {name}) | value_vars(value)
+
+
+def value_vars(value):
+    if value[0] == "int":
+        return set()
+    if value[0] == "rename":
+        return {value[1]}
+    return set(value[2])
+
+
+def delta_vars(ast):
+    """Free real names of ``ast`` that some Delta in it is a point mass over."""
+    kind = ast[0]
+    if kind == "delta":
+        return {ast[3]}
+    if kind in ("tensor", "gaussian"):
+        return set()
+    if kind == "unary":
+        return delta_vars(ast[2])
+    if kind == "binary":
+        return delta_vars(ast[2]) | delta_vars(ast[3])
+    if kind == "reduce":
+        return delta_vars(ast[2]) - set(ast[3])
+    _, a, name, value = ast
+    inner = delta_vars(a)
+    if name in inner and value[0] == "rename":
+        return (inner - {name}) | {value[1]}
+    return inner - {name}
+
+
+def normalize_excluded(ast):
+    """Known discrepancy 2: a vector real substituted above an integral over another real of
+    a term that depends on it stays a lazy Contraction after ``normalize`` + ``reinterpret``."""
+    kind = ast[0]
+    if kind in ("tensor", "gaussian", "delta"):
+        return False
+    if kind == "subs" and REAL.get(ast[2], 1) > 1 and ast[3][0] != "rename" and (
+            _integrates_over(ast[1], ast[2])):
+        return True
+    return any(normalize_excluded(c) for c in ast[1:] if _is_ast(c))
+
+
+def _integrates_over(ast, name):
+    """Whether ``ast`` has a Reduce over a real name whose argument has ``name`` free."""
+    if ast[0] == "reduce" and any(n in REAL for n in ast[3]) and name in free_vars(ast[2]):
+        return True
+    if ast[0] == "subs" and ast[2] == name:
+        return False
+    return any(_integrates_over(c, name) for c in ast[1:] if _is_ast(c))
+
+
+def _is_ast(x):
+    return isinstance(x, tuple) and bool(x) and x[0] in (
+        "tensor", "gaussian", "delta", "unary", "binary", "reduce", "subs")
 
 
 def _without(inputs, *names):
@@ -225,8 +303,8 @@ def build(ast, arrays):
         inputs = {**{n: domain(n) for n in names}, **{r: domain(r) for r in reals}}
         return fc.Gaussian(mean=mean, covariance=cov, inputs=inputs)
     if kind == "delta":
-        _, key, var, names = ast
-        point, log_density = arrays[key]
+        _, point_key, density_key, var, names = ast
+        point, log_density = arrays[point_key], arrays[density_key]
         bints = {n: domain(n) for n in names}
         return fc.Delta(var, fc.Tensor(point, bints), fc.Tensor(log_density, bints))
     if kind == "unary":
@@ -291,8 +369,8 @@ def brute(ast, arrays, env):
         diff = point - mean[idx]
         return float(-0.5 * diff @ np.linalg.solve(cov[idx], diff))
     if kind == "delta":
-        _, key, var, names = ast
-        point, log_density = arrays[key]
+        _, point_key, density_key, var, names = ast
+        point, log_density = arrays[point_key], arrays[density_key]
         idx = tuple(env[n] for n in names)
         hit = np.all(np.asarray(point[idx]) == np.asarray(env[var]))
         return float(log_density[idx]) if hit else -math.inf
@@ -333,9 +411,7 @@ def brute_array(ast, arrays, names):
 def integrates_reals(ast):
     if ast[0] == "reduce" and any(n in REAL for n in ast[3]):
         return True
-    return any(integrates_reals(c) for c in ast[1:] if isinstance(c, tuple) and c and
-               isinstance(c[0], str) and c[0] in ("tensor", "gaussian", "delta", "unary",
-                                                  "binary", "reduce", "subs"))
+    return any(integrates_reals(c) for c in ast[1:] if _is_ast(c))
 
 
 def assert_same(actual, expected, what):
@@ -345,6 +421,12 @@ def assert_same(actual, expected, what):
 
 # ---------------------------------------------------------------------------------------------
 # Properties.
+def chains(ast, interpretations):
+    if normalize_excluded(ast):
+        return tuple(i for i in interpretations if i is not normalize)
+    return interpretations
+
+
 SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
@@ -365,7 +447,7 @@ def test_mixed_expressions_agree_across_interpretations(example):
     expected = evaluate(ast, arrays, names, exact)
     if not integrates_reals(ast):
         assert_same(expected, brute_array(ast, arrays, names), "exact vs brute force")
-    for interpretation in (lazy, normalize):
+    for interpretation in chains(ast, (lazy, normalize)):
         assert_same(evaluate(ast, arrays, names, interpretation), expected,
                     f"{interpretation} vs exact")
 
@@ -378,7 +460,7 @@ def test_backends_agree_with_numpy(backend_name, example):
     expected = evaluate(ast, arrays, names, exact)
     fc.set_backend(backend_name)
     try:
-        for interpretation in (exact, lazy, normalize):
+        for interpretation in chains(ast, (exact, lazy, normalize)):
             assert_same(evaluate(ast, arrays, names, interpretation), expected,
                         f"{backend_name} {interpretation} vs numpy exact")
     finally:
