@@ -10,7 +10,34 @@ no real variable is integrated out, a brute-force enumeration that evaluates the
 with numpy at every assignment of its free Bint inputs.
 """
 
-# Known discrepancies: none excluded from the strategies (see the report of this branch).
+# Known discrepancies (library bugs or missing rules found by these properties; each is kept
+# out of the strategy as narrowly as we could, marked "Known discrepancy N" where it is):
+# 1. Delta + Delta over the same name raises under exact: exact_binary_add_delta_delta uses
+#    `_substitute_delta(...) or ...`, and `or` calls Funsor.__bool__ -> TypeError.
+#        fc.Delta("x", fc.Number(1.0)) + fc.Delta("x", fc.Number(2.0))
+#    Expected Delta(x=1) + log 1(1 == 2), i.e. -inf after reducing x; got TypeError.
+#    Excluded: `add` of two operands that both carry a Delta over the same free name.
+# 2. normalize + reinterpret leaves a Contraction whose only term is a Contraction, where
+#    exact (and lazy + reinterpret) give a number:
+#        g = fc.Gaussian(mean=np.zeros(3), covariance=np.eye(3),
+#                        inputs={"x": fc.Real, "y": fc.Reals[2]})
+#        with normalize: t = g.reduce(ops.logaddexp, "x")(y=np.ones(2))
+#        fc.reinterpret(t)  # expected Tensor(-0.0811); got Contraction(logaddexp, {x},
+#                           #   (Contraction(None, add, (Gaussian, Tensor)),))
+#    Also Gaussian(j: Bint[3], x).reduce(add, "j").reduce(logaddexp, "x") and
+#    Delta("x", p_i, ld_i).reduce(add, "i").reduce(logaddexp, "x") under normalize.
+#    Excused: the normalize chain only, and only when its result holds such a nest
+#    (is_known_normalize_residue); any other lazy result or any number still must agree.
+# 3. Delta - Tensor and Delta * Tensor have no exact rule, so integrating them stays lazy:
+#        d = fc.Delta("x", fc.Number(1.0), fc.Number(0.5)); t = fc.Tensor(np.array(2.0))
+#        (d - t).reduce(ops.logaddexp, "x")  # expected Tensor(-1.5); got Contraction
+#        (d * t).reduce(ops.logaddexp, "x")  # expected Tensor(1.0);  got Contraction
+#    ((d + (-t)) works.) Excluded: `sub` and positive scaling of operands carrying a Delta.
+# 4. Plate-reducing a Delta plus a Tensor stays lazy under exact (a lone Delta works):
+#        d = fc.Delta("x", Tensor([1., 1.], i), Tensor([.1, .2], i)); t = Tensor(0.5)
+#        (t + d).reduce(ops.add, "i").reduce(ops.logaddexp, "x")
+#        # expected Tensor(1.3); got Contraction
+#    Excluded: reduce(add) over Bint of a Delta-carrying operand that is not a bare Delta.
 
 import itertools
 import math
@@ -27,7 +54,8 @@ from interpretations import exact, lazy, normalize
 
 BINT = {"i": 2, "j": 3, "k": 2, "l": 3, "m": 4, "n": 4}
 REAL = {"x": 1, "y": 2, "u": 1, "v": 2}
-RENAME = {"i": "k", "k": "i", "j": "l", "l": "j", "m": "n", "n": "m", "x": "u", "u": "x", "y": "v", "v": "y"}
+RENAME = {"i": "k", "k": "i", "j": "l", "l": "j", "m": "n", "n": "m",
+          "x": "u", "u": "x", "y": "v", "v": "y"}
 LEAF_BINTS = ("i", "j")  # leaves use these; k, l, m arrive by renames and index tensors
 LEAF_REALS = ("x", "y")
 ATOL = RTOL = 1e-8
