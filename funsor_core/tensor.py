@@ -104,10 +104,13 @@ class Tensor(Funsor):
         self.output = Domain(dtype, tuple(data.shape[len(inputs):]))
 
     @classmethod
-    def make(cls, data, inputs: dict, dtype="real", ikey: tuple | None = None) -> Tensor:
+    def make(cls, data, inputs: dict, dtype="real", ikey: tuple | None = None,
+             output: Domain | None = None) -> Tensor:
         """Build a Tensor from arrays a rule just computed, skipping checks and interpretation.
 
-        Rules use this for results: the data is fresh, so cons-hashing could never share it.
+        Rules use this for results: the data is fresh, so cons-hashing could never share it,
+        and no rule rewrites a Tensor's constructor. ``output``, when the rule knows it, saves
+        recomputing the domain from the shape.
         """
         self = object.__new__(cls)
         if ikey is None:
@@ -116,8 +119,10 @@ class Tensor(Funsor):
         self.data = data
         self._ikey = ikey
         self.inputs = inputs
-        shape = data.shape
-        self.output = Domain(dtype, tuple(shape[len(ikey):]) if len(shape) > len(ikey) else ())
+        if output is None:
+            shape = data.shape
+            output = Domain(dtype, tuple(shape[len(ikey):]) if len(shape) > len(ikey) else ())
+        self.output = output
         return self
 
     @property
@@ -295,7 +300,7 @@ def index_tensor_numbers(t: Tensor, values: dict) -> Tensor:
     """
     index = tuple(values[n].data if n in values else slice(None) for n in t.inputs)
     inputs = {n: d for n, d in t.inputs.items() if n not in values}
-    return Tensor.make(t.data[index], inputs, t.dtype)
+    return Tensor.make(t.data[index], inputs, t.dtype, output=t.output)
 
 
 def index_tensor(t: Tensor, values: dict) -> Tensor | None:

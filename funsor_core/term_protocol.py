@@ -196,7 +196,9 @@ class Term(metaclass=FunsorMeta):
         return frozenset(names)
 
     def __reduce__(self):
-        return _rebuild_term, (type(self), self._args)
+        # The whole DAG as one flat list (children first), so that pickle never recurses
+        # through nested terms: a 10^5-step lazy chain pickles like a list.
+        return _rebuild_dag, (_encode_dag(self),)
 
     def __copy__(self):
         return self
@@ -211,8 +213,66 @@ class Term(metaclass=FunsorMeta):
     def __str__(self) -> str:
         return repr(self)
 
-def _rebuild_term(cls, args):
-    return cls(*args)
+class _Ref:
+    """Position of an already-encoded term in a pickled DAG."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __reduce__(self):
+        return _Ref, (self.i,)
+
+
+def _terms_in(arg: Any, out: list) -> None:
+    if isinstance(arg, Term):
+        out.append(arg)
+    elif type(arg) is tuple:
+        for a in arg:
+            _terms_in(a, out)
+
+
+def _encode(arg: Any, index: dict) -> Any:
+    if isinstance(arg, Term):
+        return _Ref(index[id(arg)])
+    if type(arg) is tuple:
+        return tuple(_encode(a, index) for a in arg)
+    return arg
+
+
+def _decode(arg: Any, built: list) -> Any:
+    if type(arg) is _Ref:
+        return built[arg.i]
+    if type(arg) is tuple:
+        return tuple(_decode(a, built) for a in arg)
+    return arg
+
+
+def _encode_dag(root: Term) -> tuple:
+    index: dict[int, int] = {}
+    order: list = []
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in index:
+            continue
+        if ready:
+            index[id(node)] = len(order)
+            order.append((type(node), _encode(node._args, index)))
+            continue
+        stack.append((node, True))
+        kids: list = []
+        _terms_in(node._args, kids)
+        stack.extend((k, False) for k in reversed(kids) if id(k) not in index)
+    return tuple(order)
+
+
+def _rebuild_dag(order: tuple) -> Term:
+    built: list = []
+    for cls, args in order:
+        built.append(cls(*_decode(args, built)))
+    return built[-1]
 
 
 def _bound_names(value, out: set) -> None:

@@ -14,12 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 from funsor_core.terms import Funsor, Subs, Variable
 
-__all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename"]
+__all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename",
+           "bound_name"]
 
 
 def children(term: Funsor) -> list[Funsor]:
@@ -155,14 +157,27 @@ def _compose(node: Subs, env: tuple) -> Funsor:
     return Subs(node.arg, inner + outer)
 
 
+_BOUND_IDS = itertools.count(1)
+
+
+def bound_name(name: str) -> str:
+    """A new name for a bound variable ``name``: ``base$k`` with a process-wide counter ``k``.
+
+    Unique names are what keep capture-avoiding substitution linear on long chains that reuse
+    names: a binder renamed to a fresh ``x$k`` can never collide with a name bound deeper in
+    its body, so a renaming stops where the free occurrences stop (priming ``x -> x'`` would
+    collide with the binder below, rename it too, and cascade down the whole chain). Bound
+    names are never free, so ``$`` names never reach a term's ``inputs``.
+
+    Example:
+        >>> bound_name("x").split("$")[0], bound_name("x$3").split("$")[0]
+        ('x', 'x')
+    """
+    return f"{name.split('$', 1)[0]}${next(_BOUND_IDS)}"
+
+
 def _alpha_rename(node: Funsor, captured: set, free: set) -> Funsor:
-    avoid = set(free) | set(node.inputs) | set(node.bound)
-    mapping = {}
-    for name in sorted(captured):
-        new = fresh_name(name, avoid)
-        avoid.add(new)
-        mapping[name] = new
-    return alpha_rename(node, mapping)
+    return alpha_rename(node, {name: bound_name(name) for name in sorted(captured)})
 
 
 def alpha_rename(node: Funsor, mapping: dict) -> Funsor:

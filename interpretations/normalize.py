@@ -64,6 +64,12 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
     if red_op is None and len(terms) == 1:
         return terms[0]
     if bin_op is None:
+        inner = terms[0]
+        # A reduction of a Contraction that reduces nothing, or reduces with the same op,
+        # is one Contraction: its bound names are not free outside, so the sets are disjoint.
+        if isinstance(inner, Contraction) and inner.red_op in (None, red_op):
+            return Contraction(red_op, inner.bin_op, reduced_vars | inner.reduced_vars,
+                               inner.terms)
         return None
     flat = ()
     for t in terms:

@@ -74,7 +74,7 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
         return _matmul(op, lhs, rhs)
     inputs, ikey, ld, rd = align_binary(lhs, rhs)
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(ld, rd), inputs, out.dtype, ikey)
+    return Tensor.make(op(ld, rd), inputs, out.dtype, ikey, out)
 
 
 @exact.register(Binary, BinaryOp, Tensor, Number)
@@ -82,7 +82,7 @@ def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey)
+    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey, out)
 
 
 @exact.register(Binary, BinaryOp, Number, Tensor)
@@ -90,7 +90,7 @@ def exact_binary_number_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype, rhs._ikey)
+    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype, rhs._ikey, out)
 
 
 def _matmul(op, lhs, rhs):
@@ -120,7 +120,7 @@ def exact_reduce_tensor(op, arg, reduced_vars):
         return arg
     data = ops.REDUCE_OPS[op](arg.data, axis=axes)
     inputs = {n: d for n, d in arg.inputs.items() if n not in reduced_vars}
-    return Tensor.make(data, inputs, arg.dtype)
+    return Tensor.make(data, inputs, arg.dtype, output=arg.output)
 
 
 # Substituting into a tensor is indexing: numbers select, variables rename, slices slice,
