@@ -31,8 +31,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from funsor_core import ops
 from funsor_core import gaussian_linalg as la
+from funsor_core import ops
 from funsor_core.gaussian_linalg import rows  # noqa: F401 (public here too)
 
 __all__ = [
