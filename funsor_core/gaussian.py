@@ -262,19 +262,6 @@ class Gaussian(Funsor):
         """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank."""
         return gm.covariance(self.prec_sqrt)
 
-    def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
-        """Reparameterized samples of real inputs (see ``sample_gaussian``).
-
-        Example:
-            >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
-            >>> s = g.sample("x", {"n": fc.Bint[5]}, rng_key=0)
-            >>> sorted(s.inputs)
-            ['n', 'x']
-        """
-        from interpretations.exact.gaussian import sample_gaussian
-
-        return sample_gaussian(self, sampled_vars, sample_inputs, rng_key)
-
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:
     inputs = dict(items)
