@@ -50,13 +50,18 @@ def _zeros_for(domain, proto):
     return Tensor.make(ops.new_zeros(proto, domain.shape), {})
 
 
-def extract_affine(value: Funsor):
+def extract_affine(value: Funsor, host_if_constant: bool = False):
     """``(const, coeffs)`` with ``value == const + sum_j y_j.flat @ coeffs[y_j]``, or ``None``.
 
     ``const`` is a Tensor over the Bint inputs of ``value`` with ``value``'s output;
     ``coeffs[name]`` a Tensor over Bint inputs with output ``Reals[m_j, n]`` (``m_j``: size of
     the real input ``y_j``, ``n``: size of the output). Returns ``None`` when ``value`` does not
     evaluate to Tensors under the active interpretation, or is not affine.
+
+    With ``host_if_constant``, a value holding no arrays (only Numbers and Variables, such as
+    ``2.0 * y + 1.0``) is probed with numpy arrays, so its coefficients stay concrete under
+    ``jax.jit`` and a caller may read them (e.g. to check invertibility); otherwise the
+    probes use the arrays' (or the active) backend.
 
     Example:
         >>> x = fc.Variable("x", fc.Real)
@@ -66,7 +71,7 @@ def extract_affine(value: Funsor):
     if value.output.dtype != "real" or not is_affine(value):
         return None
     real = {k: d for k, d in value.inputs.items() if d.dtype == "real"}
-    proto = backend_of(value) if not isinstance(value, Funsor) else _proto(value)
+    proto = backend_of(value) if not isinstance(value, Funsor) else _proto(value, host_if_constant)
     zeros = {k: _zeros_for(d, proto) for k, d in real.items()}
     const = _as_tensor(value(**zeros), proto)
     if const is None:
@@ -186,7 +191,7 @@ def _affine_product(op, terms, aff) -> bool:
     return False
 
 
-def _proto(value: Funsor):
+def _proto(value: Funsor, host: bool = False):
     from funsor_core.traversal import children
 
     stack = [value]
@@ -197,4 +202,4 @@ def _proto(value: Funsor):
             if data is not None and hasattr(data, "shape"):
                 return data
         stack.extend(children(node))
-    return backend_module().asarray(0.0, "real")
+    return backend_module("numpy" if host else None).asarray(0.0, "real")
