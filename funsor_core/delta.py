@@ -25,8 +25,16 @@ from funsor_core.domains import Real
 from funsor_core.tensor import Tensor, align_tensors, backend_of
 from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_inputs, to_funsor
 
-__all__ = ["Delta", "change_delta_variable", "delta_log_indicator", "invert_affine",
+__all__ = ["Delta", "TRACED_COEFFICIENT", "change_delta_variable", "delta_log_indicator", "invert_affine",
            "plate_log_density", "reduce_delta", "reduce_delta_plates", "subs_delta"]
+
+TRACED_COEFFICIENT = (
+    "cannot substitute {name}=<affine in {y}> into a Delta under jax.jit: the coefficient of "
+    "{y} is a traced array, so whether it is invertible (and hence whether the point mass moves "
+    "to {y} with a Jacobian, or the substitution stays lazy) cannot be decided while tracing. "
+    "Pass the coefficient as a concrete (non-traced) array or a Python number, e.g. "
+    "Delta('x', p)(x=2.0 * y + b), or substitute a constant for {y} first."
+)
 
 
 class Delta(Funsor):
@@ -156,7 +164,7 @@ def subs_delta(delta: Delta, subs: tuple) -> Funsor | None:
                 return None
         else:
             avoid = set(delta.inputs).union(*(v.inputs for k, v in subs if k != name))
-            terms.append(change_delta_variable(point, log_density, value, avoid))
+            terms.append(change_delta_variable(name, point, log_density, value, avoid))
             if terms[-1] is None:
                 return None
     result = Delta(tuple(terms)) if terms else None
@@ -165,19 +173,24 @@ def subs_delta(delta: Delta, subs: tuple) -> Funsor | None:
     return result
 
 
-def change_delta_variable(point, log_density, value, avoid) -> tuple | None:
-    """``(y, (point', log_density'))`` for ``Delta(x, point, log_density)(x=value)`` with
+def change_delta_variable(name, point, log_density, value, avoid) -> tuple | None:
+    """``(y, (point', log_density'))`` for ``Delta(name, point, log_density)(name=value)`` with
     ``value = y @ A + b`` affine in one new real ``y`` of ``x``'s domain:
     ``dirac(y @ A + b - p) = dirac(y - (p - b) @ A^-1) / |det A|``.
 
     None (decline) when ``value`` is not structurally affine in exactly one such ``y``, ``y``
-    is used elsewhere (``avoid``), ``A`` is singular or not concrete (traced under
-    ``jax.jit``: invertibility cannot be decided), or ``point`` is lazy.
+    is used elsewhere (``avoid``), ``A`` is singular, or ``point`` is lazy.
+
+    Raises:
+        ValueError: ``TRACED_COEFFICIENT`` when ``A`` is traced (under ``jax.jit``). Eagerly a
+            singular ``A`` declines and an invertible one moves the mass (with a Jacobian),
+            and later substituting ``y`` gives different numbers in the two cases; a traced
+            ``A`` cannot tell them apart, so neither guess is safe.
 
     Example:
         >>> y = fc.Variable("y", fc.Real)
-        >>> name, (p, ld) = change_delta_variable(fc.Number(5.0), fc.Number(0.0), 2.0 * y + 1.0,
-        ...                                       set())
+        >>> name, (p, ld) = change_delta_variable("x", fc.Number(5.0), fc.Number(0.0),
+        ...                                       2.0 * y + 1.0, set())
         >>> name, float(p.data), bool(np.isclose(ld.data, -np.log(2.0)))
         ('y', 2.0, True)
     """
@@ -188,6 +201,8 @@ def change_delta_variable(point, log_density, value, avoid) -> tuple | None:
     ((y, coeff),) = coeffs.items()
     if y in avoid or value.inputs[y] is not point.output:
         return None
+    if _host(coeff.data) is None:
+        raise ValueError(TRACED_COEFFICIENT.format(name=name, y=y))
     solved = invert_affine(point, const, coeff)
     if solved is None:
         return None
