@@ -25,8 +25,9 @@ from funsor_core.domains import Real
 from funsor_core.tensor import Tensor, align_tensors, backend_of
 from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_inputs, to_funsor
 
-__all__ = ["Delta", "TRACED_COEFFICIENT", "change_delta_variable", "delta_log_indicator", "invert_affine",
-           "plate_log_density", "reduce_delta", "reduce_delta_plates", "subs_delta"]
+__all__ = ["Delta", "TRACED_COEFFICIENT", "change_delta_variable", "delta_log_indicator",
+           "invert_affine", "plate_log_density", "reduce_delta", "reduce_delta_plates",
+           "subs_delta"]
 
 TRACED_COEFFICIENT = (
     "cannot substitute {name}=<affine in {y}> into a Delta under jax.jit: the coefficient of "
