@@ -313,7 +313,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
     Args:
         b_index: coordinates of ``x`` to integrate out.
         check: raise ``ValueError`` when ``S_b`` is numerically rank deficient (concrete
-            arrays only: under jax tracing the check is skipped).
+            arrays; under jax tracing the same test makes ``c = +inf`` there instead).
         names: labels for the error message, as in ``check_full_rank``, or a function
             returning them (called only to build the message).
 
@@ -344,9 +344,9 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
-        if check:
-            _check_diag(abs_diag_b, prec_sqrt, b, names)
-        log_norm = ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const)
+        bad = _check_diag(abs_diag_b, prec_sqrt, b, names) if check else None
+        log_norm = _divergent(ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const),
+                              bad)
         if d_a == 0:
             return (ops.new_zeros(white_vec, batch + (0,)),
                     ops.new_zeros(prec_sqrt, batch + (0, 0)), log_norm)
@@ -355,11 +355,10 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
     rest, norms = _householder(system, d_b)
-    if check:
-        _check_diag(norms, prec_sqrt, b, names)
+    bad = _check_diag(norms, prec_sqrt, b, names) if check else None
     w_a = ops.getitem(rest, (Ellipsis, slice(None), d_a))
     s_a = _mT(ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a))))
-    return w_a, s_a, ops.sub(const, ops.sum(ops.log(norms), -1))
+    return w_a, s_a, _divergent(ops.sub(const, ops.sum(ops.log(norms), -1)), bad)
 
 
 def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
@@ -439,27 +438,38 @@ def _raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
 
 
 def _check_diag(abs_diag: Array, prec_sqrt: Array, b: tuple[int, ...], names,
-                strict: bool = False) -> None:
+                strict: bool = False) -> Array | None:
     """Raise NOT_FULL_RANK where an entry of ``|diag R_b|`` (batch + (d_b,)) is negligible.
 
     An entry at or below ``max(rank, d_b) * eps * max|R_jj|`` adds no information beyond the
-    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError,
-    otherwise the check is skipped.
+    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError;
+    otherwise the same test is returned as a traced boolean array over the batch (True where
+    the block is rank deficient), for the caller to make the divergent integral ``+inf``
+    there rather than a large finite number.
     """
     d_b = len(b)
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(abs_diag.dtype.itemsize, 2.0 ** -52)
+    factor = max(prec_sqrt.shape[-1], d_b) * eps
     try:
         host = ops.to_numpy(ops.reshape(abs_diag, (-1, d_b)))
-    except Exception as e:  # e.g. a jax tracer under jit
+    except Exception as e:  # e.g. a jax tracer under jit: decide with array ops instead
         if strict:
             raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
                             "jit/vmap tracing") from e
-        return
-    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(host.dtype.itemsize, 2.0 ** -52)
-    tol = max(prec_sqrt.shape[-1], d_b) * eps * host.max(-1, keepdims=True)
-    ok = host > tol
+        tol = ops.mul(ops.amax(abs_diag, axis=-1, keepdims=True), factor)
+        return ops.any(ops.le(abs_diag, tol), axis=-1)
+    ok = host > factor * host.max(-1, keepdims=True)
     if not ok.all():
         flat = int((~ok).any(-1).argmax())
         _raise_rank(prec_sqrt, b, names, (flat, [k for k in range(d_b) if not ok[flat, k]]))
+    return None
+
+
+def _divergent(log_norm: Array, bad: Array | None) -> Array:
+    """``+inf`` where ``bad`` (a traced rank test from ``_check_diag``), else ``log_norm``."""
+    if bad is None:
+        return log_norm
+    return ops.where(bad, ops.full_like(log_norm, math.inf), log_norm)
 
 
 # ---------------------------------------------------------------------------------------------

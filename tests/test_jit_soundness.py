@@ -175,3 +175,25 @@ def test_delta_with_nonaffine_value_stays_lazy_then_evaluates():
         return _data(fc.Delta("x", fc.Tensor(p), 0.25)(x=y.exp())(y=0.0))
 
     np.testing.assert_allclose(_run(fn, 1.0), [0.25] * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# d. Marginalizing a variable the density says nothing about: the integral diverges.
+@pytest.mark.parametrize("householder", [False, True])
+def test_rank_deficient_marginal_is_inf_under_jit_not_a_finite_guess(householder):
+    # x is pinned down, and y[0]; y[1] is not (its information is 1e-20 of y[0]'s, below
+    # rounding): the integral over y diverges. Eagerly that is a ValueError naming y[1];
+    # under jit the same test gives +inf, where log(1e-20) would give a finite number. With
+    # rank < dim the Householder path runs, with rank >= dim the QR path.
+    diag = np.diag([1.0, 1.0, 1e-20])
+    rows = diag[:, 1:] if householder else diag
+
+    def fn(white_vec, prec_sqrt):
+        g = fc.Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt,
+                        inputs={"x": fc.Real, "y": fc.Reals[2]})
+        return _data(g.reduce(ops.logaddexp, "y")(x=0.0))
+
+    args = (jnp.zeros(rows.shape[-1]), jnp.array(rows))
+    with pytest.raises(ValueError, match="cannot marginalize y"):
+        fn(*args)
+    assert float(jax.jit(fn)(*args)) == math.inf
