@@ -113,6 +113,26 @@ def test_tensor_estimate_of_an_integral_is_unbiased():
     assert abs(draws.mean() - exact) <= 3 * draws.std() / np.sqrt(N)
 
 
+def test_tensor_sample_gradients_are_unbiased_on_torch():
+    # d/dlogit_k of sum_i exp(logit_i) f_i is exp(logit_k) f_k; the DiCE weight makes the
+    # Monte Carlo estimate's gradient an unbiased estimate of it: per draw, Z f(x) 1[x = k].
+    import torch
+
+    rng = np.random.default_rng(9)
+    logits_np, f = rng.normal(size=3), rng.normal(size=3)
+    logits = torch.tensor(logits_np, requires_grad=True)
+    t = fc.Tensor(logits, {"i": fc.Bint[3]})
+    s = t.sample("i", {"n": fc.Bint[N]}, rng_key=10)
+    estimate = fc.Integrate(s, fc.Tensor(torch.tensor(f), {"i": fc.Bint[3]}), frozenset({"i"}))
+    draws = estimate.align(("n",)).data
+    draws.mean().backward()
+    x = ops.to_numpy(_points(_parts(s)[0], ("n",))["i"])
+    per_draw = np.exp(logsumexp(logits_np)) * f[x][:, None] * (x[:, None] == np.arange(3))
+    se = per_draw.std(0) / np.sqrt(N)
+    assert np.all(np.abs(logits.grad.numpy() - np.exp(logits_np) * f) <= 3 * se)
+    np.testing.assert_allclose(draws.detach().numpy(), np.exp(logsumexp(logits_np)) * f[x])
+
+
 def test_tensor_seeds_are_reproducible(backend):
     t = fc.Tensor(_array(backend, np.zeros(5)), {"i": fc.Bint[5]})
     a = _points(_parts(t.sample("i", {"n": fc.Bint[50]}, rng_key=7))[0], ("n",))["i"]
