@@ -133,6 +133,7 @@ def test_tensor_sample_gradients_are_unbiased_on_torch():
     np.testing.assert_allclose(draws.detach().numpy(), np.exp(logsumexp(logits_np)) * f[x])
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])  # jax keys are reproducible by design
 def test_tensor_seeds_are_reproducible(backend):
     t = fc.Tensor(_array(backend, np.zeros(5)), {"i": fc.Bint[5]})
     a = _points(_parts(t.sample("i", {"n": fc.Bint[50]}, rng_key=7))[0], ("n",))["i"]
