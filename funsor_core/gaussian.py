@@ -8,9 +8,9 @@ where ``x`` is the concatenation (in input order) of every real input flattened,
 has shape ``batch + (dim, rank)`` and ``white_vec`` ``batch + (rank,)``; ``batch`` lists the
 sizes of the Bint inputs in order (as in ``Tensor``). This is funsor 0.4.8's convention: the
 density is not normalized, ``max_x f(x) = 0`` when consistent, and ``rank`` may differ from
-``dim``. This module holds the atom and the pure math its rules call (alignment by name,
-affine change of variables); the array algebra is ``gaussian_math``; the rules live in
-``interpretations/exact/gaussian.py``.
+``dim``. This module holds the atom and its layout helpers (alignment by name); the algebra
+on funsors is ``gaussian_algebra``, on arrays ``gaussian_math``; sampling is
+``funsor_core.sampling``; the rules live in ``interpretations/exact/gaussian.py``.
 
 Example:
     >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs={"x": fc.Reals[2]})
@@ -261,19 +261,6 @@ class Gaussian(Funsor):
     def covariance(self):
         """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank."""
         return gm.covariance(self.prec_sqrt)
-
-    def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
-        """Reparameterized samples of real inputs (see ``sample_gaussian``).
-
-        Example:
-            >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
-            >>> s = g.sample("x", {"n": fc.Bint[5]}, rng_key=0)
-            >>> sorted(s.inputs)
-            ['n', 'x']
-        """
-        from interpretations.exact.gaussian import sample_gaussian
-
-        return sample_gaussian(self, sampled_vars, sample_inputs, rng_key)
 
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:

@@ -31,8 +31,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from funsor_core import gaussian_linalg as la
 from funsor_core import ops
-from funsor_core.domains import broadcast_shape
+from funsor_core.gaussian_linalg import rows  # noqa: F401 (public here too)
 
 __all__ = [
     "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
@@ -44,169 +45,28 @@ __all__ = [
 Array = Any  # an array of any registered backend
 _LOG_2PI = math.log(2 * math.pi)
 
+# The array helpers live in gaussian_linalg; short private aliases keep the formulas readable.
+_batch_shape = la.batch_shape
+_broadcast = la.broadcast
+_check_index = la.check_index
+_expand = la.expand
+_householder = la.householder
+_log_abs_diag = la.log_abs_diag
+_mT = la.mT
+_mv = la.mv
+_require_full_rank = la.require_full_rank
+_solve_upper = la.solve_upper
+_split_index = la.split_index
+_sumsq = la.sumsq
+_triangularize = la.triangularize
+_vm = la.vm
+
 NOT_FULL_RANK = (
     "cannot marginalize {label}: its precision block has rank {rank} < {dim}; the integral "
     "diverges, because the density is flat along a direction of {label}{where}. Coordinates "
     "without independent information: {coords}. Add a prior or an observation on them before "
     "integrating them out, or keep them as free inputs."
 )
-NEEDS_FULL_RANK = (
-    "{what} needs a full-rank precision, but prec_sqrt has shape {shape}: rank {rank} < dim "
-    "{dim}, so the density is flat along some direction and has no {what}. Add a prior or an "
-    "observation (concat another density) first."
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# Small array helpers (batch dims on the left; events of 1 or 2 dims on the right).
-def _batch_shape(x: Array, event_ndim: int) -> tuple[int, ...]:
-    return tuple(x.shape[: len(x.shape) - event_ndim])
-
-
-def _expand(x: Array, batch: tuple[int, ...], event_ndim: int) -> Array:
-    event = tuple(x.shape[len(x.shape) - event_ndim:])
-    if tuple(x.shape) == batch + event:
-        return x
-    return ops.expand(x, batch + event)
-
-
-def _broadcast(*pairs: tuple[Array, int]) -> tuple[tuple[int, ...], list[Array]]:
-    """Expand arrays (each given with its event ndim) to their common batch shape."""
-    shapes = [_batch_shape(x, n) for x, n in pairs]
-    first = shapes[0]
-    if all(s == first for s in shapes):  # the common case: nothing to expand
-        return first, [x for x, _ in pairs]
-    batch = broadcast_shape(*shapes)
-    return batch, [_expand(x, batch, n) for x, n in pairs]
-
-
-def _mT(x: Array) -> Array:  # noqa: N802 (the matrix-transpose name used by torch and jax)
-    return ops.transpose(x, -1, -2)
-
-
-def _vm(v: Array, m: Array) -> Array:
-    """Batched vector-matrix product ``v @ m``."""
-    return ops.getitem(ops.matmul(ops.getitem(v, (Ellipsis, None, slice(None))), m),
-                       (Ellipsis, 0, slice(None)))
-
-
-def _mv(m: Array, v: Array) -> Array:
-    """Batched matrix-vector product ``m @ v``."""
-    return ops.getitem(ops.matmul(m, ops.getitem(v, (Ellipsis, None))), (Ellipsis, 0))
-
-
-def _sumsq(x: Array, event_ndim: int = 1) -> Array:
-    return ops.sum(ops.mul(x, x), tuple(range(-event_ndim, 0)))
-
-
-def _solve_upper(r: Array, z: Array) -> Array:
-    """``r^{-1} z`` for upper triangular ``r`` and a batch of vectors ``z``."""
-    z = ops.getitem(z, (Ellipsis, None))
-    return ops.getitem(ops.triangular_solve(z, r, upper=True), (Ellipsis, 0))
-
-
-def _log_abs_diag(r: Array) -> Array:
-    return ops.sum(ops.log(ops.abs(ops.diagonal(r))), -1)
-
-
-def _check_index(dim: int, index: Sequence[int], what: str) -> tuple[int, ...]:
-    index = tuple(int(i) for i in index)
-    if len(set(index)) != len(index) or not all(0 <= i < dim for i in index):
-        raise ValueError(f"{what} must be distinct ints in [0, {dim}), got {list(index)}")
-    return index
-
-
-def _split_index(dim: int, b_index: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    b = _check_index(dim, b_index, "b_index")
-    a = tuple(i for i in range(dim) if i not in set(b))
-    return b, a
-
-
-def rows(x: Array, index: Sequence[int]) -> Array:
-    """``x[..., index, :]``, with a slice where the index is a contiguous run.
-
-    Example:
-        >>> rows(np.arange(6.0).reshape(3, 2), [2, 0])
-        array([[4., 5.],
-               [0., 1.]])
-    """
-    index = tuple(index)
-    if not index:
-        return ops.getitem(x, (Ellipsis, slice(0, 0), slice(None)))
-    if index == tuple(range(index[0], index[-1] + 1)):
-        return ops.getitem(x, (Ellipsis, slice(index[0], index[-1] + 1), slice(None)))
-    idx = ops.new_array(x, list(index))
-    return ops.getitem(x, (Ellipsis, idx, slice(None)))
-
-
-def _triangularize(a: Array, w: Array, canonical: bool = True) -> tuple[Array, Array, Array]:
-    """Rotate the system ``||a @ v - w||`` (``a``: r x n with r >= n) to triangular form.
-
-    Returns ``(r_upper, z, shift)`` with ``-0.5 ||a v - w||^2 == -0.5 ||r_upper v - z||^2 +
-    shift`` for every ``v``. One QR of ``[[a, w], [0, 1]]`` gives all three: the extra row
-    keeps the last column independent of the others, so the QR stays differentiable when
-    ``w`` lies in the span of ``a`` (a consistent system, e.g. every mean zero); its last
-    diagonal entry is ``sqrt(1 + ||residual||^2)``. With ``canonical`` the rows are signed so
-    the diagonal is nonnegative (``R`` is then unique: ``R.T`` is the Cholesky factor of the
-    precision, the same on every backend, and so are samples drawn from it); without, row
-    signs are the QR kernel's, which describes the same density (a row of ``R`` and its entry
-    of ``z`` flip together) at 7 fewer array calls.
-    """
-    n = a.shape[-1]
-    batch, (a, w) = _broadcast((a, 2), (w, 1))
-    top = ops.cat([a, ops.getitem(w, (Ellipsis, None))], -1)
-    bottom = ops.cat([ops.new_zeros(a, batch + (1, n)), ops.new_full(a, batch + (1, 1), 1.0)], -1)
-    rr = ops.qr_r(ops.cat([top, bottom], -2))
-    if canonical:
-        diag = ops.diagonal(rr)
-        one = ops.full_like(diag, 1.0)
-        rr = ops.mul(rr, ops.getitem(ops.where(ops.ge(diag, 0.0), one, ops.neg(one)),
-                                     (Ellipsis, slice(None), None)))
-    r_upper = ops.getitem(rr, (Ellipsis, slice(0, n), slice(0, n)))
-    z = ops.getitem(rr, (Ellipsis, slice(0, n), n))
-    c = ops.getitem(rr, (Ellipsis, n, n))
-    shift = ops.mul(-0.5, ops.sub(ops.mul(c, c), 1.0))
-    return r_upper, z, shift
-
-
-def _householder(m: Array, k: int) -> tuple[Array, Array]:
-    """Reflect the rows of ``m`` (batch + (r, n), r >= k) to zero its first k columns below
-    the diagonal; return the trailing block ``(r - k, n - k)`` and ``|R_jj|`` (batch + (k,)).
-
-    The trailing block is ``Q2.T @ m[:, k:]`` for an orthonormal basis ``Q2`` of the complement
-    of the span of the first k columns. Only those k columns build the reflectors, so the
-    result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
-    not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
-    """
-    norms = []
-    for _ in range(k):
-        col = ops.getitem(m, (Ellipsis, slice(None), 0))
-        rest = ops.getitem(m, (Ellipsis, slice(None), slice(1, None)))
-        x0 = ops.getitem(col, (Ellipsis, 0))
-        norm = ops.sqrt(_sumsq(col))
-        one = ops.full_like(x0, 1.0)
-        sign = ops.where(ops.ge(x0, 0.0), one, ops.neg(one))
-        # v = col - alpha e1 with alpha = -sign(x0) |col|: the first entry adds, never cancels.
-        v0 = ops.add(x0, ops.mul(sign, norm))
-        v = ops.cat([ops.getitem(v0, (Ellipsis, None)),
-                     ops.getitem(col, (Ellipsis, slice(1, None)))], -1)
-        beta = ops.safediv(2.0, _sumsq(v))  # v = 0 only for a zero column: then no reflection
-        vt_rest = _vm(v, rest)
-        rest = ops.sub(rest, ops.mul(ops.getitem(beta, (Ellipsis, None, None)),
-                                     ops.mul(ops.getitem(v, (Ellipsis, slice(None), None)),
-                                             ops.getitem(vt_rest, (Ellipsis, None, slice(None))))))
-        m = ops.getitem(rest, (Ellipsis, slice(1, None), slice(None)))  # row 0 is R's row
-        norms.append(norm)
-    if not norms:
-        return m, ops.new_zeros(m, _batch_shape(m, 2) + (0,))
-    return m, ops.stack(norms, -1)
-
-
-def _require_full_rank(prec_sqrt: Array, what: str) -> None:
-    dim, rank = prec_sqrt.shape[-2:]
-    if rank < dim:
-        raise ValueError(NEEDS_FULL_RANK.format(
-            what=what, shape=tuple(prec_sqrt.shape), rank=rank, dim=dim))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +313,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
     Args:
         b_index: coordinates of ``x`` to integrate out.
         check: raise ``ValueError`` when ``S_b`` is numerically rank deficient (concrete
-            arrays only: under jax tracing the check is skipped).
+            arrays; under jax tracing the same test makes ``c = +inf`` there instead).
         names: labels for the error message, as in ``check_full_rank``, or a function
             returning them (called only to build the message).
 
@@ -484,9 +344,9 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
-        if check:
-            _check_diag(abs_diag_b, prec_sqrt, b, names)
-        log_norm = ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const)
+        bad = _check_diag(abs_diag_b, prec_sqrt, b, names) if check else None
+        log_norm = _divergent(ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const),
+                              bad)
         if d_a == 0:
             return (ops.new_zeros(white_vec, batch + (0,)),
                     ops.new_zeros(prec_sqrt, batch + (0, 0)), log_norm)
@@ -495,11 +355,10 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
     rest, norms = _householder(system, d_b)
-    if check:
-        _check_diag(norms, prec_sqrt, b, names)
+    bad = _check_diag(norms, prec_sqrt, b, names) if check else None
     w_a = ops.getitem(rest, (Ellipsis, slice(None), d_a))
     s_a = _mT(ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a))))
-    return w_a, s_a, ops.sub(const, ops.sum(ops.log(norms), -1))
+    return w_a, s_a, _divergent(ops.sub(const, ops.sum(ops.log(norms), -1)), bad)
 
 
 def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
@@ -579,27 +438,38 @@ def _raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
 
 
 def _check_diag(abs_diag: Array, prec_sqrt: Array, b: tuple[int, ...], names,
-                strict: bool = False) -> None:
+                strict: bool = False) -> Array | None:
     """Raise NOT_FULL_RANK where an entry of ``|diag R_b|`` (batch + (d_b,)) is negligible.
 
     An entry at or below ``max(rank, d_b) * eps * max|R_jj|`` adds no information beyond the
-    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError,
-    otherwise the check is skipped.
+    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError;
+    otherwise the same test is returned as a traced boolean array over the batch (True where
+    the block is rank deficient), for the caller to make the divergent integral ``+inf``
+    there rather than a large finite number.
     """
     d_b = len(b)
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(abs_diag.dtype.itemsize, 2.0 ** -52)
+    factor = max(prec_sqrt.shape[-1], d_b) * eps
     try:
         host = ops.to_numpy(ops.reshape(abs_diag, (-1, d_b)))
-    except Exception as e:  # e.g. a jax tracer under jit
+    except Exception as e:  # e.g. a jax tracer under jit: decide with array ops instead
         if strict:
             raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
                             "jit/vmap tracing") from e
-        return
-    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(host.dtype.itemsize, 2.0 ** -52)
-    tol = max(prec_sqrt.shape[-1], d_b) * eps * host.max(-1, keepdims=True)
-    ok = host > tol
+        tol = ops.mul(ops.amax(abs_diag, axis=-1, keepdims=True), factor)
+        return ops.any(ops.le(abs_diag, tol), axis=-1)
+    ok = host > factor * host.max(-1, keepdims=True)
     if not ok.all():
         flat = int((~ok).any(-1).argmax())
         _raise_rank(prec_sqrt, b, names, (flat, [k for k in range(d_b) if not ok[flat, k]]))
+    return None
+
+
+def _divergent(log_norm: Array, bad: Array | None) -> Array:
+    """``+inf`` where ``bad`` (a traced rank test from ``_check_diag``), else ``log_norm``."""
+    if bad is None:
+        return log_norm
+    return ops.where(bad, ops.full_like(log_norm, math.inf), log_norm)
 
 
 # ---------------------------------------------------------------------------------------------

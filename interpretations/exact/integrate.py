@@ -6,6 +6,7 @@ Gaussian measures are handled by the Gaussian rules; nothing here matches them.
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.integrate import Integrate
 from funsor_core.tensor import Tensor
@@ -51,3 +52,24 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
     if not remaining:
         return measure.exp() * integrand
     return Integrate(measure, integrand, remaining)
+
+
+# Integrate(Delta(x=p) + w, f, {x}) = exp(w) * Integrate(Delta(x=p), f, {x}) for a weight w
+# (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.sampling).
+# (The integrand is typed `object` so that this pattern differs from the Gaussian-sum rule's,
+# which a second registration of the same pattern would replace.)
+@exact.register(Integrate, Contraction, object, frozenset)
+def exact_integrate_delta_sum(log_measure, integrand, reduced_vars):
+    if not (log_measure.red_op is None and log_measure.bin_op is ops.add):
+        return None
+    deltas = [t for t in log_measure.terms if isinstance(t, Delta)]
+    dense = [t for t in log_measure.terms if isinstance(t, (Tensor, Number))]
+    if len(deltas) != 1 or len(deltas) + len(dense) != len(log_measure.terms):
+        return None
+    (delta,) = deltas
+    if not reduced_vars <= delta.fresh or any(delta.fresh & t.inputs.keys() for t in dense):
+        return None
+    weight = dense[0]
+    for t in dense[1:]:
+        weight = weight + t
+    return weight.exp() * Integrate(delta, integrand, reduced_vars)

@@ -1,0 +1,195 @@
+"""Closed-form expectations under a Gaussian measure (optionally plus a Tensor).
+
+The math behind the ``Integrate`` rules of ``interpretations/exact/gaussian_integrate.py``.
+
+Write the measure over integrated reals ``x`` and kept reals ``y`` as
+``g(x, y) = g_y(y) + log q(x | y)``, with ``g_y`` the marginal (``logaddexp`` over ``x``) and
+``q`` the normalized conditional, Gaussian with mean ``m(y) = m0 + y B`` (affine in ``y``) and
+a covariance ``Σ`` free of ``y``. Then
+
+    Integrate(g, f, x) = exp(g_y(y)) * E_q[f](y)
+
+and ``E_q[f]`` has a closed form for the integrands handled here:
+
+- ``f`` affine in ``x``:                   ``f(m(y))``;
+- ``f = a1 * a2``, both affine and scalar:  ``a1(m) a2(m) + A1' Σ A2`` (x-coefficients only);
+- ``f`` a Gaussian:                        ``f(m(y)) - 0.5 <Σ, P_f,xx>`` (``P_f``: its precision);
+- sums and differences of these, and anything without ``x`` (by linearity).
+
+When every real input of the measure is integrated, ``g_y`` is a Tensor and so is the result.
+Otherwise the result is the lazy product ``exp(g_y(y)) * E_q[f](y)``: no Gaussian form has an
+exponential prefactor, but every array is computed, and substituting ``y`` gives numbers.
+"""
+
+from __future__ import annotations
+
+from funsor_core import gaussian_math as gm
+from funsor_core import ops
+from funsor_core.affine import extract_affine
+from funsor_core.contraction import Contraction
+from funsor_core.gaussian import Gaussian, gaussian_layout
+from funsor_core.gaussian_algebra import dense_sum, marginalize_gaussian
+from funsor_core.tensor import Tensor
+from funsor_core.terms import Binary, Funsor, Number, Variable
+
+__all__ = ["integrate_gaussian"]
+
+
+def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozenset):
+    """``Integrate(g + t, integrand, reduced_vars)`` in closed form, or None when the
+    integrand is of no form handled here (see the module docstring). ``t`` is a Tensor, a
+    Number or None.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([2.0]), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> x = fc.Variable("x", fc.Real)
+        >>> lz = float(g.log_normalizer.data)
+        >>> bool(np.isclose(integrate_gaussian(g, None, x, frozenset("x")).data, 2 * np.exp(lz)))
+        True
+    """
+    names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
+    if not names:
+        return None
+    log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
+    moments = _Moments.of(g, names)
+    if moments is None:
+        return None
+    value = _expectation(moments, integrand)
+    if value is None:
+        return None
+    if t is not None:
+        log_mass = log_mass + t
+    result = ops.exp(log_mass) * value
+    bint = frozenset(v for v in reduced_vars - names if v in result.inputs)
+    return result.reduce(ops.add, bint) if bint else result
+
+
+class _Moments:
+    """Mean and covariance of the integrated reals ``x`` given the kept ones ``y``.
+
+    ``mean[name]`` is a funsor of ``name``'s domain: a Tensor over the batch inputs when
+    nothing is kept, else an affine expression in the kept reals. ``cov`` is an array
+    ``batch + (d_x, d_x)`` over the integrated coordinates; ``offsets`` locates each name in it.
+    """
+
+    __slots__ = ("mean", "cov", "offsets", "domains", "batch")
+
+    @classmethod
+    def of(cls, g: Gaussian, names: frozenset) -> _Moments | None:
+        batch_items, g_offsets, _ = gaussian_layout(g._ikey)
+        xs = [(k, d) for k, d in g._ikey if k in names]
+        ys = [(k, d) for k, d in g._ikey if d.dtype == "real" and k not in names]
+        if any(len(d.shape) > 1 for _, d in xs + ys):
+            return None  # matrix-valued reals: the affine mean would need reshapes
+        bx = [i for k, d in xs for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
+        ay = [i for k, d in ys for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
+        s_x = gm.rows(g.prec_sqrt, bx)
+        d_x = len(bx)
+        r_upper = ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
+                              (Ellipsis, slice(0, d_x), slice(None)))
+        # M = P^{-1} S_x with P = S_x S_x' = R'R: two triangular solves, no inverse.
+        m = ops.triangular_solve(ops.triangular_solve(s_x, r_upper, upper=True, transpose=True),
+                                 r_upper, upper=True)
+        m0 = ops.getitem(ops.matmul(m, ops.getitem(g.white_vec, (Ellipsis, None))),
+                         (Ellipsis, 0))
+        batch = dict(batch_items)
+        self = object.__new__(cls)
+        self.batch = batch
+        self.domains = dict(xs)
+        self.offsets, off = {}, 0
+        for k, d in xs:
+            self.offsets[k] = off
+            off += d.num_elements
+        eye = ops.expand(ops.new_eye(r_upper, d_x), tuple(r_upper.shape))
+        r_inv = ops.triangular_solve(eye, r_upper, upper=True)
+        self.cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
+        # m(y) = m0 + y B with B = -S_y M' (d_y x d_x).
+        b = (ops.neg(ops.matmul(gm.rows(g.prec_sqrt, ay), ops.transpose(m, -1, -2)))
+             if ay else None)
+        y_offsets, off = {}, 0
+        for k, d in ys:
+            y_offsets[k] = off
+            off += d.num_elements
+        self.mean = {}
+        for k, d in xs:
+            sx = slice(self.offsets[k], self.offsets[k] + d.num_elements)
+            value = _shaped(Tensor.make(ops.getitem(m0, (Ellipsis, sx)), batch), d)
+            for y, dy in ys:
+                sy = slice(y_offsets[y], y_offsets[y] + dy.num_elements)
+                block = Tensor.make(ops.getitem(b, (Ellipsis, sy, sx)), batch)
+                term = (Variable(y, dy) @ block if dy.shape
+                        else Variable(y, dy) * block[0])
+                value = value + _shaped(term, d)
+            self.mean[k] = value
+        return self
+
+    def cov_block(self, a: str, b: str) -> Tensor:
+        """``Σ_ab``: a Tensor over the batch inputs with output ``Reals[n_a, n_b]``."""
+        sa = slice(self.offsets[a], self.offsets[a] + self.domains[a].num_elements)
+        sb = slice(self.offsets[b], self.offsets[b] + self.domains[b].num_elements)
+        return Tensor.make(ops.getitem(self.cov, (Ellipsis, sa, sb)), self.batch)
+
+
+def _shaped(value: Funsor, domain) -> Funsor:
+    """A ``Reals[n]`` funsor as ``domain`` (``Real`` takes entry 0; ``Reals[n]`` as is)."""
+    return value if domain.shape else value[0]
+
+
+def _expectation(mom: _Moments, f: Funsor):
+    """E_q[f] as a funsor (of the kept reals), or None when f is of no form handled here."""
+    if not any(k in mom.domains for k in f.inputs):
+        return f
+    if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.add:
+        parts = [_expectation(mom, t) for t in f.terms]  # linearity
+        return None if any(p is None for p in parts) else dense_sum(parts)
+    if isinstance(f, Binary) and f.op is ops.sub:
+        lhs, rhs = _expectation(mom, f.lhs), _expectation(mom, f.rhs)
+        return None if lhs is None or rhs is None else lhs - rhs
+    if isinstance(f, Gaussian):
+        return f(**_restrict(mom.mean, f)) - 0.5 * _trace_precision(mom, f)
+    pair = None
+    if isinstance(f, Binary) and f.op is ops.mul:
+        pair = (f.lhs, f.rhs)
+    elif (isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul
+          and len(f.terms) == 2):
+        pair = f.terms
+    if pair is not None and not f.output.shape:
+        lhs, rhs = pair
+        a1, a2 = extract_affine(lhs), extract_affine(rhs)
+        if a1 is not None and a2 is not None:
+            return (lhs(**_restrict(mom.mean, lhs)) * rhs(**_restrict(mom.mean, rhs))
+                    + _cross_cov(mom, a1[1], a2[1]))
+    if extract_affine(f) is not None:
+        return f(**_restrict(mom.mean, f))
+    return None
+
+
+def _restrict(subs: dict, f: Funsor) -> dict:
+    return {k: v for k, v in subs.items() if k in f.inputs}
+
+
+def _cross_cov(mom: _Moments, coeffs1: dict, coeffs2: dict) -> Funsor:
+    """Cov(a1, a2) = sum_{a,b} B1_a' Σ_ab B2_b over integrated names, for scalar affine a1, a2
+    (coefficients of kept reals do not vary under q)."""
+    total = Number(0.0)
+    for a, b1 in coeffs1.items():
+        for b, b2 in coeffs2.items():
+            if a in mom.domains and b in mom.domains:
+                # b1: (m_a, 1), b2: (m_b, 1) for scalar outputs: b1' Σ_ab b2.
+                total = total + ((b1[:, 0] @ mom.cov_block(a, b)) * b2[:, 0]).sum()
+    return total
+
+
+def _trace_precision(mom: _Moments, f: Gaussian) -> Funsor:
+    """``<Σ, P_f>`` over the integrated coordinates f has: ``E||(x - m) S_f||^2``."""
+    batch_items, offsets, _ = gaussian_layout(f._ikey)
+    batch = dict(batch_items)
+    names = [k for k in mom.domains if k in f.inputs]
+    rows = {k: ops.getitem(f.prec_sqrt, (Ellipsis, slice(
+        offsets[k], offsets[k] + f.inputs[k].num_elements), slice(None))) for k in names}
+    total = Number(0.0)
+    for a in names:
+        for b in names:
+            p_ab = Tensor.make(ops.matmul(rows[a], ops.transpose(rows[b], -1, -2)), batch)
+            total = total + (mom.cov_block(a, b) * p_ab).sum()
+    return total

@@ -1,0 +1,204 @@
+"""Monte Carlo samples of the atoms: ``sample(term, sampled_vars, sample_inputs, rng_key)``.
+
+A sample of a log density ``f`` over names ``V`` is a funsor ``s`` with the same free inputs
+such that ``Integrate(s, h, V)`` is an unbiased estimate of ``Integrate(f, h, V)`` for any
+``h``: a ``Delta`` at the drawn points plus a log weight. As in funsor 0.4.8:
+
+- ``Tensor``: a categorical draw of its Bint inputs in ``V`` (jointly, from the normalized
+  ``exp f``), batched over its other inputs; the weight is ``logsumexp_V f``, the total mass.
+  On jax (and torch with gradients) the weight carries a DiCE factor
+  ``log p(x) - detach(log p(x))``, zero in value, so gradients are unbiased too.
+- ``Gaussian``: a reparameterized draw of its real inputs in ``V``; the weight is the log
+  normalizer (when others are kept, ``g(x) - log q(x)`` with ``q`` the sampled marginal).
+- ``Delta``: already a sample; it is returned as it is.
+
+``sample_inputs`` (names to ``Bint[n]``) adds independent draws along new batch inputs; the
+estimate is then the mean over them.
+
+``rng_key``: an int seed (any backend), a numpy ``Generator``, a torch ``Generator``, or a jax
+PRNG key (also traced, under ``jax.jit``); None uses the backend's global state.
+
+Example:
+    >>> t = fc.Tensor(np.log(np.array([0.25, 0.75])), {"i": fc.Bint[2]})
+    >>> s = sample(t, "i", {"n": fc.Bint[4]}, rng_key=0)
+    >>> sorted(s.inputs)
+    ['i', 'n']
+"""
+
+from __future__ import annotations
+
+from funsor_core import gaussian_math as gm
+from funsor_core import ops
+from funsor_core.backend import backend_module, backend_name_of
+from funsor_core.delta import Delta
+from funsor_core.gaussian import Gaussian, real_offsets
+from funsor_core.gaussian_algebra import is_gaussian_sum, split_gaussian_sum
+from funsor_core.tensor import Tensor, align_tensor
+from funsor_core.terms import Funsor, Number
+
+__all__ = ["sample", "sample_gaussian", "sample_tensor"]
+
+_NO_SAMPLER = (
+    "cannot sample {names} from a {cls}: sample() knows Tensor, Gaussian, Gaussian + Tensor "
+    "and Delta. Evaluate the term to one of these first (e.g. under `exact`), or sample its "
+    "factors one at a time."
+)
+
+
+def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funsor:
+    """Draw ``sampled_vars`` from the log density ``term`` (see the module docstring).
+
+    Args:
+        term: a Tensor, Gaussian, Gaussian + Tensor, or Delta (a log density).
+        sampled_vars: a name, or a set of names, of inputs of ``term``; others are ignored.
+        sample_inputs: mapping of new names to ``Bint[n]``: independent draws along them.
+        rng_key: an int seed, a numpy or torch ``Generator``, a jax PRNG key, or None.
+
+    Returns:
+        A funsor with ``term``'s inputs and ``sample_inputs``: a Delta over the sampled names
+        plus a log weight; ``term`` itself when no name of ``sampled_vars`` is an input.
+
+    Raises:
+        NotImplementedError: for terms other than the atoms above.
+
+    Example:
+        >>> d = fc.Delta("x", fc.Number(1.0))
+        >>> sample(d, "x") is d
+        True
+    """
+    names = frozenset({sampled_vars} if isinstance(sampled_vars, str) else sampled_vars)
+    names = frozenset(getattr(v, "name", v) for v in names) & term.inputs.keys()
+    if not names:
+        return term
+    sample_inputs = {k: d for k, d in (sample_inputs or {}).items() if k not in term.inputs}
+    if isinstance(term, Delta):
+        return term
+    if isinstance(term, Tensor):
+        return sample_tensor(term, names, sample_inputs, rng_key)
+    if isinstance(term, Gaussian) and all(term.inputs[k].dtype == "real" for k in names):
+        return sample_gaussian(term, names, sample_inputs, rng_key)
+    if is_gaussian_sum(term) and all(term.inputs[k].dtype == "real" for k in names):
+        # g + t with t over Bint inputs only: sample g, keep t as a weight.
+        (g,), dense = split_gaussian_sum(term)
+        result = sample_gaussian(g, names, sample_inputs, rng_key)
+        for t in dense:
+            result = result + t
+        return result
+    raise NotImplementedError(_NO_SAMPLER.format(names=sorted(names), cls=type(term).__name__))
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers from the arrays' backend.
+def _module_and_key(proto, rng_key):
+    """The backend module of ``proto`` and ``rng_key`` as that backend takes it."""
+    name = backend_name_of(proto)
+    module = backend_module(name)
+    if rng_key is None or isinstance(rng_key, int):
+        return module, (module.new_rng_key(rng_key) if isinstance(rng_key, int) else None)
+    if backend_name_of(rng_key) != name:
+        raise TypeError(f"rng_key is a {type(rng_key).__name__} ({backend_name_of(rng_key)}), "
+                        f"but the term holds {name} arrays: pass an int seed or a {name} key")
+    return module, rng_key
+
+
+def _standard_normal(proto, shape: tuple, rng_key):
+    module, key = _module_and_key(proto, rng_key)
+    return ops.new_array(proto, module.randn(shape, key))
+
+
+def _uniform(proto, shape: tuple, rng_key):
+    module, key = _module_and_key(proto, rng_key)
+    return ops.new_array(proto, module.rand(shape, key))
+
+
+# ---------------------------------------------------------------------------------------------
+def sample_tensor(t: Tensor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """Categorical draw of the Bint inputs ``names`` of the log weights ``t`` (jointly).
+
+    Uses the Gumbel-max trick: ``argmax_k (logit_k + G_k)`` with ``G_k = -log(-log U_k)``
+    iid is distributed as ``softmax(logits)``, batched with no Python loop and no host read,
+    so it runs under ``jax.jit``. The joint index is then unravelled into one Bint point per
+    name. Returns ``Delta(points) + logsumexp_names t`` (with a DiCE factor where gradients
+    may flow).
+
+    Example:
+        >>> t = fc.Tensor(np.array([0.0, -np.inf]), {"i": fc.Bint[2]})
+        >>> delta, log_weight = sample_tensor(t, frozenset("i"), {}, rng_key=0).terms
+        >>> int(delta.terms[0][1][0].data), float(log_weight.data)
+        (0, 0.0)
+    """
+    if t.dtype != "real" or t.output.shape:
+        raise ValueError(f"sample() needs a real scalar Tensor (log weights), got output "
+                         f"{t.output}")
+    batch = {k: d for k, d in t.inputs.items() if k not in names}
+    event = {k: d for k, d in t.inputs.items() if k in names}
+    logits = align_tensor({**batch, **event}, t, expand=True)
+    batch_shape = tuple(d.size for d in batch.values())
+    sample_shape = tuple(d.size for d in sample_inputs.values())
+    flat = ops.reshape(logits, batch_shape + (-1,))
+    u = _uniform(flat, sample_shape + tuple(flat.shape), rng_key)
+    gumbel = ops.neg(ops.log(ops.neg(ops.log(u))))
+    flat_b = ops.reshape(flat, (1,) * len(sample_shape) + tuple(flat.shape))
+    index = ops.argmax(ops.add(flat_b, gumbel), -1)  # sample_shape + batch_shape
+    sb_inputs = {**sample_inputs, **batch}
+    terms, rest = [], index
+    for name, domain in reversed(list(event.items())):  # row-major: the last name varies fastest
+        terms.append((name, (Tensor(rest % domain.size, sb_inputs, domain.size), Number(0.0))))
+        rest = rest // domain.size
+    delta = Delta(tuple(reversed(terms)))
+    return delta + _log_weight(flat, index, sample_inputs, batch)
+
+
+def _log_weight(flat, index, sample_inputs: dict, batch: dict) -> Tensor:
+    """The total mass ``logsumexp flat`` over batch inputs; with a DiCE factor (zero in value)
+    when gradients may flow (jax, torch with ``requires_grad``)."""
+    total = ops.logsumexp(flat, -1)
+    name = backend_name_of(flat)
+    if not (name == "jax" or (name == "torch" and getattr(flat, "requires_grad", False))):
+        return Tensor(total, batch)
+    shape = tuple(index.shape)
+    flat_b = ops.expand(ops.reshape(flat, (1,) * len(sample_inputs) + tuple(flat.shape)),
+                        shape + tuple(flat.shape[-1:]))
+    # log p of the drawn index, gathered by a one-hot mask (where, not a product: -inf * 0).
+    hit = ops.eq(ops.new_arange(index, 0, flat.shape[-1], 1), ops.getitem(index, (Ellipsis, None)))
+    log_prob = ops.sum(ops.where(hit, flat_b, ops.full_like(flat_b, 0.0)), -1)
+    dice = ops.sub(log_prob, ops.detach(log_prob))
+    return Tensor(ops.add(ops.detach(total), dice), {**sample_inputs, **batch})
+
+
+# ---------------------------------------------------------------------------------------------
+def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """Reparameterized draw of the real inputs ``names`` of ``g``.
+
+    Returns ``Delta(x) + log Z`` when every real input is sampled (``log Z``: the log
+    normalizer), else ``Delta(x) + g(x) - log q(x) + log Z`` with ``q`` the normalized
+    marginal of the sampled names: in both cases ``logaddexp`` over the sampled names (mean
+    over ``sample_inputs``) estimates that of ``g`` without bias.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.ones(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> s = sample_gaussian(g, frozenset("x"), {"n": fc.Bint[3]}, rng_key=0)
+        >>> sorted(s.inputs)
+        ['n', 'x']
+    """
+    sampled = [k for k in g.inputs if k in names and g.inputs[k].dtype == "real"]
+    others = frozenset(k for k in g.real_inputs if k not in names)
+    marginal = g.reduce(ops.logaddexp, others) if others else g
+    (q,), _ = split_gaussian_sum(marginal)
+    batch = {**sample_inputs, **q.batch_inputs}
+    noise = _standard_normal(q.white_vec, tuple(d.size for d in batch.values()) + (q.dim,),
+                             rng_key)
+    lead = (1,) * len(sample_inputs)
+    x = gm.sample(ops.reshape(q.white_vec, lead + tuple(q.white_vec.shape)),
+                  ops.reshape(q.prec_sqrt, lead + tuple(q.prec_sqrt.shape)), noise)
+    offsets, _ = real_offsets(q.inputs)
+    points = {}
+    for name in sampled:
+        domain = g.inputs[name]
+        part = ops.getitem(x, (Ellipsis, slice(offsets[name], offsets[name] + domain.num_elements)))
+        points[name] = Tensor(ops.reshape(part, tuple(part.shape[:-1]) + domain.shape), batch)
+    delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))
+    log_z = g.log_normalizer
+    if not others:
+        return delta + log_z
+    return delta + g(**points) + (log_z - marginal(**points))
