@@ -32,6 +32,7 @@ from funsor_core.interpreter import (
     set_default_interpretation,
 )
 from funsor_core.printing import pretty, quote
+from funsor_core.sampling import sample
 from funsor_core.sum_product import (
     naive_sequential_sum_product,
     partial_sum_product,
@@ -66,5 +67,5 @@ __all__ = [
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
-    "is_affine",
+    "is_affine", "sample",
 ]

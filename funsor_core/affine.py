@@ -23,12 +23,12 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.array_terms import Align, Cat, Stack
+from funsor_core.array_terms import Cat, Stack
 from funsor_core.backend import backend_module
 from funsor_core.contraction import Contraction
 from funsor_core.domains import Bint
 from funsor_core.tensor import Tensor, align_tensor, backend_of
-from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary, Variable
+from funsor_core.terms import Align, Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.traversal import fresh_name
 
 __all__ = ["extract_affine", "is_affine"]

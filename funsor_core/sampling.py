@@ -34,7 +34,7 @@ from funsor_core.delta import Delta
 from funsor_core.gaussian import Gaussian, real_offsets
 from funsor_core.gaussian_algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.tensor import Tensor, align_tensor
-from funsor_core.terms import Funsor, Number
+from funsor_core.terms import Funsor, Number, register_term_hook
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor"]
 
@@ -202,3 +202,6 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
     if not others:
         return delta + log_z
     return delta + g(**points) + (log_z - marginal(**points))
+
+
+register_term_hook("sample", sample)
