@@ -208,7 +208,8 @@ KERNELS = {
     ops.getitem: lambda x, index: x[index], ops.where: np.where,
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,
-    ops.scatter_add: _scatter_add, ops.to_numpy: np.asarray, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
+    ops.scatter_add: _scatter_add, ops.to_numpy: np.asarray, ops.is_floating: _is_floating,
+    ops.is_concrete: lambda x: True,
     ops.detach: lambda x: x,
 }
 

@@ -301,7 +301,8 @@ KERNELS = {
     ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
-    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True, ops.detach: _detach,
+    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
+    ops.detach: _detach,
 }
 
 

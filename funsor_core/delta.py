@@ -54,7 +54,7 @@ class Delta(Funsor):
     """
 
     __slots__ = ("terms", "fresh")
-    _fields = ("terms",)
+    fields = ("terms",)
     _atom = True
 
     @classmethod
@@ -92,15 +92,8 @@ class Delta(Funsor):
             raise ValueError("Delta needs at least one (name, (point, log_density))")
         return (tuple(result),)
 
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        # A pytree rebuild (jax) skips _init, so the derived ``fresh`` is set here too.
-        obj.terms = args[0]
-        obj.fresh = frozenset(name for name, _ in args[0])
-
-    def _init(self, terms):
-        self._args = (terms,)
-        self.terms = terms
+    def _setup(self):
+        terms = self.terms
         self.fresh = frozenset(name for name, _ in terms)
         inputs: dict = {name: point.output for name, (point, _) in terms}
         for _, (point, log_density) in terms:

@@ -164,9 +164,9 @@ class Gaussian(Funsor):
     """
 
     __slots__ = ("white_vec", "prec_sqrt", "_ikey")
-    _fields = ("white_vec", "prec_sqrt", "inputs")
+    fields = ("white_vec", "prec_sqrt", "inputs")
+    arrays = ("white_vec", "prec_sqrt")
     _atom = True
-    _leaf_args = (0, 1)
 
     @classmethod
     def _prepare(cls, white_vec=None, prec_sqrt=None, inputs=None, *, info_vec=None,
@@ -188,13 +188,8 @@ class Gaussian(Funsor):
     def _cons_key(args):
         return (id(args[0]), id(args[1]), args[2])
 
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        obj.white_vec, obj.prec_sqrt, obj._ikey = args
-
-    def _init(self, white_vec, prec_sqrt, inputs):
-        self._args = (white_vec, prec_sqrt, inputs)
-        self.white_vec, self.prec_sqrt, self._ikey = white_vec, prec_sqrt, inputs
+    def _setup(self):
+        self._ikey = inputs = self._args[2]
         self.inputs = dict(inputs)
         self.output = Real
 

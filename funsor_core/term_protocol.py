@@ -135,8 +135,7 @@ class Term(metaclass=FunsorMeta):
         cls._stored = tuple((i, f) for i, f in enumerate(cls.fields) if f in slots)
         cls._derived = tuple(sorted(slots - set(cls.fields)))
         cls._bind_pos = tuple(pos[f] for f in cls.binds)
-        if "_leaf_args" not in cls.__dict__:
-            cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
+        cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
         announce_term_class(cls)
 
     # -- derived protocol: pytrees and pickling ------------------------------------------------
@@ -173,12 +172,6 @@ class Term(metaclass=FunsorMeta):
         for name, value in zip(cls._derived, derived):
             object.__setattr__(obj, name, value)
         return obj
-
-    @classmethod
-    def _restore_fields(cls, obj, args) -> None:
-        """Set the stored fields of ``obj`` from ``args``."""
-        for i, name in cls._stored:
-            object.__setattr__(obj, name, args[i])
 
     # -- structure -----------------------------------------------------------------------------
     def __hash__(self) -> int:

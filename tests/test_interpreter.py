@@ -18,24 +18,18 @@ from interpretations import exact, lazy
 
 
 class Leaf(Funsor):
-    __slots__ = ("value",)
-    _fields = ("value",)
+    fields = ("value",)
     _atom = True
 
-    def _init(self, value):
-        self._args = (value,)
-        self.value = value
+    def _setup(self):
         self.inputs = {}
         self.output = Real
 
 
 class Pair(Funsor):
-    __slots__ = ("left", "right")
-    _fields = ("left", "right")
+    fields = ("left", "right")
 
-    def _init(self, left, right):
-        self._args = (left, right)
-        self.left, self.right = left, right
+    def _setup(self):
         self.inputs = {}
         self.output = Real
 
