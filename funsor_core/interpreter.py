@@ -83,6 +83,9 @@ class _TupleMeta(type):
             items = (items,)
         variadic = len(items) == 2 and items[1] is Ellipsis
         elems = (items[0],) if variadic else items
+        if any(e is Ellipsis for e in elems):
+            raise TypeError(f"Tuple[...] takes element types, or one type and '...' (any "
+                            f"length), got {items!r}")
         key = (elems, variadic)
         result = _TupleMeta._cache.get(key)
         if result is None:

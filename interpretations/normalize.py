@@ -22,6 +22,7 @@ from funsor_core.contraction import Contraction
 from funsor_core.interpreter import Interpretation
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.terms import Binary, Funsor, Number, Reduce
+from funsor_core.traversal import alpha_rename, bound_name
 from interpretations.lazy import lazy
 
 __all__ = ["normalize", "NORMALIZE"]
@@ -71,6 +72,10 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
             return Contraction(red_op, inner.bin_op, reduced_vars | inner.reduced_vars,
                                inner.terms)
         return None
+    if red_op is not None and (red_op, bin_op) in ops.DISTRIBUTIVE_OPS:
+        pulled = _pull_out_reduction(red_op, bin_op, reduced_vars, terms)
+        if pulled is not None:
+            return pulled
     flat = ()
     for t in terms:
         flat += _flat_terms(bin_op, t)
@@ -82,6 +87,25 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
         if len(kept) == 1 and red_op is not None:
             return Contraction(red_op, None, reduced_vars, kept)
         return Contraction(red_op, bin_op, reduced_vars, kept)
+    return None
+
+
+def _pull_out_reduction(red_op, bin_op, reduced_vars, terms):
+    # sum_V (a * sum_W c) = sum_{V, W} (a * c) when * distributes over sum: a term that is
+    # itself a reduction with red_op joins the outer one. Its bound names are renamed first
+    # where they clash with names of the other terms (a free 'i' next to a summed 'i').
+    for k, t in enumerate(terms):
+        if not (isinstance(t, Contraction) and t.red_op is red_op
+                and t.bin_op in (None, bin_op)):
+            continue
+        others = terms[:k] + terms[k + 1:]
+        avoid = set(reduced_vars).union(*(o.inputs for o in others))
+        clash = t.reduced_vars & avoid
+        if clash:
+            t = alpha_rename(t, {n: bound_name(n) for n in sorted(clash)})
+            if not isinstance(t, Contraction):
+                return None
+        return Contraction(red_op, bin_op, reduced_vars | t.reduced_vars, others + t.terms)
     return None
 
 

@@ -2,7 +2,9 @@
 terms, and partial evaluation of the Tensor part of a mixed Contraction.
 
 Rules match on the terms' types (``Tuple[...]`` patterns); the Gaussian rules for
-Contractions live with the other Gaussian rules.
+Contractions live with the other Gaussian rules. The op positions stay ``object`` and rules
+test the ops inside: a pattern specific in an op and general in the terms would be
+incomparable with the dense rule, which must be tried first.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from funsor_core.terms import Funsor, Number, Subs
 from interpretations.exact import exact
 
 DENSE = (Tensor, Number)
+AddOp = type(ops.add)
 
 
 def _is_dense(t) -> bool:
@@ -64,6 +67,45 @@ def exact_contraction_deltas(red_op, bin_op, reduced_vars, terms):
     return _contract_deltas(red_op, reduced_vars, terms)
 
 
+# sum_V (a + b + ...) = sum_V a + sum_V b + ... (a sum reduced by a sum splits over its terms);
+# a dense term lacking some v in V is counted |v| times. Terms that are not dense must have
+# every v in V (a point mass repeated over a plate is not a point mass scaled).
+@exact.register(Contraction, AddOp, AddOp, frozenset, Tuple[Funsor, ...])
+def exact_contraction_sum_of_sums(red_op, bin_op, reduced_vars, terms):
+    if all(_is_dense(t) for t in terms) or len(terms) < 2:
+        return None
+    domains = {}
+    for t in terms:
+        domains.update(t.inputs)
+    if any(domains[v].dtype == "real" for v in reduced_vars):
+        return None
+    parts = []
+    for t in terms:
+        missing = reduced_vars - t.inputs.keys()
+        if missing and not _is_dense(t):
+            return None
+        part = t.reduce(ops.add, reduced_vars & t.inputs.keys())
+        count = 1
+        for v in missing:
+            count *= domains[v].size
+        parts.append(part * float(count) if count != 1 else part)
+    return _fold(ops.add, parts)
+
+
+# A reduction of a product that does not distribute (sum of a scaled density): combine the
+# terms first, then reduce the result. Declines when the product stays as it is.
+@exact.register(Contraction, object, object, frozenset, Tuple[Funsor, ...])
+def exact_contraction_product_first(red_op, bin_op, reduced_vars, terms):
+    if (red_op is None or bin_op is None or len(terms) < 2
+            or (red_op, bin_op) in ops.DISTRIBUTIVE_OPS or red_op is bin_op):
+        return None
+    product = Contraction(None, bin_op, frozenset(), terms)
+    if isinstance(product, Contraction) and len(product.terms) == len(terms) and all(
+            a is b for a, b in zip(product.terms, terms)):
+        return None
+    return product.reduce(red_op, reduced_vars)
+
+
 # Mixed terms: contract the Tensor part alone over the variables only Tensors use (by
 # distributivity of red_op over bin_op), or fold the Tensors together.
 @exact.register(Contraction, object, object, frozenset, tuple)
@@ -74,6 +116,14 @@ def exact_contraction_partial(red_op, bin_op, reduced_vars, terms):
 def _contract_deltas(red_op, reduced_vars, terms):
     deltas = [t for t in terms if isinstance(t, Delta)]
     others = [t for t in terms if not isinstance(t, Delta)]
+    if sum(len(d.fresh) for d in deltas) != len(frozenset().union(*(d.fresh for d in deltas))):
+        # Two Deltas on one name: dirac(x - p) dirac(x - q) = dirac(x - p) 1(p == q). Adding
+        # them substitutes p into the second (its log indicator), before any reduction of x.
+        combined = deltas[0]
+        for d in deltas[1:]:
+            combined = combined + d
+        return Contraction(red_op if reduced_vars else None, ops.add, reduced_vars,
+                           (combined,) + tuple(others))
     points = {name: point for d in deltas for name, (point, _) in d.terms}
     changed = False
     new_others = []

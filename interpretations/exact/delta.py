@@ -6,7 +6,9 @@ The math (log indicators, changes of variables, plate sums) is in ``funsor_core.
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta, reduce_delta, reduce_delta_plates, subs_delta
+from funsor_core.interpreter import Tuple
 from funsor_core.ops import Op
 from funsor_core.terms import Binary, Funsor, Reduce, Subs
 from interpretations.exact import exact
@@ -23,31 +25,37 @@ def exact_subs_delta(arg, subs):
 
 
 # Reduce(logaddexp, Delta, names) = the log densities of the reduced names; other names stay.
-# Reducing batch inputs of the points is left to Contraction.
-@exact.register(Reduce, Op, Delta, frozenset)
-def exact_reduce_delta(op, arg, reduced_vars):
-    if op is not ops.logaddexp or not reduced_vars <= arg.fresh:
-        return None
-    return reduce_delta(arg, reduced_vars)
-
-
 # Reduce(add, Delta, plates) over Bint inputs of the points and log densities (never the
 # Delta's names): sum_i [ld_i + log 1(x == p_i)] = sum_i ld_i + log 1(all p_i == p_0)
-# + log 1(x == p_0).
-@exact.register(Reduce, AddOp, Delta, frozenset)
-def exact_reduce_add_delta(op, arg, reduced_vars):
-    if reduced_vars & arg.fresh or any(arg.inputs[v].dtype == "real" for v in reduced_vars):
-        return None
-    return reduce_delta_plates(arg, reduced_vars)
+# + log 1(x == p_0). A one-term Contraction (normal form of a Reduce) is the same reduction.
+@exact.register(Reduce, Op, Delta, frozenset)
+def exact_reduce_delta(op, arg, reduced_vars):
+    return _reduce(op, arg, reduced_vars)
+
+
+@exact.register(Contraction, Op, type(None), frozenset, Tuple[Delta])
+def exact_contraction_reduce_delta(red_op, bin_op, reduced_vars, terms):
+    return _reduce(red_op, terms[0], reduced_vars)
+
+
+def _reduce(op, delta, reduced_vars):
+    if op is ops.logaddexp and reduced_vars <= delta.fresh:
+        return reduce_delta(delta, reduced_vars)
+    if op is ops.add and not reduced_vars & delta.fresh and all(
+            delta.inputs[v].dtype != "real" for v in reduced_vars):
+        return reduce_delta_plates(delta, reduced_vars)
+    return None
 
 
 # Delta + Delta with disjoint names is one Delta.
 @exact.register(Binary, AddOp, Delta, Delta)
 def exact_binary_add_delta_delta(op, lhs, rhs):
-    if lhs.fresh & rhs.inputs.keys() or rhs.fresh & lhs.inputs.keys():
-        return _substitute_delta(op, lhs, rhs, left=True) or _substitute_delta(op, rhs, lhs,
-                                                                               left=False)
+    if lhs.fresh & rhs.inputs.keys():
+        return _substitute_delta(op, lhs, rhs, left=True)
+    if rhs.fresh & lhs.inputs.keys():
+        return _substitute_delta(op, rhs, lhs, left=False)
     return Delta(lhs.terms + rhs.terms)
+
 
 
 # Delta(x=p) + f = Delta(x=p) + f(x=p): the point is substituted into the factor.

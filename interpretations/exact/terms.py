@@ -5,6 +5,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.array_terms import Independent
 from funsor_core.ops import BinaryOp, Op, UnaryOp
+from funsor_core.tensor import Tensor
 from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary
 from interpretations.exact import exact
 
@@ -42,3 +43,12 @@ def exact_independent_funsor(fn, reals_var, bint_var, diag_var):
     if diag_var in fn.inputs:
         return None
     return fn.reduce(ops.add, bint_var)
+
+
+# f - c = f + (-c) for a real f that no rule subtracts from directly (a Delta, a sum with one):
+# the sum joins the normal form, where Deltas and Gaussians have rules.
+@exact.register(Binary, type(ops.sub), Funsor, (Tensor, Number))
+def exact_binary_sub_funsor_tensor(op, lhs, rhs):
+    if isinstance(lhs, (Tensor, Number)) or lhs.dtype != "real" or rhs.dtype != "real":
+        return None
+    return lhs + (-rhs)
