@@ -35,6 +35,7 @@ from funsor_core.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
+from funsor_core.interpreter import reflect
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import Funsor, Number, Variable, merge_inputs
 
@@ -172,7 +173,11 @@ def gaussian_sum(*parts) -> Funsor | None:
         return t
     if t is None:
         return gaussians[0]
-    return Contraction(None, ops.add, frozenset(), (gaussians[0], t))
+    # g + t with one Gaussian and one dense term is already the normal form, and every exact
+    # rule declines it; building it under reflect skips those declines (a Kalman step makes
+    # several such sums).
+    with reflect:
+        return Contraction(None, ops.add, frozenset(), (gaussians[0], t))
 
 
 def contract_gaussians(red_op, bin_op, reduced_vars, terms) -> Funsor | None:
