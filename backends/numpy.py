@@ -245,6 +245,31 @@ KERNELS = {
 }
 
 
+# A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
+# it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools. The array
+# libraries would compute a logical or (add), refuse (sub, neg), or answer in int8 / float16.
+# Logical ops (and_, or_, xor, invert) and comparisons keep bools.
+_BOOL = np.dtype(bool)
+_ARITHMETIC = (
+    ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
+    ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod, ops.pow,
+    ops.logaddexp, ops.safesub, ops.safediv,
+)
+
+
+def _bools_as_ints(fn):
+    def kernel(*args):
+        return fn(*(a.astype(np.int64) if getattr(a, "dtype", None) is _BOOL else a for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _op in _ARITHMETIC:
+    KERNELS[_op] = _bools_as_ints(KERNELS[_op])
+del _op
+
+
 def asarray(data, dtype=None):
     """Convert ``data`` to a numpy array (``dtype`` "real" gives float64, "int" int64)."""
     if dtype == "real":

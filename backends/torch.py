@@ -329,6 +329,31 @@ KERNELS = {
 }
 
 
+# A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
+# it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools; torch would
+# compute a logical or (add) or refuse (sub, neg). Real-valued ops see the default float dtype
+# (torch.logaddexp has no integer kernel). Logical ops and comparisons keep bools.
+_INTEGER_ARITHMETIC = (ops.neg, ops.add, ops.sub, ops.mul, ops.floordiv, ops.mod, ops.pow)
+_REAL_ARITHMETIC = (
+    ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh, ops.reciprocal,
+    ops.truediv, ops.logaddexp, ops.safesub, ops.safediv,
+)
+
+
+def _bools_as(fn, real: bool):
+    def kernel(*args):
+        return fn(*((a.to(_float_dtype()) if real else a.long())
+                    if getattr(a, "dtype", None) is torch.bool else a for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _op in _INTEGER_ARITHMETIC + _REAL_ARITHMETIC:
+    KERNELS[_op] = _bools_as(KERNELS[_op], _op in _REAL_ARITHMETIC)
+del _op
+
+
 def asarray(data, dtype=None):
     """Convert ``data`` to a tensor: "real" gives torch's default float dtype, "int" int64.
 

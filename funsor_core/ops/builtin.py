@@ -148,8 +148,12 @@ def _int_binary_dtype(op: Op, a: int, b: int):
         return a + b - 1
     if op is mul:
         return (a - 1) * (b - 1) + 1
-    if op in (max, min, and_, or_, xor):
+    if op in (max, min, and_):
         return builtins_max(a, b)
+    if op in (or_, xor):
+        # Bitwise or/xor of values below n can set every bit below n's top bit: 1 | 2 = 3 is
+        # not in Bint[3]; the bound is the next power of two (Bint[2] stays Bint[2]).
+        return 1 << (builtins_max(a, b) - 1).bit_length()
     if op in (floordiv, mod):
         return a
     return "real"
