@@ -84,6 +84,29 @@ def _reduction(fn):
     return kernel
 
 
+def _extremum(fn, unit):
+    # The max (min) of no values is the unit -inf (+inf), as sum gives 0 and prod 1; jnp.max
+    # raises on an empty axis instead. Integer and bool arrays take the smallest (largest)
+    # value of their own dtype. Sizes are static, so this branch is decided under jit too.
+    def kernel(x, axis=None, keepdims=False):
+        if axis == ():
+            return x
+        if x.size:
+            return fn(x, axis=axis, keepdims=keepdims)
+        shape = jnp.sum(x, axis=axis, keepdims=keepdims).shape
+        if x.dtype == jnp.bool_:
+            value = unit > 0
+        elif jnp.issubdtype(x.dtype, jnp.floating):
+            value = unit
+        else:
+            info = jnp.iinfo(x.dtype)
+            value = info.min if unit < 0 else info.max
+        return jnp.full(shape, value, dtype=x.dtype)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
 def _arg_reduction(fn):
     def kernel(x, axis=None, keepdims=False):
         return fn(x, axis=axis, keepdims=keepdims)
@@ -221,8 +244,8 @@ KERNELS = {
     ops.inv: jnp.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
     ops.sum: _reduction(jnp.sum), ops.prod: _reduction(jnp.prod),
-    ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _reduction(jnp.max),
-    ops.amin: _reduction(jnp.min), ops.argmax: _arg_reduction(jnp.argmax),
+    ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _extremum(jnp.max, -jnp.inf),
+    ops.amin: _extremum(jnp.min, jnp.inf), ops.argmax: _arg_reduction(jnp.argmax),
     ops.argmin: _arg_reduction(jnp.argmin), ops.all: _reduction(jnp.all),
     ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
@@ -234,6 +257,31 @@ KERNELS = {
     ops.is_concrete: lambda x: not isinstance(x, jax.core.Tracer),
     ops.detach: jax.lax.stop_gradient,
 }
+
+
+# A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
+# it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools. The array
+# libraries would compute a logical or (add), refuse (sub, neg), or answer in int8 / float16.
+# Logical ops (and_, or_, xor, invert) and comparisons keep bools.
+_ARITHMETIC = (
+    ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
+    ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod, ops.pow,
+    ops.logaddexp, ops.safesub, ops.safediv,
+)
+
+
+def _bools_as_ints(fn):
+    def kernel(*args):
+        return fn(*(a.astype(_int_dtype()) if getattr(a, "dtype", None) == jnp.bool_ else a
+                    for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _op in _ARITHMETIC:
+    KERNELS[_op] = _bools_as_ints(KERNELS[_op])
+del _op
 
 
 def asarray(data, dtype=None):

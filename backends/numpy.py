@@ -18,10 +18,27 @@ ARRAY_TYPES = (np.ndarray, np.generic)
 FLOAT_DTYPE = np.float64
 
 
+def _empty_unit(x, axis, keepdims, unit):
+    # The reduction of no values is the op's unit (max: -inf, min: +inf, logsumexp: -inf), as
+    # numpy already gives for sum (0) and prod (1); np.amax raises "no identity" instead. An
+    # integer or bool array takes the unit of its own type (the smallest/largest value).
+    shape = np.sum(x, axis=axis, keepdims=keepdims).shape
+    dtype = x.dtype
+    if dtype == np.bool_:
+        unit = unit > 0
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        unit = info.min if unit < 0 else info.max
+    return np.full(shape, unit, dtype=dtype)
+
+
 def _logsumexp(x, axis=None, keepdims=False):
     x = np.asarray(x)
     if axis == ():
         return x
+    if x.size == 0:
+        return _empty_unit(x.astype(np.result_type(x.dtype, np.float64)), axis, keepdims,
+                           -np.inf)
     # ufunc.reduce directly: np.amax/np.sum wrappers cost more than the math on small arrays.
     m = np.maximum.reduce(x, axis=axis, keepdims=True)
     if not np.isfinite(m).all():
@@ -43,6 +60,19 @@ def _reduction(fn):
             return x
         return np.asarray(fn(x, axis=axis, keepdims=keepdims))
 
+    return kernel
+
+
+def _extremum(fn, unit):
+    def kernel(x, axis=None, keepdims=False):
+        if axis == ():
+            return x
+        x = np.asarray(x)
+        if x.size == 0:
+            return _empty_unit(x, axis, keepdims, unit)
+        return np.asarray(fn(x, axis=axis, keepdims=keepdims))
+
+    kernel.__name__ = f"_{fn.__name__}"
     return kernel
 
 
@@ -200,7 +230,8 @@ KERNELS = {
     ops.inv: np.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
     ops.sum: _reduction(np.sum), ops.prod: _reduction(np.prod), ops.logsumexp: _logsumexp,
-    ops.amax: _reduction(np.amax), ops.amin: _reduction(np.amin), ops.argmax: _argmax,
+    ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
+    ops.argmax: _argmax,
     ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
     ops.mean: _reduction(np.mean),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
@@ -212,6 +243,31 @@ KERNELS = {
     ops.is_concrete: lambda x: True,
     ops.detach: lambda x: x,
 }
+
+
+# A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
+# it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools. The array
+# libraries would compute a logical or (add), refuse (sub, neg), or answer in int8 / float16.
+# Logical ops (and_, or_, xor, invert) and comparisons keep bools.
+_BOOL = np.dtype(bool)
+_ARITHMETIC = (
+    ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
+    ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod, ops.pow,
+    ops.logaddexp, ops.safesub, ops.safediv,
+)
+
+
+def _bools_as_ints(fn):
+    def kernel(*args):
+        return fn(*(a.astype(np.int64) if getattr(a, "dtype", None) is _BOOL else a for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _op in _ARITHMETIC:
+    KERNELS[_op] = _bools_as_ints(KERNELS[_op])
+del _op
 
 
 def asarray(data, dtype=None):

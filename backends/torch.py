@@ -98,6 +98,29 @@ def _reduction(fn):
     return kernel
 
 
+def _extremum(fn, unit):
+    # The max (min) of no values is the unit -inf (+inf), as sum gives 0 and prod 1; torch
+    # raises on an empty reduction dim instead. Integer and bool tensors take the smallest
+    # (largest) value of their own dtype.
+    reduce = _reduction(fn)
+
+    def kernel(x, axis=None, keepdims=False):
+        if axis == () or x.numel():
+            return reduce(x, axis, keepdims)
+        shape = _reduction(torch.sum)(x, axis, keepdims).shape
+        if x.dtype is torch.bool:
+            value = unit > 0
+        elif x.is_floating_point():
+            value = unit
+        else:
+            info = torch.iinfo(x.dtype)
+            value = info.min if unit < 0 else info.max
+        return torch.full(shape, value, dtype=x.dtype, device=x.device)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
 def _prod(x, axis=None, keepdims=False):
     # torch.prod reduces one dim at a time; reduce the highest dims first so that the
     # remaining (nonnegative) axis numbers stay valid.
@@ -293,7 +316,7 @@ KERNELS = {
     ops.qr_r: _qr_r, ops.diagonal: _diagonal, ops.diag_embed: torch.diag_embed,
     ops.triu: _triu, ops.tril: _tril,
     ops.sum: _reduction(torch.sum), ops.prod: _prod, ops.logsumexp: _reduction(torch.logsumexp),
-    ops.amax: _reduction(torch.amax), ops.amin: _reduction(torch.amin),
+    ops.amax: _extremum(torch.amax, -float("inf")), ops.amin: _extremum(torch.amin, float("inf")),
     ops.argmax: _arg_reduction(torch.argmax), ops.argmin: _arg_reduction(torch.argmin),
     ops.all: _reduction(torch.all), ops.any: _reduction(torch.any), ops.mean: _mean,
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
@@ -304,6 +327,31 @@ KERNELS = {
     ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
     ops.detach: _detach,
 }
+
+
+# A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
+# it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools; torch would
+# compute a logical or (add) or refuse (sub, neg). Real-valued ops see the default float dtype
+# (torch.logaddexp has no integer kernel). Logical ops and comparisons keep bools.
+_INTEGER_ARITHMETIC = (ops.neg, ops.add, ops.sub, ops.mul, ops.floordiv, ops.mod, ops.pow)
+_REAL_ARITHMETIC = (
+    ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh, ops.reciprocal,
+    ops.truediv, ops.logaddexp, ops.safesub, ops.safediv,
+)
+
+
+def _bools_as(fn, real: bool):
+    def kernel(*args):
+        return fn(*((a.to(_float_dtype()) if real else a.long())
+                    if getattr(a, "dtype", None) is torch.bool else a for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+for _op in _INTEGER_ARITHMETIC + _REAL_ARITHMETIC:
+    KERNELS[_op] = _bools_as(KERNELS[_op], _op in _REAL_ARITHMETIC)
+del _op
 
 
 def asarray(data, dtype=None):

@@ -11,7 +11,9 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.domains import Bint, Domain, Reals
+from funsor_core.backend import backend_name_of
+from funsor_core.domains import Bint, Domain
+from funsor_core.ops.op import is_array_type
 from funsor_core.terms import (
     DomainError,
     Funsor,
@@ -21,6 +23,29 @@ from funsor_core.terms import (
 )
 
 __all__ = ["Lambda", "Independent", "Stack", "Cat", "Slice", "Function"]
+
+MIXED_PARTS = (
+    "{term} parts hold arrays of two backends: {found}. One term must use one backend, and "
+    "nothing is converted silently (that would drop autograd); convert the parts first, e.g. "
+    "fc.Tensor(torch.as_tensor(t.data), t.inputs) or fc.Tensor(np.asarray(t.data), t.inputs)."
+)
+
+
+def check_parts_backend(term: str, parts) -> None:
+    """Raise TypeError if the atoms among ``parts`` hold arrays of more than one backend.
+
+    Example:
+        >>> check_parts_backend("Stack", (fc.Tensor(np.zeros(2)), fc.Number(1.0)))
+    """
+    found: dict = {}
+    for k, p in enumerate(parts):
+        for field in type(p).arrays:
+            data = getattr(p, field)
+            if is_array_type(type(data)):
+                found.setdefault(backend_name_of(data), k)
+    if len(found) > 1:
+        listed = " and ".join(f"{name} (part {k})" for name, k in found.items())
+        raise TypeError(MIXED_PARTS.format(term=term, found=listed))
 
 
 class Lambda(Funsor):
@@ -57,31 +82,68 @@ class Independent(Funsor):
     with ``diag_var`` read as the ``bint_var``-th row of a new real input ``reals_var``.
 
     Equals ``fn(diag_var=reals_var[bint_var]).reduce(ops.add, bint_var)`` for log densities.
+    The new input is stored as the subterm ``reals``, a ``Variable`` (``.reals_var`` is its
+    name), so substituting a value for it reaches the term like any other substitution and
+    leaves ``Independent(fn, value, bint_var, diag_var)``, which ``exact`` evaluates.
+
+    Example:
+        >>> f = fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}) * fc.Variable("x_i", fc.Real)
+        >>> g = fc.Independent(f, "x", "i", "x_i")
+        >>> g.inputs, g.reals_var
+        ({'x': Reals[2]}, 'x')
+        >>> float(g(x=np.array([3.0, 4.0])).data)  # 1 * 3 + 2 * 4
+        11.0
     """
 
-    fields = ("fn", "reals_var", "bint_var", "diag_var")
+    fields = ("fn", "reals", "bint_var", "diag_var")
     binds = ("bint_var", "diag_var")
 
     @classmethod
     def _prepare(cls, fn, reals_var, bint_var, diag_var):
-        names = []
-        for v in (reals_var, bint_var, diag_var):
-            names.append(v.name if isinstance(v, Variable) else v)
-        reals_var, bint_var, diag_var = names
+        bint_var, diag_var = (v.name if isinstance(v, Variable) else v
+                              for v in (bint_var, diag_var))
         if bint_var not in fn.inputs or fn.inputs[bint_var].dtype == "real":
             raise DomainError(f"Independent needs a Bint input '{bint_var}' of fn, whose inputs "
                               f"are {dict(fn.inputs)}")
+        if diag_var not in fn.inputs:
+            # No coordinate to read: a plain product over the plate, with no new input.
+            name = reals_var.name if isinstance(reals_var, Variable) else reals_var
+            return fn, name, bint_var, diag_var
+        diag = fn.inputs[diag_var]
+        domain = Domain(diag.dtype, (fn.inputs[bint_var].size,) + diag.shape)
+        if isinstance(reals_var, str):
+            reals_var = Variable(reals_var, domain)
+        elif not isinstance(reals_var, Funsor):
+            reals_var = to_funsor(reals_var, domain)
+        if reals_var.output is not domain:
+            raise DomainError(f"Independent's {cls._reals_label(reals_var)} must have domain "
+                              f"{domain} ({fn.inputs[bint_var]} rows of '{diag_var}': {diag}), "
+                              f"got {reals_var.output}")
+        clash = {bint_var, diag_var} & reals_var.inputs.keys()
+        if clash and not isinstance(reals_var, Variable):
+            raise DomainError(f"Independent's value for the real input depends on "
+                              f"{sorted(clash)}, which the term binds; rename them first")
         return fn, reals_var, bint_var, diag_var
 
+    @staticmethod
+    def _reals_label(reals):
+        return f"input '{reals.name}'" if isinstance(reals, Variable) else "value"
+
+    @property
+    def reals_var(self):
+        """The name of the new real input (None once a value was substituted for it)."""
+        reals = self.reals
+        if isinstance(reals, str):
+            return reals
+        return reals.name if isinstance(reals, Variable) else None
+
     def _setup(self):
-        fn, reals_var, bint_var, diag_var = self._args
-        n = fn.inputs[bint_var].size
+        fn, reals, bint_var, diag_var = self._args
         inputs = {k: d for k, d in fn.inputs.items() if k not in (bint_var, diag_var)}
-        if diag_var in fn.inputs:
-            inputs[reals_var] = Reals[(n,) + fn.inputs[diag_var].shape]
+        if isinstance(reals, Funsor):
+            inputs = merge_inputs(inputs, reals.inputs, "Independent")
         self.inputs = inputs
         self.output = fn.output
-
 
 
 class Stack(Funsor):
@@ -106,6 +168,7 @@ class Stack(Funsor):
                 raise DomainError(f"Stack parts must share one output, got {out} and {p.output}")
             if name in p.inputs:
                 raise DomainError(f"Stack name '{name}' is already an input of a part")
+        check_parts_backend("Stack", parts)
         return name, parts
 
     def _setup(self):
@@ -130,6 +193,7 @@ class Cat(Funsor):
         for p in parts:
             if part_name not in p.inputs:
                 raise DomainError(f"Cat part lacks input '{part_name}': {dict(p.inputs)}")
+        check_parts_backend("Cat", parts)
         return name, parts, part_name
 
     def _setup(self):

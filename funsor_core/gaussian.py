@@ -27,7 +27,7 @@ import math
 
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.backend import backend_module
+from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.domains import Domain, Real, broadcast_shape
 from funsor_core.tensor import Tensor, align_tensor, is_array
 from funsor_core.terms import DomainError, Funsor
@@ -85,15 +85,92 @@ def gaussian_batch_inputs(inputs: dict) -> dict:
     return {k: d for k, d in inputs.items() if d.dtype != "real"}
 
 
-def _as_array(x, name: str):
+def _as_array(x, name: str, backend: str | None = None):
     if x is None or is_array(x):
         return x
     if isinstance(x, Tensor) and not x.inputs:
         return x.data
     try:
-        return backend_module().asarray(x, "real")
+        return backend_module(backend).asarray(x, "real")
     except Exception as e:
         raise TypeError(f"Gaussian {name}= must be an array, got {type(x).__name__}") from e
+
+
+MIXED_PARAMETERS = (
+    "Gaussian parameters hold arrays of two backends: {found}. One term must use one backend, "
+    "and nothing is converted silently (that would drop autograd); convert one first, e.g. "
+    "torch.as_tensor(mean) or np.asarray(covariance)."
+)
+
+
+def _one_backend(named: dict) -> str | None:
+    """The backend of the array parameters (None if none is an array); TypeError if mixed."""
+    found: dict = {}
+    for name, x in named.items():
+        if isinstance(x, Tensor) and not x.inputs:
+            x = x.data
+        if x is not None and is_array(x):
+            found.setdefault(backend_name_of(x), []).append(f"{name}=")
+    if len(found) > 1:
+        listed = " and ".join(f"{b} ({', '.join(n)})" for b, n in found.items())
+        raise TypeError(MIXED_PARAMETERS.format(found=listed))
+    return next(iter(found), None)
+
+
+# -- checks of the values of user-given parameters -----------------------------------------------
+NOT_FINITE = ("Gaussian {name}= has NaN or infinite entries{where}; every parameter must be "
+              "finite (a point mass is a Delta, a flat direction is a missing row of prec_sqrt)")
+NOT_POSITIVE_DEFINITE = (
+    "Gaussian {name}= is not positive definite{where}: its Cholesky factorization fails (it "
+    "is singular, indefinite or not symmetric). Pass a symmetric positive definite matrix, "
+    "e.g. add a small multiple of the identity; a density that is flat along some direction "
+    "is written with white_vec= and a prec_sqrt= of fewer columns than rows."
+)
+SINGULAR_SCALE_TRIL = (
+    "Gaussian scale_tril= is singular{where}: its diagonal must be nonzero (a zero scale is a "
+    "point mass, which is a Delta, not a Gaussian)"
+)
+
+
+def _batch_where(bad) -> str:
+    # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
+    import numpy as np
+
+    bad = np.asarray(bad)
+    if not bad.ndim:
+        return ""
+    return f" (at batch index {tuple(int(i) for i in np.argwhere(bad)[0])})"
+
+
+def _nonfinite(x, event_ndim: int):
+    """Per batch entry: whether any entry is NaN or infinite (an array of the backend)."""
+    bad = ops.invert(ops.isfinite(x))
+    axes = tuple(range(-event_ndim, 0))
+    return ops.any(bad, axis=axes) if axes else bad
+
+
+def _check_factor(scale: str, white_vec, prec_sqrt):
+    """Check the square-root form computed from finite user parameters.
+
+    A non-finite factor means the matrix could not be factorized (jax's Cholesky answers NaN
+    where numpy and torch raise). Concrete arrays raise ValueError naming ``scale``. Traced
+    (jax.jit) values cannot be read: there, the batch entries whose factor is not finite
+    become NaN throughout, so a bad parameter can only ever give NaN, never a wrong number.
+    """
+    bad = ops.or_(_nonfinite(prec_sqrt, 2), _nonfinite(white_vec, 1))
+    if ops.is_concrete(bad):
+        bad = ops.to_numpy(ops.detach(bad))
+        if bad.any():
+            message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
+            raise ValueError(message.format(name=scale, where=_batch_where(bad)))
+        return white_vec, prec_sqrt
+    white_vec = ops.where(bad[..., None], ops.full_like(white_vec, float("nan")), white_vec)
+    prec_sqrt = ops.where(bad[..., None, None], ops.full_like(prec_sqrt, float("nan")),
+                          prec_sqrt)
+    return white_vec, prec_sqrt
+
+
+_EVENT_NDIM = {"info_vec": 1, "mean": 1, "precision": 2, "covariance": 2, "scale_tril": 2}
 
 
 def _to_canonical(white_vec, prec_sqrt, info_vec, precision, mean, covariance, scale_tril):
@@ -122,6 +199,30 @@ def _to_canonical(white_vec, prec_sqrt, info_vec, precision, mean, covariance, s
     if scale_tril is not None:
         return gm.from_mean_scale_tril(mean, scale_tril)
     return gm.from_mean_precision(mean, precision)
+
+
+def _canonical_checked(named: dict):
+    """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
+    args = [named.get(n) for n in ("white_vec", "prec_sqrt", "info_vec", "precision", "mean",
+                                   "covariance", "scale_tril")]
+    if "white_vec" in named or "prec_sqrt" in named:
+        return _to_canonical(*args)  # already the square-root form: nothing to factorize
+    scale = next((n for n in ("covariance", "precision", "scale_tril") if n in named), None)
+    checked = {n: x for n, x in named.items() if n in _EVENT_NDIM}
+    concrete = all(ops.is_concrete(x) for x in checked.values())
+    if concrete:  # NaN first: a factorization of NaN entries reports the wrong problem
+        for name, x in checked.items():
+            bad = ops.to_numpy(_nonfinite(ops.detach(x), _EVENT_NDIM[name]))
+            if bad.any():
+                raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
+    try:
+        white_vec, prec_sqrt = _to_canonical(*args)
+    except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
+        if scale is None or "LinAlgError" not in type(e).__name__:
+            raise
+        message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
+        raise ValueError(message.format(name=scale, where="")) from e
+    return _check_factor(scale, white_vec, prec_sqrt)
 
 
 def _check_inputs(inputs) -> tuple:
@@ -175,13 +276,16 @@ class Gaussian(Funsor):
                 info_vec is not None or precision is not None or mean is not None
                 or covariance is not None or scale_tril is not None):
             items = _check_inputs(inputs)  # the canonical form: just validate shapes
+            if type(white_vec) is not type(prec_sqrt):
+                _one_backend({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
         else:
             items = _check_inputs(inputs)
-            arrays = [_as_array(a, n) for a, n in (
-                (white_vec, "white_vec"), (prec_sqrt, "prec_sqrt"), (info_vec, "info_vec"),
-                (precision, "precision"), (mean, "mean"), (covariance, "covariance"),
-                (scale_tril, "scale_tril"))]
-            white_vec, prec_sqrt = _to_canonical(*arrays)
+            named = {"white_vec": white_vec, "prec_sqrt": prec_sqrt, "info_vec": info_vec,
+                     "precision": precision, "mean": mean, "covariance": covariance,
+                     "scale_tril": scale_tril}
+            backend = _one_backend(named)
+            named = {n: _as_array(a, n, backend) for n, a in named.items() if a is not None}
+            white_vec, prec_sqrt = _canonical_checked(named)
         return _check_shapes(white_vec, prec_sqrt, items)
 
     @staticmethod

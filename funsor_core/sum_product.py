@@ -65,7 +65,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
         factors: funsors whose inputs include plate names (Bint inputs in ``plates``).
         eliminate: names to eliminate; plates among them are product-reduced.
-        plates: the plate names.
+        plates: the plate names. A plate not in ``eliminate`` is kept as an input of the
+            results (one factor graph per value of it).
 
     Raises:
         PlateError: the graph has the forbidden plate minor (two variables in two different
@@ -79,6 +80,10 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         [2.0]
     """
     eliminate, plates = frozenset(eliminate), frozenset(plates)
+    # A plate that is not eliminated is an ordinary batch input, as in funsor: each of its
+    # values indexes a separate factor graph, so it stays an input of the result instead of
+    # being product-reduced when a variable outside it is summed out.
+    plates = plates & eliminate
     sum_vars = eliminate - plates
     var_to_ordinal: dict = {}
     ordinal_to_factors = defaultdict(list)
@@ -134,6 +139,7 @@ def sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=frozense
     Args:
         sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
         eliminate: names to sum out; plates among them are product-reduced.
+        plates: the plate names; a plate not in ``eliminate`` stays an input of the result.
 
     Example:
         >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})

@@ -6,6 +6,8 @@ import math
 import operator
 import sys
 
+import numpy as np
+
 from funsor_core.domains import Domain, broadcast_shape
 from funsor_core.ops.op import (
     ArrayOp,
@@ -146,8 +148,12 @@ def _int_binary_dtype(op: Op, a: int, b: int):
         return a + b - 1
     if op is mul:
         return (a - 1) * (b - 1) + 1
-    if op in (max, min, and_, or_, xor):
+    if op in (max, min, and_):
         return builtins_max(a, b)
+    if op in (or_, xor):
+        # Bitwise or/xor of values below n can set every bit below n's top bit: 1 | 2 = 3 is
+        # not in Bint[3]; the bound is the next power of two (Bint[2] stays Bint[2]).
+        return 1 << (builtins_max(a, b) - 1).bit_length()
     if op in (floordiv, mod):
         return a
     return "real"
@@ -262,17 +268,48 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
 
 
 # ---------------------------------------------------------------------------------------------
+# Kernels for Python scalars, so ``ops.exp(1.0)`` and Number arithmetic work without arrays.
+# They answer as numpy's float64 kernels do, so that a Number agrees with a 0-d Tensor:
+# overflow gives inf, a domain error nan (never a complex number), division by zero a signed
+# inf (or nan for 0 / 0), and signed zeros survive. Integer arguments keep integer results
+# where Python's and numpy's integer arithmetic agree; a bool counts as the integer 0 or 1
+# (True + True is 2), as for the Bint[2] values it stands for.
 _LOG_2 = math.log(2.0)
 
 
-# Kernels for Python scalars, so ``ops.exp(1.0)`` and Number arithmetic work without arrays.
+def _as_float64(args):
+    return tuple(np.float64(a) for a in args)
+
+
+def _ieee(fast, slow, real=True):
+    """``fast`` on the ordinary cases; numpy's ``slow`` where Python raises or goes complex.
+
+    The fast path is plain ``math``/``operator`` (a Python call, no array); only the edge
+    cases pay for numpy. ``real`` ops see float64 arguments on the slow path (so an integer
+    power of a negative integer is real, as its domain says); the others keep numpy's own
+    integer semantics (``7 // 0`` is 0 there, with no exception).
+    """
+    def kernel(*args):
+        try:
+            result = fast(*args)
+        except (OverflowError, ZeroDivisionError, ValueError):
+            result = None
+        if result is None or type(result) is complex:
+            with np.errstate(all="ignore"):
+                result = slow(*(_as_float64(args) if real else args)).item()
+        return result
+
+    kernel.__name__ = getattr(fast, "__name__", "kernel")
+    return kernel
+
+
 def _scalar_logaddexp(a, b):
     if a == b:  # includes +-inf twice, where a - b would be nan
         return a + _LOG_2
     if a == -math.inf:
-        return b
+        return b + 0.0  # + 0.0 turns -0.0 into 0.0, as log(exp(-0.0) + 0) is
     if b == -math.inf:
-        return a
+        return a + 0.0
     m = builtins_max(a, b)
     return m + math.log1p(math.exp(-builtins_abs(a - b)))
 
@@ -291,6 +328,16 @@ def _scalar_sigmoid(x):
     return e / (1.0 + e)
 
 
+# numpy's minimum/maximum: a NaN on either side wins, and of two equal values (0.0 and -0.0)
+# the second is returned.
+def _scalar_min(a, b):
+    return a if a < b or a != a else b
+
+
+def _scalar_max(a, b):
+    return a if a > b or a != a else b
+
+
 # As the array kernels: the subtrahend is clamped at the largest float, the divisor at the
 # smallest normal one (so 0 / 0 = 0 and x - inf is finite).
 def _scalar_safesub(a, b):
@@ -301,14 +348,32 @@ def _scalar_safediv(a, b):
     return a / builtins_max(b, sys.float_info.min)
 
 
+def _reciprocal(x):
+    return 1.0 / x
+
+
+def _scalar_pow(a, b):
+    # numpy computes x ** 0.5 as sqrt(x): sqrt(-0.0) = -0.0 and sqrt(-inf) = nan, where C's
+    # pow gives 0.0 and inf.
+    if b == 0.5:
+        return math.sqrt(a)
+    return a ** b
+
+
 _SCALAR_KERNELS = {
-    neg: operator.neg, abs: builtins_abs, exp: math.exp, log: _safe_log, log1p: math.log1p,
-    expm1: math.expm1, sqrt: math.sqrt, sigmoid: _scalar_sigmoid, tanh: math.tanh,
-    reciprocal: lambda x: 1.0 / x, invert: operator.not_, isfinite: math.isfinite,
-    add: operator.add, sub: operator.sub, mul: operator.mul, truediv: operator.truediv,
-    floordiv: operator.floordiv, mod: operator.mod, pow: operator.pow,
-    min: lambda a, b: a if a <= b else b, max: lambda a, b: a if a >= b else b,
-    logaddexp: _scalar_logaddexp, safesub: _scalar_safesub, safediv: _scalar_safediv,
+    neg: operator.neg, abs: builtins_abs, exp: _ieee(math.exp, np.exp), log: _safe_log,
+    log1p: _ieee(math.log1p, np.log1p), expm1: _ieee(math.expm1, np.expm1),
+    sqrt: _ieee(math.sqrt, np.sqrt), sigmoid: _scalar_sigmoid, tanh: math.tanh,
+    reciprocal: _ieee(_reciprocal, np.reciprocal), invert: operator.not_,
+    isfinite: math.isfinite,
+    add: operator.add, sub: operator.sub, mul: operator.mul,
+    truediv: _ieee(operator.truediv, np.true_divide),
+    floordiv: _ieee(operator.floordiv, np.floor_divide, real=False),
+    mod: _ieee(operator.mod, np.mod, real=False), pow: _ieee(_scalar_pow, np.power),
+    min: _scalar_min, max: _scalar_max,
+    logaddexp: _scalar_logaddexp, safesub: _scalar_safesub,
+    safediv: _ieee(_scalar_safediv, lambda a, b: np.true_divide(a, np.maximum(
+        b, sys.float_info.min))),
     and_: operator.and_, or_: operator.or_, xor: operator.xor,
     lt: operator.lt, le: operator.le, gt: operator.gt, ge: operator.ge,
     eq: operator.eq, ne: operator.ne,

@@ -9,7 +9,7 @@ from funsor_core import ops
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.integrate import Integrate
-from funsor_core.tensor import Tensor
+from funsor_core.tensor import Tensor, backend_of
 from funsor_core.terms import Funsor, Number
 from interpretations.exact import exact
 
@@ -51,6 +51,14 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
     remaining = reduced_vars - names
     if not remaining:
         return measure.exp() * integrand
+    # A batch input of the points (x_i = p_i) that the log density lacks is still summed
+    # over: sum_i exp(w) f(p_i, i). Keep it in the measure as a zero log weight, so that the
+    # sum counts every i (an input that vanished from both sides would be dropped instead).
+    lost = {n: log_measure.inputs[n] for n in sorted(remaining) if n not in measure.inputs}
+    if lost:
+        proto = backend_of(*(p for _, (p, _) in log_measure.terms))
+        zeros = ops.new_zeros(proto, tuple(d.size for d in lost.values()))
+        measure = measure + Tensor(zeros, lost)
     return Integrate(measure, integrand, remaining)
 
 

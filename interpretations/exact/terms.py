@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.array_terms import Independent
+from funsor_core.array_terms import Independent, Stack
+from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, UnaryOp
 from funsor_core.tensor import Tensor
-from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary
+from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary, Variable
 from interpretations.exact import exact
 
 
@@ -43,6 +44,22 @@ def exact_independent_funsor(fn, reals_var, bint_var, diag_var):
     if diag_var in fn.inputs:
         return None
     return fn.reduce(ops.add, bint_var)
+
+
+# Independent(fn, value, i, x_i) once a value was substituted for the real input x:
+# sum_i fn(x_i = value[i]), funsor's definition of the term. (A Variable is the input itself,
+# or a renaming of it, and stays an Independent.)
+@exact.register(Independent, Funsor, Funsor, str, str)
+def exact_independent_funsor_value(fn, reals, bint_var, diag_var):
+    if isinstance(reals, Variable):
+        return None
+    size = reals.output.shape[0]
+    if isinstance(reals, Tensor):
+        # The leading output dim follows the batch dims: naming it makes it an input.
+        row = Tensor(reals.data, {**reals.inputs, bint_var: Bint[size]}, reals.dtype)
+    else:
+        row = Stack(bint_var, tuple(reals[k] for k in range(size)))
+    return fn(**{diag_var: row}).reduce(ops.add, bint_var)
 
 
 # f - c = f + (-c) for a real f that no rule subtracts from directly (a Delta, a sum with one):
