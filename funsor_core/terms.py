@@ -331,6 +331,8 @@ class Number(Funsor):
         if hasattr(data, "item") and not isinstance(data, numbers.Number):
             data = data.item()
         if dtype != "real":
+            if type(data) is bool:  # a bool is the Bint value 0 or 1, as in funsor
+                data = int(data)
             if not isinstance(data, numbers.Integral) or isinstance(dtype, bool):
                 raise DomainError(f"Number({data!r}) cannot have dtype {dtype!r}: a Bint[n] "
                                   "value must be an integer")

@@ -302,3 +302,11 @@ def test_sum_product_keeps_plate_not_eliminated():
         for a, b in itertools.product(range(2), range(5)):
             expected[p] += fa[a] * np.prod(gaq[a]) * hap[a, p] * kabp[a, b, p]
     assert np.allclose(result.data, expected)
+
+
+def test_bool_substituted_for_a_bint_input_selects_row():
+    x = np.arange(6.0).reshape(2, 3)
+    a = fc.Tensor(x, {"i": fc.Bint[2]})
+    assert a(i=True).shape == (3,) and a(i=False).shape == (3,)
+    np.testing.assert_allclose(a(i=True).data, x[1])
+    np.testing.assert_allclose(a(i=False).data, x[0])
