@@ -152,6 +152,21 @@ class Tensor(Funsor):
             dtype = (args[1] if len(args) > 1 else args[0]) if args else size
         return Tensor.make(data, {name: Bint[size]}, dtype)
 
+    def materialize(self, x: Funsor) -> Funsor:
+        """``x`` with an arange (on this tensor's backend) substituted for each Bint input, so
+        that a lazy function of Bint variables becomes a Tensor (funsor's ``materialize``).
+
+        Example:
+            >>> u = fc.Variable("u", fc.Bint[3])
+            >>> fc.Tensor(np.zeros(1)).materialize(u + 1).data
+            array([1, 2, 3])
+        """
+        if isinstance(x, (Number, Tensor)):
+            return x
+        subs = {name: self.new_arange(name, d.size) for name, d in x.inputs.items()
+                if d.dtype != "real"}
+        return x(**subs) if subs else x
+
 
 # ---------------------------------------------------------------------------------------------
 # Alignment by name: pure functions of arrays and input mappings.

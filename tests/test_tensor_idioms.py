@@ -269,3 +269,15 @@ def test_einsum_and_sum_product_are_modules():
     assert_close(npy(fc.einsum("ab->a", x)), np.full(2, 3.0))  # the module calls its namesake
     f = fc.sum_product(ops.add, ops.mul, [x], frozenset("b"))
     assert_close(npy(f), np.full(2, 3.0))
+
+
+def test_materialize_substitutes_aranges_for_bint_inputs():
+    u, v = fc.Variable("u", Bint[2]), fc.Variable("v", Bint[3])
+    x = fc.Tensor(np.zeros(1))
+    with lazy:
+        k = u * 3 + v
+    m = x.materialize(k)
+    assert isinstance(m, fc.Tensor)
+    check_funsor(m, {"u": Bint[2], "v": Bint[3]}, m.output)
+    assert_close(npy(m), np.arange(2)[:, None] * 3 + np.arange(3)[None, :])
+    assert x.materialize(fc.Number(1.0)) is fc.Number(1.0)
