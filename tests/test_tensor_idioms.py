@@ -281,3 +281,22 @@ def test_materialize_substitutes_aranges_for_bint_inputs():
     check_funsor(m, {"u": Bint[2], "v": Bint[3]}, m.output)
     assert_close(npy(m), np.arange(2)[:, None] * 3 + np.arange(3)[None, :])
     assert x.materialize(fc.Number(1.0)) is fc.Number(1.0)
+
+
+def test_traced_jax_index_out_of_range_gives_nan_not_a_clamped_value():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        x = fc.Tensor(arr(np.arange(6.0).reshape(2, 3)))
+
+        @jax.jit
+        def gather(idx):
+            return x[:, fc.Tensor(idx, {"k": Bint[2]}, 3)].data
+
+        ok = np.asarray(gather(arr([2, 0], "int")))
+        bad = np.asarray(gather(arr([5, 1], "int")))
+    finally:
+        fc.set_backend("numpy")
+    data = np.arange(6.0).reshape(2, 3)
+    assert_close(ok, data[:, [2, 0]].T)
+    assert np.isnan(bad[0]).all() and np.allclose(bad[1], data[:, 1])
