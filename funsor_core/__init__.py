@@ -20,7 +20,7 @@ from funsor_core.backend import get_backend, set_backend
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
-from funsor_core.einsum import einsum, naive_einsum, naive_plated_einsum
+from funsor_core.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.gaussian import Gaussian, align_gaussian
 from funsor_core.integrate import Integrate
 from funsor_core.interop import array_to_funsor, function, to_data
@@ -37,9 +37,16 @@ from funsor_core.sum_product import (
     naive_sequential_sum_product,
     partial_sum_product,
     sequential_sum_product,
-    sum_product,
 )
 from funsor_core.tensor import Tensor
+from funsor_core.tensor_ops import (
+    REDUCE_OP_TO_NUMERIC,
+    Einsum,
+    Getitem,
+    get_default_prototype,
+    numeric_array,
+    tensordot,
+)
 from funsor_core.terms import (
     Align,
     Binary,
@@ -56,6 +63,26 @@ from funsor_core.traversal import reinterpret, substitute
 
 set_default_interpretation(_interpretations.exact)
 
+
+# ``fc.einsum`` and ``fc.sum_product`` are the modules, as in funsor (``funsor.einsum.einsum``,
+# ``from funsor.sum_product import sum_product``). Calling the module calls its namesake
+# function, so ``fc.sum_product(...)`` keeps working without shadowing the module.
+class _CallableModule(type(ops)):
+    def __call__(self, *args, **kwargs):
+        return getattr(self, self.__name__.rsplit(".", 1)[-1])(*args, **kwargs)
+
+
+def _expose_module(module) -> None:
+    module.__class__ = _CallableModule
+    globals()[module.__name__.rsplit(".", 1)[-1]] = module
+
+
+import funsor_core.einsum as _einsum_module  # noqa: E402
+import funsor_core.sum_product as _sum_product_module  # noqa: E402
+
+_expose_module(_einsum_module)
+_expose_module(_sum_product_module)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -67,5 +94,6 @@ __all__ = [
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
-    "is_affine", "sample",
+    "is_affine", "sample", "Einsum", "Getitem", "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
+    "numeric_array", "tensordot",
 ]

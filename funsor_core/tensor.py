@@ -18,10 +18,20 @@ from funsor_core.array_terms import Slice
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain
 from funsor_core.ops.op import is_array_type
+from funsor_core.tensor_ops import (  # noqa: F401  (funsor.tensor's names live here too)
+    REDUCE_OP_TO_NUMERIC,
+    Einsum,
+    Getitem,
+    get_default_prototype,
+    numeric_array,
+    tensordot,
+)
 from funsor_core.terms import DomainError, Funsor, Number, Variable
 
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
-           "index_tensor_numbers", "INDEX_TYPES"]
+           "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
+           "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
+           "numeric_array", "tensordot"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -141,6 +151,21 @@ class Tensor(Funsor):
         if dtype is None:
             dtype = (args[1] if len(args) > 1 else args[0]) if args else size
         return Tensor.make(data, {name: Bint[size]}, dtype)
+
+    def materialize(self, x: Funsor) -> Funsor:
+        """``x`` with an arange (on this tensor's backend) substituted for each Bint input, so
+        that a lazy function of Bint variables becomes a Tensor (funsor's ``materialize``).
+
+        Example:
+            >>> u = fc.Variable("u", fc.Bint[3])
+            >>> fc.Tensor(np.zeros(1)).materialize(u + 1).data
+            array([1, 2, 3])
+        """
+        if isinstance(x, (Number, Tensor)):
+            return x
+        subs = {name: self.new_arange(name, d.size) for name, d in x.inputs.items()
+                if d.dtype != "real"}
+        return x(**subs) if subs else x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,3 +438,71 @@ def _check_index_range(name: str, size: int, data) -> bool:
         raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
                           f"[{lo}, {hi}]")
     return True
+
+
+# -- indexing an output dim ---------------------------------------------------------------------
+def name_output_dim(t: Tensor, name: str, offset: int) -> Tensor:
+    """Output dim ``offset`` of ``t`` becomes the new last input ``name`` (``t[..., "name"]``).
+
+    When nothing moves (``offset`` 0) the result shares ``t.data`` and goes through the
+    constructor, so it is cons-hashed: ``Tensor(x)["i"] is Tensor(x, {"i": Bint[n]})``.
+
+    Example:
+        >>> t = fc.Tensor(np.zeros((2, 3, 4)))
+        >>> y = name_output_dim(t, "j", 1)
+        >>> y.inputs, y.output
+        ({'j': Bint[3]}, Reals[2, 4])
+    """
+    nb = len(t.inputs)
+    inputs = dict(t.inputs)
+    inputs[name] = Bint[t.output.shape[offset]]
+    if offset == 0:
+        return Tensor(t.data, inputs, t.dtype)
+    ndim = len(t.data.shape)
+    perm = list(range(ndim))
+    del perm[nb + offset]
+    perm.insert(nb, nb + offset)
+    return Tensor.make(ops.permute(t.data, tuple(perm)), inputs, t.dtype)
+
+
+def getitem_tensor(t: Tensor, index: Tensor, offset: int) -> Tensor | None:
+    """Output dim ``offset`` of ``t`` gathered at the ``Bint``-valued ``index``, broadcasting
+    inputs by name: ``result[b][o] = t[b][o[:offset], index[b], o[offset:]]``.
+
+    Concrete index values are checked against the dim's size. Traced ones (``jax.jit``) cannot
+    be: out-of-range entries of real data become NaN instead of jax's silent clamping, and
+    integer data (no NaN) gives ``None``.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(6.0).reshape(2, 3))
+        >>> idx = fc.Tensor(np.array([2, 0]), {"k": fc.Bint[2]}, 3)
+        >>> getitem_tensor(t, idx, 1).data
+        array([[2., 5.],
+               [0., 3.]])
+    """
+    size = t.output.shape[offset]
+    traced = not _check_index_range(f"output dim {offset}", size, index.data)
+    if traced and t.dtype != "real":
+        return None
+    inputs = dict(t.inputs)
+    for k, d in index.inputs.items():
+        _add_input(inputs, k, d)
+    data = align_tensor(inputs, t)
+    idx = _as_int_index(align_tensor(inputs, index))
+    # Every dim left of the gathered one is indexed by a broadcast arange, so that all the
+    # advanced indices are adjacent and numpy, torch and jax agree on the result's layout:
+    # broadcast(batch, output dims before offset), then the output dims after it.
+    lead = len(inputs) + offset
+    aranges = []
+    for pos in range(lead):
+        shape = [1] * lead
+        shape[pos] = data.shape[pos]
+        aranges.append(ops.reshape(ops.new_arange(data, data.shape[pos]), tuple(shape)))
+    if offset:
+        idx = ops.reshape(idx, tuple(idx.shape) + (1,) * offset)
+    result = data[tuple(aranges) + (idx,)]
+    if traced:
+        ok = ops.and_(ops.ge(idx, 0), ops.lt(idx, size))
+        ok = ops.reshape(ok, tuple(ok.shape) + (1,) * (len(result.shape) - len(ok.shape)))
+        result = ops.where(ok, result, ops.full_like(result, float("nan")))
+    return Tensor.make(result, inputs, t.dtype)

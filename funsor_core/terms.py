@@ -209,8 +209,22 @@ class Funsor(Term):
         return ops.argmax(self, axis=axis, keepdims=keepdims)
 
     def __getitem__(self, index):
-        """Index the output (not the inputs): ints, slices, ``None`` and ``...``."""
-        return Unary(ops.getitem.bind(index=_normalize_index(index, self.shape)), self)
+        """Index the output (not the inputs), as funsor does.
+
+        Ints, slices, ``None`` and ``...`` index as in numpy. A name ``"i"`` (or a
+        ``Variable("i", Bint[n])``) turns that output dim into the input ``i``, so
+        ``Tensor(data)["i", "j"]`` names the two leading dims. Any funsor with a ``Bint[n]``
+        output selects along a dim of size ``n`` (a gather), and its inputs join the result's.
+
+        Example:
+            >>> x = fc.Tensor(np.arange(6.0).reshape(2, 3))
+            >>> x[1].data, x["i"].inputs, x[:, "j"].output
+            (array([3., 4., 5.]), {'i': Bint[2]}, Reals[2])
+        """
+        normalized = _normalize_index(index, self.shape)
+        if normalized is None:  # names or funsors among the parts
+            return _hook("getitem")(self, index if type(index) is tuple else (index,))
+        return Unary(ops.getitem.bind(index=normalized), self)
 
 
 # Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
@@ -261,19 +275,21 @@ def _reduced_names(reduced_vars, inputs) -> frozenset:
     return frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
 
 
-def _normalize_index(index, shape) -> tuple:
+def _normalize_index(index, shape) -> tuple | None:
     # Slices are unhashable before Python 3.12, so an index is stored as tagged tuples.
+    # None when a part is not basic (a name, a funsor, an array): the caller gathers instead.
     if not isinstance(index, tuple):
         index = (index,)
     result = []
     for i in index:
         if isinstance(i, slice):
             result.append(("slice", i.start, i.stop, i.step))
-        elif i is None or i is Ellipsis or isinstance(i, numbers.Integral):
-            result.append(i if i is None or i is Ellipsis else int(i))
+        elif i is None or i is Ellipsis:
+            result.append(i)
+        elif isinstance(i, numbers.Integral) and not isinstance(i, Funsor):
+            result.append(int(i))
         else:
-            raise TypeError(f"a funsor's output is indexed by ints, slices, None and ..., "
-                            f"got {type(i).__name__}; to index by a funsor, substitute it")
+            return None
     return tuple(result)
 
 
