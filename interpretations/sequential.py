@@ -16,7 +16,8 @@ Example:
     ...     fc.Variable("x", fc.Real).exp()
     Traceback (most recent call last):
     ...
-    NotImplementedError: eager_or_die: no rule evaluates Unary(exp, Variable('x', Real))...
+    NotImplementedError: eager_or_die: no rule evaluates Unary(ops.exp, Variable('x', Real))
+    It would be built lazily...
 """
 
 from __future__ import annotations
