@@ -22,6 +22,7 @@ from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
 from funsor_core.einsum import einsum, naive_einsum, naive_plated_einsum
+from funsor_core.factory import make_funsor
 from funsor_core.gaussian import Gaussian, align_gaussian
 from funsor_core.integrate import Integrate
 from funsor_core.interop import array_to_funsor, function, to_data
@@ -69,5 +70,5 @@ __all__ = [
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
-    "is_affine", "sample", "Constant", "Product", "Tuple",
+    "is_affine", "sample", "Constant", "Product", "Tuple", "make_funsor",
 ]
