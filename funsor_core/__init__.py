@@ -17,10 +17,12 @@ from funsor_core import ops
 from funsor_core.affine import extract_affine, is_affine
 from funsor_core.array_terms import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.backend import get_backend, set_backend
+from funsor_core.constant import Constant
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
 from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
 from funsor_core.einsum import naive_einsum, naive_plated_einsum
+from funsor_core.factory import make_funsor
 from funsor_core.gaussian import Gaussian, align_gaussian
 from funsor_core.integrate import Integrate
 from funsor_core.interop import array_to_funsor, function, to_data
@@ -32,6 +34,7 @@ from funsor_core.interpreter import (
     set_default_interpretation,
 )
 from funsor_core.printing import pretty, quote
+from funsor_core.product import Product, Tuple
 from funsor_core.sampling import sample
 from funsor_core.sum_product import (
     naive_sequential_sum_product,
@@ -95,5 +98,5 @@ __all__ = [
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
     "is_affine", "sample", "Einsum", "Getitem", "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
-    "numeric_array", "tensordot",
+    "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor",
 ]

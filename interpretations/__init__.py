@@ -11,11 +11,14 @@ Example:
 """
 
 from funsor_core.interpreter import reflect
+from interpretations import constant  # noqa: F401  (registers Constant's rules)
 from interpretations.exact import EXACT, eager, exact
 from interpretations.lazy import LAZY, lazy
+from interpretations.memoize import Memoize, memoize
 from interpretations.normalize import NORMALIZE, normalize
+from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
 
 REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
-           "NORMALIZE"]
+           "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die"]
