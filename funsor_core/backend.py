@@ -4,6 +4,14 @@ Ops dispatch on the type of the arrays they see, so arrays of several backends m
 the active backend only decides what fresh arrays (``testing.randn``, ``to_funsor`` of a list)
 are made of. Switching is free and goes both ways.
 
+The active backend belongs to the thread or asyncio task, like the active interpretation: it
+lives in a ``contextvars.ContextVar``, so four threads (or tasks) may each use their own
+backend at once. A thread or task that never chose one uses the *process default*: "numpy",
+changed by ``set_default_backend``, or by ``set_backend`` called in the main thread outside a
+running event loop (so that a script choosing a backend at its top keeps it in the threads it
+starts, as funsor 0.4.8 did). ``set_backend`` anywhere else changes only its own thread or
+task; an asyncio task starts with a copy of its creator's choice.
+
 Example:
     >>> import funsor_core as fc
     >>> fc.get_backend()
@@ -12,38 +20,81 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import importlib
+import sys
+import threading
 from types import ModuleType
 
-__all__ = ["get_backend", "set_backend", "backend_module", "backend_name_of", "on_term_class",
-           "announce_term_class"]
+__all__ = ["get_backend", "set_backend", "set_default_backend", "backend_module",
+           "backend_name_of", "on_term_class", "announce_term_class"]
 
 _BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
 _ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
-_ACTIVE = ["numpy"]
+_DEFAULT = ["numpy"]  # the process default: the backend of contexts that chose none
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("funsor_core_backend")
 
 
-def set_backend(name: str) -> None:
-    """Make ``name`` ("numpy", "torch" or "jax") the backend for fresh arrays.
-
-    Example:
-        >>> fc.set_backend("numpy")
-    """
+def _checked(name: str) -> str:
     name = _ALIASES.get(name, name)
     if name not in _BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_BACKENDS)}")
     importlib.import_module(_BACKENDS[name])
-    _ACTIVE[0] = name
+    return name
+
+
+def _in_main_context() -> bool:
+    # The main thread, outside a running asyncio loop (so not inside a task).
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return True
+    try:
+        aio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
+
+
+def set_backend(name: str) -> None:
+    """Make ``name`` ("numpy", "torch" or "jax") the backend for fresh arrays in this thread or
+    asyncio task; in the main thread outside an event loop, also the process default.
+
+    Example:
+        >>> fc.set_backend("numpy")
+    """
+    name = _checked(name)
+    _ACTIVE.set(name)
+    if _in_main_context():
+        _DEFAULT[0] = name
+
+
+def set_default_backend(name: str) -> None:
+    """Make ``name`` the backend of every thread and task that has not chosen one, and of this
+    one.
+
+    Example:
+        >>> set_default_backend("numpy")
+    """
+    name = _checked(name)
+    _DEFAULT[0] = name
+    _ACTIVE.set(name)
 
 
 def get_backend() -> str:
-    """The name of the active backend."""
-    return _ACTIVE[0]
+    """The name of the backend active in this thread or task.
+
+    Example:
+        >>> get_backend()
+        'numpy'
+    """
+    return _ACTIVE.get(_DEFAULT[0])
 
 
 def backend_module(name: str | None = None) -> ModuleType:
     """The module of backend ``name`` (default: the active one), loading it if needed."""
-    name = _ALIASES.get(name, name) if name else _ACTIVE[0]
+    name = _ALIASES.get(name, name) if name else _ACTIVE.get(_DEFAULT[0])
     return importlib.import_module(_BACKENDS[name])
 
 

@@ -10,7 +10,7 @@ single term. funsor 0.4.8 spells both ``ops.null``; we use ``None`` so that the 
 no op that cannot be called.
 
 Terms are kept in a canonical order when ``bin_op`` is commutative: sorted by the term's class
-name, then by the ``repr`` of its sorted input names (a stable sort, so equal keys keep the
+name, then by its sorted input names (a stable sort, so equal keys keep the
 order they were given). Two Contractions of the same factors, given in different orders, are
 then built as the same term. The ``normalize`` interpretation rewrites sums and products into
 Contractions; ``interpretations/exact/contraction.py`` evaluates them.
@@ -30,7 +30,7 @@ from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.terms import Funsor, Variable, merge_inputs, to_funsor
 
-__all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key"]
+__all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
 
 # bin_ops whose terms may be reordered (every associative op of ops.ASSOCIATIVE_OPS is also
 # commutative).
@@ -38,13 +38,34 @@ COMMUTATIVE_OPS = frozenset(ops.ASSOCIATIVE_OPS)
 
 
 def term_sort_key(term: Funsor) -> tuple:
-    """The canonical-order key of a Contraction term: class name, then its input names.
+    """The canonical-order key of a Contraction term: class name, then its sorted input names.
+
+    Cheap and deterministic (no ``repr``): building a Contraction of N terms computes N keys.
 
     Example:
         >>> term_sort_key(fc.Variable("x", fc.Real))
-        ('Variable', "('x',)")
+        ('Variable', ('x',))
     """
-    return (type(term).__name__, repr(tuple(sorted(term.inputs))))
+    inputs = term.inputs
+    return (type(term).__name__, tuple(sorted(inputs)) if len(inputs) > 1 else tuple(inputs))
+
+
+def sort_terms(terms: tuple) -> tuple:
+    """``terms`` in canonical order (stable), returning the same tuple when already sorted.
+
+    Example:
+        >>> x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+        >>> [t.name for t in sort_terms((y, x))]
+        ['x', 'y']
+    """
+    keys = [term_sort_key(t) for t in terms]
+    # One pass finds the common case (terms flattened from an already sorted Contraction plus
+    # terms in order); the stable sort runs only when some neighbour is out of order.
+    for k in range(1, len(keys)):
+        if keys[k] < keys[k - 1]:
+            order = sorted(range(len(terms)), key=keys.__getitem__)
+            return tuple(terms[i] for i in order)
+    return terms
 
 
 class Contraction(Funsor):
@@ -92,7 +113,7 @@ class Contraction(Funsor):
             for t in terms[1:]:
                 out = ops.infer_domain(bin_op, out, t.output)
         if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
-            terms = tuple(sorted(terms, key=term_sort_key))
+            terms = sort_terms(terms)
         return red_op, bin_op, names, terms
 
     def _setup(self):

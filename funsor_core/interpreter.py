@@ -89,6 +89,8 @@ class _TupleMeta(type):
         key = (elems, variadic)
         result = _TupleMeta._cache.get(key)
         if result is None:
+            if len(_TupleMeta._cache) >= _MAX_CACHE:
+                _TupleMeta._cache.clear()  # a pattern class stays valid; only reuse is lost
             names = ", ".join(_elem_name(e) for e in elems) + (", ..." if variadic else "")
             result = _TupleMeta(f"Tuple[{names}]", (tuple,), {
                 "__slots__": (), "_elems": elems, "_variadic": variadic})
@@ -146,6 +148,14 @@ class Tuple(tuple, metaclass=_TupleMeta):
 
 _TUPLE_TYPES: dict[tuple, type] = {}
 
+# Every cache keyed by types or type tuples is bounded by clearing it when it passes
+# _MAX_CACHE entries: the check runs only on a miss, so the hot path stays one dict lookup,
+# and a long-running program that keeps meeting new tuple shapes or classes (deep keys of
+# Contractions of many terms) keeps its memory flat.
+_MAX_CACHE = 4096
+# Tuples longer than this are typed by their set of element types (see tuple_type).
+_LONG_TUPLE = 8
+
 
 def tuple_type(arg: tuple) -> type:
     """The type key of a tuple argument: ``Tuple`` of its elements' type keys.
@@ -155,9 +165,22 @@ def tuple_type(arg: tuple) -> type:
         'Tuple[int, Tuple[str, float]]'
     """
     elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
+    if len(elems) > _LONG_TUPLE:
+        # A long tuple is typed by the set of its element types, as ``Tuple[(A, B), ...]``:
+        # exact for every variadic pattern, and no fixed-length pattern is this long (register
+        # refuses them), so the rules found are the same. A sum of 10^4 terms then has one key,
+        # not one per length, and the caches stay small.
+        elems = (*dict.fromkeys(elems), Ellipsis)
     result = _TUPLE_TYPES.get(elems)
     if result is None:
-        result = _TUPLE_TYPES[elems] = Tuple[elems] if elems else Tuple[()]
+        if len(_TUPLE_TYPES) >= _MAX_CACHE:
+            _TUPLE_TYPES.clear()
+        if elems and elems[-1] is Ellipsis:
+            union = elems[:-1]
+            result = Tuple[union[0] if len(union) == 1 else union, ...]
+        else:
+            result = Tuple[elems] if elems else Tuple[()]
+        _TUPLE_TYPES[elems] = result
     return result
 
 
@@ -274,6 +297,7 @@ class Interpretation:
                     same.append(fn)
             dispatcher.reorder(on_ambiguity=_ignore_ambiguities)
             if any(_uses_tuple_pattern(t) for t in arg_types):
+                _check_tuple_lengths(arg_types)
                 _mark_deep(term_cls)
             for cache in _KIND_CACHES:
                 cache.clear()
@@ -294,6 +318,8 @@ class Interpretation:
                 if dispatcher is not None:
                     for same in dispatcher.dispatch_iter(*key):
                         rules.extend(fn for fn in same if fn not in rules)
+            if len(cls._own_cache) >= _MAX_CACHE:
+                cls._own_cache.clear()
             result = cls._own_cache[key] = tuple(rules)
         return result
 
@@ -310,6 +336,8 @@ class Interpretation:
                 seen = {getattr(r, "func", r) for r in own}
                 result += tuple(r for r in self.base.rules(key)
                                 if getattr(r, "func", r) not in seen)
+            if len(self._cache) >= _MAX_CACHE:
+                self._cache.clear()
             self._cache[key] = result
         return result
 
@@ -369,6 +397,19 @@ class Interpretation:
             names.append(interp.name)
             interp = interp.base
         return names
+
+
+def _check_tuple_lengths(patterns) -> None:
+    # Long tuples are typed by their element types only (tuple_type), which a fixed-length
+    # pattern this long could not tell apart; say so instead of silently never matching.
+    for p in patterns:
+        if isinstance(p, tuple):
+            _check_tuple_lengths(p)
+        elif isinstance(p, _TupleMeta) and p is not Tuple:
+            if not p._variadic and len(p._elems) > _LONG_TUPLE:
+                raise TypeError(f"a fixed-length pattern {p!r} is longer than {_LONG_TUPLE} "
+                                f"elements; use a variadic one, Tuple[T, ...]")
+            _check_tuple_lengths(p._elems)
 
 
 def _mark_deep(term_cls: type) -> None:

@@ -1,5 +1,7 @@
 """Text forms of terms: ``quote`` (evaluates back to an equal term), ``pretty`` (a tree) and
-the short ``repr``. All are iterative, so a 10^5-deep chain prints without recursion.
+the short ``repr``. All are iterative, so a 10^5-deep chain prints without recursion, and
+``quote`` and ``pretty`` write each distinct subterm once, so their text is linear in the
+number of distinct subterms.
 
 Example:
     >>> fc.quote(fc.Variable("x", fc.Real).exp())
@@ -89,12 +91,21 @@ def _render_arg(arg: Any, memo: dict, short: bool) -> str:
 def quote(expr: Any) -> str:
     """Python text that evaluates back to an equal term (with ``fc``'s names, ``np``, ``ops``).
 
+    A subterm that occurs more than once and is compound (or holds arrays) is written once, as
+    ``(_t1 := ...)``, and referred to as ``_t1`` afterwards, so the text is linear in the
+    number of distinct subterms (funsor 0.4.8 repeats it, which is exponential on a DAG).
+
     Example:
         >>> fc.quote(fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}))
         "Tensor(np.array([1.0, 2.0], dtype=np.float64), (('i', Bint[2]),), 'real')"
+        >>> y = fc.Variable("x", fc.Real).exp()
+        >>> fc.quote(y * y).endswith("((_t1 := Unary(ops.exp, Variable('x', Real))), _t1))")
+        True
     """
     if not isinstance(expr, Funsor):
         return _quote_leaf(expr, False)
+    refs = _count_refs(expr)
+    labels: dict[int, str] = {}
     # Emit text pieces from an explicit stack: memoizing each subterm's full text (as the short
     # repr does) would take quadratic memory on a long chain.
     out: list[str] = []
@@ -104,7 +115,16 @@ def quote(expr: Any) -> str:
         if literal:
             out.append(item)
         elif isinstance(item, Funsor):
-            stack.append((True, ")"))
+            label = labels.get(id(item))
+            if label is not None:
+                out.append(label)
+                continue
+            close = ")"
+            if refs[id(item)] > 1 and _worth_naming(item):
+                label = labels[id(item)] = f"_t{len(labels) + 1}"
+                out.append(f"({label} := ")
+                close = "))"
+            stack.append((True, close))
             _push_items(stack, item._args)
             stack.append((True, type(item).__name__ + "("))
         elif type(item) is tuple:
@@ -114,6 +134,35 @@ def quote(expr: Any) -> str:
         else:
             out.append(_quote_leaf(item, False))
     return "".join(out)
+
+
+def _count_refs(expr: Funsor) -> dict[int, int]:
+    # How many times each distinct subterm is an argument (the root counts once); iterative.
+    refs = {id(expr): 1}
+    keep = [expr]  # ids are only meaningful while the objects are alive
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kids: list = []
+        _funsors_in(node._args, kids)
+        for c in kids:
+            n = refs.get(id(c))
+            if n is None:
+                refs[id(c)] = 1
+                keep.append(c)
+                stack.append(c)
+            else:
+                refs[id(c)] = n + 1
+    return refs
+
+
+def _worth_naming(node: Funsor) -> bool:
+    # A repeated leaf without arrays (Variable('x', Real), Number(1.0)) is as short as a name.
+    if getattr(type(node), "arrays", ()):
+        return True
+    kids: list = []
+    _funsors_in(node._args, kids)
+    return bool(kids)
 
 
 def _push_items(stack: list, items: tuple) -> None:
@@ -129,31 +178,76 @@ def short_repr(expr: Any) -> str:
     return _render(expr, short=True)
 
 
+_MAX_INDENT = 32  # deeper lines keep this indent and show their depth as "[d] "
+_MAX_INPUTS = 8  # inputs listed per line; the rest are counted
+_MAX_LEAF = 120  # characters of a non-term argument shown per line
+
+
 def pretty(expr: Any, maxlen: int = 100_000) -> str:
-    """A readable indented tree of ``expr``.
+    """A readable indented tree of ``expr``, one line per term, at most ``maxlen`` lines.
+
+    The text is linear in the number of distinct subterms: a repeated compound subterm is
+    printed once with a label ``#k`` and later lines only name it (``#k (see above)``);
+    indentation stops growing at depth 32, past which a line shows its depth (``[40]``);
+    a line lists at most 8 inputs. funsor 0.4.8 repeats shared subterms and indents without
+    bound, which is quadratic on a 10^4-term sum.
 
     Example:
         >>> print(fc.pretty(fc.Variable("x", fc.Real).exp()))
         Unary ops.exp  inputs={x: Real} output=Real
           Variable 'x' Real  inputs={x: Real} output=Real
     """
+    if not isinstance(expr, Funsor):
+        return _clip(_quote_leaf(expr, True))
+    refs = _count_refs(expr)
+    labels: dict[int, str] = {}
     lines: list[str] = []
     stack = [(expr, 0)]
     while stack and len(lines) < maxlen:
         node, depth = stack.pop()
-        indent = "  " * depth
+        if depth <= _MAX_INDENT:
+            indent = "  " * depth
+        else:
+            indent = "  " * _MAX_INDENT + f"[{depth}] "
         if not isinstance(node, Funsor):
-            lines.append(indent + _quote_leaf(node, True))
+            lines.append(indent + _clip(_quote_leaf(node, True)))
+            continue
+        label = labels.get(id(node))
+        if label is not None:
+            lines.append(f"{indent}{type(node).__name__} {label} (see above)")
             continue
         kids: list = []
         _funsors_in(node._args, kids)
-        leaves = [_quote_leaf(a, True) for a in node._args if not _has_funsor(a)]
-        inputs = ", ".join(f"{k}: {v}" for k, v in node.inputs.items())
-        lines.append(f"{indent}{type(node).__name__} {' '.join(leaves)}  "
-                     f"inputs={{{inputs}}} output={node.output}")
+        tag = ""
+        if kids and refs[id(node)] > 1:
+            label = labels[id(node)] = f"#{len(labels) + 1}"
+            tag = " " + label
+        leaves = [_clip(_quote_leaf(a, True)) for a in node._args if not _has_funsor(a)]
+        lines.append(f"{indent}{type(node).__name__}{tag} {' '.join(leaves)}  "
+                     f"inputs={{{_inputs_text(node.inputs)}}} output={node.output}")
         for c in reversed(kids):
             stack.append((c, depth + 1))
     return "\n".join(lines)
+
+
+def _inputs_text(inputs: dict) -> str:
+    shown = [f"{k}: {v}" for k, v in _first(inputs.items(), _MAX_INPUTS)]
+    if len(inputs) > _MAX_INPUTS:
+        shown.append(f"... {len(inputs) - _MAX_INPUTS} more")
+    return ", ".join(shown)
+
+
+def _first(items, n: int) -> list:
+    out = []
+    for item in items:
+        if len(out) == n:
+            break
+        out.append(item)
+    return out
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_LEAF else text[:_MAX_LEAF - 3] + "..."
 
 
 def _has_funsor(arg: Any) -> bool:

@@ -170,7 +170,10 @@ class Tensor(Funsor):
 
 # ---------------------------------------------------------------------------------------------
 # Alignment by name: pure functions of arrays and input mappings.
+# Alignment recipes keyed by the two input signatures. Bounded: a loop over fresh input names
+# makes a fresh key per step; clearing on overflow costs one length check per miss.
 _ALIGN_CACHE: dict = {}
+_MAX_ALIGN_CACHE = 4096
 
 
 MIXED_BACKENDS = (
@@ -214,6 +217,8 @@ def align_binary(lhs: Tensor, rhs: Tensor):
     key = (lhs._ikey, rhs._ikey, lo, ro)
     recipe = _ALIGN_CACHE.get(key)
     if recipe is None:
+        if len(_ALIGN_CACHE) >= _MAX_ALIGN_CACHE:
+            _ALIGN_CACHE.clear()
         recipe = _ALIGN_CACHE[key] = _align_recipe(lhs, rhs, lo, ro)
     inputs, ikey, lperm, lshape, rperm, rshape = recipe
     if lperm is not None:

@@ -516,7 +516,10 @@ def _as_domain(x) -> Domain:
 
 
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
+# Bounded (cleared on overflow, one length check per miss) so that a loop over fresh integers
+# or fresh Bint sizes keeps memory flat.
 _BINT_NUMBERS: dict = {}
+_MAX_BINT_NUMBERS = 4096
 
 
 def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
@@ -553,7 +556,9 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         number = _BINT_NUMBERS.get(key) if type(x) is int else None
         if number is None:
             number = Number(x, output.dtype)
-            if type(x) is int and len(_BINT_NUMBERS) < 100_000:
+            if type(x) is int:
+                if len(_BINT_NUMBERS) >= _MAX_BINT_NUMBERS:
+                    _BINT_NUMBERS.clear()
                 _BINT_NUMBERS[key] = number
         return number
     return _hook("array_to_funsor")(x, output, dim_to_name)

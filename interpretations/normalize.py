@@ -76,13 +76,20 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
         pulled = _pull_out_reduction(red_op, bin_op, reduced_vars, terms)
         if pulled is not None:
             return pulled
-    flat = ()
-    for t in terms:
-        flat += _flat_terms(bin_op, t)
+    # Flatten into one list (a tuple grown by += would copy it per term: quadratic), and
+    # return early when nothing is nested and no unit drops out, the common case of a sum
+    # built one term at a time: no new tuple, no re-sort, no output re-inference.
     unit = ops.UNITS.get(bin_op)
+    if not any((isinstance(t, Contraction) and t.red_op is None and t.bin_op is bin_op)
+               or (type(t) is Number and t.data == unit) for t in terms):
+        return None
+    flat: list = []
+    for t in terms:
+        flat.extend(_flat_terms(bin_op, t))
     kept = tuple(t for t in flat if not (type(t) is Number and t.data == unit))
-    if not kept or _output(bin_op, kept) is not _output(bin_op, flat):
-        kept = flat
+    if not kept or (len(kept) != len(flat)
+                    and _output(bin_op, kept) is not _output(bin_op, flat)):
+        kept = tuple(flat)
     if len(kept) != len(terms) or any(a is not b for a, b in zip(kept, terms)):
         if len(kept) == 1 and red_op is not None:
             return Contraction(red_op, None, reduced_vars, kept)

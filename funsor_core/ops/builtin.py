@@ -180,11 +180,17 @@ def infer_domain(op: Op, *domains: Domain) -> Domain:
             result = _infer_domain(op.base, dict(op.params), domains)
         except ValueError as e:
             raise ValueError(f"ops.{op.name} cannot combine outputs {domains}: {e}") from None
+        if len(_DOMAIN_CACHE) >= _MAX_DOMAIN_CACHE:
+            _DOMAIN_CACHE.clear()
         _DOMAIN_CACHE[key] = result
     return result
 
 
+# (op, argument domains) -> output domain. Bounded: bound ops with fresh parameters
+# (``getitem`` at index k) and fresh Reals shapes make fresh keys; clearing on overflow costs
+# one length check per miss, and a cleared entry is recomputed.
 _DOMAIN_CACHE: dict = {}
+_MAX_DOMAIN_CACHE = 4096
 
 
 def _norm_axes(axis, ndim: int) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import numbers
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,16 @@ _FUNSOR_BASE: list[type] = []
 # Modules whose array types load a backend on first sight, so `Tensor(torch.ones(2))` works
 # without an explicit `set_backend("torch")`.
 _AUTOLOAD = {"torch": "backends.torch", "jax": "backends.jax", "jaxlib": "backends.jax"}
-_ALL_OPS: list[Op] = []
+# Every op, base and bound, so that registering a kernel can clear their dispatch caches.
+# Weak: a bound op (``ops.getitem.bind(index=k)``) lives only as long as a term or a caller
+# holds it, so a loop binding fresh parameters does not grow memory.
+_ALL_OPS: weakref.WeakSet = weakref.WeakSet()
+# Interning of bound ops, keyed by ``(base, params)``: weak, so ``bind`` returns the same
+# object for as long as one is alive. ``Op._bound`` is a small strong front cache on each base
+# op (cleared when it passes _MAX_BOUND entries), so the hot path stays one dict lookup and
+# recently bound ops are not collected between two calls.
+_INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_MAX_BOUND = 256
 _BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
 
 
@@ -103,7 +113,7 @@ class Op:
         self.kernels: dict[type, Callable] = {} if base is None else base.kernels
         self._cache: dict[Any, Callable] = {}
         self._bound: dict[tuple, Op] = {}
-        _ALL_OPS.append(self)
+        _ALL_OPS.add(self)
         if base is None:
             _BY_NAME.setdefault(name, self)
 
@@ -123,7 +133,11 @@ class Op:
         key = tuple(sorted(merged.items()))
         op = base._bound.get(key)
         if op is None:
-            op = type(base)(base.name, base=base, params=key)
+            op = _INTERNED.get((base, key))
+            if op is None:
+                op = _INTERNED[(base, key)] = type(base)(base.name, base=base, params=key)
+            if len(base._bound) >= _MAX_BOUND:
+                base._bound.clear()
             base._bound[key] = op
         return op
 
