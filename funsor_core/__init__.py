@@ -16,7 +16,7 @@ import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
 from funsor_core.affine import extract_affine, is_affine
 from funsor_core.array_terms import Cat, Function, Independent, Lambda, Slice, Stack
-from funsor_core.backend import get_backend, set_backend
+from funsor_core.backend import get_backend, set_backend, set_default_backend
 from funsor_core.constant import Constant
 from funsor_core.contraction import Contraction
 from funsor_core.delta import Delta
@@ -92,7 +92,8 @@ __all__ = [
     "Align", "Array", "Binary", "Bint", "Cat", "Domain", "DomainError", "Function", "Funsor",
     "Independent", "Interpretation", "Lambda", "Number", "Real", "Reals", "Reduce", "Slice",
     "Stack", "Subs", "Tensor", "Unary", "Variable", "array_to_funsor", "bint", "function",
-    "get_backend", "get_interpretation", "ops", "pretty", "quote", "reals", "reflect",
+    "get_backend", "get_interpretation", "ops", "set_default_backend", "pretty", "quote",
+    "reals", "reflect",
     "reinterpret", "set_backend", "set_debug", "set_default_interpretation", "substitute",
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
