@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
-from funsor_core.terms import Funsor, Variable, merge_inputs, to_funsor
+from funsor_core.terms import Funsor, Variable, merge_all_inputs, to_funsor
 
 __all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
 
@@ -102,9 +102,7 @@ class Contraction(Funsor):
         if isinstance(reduced_vars, (str, Variable)):
             reduced_vars = (reduced_vars,)
         names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
-        inputs: dict = {}
-        for t in terms:
-            inputs = merge_inputs(inputs, t.inputs, "contract")
+        inputs = merge_all_inputs(terms, "contract")
         names = frozenset(n for n in names if n in inputs)
         if red_op is None and names:
             raise ValueError(f"Contraction with red_op=None cannot reduce {sorted(names)}")
@@ -118,9 +116,7 @@ class Contraction(Funsor):
 
     def _setup(self):
         _, bin_op, reduced_vars, terms = self._args
-        inputs: dict = {}
-        for t in terms:
-            inputs = merge_inputs(inputs, t.inputs, "contract")
+        inputs = merge_all_inputs(terms, "contract")
         self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
         out: Domain = terms[0].output
         for t in terms[1:]:

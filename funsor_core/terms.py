@@ -30,7 +30,7 @@ from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
 __all__ = [
     "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs",
     "Align", "to_funsor", "is_atom",
-    "merge_inputs", "DomainError",
+    "merge_inputs", "merge_all_inputs", "DomainError",
 ]
 
 
@@ -66,6 +66,24 @@ def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
         elif other is not domain:
             raise DomainError(_MISMATCH.format(what=what, name=name, left=other, right=domain))
     return lhs if result is None else result
+
+
+def merge_all_inputs(terms, what: str = "combine") -> dict:
+    """Union of the inputs of many terms, in order, in one pass (linear in the total number
+    of inputs, where folding ``merge_inputs`` would copy the dict once per new name).
+
+    Example:
+        >>> merge_all_inputs([fc.Variable("x", fc.Real), fc.Variable("i", fc.Bint[2])])
+        {'x': Real, 'i': Bint[2]}
+    """
+    result: dict = {}
+    for t in terms:
+        for name, domain in t.inputs.items():
+            other = result.setdefault(name, domain)
+            if other is not domain:
+                raise DomainError(_MISMATCH.format(what=what, name=name, left=other,
+                                                   right=domain))
+    return result
 
 
 class Funsor(Term):
