@@ -36,6 +36,7 @@ from funsor_core.interpreter import (
 from funsor_core.printing import pretty, quote
 from funsor_core.product import Product, Tuple
 from funsor_core.sampling import sample
+from funsor_core.scatter import Scatter
 from funsor_core.sum_product import (
     naive_sequential_sum_product,
     partial_sum_product,
@@ -99,5 +100,5 @@ __all__ = [
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
     "is_affine", "sample", "Einsum", "Getitem", "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
-    "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor",
+    "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
 ]
