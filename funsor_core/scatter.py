@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.backend import backend_module
 from funsor_core.domains import Bint
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_all_inputs, to_funsor
@@ -174,22 +173,21 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     zeros = ops.new_full(src, dest_shape + out_shape, 0)
     if op is ops.add:
         return Tensor.make(ops.scatter_add(zeros, idx, src), inputs, source.dtype)
-    real = backend_module().asarray([], "real")
-    if reduced and not _injective(real, idx, dest_shape, a_shape):
+    # Count hits with integer arrays of the indices' own backend (exact, and never mixed).
+    hits = ops.scatter_add(ops.new_zeros(idx[0], dest_shape), idx, ops.new_full(idx[0], a_shape, 1))
+    if reduced and not _injective(idx, hits):
         data = _dense_scatter(op, keys, key_sizes, src, full, reduced, kept, out_shape)
         return Tensor.make(data, inputs, source.dtype)
     filled = ops.scatter_add(zeros, idx, src)
-    hits = ops.scatter_add(ops.new_zeros(real, dest_shape), idx, ops.new_full(real, a_shape, 1.0))
     mask = ops.reshape(hits > 0, dest_shape + (1,) * len(out_shape))
     data = ops.where(mask, filled, ops.full_like(filled, unit))
     return Tensor.make(data, inputs, source.dtype)
 
 
-def _injective(real, idx: tuple, dest_shape: tuple, a_shape: tuple) -> bool:
+def _injective(idx: tuple, hits) -> bool:
     # Whether no destination point is hit twice; False when the indices have no values yet.
     if not all(ops.is_concrete(i) for i in idx):
         return False
-    hits = ops.scatter_add(ops.new_zeros(real, dest_shape), idx, ops.new_full(real, a_shape, 1.0))
     return bool((ops.to_numpy(hits) <= 1).all())
 
 
