@@ -29,7 +29,9 @@ import opt_einsum
 
 from funsor_core import ops
 from funsor_core.domains import Bint
+from funsor_core.interpreter import get_interpretation
 from funsor_core.tensor import Tensor, align_tensor, is_array
+from funsor_core.terms import Funsor
 
 __all__ = [
     "einsum", "naive_einsum", "naive_plated_einsum", "contract_arrays", "contract_tensors",
@@ -251,10 +253,10 @@ def _parse(eq: str):
 
 
 def _as_tensors(inputs, operands):
-    arrays = not any(isinstance(o, Tensor) for o in operands)
+    arrays = not any(isinstance(o, Funsor) for o in operands)
     tensors = []
     for letters, o in zip(inputs, operands):
-        if isinstance(o, Tensor):
+        if isinstance(o, Funsor):
             if set(o.inputs) != set(letters) or o.shape:
                 raise ValueError(f"einsum operand with inputs {list(o.inputs)} and output "
                                  f"{o.output} does not match the letters {letters!r}")
@@ -265,13 +267,13 @@ def _as_tensors(inputs, operands):
                                  f"letters {letters!r}")
             tensors.append(Tensor(o, {c: Bint[s] for c, s in zip(letters, o.shape)}))
         else:
-            raise TypeError(f"einsum operands are Tensors or arrays, got {type(o).__name__}")
+            raise TypeError(f"einsum operands are funsors or arrays, got {type(o).__name__}")
     return arrays, tensors
 
 
-def _finish(result: Tensor, output: str, arrays: bool):
-    if not arrays:
-        return result
+def _finish(result, output: str, arrays: bool):
+    if not arrays or not isinstance(result, Tensor):
+        return result  # a lazy term under a non-evaluating interpretation stays a term
     return align_tensor({c: result.inputs[c] for c in output}, result)
 
 
@@ -292,6 +294,12 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
     """
     if modulo_total:
         raise NotImplementedError("einsum(modulo_total=True) is not supported")
+    if not _evaluating() or not all(isinstance(o, Tensor) or is_array(o) for o in operands):
+        # Under lazy, reflect, normalize...: build the expression (products, then reductions)
+        # through the active interpretation, as funsor does, so that `with reflect:` records
+        # it and fc.reinterpret evaluates it later (sharing subterms under memoize). Lazy
+        # operands take this path too: the kernels below need arrays.
+        return naive_plated_einsum(eq, *operands, plates=plates, backend=backend)
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq)
     arrays, tensors = _as_tensors(inputs, operands)
@@ -305,6 +313,12 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
     result = contract_tensors(sum_op, prod_op, frozenset(inputs_union(inputs)) - set(output),
                               tensors)
     return _finish(result, output, arrays)
+
+
+def _evaluating() -> bool:
+    # Whether the active interpretation computes numbers (its chain reaches exact); only then
+    # may einsum run its array kernels directly.
+    return "exact" in get_interpretation().chain()
 
 
 def inputs_union(inputs) -> str:

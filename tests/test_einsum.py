@@ -124,3 +124,28 @@ def test_unknown_backend_string():
     with pytest.raises(NotImplementedError, match="marginal"):
         einsum("a->", np.ones(2), backend="pyro.ops.einsum.torch_marginal")
 
+
+
+@pytest.mark.parametrize("eq, plates", [("ab,bc->ac", ""), ("ab,bc,cd->", ""), ("a,ab->", "b")])
+@pytest.mark.parametrize("semiring, sum_fn", [("numpy", None), ("log", _logsumexp)])
+def test_einsum_lazy_builds_a_term_that_reinterpret_evaluates(eq, plates, semiring, sum_fn):
+    # Under reflect (and lazy) einsum records the expression instead of computing it; the
+    # recorded term evaluates to what the eager call returns, checked against numpy.
+    from interpretations import lazy, reflect
+
+    operands = _operands(eq, 2)
+    letters = eq.split("->")[0].split(",")
+    tensors = [fc.Tensor(x, {c: fc.Bint[SIZES[c]] for c in ls}) for x, ls in zip(operands, letters)]
+    for interp in (reflect, lazy):
+        with interp:
+            term = einsum(eq, *tensors, plates=plates, backend=semiring)
+        assert not isinstance(term, fc.Tensor)
+        out = tuple(eq.split("->")[1])
+        value = fc.reinterpret(term)
+        assert isinstance(value, fc.Tensor)
+        eager = einsum(eq, *tensors, plates=plates, backend=semiring)
+        assert np.allclose(value.align(out).data, eager.align(out).data)
+    if not plates:
+        expected = (opt_einsum.contract(eq, *operands) if sum_fn is None
+                    else _brute(eq, operands, sum_fn))
+        assert np.allclose(value.align(out).data, expected)
