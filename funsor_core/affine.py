@@ -4,20 +4,26 @@ A funsor ``v`` of real inputs ``y_1, ..., y_k`` (and any Bint inputs) is affine 
 ``v(y) = b + sum_j y_j @ B_j`` (all flattened). Whether it is affine is decided from the
 term's STRUCTURE (``is_affine``): Variables, constants (anything free of real inputs), sums
 and differences of affine terms, products with and divisions by constants, matrix products
-with a constant, negation, indexing, reshaping and sums over output dims of an affine term.
+with a constant, einsums with one non-constant operand, negation, indexing, reshaping and sums
+over output dims of an affine term.
 Only once structure says affine are ``b`` and the ``B_j`` read off by evaluation: ``v`` at
 ``y = 0`` gives ``b``, and at the unit vectors of each ``y_j`` (all at once, along a fresh
 Bint input) the rows of ``B_j``. Structure never depends on values, so the answer is the same
 eagerly and under ``jax.jit`` (where a numeric test of affinity would read traced values).
 funsor 0.4.8's ``is_affine`` is structural in the same spirit.
 
+``extract_affine`` answers in funsor's form: a coefficient per input with the einsum equation
+that applies it. ``extract_affine_flat`` gives the same coefficients flattened to matrices,
+the form the Gaussian and Delta rules use.
+
 Example:
     >>> y = fc.Variable("y", fc.Reals[2])
     >>> a = fc.Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     >>> const, coeffs = extract_affine(y @ a + 1.0)
-    >>> const.data, coeffs["y"].data
+    >>> coeff, eqn = coeffs["y"]
+    >>> const.data, coeff.data, eqn
     (array([1., 1.]), array([[1., 2.],
-           [3., 4.]]))
+           [3., 4.]]), 'ab,a->b')
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ from funsor_core.backend import backend_module
 from funsor_core.contraction import Contraction
 from funsor_core.domains import Bint
 from funsor_core.tensor import Tensor, align_tensor, backend_of
+from funsor_core.tensor_ops import Einsum, Getitem
 from funsor_core.terms import Align, Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.traversal import fresh_name
 
-__all__ = ["extract_affine", "is_affine"]
+__all__ = ["extract_affine", "extract_affine_flat", "is_affine"]
 
 # Unary ops that are linear in their argument (indexing, reshaping, sums over output dims).
 LINEAR_UNARY_OPS = frozenset({"neg", "getitem", "reshape", "transpose", "permute", "expand",
@@ -50,7 +57,42 @@ def _zeros_for(domain, proto):
     return Tensor.make(ops.new_zeros(proto, domain.shape), {})
 
 
-def extract_affine(value: Funsor, host_if_constant: bool = False):
+def extract_affine(value: Funsor):
+    """``(const, coeffs)`` with ``value == const + sum_j Einsum(eqn_j, coeff_j, y_j)``, funsor's
+    form, or ``None`` when ``value`` is not (structurally) affine in all its real inputs.
+
+    ``const`` is a Tensor over the Bint inputs with ``value``'s output; ``coeffs`` maps each
+    real input ``y_j`` (in input order) to ``(coeff_j, eqn_j)``: a Tensor over Bint inputs of
+    output shape ``y_j.shape + value.shape``, and the einsum equation contracting it with
+    ``y_j``. (funsor 0.4.8 also answers for functions affine in only some of their real
+    inputs; here those give ``None``.)
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2, 3])
+        >>> const, coeffs = extract_affine(2.0 * x.sum() + 1.0)
+        >>> float(const.data), coeffs["x"][0].output, coeffs["x"][1]
+        (1.0, Reals[2, 3], 'ab,ab->')
+    """
+    found = extract_affine_flat(value)
+    if found is None:
+        return None
+    const, flat = found
+    out_shape = value.output.shape
+    coeffs = {}
+    for name, coeff in flat.items():
+        in_shape = value.inputs[name].shape
+        batch = tuple(coeff.data.shape[: len(coeff.data.shape) - 2])
+        data = ops.reshape(coeff.data, batch + in_shape + out_shape)
+        letters = "".join(_LETTERS[i] for i in range(len(in_shape) + len(out_shape)))
+        eqn = f"{letters},{letters[: len(in_shape)]}->{letters[len(in_shape):]}"
+        coeffs[name] = Tensor.make(data, dict(coeff.inputs)), eqn
+    return const, coeffs
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def extract_affine_flat(value: Funsor, host_if_constant: bool = False):
     """``(const, coeffs)`` with ``value == const + sum_j y_j.flat @ coeffs[y_j]``, or ``None``.
 
     ``const`` is a Tensor over the Bint inputs of ``value`` with ``value``'s output;
@@ -65,8 +107,10 @@ def extract_affine(value: Funsor, host_if_constant: bool = False):
 
     Example:
         >>> x = fc.Variable("x", fc.Real)
-        >>> extract_affine(x * x) is None
+        >>> extract_affine_flat(x * x) is None
         True
+        >>> float(extract_affine_flat(3.0 * x)[1]["x"].data[0, 0])
+        3.0
     """
     if value.output.dtype != "real" or not is_affine(value):
         return None
@@ -148,6 +192,10 @@ def _parts(node) -> tuple:
         return node.terms
     if isinstance(node, (Stack, Cat)):
         return tuple(node.parts)
+    if isinstance(node, Einsum):
+        return node.operands
+    if isinstance(node, Getitem):
+        return (node.arg,)
     return ()
 
 
@@ -173,6 +221,10 @@ def _affine_node(node, known: dict) -> bool:
                             if v in node.arg.inputs))
     if isinstance(node, (Stack, Cat, Align)):
         return all(aff(p) for p in _parts(node))
+    if isinstance(node, Getitem):  # a gather of entries by a Bint index: linear in the arg
+        return aff(node.arg) and _is_constant(node.index)
+    if isinstance(node, Einsum):  # linear in each operand: one may vary, the rest constant
+        return _affine_product(ops.mul, node.operands, aff)
     return False
 
 

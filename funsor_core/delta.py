@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.affine import extract_affine
+from funsor_core.affine import extract_affine_flat
 from funsor_core.domains import Real
 from funsor_core.tensor import Tensor, align_tensors, backend_of
 from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_inputs, to_funsor
@@ -188,7 +188,7 @@ def change_delta_variable(name, point, log_density, value, avoid) -> tuple | Non
         >>> name, float(p.data), bool(np.isclose(ld.data, -np.log(2.0)))
         ('y', 2.0, True)
     """
-    found = extract_affine(value, host_if_constant=True)
+    found = extract_affine_flat(value, host_if_constant=True)
     if found is None or len(found[1]) != 1:
         return None
     const, coeffs = found
@@ -214,7 +214,7 @@ def invert_affine(point: Funsor, const: Tensor, coeff: Tensor) -> tuple[Tensor, 
 
     Args:
         point: a Tensor or Number with ``n`` output elements.
-        const, coeff: ``extract_affine``'s constant (same output as ``point``) and coefficient
+        const, coeff: ``extract_affine_flat``'s constant (same output as ``point``) and coefficient
             (output ``Reals[n, n]``) of one real variable.
 
     Returns:

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import functools
 import math
+from contextlib import contextmanager
 
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
 from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.domains import Domain, Real, broadcast_shape
+from funsor_core.gaussian_linalg import BlockMatrix, BlockVector
 from funsor_core.tensor import Tensor, align_tensor, is_array
 from funsor_core.terms import DomainError, Funsor
 
-__all__ = ["Gaussian", "align_gaussian", "real_offsets", "gaussian_batch_inputs",
-           "COMPRESSION_THRESHOLD", "gaussian_layout"]
+__all__ = ["Gaussian", "BlockMatrix", "BlockVector", "align_gaussian", "real_offsets",
+           "gaussian_batch_inputs", "COMPRESSION_THRESHOLD", "gaussian_layout"]
 
 # A sum of Gaussians is compressed (QR) once its rank exceeds this multiple of its dim, as in
 # funsor 0.4.8: cheap concatenation most of the time, bounded memory always.
@@ -255,7 +257,8 @@ class Gaussian(Funsor):
 
     Arrays whose batch dims have size 1 (or are missing on the left) are broadcast. Under
     ``exact``, a Gaussian of rank above ``COMPRESSION_THRESHOLD * dim`` is compressed and the
-    constructor returns ``Gaussian + Tensor`` (the constant split off), as funsor 0.4.8 does.
+    constructor returns ``Gaussian + Tensor`` (the constant split off), as funsor 0.4.8 does;
+    ``Gaussian.set_compression_threshold`` changes that multiple for a block of code.
 
     Example:
         >>> g = fc.Gaussian(info_vec=np.array([1.0]), precision=np.array([[2.0]]),
@@ -268,6 +271,38 @@ class Gaussian(Funsor):
     fields = ("white_vec", "prec_sqrt", "inputs")
     arrays = ("white_vec", "prec_sqrt")
     _atom = True
+    # Ranks above compression_threshold * dim are compressed (see set_compression_threshold).
+    compression_threshold = COMPRESSION_THRESHOLD
+
+    @classmethod
+    @contextmanager
+    def set_compression_threshold(cls, threshold: float):
+        """Within the block, compress a Gaussian once ``rank > threshold * dim``.
+
+        Compression (a QR factorization) keeps memory bounded when many Gaussians are added
+        (ranks concatenate), at the cost of a factorization; a large threshold defers it, a
+        threshold of 1 keeps every Gaussian at most square. The old value is restored on exit,
+        also when the block raises. The threshold is read when a Gaussian is built, so under
+        ``jax.jit`` it applies at trace time.
+
+        Example:
+            >>> x = {"x": fc.Real}
+            >>> g = fc.Gaussian(white_vec=np.ones(3), prec_sqrt=np.ones((1, 3)), inputs=x)
+            >>> type(g).__name__  # rank 3 > 2 * dim: compressed, the constant split off
+            'Contraction'
+            >>> with fc.Gaussian.set_compression_threshold(5):
+            ...     g = fc.Gaussian(white_vec=np.ones(3), prec_sqrt=np.ones((1, 3)), inputs=x)
+            >>> type(g).__name__, g.rank, fc.Gaussian.compression_threshold
+            ('Gaussian', 3, 2)
+        """
+        if not isinstance(threshold, (int, float)) or not threshold > 0:
+            raise ValueError(f"compression threshold must be a positive number, got {threshold!r}")
+        old = cls.compression_threshold
+        cls.compression_threshold = threshold
+        try:
+            yield
+        finally:
+            cls.compression_threshold = old
 
     @classmethod
     def _prepare(cls, white_vec=None, prec_sqrt=None, inputs=None, *, info_vec=None,

@@ -23,11 +23,10 @@ import math
 
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.affine import extract_affine
+from funsor_core.affine import extract_affine_flat
 from funsor_core.contraction import Contraction
 from funsor_core.domains import broadcast_shape
 from funsor_core.gaussian import (
-    COMPRESSION_THRESHOLD,
     Gaussian,
     align_gaussian,
     gaussian_batch_inputs,
@@ -101,8 +100,8 @@ def gaussian_from_arrays(white_vec, prec_sqrt, ikey: tuple) -> Funsor | None:
     """What a Gaussian of these arrays evaluates to when it is not itself, else None.
 
     With no real input it is the Tensor of its constant ``-0.5 ||white_vec||^2``. With rank
-    above ``COMPRESSION_THRESHOLD * dim`` it is compressed (QR), the constant split off as a
-    Tensor: ``Gaussian + Tensor``.
+    above ``Gaussian.compression_threshold * dim`` it is compressed (QR), the constant split
+    off as a Tensor: ``Gaussian + Tensor``.
 
     Example:
         >>> float(gaussian_from_arrays(np.array([2.0]), np.zeros((0, 1)), ()).data)
@@ -112,7 +111,7 @@ def gaussian_from_arrays(white_vec, prec_sqrt, ikey: tuple) -> Funsor | None:
     if dim == 0:
         batch = dict(gaussian_layout(ikey)[0])
         return Tensor.make(ops.mul(-0.5, ops.sum(ops.mul(white_vec, white_vec), -1)), batch)
-    if rank > COMPRESSION_THRESHOLD * dim:
+    if rank > Gaussian.compression_threshold * dim:
         batch = dict(gaussian_layout(ikey)[0])
         white_vec, prec_sqrt, shift = gm.compress(white_vec, prec_sqrt)
         return gaussian_sum(Gaussian.make(white_vec, prec_sqrt, ikey=ikey),
@@ -484,7 +483,7 @@ def affine_subs_gaussian(g: Gaussian, values: dict) -> Gaussian | None:
     """
     affine = {}
     for name, value in values.items():
-        affine[name] = extract_affine(value)
+        affine[name] = extract_affine_flat(value)
         if affine[name] is None:
             return None
     inputs = dict(g.batch_inputs)

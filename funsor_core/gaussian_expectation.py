@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.affine import extract_affine
+from funsor_core.affine import extract_affine_flat
 from funsor_core.contraction import Contraction
 from funsor_core.gaussian import Gaussian, gaussian_layout
 from funsor_core.gaussian_algebra import dense_sum, marginalize_gaussian
@@ -155,11 +155,11 @@ def _expectation(mom: _Moments, f: Funsor):
         pair = f.terms
     if pair is not None and not f.output.shape:
         lhs, rhs = pair
-        a1, a2 = extract_affine(lhs), extract_affine(rhs)
+        a1, a2 = extract_affine_flat(lhs), extract_affine_flat(rhs)
         if a1 is not None and a2 is not None:
             return (lhs(**_restrict(mom.mean, lhs)) * rhs(**_restrict(mom.mean, rhs))
                     + _cross_cov(mom, a1[1], a2[1]))
-    if extract_affine(f) is not None:
+    if extract_affine_flat(f) is not None:
         return f(**_restrict(mom.mean, f))
     return None
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from funsor_core import ops
+from funsor_core.backend import backend_module
 from funsor_core.domains import broadcast_shape
 
 Array = Any  # an array of any registered backend
@@ -175,3 +178,152 @@ def require_full_rank(prec_sqrt: Array, what: str) -> None:
             what=what, shape=tuple(prec_sqrt.shape), rank=rank, dim=dim))
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays assembled from blocks (funsor's ``funsor.gaussian.BlockVector`` / ``BlockMatrix``).
+def _event_interval(item, size: int, axis_name: str) -> tuple[tuple[int, int], bool]:
+    """``((start, stop), squeezed)`` of one event index: an int (one entry, a dim the value
+    lacks) or a slice of step 1."""
+    if isinstance(item, int) and not isinstance(item, bool):
+        i = item + size if item < 0 else item
+        if not 0 <= i < size:
+            raise IndexError(f"block index {item} is out of range for {axis_name} of size {size}")
+        return (i, i + 1), True
+    if isinstance(item, slice) and item.step in (None, 1):
+        start, stop, _ = item.indices(size)
+        if stop <= start:
+            raise IndexError(f"block slice {item} of {axis_name} (size {size}) is empty")
+        return (start, stop), False
+    raise IndexError(f"a block index of {axis_name} is an int or a slice of step 1, got {item!r}")
+
+
+def _parse_block(index, value, shape: tuple, event_ndim: int):
+    """The event intervals of ``x[index] = value`` and ``value`` shaped batch + block."""
+    index = index if isinstance(index, tuple) else (index,)
+    if index and index[0] is Ellipsis:
+        index = index[1:]
+    elif len(index) == len(shape):
+        if any(i != slice(None) for i in index[: len(shape) - event_ndim]):
+            raise IndexError(f"blocks span the whole batch: index it with '...' or ':', got "
+                             f"{index!r} for shape {shape}")
+        index = index[len(shape) - event_ndim:]
+    if len(index) != event_ndim:
+        raise IndexError(f"a block of an array of shape {shape} is set by {event_ndim} event "
+                         f"index(es) after '...', got {index!r}")
+    names = ("rows", "columns") if event_ndim == 2 else ("the last dim",)
+    event = shape[len(shape) - event_ndim:]
+    parsed = [_event_interval(i, n, a) for i, n, a in zip(index, event, names)]
+    if not hasattr(value, "shape"):
+        value = backend_module().asarray(value, "real")
+    for pos in reversed(range(event_ndim)):  # right to left: the dims after pos are present
+        if parsed[pos][1]:  # x[..., 1] = v: v lacks that dim
+            k = len(value.shape) - (event_ndim - pos - 1)
+            value = ops.reshape(value, tuple(value.shape[:k]) + (1,) + tuple(value.shape[k:]))
+    target = tuple(shape[: len(shape) - event_ndim]) + tuple(b - a for (a, b), _ in parsed)
+    if tuple(value.shape) != target:
+        try:
+            ok = broadcast_shape(tuple(value.shape), target) == target
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"block {index!r} of an array of shape {shape} needs a value of "
+                             f"shape {target}, got {tuple(value.shape)}")
+        value = ops.expand(value, target)
+    return tuple(i for i, _ in parsed), value
+
+
+def _fill_gaps(blocks: dict, size: int, zeros_of, where: str) -> list:
+    """Blocks ``{(start, stop): array}`` along ``axis``, with zero arrays in the gaps, in order."""
+    out, end = [], 0
+    for (start, stop), part in sorted(blocks.items()):
+        if start < end:
+            raise ValueError(f"blocks overlap in {where}: one ends at {end}, the next starts at "
+                             f"{start}")
+        if start > end:
+            out.append(zeros_of(end, start))
+        out.append(part)
+        end = stop
+    if end < size:
+        out.append(zeros_of(end, size))
+    return out
+
+
+class BlockVector:
+    """An array of ``shape`` built from blocks of its last dim, zero elsewhere.
+
+    ``x[..., 2:4] = v`` sets a block (``x[..., 1] = v`` one entry); ``x.as_tensor()`` returns
+    the array. It is assembled by concatenation, never by writing into an array, so it works
+    on every backend, under ``jax.jit``, and keeps gradients of the blocks.
+
+    Example:
+        >>> x = BlockVector((2, 5))
+        >>> x[..., 1:3] = np.ones((2, 2))
+        >>> x[..., 4] = np.array([7.0, 8.0])
+        >>> x.as_tensor()
+        array([[0., 1., 1., 0., 7.],
+               [0., 1., 1., 0., 8.]])
+    """
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.parts: dict = {}
+
+    def __setitem__(self, index, value):
+        (i,), value = _parse_block(index, value, self.shape, 1)
+        self.parts[i] = value
+
+    def as_tensor(self):
+        """The assembled array of ``self.shape``."""
+        if not self.parts:
+            return _zeros(self.shape)
+        proto = next(iter(self.parts.values()))
+        batch = self.shape[:-1]
+        parts = _fill_gaps(self.parts, self.shape[-1],
+                           lambda a, b: ops.new_zeros(proto, batch + (b - a,)), "the last dim")
+        return parts[0] if len(parts) == 1 else ops.cat(parts, -1)
+
+
+class BlockMatrix:
+    """An array of ``shape`` built from blocks of its last two dims, zero elsewhere.
+
+    ``x[..., 0:2, 3:5] = m`` sets a block (an int index sets one row or column). Blocks must
+    not overlap; blocks in the same rows must share their row slice (a grid of row bands).
+    ``x.as_tensor()`` assembles the array by concatenation (backend-agnostic, jit-safe).
+
+    Example:
+        >>> x = BlockMatrix((3, 3))
+        >>> x[0:2, 0:2] = np.eye(2)
+        >>> x[2, 2] = np.array(5.0)
+        >>> x.as_tensor()
+        array([[1., 0., 0.],
+               [0., 1., 0.],
+               [0., 0., 5.]])
+    """
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.parts: dict = {}  # row interval -> {column interval -> block}
+
+    def __setitem__(self, index, value):
+        (i, j), value = _parse_block(index, value, self.shape, 2)
+        self.parts.setdefault(i, {})[j] = value
+
+    def as_tensor(self):
+        """The assembled array of ``self.shape``."""
+        if not self.parts:
+            return _zeros(self.shape)
+        proto = next(iter(next(iter(self.parts.values())).values()))
+        batch, (n_rows, n_cols) = self.shape[:-2], self.shape[-2:]
+        bands = {}
+        for (r0, r1), row in self.parts.items():
+            cols = _fill_gaps(row, n_cols, lambda a, b, h=r1 - r0: ops.new_zeros(
+                proto, batch + (h, b - a)), f"rows {r0}:{r1}")
+            bands[(r0, r1)] = cols[0] if len(cols) == 1 else ops.cat(cols, -1)
+        rows = _fill_gaps(bands, n_rows, lambda a, b: ops.new_zeros(
+            proto, batch + (b - a, n_cols)), "the rows (row bands must not overlap)")
+        return rows[0] if len(rows) == 1 else ops.cat(rows, -2)
+
+
+def _zeros(shape: tuple):
+    return backend_module().asarray(np.zeros(shape), "real")

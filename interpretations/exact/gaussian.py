@@ -11,11 +11,11 @@ from __future__ import annotations
 from funsor_core import gaussian_algebra as ga
 from funsor_core import ops
 from funsor_core.contraction import Contraction
-from funsor_core.gaussian import Gaussian
+from funsor_core.gaussian import Gaussian, align_gaussian
 from funsor_core.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.tensor import Tensor
-from funsor_core.terms import Binary, Funsor, Number, Reduce, Subs, Variable
+from funsor_core.terms import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from interpretations.exact import exact
 
 __all__ = ["CHECK_RANK"]
@@ -46,6 +46,25 @@ def exact_binary_gaussian_tensor(op, lhs, rhs):
     if op is ops.truediv:
         return ga.scale_gaussian_sum(lhs, ops.truediv(1.0, rhs))
     return None
+
+
+# Align(g, names) is the same Gaussian with its inputs reordered: batch dims permute and the
+# rows of prec_sqrt (the coordinates) permute; the density is unchanged.
+@exact.register(Align, Gaussian, tuple)
+def exact_align_gaussian(arg, names):
+    inputs = {n: arg.inputs[n] for n in names}
+    inputs.update(arg.inputs)
+    white_vec, prec_sqrt = align_gaussian(inputs, arg, expand=True)
+    return Gaussian.make(white_vec, prec_sqrt, inputs)
+
+
+# t - g = t + (-g), as funsor's normal form writes a difference: the negated Gaussian stays a
+# lazy Unary (it is no Gaussian), and the sum is a Contraction of the terms.
+@exact.register(Binary, BinaryOp, (Tensor, Number, Gaussian, Contraction), Gaussian)
+def exact_binary_sub_any_gaussian(op, lhs, rhs):
+    if op is not ops.sub or (isinstance(lhs, Contraction) and not ga.is_gaussian_sum(lhs)):
+        return None
+    return lhs + Unary(ops.neg, rhs)
 
 
 # Reduce(logaddexp, g, reals) = marginal (a Gaussian plus its Tensor normalizer);
