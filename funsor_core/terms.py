@@ -97,6 +97,17 @@ class Funsor(Term):
             yield self[i]
 
     @property
+    def input_vars(self) -> frozenset:
+        """The free inputs as a frozenset of Variables, as in funsor.
+
+        Example:
+            >>> f = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+            >>> f.input_vars == frozenset({fc.Variable("i", fc.Bint[2])})
+            True
+        """
+        return frozenset(Variable(k, d) for k, d in self.inputs.items())
+
+    @property
     def data(self):
         """The array of a Tensor, the number of a Number; any other term raises NoDataError
         (a LazyTermError naming the pattern with no rule, or the free inputs of an atom)."""

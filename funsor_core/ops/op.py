@@ -145,6 +145,12 @@ class Op:
     def kwargs(self) -> dict:
         return dict(self.params)
 
+    @property
+    def __name__(self) -> str:
+        # funsor's ops are named like the functions they wrap (``ops.add.__name__ == "add"``),
+        # and its tests build ids and lookups from that name.
+        return self.name
+
     def __call__(self, *args, **kwargs):
         fn = self._cache.get(type(args[self.dispatch_index]))
         if fn is None:
