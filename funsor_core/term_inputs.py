@@ -108,7 +108,7 @@ def check_substitution(name: str, domain: Domain, value) -> None:
         >>> check_substitution("i", fc.Bint[2], fc.Number(0.5))
         Traceback (most recent call last):
         ...
-        funsor_core.term_inputs.DomainError: cannot substitute a value of domain Real for input 'i' of domain Bint[2]: a real value cannot index a Bint input
+        funsor_core.term_inputs.DomainError: cannot substitute a value of domain Real ...
     """
     out = value.output
     if out is domain:
@@ -117,6 +117,15 @@ def check_substitution(name: str, domain: Domain, value) -> None:
         f"cannot substitute a value of domain {out} for input '{name}' of domain {domain}"
         + (": a real value cannot index a Bint input" if domain.dtype != "real"
            and out.dtype == "real" else ""))
+
+
+def _reduced_names(reduced_vars, inputs) -> frozenset:
+    if reduced_vars is None:
+        return frozenset(inputs)
+    # A Variable (any term with a name) stands for its name.
+    if isinstance(reduced_vars, str) or getattr(reduced_vars, "_is_funsor", False):
+        reduced_vars = (reduced_vars,)
+    return frozenset(v if isinstance(v, str) else v.name for v in reduced_vars)
 
 
 def _as_domain(x) -> Domain:

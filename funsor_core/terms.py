@@ -25,6 +25,7 @@ from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
     _as_domain,
     _index_shape,
     _normalize_index,
+    _reduced_names,
     check_substitution,
     index_to_python,
     merge_all_inputs,
@@ -149,6 +150,8 @@ class Funsor(Term):
             array([1.09861229, 1.09861229])
         """
         names = _reduced_names(reduced_vars, self.inputs)
+        if op in _INPUT_MOMENTS:
+            return _reduce_moment(self, op, names)
         if not names:
             return self
         missing = names - self.inputs.keys()
@@ -156,6 +159,16 @@ class Funsor(Term):
             raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this funsor, "
                              f"whose inputs are {dict(self.inputs)}")
         return Reduce(op, self, names)
+
+    def reshape(self, shape) -> Funsor:
+        """The same function with its output reshaped (inputs untouched), as funsor's.
+
+        Example:
+            >>> f = fc.Tensor(np.arange(12.0).reshape(2, 6), {"i": fc.Bint[2]})
+            >>> f.reshape((2, 3)).output, f.reshape((3, -1))(i=1).data[0]
+            (Reals[2, 3], array([6., 7.]))
+        """
+        return ops.reshape(self, shape)
 
     def align(self, names) -> Funsor:
         """Reorder inputs so that ``names`` come first, in that order."""
@@ -168,33 +181,12 @@ class Funsor(Term):
         """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.sample``)."""
         return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
-    # -- reductions over output dims -----------------------------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        return ops.sum(self, axis=axis, keepdims=keepdims)
+    # -- reductions over output dims (``sum``, ``max``, ... are installed from a table below) -
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return ops.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def prod(self, axis=None, keepdims=False):
-        return ops.prod(self, axis=axis, keepdims=keepdims)
-
-    def logsumexp(self, axis=None, keepdims=False):
-        return ops.logsumexp(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return ops.amax(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return ops.amin(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return ops.mean(self, axis=axis, keepdims=keepdims)
-
-    def all(self, axis=None, keepdims=False):
-        return ops.all(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis=None, keepdims=False):
-        return ops.any(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis=-1, keepdims=False):
-        return ops.argmax(self, axis=axis, keepdims=keepdims)
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
     def __getitem__(self, index):
         """Index the output (not the inputs), as funsor does.
@@ -227,6 +219,13 @@ def _binary_method(op, reflected: bool):
     return method
 
 
+def _reduction_method(op, default_axis=None):
+    def method(self, axis=default_axis, keepdims=False):
+        return op(self, axis=axis, keepdims=keepdims)
+    method.__doc__ = f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
+    return method
+
+
 def _unary_method(op):
     def method(self):
         return Unary(op, self)
@@ -237,6 +236,7 @@ def _unary_method(op):
 _BINARY_METHODS = {
     "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv, "pow": ops.pow,
     "matmul": ops.matmul, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
+    "floordiv": ops.floordiv, "mod": ops.mod, "lshift": ops.lshift, "rshift": ops.rshift,
 }
 _COMPARISONS = {"lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge, "eq": ops.eq,
                 "ne": ops.ne}
@@ -244,6 +244,7 @@ _UNARY_METHODS = {
     "__neg__": ops.neg, "__abs__": ops.abs, "__invert__": ops.invert, "exp": ops.exp,
     "log": ops.log, "log1p": ops.log1p, "expm1": ops.expm1, "sqrt": ops.sqrt,
     "sigmoid": ops.sigmoid, "tanh": ops.tanh, "reciprocal": ops.reciprocal,
+    "abs": ops.abs, "atanh": ops.atanh,
 }
 for _name, _op in _BINARY_METHODS.items():
     setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
@@ -252,15 +253,36 @@ for _name, _op in _COMPARISONS.items():
     setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
 for _name, _op in _UNARY_METHODS.items():
     setattr(Funsor, _name, _unary_method(_op))
+for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
+                   "max": ops.amax, "min": ops.amin, "mean": ops.mean, "all": ops.all,
+                   "any": ops.any}.items():
+    setattr(Funsor, _name, _reduction_method(_op))
+Funsor.argmax = _reduction_method(ops.argmax, -1)
+Funsor.argmin = _reduction_method(ops.argmin, -1)
 Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
 
 
-def _reduced_names(reduced_vars, inputs) -> frozenset:
-    if reduced_vars is None:
-        return frozenset(inputs)
-    if isinstance(reduced_vars, (str, Variable)):
-        reduced_vars = (reduced_vars,)
-    return frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
+# Mean, variance and standard deviation over inputs, as funsor defines them: by the
+# associative ``add`` reduction they reduce to (they have no Reduce term of their own).
+_INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
+
+
+def _reduce_moment(f: Funsor, op, names: frozenset) -> Funsor:
+    if op is ops.std:
+        return _reduce_moment(f, ops.var, names).sqrt()
+    if op is ops.var:
+        # E[(f - E f)^2], with E the mean over the reduced inputs.
+        diff = f - _reduce_moment(f, ops.mean, names)
+        return _reduce_moment(diff * diff, ops.mean, names)
+    names = names & f.inputs.keys()  # f is constant along a name it does not have
+    if not names:
+        return f
+    real = sorted(n for n in names if f.inputs[n].dtype == "real")
+    if real:
+        raise ValueError(f"cannot take ops.{op.name} over the real inputs {real}: only Bint "
+                         "inputs have a finite number of values to average over")
+    count = math.prod(f.inputs[n].size for n in names)
+    return Reduce(ops.add, f, names) * (1.0 / count)
 
 
 def is_atom(x: Any) -> bool:
@@ -510,14 +532,40 @@ def _build_unary(op, arg, **params):
     return Unary(op, arg)
 
 
-def _build_reduction(op, arg, axis=None, keepdims=False):
+def _build_reduction(op, arg, axis=None, keepdims=False, ddof=0):
     arg = to_funsor(arg)
     ndim = len(arg.shape)
     if axis is not None:
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
         axis = axes[0] if op in (ops.argmax, ops.argmin) else axes
+    if ddof and op in (ops.std, ops.var):
+        # The ddof-corrected variance of n values is n / (n - ddof) times the plain one, so
+        # the term keeps one form (ddof=0) and the correction is a scale.
+        n = math.prod(arg.shape[a] for a in (range(-ndim, 0) if axis is None else axis))
+        var = Unary(ops.var.bind(axis=axis, keepdims=keepdims), arg) * (n / (n - ddof))
+        return var.sqrt() if op is ops.std else var
     return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
+
+
+def _build_reshape(op, arg, shape, ndim=None):
+    # Only the output is reshaped: ``ndim`` tells the kernel how many rightmost dims that is,
+    # so a Tensor's batch dims (its inputs) stay as they are.
+    arg = to_funsor(arg)
+    if ndim is not None:
+        raise TypeError("ops.reshape of a funsor reshapes its whole output; give only a shape")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    size = arg.output.num_elements
+    if shape.count(-1) == 1:
+        known = math.prod(s for s in shape if s != -1)
+        if known and size % known == 0:
+            shape = tuple(size // known if s == -1 else s for s in shape)
+    if math.prod(shape) != size or any(s < 0 for s in shape):
+        raise ValueError(f"cannot reshape a funsor of output {arg.output} to shape {shape}: "
+                         f"the shape must have {size} elements")
+    if shape == arg.shape:
+        return arg
+    return Unary(op.bind(shape=shape, ndim=len(arg.shape)), arg)
 
 
 def _build_binary(op, lhs, rhs, **params):
@@ -532,6 +580,7 @@ def _build_array_op(op, *args, **kwargs):
 
 register_funsor_builder(ops.UnaryOp, _build_unary, Funsor)
 register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
+register_funsor_builder(type(ops.reshape), _build_reshape, Funsor)
 register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
 register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)
 
