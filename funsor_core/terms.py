@@ -548,6 +548,11 @@ def _build_reduction(op, arg, axis=None, keepdims=False, ddof=0):
     return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
 
 
+def _build_moment(op, arg, axis=None, ddof=0, keepdims=False):
+    # std and var take ``ddof`` before ``keepdims``, as numpy's and funsor's do.
+    return _build_reduction(op, arg, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
 def _build_reshape(op, arg, shape, ndim=None):
     # Only the output is reshaped: ``ndim`` tells the kernel how many rightmost dims that is,
     # so a Tensor's batch dims (its inputs) stay as they are.
@@ -581,6 +586,8 @@ def _build_array_op(op, *args, **kwargs):
 register_funsor_builder(ops.UnaryOp, _build_unary, Funsor)
 register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
 register_funsor_builder(type(ops.reshape), _build_reshape, Funsor)
+register_funsor_builder(type(ops.std), _build_moment, Funsor)
+register_funsor_builder(type(ops.var), _build_moment, Funsor)
 register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
 register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)
 

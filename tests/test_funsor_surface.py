@@ -120,6 +120,9 @@ def test_std_var_over_output(axis, ddof):
         np_axis = (1, 2)
     np.testing.assert_allclose(f.var(axis, ddof).data, np.var(data, np_axis, ddof=ddof))
     np.testing.assert_allclose(f.std(axis, ddof).data, np.std(data, np_axis, ddof=ddof))
+    # Positionally as numpy orders them: axis, ddof, keepdims.
+    np.testing.assert_allclose(ops.std(f, axis, ddof, True).data,
+                               np.std(data, np_axis, ddof=ddof, keepdims=True))
 
 
 # -- ops --------------------------------------------------------------------------------------
