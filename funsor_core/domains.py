@@ -91,6 +91,19 @@ class Domain:
             raise ValueError(f"{self} has no finite size; only Bint[n] does")
         return self.dtype
 
+    def __iter__(self):
+        """The values of a scalar ``Bint[n]``, ``0..n-1``, as funsor iterates a Bint domain
+        (funsor yields them as Numbers; ints substitute the same way).
+
+        Example:
+            >>> list(Bint[3])
+            [0, 1, 2]
+        """
+        if self.dtype == "real" or self.shape:
+            raise TypeError(f"cannot iterate over the values of {self}; only Bint[n] has a "
+                            "finite list of values")
+        return iter(range(self.dtype))
+
     @property
     def num_elements(self) -> int:
         """The number of scalar elements of the shape."""

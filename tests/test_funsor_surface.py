@@ -217,3 +217,11 @@ def test_number_minus_bint_variable_is_bint():
     f = fc.Tensor(np.array([10.0, 20.0]), {"i": Bint[2]})
     # i = 1 - u reverses the index: f(i=1-u) at u is f[1-u].
     assert [f(i=i)(u=u).item() for u in range(2)] == [20.0, 10.0]
+
+
+def test_iterating_a_bint_domain_enumerates_its_values():
+    # funsor's idiom: substitute every value of a Bint input, then compare with a reduction.
+    f, data = _tensor((3,), {"i": Bint[3]})
+    assert sum(f(i=i).item() for i in Bint[3]) == pytest.approx(data.sum())
+    with pytest.raises(TypeError, match=r"cannot iterate over the values of Reals\[2\]"):
+        list(Reals[2])
