@@ -84,6 +84,22 @@ def _reduction(fn):
     return kernel
 
 
+def _moment(fn):
+    # std/var over axes; jnp averages integers as floats and gives 0 over axis=().
+    def kernel(x, axis=None, ddof=0, keepdims=False):
+        return fn(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _reshape(x, shape, ndim=None):
+    # ndim=k reshapes only the rightmost k dims (a funsor's output), keeping batch dims.
+    if ndim is not None:
+        shape = tuple(x.shape[: x.ndim - ndim]) + tuple(shape)
+    return jnp.reshape(x, shape)
+
+
 def _extremum(fn, unit):
     # The max (min) of no values is the unit -inf (+inf), as sum gives 0 and prod 1; jnp.max
     # raises on an empty axis instead. Integer and bool arrays take the smallest (largest)
@@ -229,10 +245,12 @@ def _is_floating(x):
 KERNELS = {
     ops.neg: jnp.negative, ops.abs: jnp.abs, ops.exp: jnp.exp, ops.log: jnp.log,
     ops.log1p: jnp.log1p, ops.expm1: jnp.expm1, ops.sqrt: jnp.sqrt, ops.sigmoid: jax.nn.sigmoid,
-    ops.tanh: jnp.tanh, ops.reciprocal: jnp.reciprocal, ops.invert: jnp.invert,
+    ops.tanh: jnp.tanh, ops.atanh: jnp.arctanh, ops.reciprocal: jnp.reciprocal,
+    ops.invert: jnp.invert,
     ops.isfinite: jnp.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: jnp.add, ops.sub: jnp.subtract, ops.mul: jnp.multiply, ops.truediv: jnp.true_divide,
     ops.floordiv: jnp.floor_divide, ops.mod: jnp.mod, ops.pow: jnp.power,
+    ops.lshift: jnp.left_shift, ops.rshift: jnp.right_shift,
     ops.min: jnp.minimum, ops.max: jnp.maximum, ops.logaddexp: jnp.logaddexp,
     ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: jnp.bitwise_and, ops.or_: jnp.bitwise_or, ops.xor: jnp.bitwise_xor,
@@ -247,9 +265,10 @@ KERNELS = {
     ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _extremum(jnp.max, -jnp.inf),
     ops.amin: _extremum(jnp.min, jnp.inf), ops.argmax: _arg_reduction(jnp.argmax),
     ops.argmin: _arg_reduction(jnp.argmin), ops.all: _reduction(jnp.all),
-    ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean),
+    ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean), ops.std: _moment(jnp.std),
+    ops.var: _moment(jnp.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
-    ops.permute: jnp.transpose, ops.reshape: jnp.reshape, ops.expand: jnp.broadcast_to,
+    ops.permute: jnp.transpose, ops.reshape: _reshape, ops.expand: jnp.broadcast_to,
     ops.getitem: _getitem, ops.where: jnp.where, ops.full_like: jnp.full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
@@ -265,7 +284,8 @@ KERNELS = {
 # Logical ops (and_, or_, xor, invert) and comparisons keep bools.
 _ARITHMETIC = (
     ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
-    ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod, ops.pow,
+    ops.atanh, ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod,
+    ops.pow,
     ops.logaddexp, ops.safesub, ops.safediv,
 )
 

@@ -76,6 +76,22 @@ def _extremum(fn, unit):
     return kernel
 
 
+def _moment(fn):
+    # std/var over axes; numpy already averages integers as floats and gives 0 over axis=().
+    def kernel(x, axis=None, ddof=0, keepdims=False):
+        return np.asarray(fn(x, axis=axis, ddof=ddof, keepdims=keepdims))
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _reshape(x, shape, ndim=None):
+    # ndim=k reshapes only the rightmost k dims (a funsor's output), keeping batch dims.
+    if ndim is not None:
+        shape = tuple(x.shape[: np.ndim(x) - ndim]) + tuple(shape)
+    return np.reshape(x, shape)
+
+
 def _argmax(x, axis=None, keepdims=False):
     return np.argmax(x, axis=axis, keepdims=keepdims)
 
@@ -215,10 +231,12 @@ def _is_floating(x):
 KERNELS = {
     ops.neg: np.negative, ops.abs: np.abs, ops.exp: np.exp, ops.log: np.log,
     ops.log1p: np.log1p, ops.expm1: np.expm1, ops.sqrt: np.sqrt, ops.sigmoid: _sigmoid,
-    ops.tanh: np.tanh, ops.reciprocal: lambda x: np.true_divide(1.0, x), ops.invert: np.invert,
+    ops.tanh: np.tanh, ops.atanh: np.arctanh, ops.reciprocal: lambda x: np.true_divide(1.0, x),
+    ops.invert: np.invert,
     ops.isfinite: np.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply, ops.truediv: np.true_divide,
     ops.floordiv: np.floor_divide, ops.mod: np.mod, ops.pow: np.power,
+    ops.lshift: np.left_shift, ops.rshift: np.right_shift,
     ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp,
     ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: np.bitwise_and, ops.or_: np.bitwise_or, ops.xor: np.bitwise_xor,
@@ -233,9 +251,9 @@ KERNELS = {
     ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
     ops.argmax: _argmax,
     ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
-    ops.mean: _reduction(np.mean),
+    ops.mean: _reduction(np.mean), ops.std: _moment(np.std), ops.var: _moment(np.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
-    ops.permute: np.transpose, ops.reshape: np.reshape, ops.expand: np.broadcast_to,
+    ops.permute: np.transpose, ops.reshape: _reshape, ops.expand: np.broadcast_to,
     ops.getitem: lambda x, index: x[index], ops.where: np.where,
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,
@@ -252,7 +270,8 @@ KERNELS = {
 _BOOL = np.dtype(bool)
 _ARITHMETIC = (
     ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
-    ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod, ops.pow,
+    ops.atanh, ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod,
+    ops.pow,
     ops.logaddexp, ops.safesub, ops.safediv,
 )
 

@@ -144,6 +144,22 @@ def _mean(x, axis=None, keepdims=False):
     return torch.mean(x, dim=_axes(x, axis), keepdim=keepdims)
 
 
+def _moment(fn):
+    # std/var over axes with numpy's meaning: integers average as floats, ddof is the
+    # correction, and axis=() (no axes) gives 0 where torch would read "all dims".
+    def kernel(x, axis=None, ddof=0, keepdims=False):
+        if not (x.is_floating_point() or x.is_complex()):
+            x = x.to(_float_dtype())
+        if axis == ():
+            return torch.zeros_like(x)
+        if axis is None and x.dim() == 0:
+            return torch.zeros_like(x)
+        return fn(x, dim=_axes(x, axis), correction=ddof, keepdim=keepdims)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
 def _arg_reduction(fn):
     def kernel(x, axis=None, keepdims=False):
         return fn(x, dim=axis, keepdim=keepdims)
@@ -226,7 +242,10 @@ def _permute(x, axes=None):
     return torch.permute(x, tuple(axes))
 
 
-def _reshape(x, shape):
+def _reshape(x, shape, ndim=None):
+    # ndim=k reshapes only the rightmost k dims (a funsor's output), keeping batch dims.
+    if ndim is not None:
+        shape = tuple(x.shape[: x.dim() - ndim]) + tuple(shape)
     return torch.reshape(x, tuple(shape))
 
 
@@ -297,14 +316,16 @@ def _getitem(x, index):
 KERNELS = {
     ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,
     ops.log1p: torch.log1p, ops.expm1: torch.expm1, ops.sqrt: torch.sqrt,
-    ops.sigmoid: torch.sigmoid, ops.tanh: torch.tanh, ops.reciprocal: torch.reciprocal,
+    ops.sigmoid: torch.sigmoid, ops.tanh: torch.tanh, ops.atanh: torch.atanh,
+    ops.reciprocal: torch.reciprocal,
     ops.invert: torch.bitwise_not, ops.isfinite: torch.isfinite, ops.clamp: _clamp,
     ops.astype: _astype,
     # Python operators take a scalar on either side and dispatch to torch.floor_divide,
     # torch.remainder (sign of the divisor, as np.mod), torch.pow, torch.bitwise_*, ...
     ops.add: operator.add, ops.sub: operator.sub, ops.mul: operator.mul,
     ops.truediv: operator.truediv, ops.floordiv: operator.floordiv, ops.mod: operator.mod,
-    ops.pow: operator.pow, ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
+    ops.pow: operator.pow, ops.lshift: operator.lshift, ops.rshift: operator.rshift,
+    ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
     ops.logaddexp: _binary(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: operator.and_, ops.or_: operator.or_, ops.xor: operator.xor,
     ops.lt: operator.lt, ops.le: operator.le, ops.gt: operator.gt, ops.ge: operator.ge,
@@ -319,6 +340,7 @@ KERNELS = {
     ops.amax: _extremum(torch.amax, -float("inf")), ops.amin: _extremum(torch.amin, float("inf")),
     ops.argmax: _arg_reduction(torch.argmax), ops.argmin: _arg_reduction(torch.argmin),
     ops.all: _reduction(torch.all), ops.any: _reduction(torch.any), ops.mean: _mean,
+    ops.std: _moment(torch.std), ops.var: _moment(torch.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
     ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
@@ -335,8 +357,8 @@ KERNELS = {
 # (torch.logaddexp has no integer kernel). Logical ops and comparisons keep bools.
 _INTEGER_ARITHMETIC = (ops.neg, ops.add, ops.sub, ops.mul, ops.floordiv, ops.mod, ops.pow)
 _REAL_ARITHMETIC = (
-    ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh, ops.reciprocal,
-    ops.truediv, ops.logaddexp, ops.safesub, ops.safediv,
+    ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh, ops.atanh,
+    ops.reciprocal, ops.truediv, ops.logaddexp, ops.safesub, ops.safediv,
 )
 
 

@@ -17,7 +17,8 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals"]
+__all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals", "find_domain",
+           "register_find_domain"]
 
 
 class Domain:
@@ -89,6 +90,19 @@ class Domain:
         if self.dtype == "real":
             raise ValueError(f"{self} has no finite size; only Bint[n] does")
         return self.dtype
+
+    def __iter__(self):
+        """The values of a scalar ``Bint[n]``, ``0..n-1``, as funsor iterates a Bint domain
+        (funsor yields them as Numbers; ints substitute the same way).
+
+        Example:
+            >>> list(Bint[3])
+            [0, 1, 2]
+        """
+        if self.dtype == "real" or self.shape:
+            raise TypeError(f"cannot iterate over the values of {self}; only Bint[n] has a "
+                            "finite list of values")
+        return iter(range(self.dtype))
 
     @property
     def num_elements(self) -> int:
@@ -222,3 +236,37 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
                 size = s
         result.append(size)
     return tuple(result)
+
+
+# The output-domain rules of the ops live with the ops (``funsor_core.ops.infer_domain``); ops
+# import this module, so the rules plug in here when ops is imported, instead of this module
+# importing ops back.
+_FIND_DOMAIN: dict = {}
+
+
+def register_find_domain(fn) -> Any:
+    """Install ``fn(op, *domains) -> Domain`` as the rule behind ``find_domain`` (the ops
+    package does this when it is imported).
+
+    Example:
+        >>> register_find_domain(_FIND_DOMAIN["fn"]) is _FIND_DOMAIN["fn"]
+        True
+    """
+    _FIND_DOMAIN["fn"] = fn
+    return fn
+
+
+def find_domain(op, *domains: Domain) -> Domain:
+    """The domain of the output of ``op`` applied to arguments of these domains (funsor's
+    name for ``ops.infer_domain``). A shape mismatch raises ValueError naming the op and the
+    domains.
+
+    Example:
+        >>> from funsor_core import ops
+        >>> find_domain(ops.add, Reals[3, 1], Reals[2]), find_domain(ops.lt, Real, Real)
+        (Reals[3, 2], Bint[2])
+    """
+    fn = _FIND_DOMAIN.get("fn")
+    if fn is None:
+        raise RuntimeError("find_domain needs the op rules of funsor_core.ops; import it")
+    return fn(op, *domains)

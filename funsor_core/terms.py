@@ -19,6 +19,18 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.ops.op import register_funsor_builder
+from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
+    _MISMATCH,
+    DomainError,
+    _as_domain,
+    _index_shape,
+    _normalize_index,
+    _reduced_names,
+    check_substitution,
+    index_to_python,
+    merge_all_inputs,
+    merge_inputs,
+)
 from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
     FunsorMeta,
@@ -32,58 +44,6 @@ __all__ = [
     "Align", "to_funsor", "is_atom",
     "merge_inputs", "merge_all_inputs", "DomainError",
 ]
-
-
-class DomainError(ValueError):
-    """A name is used with two different domains, or a value has the wrong domain."""
-
-
-_MISMATCH = (
-    "cannot {what}: input '{name}' is {left} on the left but {right} on the right.\n"
-    "A name must have one domain within an expression; rename one side, "
-    "e.g. rhs({name}=\"{name}2\")."
-)
-
-
-def merge_inputs(lhs: dict, rhs: dict, what: str = "combine") -> dict:
-    """Union of two input mappings (left order first); raises DomainError on a domain clash.
-
-    Example:
-        >>> merge_inputs({"i": fc.Bint[2]}, {"j": fc.Real})
-        {'i': Bint[2], 'j': Real}
-    """
-    if lhs is rhs or not rhs or lhs == rhs:
-        return lhs
-    if not lhs:
-        return rhs
-    result = None
-    for name, domain in rhs.items():
-        other = lhs.get(name)
-        if other is None:
-            if result is None:
-                result = dict(lhs)
-            result[name] = domain
-        elif other is not domain:
-            raise DomainError(_MISMATCH.format(what=what, name=name, left=other, right=domain))
-    return lhs if result is None else result
-
-
-def merge_all_inputs(terms, what: str = "combine") -> dict:
-    """Union of the inputs of many terms, in order, in one pass (linear in the total number
-    of inputs, where folding ``merge_inputs`` would copy the dict once per new name).
-
-    Example:
-        >>> merge_all_inputs([fc.Variable("x", fc.Real), fc.Variable("i", fc.Bint[2])])
-        {'x': Real, 'i': Bint[2]}
-    """
-    result: dict = {}
-    for t in terms:
-        for name, domain in t.inputs.items():
-            other = result.setdefault(name, domain)
-            if other is not domain:
-                raise DomainError(_MISMATCH.format(what=what, name=name, left=other,
-                                                   right=domain))
-    return result
 
 
 class Funsor(Term):
@@ -138,6 +98,17 @@ class Funsor(Term):
             yield self[i]
 
     @property
+    def input_vars(self) -> frozenset:
+        """The free inputs as a frozenset of Variables, as in funsor.
+
+        Example:
+            >>> f = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+            >>> f.input_vars == frozenset({fc.Variable("i", fc.Bint[2])})
+            True
+        """
+        return frozenset(Variable(k, d) for k, d in self.inputs.items())
+
+    @property
     def data(self):
         """The array of a Tensor, the number of a Number; any other term raises NoDataError
         (a LazyTermError naming the pattern with no rule, or the free inputs of an atom)."""
@@ -179,6 +150,8 @@ class Funsor(Term):
             array([1.09861229, 1.09861229])
         """
         names = _reduced_names(reduced_vars, self.inputs)
+        if op in _INPUT_MOMENTS:
+            return _reduce_moment(self, op, names)
         if not names:
             return self
         missing = names - self.inputs.keys()
@@ -186,6 +159,16 @@ class Funsor(Term):
             raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this funsor, "
                              f"whose inputs are {dict(self.inputs)}")
         return Reduce(op, self, names)
+
+    def reshape(self, shape) -> Funsor:
+        """The same function with its output reshaped (inputs untouched), as funsor's.
+
+        Example:
+            >>> f = fc.Tensor(np.arange(12.0).reshape(2, 6), {"i": fc.Bint[2]})
+            >>> f.reshape((2, 3)).output, f.reshape((3, -1))(i=1).data[0]
+            (Reals[2, 3], array([6., 7.]))
+        """
+        return ops.reshape(self, shape)
 
     def align(self, names) -> Funsor:
         """Reorder inputs so that ``names`` come first, in that order."""
@@ -198,33 +181,12 @@ class Funsor(Term):
         """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.sample``)."""
         return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
-    # -- reductions over output dims -----------------------------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        return ops.sum(self, axis=axis, keepdims=keepdims)
+    # -- reductions over output dims (``sum``, ``max``, ... are installed from a table below) -
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return ops.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def prod(self, axis=None, keepdims=False):
-        return ops.prod(self, axis=axis, keepdims=keepdims)
-
-    def logsumexp(self, axis=None, keepdims=False):
-        return ops.logsumexp(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return ops.amax(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return ops.amin(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return ops.mean(self, axis=axis, keepdims=keepdims)
-
-    def all(self, axis=None, keepdims=False):
-        return ops.all(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis=None, keepdims=False):
-        return ops.any(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis=-1, keepdims=False):
-        return ops.argmax(self, axis=axis, keepdims=keepdims)
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return ops.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
     def __getitem__(self, index):
         """Index the output (not the inputs), as funsor does.
@@ -257,6 +219,13 @@ def _binary_method(op, reflected: bool):
     return method
 
 
+def _reduction_method(op, default_axis=None):
+    def method(self, axis=default_axis, keepdims=False):
+        return op(self, axis=axis, keepdims=keepdims)
+    method.__doc__ = f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
+    return method
+
+
 def _unary_method(op):
     def method(self):
         return Unary(op, self)
@@ -267,6 +236,7 @@ def _unary_method(op):
 _BINARY_METHODS = {
     "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv, "pow": ops.pow,
     "matmul": ops.matmul, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
+    "floordiv": ops.floordiv, "mod": ops.mod, "lshift": ops.lshift, "rshift": ops.rshift,
 }
 _COMPARISONS = {"lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge, "eq": ops.eq,
                 "ne": ops.ne}
@@ -274,6 +244,7 @@ _UNARY_METHODS = {
     "__neg__": ops.neg, "__abs__": ops.abs, "__invert__": ops.invert, "exp": ops.exp,
     "log": ops.log, "log1p": ops.log1p, "expm1": ops.expm1, "sqrt": ops.sqrt,
     "sigmoid": ops.sigmoid, "tanh": ops.tanh, "reciprocal": ops.reciprocal,
+    "abs": ops.abs, "atanh": ops.atanh,
 }
 for _name, _op in _BINARY_METHODS.items():
     setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
@@ -282,38 +253,36 @@ for _name, _op in _COMPARISONS.items():
     setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
 for _name, _op in _UNARY_METHODS.items():
     setattr(Funsor, _name, _unary_method(_op))
+for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
+                   "max": ops.amax, "min": ops.amin, "mean": ops.mean, "all": ops.all,
+                   "any": ops.any}.items():
+    setattr(Funsor, _name, _reduction_method(_op))
+Funsor.argmax = _reduction_method(ops.argmax, -1)
+Funsor.argmin = _reduction_method(ops.argmin, -1)
 Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
 
 
-def _reduced_names(reduced_vars, inputs) -> frozenset:
-    if reduced_vars is None:
-        return frozenset(inputs)
-    if isinstance(reduced_vars, (str, Variable)):
-        reduced_vars = (reduced_vars,)
-    return frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
+# Mean, variance and standard deviation over inputs, as funsor defines them: by the
+# associative ``add`` reduction they reduce to (they have no Reduce term of their own).
+_INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
 
 
-def _normalize_index(index, shape) -> tuple | None:
-    # Slices are unhashable before Python 3.12, so an index is stored as tagged tuples.
-    # None when a part is not basic (a name, a funsor, an array): the caller gathers instead.
-    if not isinstance(index, tuple):
-        index = (index,)
-    result = []
-    for i in index:
-        if isinstance(i, slice):
-            result.append(("slice", i.start, i.stop, i.step))
-        elif i is None or i is Ellipsis:
-            result.append(i)
-        elif isinstance(i, numbers.Integral) and not isinstance(i, Funsor):
-            result.append(int(i))
-        else:
-            return None
-    return tuple(result)
-
-
-def index_to_python(index: tuple) -> tuple:
-    """Turn a stored (tagged) output index back into Python index objects."""
-    return tuple(slice(*i[1:]) if isinstance(i, tuple) else i for i in index)
+def _reduce_moment(f: Funsor, op, names: frozenset) -> Funsor:
+    if op is ops.std:
+        return _reduce_moment(f, ops.var, names).sqrt()
+    if op is ops.var:
+        # E[(f - E f)^2], with E the mean over the reduced inputs.
+        diff = f - _reduce_moment(f, ops.mean, names)
+        return _reduce_moment(diff * diff, ops.mean, names)
+    names = names & f.inputs.keys()  # f is constant along a name it does not have
+    if not names:
+        return f
+    real = sorted(n for n in names if f.inputs[n].dtype == "real")
+    if real:
+        raise ValueError(f"cannot take ops.{op.name} over the real inputs {real}: only Bint "
+                         "inputs have a finite number of values to average over")
+    count = math.prod(f.inputs[n].size for n in names)
+    return Reduce(ops.add, f, names) * (1.0 / count)
 
 
 def is_atom(x: Any) -> bool:
@@ -407,13 +376,6 @@ def unary_domain(op, domain: Domain) -> Domain:
         shape = _index_shape(op.kwargs["index"], domain.shape)
         return Domain(domain.dtype, shape)
     return ops.infer_domain(op, domain)
-
-
-def _index_shape(index, shape) -> tuple:
-    import numpy as np
-
-    probe = np.empty(shape, dtype=np.int8)
-    return probe[index_to_python(index)].shape
 
 
 class Binary(Funsor):
@@ -512,27 +474,6 @@ class Align(Funsor):
 
 
 
-def check_substitution(name: str, domain: Domain, value: Funsor) -> None:
-    """Raise DomainError unless ``value`` may be substituted for input ``name: domain``."""
-    out = value.output
-    if out is domain:
-        return
-    raise DomainError(
-        f"cannot substitute a value of domain {out} for input '{name}' of domain {domain}"
-        + (": a real value cannot index a Bint input" if domain.dtype != "real"
-           and out.dtype == "real" else ""))
-
-
-def _as_domain(x) -> Domain:
-    if isinstance(x, Domain):
-        return x
-    if isinstance(x, int) and not isinstance(x, bool):
-        return Bint[x]
-    if x == "real":
-        return Real
-    raise TypeError(f"expected a domain such as Real or Bint[3], got {x!r}")
-
-
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
 # Bounded (cleared on overflow, one length check per miss) so that a loop over fresh integers
 # or fresh Bint sizes keeps memory flat.
@@ -591,14 +532,45 @@ def _build_unary(op, arg, **params):
     return Unary(op, arg)
 
 
-def _build_reduction(op, arg, axis=None, keepdims=False):
+def _build_reduction(op, arg, axis=None, keepdims=False, ddof=0):
     arg = to_funsor(arg)
     ndim = len(arg.shape)
     if axis is not None:
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
         axis = axes[0] if op in (ops.argmax, ops.argmin) else axes
+    if ddof and op in (ops.std, ops.var):
+        # The ddof-corrected variance of n values is n / (n - ddof) times the plain one, so
+        # the term keeps one form (ddof=0) and the correction is a scale.
+        n = math.prod(arg.shape[a] for a in (range(-ndim, 0) if axis is None else axis))
+        var = Unary(ops.var.bind(axis=axis, keepdims=keepdims), arg) * (n / (n - ddof))
+        return var.sqrt() if op is ops.std else var
     return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
+
+
+def _build_moment(op, arg, axis=None, ddof=0, keepdims=False):
+    # std and var take ``ddof`` before ``keepdims``, as numpy's and funsor's do.
+    return _build_reduction(op, arg, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def _build_reshape(op, arg, shape, ndim=None):
+    # Only the output is reshaped: ``ndim`` tells the kernel how many rightmost dims that is,
+    # so a Tensor's batch dims (its inputs) stay as they are.
+    arg = to_funsor(arg)
+    if ndim is not None:
+        raise TypeError("ops.reshape of a funsor reshapes its whole output; give only a shape")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    size = arg.output.num_elements
+    if shape.count(-1) == 1:
+        known = math.prod(s for s in shape if s != -1)
+        if known and size % known == 0:
+            shape = tuple(size // known if s == -1 else s for s in shape)
+    if math.prod(shape) != size or any(s < 0 for s in shape):
+        raise ValueError(f"cannot reshape a funsor of output {arg.output} to shape {shape}: "
+                         f"the shape must have {size} elements")
+    if shape == arg.shape:
+        return arg
+    return Unary(op.bind(shape=shape, ndim=len(arg.shape)), arg)
 
 
 def _build_binary(op, lhs, rhs, **params):
@@ -613,6 +585,9 @@ def _build_array_op(op, *args, **kwargs):
 
 register_funsor_builder(ops.UnaryOp, _build_unary, Funsor)
 register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
+register_funsor_builder(type(ops.reshape), _build_reshape, Funsor)
+register_funsor_builder(type(ops.std), _build_moment, Funsor)
+register_funsor_builder(type(ops.var), _build_moment, Funsor)
 register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
 register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)
 

@@ -96,6 +96,15 @@ def ints(rng, *shape):
     return rng.integers(0, 8, size=shape)
 
 
+def open_unit(rng, *shape):
+    # Inside (-1, 1), where atanh is finite.
+    return 1.8 * rng.random(shape) - 0.9
+
+
+def shifts(rng, *shape):
+    return rng.integers(0, 4, size=shape)
+
+
 def with_inf(rng, *shape):
     x = rng.standard_normal(shape)
     x.reshape(-1)[0] = np.inf
@@ -147,7 +156,7 @@ def case(*args, **kwargs):
 UNARY_INPUTS = {
     ops.neg: randn, ops.abs: randn, ops.exp: randn, ops.log: positive, ops.log1p: unit,
     ops.expm1: randn, ops.sqrt: positive, ops.sigmoid: wide, ops.tanh: randn,
-    ops.reciprocal: nonzero, ops.isfinite: with_special,
+    ops.reciprocal: nonzero, ops.isfinite: with_special, ops.atanh: open_unit,
 }
 BINARY_INPUTS = {  # op: (lhs maker, rhs maker, a Python scalar for either side)
     ops.add: (randn, randn, 1.5), ops.sub: (randn, randn, 1.5), ops.mul: (randn, randn, 1.5),
@@ -156,7 +165,7 @@ BINARY_INPUTS = {  # op: (lhs maker, rhs maker, a Python scalar for either side)
     ops.min: (halves, halves, 0.5), ops.max: (halves, halves, 0.5),
     ops.logaddexp: (with_neg_inf, randn, 0.0), ops.safesub: (randn, with_inf, 1.5),
     ops.and_: (booleans, booleans, True), ops.or_: (booleans, booleans, False),
-    ops.xor: (ints, ints, 5),
+    ops.xor: (ints, ints, 5), ops.lshift: (ints, shifts, 2), ops.rshift: (ints, shifts, 1),
     ops.lt: (halves, halves, 0.5), ops.le: (halves, halves, 0.5),
     ops.gt: (halves, halves, 0.5), ops.ge: (halves, halves, 0.5),
     ops.eq: (halves, halves, 0.5), ops.ne: (halves, halves, 0.5),
@@ -251,6 +260,9 @@ EXAMPLES.update({
     ops.argmax: _reduction_case(halves), ops.argmin: _reduction_case(halves, axis=-1),
     ops.all: _reduction_case(booleans), ops.any: _reduction_case(booleans),
     ops.mean: _reduction_case(randn) + _reduction_case(ints, axis=(0, 2)),
+    ops.std: _reduction_case(randn) + _reduction_case(ints, axis=(0, 2)) + [
+        lambda r: case(randn(r, 2, 3, 4), axis=-1, ddof=1)],
+    ops.var: _reduction_case(randn) + [lambda r: case(randn(r, 2, 3, 4), axis=(0, 1), ddof=1)],
     # N-ary ops.
     ops.einsum: [
         lambda r: case("ab,bc->ac", randn(r, 2, 3), randn(r, 3, 4)),
@@ -265,7 +277,8 @@ EXAMPLES.update({
     # Structural ops.
     ops.permute: [lambda r: case(randn(r, 2, 3, 4), (2, 0, 1))],
     ops.reshape: [lambda r: case(randn(r, 2, 3, 4), (6, 4)),
-                  lambda r: case(randn(r, 2, 3), (3, -1))],
+                  lambda r: case(randn(r, 2, 3), (3, -1)),
+                  lambda r: case(randn(r, 5, 2, 3, 4), (12,), ndim=2)],
     ops.expand: [lambda r: case(randn(r, 3, 1), (2, 3, 4))],
     ops.getitem: [
         lambda r: case(randn(r, 3, 4, 5), (slice(None), np.array([0, 2, 2]))),
@@ -704,3 +717,37 @@ def test_arrays_load_their_backend_on_first_sight(module):
                          check=True).stdout.split()
     assert all(m.split(".")[0] in ({"torch"} if module == "torch" else {"jax", "jaxlib"})
                for m in out), out
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernels of funsor's atanh, shifts, std/var and output reshape, against formulas.
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_atanh_and_shifts_oracle(backend):
+    rng = np.random.default_rng(0)
+    x = open_unit(rng, 3, 4)
+    assert_same(ops.atanh(to_backend(backend, x)), 0.5 * np.log((1 + x) / (1 - x)))
+    a, k = ints(rng, 3, 4), shifts(rng, 4)
+    assert_same(ops.lshift(*to_backend(backend, (a, k))), a * 2 ** k)
+    assert_same(ops.rshift(*to_backend(backend, (a, k))), a // 2 ** k)
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_std_var_oracle(backend, ddof):
+    x = randn(np.random.default_rng(0), 2, 3, 4)
+    # Sum of squared deviations over axes (0, 2), divided by n - ddof, by hand.
+    n = 2 * 4
+    dev = x - x.sum(axis=(0, 2), keepdims=True) / n
+    expected = (dev ** 2).sum(axis=(0, 2)) / (n - ddof)
+    xb = to_backend(backend, x)
+    assert_same(ops.var(xb, axis=(0, 2), ddof=ddof), expected)
+    assert_same(ops.std(xb, axis=(0, 2), ddof=ddof), np.sqrt(expected))
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_reshape_rightmost_dims_oracle(backend):
+    x = randn(np.random.default_rng(0), 5, 2, 3, 4)
+    actual = ops.reshape(to_backend(backend, x), (4, 3), ndim=2)
+    # Each batch entry x[i, j] (a 3x4 block) reshaped on its own.
+    expected = np.stack([np.stack([x[i, j].reshape(4, 3) for j in range(2)]) for i in range(5)])
+    assert_same(actual, expected)

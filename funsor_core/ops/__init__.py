@@ -23,17 +23,23 @@ from funsor_core.ops.builtin import (
     UNARY_INVERSES,
     UNITS,
     infer_domain,
+    parse_ellipsis,
+    parse_slice,
 )
 from funsor_core.ops.op import (
     ARRAY_TYPES,
     ArrayOp,
+    AssociativeOp,
     BinaryOp,
     CatOp,
+    ComparisonOp,
     EinsumOp,
+    FinitaryOp,
     NaryOp,
     Op,
     ReductionOp,
     StackOp,
+    TransformOp,
     UnaryOp,
     make_op,
 )
@@ -43,9 +49,20 @@ REQUIRED_OPS = tuple(
     v for k, v in sorted(globals().items()) if isinstance(v, Op) and not k.startswith("_")
 )
 
+# Each op is the only instance of its own class, named as funsor names it (``AddOp``,
+# ``LogaddexpOp``), so funsor code can test ``isinstance(op, ops.LogaddexpOp)``. A family
+# class of the same name (``CatOp``, ``StackOp``, ``EinsumOp``) keeps its place: the op's class
+# is a subclass of it, so the test answers the same.
+OP_CLASSES = {type(op).__name__: type(op) for op in REQUIRED_OPS}
+for _name, _cls in OP_CLASSES.items():
+    globals().setdefault(_name, _cls)
+del _name, _cls
+
 __all__ = [
     "ASSOCIATIVE_OPS", "BINARY_INVERSES", "COMPARISON_OPS", "DISTRIBUTIVE_OPS", "IDEMPOTENT_OPS",
     "LOGICAL_OPS", "REDUCE_OPS", "UNARY_INVERSES", "UNITS", "REQUIRED_OPS", "ARRAY_TYPES",
-    "infer_domain", "Op", "UnaryOp", "BinaryOp", "ReductionOp", "ArrayOp", "NaryOp", "EinsumOp",
-    "CatOp", "StackOp", "make_op",
-] + [op.name for op in REQUIRED_OPS]
+    "OP_CLASSES", "infer_domain", "parse_ellipsis", "parse_slice", "Op", "UnaryOp", "BinaryOp",
+    "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",
+    "AssociativeOp", "ComparisonOp", "TransformOp", "make_op",
+] + [op.name for op in REQUIRED_OPS] + sorted(set(OP_CLASSES) - {"CatOp", "StackOp",
+                                                                 "EinsumOp"})

@@ -8,15 +8,18 @@ import sys
 
 import numpy as np
 
-from funsor_core.domains import Domain, broadcast_shape
+from funsor_core.domains import Domain, broadcast_shape, register_find_domain
 from funsor_core.ops.op import (
     ArrayOp,
+    AssociativeOp,
     BinaryOp,
     CatOp,
+    ComparisonOp,
     EinsumOp,
     Op,
     ReductionOp,
     StackOp,
+    TransformOp,
     UnaryOp,
     make_op,
 )
@@ -25,13 +28,14 @@ from funsor_core.ops.op import (
 # Elementwise unary ops.
 neg = make_op("neg", UnaryOp)
 abs = make_op("abs", UnaryOp)  # noqa: A001
-exp = make_op("exp", UnaryOp)
-log = make_op("log", UnaryOp)
+exp = make_op("exp", TransformOp)
+log = make_op("log", TransformOp)
 log1p = make_op("log1p", UnaryOp)
 expm1 = make_op("expm1", UnaryOp)
 sqrt = make_op("sqrt", UnaryOp)
-sigmoid = make_op("sigmoid", UnaryOp)
-tanh = make_op("tanh", UnaryOp)
+sigmoid = make_op("sigmoid", TransformOp)
+tanh = make_op("tanh", TransformOp)
+atanh = make_op("atanh", TransformOp)
 reciprocal = make_op("reciprocal", UnaryOp)
 invert = make_op("invert", UnaryOp)  # logical not of booleans, ``~x``
 isfinite = make_op("isfinite", UnaryOp)
@@ -39,27 +43,29 @@ clamp = make_op("clamp", UnaryOp)  # clamp(x, min=None, max=None)
 astype = make_op("astype", UnaryOp)  # astype(x, dtype) with dtype "real" or "int" or "bool"
 
 # Elementwise binary ops.
-add = make_op("add", BinaryOp)
+add = make_op("add", AssociativeOp)
 sub = make_op("sub", BinaryOp)
-mul = make_op("mul", BinaryOp)
+mul = make_op("mul", AssociativeOp)
 truediv = make_op("truediv", BinaryOp)
 floordiv = make_op("floordiv", BinaryOp)
 mod = make_op("mod", BinaryOp)
+lshift = make_op("lshift", BinaryOp)  # x << y on integers
+rshift = make_op("rshift", BinaryOp)  # x >> y on integers
 pow = make_op("pow", BinaryOp)  # noqa: A001
-min = make_op("min", BinaryOp)  # noqa: A001
-max = make_op("max", BinaryOp)  # noqa: A001
-logaddexp = make_op("logaddexp", BinaryOp)
+min = make_op("min", AssociativeOp)  # noqa: A001
+max = make_op("max", AssociativeOp)  # noqa: A001
+logaddexp = make_op("logaddexp", AssociativeOp)
 safesub = make_op("safesub", BinaryOp)  # a - b with b = -inf giving +inf-safe results
 safediv = make_op("safediv", BinaryOp)  # a / b with 0 / 0 = 0
-and_ = make_op("and_", BinaryOp)
-or_ = make_op("or_", BinaryOp)
-xor = make_op("xor", BinaryOp)
-lt = make_op("lt", BinaryOp)
-le = make_op("le", BinaryOp)
-gt = make_op("gt", BinaryOp)
-ge = make_op("ge", BinaryOp)
-eq = make_op("eq", BinaryOp)
-ne = make_op("ne", BinaryOp)
+and_ = make_op("and_", AssociativeOp)
+or_ = make_op("or_", AssociativeOp)
+xor = make_op("xor", AssociativeOp)
+lt = make_op("lt", ComparisonOp)
+le = make_op("le", ComparisonOp)
+gt = make_op("gt", ComparisonOp)
+ge = make_op("ge", ComparisonOp)
+eq = make_op("eq", ComparisonOp)
+ne = make_op("ne", ComparisonOp)
 
 # Matrix ops on the rightmost dims, batched on the left.
 matmul = make_op("matmul", BinaryOp)
@@ -89,6 +95,8 @@ argmin = make_op("argmin", ReductionOp)
 all = make_op("all", ReductionOp)  # noqa: A001
 any = make_op("any", ReductionOp)  # noqa: A001
 mean = make_op("mean", ReductionOp)
+std = make_op("std", ReductionOp)  # std(x, axis=None, ddof=0, keepdims=False)
+var = make_op("var", ReductionOp)  # var(x, axis=None, ddof=0, keepdims=False)
 
 # N-ary ops.
 einsum = make_op("einsum", EinsumOp)  # einsum(equation, *operands)
@@ -97,7 +105,10 @@ stack = make_op("stack", StackOp)  # stack(parts, axis=0)
 
 # Structural array ops used by rules; each takes an array prototype first.
 permute = make_op("permute", ArrayOp)  # permute(x, axes)
-reshape = make_op("reshape", ArrayOp)  # reshape(x, shape)
+# reshape(x, shape), or reshape(x, shape, ndim=k): only the rightmost k dims are reshaped,
+# so the bound op of a funsor's reshape leaves a Tensor's batch dims alone. A UnaryOp on
+# funsors (it acts on the output shape), an array op for rules.
+reshape = make_op("reshape", UnaryOp)
 expand = make_op("expand", ArrayOp)  # expand(x, shape): broadcast_to
 getitem = make_op("getitem", ArrayOp)  # getitem(x, index) = x[index]
 where = make_op("where", ArrayOp)  # where(cond, x, y)
@@ -139,7 +150,7 @@ IDEMPOTENT_OPS = frozenset([max, min, and_, or_])
 COMPARISON_OPS = frozenset([lt, le, gt, ge, eq, ne])
 LOGICAL_OPS = frozenset([and_, or_, xor])
 
-_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, reciprocal])
+_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal])
 
 
 def _int_binary_dtype(op: Op, a: int, b: int):
@@ -154,7 +165,13 @@ def _int_binary_dtype(op: Op, a: int, b: int):
         # Bitwise or/xor of values below n can set every bit below n's top bit: 1 | 2 = 3 is
         # not in Bint[3]; the bound is the next power of two (Bint[2] stays Bint[2]).
         return 1 << (builtins_max(a, b) - 1).bit_length()
-    if op in (floordiv, mod):
+    if op in (floordiv, mod, rshift):
+        return a  # x // y, x % y and x >> y never exceed x (numpy's x // 0 and x % 0 are 0)
+    if op is lshift:
+        return ((a - 1) << builtins_max(b - 1, 0)) + 1 if a else a
+    if op is sub and a == b:
+        # As funsor: Bint[n] - Bint[n] stays Bint[n] (the idiom ``Number(n - 1, n) - i``
+        # reverses an index); a difference below 0 is out of range, and Number rejects it.
         return a
     return "real"
 
@@ -184,6 +201,9 @@ def infer_domain(op: Op, *domains: Domain) -> Domain:
             _DOMAIN_CACHE.clear()
         _DOMAIN_CACHE[key] = result
     return result
+
+
+register_find_domain(infer_domain)
 
 
 # (op, argument domains) -> output domain. Bounded: bound ops with fresh parameters
@@ -219,7 +239,7 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
             return Domain(d.shape[a], shape)
         if op in (all, any):
             return Domain(2, shape)
-        if op is mean:
+        if op in (mean, std, var):
             return Domain("real", shape)
         return Domain(d.dtype, shape)
     if op is matmul:
@@ -262,6 +282,12 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
         return Domain(d.dtype, d.shape + d.shape[-1:])
     if op is isfinite:
         return Domain(2, domains[0].shape)
+    if op is reshape:
+        (d,) = domains
+        shape = tuple(params["shape"])
+        if math.prod(shape) != d.num_elements:
+            raise ValueError(f"cannot reshape {d} to shape {shape}")
+        return Domain(d.dtype, shape)
     if op is astype:
         dtype = params["dtype"]
         return Domain("real" if dtype == "real" else domains[0].dtype, domains[0].shape)
@@ -271,6 +297,36 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
             return Domain("real", d.shape)
         return d
     raise ValueError(f"no domain rule for ops.{op.name}")
+
+
+def parse_ellipsis(index) -> tuple[tuple, tuple]:
+    """Split an index at its ellipsis: the parts before the first ``...`` and the parts after
+    the last one (all parts are "left" when there is none), as funsor's helper of that name.
+
+    Example:
+        >>> parse_ellipsis((0, Ellipsis, slice(1, 2)))
+        ((0,), (slice(1, 2, None),))
+    """
+    if not isinstance(index, tuple):
+        index = (index,)
+    dots = [i for i, part in enumerate(index) if part is Ellipsis]
+    if not dots:
+        return index, ()
+    return index[: dots[0]], index[dots[-1] + 1:]
+
+
+def parse_slice(s: slice, size: int) -> tuple[int, int, int]:
+    """The nonnegative ``(start, stop, step)`` that slice ``s`` selects from ``size`` items,
+    with negative bounds counted from the end and all bounds clipped to ``0..size``.
+
+    Example:
+        >>> parse_slice(slice(-3, None), 5), parse_slice(slice(-9, 3), 5)
+        ((2, 5, 1), (0, 3, 1))
+    """
+    step = 1 if s.step is None else s.step
+    if step <= 0:
+        raise ValueError(f"parse_slice needs a positive step, got {s}")
+    return s.indices(size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,4 +443,13 @@ _SCALAR_KERNELS = {
 for _op, _fn in _SCALAR_KERNELS.items():
     for _t in (int, float, bool):
         _op.register(_t, _fn)
-del _op, _fn, _t
+# The Python-number kernels of the ops added for funsor's surface (tests/test_funsor_surface.py
+# checks them against numpy). Shifts are integer ops: numpy, like Python, has no float shift.
+_SCALAR_KERNELS_FUNSOR = {
+    atanh: (_ieee(math.atanh, np.arctanh), (int, float, bool)),
+    lshift: (operator.lshift, (int, bool)), rshift: (operator.rshift, (int, bool)),
+}
+for _op, (_fn, _types) in _SCALAR_KERNELS_FUNSOR.items():
+    for _t in _types:
+        _op.register(_t, _fn)
+del _op, _fn, _t, _types

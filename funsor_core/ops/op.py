@@ -22,7 +22,8 @@ from typing import Any
 
 __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
-    "ArrayOp", "make_op", "ARRAY_TYPES", "register_funsor_builder", "register_array_type",
+    "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
+    "ARRAY_TYPES", "register_funsor_builder", "register_array_type",
 ]
 
 # Array types whose kernels are registered, in registration order (a backend adds its own).
@@ -145,6 +146,12 @@ class Op:
     def kwargs(self) -> dict:
         return dict(self.params)
 
+    @property
+    def __name__(self) -> str:
+        # funsor's ops are named like the functions they wrap (``ops.add.__name__ == "add"``),
+        # and its tests build ids and lookups from that name.
+        return self.name
+
     def __call__(self, *args, **kwargs):
         fn = self._cache.get(type(args[self.dispatch_index]))
         if fn is None:
@@ -248,6 +255,44 @@ class BinaryOp(Op):
         raise TypeError(f"ops.{self.name} has no kernel for arguments of type {names}")
 
 
+class AssociativeOp(BinaryOp):
+    """A binary op that is associative and commutative (``add``, ``logaddexp``, ``max``, ...),
+    so it can reduce over inputs; funsor's name for the family.
+
+    Example:
+        >>> from funsor_core import ops
+        >>> isinstance(ops.logaddexp, AssociativeOp), isinstance(ops.sub, AssociativeOp)
+        (True, False)
+    """
+
+    __slots__ = ()
+
+
+class ComparisonOp(BinaryOp):
+    """An elementwise comparison (``lt``, ``eq``, ...): its values are ``Bint[2]``.
+
+    Example:
+        >>> from funsor_core import ops
+        >>> isinstance(ops.lt, ComparisonOp)
+        True
+    """
+
+    __slots__ = ()
+
+
+class TransformOp(UnaryOp):
+    """An invertible elementwise op (``exp``, ``log``, ``tanh``, ``atanh``, ``sigmoid``), as
+    funsor groups them.
+
+    Example:
+        >>> from funsor_core import ops
+        >>> isinstance(ops.atanh, TransformOp)
+        True
+    """
+
+    __slots__ = ()
+
+
 class ReductionOp(UnaryOp):
     """Reduction of an array over axes: ``op(x, axis=None, keepdims=False)``."""
 
@@ -266,11 +311,34 @@ class NaryOp(Op):
     __slots__ = ()
 
 
+# funsor's name for the family of ops of a variable number of arguments.
+FinitaryOp = NaryOp
+
+
 class EinsumOp(NaryOp):
-    """``einsum(equation, *operands)``: dispatch on the first operand."""
+    """``einsum(equation, *operands)``: dispatch on the first operand.
+
+    funsor's argument order, ``einsum(operands, equation)`` with a list or tuple of
+    operands, is accepted too.
+
+    Example:
+        >>> import numpy as np
+        >>> from funsor_core import ops
+        >>> x = np.arange(6.0).reshape(2, 3)
+        >>> ops.einsum("ab->b", x), ops.einsum([x], "ab->b")
+        (array([3., 5., 7.]), array([3., 5., 7.]))
+    """
 
     __slots__ = ()
     dispatch_index = 1
+
+    def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], (list, tuple)):
+            if len(args) != 2 or not isinstance(args[1], str):
+                raise TypeError("ops.einsum takes (equation, *operands), or funsor's "
+                                "(operands, equation) with a list of operands")
+            args = (args[1], *args[0])
+        return super().__call__(*args, **kwargs)
 
 
 class CatOp(NaryOp):
