@@ -18,6 +18,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.backend import backend_module
+from funsor_core.delta import Delta
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.gaussian import Gaussian
 from funsor_core.tensor import Tensor, is_array
@@ -105,8 +106,38 @@ def assert_close(actual: Any, expected: Any, atol: float | None = 1e-6,
         for name in fields:
             _assert_arrays_close(getattr(actual, name), getattr(expected, name), atol, rtol,
                                  f"Gaussian {name}")
+    elif isinstance(actual, Delta):
+        _assert_deltas_close(actual, expected, atol, rtol)
+    elif actual is not expected:
+        # A compound term (a sum g + t, a lazy term): the same structure, children close.
+        _assert_terms_close(actual, expected, atol, rtol)
+
+
+def _assert_deltas_close(actual, expected, atol, rtol) -> None:
+    a, e = dict(actual.terms), dict(expected.terms)
+    assert a.keys() == e.keys(), f"Delta names {sorted(a)} != expected {sorted(e)}"
+    for name, (point, log_density) in e.items():
+        assert_close(a[name][0], point, atol, rtol)
+        assert_close(a[name][1], log_density, atol, rtol)
+
+
+def _assert_terms_close(actual, expected, atol, rtol) -> None:
+    assert len(actual._args) == len(expected._args), f"{actual!r} is not {expected!r}"
+    for x, y in zip(actual._args, expected._args):
+        _assert_args_close(x, y, atol, rtol, actual)
+
+
+def _assert_args_close(x, y, atol, rtol, term) -> None:
+    if isinstance(x, Funsor) or isinstance(y, Funsor):
+        assert_close(x, y, atol, rtol)
+    elif type(x) is tuple or type(y) is tuple:
+        assert type(x) is type(y) and len(x) == len(y), f"argument {x!r} != expected {y!r}"
+        for xi, yi in zip(x, y):
+            _assert_args_close(xi, yi, atol, rtol, term)
+    elif is_array(x) or is_array(y):
+        _assert_arrays_close(x, y, atol, rtol, f"{type(term).__name__} argument")
     else:
-        assert actual is expected, f"{actual!r} is not {expected!r}"
+        assert x == y, f"argument {x!r} != expected {y!r} in {type(term).__name__}"
 
 
 def check_funsor(x: Funsor, inputs: dict, output: Domain, data: Any = None) -> None:
