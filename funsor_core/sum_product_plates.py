@@ -1,0 +1,216 @@
+"""Tensor variable elimination on plated factor graphs (Algorithm 1 of Obermeyer et al., 2019).
+
+Factors are grouped by their set of plates (their ordinal). Starting from the deepest
+ordinal, each connected group of factors is multiplied, its local variables are summed out,
+and the plates it no longer needs are product-reduced, which moves the result to a shallower
+ordinal. Users import these names from ``funsor_core.sum_product``.
+
+Example:
+    >>> from funsor_core.sum_product import sum_product
+    >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> sum_product(ops.add, ops.mul, [f], eliminate=frozenset({"j"})).data
+    array([3., 3.])
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from funsor_core import ops
+from funsor_core.terms import Number
+
+__all__ = ["PlateError", "partial_sum_product", "sum_product"]
+
+# Product-reducing a plate of size n raises each value to the n-th power in the semiring, so
+# subsampling a plate to a fraction of its size is corrected by the matching power: ``pow`` for
+# ``mul``, ``mul`` for ``add`` (the log semiring).
+PRODUCT_TO_POWER = {ops.mul: ops.pow, ops.add: ops.mul}
+
+
+class PlateError(ValueError):
+    """The factor graph has the forbidden plate minor: no exact elimination order exists.
+
+    Messages start with ``intractable!``, as funsor's do, then name the plates and variables.
+    """
+
+
+def _components(factors, sum_vars):
+    # Connected components of factors that share a variable of sum_vars. Groups are kept or
+    # dropped by position, never compared: ``==`` on funsors is elementwise and builds a term.
+    groups: list = []
+    for f in factors:
+        names = sum_vars.intersection(f.inputs)
+        factors_of, names_of = [], set(names)
+        kept = []
+        for g in groups:
+            if g[1] & names:
+                factors_of.extend(g[0])
+                names_of.update(g[1])
+            else:
+                kept.append(g)
+        factors_of.append(f)
+        groups = kept + [(factors_of, names_of)]
+    return groups
+
+
+def _product(prod_op, factors):
+    result = factors[0]
+    for f in factors[1:]:
+        result = prod_op(result, f)
+    return result
+
+
+def _reduce(op, f, names):
+    # Reduce only over the names ``f`` has: a factor that was constant in a plate never had it.
+    names = frozenset(names).intersection(f.inputs)
+    return f.reduce(op, names) if names else f
+
+
+def _ordinals(factors, plates, sum_vars):
+    # The ordinal of a factor is its set of plates; a variable's ordinal is the intersection of
+    # the ordinals of the factors that use it (the plates it is replicated in).
+    var_to_ordinal: dict = {}
+    ordinal_to_factors = defaultdict(list)
+    for f in factors:
+        ordinal = plates.intersection(f.inputs)
+        ordinal_to_factors[ordinal].append(f)
+        for var in sum_vars.intersection(f.inputs):
+            var_to_ordinal[var] = var_to_ordinal.get(var, ordinal) & ordinal
+    ordinal_to_vars = defaultdict(set)
+    for var, ordinal in var_to_ordinal.items():
+        ordinal_to_vars[ordinal].add(var)
+    return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
+
+
+def _check_plates_of_kept_vars(factors, eliminate, plates):
+    # A variable that is kept but lives in a plate that is product-reduced would be multiplied
+    # across the plate's values as if it were shared; ``pedantic`` makes that an error.
+    common: dict = {}
+    for f in factors:
+        ordinal = plates.intersection(f.inputs)
+        for var in set(f.inputs) - plates - eliminate:
+            common[var] = common.get(var, eliminate) & ordinal
+    for var, inside in sorted(common.items()):
+        if inside:
+            raise ValueError(
+                f"cannot eliminate plate '{sorted(inside)[0]}': the kept variable '{var}' lives "
+                "inside it, so the result would need one copy of it per plate value. Eliminate "
+                f"'{var}' too, or keep the plate.")
+
+
+def _scale(pow_op, f, reduced_plates, plate_to_scale):
+    scales = [plate_to_scale[p] for p in sorted(reduced_plates) if p in plate_to_scale]
+    if not scales:
+        return f
+    scale = scales[0]
+    for s in scales[1:]:
+        scale = scale * s
+    return pow_op(f, scale)
+
+
+def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=frozenset(),
+                        pedantic=False, pow_op=None, plate_to_scale=None):
+    """Eliminate ``eliminate`` from a plated factor graph, returning a list of factors.
+
+    Args:
+        sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
+        factors: funsors whose inputs include plate names (Bint inputs in ``plates``).
+        eliminate: names to eliminate; plates among them are product-reduced.
+        plates: the plate names. A plate not in ``eliminate`` is kept as an input of the
+            results (one factor graph per value of it).
+        pedantic: raise if a kept (not eliminated) variable lives in an eliminated plate.
+        pow_op: the semiring power, used with ``plate_to_scale``; by default ``ops.pow`` for
+            ``prod_op=ops.mul`` and ``ops.mul`` for ``prod_op=ops.add``.
+        plate_to_scale: a dict from plate names to scales: the product over a plate is
+            raised to that power, as if the plate were ``scale`` times larger (subsampling).
+
+    Raises:
+        PlateError: the graph has the forbidden plate minor (two variables in two different
+            plates used by one factor in both), naming the plates and the variables.
+
+    Example:
+        >>> from funsor_core.sum_product import partial_sum_product
+        >>> a = fc.Tensor(np.ones(2), {"a": fc.Bint[2]})
+        >>> ab = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> [float(f.data) for f in partial_sum_product(ops.add, ops.mul, [a, ab],
+        ...                                      frozenset("ab"), frozenset("b"))]
+        [2.0]
+    """
+    eliminate, plates = frozenset(eliminate), frozenset(plates)
+    if plate_to_scale and pow_op is None:
+        if prod_op not in PRODUCT_TO_POWER:
+            raise ValueError(f"plate_to_scale needs pow_op for prod_op={prod_op}; only "
+                             f"{sorted(map(str, PRODUCT_TO_POWER))} have a default")
+        pow_op = PRODUCT_TO_POWER[prod_op]
+    if pedantic:
+        _check_plates_of_kept_vars(factors, eliminate, plates)
+    # A plate that is not eliminated is an ordinary batch input, as in funsor: each of its
+    # values indexes a separate factor graph, so it stays an input of the result instead of
+    # being product-reduced when a variable outside it is summed out.
+    plates = plates & eliminate
+    sum_vars = eliminate - plates
+    var_to_ordinal, ordinal_to_factors, ordinal_to_vars = _ordinals(factors, plates, sum_vars)
+
+    results = []
+    while ordinal_to_factors:
+        leaf = max(ordinal_to_factors, key=len)
+        leaf_factors = ordinal_to_factors.pop(leaf)
+        leaf_vars = frozenset(ordinal_to_vars[leaf])
+        for group, _ in _components(leaf_factors, leaf_vars):
+            f = _reduce(sum_op, _product(prod_op, group), leaf_vars)
+            remaining = sum_vars.intersection(f.inputs)
+            if not remaining:
+                f = _reduce(prod_op, f, leaf)
+                if plate_to_scale:
+                    f = _scale(pow_op, f, leaf, plate_to_scale)
+                results.append(f)
+                continue
+            new_plates = frozenset().union(*(var_to_ordinal[v] for v in remaining))
+            if new_plates == leaf:
+                raise PlateError(_minor_message(remaining, var_to_ordinal, leaf))
+            f = _reduce(prod_op, f, leaf - new_plates)
+            if plate_to_scale:
+                f = _scale(pow_op, f, leaf - new_plates, plate_to_scale)
+            ordinal_to_factors[new_plates].append(f)
+    return results
+
+
+def _minor_message(remaining, var_to_ordinal, leaf) -> str:
+    names = sorted(remaining)
+    for u in names:
+        for v in names:
+            p = sorted(var_to_ordinal[u] - var_to_ordinal[v])
+            q = sorted(var_to_ordinal[v] - var_to_ordinal[u])
+            if p and q:
+                return (f"intractable! variable '{u}' is in plate '{p[0]}' "
+                        f"and variable '{v}' is in plate '{q[0]}', but a factor in plates "
+                        f"{sorted(leaf)} uses both (the forbidden plate minor). Sum one of them "
+                        "out by hand, or move it out of its plate.")
+    return (f"intractable! variables {names} meet in plates {sorted(leaf)} "
+            "(the forbidden plate minor)")
+
+
+def sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=frozenset(),
+                pedantic=False, pow_op=None, plate_to_scale=None):
+    """Eliminate variables from a plated factor graph and multiply what is left.
+
+    Args:
+        sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
+        eliminate: names to sum out; plates among them are product-reduced.
+        plates: the plate names; a plate not in ``eliminate`` stays an input of the result.
+        pedantic, pow_op, plate_to_scale: as in :func:`partial_sum_product`.
+
+    Example:
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> fc.sum_product(ops.add, ops.mul, [f], eliminate=frozenset({"j"})).data
+        array([3., 3.])
+        >>> r = fc.sum_product(ops.add, ops.mul, [f], frozenset("ij"), frozenset("i"),
+        ...                    plate_to_scale={"i": 2})
+        >>> float(r.data)  # ((1 + 1 + 1) * (1 + 1 + 1)) ** 2
+        81.0
+    """
+    results = partial_sum_product(sum_op, prod_op, factors, eliminate, plates, pedantic,
+                                  pow_op, plate_to_scale)
+    if not results:
+        return Number(ops.UNITS[prod_op])
+    return _product(prod_op, results)
