@@ -282,12 +282,6 @@ KERNELS = {
 # it is integer arithmetic, so True + True is 2 (in Bint[3]), as for Python bools. The array
 # libraries would compute a logical or (add), refuse (sub, neg), or answer in int8 / float16.
 # Logical ops (and_, or_, xor, invert) and comparisons keep bools.
-_ARITHMETIC = (
-    ops.neg, ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
-    ops.atanh, ops.reciprocal, ops.add, ops.sub, ops.mul, ops.truediv, ops.floordiv, ops.mod,
-    ops.pow,
-    ops.logaddexp, ops.safesub, ops.safediv,
-)
 
 
 def _bools_as_ints(fn):
@@ -299,7 +293,7 @@ def _bools_as_ints(fn):
     return kernel
 
 
-for _op in _ARITHMETIC:
+for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = _bools_as_ints(KERNELS[_op])
 del _op
 

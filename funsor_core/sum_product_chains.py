@@ -76,6 +76,14 @@ def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
     return Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
 
 
+def _chain_args(trans, time, step) -> tuple[str, dict]:
+    # The time name (a Variable or a name) and the step mapping, checked against trans.
+    time = _time_name(time)
+    step = dict(step)
+    _check_chain(trans, time, step)
+    return time, step
+
+
 def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
     """Eliminate a Markov chain's time input one step at a time (a reference for tests).
 
@@ -97,9 +105,7 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[4., 4.],
                [4., 4.]])
     """
-    time = _time_name(time)
-    step = dict(step)
-    _check_chain(trans, time, step)
+    time, step = _chain_args(trans, time, step)
     if time not in trans.inputs:
         return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
@@ -128,9 +134,7 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[16., 16.],
                [16., 16.]])
     """
-    time = _time_name(time)
-    step = dict(step)
-    _check_chain(trans, time, step)
+    time, step = _chain_args(trans, time, step)
     if time not in trans.inputs:
         return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
@@ -186,9 +190,7 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
         array([[32., 32.],
                [32., 32.]])
     """
-    time = _time_name(time)
-    step = dict(step)
-    _check_chain(trans, time, step)
+    time, step = _chain_args(trans, time, step)
     if time not in trans.inputs:
         return trans
     duration = trans.inputs[time].size

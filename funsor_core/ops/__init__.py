@@ -13,6 +13,7 @@ Example:
 
 from funsor_core.ops.builtin import *  # noqa: F403
 from funsor_core.ops.builtin import (
+    ARITHMETIC_OPS,
     ASSOCIATIVE_OPS,
     BINARY_INVERSES,
     COMPARISON_OPS,
@@ -59,7 +60,8 @@ for _name, _cls in OP_CLASSES.items():
 del _name, _cls
 
 __all__ = [
-    "ASSOCIATIVE_OPS", "BINARY_INVERSES", "COMPARISON_OPS", "DISTRIBUTIVE_OPS", "IDEMPOTENT_OPS",
+    "ARITHMETIC_OPS", "ASSOCIATIVE_OPS", "BINARY_INVERSES", "COMPARISON_OPS", "DISTRIBUTIVE_OPS",
+    "IDEMPOTENT_OPS",
     "LOGICAL_OPS", "REDUCE_OPS", "UNARY_INVERSES", "UNITS", "REQUIRED_OPS", "ARRAY_TYPES",
     "OP_CLASSES", "infer_domain", "parse_ellipsis", "parse_slice", "Op", "UnaryOp", "BinaryOp",
     "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",

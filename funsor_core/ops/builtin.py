@@ -138,6 +138,12 @@ REDUCE_OPS: dict[Op, Op] = {
 }
 ASSOCIATIVE_OPS = frozenset(REDUCE_OPS) | {xor}
 # (sum_op, prod_op) pairs where prod distributes over sum: the semirings.
+# Ops that compute arithmetic (not logic or comparison) on their arguments' values: a bool
+# array is a Bint[2] of 0s and 1s to them, so backends cast bools to ints before calling them.
+ARITHMETIC_OPS = (
+    neg, exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal, add, sub, mul,
+    truediv, floordiv, mod, pow, logaddexp, safesub, safediv,
+)
 DISTRIBUTIVE_OPS = frozenset([
     (logaddexp, add), (add, mul), (max, mul), (min, mul), (max, add), (min, add),
     (or_, and_), (xor, and_),
