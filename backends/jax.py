@@ -285,9 +285,13 @@ KERNELS = {
 
 
 def _bools_as_ints(fn):
-    def kernel(*args):
+    # The common case (no bool argument) pays two attribute reads, not a generator.
+    def kernel(x, *rest):
+        if getattr(x, "dtype", None) != jnp.bool_ and (
+                not rest or getattr(rest[0], "dtype", None) != jnp.bool_) and len(rest) < 2:
+            return fn(x, *rest)
         return fn(*(a.astype(_int_dtype()) if getattr(a, "dtype", None) == jnp.bool_ else a
-                    for a in args))
+                    for a in (x, *rest)))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel

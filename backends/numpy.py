@@ -271,8 +271,13 @@ _BOOL = np.dtype(bool)
 
 
 def _bools_as_ints(fn):
-    def kernel(*args):
-        return fn(*(a.astype(np.int64) if getattr(a, "dtype", None) is _BOOL else a for a in args))
+    # The common case (no bool argument) pays two attribute reads, not a generator.
+    def kernel(x, *rest):
+        if getattr(x, "dtype", None) is not _BOOL and (
+                not rest or getattr(rest[0], "dtype", None) is not _BOOL) and len(rest) < 2:
+            return fn(x, *rest)
+        return fn(*(a.astype(np.int64) if getattr(a, "dtype", None) is _BOOL else a
+                    for a in (x, *rest)))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel

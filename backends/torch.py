@@ -363,9 +363,13 @@ _REAL_ARITHMETIC = (
 
 
 def _bools_as(fn, real: bool):
-    def kernel(*args):
+    # The common case (no bool argument) pays two attribute reads, not a generator.
+    def kernel(x, *rest):
+        if getattr(x, "dtype", None) is not torch.bool and (
+                not rest or getattr(rest[0], "dtype", None) is not torch.bool) and len(rest) < 2:
+            return fn(x, *rest)
         return fn(*((a.to(_float_dtype()) if real else a.long())
-                    if getattr(a, "dtype", None) is torch.bool else a for a in args))
+                    if getattr(a, "dtype", None) is torch.bool else a for a in (x, *rest)))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
