@@ -185,6 +185,7 @@ class Cat(Funsor):
     giving a new input ``name`` whose size is the sum of the parts' sizes."""
 
     fields = ("name", "parts", "part_name")
+    binds = ("part_name",)  # each part's own index; ``name`` is the concatenated one
 
     @classmethod
     def _prepare(cls, name, parts, part_name=None):

@@ -21,7 +21,7 @@ from typing import Any
 from funsor_core.terms import Funsor, Subs, Variable
 
 __all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename",
-           "bound_name"]
+           "bound_name", "receives_subs"]
 
 
 def children(term: Funsor) -> list[Funsor]:
@@ -137,6 +137,10 @@ def substitute(expr: Funsor, subs) -> Funsor:
                 stack.pop()
                 continue
         kids = children(node)
+        if receives_subs(node, env, kids):
+            memo[key] = Subs(node, env)
+            stack.pop()
+            continue
         pending = [(c, _restrict(env, c.inputs)) for c in kids]
         pending = [(c, e) for c, e in pending if _key(c, e) not in memo]
         if pending:
@@ -146,6 +150,22 @@ def substitute(expr: Funsor, subs) -> Funsor:
         memo[key] = type(node)(*map_args(
             node._args, lambda c, env=env: memo[_key(c, _restrict(env, c.inputs))]))
     return memo[_key(expr, env0)]
+
+
+def receives_subs(node: Funsor, subs: tuple, kids: list | None = None) -> bool:
+    """Whether ``node`` makes one of the substituted inputs itself (Stack's and Cat's new
+    index, a name it binds inside and exposes outside), so that pushing the value into its
+    children would drop it or hit the inner variable: the node receives the ``Subs``, as an
+    atom does.
+
+    Example:
+        >>> s = fc.Stack("i", (fc.Variable("x", fc.Real), fc.Number(0.0)))
+        >>> receives_subs(s, (("i", fc.Number(1, 2)),)), receives_subs(s, (("x", fc.Number(1.0)),))
+        (True, False)
+    """
+    kids = children(node) if kids is None else kids
+    bound = node.bound
+    return any(k in bound or not any(k in c.inputs for c in kids) for k, _ in subs)
 
 
 def _compose(node: Subs, env: tuple) -> Funsor:
@@ -194,13 +214,11 @@ def alpha_rename(node: Funsor, mapping: dict) -> Funsor:
         ['k']
     """
     cls = type(node)
-    domains: dict = {}
-    for child in children(node):
-        domains.update(child.inputs)
     binds = cls._bind_pos
+    # Each child keeps its own domain for a renamed name (Cat's parts differ in size).
     args = tuple(
         _rename_names(a, mapping) if i in binds
-        else _map(a, lambda c: rename_in(c, mapping, domains))
+        else _map(a, lambda c: rename_in(c, mapping, c.inputs))
         for i, a in enumerate(node._args))
     return cls(*args)
 

@@ -15,9 +15,10 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core.array_terms import Stack
 from funsor_core.interpreter import Interpretation, reflect
-from funsor_core.terms import Align, Funsor, Reduce, Subs, Variable
-from funsor_core.traversal import substitute
+from funsor_core.terms import Align, Funsor, Number, Reduce, Subs, Variable
+from funsor_core.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]
 
@@ -39,7 +40,7 @@ def lazy_subs_variable(arg, subs):
 def lazy_subs_funsor(arg, subs):
     if not subs:
         return arg
-    if type(arg)._atom:
+    if type(arg)._atom or receives_subs(arg, subs):
         return None
     return substitute(arg, subs)
 
@@ -60,3 +61,16 @@ def lazy_align_funsor(arg, names):
     if names == tuple(arg.inputs)[: len(names)]:
         return arg
     return None
+
+
+# Stack(i, parts)(i=n) is parts[n] (with the other substituted values); any other value for
+# the new index stays a Subs (a Tensor-valued index is evaluated once the parts are Tensors).
+@lazy.register(Subs, Stack, tuple)
+def lazy_subs_stack(arg, subs):
+    values = dict(subs)
+    index = values.pop(arg.name, None)
+    if type(index) is not Number:
+        return None
+    part = arg.parts[index.data]
+    rest = {k: v for k, v in values.items() if k in part.inputs}
+    return part(**rest) if rest else part

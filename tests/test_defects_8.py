@@ -310,3 +310,21 @@ def test_bool_substituted_for_a_bint_input_selects_row():
     assert a(i=True).shape == (3,) and a(i=False).shape == (3,)
     np.testing.assert_allclose(a(i=True).data, x[1])
     np.testing.assert_allclose(a(i=False).data, x[0])
+
+
+def test_lazy_substitution_into_stack_and_cat_index_is_not_dropped():
+    # Stack and Cat make their index input themselves: a value for it must reach the term,
+    # not be pushed into the parts (where it was dropped, or hit each part's own index).
+    x = fc.Variable("x", fc.Real)
+    with lazy:
+        s = fc.Stack("i", (x, x + 1.0))(i=1)
+    assert "i" not in s.inputs
+    assert fc.reinterpret(s)(x=2.0).data == 3.0
+    a = fc.Tensor(np.arange(4.0).reshape(2, 2), {"t": fc.Bint[2], "a": fc.Bint[2]})
+    b = fc.Tensor(np.arange(6.0).reshape(3, 2), {"t": fc.Bint[3], "a": fc.Bint[2]})
+    sub = fc.Slice("t", 1, 5, 2, 5)
+    with lazy:
+        c = fc.Cat("t", (a, b))(t=sub)
+    expected = np.concatenate([a.data, b.data])[1:5:2]
+    np.testing.assert_allclose(fc.reinterpret(c).align(("t", "a")).data, expected)
+    np.testing.assert_allclose(fc.Cat("t", (a, b))(t=sub).align(("t", "a")).data, expected)
