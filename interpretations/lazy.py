@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.array_terms import Stack
+from funsor_core.array_terms import Slice, Stack
 from funsor_core.interpreter import Interpretation, reflect
 from funsor_core.terms import Align, Funsor, Number, Reduce, Subs, Variable
 from funsor_core.traversal import receives_subs, substitute
@@ -63,14 +63,24 @@ def lazy_align_funsor(arg, names):
     return None
 
 
-# Stack(i, parts)(i=n) is parts[n] (with the other substituted values); any other value for
-# the new index stays a Subs (a Tensor-valued index is evaluated once the parts are Tensors).
+# Stack(i, parts)(i=n) is parts[n] (with the other substituted values); a Variable renames
+# the index, a Slice selects parts; any other value for the index stays a Subs (a
+# Tensor-valued index is evaluated once the parts are Tensors).
 @lazy.register(Subs, Stack, tuple)
 def lazy_subs_stack(arg, subs):
     values = dict(subs)
     index = values.pop(arg.name, None)
-    if type(index) is not Number:
-        return None
-    part = arg.parts[index.data]
+    if type(index) is Number:
+        return _subs_part(arg.parts[index.data], values)
+    if type(index) is Variable:
+        return Stack(index.name, tuple(_subs_part(p, values) for p in arg.parts))
+    if type(index) is Slice:
+        start, stop, step = index.slice_args
+        parts = arg.parts[start:stop:step]
+        return Stack(index.name, tuple(_subs_part(p, values) for p in parts))
+    return None
+
+
+def _subs_part(part, values):
     rest = {k: v for k, v in values.items() if k in part.inputs}
     return part(**rest) if rest else part

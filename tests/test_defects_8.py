@@ -328,3 +328,16 @@ def test_lazy_substitution_into_stack_and_cat_index_is_not_dropped():
     expected = np.concatenate([a.data, b.data])[1:5:2]
     np.testing.assert_allclose(fc.reinterpret(c).align(("t", "a")).data, expected)
     np.testing.assert_allclose(fc.Cat("t", (a, b))(t=sub).align(("t", "a")).data, expected)
+
+
+def test_stack_index_renamed_or_sliced_under_every_interpretation():
+    # Oracle: the Stack built directly from the renamed / selected parts.
+    x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    parts = (fc.Number(0.0), x, x * y)
+    f = fc.Stack("i", parts)
+    assert f(i="j") is fc.Stack("j", parts)
+    xs = tuple(fc.Number(float(k)) for k in range(10))
+    with lazy:
+        sliced = fc.Stack("i", xs)(i=fc.Slice("j", 1, 10, 3, 10))
+        assert sliced is fc.Stack("j", xs[1:10:3])
+    np.testing.assert_allclose(fc.reinterpret(sliced).data, np.arange(10.0)[1:10:3])
