@@ -20,7 +20,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.backend import on_term_class
-from funsor_core.ops.op import register_array_type
+from funsor_core.ops.op import cast_bool_args, register_array_type
 
 NAME = "jax"
 # jax 0.10: tracers (under jit, grad, vmap) pass isinstance(x, jax.Array) through a metaclass
@@ -284,21 +284,12 @@ KERNELS = {
 # Logical ops (and_, or_, xor, invert) and comparisons keep bools.
 
 
-def _bools_as_ints(fn):
-    # The common case (no bool argument) pays two attribute reads, not a generator.
-    def kernel(x, *rest):
-        if getattr(x, "dtype", None) != jnp.bool_ and (
-                not rest or getattr(rest[0], "dtype", None) != jnp.bool_) and len(rest) < 2:
-            return fn(x, *rest)
-        return fn(*(a.astype(_int_dtype()) if getattr(a, "dtype", None) == jnp.bool_ else a
-                    for a in (x, *rest)))
-
-    kernel.__name__ = getattr(fn, "__name__", "kernel")
-    return kernel
+def _is_bool(a) -> bool:
+    return getattr(a, "dtype", None) == jnp.bool_
 
 
 for _op in ops.ARITHMETIC_OPS:
-    KERNELS[_op] = _bools_as_ints(KERNELS[_op])
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.astype(_int_dtype()))
 del _op
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.ops.op import register_array_type
+from funsor_core.ops.op import cast_bool_args, register_array_type
 
 NAME = "numpy"
 ARRAY_TYPES = (np.ndarray, np.generic)
@@ -270,21 +270,12 @@ KERNELS = {
 _BOOL = np.dtype(bool)
 
 
-def _bools_as_ints(fn):
-    # The common case (no bool argument) pays two attribute reads, not a generator.
-    def kernel(x, *rest):
-        if getattr(x, "dtype", None) is not _BOOL and (
-                not rest or getattr(rest[0], "dtype", None) is not _BOOL) and len(rest) < 2:
-            return fn(x, *rest)
-        return fn(*(a.astype(np.int64) if getattr(a, "dtype", None) is _BOOL else a
-                    for a in (x, *rest)))
-
-    kernel.__name__ = getattr(fn, "__name__", "kernel")
-    return kernel
+def _is_bool(a) -> bool:
+    return getattr(a, "dtype", None) is _BOOL
 
 
 for _op in ops.ARITHMETIC_OPS:
-    KERNELS[_op] = _bools_as_ints(KERNELS[_op])
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.astype(np.int64))
 del _op
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from funsor_core import ops
-from funsor_core.ops.op import register_array_type
+from funsor_core.ops.op import cast_bool_args, register_array_type
 
 NAME = "torch"
 ARRAY_TYPES = (torch.Tensor,)
@@ -362,21 +362,14 @@ _REAL_ARITHMETIC = (
 )
 
 
-def _bools_as(fn, real: bool):
-    # The common case (no bool argument) pays two attribute reads, not a generator.
-    def kernel(x, *rest):
-        if getattr(x, "dtype", None) is not torch.bool and (
-                not rest or getattr(rest[0], "dtype", None) is not torch.bool) and len(rest) < 2:
-            return fn(x, *rest)
-        return fn(*((a.to(_float_dtype()) if real else a.long())
-                    if getattr(a, "dtype", None) is torch.bool else a for a in (x, *rest)))
-
-    kernel.__name__ = getattr(fn, "__name__", "kernel")
-    return kernel
+def _is_bool(a) -> bool:
+    return getattr(a, "dtype", None) is torch.bool
 
 
-for _op in _INTEGER_ARITHMETIC + _REAL_ARITHMETIC:
-    KERNELS[_op] = _bools_as(KERNELS[_op], _op in _REAL_ARITHMETIC)
+for _op in _INTEGER_ARITHMETIC:
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.long())
+for _op in _REAL_ARITHMETIC:
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.to(_float_dtype()))
 del _op
 
 
