@@ -284,12 +284,9 @@ KERNELS = {
 # Logical ops (and_, or_, xor, invert) and comparisons keep bools.
 
 
-def _is_bool(a) -> bool:
-    return getattr(a, "dtype", None) == jnp.bool_
-
-
 for _op in ops.ARITHMETIC_OPS:
-    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.astype(_int_dtype()))
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], np.dtype(bool),
+                                  lambda a: a.astype(_int_dtype()))
 del _op
 
 

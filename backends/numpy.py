@@ -270,12 +270,8 @@ KERNELS = {
 _BOOL = np.dtype(bool)
 
 
-def _is_bool(a) -> bool:
-    return getattr(a, "dtype", None) is _BOOL
-
-
 for _op in ops.ARITHMETIC_OPS:
-    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.astype(np.int64))
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], _BOOL, lambda a: a.astype(np.int64))
 del _op
 
 

@@ -362,14 +362,10 @@ _REAL_ARITHMETIC = (
 )
 
 
-def _is_bool(a) -> bool:
-    return getattr(a, "dtype", None) is torch.bool
-
-
 for _op in _INTEGER_ARITHMETIC:
-    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.long())
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.long())
 for _op in _REAL_ARITHMETIC:
-    KERNELS[_op] = cast_bool_args(KERNELS[_op], _is_bool, lambda a: a.to(_float_dtype()))
+    KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.to(_float_dtype()))
 del _op
 
 

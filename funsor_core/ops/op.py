@@ -391,25 +391,26 @@ def make_op(name: str, family: type = UnaryOp) -> Op:
     return cls(name)
 
 
-def cast_bool_args(fn: Callable, is_bool: Callable, cast: Callable) -> Callable:
-    """Wrap an array kernel so that bool arguments (``is_bool(a)``) are ``cast(a)`` first.
+def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
+    """Wrap an array kernel so that arguments of dtype ``bool_dtype`` are ``cast(a)`` first.
 
     Backends use it for arithmetic: a bool array holds Bint[2] values 0 and 1, and the array
     libraries would compute a logical or (add), refuse (sub, neg), or answer in int8. The
-    common case (no bool argument among one or two) pays two checks, not a generator.
+    common case (no bool argument among one or two) pays two identity checks.
 
     Example:
         >>> import numpy as np
-        >>> add = cast_bool_args(np.add, lambda a: getattr(a, "dtype", None) == bool,
-        ...                      lambda a: a.astype(int))
+        >>> add = cast_bool_args(np.add, np.dtype(bool), lambda a: a.astype(int))
         >>> add(np.array([True]), np.array([True]))
         array([2])
     """
 
     def kernel(x, *rest):
-        if not is_bool(x) and (not rest or not is_bool(rest[0])) and len(rest) < 2:
+        if getattr(x, "dtype", None) is not bool_dtype and (
+                not rest or getattr(rest[0], "dtype", None) is not bool_dtype) and len(rest) < 2:
             return fn(x, *rest)
-        return fn(*(cast(a) if is_bool(a) else a for a in (x, *rest)))
+        return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a
+                    for a in (x, *rest)))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
