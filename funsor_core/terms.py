@@ -393,7 +393,8 @@ class Binary(Funsor):
     def _setup(self):
         op, lhs, rhs = self._args
         self.inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
-        self.output = ops.infer_domain(op, lhs.output, rhs.output)
+        self.output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
+                       if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
 
 
 class Reduce(Funsor):

@@ -94,3 +94,58 @@ def test_bad_hints_and_names():
             return None
     with pytest.raises(ValueError, match="cannot infer the domain"):
         MatMul(random_tensor({"a": Bint[2]}), random_tensor({"a": Bint[2]}), "zz")
+
+
+@make_funsor
+def Flatten(x: fc.Funsor, i: Bound, j: Bound,
+            ij: Fresh[lambda i, j: Bint[i.size * j.size]]) -> Fresh[lambda x: x]:
+    n = x.inputs[j.name].size
+    m = x.inputs[i.name].size
+    ij = x.materialize(fc.Variable(ij.name, Bint[m * n]))
+    return x(**{i.name: ij // fc.Number(n, n + 1), j.name: ij % fc.Number(n, n + 1)})
+
+
+@make_funsor
+def Unflatten(x: fc.Funsor, i: Bound, hi: Fresh[lambda i: Bint[i.size // 2]],
+              lo: Fresh[lambda: Bint[2]]) -> Fresh[lambda x: x]:
+    return x(**{i.name: hi * fc.Number(2, 3) + lo})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_flatten_and_unflatten_indices_by_arithmetic(backend):
+    # funsor's idiom: x // Number(n, n + 1) and x % Number(n, n + 1) stay in Bint[m] and
+    # Bint[n]; a lazy Bint expression of Bint variables indexes a tensor by evaluating it.
+    fc.set_backend(backend)
+    try:
+        x = random_tensor({"a": Bint[3], "b": Bint[4]})
+        flat = Flatten(x, "a", "b", "ab")
+        assert isinstance(flat, fc.Tensor)
+        check_funsor(flat, {"ab": Bint[12]}, Real, ops.reshape(x.data, (12,)))
+        y = random_tensor({"a": Bint[5], "b": Bint[6]})
+        unflat = Unflatten(y, "b", "c", "d")
+        assert isinstance(unflat, fc.Tensor)
+        check_funsor(unflat, {"a": Bint[5], "c": Bint[3], "d": Bint[2]}, Real,
+                     ops.reshape(y.data, (5, 3, 2)))
+    finally:
+        fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("a", [1, 5, 12])
+@pytest.mark.parametrize("d", [1, 2, 4, 7])
+def test_division_by_a_number_bounds_match_enumeration(a, d):
+    i = fc.Variable("i", Bint[a])
+    for op in (ops.floordiv, ops.mod):
+        term = op(i, fc.Number(d, d + 1))
+        values = [op(v, d) for v in range(a)]
+        assert max(values) < term.output.size  # every value is in the domain
+        assert term.output.size == max(values) + 1 or max(values) == 0  # and the bound is tight
+        assert_close(term(i=fc.Tensor(np.arange(a), {"i": Bint[a]}, a)).data, np.array(values))
+
+
+def test_mod_of_two_variables_is_bounded_by_both():
+    # x % y <= min(x, y - 1), and numpy's x % 0 is 0: check every pair.
+    for a in range(1, 6):
+        for b in range(1, 6):
+            term = fc.Variable("x", Bint[a]) % fc.Variable("y", Bint[b])
+            vals = [np.mod(x, y) if y else 0 for x in range(a) for y in range(b)]
+            assert max(vals) < term.output.size

@@ -24,6 +24,7 @@ from funsor_core.ops.builtin import (
     UNARY_INVERSES,
     UNITS,
     infer_domain,
+    infer_domain_by_divisor,
     parse_ellipsis,
     parse_slice,
 )
@@ -63,7 +64,8 @@ __all__ = [
     "ARITHMETIC_OPS", "ASSOCIATIVE_OPS", "BINARY_INVERSES", "COMPARISON_OPS", "DISTRIBUTIVE_OPS",
     "IDEMPOTENT_OPS",
     "LOGICAL_OPS", "REDUCE_OPS", "UNARY_INVERSES", "UNITS", "REQUIRED_OPS", "ARRAY_TYPES",
-    "OP_CLASSES", "infer_domain", "parse_ellipsis", "parse_slice", "Op", "UnaryOp", "BinaryOp",
+    "OP_CLASSES", "infer_domain", "infer_domain_by_divisor", "parse_ellipsis", "parse_slice",
+    "Op", "UnaryOp", "BinaryOp",
     "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",
     "AssociativeOp", "ComparisonOp", "TransformOp", "make_op",
 ] + [op.name for op in REQUIRED_OPS] + sorted(set(OP_CLASSES) - {"CatOp", "StackOp",

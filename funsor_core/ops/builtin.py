@@ -171,8 +171,11 @@ def _int_binary_dtype(op: Op, a: int, b: int):
         # Bitwise or/xor of values below n can set every bit below n's top bit: 1 | 2 = 3 is
         # not in Bint[3]; the bound is the next power of two (Bint[2] stays Bint[2]).
         return 1 << (builtins_max(a, b) - 1).bit_length()
-    if op in (floordiv, mod, rshift):
-        return a  # x // y, x % y and x >> y never exceed x (numpy's x // 0 and x % 0 are 0)
+    if op in (floordiv, rshift):
+        return a  # x // y and x >> y never exceed x (numpy's x // 0 is 0)
+    if op is mod:
+        # x % y <= min(x, y - 1) for y >= 1, and numpy's x % 0 is 0.
+        return builtins_max(builtins_min(a, b - 1), 1)
     if op is lshift:
         return ((a - 1) << builtins_max(b - 1, 0)) + 1 if a else a
     if op is sub and a == b:
@@ -210,6 +213,28 @@ def infer_domain(op: Op, *domains: Domain) -> Domain:
 
 
 register_find_domain(infer_domain)
+
+
+def infer_domain_by_divisor(op: Op, lhs: Domain, rhs: Domain, divisor) -> Domain:
+    """``infer_domain`` when the right argument is the known integer ``divisor``: integer
+    ``x // d`` and ``x % d`` then have exact bounds, so funsor's idiom of flattening and
+    unflattening indices (``ij // Number(n, n + 1)``, ``ij % Number(n, n + 1)``) keeps each
+    part in the domain of the index it replaces.
+
+    Example:
+        >>> from funsor_core.domains import Bint
+        >>> infer_domain_by_divisor(floordiv, Bint[12], Bint[5], 4)
+        Bint[3]
+        >>> infer_domain_by_divisor(mod, Bint[12], Bint[5], 4)
+        Bint[4]
+    """
+    out = infer_domain(op, lhs, rhs)
+    base = op.base
+    if (base is floordiv or base is mod) and isinstance(out.dtype, int) and divisor >= 1:
+        a = lhs.dtype
+        dtype = (a - 1) // divisor + 1 if base is floordiv else builtins_min(a, divisor)
+        return Domain(dtype, out.shape)
+    return out
 
 
 # (op, argument domains) -> output domain. Bounded: bound ops with fresh parameters

@@ -81,7 +81,7 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
 def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
-    out = ops.infer_domain(op, lhs.output, rhs.output)
+    out = ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
     return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey, out)
 
 
@@ -131,10 +131,22 @@ def exact_subs_tensor(arg, subs):
         return index_tensor_numbers(arg, dict(subs))
     values = dict(subs)
     if not all(isinstance(v, INDEX_TYPES) for v in values.values()):
-        return None
+        values = {k: _materialized(arg, v) for k, v in values.items()}
+        if not all(isinstance(v, INDEX_TYPES) for v in values.values()):
+            return None
     if all(type(v) is Number for v in values.values()):
         return index_tensor_numbers(arg, values)
     return index_tensor(arg, values)
+
+
+def _materialized(arg, value):
+    # A lazy Bint-valued function of Bint variables only (``2 * c + d``) is a finite table:
+    # evaluating it on aranges gives a Tensor index, so the substitution can index (as funsor).
+    if isinstance(value, INDEX_TYPES) or value.dtype == "real":
+        return value
+    if any(d.dtype == "real" for d in value.inputs.values()):
+        return value
+    return arg.materialize(value)
 
 
 # Align(t, names) permutes the batch dims.
