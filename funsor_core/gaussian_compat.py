@@ -68,7 +68,7 @@ def _inverse_cholesky(precision: Array) -> Array:
     Example:
         >>> p = np.array([[2.0, 1.0], [1.0, 2.0]])
         >>> l = _inverse_cholesky(p)
-        >>> np.allclose(l @ l.T, np.linalg.inv(p)), l[0, 1]
+        >>> np.allclose(l @ l.T, np.linalg.inv(p)), float(l[0, 1])
         (True, 0.0)
     """
     n = precision.shape[-1]
