@@ -26,16 +26,27 @@ import functools
 import math
 from contextlib import contextmanager
 
+from funsor_core import gaussian_linalg as la
 from funsor_core import gaussian_math as gm
 from funsor_core import ops
 from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.domains import Domain, Real, broadcast_shape
+from funsor_core.gaussian_compat import (
+    _compress_rank,
+    _inverse_cholesky,
+    _mv,
+    _norm2,
+    _split_real_inputs,
+    _vm,
+)
 from funsor_core.gaussian_linalg import BlockMatrix, BlockVector
 from funsor_core.tensor import Tensor, align_tensor, is_array
 from funsor_core.terms import DomainError, Funsor
 
 __all__ = ["Gaussian", "BlockMatrix", "BlockVector", "align_gaussian", "real_offsets",
-           "gaussian_batch_inputs", "COMPRESSION_THRESHOLD", "gaussian_layout"]
+           "gaussian_batch_inputs", "COMPRESSION_THRESHOLD", "gaussian_layout",
+           # funsor 0.4.8's private helpers, which its tests import from funsor.gaussian
+           "_compress_rank", "_inverse_cholesky", "_mv", "_norm2", "_split_real_inputs", "_vm"]
 
 # A sum of Gaussians is compressed (QR) once its rank exceeds this multiple of its dim, as in
 # funsor 0.4.8: cheap concatenation most of the time, bounded memory always.
@@ -175,40 +186,49 @@ def _check_factor(scale: str, white_vec, prec_sqrt):
 _EVENT_NDIM = {"info_vec": 1, "mean": 1, "precision": 2, "covariance": 2, "scale_tril": 2}
 
 
-def _to_canonical(white_vec, prec_sqrt, info_vec, precision, mean, covariance, scale_tril):
-    """Convert any accepted parametrization to ``(white_vec, prec_sqrt)``."""
-    given = {k for k, v in (("info_vec", info_vec), ("precision", precision), ("mean", mean),
-                            ("covariance", covariance), ("scale_tril", scale_tril),
-                            ("white_vec", white_vec), ("prec_sqrt", prec_sqrt)) if v is not None}
-    if white_vec is not None or prec_sqrt is not None:
-        if given != {"white_vec", "prec_sqrt"}:
-            raise ValueError("white_vec= and prec_sqrt= go together and with nothing else, got "
-                             f"{sorted(given)}")
-        return white_vec, prec_sqrt
-    if info_vec is not None:
-        if given != {"info_vec", "precision"}:
-            raise ValueError(f"info_vec= goes with precision= alone, got {sorted(given)}")
-        return gm.from_info(info_vec, precision)
-    if mean is None:
-        raise ValueError(_NO_PREC if not given & {"precision", "covariance", "scale_tril"}
-                         else _NO_LOC)
-    scales = given & {"precision", "covariance", "scale_tril"}
-    if len(scales) != 1 or len(given) != 2:
-        raise ValueError("mean= goes with exactly one of covariance=, scale_tril=, precision=; "
-                         f"got {sorted(given)}")
-    if covariance is not None:
-        return gm.from_mean_covariance(mean, covariance)
-    if scale_tril is not None:
-        return gm.from_mean_scale_tril(mean, scale_tril)
-    return gm.from_mean_precision(mean, precision)
+_LOCATIONS = ("white_vec", "info_vec", "mean")
+_SCALES = ("prec_sqrt", "precision", "covariance", "scale_tril")
+
+
+def _to_canonical(named: dict):
+    """Convert one location and one scale parameter to ``(white_vec, prec_sqrt)``.
+
+    Any location (``info_vec``, ``mean``) goes with any scale (``prec_sqrt``, ``precision``,
+    ``covariance``, ``scale_tril``), as in funsor 0.4.8; ``white_vec`` is a coordinate in the
+    columns of one particular factor, so it goes with ``prec_sqrt`` only.
+    """
+    locs = [n for n in _LOCATIONS if n in named]
+    scales = [n for n in _SCALES if n in named]
+    if not scales:
+        raise ValueError(_NO_PREC)
+    if not locs:
+        raise ValueError(_NO_LOC)
+    if len(locs) > 1 or len(scales) > 1:
+        raise ValueError("Gaussian takes one location (white_vec=, info_vec= or mean=) and one "
+                         f"scale (prec_sqrt=, precision=, covariance= or scale_tril=), got "
+                         f"{sorted(named)}")
+    (loc, scale), value = (locs[0], scales[0]), named[locs[0]]
+    if loc == "white_vec" and scale != "prec_sqrt":
+        raise ValueError(f"white_vec= goes with prec_sqrt= only (it is a coordinate in that "
+                         f"factor's columns), got {scale}=; use info_vec= or mean= instead")
+    if scale == "prec_sqrt":
+        prec_sqrt = named["prec_sqrt"]
+        if loc == "white_vec":
+            return value, prec_sqrt
+        return la.from_loc_prec_sqrt(loc, value, prec_sqrt)
+    if loc == "info_vec":
+        return la.from_info_scale(value, scale, named[scale])
+    if scale == "covariance":
+        return gm.from_mean_covariance(value, named[scale])
+    if scale == "scale_tril":
+        return gm.from_mean_scale_tril(value, named[scale])
+    return gm.from_mean_precision(value, named[scale])
 
 
 def _canonical_checked(named: dict):
     """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
-    args = [named.get(n) for n in ("white_vec", "prec_sqrt", "info_vec", "precision", "mean",
-                                   "covariance", "scale_tril")]
-    if "white_vec" in named or "prec_sqrt" in named:
-        return _to_canonical(*args)  # already the square-root form: nothing to factorize
+    if "prec_sqrt" in named:
+        return _to_canonical(named)  # already a square-root factor: nothing to factorize
     scale = next((n for n in ("covariance", "precision", "scale_tril") if n in named), None)
     checked = {n: x for n, x in named.items() if n in _EVENT_NDIM}
     concrete = all(ops.is_concrete(x) for x in checked.values())
@@ -218,7 +238,7 @@ def _canonical_checked(named: dict):
             if bad.any():
                 raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
     try:
-        white_vec, prec_sqrt = _to_canonical(*args)
+        white_vec, prec_sqrt = _to_canonical(named)
     except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
         if scale is None or "LinAlgError" not in type(e).__name__:
             raise
@@ -395,6 +415,19 @@ class Gaussian(Funsor):
     def covariance(self):
         """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank."""
         return gm.covariance(self.prec_sqrt)
+
+    @property
+    def scale_tril(self):
+        """The lower Cholesky factor of the covariance: batch + (dim, dim); needs full rank."""
+        la.require_full_rank(self.prec_sqrt, "a scale_tril")
+        return _inverse_cholesky(self.precision)
+
+    # funsor 0.4.8 names these with a leading underscore; the same values under its names.
+    _info_vec = info_vec
+    _precision = precision
+    _mean = mean
+    _covariance = covariance
+    _scale_tril = scale_tril
 
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:

@@ -79,8 +79,6 @@ class _Moments:
         batch_items, g_offsets, _ = gaussian_layout(g._ikey)
         xs = [(k, d) for k, d in g._ikey if k in names]
         ys = [(k, d) for k, d in g._ikey if d.dtype == "real" and k not in names]
-        if any(len(d.shape) > 1 for _, d in xs + ys):
-            return None  # matrix-valued reals: the affine mean would need reshapes
         bx = [i for k, d in xs for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
         ay = [i for k, d in ys for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
         s_x = gm.rows(g.prec_sqrt, bx)
@@ -117,7 +115,8 @@ class _Moments:
             for y, dy in ys:
                 sy = slice(y_offsets[y], y_offsets[y] + dy.num_elements)
                 block = Tensor.make(ops.getitem(b, (Ellipsis, sy, sx)), batch)
-                term = (Variable(y, dy) @ block if dy.shape
+                # Coordinates are flat: a matrix-valued y enters as its flattened vector.
+                term = (_flat(Variable(y, dy)) @ block if dy.shape
                         else Variable(y, dy) * block[0])
                 value = value + _shaped(term, d)
             self.mean[k] = value
@@ -131,8 +130,17 @@ class _Moments:
 
 
 def _shaped(value: Funsor, domain) -> Funsor:
-    """A ``Reals[n]`` funsor as ``domain`` (``Real`` takes entry 0; ``Reals[n]`` as is)."""
-    return value if domain.shape else value[0]
+    """A ``Reals[n]`` funsor as ``domain``: ``Real`` takes entry 0, ``Reals[n]`` is kept as
+    is, and ``Reals[n, m]`` is reshaped (row-major, the order of the flat coordinates)."""
+    if not domain.shape:
+        return value[0]
+    return value if len(domain.shape) == 1 else value.reshape(domain.shape)
+
+
+def _flat(value: Funsor) -> Funsor:
+    """A ``Reals[...]`` funsor as ``Reals[n]`` (row-major), vectors as they are."""
+    shape = value.output.shape
+    return value if len(shape) == 1 else value.reshape((value.output.num_elements,))
 
 
 def _expectation(mom: _Moments, f: Funsor):

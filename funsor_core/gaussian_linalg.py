@@ -181,6 +181,55 @@ def require_full_rank(prec_sqrt: Array, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Square-root form from a location and a scale that funsor accepts in any pairing.
+def from_loc_prec_sqrt(loc: str, value: Array, prec_sqrt: Array) -> tuple[Array, Array]:
+    """``(white_vec, prec_sqrt)`` from ``mean=`` or ``info_vec=`` and a given factor ``S``.
+
+    With a mean ``m``, ``f(x) = -0.5 ||(x - m) S||^2`` gives ``white_vec = m S``. With an
+    info vector ``i`` we need ``S w = i``; the least-norm solution ``w = S' (S S')^{-1} i``
+    keeps ``S`` as given (so ``prec_sqrt`` round-trips) and needs ``rank >= dim``.
+
+    Example:
+        >>> from_loc_prec_sqrt("info_vec", np.array([2.0]), np.array([[1.0, 1.0]]))[0]
+        array([1., 1.])
+    """
+    _, (value, prec_sqrt) = broadcast((value, 1), (prec_sqrt, 2))
+    if loc == "mean":
+        return vm(value, prec_sqrt), prec_sqrt
+    require_full_rank(prec_sqrt, "info_vec= with prec_sqrt=")
+    chol = ops.cholesky(ops.matmul(prec_sqrt, mT(prec_sqrt)))
+    y = ops.getitem(ops.cholesky_solve(ops.getitem(value, (Ellipsis, None)), chol),
+                    (Ellipsis, 0))
+    return vm(y, prec_sqrt), prec_sqrt
+
+
+def from_info_scale(info_vec: Array, scale: str, value: Array) -> tuple[Array, Array]:
+    """``(white_vec, prec_sqrt)`` from ``info_vec=`` and ``precision=``, ``covariance=`` or
+    ``scale_tril=``.
+
+    For a covariance ``C = L L'`` the factor is ``S = L^{-T}`` (a triangular solve, no
+    inverse), so ``S w = i`` is solved by ``w = L' i``. For a precision ``P = L L'``,
+    ``S = L`` and ``w = L^{-1} i``.
+
+    Example:
+        >>> w, s = from_info_scale(np.array([2.0]), "covariance", np.array([[4.0]]))
+        >>> w, s  # mean = C i = 8, white_vec = mean @ s = 4
+        (array([4.]), array([[0.5]]))
+    """
+    _, (info_vec, value) = broadcast((info_vec, 1), (value, 2))
+    if scale == "precision":
+        prec_sqrt = ops.cholesky(value)
+        white_vec = ops.getitem(
+            ops.triangular_solve(ops.getitem(info_vec, (Ellipsis, None)), prec_sqrt),
+            (Ellipsis, 0))
+        return white_vec, prec_sqrt
+    scale_tril = ops.cholesky(value) if scale == "covariance" else value
+    eye = expand(ops.new_eye(scale_tril, scale_tril.shape[-1]), batch_shape(scale_tril, 2), 2)
+    prec_sqrt = ops.triangular_solve(eye, scale_tril, upper=False, transpose=True)
+    return vm(info_vec, scale_tril), prec_sqrt
+
+
+# ---------------------------------------------------------------------------------------------
 # Arrays assembled from blocks (funsor's ``funsor.gaussian.BlockVector`` / ``BlockMatrix``).
 def _event_interval(item, size: int, axis_name: str) -> tuple[tuple[int, int], bool]:
     """``((start, stop), squeezed)`` of one event index: an int (one entry, a dim the value
