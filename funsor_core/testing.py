@@ -237,7 +237,8 @@ def random_tensor(inputs: dict, output: Domain = Real) -> Tensor:
 
 
 def random_gaussian(inputs: dict):
-    """A random well-conditioned Gaussian with these inputs (Bint batch inputs, real inputs).
+    """A random well-conditioned Gaussian with these inputs (Bint batch inputs, real inputs),
+    whose log density is 0 at its mean.
 
     Example:
         >>> random_gaussian({"i": fc.Bint[2], "x": fc.Real}).inputs
@@ -249,8 +250,11 @@ def random_gaussian(inputs: dict):
     rank = dim + 1
     noise = np.random.standard_normal(batch + (dim, rank)) * 0.5
     eye = np.broadcast_to(np.eye(dim, rank) * 1.5, batch + (dim, rank))
+    # white_vec = loc @ prec_sqrt puts the maximum, log density 0, at a random mean ``loc``
+    # (funsor's tests evaluate a random Gaussian at its own mean and expect 0).
+    loc = np.random.standard_normal(batch + (dim,))
+    white_vec = backend_module().asarray(np.einsum("...d,...dr->...r", loc, eye + noise), "real")
     prec_sqrt = backend_module().asarray(eye + noise, "real")
-    white_vec = randn(batch + (rank,))
     return Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
 
 
