@@ -30,9 +30,9 @@ from funsor_core.ops.builtin import (
     UNARY_INVERSES,
     UNITS,
     infer_domain,
-    sample,
     parse_ellipsis,
     parse_slice,
+    sample,
 )
 from funsor_core.ops.op import (
     ARRAY_TYPES,
