@@ -296,6 +296,9 @@ def _new_full(proto, shape, value):
 def _new_arange(proto, start, stop=None, step=1):
     if stop is None:
         start, stop = 0, start
+    if step and (stop - start) * step <= 0:
+        # numpy's empty range; torch.arange raises when the bounds run against the step.
+        return torch.zeros((0,), dtype=torch.int64, device=proto.device)
     return torch.arange(start, stop, step, dtype=torch.int64, device=proto.device)
 
 
