@@ -191,7 +191,7 @@ def function(*signature) -> Callable | Funsor:
     if len(signature) == 1 and callable(signature[0]) and not _is_domain(signature[0]):
         fn = signature[0]
         hints = typing.get_type_hints(fn)
-        names = _param_names(fn)
+        names = tuple(n for n in _param_names(fn) or () if n != "*")
         missing = [n for n in names if n not in hints] + (
             ["the return"] if "return" not in hints else [])
         if missing:
@@ -224,20 +224,28 @@ def _as_output(output):
                     f"got {output!r}")
 
 
-def _param_names(fn: Callable) -> tuple:
+def _param_names(fn: Callable) -> tuple | None:
+    """The names of ``fn``'s positional parameters (``None`` for a builtin without a signature,
+    such as ``torch.matmul``; a ``*args`` parameter ends the list with ``"*"``)."""
     try:
         params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature (torch.matmul)
-        return ()
+    except (TypeError, ValueError):
+        return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params if p.kind in kinds)
+    names = tuple(p.name for p in params if p.kind in kinds)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        names += ("*",)
+    return names
 
 
 def _lift_positional(input_domains: tuple, output, fn: Callable):
-    names = _param_names(fn)[: len(input_domains)]
-    if len(names) < len(input_domains):
-        # No signature (or too few named parameters): name the arguments by position.
-        names = names + tuple(f"x{i}" for i in range(len(names), len(input_domains)))
+    n = len(input_domains)
+    names = _param_names(fn)
+    if names is None or (names and names[-1] == "*" and len(names) - 1 < n):
+        # No signature, or *args: the arguments without a parameter name get one by position.
+        known = () if names is None else names[:-1]
+        names = known + tuple(f"x{i}" for i in range(len(known), n))
+    names = names[:n] if len(names) > n else names
     return _lift(fn, input_domains, output, names)
 
 
