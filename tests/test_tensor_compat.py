@@ -174,7 +174,8 @@ def test_function_with_tuple_output(backend, hinted):
         max_and_argmax.__annotations__ = {"x": Reals[8], "return": Product[Real, Bint[8]]}
         f = fc.function(max_and_argmax)
     else:
-        f = fc.function(Reals[8], typing.Tuple[Real, Bint[8]])(max_and_argmax)
+        # funsor users spell the output typing.Tuple[...]
+        f = fc.function(Reals[8], typing.Tuple[Real, Bint[8]])(max_and_argmax)  # noqa: UP006
     lazy_max, lazy_argmax = f
     assert isinstance(lazy_max, fc.Function) and isinstance(lazy_argmax, fc.Function)
     check_funsor(lazy_max, {"x": Reals[8]}, Real)
