@@ -20,7 +20,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.backend import on_term_class
-from funsor_core.ops.op import cast_bool_args, register_array_type
+from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "jax"
 # jax 0.10: tracers (under jit, grad, vmap) pass isinstance(x, jax.Array) through a metaclass
@@ -242,6 +242,11 @@ def _is_floating(x):
     return bool(jnp.issubdtype(x.dtype, jnp.floating))
 
 
+def _expand(x, shape):
+    # -1 keeps x's size in that dim (torch's and funsor's expand); broadcast_to needs sizes.
+    return jnp.broadcast_to(x, expand_shape(jnp.shape(x), shape))
+
+
 KERNELS = {
     ops.neg: jnp.negative, ops.abs: jnp.abs, ops.exp: jnp.exp, ops.log: jnp.log,
     ops.log1p: jnp.log1p, ops.expm1: jnp.expm1, ops.sqrt: jnp.sqrt, ops.sigmoid: jax.nn.sigmoid,
@@ -268,7 +273,7 @@ KERNELS = {
     ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean), ops.std: _moment(jnp.std),
     ops.var: _moment(jnp.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
-    ops.permute: jnp.transpose, ops.reshape: _reshape, ops.expand: jnp.broadcast_to,
+    ops.permute: jnp.transpose, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: _getitem, ops.where: jnp.where, ops.full_like: jnp.full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.ops.op import cast_bool_args, register_array_type
+from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "numpy"
 ARRAY_TYPES = (np.ndarray, np.generic)
@@ -228,6 +228,11 @@ def _is_floating(x):
     return np.issubdtype(np.asarray(x).dtype, np.floating)
 
 
+def _expand(x, shape):
+    # -1 keeps x's size in that dim (torch's and funsor's expand); broadcast_to needs sizes.
+    return np.broadcast_to(x, expand_shape(np.shape(x), shape))
+
+
 KERNELS = {
     ops.neg: np.negative, ops.abs: np.abs, ops.exp: np.exp, ops.log: np.log,
     ops.log1p: np.log1p, ops.expm1: np.expm1, ops.sqrt: np.sqrt, ops.sigmoid: _sigmoid,
@@ -253,7 +258,7 @@ KERNELS = {
     ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
     ops.mean: _reduction(np.mean), ops.std: _moment(np.std), ops.var: _moment(np.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
-    ops.permute: np.transpose, ops.reshape: _reshape, ops.expand: np.broadcast_to,
+    ops.permute: np.transpose, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: lambda x, index: x[index], ops.where: np.where,
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -90,8 +91,10 @@ def _reduction(fn):
     def kernel(x, axis=None, keepdims=False):
         if axis == ():
             return x
-        if axis is None and x.dim() == 0:
-            return fn(x)
+        if x.dim() == 0 and axis is None:
+            # A 0-d tensor is its own reduction; torch.logsumexp has no all-dims form, so
+            # reduce a one-element view instead of calling fn without a dim.
+            return fn(x.reshape(1), dim=0, keepdim=False)
         return fn(x, dim=_axes(x, axis), keepdim=keepdims)
 
     kernel.__name__ = f"_{fn.__name__}"
@@ -122,13 +125,25 @@ def _extremum(fn, unit):
 
 
 def _prod(x, axis=None, keepdims=False):
-    # torch.prod reduces one dim at a time; reduce the highest dims first so that the
-    # remaining (nonnegative) axis numbers stay valid.
+    # torch.prod reduces one dim at a time. Reduced dims that are adjacent are merged into one
+    # dim first, so that the product over them is one torch.prod in memory order: the same
+    # rounding as torch.prod(x) over everything and as a product of x.reshape(..., -1), the
+    # way funsor's reference computes a Tensor's .prod(). Other dims go highest first, so
+    # the remaining (nonnegative) axis numbers stay valid.
     if axis == ():
         return x
-    if axis is None and not keepdims:
+    if x.dim() == 0:
         return torch.prod(x)
-    for a in sorted((a % x.dim() for a in _axes(x, axis)), reverse=True):
+    shape = tuple(x.shape)
+    axes = sorted({a % x.dim() for a in _axes(x, axis)})
+    if axes == list(range(axes[0], axes[-1] + 1)):
+        lo, hi = axes[0], axes[-1] + 1
+        merged = x.reshape(shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+        out = torch.prod(merged, dim=lo)
+        if keepdims:
+            out = out.reshape(shape[:lo] + (1,) * (hi - lo) + shape[hi:])
+        return out
+    for a in reversed(axes):
         x = torch.prod(x, dim=a, keepdim=keepdims)
     return x
 
@@ -281,6 +296,9 @@ def _new_full(proto, shape, value):
 def _new_arange(proto, start, stop=None, step=1):
     if stop is None:
         start, stop = 0, start
+    if step and (stop - start) * step <= 0:
+        # numpy's empty range; torch.arange raises when the bounds run against the step.
+        return torch.zeros((0,), dtype=torch.int64, device=proto.device)
     return torch.arange(start, stop, step, dtype=torch.int64, device=proto.device)
 
 

@@ -9,6 +9,8 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -17,8 +19,15 @@ from funsor_core.array_terms import Function
 from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain
 from funsor_core.interpreter import get_interpretation
+from funsor_core.product import ProductDomain, Tuple
 from funsor_core.tensor import Tensor, is_array
-from funsor_core.terms import DomainError, Funsor, Number, register_term_hook, to_funsor
+from funsor_core.terms import (
+    DomainError,
+    Funsor,
+    Number,
+    Variable,
+    register_term_hook,
+)
 from funsor_core.traversal import children
 
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
@@ -150,32 +159,147 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
 
 
 # -- @function ---------------------------------------------------------------------------------
-def function(*domains: Domain) -> Callable:
-    """Lift a backend function to funsors: ``@function(Reals[2], Real)`` (inputs..., output).
+_NO_HINTS = (
+    "@function without domains reads them from type hints, but {name}() lacks {missing}: "
+    "annotate every argument and the return, e.g. def {name}(x: Reals[3]) -> Real, or give "
+    "the domains, e.g. @function(Reals[3], Real)."
+)
 
-    The function receives arrays with named batch dims on the left (aligned across arguments)
-    and must broadcast over them.
+
+def function(*signature) -> Callable | Funsor:
+    """Lift a backend function to a funsor: ``@function(Reals[3, 4], Reals[4, 5], Reals[3, 5])``
+    (input domains, then the output domain), or bare ``@function`` reading the domains from
+    type hints.
+
+    The result is a lazy ``Function`` of one ``Variable`` per argument, named after the
+    function's parameters (``fn.__name__``'s ``x``, ``y``), as in funsor: call it positionally
+    or by name to substitute values. Exact evaluation calls ``fn`` on arrays with the named
+    batch dims on the left (aligned across arguments), so ``fn`` must broadcast over them.
+    An output ``Tuple[Real, Bint[8]]`` (or ``Product[...]``) makes a ``Tuple`` of Functions,
+    one per part, sharing one call of ``fn``.
+
+    Raises:
+        TypeError: a domain is not a domain, a hint is missing, or the arity does not match.
 
     Example:
         >>> @fc.function(fc.Reals[2], fc.Real)
         ... def norm2(x):
         ...     return (x ** 2).sum(-1)
-        >>> norm2(fc.Tensor(np.array([3.0, 4.0]))).item()
-        25.0
+        >>> norm2.inputs, norm2(np.array([3.0, 4.0])).item()
+        ({'x': Reals[2]}, 25.0)
     """
-    *input_domains, output = domains
+    if len(signature) == 1 and callable(signature[0]) and not _is_domain(signature[0]):
+        fn = signature[0]
+        hints = typing.get_type_hints(fn)
+        names = tuple(n for n in _param_names(fn) or () if n != "*")
+        missing = [n for n in names if n not in hints] + (
+            ["the return"] if "return" not in hints else [])
+        if missing:
+            raise TypeError(_NO_HINTS.format(name=getattr(fn, "__name__", "fn"),
+                                             missing=missing))
+        return _lift(fn, tuple(hints[n] for n in names), hints["return"], names)
+    if not signature:
+        raise TypeError("@function needs input domains and an output domain, e.g. "
+                        "@function(Reals[2], Real), or type hints with a bare @function")
+    *input_domains, output = signature
+    for d in input_domains:
+        if not isinstance(d, Domain):
+            raise TypeError(f"@function input domains must be domains such as Real or Bint[3], "
+                            f"got {d!r}")
+    return functools.partial(_lift_positional, tuple(input_domains), _as_output(output))
 
-    def decorator(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapped(*args):
-            if len(args) != len(input_domains):
-                raise TypeError(f"{fn.__name__} takes {len(input_domains)} arguments")
-            args = tuple(to_funsor(a, d) for a, d in zip(args, input_domains))
-            return Function(fn, output, args)
 
-        return wrapped
+def _is_domain(x) -> bool:
+    return isinstance(x, (Domain, ProductDomain)) or typing.get_origin(x) is tuple
 
-    return decorator
+
+def _as_output(output):
+    """A Domain, or a ProductDomain for a (nested) ``Tuple[...]``/``Product[...]`` output."""
+    if isinstance(output, (Domain, ProductDomain)):
+        return output
+    if typing.get_origin(output) is tuple or isinstance(output, tuple):
+        parts = typing.get_args(output) if not isinstance(output, tuple) else output
+        return ProductDomain(tuple(_as_output(p) for p in parts))
+    raise TypeError(f"@function's output must be a domain or Tuple[...] of domains, "
+                    f"got {output!r}")
+
+
+def _param_names(fn: Callable) -> tuple | None:
+    """The names of ``fn``'s positional parameters (``None`` for a builtin without a signature,
+    such as ``torch.matmul``; a ``*args`` parameter ends the list with ``"*"``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = tuple(p.name for p in params if p.kind in kinds)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        names += ("*",)
+    return names
+
+
+def _lift_positional(input_domains: tuple, output, fn: Callable):
+    n = len(input_domains)
+    names = _param_names(fn)
+    if names is None or (names and names[-1] == "*" and len(names) - 1 < n):
+        # No signature, or *args: the arguments without a parameter name get one by position.
+        known = () if names is None else names[:-1]
+        names = known + tuple(f"x{i}" for i in range(len(known), n))
+    names = names[:n] if len(names) > n else names
+    return _lift(fn, input_domains, output, names)
+
+
+def _lift(fn: Callable, input_domains: tuple, output, names: tuple) -> Funsor:
+    output = _as_output(output)
+    if len(input_domains) != len(names):
+        raise TypeError(f"{getattr(fn, '__name__', 'fn')}() takes {len(names)} arguments "
+                        f"{list(names)} but {len(input_domains)} input domains were given")
+    args = tuple(Variable(n, d) for n, d in zip(names, input_domains))
+    if isinstance(output, ProductDomain):
+        return _nested(_SharedCall(fn), args, output)
+    return Function(fn, output, args)
+
+
+def _nested(fn: Callable, args: tuple, output) -> Funsor:
+    if not isinstance(output, ProductDomain):
+        return Function(fn, output, args)
+    return Tuple(tuple(_nested(_Part(fn, i), args, part)
+                       for i, part in enumerate(output.__args__)))
+
+
+class _SharedCall:
+    """``fn`` remembering its last call, so that the parts of a tuple-valued function,
+    evaluated one after another on the same arrays, call ``fn`` once (compared by identity:
+    cheap, and never wrong, only sometimes a miss)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "fn")
+        self._last: tuple | None = None
+
+    def __call__(self, *args):
+        last = self._last
+        if last is not None and len(last[0]) == len(args) and all(
+                a is b for a, b in zip(last[0], args)):
+            return last[1]
+        result = self.fn(*args)
+        self._last = (args, result)
+        return result
+
+
+class _Part:
+    """Part ``i`` of the tuple that ``fn`` returns."""
+
+    def __init__(self, fn: Callable, i: int) -> None:
+        self.fn, self.i = fn, i
+        self.__name__ = f"{getattr(fn, '__name__', 'fn')}_{i}"
+
+    def __call__(self, *args):
+        result = self.fn(*args)
+        if not isinstance(result, tuple):
+            raise TypeError(f"{self.__name__[:-len(str(self.i)) - 1]}() has a Tuple output "
+                            f"but returned {type(result).__name__}, not a tuple")
+        return result[self.i]
 
 
 def _data_error(expr: Funsor, where: str) -> LazyTermError:

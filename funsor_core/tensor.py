@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+
 from funsor_core import ops
 from funsor_core.array_terms import Slice
 from funsor_core.backend import backend_module
@@ -138,6 +140,18 @@ class Tensor(Funsor):
     @property
     def dtype(self):
         return self.output.dtype
+
+    def __deepcopy__(self, memo):
+        # A deep copy owns a copy of the data (as funsor's): terms are immutable, but arrays
+        # may be mutated in place by their owner. ``memo`` can map the data to itself, and
+        # then the Tensor is shared too.
+        data = copy.deepcopy(self.data, memo)
+        if data is self.data:
+            return self
+        result = Tensor.make(data, dict(self.inputs), self.dtype, ikey=self._ikey,
+                             output=self.output)
+        memo[id(self)] = result
+        return result
 
     def new_arange(self, name: str, *args, dtype=None) -> Tensor:
         """A Bint-valued Tensor ``arange`` on this tensor's backend, with input ``name``.

@@ -9,6 +9,12 @@ Example:
     3.0
     >>> ops.UNITS[ops.logaddexp]
     -inf
+
+funsor's ``ops.sample`` is another name of ``ops.logaddexp`` (funsor evaluates it so) and its
+``ops.null`` ("no op" in a Contraction) is ``None``:
+
+    >>> ops.sample is ops.logaddexp, ops.null is None
+    (True, True)
 """
 
 from funsor_core.ops.builtin import *  # noqa: F403
@@ -27,6 +33,7 @@ from funsor_core.ops.builtin import (
     infer_domain_by_divisor,
     parse_ellipsis,
     parse_slice,
+    sample,
 )
 from funsor_core.ops.op import (
     ARRAY_TYPES,
@@ -46,10 +53,19 @@ from funsor_core.ops.op import (
     make_op,
 )
 
-# The ops every backend must give a kernel for; tests walk this list for each backend.
+# The ops every backend must give a kernel for; tests walk this list for each backend. An
+# alias (``sample``, another name of ``logaddexp``) is listed once, under the op's own name.
 REQUIRED_OPS = tuple(
-    v for k, v in sorted(globals().items()) if isinstance(v, Op) and not k.startswith("_")
+    v for k, v in sorted(globals().items())
+    if isinstance(v, Op) and not k.startswith("_") and k == v.name
 )
+
+# funsor 0.4.8's placeholder op for "no op" in a Contraction (``Contraction(ops.null, ...)``
+# reduces nothing, and its ``NullOp`` is never evaluated). funsor-core spells "no op" as
+# ``None``, which Contraction already takes, so ``ops.null`` is ``None`` and ``ops.NullOp`` is
+# its type: ``isinstance(red_op, ops.NullOp)`` answers as in funsor.
+null = None
+NullOp = type(None)
 
 # Each op is the only instance of its own class, named as funsor names it (``AddOp``,
 # ``LogaddexpOp``), so funsor code can test ``isinstance(op, ops.LogaddexpOp)``. A family
@@ -68,5 +84,6 @@ __all__ = [
     "Op", "UnaryOp", "BinaryOp",
     "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",
     "AssociativeOp", "ComparisonOp", "TransformOp", "make_op",
+    "null", "NullOp", "sample",
 ] + [op.name for op in REQUIRED_OPS] + sorted(set(OP_CLASSES) - {"CatOp", "StackOp",
                                                                  "EinsumOp"})

@@ -55,6 +55,11 @@ pow = make_op("pow", BinaryOp)  # noqa: A001
 min = make_op("min", AssociativeOp)  # noqa: A001
 max = make_op("max", AssociativeOp)  # noqa: A001
 logaddexp = make_op("logaddexp", AssociativeOp)
+# funsor 0.4.8's ``ops.sample`` is logaddexp under another name: same values, unit and
+# distributivity, and no rule of its own (its only use is ``Reduce(ops.sample, ...)`` on a
+# Tensor, evaluated by logsumexp). One op keeps the algebra tables single: ``ops.sample`` is
+# ``ops.logaddexp``.
+sample = logaddexp
 safesub = make_op("safesub", BinaryOp)  # a - b with b = -inf giving +inf-safe results
 safediv = make_op("safediv", BinaryOp)  # a / b with 0 / 0 = 0
 and_ = make_op("and_", AssociativeOp)

@@ -23,7 +23,7 @@ from typing import Any
 __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
-    "cast_bool_args",
+    "cast_bool_args", "expand_shape",
     "ARRAY_TYPES", "register_funsor_builder", "register_array_type",
 ]
 
@@ -414,3 +414,27 @@ def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
+
+
+def expand_shape(x_shape: tuple, shape) -> tuple:
+    """The target shape of ``expand(x, shape)``, where a ``-1`` keeps the size that ``x``
+    already has in that dim (dims matched from the right, as in broadcasting), as torch's
+    ``expand`` and funsor's ``ops.expand`` read it; numpy and jax need it spelled out.
+
+    Example:
+        >>> expand_shape((3, 2), (4, -1, 2))
+        (4, 3, 2)
+    """
+    shape = tuple(shape)
+    if -1 not in shape:
+        return shape
+    offset = len(shape) - len(x_shape)
+    out = []
+    for i, n in enumerate(shape):
+        if n == -1:
+            if i < offset:
+                raise ValueError(f"expand to {shape}: -1 in a new leading dim {i} has no size "
+                                 f"to keep (the array's shape is {tuple(x_shape)})")
+            n = x_shape[i - offset]
+        out.append(n)
+    return tuple(out)
