@@ -210,6 +210,8 @@ def _aligned_parts(parts):
 def exact_cat(name, parts, part_name):
     if not all(isinstance(p, Tensor) for p in parts):
         return None
+    if len(parts) == 1 and part_name == name:  # one part is the whole: nothing to copy
+        return parts[0]
     others: dict = {}
     for p in parts:
         for k, d in p.inputs.items():
