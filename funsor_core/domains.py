@@ -117,12 +117,17 @@ class Domain:
         if self.dtype == "real":
             if not self.shape:
                 return "Real"
-            return f"Reals[{', '.join(map(str, self.shape))}]"
+            return f"Reals[{','.join(map(str, self.shape))}]"  # no spaces, as funsor prints
         if not self.shape:
             return f"Bint[{self.dtype}]"
         return f"Array[{self.dtype}, {self.shape}]"
 
     __str__ = __repr__
+
+    def __subclasscheck__(self, sub) -> bool:
+        # funsor's domains are classes, so code written for it asks ``issubclass(Bint[2],
+        # Bint)``; a concrete domain is "a subclass" of itself only.
+        return sub is self
 
 
 def _as_size(x, what: str) -> int:
@@ -162,6 +167,9 @@ class _BintFactory:
             raise TypeError(f"Bint[n] needs an integer n, got {size!r}")
         return Domain(size, ())
 
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain) and sub.dtype != "real" and not sub.shape)
+
     def __repr__(self) -> str:
         return "Bint"
 
@@ -173,6 +181,9 @@ class _RealsFactory:
         if not isinstance(shape, tuple):
             shape = (shape,)
         return Domain("real", tuple(shape))
+
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain) and sub.dtype == "real")
 
     def __repr__(self) -> str:
         return "Reals"
@@ -188,6 +199,9 @@ class _ArrayFactory:
         if not isinstance(shape, (tuple, list)):
             shape = (shape,)
         return Domain(dtype, tuple(shape))
+
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain))
 
     def __repr__(self) -> str:
         return "Array"
@@ -214,7 +228,7 @@ def reals(*shape: int) -> Domain:
 
     Example:
         >>> reals(2, 2)
-        Reals[2, 2]
+        Reals[2,2]
     """
     return Domain("real", tuple(shape))
 

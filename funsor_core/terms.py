@@ -30,6 +30,8 @@ from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
     index_to_python,
     merge_all_inputs,
     merge_inputs,
+    reduce_constant,
+    reduce_moment,
 )
 from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
@@ -151,13 +153,20 @@ class Funsor(Term):
         """
         names = _reduced_names(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
-            return _reduce_moment(self, op, names)
+            return reduce_moment(self, op, names)
         if not names:
             return self
         missing = names - self.inputs.keys()
         if missing:
-            raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this funsor, "
-                             f"whose inputs are {dict(self.inputs)}")
+            # A Variable names its domain, so f is repeated over its values (as in funsor);
+            # a bare name not among the inputs has no domain and is most likely a typo.
+            given = (reduced_vars,) if isinstance(reduced_vars, Variable) else reduced_vars
+            variables = [v for v in given if isinstance(v, Variable) and v.name in missing]
+            if len(variables) < len(missing):
+                raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this "
+                                 f"funsor, whose inputs are {dict(self.inputs)}")
+            kept = names - missing
+            return reduce_constant(Reduce(op, self, kept) if kept else self, op, variables)
         return Reduce(op, self, names)
 
     def reshape(self, shape) -> Funsor:
@@ -166,7 +175,7 @@ class Funsor(Term):
         Example:
             >>> f = fc.Tensor(np.arange(12.0).reshape(2, 6), {"i": fc.Bint[2]})
             >>> f.reshape((2, 3)).output, f.reshape((3, -1))(i=1).data[0]
-            (Reals[2, 3], array([6., 7.]))
+            (Reals[2,3], array([6., 7.]))
         """
         return ops.reshape(self, shape)
 
@@ -260,29 +269,7 @@ for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
 Funsor.argmax = _reduction_method(ops.argmax, -1)
 Funsor.argmin = _reduction_method(ops.argmin, -1)
 Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
-
-
-# Mean, variance and standard deviation over inputs, as funsor defines them: by the
-# associative ``add`` reduction they reduce to (they have no Reduce term of their own).
 _INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
-
-
-def _reduce_moment(f: Funsor, op, names: frozenset) -> Funsor:
-    if op is ops.std:
-        return _reduce_moment(f, ops.var, names).sqrt()
-    if op is ops.var:
-        # E[(f - E f)^2], with E the mean over the reduced inputs.
-        diff = f - _reduce_moment(f, ops.mean, names)
-        return _reduce_moment(diff * diff, ops.mean, names)
-    names = names & f.inputs.keys()  # f is constant along a name it does not have
-    if not names:
-        return f
-    real = sorted(n for n in names if f.inputs[n].dtype == "real")
-    if real:
-        raise ValueError(f"cannot take ops.{op.name} over the real inputs {real}: only Bint "
-                         "inputs have a finite number of values to average over")
-    count = math.prod(f.inputs[n].size for n in names)
-    return Reduce(ops.add, f, names) * (1.0 / count)
 
 
 def is_atom(x: Any) -> bool:
@@ -333,8 +320,13 @@ class Number(Funsor):
             dtype = dtype.dtype
         if hasattr(data, "item") and not isinstance(data, numbers.Number):
             data = data.item()
-        if dtype != "real":
+        if dtype == "real":
+            if type(data) is int:  # Number(0) is Number(0.0): one real zero, as in funsor
+                data = float(data)
+        else:
             if type(data) is bool:  # a bool is the Bint value 0 or 1, as in funsor
+                data = int(data)
+            elif type(data) is float and data.is_integer():  # 2.0 names the value 2
                 data = int(data)
             if not isinstance(data, numbers.Integral) or isinstance(dtype, bool):
                 raise DomainError(f"Number({data!r}) cannot have dtype {dtype!r}: a Bint[n] "
