@@ -117,12 +117,20 @@ class Domain:
         if self.dtype == "real":
             if not self.shape:
                 return "Real"
-            return f"Reals[{','.join(map(str, self.shape))}]"  # no spaces, as funsor prints
+            return f"Reals[{', '.join(map(str, self.shape))}]"
         if not self.shape:
             return f"Bint[{self.dtype}]"
         return f"Array[{self.dtype}, {self.shape}]"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """funsor's spelling, with no spaces in a shape: ``str(Reals[2, 3]) == "Reals[2,3]"``
+        (``repr`` keeps the spaced form that the rest of funsor-core's output uses).
+
+        Example:
+            >>> str(Reals[2, 3]), repr(Reals[2, 3]), str(Bint[4])
+            ('Reals[2,3]', 'Reals[2, 3]', 'Bint[4]')
+        """
+        return repr(self).replace(", ", ",") if self.dtype == "real" else repr(self)
 
     def __subclasscheck__(self, sub) -> bool:
         # funsor's domains are classes, so code written for it asks ``issubclass(Bint[2],
@@ -228,7 +236,7 @@ def reals(*shape: int) -> Domain:
 
     Example:
         >>> reals(2, 2)
-        Reals[2,2]
+        Reals[2, 2]
     """
     return Domain("real", tuple(shape))
 

@@ -175,7 +175,7 @@ class Funsor(Term):
         Example:
             >>> f = fc.Tensor(np.arange(12.0).reshape(2, 6), {"i": fc.Bint[2]})
             >>> f.reshape((2, 3)).output, f.reshape((3, -1))(i=1).data[0]
-            (Reals[2,3], array([6., 7.]))
+            (Reals[2, 3], array([6., 7.]))
         """
         return ops.reshape(self, shape)
 
@@ -320,10 +320,7 @@ class Number(Funsor):
             dtype = dtype.dtype
         if hasattr(data, "item") and not isinstance(data, numbers.Number):
             data = data.item()
-        if dtype == "real":
-            if type(data) is int:  # Number(0) is Number(0.0): one real zero, as in funsor
-                data = float(data)
-        else:
+        if dtype != "real":
             if type(data) is bool:  # a bool is the Bint value 0 or 1, as in funsor
                 data = int(data)
             elif type(data) is float and data.is_integer():  # 2.0 names the value 2
@@ -512,7 +509,14 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
                     _BINT_NUMBERS.clear()
                 _BINT_NUMBERS[key] = number
         return number
+    if isinstance(x, (list, set, frozenset, dict)):
+        raise ValueError(_NOT_ARRAY.format(kind=type(x).__name__))
     return _hook("array_to_funsor")(x, output, dim_to_name)
+
+
+_NOT_ARRAY = ("to_funsor does not convert a {kind}, as funsor does not: a set or dict has no "
+              "array form, and a list is ambiguous (which dims are inputs?). Make an array "
+              "first, e.g. fc.Tensor(np.array(values), {{'i': fc.Bint[n]}}).")
 
 
 # =============================================================================================
@@ -558,7 +562,7 @@ def _build_reshape(op, arg, shape, ndim=None):
         if known and size % known == 0:
             shape = tuple(size // known if s == -1 else s for s in shape)
     if math.prod(shape) != size or any(s < 0 for s in shape):
-        raise ValueError(f"cannot reshape a funsor of output {arg.output} to shape {shape}: "
+        raise ValueError(f"cannot reshape a funsor of output {arg.output!r} to shape {shape}: "
                          f"the shape must have {size} elements")
     if shape == arg.shape:
         return arg

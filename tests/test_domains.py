@@ -17,7 +17,7 @@ def test_interned_and_repr():
     assert Reals[()] is Real and Reals[2, 3] is Reals[(2, 3)]
     assert Array[2, (3,)] is Domain(2, (3,))
     assert [repr(d) for d in (Real, Reals[2, 3], Bint[4], Array[2, (3,)])] == [
-        "Real", "Reals[2,3]", "Bint[4]", "Array[2, (3,)]"]
+        "Real", "Reals[2, 3]", "Bint[4]", "Array[2, (3,)]"]
     assert pickle.loads(pickle.dumps(Reals[2])) is Reals[2]
 
 
