@@ -31,6 +31,7 @@ from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
     merge_all_inputs,
     merge_inputs,
     reduce_constant,
+    reduce_domain,
     reduce_moment,
 )
 from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
@@ -404,9 +405,13 @@ class Reduce(Funsor):
         return op, arg, names
 
     def _setup(self):
-        reduced_vars = self.reduced_vars
-        self.inputs = {k: d for k, d in self.arg.inputs.items() if k not in reduced_vars}
-        self.output = self.arg.output
+        reduced_vars, arg = self.reduced_vars, self.arg
+        self.inputs = {k: d for k, d in arg.inputs.items() if k not in reduced_vars}
+        output = arg.output
+        if output.dtype != "real":  # a sum of integers may exceed each one's bound
+            count = math.prod(arg.inputs[k].size for k in reduced_vars)
+            output = reduce_domain(self.op, output, count)
+        self.output = output
 
 
 class Subs(Funsor):
@@ -497,7 +502,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
                 raise DomainError(f"a scalar cannot have output {output}")
             if isinstance(x, bool) or not isinstance(x, numbers.Real):
                 return Number(x)
-            return Number(float(x) if output is not None else x)
+            return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
         key = (x, output.dtype)
