@@ -122,7 +122,20 @@ class Domain:
             return f"Bint[{self.dtype}]"
         return f"Array[{self.dtype}, {self.shape}]"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """funsor's spelling, with no spaces in a shape: ``str(Reals[2, 3]) == "Reals[2,3]"``
+        (``repr`` keeps the spaced form that the rest of funsor-core's output uses).
+
+        Example:
+            >>> str(Reals[2, 3]), repr(Reals[2, 3]), str(Bint[4])
+            ('Reals[2,3]', 'Reals[2, 3]', 'Bint[4]')
+        """
+        return repr(self).replace(", ", ",") if self.dtype == "real" else repr(self)
+
+    def __subclasscheck__(self, sub) -> bool:
+        # funsor's domains are classes, so code written for it asks ``issubclass(Bint[2],
+        # Bint)``; a concrete domain is "a subclass" of itself only.
+        return sub is self
 
 
 def _as_size(x, what: str) -> int:
@@ -162,6 +175,9 @@ class _BintFactory:
             raise TypeError(f"Bint[n] needs an integer n, got {size!r}")
         return Domain(size, ())
 
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain) and sub.dtype != "real" and not sub.shape)
+
     def __repr__(self) -> str:
         return "Bint"
 
@@ -173,6 +189,9 @@ class _RealsFactory:
         if not isinstance(shape, tuple):
             shape = (shape,)
         return Domain("real", tuple(shape))
+
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain) and sub.dtype == "real")
 
     def __repr__(self) -> str:
         return "Reals"
@@ -188,6 +207,9 @@ class _ArrayFactory:
         if not isinstance(shape, (tuple, list)):
             shape = (shape,)
         return Domain(dtype, tuple(shape))
+
+    def __subclasscheck__(self, sub) -> bool:
+        return sub is self or (isinstance(sub, Domain))
 
     def __repr__(self) -> str:
         return "Array"

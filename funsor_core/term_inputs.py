@@ -12,12 +12,16 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
+from typing import Any
 
+from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
 
 __all__ = ["DomainError", "merge_inputs", "merge_all_inputs", "check_substitution",
-           "index_to_python"]
+           "index_to_python", "reduce_constant", "reduce_domain",
+           "reduce_moment"]
 
 
 class DomainError(ValueError):
@@ -143,3 +147,88 @@ def _index_shape(index, shape) -> tuple:
 
     probe = np.empty(shape, dtype=np.int8)
     return probe[index_to_python(index)].shape
+
+
+# Reducing over a variable the funsor does not depend on combines n equal values, for n the
+# number of values of the variable: x + ... + x = n x, x * ... * x = x^n,
+# log(e^x + ... + e^x) = x + log n, and min, max, and, or of equal values are that value.
+_IDEMPOTENT = frozenset(["min", "max", "and_", "or_"])
+
+
+def reduce_constant(f, op, variables) -> Any:
+    """``op``-reduce ``f`` over Bint ``variables`` that are not among its inputs (funsor's
+    semantics: ``f`` is the same for each of their values).
+
+    Raises:
+        ValueError: a variable is real (no finite number of values), or the op has no
+            closed form here.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> reduce_constant(x, ops.add, [fc.Variable("i", fc.Bint[4])]) is x * 4
+        True
+    """
+    real = sorted(f"{v.name}: {v.output}" for v in variables if v.output.dtype == "real"
+                  or v.output.shape)
+    if real:
+        raise ValueError(f"cannot reduce over {real}: they are not inputs of this funsor, and "
+                         "only a Bint variable has a finite number of values to repeat it over")
+    n = math.prod(v.output.size for v in variables)
+    name = op.name
+    if name == "add":
+        return f * n
+    if name == "mul":
+        return f ** n
+    if name == "logaddexp":
+        return f + (math.log(n) if n else -math.inf)
+    if name in _IDEMPOTENT and n:
+        return f
+    raise ValueError(f"cannot reduce with ops.{name} over {sorted(v.name for v in variables)} "
+                     f"(not inputs of this funsor, {n} values): no closed form for it")
+
+
+def reduce_moment(f, op, names: frozenset) -> Any:
+    """Mean, variance or standard deviation of ``f`` over the Bint inputs ``names``, as funsor
+    defines them: through the ``add`` reduction (they have no Reduce term of their own).
+
+    Example:
+        >>> f = fc.Tensor(np.array([1.0, 3.0]), {"i": fc.Bint[2]})
+        >>> reduce_moment(f, ops.mean, frozenset({"i"})).data, f.reduce(ops.std, "i").data
+        (np.float64(2.0), np.float64(1.0))
+    """
+    name = op.name
+    if name == "std":
+        return reduce_moment(f, ops.var, names).sqrt()
+    if name == "var":
+        # E[(f - E f)^2], with E the mean over the reduced inputs.
+        diff = f - reduce_moment(f, ops.mean, names)
+        return reduce_moment(diff * diff, ops.mean, names)
+    names = names & f.inputs.keys()  # f is constant along a name it does not have
+    if not names:
+        return f
+    real = sorted(n for n in names if f.inputs[n].dtype == "real")
+    if real:
+        raise ValueError(f"cannot take ops.{name} over the real inputs {real}: only Bint "
+                         "inputs have a finite number of values to average over")
+    count = math.prod(f.inputs[n].size for n in names)
+    return f.reduce(ops.add, names) * (1.0 / count)
+
+
+def reduce_domain(op, domain: Domain, n: int) -> Domain:
+    """The domain of an ``op``-reduction of ``n`` values of ``domain``: the same for reals;
+    for ``Bint[k]`` the bound that ``n - 1`` binary ops give (``ops.infer_domain``): a sum of
+    n values below k is below ``n (k - 1) + 1``, a product below ``(k - 1)^n + 1``, and min,
+    max, and, or reach their bound after one step.
+
+    Example:
+        >>> [reduce_domain(op, fc.Bint[6], 3) for op in (ops.add, ops.mul, ops.max)]
+        [Bint[16], Bint[126], Bint[6]]
+    """
+    if domain.dtype == "real" or n <= 1:
+        return domain
+    k, name = domain.dtype, op.name
+    if name == "add":
+        return Domain(n * (k - 1) + 1, domain.shape)
+    if name == "mul":
+        return Domain((k - 1) ** n + 1, domain.shape)
+    return ops.infer_domain(op, domain, domain)

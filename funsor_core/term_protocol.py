@@ -14,6 +14,7 @@ from typing import Any
 from funsor_core.backend import announce_term_class
 from funsor_core.interpreter import _DEFAULT, _STATE
 from funsor_core.ops.op import is_array_type
+from funsor_core.typing import deep_isinstance, params_subclass
 
 __all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook"]
 
@@ -70,6 +71,66 @@ class FunsorMeta(type):
         interp = _DEFAULT[0] if state is None else state[0]
         return interp.interpret(cls, args)
 
+    def __getitem__(cls, params):
+        """``Reduce[AssociativeOp, Funsor, frozenset]``: the class parametrized by one type per
+        field, as funsor's generic term classes are (for ``issubclass`` and type hints).
+
+        A parametrized class is a cached subclass whose ``issubclass`` compares parameters
+        covariantly (``funsor_core.typing.deep_issubclass``). Calling it builds the plain
+        term; instances always have the plain class, so dispatch and ``isinstance(x, Funsor)``
+        stay on ``type``'s fast path (the check lives on the parametrized classes' own
+        metaclass, never on ``FunsorMeta``).
+        """
+        params = params if isinstance(params, tuple) else (params,)
+        if cls.__dict__.get("__args__"):
+            raise TypeError(f"{cls!r} is already parametrized")
+        if len(params) != len(cls.fields):
+            raise TypeError(f"{cls.__name__}[...] takes one type per field {cls.fields}, got "
+                            f"{len(params)}")
+        params = tuple(Any if p is object else p for p in params)
+        cache = cls.__dict__.get("_param_cache")
+        if cache is None:
+            cache = {}
+            type.__setattr__(cls, "_param_cache", cache)
+        result = cache.get(params)
+        if result is None:
+            ns = {"__args__": params, "__origin__": cls, "__slots__": (),
+                  "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+            result = _ParamFunsorMeta(cls.__name__, (cls,), ns)
+            cache[params] = result
+        return result
+
+
+class _ParamFunsorMeta(FunsorMeta):
+    """Metaclass of parametrized term classes (``Reduce[...]``): covariant ``issubclass``,
+    and calling one builds the plain term."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls.__origin__(*args, **kwargs)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        if cls is sub:
+            return True
+        origin = sub.__dict__.get("__origin__", sub) if isinstance(sub, type) else sub
+        if not type.__subclasscheck__(cls.__origin__, origin):
+            return False
+        sub_args = sub.__dict__.get("__args__", ()) if isinstance(sub, type) else ()
+        return params_subclass(sub_args, cls.__args__)
+
+    def __instancecheck__(cls, obj) -> bool:
+        # Instances have the plain class, so compare each field's value with its parameter.
+        if not type.__subclasscheck__(cls.__origin__, type(obj)):
+            return False
+        return all(deep_isinstance(v, p) for v, p in zip(obj._args, cls.__args__))
+
+    def __repr__(cls) -> str:
+        return f"{cls.__origin__.__name__}[{', '.join(map(_type_repr, cls.__args__))}]"
+
+
+def _type_repr(tp) -> str:
+    return tp.__name__ if isinstance(tp, type) and not isinstance(tp, _ParamFunsorMeta) \
+        else repr(tp)
+
 
 class Term(metaclass=FunsorMeta):
     """The term protocol: how a term class is declared, and what follows from it.
@@ -118,6 +179,9 @@ class Term(metaclass=FunsorMeta):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "__args__" in cls.__dict__:  # a parametrization (Reduce[...]): no term of its own
+            return
+        cls.__origin__ = cls  # as funsor's generic classes: the unparametrized origin
         if "fields" not in cls.__dict__ and "_fields" in cls.__dict__:
             cls.fields = cls._fields
         cls._fields = cls.fields

@@ -30,6 +30,9 @@ from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
     index_to_python,
     merge_all_inputs,
     merge_inputs,
+    reduce_constant,
+    reduce_domain,
+    reduce_moment,
 )
 from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
@@ -151,13 +154,20 @@ class Funsor(Term):
         """
         names = _reduced_names(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
-            return _reduce_moment(self, op, names)
+            return reduce_moment(self, op, names)
         if not names:
             return self
         missing = names - self.inputs.keys()
         if missing:
-            raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this funsor, "
-                             f"whose inputs are {dict(self.inputs)}")
+            # A Variable names its domain, so f is repeated over its values (as in funsor);
+            # a bare name not among the inputs has no domain and is most likely a typo.
+            given = (reduced_vars,) if isinstance(reduced_vars, Variable) else reduced_vars
+            variables = [v for v in given if isinstance(v, Variable) and v.name in missing]
+            if len(variables) < len(missing):
+                raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this "
+                                 f"funsor, whose inputs are {dict(self.inputs)}")
+            kept = names - missing
+            return reduce_constant(Reduce(op, self, kept) if kept else self, op, variables)
         return Reduce(op, self, names)
 
     def reshape(self, shape) -> Funsor:
@@ -260,29 +270,7 @@ for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
 Funsor.argmax = _reduction_method(ops.argmax, -1)
 Funsor.argmin = _reduction_method(ops.argmin, -1)
 Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
-
-
-# Mean, variance and standard deviation over inputs, as funsor defines them: by the
-# associative ``add`` reduction they reduce to (they have no Reduce term of their own).
 _INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
-
-
-def _reduce_moment(f: Funsor, op, names: frozenset) -> Funsor:
-    if op is ops.std:
-        return _reduce_moment(f, ops.var, names).sqrt()
-    if op is ops.var:
-        # E[(f - E f)^2], with E the mean over the reduced inputs.
-        diff = f - _reduce_moment(f, ops.mean, names)
-        return _reduce_moment(diff * diff, ops.mean, names)
-    names = names & f.inputs.keys()  # f is constant along a name it does not have
-    if not names:
-        return f
-    real = sorted(n for n in names if f.inputs[n].dtype == "real")
-    if real:
-        raise ValueError(f"cannot take ops.{op.name} over the real inputs {real}: only Bint "
-                         "inputs have a finite number of values to average over")
-    count = math.prod(f.inputs[n].size for n in names)
-    return Reduce(ops.add, f, names) * (1.0 / count)
 
 
 def is_atom(x: Any) -> bool:
@@ -335,6 +323,8 @@ class Number(Funsor):
             data = data.item()
         if dtype != "real":
             if type(data) is bool:  # a bool is the Bint value 0 or 1, as in funsor
+                data = int(data)
+            elif type(data) is float and data.is_integer():  # 2.0 names the value 2
                 data = int(data)
             if not isinstance(data, numbers.Integral) or isinstance(dtype, bool):
                 raise DomainError(f"Number({data!r}) cannot have dtype {dtype!r}: a Bint[n] "
@@ -416,9 +406,13 @@ class Reduce(Funsor):
         return op, arg, names
 
     def _setup(self):
-        reduced_vars = self.reduced_vars
-        self.inputs = {k: d for k, d in self.arg.inputs.items() if k not in reduced_vars}
-        self.output = self.arg.output
+        reduced_vars, arg = self.reduced_vars, self.arg
+        self.inputs = {k: d for k, d in arg.inputs.items() if k not in reduced_vars}
+        output = arg.output
+        if output.dtype != "real":  # a sum of integers may exceed each one's bound
+            count = math.prod(arg.inputs[k].size for k in reduced_vars)
+            output = reduce_domain(self.op, output, count)
+        self.output = output
 
 
 class Subs(Funsor):
@@ -509,7 +503,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
                 raise DomainError(f"a scalar cannot have output {output}")
             if isinstance(x, bool) or not isinstance(x, numbers.Real):
                 return Number(x)
-            return Number(float(x) if output is not None else x)
+            return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
         key = (x, output.dtype)
@@ -521,7 +515,14 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
                     _BINT_NUMBERS.clear()
                 _BINT_NUMBERS[key] = number
         return number
+    if isinstance(x, (list, set, frozenset, dict)):
+        raise ValueError(_NOT_ARRAY.format(kind=type(x).__name__))
     return _hook("array_to_funsor")(x, output, dim_to_name)
+
+
+_NOT_ARRAY = ("to_funsor does not convert a {kind}, as funsor does not: a set or dict has no "
+              "array form, and a list is ambiguous (which dims are inputs?). Make an array "
+              "first, e.g. fc.Tensor(np.array(values), {{'i': fc.Bint[n]}}).")
 
 
 # =============================================================================================
@@ -567,7 +568,7 @@ def _build_reshape(op, arg, shape, ndim=None):
         if known and size % known == 0:
             shape = tuple(size // known if s == -1 else s for s in shape)
     if math.prod(shape) != size or any(s < 0 for s in shape):
-        raise ValueError(f"cannot reshape a funsor of output {arg.output} to shape {shape}: "
+        raise ValueError(f"cannot reshape a funsor of output {arg.output!r} to shape {shape}: "
                          f"the shape must have {size} elements")
     if shape == arg.shape:
         return arg

@@ -27,7 +27,8 @@ from multipledispatch.variadic import isvariadic
 
 __all__ = [
     "GenericTypeMeta", "Variadic", "deep_isinstance", "deep_issubclass", "deep_type",
-    "get_args", "get_origin", "get_type_hints", "register_subclasscheck", "typing_wrap",
+    "get_args", "get_origin", "get_type_hints", "params_subclass", "register_subclasscheck",
+    "typing_wrap",
 ]
 
 
@@ -69,7 +70,7 @@ def get_origin(tp):
         >>> get_origin(typing.Tuple[int]), get_origin(int)
         (<class 'tuple'>, <class 'int'>)
     """
-    if isinstance(tp, GenericTypeMeta):
+    if isinstance(tp, type):  # GenericTypeMeta classes and term classes (Reduce[...])
         return tp.__dict__.get("__origin__", tp)
     result = typing.get_origin(tp)
     return tp if result is None else result
@@ -83,7 +84,7 @@ def get_args(tp) -> tuple:
         ((<class 'int'>, <class 'str'>), ())
     """
     if isinstance(tp, type):
-        return tuple(getattr(tp, "__args__", None) or ())
+        return tuple(tp.__dict__.get("__args__", None) or ())
     return typing.get_args(tp)
 
 
@@ -202,6 +203,20 @@ def _as_typing(tp):
     return typing.Any if tp is object else tp
 
 
+def params_subclass(sub_args: tuple, args: tuple) -> bool:
+    """Whether parameters ``sub_args`` are covariantly below ``args`` (no ``args``: any).
+
+    Example:
+        >>> params_subclass((bool, str), (int, typing.Any)), params_subclass((), (int,))
+        (True, False)
+    """
+    if not args:
+        return True
+    if len(sub_args) != len(args):
+        return False
+    return all(deep_issubclass(_as_typing(s), _as_typing(c)) for s, c in zip(sub_args, args))
+
+
 class GenericTypeMeta(type):
     """Metaclass of classes parametrized like ``A[int, str]``: each parametrization is one
     cached subclass, and ``issubclass`` compares parameters covariantly (``A[bool]`` is a
@@ -240,14 +255,8 @@ class GenericTypeMeta(type):
         if not type.__subclasscheck__(origin, get_origin(sub) if isinstance(
                 sub, GenericTypeMeta) else sub):
             return False
-        args = get_args(cls)
-        if not args:
-            return True
         sub_args = get_args(sub) if isinstance(sub, GenericTypeMeta) else ()
-        if len(sub_args) != len(args):
-            return False
-        return all(deep_issubclass(_as_typing(s), _as_typing(c))
-                   for s, c in zip(sub_args, args))
+        return params_subclass(sub_args, get_args(cls))
 
     def __repr__(cls) -> str:
         args = get_args(cls)

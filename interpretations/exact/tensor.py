@@ -3,6 +3,8 @@ stacking, concatenation, Lambda and lifted functions."""
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.array_terms import Cat, Function, Lambda, Stack
 from funsor_core.domains import Bint
@@ -17,6 +19,7 @@ from funsor_core.tensor import (
     index_tensor,
     index_tensor_numbers,
 )
+from funsor_core.term_inputs import reduce_domain
 from funsor_core.terms import (
     Align,
     Binary,
@@ -120,7 +123,10 @@ def exact_reduce_tensor(op, arg, reduced_vars):
         return arg
     data = ops.REDUCE_OPS[op](arg.data, axis=axes)
     inputs = {n: d for n, d in arg.inputs.items() if n not in reduced_vars}
-    return Tensor.make(data, inputs, arg.dtype, output=arg.output)
+    out = arg.output
+    if out.dtype != "real":  # integer sums and products widen the Bint bound
+        out = reduce_domain(op, out, math.prod(arg.inputs[n].size for n in reduced_vars))
+    return Tensor.make(data, inputs, out.dtype, output=out)
 
 
 # Substituting into a tensor is indexing: numbers select, variables rename, slices slice,

@@ -61,7 +61,11 @@ def exact_getitem_tensor_slice(arg, index, offset):
 @exact.register(Getitem, Lambda, Funsor, int)
 def exact_getitem_lambda(arg, index, offset):
     if offset != 0:
-        return None
+        # Lambda(j, body)[:, idx] = Lambda(j, body[idx]): a later output dim is one of the
+        # body's, indexed for every j alike; unless idx depends on j, which the Lambda binds.
+        if arg.var.name in index.inputs:
+            return None
+        return Lambda(arg.var, Getitem(arg.expr, index, offset - 1))
     return arg.expr(**{arg.var.name: index})
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.array_terms import Independent, Stack
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, UnaryOp
-from funsor_core.tensor import Tensor
+from funsor_core.tensor import Tensor, get_default_prototype
 from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary, Variable
 from interpretations.exact import exact
 
@@ -34,8 +36,29 @@ def exact_binary_number_number(op, lhs, rhs):
 @exact.register(Reduce, Op, Funsor, frozenset)
 def exact_reduce_funsor(op, arg, reduced_vars):
     if not reduced_vars.isdisjoint(arg.inputs):
-        return None
+        return _reduce_table(op, arg, reduced_vars)
     return arg if op in ops.IDEMPOTENT_OPS else None
+
+
+# A lazy function of finitely many Bint values (a Contraction of Variables, say) equals its
+# table: substitute an arange for each input, and reduce the table once it is a Tensor. The
+# sizes are static, so this decides structurally under jax.jit too. Bounded, so that a term
+# over many large Bint inputs stays lazy instead of filling memory.
+_MAX_TABLE = 1 << 20
+
+
+def _reduce_table(op, arg, reduced_vars):
+    if isinstance(arg, (Tensor, Number)):
+        return None
+    domains = arg.inputs.values()
+    if any(d.dtype == "real" or d.shape for d in domains):
+        return None
+    if math.prod(d.size for d in domains) * arg.output.num_elements > _MAX_TABLE:
+        return None
+    table = Tensor(get_default_prototype()).materialize(arg)
+    if not isinstance(table, (Tensor, Number)):
+        return None
+    return Reduce(op, table, reduced_vars)
 
 
 # Independent over a function of no real coordinate is a plain product over the plate.

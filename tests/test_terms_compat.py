@@ -1,0 +1,167 @@
+# ruff: noqa: UP006  (these tests are about the typing module's own Tuple)
+"""funsor-compatible term behaviour: generic term classes, dispatch on structured types,
+domain subclass checks, reductions over constants and over lazy functions of Bint values."""
+
+import functools
+import itertools
+import math
+import operator
+import typing
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.array_terms import Lambda, Stack
+from funsor_core.domains import Bint, Real, Reals
+from funsor_core.registry import KeyedRegistry, PartialDispatcher
+from funsor_core.terms import Funsor, Number, Reduce, Variable
+from funsor_core.typing import deep_issubclass, get_args, get_origin
+from interpretations import lazy
+
+
+# -- generic term classes ---------------------------------------------------------------------
+def test_parametrized_term_classes():
+    r = Reduce[ops.AssociativeOp, Funsor, frozenset]
+    assert r is Reduce[ops.AssociativeOp, Funsor, frozenset]
+    assert get_origin(r) is Reduce and get_origin(Reduce) is Reduce
+    assert get_args(r) == (ops.AssociativeOp, Funsor, frozenset) and get_args(Reduce) == ()
+    assert issubclass(r, Funsor) and issubclass(r, Reduce) and not issubclass(Reduce, r)
+    assert deep_issubclass(Reduce[ops.AssociativeOp, Variable, frozenset], r)
+    assert not deep_issubclass(r, Reduce[ops.AssociativeOp, Variable, frozenset])
+    assert not deep_issubclass(Stack[str, typing.Tuple[Number, Number]],
+                               Stack[str, typing.Tuple[Number, Reduce]])
+    assert type(Variable("x", Real)).__origin__ is Variable
+    with pytest.raises(TypeError, match="one type per field"):
+        Reduce[ops.AssociativeOp, Funsor]
+
+
+def test_parametrized_instance_check_and_call():
+    x = Variable("x", Bint[3])
+    with lazy:  # calling a parametrized class builds the plain term
+        z = Reduce[ops.AssociativeOp, Variable, frozenset](ops.add, x, frozenset({"x"}))
+    assert type(z) is Reduce
+    assert isinstance(z, Reduce[ops.AssociativeOp, Variable, frozenset])
+    assert not isinstance(z, Reduce[ops.AssociativeOp, Number, frozenset])
+
+
+# -- registry -----------------------------------------------------------------------------------
+def test_partial_dispatcher_by_hints_and_variadic():
+    f = PartialDispatcher(lambda *args: "default")
+
+    @f.register()
+    def _pair(a: typing.Tuple[int, int]) -> str:
+        return "pair"
+
+    @f.register([str])
+    def _strings(*args):
+        return "+".join(args)
+
+    assert [f((1, 2)), f((1, 2.5)), f("a", "b"), f(3.0)] == ["pair", "default", "a+b", "default"]
+    registry = KeyedRegistry()
+    registry.register(Reduce, int)(lambda n: n * 2)
+    assert registry(Reduce[ops.AssociativeOp, Funsor, frozenset], 4) == 8
+
+
+# -- domains --------------------------------------------------------------------------------------
+def test_domain_subclass_and_str():
+    assert issubclass(Bint[2], Bint) and issubclass(Bint, Bint) and issubclass(Real, Reals)
+    assert not issubclass(Bint, Bint[2]) and not issubclass(Bint[2], Bint[3])
+    assert not issubclass(Reals[2], Bint) and not issubclass(Real, Reals[2])
+    assert str(Reals[2, 3]) == "Reals[2,3]" and repr(Reals[2, 3]) == "Reals[2, 3]"
+
+
+# -- reductions over a Bint Variable the funsor does not depend on ----------------------------
+@pytest.mark.parametrize("op, oracle", [
+    (ops.add, lambda v, n: n * v),
+    (ops.mul, lambda v, n: v ** n),
+    (ops.logaddexp, lambda v, n: np.logaddexp.reduce(np.full(n, v))),
+    (ops.max, lambda v, n: v),
+    (ops.min, lambda v, n: v),
+])
+def test_reduce_over_absent_variable(op, oracle):
+    f = fc.Tensor(np.array([0.5, -1.25, 2.0]), {"j": Bint[3]})
+    i = Variable("i", Bint[4])
+    actual = f.reduce(op, i)
+    assert actual.inputs == f.inputs
+    np.testing.assert_allclose(actual.data, [oracle(v, 4) for v in f.data])
+    # Partly present: reduce the present name, repeat over the absent one.
+    both = f.reduce(op, frozenset({i, Variable("j", Bint[3])}))
+    folded = {ops.add: np.sum, ops.mul: np.prod, ops.logaddexp: np.logaddexp.reduce,
+              ops.max: np.max, ops.min: np.min}[op](np.tile(f.data, 4))
+    np.testing.assert_allclose(both.data, folded)
+
+
+def test_reduce_over_absent_variable_errors():
+    x = Variable("x", Real)
+    with pytest.raises(ValueError, match=r"not inputs of this funsor"):
+        x.reduce(ops.add, "i")  # a bare name has no domain: most likely a typo
+    with pytest.raises(ValueError, match=r"y: Real"):
+        x.reduce(ops.add, Variable("y", Real))
+    assert x.reduce(ops.add, Variable("i", Bint[4])) is x * 4
+
+
+# -- reductions of lazy functions of Bint values --------------------------------------------
+@pytest.mark.parametrize("op, np_op", [
+    (ops.add, np.add), (ops.mul, np.multiply), (ops.max, np.maximum), (ops.min, np.minimum),
+])
+@pytest.mark.parametrize("names", ["x", "yz", "xyz"])
+def test_reduce_lazy_bint_expression(op, np_op, names):
+    x, y, z = Variable("x", Bint[2]), Variable("y", Bint[3]), Variable("z", Bint[4])
+    f = x * y + z
+    actual = f.reduce(op, frozenset(names))
+    # Oracle: enumerate every assignment with numpy, reduce the named axes.
+    table = (np.arange(2)[:, None, None] * np.arange(3)[None, :, None]
+             + np.arange(4)[None, None, :])
+    axes = tuple("xyz".index(n) for n in names)
+    expected = np_op.reduce(table, axis=axes) if len(axes) == 1 else functools.reduce(
+        lambda t, a: np_op.reduce(t, axis=a), sorted(axes, reverse=True), table)
+    kept = [n for n in "xyz" if n not in names]
+    assert list(actual.inputs) == kept
+    np.testing.assert_array_equal(np.asarray(actual.data), expected)
+    # The Bint bound covers every value (n - 1 binary ops widen it).
+    assert int(np.max(expected)) < actual.dtype
+
+
+def test_reduce_bound_of_integer_tensor():
+    data = np.array([[1, 4], [3, 5]])
+    t = fc.Tensor(data, {"i": Bint[2], "j": Bint[2]}, 6)
+    for op, np_op in [(ops.add, np.sum), (ops.mul, np.prod), (ops.max, np.max)]:
+        r = t.reduce(op, "i")
+        np.testing.assert_array_equal(r.data, np_op(data, axis=0))
+        assert int(r.data.max()) < r.dtype
+
+
+def test_integral_float_names_a_bint_value_and_lists_are_rejected():
+    x = Variable("x", Bint[3])
+    assert (x + 1.0)(x=2.0).data == 3.0
+    with pytest.raises(fc.DomainError, match="must be an integer"):
+        Number(1.5, 3)
+    for bad in ([], set(), {}):
+        with pytest.raises(ValueError, match="to_funsor does not convert"):
+            fc.to_funsor(bad)
+
+
+# -- Lambda indexing ------------------------------------------------------------------------------
+def test_lambda_index_later_dim():
+    data = np.arange(6.0).reshape(2, 3)
+    t = fc.Tensor(data, {"j": Bint[2], "i": Bint[3]})
+    lam = Lambda(Variable("j", Bint[2]), Lambda(Variable("i", Bint[3]), t))
+    k = fc.Tensor(np.array([2, 0]), {"k": Bint[2]}, 3)
+    actual = lam[:, k]  # actual[j] at k = data[j, k[k]]
+    assert actual.output == Reals[2]
+    np.testing.assert_array_equal(actual.align(("k",)).data, data[:, [2, 0]].T)
+    z = Variable("z", Real)
+    zij = Lambda(Variable("j", Bint[7]), Lambda(Variable("i", Bint[5]), z))
+    assert zij[:, Variable("i", Bint[5])].inputs == {"z": Real}
+
+
+def test_math_helpers_sanity():
+    # Closed forms used for the bounds, checked against brute force over small cases.
+    for k, n in itertools.product(range(1, 5), range(1, 4)):
+        vals = list(itertools.product(range(k), repeat=n))
+        assert max(map(sum, vals)) < n * (k - 1) + 1
+        assert max(math.prod(v) for v in vals) < (k - 1) ** n + 1
+        assert max(functools.reduce(operator.or_, v) for v in vals) < ops.infer_domain(
+            ops.or_, Bint[k], Bint[k]).dtype
