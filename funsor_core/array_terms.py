@@ -11,9 +11,11 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core import ops
 from funsor_core.backend import backend_name_of
 from funsor_core.domains import Bint, Domain
 from funsor_core.ops.op import is_array_type
+from funsor_core.term_inputs import reduce_domain
 from funsor_core.terms import (
     DomainError,
     Funsor,
@@ -143,7 +145,9 @@ class Independent(Funsor):
         if isinstance(reals, Funsor):
             inputs = merge_inputs(inputs, reals.inputs, "Independent")
         self.inputs = inputs
-        self.output = fn.output
+        # A product over the plate is a sum of log densities: an integer output widens as a
+        # sum of n values does (the output of the Reduce it stands for).
+        self.output = reduce_domain(ops.add, fn.output, fn.inputs[bint_var].size)
 
 
 class Stack(Funsor):
@@ -233,6 +237,16 @@ class Slice(Funsor):
         size = max(0, -(-(stop - start) // step))
         self.inputs = {name: Bint[size]}
         self.output = Bint[dtype]
+
+    @property
+    def slice(self) -> slice:
+        """The Python slice this term indexes by.
+
+        Example:
+            >>> fc.Slice("i", 1, 7, 2).slice
+            slice(1, 7, 2)
+        """
+        return slice(*self.slice_args)
 
 
 class Function(Funsor):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
+from funsor_core.term_inputs import reduce_domain
 from funsor_core.terms import Funsor, Variable, merge_all_inputs, to_funsor
 
 __all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
@@ -121,4 +122,14 @@ class Contraction(Funsor):
         out: Domain = terms[0].output
         for t in terms[1:]:
             out = ops.infer_domain(bin_op, out, t.output)
+        red_op = self._args[0]
+        if red_op is not None and out.dtype != "real":
+            # An integer sum (or product) over n assignments widens as n - 1 binary ops do,
+            # as the Reduce this contraction stands for.
+            n = 1
+            for k in reduced_vars:
+                d = inputs.get(k)
+                if d is not None and d.dtype != "real":
+                    n *= d.size
+            out = reduce_domain(red_op, out, n)
         self.output = out

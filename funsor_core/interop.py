@@ -33,8 +33,9 @@ from funsor_core.traversal import children
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
 
 
-class LazyTermError(NotImplementedError):
-    """A number was demanded from a term that is still lazy."""
+class LazyTermError(NotImplementedError, ValueError):
+    """A number was demanded from a term that is still lazy (a ``ValueError`` too, which is
+    what funsor raises for ``to_data`` of a term with free variables)."""
 
 
 class NoDataError(LazyTermError, AttributeError):

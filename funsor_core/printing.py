@@ -124,6 +124,14 @@ def quote(expr: Any) -> str:
                 label = labels[id(item)] = f"_t{len(labels) + 1}"
                 out.append(f"({label} := ")
                 close = "))"
+            pieces = getattr(item, "_quote_pieces", None)
+            if pieces is not None:
+                # A term quoted in the syntax that builds it (``x[i]``): texts and subterms.
+                stack.append((True, close))
+                for piece in reversed(pieces()):
+                    stack.append((type(piece) is str, piece))
+                stack.append((True, "("))
+                continue
             stack.append((True, close))
             _push_items(stack, item._args)
             stack.append((True, type(item).__name__ + "("))

@@ -33,7 +33,7 @@ from funsor_core.terms import DomainError, Funsor, Number, Variable
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
            "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
            "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
-           "numeric_array", "tensordot"]
+           "numeric_array", "tensordot", "fold_axes"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -180,6 +180,29 @@ class Tensor(Funsor):
         subs = {name: self.new_arange(name, d.size) for name, d in x.inputs.items()
                 if d.dtype != "real"}
         return x(**subs) if subs else x
+
+
+def fold_axes(op, data, axes: tuple):
+    """Reduce ``data`` over ``axes`` by the elementwise binary ``op``, folding each axis in
+    halves (log depth, basic slicing only, so every backend and ``jit`` can run it): for ops
+    such as bitwise ``or_`` that have no array reduction of their own.
+
+    Example:
+        >>> int(fold_axes(ops.or_, np.array([[1, 2], [4, 1]]), (0, 1)))
+        7
+    """
+    for axis in sorted(axes, reverse=True):
+        lead = (slice(None),) * axis
+        while data.shape[axis] > 1:
+            n = data.shape[axis]
+            half = n // 2
+            folded = op(data[lead + (slice(0, 2 * half, 2),)],
+                        data[lead + (slice(1, 2 * half, 2),)])
+            if n % 2:
+                folded = ops.cat([folded, data[lead + (slice(n - 1, n),)]], axis)
+            data = folded
+        data = data[lead + (0,)]
+    return data
 
 
 # ---------------------------------------------------------------------------------------------

@@ -128,6 +128,11 @@ class Getitem(Funsor):
         shape = arg.output.shape
         self.output = Domain(arg.output.dtype, shape[:offset] + shape[offset + 1:])
 
+    def _quote_pieces(self) -> tuple:
+        # Quoted as the indexing that builds it, ``arg[:, index]``, as funsor's text reads.
+        arg, index, offset = self._args
+        return (arg, "[" + ":, " * offset, index, "]")
+
 
 def _is_basic(part) -> bool:
     return (part is None or part is Ellipsis or isinstance(part, slice)

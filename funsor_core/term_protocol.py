@@ -367,3 +367,12 @@ def _fill(arg: Any, it) -> Any:
     if type(arg) is tuple:
         return tuple(_fill(a, it) for a in arg)
     return arg
+
+
+class TypeHints(dict):
+    """``__annotations__`` of a term: on the class, its (empty) class annotations; on a term,
+    its inputs and ``"return"``: its output, so ``typing.get_type_hints(term)`` reads a term's
+    signature as funsor's does (terms have no instance ``__dict__``, hence a descriptor)."""
+
+    def __get__(self, obj, cls=None):
+        return self if obj is None else {**obj.inputs, "return": obj.output}

@@ -38,6 +38,7 @@ from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
     FunsorMeta,
     Term,
+    TypeHints,
     _hook,
     register_term_hook,
 )
@@ -75,6 +76,7 @@ class Funsor(Term):
     """
 
     __slots__ = ()
+    __annotations__ = TypeHints()
 
     @property
     def dtype(self):

@@ -81,6 +81,25 @@ def lazy_subs_stack(arg, subs):
     return None
 
 
+# Slice(i, start, stop, step)(i=v) is start + step * v: a Number or a Variable (a rename)
+# becomes the index it denotes, and a Slice of a Slice is one Slice.
+@lazy.register(Subs, Slice, tuple)
+def lazy_subs_slice(arg, subs):
+    value = dict(subs).get(arg.name)
+    start, stop, step = arg.slice_args
+    dtype = arg.output.dtype
+    if type(value) is Number:
+        return Number(start + step * value.data, dtype)
+    if type(value) is Variable:
+        return Slice(value.name, start, stop, step, dtype)
+    if type(value) is Slice:
+        v_start, v_stop, v_step = value.slice_args
+        new_start = min(start + step * v_start, dtype)
+        new_stop = max(min(start + step * v_stop, dtype), new_start)
+        return Slice(value.name, new_start, new_stop, step * v_step, dtype)
+    return None
+
+
 def _subs_part(part, values):
     rest = {k: v for k, v in values.items() if k in part.inputs}
     return part(**rest) if rest else part

@@ -34,3 +34,19 @@ def test_pretty_tree():
     assert lines[0].startswith("Unary ops.exp")
     assert lines[1].startswith("  Binary ops.add")
     assert lines[2].startswith("    Variable 'x' Real")
+
+
+def test_quote_of_getitem_is_indexing_syntax_that_rebuilds_it():
+    from interpretations import reflect
+
+    i = fc.Variable("i", Bint[3])
+    y = fc.Variable("y", fc.Reals[3, 3, 3])
+    for interp in (reflect, lazy):
+        with interp:
+            for offset in range(3):
+                term = y[(slice(None),) * offset + (i,)]
+                text = fc.quote(term)
+                # funsor's names only: no Getitem needed to read it back
+                assert "Getitem" not in text
+                assert eval(text, {"Variable": fc.Variable, "Reals": fc.Reals,
+                                   "Bint": Bint}) is term

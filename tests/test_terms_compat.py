@@ -165,3 +165,68 @@ def test_math_helpers_sanity():
         assert max(math.prod(v) for v in vals) < (k - 1) ** n + 1
         assert max(functools.reduce(operator.or_, v) for v in vals) < ops.infer_domain(
             ops.or_, Bint[k], Bint[k]).dtype
+
+
+def test_slice_substitution_matches_python_slicing():
+    # Slice(i, a, b, s)(i=v) denotes range(a, b, s)[v]: numbers, renames and slices of slices,
+    # against Python's own slicing of a list, for every small slice.
+    for dtype in (1, 4, 7):
+        items = list(range(dtype))
+        for start in range(dtype):
+            for stop in range(start, dtype + 1):
+                for step in (1, 2, 3):
+                    outer = fc.Slice("i", start, stop, step, dtype)
+                    assert outer.slice == slice(start, stop, step)
+                    picked = items[outer.slice]
+                    for k, want in enumerate(picked):
+                        assert outer(i=k) is fc.Number(want, dtype)
+                    renamed = outer(i="j")
+                    assert isinstance(renamed, fc.Slice) and renamed(j="i") is outer
+                    n = len(picked)
+                    for a in range(n + 1):
+                        for b in range(a, n + 1):
+                            for s in (1, 2):
+                                inner = fc.Slice("j", a, b, s, n)
+                                both = outer(i=inner)
+                                assert isinstance(both, fc.Slice)
+                                assert items[both.slice] == picked[a:b:s]
+                                assert both.inputs == inner.inputs and both.output == outer.output
+
+
+def test_type_hints_of_a_term_are_its_inputs_and_output():
+    x = fc.Variable("x", fc.Reals[2])
+    t = fc.Tensor(np.ones((3, 2)))["i"]
+    for term in (x, t, x + t, (x * t).reduce(ops.add, "i"), fc.Number(1.5), t(i=1)):
+        hints = typing.get_type_hints(term)
+        assert hints.pop("return") is term.output
+        assert hints == dict(term.inputs)
+
+
+def test_to_data_of_a_free_variable_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="'x'"):
+        fc.to_data(fc.Variable("x", fc.Real))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("op", [ops.or_, ops.and_])
+def test_logical_reductions_of_integers_are_bitwise(backend, op):
+    # or/and over Bint[k > 2] values fold bitwise, as reducing the enumerated values by the
+    # Python operator does; odd sizes exercise the folding's leftover part.
+    fc.set_backend(backend)
+    try:
+        from funsor_core.testing import random_tensor
+
+        t = random_tensor({"a": Bint[3], "b": Bint[5], "c": Bint[2]}, fc.Bint[9])
+        data = np.asarray(t.data)
+        pyop = {ops.or_: operator.or_, ops.and_: operator.and_}[op]
+        for names in (("a",), ("b",), ("a", "b"), ("a", "b", "c")):
+            axes = tuple("abc".index(n) for n in names)
+            kept = tuple(data.shape[i] for i in range(3) if i not in axes)
+            moved = np.moveaxis(data, axes, range(-len(axes), 0)).reshape(kept + (-1,))
+            expected = np.apply_along_axis(lambda v: functools.reduce(pyop, v.tolist()), -1,
+                                           moved)
+            actual = t.reduce(op, frozenset(names))
+            assert np.array_equal(np.asarray(actual.data), expected)
+            assert int(expected.max()) < actual.output.size
+    finally:
+        fc.set_backend("numpy")

@@ -16,6 +16,7 @@ from funsor_core.tensor import (
     align_tensor,
     align_tensors,
     check_same_backend,
+    fold_axes,
     index_tensor,
     index_tensor_numbers,
 )
@@ -121,7 +122,11 @@ def exact_reduce_tensor(op, arg, reduced_vars):
     axes = tuple(i for i, n in enumerate(names) if n in reduced_vars)
     if not axes:
         return arg
-    data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+    if ((op is ops.or_ or op is ops.and_) and arg.dtype not in ("real", 2)
+            and all(arg.data.shape[a] for a in axes)):
+        data = fold_axes(op, arg.data, axes)  # bitwise on integers, not a truth test
+    else:
+        data = ops.REDUCE_OPS[op](arg.data, axis=axes)
     inputs = {n: d for n, d in arg.inputs.items() if n not in reduced_vars}
     out = arg.output
     if out.dtype != "real":  # integer sums and products widen the Bint bound
