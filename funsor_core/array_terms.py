@@ -12,13 +12,14 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.backend import backend_name_of
+from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.domains import Bint, Domain
 from funsor_core.ops.op import is_array_type
 from funsor_core.term_inputs import reduce_domain
 from funsor_core.terms import (
     DomainError,
     Funsor,
+    Number,
     Variable,
     merge_inputs,
     to_funsor,
@@ -182,6 +183,17 @@ class Stack(Funsor):
             inputs = merge_inputs(inputs, p.inputs, "stack")
         self.inputs = inputs
         self.output = parts[0].output
+
+    @property
+    def data(self):
+        """The array of a Stack of Numbers (kept a Stack, as in funsor, so that its parts stay
+        those Numbers); any other Stack is lazy and raises as ``Funsor.data`` does."""
+        parts = self._args[1]
+        if not all(type(p) is Number for p in parts):
+            return Funsor.data.fget(self)
+        dtype = self.output.dtype
+        return backend_module().asarray([p.data for p in parts],
+                                        "real" if dtype == "real" else "int")
 
 
 class Cat(Funsor):

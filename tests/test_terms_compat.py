@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
+import funsor_core.testing as fctesting
 from funsor_core import ops
 from funsor_core.array_terms import Lambda, Stack
 from funsor_core.domains import Bint, Real, Reals
@@ -228,5 +229,39 @@ def test_logical_reductions_of_integers_are_bitwise(backend, op):
             actual = t.reduce(op, frozenset(names))
             assert np.array_equal(np.asarray(actual.data), expected)
             assert int(expected.max()) < actual.output.size
+    finally:
+        fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_a_stack_of_numbers_keeps_its_parts_and_evaluates_where_it_meets_arrays(backend):
+    # Oracle: the numpy array of the parts' values.
+    fc.set_backend(backend)
+    try:
+        vals = [0.5, -1.0, 2.0, 4.0, 3.5]
+        parts = tuple(fc.Number(v) for v in vals)
+        s = Stack("i", parts)
+        ref = np.array(vals)
+        assert isinstance(s, Stack) and s.parts == parts
+        for k in range(5):
+            assert s(i=k) is parts[k]
+        sl = s(i=fc.Slice("j", 1, 5, 2, 5))
+        assert isinstance(sl, Stack) and sl.parts == parts[1:5:2]
+        np.testing.assert_allclose(np.asarray(s.data), ref)
+        assert s.reduce(ops.add, "i") is fc.Number(float(ref.sum()))
+        assert_close = np.testing.assert_allclose
+        other = fctesting.random_tensor({"i": Bint[5], "k": Bint[2]})
+        prod = s * other
+        assert isinstance(prod, fc.Tensor)
+        assert_close(np.asarray(prod.align(("i", "k")).data),
+                     ref[:, None] * np.asarray(other.align(("i", "k")).data), rtol=1e-6)
+        assert_close(np.asarray(s.exp().data), np.exp(ref), rtol=1e-6)
+        assert_close(np.asarray(s.reduce(ops.logaddexp, "i").data),
+                     np.log(np.exp(ref).sum()), rtol=1e-6)
+        idx = fc.Tensor(fctesting.backend_module().asarray(np.array([4, 0]), "int"),
+                        {"k": Bint[2]}, 5)
+        assert_close(np.asarray(s(i=idx).data), ref[[4, 0]], rtol=1e-6)
+        both = fc.Cat("i", (Stack("i", parts[:2]), Stack("i", parts[2:])))
+        assert both is s
     finally:
         fc.set_backend("numpy")

@@ -27,6 +27,7 @@ from interpretations.exact import (  # noqa: E402,F401
     gaussian,
     gaussian_integrate,
     integrate,
+    number_stack,
     scatter,
     tensor,
     terms,

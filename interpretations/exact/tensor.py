@@ -191,7 +191,9 @@ def exact_lambda_tensor(var, expr):
 # Stack(name, parts) stacks the aligned parts along a new leftmost input.
 @exact.register(Stack, str, tuple)
 def exact_stack(name, parts):
-    if not all(isinstance(p, (Tensor, Number)) for p in parts):
+    # A Stack of Numbers only stays a Stack (see number_stack.py).
+    if not all(isinstance(p, (Tensor, Number)) for p in parts) or not any(
+            isinstance(p, Tensor) for p in parts):
         return None
     inputs, datas = _aligned_parts(parts)
     data = ops.stack(datas, 0)
