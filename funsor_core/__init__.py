@@ -46,6 +46,7 @@ from funsor_core.tensor import Tensor
 from funsor_core.tensor_ops import (
     REDUCE_OP_TO_NUMERIC,
     Einsum,
+    Finitary,
     Getitem,
     get_default_prototype,
     numeric_array,
@@ -99,6 +100,7 @@ __all__ = [
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
-    "is_affine", "sample", "Einsum", "Getitem", "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
+    "is_affine", "sample", "Einsum", "Finitary", "Getitem", "REDUCE_OP_TO_NUMERIC",
+    "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
 ]

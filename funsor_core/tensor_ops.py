@@ -34,7 +34,7 @@ from funsor_core.terms import (
 )
 from funsor_core.traversal import bound_name
 
-__all__ = ["Getitem", "Einsum", "tensordot", "numeric_array", "get_default_prototype",
+__all__ = ["Getitem", "Finitary", "Einsum", "tensordot", "numeric_array", "get_default_prototype",
            "REDUCE_OP_TO_NUMERIC", "getitem_funsor"]
 
 # The array reduction applied by ``Reduce(op, ...)`` for each associative op, named as in funsor.
@@ -199,7 +199,24 @@ register_term_hook("getitem", getitem_funsor)
 
 # ---------------------------------------------------------------------------------------------
 # Einsum over output dims, batched over inputs.
-class Einsum(Funsor):
+class Finitary(Funsor):
+    """Base of the terms that apply one op to a tuple of funsors (funsor's ``Finitary``):
+    ``Einsum`` here. Not built directly: a term of this kind is one of its subclasses.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2, 3])  # lazy: a Tensor operand would evaluate it
+        >>> isinstance(Einsum("ab->a", x), Finitary)
+        True
+    """
+
+    @classmethod
+    def _prepare(cls, *args):
+        raise NotImplementedError(
+            "Finitary is the base of n-ary terms such as Einsum; build one of those (or use "
+            "the op on funsors directly, e.g. ops.einsum(eq, *funsors))")
+
+
+class Einsum(Finitary):
     """``Einsum(equation, *operands)``: ``np.einsum`` on the operands' output dims, broadcast
     over their inputs by name (funsor's ``funsor.tensor.Einsum``). Sums only; for named
     sum-product contractions use ``fc.einsum.einsum`` or ``+`` and ``.reduce``.

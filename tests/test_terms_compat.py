@@ -265,3 +265,13 @@ def test_a_stack_of_numbers_keeps_its_parts_and_evaluates_where_it_meets_arrays(
         assert both is s
     finally:
         fc.set_backend("numpy")
+
+
+def test_finitary_is_the_base_of_einsum_and_is_not_built_directly():
+    x = fc.Variable("x", Reals[2, 3])
+    term = fc.Einsum("ab->a", x)
+    assert isinstance(term, fc.Finitary)
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(term(x=a).data, np.einsum("ab->a", a))
+    with pytest.raises(NotImplementedError, match="Einsum"):
+        fc.Finitary(ops.add, (x, x))
