@@ -35,6 +35,7 @@ from funsor_core.gaussian import Gaussian, real_offsets
 from funsor_core.gaussian_algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.tensor import Tensor, align_tensor
 from funsor_core.terms import Funsor, Number, register_term_hook
+from funsor_core.traversal import reinterpret
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor"]
 
@@ -84,6 +85,12 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
         for t in dense:
             result = result + t
         return result
+    if not getattr(term, "_atom", False):
+        # A lazy term (built under reflect or lazy) is evaluated by the active interpretation
+        # first, as funsor does; sampled if that gives one of the atoms above.
+        evaluated = reinterpret(term)
+        if evaluated is not term:
+            return sample(evaluated, names, sample_inputs, rng_key)
     raise NotImplementedError(_NO_SAMPLER.format(names=sorted(names), cls=type(term).__name__))
 
 
@@ -98,6 +105,9 @@ def _module_and_key(proto, rng_key):
     if backend_name_of(rng_key) != name:
         raise TypeError(f"rng_key is a {type(rng_key).__name__} ({backend_name_of(rng_key)}), "
                         f"but the term holds {name} arrays: pass an int seed or a {name} key")
+    if name == "numpy" and hasattr(rng_key, "dtype"):
+        # A jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.
+        return module, module.new_rng_key(rng_key)
     return module, rng_key
 
 
