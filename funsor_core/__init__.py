@@ -67,6 +67,7 @@ from funsor_core.terms import (
 from funsor_core.traversal import reinterpret, substitute
 
 set_default_interpretation(_interpretations.exact)
+apply_optimizer = _interpretations.apply_optimizer
 
 
 # ``fc.einsum`` and ``fc.sum_product`` are the modules, as in funsor (``funsor.einsum.einsum``,
@@ -100,7 +101,7 @@ __all__ = [
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
     "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
-    "is_affine", "sample", "Einsum", "Finitary", "Getitem", "REDUCE_OP_TO_NUMERIC",
-    "get_default_prototype",
+    "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
+    "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
 ]

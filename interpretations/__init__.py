@@ -12,13 +12,16 @@ Example:
 
 from funsor_core.interpreter import reflect
 from interpretations import constant  # noqa: F401  (registers Constant's rules)
+from interpretations.compress import compress_gaussians
 from interpretations.exact import EXACT, eager, exact
 from interpretations.lazy import LAZY, lazy
 from interpretations.memoize import Memoize, memoize
 from interpretations.normalize import NORMALIZE, normalize
+from interpretations.optimize import apply_optimizer
 from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
 
 REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
-           "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die"]
+           "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
+           "compress_gaussians", "apply_optimizer"]
