@@ -25,3 +25,17 @@ def test_deltas_compare_by_points_and_log_densities():
     assert_close(a, b)
     with pytest.raises(AssertionError):
         assert_close(a, fc.Delta("x", fc.Tensor(np.array(2.0)), fc.Tensor(np.array(0.25))))
+
+
+def test_assert_close_looks_through_a_lazy_align_but_not_past_a_difference():
+    from funsor_core.testing import assert_close, random_gaussian, random_tensor
+    from interpretations import lazy
+
+    g = random_gaussian({"i": fc.Bint[2], "x": fc.Real}) + random_tensor({"i": fc.Bint[2]})
+    with lazy:
+        aligned = g.align(("x", "i"))
+    assert type(aligned).__name__ == "Align"
+    assert_close(aligned, g)
+    assert_close(g, aligned)
+    with pytest.raises(AssertionError):
+        assert_close(aligned, g + 1.0)
