@@ -23,7 +23,15 @@ from funsor_core import ops
 from funsor_core.affine import extract_affine_flat
 from funsor_core.domains import Real
 from funsor_core.tensor import Tensor, align_tensors, backend_of
-from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_inputs, to_funsor
+from funsor_core.terms import (
+    DomainError,
+    Funsor,
+    Number,
+    Unary,
+    Variable,
+    merge_inputs,
+    to_funsor,
+)
 
 __all__ = ["Delta", "TRACED_COEFFICIENT", "change_delta_variable", "delta_log_indicator",
            "invert_affine", "plate_log_density", "reduce_delta", "reduce_delta_plates",
@@ -188,6 +196,8 @@ def change_delta_variable(name, point, log_density, value, avoid) -> tuple | Non
         >>> name, float(p.data), bool(np.isclose(ld.data, -np.log(2.0)))
         ('y', 2.0, True)
     """
+    if type(value) is Unary and value.op in (ops.exp, ops.log) and type(value.arg) is Variable:
+        return _change_by_exp_or_log(point, log_density, value, avoid)
     found = extract_affine_flat(value, host_if_constant=True)
     if found is None or len(found[1]) != 1:
         return None
@@ -202,6 +212,34 @@ def change_delta_variable(name, point, log_density, value, avoid) -> tuple | Non
         return None
     new_point, log_abs_det = solved
     return y, (new_point, log_density - log_abs_det)
+
+
+def _change_by_exp_or_log(point, log_density, value, avoid) -> tuple | None:
+    # dirac(g(y) - p) = dirac(y - g^-1(p)) / |g'(g^-1(p))|, elementwise over the event dims:
+    # g = exp: y = log p and |g'| = p, so the log density gains -sum(log p); a p <= 0 is not
+    # in the range of exp, so there is no mass (-inf). g = log: y = exp(p), |g'| = exp(-p),
+    # so it gains +sum(p).
+    y = value.arg.name
+    if y in avoid or value.arg.output is not point.output or not isinstance(point, (Tensor,
+                                                                                     Number)):
+        return None
+    if value.op is ops.log:
+        return y, (point.exp(), log_density + (point.sum() if point.output.shape else point))
+    data = point.data
+    if isinstance(point, Number):  # a scalar
+        if data <= 0:
+            return y, (Number(0.0), log_density + Number(-math.inf))
+        return y, (point.log(), log_density - point.log())
+    positive = ops.gt(data, 0)
+    safe = ops.where(positive, data, ops.new_full(data, (), 1.0))
+    logp = Tensor.make(ops.log(safe), point.inputs, point.dtype)
+    out = len(point.output.shape)
+    in_range = Tensor.make(ops.all(positive, tuple(range(-out, 0))) if out else positive,
+                           point.inputs, 2)
+    jac = logp.sum() if out else logp
+    shift = Tensor.make(ops.where(in_range.data, ops.neg(jac.data),
+                                  ops.new_full(jac.data, (), -math.inf)), point.inputs)
+    return y, (logp, log_density + shift)
 
 
 def invert_affine(point: Funsor, const: Tensor, coeff: Tensor) -> tuple[Tensor, Tensor] | None:

@@ -281,3 +281,39 @@ def test_delta_pytree_round_trip_keeps_fresh():
         fc.set_backend("numpy")
     assert isinstance(rebuilt, fc.Delta) and rebuilt.fresh == {"x"}
     assert set(rebuilt.inputs) == {"x", "i"}
+
+
+def _smeared_mass(g, p, lo, hi, sigma=1e-3):
+    # Oracle: the mass in y of dirac(g(y) - p), with the dirac smeared to a narrow normal
+    # density, by quadrature on a fine grid.
+    y = np.linspace(lo, hi, 2_000_001)
+    dens = np.exp(-0.5 * ((g(y) - p) / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi))
+    return np.trapezoid(dens, y) if hasattr(np, "trapezoid") else np.trapz(dens, y)
+
+
+@pytest.mark.parametrize("p", [0.5, 2.0, 3.0])
+def test_delta_under_exp_changes_variables_with_the_jacobian(p):
+    y = fc.Variable("y", fc.Real)
+    d = fc.Delta("x", fc.Number(p))(x=ops.exp(y))
+    assert isinstance(d, fc.Delta) and d.fresh == frozenset({"y"})
+    mass = float(d.reduce(ops.logaddexp, "y").data)
+    np.testing.assert_allclose(np.exp(mass), _smeared_mass(np.exp, p, -3.0, 3.0), rtol=1e-4)
+    np.testing.assert_allclose(float(d.terms[0][1][0].data), np.log(p))
+
+
+@pytest.mark.parametrize("p", [-1.0, 0.3, 1.2])
+def test_delta_under_log_changes_variables_with_the_jacobian(p):
+    y = fc.Variable("y", fc.Real)
+    d = fc.Delta("x", fc.Number(p))(x=ops.log(y))
+    mass = float(d.reduce(ops.logaddexp, "y").data)
+    np.testing.assert_allclose(np.exp(mass), _smeared_mass(np.log, p, 1e-3, 6.0), rtol=1e-4)
+
+
+def test_delta_under_exp_of_a_point_outside_its_range_has_no_mass():
+    y = fc.Variable("y", fc.Reals[2])
+    point = fc.Tensor(np.array([[1.0, -2.0], [0.5, 2.0]]), {"i": fc.Bint[2]})
+    d = fc.Delta("x", point)(x=ops.exp(y))
+    mass = d.reduce(ops.logaddexp, "y").data
+    assert mass[0] == -np.inf
+    np.testing.assert_allclose(mass[1], -np.log(0.5 * 2.0))
+    assert _smeared_mass(np.exp, -2.0, -5.0, 5.0) < 1e-12
