@@ -19,7 +19,7 @@ import jax.scipy.linalg
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.backend import on_term_class
+from funsor_core.engine.backend import on_term_class
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "jax"
@@ -363,7 +363,7 @@ install()
 # --- pytree registration of funsor terms ---
 # Every term class is a pytree: arrays and subterms are children; names, domains, ops and the
 # rest of the structure are static aux data, so `jax.jit` traces once per term structure. The
-# classes come through funsor_core.backend's hook: this module never imports the terms.
+# classes come through funsor_core.engine.backend's hook: this module never imports the terms.
 def _register_pytree(cls) -> None:
     jax.tree_util.register_pytree_node(cls, cls.tree_flatten, cls.tree_unflatten)
 

@@ -14,36 +14,21 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 # Last: the rule modules import the terms above; this installs them and makes exact default.
 import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
-from funsor_core.affine import extract_affine, is_affine
-from funsor_core.array_terms import Cat, Function, Independent, Lambda, Slice, Stack
-from funsor_core.backend import get_backend, set_backend, set_default_backend
-from funsor_core.constant import Constant
-from funsor_core.contraction import Contraction
-from funsor_core.delta import Delta
-from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
-from funsor_core.einsum import naive_einsum, naive_plated_einsum
-from funsor_core.factory import make_funsor
-from funsor_core.gaussian import Gaussian, align_gaussian
-from funsor_core.integrate import Integrate
-from funsor_core.interop import array_to_funsor, function, to_data
-from funsor_core.interpreter import (
-    Interpretation,
-    get_interpretation,
-    reflect,
-    set_debug,
-    set_default_interpretation,
+from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
+from funsor_core.atoms.affine import extract_affine, is_affine
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
+from funsor_core.atoms.interop import (
+    LazyTermError,
+    NoDataError,
+    array_to_funsor,
+    function,
+    to_data,
 )
-from funsor_core.printing import pretty, quote
-from funsor_core.product import Product, Tuple
-from funsor_core.sampling import sample
-from funsor_core.scatter import Scatter
-from funsor_core.sum_product import (
-    naive_sequential_sum_product,
-    partial_sum_product,
-    sequential_sum_product,
-)
-from funsor_core.tensor import Tensor
-from funsor_core.tensor_ops import (
+from funsor_core.atoms.sampling import sample
+from funsor_core.atoms.scatter import Scatter
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor_ops import (
     REDUCE_OP_TO_NUMERIC,
     Einsum,
     Finitary,
@@ -52,7 +37,22 @@ from funsor_core.tensor_ops import (
     numeric_array,
     tensordot,
 )
-from funsor_core.terms import (
+from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
+from funsor_core.engine.backend import get_backend, set_backend, set_default_backend
+from funsor_core.engine.interpreter import (
+    Interpretation,
+    get_interpretation,
+    reflect,
+    set_debug,
+    set_default_interpretation,
+)
+from funsor_core.sum_product import (
+    naive_sequential_sum_product,
+    partial_sum_product,
+    sequential_sum_product,
+)
+from funsor_core.terms.arrays import Cat, Function, Independent, Lambda, Slice, Stack
+from funsor_core.terms.base import (
     Align,
     Binary,
     DomainError,
@@ -64,7 +64,13 @@ from funsor_core.terms import (
     Variable,
     to_funsor,
 )
-from funsor_core.traversal import reinterpret, substitute
+from funsor_core.terms.constant import Constant
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.factory import make_funsor
+from funsor_core.terms.integrate import Integrate
+from funsor_core.terms.printing import pretty, quote
+from funsor_core.terms.product import Product, Tuple
+from funsor_core.terms.traversal import reinterpret, substitute
 
 set_default_interpretation(_interpretations.exact)
 apply_optimizer = _interpretations.apply_optimizer
@@ -93,7 +99,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Align", "Array", "Binary", "Bint", "Cat", "Domain", "DomainError", "Function", "Funsor",
-    "Independent", "Interpretation", "Lambda", "Number", "Real", "Reals", "Reduce", "Slice",
+    "Independent", "Interpretation", "Lambda", "LazyTermError", "NoDataError", "Number", "Real",
+    "Reals", "Reduce", "Slice",
     "Stack", "Subs", "Tensor", "Unary", "Variable", "array_to_funsor", "bint", "function",
     "get_backend", "get_interpretation", "ops", "set_default_backend", "pretty", "quote",
     "reals", "reflect",

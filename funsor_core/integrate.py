@@ -1,59 +1,13 @@
-"""``Integrate(log_measure, integrand, reduced_vars)``: the integral of ``integrand`` against
-the measure whose log density is ``log_measure``, over the names ``reduced_vars``.
+"""funsor's ``funsor.integrate``: ``Integrate``.
 
-For a discrete measure this is ``sum over reduced_vars of exp(log_measure) * integrand``; a
-Delta measure evaluates the integrand at its point. Rules: ``interpretations/exact/
-integrate.py``.
-
-Example:
-    >>> p = fc.Tensor(np.log(np.array([0.25, 0.75])), {"i": fc.Bint[2]})
-    >>> f = fc.Tensor(np.array([4.0, 8.0]), {"i": fc.Bint[2]})
-    >>> float(fc.Integrate(p, f, "i").data)
-    7.0
-"""
-
-from __future__ import annotations
-
-from funsor_core.terms import DomainError, Funsor, Variable, merge_inputs, to_funsor
-
-__all__ = ["Integrate"]
+A thin face; the implementation lives in
+``funsor_core.terms.integrate``."""
 
 
-class Integrate(Funsor):
-    """The integral of ``integrand`` against ``exp(log_measure)`` over ``reduced_vars``.
+from funsor_core.terms.integrate import (
+    Integrate,
+)
 
-    Args:
-        log_measure: a real scalar funsor, the log density of the measure.
-        integrand: a funsor.
-        reduced_vars: a name, a Variable, or a set of them (each an input of ``log_measure``).
-
-    Example:
-        >>> d = fc.Delta("x", fc.Number(2.0))
-        >>> fc.Integrate(d, fc.Variable("x", fc.Real) * 3, "x").data
-        6.0
-    """
-
-    fields = ("log_measure", "integrand", "reduced_vars")
-    binds = ("reduced_vars",)
-
-    @classmethod
-    def _prepare(cls, log_measure, integrand, reduced_vars):
-        log_measure, integrand = to_funsor(log_measure), to_funsor(integrand)
-        if log_measure.output.dtype != "real" or log_measure.shape:
-            raise DomainError(f"Integrate needs a real scalar log_measure, got output "
-                              f"{log_measure.output}")
-        if isinstance(reduced_vars, (str, Variable)):
-            reduced_vars = (reduced_vars,)
-        names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
-        merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
-        missing = names - log_measure.inputs.keys()
-        if missing:
-            raise ValueError(f"cannot integrate over {sorted(missing)}: not inputs of the "
-                             f"measure, whose inputs are {dict(log_measure.inputs)}")
-        return log_measure, integrand, names
-
-    def _setup(self):
-        log_measure, integrand, reduced_vars = self._args
-        inputs = merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
-        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
-        self.output = integrand.output
+__all__ = [
+    "Integrate"
+]

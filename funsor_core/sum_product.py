@@ -3,12 +3,12 @@
 This module is the public face of the family (funsor users write
 ``from funsor.sum_product import ...``); the algorithms live in three modules:
 
-- ``sum_product_plates``: ``partial_sum_product`` and ``sum_product``, Algorithm 1 of
+- ``algorithms.plates``: ``partial_sum_product`` and ``sum_product``, Algorithm 1 of
   "Tensor Variable Elimination for Plated Factor Graphs" (Obermeyer et al., 2019).
-- ``sum_product_chains``: scans over a time input: ``sequential_sum_product`` (parallel,
+- ``algorithms.chains``: scans over a time input: ``sequential_sum_product`` (parallel,
   depth ``log2(T)``), its serial reference, ``mixed_sequential_sum_product``, and the
   Sarkka-Bilmes scans for factors that look back several steps.
-- ``sum_product_markov``: plated elimination where some plates are Markov chains
+- ``algorithms.markov_plates``: plated elimination where some plates are Markov chains
   (``modified_partial_sum_product``, ``dynamic_partial_sum_product``) and
   ``partial_unroll``, which rewrites plates as copies of their variables.
 
@@ -18,19 +18,19 @@ Example:
     array([3., 3.])
 """
 
-from funsor_core.sum_product_chains import (
+from funsor_core.algorithms.chains import (
     mixed_sequential_sum_product,
     naive_sarkka_bilmes_product,
     naive_sequential_sum_product,
     sarkka_bilmes_product,
     sequential_sum_product,
 )
-from funsor_core.sum_product_markov import (
+from funsor_core.algorithms.markov_plates import (
     dynamic_partial_sum_product,
     modified_partial_sum_product,
     partial_unroll,
 )
-from funsor_core.sum_product_plates import (
+from funsor_core.algorithms.plates import (
     PRODUCT_TO_POWER,
     PlateError,
     partial_sum_product,

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.backend import backend_module
-from funsor_core.delta import Delta
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain, Real
-from funsor_core.gaussian import Gaussian
-from funsor_core.tensor import Tensor, is_array
-from funsor_core.terms import Align, Funsor, Number
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.base import Align, Funsor, Number
 
 __all__ = [
     "assert_close", "check_funsor", "random_tensor", "random_gaussian", "randn", "rand",

@@ -10,7 +10,7 @@ Example:
     ...         pass
 """
 
-from funsor_core.interpreter import reflect
+from funsor_core.engine.interpreter import reflect
 from interpretations import constant  # noqa: F401  (registers Constant's rules)
 from interpretations.compress import compress_gaussians
 from interpretations.exact import EXACT, eager, exact

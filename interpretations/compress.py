@@ -23,10 +23,10 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core import gaussian_math as gm
-from funsor_core.gaussian import Gaussian, gaussian_layout
-from funsor_core.interpreter import Interpretation
-from funsor_core.tensor import Tensor
+from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.interpreter import Interpretation
 from interpretations.exact import exact
 
 __all__ = ["compress_gaussians"]

@@ -2,7 +2,7 @@
 interpretation propagates it), and elementwise ops, reductions and alignment (on ``exact``).
 
 Example:
-    >>> from funsor_core.constant import Constant
+    >>> from funsor_core.terms.constant import Constant
     >>> c = Constant({"x": fc.Bint[3]}, fc.Tensor(np.arange(2.0), {"i": fc.Bint[2]}))
     >>> d = c.exp()
     >>> type(d).__name__, d.const_inputs
@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.constant import Constant
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.ops import BinaryOp, UnaryOp
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Align, Binary, Funsor, Number, Reduce, Subs, Unary
+from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary
+from funsor_core.terms.constant import Constant
 from interpretations.exact import exact
 from interpretations.lazy import lazy
 

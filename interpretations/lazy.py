@@ -15,10 +15,10 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.array_terms import Slice, Stack
-from funsor_core.interpreter import Interpretation, reflect
-from funsor_core.terms import Align, Funsor, Number, Reduce, Subs, Variable
-from funsor_core.traversal import receives_subs, substitute
+from funsor_core.engine.interpreter import Interpretation, reflect
+from funsor_core.terms.arrays import Slice, Stack
+from funsor_core.terms.base import Align, Funsor, Number, Reduce, Subs, Variable
+from funsor_core.terms.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]
 

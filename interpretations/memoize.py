@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from funsor_core.interpreter import ENTERED, Interpretation, _hashable
+from funsor_core.engine.interpreter import ENTERED, Interpretation, _hashable
 
 __all__ = ["Memoize", "memoize"]
 

@@ -18,11 +18,11 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.interpreter import Interpretation
+from funsor_core.engine.interpreter import Interpretation
 from funsor_core.ops import BinaryOp, Op
-from funsor_core.terms import Binary, Funsor, Number, Reduce
-from funsor_core.traversal import alpha_rename, bound_name
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import alpha_rename, bound_name
 from interpretations.lazy import lazy
 
 __all__ = ["normalize", "NORMALIZE"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from funsor_core.traversal import reinterpret
+from funsor_core.terms.traversal import reinterpret
 from interpretations.normalize import normalize
 
 __all__ = ["apply_optimizer"]

@@ -22,8 +22,8 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.interpreter import Interpretation, reflect
-from funsor_core.terms import Binary, Funsor, Reduce, Subs, Unary
+from funsor_core.engine.interpreter import Interpretation, reflect
+from funsor_core.terms.base import Binary, Funsor, Reduce, Subs, Unary
 from interpretations.exact import exact
 from interpretations.lazy import lazy
 

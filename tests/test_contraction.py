@@ -8,7 +8,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.contraction import Contraction
+from funsor_core.terms.contraction import Contraction
 from interpretations import normalize
 
 SIZES = {"i": 2, "j": 3, "k": 4}

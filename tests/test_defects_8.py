@@ -12,8 +12,8 @@ import scipy.special
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Real, Reals
+from funsor_core.engine.backend import backend_module
 from funsor_core.ops.builtin import _SCALAR_KERNELS
 from funsor_core.sum_product import sum_product
 from interpretations import lazy

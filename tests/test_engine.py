@@ -15,7 +15,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.interpreter import (
+from funsor_core.engine.interpreter import (
     ENTERED,
     Interpretation,
     Tuple,
@@ -24,8 +24,8 @@ from funsor_core.interpreter import (
     tuple_type,
 )
 from funsor_core.terms import Funsor
+from funsor_core.terms.traversal import alpha_rename, substitute
 from funsor_core.testing import assert_close, random_tensor
-from funsor_core.traversal import alpha_rename, substitute
 from interpretations import exact, lazy, normalize
 
 BinaryOp = ops.BinaryOp

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
-from funsor_core import backend, contraction, ops
+from funsor_core import ops
 from funsor_core.domains import Bint, Real, Reals
+from funsor_core.engine import backend
+from funsor_core.terms import contraction
 from funsor_core.testing import randn
 from interpretations import lazy
 
@@ -273,7 +275,7 @@ def test_bound_ops_are_interned_while_alive():
 
 
 def test_long_tuple_keys_share_one_cache_entry():
-    from funsor_core.interpreter import Tuple, tuple_type
+    from funsor_core.engine.interpreter import Tuple, tuple_type
 
     assert tuple_type((1,) * 20) is tuple_type((2,) * 30)
     assert issubclass(tuple_type((1, "a") * 10), Tuple[(int, str), ...])

@@ -100,7 +100,7 @@ def test_mixing_backends_in_one_expression():
 
 def test_data_of_a_term_that_is_not_a_number():
     g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs={"x": Reals[2]})
-    with pytest.raises(fc.interop.NoDataError, match=r"this Gaussian is a function of its free "
+    with pytest.raises(fc.NoDataError, match=r"this Gaussian is a function of its free "
                                                     r"inputs \{'x': Reals\[2\]\}"):
         _ = g.data
     assert getattr(g, "data", None) is None  # still an AttributeError for getattr/hasattr

@@ -29,7 +29,7 @@ def spd(rng, dim, batch=()):
 
 
 def _arr(x):
-    from funsor_core.backend import backend_module
+    from funsor_core.engine.backend import backend_module
 
     return backend_module().asarray(np.asarray(x), "real")
 

@@ -1,4 +1,5 @@
-"""funsor_core.gaussian_algebra against closed-form Gaussian algebra in numpy (moments form)."""
+"""funsor_core.atoms.gaussian.algebra against closed-form Gaussian algebra in numpy (moments
+form)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
-from funsor_core import gaussian_algebra as ga
+from funsor_core.atoms.gaussian import algebra as ga
 from funsor_core.gaussian import Gaussian
 
 

@@ -46,7 +46,7 @@ def test_align_gaussian_is_a_gaussian_with_the_same_density(backend, order):
 
 
 def _backend_array(x):
-    from funsor_core.backend import backend_module
+    from funsor_core.engine.backend import backend_module
 
     return backend_module().asarray(np.asarray(x), "real")
 

@@ -1,6 +1,6 @@
 """funsor 0.4.8's Gaussian helper names and parametrizations, against numpy closed forms.
 
-Covers ``funsor_core.gaussian_compat`` (``_compress_rank``, ``_inverse_cholesky``,
+Covers ``funsor_core.compat.gaussian`` (``_compress_rank``, ``_inverse_cholesky``,
 ``_split_real_inputs``, ``_norm2``, ``_vm``, ``_mv``), the Gaussian's ``_mean`` /
 ``_precision`` / ``_info_vec`` / ``_covariance`` / ``_scale_tril``, any location with any
 scale in the constructor, and Integrate over matrix-valued real inputs.
@@ -16,7 +16,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
+from funsor_core.engine.backend import backend_module
 from funsor_core.gaussian import (
     _compress_rank,
     _inverse_cholesky,

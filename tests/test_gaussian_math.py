@@ -17,8 +17,8 @@ import pytest
 import scipy.stats
 
 import backends.numpy  # noqa: F401  (registers the numpy kernels)
-from funsor_core import gaussian_math as gm
 from funsor_core import ops
+from funsor_core.atoms.gaussian import arrays as gm
 
 BACKENDS = [b for b in ("numpy", "torch", "jax") if importlib.util.find_spec(f"backends.{b}")]
 AUTODIFF_BACKENDS = [b for b in BACKENDS if b != "numpy"] or ["numpy"]

@@ -1,5 +1,11 @@
-"""The import graph: no cycle inside ``funsor_core`` and no wrong-way arrow, counting imports
-inside functions (a deferred import is still an arrow). Also: no oversized module.
+"""The import graph: no cycle inside ``funsor_core``, no wrong-way arrow and no arrow up the
+layers, counting imports inside functions (a deferred import is still an arrow). Also: no
+oversized module, and the faces at funsor's module paths stay thin.
+
+The layers of ``funsor_core``, bottom to top (a module imports its own layer or those below):
+``domains`` <- ``ops`` <- ``engine`` <- ``terms`` <- ``atoms`` <- ``algorithms`` <- ``compat``
+<- the faces (top-level modules such as ``funsor_core.gaussian``) <- ``funsor_core/__init__``.
+``interpretations`` sit above the implementation packages and never import the faces.
 
 The graph is read from the source with ``ast``, so it sees every import statement wherever
 it is, not only the ones that ran.
@@ -107,9 +113,9 @@ def test_no_wrong_way_arrows():
         if name.startswith("funsor_core.") or name == "funsor_core.ops":
             bad = {d for d in deps if d.split(".")[0] in ("interpretations", "backends")}
         elif name.startswith("backends"):
-            # Backends plug kernels into ops and glue into funsor_core.backend, nothing else.
+            # Backends plug kernels into ops and glue into funsor_core.engine.backend, nothing else.
             bad = {d for d in deps if d.startswith("funsor_core") and not (
-                d.startswith("funsor_core.ops") or d in ("funsor_core.backend",
+                d.startswith("funsor_core.ops") or d in ("funsor_core.engine.backend",
                                                          "funsor_core.domains"))}
             bad |= {d for d in deps if d.startswith("interpretations")}
         else:
@@ -123,3 +129,67 @@ def test_no_module_over_600_lines(package):
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 600}
     assert not long, f"modules over 600 lines: {long}"
+
+
+# The layers, bottom first; a module's layer is the longest prefix that names one.
+LAYERS = ("funsor_core.domains", "funsor_core.ops", "funsor_core.engine", "funsor_core.terms",
+          "funsor_core.atoms", "funsor_core.algorithms", "funsor_core.compat")
+FACE_RANK = len(LAYERS)  # top-level modules of funsor_core: faces and public helper modules
+
+
+def _rank(module: str) -> int | None:
+    if module == "funsor_core":
+        return FACE_RANK + 1
+    for k, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return k
+    if module.startswith("funsor_core."):
+        return FACE_RANK
+    return None
+
+
+def test_layer_ranks():
+    assert _rank("funsor_core.engine.interpreter") < _rank("funsor_core.terms.base")
+    assert _rank("funsor_core.atoms.gaussian.arrays") < _rank("funsor_core.algorithms.einsum")
+    assert _rank("funsor_core.gaussian") == FACE_RANK and _rank("interpretations.lazy") is None
+
+
+def test_no_arrow_up_the_layers():
+    up = []
+    for name, deps in GRAPH.items():
+        rank = _rank(name)
+        if rank is None:
+            continue
+        up.extend(f"{name} -> {d}" for d in sorted(deps)
+                  if (r := _rank(d)) is not None and r > rank)
+    assert not up, "imports up the layers:\n" + "\n".join(up)
+
+
+def test_interpretations_do_not_import_faces():
+    faces = []
+    for name, deps in GRAPH.items():
+        if name.startswith("interpretations"):
+            faces.extend(f"{name} -> {d}" for d in sorted(deps)
+                         if _rank(d) is not None and _rank(d) >= FACE_RANK)
+    assert not faces, "interpretations importing faces:\n" + "\n".join(faces)
+
+
+# Public helper modules at the top level that are not faces (they hold code of their own).
+NOT_FACES = {"funsor_core.domains", "funsor_core.testing"}
+
+
+def test_faces_are_thin():
+    # A face holds a docstring, imports and ``__all__``; code lives in the packages below.
+    thick = []
+    for name, path in MODULES.items():
+        if _rank(name) != FACE_RANK or name in NOT_FACES:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            plain = isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) or (
+                isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets]
+                == ["__all__"])
+            if not plain:
+                thick.append(f"{name}:{node.lineno}")
+    assert not thick, f"faces holding code: {thick}"

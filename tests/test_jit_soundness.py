@@ -15,9 +15,9 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.atoms.interop import LazyTermError
 from funsor_core.delta import Delta
 from funsor_core.gaussian import Gaussian
-from funsor_core.interop import LazyTermError
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy

@@ -4,8 +4,8 @@ import numpy as np
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Real
+from funsor_core.engine.backend import backend_module
 from funsor_core.testing import assert_close, random_tensor
 from interpretations import exact, lazy
 

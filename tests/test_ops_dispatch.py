@@ -11,8 +11,8 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Real, Reals
+from funsor_core.engine.backend import backend_module
 from funsor_core.testing import assert_close
 
 NI, NJ, NK = 2, 3, 4

@@ -6,7 +6,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core.domains import Bint, Real, Reals
-from funsor_core.product import Product, ProductDomain, Tuple, tuple_to_funsor
+from funsor_core.terms.product import Product, ProductDomain, Tuple, tuple_to_funsor
 from funsor_core.testing import random_tensor
 from interpretations import lazy
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
+from funsor_core.engine.backend import backend_module
 from interpretations import exact, lazy, normalize
 
 BINT = {"i": 2, "j": 3, "k": 2, "l": 3, "m": 4, "n": 4}

@@ -1,4 +1,4 @@
-"""funsor_core.sampling: sample frequencies and moments against the exact distribution.
+"""funsor_core.atoms.sampling: sample frequencies and moments against the exact distribution.
 
 Oracles: numpy softmax / logsumexp of the same log weights (Tensor), the Gaussian's own mean
 and covariance as given to the constructor (Gaussian). A sample statistic must lie within 3
@@ -13,8 +13,8 @@ from scipy.special import logsumexp
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.atoms.sampling import sample
 from funsor_core.delta import Delta
-from funsor_core.sampling import sample
 from funsor_core.tensor import Tensor
 
 N = 20000

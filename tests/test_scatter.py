@@ -8,8 +8,8 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.atoms.scatter import Scatter
 from funsor_core.domains import Bint
-from funsor_core.scatter import Scatter
 from interpretations import lazy
 
 NP_OPS = {ops.add: (np.add, 0.0), ops.mul: (np.multiply, 1.0), ops.max: (np.maximum, -np.inf),

@@ -11,10 +11,10 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.backend import backend_module
-from funsor_core.contraction import Contraction
 from funsor_core.domains import Bint, Real, Reals
-from funsor_core.product import Product
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.product import Product
 from funsor_core.testing import assert_close, check_funsor
 
 SIZES = {"a": 3, "b": 4, "c": 5}

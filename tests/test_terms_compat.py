@@ -14,10 +14,10 @@ import pytest
 import funsor_core as fc
 import funsor_core.testing as fctesting
 from funsor_core import ops
-from funsor_core.array_terms import Lambda, Stack
 from funsor_core.domains import Bint, Real, Reals
 from funsor_core.registry import KeyedRegistry, PartialDispatcher
 from funsor_core.terms import Funsor, Number, Reduce, Variable
+from funsor_core.terms.arrays import Lambda, Stack
 from funsor_core.typing import deep_issubclass, get_args, get_origin
 from interpretations import lazy
 

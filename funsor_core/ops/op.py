@@ -29,7 +29,7 @@ __all__ = [
 
 # Array types whose kernels are registered, in registration order (a backend adds its own).
 ARRAY_TYPES: list[type] = []
-# Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms).
+# Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms.base).
 _FUNSOR_BUILDERS: dict[type, Callable] = {}
 _FUNSOR_BASE: list[type] = []
 # Modules whose array types load a backend on first sight, so `Tensor(torch.ones(2))` works

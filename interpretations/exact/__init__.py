@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.interpreter import Interpretation
+from funsor_core.engine.interpreter import Interpretation
 from interpretations.normalize import normalize
 
 __all__ = ["exact", "eager", "EXACT"]

@@ -1,6 +1,6 @@
 """Exact rules for Contraction: semiring einsums of Tensors, Deltas substituted into the other
 terms, and partial evaluation of the Tensor part of a mixed Contraction. The algebra they
-call is ``funsor_core.contraction_algebra``.
+call is ``funsor_core.algorithms.contraction``.
 
 Rules match on the terms' types (``Tuple[...]`` patterns); the Gaussian rules for
 Contractions live with the other Gaussian rules. The op positions stay ``object`` and rules
@@ -11,17 +11,17 @@ incomparable with the dense rule, which must be tried first.
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.contraction_algebra import (
+from funsor_core.algorithms.contraction import (
     contract_deltas,
     contract_dense,
     contract_partial,
     split_sum_reduction,
 )
-from funsor_core.delta import Delta
-from funsor_core.interpreter import Tuple
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Funsor, Number, Subs
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.interpreter import Tuple
+from funsor_core.terms.base import Funsor, Number, Subs
+from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
 DENSE = (Tensor, Number)

@@ -1,16 +1,16 @@
 """Exact rules for the Delta atom: substitution, reduction, and adding a Delta to a factor.
 
-The math (log indicators, changes of variables, plate sums) is in ``funsor_core.delta``.
+The math (log indicators, changes of variables, plate sums) is in ``funsor_core.atoms.delta``.
 """
 
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.delta import Delta, reduce_delta, reduce_delta_plates, subs_delta
-from funsor_core.interpreter import Tuple
+from funsor_core.atoms.delta import Delta, reduce_delta, reduce_delta_plates, subs_delta
+from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import Op
-from funsor_core.terms import Binary, Funsor, Reduce, Subs
+from funsor_core.terms.base import Binary, Funsor, Reduce, Subs
+from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
 AddOp = type(ops.add)

@@ -1,6 +1,6 @@
 """Exact rules for the Gaussian atom: construction, sums, reductions (marginalize, plates),
 scaling, and substitution (conditioning, renaming, batch indexing, affine changes of
-variables). The rules decide WHEN; the math is ``funsor_core.gaussian_algebra``.
+variables). The rules decide WHEN; the math is ``funsor_core.atoms.gaussian.algebra``.
 
 A Gaussian plus a Tensor is kept as a sum (``Contraction(None, add, {}, (g, t))`` once
 ``normalize`` has seen it), as in funsor 0.4.8; reducing it is evaluated here.
@@ -8,14 +8,14 @@ A Gaussian plus a Tensor is kept as a sum (``Contraction(None, add, {}, (g, t))`
 
 from __future__ import annotations
 
-from funsor_core import gaussian_algebra as ga
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.gaussian import Gaussian, align_gaussian
-from funsor_core.interpreter import Tuple
+from funsor_core.atoms.gaussian import algebra as ga
+from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
+from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
+from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
 __all__ = ["CHECK_RANK"]

@@ -1,21 +1,21 @@
 """Exact rules for ``Integrate`` against a Gaussian measure (optionally plus a Tensor).
 
 The closed forms (affine, products of two affine, Gaussian integrands) are
-``funsor_core.gaussian_expectation``; the rules here only match the measure.
+``funsor_core.atoms.gaussian.expectation``; the rules here only match the measure.
 """
 
 from __future__ import annotations
 
-from funsor_core.contraction import Contraction
-from funsor_core.gaussian import Gaussian
-from funsor_core.gaussian_algebra import dense_sum, is_gaussian_sum, split_gaussian_sum
-from funsor_core.gaussian_expectation import integrate_gaussian
-from funsor_core.integrate import Integrate
-from funsor_core.terms import Funsor
+from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.expectation import integrate_gaussian
+from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.terms.base import Funsor
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from interpretations.exact import exact
 
 
-# Integrate(g, f, x) = exp(g_y) * E_q[f] (see funsor_core.gaussian_expectation).
+# Integrate(g, f, x) = exp(g_y) * E_q[f] (see funsor_core.atoms.gaussian.expectation).
 @exact.register(Integrate, Gaussian, Funsor, frozenset)
 def exact_integrate_gaussian(log_measure, integrand, reduced_vars):
     return integrate_gaussian(log_measure, None, integrand, reduced_vars)

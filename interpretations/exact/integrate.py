@@ -6,11 +6,11 @@ Gaussian measures are handled by the Gaussian rules; nothing here matches them.
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.delta import Delta
-from funsor_core.integrate import Integrate
-from funsor_core.tensor import Tensor, backend_of
-from funsor_core.terms import Funsor, Number
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.tensor import Tensor, backend_of
+from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from interpretations.exact import exact
 
 
@@ -63,7 +63,7 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
 
 
 # Integrate(Delta(x=p) + w, f, {x}) = exp(w) * Integrate(Delta(x=p), f, {x}) for a weight w
-# (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.sampling).
+# (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.atoms.sampling).
 # (The integrand is typed `object` so that this pattern differs from the Gaussian-sum rule's,
 # which a second registration of the same pattern would replace.)
 @exact.register(Integrate, Contraction, object, frozenset)

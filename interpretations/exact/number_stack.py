@@ -16,13 +16,13 @@ from __future__ import annotations
 import functools
 
 from funsor_core import ops
-from funsor_core.array_terms import Cat, Independent, Lambda, Slice, Stack
-from funsor_core.contraction import Contraction
-from funsor_core.integrate import Integrate
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor_ops import Getitem
 from funsor_core.ops import Op
-from funsor_core.tensor import Tensor
-from funsor_core.tensor_ops import Getitem
-from funsor_core.terms import Align, Binary, Number, Reduce, Subs, Unary, Variable
+from funsor_core.terms.arrays import Cat, Independent, Lambda, Slice, Stack
+from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from interpretations.exact import exact
 
 

@@ -2,7 +2,7 @@
 (on ``lazy``, so that every interpretation propagates it).
 
 Example:
-    >>> from funsor_core.scatter import Scatter
+    >>> from funsor_core.atoms.scatter import Scatter
     >>> src = fc.Tensor(np.array([1.0, 2.0]), {"k": fc.Bint[2]})
     >>> d = Scatter(ops.add, (("i", fc.Number(1, 3)),), src, frozenset())
     >>> d(i="j").inputs   # renaming a key renames the new input
@@ -12,11 +12,11 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.backend import backend_module
-from funsor_core.scatter import Scatter, scatter_tensors
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Number, Subs, Variable
-from funsor_core.traversal import alpha_rename, bound_name
+from funsor_core.atoms.scatter import Scatter, scatter_tensors
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.base import Number, Subs, Variable
+from funsor_core.terms.traversal import alpha_rename, bound_name
 from interpretations.exact import exact
 from interpretations.lazy import lazy
 

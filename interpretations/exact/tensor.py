@@ -6,10 +6,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.array_terms import Cat, Function, Lambda, Stack
-from funsor_core.domains import Bint
-from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
-from funsor_core.tensor import (
+from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
     align_binary,
@@ -20,8 +17,10 @@ from funsor_core.tensor import (
     index_tensor,
     index_tensor_numbers,
 )
-from funsor_core.term_inputs import reduce_domain
-from funsor_core.terms import (
+from funsor_core.domains import Bint
+from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
+from funsor_core.terms.arrays import Cat, Function, Lambda, Stack
+from funsor_core.terms.base import (
     Align,
     Binary,
     Number,
@@ -32,6 +31,7 @@ from funsor_core.terms import (
     index_to_python,
     unary_domain,
 )
+from funsor_core.terms.inputs import reduce_domain
 from interpretations.exact import exact
 
 
@@ -212,7 +212,7 @@ def _aligned_parts(parts):
         elif proto is not None:
             datas.append(ops.new_full(proto, batch + p.shape, p.data))
         else:
-            from funsor_core.backend import backend_module
+            from funsor_core.engine.backend import backend_module
 
             datas.append(backend_module().asarray(p.data, "real" if p.dtype == "real" else "int"))
     return inputs, datas

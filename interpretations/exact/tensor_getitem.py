@@ -1,14 +1,12 @@
-"""Exact rules for the output-dim terms of ``funsor_core.tensor_ops`` on Tensors: ``Getitem``
-(an output dim indexed by a funsor) and ``Einsum`` (a contraction of output dims)."""
+"""Exact rules for the output-dim terms of ``funsor_core.atoms.tensor_ops`` on Tensors:
+``Getitem`` (an output dim indexed by a funsor) and ``Einsum`` (a contraction of output dims)."""
 
 from __future__ import annotations
 
 import opt_einsum
 
 from funsor_core import ops
-from funsor_core.array_terms import Lambda, Slice
-from funsor_core.domains import Bint
-from funsor_core.tensor import (
+from funsor_core.atoms.tensor import (
     Einsum,
     Getitem,
     Tensor,
@@ -16,7 +14,9 @@ from funsor_core.tensor import (
     getitem_tensor,
     name_output_dim,
 )
-from funsor_core.terms import Funsor, Number, Variable
+from funsor_core.domains import Bint
+from funsor_core.terms.arrays import Lambda, Slice
+from funsor_core.terms.base import Funsor, Number, Variable
 from interpretations.exact import exact
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.array_terms import Independent, Stack
+from funsor_core.atoms.tensor import Tensor, get_default_prototype
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, UnaryOp
-from funsor_core.tensor import Tensor, get_default_prototype
-from funsor_core.terms import Binary, Funsor, Number, Reduce, Unary, Variable
+from funsor_core.terms.arrays import Independent, Stack
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Unary, Variable
 from interpretations.exact import exact
 
 

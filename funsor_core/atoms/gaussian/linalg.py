@@ -1,4 +1,4 @@
-"""Small array helpers of the square-root Gaussian algebra (``gaussian_math``).
+"""Small array helpers of the square-root Gaussian algebra (``arrays``).
 
 Batch dims are on the left, events of one or two dims on the right. Everything uses
 ``funsor_core.ops`` only, so it runs on every backend and under ``jax.jit``.
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.backend import backend_module
 from funsor_core.domains import broadcast_shape
+from funsor_core.engine.backend import backend_module
 
 Array = Any  # an array of any registered backend
 
@@ -231,6 +231,33 @@ def from_info_scale(info_vec: Array, scale: str, value: Array) -> tuple[Array, A
 
 # ---------------------------------------------------------------------------------------------
 # Arrays assembled from blocks (funsor's ``funsor.gaussian.BlockVector`` / ``BlockMatrix``).
+def inverse_cholesky(precision: Array) -> Array:
+    """The lower Cholesky factor ``L`` of ``precision^{-1}`` (``L @ L.T == precision^{-1}``).
+
+    One Cholesky and one triangular solve, no explicit inverse. With ``J`` the reversal
+    permutation, factor ``J P J = U U'`` (``U`` lower); then ``V = J U J`` is upper triangular
+    with ``P = V V'``, so ``P^{-1} = V^{-T} V^{-1}`` and ``L = V^{-T} = J U^{-T} J`` is lower
+    triangular with a positive diagonal, which is the Cholesky factor of the covariance.
+
+    Example:
+        >>> p = np.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> l = inverse_cholesky(p)
+        >>> np.allclose(l @ l.T, np.linalg.inv(p)), float(l[0, 1])
+        (True, 0.0)
+    """
+    n = precision.shape[-1]
+    rev = ops.new_array(precision, list(range(n - 1, -1, -1)))
+
+    def flip(x):  # J x J: reverse the rows and the columns
+        x = ops.getitem(x, (Ellipsis, rev, slice(None)))
+        return ops.getitem(x, (Ellipsis, slice(None), rev))
+
+    u = ops.cholesky(flip(precision))
+    eye = expand(ops.new_eye(u, n), batch_shape(u, 2), 2)
+    u_inv_t = ops.triangular_solve(eye, u, upper=False, transpose=True)  # U' X = I
+    return flip(u_inv_t)
+
+
 def _event_interval(item, size: int, axis_name: str) -> tuple[tuple[int, int], bool]:
     """``((start, stop), squeezed)`` of one event index: an int (one entry, a dim the value
     lacks) or a slice of step 1."""

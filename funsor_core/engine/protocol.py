@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from funsor_core.backend import announce_term_class
-from funsor_core.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.backend import announce_term_class
+from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
-from funsor_core.typing import deep_isinstance, params_subclass
 
 __all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook"]
 
@@ -76,7 +76,7 @@ class FunsorMeta(type):
         field, as funsor's generic term classes are (for ``issubclass`` and type hints).
 
         A parametrized class is a cached subclass whose ``issubclass`` compares parameters
-        covariantly (``funsor_core.typing.deep_issubclass``). Calling it builds the plain
+        covariantly (``funsor_core.engine.typing.deep_issubclass``). Calling it builds the plain
         term; instances always have the plain class, so dispatch and ``isinstance(x, Funsor)``
         stay on ``type``'s fast path (the check lives on the parametrized classes' own
         metaclass, never on ``FunsorMeta``).

@@ -23,14 +23,14 @@ exponential prefactor, but every array is computed, and substituting ``y`` gives
 
 from __future__ import annotations
 
-from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.affine import extract_affine_flat
-from funsor_core.contraction import Contraction
-from funsor_core.gaussian import Gaussian, gaussian_layout
-from funsor_core.gaussian_algebra import dense_sum, marginalize_gaussian
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Binary, Funsor, Number, Variable
+from funsor_core.atoms.affine import extract_affine_flat
+from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
+from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.terms.base import Binary, Funsor, Number, Variable
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["integrate_gaussian"]
 

@@ -14,11 +14,11 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.contraction import Contraction
-from funsor_core.delta import Delta
-from funsor_core.einsum import SEMIRINGS, contract_tensors
-from funsor_core.tensor import Tensor
-from funsor_core.terms import Funsor, Number
+from funsor_core.algorithms.einsum import SEMIRINGS, contract_tensors
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["is_dense", "fold", "contract_dense", "contract_deltas", "merge_deltas",
            "contract_partial", "split_sum_reduction"]

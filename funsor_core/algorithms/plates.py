@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from funsor_core import ops
-from funsor_core.terms import Number
+from funsor_core.terms.base import Number
 
 __all__ = ["PlateError", "partial_sum_product", "sum_product"]
 

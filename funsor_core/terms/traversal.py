@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from funsor_core.terms import Funsor, Subs, Variable
+from funsor_core.terms.base import Funsor, Subs, Variable
 
 __all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename",
            "bound_name", "receives_subs"]

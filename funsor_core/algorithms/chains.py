@@ -18,11 +18,11 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.array_terms import Slice
-from funsor_core.contraction import Contraction
+from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint
-from funsor_core.tensor import Tensor, is_array
-from funsor_core.terms import Funsor, Variable
+from funsor_core.terms.arrays import Slice
+from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["naive_sequential_sum_product", "sequential_sum_product",
            "mixed_sequential_sum_product", "naive_sarkka_bilmes_product",

@@ -24,9 +24,16 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
-from funsor_core.tensor import Tensor, align_tensor
-from funsor_core.terms import DomainError, Funsor, Number, Variable, merge_all_inputs, to_funsor
+from funsor_core.terms.base import (
+    DomainError,
+    Funsor,
+    Number,
+    Variable,
+    merge_all_inputs,
+    to_funsor,
+)
 
 __all__ = ["Scatter", "scatter_tensors"]
 

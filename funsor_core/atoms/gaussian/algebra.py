@@ -2,7 +2,7 @@
 
 These are the pure functions that ``interpretations/exact/gaussian.py`` calls once a rule has
 decided that a rewrite applies. Each takes and returns funsors (Gaussians, Tensors, Numbers
-and sums of them) and does the array work with ``gaussian_math``. A Gaussian plus a Tensor is
+and sums of them) and does the array work with ``arrays``. A Gaussian plus a Tensor is
 kept as the sum ``Contraction(None, ops.add, {}, (g, t))``, as in funsor 0.4.8.
 
 A function that cannot be evaluated exactly returns ``None`` (the rule then declines). In
@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import math
 
-from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.affine import extract_affine_flat
-from funsor_core.contraction import Contraction
-from funsor_core.domains import broadcast_shape
-from funsor_core.gaussian import (
+from funsor_core.atoms.affine import extract_affine_flat
+from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian.gaussian import (
     Gaussian,
     align_gaussian,
     gaussian_batch_inputs,
@@ -34,9 +32,11 @@ from funsor_core.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.interpreter import reflect
-from funsor_core.tensor import Tensor, align_tensor
-from funsor_core.terms import Funsor, Number, Variable, merge_inputs
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.domains import broadcast_shape
+from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
+from funsor_core.terms.contraction import Contraction
 
 __all__ = [
     "CHECK_RANK", "add_gaussians", "affine_subs_gaussian", "condition_gaussian",
@@ -469,7 +469,7 @@ def condition_gaussian(g: Gaussian, values: dict) -> Funsor:
 
 def affine_subs_gaussian(g: Gaussian, values: dict) -> Gaussian | None:
     """``g(**values)`` where each value is an affine function of real inputs (see
-    ``funsor_core.affine``), or None when one is not affine.
+    ``funsor_core.atoms.affine``), or None when one is not affine.
 
     With ``x_old = z @ M + c`` for the vector ``z`` of new real inputs,
     ``||x_old S - w||^2 = ||z (M S) - (w - c S)||^2``: ``prec_sqrt' = M S``,

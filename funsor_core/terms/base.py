@@ -18,8 +18,16 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
+from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
+    TERM_HOOKS,
+    FunsorMeta,
+    Term,
+    TypeHints,
+    _hook,
+    register_term_hook,
+)
 from funsor_core.ops.op import register_funsor_builder
-from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
+from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     _MISMATCH,
     DomainError,
     _as_domain,
@@ -33,14 +41,6 @@ from funsor_core.term_inputs import (  # noqa: F401  (re-exported)
     reduce_constant,
     reduce_domain,
     reduce_moment,
-)
-from funsor_core.term_protocol import (  # noqa: F401  (re-exported)
-    TERM_HOOKS,
-    FunsorMeta,
-    Term,
-    TypeHints,
-    _hook,
-    register_term_hook,
 )
 
 __all__ = [
@@ -190,7 +190,7 @@ class Funsor(Term):
         return Align(self, names)
 
     def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
-        """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.sample``)."""
+        """Draw samples of ``sampled_vars`` (see ``funsor_core.atoms.sampling.sample``)."""
         return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
     # -- reductions over output dims (``sum``, ``max``, ... are installed from a table below) -

@@ -2,10 +2,10 @@
 clear error on a domain clash), checking substitutions, and normalizing output indices.
 
 These helpers know no term class, so every term module can use them without importing
-``funsor_core.terms``.
+``funsor_core.terms.base``.
 
 Example:
-    >>> from funsor_core.term_inputs import merge_inputs
+    >>> from funsor_core.terms.inputs import merge_inputs
     >>> merge_inputs({"i": fc.Bint[2]}, {"i": fc.Bint[2], "x": fc.Real})
     {'i': Bint[2], 'x': Real}
 """
@@ -112,7 +112,7 @@ def check_substitution(name: str, domain: Domain, value) -> None:
         >>> check_substitution("i", fc.Bint[2], fc.Number(0.5))
         Traceback (most recent call last):
         ...
-        funsor_core.term_inputs.DomainError: cannot substitute a value of domain Real ...
+        funsor_core.terms.inputs.DomainError: cannot substitute a value of domain Real ...
     """
     out = value.output
     if out is domain:

@@ -31,9 +31,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from funsor_core import gaussian_linalg as la
 from funsor_core import ops
-from funsor_core.gaussian_linalg import rows  # noqa: F401 (public here too)
+from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian.linalg import rows  # noqa: F401 (public here too)
 
 __all__ = [
     "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
@@ -45,7 +45,7 @@ __all__ = [
 Array = Any  # an array of any registered backend
 _LOG_2PI = math.log(2 * math.pi)
 
-# The array helpers live in gaussian_linalg; short private aliases keep the formulas readable.
+# The array helpers live in linalg; short private aliases keep the formulas readable.
 _batch_shape = la.batch_shape
 _broadcast = la.broadcast
 _check_index = la.check_index

@@ -15,20 +15,20 @@ from collections.abc import Callable
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.array_terms import Function
-from funsor_core.backend import backend_module
+from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
-from funsor_core.interpreter import get_interpretation
-from funsor_core.product import ProductDomain, Tuple
-from funsor_core.tensor import Tensor, is_array
-from funsor_core.terms import (
+from funsor_core.engine.backend import backend_module
+from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.terms.arrays import Function
+from funsor_core.terms.base import (
     DomainError,
     Funsor,
     Number,
     Variable,
     register_term_hook,
 )
-from funsor_core.traversal import children
+from funsor_core.terms.product import ProductDomain, Tuple
+from funsor_core.terms.traversal import children
 
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
 

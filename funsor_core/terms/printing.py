@@ -16,7 +16,7 @@ import numpy as np
 
 from funsor_core.domains import Domain
 from funsor_core.ops import Op
-from funsor_core.terms import Funsor, register_term_hook
+from funsor_core.terms.base import Funsor, register_term_hook
 
 __all__ = ["quote", "pretty", "short_repr"]
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
-from funsor_core.term_inputs import reduce_domain
-from funsor_core.terms import Funsor, Variable, merge_all_inputs, to_funsor
+from funsor_core.terms.base import Funsor, Variable, merge_all_inputs, to_funsor
+from funsor_core.terms.inputs import reduce_domain
 
 __all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
 

@@ -27,15 +27,15 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core import gaussian_math as gm
 from funsor_core import ops
-from funsor_core.backend import backend_module, backend_name_of
-from funsor_core.delta import Delta
-from funsor_core.gaussian import Gaussian, real_offsets
-from funsor_core.gaussian_algebra import is_gaussian_sum, split_gaussian_sum
-from funsor_core.tensor import Tensor, align_tensor
-from funsor_core.terms import Funsor, Number, register_term_hook
-from funsor_core.traversal import reinterpret
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.terms.base import Funsor, Number, register_term_hook
+from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor"]
 

@@ -23,8 +23,8 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.sum_product_chains import _LAG, sarkka_bilmes_product, sequential_sum_product
-from funsor_core.sum_product_plates import (
+from funsor_core.algorithms.chains import _LAG, sarkka_bilmes_product, sequential_sum_product
+from funsor_core.algorithms.plates import (
     PlateError,
     _components,
     _minor_message,
@@ -32,7 +32,7 @@ from funsor_core.sum_product_plates import (
     _product,
     _reduce,
 )
-from funsor_core.terms import Variable
+from funsor_core.terms.base import Variable
 
 __all__ = ["modified_partial_sum_product", "dynamic_partial_sum_product", "partial_unroll"]
 

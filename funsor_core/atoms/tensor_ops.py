@@ -20,10 +20,10 @@ from __future__ import annotations
 import numbers
 
 from funsor_core import ops
-from funsor_core.array_terms import Cat, Lambda, Stack
-from funsor_core.backend import backend_module
 from funsor_core.domains import Bint, Domain, Real, Reals
-from funsor_core.terms import (
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.arrays import Cat, Lambda, Stack
+from funsor_core.terms.base import (
     DomainError,
     Funsor,
     Number,
@@ -32,7 +32,7 @@ from funsor_core.terms import (
     register_term_hook,
     to_funsor,
 )
-from funsor_core.traversal import bound_name
+from funsor_core.terms.traversal import bound_name
 
 __all__ = ["Getitem", "Finitary", "Einsum", "tensordot", "numeric_array", "get_default_prototype",
            "REDUCE_OP_TO_NUMERIC", "getitem_funsor"]

@@ -12,11 +12,10 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.backend import backend_module, backend_name_of
 from funsor_core.domains import Bint, Domain
+from funsor_core.engine.backend import backend_module, backend_name_of
 from funsor_core.ops.op import is_array_type
-from funsor_core.term_inputs import reduce_domain
-from funsor_core.terms import (
+from funsor_core.terms.base import (
     DomainError,
     Funsor,
     Number,
@@ -24,6 +23,7 @@ from funsor_core.terms import (
     merge_inputs,
     to_funsor,
 )
+from funsor_core.terms.inputs import reduce_domain
 
 __all__ = ["Lambda", "Independent", "Stack", "Cat", "Slice", "Function"]
 

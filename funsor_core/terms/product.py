@@ -16,7 +16,7 @@ import threading
 import weakref
 
 from funsor_core.domains import Domain
-from funsor_core.terms import Funsor, merge_inputs, to_funsor
+from funsor_core.terms.base import Funsor, merge_inputs, to_funsor
 
 __all__ = ["Product", "ProductDomain", "Tuple", "tuple_to_funsor"]
 

@@ -1,0 +1,550 @@
+"""The Tensor atom: an array whose leftmost dims are named Bint inputs.
+
+``Tensor(data, inputs, dtype)`` holds ``data`` of shape ``batch_shape + output.shape`` where
+``batch_shape`` lists the sizes of ``inputs`` in order. This module holds the atom and the pure
+array math its rules call (alignment by name, indexing); the rules live in
+``interpretations/exact/tensor.py``.
+
+Example:
+    >>> t = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2]})
+    >>> t.inputs, t.output
+    ({'i': Bint[2]}, Reals[3])
+"""
+
+from __future__ import annotations
+
+import copy
+
+from funsor_core import ops
+from funsor_core.atoms.tensor_ops import (  # noqa: F401  (funsor.tensor's names live here too)
+    REDUCE_OP_TO_NUMERIC,
+    Einsum,
+    Getitem,
+    get_default_prototype,
+    numeric_array,
+    tensordot,
+)
+from funsor_core.domains import Bint, Domain
+from funsor_core.engine.backend import backend_module
+from funsor_core.ops.op import is_array_type
+from funsor_core.terms.arrays import Slice
+from funsor_core.terms.base import DomainError, Funsor, Number, Variable
+
+__all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
+           "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
+           "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
+           "numeric_array", "tensordot", "fold_axes"]
+
+_SHAPE_MISMATCH = (
+    "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
+    "the inputs' sizes {sizes}, followed by the output shape.\n"
+    "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
+)
+
+
+def is_array(x) -> bool:
+    """Whether ``x`` is an array of a loaded backend.
+
+    Example:
+        >>> is_array(np.zeros(2)), is_array([0.0])
+        (True, False)
+    """
+    return is_array_type(type(x))
+
+
+def _as_inputs(inputs) -> tuple:
+    if inputs is None:
+        return ()
+    if isinstance(inputs, dict):
+        return tuple(inputs.items())
+    return tuple(inputs)
+
+
+class Tensor(Funsor):
+    """A discrete factor: an array with named Bint batch dims on the left.
+
+    Args:
+        data: an array of the numpy, torch or jax backend (lists are converted).
+        inputs: mapping of input names to ``Bint[n]`` domains, in data order.
+        dtype: ``"real"`` or the bound ``n`` of integer values.
+
+    Example:
+        >>> f = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
+        >>> f(i=1).item()
+        1.0
+    """
+
+    __slots__ = ("data", "_ikey")
+    fields = ("data", "inputs", "dtype")
+    arrays = ("data",)
+    _atom = True
+
+    @classmethod
+    def _prepare(cls, data, inputs=None, dtype="real"):
+        if not is_array(data):
+            data = backend_module().asarray(data, "real" if dtype == "real" else "int")
+        inputs = _as_inputs(inputs)
+        if isinstance(dtype, Domain):
+            dtype = dtype.dtype
+        shape = tuple(data.shape)
+        n = len(inputs)
+        for name, domain in inputs:
+            if not isinstance(name, str) or not isinstance(domain, Domain):
+                raise TypeError(f"Tensor inputs map names to domains, got {name!r}: {domain!r}")
+            if domain.dtype == "real" or domain.shape:
+                raise DomainError(f"Tensor input '{name}' must be a Bint[n], got {domain}; real "
+                                  "inputs belong to Gaussian or lazy terms")
+        sizes = tuple(d.dtype for _, d in inputs)
+        if shape[:n] != sizes or len(shape) < n:
+            raise DomainError(_SHAPE_MISMATCH.format(shape=shape, inputs=dict(inputs),
+                                                     sizes=sizes))
+        if len({name for name, _ in inputs}) != n:
+            raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
+        if dtype != "real" and (isinstance(dtype, bool) or not isinstance(dtype, int)):
+            raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+        return data, inputs, dtype
+
+    @staticmethod
+    def _cons_key(args):
+        data, inputs, dtype = args
+        return (id(data), inputs, dtype)
+
+    def _setup(self):
+        data, inputs, dtype = self._args
+        self._ikey = inputs
+        self.inputs = dict(inputs)
+        self.output = Domain(dtype, tuple(data.shape[len(inputs):]))
+
+    @classmethod
+    def make(cls, data, inputs: dict, dtype="real", ikey: tuple | None = None,
+             output: Domain | None = None) -> Tensor:
+        """Build a Tensor from arrays a rule just computed, skipping checks and interpretation.
+
+        Rules use this for results: the data is fresh, so cons-hashing could never share it,
+        and no rule rewrites a Tensor's constructor. ``output``, when the rule knows it, saves
+        recomputing the domain from the shape.
+        """
+        self = object.__new__(cls)
+        if ikey is None:
+            ikey = tuple(inputs.items())
+        self._args = (data, ikey, dtype)
+        self.data = data
+        self._ikey = ikey
+        self.inputs = inputs
+        if output is None:
+            shape = data.shape
+            output = Domain(dtype, tuple(shape[len(ikey):]) if len(shape) > len(ikey) else ())
+        self.output = output
+        return self
+
+    @property
+    def dtype(self):
+        return self.output.dtype
+
+    def __deepcopy__(self, memo):
+        # A deep copy owns a copy of the data (as funsor's): terms are immutable, but arrays
+        # may be mutated in place by their owner. ``memo`` can map the data to itself, and
+        # then the Tensor is shared too.
+        data = copy.deepcopy(self.data, memo)
+        if data is self.data:
+            return self
+        result = Tensor.make(data, dict(self.inputs), self.dtype, ikey=self._ikey,
+                             output=self.output)
+        memo[id(self)] = result
+        return result
+
+    def new_arange(self, name: str, *args, dtype=None) -> Tensor:
+        """A Bint-valued Tensor ``arange`` on this tensor's backend, with input ``name``.
+
+        Example:
+            >>> fc.Tensor(np.zeros(2)).new_arange("i", 3).data
+            array([0, 1, 2])
+        """
+        data = ops.new_arange(self.data, *args)
+        size = data.shape[0]
+        if dtype is None:
+            dtype = (args[1] if len(args) > 1 else args[0]) if args else size
+        return Tensor.make(data, {name: Bint[size]}, dtype)
+
+    def materialize(self, x: Funsor) -> Funsor:
+        """``x`` with an arange (on this tensor's backend) substituted for each Bint input, so
+        that a lazy function of Bint variables becomes a Tensor (funsor's ``materialize``).
+
+        Example:
+            >>> u = fc.Variable("u", fc.Bint[3])
+            >>> fc.Tensor(np.zeros(1)).materialize(u + 1).data
+            array([1, 2, 3])
+        """
+        if isinstance(x, (Number, Tensor)):
+            return x
+        subs = {name: self.new_arange(name, d.size) for name, d in x.inputs.items()
+                if d.dtype != "real"}
+        return x(**subs) if subs else x
+
+
+def fold_axes(op, data, axes: tuple):
+    """Reduce ``data`` over ``axes`` by the elementwise binary ``op``, folding each axis in
+    halves (log depth, basic slicing only, so every backend and ``jit`` can run it): for ops
+    such as bitwise ``or_`` that have no array reduction of their own.
+
+    Example:
+        >>> int(fold_axes(ops.or_, np.array([[1, 2], [4, 1]]), (0, 1)))
+        7
+    """
+    for axis in sorted(axes, reverse=True):
+        lead = (slice(None),) * axis
+        while data.shape[axis] > 1:
+            n = data.shape[axis]
+            half = n // 2
+            folded = op(data[lead + (slice(0, 2 * half, 2),)],
+                        data[lead + (slice(1, 2 * half, 2),)])
+            if n % 2:
+                folded = ops.cat([folded, data[lead + (slice(n - 1, n),)]], axis)
+            data = folded
+        data = data[lead + (0,)]
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment by name: pure functions of arrays and input mappings.
+# Alignment recipes keyed by the two input signatures. Bounded: a loop over fresh input names
+# makes a fresh key per step; clearing on overflow costs one length check per miss.
+_ALIGN_CACHE: dict = {}
+_MAX_ALIGN_CACHE = 4096
+
+
+MIXED_BACKENDS = (
+    "cannot {op} a Tensor of {left} arrays and a Tensor of {right} arrays: one expression must "
+    "use one backend. Convert one side first, e.g. fc.Tensor(torch.as_tensor(t.data), t.inputs) "
+    "or fc.Tensor(np.asarray(t.data), t.inputs)."
+)
+
+
+def check_same_backend(op, lhs: Tensor, rhs: Tensor) -> None:
+    """Raise TypeError if two Tensors hold arrays of different backends.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros(2))
+        >>> check_same_backend(ops.add, a, a)
+    """
+    from funsor_core.engine.backend import backend_name_of
+
+    left, right = backend_name_of(lhs.data), backend_name_of(rhs.data)
+    if left != right:
+        raise TypeError(MIXED_BACKENDS.format(op=op.name, left=left, right=right))
+
+
+def align_binary(lhs: Tensor, rhs: Tensor):
+    """Align two tensors for a broadcasting binary op.
+
+    Returns ``(inputs, ikey, lhs_data, rhs_data)`` (``ikey`` is ``tuple(inputs.items())``):
+    both arrays have one dim per merged input (size 1
+    where absent), then their output dims padded on the left with 1s to a common number, so
+    that numpy broadcasting matches names. The recipe is cached per pair of input signatures.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> b = fc.Tensor(np.zeros((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
+        >>> inputs, _, x, y = align_binary(a, b)
+        >>> list(inputs), x.shape, y.shape
+        (['i', 'j', 'k'], (2, 3, 1), (1, 3, 4))
+    """
+    ld, rd = lhs.data, rhs.data
+    lo, ro = len(ld.shape) - len(lhs._ikey), len(rd.shape) - len(rhs._ikey)
+    key = (lhs._ikey, rhs._ikey, lo, ro)
+    recipe = _ALIGN_CACHE.get(key)
+    if recipe is None:
+        if len(_ALIGN_CACHE) >= _MAX_ALIGN_CACHE:
+            _ALIGN_CACHE.clear()
+        recipe = _ALIGN_CACHE[key] = _align_recipe(lhs, rhs, lo, ro)
+    inputs, ikey, lperm, lshape, rperm, rshape = recipe
+    if lperm is not None:
+        ld = ops.permute(ld, lperm)
+    if lshape is not None:
+        ld = ops.reshape(ld, lshape + tuple(ld.shape[len(ld.shape) - lo:]) if lo else lshape)
+    if rperm is not None:
+        rd = ops.permute(rd, rperm)
+    if rshape is not None:
+        rd = ops.reshape(rd, rshape + tuple(rd.shape[len(rd.shape) - ro:]) if ro else rshape)
+    return inputs, ikey, ld, rd
+
+
+def _align_recipe(lhs: Tensor, rhs: Tensor, lo: int, ro: int):
+    inputs = dict(lhs.inputs)
+    for k, d in rhs.inputs.items():
+        if k not in inputs:
+            inputs[k] = d
+    names = list(inputs)
+    out_nd = max(lo, ro)
+    result = [inputs, tuple(inputs.items())]
+    for x, o in ((lhs, lo), (rhs, ro)):
+        own = list(x.inputs)
+        order = [n for n in names if n in x.inputs]
+        perm = None
+        if order != own:
+            perm = tuple(own.index(n) for n in order) + tuple(range(len(own), len(own) + o))
+        pad = (1,) * (out_nd - o)
+        shape = tuple(inputs[n].dtype if n in x.inputs else 1 for n in names) + pad
+        needs = len(names) != len(own) or bool(pad)
+        result += [perm, shape if needs else None]
+    return tuple(result)
+
+
+def align_tensor(new_inputs: dict, x: Tensor, expand: bool = False):
+    """The data of ``x`` permuted to the order of ``new_inputs``, with size-1 dims for inputs it
+    lacks (or expanded to full size with ``expand``).
+
+    Example:
+        >>> x = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> align_tensor({"k": fc.Bint[4], "j": fc.Bint[3], "i": fc.Bint[2]}, x).shape
+        (1, 3, 2)
+    """
+    data = x.data
+    own = list(x.inputs)
+    out_shape = tuple(data.shape[len(own):])
+    order = [n for n in new_inputs if n in x.inputs]
+    if len(order) != len(own):
+        extra = set(own) - set(new_inputs)
+        raise ValueError(f"cannot align: inputs {sorted(extra)} are not in {list(new_inputs)}")
+    if order != own:
+        nd = len(own)
+        perm = tuple(own.index(n) for n in order) + tuple(range(nd, nd + len(out_shape)))
+        data = ops.permute(data, perm)
+    if len(order) != len(new_inputs):
+        shape = tuple(d.dtype if n in x.inputs else 1 for n, d in new_inputs.items()) + out_shape
+        data = ops.reshape(data, shape)
+        if expand:
+            full = tuple(d.dtype for d in new_inputs.values()) + out_shape
+            data = ops.expand(data, full)
+    return data
+
+
+def align_tensors(*args: Funsor, expand: bool = False):
+    """Align several Tensors (or Numbers) to their merged inputs.
+
+    Returns ``(inputs, datas)``.
+
+    Example:
+        >>> a = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> b = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
+        >>> inputs, (x, y) = align_tensors(a, b)
+        >>> x.shape, y.shape
+        ((2, 1), (1, 3))
+    """
+    inputs: dict = {}
+    for x in args:
+        for k, d in x.inputs.items():
+            inputs.setdefault(k, d)
+    datas = []
+    for x in args:
+        if isinstance(x, Tensor):
+            datas.append(align_tensor(inputs, x, expand=expand))
+        else:
+            datas.append(x.data)
+    return inputs, datas
+
+
+def backend_of(*terms):
+    """The first array among the terms' data, for creating arrays on the same backend."""
+    for t in terms:
+        data = getattr(t, "data", None)
+        if is_array(data):
+            return data
+    return backend_module().asarray(0.0, "real")
+
+
+# -- indexing: substitution into a Tensor -------------------------------------------------------
+INDEX_TYPES = (Tensor, Number, Variable, Slice)  # what index_tensor substitutes
+
+
+def index_tensor_numbers(t: Tensor, values: dict) -> Tensor:
+    """Select ``t`` at integer ``Number`` values of some inputs (basic indexing).
+
+    Example:
+        >>> t = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> index_tensor_numbers(t, {"j": fc.Number(2, 3)}).data
+        array([2., 5.])
+    """
+    if len(values) == 1:  # the hot case f(i=0): one leading run of full slices
+        ((name, value),) = values.items()
+        pos = list(t.inputs).index(name)
+        index = (slice(None),) * pos + (value.data,) if pos else value.data
+        inputs = dict(t.inputs)
+        del inputs[name]
+        return Tensor.make(t.data[index], inputs, t.dtype, output=t.output)
+    index = tuple(values[n].data if n in values else slice(None) for n in t.inputs)
+    inputs = {n: d for n, d in t.inputs.items() if n not in values}
+    return Tensor.make(t.data[index], inputs, t.dtype, output=t.output)
+
+
+def index_tensor(t: Tensor, values: dict) -> Tensor | None:
+    """Substitute Numbers, Variables (renames), Slices and Bint-valued Tensors for inputs of
+    ``t`` by advanced indexing, broadcasting the index tensors by name.
+
+    Index values are checked against the input's size whenever they are concrete (numpy,
+    torch, eager jax). A traced jax index cannot be checked: out-of-range entries of real data
+    become NaN instead of jax's silent clamping; Bint data has no NaN, so then ``None``.
+
+    Example:
+        >>> t = fc.Tensor(np.array([10.0, 20.0, 30.0]), {"i": fc.Bint[3]})
+        >>> idx = fc.Tensor(np.array([2, 0]), {"k": fc.Bint[2]}, 3)
+        >>> index_tensor(t, {"i": idx}).data
+        array([30., 10.])
+    """
+    traced = False
+    for name, value in values.items():
+        if isinstance(value, Tensor) and not _check_index_range(
+                name, t.inputs[name].size, value.data):
+            if t.dtype != "real":
+                return None
+            traced = True
+    new_inputs: dict = {}
+    for name, domain in t.inputs.items():
+        value = values.get(name)
+        if value is None:
+            _add_input(new_inputs, name, domain)
+        else:
+            for k, d in value.inputs.items():
+                _add_input(new_inputs, k, d)
+    if all(isinstance(v, Variable) for v in values.values()) and len(new_inputs) == len(
+            t.inputs):
+        renamed = {values[n].name if n in values else n: d for n, d in t.inputs.items()}
+        return Tensor.make(t.data, renamed, t.dtype)
+    positions = {n: i for i, n in enumerate(new_inputs)}
+    nb = len(new_inputs)
+    index = []
+    for name, domain in t.inputs.items():
+        value = values.get(name, None)
+        if value is None:
+            index.append(_arange_at(t.data, domain.size, positions[name], nb))
+        elif isinstance(value, Number):
+            index.append(value.data)
+        elif isinstance(value, Variable):
+            index.append(_arange_at(t.data, domain.size, positions[value.name], nb))
+        elif isinstance(value, Tensor):
+            index.append(_as_int_index(align_tensor(new_inputs, value)))
+        else:  # a Slice: start + step * arange
+            start, _, step = value.slice_args
+            size = value.inputs[value.name].size
+            idx = _arange_at(t.data, size, positions[value.name], nb)
+            index.append(idx * step + start if (start or step != 1) else idx)
+    data = t.data[tuple(index)]
+    if traced:
+        data = _mask_invalid(data, new_inputs, values, t)
+    return Tensor.make(data, new_inputs, t.dtype)
+
+
+def _as_int_index(data):
+    # A comparison result used as a Bint[2] index must select, not mask: index by 0/1.
+    if str(getattr(data, "dtype", "")).endswith("bool"):
+        return ops.astype(data, "int")
+    return data
+
+
+def _mask_invalid(data, new_inputs, values, t):
+    # NaN wherever any traced index was out of range (jax clamps; we refuse a plausible value).
+    ok = None
+    for name, value in values.items():
+        if isinstance(value, Tensor):
+            size = t.inputs[name].size
+            idx = align_tensor(new_inputs, value)
+            in_range = ops.and_(ops.ge(idx, 0), ops.lt(idx, size))
+            ok = in_range if ok is None else ops.and_(ok, in_range)
+    ok = ops.reshape(ok, tuple(ok.shape) + (1,) * (len(data.shape) - len(ok.shape)))
+    return ops.where(ok, data, ops.full_like(data, float("nan")))
+
+
+def _add_input(inputs: dict, name: str, domain) -> None:
+    other = inputs.get(name)
+    if other is None:
+        inputs[name] = domain
+    elif other is not domain:
+        raise DomainError(f"cannot substitute: input '{name}' would be both {other} and {domain}")
+
+
+def _arange_at(proto, size: int, position: int, ndim: int):
+    shape = [1] * ndim
+    shape[position] = size
+    return ops.reshape(ops.new_arange(proto, size), tuple(shape))
+
+
+def _check_index_range(name: str, size: int, data) -> bool:
+    """Raise DomainError if concrete index values fall outside ``[0, size)``. Returns False
+    when the values are traced (under ``jax.jit``) and cannot be checked, else True."""
+    if 0 in tuple(data.shape):
+        return True
+    if not ops.is_concrete(data):
+        return False
+    lo, hi = int(data.min()), int(data.max())
+    if lo < 0 or hi >= size:
+        raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
+                          f"[{lo}, {hi}]")
+    return True
+
+
+# -- indexing an output dim ---------------------------------------------------------------------
+def name_output_dim(t: Tensor, name: str, offset: int) -> Tensor:
+    """Output dim ``offset`` of ``t`` becomes the new last input ``name`` (``t[..., "name"]``).
+
+    When nothing moves (``offset`` 0) the result shares ``t.data`` and goes through the
+    constructor, so it is cons-hashed: ``Tensor(x)["i"] is Tensor(x, {"i": Bint[n]})``.
+
+    Example:
+        >>> t = fc.Tensor(np.zeros((2, 3, 4)))
+        >>> y = name_output_dim(t, "j", 1)
+        >>> y.inputs, y.output
+        ({'j': Bint[3]}, Reals[2, 4])
+    """
+    nb = len(t.inputs)
+    inputs = dict(t.inputs)
+    inputs[name] = Bint[t.output.shape[offset]]
+    if offset == 0:
+        return Tensor(t.data, inputs, t.dtype)
+    ndim = len(t.data.shape)
+    perm = list(range(ndim))
+    del perm[nb + offset]
+    perm.insert(nb, nb + offset)
+    return Tensor.make(ops.permute(t.data, tuple(perm)), inputs, t.dtype)
+
+
+def getitem_tensor(t: Tensor, index: Tensor, offset: int) -> Tensor | None:
+    """Output dim ``offset`` of ``t`` gathered at the ``Bint``-valued ``index``, broadcasting
+    inputs by name: ``result[b][o] = t[b][o[:offset], index[b], o[offset:]]``.
+
+    Concrete index values are checked against the dim's size. Traced ones (``jax.jit``) cannot
+    be: out-of-range entries of real data become NaN instead of jax's silent clamping, and
+    integer data (no NaN) gives ``None``.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(6.0).reshape(2, 3))
+        >>> idx = fc.Tensor(np.array([2, 0]), {"k": fc.Bint[2]}, 3)
+        >>> getitem_tensor(t, idx, 1).data
+        array([[2., 5.],
+               [0., 3.]])
+    """
+    size = t.output.shape[offset]
+    traced = not _check_index_range(f"output dim {offset}", size, index.data)
+    if traced and t.dtype != "real":
+        return None
+    inputs = dict(t.inputs)
+    for k, d in index.inputs.items():
+        _add_input(inputs, k, d)
+    data = align_tensor(inputs, t)
+    idx = _as_int_index(align_tensor(inputs, index))
+    # Every dim left of the gathered one is indexed by a broadcast arange, so that all the
+    # advanced indices are adjacent and numpy, torch and jax agree on the result's layout:
+    # broadcast(batch, output dims before offset), then the output dims after it.
+    lead = len(inputs) + offset
+    aranges = []
+    for pos in range(lead):
+        shape = [1] * lead
+        shape[pos] = data.shape[pos]
+        aranges.append(ops.reshape(ops.new_arange(data, data.shape[pos]), tuple(shape)))
+    if offset:
+        idx = ops.reshape(idx, tuple(idx.shape) + (1,) * offset)
+    result = data[tuple(aranges) + (idx,)]
+    if traced:
+        ok = ops.and_(ops.ge(idx, 0), ops.lt(idx, size))
+        ok = ops.reshape(ok, tuple(ok.shape) + (1,) * (len(result.shape) - len(ok.shape)))
+        result = ops.where(ok, result, ops.full_like(result, float("nan")))
+    return Tensor.make(result, inputs, t.dtype)
