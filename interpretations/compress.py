@@ -23,10 +23,12 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core import ops
 from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Interpretation
+from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
 __all__ = ["compress_gaussians"]
@@ -34,11 +36,29 @@ __all__ = ["compress_gaussians"]
 compress_gaussians = Interpretation("compress_gaussians", base=exact)
 
 
-@compress_gaussians.register(Gaussian, object, object, tuple)
-def compress_gaussians_gaussian(white_vec, prec_sqrt, inputs):
-    dim, rank = prec_sqrt.shape[-2:]
+def _compress(g: Gaussian):
+    dim, rank = g.prec_sqrt.shape[-2:]
     if rank <= dim or dim == 0:
         return None
-    white_vec, prec_sqrt, shift = gm.compress(white_vec, prec_sqrt)
-    batch = dict(gaussian_layout(inputs)[0])
-    return Gaussian.make(white_vec, prec_sqrt, ikey=inputs) + Tensor.make(shift, batch)
+    white_vec, prec_sqrt, shift = gm.compress(g.white_vec, g.prec_sqrt)
+    batch = dict(gaussian_layout(g._ikey)[0])
+    return Gaussian.make(white_vec, prec_sqrt, ikey=g._ikey) + Tensor.make(shift, batch)
+
+
+# Every result of the chain is canonical: no Gaussian of rank above its dimension, alone or
+# inside a sum (rules build sums of made Gaussians without the interpreter seeing the parts).
+@compress_gaussians.canonical
+def compress_gaussians_canonical(term):
+    if type(term) is Gaussian:
+        compressed = _compress(term)
+        return term if compressed is None else compressed
+    if (type(term) is Contraction and term.bin_op is ops.add and term.red_op is None
+            and any(type(t) is Gaussian for t in term.terms)):
+        parts = [(_compress(t) if type(t) is Gaussian else None) for t in term.terms]
+        if any(p is not None for p in parts):
+            result = None
+            for t, p in zip(term.terms, parts):
+                p = t if p is None else p
+                result = p if result is None else result + p
+            return result
+    return term

@@ -59,9 +59,9 @@ class Memoize(Interpretation):
         entry = self.cache.get(key)
         if entry is not None:
             return entry[0]
-        # Subterms that the base's rules build come back through this interpretation (it
-        # is the active one), so they are memoized too.
-        value = self.base.interpret(cls, args)
+        # Subterms that the rules below build start again from the active interpretation,
+        # so they pass here and are memoized too (when this one is above them).
+        value = self.defer(cls, args)
         self.cache[key] = (value, args)  # args kept alive: their ids stay unique
         return value
 

@@ -70,14 +70,14 @@ def die_subs_funsor(arg, subs):
 class _ThenDie(Interpretation):
     """``exact``'s rules, then ``lazy``'s (substitution), then ``die``."""
 
-    def rules(self, key: tuple) -> tuple:
-        result = self._cache.get(key)
-        if result is None:
+    def _resolve(self, key: tuple) -> tuple:
+        entry = self._cache.get(key)
+        if entry is None:
             # As in funsor, normalize's rules are left out: they would turn a term that no
             # exact rule evaluates into a lazy normal form instead of reporting it.
-            result = type(exact).own_rules(key) + lazy.rules(key) + die.rules(key)
-            self._cache[key] = result
-        return result
+            rules = exact.bound_rules(key) + lazy.rules(key) + die.rules(key)
+            entry = self._cache[key] = (rules, None, ())
+        return entry
 
     def chain(self) -> list[str]:
         return [self.name, "exact", "lazy", "die", "reflect"]

@@ -1,10 +1,10 @@
 """The interpreter: every term constructor passes through here.
 
-A term constructor ``Cls(*args)`` asks the active interpretation for the rules matching the
-*type key* ``(Cls, type(arg0), type(arg1), ...)``. Rules are tried most specific first, then
-the rules of the interpretation's fallback, and so on down the chain; the first rule that
-returns a value wins. When every rule declines (returns ``None``) the term is built as it is
-(``reflect``), cons-hashed.
+A term constructor ``Cls(*args)`` asks the active interpretation to build it. An
+interpretation tries its rules matching the *type key* ``(Cls, type(arg0), type(arg1), ...)``,
+most specific first; the first rule that returns a value wins. When all decline, the term goes
+to the interpretation's fallback, *through the fallback's own* ``interpret``, and so on down
+the chain; at the end the term is built as it is (``reflect``), cons-hashed.
 
 Interpretations are *kinds* (classes) that own the rule tables, and *instances* that carry
 state. ``Interpretation("exact", fallback=normalize)`` makes a stateless kind with one
@@ -12,10 +12,21 @@ instance; a stateful kind subclasses ``Interpretation`` and its rules receive th
 first (see ``Interpretation.register``). Each instance names its fallback: a fixed
 interpretation, or ``ENTERED``, the interpretation that was active when it was entered.
 
-Patterns may look inside tuples of terms: ``Tuple[Gaussian, Tensor]`` matches a tuple of
-exactly a Gaussian and a Tensor, ``Tuple[(Tensor, Number), ...]`` any tuple of Tensors and
-Numbers. The rule list for a type key is resolved once and cached per instance, so the hot
-path is one dict lookup.
+Composition holds at any depth of a chain:
+
+- A kind may override ``interpret`` (memoization, a tape that records what is built); such an
+  instance is consulted through its ``interpret`` wherever it sits in a chain.
+- Two instances of one kind in a chain each run the kind's rules with their own state.
+- Re-entering the active interpretation changes nothing; entering an instance that is
+  already further down the active chain raises, since it would make the chain a cycle.
+- A rule hands a term to the rest of the chain with ``interp.defer(cls, args)``, and a whole
+  computation with ``with interp.rest():``; it never needs to touch ``base``.
+- Every result passes the canonicalization hooks of the interpretations it went through
+  (``Interpretation.canonical``), so an interpretation may normalize what any rule returns.
+
+For speed, the consecutive interpretations of a chain that keep the default ``interpret`` are
+flattened into one rule list per type key, resolved once and cached per instance: the hot path
+is one dict lookup.
 
 Example:
     >>> from interpretations import lazy, exact
@@ -26,19 +37,30 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from multipledispatch import Dispatcher
 from multipledispatch.utils import expand_tuples
 
+from funsor_core.engine.patterns import (
+    MAX_CACHE,
+    Tuple,
+    check_tuple_lengths,
+    mark_deep,
+    tuple_type,
+    type_key,
+    uses_tuple_pattern,
+)
+
 __all__ = [
     "Interpretation", "ENTERED", "get_interpretation", "reflect", "set_default_interpretation",
-    "set_debug", "interpret", "build", "Tuple", "rule_name",
+    "set_debug", "interpret", "build", "Tuple", "rule_name", "tuple_type", "type_key",
 ]
 
 _LOG = logging.getLogger("funsor_core.rules")
@@ -67,139 +89,6 @@ def rule_name(rule: Callable) -> str:
     return getattr(getattr(rule, "func", rule), "__name__", repr(rule))
 
 
-# =============================================================================================
-# Tuple patterns: a tuple argument's type key is the class Tuple[type(x0), type(x1), ...].
-class _TupleMeta(type):
-    """Classes ``Tuple[T0, T1, ...]`` (fixed length) and ``Tuple[T, ...]`` (any length).
-
-    An element may be a class, a tuple of classes (a union) or another ``Tuple[...]``.
-    ``issubclass`` compares elementwise, so multipledispatch orders patterns by specificity.
-    """
-
-    _cache: dict = {}
-
-    def __getitem__(cls, items) -> type:
-        if not isinstance(items, tuple):
-            items = (items,)
-        variadic = len(items) == 2 and items[1] is Ellipsis
-        elems = (items[0],) if variadic else items
-        if any(e is Ellipsis for e in elems):
-            raise TypeError(f"Tuple[...] takes element types, or one type and '...' (any "
-                            f"length), got {items!r}")
-        key = (elems, variadic)
-        result = _TupleMeta._cache.get(key)
-        if result is None:
-            if len(_TupleMeta._cache) >= _MAX_CACHE:
-                _TupleMeta._cache.clear()  # a pattern class stays valid; only reuse is lost
-            names = ", ".join(_elem_name(e) for e in elems) + (", ..." if variadic else "")
-            result = _TupleMeta(f"Tuple[{names}]", (tuple,), {
-                "__slots__": (), "_elems": elems, "_variadic": variadic})
-            _TupleMeta._cache[key] = result
-        return result
-
-    def __subclasscheck__(cls, sub) -> bool:
-        if cls is Tuple:
-            return isinstance(sub, _TupleMeta)
-        if not isinstance(sub, _TupleMeta) or sub is Tuple:
-            return False
-        if cls._variadic:
-            elem = cls._elems[0]
-            return all(_elem_le(e, elem) for e in sub._elems)
-        if sub._variadic or len(sub._elems) != len(cls._elems):
-            return False
-        return all(_elem_le(a, b) for a, b in zip(sub._elems, cls._elems))
-
-    def __instancecheck__(cls, obj) -> bool:
-        return type(obj) is tuple and issubclass(tuple_type(obj), cls)
-
-    def __repr__(cls) -> str:
-        return cls.__name__
-
-
-def _elem_name(e) -> str:
-    if isinstance(e, tuple):
-        return "(" + ", ".join(_elem_name(x) for x in e) + ")"
-    return getattr(e, "__name__", repr(e))
-
-
-def _elem_le(a, b) -> bool:
-    # a <= b for pattern elements: every member of union a is a subclass of union b.
-    if isinstance(a, tuple):
-        return all(_elem_le(x, b) for x in a)
-    if isinstance(b, tuple):
-        return any(_elem_le(a, y) for y in b)
-    return issubclass(a, b)
-
-
-class Tuple(tuple, metaclass=_TupleMeta):
-    """Pattern for tuple arguments: ``Tuple[Gaussian, Tensor]``, ``Tuple[(Tensor, Number), ...]``.
-
-    Example:
-        >>> issubclass(Tuple[int, str], Tuple[object, ...])
-        True
-        >>> isinstance((1, "a"), Tuple[int, int])
-        False
-    """
-
-    __slots__ = ()
-    _elems: tuple = ()
-    _variadic = True
-
-
-_TUPLE_TYPES: dict[tuple, type] = {}
-
-# Every cache keyed by types or type tuples is bounded by clearing it when it passes
-# _MAX_CACHE entries: the check runs only on a miss, so the hot path stays one dict lookup,
-# and a long-running program that keeps meeting new tuple shapes or classes (deep keys of
-# Contractions of many terms) keeps its memory flat.
-_MAX_CACHE = 4096
-# Tuples longer than this are typed by their set of element types (see tuple_type).
-_LONG_TUPLE = 8
-
-
-def tuple_type(arg: tuple) -> type:
-    """The type key of a tuple argument: ``Tuple`` of its elements' type keys.
-
-    Example:
-        >>> tuple_type((1, ("a", 2.0))).__name__
-        'Tuple[int, Tuple[str, float]]'
-    """
-    elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
-    if len(elems) > _LONG_TUPLE:
-        # A long tuple is typed by the set of its element types, as ``Tuple[(A, B), ...]``:
-        # exact for every variadic pattern, and no fixed-length pattern is this long (register
-        # refuses them), so the rules found are the same. A sum of 10^4 terms then has one key,
-        # not one per length, and the caches stay small.
-        elems = (*dict.fromkeys(elems), Ellipsis)
-    result = _TUPLE_TYPES.get(elems)
-    if result is None:
-        if len(_TUPLE_TYPES) >= _MAX_CACHE:
-            _TUPLE_TYPES.clear()
-        if elems and elems[-1] is Ellipsis:
-            union = elems[:-1]
-            result = Tuple[union[0] if len(union) == 1 else union, ...]
-        else:
-            result = Tuple[elems] if elems else Tuple[()]
-        _TUPLE_TYPES[elems] = result
-    return result
-
-
-def _uses_tuple_pattern(pattern) -> bool:
-    if isinstance(pattern, tuple):
-        return any(_uses_tuple_pattern(p) for p in pattern)
-    return isinstance(pattern, _TupleMeta)
-
-
-def type_key(cls: type, args: tuple) -> tuple:
-    """The dispatch key of ``cls(*args)``: deep (tuples typed by their elements) when some
-    rule for ``cls`` looks inside tuples, else the plain argument types."""
-    if cls._deep_key:
-        return (cls, *(tuple_type(a) if type(a) is tuple else type(a) for a in args))
-    return (cls, *map(type, args))
-
-
-# =============================================================================================
-# Interpretations.
 class _Entered:
     def __repr__(self) -> str:
         return "ENTERED"
@@ -210,6 +99,10 @@ ENTERED = _Entered()
 
 _KIND_CACHES: list = []  # own-rule caches of every kind, cleared when a rule is added
 _INSTANCES: weakref.WeakSet = weakref.WeakSet()
+
+_CYCLE = ("cannot enter {name!r} here: it is already active further down the chain "
+          "{chain}, and entering it again on top would make the chain a cycle. Nest a new "
+          "instance instead (e.g. {kind}(...)), or exit the outer one first.")
 
 
 def _ignore_ambiguities(dispatcher, ambiguities) -> None:
@@ -228,6 +121,9 @@ class Interpretation:
     that was active when this one was entered (``with lazy: with MonteCarlo(...):`` falls
     back to ``lazy``).
 
+    A kind may override ``interpret(cls, args)`` to wrap construction (memoize, a tape): it
+    is called wherever the instance sits in a chain, and hands terms on with ``defer``.
+
     Use it as a context manager (``with lazy:``) or decorator (``@lazy``); nesting works and
     is isolated per thread and per asyncio task.
 
@@ -243,6 +139,10 @@ class Interpretation:
         super().__init_subclass__(**kwargs)
         cls._dispatchers: dict[type, Dispatcher] = {}
         cls._own_cache: dict[tuple, tuple] = {}
+        cls._wants_cls: set = set()
+        cls._canonical_fn = None
+        # Whether instances keep the default interpret, so a chain may flatten through them.
+        cls._flat = cls.interpret is Interpretation.interpret
         _KIND_CACHES.append(cls._own_cache)
 
     def __new__(cls, *args, **kwargs):
@@ -259,16 +159,20 @@ class Interpretation:
         self.base = None if self.fallback is ENTERED else self.fallback
         self._cache: dict[tuple, tuple] = {}
         self._entered: list = []
+        self._dependents: weakref.WeakSet = weakref.WeakSet()
         _INSTANCES.add(self)
 
     # -- rules ---------------------------------------------------------------------------------
     @classmethod
-    def register(cls, term_cls: type, *arg_types: Any) -> Callable:
+    def register(cls, term_cls: type, *arg_types: Any, term_class: bool = False) -> Callable:
         """Register a rule for terms ``term_cls(*args)`` whose args match ``arg_types``.
 
         A pattern is a class, a tuple of classes (any of them), or ``Tuple[...]`` to look
         inside a tuple argument. The rule returns the rewritten term, or ``None`` to decline.
-        On a stateful kind, the rule is called as ``rule(interp, *args)``.
+        On a stateful kind, the rule is called as ``rule(interp, *args)``. With
+        ``term_class=True`` it also receives the class of the term being built, after the
+        instance: ``rule(cls, *args)`` (or ``rule(interp, cls, *args)``), so one rule
+        registered on a base class (e.g. ``Funsor``) serves all its subclasses.
 
         Example:
             >>> toy = Interpretation("toy2", fallback=reflect)
@@ -296,20 +200,47 @@ class Interpretation:
                 else:
                     same.append(fn)
             dispatcher.reorder(on_ambiguity=_ignore_ambiguities)
-            if any(_uses_tuple_pattern(t) for t in arg_types):
-                _check_tuple_lengths(arg_types)
-                _mark_deep(term_cls)
-            for cache in _KIND_CACHES:
-                cache.clear()
-            for interp in list(_INSTANCES):
-                interp._cache.clear()
+            if term_class:
+                cls._wants_cls.add(fn)
+            if any(uses_tuple_pattern(t) for t in arg_types):
+                check_tuple_lengths(arg_types)
+                mark_deep(term_cls)
+            _clear_all_caches()
             return fn
 
         return decorator
 
     @classmethod
+    def canonical(cls, fn: Callable) -> Callable:
+        """Register ``fn`` as this kind's canonicalization hook (a decorator).
+
+        Every term that an instance of this kind returns (a rule's result, a term built by
+        the rest of its chain, or by ``reflect``) passes through ``fn(term)`` (stateful kinds:
+        ``fn(interp, term)``), which returns the term or an equal canonical one. Results of
+        rules built with ``Tensor.make``/``Gaussian.make`` are seen too. The hook must be
+        idempotent: its own output passes through it again.
+
+        Example:
+            >>> seen = []
+            >>> spy = Interpretation("spy", fallback=reflect)
+            >>> @spy.canonical
+            ... def spy_canonical(term):
+            ...     seen.append(type(term).__name__)
+            ...     return term
+            >>> with spy:
+            ...     _ = fc.Variable("x", fc.Real)
+            >>> seen
+            ['Variable']
+        """
+        if cls is Interpretation:
+            raise TypeError("register a hook on an interpretation or a kind, not the base class")
+        cls._canonical_fn = fn
+        _clear_all_caches()
+        return fn
+
+    @classmethod
     def own_rules(cls, key: tuple) -> tuple:
-        """The rules of this kind alone matching ``key``, most specific first."""
+        """The rules of this kind alone matching ``key``, most specific first (unbound)."""
         result = cls._own_cache.get(key)
         if result is None:
             rules = []
@@ -318,52 +249,164 @@ class Interpretation:
                 if dispatcher is not None:
                     for same in dispatcher.dispatch_iter(*key):
                         rules.extend(fn for fn in same if fn not in rules)
-            if len(cls._own_cache) >= _MAX_CACHE:
+            if len(cls._own_cache) >= MAX_CACHE:
                 cls._own_cache.clear()
             result = cls._own_cache[key] = tuple(rules)
         return result
 
+    def bound_rules(self, key: tuple) -> tuple:
+        """This instance's own rules for ``key``, bound to it (stateful kinds) and to the term
+        class (rules registered with ``term_class=True``), ready to call with the args."""
+        wants = type(self)._wants_cls
+        if not self.stateful and not wants:
+            return self.own_rules(key)
+        out = []
+        for rule in self.own_rules(key):
+            if rule in wants:
+                rule = (functools.partial(rule, self, key[0]) if self.stateful
+                        else functools.partial(rule, key[0]))
+            elif self.stateful:
+                rule = functools.partial(rule, self)
+            out.append(rule)
+        return tuple(out)
+
+    def _hook(self) -> Callable | None:
+        fn = type(self)._canonical_fn
+        if fn is None or not self.stateful:
+            return fn
+        return functools.partial(fn, self)
+
+    def _resolve(self, key: tuple) -> tuple:
+        # (rules, rest, hooks): the rules of this instance and of the instances after it that
+        # keep the default interpret (tried in that order), the first later instance that
+        # overrides interpret (it gets the term when they all decline; None: build it), and
+        # the canonicalization hooks of the flattened instances.
+        entry = self._cache.get(key)
+        if entry is not None:
+            return entry
+        rules: list = []
+        hooks: list = []
+        interp = self
+        while True:
+            rules.extend(interp.bound_rules(key))
+            hook = interp._hook()
+            if hook is not None:
+                hooks.append(hook)
+            interp = interp.base
+            if interp is None or not interp._flat:
+                break
+            interp._dependents.add(self)
+        entry = (tuple(rules), interp, tuple(hooks))
+        if len(self._cache) >= MAX_CACHE:
+            self._cache.clear()
+        self._cache[key] = entry
+        return entry
+
     def rules(self, key: tuple) -> tuple:
-        """All rules of this chain matching ``key``, in the order they are tried (stateful
-        rules bound to their instance)."""
-        result = self._cache.get(key)
-        if result is None:
-            own = self.own_rules(key)
-            if self.stateful:
-                own = tuple(functools.partial(rule, self) for rule in own)
-            result = own
-            if self.base is not None:
-                seen = {getattr(r, "func", r) for r in own}
-                result += tuple(r for r in self.base.rules(key)
-                                if getattr(r, "func", r) not in seen)
-            if len(self._cache) >= _MAX_CACHE:
-                self._cache.clear()
-            self._cache[key] = result
-        return result
+        """The rules this instance tries for ``key``, in order: its own, then those of the
+        following instances of its chain up to the first that overrides ``interpret``
+        (stateful rules bound to their instance).
+
+        Example:
+            >>> from interpretations import exact
+            >>> [rule_name(r) for r in exact.rules((fc.Binary, type(ops.add), fc.Tensor,
+            ...                                      fc.Tensor))][:1]
+            ['exact_binary_tensor_tensor']
+        """
+        return self._resolve(key)[0]
 
     def interpret(self, cls: type, args: tuple) -> Any:
         """Build ``cls(*args)`` under this interpretation."""
         key = (cls, *map(type, args)) if not cls._deep_key else type_key(cls, args)
-        rules = self._cache.get(key)
-        if rules is None:
-            rules = self.rules(key)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._resolve(key)
+        rules, rest, hooks = entry
         for rule in rules:
             result = rule(*args)
             if result is not None:
                 if _DEBUG[0]:
                     _LOG.debug("%s: %s -> %s", rule_name(rule), cls.__name__, _short(result))
-                return result
-        return build(cls, args)
+                break
+        else:
+            result = rest.interpret(cls, args) if rest is not None else build(cls, args)
+        for hook in hooks:
+            result = hook(result)
+        return result
+
+    def defer(self, cls: type, args: tuple) -> Any:
+        """Build ``cls(*args)`` with the rest of the chain, after this instance.
+
+        A rule that intercepts a term and wants the interpretations below it to build that
+        very term (or one of the same pattern) calls this instead of the constructor, which
+        would come back to the rule. Subterms that those build still start from the active
+        interpretation.
+
+        Example:
+            >>> from interpretations import exact, lazy
+            >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+            >>> type(lazy.defer(fc.Binary, (ops.add, x, x))).__name__  # lazy's rest: reflect
+            'Binary'
+            >>> exact.defer(fc.Tensor, x._args) is x  # (prepared args) no rule: cons-hashed
+            True
+        """
+        base = self.base
+        return base.interpret(cls, args) if base is not None else build(cls, args)
+
+    @contextlib.contextmanager
+    def rest(self) -> Iterator[Interpretation | None]:
+        """Make the rest of this chain (the interpretations after this one) active for a
+        block: what a rule builds inside it skips this interpretation and those above it.
+
+        Example:
+            >>> from interpretations import exact
+            >>> with exact.rest():
+            ...     y = fc.Number(1.0) + fc.Number(2.0)
+            >>> type(y).__name__  # normalize's chain rewrites to normal form, does not evaluate
+            'Contraction'
+        """
+        state = _STATE.get(None) or (_DEFAULT[0], None)
+        _STATE.set((self.base if self.base is not None else reflect, state))
+        try:
+            yield self.base
+        finally:
+            _STATE.set(state)
+
+    # -- the chain -----------------------------------------------------------------------------
+    def _set_base(self, base: Interpretation | None) -> None:
+        self.base = base
+        _clear_dependents(self)
+
+    def _in_chain(self, other: Interpretation) -> bool:
+        interp = self
+        while interp is not None:
+            if interp is other:
+                return True
+            interp = interp.base
+        return False
+
+    def chain(self) -> list[str]:
+        """Names of the interpretations tried, in order."""
+        names, interp = [], self
+        while interp is not None:
+            names.append(interp.name)
+            interp = interp.base
+        return names
 
     # -- context manager and decorator ---------------------------------------------------------
     def __enter__(self) -> Interpretation:
         state = _STATE.get(None) or (_DEFAULT[0], None)
         if self.fallback is ENTERED:
             previous = state[0]
-            self._entered.append(self.base)
             if previous is not self and previous is not self.base:
-                self.base = previous
-                self._cache.clear()
+                if previous._in_chain(self):
+                    raise ValueError(_CYCLE.format(
+                        name=self.name, chain=" -> ".join(previous.chain()),
+                        kind=type(self).__name__))
+                self._entered.append(self.base)
+                self._set_base(previous)
+            else:
+                self._entered.append(self.base)
         _STATE.set((self, state))
         return self
 
@@ -372,8 +415,7 @@ class Interpretation:
         if self.fallback is ENTERED:
             base = self._entered.pop()
             if base is not self.base:
-                self.base = base
-                self._cache.clear()
+                self._set_base(base)
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -390,35 +432,26 @@ class Interpretation:
     def __name__(self) -> str:  # funsor's interpretations are named like functions
         return self.name
 
-    def chain(self) -> list[str]:
-        """Names of the interpretations tried, in order."""
-        names, interp = [], self
-        while interp is not None:
-            names.append(interp.name)
-            interp = interp.base
-        return names
 
-
-def _check_tuple_lengths(patterns) -> None:
-    # Long tuples are typed by their element types only (tuple_type), which a fixed-length
-    # pattern this long could not tell apart; say so instead of silently never matching.
-    for p in patterns:
-        if isinstance(p, tuple):
-            _check_tuple_lengths(p)
-        elif isinstance(p, _TupleMeta) and p is not Tuple:
-            if not p._variadic and len(p._elems) > _LONG_TUPLE:
-                raise TypeError(f"a fixed-length pattern {p!r} is longer than {_LONG_TUPLE} "
-                                f"elements; use a variadic one, Tuple[T, ...]")
-            _check_tuple_lengths(p._elems)
-
-
-def _mark_deep(term_cls: type) -> None:
-    # Rules for term_cls look inside tuples: its keys (and its subclasses') become deep.
-    stack = [term_cls]
+def _clear_dependents(interp: Interpretation) -> None:
+    # interp's chain changed: its cached rule lists, and those of every instance whose cached
+    # lists flattened through it, are stale.
+    stack, seen = [interp], set()
     while stack:
-        c = stack.pop()
-        c._deep_key = True
-        stack.extend(c.__subclasses__())
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        x._cache.clear()
+        stack.extend(x._dependents)
+        x._dependents = weakref.WeakSet()
+
+
+def _clear_all_caches() -> None:
+    for cache in _KIND_CACHES:
+        cache.clear()
+    for interp in list(_INSTANCES):
+        interp._cache.clear()
 
 
 def _short(term: Any) -> str:

@@ -1,0 +1,166 @@
+"""Patterns that look inside tuple arguments, and the dispatch key of a term.
+
+``Tuple[Gaussian, Tensor]`` matches a tuple of exactly a Gaussian and a Tensor,
+``Tuple[(Tensor, Number), ...]`` any tuple of Tensors and Numbers. A tuple argument's type
+key is ``Tuple`` of its elements' type keys, computed only for term classes some rule of
+which looks inside tuples (their keys are *deep*); the rest dispatch on plain argument types.
+
+Example:
+    >>> tuple_type((1, ("a", 2.0))).__name__
+    'Tuple[int, Tuple[str, float]]'
+"""
+
+from __future__ import annotations
+
+__all__ = ["Tuple", "tuple_type", "type_key", "uses_tuple_pattern", "check_tuple_lengths",
+           "mark_deep", "MAX_CACHE"]
+
+class _TupleMeta(type):
+    """Classes ``Tuple[T0, T1, ...]`` (fixed length) and ``Tuple[T, ...]`` (any length).
+
+    An element may be a class, a tuple of classes (a union) or another ``Tuple[...]``.
+    ``issubclass`` compares elementwise, so multipledispatch orders patterns by specificity.
+    """
+
+    _cache: dict = {}
+
+    def __getitem__(cls, items) -> type:
+        if not isinstance(items, tuple):
+            items = (items,)
+        variadic = len(items) == 2 and items[1] is Ellipsis
+        elems = (items[0],) if variadic else items
+        if any(e is Ellipsis for e in elems):
+            raise TypeError(f"Tuple[...] takes element types, or one type and '...' (any "
+                            f"length), got {items!r}")
+        key = (elems, variadic)
+        result = _TupleMeta._cache.get(key)
+        if result is None:
+            if len(_TupleMeta._cache) >= MAX_CACHE:
+                _TupleMeta._cache.clear()  # a pattern class stays valid; only reuse is lost
+            names = ", ".join(_elem_name(e) for e in elems) + (", ..." if variadic else "")
+            result = _TupleMeta(f"Tuple[{names}]", (tuple,), {
+                "__slots__": (), "_elems": elems, "_variadic": variadic})
+            _TupleMeta._cache[key] = result
+        return result
+
+    def __subclasscheck__(cls, sub) -> bool:
+        if cls is Tuple:
+            return isinstance(sub, _TupleMeta)
+        if not isinstance(sub, _TupleMeta) or sub is Tuple:
+            return False
+        if cls._variadic:
+            elem = cls._elems[0]
+            return all(_elem_le(e, elem) for e in sub._elems)
+        if sub._variadic or len(sub._elems) != len(cls._elems):
+            return False
+        return all(_elem_le(a, b) for a, b in zip(sub._elems, cls._elems))
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type(obj) is tuple and issubclass(tuple_type(obj), cls)
+
+    def __repr__(cls) -> str:
+        return cls.__name__
+
+
+def _elem_name(e) -> str:
+    if isinstance(e, tuple):
+        return "(" + ", ".join(_elem_name(x) for x in e) + ")"
+    return getattr(e, "__name__", repr(e))
+
+
+def _elem_le(a, b) -> bool:
+    # a <= b for pattern elements: every member of union a is a subclass of union b.
+    if isinstance(a, tuple):
+        return all(_elem_le(x, b) for x in a)
+    if isinstance(b, tuple):
+        return any(_elem_le(a, y) for y in b)
+    return issubclass(a, b)
+
+
+class Tuple(tuple, metaclass=_TupleMeta):
+    """Pattern for tuple arguments: ``Tuple[Gaussian, Tensor]``, ``Tuple[(Tensor, Number), ...]``.
+
+    Example:
+        >>> issubclass(Tuple[int, str], Tuple[object, ...])
+        True
+        >>> isinstance((1, "a"), Tuple[int, int])
+        False
+    """
+
+    __slots__ = ()
+    _elems: tuple = ()
+    _variadic = True
+
+
+_TUPLE_TYPES: dict[tuple, type] = {}
+
+# Every cache keyed by types or type tuples is bounded by clearing it when it passes
+# MAX_CACHE entries: the check runs only on a miss, so the hot path stays one dict lookup,
+# and a long-running program that keeps meeting new tuple shapes or classes (deep keys of
+# Contractions of many terms) keeps its memory flat.
+MAX_CACHE = 4096
+# Tuples longer than this are typed by their set of element types (see tuple_type).
+_LONG_TUPLE = 8
+
+
+def tuple_type(arg: tuple) -> type:
+    """The type key of a tuple argument: ``Tuple`` of its elements' type keys.
+
+    Example:
+        >>> tuple_type((1, ("a", 2.0))).__name__
+        'Tuple[int, Tuple[str, float]]'
+    """
+    elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
+    if len(elems) > _LONG_TUPLE:
+        # A long tuple is typed by the set of its element types, as ``Tuple[(A, B), ...]``:
+        # exact for every variadic pattern, and no fixed-length pattern is this long (register
+        # refuses them), so the rules found are the same. A sum of 10^4 terms then has one key,
+        # not one per length, and the caches stay small.
+        elems = (*dict.fromkeys(elems), Ellipsis)
+    result = _TUPLE_TYPES.get(elems)
+    if result is None:
+        if len(_TUPLE_TYPES) >= MAX_CACHE:
+            _TUPLE_TYPES.clear()
+        if elems and elems[-1] is Ellipsis:
+            union = elems[:-1]
+            result = Tuple[union[0] if len(union) == 1 else union, ...]
+        else:
+            result = Tuple[elems] if elems else Tuple[()]
+        _TUPLE_TYPES[elems] = result
+    return result
+
+
+def uses_tuple_pattern(pattern) -> bool:
+    if isinstance(pattern, tuple):
+        return any(uses_tuple_pattern(p) for p in pattern)
+    return isinstance(pattern, _TupleMeta)
+
+
+def type_key(cls: type, args: tuple) -> tuple:
+    """The dispatch key of ``cls(*args)``: deep (tuples typed by their elements) when some
+    rule for ``cls`` looks inside tuples, else the plain argument types."""
+    if cls._deep_key:
+        return (cls, *(tuple_type(a) if type(a) is tuple else type(a) for a in args))
+    return (cls, *map(type, args))
+
+
+def check_tuple_lengths(patterns) -> None:
+    # Long tuples are typed by their element types only (tuple_type), which a fixed-length
+    # pattern this long could not tell apart; say so instead of silently never matching.
+    for p in patterns:
+        if isinstance(p, tuple):
+            check_tuple_lengths(p)
+        elif isinstance(p, _TupleMeta) and p is not Tuple:
+            if not p._variadic and len(p._elems) > _LONG_TUPLE:
+                raise TypeError(f"a fixed-length pattern {p!r} is longer than {_LONG_TUPLE} "
+                                f"elements; use a variadic one, Tuple[T, ...]")
+            check_tuple_lengths(p._elems)
+
+
+def mark_deep(term_cls: type) -> None:
+    # Rules for term_cls look inside tuples: its keys (and its subclasses') become deep.
+    stack = [term_cls]
+    while stack:
+        c = stack.pop()
+        c._deep_key = True
+        stack.extend(c.__subclasses__())
