@@ -293,6 +293,7 @@ for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], np.dtype(bool),
                                   lambda a: a.astype(_int_dtype()))
 del _op
+KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 
 
 def asarray(data, dtype=None):

@@ -278,6 +278,7 @@ _BOOL = np.dtype(bool)
 for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], _BOOL, lambda a: a.astype(np.int64))
 del _op
+KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 
 
 def asarray(data, dtype=None):

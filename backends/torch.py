@@ -385,6 +385,7 @@ for _op in _INTEGER_ARITHMETIC:
 for _op in _REAL_ARITHMETIC:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.to(_float_dtype()))
 del _op
+KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 
 
 def asarray(data, dtype=None):

@@ -39,6 +39,7 @@ _NUMPY = {
     ops.isfinite: np.isfinite, ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply,
     ops.truediv: np.true_divide, ops.floordiv: np.floor_divide, ops.mod: np.mod,
     ops.pow: np.power, ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp,
+    ops.sample: np.logaddexp,
     ops.safesub: lambda a, b: np.subtract(a, np.minimum(b, _FMAX)),
     ops.safediv: lambda a, b: np.true_divide(a, np.maximum(b, _TINY)),
     ops.and_: np.bitwise_and, ops.or_: np.bitwise_or, ops.xor: np.bitwise_xor,
@@ -47,7 +48,8 @@ _NUMPY = {
 }
 # Ops whose value is real whatever the arguments: numpy sees float64 arguments.
 _REAL_OPS = {ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
-             ops.reciprocal, ops.truediv, ops.pow, ops.logaddexp, ops.safesub, ops.safediv}
+             ops.reciprocal, ops.truediv, ops.pow, ops.logaddexp, ops.sample, ops.safesub,
+             ops.safediv}
 _LOGICAL_OPS = {ops.and_, ops.or_, ops.xor, ops.invert}
 
 
@@ -262,7 +264,7 @@ def test_gaussian_bad_parameters_under_jit_give_nan():
 
 # ---------------------------------------------------------------------------------------------
 # Defect 7: reducing over Bint[0] gives each op's unit on every backend.
-_UNIT = {ops.logaddexp: -np.inf, ops.add: 0.0, ops.mul: 1.0, ops.max: -np.inf,
+_UNIT = {ops.logaddexp: -np.inf, ops.sample: -np.inf, ops.add: 0.0, ops.mul: 1.0, ops.max: -np.inf,
          ops.min: np.inf, ops.and_: True, ops.or_: False}
 
 

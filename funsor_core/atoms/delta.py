@@ -64,6 +64,7 @@ class Delta(Funsor):
     __slots__ = ("terms", "fresh")
     fields = ("terms",)
     _atom = True
+    sort_rank = 10
 
     @classmethod
     def _prepare(cls, name, point=None, log_density=0.0):

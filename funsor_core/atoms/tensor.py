@@ -78,6 +78,7 @@ class Tensor(Funsor):
     fields = ("data", "inputs", "dtype")
     arrays = ("data",)
     _atom = True
+    sort_rank = 70
 
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):

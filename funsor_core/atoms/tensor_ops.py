@@ -39,8 +39,6 @@ __all__ = ["Getitem", "Finitary", "Einsum", "tensordot", "numeric_array", "get_d
 
 # The array reduction applied by ``Reduce(op, ...)`` for each associative op, named as in funsor.
 REDUCE_OP_TO_NUMERIC = dict(ops.REDUCE_OPS)
-if hasattr(ops, "sample"):  # funsor reduces a sampled dim of a Tensor by logsumexp
-    REDUCE_OP_TO_NUMERIC[ops.sample] = ops.logsumexp
 
 
 def numeric_array(x, dtype=None, device=None):

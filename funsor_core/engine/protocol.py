@@ -161,6 +161,11 @@ class Term(metaclass=FunsorMeta):
     _cons_key = None
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down
+    # Where terms of this class sort among the terms of a commutative Contraction (then by
+    # class name and inputs). Atoms declare their own rank (Delta 10, Gaussian 20, Tensor 70,
+    # Number 80), so rules can rely on a stable order: point masses first, then densities,
+    # generic terms (this default), discrete factors, numbers.
+    sort_rank = 50
     _deep_key = False  # set by the interpreter when a rule pattern looks inside tuples
 
     @classmethod

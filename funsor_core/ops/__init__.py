@@ -10,11 +10,12 @@ Example:
     >>> ops.UNITS[ops.logaddexp]
     -inf
 
-funsor's ``ops.sample`` is another name of ``ops.logaddexp`` (funsor evaluates it so) and its
-``ops.null`` ("no op" in a Contraction) is ``None``:
+funsor's ``ops.sample`` is a sampling reduction that computes as ``ops.logaddexp`` (its own op,
+so that rules can tell sampling from marginalizing), and ``ops.null`` ("no op" in a
+Contraction) is ``None``:
 
-    >>> ops.sample is ops.logaddexp, ops.null is None
-    (True, True)
+    >>> ops.sample is ops.logaddexp, float(ops.sample(0.0, 0.0)), ops.null is None
+    (False, 0.6931471805599453, True)
 """
 
 from funsor_core.ops.builtin import *  # noqa: F403
@@ -53,8 +54,7 @@ from funsor_core.ops.op import (
     make_op,
 )
 
-# The ops every backend must give a kernel for; tests walk this list for each backend. An
-# alias (``sample``, another name of ``logaddexp``) is listed once, under the op's own name.
+# The ops every backend must give a kernel for; tests walk this list for each backend.
 REQUIRED_OPS = tuple(
     v for k, v in sorted(globals().items())
     if isinstance(v, Op) and not k.startswith("_") and k == v.name

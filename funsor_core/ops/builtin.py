@@ -55,11 +55,11 @@ pow = make_op("pow", BinaryOp)  # noqa: A001
 min = make_op("min", AssociativeOp)  # noqa: A001
 max = make_op("max", AssociativeOp)  # noqa: A001
 logaddexp = make_op("logaddexp", AssociativeOp)
-# funsor 0.4.8's ``ops.sample`` is logaddexp under another name: same values, unit and
-# distributivity, and no rule of its own (its only use is ``Reduce(ops.sample, ...)`` on a
-# Tensor, evaluated by logsumexp). One op keeps the algebra tables single: ``ops.sample`` is
-# ``ops.logaddexp``.
-sample = logaddexp
+# ``ops.sample``: a sampling reduction. It computes as ``logaddexp`` (backends register
+# logaddexp's kernel for it; same unit and distributivity; ``exact`` rewrites a sampling
+# reduction to a logaddexp one), but it is its own op, so that an interpretation can tell
+# "draw a sample of v" (Monte Carlo, the adjoint's sampling semiring) from "marginalize v".
+sample = make_op("sample", AssociativeOp)
 safesub = make_op("safesub", BinaryOp)  # a - b with b = -inf giving +inf-safe results
 safediv = make_op("safediv", BinaryOp)  # a / b with 0 / 0 = 0
 and_ = make_op("and_", AssociativeOp)
@@ -134,12 +134,13 @@ detach = make_op("detach", ArrayOp)
 # ---------------------------------------------------------------------------------------------
 # Algebra tables.
 UNITS: dict[Op, object] = {
-    add: 0.0, mul: 1.0, logaddexp: -math.inf, max: -math.inf, min: math.inf,
-    and_: True, or_: False, xor: False,
+    add: 0.0, mul: 1.0, logaddexp: -math.inf, sample: -math.inf, max: -math.inf,
+    min: math.inf, and_: True, or_: False, xor: False,
 }
 # A reduction op for each associative binary op (Reduce over inputs uses these).
 REDUCE_OPS: dict[Op, Op] = {
-    add: sum, mul: prod, logaddexp: logsumexp, max: amax, min: amin, and_: all, or_: any,
+    add: sum, mul: prod, logaddexp: logsumexp, sample: logsumexp, max: amax, min: amin,
+    and_: all, or_: any,
 }
 ASSOCIATIVE_OPS = frozenset(REDUCE_OPS) | {xor}
 # (sum_op, prod_op) pairs where prod distributes over sum: the semirings.
@@ -150,8 +151,8 @@ ARITHMETIC_OPS = (
     truediv, floordiv, mod, pow, logaddexp, safesub, safediv,
 )
 DISTRIBUTIVE_OPS = frozenset([
-    (logaddexp, add), (add, mul), (max, mul), (min, mul), (max, add), (min, add),
-    (or_, and_), (xor, and_),
+    (logaddexp, add), (sample, add), (add, mul), (max, mul), (min, mul), (max, add),
+    (min, add), (or_, and_), (xor, and_),
 ])
 UNARY_INVERSES = {add: neg, mul: reciprocal}
 BINARY_INVERSES = {add: sub, mul: truediv, logaddexp: safesub}
@@ -469,7 +470,7 @@ _SCALAR_KERNELS = {
     floordiv: _ieee(operator.floordiv, np.floor_divide, real=False),
     mod: _ieee(operator.mod, np.mod, real=False), pow: _ieee(_scalar_pow, np.power),
     min: _scalar_min, max: _scalar_max,
-    logaddexp: _scalar_logaddexp, safesub: _scalar_safesub,
+    logaddexp: _scalar_logaddexp, sample: _scalar_logaddexp, safesub: _scalar_safesub,
     safediv: _ieee(_scalar_safediv, lambda a, b: np.true_divide(a, np.maximum(
         b, sys.float_info.min))),
     and_: operator.and_, or_: operator.or_, xor: operator.xor,

@@ -123,7 +123,7 @@ class Op:
         """Register the kernel ``fn`` of this op for arguments of type ``typ``."""
         self.kernels[typ] = fn
         for op in _ALL_OPS:
-            if op.base is self.base:
+            if op.kernels is self.kernels:  # bound ops, and ops sharing the kernel table
                 op._cache.clear()
         return fn
 

@@ -314,6 +314,7 @@ class Number(Funsor):
 
     fields = ("data", "dtype")
     _atom = True
+    sort_rank = 80
 
     @classmethod
     def _prepare(cls, data, dtype="real"):

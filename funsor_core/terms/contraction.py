@@ -9,9 +9,10 @@ A Contraction stands for ``red_op``-reducing, over the names ``reduced_vars``, t
 single term. funsor 0.4.8 spells both ``ops.null``; we use ``None`` so that the op vocabulary has
 no op that cannot be called.
 
-Terms are kept in a canonical order when ``bin_op`` is commutative: sorted by the term's class
-name, then by its sorted input names (a stable sort, so equal keys keep the
-order they were given). Two Contractions of the same factors, given in different orders, are
+Terms are kept in a canonical order when ``bin_op`` is commutative: sorted by the rank that
+the term's class declares (``sort_rank``: Deltas, Gaussians, generic terms, Tensors, Numbers),
+its class name, then its sorted input names (a stable sort, so equal keys keep the order they
+were given). Two Contractions of the same factors, given in different orders, are
 then built as the same term. The ``normalize`` interpretation rewrites sums and products into
 Contractions; ``interpretations/exact/contraction.py`` evaluates them.
 
@@ -39,16 +40,19 @@ COMMUTATIVE_OPS = frozenset(ops.ASSOCIATIVE_OPS)
 
 
 def term_sort_key(term: Funsor) -> tuple:
-    """The canonical-order key of a Contraction term: class name, then its sorted input names.
+    """The canonical-order key of a Contraction term: its class's ``sort_rank``, class name,
+    then its sorted input names.
 
     Cheap and deterministic (no ``repr``): building a Contraction of N terms computes N keys.
 
     Example:
         >>> term_sort_key(fc.Variable("x", fc.Real))
-        ('Variable', ('x',))
+        (50, 'Variable', ('x',))
     """
     inputs = term.inputs
-    return (type(term).__name__, tuple(sorted(inputs)) if len(inputs) > 1 else tuple(inputs))
+    cls = type(term)
+    return (cls.sort_rank, cls.__name__,
+            tuple(sorted(inputs)) if len(inputs) > 1 else tuple(inputs))
 
 
 def sort_terms(terms: tuple) -> tuple:

@@ -10,6 +10,7 @@ from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, UnaryOp
 from funsor_core.terms.arrays import Independent, Stack
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Unary, Variable
+from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
 
@@ -29,6 +30,18 @@ def exact_binary_number_number(op, lhs, rhs):
     if out.dtype != "real":
         value = int(value)
     return Number(value, out.dtype)
+
+
+# A sampling reduction evaluates as the marginalization it estimates: exact draws no sample.
+# (Interpretations that sample, e.g. Monte Carlo, match ops.sample before exact does.)
+@exact.register(Reduce, type(ops.sample), Funsor, frozenset)
+def exact_reduce_sample_funsor(op, arg, reduced_vars):
+    return Reduce(ops.logaddexp, arg, reduced_vars)
+
+
+@exact.register(Contraction, type(ops.sample), object, frozenset, tuple)
+def exact_contraction_sample(red_op, bin_op, reduced_vars, terms):
+    return Contraction(ops.logaddexp, bin_op, reduced_vars, terms)
 
 
 # An op-reduction over variables the argument does not depend on: idempotent ops ignore

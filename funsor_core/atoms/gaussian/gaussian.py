@@ -281,6 +281,7 @@ class Gaussian(Funsor):
     fields = ("white_vec", "prec_sqrt", "inputs")
     arrays = ("white_vec", "prec_sqrt")
     _atom = True
+    sort_rank = 20
     # Ranks above compression_threshold * dim are compressed (see set_compression_threshold).
     compression_threshold = COMPRESSION_THRESHOLD
 
