@@ -120,9 +120,14 @@ def test_plated_einsum_local_variable_vs_enumeration():
     assert np.allclose(naive_plated_einsum("a,abx->", a, abx, plates="b"), expected)
 
 
-def test_unknown_backend_string():
-    with pytest.raises(NotImplementedError, match="marginal"):
-        einsum("a->", np.ones(2), backend="pyro.ops.einsum.torch_marginal")
+def test_backend_strings_name_semirings():
+    # funsor's marginal/sample backends compute the log partition function forward (their
+    # backward passes give marginals or samples); an unknown name is an error.
+    x = np.log(np.array([0.25, 0.5]))
+    for backend in ("pyro.ops.einsum.torch_marginal", "pyro.ops.einsum.torch_sample"):
+        assert np.allclose(einsum("a->", x, backend=backend), np.log(0.75))
+    with pytest.raises(ValueError, match="not supported"):
+        einsum("a->", np.ones(2), backend="pyro.ops.einsum.torch_mystery")
 
 
 

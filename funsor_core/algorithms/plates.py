@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from funsor_core import ops
 from funsor_core.terms.base import Number
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["PlateError", "partial_sum_product", "sum_product"]
 
@@ -58,6 +59,15 @@ def _product(prod_op, factors):
     for f in factors[1:]:
         result = prod_op(result, f)
     return result
+
+
+def _contract(sum_op, prod_op, factors, names):
+    # One Contraction of a connected group: exact plans its order (never multiplying the
+    # whole group out), and any other interpretation sees the group as one term.
+    if len(factors) == 1:
+        return _reduce(sum_op, factors[0], names)
+    names = frozenset(names).intersection(set().union(*(f.inputs for f in factors)))
+    return Contraction(sum_op if names else None, prod_op, names, tuple(factors))
 
 
 def _reduce(op, f, names):
@@ -157,7 +167,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         leaf_factors = ordinal_to_factors.pop(leaf)
         leaf_vars = frozenset(ordinal_to_vars[leaf])
         for group, _ in _components(leaf_factors, leaf_vars):
-            f = _reduce(sum_op, _product(prod_op, group), leaf_vars)
+            f = _contract(sum_op, prod_op, group, leaf_vars)
             remaining = sum_vars.intersection(f.inputs)
             if not remaining:
                 f = _reduce(prod_op, f, leaf)

@@ -1,0 +1,234 @@
+"""Pairwise semiring contraction of arrays: the kernels a contraction plan executes.
+
+Dims are named by one-character symbols (``opt_einsum.get_symbol``); a kernel re-letters its
+own step with ``a-zA-Z`` for the backend's einsum. Everything uses ``funsor_core.ops`` only,
+so it runs on numpy, torch and jax arrays (under ``jax.jit`` and torch autograd too):
+
+* sum-product ``(add, mul)``: one ``ops.einsum`` per step;
+* max-plus and min-plus: broadcast ``add``, then ``ops.amax`` / ``ops.amin`` (exact);
+* log-space ``(logaddexp, add)``: ``log sum_s exp(x + y)``, computed so that it never
+  underflows where the true value is finite. Shifting each operand by its own maximum and
+  multiplying (``exp``, einsum, ``log``) is fast but loses the result when the operands peak at
+  different ``s``: ``[0, -1000] . [-1000, 0]`` underflows to ``-inf`` (truth ``-999.31``). So a
+  step whose broadcast is small (the usual case: vector-matrix steps of a filter) is computed
+  exactly as a broadcast ``logsumexp``; a large one (a matrix-matrix product) first takes the
+  fast route with a per-summed-index balancing shift, then checks every entry: a sum of
+  shifted products below ``tiny / eps`` of its dtype may have lost digits, and such a step is
+  recomputed exactly by broadcasting, in chunks of bounded memory. Under ``jax.jit`` the sums
+  cannot be checked, so a large step is computed exactly there as well (XLA fuses the
+  broadcast into the reduction).
+
+Example:
+    >>> x, y = np.array([0.0, -1000.0]), np.array([-1000.0, 0.0])
+    >>> round(float(pair(ops.logaddexp, ops.add, x, "a", y, "a", "")), 4)
+    -999.3069
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funsor_core import ops
+
+__all__ = ["SEMIRINGS", "pair", "reduce_dims", "align_dims", "ascii_equation",
+           "BROADCAST_LIMIT"]
+
+# The semirings with a dedicated kernel: (sum_op, prod_op).
+SEMIRINGS = frozenset([(ops.add, ops.mul), (ops.logaddexp, ops.add), (ops.max, ops.add),
+                       (ops.min, ops.add)])
+
+# A log-space step whose broadcast has at most this many elements (or at most a few times the
+# size of its operands and result) is computed exactly by broadcasting; a larger one first
+# tries the shifted matrix product.
+BROADCAST_LIMIT = 1 << 16
+# Exact recomputation of a large step broadcasts at most this many elements at a time.
+_CHUNK = 1 << 22
+
+_ASCII = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def align_dims(x, letters: str, target: str):
+    """``x`` (dims ``letters``) permuted to ``target`` order, with size-1 dims where absent.
+
+    Example:
+        >>> align_dims(np.zeros((2, 3)), "ab", "bca").shape
+        (3, 1, 2)
+    """
+    order = [c for c in target if c in letters]
+    if order != list(letters):
+        x = ops.permute(x, tuple(letters.index(c) for c in order))
+    if len(order) != len(target):
+        sizes = dict(zip(order, x.shape))
+        x = ops.reshape(x, tuple(sizes.get(c, 1) for c in target))
+    return x
+
+
+def _unit_like(x, out: str, sum_op, sizes: dict):
+    # A sum over an empty range is the semiring's zero (0, -inf, -inf for max, +inf for min)
+    # on every backend; backend max kernels raise on empty axes instead.
+    return ops.new_full(x, tuple(sizes[c] for c in out), float(ops.UNITS[sum_op]))
+
+
+def _empty_sum(letters: str, out: str, sizes: dict) -> bool:
+    return any(sizes[c] == 0 for c in letters if c not in out)
+
+
+def reduce_dims(x, letters: str, out: str, sum_op):
+    """Reduce ``x`` (dims ``letters``) by ``sum_op`` to the dims ``out``, in that order.
+
+    Example:
+        >>> reduce_dims(np.ones((2, 3)), "ab", "a", ops.add)
+        array([3., 3.])
+    """
+    sizes = dict(zip(letters, x.shape))
+    if sum_op is not ops.add and _empty_sum(letters, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
+    axes = tuple(i for i, c in enumerate(letters) if c not in out)
+    if axes:
+        x = ops.REDUCE_OPS[sum_op](x, axis=axes)
+        letters = "".join(c for c in letters if c in out)
+    return align_dims(x, letters, out)
+
+
+def ascii_equation(union: str, lx: str, ly: str, out: str) -> str:
+    """``"lx,ly->out"`` re-lettered with ``a-zA-Z`` (numpy and torch accept no other letters).
+
+    Plans name dims with ``opt_einsum.get_symbol``, which goes past ``Z`` into non-ASCII
+    symbols after 52 names; one pairwise step names only its own dims, so 52 per step suffice.
+
+    Example:
+        >>> ascii_equation("\\u0100b", "\\u0100b", "b", "\\u0100")
+        'ab,b->a'
+    """
+    if len(union) > len(_ASCII):
+        raise NotImplementedError(
+            f"one pairwise einsum step would contract {len(union)} distinct dims at once, but "
+            f"backend einsum kernels accept at most {len(_ASCII)}; split the factors")
+    if all(c in _ASCII for c in union):
+        return f"{lx},{ly}->{out}"
+    table = str.maketrans(union, _ASCII[:len(union)])
+    return f"{lx},{ly}->{out}".translate(table)
+
+
+def pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
+    """Contract two operands (dims ``lx``, ``ly``) to the dims ``out`` in a semiring.
+
+    Every letter of ``out`` is in ``lx`` or ``ly``; the letters of both that are not in
+    ``out`` are summed by ``sum_op`` after combining by ``prod_op``.
+
+    Example:
+        >>> pair(ops.add, ops.mul, np.ones((2, 3)), "ab", np.ones(3), "b", "a")
+        array([3., 3.])
+    """
+    union = lx + "".join(c for c in ly if c not in lx)
+    if sum_op is ops.add:
+        return ops.einsum(ascii_equation(union, lx, ly, out), x, y)
+    sizes = {**dict(zip(lx, x.shape)), **dict(zip(ly, y.shape))}
+    if _empty_sum(union, out, sizes):
+        return _unit_like(x, out, sum_op, sizes)
+    if sum_op is ops.logaddexp:
+        return _log_pair(x, lx, y, ly, out, union, sizes)
+    # max-plus / min-plus: broadcast, combine, reduce.
+    z = prod_op(align_dims(x, lx, union), align_dims(y, ly, union))
+    return reduce_dims(z, union, out, sum_op)
+
+
+def _log_pair(x, lx, y, ly, out, union, sizes):
+    summed = "".join(c for c in union if c not in out)
+    if not summed:
+        return align_dims(x, lx, out) + align_dims(y, ly, out)
+    size = math.prod(sizes.values())
+    small = size <= max(BROADCAST_LIMIT, 4 * (math.prod(x.shape) + math.prod(y.shape)
+                                              + math.prod(sizes[c] for c in out)))
+    if small:
+        return _log_pair_exact(x, lx, y, ly, out, union)
+    if not (ops.is_concrete(x) and ops.is_concrete(y)):
+        return _log_pair_chunked(x, lx, y, ly, out, union, sizes)
+    result, ok = _log_pair_shifted(x, lx, y, ly, out, union, summed)
+    if ok:
+        return result
+    return _log_pair_chunked(x, lx, y, ly, out, union, sizes)
+
+
+def _log_pair_exact(x, lx, y, ly, out, union):
+    z = align_dims(x, lx, union) + align_dims(y, ly, union)
+    return reduce_dims(z, union, out, ops.logaddexp)
+
+
+def _log_pair_chunked(x, lx, y, ly, out, union, sizes):
+    # The exact broadcast, one slab of the largest output dim at a time, so that memory stays
+    # bounded by _CHUNK elements per slab (one slab when the whole broadcast fits).
+    size = math.prod(sizes.values())
+    if size <= _CHUNK or not out:
+        return _log_pair_exact(x, lx, y, ly, out, union)
+    c = max(out, key=lambda d: sizes[d])
+    step = max(1, _CHUNK * sizes[c] // size)
+    parts = []
+    for start in range(0, sizes[c], step):
+        sl = slice(start, min(start + step, sizes[c]))
+        xs = ops.getitem(x, tuple(sl if d == c else slice(None) for d in lx)) if c in lx else x
+        ys = ops.getitem(y, tuple(sl if d == c else slice(None) for d in ly)) if c in ly else y
+        parts.append(_log_pair_exact(xs, lx, ys, ly, out, union))
+    return ops.cat(parts, axis=out.index(c))
+
+
+def _finite_max(x, axes: tuple):
+    m = ops.amax(x, axis=axes, keepdims=True)
+    return ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
+
+
+def _log_pair_shifted(x, lx, y, ly, out, union, summed):
+    # log sum_s exp(x + y) with x + y = (x - u_s - mx) + (y + u_s - my) + mx + my: u_s balances
+    # the two operands at each summed index s they share (half the difference of their maxima
+    # over their other dims), then each is shifted by its maximum over its summed dims,
+    # exponentiated, and the two multiplied by one einsum. Returns (result, whether every
+    # entry kept its digits: a sum of shifted products below tiny / eps may have lost some).
+    shared = "".join(c for c in lx if c in summed and c in ly)
+    if shared:
+        gap = reduce_dims(x, lx, shared, ops.max) - reduce_dims(y, ly, shared, ops.max)
+        u = ops.where(ops.isfinite(gap), gap * 0.5, ops.full_like(gap, 0.0))
+        x = x - align_dims(u, shared, lx)
+        y = y + align_dims(u, shared, ly)
+    xa = tuple(i for i, c in enumerate(lx) if c in summed)
+    ya = tuple(i for i, c in enumerate(ly) if c in summed)
+    mx = _finite_max(x, xa) if xa else None
+    my = _finite_max(y, ya) if ya else None
+    ex = ops.exp(x - mx) if mx is not None else ops.exp(x)
+    ey = ops.exp(y - my) if my is not None else ops.exp(y)
+    s = ops.einsum(ascii_equation(union, lx, ly, out), ex, ey)
+    host = ops.to_numpy(s)
+    info = np.finfo(host.dtype)
+    low = ~(host >= info.tiny / info.eps)  # NaN counts as low: recompute, and stay NaN
+    if low.any():
+        # An exact zero is a true -inf where no finite pair x + y reaches the entry.
+        zero = host == 0
+        if (low & ~zero).any() or (zero & _any_finite_pair(x, lx, y, ly, out)).any():
+            return None, False
+    result = _safe_log(s)
+    if mx is not None:
+        result = result + align_dims(ops.amax(mx, axis=xa), _keep(lx, xa), out)
+    if my is not None:
+        result = result + align_dims(ops.amax(my, axis=ya), _keep(ly, ya), out)
+    return result, True
+
+
+def _any_finite_pair(x, lx, y, ly, out):
+    # Entries of the result that some finite x + y contributes to.
+    fx = ops.to_numpy(ops.isfinite(x)).astype(float)
+    fy = ops.to_numpy(ops.isfinite(y)).astype(float)
+    union = lx + "".join(c for c in ly if c not in lx)
+    return np.einsum(ascii_equation(union, lx, ly, out), fx, fy) > 0
+
+
+def _safe_log(s):
+    # log(0) = -inf without the backend's divide-by-zero warning. Test ``== 0``, not ``> 0``:
+    # a NaN is neither, and must stay NaN (log(nan) = nan), never turn into -inf.
+    zero = s == 0
+    return ops.where(zero, ops.full_like(s, -float("inf")),
+                     ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
+
+
+def _keep(letters: str, axes: tuple) -> str:
+    return "".join(c for i, c in enumerate(letters) if i not in axes)
