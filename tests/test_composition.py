@@ -193,3 +193,89 @@ def test_compress_gaussians_compresses_rule_results():
             point = rng.normal(size=dim)
             expected = -(np.sum((point @ prec_sqrt - white_vec) ** 2))
             np.testing.assert_allclose(float(h(x=point).data), expected, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# A tape that records every contraction, pairwise along the plan (as in docs/extending.md),
+# nested under exact, under memoize and under another stateful interpretation.
+class ContractionTape(Interpretation):
+    stateful = True
+
+    def __init__(self) -> None:
+        super().__init__("contraction_tape", fallback=ENTERED)
+        self.steps: list = []
+
+    def interpret(self, cls, args):
+        from funsor_core.algorithms.plan import plan_terms
+        from funsor_core.terms.contraction import Contraction
+
+        if cls is Contraction:
+            red_op, bin_op, reduced_vars, terms = args
+            if len(terms) > 2 and (red_op, bin_op) in ops.DISTRIBUTIVE_OPS:
+                plan = plan_terms(terms, reduced_vars)
+                return plan.run_terms(red_op, bin_op, reduced_vars, terms)
+        result = self.defer(cls, args)
+        if cls is Contraction and args[2]:  # an elimination step (not a plain sum)
+            self.steps.append((len(args[3]), args[2]))
+        return result
+
+
+def _einsum_program(rng):
+    arrays = [rng.random((2, 3)), rng.random((3, 4)), rng.random((4, 2)), rng.random(2)]
+    expected = arrays[0] @ arrays[1] @ arrays[2] @ arrays[3]
+    return (lambda: fc.einsum("ab,bc,cd,d->a", *arrays)), expected, set("bcd")
+
+
+def _sum_product_program(rng):
+    ab, bc, cd = rng.random((2, 3)), rng.random((3, 4)), rng.random((4, 5))
+    factors = [fc.Tensor(ab, {"a": fc.Bint[2], "b": fc.Bint[3]}),
+               fc.Tensor(bc, {"b": fc.Bint[3], "c": fc.Bint[4]}),
+               fc.Tensor(cd, {"c": fc.Bint[4], "d": fc.Bint[5]})]
+    expected = (ab @ bc @ cd).sum(1)
+
+    def run():
+        return fc.sum_product(ops.add, ops.mul, factors, frozenset("bcd")).align(("a",)).data
+
+    return run, expected, set("bcd")
+
+
+def _gaussian_chain_program(rng):
+    # A Kalman-style chain x1 -> x2 -> x3 reduced over x2, x3: the value is checked against
+    # the same program evaluated by plain exact (whose Gaussian algebra is tested against
+    # closed forms in test_gaussian*.py).
+    def g(names):
+        inputs = {n: fc.Real for n in names}
+        k = len(names)
+        m = rng.normal(size=(k, k))
+        return fc.Gaussian(mean=rng.normal(size=k), covariance=m @ m.T + np.eye(k),
+                           inputs=inputs)
+
+    g12, g23, g3 = g(["x1", "x2"]), g(["x2", "x3"]), g(["x3"])
+
+    def run():
+        total = fc.sum_product(ops.logaddexp, ops.add, [g12, g23, g3],
+                               frozenset({"x2", "x3"}))
+        return total(x1=0.3).data
+
+    return run, run(), {"x2", "x3"}
+
+
+@pytest.mark.parametrize("program", [_einsum_program, _sum_product_program,
+                                     _gaussian_chain_program])
+@pytest.mark.parametrize("nesting", ["exact", "memoize", "stateful"])
+def test_tape_records_every_contraction(program, nesting):
+    run, expected, eliminated = program(np.random.default_rng(0))
+    tape = ContractionTape()
+    if nesting == "exact":
+        with tape:
+            value = run()
+    elif nesting == "memoize":
+        with memoize(), tape:
+            value = run()
+    else:
+        with Counter(), tape:
+            value = run()
+    np.testing.assert_allclose(value, expected, rtol=1e-10)
+    # Every elimination was a pairwise step the tape saw, and together they eliminate all.
+    assert tape.steps and all(n == 2 for n, _ in tape.steps)
+    assert set().union(*(names for _, names in tape.steps)) == eliminated

@@ -91,12 +91,18 @@ def test_contraction_with_lazy_term_reduces_tensor_part():
 
 
 def test_contraction_substitution_avoids_capture():
+    # r(y) = sum_i i * y. Substituting y := i + 0.5, with a *free* i, must rename the bound
+    # i first: the result is sum_k k * (i + 0.5) = i + 0.5, a function of the free i (a
+    # capture would give the constant sum_i i * (i + 0.5) = 1.5).
     i = fc.Variable("i", fc.Bint[2])
     y = fc.Variable("y", fc.Real)
     with normalize:
         r = (i * y).reduce(ops.add, "i")
-    s = r(y=fc.Variable("i2", fc.Real))
-    assert set(s.inputs) == {"i2"}
+        s = r(y=fc.Variable("i", fc.Bint[2]) + 0.5)
+    assert set(s.inputs) == {"i"}
+    for value in range(2):
+        expected = sum(k * (value + 0.5) for k in range(2))  # brute force over the bound k
+        assert float(fc.reinterpret(s)(i=value).data) == pytest.approx(expected)
 
 
 def test_contraction_errors_name_the_problem():

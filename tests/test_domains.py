@@ -5,11 +5,15 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from funsor_core.domains import Array, Bint, Domain, Real, Reals
+
+# The checkout holding this test, whatever the working directory.
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_interned_and_repr():
@@ -61,7 +65,7 @@ def test_bool_does_not_poison_the_cache():
             "try:\n    Array[True, ()]\nexcept TypeError:\n    pass\n"
             "d = Bint[1]\nprint(repr(d), type(d.dtype).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONPATH": os.getcwd()}).stdout
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     assert out.split() == ["Bint[1]", "int"]
     assert type(Bint[1].dtype) is int
 

@@ -83,9 +83,15 @@ def test_einsum_backend_strings(name, semiring):
 
 
 def test_einsum_of_tensors_returns_tensor():
-    x = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+    data = np.random.default_rng(0).random((2, 3))
+    x = fc.Tensor(data, {"a": fc.Bint[2], "b": fc.Bint[3]})
     result = einsum("ab->a", x)
     assert isinstance(result, fc.Tensor) and list(result.inputs) == ["a"]
+    np.testing.assert_allclose(result.data, data.sum(1))
+    # The output order follows the equation, whatever the operand's input order.
+    result = einsum("ab->ba", x)
+    assert list(result.inputs) == ["b", "a"]
+    np.testing.assert_allclose(result.data, data.T)
 
 
 def _plated_brute(a, ab, abc):

@@ -63,12 +63,22 @@ def test_most_specific_first_and_fall_through():
 
 
 def test_all_decline_builds_term_and_other_interpretations_ignore_toy_rules():
+    log.clear()
+    left, right = Leaf(1), Leaf(2)
     with reflect:
-        p = Pair(Leaf(1), Leaf(2))
-    assert isinstance(p, Pair)
+        p = Pair(left, right)
+    # Built as it is: the very arguments, no rule consulted, and cons-hashed.
+    assert type(p) is Pair and p.left is left and p.right is right
+    assert log == []
+    with reflect:
+        assert Pair(left, right) is p
     other = Interpretation("other", base=reflect)
     with other:
-        assert isinstance(Pair(Leaf(1), Leaf(2)), Pair)
+        q = Pair(left, right)
+    assert q is p and log == []  # toy's rules belong to toy: other never runs them
+    with toy:
+        assert Pair(left, right).value == 3
+    assert log == ["specific"]
 
 
 def test_base_chain():

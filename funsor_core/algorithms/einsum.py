@@ -210,9 +210,12 @@ def _as_tensors(inputs, operands):
 
 
 def _finish(result, output: str, arrays: bool):
-    if not arrays or not isinstance(result, Tensor):
+    if not isinstance(result, Tensor):
         return result  # a lazy term under a non-evaluating interpretation stays a term
-    return align_tensor({c: result.inputs[c] for c in output}, result)
+    if arrays:
+        return align_tensor({c: result.inputs[c] for c in output}, result)
+    # A Tensor result has its inputs in the order of the equation's output.
+    return result if tuple(result.inputs) == tuple(output) else result.align(tuple(output))
 
 
 def inputs_union(inputs) -> str:

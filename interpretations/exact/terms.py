@@ -7,6 +7,7 @@ import math
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, get_default_prototype
 from funsor_core.domains import Bint
+from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op, UnaryOp
 from funsor_core.terms.arrays import Independent, Stack
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Unary, Variable
@@ -72,6 +73,17 @@ def _reduce_table(op, arg, reduced_vars):
     if not isinstance(table, (Tensor, Number)):
         return None
     return Reduce(op, table, reduced_vars)
+
+
+# The same for a reduced Contraction whose terms are lazy functions of Bint inputs only.
+@exact.register(Contraction, object, object, frozenset, Tuple[Funsor, ...])
+def exact_contraction_bint_table(red_op, bin_op, reduced_vars, terms):
+    if red_op is None or not reduced_vars or all(isinstance(t, (Tensor, Number)) for t in terms):
+        return None
+    if any(d.dtype == "real" or d.shape for t in terms for d in t.inputs.values()):
+        return None
+    body = terms[0] if bin_op is None else Contraction(None, bin_op, frozenset(), terms)
+    return _reduce_table(red_op, body, reduced_vars)
 
 
 # Independent over a function of no real coordinate is a plain product over the plate.
