@@ -73,6 +73,9 @@ def sort_terms(terms: tuple) -> tuple:
     return terms
 
 
+_STASH: list = [None]  # (terms, inputs, output) of the last prepared Contraction
+
+
 class Contraction(Funsor):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
@@ -107,26 +110,30 @@ class Contraction(Funsor):
         if isinstance(reduced_vars, (str, Variable)):
             reduced_vars = (reduced_vars,)
         names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
+        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            terms = sort_terms(terms)
         inputs = merge_all_inputs(terms, "contract")
         names = frozenset(n for n in names if n in inputs)
         if red_op is None and names:
             raise ValueError(f"Contraction with red_op=None cannot reduce {sorted(names)}")
-        if bin_op is not None:
-            out = terms[0].output
-            for t in terms[1:]:
-                out = ops.infer_domain(bin_op, out, t.output)
-        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
-            terms = sort_terms(terms)
-        return red_op, bin_op, names, terms
-
-    def _setup(self):
-        _, bin_op, reduced_vars, terms = self._args
-        inputs = merge_all_inputs(terms, "contract")
-        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
         out: Domain = terms[0].output
         for t in terms[1:]:
             out = ops.infer_domain(bin_op, out, t.output)
-        red_op = self._args[0]
+        # Kept for _setup, which a term built from these very arguments runs next.
+        _STASH[0] = (terms, inputs, out)
+        return red_op, bin_op, names, terms
+
+    def _setup(self):
+        red_op, bin_op, reduced_vars, terms = self._args
+        stash = _STASH[0]
+        if stash is not None and stash[0] is terms:
+            inputs, out = stash[1], stash[2]
+        else:
+            inputs = merge_all_inputs(terms, "contract")
+            out = terms[0].output
+            for t in terms[1:]:
+                out = ops.infer_domain(bin_op, out, t.output)
+        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
         if red_op is not None and out.dtype != "real":
             # An integer sum (or product) over n assignments widens as n - 1 binary ops do,
             # as the Reduce this contraction stands for.
