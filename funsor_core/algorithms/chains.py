@@ -42,6 +42,23 @@ def _check_chain(trans, time: str, step: dict) -> None:
             f"sequential sum-product: {missing} are not inputs of the transition factor, whose "
             f"inputs are {list(trans.inputs)}; every prev/curr name of step={step} must be an "
             "input, e.g. trans(t, x_prev, x_curr) with step={'x_prev': 'x_curr'}")
+    # A step composes trans(prev, curr) with trans(curr, next): curr must range over prev's
+    # values (otherwise the contraction would fail on an internal name).
+    for prev, curr in step.items():
+        if trans.inputs[prev] is not trans.inputs[curr]:
+            raise ValueError(
+                f"sequential sum-product over '{time}': the prev input '{prev}' is "
+                f"{trans.inputs[prev]} but its curr input '{curr}' is {trans.inputs[curr]}; "
+                "a step maps a state to the next one of the same domain")
+    _check_duration(trans, time, "sequential sum-product")
+
+
+def _check_duration(trans, time: str, what: str) -> None:
+    # A chain of no steps has no first prev and no last curr to return.
+    domain = trans.inputs.get(time)
+    if domain is not None and domain.size == 0:
+        raise ValueError(f"{what} over '{time}': the chain is empty ('{time}' is {domain}); "
+                         "it needs at least one step")
 
 
 def _prototype_array(term):
@@ -241,6 +258,7 @@ def _lag_setup(trans, time, global_vars):
     # The chain's local names (all but time and globals), its largest lag, and its state names
     # (lag 0). A lagged name whose present-time name is not an input would never be summed.
     time = _time_name(time)
+    _check_duration(trans, time, "Sarkka-Bilmes product")
     global_vars = frozenset(global_vars) | {time}
     local = [n for n in trans.inputs if n not in global_vars]
     states = [n for n in local if _lag_of(n) == 0]

@@ -41,6 +41,12 @@ _SHAPE_MISMATCH = (
     "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
 )
 
+_FLOAT_BINT = (
+    "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
+    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
+    "or leave dtype='real' for real values."
+)
+
 
 def is_array(x) -> bool:
     """Whether ``x`` is an array of a loaded backend.
@@ -100,8 +106,11 @@ class Tensor(Funsor):
                                                      sizes=sizes))
         if len({name for name, _ in inputs}) != n:
             raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
-        if dtype != "real" and (isinstance(dtype, bool) or not isinstance(dtype, int)):
-            raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+        if dtype != "real":
+            if isinstance(dtype, bool) or not isinstance(dtype, int):
+                raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+            if ops.is_floating(data):
+                raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
         return data, inputs, dtype
 
     @staticmethod

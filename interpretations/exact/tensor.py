@@ -56,6 +56,17 @@ def exact_unary_tensor(op, arg):
         dims = [d - nd if d >= 0 else d for d in (op.kwargs.get("dim0", -2),
                                                    op.kwargs.get("dim1", -1))]
         data = base(data, dims[0], dims[1])
+    elif base is ops.permute or base is ops.expand:
+        # The bound axes / shape describe the output; the batch dims go first, unmoved.
+        nb = len(arg.inputs)
+        if base is ops.permute:
+            data = base(data, tuple(range(nb)) + tuple(nb + a for a in op.kwargs["axes"]))
+        else:  # new output dims are inserted between the batch dims and the old output
+            shape, batch = tuple(op.kwargs["shape"]), tuple(data.shape[:nb])
+            new = len(shape) - len(arg.output.shape)
+            if new and nb:
+                data = ops.reshape(data, batch + (1,) * new + tuple(arg.output.shape))
+            data = base(data, batch + shape)
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
