@@ -158,6 +158,10 @@ DISTRIBUTIVE_OPS = frozenset([
     (logaddexp, add), (add, mul), (max, mul), (min, mul), (max, add), (min, add),
     (or_, and_), (xor, and_),
 ])
+# The pairs above that distribute only over nonnegative factors: max_j (a * t_j) is
+# a * max_j t_j for a >= 0 but a * min_j t_j for a < 0. A rule pulling a factor out of such a
+# reduction must know its sign (funsor_core.atoms.sign.distributes).
+NONNEGATIVE_DISTRIBUTIVE_OPS = frozenset([(max, mul), (min, mul)])
 UNARY_INVERSES = {add: neg, mul: reciprocal}
 BINARY_INVERSES = {add: sub, mul: truediv, logaddexp: safesub}
 # An idempotent sum op (x + x = x) lets a reduction over an absent variable be dropped.

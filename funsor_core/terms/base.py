@@ -33,7 +33,6 @@ from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     _as_domain,
     _index_shape,
     _normalize_index,
-    _reduced_names,
     check_substitution,
     index_to_python,
     merge_all_inputs,
@@ -41,6 +40,7 @@ from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     reduce_constant,
     reduce_domain,
     reduce_moment,
+    split_reduced_vars,
 )
 
 __all__ = [
@@ -147,30 +147,22 @@ class Funsor(Term):
         return Subs(self, pairs)
 
     def reduce(self, op: ops.Op, reduced_vars=None) -> Funsor:
-        """Reduce with ``op`` over input variables (a name, Variable, or a set; None = all).
+        """Reduce with ``op`` over input variables: a name, a Variable, or a set of them
+        (None = all inputs). One policy for every reduction (``terms/inputs.py``): a Variable
+        must have its input's domain; a Bint Variable that is not an input repeats the value
+        over its values (as in funsor: ``x.reduce(ops.add, Variable("i", Bint[4])) is x * 4``);
+        a bare name that is not an input raises ValueError.
 
         Example:
             >>> f = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
             >>> f.reduce(ops.logaddexp, "j").data
             array([1.09861229, 1.09861229])
         """
-        names = _reduced_names(reduced_vars, self.inputs)
+        names, absent = split_reduced_vars(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
             return reduce_moment(self, op, names)
-        if not names:
-            return self
-        missing = names - self.inputs.keys()
-        if missing:
-            # A Variable names its domain, so f is repeated over its values (as in funsor);
-            # a bare name not among the inputs has no domain and is most likely a typo.
-            given = (reduced_vars,) if isinstance(reduced_vars, Variable) else reduced_vars
-            variables = [v for v in given if isinstance(v, Variable) and v.name in missing]
-            if len(variables) < len(missing):
-                raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this "
-                                 f"funsor, whose inputs are {dict(self.inputs)}")
-            kept = names - missing
-            return reduce_constant(Reduce(op, self, kept) if kept else self, op, variables)
-        return Reduce(op, self, names)
+        result = Reduce(op, self, names) if names else self
+        return reduce_constant(result, op, absent) if absent else result
 
     def reshape(self, shape) -> Funsor:
         """The same function with its output reshaped (inputs untouched), as funsor's.
@@ -390,21 +382,30 @@ class Binary(Funsor):
 
 
 class Reduce(Funsor):
-    """``op``-reduction of ``arg`` over the input names ``reduced_vars``."""
+    """``op``-reduction of ``arg`` over ``reduced_vars``: a name, a Variable or a set of them,
+    with ``Funsor.reduce``'s policy (a Variable must have its input's domain; a Bint Variable
+    that is not an input repeats ``arg`` over its values; a bare name that is not an input
+    raises ValueError). The term stores the names of the reduced inputs.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> float(fc.Reduce(ops.add, t, frozenset({fc.Variable("i", fc.Bint[3])})).data)
+        3.0
+    """
 
     fields = ("op", "arg", "reduced_vars")
     binds = ("reduced_vars",)
 
     @classmethod
     def _prepare(cls, op, arg, reduced_vars):
-        names = reduced_vars if type(reduced_vars) is frozenset else _reduced_names(
-            reduced_vars, arg.inputs)
-        if not names.issubset(arg.inputs):
-            names = frozenset(n for n in names if n in arg.inputs)
         if op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
                              "with a reduction; use one of "
                              f"{sorted(o.name for o in ops.REDUCE_OPS)}")
+        # reduced_vars as Funsor.reduce documents; Variables that are not inputs repeat arg.
+        names, absent = split_reduced_vars(reduced_vars, arg.inputs)
+        if absent:
+            arg = reduce_constant(arg, op, absent)
         return op, arg, names
 
     def _setup(self):
