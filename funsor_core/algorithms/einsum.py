@@ -32,6 +32,7 @@ from funsor_core.algorithms.plates import sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor
 
 __all__ = [
@@ -304,6 +305,7 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq)
     arrays, tensors = _as_tensors(inputs, operands)
+    check_backends("einsum", tensors, [f"operand {k}" for k in range(len(tensors))])
     if plates:
         eliminate = frozenset(inputs_union(inputs)) - frozenset(output)
         result = sum_product(sum_op, prod_op, tensors, eliminate, frozenset(plates))
@@ -340,6 +342,7 @@ def naive_einsum(eq: str, *operands, backend: str = "numpy"):
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq)
     arrays, tensors = _as_tensors(inputs, operands)
+    check_backends("einsum", tensors, [f"operand {k}" for k in range(len(tensors))])
     result = tensors[0]
     for t in tensors[1:]:
         result = prod_op(result, t)
@@ -363,6 +366,7 @@ def naive_plated_einsum(eq: str, *operands, plates: str = "", backend: str = "nu
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq)
     arrays, tensors = _as_tensors(inputs, operands)
+    check_backends("einsum", tensors, [f"operand {k}" for k in range(len(tensors))])
     plate_set = frozenset(plates)
     factors = list(tensors)
     target = frozenset(output)

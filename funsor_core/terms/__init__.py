@@ -9,7 +9,7 @@ Example:
     {'x': Real}
 """
 
-from funsor_core.terms import output_ops  # noqa: F401  (registers the op builders)
+from funsor_core.terms import backend_check, output_ops  # noqa: F401  (register hooks)
 from funsor_core.terms.arrays import (
     Cat,
     Function,

@@ -438,6 +438,9 @@ class Subs(Funsor):
             if value.output is not domain:
                 check_substitution(name, domain, value)
             pairs.append((name, value))
+        if any(type(v).arrays for _, v in pairs):  # one backend (terms/backend_check.py)
+            arg, *values = _hook("check_backends")("substitute", (arg, *(v for _, v in pairs)))
+            pairs = [(name, v) for (name, _), v in zip(pairs, values)]
         return arg, tuple(pairs)
 
     def _setup(self):
@@ -500,12 +503,11 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         if output is None:
             raise ValueError(f"to_funsor('{x}') needs an output domain to make a Variable")
         return Variable(x, output)
-    if isinstance(x, numbers.Number) and not hasattr(x, "shape"):
+    if isinstance(x, numbers.Number):  # a numpy scalar is a number too (backend_check.py)
+        x = x.item() if hasattr(x, "item") else x
         if output is None or output.dtype == "real":
             if output is not None and output.shape:
                 raise DomainError(f"a scalar cannot have output {output}")
-            if isinstance(x, bool) or not isinstance(x, numbers.Real):
-                return Number(x)
             return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
 
@@ -109,7 +110,7 @@ class Contraction(Funsor):
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
         if isinstance(terms, Funsor):
             terms = (terms,)
-        terms = tuple(to_funsor(t) for t in terms)
+        terms = check_backends("contract", tuple(to_funsor(t) for t in terms))
         if not terms:
             raise ValueError("Contraction needs at least one term")
         if bin_op is None and len(terms) > 1:

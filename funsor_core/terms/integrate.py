@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import DomainError, Funsor, merge_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, split_reduced_vars
 
@@ -43,7 +44,9 @@ class Integrate(Funsor):
 
     @classmethod
     def _prepare(cls, log_measure, integrand, reduced_vars):
-        log_measure, integrand = to_funsor(log_measure), to_funsor(integrand)
+        log_measure, integrand = check_backends(
+            "integrate", (to_funsor(log_measure), to_funsor(integrand)),
+            ("the measure", "the integrand"), deep=True)
         if log_measure.output.dtype != "real" or log_measure.shape:
             raise DomainError(f"Integrate needs a real scalar log_measure, got output "
                               f"{log_measure.output}")

@@ -12,7 +12,6 @@ from funsor_core.atoms.tensor import (
     align_binary,
     align_tensor,
     align_tensors,
-    check_same_backend,
     fold_axes,
     index_tensor,
     index_tensor_numbers,
@@ -20,6 +19,7 @@ from funsor_core.atoms.tensor import (
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
 from funsor_core.terms.arrays import Cat, Function, Lambda, Stack
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
     Align,
     Binary,
@@ -84,7 +84,11 @@ def exact_unary_getitem_tensor(op, arg):
 @exact.register(Binary, BinaryOp, Tensor, Tensor)
 def exact_binary_tensor_tensor(op, lhs, rhs):
     if type(lhs.data) is not type(rhs.data):
-        check_same_backend(op, lhs, rhs)
+        # Two backends raise; a Tensor of a numpy scalar meeting another backend's array is
+        # a number (terms/backend_check.py), so no kernel sees the two together.
+        new = check_backends(op.name, (lhs, rhs), ("the left Tensor", "the right Tensor"))
+        if new[0] is not lhs or new[1] is not rhs:
+            return Binary(op, *new)
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
     inputs, ikey, ld, rd = align_binary(lhs, rhs)
