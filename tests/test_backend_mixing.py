@@ -16,7 +16,8 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.domains import Bint, Real
+from funsor_core.domains import Bint, Real, Reals
+from funsor_core.tensor import Einsum
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -45,6 +46,11 @@ def _pattern(a, b):
     return rf"holds {a} arrays and .* holds {b} arrays; one term must use one backend"
 
 
+@fc.function(Reals[2], Reals[2], Reals[2])
+def _add_fn(x, y):
+    return x + y
+
+
 # Each builds a term combining arrays of backend a with arrays of backend b.
 CASES = {
     "tensor_add_tensor": lambda a, b: _tensor(a, [1.0, 2.0]) + _tensor(b, [3.0, 4.0]),
@@ -65,6 +71,10 @@ CASES = {
     "integrate": lambda a, b: fc.Integrate(
         _gaussian(a), fc.Variable("x", Real) * _tensor(b, [1.0, 2.0]), "x"),
     "einsum": lambda a, b: fc.einsum("i,i->", _tensor(a, [1.0, 2.0]), _tensor(b, [3.0, 4.0])),
+    "einsum_term": lambda a, b: Einsum("ab,b->a", (fc.Tensor(_as(a, np.ones((2, 3)))),
+                                                   fc.Tensor(_as(b, np.ones(3))))),
+    "function": lambda a, b: _add_fn(fc.Tensor(_as(a, [1.0, 2.0])),
+                                     fc.Tensor(_as(b, [3.0, 4.0]))),
     "lazy_then_substituted": lambda a, b: (fc.Variable("x", Real) * _tensor(a, [1.0, 2.0]))(
         x=fc.Tensor(_as(b, 0.5))),
 }

@@ -222,27 +222,6 @@ _ALIGN_CACHE: dict = {}
 _MAX_ALIGN_CACHE = 4096
 
 
-MIXED_BACKENDS = (
-    "cannot {op} a Tensor of {left} arrays and a Tensor of {right} arrays: one expression must "
-    "use one backend. Convert one side first, e.g. fc.Tensor(torch.as_tensor(t.data), t.inputs) "
-    "or fc.Tensor(np.asarray(t.data), t.inputs)."
-)
-
-
-def check_same_backend(op, lhs: Tensor, rhs: Tensor) -> None:
-    """Raise TypeError if two Tensors hold arrays of different backends.
-
-    Example:
-        >>> a = fc.Tensor(np.zeros(2))
-        >>> check_same_backend(ops.add, a, a)
-    """
-    from funsor_core.engine.backend import backend_name_of
-
-    left, right = backend_name_of(lhs.data), backend_name_of(rhs.data)
-    if left != right:
-        raise TypeError(MIXED_BACKENDS.format(op=op.name, left=left, right=right))
-
-
 def align_binary(lhs: Tensor, rhs: Tensor):
     """Align two tensors for a broadcasting binary op.
 

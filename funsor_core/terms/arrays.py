@@ -244,7 +244,8 @@ class Function(Funsor):
 
     @classmethod
     def _prepare(cls, fn, output, args):
-        return fn, output, tuple(args)
+        return fn, output, check_backends(f"call {getattr(fn, '__name__', 'a function')}",
+                                          tuple(args))
 
     def _setup(self):
         fn, output, args = self._args

@@ -428,7 +428,7 @@ class Subs(Funsor):
         if type(subs) is dict:
             subs = tuple(subs.items())
         inputs = arg.inputs
-        pairs = []
+        pairs, arrays = [], False
         for name, value in subs:
             domain = inputs.get(name)
             if domain is None:
@@ -437,8 +437,9 @@ class Subs(Funsor):
                 value = to_funsor(value, domain)
             if value.output is not domain:
                 check_substitution(name, domain, value)
+            arrays = arrays or type(value).arrays
             pairs.append((name, value))
-        if any(type(v).arrays for _, v in pairs):  # one backend (terms/backend_check.py)
+        if arrays:  # values holding arrays: one backend (terms/backend_check.py)
             arg, *values = _hook("check_backends")("substitute", (arg, *(v for _, v in pairs)))
             pairs = [(name, v) for (name, _), v in zip(pairs, values)]
         return arg, tuple(pairs)
@@ -472,7 +473,6 @@ class Align(Funsor):
         inputs.update(arg.inputs)
         self.inputs = inputs
         self.output = arg.output
-
 
 
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.

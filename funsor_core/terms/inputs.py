@@ -165,7 +165,9 @@ def split_reduced_vars(reduced_vars, inputs: dict, where: str = "this funsor"
     if reduced_vars is None:
         return frozenset(inputs), ()
     if type(reduced_vars) is frozenset and reduced_vars.issubset(inputs.keys()):
-        return reduced_vars, ()  # the common case: names of inputs
+        return reduced_vars, ()  # the common cases: names of inputs, or one name
+    if type(reduced_vars) is str and reduced_vars in inputs:
+        return frozenset((reduced_vars,)), ()
     if isinstance(reduced_vars, str) or getattr(reduced_vars, "_is_funsor", False):
         reduced_vars = (reduced_vars,)
     elif not isinstance(reduced_vars, (set, frozenset, list, tuple)):
@@ -196,7 +198,7 @@ def split_reduced_vars(reduced_vars, inputs: dict, where: str = "this funsor"
         missing = sorted(set(missing))
         raise ValueError(_NOT_INPUTS.format(names=missing, where=where, inputs=dict(inputs),
                                             first=missing[0]))
-    return frozenset(names), tuple(absent[k] for k in sorted(absent))
+    return frozenset(names), tuple(absent[k] for k in sorted(absent)) if absent else ()
 
 
 def _as_domain(x) -> Domain:
