@@ -41,6 +41,19 @@ def _int_dtype():
 
 # ---------------------------------------------------------------------------------------------
 # Elementwise adapters.
+def _power(x, y):
+    # A power is Real (ops.infer_domain), so integers are raised in floats: jnp.power of
+    # integers with a negative exponent gives a wrong integer (0) silently.
+    if _is_integer(x) and _is_integer(y):
+        x = jnp.asarray(x, dtype=_float_dtype())
+    return jnp.power(x, y)
+
+
+def _is_integer(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return jnp.dtype(dtype).kind in "iub" if dtype is not None else type(x) in (int, bool)
+
+
 def _float_result_type(x, y):
     dtype = jnp.result_type(x, y)
     return dtype if jnp.issubdtype(dtype, jnp.floating) else _float_dtype()
@@ -166,8 +179,17 @@ def _qr_r(x):
     return jnp.linalg.qr(x, mode="r")
 
 
-def _diagonal(x):
-    return jnp.diagonal(x, axis1=-2, axis2=-1)
+def _diagonal(x, dim1=-2, dim2=-1):
+    return jnp.diagonal(x, axis1=dim1, axis2=dim2)
+
+
+def _flip(x, axis=None):
+    return jnp.flip(x, axis)
+
+
+def _triangular_inv(x, upper=False):
+    eye = jnp.broadcast_to(jnp.eye(x.shape[-1], dtype=x.dtype), x.shape)
+    return _triangular_solve(eye, x, upper=upper)
 
 
 def _diag_embed(x):
@@ -254,7 +276,7 @@ KERNELS = {
     ops.invert: jnp.invert,
     ops.isfinite: jnp.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: jnp.add, ops.sub: jnp.subtract, ops.mul: jnp.multiply, ops.truediv: jnp.true_divide,
-    ops.floordiv: jnp.floor_divide, ops.mod: jnp.mod, ops.pow: jnp.power,
+    ops.floordiv: jnp.floor_divide, ops.mod: jnp.mod, ops.pow: _power,
     ops.lshift: jnp.left_shift, ops.rshift: jnp.right_shift,
     ops.min: jnp.minimum, ops.max: jnp.maximum, ops.logaddexp: jnp.logaddexp,
     ops.safesub: _safesub, ops.safediv: _safediv,
@@ -266,6 +288,7 @@ KERNELS = {
     ops.cholesky_inverse: _cholesky_inverse, ops.det: jnp.linalg.det, ops.logdet: _logdet,
     ops.inv: jnp.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
+    ops.flip: _flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(jnp.sum), ops.prod: _reduction(jnp.prod),
     ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _extremum(jnp.max, -jnp.inf),
     ops.amin: _extremum(jnp.min, jnp.inf), ops.argmax: _arg_reduction(jnp.argmax),

@@ -114,6 +114,19 @@ def _safediv(x, y):
     return x / np.clip(y, finfo.tiny, None)
 
 
+def _power(x, y):
+    # A power is Real (ops.infer_domain), so integers are raised in floats: a negative integer
+    # exponent gives 1 / x^k rather than numpy's "Integers to negative integer powers" error.
+    if _is_integer(x) and _is_integer(y):
+        x = np.asarray(x, dtype=FLOAT_DTYPE)
+    return np.power(x, y)
+
+
+def _is_integer(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype.kind in "iub" if dtype is not None else type(x) in (int, bool)
+
+
 def _triangular_solve(x, y, upper=False, transpose=False):
     # numpy has no batched triangular solve; a general solve is exact enough for the sizes a
     # Gaussian atom sees and keeps broadcasting over batch dims.
@@ -146,8 +159,18 @@ def _qr_r(x):
     return np.linalg.qr(x, mode="r")
 
 
-def _diagonal(x):
-    return np.diagonal(x, axis1=-2, axis2=-1)
+def _diagonal(x, dim1=-2, dim2=-1):
+    return np.diagonal(x, axis1=dim1, axis2=dim2)
+
+
+def _flip(x, axis=None):
+    return np.flip(x, axis)
+
+
+def _triangular_inv(x, upper=False):
+    # The inverse of the named triangle (the other one is ignored, as in torch and jax).
+    eye = np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)
+    return _triangular_solve(eye, x, upper=upper)
 
 
 def _diag_embed(x):
@@ -240,7 +263,7 @@ KERNELS = {
     ops.invert: np.invert,
     ops.isfinite: np.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply, ops.truediv: np.true_divide,
-    ops.floordiv: np.floor_divide, ops.mod: np.mod, ops.pow: np.power,
+    ops.floordiv: np.floor_divide, ops.mod: np.mod, ops.pow: _power,
     ops.lshift: np.left_shift, ops.rshift: np.right_shift,
     ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp,
     ops.safesub: _safesub, ops.safediv: _safediv,
@@ -252,6 +275,7 @@ KERNELS = {
     ops.cholesky_inverse: _cholesky_inverse, ops.det: np.linalg.det, ops.logdet: _logdet,
     ops.inv: np.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
+    ops.flip: _flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(np.sum), ops.prod: _reduction(np.prod), ops.logsumexp: _logsumexp,
     ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
     ops.argmax: _argmax,

@@ -191,6 +191,20 @@ def _clamp(x, min=None, max=None):  # noqa: A002
     return torch.clamp(x, min=min, max=max)
 
 
+def _pow(x, y):
+    # A power is Real (ops.infer_domain), so integers are raised in floats: a negative integer
+    # exponent gives 1 / x^k rather than torch's "Integers to negative integer powers" error.
+    if _is_integer(x) and _is_integer(y):
+        x = x.to(_float_dtype()) if isinstance(x, torch.Tensor) else float(x)
+    return x ** y
+
+
+def _is_integer(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return not (x.is_floating_point() or x.is_complex())
+    return type(x) in (int, bool)
+
+
 def _astype(x, dtype):
     if dtype == "real":
         return x if x.is_floating_point() else x.to(_float_dtype())
@@ -225,8 +239,20 @@ def _transpose(x, dim0=-2, dim1=-1):
     return torch.transpose(x, dim0, dim1)
 
 
-def _diagonal(x):
-    return torch.diagonal(x, dim1=-2, dim2=-1)
+def _diagonal(x, dim1=-2, dim2=-1):
+    return torch.diagonal(x, dim1=dim1, dim2=dim2)
+
+
+def _flip(x, axis=None):
+    # numpy's axis=None flips every dim; torch.flip needs the dims listed.
+    if axis is None:
+        axis = tuple(range(x.dim()))
+    return torch.flip(x, (axis,) if isinstance(axis, int) else tuple(axis))
+
+
+def _triangular_inv(x, upper=False):
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device).expand(x.shape)
+    return torch.linalg.solve_triangular(x, eye, upper=upper)
 
 
 def _triu(x, k=0):
@@ -272,8 +298,8 @@ def _where(cond, x, y):
     return torch.where(cond, x, y)
 
 
-def _full_like(x, value):
-    return torch.full_like(x, value)
+def _full_like(x, fill_value):
+    return torch.full_like(x, fill_value)
 
 
 def _scatter_add(dest, index, values):
@@ -342,7 +368,7 @@ KERNELS = {
     # torch.remainder (sign of the divisor, as np.mod), torch.pow, torch.bitwise_*, ...
     ops.add: operator.add, ops.sub: operator.sub, ops.mul: operator.mul,
     ops.truediv: operator.truediv, ops.floordiv: operator.floordiv, ops.mod: operator.mod,
-    ops.pow: operator.pow, ops.lshift: operator.lshift, ops.rshift: operator.rshift,
+    ops.pow: _pow, ops.lshift: operator.lshift, ops.rshift: operator.rshift,
     ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
     ops.logaddexp: _binary(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: operator.and_, ops.or_: operator.or_, ops.xor: operator.xor,
@@ -353,7 +379,7 @@ KERNELS = {
     ops.cholesky_inverse: torch.cholesky_inverse, ops.det: torch.linalg.det,
     ops.logdet: _logdet, ops.inv: torch.linalg.inv, ops.transpose: _transpose,
     ops.qr_r: _qr_r, ops.diagonal: _diagonal, ops.diag_embed: torch.diag_embed,
-    ops.triu: _triu, ops.tril: _tril,
+    ops.triu: _triu, ops.tril: _tril, ops.flip: _flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(torch.sum), ops.prod: _prod, ops.logsumexp: _reduction(torch.logsumexp),
     ops.amax: _extremum(torch.amax, -float("inf")), ops.amin: _extremum(torch.amin, float("inf")),
     ops.argmax: _arg_reduction(torch.argmax), ops.argmin: _arg_reduction(torch.argmin),

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.sign import distributes
 from funsor_core.engine.interpreter import Interpretation
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce
@@ -106,6 +107,8 @@ def _pull_out_reduction(red_op, bin_op, reduced_vars, terms):
                 and t.bin_op in (None, bin_op)):
             continue
         others = terms[:k] + terms[k + 1:]
+        if not distributes(red_op, bin_op, others):  # (max, mul) over a factor < 0 or unknown
+            continue
         avoid = set(reduced_vars).union(*(o.inputs for o in others))
         clash = t.reduced_vars & avoid
         if clash:

@@ -147,12 +147,14 @@ def test_exact_reduce_add_delta_plate_absent_from_a_term_counts_copies():
         np.testing.assert_allclose(float(r(x=x, z=z).data), expected)  # equal infs pass
 
 
-def test_exact_reduce_add_delta_ignores_names_not_inputs():
+def test_exact_reduce_add_delta_refuses_names_not_inputs():
     d = fc.Delta("x", fc.Number(1.0), _tensor([0.1, 0.2], "i"))
-    # Reduce drops names that are not inputs (Funsor.reduce raises on them instead).
-    r = fc.Reduce(ops.add, d, frozenset({"i", "unused"}))
+    r = fc.Reduce(ops.add, d, frozenset({"i"}))
     assert isinstance(r, fc.Delta) and set(r.inputs) == {"x"}
     assert float(r(x=1.0).data) == pytest.approx(0.1 + 0.2)
+    # One policy for Reduce and .reduce: a bare name that is not an input is an error.
+    with pytest.raises(ValueError, match="unused"):
+        fc.Reduce(ops.add, d, frozenset({"i", "unused"}))
     with pytest.raises(ValueError, match="unused"):
         d.reduce(ops.add, frozenset({"i", "unused"}))
 

@@ -91,10 +91,11 @@ def test_mixing_backends_in_one_expression():
 
     a = fc.Tensor(np.zeros(2), {"i": Bint[2]})
     b = fc.Tensor(torch.zeros(2, dtype=torch.float64), {"i": Bint[2]})
-    with pytest.raises(TypeError, match="cannot add a Tensor of numpy arrays and a Tensor of "
-                                        "torch arrays"):
+    with pytest.raises(TypeError, match="cannot add: the left Tensor holds numpy arrays and "
+                                        "the right Tensor holds torch arrays"):
         a + b
-    with pytest.raises(TypeError, match="Tensor of torch arrays and a Tensor of numpy"):
+    with pytest.raises(TypeError, match="left Tensor holds torch arrays and the right Tensor "
+                                        "holds numpy"):
         b * a
 
 

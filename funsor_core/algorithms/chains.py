@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.sign import check_distributes
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint
 from funsor_core.terms.arrays import Slice
@@ -42,6 +43,23 @@ def _check_chain(trans, time: str, step: dict) -> None:
             f"sequential sum-product: {missing} are not inputs of the transition factor, whose "
             f"inputs are {list(trans.inputs)}; every prev/curr name of step={step} must be an "
             "input, e.g. trans(t, x_prev, x_curr) with step={'x_prev': 'x_curr'}")
+    # A step composes trans(prev, curr) with trans(curr, next): curr must range over prev's
+    # values (otherwise the contraction would fail on an internal name).
+    for prev, curr in step.items():
+        if trans.inputs[prev] is not trans.inputs[curr]:
+            raise ValueError(
+                f"sequential sum-product over '{time}': the prev input '{prev}' is "
+                f"{trans.inputs[prev]} but its curr input '{curr}' is {trans.inputs[curr]}; "
+                "a step maps a state to the next one of the same domain")
+    _check_duration(trans, time, "sequential sum-product")
+
+
+def _check_duration(trans, time: str, what: str) -> None:
+    # A chain of no steps has no first prev and no last curr to return.
+    domain = trans.inputs.get(time)
+    if domain is not None and domain.size == 0:
+        raise ValueError(f"{what} over '{time}': the chain is empty ('{time}' is {domain}); "
+                         "it needs at least one step")
 
 
 def _prototype_array(term):
@@ -76,11 +94,14 @@ def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
     return Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
 
 
-def _chain_args(trans, time, step) -> tuple[str, dict]:
+def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict]:
     # The time name (a Variable or a name) and the step mapping, checked against trans.
     time = _time_name(time)
     step = dict(step)
     _check_chain(trans, time, step)
+    # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
+    # over sum_op, which (max, mul) does only for nonnegative factors.
+    check_distributes(sum_op, prod_op, (trans,), "a sequential sum-product")
     return time, step
 
 
@@ -105,7 +126,7 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[4., 4.],
                [4., 4.]])
     """
-    time, step = _chain_args(trans, time, step)
+    time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
@@ -134,7 +155,7 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[16., 16.],
                [16., 16.]])
     """
-    time, step = _chain_args(trans, time, step)
+    time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return trans  # a factor without a time input is a chain of one step, as in funsor
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
@@ -190,7 +211,7 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
         array([[32., 32.],
                [32., 32.]])
     """
-    time, step = _chain_args(trans, time, step)
+    time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return trans
     duration = trans.inputs[time].size
@@ -237,10 +258,12 @@ def _shift(name: str, k: int) -> str:
     return name[-k * len(_LAG):]
 
 
-def _lag_setup(trans, time, global_vars):
+def _lag_setup(sum_op, prod_op, trans, time, global_vars):
     # The chain's local names (all but time and globals), its largest lag, and its state names
     # (lag 0). A lagged name whose present-time name is not an input would never be summed.
     time = _time_name(time)
+    _check_duration(trans, time, "Sarkka-Bilmes product")
+    check_distributes(sum_op, prod_op, (trans,), "a Sarkka-Bilmes product")
     global_vars = frozenset(global_vars) | {time}
     local = [n for n in trans.inputs if n not in global_vars]
     states = [n for n in local if _lag_of(n) == 0]
@@ -305,7 +328,7 @@ def naive_sarkka_bilmes_product(sum_op, prod_op, trans, time_var, global_vars=fr
         >>> sorted(r.inputs), r.data.tolist()
         (['_PREV_x', 'x'], [[4.0, 4.0], [4.0, 4.0]])
     """
-    time, local, states, max_lag = _lag_setup(trans, time_var, global_vars)
+    time, local, states, max_lag = _lag_setup(sum_op, prod_op, trans, time_var, global_vars)
     if time not in trans.inputs:
         return trans
     if max_lag == 0:
@@ -339,7 +362,7 @@ def sarkka_bilmes_product(sum_op, prod_op, trans, time_var, global_vars=frozense
         >>> sorted(r.inputs), float(r.data.sum())  # 2**4 paths x_0..x_3, 2**3 kept states
         (['_PREV__PREV_x', '_PREV_x', 'x'], 128.0)
     """
-    time, local, states, max_lag = _lag_setup(trans, time_var, global_vars)
+    time, local, states, max_lag = _lag_setup(sum_op, prod_op, trans, time_var, global_vars)
     if time not in trans.inputs:
         return trans
     if max_lag == 0:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.algorithms.einsum import SEMIRINGS, contract_tensors
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
@@ -155,7 +156,9 @@ def contract_partial(red_op, bin_op, reduced_vars, terms) -> Funsor | None:
     others = [t for t in terms if not is_dense(t)]
     used_elsewhere = set().union(*(t.inputs for t in others))
     local = frozenset(v for v in reduced_vars if v not in used_elsewhere)
-    distributive = red_op is not None and (red_op, bin_op) in ops.DISTRIBUTIVE_OPS
+    # The other terms are pulled out of the reduction over ``local``: (max, mul) needs them
+    # nonnegative.
+    distributive = red_op is not None and distributes(red_op, bin_op, others)
     if local and distributive:
         part = contract_dense(red_op, bin_op, local, dense)
         return Contraction(red_op, bin_op, reduced_vars - local, tuple(others) + (part,))

@@ -31,6 +31,7 @@ from funsor_core.algorithms.plan import plan_contraction
 from funsor_core.algorithms.plates import sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 
@@ -206,6 +207,7 @@ def _as_tensors(inputs, operands):
                                  f"{n} in operand {k}")
         tensors.append(Tensor(o, {c: Bint[s] for c, s in zip(letters, o.shape)}))
         new_inputs.append(letters)
+    check_backends("einsum", tensors, [f"operand {k}" for k in range(len(tensors))])
     return arrays, tensors, new_inputs
 
 

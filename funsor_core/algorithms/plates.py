@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from funsor_core import ops
+from funsor_core.atoms.sign import check_distributes, distributes
 from funsor_core.terms.base import Number
 from funsor_core.terms.contraction import Contraction
 
@@ -33,6 +34,14 @@ class PlateError(ValueError):
 
     Messages start with ``intractable!``, as funsor's do, then name the plates and variables.
     """
+
+
+def _names(variables) -> frozenset:
+    # Names or Variables (funsor passes either), as names. Names no factor has are ignored,
+    # as in funsor: eliminating a variable of no factor leaves the graph as it is.
+    if isinstance(variables, str) or getattr(variables, "_is_funsor", False):
+        variables = (variables,)
+    return frozenset(v if isinstance(v, str) else v.name for v in variables)
 
 
 def _components(factors, sum_vars):
@@ -125,7 +134,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     Args:
         sum_op, prod_op: the semiring, e.g. ``ops.logaddexp, ops.add``.
         factors: funsors whose inputs include plate names (Bint inputs in ``plates``).
-        eliminate: names to eliminate; plates among them are product-reduced.
+        eliminate: names (or Variables) to eliminate; plates among them are product-reduced.
+            Names that no factor has are ignored, as in funsor (unlike ``Funsor.reduce``).
         plates: the plate names. A plate not in ``eliminate`` is kept as an input of the
             results (one factor graph per value of it).
         pedantic: raise if a kept (not eliminated) variable lives in an eliminated plate.
@@ -146,7 +156,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         ...                                      frozenset("ab"), frozenset("b"))]
         [2.0]
     """
-    eliminate, plates = frozenset(eliminate), frozenset(plates)
+    eliminate, plates = _names(eliminate), _names(plates)
     if plate_to_scale and pow_op is None:
         if prod_op not in PRODUCT_TO_POWER:
             raise ValueError(f"plate_to_scale needs pow_op for prod_op={prod_op}; only "
@@ -159,6 +169,14 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     # being product-reduced when a variable outside it is summed out.
     plates = plates & eliminate
     sum_vars = eliminate - plates
+    if (sum_op, prod_op) in ops.NONNEGATIVE_DISTRIBUTIVE_OPS and not distributes(
+            sum_op, prod_op, factors):
+        # max_x (a * b(x)) = a * max_x b(x) needs a >= 0: without a known sign, multiply
+        # everything before reducing (exact); plates cannot be eliminated that way.
+        check_distributes(sum_op, prod_op, factors if plates else (),
+                          "sum_product over plates")
+        product = _product(prod_op, list(factors)) if factors else None
+        return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     var_to_ordinal, ordinal_to_factors, ordinal_to_vars = _ordinals(factors, plates, sum_vars)
 
     results = []

@@ -23,6 +23,7 @@ from funsor_core import ops
 from funsor_core.atoms.affine import extract_affine_flat
 from funsor_core.atoms.tensor import Tensor, align_tensors, backend_of
 from funsor_core.domains import Real
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
     DomainError,
     Funsor,
@@ -99,6 +100,9 @@ class Delta(Funsor):
             result.append((name, (point, log_density)))
         if not result:
             raise ValueError("Delta needs at least one (name, (point, log_density))")
+        check_backends("build a Delta", [x for _, pair in result for x in pair],
+                       [f"the {w} of '{n}'" for n, _ in result for w in ("point",
+                                                                         "log_density")])
         return (tuple(result),)
 
     def _setup(self):

@@ -19,7 +19,7 @@ from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import get_interpretation
-from funsor_core.terms.arrays import Function
+from funsor_core.terms.arrays import Function, Stack
 from funsor_core.terms.base import (
     DomainError,
     Funsor,
@@ -106,6 +106,9 @@ def to_data(x: Any, name_to_dim: dict | None = None):
         return x
     if isinstance(x, Number):
         return x.data
+    if type(x) is Stack and all(type(p) is Number for p in x.parts):
+        # A Stack of Numbers stays a Stack under exact; it converts as its Tensor does.
+        x = Tensor(x.data, dict(x.inputs), x.dtype)
     if not isinstance(x, Tensor):
         if hasattr(x, "to_data"):
             return x.to_data(name_to_dim)

@@ -41,6 +41,12 @@ _SHAPE_MISMATCH = (
     "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
 )
 
+_FLOAT_BINT = (
+    "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
+    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
+    "or leave dtype='real' for real values."
+)
+
 
 def is_array(x) -> bool:
     """Whether ``x`` is an array of a loaded backend.
@@ -101,8 +107,11 @@ class Tensor(Funsor):
                                                      sizes=sizes))
         if len({name for name, _ in inputs}) != n:
             raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
-        if dtype != "real" and (isinstance(dtype, bool) or not isinstance(dtype, int)):
-            raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+        if dtype != "real":
+            if isinstance(dtype, bool) or not isinstance(dtype, int):
+                raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+            if ops.is_floating(data):
+                raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
         return data, inputs, dtype
 
     @staticmethod
@@ -212,27 +221,6 @@ def fold_axes(op, data, axes: tuple):
 # makes a fresh key per step; clearing on overflow costs one length check per miss.
 _ALIGN_CACHE: dict = {}
 _MAX_ALIGN_CACHE = 4096
-
-
-MIXED_BACKENDS = (
-    "cannot {op} a Tensor of {left} arrays and a Tensor of {right} arrays: one expression must "
-    "use one backend. Convert one side first, e.g. fc.Tensor(torch.as_tensor(t.data), t.inputs) "
-    "or fc.Tensor(np.asarray(t.data), t.inputs)."
-)
-
-
-def check_same_backend(op, lhs: Tensor, rhs: Tensor) -> None:
-    """Raise TypeError if two Tensors hold arrays of different backends.
-
-    Example:
-        >>> a = fc.Tensor(np.zeros(2))
-        >>> check_same_backend(ops.add, a, a)
-    """
-    from funsor_core.engine.backend import backend_name_of
-
-    left, right = backend_name_of(lhs.data), backend_name_of(rhs.data)
-    if left != right:
-        raise TypeError(MIXED_BACKENDS.format(op=op.name, left=left, right=right))
 
 
 def align_binary(lhs: Tensor, rhs: Tensor):

@@ -27,6 +27,7 @@ from funsor_core.ops.builtin import (
     DISTRIBUTIVE_OPS,
     IDEMPOTENT_OPS,
     LOGICAL_OPS,
+    NONNEGATIVE_DISTRIBUTIVE_OPS,
     REDUCE_OPS,
     UNARY_INVERSES,
     UNITS,
@@ -78,7 +79,7 @@ del _name, _cls
 
 __all__ = [
     "ARITHMETIC_OPS", "ASSOCIATIVE_OPS", "BINARY_INVERSES", "COMPARISON_OPS", "DISTRIBUTIVE_OPS",
-    "IDEMPOTENT_OPS",
+    "IDEMPOTENT_OPS", "NONNEGATIVE_DISTRIBUTIVE_OPS",
     "LOGICAL_OPS", "REDUCE_OPS", "UNARY_INVERSES", "UNITS", "REQUIRED_OPS", "ARRAY_TYPES",
     "OP_CLASSES", "infer_domain", "infer_domain_by_divisor", "parse_ellipsis", "parse_slice",
     "Op", "UnaryOp", "BinaryOp",

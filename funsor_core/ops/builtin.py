@@ -21,6 +21,7 @@ from funsor_core.ops.op import (
     StackOp,
     TransformOp,
     UnaryOp,
+    expand_shape,
     make_op,
 )
 
@@ -84,10 +85,13 @@ logdet = make_op("logdet", UnaryOp)  # log|det x|
 inv = make_op("inv", UnaryOp)
 transpose = make_op("transpose", UnaryOp)  # transpose(x, dim0=-2, dim1=-1)
 qr_r = make_op("qr_r", UnaryOp)  # the R factor of a reduced QR decomposition
-diagonal = make_op("diagonal", UnaryOp)  # diagonal of the last two dims
+diagonal = make_op("diagonal", UnaryOp)  # diagonal(x, dim1=-2, dim2=-1), as a last dim
 diag_embed = make_op("diag_embed", UnaryOp)  # inverse of diagonal
 triu = make_op("triu", UnaryOp)  # triu(x, k=0)
 tril = make_op("tril", UnaryOp)
+flip = make_op("flip", UnaryOp)  # flip(x, axis=None): reverse the order along axes
+# triangular_inv(x, upper=False): the inverse of the lower (upper) triangle of x.
+triangular_inv = make_op("triangular_inv", UnaryOp)
 
 # Reductions over axes of an array: op(x, axis=None, keepdims=False).
 sum = make_op("sum", ReductionOp)  # noqa: A001
@@ -108,16 +112,17 @@ einsum = make_op("einsum", EinsumOp)  # einsum(equation, *operands)
 cat = make_op("cat", CatOp)  # cat(parts, axis=0)
 stack = make_op("stack", StackOp)  # stack(parts, axis=0)
 
-# Structural array ops used by rules; each takes an array prototype first.
-permute = make_op("permute", ArrayOp)  # permute(x, axes)
+# Structural array ops used by rules; each takes an array prototype first. permute, expand
+# and full_like are UnaryOps, as in funsor: on a funsor they act on its output.
+permute = make_op("permute", UnaryOp)  # permute(x, axes)
 # reshape(x, shape), or reshape(x, shape, ndim=k): only the rightmost k dims are reshaped,
 # so the bound op of a funsor's reshape leaves a Tensor's batch dims alone. A UnaryOp on
 # funsors (it acts on the output shape), an array op for rules.
 reshape = make_op("reshape", UnaryOp)
-expand = make_op("expand", ArrayOp)  # expand(x, shape): broadcast_to
+expand = make_op("expand", UnaryOp)  # expand(x, shape): broadcast_to
 getitem = make_op("getitem", ArrayOp)  # getitem(x, index) = x[index]
 where = make_op("where", ArrayOp)  # where(cond, x, y)
-full_like = make_op("full_like", ArrayOp)  # full_like(x, value)
+full_like = make_op("full_like", UnaryOp)  # full_like(x, fill_value)
 new_zeros = make_op("new_zeros", ArrayOp)  # new_zeros(proto, shape)
 new_full = make_op("new_full", ArrayOp)  # new_full(proto, shape, value)
 new_arange = make_op("new_arange", ArrayOp)  # new_arange(proto, start, stop, step)
@@ -154,6 +159,10 @@ DISTRIBUTIVE_OPS = frozenset([
     (logaddexp, add), (sample, add), (add, mul), (max, mul), (min, mul), (max, add),
     (min, add), (or_, and_), (xor, and_),
 ])
+# The pairs above that distribute only over nonnegative factors: max_j (a * t_j) is
+# a * max_j t_j for a >= 0 but a * min_j t_j for a < 0. A rule pulling a factor out of such a
+# reduction must know its sign (funsor_core.atoms.sign.distributes).
+NONNEGATIVE_DISTRIBUTIVE_OPS = frozenset([(max, mul), (min, mul)])
 UNARY_INVERSES = {add: neg, mul: reciprocal}
 BINARY_INVERSES = {add: sub, mul: truediv, logaddexp: safesub}
 # An idempotent sum op (x + x = x) lets a reduction over an absent variable be dropped.
@@ -312,8 +321,42 @@ def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
         shape[i], shape[j] = shape[j], shape[i]
         return Domain(d.dtype, tuple(shape))
     if op is diagonal:
+        # numpy's: both dims removed, the diagonal (of the shorter length) appended.
         (d,) = domains
-        return Domain(d.dtype, d.shape[:-1])
+        i, j = _norm_axes((params.get("dim1", -2), params.get("dim2", -1)), len(d.shape))
+        if i == j:
+            raise ValueError(f"diagonal needs two different dims, got {i} twice")
+        rest = tuple(s for k, s in enumerate(d.shape) if k not in (i, j))
+        return Domain(d.dtype, rest + (builtins_min(d.shape[i], d.shape[j]),))
+    if op is flip:
+        (d,) = domains
+        _norm_axes(params.get("axis"), len(d.shape))  # checks the range
+        return d
+    if op is triangular_inv:
+        (d,) = domains
+        if len(d.shape) < 2 or d.shape[-1] != d.shape[-2]:
+            raise ValueError(f"triangular_inv needs square matrices, got shape {d.shape}")
+        return Domain("real", d.shape)
+    if op is permute:
+        (d,) = domains
+        axes = _norm_axes(params["axes"], len(d.shape))
+        if sorted(axes) != list(range(len(d.shape))):
+            raise ValueError(f"axes {tuple(params['axes'])} are not a permutation of the "
+                             f"{len(d.shape)} dims of shape {d.shape}")
+        return Domain(d.dtype, tuple(d.shape[a] for a in axes))
+    if op is expand:
+        (d,) = domains
+        shape = expand_shape(d.shape, params["shape"])
+        if broadcast_shape(d.shape, shape) != shape:
+            raise ValueError(f"cannot expand shape {d.shape} to {shape}")
+        return Domain(d.dtype, shape)
+    if op is full_like:
+        (d,) = domains
+        value = params.get("fill_value")
+        if d.dtype != "real" and not (isinstance(value, (int, np.integer))
+                                      and 0 <= value < d.dtype):
+            raise ValueError(f"cannot fill a Bint[{d.dtype}] output with {value!r}")
+        return d
     if op is diag_embed:
         (d,) = domains
         return Domain(d.dtype, d.shape + d.shape[-1:])

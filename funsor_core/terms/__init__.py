@@ -9,6 +9,11 @@ Example:
     {'x': Real}
 """
 
+from funsor_core.terms import (  # noqa: F401  (they register hooks and builders)
+    backend_check,
+    op_builders,
+    output_ops,
+)
 from funsor_core.terms.arrays import (
     Cat,
     Function,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain
-from funsor_core.engine.backend import backend_module, backend_name_of
-from funsor_core.ops.op import is_array_type
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
     DomainError,
     Funsor,
@@ -26,30 +26,6 @@ from funsor_core.terms.base import (
 from funsor_core.terms.inputs import reduce_domain
 
 __all__ = ["Lambda", "Independent", "Stack", "Cat", "Slice", "Function"]
-
-MIXED_PARTS = (
-    "{term} parts hold arrays of two backends: {found}. One term must use one backend, and "
-    "nothing is converted silently (that would drop autograd); convert the parts first, e.g. "
-    "fc.Tensor(torch.as_tensor(t.data), t.inputs) or fc.Tensor(np.asarray(t.data), t.inputs)."
-)
-
-
-def check_parts_backend(term: str, parts) -> None:
-    """Raise TypeError if the atoms among ``parts`` hold arrays of more than one backend.
-
-    Example:
-        >>> check_parts_backend("Stack", (fc.Tensor(np.zeros(2)), fc.Number(1.0)))
-    """
-    found: dict = {}
-    for k, p in enumerate(parts):
-        for field in type(p).arrays:
-            data = getattr(p, field)
-            if is_array_type(type(data)):
-                found.setdefault(backend_name_of(data), k)
-    if len(found) > 1:
-        listed = " and ".join(f"{name} (part {k})" for name, k in found.items())
-        raise TypeError(MIXED_PARTS.format(term=term, found=listed))
-
 
 class Lambda(Funsor):
     """``Lambda(var, expr)``: turn the Bint input ``var`` of ``expr`` into its leftmost output dim.
@@ -173,7 +149,7 @@ class Stack(Funsor):
                 raise DomainError(f"Stack parts must share one output, got {out} and {p.output}")
             if name in p.inputs:
                 raise DomainError(f"Stack name '{name}' is already an input of a part")
-        check_parts_backend("Stack", parts)
+        parts = check_backends("stack", parts, [f"part {k}" for k in range(len(parts))])
         return name, parts
 
     def _setup(self):
@@ -210,7 +186,7 @@ class Cat(Funsor):
         for p in parts:
             if part_name not in p.inputs:
                 raise DomainError(f"Cat part lacks input '{part_name}': {dict(p.inputs)}")
-        check_parts_backend("Cat", parts)
+        parts = check_backends("concatenate", parts, [f"part {k}" for k in range(len(parts))])
         return name, parts, part_name
 
     def _setup(self):
@@ -268,7 +244,8 @@ class Function(Funsor):
 
     @classmethod
     def _prepare(cls, fn, output, args):
-        return fn, output, tuple(args)
+        return fn, output, check_backends(f"call {getattr(fn, '__name__', 'a function')}",
+                                          tuple(args))
 
     def _setup(self):
         fn, output, args = self._args

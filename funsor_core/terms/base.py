@@ -26,14 +26,12 @@ from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     _hook,
     register_term_hook,
 )
-from funsor_core.ops.op import register_funsor_builder
 from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     _MISMATCH,
     DomainError,
     _as_domain,
     _index_shape,
     _normalize_index,
-    _reduced_names,
     check_substitution,
     index_to_python,
     merge_all_inputs,
@@ -41,6 +39,7 @@ from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     reduce_constant,
     reduce_domain,
     reduce_moment,
+    split_reduced_vars,
 )
 
 __all__ = [
@@ -147,30 +146,22 @@ class Funsor(Term):
         return Subs(self, pairs)
 
     def reduce(self, op: ops.Op, reduced_vars=None) -> Funsor:
-        """Reduce with ``op`` over input variables (a name, Variable, or a set; None = all).
+        """Reduce with ``op`` over input variables: a name, a Variable, or a set of them
+        (None = all inputs). One policy for every reduction (``terms/inputs.py``): a Variable
+        must have its input's domain; a Bint Variable that is not an input repeats the value
+        over its values (as in funsor: ``x.reduce(ops.add, Variable("i", Bint[4])) is x * 4``);
+        a bare name that is not an input raises ValueError.
 
         Example:
             >>> f = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
             >>> f.reduce(ops.logaddexp, "j").data
             array([1.09861229, 1.09861229])
         """
-        names = _reduced_names(reduced_vars, self.inputs)
+        names, absent = split_reduced_vars(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
             return reduce_moment(self, op, names)
-        if not names:
-            return self
-        missing = names - self.inputs.keys()
-        if missing:
-            # A Variable names its domain, so f is repeated over its values (as in funsor);
-            # a bare name not among the inputs has no domain and is most likely a typo.
-            given = (reduced_vars,) if isinstance(reduced_vars, Variable) else reduced_vars
-            variables = [v for v in given if isinstance(v, Variable) and v.name in missing]
-            if len(variables) < len(missing):
-                raise ValueError(f"cannot reduce over {sorted(missing)}: not inputs of this "
-                                 f"funsor, whose inputs are {dict(self.inputs)}")
-            kept = names - missing
-            return reduce_constant(Reduce(op, self, kept) if kept else self, op, variables)
-        return Reduce(op, self, names)
+        result = Reduce(op, self, names) if names else self
+        return reduce_constant(result, op, absent) if absent else result
 
     def reshape(self, shape) -> Funsor:
         """The same function with its output reshaped (inputs untouched), as funsor's.
@@ -404,21 +395,30 @@ _BINARY_STASH: list = [None]
 
 
 class Reduce(Funsor):
-    """``op``-reduction of ``arg`` over the input names ``reduced_vars``."""
+    """``op``-reduction of ``arg`` over ``reduced_vars``: a name, a Variable or a set of them,
+    with ``Funsor.reduce``'s policy (a Variable must have its input's domain; a Bint Variable
+    that is not an input repeats ``arg`` over its values; a bare name that is not an input
+    raises ValueError). The term stores the names of the reduced inputs.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> float(fc.Reduce(ops.add, t, frozenset({fc.Variable("i", fc.Bint[3])})).data)
+        3.0
+    """
 
     fields = ("op", "arg", "reduced_vars")
     binds = ("reduced_vars",)
 
     @classmethod
     def _prepare(cls, op, arg, reduced_vars):
-        names = reduced_vars if type(reduced_vars) is frozenset else _reduced_names(
-            reduced_vars, arg.inputs)
-        if not names.issubset(arg.inputs):
-            names = frozenset(n for n in names if n in arg.inputs)
         if op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
                              "with a reduction; use one of "
                              f"{sorted(o.name for o in ops.REDUCE_OPS)}")
+        # reduced_vars as Funsor.reduce documents; Variables that are not inputs repeat arg.
+        names, absent = split_reduced_vars(reduced_vars, arg.inputs)
+        if absent:
+            arg = reduce_constant(arg, op, absent)
         return op, arg, names
 
     def _setup(self):
@@ -441,7 +441,7 @@ class Subs(Funsor):
         if type(subs) is dict:
             subs = tuple(subs.items())
         inputs = arg.inputs
-        pairs = []
+        pairs, arrays = [], False
         for name, value in subs:
             domain = inputs.get(name)
             if domain is None:
@@ -450,7 +450,11 @@ class Subs(Funsor):
                 value = to_funsor(value, domain)
             if value.output is not domain:
                 check_substitution(name, domain, value)
+            arrays = arrays or type(value).arrays
             pairs.append((name, value))
+        if arrays:  # values holding arrays: one backend (terms/backend_check.py)
+            arg, *values = _hook("check_backends")("substitute", (arg, *(v for _, v in pairs)))
+            pairs = [(name, v) for (name, _), v in zip(pairs, values)]
         return arg, tuple(pairs)
 
     def _setup(self):
@@ -484,7 +488,6 @@ class Align(Funsor):
         self.output = arg.output
 
 
-
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
 # Bounded (cleared on overflow, one length check per miss) so that a loop over fresh integers
 # or fresh Bint sizes keeps memory flat.
@@ -513,12 +516,11 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         if output is None:
             raise ValueError(f"to_funsor('{x}') needs an output domain to make a Variable")
         return Variable(x, output)
-    if isinstance(x, numbers.Number) and not hasattr(x, "shape"):
+    if isinstance(x, numbers.Number):  # a numpy scalar is a number too (backend_check.py)
+        x = x.item() if hasattr(x, "item") else x
         if output is None or output.dtype == "real":
             if output is not None and output.shape:
                 raise DomainError(f"a scalar cannot have output {output}")
-            if isinstance(x, bool) or not isinstance(x, numbers.Real):
-                return Number(x)
             return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
@@ -539,73 +541,3 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
 _NOT_ARRAY = ("to_funsor does not convert a {kind}, as funsor does not: a set or dict has no "
               "array form, and a list is ambiguous (which dims are inputs?). Make an array "
               "first, e.g. fc.Tensor(np.array(values), {{'i': fc.Bint[n]}}).")
-
-
-# =============================================================================================
-# Funsor builders for ops applied to funsors (``ops.exp(f)``, ``ops.sum(f, axis=0)``).
-def _build_unary(op, arg, **params):
-    arg = to_funsor(arg)
-    if params:
-        op = op.bind(**params)
-    return Unary(op, arg)
-
-
-def _build_reduction(op, arg, axis=None, keepdims=False, ddof=0):
-    arg = to_funsor(arg)
-    ndim = len(arg.shape)
-    if axis is not None:
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
-        axis = axes[0] if op in (ops.argmax, ops.argmin) else axes
-    if ddof and op in (ops.std, ops.var):
-        # The ddof-corrected variance of n values is n / (n - ddof) times the plain one, so
-        # the term keeps one form (ddof=0) and the correction is a scale.
-        n = math.prod(arg.shape[a] for a in (range(-ndim, 0) if axis is None else axis))
-        var = Unary(ops.var.bind(axis=axis, keepdims=keepdims), arg) * (n / (n - ddof))
-        return var.sqrt() if op is ops.std else var
-    return Unary(op.bind(axis=axis, keepdims=keepdims), arg)
-
-
-def _build_moment(op, arg, axis=None, ddof=0, keepdims=False):
-    # std and var take ``ddof`` before ``keepdims``, as numpy's and funsor's do.
-    return _build_reduction(op, arg, axis=axis, keepdims=keepdims, ddof=ddof)
-
-
-def _build_reshape(op, arg, shape, ndim=None):
-    # Only the output is reshaped: ``ndim`` tells the kernel how many rightmost dims that is,
-    # so a Tensor's batch dims (its inputs) stay as they are.
-    arg = to_funsor(arg)
-    if ndim is not None:
-        raise TypeError("ops.reshape of a funsor reshapes its whole output; give only a shape")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    size = arg.output.num_elements
-    if shape.count(-1) == 1:
-        known = math.prod(s for s in shape if s != -1)
-        if known and size % known == 0:
-            shape = tuple(size // known if s == -1 else s for s in shape)
-    if math.prod(shape) != size or any(s < 0 for s in shape):
-        raise ValueError(f"cannot reshape a funsor of output {arg.output!r} to shape {shape}: "
-                         f"the shape must have {size} elements")
-    if shape == arg.shape:
-        return arg
-    return Unary(op.bind(shape=shape, ndim=len(arg.shape)), arg)
-
-
-def _build_binary(op, lhs, rhs, **params):
-    if params:
-        op = op.bind(**params)
-    return Binary(op, to_funsor(lhs), to_funsor(rhs))
-
-
-def _build_array_op(op, *args, **kwargs):
-    raise TypeError(f"ops.{op.name} acts on arrays, not funsors")
-
-
-register_funsor_builder(ops.UnaryOp, _build_unary, Funsor)
-register_funsor_builder(ops.ReductionOp, _build_reduction, Funsor)
-register_funsor_builder(type(ops.reshape), _build_reshape, Funsor)
-register_funsor_builder(type(ops.std), _build_moment, Funsor)
-register_funsor_builder(type(ops.var), _build_moment, Funsor)
-register_funsor_builder(ops.BinaryOp, _build_binary, Funsor)
-register_funsor_builder(ops.ArrayOp, _build_array_op, Funsor)
-

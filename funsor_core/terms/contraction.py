@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
-from funsor_core.terms.base import Funsor, Variable, merge_all_inputs, to_funsor
-from funsor_core.terms.inputs import reduce_domain
+from funsor_core.terms.backend_check import check_backends
+from funsor_core.terms.base import Funsor, Number, merge_all_inputs, to_funsor
+from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
 
 __all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
 
@@ -76,13 +77,30 @@ def sort_terms(terms: tuple) -> tuple:
 _STASH: list = [None]  # (terms, inputs, output) of the last prepared Contraction
 
 
+def _repeat(red_op, bin_op, terms, absent) -> tuple:
+    # Reducing over Variables no term has repeats the value (Funsor.reduce's policy). When
+    # bin_op distributes over red_op, the n-fold red_op of X is X bin_op (the n-fold red_op
+    # of bin_op's unit): one more term, e.g. a factor n for (add, mul), log n for
+    # (logaddexp, add), nothing new for an idempotent red_op.
+    if red_op in ops.IDEMPOTENT_OPS:
+        return terms
+    if bin_op is None:
+        return (reduce_constant(terms[0], red_op, absent),)
+    if (red_op, bin_op) not in ops.DISTRIBUTIVE_OPS:
+        raise ValueError(f"Contraction({red_op}, {bin_op}) cannot repeat over "
+                         f"{[v.name for v in absent]}: not inputs of the contracted terms")
+    return terms + (reduce_constant(Number(ops.UNITS[bin_op]), red_op, absent),)
+
+
 class Contraction(Funsor):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
     Args:
         red_op: an associative op (``ops.logaddexp``, ``ops.add``, ...) or ``None`` for none.
         bin_op: the op combining the terms, or ``None`` when there is a single term.
-        reduced_vars: names (or Variables) to reduce over; names no term has are dropped.
+        reduced_vars: a name, a Variable or a set of them, with ``Funsor.reduce``'s policy:
+            a Variable must have its input's domain; a Bint Variable no term has repeats the
+            value over its values; a bare name no term has raises ValueError.
         terms: a tuple of funsors (numbers and arrays are converted with ``to_funsor``).
 
     Example:
@@ -99,7 +117,7 @@ class Contraction(Funsor):
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
         if isinstance(terms, Funsor):
             terms = (terms,)
-        terms = tuple(to_funsor(t) for t in terms)
+        terms = check_backends("contract", tuple(to_funsor(t) for t in terms))
         if not terms:
             raise ValueError("Contraction needs at least one term")
         if bin_op is None and len(terms) > 1:
@@ -107,15 +125,18 @@ class Contraction(Funsor):
         if red_op is not None and red_op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{red_op.name}: it has no reduction; use one "
                              f"of {sorted(o.name for o in ops.REDUCE_OPS)} or None")
-        if isinstance(reduced_vars, (str, Variable)):
-            reduced_vars = (reduced_vars,)
-        names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
-        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
-            terms = sort_terms(terms)
         inputs = merge_all_inputs(terms, "contract")
-        names = frozenset(n for n in names if n in inputs)
-        if red_op is None and names:
-            raise ValueError(f"Contraction with red_op=None cannot reduce {sorted(names)}")
+        names, absent = split_reduced_vars(reduced_vars, inputs, "the contracted terms")
+        if red_op is None and (names or absent):
+            raise ValueError(f"Contraction with red_op=None cannot reduce "
+                             f"{sorted(names) + [v.name for v in absent]}")
+        if absent:
+            terms = _repeat(red_op, bin_op, terms, absent)
+        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            ordered = sort_terms(terms)
+            if ordered is not terms:  # the merged inputs follow the terms' order
+                terms = ordered
+                inputs = merge_all_inputs(terms, "contract")
         out: Domain = terms[0].output
         for t in terms[1:]:
             out = ops.infer_domain(bin_op, out, t.output)

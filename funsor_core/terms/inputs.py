@@ -21,7 +21,7 @@ from funsor_core.domains import Bint, Domain, Real
 
 __all__ = ["DomainError", "merge_inputs", "merge_all_inputs", "check_substitution",
            "index_to_python", "reduce_constant", "reduce_domain",
-           "reduce_moment"]
+           "reduce_moment", "split_reduced_vars"]
 
 
 class DomainError(ValueError):
@@ -123,13 +123,82 @@ def check_substitution(name: str, domain: Domain, value) -> None:
            and out.dtype == "real" else ""))
 
 
-def _reduced_names(reduced_vars, inputs) -> frozenset:
+# The one policy for ``reduced_vars`` (Funsor.reduce, Reduce, Contraction, Integrate):
+#   1. It is a name, a Variable, or a set (or list, tuple) of names and Variables; None is
+#      every input (for ``.reduce``).
+#   2. A Variable stands for its name. If the name is an input, the Variable's domain must be
+#      the input's domain: a mismatch raises DomainError naming both.
+#   3. A name that is an input is reduced.
+#   4. A Variable that is not an input: the term is constant along it, so reducing repeats
+#      the value over the Variable's values, as in funsor (x + ... + x = n x, see
+#      ``reduce_constant``); that needs a Bint domain (a real one raises ValueError).
+#   5. A bare name that is not an input raises ValueError: it has no domain to repeat over,
+#      and is most likely a typo.
+# For Integrate the inputs are those of the measure. (``sum_product``'s ``eliminate`` is a set
+# of graph variables and plates: names no factor has are ignored there, as in funsor.)
+_NOT_INPUTS = (
+    "cannot reduce over {names}: not inputs of {where}, whose inputs are {inputs}. A bare "
+    "name has no domain to repeat over (is it a typo?); a Variable such as "
+    "Variable('{first}', Bint[n]) repeats the value over its n values, as in funsor."
+)
+
+
+def split_reduced_vars(reduced_vars, inputs: dict, where: str = "this funsor"
+                       ) -> tuple[frozenset, tuple]:
+    """``(names, absent)``: the input names to reduce, and the Variables that are not inputs
+    (to repeat over, see ``reduce_constant``), following the policy stated above.
+
+    Raises:
+        DomainError: a Variable's domain differs from the input of the same name.
+        ValueError: a bare name is not an input.
+        TypeError: an element is neither a name nor a Variable.
+
+    Example:
+        >>> inputs = {"i": fc.Bint[3]}
+        >>> split_reduced_vars({"i", fc.Variable("k", fc.Bint[2])}, inputs)
+        (frozenset({'i'}), (Variable('k', Bint[2]),))
+        >>> split_reduced_vars(fc.Variable("i", fc.Bint[5]), inputs)
+        Traceback (most recent call last):
+        ...
+        funsor_core.terms.inputs.DomainError: cannot reduce over Variable('i', Bint[5]): ...
+    """
     if reduced_vars is None:
-        return frozenset(inputs)
-    # A Variable (any term with a name) stands for its name.
+        return frozenset(inputs), ()
+    if type(reduced_vars) is frozenset and reduced_vars.issubset(inputs.keys()):
+        return reduced_vars, ()  # the common cases: names of inputs, or one name
+    if type(reduced_vars) is str and reduced_vars in inputs:
+        return frozenset((reduced_vars,)), ()
     if isinstance(reduced_vars, str) or getattr(reduced_vars, "_is_funsor", False):
         reduced_vars = (reduced_vars,)
-    return frozenset(v if isinstance(v, str) else v.name for v in reduced_vars)
+    elif not isinstance(reduced_vars, (set, frozenset, list, tuple)):
+        raise TypeError(f"reduced_vars must be a name, a Variable or a set of them, got "
+                        f"{reduced_vars!r}")
+    names, absent, missing = set(), {}, []
+    for v in reduced_vars:
+        if isinstance(v, str):
+            if v in inputs:
+                names.add(v)
+            else:
+                missing.append(v)
+            continue
+        name = getattr(v, "name", None)
+        if not isinstance(name, str) or getattr(v, "inputs", None) != {name: v.output}:
+            raise TypeError(f"reduced_vars holds names or Variables, got {v!r}")
+        domain = inputs.get(name)
+        if domain is not None:
+            if domain is not v.output:
+                raise DomainError(
+                    f"cannot reduce over {v!r}: input '{name}' of {where} is {domain}, not "
+                    f"{v.output}; use Variable('{name}', {domain}) or the name '{name}'")
+            names.add(name)
+        elif absent.setdefault(name, v) is not v and absent[name].output is not v.output:
+            raise DomainError(f"cannot reduce over '{name}' as both {absent[name].output} and "
+                              f"{v.output}")
+    if missing:
+        missing = sorted(set(missing))
+        raise ValueError(_NOT_INPUTS.format(names=missing, where=where, inputs=dict(inputs),
+                                            first=missing[0]))
+    return frozenset(names), tuple(absent[k] for k in sorted(absent)) if absent else ()
 
 
 def _as_domain(x) -> Domain:

@@ -14,7 +14,10 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.terms.base import DomainError, Funsor, Variable, merge_inputs, to_funsor
+from funsor_core import ops
+from funsor_core.terms.backend_check import check_backends
+from funsor_core.terms.base import DomainError, Funsor, merge_inputs, to_funsor
+from funsor_core.terms.inputs import reduce_constant, split_reduced_vars
 
 __all__ = ["Integrate"]
 
@@ -25,7 +28,10 @@ class Integrate(Funsor):
     Args:
         log_measure: a real scalar funsor, the log density of the measure.
         integrand: a funsor.
-        reduced_vars: a name, a Variable, or a set of them (each an input of ``log_measure``).
+        reduced_vars: a name, a Variable, or a set of them, with ``Funsor.reduce``'s policy
+            for the inputs of ``log_measure`` (a Variable must have its input's domain; a
+            Bint Variable that neither the measure nor the integrand has repeats the measure
+            over its values; a bare name the measure lacks raises ValueError).
 
     Example:
         >>> d = fc.Delta("x", fc.Number(2.0))
@@ -38,18 +44,20 @@ class Integrate(Funsor):
 
     @classmethod
     def _prepare(cls, log_measure, integrand, reduced_vars):
-        log_measure, integrand = to_funsor(log_measure), to_funsor(integrand)
+        log_measure, integrand = check_backends(
+            "integrate", (to_funsor(log_measure), to_funsor(integrand)),
+            ("the measure", "the integrand"), deep=True)
         if log_measure.output.dtype != "real" or log_measure.shape:
             raise DomainError(f"Integrate needs a real scalar log_measure, got output "
                               f"{log_measure.output}")
-        if isinstance(reduced_vars, (str, Variable)):
-            reduced_vars = (reduced_vars,)
-        names = frozenset(v.name if isinstance(v, Variable) else v for v in reduced_vars)
-        merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
-        missing = names - log_measure.inputs.keys()
-        if missing:
-            raise ValueError(f"cannot integrate over {sorted(missing)}: not inputs of the "
-                             f"measure, whose inputs are {dict(log_measure.inputs)}")
+        inputs = merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
+        names, absent = split_reduced_vars(reduced_vars, inputs, "the measure or integrand")
+        if not names.issubset(log_measure.inputs.keys()):
+            raise ValueError(f"cannot integrate over {sorted(names - log_measure.inputs.keys())}"
+                             ": inputs of the integrand but not of the measure, whose inputs "
+                             f"are {dict(log_measure.inputs)}")
+        if absent:  # n copies of the measure: its log density plus log n
+            log_measure = reduce_constant(log_measure, ops.logaddexp, absent)
         return log_measure, integrand, names
 
     def _setup(self):

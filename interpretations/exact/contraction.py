@@ -55,8 +55,9 @@ def exact_contraction_sum_of_sums(red_op, bin_op, reduced_vars, terms):
 # terms first, then reduce the result. Declines when the product stays as it is.
 @exact.register(Contraction, object, object, frozenset, Tuple[Funsor, ...])
 def exact_contraction_product_first(red_op, bin_op, reduced_vars, terms):
-    if (red_op is None or bin_op is None or len(terms) < 2
-            or (red_op, bin_op) in ops.DISTRIBUTIVE_OPS or red_op is bin_op):
+    if (red_op is None or bin_op is None or len(terms) < 2 or red_op is bin_op
+            or ((red_op, bin_op) in ops.DISTRIBUTIVE_OPS
+                and (red_op, bin_op) not in ops.NONNEGATIVE_DISTRIBUTIVE_OPS)):
         return None
     product = Contraction(None, bin_op, frozenset(), terms)
     if isinstance(product, Contraction) and len(product.terms) == len(terms) and all(

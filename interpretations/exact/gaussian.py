@@ -14,6 +14,7 @@ from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
@@ -33,7 +34,10 @@ def exact_gaussian(white_vec, prec_sqrt, inputs):
 # g1 + g2 is one Gaussian over the union of their inputs (ranks concatenate).
 @exact.register(Binary, BinaryOp, Gaussian, Gaussian)
 def exact_binary_gaussian_gaussian(op, lhs, rhs):
-    return ga.add_gaussians([lhs, rhs]) if op is ops.add else None
+    if op is not ops.add:
+        return None
+    check_backends("add", (lhs, rhs), ("the left Gaussian", "the right Gaussian"))
+    return ga.add_gaussians([lhs, rhs])
 
 
 # g - c = g + (-c); g / c = g * (1 / c), a scaling (see below). The same for sums g + t.

@@ -12,7 +12,6 @@ from funsor_core.atoms.tensor import (
     align_binary,
     align_tensor,
     align_tensors,
-    check_same_backend,
     fold_axes,
     index_tensor,
     index_tensor_numbers,
@@ -20,6 +19,7 @@ from funsor_core.atoms.tensor import (
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
 from funsor_core.terms.arrays import Cat, Function, Lambda, Stack
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
     Align,
     Binary,
@@ -56,6 +56,17 @@ def exact_unary_tensor(op, arg):
         dims = [d - nd if d >= 0 else d for d in (op.kwargs.get("dim0", -2),
                                                    op.kwargs.get("dim1", -1))]
         data = base(data, dims[0], dims[1])
+    elif base is ops.permute or base is ops.expand:
+        # The bound axes / shape describe the output; the batch dims go first, unmoved.
+        nb = len(arg.inputs)
+        if base is ops.permute:
+            data = base(data, tuple(range(nb)) + tuple(nb + a for a in op.kwargs["axes"]))
+        else:  # new output dims are inserted between the batch dims and the old output
+            shape, batch = tuple(op.kwargs["shape"]), tuple(data.shape[:nb])
+            new = len(shape) - len(arg.output.shape)
+            if new and nb:
+                data = ops.reshape(data, batch + (1,) * new + tuple(arg.output.shape))
+            data = base(data, batch + shape)
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
@@ -73,7 +84,11 @@ def exact_unary_getitem_tensor(op, arg):
 @exact.register(Binary, BinaryOp, Tensor, Tensor)
 def exact_binary_tensor_tensor(op, lhs, rhs):
     if type(lhs.data) is not type(rhs.data):
-        check_same_backend(op, lhs, rhs)
+        # Two backends raise; a Tensor of a numpy scalar meeting another backend's array is
+        # a number (terms/backend_check.py), so no kernel sees the two together.
+        new = check_backends(op.name, (lhs, rhs), ("the left Tensor", "the right Tensor"))
+        if new[0] is not lhs or new[1] is not rhs:
+            return Binary(op, *new)
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
     inputs, ikey, ld, rd = align_binary(lhs, rhs)

@@ -10,12 +10,12 @@ from funsor_core.atoms.tensor import (
     Einsum,
     Getitem,
     Tensor,
-    check_same_backend,
     getitem_tensor,
     name_output_dim,
 )
 from funsor_core.domains import Bint
 from funsor_core.terms.arrays import Lambda, Slice
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, Variable
 from interpretations.exact import exact
 
@@ -35,7 +35,7 @@ def exact_getitem_tensor_variable(arg, index, offset):
 @exact.register(Getitem, Tensor, Tensor, int)
 def exact_getitem_tensor_tensor(arg, index, offset):
     if type(arg.data) is not type(index.data):
-        check_same_backend(ops.getitem, arg, index)
+        check_backends("index", (arg, index), ("the Tensor", "its index"))
     return getitem_tensor(arg, index, offset)
 
 
@@ -76,9 +76,8 @@ def exact_einsum_tensors(equation, operands):
     tensors = [x for x in operands if isinstance(x, Tensor)]
     if not tensors or not all(isinstance(x, (Tensor, Number)) for x in operands):
         return None
-    for x in tensors[1:]:
-        if type(x.data) is not type(tensors[0].data):
-            check_same_backend(ops.einsum, tensors[0], x)
+    if any(type(x.data) is not type(tensors[0].data) for x in tensors[1:]):
+        check_backends("einsum", operands)
     inputs: dict = {}
     for x in tensors:
         inputs.update(x.inputs)

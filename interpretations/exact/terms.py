@@ -20,6 +20,11 @@ from interpretations.exact import exact
 def exact_unary_number(op, arg):
     if op.base is ops.getitem:
         return None
+    if type(arg.data) not in op.base.kernels:
+        # An op with no Python-number kernel (reshape, expand, permute, flip, ...): apply it
+        # to the number as a 0-d array of the active backend.
+        return Unary(op, Tensor(ops.new_array(get_default_prototype(), arg.data), {},
+                                arg.dtype))
     out = ops.infer_domain(op, arg.output)
     return Number(op(arg.data), out.dtype)
 
