@@ -399,7 +399,10 @@ def _decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, 
     concrete block is deficient (naming the coordinates of the first such batch entry)."""
     fix = rank_tests(r, len(b), tol)
     if check and fix.bad is not None and ops.is_concrete(fix.bad):
-        flat = int(ops.to_numpy(fix.bad).reshape(-1).argmax())
+        flags = ops.to_numpy(fix.bad).reshape(-1)
+        if not flags.any():  # computed as arrays (autodiff tracers), and all full rank
+            return fix
+        flat = int(flags.argmax())
         d_b = len(b)
         host = ops.to_numpy(ops.detach(r)).reshape((-1,) + tuple(r.shape[-2:]))
         _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
