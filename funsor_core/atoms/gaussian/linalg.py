@@ -79,16 +79,16 @@ def log_abs_diag(r: Array) -> Array:
 
 
 def check_index(dim: int, index: Sequence[int], what: str) -> tuple[int, ...]:
-    index = tuple(int(i) for i in index)
-    if len(set(index)) != len(index) or not all(0 <= i < dim for i in index):
+    index = tuple(map(int, index))
+    if index and (len(set(index)) != len(index) or min(index) < 0 or max(index) >= dim):
         raise ValueError(f"{what} must be distinct ints in [0, {dim}), got {list(index)}")
     return index
 
 
 def split_index(dim: int, b_index: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     b = check_index(dim, b_index, "b_index")
-    a = tuple(i for i in range(dim) if i not in set(b))
-    return b, a
+    taken = set(b)
+    return b, tuple(i for i in range(dim) if i not in taken)
 
 
 def rows(x: Array, index: Sequence[int]) -> Array:

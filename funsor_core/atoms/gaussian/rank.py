@@ -84,7 +84,7 @@ Array = Any
 RANK_RTOL = 8.0
 
 _EPS = {2: 2.0 ** -10, 4: 2.0 ** -23}  # float16, float32; float64 otherwise
-_SQRT_E = math.exp(0.5)
+_TINY = np.finfo(np.float64).tiny  # keeps 0 / ||R||_F defined for an all-zero R
 
 
 class RankFix(NamedTuple):
@@ -138,8 +138,8 @@ def rank_tests(r: Array, d_b: int, tol: float, kept: bool = True) -> RankFix:
     if d_b == 0:  # nothing integrated: nothing can diverge or be used up
         return _NOTHING
     kept = kept and r.shape[-1] > d_b and r.shape[-2] > d_b
-    if ops.is_concrete(r):
-        h = ops.to_numpy(r)  # a host copy, without autograd
+    if type(r) is np.ndarray or ops.is_concrete(r):
+        h = r if type(r) is np.ndarray else ops.to_numpy(r)  # a host copy, no autograd
         if h.shape[-2] == h.shape[-1] and _well_conditioned(h, tol):
             return _NOTHING
         return _host_tests(h, d_b, tol, kept, r)
@@ -153,13 +153,17 @@ def _well_conditioned(h: np.ndarray, tol: float) -> bool:
     (the other singular values have squares summing to at most 1), and ``sigma_min`` of any
     block of columns of a triangular matrix is at least that of the whole."""
     d = h.shape[-1]
-    det = h.diagonal(0, -2, -1).prod(-1)
+    # |det T| with T = R / ||R||_F: each factor |R_jj| / ||R||_F <= 1, so nothing overflows
+    # (an underflow, which numpy ignores, only sends the call to the full test; so does NaN).
     fro2 = np.einsum("...ij,...ij->...", h, h)
-    k = float(d - 1) ** (d - 1) / (tol * tol)
-    # det^2 (d-1)^(d-1) > tol^2 fro2^d. An overflow (inf - inf = nan) or an underflow only
-    # sends the call to the full test; numpy's default error state ignores underflow.
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool((det * det * k - fro2 ** d).min() > 0)
+    fro2 += _TINY
+    det = np.multiply.reduce(h.diagonal(0, -2, -1) / np.sqrt(fro2)[..., None], -1)
+    return float(abs(det).min()) * _growth(d) > tol
+
+
+def _growth(d: int) -> float:
+    """``(d - 1)^((d - 1) / 2)``, capped below float overflow."""
+    return math.exp(min(0.5 * (d - 1) * math.log(max(d - 1, 1)), 700.0))
 
 def apply_fix(k_sys: Array, fix: RankFix) -> Array:
     """The kept system ``[K | z]`` (batch + (m, d_a + 1)) with ``fix.zero_cols`` of ``K``
@@ -178,15 +182,17 @@ def apply_fix(k_sys: Array, fix: RankFix) -> Array:
 
 
 def fix_constant(log_norm: Array, fix: RankFix) -> Array:
-    """``log_norm`` with ``+inf`` where ``fix.bad``.
+    """``log_norm`` with ``+inf`` where ``fix.bad``; NaN stays NaN (a NaN parameter, made
+    so under jit by the Gaussian's own checks, tells more than a divergence).
 
     Example:
-        >>> fix_constant(np.array([1.0, 2.0]), RankFix(bad=np.array([False, True])))
-        array([ 1., inf])
+        >>> fix_constant(np.array([1.0, 2.0, np.nan]), RankFix(bad=np.array([False, True, True])))
+        array([ 1., inf, nan])
     """
     if fix.bad is None:
         return log_norm
-    return ops.where(fix.bad, ops.full_like(log_norm, math.inf), log_norm)
+    bad = ops.and_(fix.bad, ops.eq(log_norm, log_norm))  # x != x only for NaN
+    return ops.where(bad, ops.full_like(log_norm, math.inf), log_norm)
 
 
 # -- concrete arrays: bounds first, a solve only in between -------------------------------------
