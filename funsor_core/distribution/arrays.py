@@ -122,6 +122,9 @@ def log_density_tensor(cls, args: tuple) -> Tensor:
         value = ops.where(mask, value, fill)
     lp = cls.log_prob(value, **arrays)
     if ok is not None:
+        # -inf outside the support, but NaN stays NaN: a traced invalid parameter (made NaN
+        # above) must not turn into a -inf that looks like an impossible value.
+        ok = ops.or_(ok, ops.ne(lp, lp))
         lp = ops.where(ok, lp, ops.full_like(lp, -math.inf))
     if out_batch:
         lp = ops.sum(lp, tuple(range(-len(out_batch), 0)))
