@@ -211,8 +211,6 @@ def _collapse_counts(lik, plates, family, total_count):
     if categorical:
         k = lik.probs.output.shape[-1]
         data = ops.astype(ops.eq(ops.new_arange(data, 0, k, 1), data[..., None]), "real")
-        proto = _float_proto(lik.probs, data)
-        data = ops.new_array(proto, data) if proto is not None else data
     vector = categorical or isinstance(lik, Multinomial)
     if total_count is None:  # one trial per observation
         n = ops.full_like(data[..., 0] if vector else data, 1.0)
@@ -230,14 +228,6 @@ def _collapse_counts(lik, plates, family, total_count):
     value = Tensor(total_x, kept)
     count = Tensor(total_n, kept)
     return family(count, lik.probs, value), Tensor(rest, kept)
-
-
-def _float_proto(*terms):
-    for t in terms:
-        data = getattr(t, "data", t)
-        if hasattr(data, "dtype") and ops.is_floating(data):
-            return data
-    return None
 
 
 def _support(x, n, vector: bool):
