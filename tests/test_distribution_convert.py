@@ -31,7 +31,6 @@ def _simplex(*shape):
 
 
 def _tril(*shape):
-    n = shape[-1]
     return torch.tril(0.3 * torch.randn(shape, dtype=torch.float64), -1) + torch.diag_embed(
         _pos(*shape[:-1]))
 
@@ -118,7 +117,7 @@ def test_conversion_errors_are_clear():
     with pytest.raises(NotImplementedError, match="distribution object has a free value"):
         fc.to_data(g, {"i": -1})
     with pytest.raises(NotImplementedError, match="no torch.distributions counterpart"):
-        D.GammaPoisson(1.0, fc.Variable("r", Real)).dist_class
+        _ = D.GammaPoisson(1.0, fc.Variable("r", Real)).dist_class
 
 
 def test_faces_at_funsor_module_paths():
