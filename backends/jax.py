@@ -65,7 +65,7 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_float_dtype())
     if dtype == "bool":
         return x.astype(bool)

@@ -173,7 +173,7 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 def _astype(x, dtype):
     x = np.asarray(x)
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)
     if dtype == "bool":
         return x.astype(bool)

@@ -192,7 +192,7 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if x.is_floating_point() else x.to(_float_dtype())
     if dtype == "bool":
         return x.to(torch.bool)

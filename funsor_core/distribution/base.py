@@ -273,7 +273,10 @@ class Distribution(Funsor):
 
         Example:
             >>> from funsor_core.distribution import Categorical
-            >>> Categorical(np.ones(3) / 3).enumerate_support().data
+            >>> from interpretations import lazy
+            >>> with lazy:  # under exact, a Categorical of a Tensor is already its table
+            ...     d = Categorical(np.ones(3) / 3)
+            >>> d.enumerate_support().data
             array([0, 1, 2])
         """
         if not self.has_enumerate_support:

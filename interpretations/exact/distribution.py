@@ -4,7 +4,8 @@
   their inputs. Anything lazy keeps the term (no rule fires).
 - Normal and MultivariateNormal with ``loc`` and ``value`` affine in real variables and a
   Tensor scale become a Gaussian plus a Tensor normalizer (exact).
-- Delta with a Variable on one side becomes the Delta atom.
+- Delta with a Variable on one side becomes the Delta atom; a Categorical of Tensor
+  parameters with a Variable value becomes its table (a Tensor over the value).
 - A distribution integrates to one over its value: reducing it with ``logaddexp`` over a
   Variable value (that no other factor mentions) drops it.
 
@@ -27,7 +28,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.arrays import normalizer
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
-from funsor_core.distribution.discrete import Delta
+from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.terms.base import Funsor, Reduce, Variable
@@ -70,11 +71,26 @@ def exact_mvn_affine(loc, scale_tril, value):
     return mvn_to_gaussian(loc, scale_tril, value)
 
 
+# Categorical(Tensor, Variable v) = its table over v (a Bint value takes finitely many values).
+@exact.register(Categorical, Tensor, Variable)
+def exact_categorical_tensor_variable(probs, value):
+    if value.name in probs.inputs:
+        return None
+    return Categorical(probs, probs.new_arange(value.name, value.output.size))
+
+
+@exact.register(CategoricalLogits, Tensor, Variable)
+def exact_categorical_logits_tensor_variable(logits, value):
+    if value.name in logits.inputs:
+        return None
+    return CategoricalLogits(logits, logits.new_arange(value.name, value.output.size))
+
+
 # Delta(v, ld, Variable x) = the point mass at v in x; Delta(Variable v, ld, value) is the
 # point mass at value in v (funsor's rules); two Variables stay lazy.
 @exact.register(Delta, Funsor, Funsor, Variable)
 def exact_delta_funsor_variable(v, log_density, value):
-    if value.name in v.inputs or value.name in log_density.inputs:
+    if isinstance(v, Variable) or value.name in v.inputs or value.name in log_density.inputs:
         return None
     return DeltaAtom(value.name, v, log_density)
 
