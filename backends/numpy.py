@@ -217,7 +217,10 @@ def _new_arange(proto, start, stop=None, step=1):
 
 
 def _new_eye(proto, n):
-    return np.eye(n, dtype=getattr(proto, "dtype", FLOAT_DTYPE))
+    dtype = getattr(proto, "dtype", FLOAT_DTYPE)
+    if isinstance(n, tuple):  # funsor's new_eye(x, shape): identities of shape + (shape[-1],)
+        return np.broadcast_to(np.eye(n[-1], dtype=dtype), n + n[-1:])
+    return np.eye(n, dtype=dtype)
 
 
 def _new_array(proto, data):

@@ -303,6 +303,8 @@ def _new_arange(proto, start, stop=None, step=1):
 
 
 def _new_eye(proto, n):
+    if isinstance(n, tuple):  # funsor's new_eye(x, shape): identities of shape + (shape[-1],)
+        return torch.eye(n[-1], dtype=proto.dtype, device=proto.device).expand(n + n[-1:])
     return torch.eye(n, dtype=proto.dtype, device=proto.device)
 
 

@@ -293,7 +293,7 @@ EXAMPLES.update({
     ops.new_zeros: [lambda r: case(randn(r, 2), (2, 3)), lambda r: case(ints(r, 2), (4,))],
     ops.new_full: [lambda r: case(randn(r, 2), (2, 3), 1.5), lambda r: case(ints(r, 2), (3,), 4)],
     ops.new_arange: [lambda r: case(randn(r, 2), 5), lambda r: case(randn(r, 2), 2, 9, 3)],
-    ops.new_eye: [lambda r: case(randn(r, 2), 3)],
+    ops.new_eye: [lambda r: case(randn(r, 2), 3), lambda r: case(randn(r, 2), (2, 3))],
     ops.new_array: [lambda r: case(randn(r, 2), randn(r, 2, 3)),
                     lambda r: case(randn(r, 2), [1.5, 2.5]),
                     lambda r: case(randn(r, 2), [1, 2, 3])],
