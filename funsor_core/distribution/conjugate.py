@@ -43,7 +43,8 @@ from funsor_core.distribution.discrete import (
 )
 from funsor_core.terms.base import Funsor
 
-__all__ = ["CONJUGATE", "conjugate_param", "compound", "posterior", "collapse_plate"]
+__all__ = ["CONJUGATE", "conjugate_param", "conjugate_pairs", "compound", "posterior",
+           "collapse_plate"]
 
 
 def _beta_bernoulli(prior, lik):
@@ -149,6 +150,42 @@ def conjugate_param(prior, lik) -> str | None:
     if prior.batch_output_shape != lik.batch_output_shape:
         return None
     return name
+
+
+_PRIORS = tuple({p for p, _ in CONJUGATE})
+_LIKELIHOODS = tuple({lik for _, lik in CONJUGATE})
+_PARAMS = tuple({entry[0] for entry in CONJUGATE.values()})
+
+
+def conjugate_pairs(terms: tuple):
+    """``(i, j)`` with ``terms[i]`` a prior and ``terms[j]`` its conjugate likelihood, the
+    prior's value mentioned by no third term. One pass over the terms (a sum of many factors
+    is searched in linear time), then a check per candidate pair.
+
+    Example:
+        >>> from funsor_core.distribution import Gamma, Poisson
+        >>> lam = fc.Variable("lam", fc.Real)
+        >>> terms = (Poisson(lam, value=2.0), fc.Number(1.0), Gamma(1.0, 1.0, value=lam))
+        >>> list(conjugate_pairs(terms))
+        [(2, 0)]
+    """
+    priors: dict = {}
+    for i, t in enumerate(terms):
+        if isinstance(t, _PRIORS) and type(t.value).__name__ == "Variable":
+            priors.setdefault(t.value.name, []).append(i)
+    if not priors:
+        return
+    for j, lik in enumerate(terms):
+        if not isinstance(lik, _LIKELIHOODS):
+            continue
+        for name in _PARAMS:
+            p = getattr(lik, name, None)
+            if type(p).__name__ != "Variable" or p.name not in priors:
+                continue
+            for i in priors[p.name]:
+                if i != j and conjugate_param(terms[i], lik) is not None and sum(
+                        p.name in t.inputs for t in terms) == 2:
+                    yield i, j
 
 
 def compound(prior, lik) -> Funsor:

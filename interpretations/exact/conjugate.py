@@ -34,30 +34,13 @@ from funsor_core.distribution.base import Distribution
 from funsor_core.distribution.conjugate import (
     collapse_plate,
     compound,
-    conjugate_param,
+    conjugate_pairs,
     posterior,
 )
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.terms.base import Funsor, Reduce
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
-
-
-def _pairs(terms: tuple):
-    """``(i, j)`` with ``terms[i]`` a prior and ``terms[j]`` its conjugate likelihood, the
-    prior's value mentioned by no other term."""
-    for i, prior in enumerate(terms):
-        if not isinstance(prior, Distribution):
-            continue
-        for j, lik in enumerate(terms):
-            if j == i or not isinstance(lik, Distribution):
-                continue
-            if conjugate_param(prior, lik) is None:
-                continue
-            name = prior.value.name
-            if any(name in t.inputs for k, t in enumerate(terms) if k not in (i, j)):
-                continue
-            yield i, j
 
 
 def _rest(terms: tuple, i: int, j: int) -> tuple:
@@ -67,7 +50,7 @@ def _rest(terms: tuple, i: int, j: int) -> tuple:
 # sum_p prior(p) + lik(p, x) = compound(x).
 @exact.register(Contraction, ops.LogaddexpOp, ops.AddOp, frozenset, Tuple[Funsor, ...])
 def exact_contraction_conjugate_marginal(red_op, bin_op, reduced_vars, terms):
-    for i, j in _pairs(terms):
+    for i, j in conjugate_pairs(terms):
         name = terms[i].value.name
         if name in reduced_vars:
             marginal = compound(terms[i], terms[j])
@@ -80,7 +63,7 @@ def exact_contraction_conjugate_marginal(red_op, bin_op, reduced_vars, terms):
 @exact.register(Contraction, (type(None), ops.LogaddexpOp), ops.AddOp, frozenset,
                 Tuple[Funsor, ...])
 def exact_contraction_conjugate_update(red_op, bin_op, reduced_vars, terms):
-    for i, j in _pairs(terms):
+    for i, j in conjugate_pairs(terms):
         prior, lik = terms[i], terms[j]
         if prior.value.name in reduced_vars:
             continue  # the marginal rule is exact there, and needs no finite evidence

@@ -115,13 +115,18 @@ def exact_reduce_logaddexp_distribution(op, arg, reduced_vars):
 @exact.register(Contraction, ops.LogaddexpOp, (ops.AddOp, type(None)), frozenset,
                 Tuple[Funsor, ...])
 def exact_contraction_logaddexp_distribution(red_op, bin_op, reduced_vars, terms):
+    counts: dict | None = None  # how many terms mention each name, counted once if needed
     for k, t in enumerate(terms):
-        if not isinstance(t, Distribution):
+        value = t.value if isinstance(t, Distribution) else None
+        if not isinstance(value, Variable) or value.name not in reduced_vars:
             continue
-        others = terms[:k] + terms[k + 1:]
-        name = _normalized_value(t, others)
-        if name is not None and name in reduced_vars:
-            return _drop(red_op, t, reduced_vars - {name}, others)
+        if counts is None:
+            counts = {}
+            for u in terms:
+                for name in u.inputs:
+                    counts[name] = counts.get(name, 0) + 1
+        if counts[value.name] == 1 and _normalized_value(t, ()) is not None:
+            return _drop(red_op, t, reduced_vars - {value.name}, terms[:k] + terms[k + 1:])
     return None
 
 
