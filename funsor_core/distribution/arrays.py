@@ -36,14 +36,27 @@ def _infer_domains(cls, param_domains, value_domain):
 
 
 def concrete(*arrays) -> bool:
-    """Whether every array has values now (a jax tracer under jit has none)."""
+    """Whether every array has values now (a jax tracer under jit has none).
+
+    Example:
+        >>> concrete(np.zeros(2), np.ones(3))
+        True
+    """
     return all(ops.is_concrete(a) for a in arrays)
 
 
 def nan_invalid(cls, arrays: dict) -> dict:
     """``arrays`` (aligned parameters) with NaN where a traced entry breaks a constraint:
     under ``jax.jit`` nothing can be raised, so the density becomes NaN, never a wrong
-    number. Concrete arrays were checked when the term was built and pass unchanged."""
+    number. Concrete arrays were checked when the term was built and pass unchanged.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from funsor_core.distribution import Normal
+        >>> f = jax.jit(lambda s: nan_invalid(Normal, {"loc": s, "scale": s})["scale"])
+        >>> f(jnp.array([1.0, -1.0]))
+        Array([ 1., nan], dtype=float64)
+    """
     out = dict(arrays)
     for name, param in cls.params.items():
         x = out[name]
@@ -62,7 +75,13 @@ def nan_invalid(cls, arrays: dict) -> dict:
 # -- evaluation --------------------------------------------------------------------------------
 def aligned(t: Tensor, inputs: dict, nb: int, event_ndim: int | None):
     """``t``'s data with one dim per input of ``inputs`` (size 1 where absent), then ``nb``
-    batch output dims (padded with 1s on the left) and its event dims."""
+    batch output dims (padded with 1s on the left) and its event dims.
+
+    Example:
+        >>> t = fc.Tensor(np.zeros((2, 3)), {"j": fc.Bint[2]})  # output Reals[3], one vector
+        >>> aligned(t, {"i": fc.Bint[4], "j": fc.Bint[2]}, 1, 1).shape
+        (1, 2, 1, 3)
+    """
     data = align_tensor(inputs, t)
     shape = tuple(data.shape)
     n_in = len(inputs)
@@ -82,7 +101,13 @@ def _full(x, shape: tuple):
 
 
 def shapes(cls, args: tuple) -> tuple:
-    """``(batch output shape, event ndim of each argument)`` of ``cls(*args)``."""
+    """``(batch output shape, event ndim of each argument)`` of ``cls(*args)``.
+
+    Example:
+        >>> from funsor_core.distribution import Dirichlet
+        >>> shapes(Dirichlet, (fc.Tensor(np.ones((2, 3))), fc.Variable("v", fc.Reals[2, 3])))
+        ((2,), (1, 1))
+    """
     from_params = tuple(a.output for a in args[:-1])
     domain, out_batch = _infer_domains(cls, from_params, args[-1].output)
     ndims = tuple(len(a.shape) if p.event_ndim is None else p.event_ndim
@@ -92,7 +117,15 @@ def shapes(cls, args: tuple) -> tuple:
 
 def aligned_arrays(cls, args: tuple, inputs: dict, with_value: bool = True) -> dict:
     """The Tensor arguments of ``cls(*args)`` aligned for broadcasting over ``inputs`` and the
-    batch output dims (see ``aligned``), by field name; traced invalid parameters made NaN."""
+    batch output dims (see ``aligned``), by field name; traced invalid parameters made NaN.
+
+    Example:
+        >>> from funsor_core.distribution import Normal
+        >>> args = (fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}), fc.Tensor(np.ones(3)),
+        ...         fc.Tensor(np.zeros(3)))
+        >>> {k: a.shape for k, a in aligned_arrays(Normal, args, {"i": fc.Bint[2]}).items()}
+        {'loc': (2, 1), 'scale': (1, 3), 'value': (1, 3)}
+    """
     out_batch, ndims = shapes(cls, args)
     names = cls.fields if with_value else cls.fields[:-1]
     arrays = {name: aligned(arg, inputs, len(out_batch), k)
@@ -133,7 +166,14 @@ def log_density_tensor(cls, args: tuple) -> Tensor:
 
 def moment_tensor(cls, args: tuple, which: int) -> Tensor:
     """The mean (``which=0``) or variance (1) of the value of ``cls(*args)``, a Tensor over
-    the parameters' inputs."""
+    the parameters' inputs.
+
+    Example:
+        >>> from funsor_core.distribution import Poisson
+        >>> moment_tensor(Poisson, (fc.Tensor(np.array(3.0)), fc.Variable("value", fc.Real)),
+        ...               1).data
+        array(3.)
+    """
     params = args[:-1]
     if not all(isinstance(p, Tensor) for p in params):
         raise NotImplementedError(f"{cls.__name__}.mean()/variance() need Tensor parameters, "
@@ -146,7 +186,14 @@ def moment_tensor(cls, args: tuple, which: int) -> Tensor:
 
 
 def enumerate_tensor(cls, args: tuple, expand: bool) -> Tensor:
-    """The finite support of ``cls(*args)``'s value along a new input named like it."""
+    """The finite support of ``cls(*args)``'s value along a new input named like it.
+
+    Example:
+        >>> from funsor_core.distribution import BernoulliProbs
+        >>> v = fc.Variable("value", fc.Real)
+        >>> enumerate_tensor(BernoulliProbs, (fc.Tensor(np.array(0.5)), v), False).data
+        array([0., 1.])
+    """
     value = args[-1]
     size = value.output.dtype
     proto = next(t.data for t in args if isinstance(t, Tensor) and ops.is_floating(t.data))
@@ -213,6 +260,14 @@ def sample_distribution(d, names: frozenset, sample_inputs: dict, rng_key=None):
     ``Distribution.sample_self``).
 
     Returns ``d`` itself when its value is not among ``names``.
+
+    Example:
+        >>> from funsor_core.distribution import Exponential
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     d = Exponential(2.0)
+        >>> sample_distribution(d, frozenset({"value"}), {}, rng_key=0).inputs
+        {'value': Real}
 
     Raises:
         NotImplementedError: when ``names`` include parameters' inputs, or the parameters

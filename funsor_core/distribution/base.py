@@ -130,38 +130,81 @@ class Distribution(Funsor):
     @classmethod
     def infer_event(cls, shapes: dict) -> tuple:
         """``(value dtype, event shape)`` from each parameter's event shape; raises ValueError
-        when they do not fit together."""
+        when they do not fit together.
+
+        Example:
+            >>> from funsor_core.distribution import Categorical
+            >>> Categorical.infer_event({"probs": (4,)})
+            (4, ())
+        """
         return cls.value_dtype, ()
 
     @staticmethod
     def log_prob(value, **params):
-        """Elementwise log density: arrays broadcast over batch dims, event dims reduced."""
+        """Elementwise log density: arrays broadcast over batch dims, event dims reduced.
+
+        Example:
+            >>> from funsor_core.distribution import Exponential
+            >>> Exponential.log_prob(np.array([0.0, 1.0]), rate=np.array(1.0))
+            array([ 0., -1.])
+        """
         raise NotImplementedError
 
     @staticmethod
     def in_support(value, **params):
-        """Bool array over batch entries: whether ``value`` is in the support (None: always)."""
+        """Bool array over batch entries: whether ``value`` is in the support (None: always).
+
+        Example:
+            >>> from funsor_core.distribution import Poisson
+            >>> Poisson.in_support(np.array([2.0, 2.5, -1.0]), rate=np.array(1.0))
+            array([ True, False, False])
+        """
         return None
 
     @classmethod
     def fill_value(cls, value, **params):
-        """Values inside the support, of ``value``'s shape (see ``support_fill``)."""
+        """Values inside the support, of ``value``'s shape (see ``support_fill``).
+
+        Example:
+            >>> from funsor_core.distribution import Beta
+            >>> Beta.fill_value(np.zeros(2))
+            array([0.5, 0.5])
+        """
         return ops.full_like(value, cls.support_fill)
 
     @staticmethod
     def draw(rng, shape: tuple, **params):
         """A draw of batch shape ``shape`` (plus the event shape) from parameters that
-        broadcast to it; ``rng`` is a ``funsor_core.distribution.random.Rng``."""
+        broadcast to it; ``rng`` is a ``funsor_core.distribution.random.Rng``.
+
+        Example:
+            >>> from funsor_core.distribution import Dirichlet
+            >>> from funsor_core.distribution.random import Rng
+            >>> Dirichlet.draw(Rng(np.zeros(()), 0), (5,), concentration=np.ones(3)).shape
+            (5, 3)
+        """
         raise NotImplementedError
 
     @staticmethod
     def moments(**params):
-        """``(mean, variance)`` of the value, arrays of batch + event shape."""
+        """``(mean, variance)`` of the value, arrays of batch + event shape.
+
+        Example:
+            >>> from funsor_core.distribution import Uniform
+            >>> [float(m) for m in Uniform.moments(low=np.array(0.0), high=np.array(6.0))]
+            [3.0, 3.0]
+        """
         raise NotImplementedError
 
     @classmethod
     def eager_log_density(cls, *args) -> Tensor:
-        """The log density of all-Tensor ``args`` as a Tensor (the exact rule calls this)."""
+        """The log density of all-Tensor ``args`` as a Tensor (the exact rule calls this).
+
+        Example:
+            >>> from funsor_core.distribution import Exponential
+            >>> Exponential.eager_log_density(fc.Tensor(np.array(1.0)), fc.Tensor(np.array(2.0)))
+            Tensor(numpy.array(shape=(), dtype=float64), (), 'real')
+        """
         return log_density_tensor(cls, args)
 
     @classmethod
@@ -195,12 +238,24 @@ class Distribution(Funsor):
     # -- user API --------------------------------------------------------------------------------
     @property
     def batch_output_shape(self) -> tuple:
-        """The value's output dims that are independent copies (summed in the density)."""
+        """The value's output dims that are independent copies (summed in the density).
+
+        Example:
+            >>> from funsor_core.distribution import Gamma
+            >>> Gamma(fc.Variable("a", fc.Reals[2]), 1.0).batch_output_shape
+            (2,)
+        """
         return self._out_batch
 
     @property
     def event_shape(self) -> tuple:
-        """The value's output dims that form one draw."""
+        """The value's output dims that form one draw.
+
+        Example:
+            >>> from funsor_core.distribution import Dirichlet
+            >>> Dirichlet(fc.Variable("a", fc.Reals[2, 3])).event_shape
+            (3,)
+        """
         return self.value.output.shape[len(self._out_batch):]
 
     def __repr__(self) -> str:
@@ -218,7 +273,13 @@ class Distribution(Funsor):
         return moment_tensor(type(self), self._args, 0)
 
     def variance(self) -> Tensor:
-        """The variance of the value (elementwise), like ``mean``."""
+        """The variance of the value (elementwise), like ``mean``.
+
+        Example:
+            >>> from funsor_core.distribution import Gamma
+            >>> Gamma(2.0, 4.0).variance().data
+            array(0.125)
+        """
         return moment_tensor(type(self), self._args, 1)
 
     def sample_self(self, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
@@ -264,7 +325,13 @@ class Distribution(Funsor):
     @property
     def dist_class(self):
         """The ``torch.distributions`` class of this family (funsor's attribute; torch is
-        imported on first use, not by funsor-core)."""
+        imported on first use, not by funsor-core).
+
+        Example:
+            >>> from funsor_core.distribution import Gamma
+            >>> Gamma(2.0, fc.Variable("r", fc.Real)).dist_class.__name__
+            'Gamma'
+        """
         return torch_class(type(self).__name__)
 
     def enumerate_support(self, expand: bool = False) -> Tensor:

@@ -190,12 +190,27 @@ def conjugate_pairs(terms: tuple):
 
 def compound(prior, lik) -> Funsor:
     """The compound distribution of ``lik.value``: ``prior + lik`` with the prior's value
-    summed out (``logaddexp``); see the table above."""
+    summed out (``logaddexp``); see the table above.
+
+    Example:
+        >>> from funsor_core.distribution import Gamma, Poisson
+        >>> lam = fc.Variable("lam", fc.Real)
+        >>> type(compound(Gamma(2.0, 1.0, value=lam), Poisson(lam))).__name__
+        'GammaPoisson'
+    """
     return _entry(prior, lik)[1](prior, lik)
 
 
 def posterior(prior, lik) -> Funsor:
-    """The posterior of the prior's value given ``lik.value``; see the table above."""
+    """The posterior of the prior's value given ``lik.value``; see the table above.
+
+    Example:
+        >>> from funsor_core.distribution import Gamma, Poisson
+        >>> lam = fc.Variable("lam", fc.Real)
+        >>> post = posterior(Gamma(2.0, 1.0, value=lam), Poisson(lam, value=3.0))
+        >>> post.concentration.item(), post.rate.item()
+        (5.0, 2.0)
+    """
     return _entry(prior, lik)[2](prior, lik)
 
 

@@ -87,6 +87,14 @@ def _family_of(raw):
 def object_to_funsor(raw, output=None, dim_to_name=None):
     """``to_funsor`` of a ``torch.distributions`` object (None for any other object).
 
+    Example:
+        >>> import torch
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     f = object_to_funsor(torch.distributions.Poisson(torch.tensor(2.0)))
+        >>> type(f).__name__, f.inputs
+        ('Poisson', {'value': Real})
+
     Raises:
         NotImplementedError: a torch distribution with no family here (a transformed one,
             say), naming its class.
@@ -122,7 +130,17 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
 
 def dist_to_data(d, name_to_dim: dict | None = None):
     """The ``torch.distributions`` object of the distribution funsor ``d`` (see
-    ``Distribution.to_data``)."""
+    ``Distribution.to_data``).
+
+    Example:
+        >>> import torch
+        >>> from funsor_core.distribution import Poisson
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     d = Poisson(fc.Tensor(torch.tensor(2.0)))
+        >>> dist_to_data(d).rate
+        tensor(2.)
+    """
     cls = type(d)
     name = cls.__name__
     if not isinstance(d.value, Variable):

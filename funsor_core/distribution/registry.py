@@ -18,7 +18,12 @@ _FAMILY_HOOKS: list = []
 
 
 def announce_family(cls: type) -> None:
-    """Record a family (the base class calls this when one is declared) and run the hooks."""
+    """Record a family (the base class calls this when one is declared) and run the hooks.
+
+    Example:
+        >>> FAMILIES["Normal"].__name__
+        'Normal'
+    """
     FAMILIES.setdefault(cls.__name__, cls)
     for hook in _FAMILY_HOOKS:
         hook(cls)
