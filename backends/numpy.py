@@ -258,7 +258,12 @@ _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 def lgamma_numpy(x):
-    """log |Gamma(x)| with numpy only: Lanczos for x >= 1/2, the reflection formula below."""
+    """log |Gamma(x)| with numpy only: Lanczos for x >= 1/2, the reflection formula below.
+
+    Example:
+        >>> lgamma_numpy(np.array([4.0, 0.5])).round(6)  # log 3!, log sqrt(pi)
+        array([1.791759, 0.572365])
+    """
     x = _float_array(x)
     with np.errstate(all="ignore"):
         reflect = x < 0.5
@@ -279,7 +284,12 @@ def lgamma_numpy(x):
 def digamma_numpy(x):
     """d/dx log Gamma(x) with numpy only: recurrence up to x >= 10, then the asymptotic series
     (error below 1e-13); the reflection formula for x < 0; at the poles NaN (-inf at 0),
-    as scipy."""
+    as scipy.
+
+    Example:
+        >>> digamma_numpy(np.array([1.0])).round(6)  # minus the Euler-Mascheroni constant
+        array([-0.577216])
+    """
     x = _float_array(x)
     with np.errstate(all="ignore"):
         neg = x < 0
@@ -300,7 +310,12 @@ def digamma_numpy(x):
 
 
 def i0e_numpy(x):
-    """exp(-|x|) I_0(x) with numpy only: np.i0 below |x| = 700, the asymptotic series above."""
+    """exp(-|x|) I_0(x) with numpy only: np.i0 below |x| = 700, the asymptotic series above.
+
+    Example:
+        >>> i0e_numpy(np.array([0.0, 1000.0])).round(6)  # 1 and about (2 pi 1000)^-1/2
+        array([1.      , 0.012617])
+    """
     x = _float_array(x)
     a = np.abs(x)
     with np.errstate(all="ignore"):
@@ -441,23 +456,44 @@ def _like(draw, proto):
 
 
 def standard_gamma(alpha, rng_key=None):
-    """Gamma(alpha, 1) draws of alpha's shape."""
+    """Gamma(alpha, 1) draws of alpha's shape.
+
+    Example:
+        >>> standard_gamma(np.ones(3), new_rng_key(0)).shape
+        (3,)
+    """
     return _like(_rng(rng_key).standard_gamma(alpha), alpha)
 
 
 def poisson(rate, rng_key=None):
-    """Poisson(rate) draws of rate's shape, as floats."""
+    """Poisson(rate) draws of rate's shape, as floats.
+
+    Example:
+        >>> poisson(np.zeros(2), new_rng_key(0))
+        array([0., 0.])
+    """
     return _like(_rng(rng_key).poisson(rate), rate)
 
 
 def binomial(total_count, probs, rng_key=None):
-    """Binomial(total_count, probs) draws of the broadcast shape, as floats."""
+    """Binomial(total_count, probs) draws of the broadcast shape, as floats.
+
+    Example:
+        >>> binomial(np.array([3.0, 5.0]), np.array(1.0), new_rng_key(0))
+        array([3., 5.])
+    """
     n = np.asarray(total_count).astype(np.int64)
     return _like(_rng(rng_key).binomial(n, probs), probs)
 
 
 def split_key(rng_key, n: int) -> list:
-    """``n`` keys for ``n`` independent draws: a Generator advances its own state."""
+    """``n`` keys for ``n`` independent draws: a Generator advances its own state.
+
+    Example:
+        >>> key = new_rng_key(0)
+        >>> split_key(key, 2) == [key, key]
+        True
+    """
     return [rng_key] * n
 
 

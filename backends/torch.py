@@ -462,24 +462,45 @@ def randint(low, high, shape, rng_key=None):
 # broadcast shape out. ``rng_key`` is a torch.Generator or None (the global generator). Gamma
 # draws are reparameterized (torch's implicit gradient with respect to alpha).
 def standard_gamma(alpha, rng_key=None):
-    """Gamma(alpha, 1) draws of alpha's shape, differentiable in alpha."""
+    """Gamma(alpha, 1) draws of alpha's shape, differentiable in alpha.
+
+    Example:
+        >>> alpha = torch.ones(3, requires_grad=True)
+        >>> standard_gamma(alpha, new_rng_key(0)).requires_grad
+        True
+    """
     return torch._standard_gamma(alpha, generator=rng_key)
 
 
 def poisson(rate, rng_key=None):
-    """Poisson(rate) draws of rate's shape, as floats (no gradient)."""
+    """Poisson(rate) draws of rate's shape, as floats (no gradient).
+
+    Example:
+        >>> poisson(torch.zeros(2), new_rng_key(0)).tolist()
+        [0.0, 0.0]
+    """
     return torch.poisson(rate.detach(), generator=rng_key)
 
 
 def binomial(total_count, probs, rng_key=None):
-    """Binomial(total_count, probs) draws of the broadcast shape, as floats (no gradient)."""
+    """Binomial(total_count, probs) draws of the broadcast shape, as floats (no gradient).
+
+    Example:
+        >>> binomial(torch.tensor([3.0, 5.0]), torch.tensor(1.0), new_rng_key(0)).tolist()
+        [3.0, 5.0]
+    """
     total_count, probs = torch.broadcast_tensors(torch.as_tensor(total_count, dtype=probs.dtype),
                                                  probs.detach())
     return torch.binomial(total_count.detach(), probs, generator=rng_key)
 
 
 def split_key(rng_key, n: int) -> list:
-    """``n`` keys for ``n`` independent draws: a Generator advances its own state."""
+    """``n`` keys for ``n`` independent draws: a Generator advances its own state.
+
+    Example:
+        >>> len(split_key(None, 3))
+        3
+    """
     return [rng_key] * n
 
 
