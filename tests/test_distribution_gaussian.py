@@ -38,21 +38,28 @@ def _is_gaussian_form(f) -> bool:
         isinstance(t, (Gaussian, fc.Tensor, fc.Number)) for t in terms)
 
 
+def _run(backend, fn, *arrays):
+    """``fn`` of the arrays on ``backend`` (under ``jax.jit`` on jax), as numpy."""
+    args = [_to(backend, a) for a in arrays]
+    return _np((jax.jit(fn) if backend == "jax" else fn)(*args))
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 def test_normal_affine_density_at_random_points(backend):
     rng = np.random.default_rng(0)
     a, b, c = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(3)
     scale = rng.uniform(0.5, 2.0, 3)
-    i = {"i": Bint[3]}
-    x, y = fc.Variable("x", Real), fc.Variable("y", Real)
-    loc = fc.Tensor(_to(backend, a), i) * x + fc.Tensor(_to(backend, b), i)
-    value = 2.0 * y - fc.Tensor(_to(backend, c), i)
-    g = D.Normal(loc, fc.Tensor(_to(backend, scale), i), value)
-    assert _is_gaussian_form(g) and set(g.inputs) == {"i", "x", "y"}
     xs, ys = rng.standard_normal(4), rng.standard_normal(4)
-    points = g(x=fc.Tensor(_to(backend, xs), {"n": Bint[4]}),
-               y=fc.Tensor(_to(backend, ys), {"n": Bint[4]}))
-    actual = _np(points.align(("i", "n")).data)
+    i, n = {"i": Bint[3]}, {"n": Bint[4]}
+    x, y = fc.Variable("x", Real), fc.Variable("y", Real)
+
+    def density(a, b, c, scale, xs, ys):
+        loc = fc.Tensor(a, i) * x + fc.Tensor(b, i)
+        g = D.Normal(loc, fc.Tensor(scale, i), 2.0 * y - fc.Tensor(c, i))
+        assert _is_gaussian_form(g) and set(g.inputs) == {"i", "x", "y"}
+        return g(x=fc.Tensor(xs, n), y=fc.Tensor(ys, n)).align(("i", "n")).data
+
+    actual = _run(backend, density, a, b, c, scale, xs, ys)
     expected = st.norm(a[:, None] * xs + b[:, None], scale[:, None]).logpdf(2 * ys - c[:, None])
     np.testing.assert_allclose(actual, expected, rtol=1e-10)
 
@@ -88,11 +95,15 @@ def test_mvn_affine_density_at_random_points(backend):
     b = rng.standard_normal(3)
     tril = np.tril(rng.standard_normal((2, 3, 3)), -1) + np.eye(3) * rng.uniform(0.5, 2, (2, 3, 1))
     x, y = fc.Variable("x", Reals[2]), fc.Variable("y", Reals[3])
-    loc = fc.Tensor(_to(backend, m)) @ x + fc.Tensor(_to(backend, b))
-    g = D.MultivariateNormal(loc, fc.Tensor(_to(backend, tril), {"i": Bint[2]}), y)
-    assert _is_gaussian_form(g) and set(g.inputs) == {"i", "x", "y"}
     xs, ys = rng.standard_normal(2), rng.standard_normal(3)
-    actual = _np(g(x=_to(backend, xs), y=_to(backend, ys)).data)
+
+    def density(m, b, tril, xs, ys):
+        loc = fc.Tensor(m) @ x + fc.Tensor(b)
+        g = D.MultivariateNormal(loc, fc.Tensor(tril, {"i": Bint[2]}), y)
+        assert _is_gaussian_form(g) and set(g.inputs) == {"i", "x", "y"}
+        return g(x=fc.Tensor(xs), y=fc.Tensor(ys)).data
+
+    actual = _run(backend, density, m, b, tril, xs, ys)
     expected = [st.multivariate_normal(m @ xs + b, t @ t.T).logpdf(ys) for t in tril]
     np.testing.assert_allclose(actual, expected, rtol=1e-10)
 
@@ -144,18 +155,19 @@ def test_kalman_model_of_normals_matches_hand_written_filter(backend):
     ys = rng.standard_normal(steps)
     xs = [fc.Variable(f"x{t}", Real) for t in range(steps)]
 
-    def p(v):
-        return fc.Tensor(_to(backend, v))
+    def marginal(zero, s0, a, q, h, r, ys):
+        p = fc.Tensor
+        model = D.Normal(p(zero), p(s0), xs[0])
+        for t in range(steps):
+            if t:
+                model = model + D.Normal(p(a) * xs[t - 1], p(q), xs[t])
+            model = model + D.Normal(p(h) * xs[t], p(r), p(ys[t]))
+        result = model.reduce(ops.logaddexp, frozenset(v.name for v in xs))
+        assert isinstance(result, fc.Tensor)
+        return result.data
 
-    model = D.Normal(p(0.0), p(s0), xs[0])
-    for t in range(steps):
-        if t:
-            model = model + D.Normal(p(a) * xs[t - 1], p(q), xs[t])
-        model = model + D.Normal(p(h) * xs[t], p(r), p(ys[t]))
-    marginal = model.reduce(ops.logaddexp, frozenset(v.name for v in xs))
-    assert isinstance(marginal, fc.Tensor)
-    assert float(_np(marginal.data)) == pytest.approx(_kalman_scalar(ys, s0, a, q, h, r),
-                                                      rel=1e-10)
+    actual = _run(backend, marginal, 0.0, s0, a, q, h, r, ys)
+    assert float(actual) == pytest.approx(_kalman_scalar(ys, s0, a, q, h, r), rel=1e-10)
 
 
 def _kalman_vector(ys, f, lq, h, lr, m0, l0):
