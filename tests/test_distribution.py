@@ -349,3 +349,27 @@ def test_mean_variance_enumerate():
     assert support.inputs == {"value": Bint[3], "i": Bint[2]} and support.output == Bint[3]
     total = fc.reinterpret(c(value=c.enumerate_support()).reduce(ops.logaddexp, "value"))
     np.testing.assert_allclose(total.data, [0.0, 0.0], atol=1e-12)
+
+
+# -- Delta ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_delta_density_and_atom_forms(backend):
+    rng = np.random.default_rng(0)
+    point = rng.standard_normal((3, 2))  # input i, output Reals[2]
+    log_density = rng.standard_normal(3)
+    i = {"i": Bint[3]}
+    v = fc.Tensor(_to(backend, point, "float64"), i)
+    ld = fc.Tensor(_to(backend, log_density, "float64"), i)
+    values = np.stack([point[0], point[1] + 1.0])  # input j: equal to v at (0, 0) only
+    d = D.Delta(v, ld, fc.Tensor(_to(backend, values, "float64"), {"j": Bint[2]}))
+    expected = np.where(np.all(point[:, None] == values[None], -1), log_density[:, None],
+                        -np.inf)
+    np.testing.assert_array_equal(np.asarray(ops.to_numpy(d.align(("i", "j")).data)),
+                                  expected)
+    atom = D.Delta(v, ld)  # a Variable value: the point mass at v
+    assert isinstance(atom, fc.Delta) and atom.inputs == {"value": Reals[2], "i": Bint[3]}
+    moved = D.Delta(fc.Variable("w", Reals[2]), 0.0, fc.Tensor(_to(backend, values[0],
+                                                                   "float64")))
+    assert isinstance(moved, fc.Delta) and moved.inputs == {"w": Reals[2]}
+    both = D.Delta(fc.Variable("w", Reals[2]), 0.0)
+    assert isinstance(both, D.Delta)  # two Variables: nothing to evaluate
