@@ -149,6 +149,14 @@ def test_beta_bernoulli_plate():
     assert joint.reduce(ops.logaddexp, "p").item() == pytest.approx(expected, rel=1e-12)
 
 
+def test_plates_of_other_families_stay_lazy():
+    x = _t([0.5, 1.5], {"n": Bint[2]})
+    lik = D.Normal(fc.Variable("m", Real).exp(), 1.0, value=x).reduce(ops.add, "n")
+    assert isinstance(lik, (fc.Reduce, fc.Contraction)) and lik.inputs == {"m": Real}
+    expected = st.norm(np.exp(0.3), 1.0).logpdf([0.5, 1.5]).sum()
+    assert lik(m=0.3).item() == pytest.approx(expected)
+
+
 def test_plate_with_observation_outside_support_is_minus_inf():
     x = _t([1.0, 2.0, 0.0], {"n": Bint[3]})
     lik = D.BernoulliProbs(P, value=x).reduce(ops.add, "n")

@@ -232,6 +232,8 @@ def collapse_plate(lik, plates: frozenset):
         >>> type(lik).__name__, lik.total_count.item(), lik.value.item(), round(rest.item(), 4)
         ('Binomial', 3.0, 2.0, -1.0986)
     """
+    if not isinstance(lik, (BernoulliProbs, Binomial, Categorical, Multinomial)):
+        return None
     probs = lik.probs
     if plates & probs.inputs.keys():
         return None
