@@ -21,6 +21,7 @@ from distribution_cases import CASES, NI, NJ
 import funsor_core as fc
 from funsor_core import distribution as D
 from funsor_core import ops
+from funsor_core.distribution.constraints import POSITIVE
 from funsor_core.domains import Bint, Real, Reals
 from interpretations import lazy
 
@@ -373,3 +374,50 @@ def test_delta_density_and_atom_forms(backend):
     assert isinstance(moved, fc.Delta) and moved.inputs == {"w": Reals[2]}
     both = D.Delta(fc.Variable("w", Reals[2]), 0.0)
     assert isinstance(both, D.Delta)  # two Variables: nothing to evaluate
+
+
+# -- a new family is a short declaration -------------------------------------------------------
+class Rayleigh(D.Distribution):
+    """Rayleigh(scale): a user's family, declared here: the rules and methods come with it."""
+
+    params = {"scale": D.Param(POSITIVE)}
+    fields = (*params, "value")
+    reparameterized = True
+    support_fill = 1.0
+
+    @staticmethod
+    def log_prob(value, scale):
+        return ops.log(value) - 2.0 * ops.log(scale) - value * value / (2.0 * scale * scale)
+
+    @staticmethod
+    def in_support(value, scale):
+        return value >= 0
+
+    @staticmethod
+    def draw(rng, shape, scale):
+        return scale * ops.sqrt(-2.0 * ops.log(rng.uniform(shape)))
+
+    @staticmethod
+    def moments(scale):
+        return scale * math.sqrt(math.pi / 2), (2 - math.pi / 2) * scale * scale
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_declared_family_gets_rules_and_methods(backend):
+    scale = np.array([0.5, 2.0])
+    value = np.array([0.3, 1.0, -1.0])
+    d = Rayleigh(fc.Tensor(_to(backend, scale, "float64"), {"i": Bint[2]}),
+                 fc.Tensor(_to(backend, value, "float64"), {"j": Bint[3]}))
+    assert isinstance(d, fc.Tensor)  # the exact rule was registered for it
+    expected = st.rayleigh(scale=scale[:, None]).logpdf(value[None])
+    np.testing.assert_allclose(np.asarray(ops.to_numpy(d.align(("i", "j")).data)), expected)
+    with pytest.raises(ValueError, match="Rayleigh: parameter 'scale' must be positive"):
+        Rayleigh(-1.0)
+    with lazy:
+        r = Rayleigh(fc.Tensor(_to(backend, scale, "float64"), {"i": Bint[2]}))
+    (_, (point, _)), = r.sample("value", {"n": Bint[4000]}, rng_key=0).terms
+    x = np.asarray(ops.to_numpy(ops.detach(point.align(("n", "i")).data)))
+    mean, var = st.rayleigh(scale=scale).stats("mv")
+    assert np.all(np.abs(x.mean(0) - mean) <= 3 * np.sqrt(var / 4000))
+    np.testing.assert_allclose(r.mean().data if backend == "numpy" else r.mean().data.numpy(),
+                               mean)
