@@ -89,6 +89,7 @@ def _expose_module(module) -> None:
     globals()[module.__name__.rsplit(".", 1)[-1]] = module
 
 
+import funsor_core.distribution as distribution  # noqa: E402  (``fc.distribution.Normal``)
 import funsor_core.einsum as _einsum_module  # noqa: E402
 import funsor_core.sum_product as _sum_product_module  # noqa: E402
 
@@ -111,4 +112,5 @@ __all__ = [
     "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
+    "distribution",
 ]
