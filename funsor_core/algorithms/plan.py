@@ -31,7 +31,9 @@ from collections.abc import Sequence
 
 import opt_einsum
 
-from funsor_core.algorithms.kernels import pair, reduce_dims
+from funsor_core import ops
+from funsor_core.algorithms.kernels import ascii_equation, pair, reduce_dims
+from funsor_core.algorithms.scaled import run_log_plan
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 
@@ -65,17 +67,43 @@ class ContractionPlan:
         ((0, 1, ('a',)),)
     """
 
-    __slots__ = ("operands", "output", "steps", "symbols", "_letters")
+    __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
+                 "_pairs")
 
-    def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict) -> None:
+    def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
+                 sizes: dict | None = None) -> None:
         self.operands = operands
         self.output = output
         self.steps = steps
         self.symbols = symbols
+        self.sizes = {} if sizes is None else dict(sizes)
         sym = symbols.__getitem__
-        self._letters = (tuple("".join(map(sym, names)) for names in operands),
-                         tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps),
-                         "".join(map(sym, output)))
+        operand_letters = tuple("".join(map(sym, names)) for names in operands)
+        letter_steps = tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps)
+        self._letters = (operand_letters, letter_steps, "".join(map(sym, output)))
+        self._equations = self._step_equations(operand_letters, letter_steps)
+        self._pairs = sum(1 for _, j, _ in steps if j is not None)
+
+    def _step_equations(self, operand_letters, letter_steps) -> tuple:
+        # Per step: its einsum equation re-lettered to ASCII (None for a one-operand step or
+        # one of more than 52 dims) and the log of the number of terms it sums, computed
+        # once here rather than on every run.
+        size = {self.symbols[n]: max(k, 1) for n, k in self.sizes.items()}
+        letters, out = list(operand_letters), []
+        for i, j, keep in letter_steps:
+            if j is None:
+                lx = letters.pop(i)
+                equation, union = None, lx
+            else:
+                lx, ly = letters[i], letters[j]
+                for k in sorted((i, j), reverse=True):
+                    del letters[k]
+                union = lx + "".join(c for c in ly if c not in lx)
+                equation = ascii_equation(union, lx, ly, keep)
+            log_n = math.log(math.prod(size.get(c, 1) for c in union if c not in keep))
+            out.append((equation, log_n))
+            letters.append(keep)
+        return tuple(out)
 
     def __repr__(self) -> str:
         return f"ContractionPlan({len(self.operands)} operands, {len(self.steps)} steps)"
@@ -93,7 +121,14 @@ class ContractionPlan:
         letters, items = list(operand_letters), list(arrays)
         if len(items) != len(letters):
             raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
-        for i, j, keep in steps:
+        if (sum_op is ops.logaddexp and prod_op is ops.add and self._pairs > 1
+                and all(map(ops.is_concrete, items))):
+            # Linear space with tracked scales when the dtype's range provably holds it
+            # (algorithms.scaled); else the exact log-space kernel at every step.
+            result = run_log_plan(self, items)
+            if result is not None:
+                return result
+        for (i, j, keep), (equation, _) in zip(steps, self._equations):
             if j is None:
                 lx, x = letters.pop(i), items.pop(i)
                 items.append(reduce_dims(x, lx, keep, sum_op))
@@ -102,7 +137,7 @@ class ContractionPlan:
                 ly, y = letters[j], items[j]
                 for k in sorted((i, j), reverse=True):
                     del letters[k], items[k]
-                items.append(pair(sum_op, prod_op, x, lx, y, ly, keep))
+                items.append(pair(sum_op, prod_op, x, lx, y, ly, keep, equation))
             letters.append(keep)
         return reduce_dims(items[0], letters[0], output, sum_op)
 
@@ -201,7 +236,7 @@ def _plan(operands: tuple, sizes: tuple, output: tuple) -> ContractionPlan:
             current = others + [(fresh, keep)]
             uids = [fresh] + uids[2:] if len(uids) > 2 else []
             fresh += 1
-    return ContractionPlan(operands, output, tuple(steps), symbols)
+    return ContractionPlan(operands, output, tuple(steps), symbols, size)
 
 
 def plan_terms(terms: Sequence[Funsor], reduced_vars: frozenset) -> ContractionPlan:
