@@ -101,9 +101,17 @@ def contract_arrays(sum_op, prod_op, inputs: list, output: str, operands: list):
         if len(set(letters)) != len(letters):
             raise ValueError(f"repeated index within one operand ({letters!r}); take the "
                              "diagonal first (einsum does)")
+    if len(inputs) != len(operands):
+        raise ValueError(f"{len(inputs)} subscripts for {len(operands)} operands")
     sizes: dict = {}
-    for letters, x in zip(inputs, operands):
-        sizes.update(zip(letters, x.shape))
+    for k, (letters, x) in enumerate(zip(inputs, operands)):
+        if len(letters) != len(x.shape):
+            raise ValueError(f"operand {k} of shape {tuple(x.shape)} has {len(x.shape)} dims, "
+                             f"but its subscripts {letters!r} name {len(letters)}")
+        for c, n in zip(letters, x.shape):
+            if sizes.setdefault(c, n) != n:
+                raise ValueError(f"index {c!r} has size {sizes[c]} in one operand but {n} in "
+                                 f"operand {k}")
     plan = plan_contraction([tuple(letters) for letters in inputs], sizes, tuple(output))
     return plan.run_arrays(sum_op, prod_op, operands)
 
