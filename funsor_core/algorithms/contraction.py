@@ -51,8 +51,10 @@ def fold(bin_op, terms):
 
 
 def contract_dense(red_op, bin_op, reduced_vars, terms) -> Funsor:
-    """Contract Tensors and Numbers: one planned semiring einsum where a kernel exists,
-    else a fold by ``bin_op`` and a reduction by ``red_op``.
+    """Contract Tensors and Numbers: one planned semiring einsum where a kernel exists;
+    otherwise, for three or more Tensors in a distributive semiring, pairwise Contractions
+    along a plan (never the product of all of them at once); else a fold by ``bin_op`` and a
+    reduction by ``red_op``.
 
     Example:
         >>> a = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
@@ -66,14 +68,21 @@ def contract_dense(red_op, bin_op, reduced_vars, terms) -> Funsor:
         numbers = []
     if not tensors:
         return fold(bin_op, numbers)
-    if (red_op is not None and reduced_vars and len(tensors) > 1
-            and (red_op, bin_op) in SEMIRINGS
-            and all(t.dtype == "real" and not t.shape for t in tensors)):
-        return contract_tensors(red_op, bin_op, reduced_vars, tensors)
+    if red_op is not None and reduced_vars and len(tensors) > 1:
+        if (red_op, bin_op) in SEMIRINGS and all(
+                not t.shape and t.dtype == _KERNEL_DTYPE.get(red_op, "real") for t in tensors):
+            return contract_tensors(red_op, bin_op, reduced_vars, tensors)
+        if len(tensors) > 2 and distributes(red_op, bin_op, tensors):
+            plan = plan_terms(tensors, reduced_vars)
+            return plan.run_terms(red_op, bin_op, reduced_vars, tensors)
     result = fold(bin_op, tensors)
     if red_op is not None and reduced_vars:
         result = result.reduce(red_op, reduced_vars)
     return result
+
+
+# The dtype of the Tensors each kernel semiring takes: the logical one takes Bint[2] values.
+_KERNEL_DTYPE = {ops.or_: 2}
 
 
 def contract_deltas(red_op, reduced_vars, terms) -> Funsor | None:

@@ -118,7 +118,8 @@ def contract_arrays(sum_op, prod_op, inputs: list, output: str, operands: list):
 
 def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tensor:
     """Semiring contraction of scalar-output Tensors over the names ``reduced_vars``, along a
-    plan cached by structure.
+    plan cached by structure (the result has the Tensors' dtype: real, or Bint[2] for
+    ``(or_, and_)``).
 
     Example:
         >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
@@ -132,7 +133,7 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
     sizes = {n: d.size for n, d in domains.items()}
     plan = plan_contraction([tuple(t.inputs) for t in tensors], sizes, out_names)
     data = plan.run_arrays(sum_op, prod_op, [t.data for t in tensors])
-    return Tensor.make(data, {n: domains[n] for n in out_names}, "real")
+    return Tensor.make(data, {n: domains[n] for n in out_names}, tensors[0].dtype)
 
 
 # ---------------------------------------------------------------------------------------------

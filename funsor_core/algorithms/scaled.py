@@ -88,7 +88,10 @@ def _prepare(arrays: Sequence) -> tuple | None:
         if (host_bottoms == -math.inf).any():  # -inf entries are exact zeros: bound the rest
             finite = ops.where(ops.isfinite(stacked), stacked, ops.full_like(stacked, math.inf))
             host_bottoms = ops.to_numpy(ops.amin(finite, axis=axes))
-        scaled = ops.exp(stacked - ops.reshape(tops, (len(ks),) + (1,) * len(shape)))
+        # The shift is a constant (detached): it is added back as a float, so gradients flow
+        # through exp() and log() only, as for log(sum(exp(x))) itself.
+        shift = ops.reshape(ops.detach(tops), (len(ks),) + (1,) * len(shape))
+        scaled = ops.exp(stacked - shift)
         for n, k in enumerate(ks):
             top = float(host_tops[n])
             out[k] = (scaled[n], 0.0, float(host_bottoms[n]) - top, top)
