@@ -49,9 +49,9 @@ lint: venv
 demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
 
-# Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
-# run and report the peer as missing. The installed numpy/jax/torch are frozen while the peers
-# install, so a peer can never change the versions the tests ran with.
+# Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
+# still run and report the peer as missing. The installed numpy/jax/torch are frozen while
+# the peers install, so a peer can never change the versions the tests ran with.
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) freeze | grep -iE '^(numpy|jax|jaxlib|torch)==' > $(VENV)/bench-constraints.txt || true
 	$(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt -e ".[bench]" \
@@ -61,13 +61,17 @@ $(BENCH_STAMP): $(STAMP)
 	       || echo "WARNING: funsor 0.4.8 did not install; benchmarks run without it"; \
 	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
 	       dynamax \
-	       || echo "WARNING: dynamax did not install; benchmarks run without it"; }
+	       || echo "WARNING: dynamax did not install; benchmarks run without it"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       pgmpy \
+	       || echo "WARNING: pgmpy did not install; benchmarks run without it"; }
 	@touch $@
 
 bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/overhead.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/contraction.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

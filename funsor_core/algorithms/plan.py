@@ -69,7 +69,7 @@ class ContractionPlan:
     """
 
     __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
-                 "_pairs")
+                 "_scaled")
 
     def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
                  sizes: dict | None = None) -> None:
@@ -83,7 +83,11 @@ class ContractionPlan:
         letter_steps = tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps)
         self._letters = (operand_letters, letter_steps, "".join(map(sym, output)))
         self._equations = self._step_equations(operand_letters, letter_steps)
-        self._pairs = sum(1 for _, j, _ in steps if j is not None)
+        # Whether a log-semiring run goes through linear space (algorithms.scaled): for two
+        # or more pairwise steps, one exp per operand instead of one logsumexp per step. (A
+        # single step is left to kernels.pair, which picks broadcast or shifted einsum by
+        # the step's shape.)
+        self._scaled = sum(1 for _, j, _ in steps if j is not None) > 1
 
     def _step_equations(self, operand_letters, letter_steps) -> tuple:
         # Per step: its einsum equation re-lettered to ASCII (None for a one-operand step or
@@ -122,7 +126,7 @@ class ContractionPlan:
         letters, items = list(operand_letters), list(arrays)
         if len(items) != len(letters):
             raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
-        if (sum_op is ops.logaddexp and prod_op is ops.add and self._pairs > 1
+        if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
                 and all(map(ops.is_concrete, items))):
             # Linear space with tracked scales when the dtype's range provably holds it
             # (algorithms.scaled); else the exact log-space kernel at every step.
@@ -140,7 +144,7 @@ class ContractionPlan:
                     del letters[k], items[k]
                 items.append(pair(sum_op, prod_op, x, lx, y, ly, keep, equation))
             letters.append(keep)
-        return reduce_dims(items[0], letters[0], output, sum_op)
+        return reduce_dims(items[0], letters[0], output, sum_op)  # (identity when in order)
 
     def run_terms(self, red_op, bin_op, reduced_vars: frozenset, terms: Sequence) -> Funsor:
         """Build the contraction step by step as terms: one ``Contraction`` of two terms per

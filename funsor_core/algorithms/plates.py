@@ -64,6 +64,8 @@ def _partition(terms, sum_vars) -> list:
         >>> [(len(ts), sorted(vs)) for ts, vs in _partition([a, ab, b], frozenset("ab"))]
         [(3, ['a', 'b'])]
     """
+    if len(terms) == 1:
+        return [(tuple(terms), frozenset(sum_vars).intersection(terms[0].inputs))]
     parent: dict = {}
 
     def root(name):

@@ -98,13 +98,18 @@ def _prepare(arrays: Sequence) -> tuple | None:
     return out
 
 
+def _host(x) -> float:
+    # A 0-d array's value as a float, read without autograd (a torch tensor may need grad).
+    return float(ops.to_numpy(x))
+
+
 def _rescale(x) -> tuple:
     # x / max(x) and its measured bounds (log of the smallest nonzero entry), and log max.
-    top = float(ops.amax(x))
+    top = _host(ops.amax(x))
     if top == 0.0:  # all exact zeros: every product with it is zero, bounds are vacuous
         return x, 0.0, 0.0, 0.0
     x = x / top
-    small = float(ops.amin(ops.where(x > 0, x, ops.full_like(x, 1.0))))
+    small = _host(ops.amin(ops.where(x > 0, x, ops.full_like(x, 1.0))))
     return x, 0.0, math.log(small), math.log(top)
 
 
@@ -149,9 +154,11 @@ def run_log_plan(plan, arrays: Sequence):
                     return None
             x, lx, hx, ox = items[i], letters[i], his[i], los[i]
             y, ly, hy, oy = items[j], letters[j], his[j], los[j]
-            for k in sorted((i, j), reverse=True):
-                del items[k], letters[k], his[k], los[k]
-            items.append(linear_pair(x, lx, y, ly, keep, equation=equation))
+            first, second = (i, j) if i > j else (j, i)
+            del items[first], letters[first], his[first], los[first]
+            del items[second], letters[second], his[second], los[second]
+            items.append(ops.einsum(equation, x, y) if equation is not None
+                         else linear_pair(x, lx, y, ly, keep))
             hi, lo = hx + hy + log_n, ox + oy
         letters.append(keep)
         his.append(hi)
@@ -162,6 +169,8 @@ def run_log_plan(plan, arrays: Sequence):
         last, _, _, top = _rescale(last)
         shift += top
     result = reduce_dims(last, lx, output, ops.add)
+    if _host(ops.amin(result)) > 0.0:  # the common case: no exact zero, no -inf
+        return ops.log(result) + shift
     zero = result == 0
     logs = ops.log(ops.where(zero, ops.full_like(result, 1.0), result))
     return ops.where(zero, ops.full_like(result, -math.inf), logs + shift)
