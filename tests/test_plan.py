@@ -13,6 +13,7 @@ from scipy.special import logsumexp
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.algorithms import scaled as scaled_module
 from funsor_core.algorithms.kernels import ascii_equation, linear_pair, pair
 from funsor_core.algorithms.plan import contraction_cost, plan_contraction, plan_terms
 from funsor_core.algorithms.scaled import run_log_plan
@@ -187,3 +188,26 @@ def test_plan_costs_grow_with_the_pairwise_products_only():
     sizes = {"a": 2, "b": 3, "c": 4}
     plan = plan_contraction((("a", "b"), ("b", "c")), sizes, ("a",))
     assert contraction_cost(plan, sizes) == math.prod(sizes.values())
+
+
+@pytest.mark.parametrize("dtype, steps", [("float32", 100), ("float64", 400)])
+def test_scaled_log_run_rescales_long_chains(dtype, steps, monkeypatch):
+    # The bounds of a long chain leave the dtype's range (float32: about 71 nats below the
+    # maximum), so intermediates are rescaled and measured on the way; the result must equal
+    # the forward algorithm in float64.
+    rng = np.random.default_rng(6)
+    init = rng.normal(scale=2.0, size=3)
+    mats = [rng.normal(scale=2.0, size=(3, 3)) for _ in range(steps)]
+    names = [("s0",)] + [(f"s{t}", f"s{t + 1}") for t in range(steps)]
+    plan = plan_contraction(names, {f"s{t}": 3 for t in range(steps + 1)}, ())
+    arrays = [a.astype(dtype) for a in [init] + mats]
+    calls = []
+    rescale = scaled_module._rescale
+    monkeypatch.setattr(scaled_module, "_rescale", lambda x: calls.append(1) or rescale(x))
+    result = run_log_plan(plan, arrays)
+    assert result is not None and calls
+    alpha = init
+    for m in mats:
+        alpha = logsumexp(alpha[:, None] + m, axis=0)
+    tol = 1e-5 if dtype == "float32" else 1e-11
+    np.testing.assert_allclose(float(result), logsumexp(alpha), rtol=tol)

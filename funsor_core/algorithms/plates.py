@@ -64,42 +64,48 @@ def _partition(terms, sum_vars) -> list:
         >>> [(len(ts), sorted(vs)) for ts, vs in _partition([a, ab, b], frozenset("ab"))]
         [(3, ['a', 'b'])]
     """
+    sum_vars = frozenset(sum_vars)
     if len(terms) == 1:
-        return [(tuple(terms), frozenset(sum_vars).intersection(terms[0].inputs))]
+        return [(tuple(terms), sum_vars.intersection(terms[0].inputs))]
     parent: dict = {}
 
     def root(name):
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]  # path halving
-            name = parent[name]
-        return name
+        while True:
+            up = parent[name]
+            if up == name:
+                return name
+            parent[name] = parent[up]  # path halving
+            name = up
 
     names_of = []
     for t in terms:
-        names = [n for n in t.inputs if n in sum_vars]
+        names = sum_vars.intersection(t.inputs)
         names_of.append(names)
+        first = None
         for n in names:
             parent.setdefault(n, n)
-        for n in names[1:]:
-            a, b = root(names[0]), root(n)
-            if a != b:
-                parent[b] = a
-    # Group by the root of a term's first name; terms without names stand alone. Components
-    # are compared by position, never by value: == on funsors builds a term.
+            if first is None:
+                first = root(n)
+            else:
+                r = root(n)
+                if r != first:
+                    parent[r] = first
+    # Group by the root of a term's names; terms without names stand alone. Components are
+    # compared by position, never by value: == on funsors builds a term.
     order: list = []
     by_root: dict = {}
     for t, names in zip(terms, names_of):
         if not names:
-            order.append(([t], set()))
+            order.append(([t], []))
             continue
-        r = root(names[0])
+        r = root(next(iter(names)))
         group = by_root.get(r)
         if group is None:
-            group = by_root[r] = ([], set())
+            group = by_root[r] = ([], [])
             order.append(group)
         group[0].append(t)
-        group[1].update(names)
-    return [(tuple(ts), frozenset(vs)) for ts, vs in order]
+        group[1].append(names)
+    return [(tuple(ts), frozenset().union(*vs)) for ts, vs in order]
 
 
 def _components(factors, sum_vars) -> list:
@@ -115,11 +121,11 @@ def _product(prod_op, factors):
 
 
 def _contract(sum_op, prod_op, factors, names):
-    # One Contraction of a connected group: exact plans its order (never multiplying the
-    # whole group out), and any other interpretation sees the group as one term.
+    # One Contraction of a connected group over its variables ``names`` (all inputs of its
+    # factors): exact plans its order (never multiplying the whole group out), and any other
+    # interpretation sees the group as one term.
     if len(factors) == 1:
         return _reduce(sum_op, factors[0], names)
-    names = frozenset(names).intersection(set().union(*(f.inputs for f in factors)))
     return Contraction(sum_op if names else None, prod_op, names, tuple(factors))
 
 
@@ -134,12 +140,21 @@ def _ordinals(factors, plates, sum_vars):
     # the ordinals of the factors that use it (the plates it is replicated in).
     var_to_ordinal: dict = {}
     ordinal_to_factors = defaultdict(list)
+    ordinal_to_vars = defaultdict(set)
+    if not plates:  # one ordinal: every factor and variable outside all plates
+        empty = frozenset()
+        ordinal_to_factors[empty] = list(factors)
+        used = set()
+        for f in factors:
+            used.update(sum_vars.intersection(f.inputs))
+        var_to_ordinal = dict.fromkeys(used, empty)
+        ordinal_to_vars[empty] = used
+        return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
     for f in factors:
         ordinal = plates.intersection(f.inputs)
         ordinal_to_factors[ordinal].append(f)
         for var in sum_vars.intersection(f.inputs):
             var_to_ordinal[var] = var_to_ordinal.get(var, ordinal) & ordinal
-    ordinal_to_vars = defaultdict(set)
     for var, ordinal in var_to_ordinal.items():
         ordinal_to_vars[ordinal].add(var)
     return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
@@ -232,9 +247,12 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         leaf = max(ordinal_to_factors, key=len)
         leaf_factors = ordinal_to_factors.pop(leaf)
         leaf_vars = frozenset(ordinal_to_vars[leaf])
-        pending = [list(group) for group, _ in _partition(leaf_factors, leaf_vars)]
+        # (factors, their leaf variables) per connected component; unrolling a plate below
+        # rewrites pending factors but never their leaf variables.
+        pending = [[list(group), names] for group, names in _partition(leaf_factors, leaf_vars)]
         while pending:
-            f = _contract(sum_op, prod_op, pending.pop(0), leaf_vars)
+            group, names = pending.pop(0)
+            f = _contract(sum_op, prod_op, group, names)
             remaining = graph.sum_vars.intersection(f.inputs)
             if not remaining:
                 f = _reduce(prod_op, f, leaf)
@@ -303,7 +321,7 @@ def _unroll_real_plate(f, remaining, leaf, graph, pending):
 
     for ordinal, factors in graph.ordinal_to_factors.items():
         graph.ordinal_to_factors[ordinal] = substituted(factors)
-    pending[:] = [substituted(group) for group in pending]
+    pending[:] = [[substituted(group), names] for group, names in pending]
     return substituted([f])[0]
 
 

@@ -130,42 +130,37 @@ def run_log_plan(plan, arrays: Sequence):
     prepared = _prepare(arrays)
     if prepared is None:
         return None
-    items, his, los = [], [], []
+    # One [array, letters, hi, lo] record per live operand.
+    work = []
     shift = 0.0
-    for e, hi, lo, top in prepared:
+    for (e, hi, lo, top), letters in zip(prepared, operand_letters):
         if lo < floor:
             return None
-        items.append(e)
-        his.append(hi)
-        los.append(lo)
+        work.append([e, letters, hi, lo])
         shift += top
-    letters = list(operand_letters)
+    einsum = ops.einsum
     for (i, j, keep), (equation, log_n) in zip(steps, equations):
         if j is None:
-            x, lx = items.pop(i), letters.pop(i)
-            hi, lo = his.pop(i) + log_n, los.pop(i)
-            items.append(reduce_dims(x, lx, keep, ops.add))
+            x, lx, hi, lo = work.pop(i)
+            work.append([reduce_dims(x, lx, keep, ops.add), keep, hi + log_n, lo])
+            continue
+        a, b = work[i], work[j]
+        if a[3] + b[3] < floor or a[2] + b[2] + log_n > ceiling:
+            for r in (a, b):
+                r[0], r[2], r[3], top = _rescale(r[0])
+                shift += top
+            if a[3] + b[3] < floor:
+                return None
+        if i > j:
+            del work[i], work[j]
         else:
-            if los[i] + los[j] < floor or his[i] + his[j] + log_n > ceiling:
-                for k in (i, j):
-                    items[k], his[k], los[k], top = _rescale(items[k])
-                    shift += top
-                if los[i] + los[j] < floor:
-                    return None
-            x, lx, hx, ox = items[i], letters[i], his[i], los[i]
-            y, ly, hy, oy = items[j], letters[j], his[j], los[j]
-            first, second = (i, j) if i > j else (j, i)
-            del items[first], letters[first], his[first], los[first]
-            del items[second], letters[second], his[second], los[second]
-            items.append(ops.einsum(equation, x, y) if equation is not None
-                         else linear_pair(x, lx, y, ly, keep))
-            hi, lo = hx + hy + log_n, ox + oy
-        letters.append(keep)
-        his.append(hi)
-        los.append(lo)
-    last, lx = items[0], letters[0]
+            del work[j], work[i]
+        z = (einsum(equation, a[0], b[0]) if equation is not None
+             else linear_pair(a[0], a[1], b[0], b[1], keep))
+        work.append([z, keep, a[2] + b[2] + log_n, a[3] + b[3]])
+    last, lx, hi, _ = work[0]
     summed = math.prod(max(n, 1) for c, n in zip(lx, last.shape) if c not in output)
-    if his[0] + math.log(summed) > ceiling:
+    if hi + math.log(summed) > ceiling:
         last, _, _, top = _rescale(last)
         shift += top
     result = reduce_dims(last, lx, output, ops.add)
