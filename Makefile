@@ -50,9 +50,9 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
 	$(SINGLE_THREAD) $(VPY) examples/conjugate_models.py
 
-# Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
-# run and report the peer as missing. The installed numpy/jax/torch are frozen while the peers
-# install, so a peer can never change the versions the tests ran with.
+# Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
+# still run and report the peer as missing. The installed numpy/jax/torch are frozen while
+# the peers install, so a peer can never change the versions the tests ran with.
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) freeze | grep -iE '^(numpy|jax|jaxlib|torch)==' > $(VENV)/bench-constraints.txt || true
 	$(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt -e ".[bench]" \
@@ -62,7 +62,10 @@ $(BENCH_STAMP): $(STAMP)
 	       || echo "WARNING: funsor 0.4.8 did not install; benchmarks run without it"; \
 	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
 	       dynamax \
-	       || echo "WARNING: dynamax did not install; benchmarks run without it"; }
+	       || echo "WARNING: dynamax did not install; benchmarks run without it"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       pgmpy \
+	       || echo "WARNING: pgmpy did not install; benchmarks run without it"; }
 	@touch $@
 
 bench: $(BENCH_STAMP)
@@ -70,6 +73,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/distributions.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/contraction.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

@@ -30,9 +30,10 @@ from funsor_core.algorithms.markov_plates import (
     modified_partial_sum_product,
     partial_unroll,
 )
-from funsor_core.algorithms.plates import (
+from funsor_core.algorithms.plates import (  # noqa: F401 (funsor's tests import _partition)
     PRODUCT_TO_POWER,
     PlateError,
+    _partition,
     partial_sum_product,
     sum_product,
 )

@@ -15,6 +15,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+import opt_einsum
 
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
@@ -28,7 +29,8 @@ from funsor_core.terms.base import Align, Funsor, Number
 
 __all__ = [
     "assert_close", "check_funsor", "random_tensor", "random_gaussian", "randn", "rand",
-    "randint", "zeros", "ones", "make_einsum_example", "random_scale_tril", "random_mvn",
+    "randint", "zeros", "ones", "make_einsum_example", "make_chain_einsum", "make_hmm_einsum",
+    "make_plated_hmm_einsum", "random_scale_tril", "random_mvn",
 ]
 
 
@@ -304,32 +306,91 @@ def random_mvn(batch_shape, dim: int):
 
 
 # ---------------------------------------------------------------------------------------------
-# Einsum examples.
-def make_einsum_example(equation: str, fill=None, sizes=(2, 3, 4)):
+# Einsum examples, with funsor's return conventions (its tests unpack them).
+def make_einsum_example(equation: str, fill=None, sizes=(2, 3)):
     """Random operands for an einsum ``equation`` such as ``"ab,bc->ac"``.
 
-    Each distinct letter gets a size from ``sizes`` in turn. Returns ``(inputs, output,
-    sizes, operands, funsor_operands)``: the input index strings, the output string, a dict
-    letter -> size, arrays on the active backend (all ``fill`` if given, else standard
-    normal), and the same as Tensors whose inputs are named by the letters.
+    The distinct letters, in sorted order, take their sizes from ``sizes`` in turn. Returns
+    ``(inputs, outputs, sizes, operands, funsor_operands)``: the input index strings, the list
+    of output strings (one, unless the equation names several after ``->``, separated by
+    commas), a dict letter -> size, arrays on the active backend (every entry ``fill`` if
+    given, else standard normal), and the same arrays as Tensors whose inputs are named by the
+    letters. A torch operand also carries its letters as ``_pyro_dims``, which Pyro's
+    ``pyro.ops.contract.einsum`` reads.
 
     Example:
-        >>> inputs, output, sizes, operands, fs = make_einsum_example("ab,bc->ac")
-        >>> inputs, output, sizes, operands[1].shape, fs[1].inputs
-        (['ab', 'bc'], 'ac', {'a': 2, 'b': 3, 'c': 4}, (3, 4), {'b': Bint[3], 'c': Bint[4]})
+        >>> inputs, outputs, sizes, operands, fs = make_einsum_example("ab,bc->ac")
+        >>> inputs, outputs, sizes, operands[1].shape, fs[1].inputs
+        (['ab', 'bc'], ['ac'], {'a': 2, 'b': 3, 'c': 2}, (3, 2), {'b': Bint[3], 'c': Bint[2]})
     """
-    equation = equation.replace(" ", "")
-    lhs, output = equation.split("->") if "->" in equation else (equation, None)
-    inputs = lhs.split(",")
-    letters = "".join(dict.fromkeys("".join(inputs)))
-    if output is None:
-        output = "".join(sorted(c for c in letters if lhs.count(c) == 1))
-    size_of = {c: sizes[i % len(sizes)] for i, c in enumerate(letters)}
-    operands = []
-    funsor_operands = []
+    if "->" not in equation:
+        raise ValueError(f"einsum example {equation!r} needs an explicit output: write e.g. "
+                         "'ab,bc->ac'")
+    lhs, rhs = equation.split("->")
+    inputs, outputs = lhs.split(","), rhs.split(",")
+    letters = sorted(set(lhs + rhs) - set(","))
+    size_of = {c: sizes[k % len(sizes)] for k, c in enumerate(letters)}
+    operands, funsor_operands = [], []
     for dims in inputs:
         shape = tuple(size_of[c] for c in dims)
         data = randn(shape) if fill is None else ones(shape) * fill
+        if type(data).__module__.startswith("torch"):
+            data._pyro_dims = dims  # Pyro's einsum names the dims of its operands this way
         operands.append(data)
         funsor_operands.append(Tensor(data, {c: Bint[size_of[c]] for c in dims}))
-    return inputs, output, size_of, operands, funsor_operands
+    return inputs, outputs, size_of, operands, funsor_operands
+
+
+def _symbols(count: int, start: int = 0) -> list:
+    # opt_einsum's symbols: a-z, A-Z, then non-ASCII characters, so equations of any length
+    # can be written (our einsum re-letters each pairwise step for the backends).
+    return [opt_einsum.get_symbol(k) for k in range(start, start + count)]
+
+
+def make_chain_einsum(num_steps: int) -> str:
+    """The einsum equation of a Markov chain of ``num_steps`` steps, reduced to a scalar: an
+    initial factor over the first state, then one pairwise factor per step.
+
+    Example:
+        >>> make_chain_einsum(2)
+        'a,ab,bc->'
+    """
+    s = _symbols(num_steps + 1)
+    return ",".join([s[0]] + [s[t] + s[t + 1] for t in range(num_steps)]) + "->"
+
+
+def make_hmm_einsum(num_steps: int) -> str:
+    """The einsum equation of a hidden Markov model of ``num_steps`` steps, reduced to a
+    scalar: the chain of ``make_chain_einsum`` plus one observation factor per new state.
+
+    Example:
+        >>> make_hmm_einsum(2)
+        'a,ab,b,bc,c->'
+    """
+    s = _symbols(num_steps + 1)
+    terms = [s[0]]
+    for t in range(num_steps):
+        terms += [s[t] + s[t + 1], s[t + 1]]
+    return ",".join(terms) + "->"
+
+
+def make_plated_hmm_einsum(num_steps: int, num_obs_plates: int = 1,
+                           num_hidden_plates: int = 0) -> tuple:
+    """A plated HMM as ``(equation, plates)``: the chain's transition factors lie in
+    ``num_hidden_plates`` plates, its observation factors in ``num_obs_plates`` plates (the
+    hidden plates among them). Plate letters come first in the alphabet, state letters after.
+
+    Example:
+        >>> make_plated_hmm_einsum(2, num_obs_plates=1)
+        ('c,cd,da,de,ea->', 'a')
+    """
+    if num_obs_plates < num_hidden_plates:
+        raise ValueError(f"the hidden plates ({num_hidden_plates}) must be among the "
+                         f"observation plates ({num_obs_plates})")
+    obs = "".join(_symbols(num_obs_plates))
+    hidden = "".join(_symbols(num_hidden_plates))
+    s = _symbols(num_steps + 1, start=num_obs_plates + 1)
+    terms = [s[0]]
+    for t in range(num_steps):
+        terms += [s[t] + s[t + 1] + hidden, s[t + 1] + obs]
+    return ",".join(terms) + "->", "".join(sorted(set(obs + hidden)))

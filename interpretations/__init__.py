@@ -1,7 +1,8 @@
 """Interpretations: each is a set of rewrite rules plus a context manager.
 
 ``exact`` (alias ``eager``, ``EXACT``) is the default; ``lazy`` records; ``reflect`` builds
-without rewriting; ``normalize`` rewrites toward sum-product normal form.
+without rewriting; ``normalize`` rewrites toward sum-product normal form; ``optimize`` plans
+sum-product contractions into pairwise steps (``apply_optimizer``).
 
 Example:
     >>> from interpretations import exact, lazy
@@ -17,11 +18,11 @@ from interpretations.exact import EXACT, eager, exact
 from interpretations.lazy import LAZY, lazy
 from interpretations.memoize import Memoize, memoize
 from interpretations.normalize import NORMALIZE, normalize
-from interpretations.optimize import apply_optimizer
+from interpretations.optimize import OPTIMIZE, apply_optimizer, optimize
 from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
 
 REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
            "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
-           "compress_gaussians", "apply_optimizer"]
+           "compress_gaussians", "optimize", "OPTIMIZE", "apply_optimizer"]

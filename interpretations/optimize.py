@@ -1,36 +1,74 @@
-"""``apply_optimizer``: evaluate an expression through its sum-product normal form.
+"""``optimize`` (alias ``OPTIMIZE``) and ``apply_optimizer``: sum-product expressions rewritten
+into a sequence of pairwise contractions along a plan, kept as terms.
 
-funsor's ``funsor.optimizer.apply_optimizer(expr)`` rewrites a lazy expression into an order
-of pairwise contractions and evaluates it. Here the expression is first rebuilt under
-``normalize`` (products flattened into one ``Contraction`` per reduction, reductions pulled
-out and merged), then under the active interpretation, whose contraction rules plan the order
-of Tensor contractions with opt_einsum's path search. What is not yet here is a planner for
-products that mix Gaussians and Tensors over many variables (the OPTIMIZE interpretation):
-such a product is contracted as one joint factor, which is exact but not the cheapest order.
+Under ``optimize`` a ``Contraction`` of three or more terms whose reduction distributes over
+its product (``ops.DISTRIBUTIVE_OPS``: ``(logaddexp, add)``, ``(add, mul)``, ``(max, add)``,
+``(min, add)``, ``(or_, and_)``, and ``(max, mul)``/``(min, mul)`` over factors known to be
+nonnegative) becomes nested pairwise Contractions, in the order of
+``funsor_core.algorithms.plan`` (opt_einsum's path search: optimal for a few terms, greedy
+for many), each variable reduced at the first step after which no other term uses it. Any
+atoms may be terms: Tensors, Gaussians, Deltas, lazy terms. ``optimize`` evaluates nothing;
+it falls back to ``lazy``, so the result is an optimized lazy expression. Plans are cached by
+structure (names, domains), so a same-shaped expression pays no planning again; under
+``jax.jit`` planning happens at trace time.
+
+``apply_optimizer(expr)`` is the usual entry point: it rewrites ``expr`` into sum-product
+normal form (``normalize``: products flattened, reductions merged into one ``Contraction``
+each), plans it under ``optimize``, then rebuilds the planned expression under the
+interpretation active at the call: ``exact`` evaluates it step by step, ``lazy`` (or
+``reflect``) keeps it as the optimized expression, as in funsor.
 
 Example:
     >>> from interpretations import lazy
     >>> a = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
     >>> b = fc.Tensor(np.ones((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
+    >>> c = fc.Tensor(np.ones(4), {"k": fc.Bint[4]})
     >>> with lazy:
-    ...     expr = (a * b).reduce(ops.add, frozenset({"j", "k"}))
+    ...     expr = (a * b * c).reduce(ops.add, frozenset({"j", "k"}))
     >>> apply_optimizer(expr).data
     array([12., 12.])
+    >>> with lazy:
+    ...     planned = apply_optimizer(expr)
+    >>> type(planned).__name__, len(planned.terms)  # pairwise: (a * (b * c summed over k))
+    ('Contraction', 2)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from funsor_core import ops
+from funsor_core.algorithms.plan import plan_terms
+from funsor_core.atoms.sign import distributes
+from funsor_core.engine.interpreter import Interpretation
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
+from interpretations.lazy import lazy
 from interpretations.normalize import normalize
 
-__all__ = ["apply_optimizer"]
+__all__ = ["optimize", "OPTIMIZE", "apply_optimizer"]
+
+# Falls back to lazy, not normalize: normalize would merge the nested pairwise steps back
+# into one Contraction (pulling inner reductions out), undoing the plan.
+optimize = Interpretation("optimize", fallback=lazy)
+OPTIMIZE = optimize
+
+
+# sum_V (t1 * t2 * ... * tn) = nested pairwise contractions along a plan, when sum distributes
+# over * (for (max, mul) and (min, mul): only over factors known to be nonnegative).
+@optimize.register(Contraction, object, object, frozenset, tuple)
+def optimize_contraction_plan(red_op, bin_op, reduced_vars, terms):
+    if (red_op is None or len(terms) < 3 or (red_op, bin_op) not in ops.DISTRIBUTIVE_OPS
+            or not distributes(red_op, bin_op, terms)):
+        return None
+    plan = plan_terms(terms, reduced_vars)
+    return plan.run_terms(red_op, bin_op, reduced_vars, terms)
 
 
 def apply_optimizer(expr: Any) -> Any:
-    """``expr`` rebuilt in sum-product normal form, then evaluated by the active
-    interpretation (a number under ``exact`` when ``expr`` has no free real or lazy parts).
+    """``expr`` in sum-product normal form, planned into pairwise contractions (``optimize``),
+    then rebuilt by the interpretation active at the call: a number under ``exact`` when
+    ``expr`` has no free real or lazy parts, the optimized lazy expression under ``lazy``.
 
     Example:
         >>> x = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
@@ -39,4 +77,6 @@ def apply_optimizer(expr: Any) -> Any:
     """
     with normalize:
         normal = reinterpret(expr)
-    return reinterpret(normal)
+    with optimize:
+        planned = reinterpret(normal)
+    return reinterpret(planned)

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.algorithms.einsum import SEMIRINGS, contract_tensors
+from funsor_core.algorithms.plan import plan_terms, step_costs
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
 
 __all__ = ["is_dense", "fold", "contract_dense", "contract_deltas", "merge_deltas",
-           "contract_partial", "split_sum_reduction"]
+           "contract_partial", "split_sum_reduction", "contract_planned"]
 
 
 def is_dense(t) -> bool:
@@ -49,8 +51,10 @@ def fold(bin_op, terms):
 
 
 def contract_dense(red_op, bin_op, reduced_vars, terms) -> Funsor:
-    """Contract Tensors and Numbers: one planned semiring einsum where a kernel exists,
-    else a fold by ``bin_op`` and a reduction by ``red_op``.
+    """Contract Tensors and Numbers: one planned semiring einsum where a kernel exists;
+    otherwise, for three or more Tensors in a distributive semiring, pairwise Contractions
+    along a plan (never the product of all of them at once); else a fold by ``bin_op`` and a
+    reduction by ``red_op``.
 
     Example:
         >>> a = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
@@ -64,14 +68,21 @@ def contract_dense(red_op, bin_op, reduced_vars, terms) -> Funsor:
         numbers = []
     if not tensors:
         return fold(bin_op, numbers)
-    if (red_op is not None and reduced_vars and len(tensors) > 1
-            and (red_op, bin_op) in SEMIRINGS
-            and all(t.dtype == "real" and not t.shape for t in tensors)):
-        return contract_tensors(red_op, bin_op, reduced_vars, tensors)
+    if red_op is not None and reduced_vars and len(tensors) > 1:
+        if (red_op, bin_op) in SEMIRINGS and all(
+                not t.shape and t.dtype == _KERNEL_DTYPE.get(red_op, "real") for t in tensors):
+            return contract_tensors(red_op, bin_op, reduced_vars, tensors)
+        if len(tensors) > 2 and distributes(red_op, bin_op, tensors):
+            plan = plan_terms(tensors, reduced_vars)
+            return plan.run_terms(red_op, bin_op, reduced_vars, tensors)
     result = fold(bin_op, tensors)
     if red_op is not None and reduced_vars:
         result = result.reduce(red_op, reduced_vars)
     return result
+
+
+# The dtype of the Tensors each kernel semiring takes: the logical one takes Bint[2] values.
+_KERNEL_DTYPE = {ops.or_: 2}
 
 
 def contract_deltas(red_op, reduced_vars, terms) -> Funsor | None:
@@ -198,3 +209,37 @@ def split_sum_reduction(reduced_vars: frozenset, terms: tuple) -> Funsor | None:
             count *= domains[v].size
         parts.append(part * float(count) if count != 1 else part)
     return fold(ops.add, parts)
+
+
+def contract_planned(red_op, bin_op, reduced_vars, terms) -> Funsor | None:
+    """A sum-product of three or more Gaussians, Tensors and Numbers along a pairwise plan,
+    when the plan is estimated cheaper than one joint factor (``plan.step_costs``); else None.
+
+    Only ``(logaddexp, add)``: integrating a real variable and summing a Bint one both
+    distribute over adding log densities. A Bint variable of a Gaussian is reduced last (a
+    mixture of Gaussians is no Gaussian; once the plan has integrated the Gaussian's reals it
+    is a Tensor), so it stays a batch input of every step until then.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> terms = (g, t, t(i="j"), t(i="k"))
+        >>> contract_planned(ops.logaddexp, ops.add, frozenset("xijk"), terms)  # small: None
+    """
+    if (red_op is not ops.logaddexp or bin_op is not ops.add or len(terms) < 3
+            or not reduced_vars):
+        return None
+    mixture: set = set()
+    for t in terms:
+        if isinstance(t, Gaussian):
+            mixture.update(n for n, d in t.inputs.items() if d.dtype != "real")
+    mixture = frozenset(mixture) & reduced_vars
+    planned_vars = reduced_vars - mixture
+    if not planned_vars:
+        return None
+    plan = plan_terms(terms, planned_vars)
+    joint, planned = step_costs(terms, plan)
+    if planned >= joint:
+        return None
+    result = plan.run_terms(red_op, bin_op, planned_vars, terms)
+    return result.reduce(red_op, mixture) if mixture else result

@@ -25,15 +25,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 from funsor_core import ops
 from funsor_core.algorithms.kernels import SEMIRINGS
 from funsor_core.algorithms.plan import plan_contraction
 from funsor_core.algorithms.plates import sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
-from funsor_core.domains import Bint
-from funsor_core.terms.backend_check import check_backends
+from funsor_core.domains import Bint, Domain
 from funsor_core.terms.base import Funsor
-from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.contraction import Contraction, term_sort_key
 
 __all__ = [
     "einsum", "naive_einsum", "naive_plated_einsum", "naive_contract_einsum", "contract_arrays",
@@ -101,35 +102,66 @@ def contract_arrays(sum_op, prod_op, inputs: list, output: str, operands: list):
         if len(set(letters)) != len(letters):
             raise ValueError(f"repeated index within one operand ({letters!r}); take the "
                              "diagonal first (einsum does)")
+    if len(inputs) != len(operands):
+        raise ValueError(f"{len(inputs)} subscripts for {len(operands)} operands")
     sizes: dict = {}
-    for letters, x in zip(inputs, operands):
-        sizes.update(zip(letters, x.shape))
+    for k, (letters, x) in enumerate(zip(inputs, operands)):
+        if len(letters) != len(x.shape):
+            raise ValueError(f"operand {k} of shape {tuple(x.shape)} has {len(x.shape)} dims, "
+                             f"but its subscripts {letters!r} name {len(letters)}")
+        for c, n in zip(letters, x.shape):
+            if sizes.setdefault(c, n) != n:
+                raise ValueError(f"index {c!r} has size {sizes[c]} in one operand but {n} in "
+                                 f"operand {k}")
     plan = plan_contraction([tuple(letters) for letters in inputs], sizes, tuple(output))
     return plan.run_arrays(sum_op, prod_op, operands)
 
 
 def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tensor:
     """Semiring contraction of scalar-output Tensors over the names ``reduced_vars``, along a
-    plan cached by structure.
+    plan cached by structure (the result has the Tensors' dtype: real, or Bint[2] for
+    ``(or_, and_)``).
 
     Example:
         >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
         >>> contract_tensors(ops.add, ops.mul, frozenset({"j"}), [f, f]).data
         array([3., 3.])
     """
-    domains: dict = {}
-    for t in tensors:
-        domains.update(t.inputs)
-    out_names = tuple(n for n in domains if n not in reduced_vars)
-    sizes = {n: d.size for n, d in domains.items()}
-    plan = plan_contraction([tuple(t.inputs) for t in tensors], sizes, out_names)
+    # The plan and the result's inputs depend on the structure only (names, domains, order):
+    # cached by it, so a same-shaped contraction pays one dict lookup.
+    key = (tuple(t._ikey for t in tensors), reduced_vars)
+    entry = _STRUCTURES.get(key)
+    if entry is None:
+        domains: dict = {}
+        for t in tensors:
+            domains.update(t.inputs)
+        out_names = tuple(n for n in domains if n not in reduced_vars)
+        sizes = {n: d.size for n, d in domains.items()}
+        plan = plan_contraction([tuple(t.inputs) for t in tensors], sizes, out_names)
+        out_ikey = tuple((n, domains[n]) for n in out_names)
+        if len(_STRUCTURES) >= _MAX_STRUCTURES:
+            _STRUCTURES.clear()
+        entry = _STRUCTURES[key] = (plan, out_ikey, Domain(tensors[0].dtype, ()))
+    plan, out_ikey, output = entry
     data = plan.run_arrays(sum_op, prod_op, [t.data for t in tensors])
-    return Tensor.make(data, {n: domains[n] for n in out_names}, "real")
+    return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
+
+
+_STRUCTURES: dict = {}
+_MAX_STRUCTURES = 4096
 
 
 # ---------------------------------------------------------------------------------------------
 # The einsum front end: parse and check, then build terms.
 def _parse(eq: str, count: int):
+    if not isinstance(eq, str):
+        raise TypeError(f"einsum equation must be a str, got {type(eq).__name__}")
+    return _parse_cached(eq, count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_cached(eq: str, count: int):
+    # (subscripts as a tuple, output); pure in its arguments, so cached by them.
     if not isinstance(eq, str):
         raise TypeError(f"einsum equation must be a str, got {type(eq).__name__}")
     text = eq.replace(" ", "")
@@ -157,7 +189,7 @@ def _parse(eq: str, count: int):
     if missing:
         raise ValueError(f"einsum equation {eq!r}: output letter(s) {missing} do not appear in "
                          "any operand")
-    return inputs, output
+    return tuple(inputs), output
 
 
 def _diagonal(x, letters: str):
@@ -178,10 +210,11 @@ def _diagonal(x, letters: str):
 
 
 def _as_tensors(inputs, operands):
-    arrays = not any(isinstance(o, Funsor) for o in operands)
+    arrays = True
     tensors, sizes, new_inputs = [], {}, []
     for k, (letters, o) in enumerate(zip(inputs, operands)):
         if isinstance(o, Funsor):
+            arrays = False
             if len(set(letters)) != len(letters) or set(o.inputs) != set(letters) or o.shape:
                 raise ValueError(
                     f"einsum operand {k} has inputs {list(o.inputs)} and output {o.output}, "
@@ -195,19 +228,24 @@ def _as_tensors(inputs, operands):
         if not is_array(o):
             raise TypeError(f"einsum operands are funsors or arrays, got {type(o).__name__} "
                             f"(operand {k})")
-        if len(o.shape) != len(letters):
-            raise ValueError(f"einsum operand {k} of shape {tuple(o.shape)} has "
-                             f"{len(o.shape)} dims, but its letters {letters!r} name "
+        shape = o.shape
+        if len(shape) != len(letters):
+            raise ValueError(f"einsum operand {k} of shape {tuple(shape)} has "
+                             f"{len(shape)} dims, but its letters {letters!r} name "
                              f"{len(letters)}")
-        o, letters = _diagonal(o, letters)
-        for c, n in zip(letters, o.shape):
+        if len(set(letters)) != len(letters):
+            o, letters = _diagonal(o, letters)
+            shape = o.shape
+        domains = {}
+        for c, n in zip(letters, shape):
             size, first = sizes.setdefault(c, (n, k))
             if size != n:
                 raise ValueError(f"einsum letter {c!r} has size {size} in operand {first} but "
                                  f"{n} in operand {k}")
-        tensors.append(Tensor(o, {c: Bint[s] for c, s in zip(letters, o.shape)}))
+            domains[c] = Bint[n]
+        tensors.append(Tensor(o, domains))
         new_inputs.append(letters)
-    check_backends("einsum", tensors, [f"operand {k}" for k in range(len(tensors))])
+    # Mixed array backends raise where the operands meet (Contraction, Binary), naming both.
     return arrays, tensors, new_inputs
 
 
@@ -274,16 +312,72 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
         >>> einsum("ab->a", a, backend="funsor.einsum.numpy_map")
         array([2., 4.])
     """
-    sum_op, prod_op = semiring_of_backend(backend)
-    inputs, output = _parse(eq, len(operands))
-    arrays, tensors, inputs = _as_tensors(inputs, operands)
-    reduced = frozenset(inputs_union(inputs)) - frozenset(output)
-    if plates:
-        _check_kept_plates(eq, inputs, output, plates, modulo_total)
-        result = sum_product(sum_op, prod_op, tensors, reduced, frozenset(plates))
+    # Everything but the arrays' values is structure: the parsed equation, the checks, the
+    # Tensors' domains, the canonical order of the terms. It is computed once per structure
+    # (the equation, the options, the operands' types and shapes or inputs) and reused.
+    key = _structure_key(eq, operands, plates, backend, modulo_total)
+    entry = _EINSUM_STRUCTURES.get(key) if key is not None else None
+    if entry is None:
+        entry, tensors = _einsum_structure(eq, operands, plates, backend, modulo_total)
+        if key is not None and entry[5] is not None:
+            if len(_EINSUM_STRUCTURES) >= _MAX_STRUCTURES:
+                _EINSUM_STRUCTURES.clear()
+            _EINSUM_STRUCTURES[key] = entry
+    else:
+        tensors = [o if d is None else Tensor(o, d) for o, d in zip(operands, entry[5])]
+    sum_op, prod_op, output, reduced, arrays, _, order, plate_set = entry
+    if order is not None:
+        tensors = [tensors[k] for k in order]
+    if plate_set:
+        result = sum_product(sum_op, prod_op, tensors, reduced, plate_set)
     else:
         result = _contract(sum_op, prod_op, tensors, reduced)
     return _finish(result, output, arrays)
+
+
+_EINSUM_STRUCTURES: dict = {}
+
+
+def _structure_key(eq, operands, plates, backend, modulo_total):
+    # None (no reuse) for operands other than arrays and Tensors, e.g. lazy terms.
+    parts = []
+    for o in operands:
+        if type(o) is Tensor:
+            parts.append((Tensor, o._ikey, o.output))
+        elif is_array(o):
+            parts.append((type(o), tuple(o.shape)))
+        else:
+            return None
+    try:
+        return (eq, plates, backend, modulo_total, tuple(parts))
+    except TypeError:  # an unhashable argument: checked (and reported) by the slow path
+        return None
+
+
+def _einsum_structure(eq, operands, plates, backend, modulo_total) -> tuple:
+    # (entry, tensors): the checked structure of an einsum call and this call's Tensors.
+    sum_op, prod_op = semiring_of_backend(backend)
+    inputs, output = _parse(eq, len(operands))
+    arrays, tensors, new_inputs = _as_tensors(inputs, operands)
+    reduced = frozenset(inputs_union(new_inputs)) - frozenset(output)
+    if plates:
+        _check_kept_plates(eq, new_inputs, output, plates, modulo_total)
+    # The domains to wrap each array operand with (None: a funsor, used as it is). An operand
+    # whose letters repeat takes its diagonal first, which is arithmetic, not structure: such
+    # a call is not reused (domains None).
+    domains = None
+    if all(len(set(a)) == len(a) for a in inputs):
+        domains = tuple(None if isinstance(o, Funsor) else dict(t.inputs)
+                        for o, t in zip(operands, tensors))
+    order = None
+    if not plates and len(tensors) > 1:
+        # Contraction sorts its terms; handing them over in that order spares the sort.
+        keys = [term_sort_key(t) for t in tensors]
+        perm = sorted(range(len(tensors)), key=keys.__getitem__)
+        order = tuple(perm) if perm != list(range(len(tensors))) else None
+    entry = (sum_op, prod_op, output, reduced, arrays, domains, order,
+             frozenset(plates) if plates else None)
+    return entry, tensors
 
 
 def naive_einsum(eq: str, *operands, backend: str = "numpy"):

@@ -33,11 +33,12 @@ import numpy as np
 from funsor_core import ops
 
 __all__ = ["SEMIRINGS", "pair", "reduce_dims", "align_dims", "ascii_equation",
-           "BROADCAST_LIMIT"]
+           "linear_pair", "BROADCAST_LIMIT"]
 
-# The semirings with a dedicated kernel: (sum_op, prod_op).
+# The semirings with a kernel: (sum_op, prod_op). Each has its unit (``ops.UNITS``) and
+# distributes (``ops.DISTRIBUTIVE_OPS``), so a contraction may follow any pairwise plan.
 SEMIRINGS = frozenset([(ops.add, ops.mul), (ops.logaddexp, ops.add), (ops.max, ops.add),
-                       (ops.min, ops.add)])
+                       (ops.min, ops.add), (ops.or_, ops.and_)])
 
 # A log-space step whose broadcast has at most this many elements (or at most a few times the
 # size of its operands and result) is computed exactly by broadcasting; a larger one first
@@ -68,7 +69,9 @@ def align_dims(x, letters: str, target: str):
 def _unit_like(x, out: str, sum_op, sizes: dict):
     # A sum over an empty range is the semiring's zero (0, -inf, -inf for max, +inf for min)
     # on every backend; backend max kernels raise on empty axes instead.
-    return ops.new_full(x, tuple(sizes[c] for c in out), float(ops.UNITS[sum_op]))
+    unit = ops.UNITS[sum_op]
+    return ops.new_full(x, tuple(sizes[c] for c in out),
+                        unit if isinstance(unit, bool) else float(unit))
 
 
 def _empty_sum(letters: str, out: str, sizes: dict) -> bool:
@@ -82,6 +85,8 @@ def reduce_dims(x, letters: str, out: str, sum_op):
         >>> reduce_dims(np.ones((2, 3)), "ab", "a", ops.add)
         array([3., 3.])
     """
+    if letters == out:
+        return x
     sizes = dict(zip(letters, x.shape))
     if sum_op is not ops.add and _empty_sum(letters, out, sizes):
         return _unit_like(x, out, sum_op, sizes)
@@ -92,31 +97,33 @@ def reduce_dims(x, letters: str, out: str, sum_op):
     return align_dims(x, letters, out)
 
 
-def ascii_equation(union: str, lx: str, ly: str, out: str) -> str:
-    """``"lx,ly->out"`` re-lettered with ``a-zA-Z`` (numpy and torch accept no other letters).
+def ascii_equation(union: str, lx: str, ly: str, out: str) -> str | None:
+    """``"lx,ly->out"`` re-lettered with ``a-zA-Z`` (numpy and torch accept no other letters),
+    or None when the step has more than 52 distinct dims (``linear_pair`` then contracts it
+    by a batched matrix product, which needs no letters).
 
     Plans name dims with ``opt_einsum.get_symbol``, which goes past ``Z`` into non-ASCII
-    symbols after 52 names; one pairwise step names only its own dims, so 52 per step suffice.
+    symbols after 52 names; one pairwise step names only its own dims, so a plan over any
+    number of variables runs on every backend.
 
     Example:
         >>> ascii_equation("\\u0100b", "\\u0100b", "b", "\\u0100")
         'ab,b->a'
     """
     if len(union) > len(_ASCII):
-        raise NotImplementedError(
-            f"one pairwise einsum step would contract {len(union)} distinct dims at once, but "
-            f"backend einsum kernels accept at most {len(_ASCII)}; split the factors")
+        return None
     if all(c in _ASCII for c in union):
         return f"{lx},{ly}->{out}"
     table = str.maketrans(union, _ASCII[:len(union)])
     return f"{lx},{ly}->{out}".translate(table)
 
 
-def pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
+def pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str, equation: str | None = None):
     """Contract two operands (dims ``lx``, ``ly``) to the dims ``out`` in a semiring.
 
     Every letter of ``out`` is in ``lx`` or ``ly``; the letters of both that are not in
-    ``out`` are summed by ``sum_op`` after combining by ``prod_op``.
+    ``out`` are summed by ``sum_op`` after combining by ``prod_op``. ``equation`` is the
+    step's ASCII einsum equation when the caller has it already (``ascii_equation``).
 
     Example:
         >>> pair(ops.add, ops.mul, np.ones((2, 3)), "ab", np.ones(3), "b", "a")
@@ -124,15 +131,58 @@ def pair(sum_op, prod_op, x, lx: str, y, ly: str, out: str):
     """
     union = lx + "".join(c for c in ly if c not in lx)
     if sum_op is ops.add:
-        return ops.einsum(ascii_equation(union, lx, ly, out), x, y)
+        return linear_pair(x, lx, y, ly, out, union, equation)
     sizes = {**dict(zip(lx, x.shape)), **dict(zip(ly, y.shape))}
     if _empty_sum(union, out, sizes):
         return _unit_like(x, out, sum_op, sizes)
     if sum_op is ops.logaddexp:
         return _log_pair(x, lx, y, ly, out, union, sizes)
-    # max-plus / min-plus: broadcast, combine, reduce.
+    # max-plus, min-plus, or-and: broadcast, combine, reduce.
     z = prod_op(align_dims(x, lx, union), align_dims(y, ly, union))
     return reduce_dims(z, union, out, sum_op)
+
+
+def linear_pair(x, lx, y, ly, out, union=None, equation=None):
+    """``sum_s x * y`` over the letters in ``lx`` or ``ly`` but not in ``out``: one einsum,
+    or, past 52 distinct dims in the step, a batched matrix product.
+
+    Example:
+        >>> linear_pair(np.ones((2, 3)), "ab", np.ones((3, 4)), "bc", "ca").shape
+        (4, 2)
+    """
+    if equation is None:
+        if union is None:
+            union = lx + "".join(c for c in ly if c not in lx)
+        equation = ascii_equation(union, lx, ly, out)
+        if equation is None:
+            return _matmul_pair(x, lx, y, ly, out)
+    return ops.einsum(equation, x, y)
+
+
+def _matmul_pair(x, lx, y, ly, out):
+    # Dims of one operand only and not kept are summed first; then x is viewed as
+    # (batch, left, summed) and y as (batch, summed, right), multiplied, and the result's
+    # dims (batch, left, right) put in the order of ``out``.
+    own_x = "".join(c for c in lx if c not in ly and c not in out)
+    if own_x:
+        x = reduce_dims(x, lx, "".join(c for c in lx if c not in own_x), ops.add)
+        lx = "".join(c for c in lx if c not in own_x)
+    own_y = "".join(c for c in ly if c not in lx and c not in out)
+    if own_y:
+        y = reduce_dims(y, ly, "".join(c for c in ly if c not in own_y), ops.add)
+        ly = "".join(c for c in ly if c not in own_y)
+    sizes = {**dict(zip(lx, x.shape)), **dict(zip(ly, y.shape))}
+    batch = "".join(c for c in lx if c in ly and c in out)
+    summed = "".join(c for c in lx if c in ly and c not in out)
+    left = "".join(c for c in lx if c not in ly)
+    right = "".join(c for c in ly if c not in lx)
+    size = lambda letters: math.prod(sizes[c] for c in letters)  # noqa: E731
+    x = ops.reshape(align_dims(x, lx, batch + left + summed),
+                    (size(batch), size(left), size(summed)))
+    y = ops.reshape(align_dims(y, ly, batch + summed + right),
+                    (size(batch), size(summed), size(right)))
+    z = ops.reshape(ops.matmul(x, y), tuple(sizes[c] for c in batch + left + right))
+    return align_dims(z, batch + left + right, out)
 
 
 def _log_pair(x, lx, y, ly, out, union, sizes):
@@ -197,7 +247,7 @@ def _log_pair_shifted(x, lx, y, ly, out, union, summed):
     my = _finite_max(y, ya) if ya else None
     ex = ops.exp(x - mx) if mx is not None else ops.exp(x)
     ey = ops.exp(y - my) if my is not None else ops.exp(y)
-    s = ops.einsum(ascii_equation(union, lx, ly, out), ex, ey)
+    s = linear_pair(ex, lx, ey, ly, out, union)
     host = ops.to_numpy(s)
     info = np.finfo(host.dtype)
     low = ~(host >= info.tiny / info.eps)  # NaN counts as low: recompute, and stay NaN
@@ -218,8 +268,7 @@ def _any_finite_pair(x, lx, y, ly, out):
     # Entries of the result that some finite x + y contributes to.
     fx = ops.to_numpy(ops.isfinite(x)).astype(float)
     fy = ops.to_numpy(ops.isfinite(y)).astype(float)
-    union = lx + "".join(c for c in ly if c not in lx)
-    return np.einsum(ascii_equation(union, lx, ly, out), fx, fy) > 0
+    return ops.to_numpy(linear_pair(fx, lx, fy, ly, out)) > 0
 
 
 def _safe_log(s):

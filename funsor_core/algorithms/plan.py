@@ -31,11 +31,14 @@ from collections.abc import Sequence
 
 import opt_einsum
 
-from funsor_core.algorithms.kernels import pair, reduce_dims
+from funsor_core import ops
+from funsor_core.algorithms.kernels import ascii_equation, pair, reduce_dims
+from funsor_core.algorithms.scaled import run_log_plan
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["ContractionPlan", "plan_contraction", "plan_terms"]
+__all__ = ["ContractionPlan", "plan_contraction", "plan_terms", "contraction_cost",
+           "step_costs", "STEP_COST"]
 
 _MAX_PLANS = 1024
 
@@ -65,17 +68,47 @@ class ContractionPlan:
         ((0, 1, ('a',)),)
     """
 
-    __slots__ = ("operands", "output", "steps", "symbols", "_letters")
+    __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
+                 "_scaled")
 
-    def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict) -> None:
+    def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
+                 sizes: dict | None = None) -> None:
         self.operands = operands
         self.output = output
         self.steps = steps
         self.symbols = symbols
+        self.sizes = {} if sizes is None else dict(sizes)
         sym = symbols.__getitem__
-        self._letters = (tuple("".join(map(sym, names)) for names in operands),
-                         tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps),
-                         "".join(map(sym, output)))
+        operand_letters = tuple("".join(map(sym, names)) for names in operands)
+        letter_steps = tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps)
+        self._letters = (operand_letters, letter_steps, "".join(map(sym, output)))
+        self._equations = self._step_equations(operand_letters, letter_steps)
+        # Whether a log-semiring run goes through linear space (algorithms.scaled): for two
+        # or more pairwise steps, one exp per operand instead of one logsumexp per step. (A
+        # single step is left to kernels.pair, which picks broadcast or shifted einsum by
+        # the step's shape.)
+        self._scaled = sum(1 for _, j, _ in steps if j is not None) > 1
+
+    def _step_equations(self, operand_letters, letter_steps) -> tuple:
+        # Per step: its einsum equation re-lettered to ASCII (None for a one-operand step or
+        # one of more than 52 dims) and the log of the number of terms it sums, computed
+        # once here rather than on every run.
+        size = {self.symbols[n]: max(k, 1) for n, k in self.sizes.items()}
+        letters, out = list(operand_letters), []
+        for i, j, keep in letter_steps:
+            if j is None:
+                lx = letters.pop(i)
+                equation, union = None, lx
+            else:
+                lx, ly = letters[i], letters[j]
+                for k in sorted((i, j), reverse=True):
+                    del letters[k]
+                union = lx + "".join(c for c in ly if c not in lx)
+                equation = ascii_equation(union, lx, ly, keep)
+            log_n = math.log(math.prod(size.get(c, 1) for c in union if c not in keep))
+            out.append((equation, log_n))
+            letters.append(keep)
+        return tuple(out)
 
     def __repr__(self) -> str:
         return f"ContractionPlan({len(self.operands)} operands, {len(self.steps)} steps)"
@@ -93,7 +126,14 @@ class ContractionPlan:
         letters, items = list(operand_letters), list(arrays)
         if len(items) != len(letters):
             raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
-        for i, j, keep in steps:
+        if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
+                and all(map(ops.is_concrete, items))):
+            # Linear space with tracked scales when the dtype's range provably holds it
+            # (algorithms.scaled); else the exact log-space kernel at every step.
+            result = run_log_plan(self, items)
+            if result is not None:
+                return result
+        for (i, j, keep), (equation, _) in zip(steps, self._equations):
             if j is None:
                 lx, x = letters.pop(i), items.pop(i)
                 items.append(reduce_dims(x, lx, keep, sum_op))
@@ -102,9 +142,9 @@ class ContractionPlan:
                 ly, y = letters[j], items[j]
                 for k in sorted((i, j), reverse=True):
                     del letters[k], items[k]
-                items.append(pair(sum_op, prod_op, x, lx, y, ly, keep))
+                items.append(pair(sum_op, prod_op, x, lx, y, ly, keep, equation))
             letters.append(keep)
-        return reduce_dims(items[0], letters[0], output, sum_op)
+        return reduce_dims(items[0], letters[0], output, sum_op)  # (identity when in order)
 
     def run_terms(self, red_op, bin_op, reduced_vars: frozenset, terms: Sequence) -> Funsor:
         """Build the contraction step by step as terms: one ``Contraction`` of two terms per
@@ -201,7 +241,7 @@ def _plan(operands: tuple, sizes: tuple, output: tuple) -> ContractionPlan:
             current = others + [(fresh, keep)]
             uids = [fresh] + uids[2:] if len(uids) > 2 else []
             fresh += 1
-    return ContractionPlan(operands, output, tuple(steps), symbols)
+    return ContractionPlan(operands, output, tuple(steps), symbols, size)
 
 
 def plan_terms(terms: Sequence[Funsor], reduced_vars: frozenset) -> ContractionPlan:
@@ -247,3 +287,49 @@ def contraction_cost(plan: ContractionPlan, sizes: dict) -> int:
         current.append(keep)
     return total
 
+
+
+# The fixed cost of one pairwise step built as a term (interpreter, rule, array calls), in the
+# units of ``step_costs``: one multiply-add of a dense factorization. Measured on Gaussian
+# chains (2026-11, numpy, one core): a pairwise Gaussian step costs about 0.5 ms whatever its
+# size, a dense factorization about 3 ns per unit, so a chain of scalar Gaussians is cheaper
+# contracted as one joint factor up to about 400 steps and pairwise beyond.
+STEP_COST = 1.5e5
+
+
+def step_costs(terms: Sequence[Funsor], plan: ContractionPlan) -> tuple:
+    """``(joint, planned)``: estimated costs of contracting ``terms`` as one joint factor and
+    along ``plan`` (which must be planned for these terms), each step costing ``STEP_COST``
+    plus ``B * n**3`` for a factor of ``B`` Bint assignments over ``n`` real coordinates
+    (``B`` alone when it has no real input): the factorization a Gaussian marginal needs.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> terms = (g, g(x="y"), g(x="z"))
+        >>> joint, planned = step_costs(terms, plan_terms(terms, frozenset("xyz")))
+        >>> joint < planned  # three scalar Gaussians: cheaper as one
+        True
+    """
+    domains: dict = {}
+    for t in terms:
+        domains.update(t.inputs)
+
+    def cost(names) -> float:
+        batch, real = 1.0, 0
+        for n in names:
+            d = domains[n]
+            if d.dtype == "real":
+                real += math.prod(d.shape)
+            else:
+                batch *= d.size
+        return STEP_COST + batch * max(real, 1) ** 3
+
+    current = [frozenset(names) for names in plan.operands]
+    planned = 0.0
+    for i, j, keep in plan.steps:
+        union = current[i] if j is None else current[i] | current[j]
+        planned += cost(union)
+        for k in sorted((i,) if j is None else (i, j), reverse=True):
+            del current[k]
+        current.append(frozenset(keep))
+    return cost(domains), planned

@@ -18,10 +18,12 @@ from collections import defaultdict
 
 from funsor_core import ops
 from funsor_core.atoms.sign import check_distributes, distributes
-from funsor_core.terms.base import Number
+from funsor_core.domains import Reals
+from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import bound_name
 
-__all__ = ["PlateError", "partial_sum_product", "sum_product"]
+__all__ = ["PlateError", "partial_sum_product", "sum_product", "_partition"]
 
 # Product-reducing a plate of size n raises each value to the n-th power in the semiring, so
 # subsampling a plate to a fraction of its size is corrected by the matching power: ``pow`` for
@@ -44,23 +46,71 @@ def _names(variables) -> frozenset:
     return frozenset(v if isinstance(v, str) else v.name for v in variables)
 
 
-def _components(factors, sum_vars):
-    # Connected components of factors that share a variable of sum_vars. Groups are kept or
-    # dropped by position, never compared: ``==`` on funsors is elementwise and builds a term.
-    groups: list = []
-    for f in factors:
-        names = sum_vars.intersection(f.inputs)
-        factors_of, names_of = [], set(names)
-        kept = []
-        for g in groups:
-            if g[1] & names:
-                factors_of.extend(g[0])
-                names_of.update(g[1])
+def _partition(terms, sum_vars) -> list:
+    """The connected components of the bipartite graph joining each term to the names of
+    ``sum_vars`` it has: a list of ``(terms, names)`` pairs, one per component, in the order of
+    each component's first term (terms keep their order). A term with none of ``sum_vars`` is a
+    component of its own; names of ``sum_vars`` that no term has are in none.
+
+    funsor's private ``funsor.sum_product._partition``; its tests call it. Union-find on the
+    names, so a graph of thousands of factors costs linear time.
+
+    Example:
+        >>> a = fc.Tensor(np.ones(2), {"a": fc.Bint[2]})
+        >>> ab = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> b = fc.Tensor(np.ones(3), {"b": fc.Bint[3]})
+        >>> [(len(ts), sorted(vs)) for ts, vs in _partition([a, ab, b], frozenset("b"))]
+        [(1, []), (2, ['b'])]
+        >>> [(len(ts), sorted(vs)) for ts, vs in _partition([a, ab, b], frozenset("ab"))]
+        [(3, ['a', 'b'])]
+    """
+    sum_vars = frozenset(sum_vars)
+    if len(terms) == 1:
+        return [(tuple(terms), sum_vars.intersection(terms[0].inputs))]
+    parent: dict = {}
+
+    def root(name):
+        while True:
+            up = parent[name]
+            if up == name:
+                return name
+            parent[name] = parent[up]  # path halving
+            name = up
+
+    names_of = []
+    for t in terms:
+        names = sum_vars.intersection(t.inputs)
+        names_of.append(names)
+        first = None
+        for n in names:
+            parent.setdefault(n, n)
+            if first is None:
+                first = root(n)
             else:
-                kept.append(g)
-        factors_of.append(f)
-        groups = kept + [(factors_of, names_of)]
-    return groups
+                r = root(n)
+                if r != first:
+                    parent[r] = first
+    # Group by the root of a term's names; terms without names stand alone. Components are
+    # compared by position, never by value: == on funsors builds a term.
+    order: list = []
+    by_root: dict = {}
+    for t, names in zip(terms, names_of):
+        if not names:
+            order.append(([t], []))
+            continue
+        r = root(next(iter(names)))
+        group = by_root.get(r)
+        if group is None:
+            group = by_root[r] = ([], [])
+            order.append(group)
+        group[0].append(t)
+        group[1].append(names)
+    return [(tuple(ts), frozenset().union(*vs)) for ts, vs in order]
+
+
+def _components(factors, sum_vars) -> list:
+    # ``_partition`` as lists and sets (the form algorithms.markov_plates consumes).
+    return [(list(ts), set(vs)) for ts, vs in _partition(factors, sum_vars)]
 
 
 def _product(prod_op, factors):
@@ -71,11 +121,11 @@ def _product(prod_op, factors):
 
 
 def _contract(sum_op, prod_op, factors, names):
-    # One Contraction of a connected group: exact plans its order (never multiplying the
-    # whole group out), and any other interpretation sees the group as one term.
+    # One Contraction of a connected group over its variables ``names`` (all inputs of its
+    # factors): exact plans its order (never multiplying the whole group out), and any other
+    # interpretation sees the group as one term.
     if len(factors) == 1:
         return _reduce(sum_op, factors[0], names)
-    names = frozenset(names).intersection(set().union(*(f.inputs for f in factors)))
     return Contraction(sum_op if names else None, prod_op, names, tuple(factors))
 
 
@@ -90,12 +140,21 @@ def _ordinals(factors, plates, sum_vars):
     # the ordinals of the factors that use it (the plates it is replicated in).
     var_to_ordinal: dict = {}
     ordinal_to_factors = defaultdict(list)
+    ordinal_to_vars = defaultdict(set)
+    if not plates:  # one ordinal: every factor and variable outside all plates
+        empty = frozenset()
+        ordinal_to_factors[empty] = list(factors)
+        used = set()
+        for f in factors:
+            used.update(sum_vars.intersection(f.inputs))
+        var_to_ordinal = dict.fromkeys(used, empty)
+        ordinal_to_vars[empty] = used
+        return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
     for f in factors:
         ordinal = plates.intersection(f.inputs)
         ordinal_to_factors[ordinal].append(f)
         for var in sum_vars.intersection(f.inputs):
             var_to_ordinal[var] = var_to_ordinal.get(var, ordinal) & ordinal
-    ordinal_to_vars = defaultdict(set)
     for var, ordinal in var_to_ordinal.items():
         ordinal_to_vars[ordinal].add(var)
     return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
@@ -146,7 +205,10 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
 
     Raises:
         PlateError: the graph has the forbidden plate minor (two variables in two different
-            plates used by one factor in both), naming the plates and the variables.
+            plates used by one factor in both), naming the plates and the variables. Where
+            the variables inside one of those plates are all real, the plate is unrolled
+            instead (their copies along it become one vector variable), exactly and at a cost
+            polynomial in the plate size, as funsor 0.4.8 does; Bint variables raise.
 
     Example:
         >>> from funsor_core.sum_product import partial_sum_product
@@ -178,15 +240,20 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         product = _product(prod_op, list(factors)) if factors else None
         return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     var_to_ordinal, ordinal_to_factors, ordinal_to_vars = _ordinals(factors, plates, sum_vars)
+    graph = _Graph(var_to_ordinal, ordinal_to_factors, ordinal_to_vars, sum_vars)
 
     results = []
     while ordinal_to_factors:
         leaf = max(ordinal_to_factors, key=len)
         leaf_factors = ordinal_to_factors.pop(leaf)
         leaf_vars = frozenset(ordinal_to_vars[leaf])
-        for group, _ in _components(leaf_factors, leaf_vars):
-            f = _contract(sum_op, prod_op, group, leaf_vars)
-            remaining = sum_vars.intersection(f.inputs)
+        # (factors, their leaf variables) per connected component; unrolling a plate below
+        # rewrites pending factors but never their leaf variables.
+        pending = [[list(group), names] for group, names in _partition(leaf_factors, leaf_vars)]
+        while pending:
+            group, names = pending.pop(0)
+            f = _contract(sum_op, prod_op, group, names)
+            remaining = graph.sum_vars.intersection(f.inputs)
             if not remaining:
                 f = _reduce(prod_op, f, leaf)
                 if plate_to_scale:
@@ -195,12 +262,67 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
                 continue
             new_plates = frozenset().union(*(var_to_ordinal[v] for v in remaining))
             if new_plates == leaf:
-                raise PlateError(_minor_message(remaining, var_to_ordinal, leaf))
+                # The forbidden minor. Real variables can still be eliminated exactly by
+                # stacking their copies along a plate into one vector variable.
+                f = _unroll_real_plate(f, remaining, leaf, graph, pending)
+                remaining = graph.sum_vars.intersection(f.inputs)
+                new_plates = frozenset().union(*(var_to_ordinal[v] for v in remaining))
             f = _reduce(prod_op, f, leaf - new_plates)
             if plate_to_scale:
                 f = _scale(pow_op, f, leaf - new_plates, plate_to_scale)
             ordinal_to_factors[new_plates].append(f)
     return results
+
+
+class _Graph:
+    # The plated factor graph being eliminated: a variable's ordinal (its plates), the
+    # factors of each ordinal not yet contracted, the variables of each ordinal, and the
+    # variables still to sum out.
+    __slots__ = ("var_to_ordinal", "ordinal_to_factors", "ordinal_to_vars", "sum_vars")
+
+    def __init__(self, var_to_ordinal, ordinal_to_factors, ordinal_to_vars, sum_vars):
+        self.var_to_ordinal = var_to_ordinal
+        self.ordinal_to_factors = ordinal_to_factors
+        self.ordinal_to_vars = ordinal_to_vars
+        self.sum_vars = sum_vars
+
+
+def _unroll_real_plate(f, remaining, leaf, graph, pending):
+    # f lies in the plates ``leaf`` and its remaining variables span all of them: Algorithm 1
+    # cannot reduce a plate of f (Theorem 1's minor). When every remaining variable inside some
+    # plate p is real, its copies v_0 .. v_{n-1} along p are one vector variable v' of
+    # Reals[n, ...] with v = v'[p]: substituting that in every factor is an exact change of
+    # variables (reducing over all copies is reducing over v'), and v' lies outside p, so f
+    # can then be product-reduced over p. A Gaussian grows by n times the variable's size:
+    # polynomial in the plate size, where unrolling a Bint variable would be exponential, so a
+    # minor over Bint variables raises. funsor 0.4.8 does the same for reals.
+    candidates = []
+    for p in sorted(leaf):
+        inside = sorted(v for v in remaining if p in graph.var_to_ordinal[v])
+        if inside and all(f.inputs[v].dtype == "real" for v in inside):
+            candidates.append((f.inputs[p].size, p, inside))
+    if not candidates:
+        raise PlateError(_minor_message(remaining, graph.var_to_ordinal, leaf))
+    size, p, inside = min(candidates)
+    index = Variable(p, f.inputs[p])
+    subs = {}
+    for v in inside:
+        name = bound_name(v)  # summed out before partial_sum_product returns
+        subs[v] = Variable(name, Reals[(size,) + f.inputs[v].shape])[index]
+        old = graph.var_to_ordinal.pop(v)
+        graph.var_to_ordinal[name] = old - {p}
+        graph.ordinal_to_vars[old].discard(v)
+        graph.ordinal_to_vars[old - {p}].add(name)
+        graph.sum_vars = (graph.sum_vars - {v}) | {name}
+
+    def substituted(factors):
+        return [g(**{k: x for k, x in subs.items() if k in g.inputs}) if subs.keys() & g.inputs
+                else g for g in factors]
+
+    for ordinal, factors in graph.ordinal_to_factors.items():
+        graph.ordinal_to_factors[ordinal] = substituted(factors)
+    pending[:] = [[substituted(group), names] for group, names in pending]
+    return substituted([f])[0]
 
 
 def _minor_message(remaining, var_to_ordinal, leaf) -> str:

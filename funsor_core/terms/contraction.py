@@ -92,6 +92,18 @@ def _repeat(red_op, bin_op, terms, absent) -> tuple:
     return terms + (reduce_constant(Number(ops.UNITS[bin_op]), red_op, absent),)
 
 
+def _output_domain(bin_op, terms) -> Domain:
+    # The output of terms[0] . terms[1] . ... . When all terms share one output that the op
+    # maps to itself (real terms under add, mul, logaddexp, ...), one lookup decides it.
+    out: Domain = terms[0].output
+    if len(terms) > 1 and all(t.output is out for t in terms):
+        if ops.infer_domain(bin_op, out, out) is out:
+            return out
+    for t in terms[1:]:
+        out = ops.infer_domain(bin_op, out, t.output)
+    return out
+
+
 class Contraction(Funsor):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
@@ -117,7 +129,8 @@ class Contraction(Funsor):
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
         if isinstance(terms, Funsor):
             terms = (terms,)
-        terms = check_backends("contract", tuple(to_funsor(t) for t in terms))
+        terms = check_backends("contract", tuple(
+            t if isinstance(t, Funsor) else to_funsor(t) for t in terms))
         if not terms:
             raise ValueError("Contraction needs at least one term")
         if bin_op is None and len(terms) > 1:
@@ -137,9 +150,7 @@ class Contraction(Funsor):
             if ordered is not terms:  # the merged inputs follow the terms' order
                 terms = ordered
                 inputs = merge_all_inputs(terms, "contract")
-        out: Domain = terms[0].output
-        for t in terms[1:]:
-            out = ops.infer_domain(bin_op, out, t.output)
+        out = _output_domain(bin_op, terms)
         # Kept for _setup, which a term built from these very arguments runs next.
         _STASH[0] = (terms, inputs, out)
         return red_op, bin_op, names, terms
@@ -151,9 +162,7 @@ class Contraction(Funsor):
             inputs, out = stash[1], stash[2]
         else:
             inputs = merge_all_inputs(terms, "contract")
-            out = terms[0].output
-            for t in terms[1:]:
-                out = ops.infer_domain(bin_op, out, t.output)
+            out = _output_domain(bin_op, terms)
         self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
         if red_op is not None and out.dtype != "real":
             # An integer sum (or product) over n assignments widens as n - 1 binary ops do,

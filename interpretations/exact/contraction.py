@@ -15,9 +15,11 @@ from funsor_core.algorithms.contraction import (
     contract_deltas,
     contract_dense,
     contract_partial,
+    contract_planned,
     split_sum_reduction,
 )
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.terms.base import Funsor, Number, Subs
@@ -32,6 +34,14 @@ AddOp = type(ops.add)
 @exact.register(Contraction, object, object, frozenset, Tuple[DENSE, ...])
 def exact_contraction_tensors(red_op, bin_op, reduced_vars, terms):
     return contract_dense(red_op, bin_op, reduced_vars, terms)
+
+
+# Three or more Gaussians, Tensors and Numbers in (logaddexp, add): contract pairwise along a
+# plan when that is estimated cheaper than adding them into one joint factor (registered
+# before the Gaussian rules of the same pattern, so it is tried first).
+@exact.register(Contraction, object, object, frozenset, Tuple[(Gaussian, Tensor, Number), ...])
+def exact_contraction_planned(red_op, bin_op, reduced_vars, terms):
+    return contract_planned(red_op, bin_op, reduced_vars, terms)
 
 
 # A sum with Deltas: substitute their points into the other terms, merge Deltas on distinct
