@@ -14,6 +14,13 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 # Last: the rule modules import the terms above; this installs them and makes exact default.
 import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
+from funsor_core.algorithms.adjoint import (
+    AdjointTape,
+    PosteriorSample,
+    adjoint,
+    extract_samples,
+    forward_backward,
+)
 from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.atoms.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
@@ -51,6 +58,7 @@ from funsor_core.sum_product import (
     partial_sum_product,
     sequential_sum_product,
 )
+from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.arrays import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.terms.base import (
     Align,
@@ -111,4 +119,6 @@ __all__ = [
     "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
+    "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
+    "forward_backward",
 ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
+from funsor_core.terms.arrays import Slice
 from funsor_core.terms.base import (
     DomainError,
     Funsor,
@@ -131,6 +132,10 @@ def _index_tensor(proto: Tensor, value: Funsor) -> Tensor | None:
     if isinstance(value, Number):
         data = ops.reshape(ops.new_arange(proto.data, value.data, value.data + 1), ())
         return Tensor.make(data, {}, value.dtype)
+    if isinstance(value, Slice):  # range(start, stop, step) along its input
+        start, stop, step = value.slice_args
+        data = ops.new_arange(proto.data, start, stop, step)
+        return Tensor.make(data, dict(value.inputs), value.dtype)
     value = proto.materialize(value) if not isinstance(value, Tensor) else value
     return value if isinstance(value, Tensor) else None
 
