@@ -16,10 +16,12 @@ import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
 from funsor_core.algorithms.adjoint import (
     AdjointTape,
+    DiscreteModel,
     PosteriorSample,
     adjoint,
     extract_samples,
     forward_backward,
+    infer_discrete,
 )
 from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.atoms.affine import extract_affine, is_affine
@@ -120,5 +122,5 @@ __all__ = [
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
-    "forward_backward",
+    "forward_backward", "DiscreteModel", "infer_discrete",
 ]

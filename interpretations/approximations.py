@@ -11,7 +11,9 @@
 - ``PosteriorSample(rng_key, **sample_inputs)``: a point mass at a draw from the guide.
 
 Each falls back to the interpretation it was entered in. Points that a Delta of the guide
-already fixes are kept, not drawn again.
+already fixes are kept, not drawn again. The interpretations are declared in
+``funsor_core.algorithms.adjoint.kinds`` (so that algorithms can enter them); this module
+holds their rules.
 
 Example:
     >>> from interpretations.approximations import argmax_approximate
@@ -25,7 +27,13 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.adjoint.kinds import PosteriorSample, Precondition
+from funsor_core.algorithms.adjoint.kinds import (
+    PosteriorSample,
+    Precondition,
+    argmax_approximate,
+    laplace_approximate,
+    mean_approximate,
+)
 from funsor_core.algorithms.adjoint.points import (
     compute_argmax,
     compute_mean,
@@ -37,17 +45,12 @@ from funsor_core.algorithms.adjoint.precondition import precondition_points
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Binary, Funsor, Number, Unary
 from funsor_core.terms.contraction import Contraction
 
 __all__ = ["argmax_approximate", "compute_argmax", "laplace_approximate", "mean_approximate",
            "PosteriorSample", "Precondition"]
-
-argmax_approximate = Interpretation("argmax_approximate", fallback=ENTERED)
-mean_approximate = Interpretation("mean_approximate", fallback=ENTERED)
-laplace_approximate = Interpretation("laplace_approximate", fallback=ENTERED)
 
 MaxOp, LogaddexpOp, SampleOp = type(ops.max), type(ops.logaddexp), type(ops.sample)
 

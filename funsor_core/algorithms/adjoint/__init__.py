@@ -9,7 +9,15 @@ Example:
 """
 
 from funsor_core.algorithms.adjoint.backward import BACKWARD
-from funsor_core.algorithms.adjoint.kinds import PosteriorSample, Precondition
+from funsor_core.algorithms.adjoint.discrete import DiscreteModel, infer_discrete
+from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
+from funsor_core.algorithms.adjoint.kinds import (
+    PosteriorSample,
+    Precondition,
+    argmax_approximate,
+    laplace_approximate,
+    mean_approximate,
+)
 from funsor_core.algorithms.adjoint.points import (
     KeyStream,
     compute_argmax,
@@ -25,6 +33,7 @@ from funsor_core.algorithms.adjoint.tape import (
     forward_backward,
 )
 
-__all__ = ["AdjointTape", "Adjoints", "BACKWARD", "KeyStream", "PosteriorSample",
-           "Precondition", "adjoint", "canonical_key", "compute_argmax", "compute_mean", "draw",
-           "extract_samples", "forward_backward"]
+__all__ = ["AdjointTape", "Adjoints", "BACKWARD", "DiscreteModel", "KeyStream",
+           "PosteriorSample", "Precondition", "adjoint", "argmax_approximate", "canonical_key",
+           "compute_argmax", "compute_mean", "draw", "extract_samples", "forward_backward",
+           "infer_discrete", "kbest_from_tape", "laplace_approximate", "mean_approximate"]

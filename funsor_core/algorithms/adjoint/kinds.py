@@ -1,8 +1,10 @@
-"""Stateful interpretations of the backward pass: posterior sampling and preconditioning.
+"""The interpretations of a backward pass: approximations at a point (argmax, mean,
+Laplace), posterior sampling and preconditioning.
 
 Their rules live in ``interpretations/approximations.py`` (they rewrite ``Approximate``
-terms); the kinds are declared here, with their state, so that the algorithms built on them
-(``forward_backward`` with ``ops.sample``, the recipes) can enter them.
+terms); the interpretations are declared here, with their state, so that the algorithms
+built on them (``forward_backward`` with ``ops.sample``, the recipes, ``infer_discrete``) can
+enter them.
 
 Example:
     >>> s = PosteriorSample(rng_key=0, particle=fc.Bint[3])
@@ -17,7 +19,19 @@ from funsor_core.domains import Reals
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.base import Variable
 
-__all__ = ["PosteriorSample", "Precondition"]
+__all__ = ["PosteriorSample", "Precondition", "argmax_approximate", "laplace_approximate",
+           "mean_approximate"]
+
+argmax_approximate = Interpretation("argmax_approximate", fallback=ENTERED)
+"""Point-approximate each ``Approximate`` at the argmax of its guide (MAP in a backward
+pass). Falls back to the interpretation it was entered in."""
+
+mean_approximate = Interpretation("mean_approximate", fallback=ENTERED)
+"""Point-approximate each ``Approximate`` at the mean of its guide (real variables)."""
+
+laplace_approximate = Interpretation("laplace_approximate", fallback=ENTERED)
+"""Replace each ``Approximate`` by the model's Gaussian (Laplace) approximation at the
+guide's mode; exact for models quadratic in the approximated variables."""
 
 
 class PosteriorSample(Interpretation):

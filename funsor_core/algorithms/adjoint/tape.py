@@ -253,6 +253,13 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
     # prod_op of the factors, sum_op-reduced over the names that the argument lacks and the
     # pass does not keep: one Contraction, which exact plans as a semiring einsum.
     unit = ops.UNITS[ring.prod_op]
+    flat: list = []
+    for f in factors:  # splice products in (a message with point masses is a sum of terms)
+        if (type(f) is Contraction and f.red_op is None and f.bin_op is ring.prod_op):
+            flat.extend(f.terms)
+        else:
+            flat.append(f)
+    factors = tuple(flat)
     kept = tuple(f for f in factors if not (type(f) is Number and f.data == unit))
     if any(type(f) is not Number for f in kept):
         factors = kept  # a unit factor changes nothing (and keeps `adj[x] is y` exact)
