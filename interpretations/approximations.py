@@ -110,6 +110,10 @@ def _quadratic(term: Funsor, names: frozenset) -> bool:
         return True
     if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
         return all(_quadratic(t, names) for t in term.terms)
+    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.mul:
+        # a product is quadratic when one factor is and the others are free of the names
+        dependent = [t for t in term.terms if not names.isdisjoint(t.inputs)]
+        return len(dependent) == 1 and _quadratic(dependent[0], names)
     if isinstance(term, Binary):
         if term.op in (ops.add, ops.sub):
             return _quadratic(term.lhs, names) and _quadratic(term.rhs, names)
