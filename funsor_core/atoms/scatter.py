@@ -165,6 +165,10 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     unit = ops.UNITS[op]
     if source.dtype != "real" and unit in (float("inf"), -float("inf")):
         return None  # an integer array cannot hold an infinite unit
+    if len(index) == 1 and index[0][1].inputs and set(index[0][1].inputs) <= reduced:
+        fast = _scatter_along_one_axis(op, index[0], source, reduced)
+        if fast is not None:
+            return fast
     full = merge_all_inputs([t for _, t in index] + [source], "scatter")
     kept = {k: d for k, d in full.items() if k not in reduced}
     a_shape = tuple(d.size for d in full.values())
@@ -194,6 +198,49 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     mask = ops.reshape(hits > 0, dest_shape + (1,) * len(out_shape))
     data = ops.where(mask, filled, ops.full_like(filled, unit))
     return Tensor.make(data, inputs, source.dtype)
+
+
+def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
+    # One key whose index depends on reduced names only: the source's other reduced names
+    # are reduced first (they do not move the key), its index dims are flattened into one
+    # leading axis, and one indexed update along that axis does the rest, without index
+    # arrays over the batch dims (the transpose of a strided time index, say).
+    key, t = key_index
+    own = tuple(t.inputs)
+    other = reduced - set(own)
+    data = source.data
+    names = list(source.inputs)
+    out_shape = tuple(data.shape[len(names):])
+    if other:
+        axes = tuple(names.index(n) for n in names if n in other)
+        data = ops.REDUCE_OPS[op](data, axes)
+        names = [n for n in names if n not in other]
+    batch = [n for n in names if n not in own]
+    domains = {**source.inputs, **t.inputs}
+    full = {n: domains[n] for n in own + tuple(batch)}
+    src = align_tensor(full, Tensor.make(data, {n: domains[n] for n in names}, source.dtype),
+                       expand=True)
+    count = 1
+    for n in own:
+        count *= domains[n].size
+    batch_shape = tuple(domains[n].size for n in batch)
+    src = ops.reshape(src, (count,) + batch_shape + out_shape)
+    idx = ops.reshape(t.data, (count,))
+    size = t.output.size
+    zeros = ops.new_full(src, (size,) + batch_shape + out_shape, 0)
+    filled = ops.scatter_add(zeros, (idx,), src)
+    if op is not ops.add:
+        hits = ops.scatter_add(ops.new_zeros(idx, (size,)), (idx,), ops.new_full(idx, (count,), 1))
+        if not _injective((idx,), hits):
+            return None
+        mask = ops.reshape(hits > 0, (size,) + (1,) * (len(batch_shape) + len(out_shape)))
+        filled = ops.where(mask, filled, ops.full_like(filled, ops.UNITS[op]))
+    # The key's axis goes last among the inputs, as the general path lays them out.
+    nb = len(batch_shape)
+    perm = tuple(range(1, nb + 1)) + (0,) + tuple(range(nb + 1, nb + 1 + len(out_shape)))
+    inputs = {n: domains[n] for n in batch}
+    inputs[key] = Bint[size]
+    return Tensor.make(ops.permute(filled, perm), inputs, source.dtype)
 
 
 def _injective(idx: tuple, hits) -> bool:

@@ -16,8 +16,8 @@ is recorded on an ``AdjointTape``; its backward pass gives every answer:
   marginals from the same backward pass (torch-struct computes it with an entropy semiring).
 
 A variable in plates ``P`` has one value per index of ``P``: its marginal is a Tensor with the
-inputs ``P`` and the variable, its MAP value and samples Tensors with the inputs ``P`` (and
-the sample input).
+inputs ``P`` and the variable, its MAP value and samples Tensors with the inputs ``P`` (after
+the sample input); the plates come in the order in which the factors name them.
 
 Example:
     >>> prior = fc.Tensor(np.log(np.array([0.6, 0.4])), {"z": fc.Bint[2]})
@@ -107,7 +107,10 @@ class DiscreteModel:
                    key=lambda f: math.prod(d.size for d in f.inputs.values()))
 
     def _batch(self, name: str) -> dict:
-        return {p: self.plate_domains[p] for p in sorted(self.var_plates[name])}
+        # The variable's plates, in the order in which the factors name them.
+        plates = self.var_plates[name]
+        order = dict.fromkeys(p for f in self.factors for p in f.inputs if p in plates)
+        return {p: self.plate_domains[p] for p in order}
 
     # -- queries --------------------------------------------------------------------------------
     def log_partition(self) -> Funsor:
