@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml constraints.txt
 			echo "'$(PYTHON) -m venv' failed: install the venv module (e.g. python3-venv)"; \
 			exit 1; }; \
 	fi
-	$(PIP) install $(PIP_FLAGS) -c constraints.txt -e ".[torch,jax,test]"
+	$(PIP) install $(PIP_FLAGS) -c constraints.txt -e ".[torch,jax,test,demo]"
 	@touch $@
 
 # pytest exits 5 when it collects nothing (only while the skeleton has no tests); say so
@@ -48,6 +48,7 @@ lint: venv
 
 demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
+	$(SINGLE_THREAD) $(VPY) examples/conjugate_models.py
 	$(SINGLE_THREAD) $(VPY) examples/bayesian_network.py
 
 # Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
@@ -69,6 +70,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/overhead.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/distributions.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/adjoint.py
 
 clean:

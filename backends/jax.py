@@ -78,7 +78,7 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_float_dtype())
     if dtype == "bool":
         return x.astype(bool)
@@ -244,6 +244,8 @@ def _new_arange(proto, start, stop=None, step=1):
 
 
 def _new_eye(proto, n):
+    if isinstance(n, tuple):  # funsor's new_eye(x, shape): identities of shape + (shape[-1],)
+        return jnp.broadcast_to(jnp.eye(n[-1], dtype=proto.dtype), n + n[-1:])
     return jnp.eye(n, dtype=proto.dtype)
 
 
@@ -268,6 +270,27 @@ def _expand(x, shape):
     # -1 keeps x's size in that dim (torch's and funsor's expand); broadcast_to needs sizes.
     return jnp.broadcast_to(x, expand_shape(jnp.shape(x), shape))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Special functions of distribution log densities (issue #17); integer arguments are real.
+def _real(fn):
+    def kernel(x, *rest):
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating) and not any(
+                jnp.issubdtype(jnp.asarray(r).dtype, jnp.floating) for r in rest):
+            x = x.astype(_float_dtype())
+        return fn(x, *rest)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+_SPECIAL = {ops.lgamma: _real(jax.scipy.special.gammaln),
+            ops.digamma: _real(jax.scipy.special.digamma), ops.i0e: _real(jax.scipy.special.i0e),
+            ops.xlogy: _real(jax.scipy.special.xlogy),
+            ops.xlog1py: _real(jax.scipy.special.xlog1py), ops.cos: _real(jnp.cos),
+            ops.acos: _real(jnp.arccos)}
 
 KERNELS = {
     ops.neg: jnp.negative, ops.abs: jnp.abs, ops.exp: jnp.exp, ops.log: jnp.log,
@@ -304,6 +327,7 @@ KERNELS = {
     ops.is_concrete: lambda x: not isinstance(x, jax.core.Tracer),
     ops.detach: jax.lax.stop_gradient,
 }
+KERNELS.update(_SPECIAL)  # issue #17
 
 
 # A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
@@ -384,6 +408,55 @@ def rand(shape, rng_key=None):
 def randint(low, high, shape, rng_key=None):
     """Uniform integer samples from [low, high) of ``shape`` in the default int dtype."""
     return jax.random.randint(_key(rng_key), tuple(shape), low, high, dtype=_int_dtype())
+
+
+# Samplers of the distribution families (issue #17): arrays of parameters in, draws of their
+# broadcast shape out; jit-traceable, keys may be traced. Gamma draws are differentiable in
+# alpha (jax's implicit reparameterization).
+def standard_gamma(alpha, rng_key=None):
+    """Gamma(alpha, 1) draws of alpha's shape, differentiable in alpha.
+
+    Example:
+        >>> float(jax.grad(lambda a: standard_gamma(a, new_rng_key(0)))(2.0)) > 0
+        True
+    """
+    alpha = jnp.asarray(alpha)
+    return jax.random.gamma(_key(rng_key), alpha, dtype=alpha.dtype)
+
+
+def poisson(rate, rng_key=None):
+    """Poisson(rate) draws of rate's shape, as floats (no gradient).
+
+    Example:
+        >>> poisson(jnp.zeros(2), new_rng_key(0)).tolist()
+        [0.0, 0.0]
+    """
+    rate = jax.lax.stop_gradient(jnp.asarray(rate))
+    return jax.random.poisson(_key(rng_key), rate).astype(rate.dtype)
+
+
+def binomial(total_count, probs, rng_key=None):
+    """Binomial(total_count, probs) draws of the broadcast shape, as floats (no gradient).
+
+    Example:
+        >>> binomial(jnp.array([3.0, 5.0]), jnp.array(1.0), new_rng_key(0)).tolist()
+        [3.0, 5.0]
+    """
+    probs = jax.lax.stop_gradient(jnp.asarray(probs))
+    n = jax.lax.stop_gradient(jnp.asarray(total_count, dtype=probs.dtype))
+    shape = jnp.broadcast_shapes(n.shape, probs.shape)
+    return jax.random.binomial(_key(rng_key), n, probs, shape=shape, dtype=probs.dtype)
+
+
+def split_key(rng_key, n: int) -> list:
+    """``n`` independent keys (a fresh split of the global key when ``rng_key`` is None).
+
+    Example:
+        >>> a, b = split_key(new_rng_key(0), 2)
+        >>> bool((a != b).any())
+        True
+    """
+    return list(jax.random.split(_key(rng_key), n))
 
 
 def install() -> None:

@@ -196,7 +196,7 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 def _astype(x, dtype):
     x = np.asarray(x)
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)
     if dtype == "bool":
         return x.astype(bool)
@@ -240,7 +240,10 @@ def _new_arange(proto, start, stop=None, step=1):
 
 
 def _new_eye(proto, n):
-    return np.eye(n, dtype=getattr(proto, "dtype", FLOAT_DTYPE))
+    dtype = getattr(proto, "dtype", FLOAT_DTYPE)
+    if isinstance(n, tuple):  # funsor's new_eye(x, shape): identities of shape + (shape[-1],)
+        return np.broadcast_to(np.eye(n[-1], dtype=dtype), n + n[-1:])
+    return np.eye(n, dtype=dtype)
 
 
 def _new_array(proto, data):
@@ -255,6 +258,133 @@ def _expand(x, shape):
     # -1 keeps x's size in that dim (torch's and funsor's expand); broadcast_to needs sizes.
     return np.broadcast_to(x, expand_shape(np.shape(x), shape))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Special functions of distribution log densities (issue #17). scipy.special is used where it
+# is installed (it is not a dependency); otherwise the numpy implementations below, which
+# tests/test_distribution_ops.py checks against scipy.
+def _float_array(x):
+    x = np.asarray(x)
+    return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)
+
+
+# Lanczos approximation (g = 7, 9 terms): Gamma(z + 1) = sqrt(2 pi) t^(z + 1/2) e^-t A(z)
+# with t = z + g + 1/2; relative error below 1e-15 for z >= 1/2.
+_LANCZOS_G = 7.0
+_LANCZOS = (
+    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+    -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
+    1.5056327351493116e-7,
+)
+_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+def lgamma_numpy(x):
+    """log |Gamma(x)| with numpy only: Lanczos for x >= 1/2, the reflection formula below.
+
+    Example:
+        >>> lgamma_numpy(np.array([4.0, 0.5])).round(6)  # log 3!, log sqrt(pi)
+        array([1.791759, 0.572365])
+    """
+    x = _float_array(x)
+    with np.errstate(all="ignore"):
+        reflect = x < 0.5
+        z = np.where(reflect, 1.0 - x, x) - 1.0
+        series = np.full_like(z, _LANCZOS[0])
+        for k, c in enumerate(_LANCZOS[1:], start=1):
+            series = series + c / (z + k)
+        t = z + _LANCZOS_G + 0.5
+        lg = _HALF_LOG_2PI + (z + 0.5) * np.log(t) - t + np.log(series)
+        # Gamma(x) Gamma(1 - x) = pi / sin(pi x); the poles (x = 0, -1, ...) give +inf.
+        sin = np.abs(np.sin(np.pi * np.where(reflect, x - np.floor(x), 0.5)))
+        out = np.where(reflect, np.log(np.pi / sin) - lg, lg)
+        out = np.where(reflect & (x == np.floor(x)), np.inf, out)
+        out = np.where(np.isposinf(x), np.inf, out)
+    return out.astype(x.dtype, copy=False)
+
+
+def digamma_numpy(x):
+    """d/dx log Gamma(x) with numpy only: recurrence up to x >= 10, then the asymptotic series
+    (error below 1e-13); the reflection formula for x < 0; at the poles NaN (-inf at 0),
+    as scipy.
+
+    Example:
+        >>> digamma_numpy(np.array([1.0])).round(6)  # minus the Euler-Mascheroni constant
+        array([-0.577216])
+    """
+    x = _float_array(x)
+    with np.errstate(all="ignore"):
+        neg = x < 0
+        y = np.where(neg, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(10):  # psi(y) = psi(y + 1) - 1 / y
+            small = y < 10.0
+            acc = acc - np.where(small, 1.0 / y, 0.0)
+            y = np.where(small, y + 1.0, y)
+        r = 1.0 / (y * y)
+        series = r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+        out = acc + np.log(y) - 0.5 / y - series
+        out = np.where(neg, out - np.pi / np.tan(np.pi * x), out)
+        out = np.where((x < 0) & (x == np.floor(x)), np.nan, out)
+        out = np.where(x == 0, -np.inf, out)
+        out = np.where(np.isposinf(x), np.inf, out)
+    return out.astype(x.dtype, copy=False)
+
+
+def i0e_numpy(x):
+    """exp(-|x|) I_0(x) with numpy only: np.i0 below |x| = 700, the asymptotic series above.
+
+    Example:
+        >>> i0e_numpy(np.array([0.0, 1000.0])).round(6)  # 1 and about (2 pi 1000)^-1/2
+        array([1.      , 0.012617])
+    """
+    x = _float_array(x)
+    a = np.abs(x)
+    with np.errstate(all="ignore"):
+        small = np.exp(-np.minimum(a, 700.0)) * np.i0(np.minimum(a, 700.0))
+        # I_0(a) e^-a ~ (2 pi a)^-1/2 sum_k ((2k - 1)!!)^2 / (k! (8 a)^k)
+        term, total = np.ones_like(a), np.ones_like(a)
+        for k in range(1, 7):
+            term = term * (2 * k - 1) ** 2 / (k * 8.0 * a)
+            total = total + term
+        large = total / np.sqrt(2.0 * np.pi * a)
+    return np.where(a <= 700.0, small, large).astype(x.dtype, copy=False)
+
+
+def _xlog(fn):
+    def kernel(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        with np.errstate(all="ignore"):
+            out = x * fn(y)
+        return np.where((x == 0) & ~np.isnan(y), np.zeros_like(out), out)
+
+    kernel.__name__ = f"_x{fn.__name__}"
+    return kernel
+
+
+_SPECIAL = {ops.lgamma: lgamma_numpy, ops.digamma: digamma_numpy, ops.i0e: i0e_numpy,
+            ops.xlogy: _xlog(np.log), ops.xlog1py: _xlog(np.log1p)}
+_SCIPY_FREE = {ops.cos: np.cos, ops.acos: np.arccos}
+
+
+def _special_kernel(op):
+    # scipy.special when installed (imported on the first call, not at import), else numpy.
+    cell = []
+
+    def kernel(*args):
+        if not cell:
+            try:
+                import scipy.special as sp
+
+                cell.append({ops.lgamma: sp.gammaln, ops.digamma: sp.psi, ops.i0e: sp.i0e,
+                             ops.xlogy: sp.xlogy, ops.xlog1py: sp.xlog1py}[op])
+            except ImportError:  # pragma: no cover  (the test extra installs scipy)
+                cell.append(_SPECIAL[op])
+        return np.asarray(cell[0](*args))
+
+    kernel.__name__ = f"_{op.name}"
+    return kernel
 
 KERNELS = {
     ops.neg: np.negative, ops.abs: np.abs, ops.exp: np.exp, ops.log: np.log,
@@ -290,6 +420,8 @@ KERNELS = {
     ops.is_concrete: lambda x: True,
     ops.detach: lambda x: x,
 }
+KERNELS.update({op: _special_kernel(op) for op in _SPECIAL})  # issue #17
+KERNELS.update(_SCIPY_FREE)
 
 
 # A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
@@ -338,6 +470,61 @@ def randint(low, high, shape, rng_key=None):
     rng = rng_key if rng_key is not None else np.random
     return rng.integers(low, high, size=shape) if rng is not np.random else np.random.randint(
         low, high, size=shape)
+
+
+# Samplers of the distribution families (issue #17): arrays of parameters in, draws of their
+# broadcast shape out, in the parameters' float dtype. ``rng_key`` is a Generator or None (the
+# global state); numpy has no gradients, so nothing here is reparameterized.
+def _rng(rng_key):
+    return rng_key if rng_key is not None else np.random
+
+
+def _like(draw, proto):
+    proto = np.asarray(proto)
+    dtype = proto.dtype if np.issubdtype(proto.dtype, np.floating) else FLOAT_DTYPE
+    return np.asarray(draw, dtype=dtype)
+
+
+def standard_gamma(alpha, rng_key=None):
+    """Gamma(alpha, 1) draws of alpha's shape.
+
+    Example:
+        >>> standard_gamma(np.ones(3), new_rng_key(0)).shape
+        (3,)
+    """
+    return _like(_rng(rng_key).standard_gamma(alpha), alpha)
+
+
+def poisson(rate, rng_key=None):
+    """Poisson(rate) draws of rate's shape, as floats.
+
+    Example:
+        >>> poisson(np.zeros(2), new_rng_key(0))
+        array([0., 0.])
+    """
+    return _like(_rng(rng_key).poisson(rate), rate)
+
+
+def binomial(total_count, probs, rng_key=None):
+    """Binomial(total_count, probs) draws of the broadcast shape, as floats.
+
+    Example:
+        >>> binomial(np.array([3.0, 5.0]), np.array(1.0), new_rng_key(0))
+        array([3., 5.])
+    """
+    n = np.asarray(total_count).astype(np.int64)
+    return _like(_rng(rng_key).binomial(n, probs), probs)
+
+
+def split_key(rng_key, n: int) -> list:
+    """``n`` keys for ``n`` independent draws: a Generator advances its own state.
+
+    Example:
+        >>> key = new_rng_key(0)
+        >>> split_key(key, 2) == [key, key]
+        True
+    """
+    return [rng_key] * n
 
 
 def install() -> None:

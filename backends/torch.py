@@ -206,7 +206,7 @@ def _is_integer(x) -> bool:
 
 
 def _astype(x, dtype):
-    if dtype == "real":
+    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
         return x if x.is_floating_point() else x.to(_float_dtype())
     if dtype == "bool":
         return x.to(torch.bool)
@@ -329,6 +329,8 @@ def _new_arange(proto, start, stop=None, step=1):
 
 
 def _new_eye(proto, n):
+    if isinstance(n, tuple):  # funsor's new_eye(x, shape): identities of shape + (shape[-1],)
+        return torch.eye(n[-1], dtype=proto.dtype, device=proto.device).expand(n + n[-1:])
     return torch.eye(n, dtype=proto.dtype, device=proto.device)
 
 
@@ -356,6 +358,35 @@ def _detach(x):
 def _getitem(x, index):
     return x[index]  # as numpy, except that torch refuses slices with a negative step
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Special functions of distribution log densities (issue #17); integer arguments are real.
+def _real(fn):
+    def kernel(x):
+        if not x.dtype.is_floating_point:
+            x = x.to(_float_dtype())
+        return fn(x)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+def _xlog(fn):
+    def kernel(x, y):
+        x, y = _as_tensors(x, y)
+        if not (x.dtype.is_floating_point or y.dtype.is_floating_point):
+            x = x.to(_float_dtype())
+        return fn(x, y)
+
+    kernel.__name__ = f"_{fn.__name__}"
+    return kernel
+
+
+_SPECIAL = {ops.lgamma: _real(torch.lgamma), ops.digamma: _real(torch.digamma),
+            ops.i0e: _real(torch.special.i0e), ops.xlogy: _xlog(torch.xlogy),
+            ops.xlog1py: _xlog(torch.special.xlog1py), ops.cos: _real(torch.cos),
+            ops.acos: _real(torch.acos)}
 
 KERNELS = {
     ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,
@@ -393,6 +424,7 @@ KERNELS = {
     ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
     ops.detach: _detach,
 }
+KERNELS.update(_SPECIAL)  # issue #17
 
 
 # A bool array holds Bint[2] values, the integers 0 and 1 (comparisons make them): arithmetic on
@@ -403,7 +435,7 @@ _INTEGER_ARITHMETIC = (ops.neg, ops.add, ops.sub, ops.mul, ops.floordiv, ops.mod
 _REAL_ARITHMETIC = (
     ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh, ops.atanh,
     ops.reciprocal, ops.truediv, ops.logaddexp, ops.safesub, ops.safediv,
-)
+) + ops.SPECIAL_OPS
 
 
 for _op in _INTEGER_ARITHMETIC:
@@ -456,6 +488,52 @@ def rand(shape, rng_key=None):
 def randint(low, high, shape, rng_key=None):
     """Uniform int64 samples from [low, high) of ``shape``."""
     return torch.randint(low, high, tuple(shape), generator=rng_key, dtype=torch.int64)
+
+
+# Samplers of the distribution families (issue #17): tensors of parameters in, draws of their
+# broadcast shape out. ``rng_key`` is a torch.Generator or None (the global generator). Gamma
+# draws are reparameterized (torch's implicit gradient with respect to alpha).
+def standard_gamma(alpha, rng_key=None):
+    """Gamma(alpha, 1) draws of alpha's shape, differentiable in alpha.
+
+    Example:
+        >>> alpha = torch.ones(3, requires_grad=True)
+        >>> standard_gamma(alpha, new_rng_key(0)).requires_grad
+        True
+    """
+    return torch._standard_gamma(alpha, generator=rng_key)
+
+
+def poisson(rate, rng_key=None):
+    """Poisson(rate) draws of rate's shape, as floats (no gradient).
+
+    Example:
+        >>> poisson(torch.zeros(2), new_rng_key(0)).tolist()
+        [0.0, 0.0]
+    """
+    return torch.poisson(rate.detach(), generator=rng_key)
+
+
+def binomial(total_count, probs, rng_key=None):
+    """Binomial(total_count, probs) draws of the broadcast shape, as floats (no gradient).
+
+    Example:
+        >>> binomial(torch.tensor([3.0, 5.0]), torch.tensor(1.0), new_rng_key(0)).tolist()
+        [3.0, 5.0]
+    """
+    total_count, probs = torch.broadcast_tensors(torch.as_tensor(total_count, dtype=probs.dtype),
+                                                 probs.detach())
+    return torch.binomial(total_count.detach(), probs, generator=rng_key)
+
+
+def split_key(rng_key, n: int) -> list:
+    """``n`` keys for ``n`` independent draws: a Generator advances its own state.
+
+    Example:
+        >>> len(split_key(None, 3))
+        3
+    """
+    return [rng_key] * n
 
 
 def install() -> None:

@@ -99,6 +99,7 @@ def _expose_module(module) -> None:
     globals()[module.__name__.rsplit(".", 1)[-1]] = module
 
 
+import funsor_core.distribution as distribution  # noqa: E402  (``fc.distribution.Normal``)
 import funsor_core.einsum as _einsum_module  # noqa: E402
 import funsor_core.sum_product as _sum_product_module  # noqa: E402
 
@@ -123,4 +124,5 @@ __all__ = [
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
+    "distribution",
 ]

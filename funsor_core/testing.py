@@ -20,13 +20,15 @@ from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.tensor import Tensor, is_array
+from funsor_core.distribution import MultivariateNormal
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.engine.backend import backend_module
+from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Align, Funsor, Number
 
 __all__ = [
     "assert_close", "check_funsor", "random_tensor", "random_gaussian", "randn", "rand",
-    "randint", "zeros", "ones", "make_einsum_example",
+    "randint", "zeros", "ones", "make_einsum_example", "random_scale_tril", "random_mvn",
 ]
 
 
@@ -199,14 +201,16 @@ def rand(*shape) -> Any:
     return backend_module().asarray(np.random.random_sample(_shape(shape)), "real")
 
 
-def randint(low: int, high: int, shape=()) -> Any:
-    """Uniform integers in ``[low, high)`` of ``shape`` on the active backend.
+def randint(low: int, high: int, shape=(), size=None) -> Any:
+    """Uniform integers in ``[low, high)`` of ``shape`` (or funsor's ``size=``) on the active
+    backend.
 
     Example:
         >>> x = randint(0, 3, (5,))
         >>> bool(((x >= 0) & (x < 3)).all())
         True
     """
+    shape = size if size is not None else shape
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return backend_module().asarray(np.random.randint(low, high, size=shape), "int")
 
@@ -270,6 +274,41 @@ def random_gaussian(inputs: dict):
     white_vec = backend_module().asarray(np.einsum("...d,...dr->...r", loc, eye + noise), "real")
     prec_sqrt = backend_module().asarray(eye + noise, "real")
     return Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
+
+
+# -- distributions (issue #17) ------------------------------------------------------------------
+def random_scale_tril(*shape) -> Any:
+    """A random lower triangular matrix with a positive diagonal, of ``shape`` (``(..., n,
+    n)``, given as ints or one tuple) on the active backend: a valid ``scale_tril``.
+
+    Example:
+        >>> L = random_scale_tril(2, 3, 3)
+        >>> L.shape, bool((np.diagonal(L, axis1=-2, axis2=-1) > 0).all()), bool(L[0, 0, 1] == 0)
+        ((2, 3, 3), True, True)
+    """
+    shape = _shape(shape)
+    x = np.random.standard_normal(shape)
+    n = shape[-1]
+    diag = np.exp(0.5 * np.random.standard_normal(shape[:-1]))
+    data = 0.5 * np.tril(x, -1) + diag[..., None] * np.eye(n)
+    return backend_module().asarray(data, "real")
+
+
+def random_mvn(batch_shape, dim: int):
+    """A random ``MultivariateNormal`` funsor (built under ``reflect``, so it stays a
+    distribution) with batch output shape ``batch_shape`` and event ``Reals[dim]``. funsor's
+    helper returns a pyro or numpyro object; this is the funsor of it.
+
+    Example:
+        >>> d = random_mvn((2,), 3)
+        >>> type(d).__name__, d.inputs
+        ('MultivariateNormal', {'value': Reals[2, 3]})
+    """
+    batch_shape = tuple(batch_shape)
+    loc = Tensor(randn(batch_shape + (dim,)))
+    scale_tril = Tensor(random_scale_tril(batch_shape + (dim, dim)))
+    with reflect:
+        return MultivariateNormal(loc, scale_tril)
 
 
 # ---------------------------------------------------------------------------------------------

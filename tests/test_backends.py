@@ -300,7 +300,7 @@ EXAMPLES.update({
     ops.new_zeros: [lambda r: case(randn(r, 2), (2, 3)), lambda r: case(ints(r, 2), (4,))],
     ops.new_full: [lambda r: case(randn(r, 2), (2, 3), 1.5), lambda r: case(ints(r, 2), (3,), 4)],
     ops.new_arange: [lambda r: case(randn(r, 2), 5), lambda r: case(randn(r, 2), 2, 9, 3)],
-    ops.new_eye: [lambda r: case(randn(r, 2), 3)],
+    ops.new_eye: [lambda r: case(randn(r, 2), 3), lambda r: case(randn(r, 2), (2, 3))],
     ops.new_array: [lambda r: case(randn(r, 2), randn(r, 2, 3)),
                     lambda r: case(randn(r, 2), [1.5, 2.5]),
                     lambda r: case(randn(r, 2), [1, 2, 3])],
@@ -313,6 +313,34 @@ EXAMPLES.update({
                       lambda r: case(booleans(r, 2))],
     ops.detach: [lambda r: case(randn(r, 2, 3))],
     ops.is_concrete: [lambda r: case(randn(r, 2)), lambda r: case(ints(r, 3))],
+})
+
+
+# -- Special functions of distribution log densities (issue #17) ------------------------------
+def _with_zeros(make):
+    def maker(rng, *shape):
+        x = make(rng, *shape)
+        x.reshape(-1)[::2] = 0.0  # x * log(y) is 0 where x is 0, whatever y
+        return x
+
+    return maker
+
+
+def _special_args(rng, *shape):
+    # Negative non-integers (reflection formulas), small and large positive values.
+    x = 12.0 * rng.standard_normal(shape)
+    return np.where(np.abs(x - np.round(x)) < 0.05, x + 0.3, x)
+
+
+EXAMPLES.update({
+    ops.lgamma: _unary_cases(_special_args) + [lambda r: case(ints(r, 5) + 1)],
+    ops.digamma: _unary_cases(_special_args) + [lambda r: case(ints(r, 5) + 1)],
+    ops.i0e: _unary_cases(wide),
+    ops.xlogy: _binary_cases(_with_zeros(randn), positive, 2.0)
+    + [lambda r: case(ints(r, 2, 3), ints(r, 3) + 1)],
+    ops.xlog1py: _binary_cases(_with_zeros(randn), positive, 0.5),
+    ops.cos: _unary_cases(wide),
+    ops.acos: _unary_cases(open_unit),
 })
 
 

@@ -3,8 +3,9 @@ layers, counting imports inside functions (a deferred import is still an arrow).
 oversized module, and the faces at funsor's module paths stay thin.
 
 The layers of ``funsor_core``, bottom to top (a module imports its own layer or those below):
-``domains`` <- ``ops`` <- ``engine`` <- ``terms`` <- ``atoms`` <- ``algorithms`` <- ``compat``
-<- the faces (top-level modules such as ``funsor_core.gaussian``) <- ``funsor_core/__init__``.
+``domains`` <- ``ops`` <- ``engine`` <- ``terms`` <- ``atoms`` <- ``algorithms``
+<- ``distribution`` <- ``compat`` <- the faces (top-level modules such as
+``funsor_core.gaussian``) <- ``funsor_core/__init__``.
 ``interpretations`` sit above the implementation packages and never import the faces.
 
 The graph is read from the source with ``ast``, so it sees every import statement wherever
@@ -133,7 +134,8 @@ def test_no_module_over_600_lines(package):
 
 # The layers, bottom first; a module's layer is the longest prefix that names one.
 LAYERS = ("funsor_core.domains", "funsor_core.ops", "funsor_core.engine", "funsor_core.terms",
-          "funsor_core.atoms", "funsor_core.algorithms", "funsor_core.compat")
+          "funsor_core.atoms", "funsor_core.algorithms", "funsor_core.distribution",
+          "funsor_core.compat")
 FACE_RANK = len(LAYERS)  # top-level modules of funsor_core: faces and public helper modules
 
 
@@ -152,6 +154,8 @@ def test_layer_ranks():
     assert _rank("funsor_core.engine.interpreter") < _rank("funsor_core.terms.base")
     assert _rank("funsor_core.atoms.gaussian.arrays") < _rank("funsor_core.algorithms.einsum")
     assert _rank("funsor_core.gaussian") == FACE_RANK and _rank("interpretations.lazy") is None
+    assert _rank("funsor_core.algorithms.einsum") < _rank("funsor_core.distribution.base")
+    assert _rank("funsor_core.torch.distributions") == FACE_RANK
 
 
 def test_no_arrow_up_the_layers():

@@ -33,12 +33,12 @@ from funsor_core.atoms.tensor import Tensor, align_tensor, backend_of
 from funsor_core.atoms.tensor_ops import Einsum, Getitem
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module
-from funsor_core.terms.arrays import Cat, Stack
+from funsor_core.terms.arrays import Cat, Lambda, Stack
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import fresh_name
 
-__all__ = ["extract_affine", "extract_affine_flat", "is_affine"]
+__all__ = ["extract_affine", "extract_affine_flat", "is_affine", "polynomial_degree"]
 
 # Unary ops that are linear in their argument (indexing, reshaping, sums over output dims).
 LINEAR_UNARY_OPS = frozenset({"neg", "getitem", "reshape", "transpose", "permute", "expand",
@@ -186,6 +186,8 @@ def _is_constant(term: Funsor) -> bool:
 def _parts(node) -> tuple:
     if isinstance(node, (Unary, Reduce, Align)):
         return (node.arg,)
+    if isinstance(node, Lambda):  # a Bint input read as an output dim: linear in the body
+        return (node.expr,)
     if isinstance(node, Binary):
         return (node.lhs, node.rhs)
     if isinstance(node, Contraction):
@@ -219,7 +221,7 @@ def _affine_node(node, known: dict) -> bool:
         return (node.op is ops.add and aff(node.arg)
                 and not any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
                             if v in node.arg.inputs))
-    if isinstance(node, (Stack, Cat, Align)):
+    if isinstance(node, (Stack, Cat, Align, Lambda)):
         return all(aff(p) for p in _parts(node))
     if isinstance(node, Getitem):  # a gather of entries by a Bint index: linear in the arg
         return aff(node.arg) and _is_constant(node.index)
@@ -255,3 +257,81 @@ def _proto(value: Funsor, host: bool = False):
                 return data
         stack.extend(children(node))
     return backend_module("numpy" if host else None).asarray(0.0, "real")
+
+
+def polynomial_degree(value: Funsor) -> int | None:
+    """The degree of ``value`` as a polynomial in its real inputs, decided from its structure
+    (never from values, so the same under ``jax.jit``), or None when it is not (structurally)
+    a polynomial.
+
+    Terms free of real inputs have degree 0 and real Variables degree 1; sums take the
+    largest degree, products (``*``, ``@``, einsum) add degrees, ``** k`` for an integer
+    ``k >= 0`` multiplies it, and linear operations (negation, indexing, reshaping, sums over
+    output or Bint dims, division by a constant) keep it.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2])
+        >>> a = fc.Tensor(np.eye(2))
+        >>> polynomial_degree(x @ a @ x), polynomial_degree((x * x).sum() + 1.0)
+        (2, 2)
+        >>> polynomial_degree(x.exp().sum()) is None
+        True
+    """
+    known: dict = {}  # id(term) -> degree or None; an explicit stack (no recursion limit)
+    stack = [(value, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in known:
+            continue
+        if _is_constant(node):
+            known[id(node)] = 0
+        elif type(node) is Variable:
+            known[id(node)] = 1
+        elif ready:
+            known[id(node)] = _degree_node(node, known)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in _parts(node) if id(k) not in known)
+    return known[id(value)]
+
+
+def _degree_node(node, known: dict) -> int | None:
+    parts = [known.get(id(p)) for p in _parts(node)]
+    if not parts or any(p is None for p in parts):
+        return None
+    if isinstance(node, Unary):
+        return parts[0] if node.op.name in LINEAR_UNARY_OPS else None
+    if isinstance(node, Binary):
+        return _degree_op(node.op, (node.lhs, node.rhs), parts)
+    if isinstance(node, Contraction):
+        reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
+        if node.reduced_vars & reals or node.red_op not in (None, ops.add):
+            return None  # a max or an integral over a real variable is no polynomial
+        return _degree_op(node.bin_op, node.terms, parts)
+    if isinstance(node, Reduce):
+        over_real = any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
+                        if v in node.arg.inputs)
+        return parts[0] if node.op is ops.add and not over_real else None
+    if isinstance(node, (Stack, Cat, Align, Lambda)):
+        return max(parts)
+    if isinstance(node, Getitem):
+        return parts[0] if _is_constant(node.index) else None
+    if isinstance(node, Einsum):
+        return sum(parts)
+    return None
+
+
+def _degree_op(op, terms, parts) -> int | None:
+    if op is None:
+        return parts[0] if len(parts) == 1 else None
+    if op is ops.add or op is ops.sub:
+        return max(parts)
+    if op is ops.mul or op is ops.matmul:
+        return sum(parts)
+    if op is ops.truediv:
+        return parts[0] if len(parts) == 2 and parts[1] == 0 else None
+    if op is ops.pow and len(terms) == 2 and isinstance(terms[1], Number):
+        k = terms[1].data
+        if float(k) == int(k) and int(k) >= 0:
+            return parts[0] * int(k)
+    return None

@@ -35,6 +35,7 @@ from funsor_core.terms.base import (
 )
 
 __all__ = ["Delta", "TRACED_COEFFICIENT", "change_delta_variable", "delta_log_indicator",
+           "independent_delta", "reweight_delta",
            "invert_affine", "plate_log_density", "reduce_delta", "reduce_delta_plates",
            "subs_delta"]
 
@@ -373,3 +374,58 @@ def plate_log_density(log_density: Funsor, plates: frozenset, inputs: dict) -> F
     result = log_density.reduce(ops.add, own) if own else log_density
     copies = math.prod(inputs[v].size for v in plates - own)
     return result * float(copies) if copies != 1 else result
+
+
+# ---------------------------------------------------------------------------------------------
+# A weight joins a point mass; a plate of point masses is one point mass of stacked points.
+def reweight_delta(delta: Delta, weight: Funsor, names) -> Delta:
+    """``delta + weight`` as one Delta, for a ``weight`` free of the Delta's names: the weight
+    joins the log density of the first of ``names`` (the sum is the same function).
+
+    Example:
+        >>> w = fc.Tensor(np.array([0.5, 0.25]), {"i": fc.Bint[2]})
+        >>> d = reweight_delta(fc.Delta("x", fc.Number(1.0)), w, {"x"})
+        >>> d(x=1.0).data
+        array([0.5 , 0.25])
+    """
+    target = next(n for n, _ in delta.terms if n in names)
+    return Delta(tuple((n, (p, ld + weight if n == target else ld))
+                       for n, (p, ld) in delta.terms))
+
+
+def independent_delta(delta: Delta, reals_var: str, bint_var: str,
+                      diag_var: str) -> Delta | None:
+    """``Independent(Delta(diag_var, p_i, ld_i), reals_var, bint_var, diag_var)``: the point
+    mass at the stacked points ``P[i] = p_i`` with log density ``sum_i ld_i`` (a product over
+    the plate of point masses is the point mass of their product space). None unless the
+    Delta's only name is ``diag_var`` and its point is a Tensor or a Number.
+
+    Example:
+        >>> p = fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]})
+        >>> d = independent_delta(fc.Delta("x_i", p, 0.5), "x", "i", "x_i")
+        >>> d.inputs, d.terms[0][1][0].data, float(d.terms[0][1][1].data)
+        ({'x': Reals[2]}, array([1., 2.]), 1.0)
+    """
+    if len(delta.terms) != 1 or delta.terms[0][0] != diag_var:
+        return None
+    _, (point, log_density) = delta.terms[0]
+    size = delta.inputs[bint_var].size
+    if isinstance(point, Number) and point.dtype == "real":
+        point = Tensor.make(ops.new_full(backend_of(log_density), (), float(point.data)), {})
+    if not isinstance(point, Tensor):
+        return None
+    if bint_var in point.inputs:
+        order = {k: d for k, d in point.inputs.items() if k != bint_var}
+        data = ops.permute(point.data, tuple(list(point.inputs).index(k) for k in order)
+                           + (list(point.inputs).index(bint_var),)
+                           + tuple(range(len(point.inputs), len(point.data.shape))))
+        stacked = Tensor.make(data, order, point.dtype)
+    else:  # the same point on every row of the plate
+        nb = len(point.inputs)
+        data = ops.reshape(point.data, tuple(point.data.shape[:nb]) + (1,)
+                           + tuple(point.data.shape[nb:]))
+        data = ops.expand(data, tuple(point.data.shape[:nb]) + (size,)
+                          + tuple(point.data.shape[nb:]))
+        stacked = Tensor.make(data, dict(point.inputs), point.dtype)
+    total = plate_log_density(log_density, frozenset({bint_var}), delta.inputs)
+    return Delta(reals_var, stacked, total)

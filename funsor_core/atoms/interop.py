@@ -21,6 +21,7 @@ from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.terms.arrays import Function, Stack
 from funsor_core.terms.base import (
+    TERM_HOOKS,
     DomainError,
     Funsor,
     Number,
@@ -131,8 +132,16 @@ def to_data(x: Any, name_to_dim: dict | None = None):
 
 
 def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | None = None):
-    """Convert an array (or nested list) into a Tensor; see ``to_funsor``."""
+    """Convert an array (or nested list) into a Tensor; see ``to_funsor``.
+
+    Objects that are not arrays are first offered to the ``object_to_funsor`` hook, where
+    one is installed (``funsor_core.distribution`` converts ``torch.distributions`` objects).
+    """
     if not is_array(x):
+        convert = TERM_HOOKS.get("object_to_funsor")
+        result = None if convert is None else convert(x, output, dim_to_name)
+        if result is not None:
+            return result
         x = backend_module().asarray(x)
     dtype = "real" if output is None else output.dtype
     if output is None:

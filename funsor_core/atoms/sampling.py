@@ -11,6 +11,8 @@ such that ``Integrate(s, h, V)`` is an unbiased estimate of ``Integrate(f, h, V)
 - ``Gaussian``: a reparameterized draw of its real inputs in ``V``; the weight is the log
   normalizer (when others are kept, ``g(x) - log q(x)`` with ``q`` the sampled marginal).
 - ``Delta``: already a sample; it is returned as it is.
+- A term whose class defines ``sample_self`` samples itself (``funsor_core.distribution``'s
+  families draw their value: reparameterized where the family and backend allow).
 
 ``sample_inputs`` (names to ``Bint[n]``) adds independent draws along new batch inputs; the
 estimate is then the mean over them.
@@ -37,7 +39,7 @@ from funsor_core.engine.backend import backend_module, backend_name_of
 from funsor_core.terms.base import Funsor, Number, register_term_hook
 from funsor_core.terms.traversal import reinterpret
 
-__all__ = ["sample", "sample_gaussian", "sample_tensor"]
+__all__ = ["sample", "sample_gaussian", "sample_tensor", "backend_and_key"]
 
 _NO_SAMPLER = (
     "cannot sample {names} from a {cls}: sample() knows Tensor, Gaussian, Gaussian + Tensor "
@@ -50,7 +52,9 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
     """Draw ``sampled_vars`` from the log density ``term`` (see the module docstring).
 
     Args:
-        term: a Tensor, Gaussian, Gaussian + Tensor, or Delta (a log density).
+        term: a Tensor, Gaussian, Gaussian + Tensor, or Delta (a log density), or a term
+            whose class defines ``sample_self(term, names, sample_inputs, rng_key)`` (the
+            distribution families of ``funsor_core.distribution``).
         sampled_vars: a name, or a set of names, of inputs of ``term``; others are ignored.
         sample_inputs: mapping of new names to ``Bint[n]``: independent draws along them.
         rng_key: an int seed, a numpy or torch ``Generator``, a jax PRNG key, or None.
@@ -85,6 +89,10 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
         for t in dense:
             result = result + t
         return result
+    sample_self = getattr(type(term), "sample_self", None)
+    if sample_self is not None:
+        # A term that knows how to sample itself (a distribution family, issue #17).
+        return sample_self(term, names, sample_inputs, rng_key)
     if not getattr(term, "_atom", False):
         # A lazy term (built under reflect or lazy) is evaluated by the active interpretation
         # first, as funsor does; sampled if that gives one of the atoms above.
@@ -109,6 +117,18 @@ def _module_and_key(proto, rng_key):
         # A jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.
         return module, module.new_rng_key(rng_key)
     return module, rng_key
+
+
+def backend_and_key(proto, rng_key):
+    """The backend module of the array ``proto`` and ``rng_key`` as that backend takes it (an
+    int seed becomes a fresh key or Generator; None stays None: the global state).
+
+    Example:
+        >>> module, key = backend_and_key(np.zeros(2), 0)
+        >>> module.NAME, type(key).__name__
+        ('numpy', 'Generator')
+    """
+    return _module_and_key(proto, rng_key)
 
 
 def _standard_normal(proto, shape: tuple, rng_key):

@@ -136,6 +136,18 @@ is_floating = make_op("is_floating", ArrayOp)
 is_concrete = make_op("is_concrete", ArrayOp)
 detach = make_op("detach", ArrayOp)
 
+# -- Special functions of distribution log densities (issue #17) ------------------------------
+# Elementwise; real-valued on integer arguments. Python-number kernels: end of this module.
+lgamma = make_op("lgamma", UnaryOp)  # log |Gamma(x)|
+digamma = make_op("digamma", UnaryOp)  # d/dx log Gamma(x)
+i0e = make_op("i0e", UnaryOp)  # exp(-|x|) I_0(x): log I_0(x) = log(i0e(x)) + |x| never overflows
+xlogy = make_op("xlogy", BinaryOp)  # x * log(y), 0 where x == 0 (and y is not NaN)
+xlog1py = make_op("xlog1py", BinaryOp)  # x * log1p(y), 0 where x == 0 (and y is not NaN)
+cos = make_op("cos", UnaryOp)  # angles of the von Mises distribution
+acos = make_op("acos", UnaryOp)
+SPECIAL_OPS = (lgamma, digamma, i0e, xlogy, xlog1py, cos, acos)
+# ---------------------------------------------------------------------------------------------
+
 # ---------------------------------------------------------------------------------------------
 # Algebra tables.
 UNITS: dict[Op, object] = {
@@ -154,7 +166,7 @@ ASSOCIATIVE_OPS = frozenset(REDUCE_OPS) | {xor}
 ARITHMETIC_OPS = (
     neg, exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal, add, sub, mul,
     truediv, floordiv, mod, pow, logaddexp, safesub, safediv,
-)
+) + SPECIAL_OPS
 DISTRIBUTIVE_OPS = frozenset([
     (logaddexp, add), (sample, add), (add, mul), (max, mul), (min, mul), (max, add),
     (min, add), (or_, and_), (xor, and_),
@@ -171,7 +183,8 @@ IDEMPOTENT_OPS = frozenset([max, min, and_, or_])
 COMPARISON_OPS = frozenset([lt, le, gt, ge, eq, ne])
 LOGICAL_OPS = frozenset([and_, or_, xor])
 
-_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal])
+_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal,
+                                lgamma, digamma, i0e, cos, acos])
 
 
 def _int_binary_dtype(op: Op, a: int, b: int):
@@ -533,3 +546,20 @@ for _op, (_fn, _types) in _SCALAR_KERNELS_FUNSOR.items():
     for _t in _types:
         _op.register(_t, _fn)
 del _op, _fn, _t, _types
+
+
+# -- Python-number kernels of the special functions (issue #17): the numpy kernel on a float64,
+# so a Number agrees with a 0-d Tensor (the numpy backend is loaded by ``import funsor_core``).
+def _via_numpy(op):
+    def kernel(*args):
+        with np.errstate(all="ignore"):
+            return op(*(np.asarray(a, dtype=np.float64) for a in args)).item()
+
+    kernel.__name__ = f"_scalar_{op.name}"
+    return kernel
+
+
+for _op in SPECIAL_OPS:
+    for _t in (int, float, bool):
+        _op.register(_t, _via_numpy(_op))
+del _op, _t

@@ -23,8 +23,10 @@ EXACT = exact
 # Importing the rule modules registers their rules.
 from interpretations.exact import (  # noqa: E402,F401
     approximate,
+    conjugate,
     contraction,
     delta,
+    distribution,
     gaussian,
     gaussian_integrate,
     integrate,

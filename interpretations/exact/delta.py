@@ -6,10 +6,17 @@ The math (log indicators, changes of variables, plate sums) is in ``funsor_core.
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.delta import Delta, reduce_delta, reduce_delta_plates, subs_delta
+from funsor_core.atoms.delta import (
+    Delta,
+    independent_delta,
+    reduce_delta,
+    reduce_delta_plates,
+    subs_delta,
+)
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import Op
-from funsor_core.terms.base import Binary, Funsor, Reduce, Subs
+from funsor_core.terms.arrays import Independent
+from funsor_core.terms.base import Binary, Funsor, Reduce, Subs, Variable
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
@@ -45,6 +52,13 @@ def _reduce(op, delta, reduced_vars):
             delta.inputs[v].dtype != "real" for v in reduced_vars):
         return reduce_delta_plates(delta, reduced_vars)
     return None
+
+
+# Independent(Delta(x_i, p_i, ld_i), x, i, x_i) = Delta(x, stack_i p_i, sum_i ld_i): the
+# product over a plate of point masses is the point mass at the stacked points.
+@exact.register(Independent, Delta, Variable, str, str)
+def exact_independent_delta(fn, reals, bint_var, diag_var):
+    return independent_delta(fn, reals.name, bint_var, diag_var)
 
 
 # Delta + Delta with disjoint names is one Delta.

@@ -11,9 +11,11 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian import algebra as ga
 from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.mixture import reduce_logaddexp_terms, stack_gaussians
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
+from funsor_core.terms.arrays import Stack
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
@@ -83,6 +85,24 @@ def exact_reduce_gaussian(op, arg, reduced_vars):
 @exact.register(Contraction, object, object, frozenset, Tuple[(Gaussian, Tensor, Number), ...])
 def exact_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     return ga.contract_gaussians(red_op, bin_op, reduced_vars, terms)
+
+
+# log ∫ (e^{g_1} + e^{g_2} + ...) = logaddexp_k log ∫ e^{g_k}: a reduction distributes over
+# a log-sum of terms (what normalizing a reduction of a Stack of Gaussians gives).
+@exact.register(Contraction, type(ops.logaddexp), type(ops.logaddexp), frozenset,
+                Tuple[(Gaussian, Tensor, Number), ...])
+def exact_contraction_logaddexp_gaussians(red_op, bin_op, reduced_vars, terms):
+    if red_op is not ops.logaddexp or bin_op is not ops.logaddexp or not reduced_vars:
+        return None
+    if not any(isinstance(t, Gaussian) for t in terms):
+        return None
+    return reduce_logaddexp_terms(reduced_vars, terms)
+
+
+# Stack(i, (g_0, g_1, ...)) is one Gaussian batched over i (parts may be Gaussian + Tensor).
+@exact.register(Stack, str, Tuple[(Gaussian, Contraction), ...])
+def exact_stack_gaussians(name, parts):
+    return stack_gaussians(name, parts)
 
 
 # Gaussians among other terms (Deltas, lazy terms): add the Gaussians together first.

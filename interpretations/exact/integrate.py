@@ -6,7 +6,7 @@ Gaussian measures are handled by the Gaussian rules; nothing here matches them.
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.delta import Delta, reweight_delta
 from funsor_core.atoms.tensor import Tensor, backend_of
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
@@ -20,7 +20,10 @@ from interpretations.exact import exact
 @exact.register(Integrate, Tensor, Funsor, frozenset)
 def exact_integrate_tensor(log_measure, integrand, reduced_vars):
     if not isinstance(integrand, (Tensor, Number)):
-        return None
+        if reduced_vars & integrand.inputs.keys():
+            return None
+        # An integrand free of the summed names (a function of other variables) comes out.
+        return log_measure.reduce(ops.logaddexp, reduced_vars).exp() * integrand
     shift = log_measure.reduce(ops.max, reduced_vars)
     if isinstance(shift, Tensor):
         data = shift.data
@@ -64,8 +67,9 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
 
 # Integrate(Delta(x=p) + w, f, {x}) = exp(w) * Integrate(Delta(x=p), f, {x}) for a weight w
 # (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.atoms.sampling).
-# (The integrand is typed `object` so that this pattern differs from the Gaussian-sum rule's,
-# which a second registration of the same pattern would replace.)
+# When Bint inputs are integrated too (a weighted empirical distribution, {x, i}), the weight
+# joins the Delta's log density, and the Delta rule sums over them.
+# (The integrand is typed `object` so that this pattern differs from the Gaussian-sum rule's.)
 @exact.register(Integrate, Contraction, object, frozenset)
 def exact_integrate_delta_sum(log_measure, integrand, reduced_vars):
     if not (log_measure.red_op is None and log_measure.bin_op is ops.add):
@@ -75,9 +79,12 @@ def exact_integrate_delta_sum(log_measure, integrand, reduced_vars):
     if len(deltas) != 1 or len(deltas) + len(dense) != len(log_measure.terms):
         return None
     (delta,) = deltas
-    if not reduced_vars <= delta.fresh or any(delta.fresh & t.inputs.keys() for t in dense):
+    names = reduced_vars & delta.fresh
+    if not names or any(delta.fresh & t.inputs.keys() for t in dense):
         return None
     weight = dense[0]
     for t in dense[1:]:
         weight = weight + t
-    return weight.exp() * Integrate(delta, integrand, reduced_vars)
+    if reduced_vars <= delta.fresh:
+        return weight.exp() * Integrate(delta, integrand, reduced_vars)
+    return Integrate(reweight_delta(delta, weight, names), integrand, reduced_vars)

@@ -34,6 +34,13 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.linalg import rows  # noqa: F401 (public here too)
+from funsor_core.atoms.gaussian.rank import (
+    apply_fix,
+    fix_constant,
+    numerical_rank,
+    rank_tests,
+    rank_tolerance,
+)
 
 __all__ = [
     "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
@@ -305,15 +312,22 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
     ``d_b`` Householder reflections of ``S_b``'s columns.
 
     The result has rank ``min(rank - d_b, d_a)`` (funsor keeps ``rank - d_b``; it is the same
-    density, compressed). If ``S_b`` lacks full rank the integral diverges and ``c = +inf``
-    (``rank < d_b`` is decided from shapes; a numerically singular ``S_b`` gives ``log 0``).
-    With ``check`` it raises the ``ValueError`` of ``check_full_rank`` instead, read off the
-    diagonal of the same factorization (so checking costs one host read, not another QR).
+    density, compressed).
+
+    Numerical rank (``funsor_core.atoms.gaussian.rank``): the block ``b`` counts as
+    informative when the smallest singular value of ``R_bb``, relative to the largest column
+    norm of the system, exceeds ``rank_tolerance`` (a few ``eps`` of the dtype). Otherwise
+    the integral diverges: ``c`` is ``+inf`` there, or with ``check`` a ``ValueError`` names
+    the coordinates (concrete arrays; ``rank < d_b`` is decided from shapes). A kept
+    coordinate numerically in the span of ``b`` (on its own scale) has only roundoff left:
+    its row of the result is set to exactly zero, so that integrating it out later diverges
+    as integrating ``b`` and it together does. Under ``jax.jit`` the same tests are array
+    operations: a deficient block gives ``c = +inf`` (never a finite number) and no error.
 
     Args:
         b_index: coordinates of ``x`` to integrate out.
         check: raise ``ValueError`` when ``S_b`` is numerically rank deficient (concrete
-            arrays; under jax tracing the same test makes ``c = +inf`` there instead).
+            arrays; under jax tracing ``c = +inf`` there instead).
         names: labels for the error message, as in ``check_full_rank``, or a function
             returning them (called only to build the message).
 
@@ -327,6 +341,9 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         >>> w_a, s_a, c = marginalize(w, s, [1])
         >>> float(mean(w_a, s_a)[0]), float(covariance(s_a)[0, 0])
         (1.0, 2.0)
+        >>> s = np.array([[1.0], [2.0]])  # x[1] = 2 x[0] is all we know: one direction
+        >>> float(marginalize(np.ones(1), s, [0, 1])[2])
+        inf
     """
     dim, rank = prec_sqrt.shape[-2:]
     b, a = _split_index(dim, b_index)
@@ -340,25 +357,57 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
                 ops.new_zeros(prec_sqrt, batch + (d_a, 0)),
                 ops.new_full(white_vec, batch, math.inf))
     s = prec_sqrt if b + a == tuple(range(dim)) else rows(prec_sqrt, b + a)
+    tol = rank_tolerance(prec_sqrt)
     if rank >= dim:
         r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
-        bad = _check_diag(abs_diag_b, prec_sqrt, b, names) if check else None
-        log_norm = _divergent(ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const),
-                              bad)
+        fix = _decide(r_upper, prec_sqrt, b, names, check, tol)
+        log_norm = fix_constant(
+            ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const), fix)
         if d_a == 0:
             return (ops.new_zeros(white_vec, batch + (0,)),
                     ops.new_zeros(prec_sqrt, batch + (0, 0)), log_norm)
         r_aa = ops.getitem(r_upper, (Ellipsis, slice(d_b, None), slice(d_b, None)))
         z_a = ops.getitem(z, (Ellipsis, slice(d_b, None)))
+        if fix.zero_cols is not None:
+            kept = apply_fix(ops.cat([r_aa, ops.getitem(z_a, (Ellipsis, None))], -1), fix)
+            r_aa, z_a = _split_system(kept, d_a)
         return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
-    rest, norms = _householder(system, d_b)
-    bad = _check_diag(norms, prec_sqrt, b, names) if check else None
-    w_a = ops.getitem(rest, (Ellipsis, slice(None), d_a))
-    s_a = _mT(ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a))))
-    return w_a, s_a, _divergent(ops.sub(const, ops.sum(ops.log(norms), -1)), bad)
+    rest, norms, r_top = _householder(system, d_b, with_r=True)
+    s_a = ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a)))
+    # R of S.T alone, rows b then the remaining ones: the same column norms as S.T.
+    r_like = ops.cat([ops.getitem(r_top, (Ellipsis, slice(None), slice(0, dim))),
+                      ops.cat([ops.new_zeros(s_a, batch + (rank - d_b, d_b)), s_a], -1)], -2)
+    fix = _decide(r_like, prec_sqrt, b, names, check, tol)
+    log_norm = fix_constant(ops.sub(const, ops.sum(ops.log(norms), -1)), fix)
+    if fix.zero_cols is not None:
+        rest = apply_fix(rest, fix)
+    s_a, w_a = _split_system(rest, d_a)
+    return w_a, _mT(s_a), log_norm
+
+
+def _split_system(system: Array, d_a: int) -> tuple[Array, Array]:
+    """``[K | z]`` -> ``(K, z)``."""
+    return (ops.getitem(system, (Ellipsis, slice(None), slice(0, d_a))),
+            ops.getitem(system, (Ellipsis, slice(None), d_a)))
+
+
+def _decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
+    """``rank.rank_tests`` on the factor ``r``; with ``check``, raise NOT_FULL_RANK where a
+    concrete block is deficient (naming the coordinates of the first such batch entry)."""
+    fix = rank_tests(r, len(b), tol)
+    if check and fix.bad is not None and ops.is_concrete(fix.bad):
+        flags = ops.to_numpy(fix.bad).reshape(-1)
+        if not flags.any():  # computed as arrays (autodiff tracers), and all full rank
+            return fix
+        flat = int(flags.argmax())
+        d_b = len(b)
+        host = ops.to_numpy(ops.detach(r)).reshape((-1,) + tuple(r.shape[-2:]))
+        _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
+        _raise_rank(prec_sqrt, b, names, (flat, ks))
+    return fix
 
 
 def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
@@ -376,9 +425,8 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
                     names: str | Sequence[str] | None = None) -> None:
     """Raise ``ValueError`` if integrating out ``b_index`` diverges (``S_b`` lacks full rank).
 
-    Reads values, so it needs concrete arrays (not jax tracers). The numerical rank counts the
-    diagonal entries of ``R`` in ``S_b.T = Q R`` above ``max(rank, d_b) * eps * max|R_jj|``;
-    a coordinate whose entry falls below adds no information beyond the earlier ones.
+    Reads values, so it needs concrete arrays (not jax tracers). The test ``marginalize``
+    makes (``funsor_core.atoms.gaussian.rank``), on ``R`` of ``S_b.T = Q R``.
 
     Args:
         b_index: the coordinates to integrate out.
@@ -399,8 +447,11 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
         return
     if rank < len(b):  # no QR needed: R would have fewer rows than columns
         _raise_rank(prec_sqrt, b, names, None)
-    diag = ops.abs(ops.diagonal(ops.qr_r(_mT(rows(prec_sqrt, b)))))
-    _check_diag(diag, prec_sqrt, b, names, strict=True)
+    if not ops.is_concrete(prec_sqrt):
+        raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
+                        "jit/vmap tracing")
+    r_bb = ops.qr_r(_mT(rows(prec_sqrt, b)))
+    _decide(r_bb, prec_sqrt, b, names, True, rank_tolerance(prec_sqrt))
 
 
 def _labels(b: tuple[int, ...], names) -> tuple[str, list[str]]:
@@ -435,41 +486,6 @@ def _raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
         where = f" at batch index {tuple(reversed(idx))}"
     raise ValueError(NOT_FULL_RANK.format(label=label, rank=len(b) - len(ks), dim=len(b),
                                           where=where, coords=", ".join(coords[k] for k in ks)))
-
-
-def _check_diag(abs_diag: Array, prec_sqrt: Array, b: tuple[int, ...], names,
-                strict: bool = False) -> Array | None:
-    """Raise NOT_FULL_RANK where an entry of ``|diag R_b|`` (batch + (d_b,)) is negligible.
-
-    An entry at or below ``max(rank, d_b) * eps * max|R_jj|`` adds no information beyond the
-    earlier coordinates. Traced values (jax) cannot be read: ``strict`` raises TypeError;
-    otherwise the same test is returned as a traced boolean array over the batch (True where
-    the block is rank deficient), for the caller to make the divergent integral ``+inf``
-    there rather than a large finite number.
-    """
-    d_b = len(b)
-    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(abs_diag.dtype.itemsize, 2.0 ** -52)
-    factor = max(prec_sqrt.shape[-1], d_b) * eps
-    try:
-        host = ops.to_numpy(ops.reshape(abs_diag, (-1, d_b)))
-    except Exception as e:  # e.g. a jax tracer under jit: decide with array ops instead
-        if strict:
-            raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
-                            "jit/vmap tracing") from e
-        tol = ops.mul(ops.amax(abs_diag, axis=-1, keepdims=True), factor)
-        return ops.any(ops.le(abs_diag, tol), axis=-1)
-    ok = host > factor * host.max(-1, keepdims=True)
-    if not ok.all():
-        flat = int((~ok).any(-1).argmax())
-        _raise_rank(prec_sqrt, b, names, (flat, [k for k in range(d_b) if not ok[flat, k]]))
-    return None
-
-
-def _divergent(log_norm: Array, bad: Array | None) -> Array:
-    """``+inf`` where ``bad`` (a traced rank test from ``_check_diag``), else ``log_norm``."""
-    if bad is None:
-        return log_norm
-    return ops.where(bad, ops.full_like(log_norm, math.inf), log_norm)
 
 
 # ---------------------------------------------------------------------------------------------

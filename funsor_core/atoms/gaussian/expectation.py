@@ -12,9 +12,13 @@ a covariance ``Σ`` free of ``y``. Then
 and ``E_q[f]`` has a closed form for the integrands handled here:
 
 - ``f`` affine in ``x``:                   ``f(m(y))``;
-- ``f = a1 * a2``, both affine and scalar:  ``a1(m) a2(m) + A1' Σ A2`` (x-coefficients only);
+- ``f`` a scalar polynomial of total degree 2 in the real inputs (``x * x``, ``x ** 2``,
+  ``x @ M @ x``, ``(x * x).sum()``, ``t_j * x * y``, decided from the structure):
+  ``f(m(y)) + 0.5 <H, Σ>`` with ``H`` the (constant) Hessian of ``f`` in ``x``;
 - ``f`` a Gaussian:                        ``f(m(y)) - 0.5 <Σ, P_f,xx>`` (``P_f``: its precision);
 - sums and differences of these, and anything without ``x`` (by linearity).
+
+An integrand may have Bint inputs the measure lacks (``t_j * x``): the result keeps them.
 
 When every real input of the measure is integrated, ``g_y`` is a Tensor and so is the result.
 Otherwise the result is the lazy product ``exp(g_y(y)) * E_q[f](y)``: no Gaussian form has an
@@ -23,14 +27,22 @@ exponential prefactor, but every array is computed, and substituting ``y`` gives
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from funsor_core import ops
-from funsor_core.atoms.affine import extract_affine_flat
+from funsor_core.atoms.affine import polynomial_degree
 from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.domains import Bint
 from funsor_core.terms.base import Binary, Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import fresh_name
+
+Array = Any
 
 __all__ = ["integrate_gaussian"]
 
@@ -155,37 +167,79 @@ def _expectation(mom: _Moments, f: Funsor):
         return None if lhs is None or rhs is None else lhs - rhs
     if isinstance(f, Gaussian):
         return f(**_restrict(mom.mean, f)) - 0.5 * _trace_precision(mom, f)
-    pair = None
-    if isinstance(f, Binary) and f.op is ops.mul:
-        pair = (f.lhs, f.rhs)
-    elif (isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul
-          and len(f.terms) == 2):
-        pair = f.terms
-    if pair is not None and not f.output.shape:
-        lhs, rhs = pair
-        a1, a2 = extract_affine_flat(lhs), extract_affine_flat(rhs)
-        if a1 is not None and a2 is not None:
-            return (lhs(**_restrict(mom.mean, lhs)) * rhs(**_restrict(mom.mean, rhs))
-                    + _cross_cov(mom, a1[1], a2[1]))
-    if extract_affine_flat(f) is not None:
-        return f(**_restrict(mom.mean, f))
-    return None
+    degree = polynomial_degree(f)
+    if degree is None or degree > 2:
+        return None
+    value = f(**_restrict(mom.mean, f))  # E[f] for affine f; the rest comes from curvature
+    if degree < 2 or not any(k in mom.domains for k in f.inputs):
+        return value
+    curvature = _half_trace_hessian(mom, f)
+    return None if curvature is None else value + curvature
 
 
 def _restrict(subs: dict, f: Funsor) -> dict:
     return {k: v for k, v in subs.items() if k in f.inputs}
 
 
-def _cross_cov(mom: _Moments, coeffs1: dict, coeffs2: dict) -> Funsor:
-    """Cov(a1, a2) = sum_{a,b} B1_a' Σ_ab B2_b over integrated names, for scalar affine a1, a2
-    (coefficients of kept reals do not vary under q)."""
-    total = Number(0.0)
-    for a, b1 in coeffs1.items():
-        for b, b2 in coeffs2.items():
-            if a in mom.domains and b in mom.domains:
-                # b1: (m_a, 1), b2: (m_b, 1) for scalar outputs: b1' Σ_ab b2.
-                total = total + ((b1[:, 0] @ mom.cov_block(a, b)) * b2[:, 0]).sum()
-    return total
+def _half_trace_hessian(mom: _Moments, f: Funsor):
+    """``0.5 <H, Σ>`` for a quadratic ``f`` (total degree 2 in its real inputs), ``H`` its
+    Hessian in the integrated coordinates: ``E[f(m + e)] = f(m) + 0.5 E[e' H e]`` with
+    ``Cov(e) = Σ``. ``H`` is constant (total degree 2), so it is read off ``f`` at fixed
+    points, all at once along a fresh Bint input: ``H_ii = f(2 e_i) - 2 f(e_i) + f(0)`` and
+    ``H_ij = f(e_i + e_j) - f(e_i) - f(e_j) + f(0)``, the other real inputs at zero. None when
+    ``f`` does not evaluate to a Tensor there. A ``f`` of output shape ``s`` gets one
+    Hessian per entry (``x ** 2`` for a vector ``x``)."""
+    xs = [k for k in mom.domains if k in f.inputs]
+    sizes = [mom.domains[k].num_elements for k in xs]
+    d = sum(sizes)
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    points = np.zeros((1 + 2 * d + len(pairs), d))
+    points[1 + np.arange(d), np.arange(d)] = 1.0
+    points[1 + d + np.arange(d), np.arange(d)] = 2.0
+    for k, (i, j) in enumerate(pairs):
+        points[1 + 2 * d + k, [i, j]] = 1.0
+    # H = points' values @ coef: the finite differences above, one column per (i, j).
+    coef = np.zeros((len(points), d * d))
+    for i in range(d):
+        coef[[0, 1 + i, 1 + d + i], i * d + i] = (1.0, -2.0, 1.0)
+    for k, (i, j) in enumerate(pairs):
+        for col in (i * d + j, j * d + i):
+            coef[[0, 1 + i, 1 + j, 1 + 2 * d + k], col] = (1.0, -1.0, -1.0, 1.0)
+    proto = mom.cov
+    probe = fresh_name("_probe", set(f.inputs))
+    subs, off = {}, 0
+    for k, n in zip(xs, sizes):
+        block = ops.new_array(proto, points[:, off:off + n].reshape(
+            (len(points),) + mom.domains[k].shape))
+        subs[k] = Tensor.make(block, {probe: Bint[len(points)]})
+        off += n
+    for k, dom in f.inputs.items():
+        if dom.dtype == "real" and k not in subs:
+            subs[k] = Tensor.make(ops.new_zeros(proto, dom.shape), {})
+    values = f(**subs)
+    if not isinstance(values, Tensor) or probe not in values.inputs:
+        return None
+    batch = {k: v for k, v in values.inputs.items() if k != probe}
+    data = align_tensor({**batch, probe: Bint[len(points)]}, values, expand=True)
+    nb, out = len(batch), f.output.shape
+    # batch + (P,) + out -> batch + out + (P,), then the differences: batch + out + (d * d,).
+    perm = tuple(range(nb)) + tuple(range(nb + 1, nb + 1 + len(out))) + (nb,)
+    hessian = ops.matmul(ops.permute(data, perm), ops.new_array(proto, coef))
+    cov = ops.reshape(_cov_block(mom, xs), tuple(mom.cov.shape[:-2]) + (1,) * len(out)
+                      + (d * d,))
+    # <H, Σ> = sum over the last output dim of H * Σ, the batch inputs aligned by name.
+    product = Tensor.make(hessian, batch) * Tensor.make(cov, mom.batch)
+    return 0.5 * ops.sum(product, -1)
+
+
+def _cov_block(mom: _Moments, names) -> Array:
+    """``Σ`` restricted to the coordinates of ``names`` (in that order)."""
+    idx = [mom.offsets[k] + i for k in names for i in range(mom.domains[k].num_elements)]
+    if idx == list(range(mom.cov.shape[-1])):
+        return mom.cov
+    index = ops.new_array(mom.cov, idx)
+    return ops.getitem(ops.getitem(mom.cov, (Ellipsis, index, slice(None))),
+                       (Ellipsis, slice(None), index))
 
 
 def _trace_precision(mom: _Moments, f: Gaussian) -> Funsor:

@@ -135,6 +135,60 @@ SINGULAR_SCALE_TRIL = (
 )
 
 
+NOT_SYMMETRIC = (
+    "Gaussian {name}= is not symmetric{where}: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {asym:.3g} "
+    "while its largest entry is {scale:.3g}. A covariance or precision matrix is symmetric; "
+    "pass (m + m.T) / 2 if the asymmetry is roundoff, or check which triangle is right "
+    "(funsor 0.4.8 silently uses the lower one)."
+)
+# Asymmetry allowed, in units of dim * eps * max|entry|: roundoff of a matrix product such
+# as L @ L.T (its two triangles summed in different orders), not a typo.
+SYMMETRY_RTOL = 1024.0
+
+
+def _asymmetry(x):
+    """``(asym, scale)`` per batch entry: ``max|x - x.T|`` and ``max|x|`` (backend arrays)."""
+    diff = ops.abs(ops.sub(x, ops.transpose(x, -1, -2)))
+    return ops.amax(diff, (-2, -1)), ops.amax(ops.abs(x), (-2, -1))
+
+
+def _symmetry_tolerance(x) -> float:
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(x.dtype.itemsize, 2.0 ** -52)
+    return SYMMETRY_RTOL * max(x.shape[-1], 1) * eps
+
+
+def _check_symmetric(name: str, x):
+    """Raise NOT_SYMMETRIC for a concrete matrix whose triangles differ beyond roundoff.
+
+    Returns None, or (under jax tracing, where values cannot be read) the traced batch
+    booleans of the entries that are not symmetric, for ``_check_factor`` to make NaN.
+    """
+    import numpy as np
+
+    if type(x) is np.ndarray:
+        host = x
+    elif ops.is_concrete(x):
+        host = ops.to_numpy(x)  # detached
+    else:
+        asym, scale = _asymmetry(ops.detach(x))
+        return ops.gt(asym, ops.mul(scale, _symmetry_tolerance(x)))
+    if (host == host.swapaxes(-1, -2)).all():  # exactly symmetric: the common case
+        return None
+    tol = _symmetry_tolerance(x)
+    diff = np.abs(host - np.swapaxes(host, -1, -2)).max((-2, -1))
+    scale = np.abs(host).max((-2, -1))
+    bad = diff > tol * scale
+    if bad.any():
+        flat = int(np.argmax(np.reshape(bad, -1)))
+        entry = host.reshape((-1,) + host.shape[-2:])[flat]
+        i, j = np.unravel_index(int(np.argmax(np.abs(entry - entry.T))), entry.shape)
+        i, j = (int(i), int(j)) if i > j else (int(j), int(i))
+        raise ValueError(NOT_SYMMETRIC.format(
+            name=name, where=_batch_where(bad), i=i, j=j,
+            asym=float(np.reshape(diff, -1)[flat]), scale=float(np.reshape(scale, -1)[flat])))
+    return None
+
+
 def _batch_where(bad) -> str:
     # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
     import numpy as np
@@ -152,15 +206,18 @@ def _nonfinite(x, event_ndim: int):
     return ops.any(bad, axis=axes) if axes else bad
 
 
-def _check_factor(scale: str, white_vec, prec_sqrt):
+def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
     """Check the square-root form computed from finite user parameters.
 
     A non-finite factor means the matrix could not be factorized (jax's Cholesky answers NaN
     where numpy and torch raise). Concrete arrays raise ValueError naming ``scale``. Traced
-    (jax.jit) values cannot be read: there, the batch entries whose factor is not finite
-    become NaN throughout, so a bad parameter can only ever give NaN, never a wrong number.
+    (jax.jit) values cannot be read: there, the batch entries whose factor is not finite,
+    or whose matrix was not symmetric (``asymmetric``, traced booleans), become NaN
+    throughout, so a bad parameter can only ever give NaN, never a wrong number.
     """
     bad = ops.or_(_nonfinite(prec_sqrt, 2), _nonfinite(white_vec, 1))
+    if asymmetric is not None:
+        bad = ops.or_(bad, asymmetric)
     if ops.is_concrete(bad):
         bad = ops.to_numpy(ops.detach(bad))
         if bad.any():
@@ -173,6 +230,7 @@ def _check_factor(scale: str, white_vec, prec_sqrt):
     return white_vec, prec_sqrt
 
 
+_SYMMETRIC = ("covariance", "precision")
 _EVENT_NDIM = {"info_vec": 1, "mean": 1, "precision": 2, "covariance": 2, "scale_tril": 2}
 
 
@@ -227,6 +285,8 @@ def _canonical_checked(named: dict):
             bad = ops.to_numpy(_nonfinite(ops.detach(x), _EVENT_NDIM[name]))
             if bad.any():
                 raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
+    # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.
+    asymmetric = _check_symmetric(scale, named[scale]) if scale in _SYMMETRIC else None
     try:
         white_vec, prec_sqrt = _to_canonical(named)
     except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
@@ -234,7 +294,7 @@ def _canonical_checked(named: dict):
             raise
         message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
         raise ValueError(message.format(name=scale, where="")) from e
-    return _check_factor(scale, white_vec, prec_sqrt)
+    return _check_factor(scale, white_vec, prec_sqrt, asymmetric)
 
 
 def _check_inputs(inputs) -> tuple:
@@ -264,6 +324,10 @@ class Gaussian(Funsor):
             flattened, in order, into the density's vector of ``dim`` coordinates.
         info_vec, precision: natural parameters instead (``-0.5 x'Px + i'x + const``).
         mean, covariance / scale_tril / precision: moments instead (``f(mean) = 0``).
+            A ``precision`` or ``covariance`` must be symmetric: one whose triangles differ
+            beyond roundoff raises ``ValueError`` (funsor 0.4.8 reads the lower triangle and
+            ignores the other); under ``jax.jit``, where values cannot be read, such batch
+            entries become NaN.
 
     Arrays whose batch dims have size 1 (or are missing on the left) are broadcast. Under
     ``exact``, a Gaussian of rank above ``COMPRESSION_THRESHOLD * dim`` is compressed and the

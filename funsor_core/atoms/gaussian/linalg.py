@@ -79,16 +79,16 @@ def log_abs_diag(r: Array) -> Array:
 
 
 def check_index(dim: int, index: Sequence[int], what: str) -> tuple[int, ...]:
-    index = tuple(int(i) for i in index)
-    if len(set(index)) != len(index) or not all(0 <= i < dim for i in index):
+    index = tuple(map(int, index))
+    if index and (len(set(index)) != len(index) or min(index) < 0 or max(index) >= dim):
         raise ValueError(f"{what} must be distinct ints in [0, {dim}), got {list(index)}")
     return index
 
 
 def split_index(dim: int, b_index: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     b = check_index(dim, b_index, "b_index")
-    a = tuple(i for i in range(dim) if i not in set(b))
-    return b, a
+    taken = set(b)
+    return b, tuple(i for i in range(dim) if i not in taken)
 
 
 def rows(x: Array, index: Sequence[int]) -> Array:
@@ -138,17 +138,19 @@ def triangularize(a: Array, w: Array, canonical: bool = True) -> tuple[Array, Ar
     return r_upper, z, shift
 
 
-def householder(m: Array, k: int) -> tuple[Array, Array]:
+def householder(m: Array, k: int, with_r: bool = False):
     """Reflect the rows of ``m`` (batch + (r, n), r >= k) to zero its first k columns below
-    the diagonal; return the trailing block ``(r - k, n - k)`` and ``|R_jj|`` (batch + (k,)).
+    the diagonal; return the trailing block ``(r - k, n - k)`` and ``|R_jj|`` (batch + (k,)),
+    and with ``with_r`` also the first k rows of ``R`` (batch + (k, n)).
 
     The trailing block is ``Q2.T @ m[:, k:]`` for an orthonormal basis ``Q2`` of the complement
     of the span of the first k columns. Only those k columns build the reflectors, so the
     result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
     not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
     """
-    norms = []
-    for _ in range(k):
+    n = m.shape[-1]
+    norms, r_rows = [], []
+    for i in range(k):
         col = ops.getitem(m, (Ellipsis, slice(None), 0))
         rest = ops.getitem(m, (Ellipsis, slice(None), slice(1, None)))
         x0 = ops.getitem(col, (Ellipsis, 0))
@@ -164,11 +166,20 @@ def householder(m: Array, k: int) -> tuple[Array, Array]:
         rest = ops.sub(rest, ops.mul(ops.getitem(beta, (Ellipsis, None, None)),
                                      ops.mul(ops.getitem(v, (Ellipsis, slice(None), None)),
                                              ops.getitem(vt_rest, (Ellipsis, None, slice(None))))))
+        if with_r:  # row i of R: zeros, R_ii = alpha, then row 0 of the reflected rest
+            alpha = ops.neg(ops.mul(sign, norm))
+            head = [ops.new_zeros(rest, batch_shape(rest, 2) + (i,))] if i else []
+            r_rows.append(ops.cat(head + [ops.getitem(alpha, (Ellipsis, None)),
+                                          ops.getitem(rest, (Ellipsis, 0, slice(None)))], -1))
         m = ops.getitem(rest, (Ellipsis, slice(1, None), slice(None)))  # row 0 is R's row
         norms.append(norm)
     if not norms:
-        return m, ops.new_zeros(m, batch_shape(m, 2) + (0,))
-    return m, ops.stack(norms, -1)
+        norms = ops.new_zeros(m, batch_shape(m, 2) + (0,))
+        r_top = ops.new_zeros(m, batch_shape(m, 2) + (0, n))
+    else:
+        norms = ops.stack(norms, -1)
+        r_top = ops.stack(r_rows, -2) if with_r else None
+    return (m, norms, r_top) if with_r else (m, norms)
 
 
 def require_full_rank(prec_sqrt: Array, what: str) -> None:

@@ -1,0 +1,314 @@
+"""Array math on distribution terms: alignment of the arguments for broadcasting, the
+batched log density, moments, enumeration and sampling. Pure functions of a distribution
+term's arrays, called by its methods and by the rules in ``interpretations/exact``.
+
+Example:
+    >>> from funsor_core.distribution import Poisson
+    >>> d = Poisson(fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}), value=1.0)
+    >>> np.round(d.data, 4)  # log(r) - r: log_density_tensor(Poisson, args) did it
+    array([-1.    , -1.3069])
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.distribution.random import Rng
+from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_name_of
+from funsor_core.terms.base import Number, Variable
+from funsor_core.terms.inputs import merge_all_inputs
+
+__all__ = ["concrete", "nan_invalid", "aligned", "aligned_arrays", "shapes",
+           "log_density_tensor", "moment_tensor", "enumerate_tensor", "normalizer",
+           "sample_distribution"]
+
+
+def _infer_domains(cls, param_domains, value_domain):
+    # The family's own (cached) shape inference; a class attribute set by base.py, so that
+    # this module needs no import of it.
+    return cls._infer_domains(param_domains, value_domain)
+
+
+def concrete(*arrays) -> bool:
+    """Whether every array has values now (a jax tracer under jit has none).
+
+    Example:
+        >>> concrete(np.zeros(2), np.ones(3))
+        True
+    """
+    return all(ops.is_concrete(a) for a in arrays)
+
+
+def nan_invalid(cls, arrays: dict) -> dict:
+    """``arrays`` (aligned parameters) with NaN where a traced entry breaks a constraint:
+    under ``jax.jit`` nothing can be raised, so the density becomes NaN, never a wrong
+    number. Concrete arrays were checked when the term was built and pass unchanged.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from funsor_core.distribution import Normal
+        >>> f = jax.jit(lambda s: nan_invalid(Normal, {"loc": s, "scale": s})["scale"])
+        >>> f(jnp.array([1.0, -1.0]))
+        Array([ 1., nan], dtype=float64)
+    """
+    out = dict(arrays)
+    for name, param in cls.params.items():
+        x = out[name]
+        if param.constraint.trivial or concrete(x):
+            continue
+        ok = param.constraint.check(x)
+        ok = ops.reshape(ok, tuple(ok.shape) + (1,) * param.constraint.event_ndim)
+        out[name] = ops.where(ok, x, ops.full_like(x, math.nan))
+    for name, _, fn in cls.relations:
+        if not concrete(*out.values()):
+            ok = fn(**out)
+            out[name] = ops.where(ok, out[name], ops.full_like(out[name], math.nan))
+    return out
+
+
+# -- evaluation --------------------------------------------------------------------------------
+def aligned(t: Tensor, inputs: dict, nb: int, event_ndim: int | None):
+    """``t``'s data with one dim per input of ``inputs`` (size 1 where absent), then ``nb``
+    batch output dims (padded with 1s on the left) and its event dims.
+
+    Example:
+        >>> t = fc.Tensor(np.zeros((2, 3)), {"j": fc.Bint[2]})  # output Reals[3], one vector
+        >>> aligned(t, {"i": fc.Bint[4], "j": fc.Bint[2]}, 1, 1).shape
+        (1, 2, 1, 3)
+    """
+    data = align_tensor(inputs, t)
+    shape = tuple(data.shape)
+    n_in = len(inputs)
+    out = shape[n_in:]
+    k = len(out) if event_ndim is None else event_ndim
+    pad = nb - (len(out) - k)
+    if pad > 0:
+        data = ops.reshape(data, shape[:n_in] + (1,) * pad + out)
+    return data
+
+
+def _full(x, shape: tuple):
+    """``x`` broadcast to ``shape``, as an array (numpy gives scalars for 0-d arithmetic)."""
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    return ops.expand(x, shape) if tuple(x.shape) != shape else x
+
+
+def shapes(cls, args: tuple) -> tuple:
+    """``(batch output shape, event ndim of each argument)`` of ``cls(*args)``.
+
+    Example:
+        >>> from funsor_core.distribution import Dirichlet
+        >>> shapes(Dirichlet, (fc.Tensor(np.ones((2, 3))), fc.Variable("v", fc.Reals[2, 3])))
+        ((2,), (1, 1))
+    """
+    from_params = tuple(a.output for a in args[:-1])
+    domain, out_batch = _infer_domains(cls, from_params, args[-1].output)
+    ndims = tuple(len(a.shape) if p.event_ndim is None else p.event_ndim
+                  for p, a in zip(cls.params.values(), args))
+    return out_batch, ndims + (len(domain.shape) - len(out_batch),)
+
+
+def aligned_arrays(cls, args: tuple, inputs: dict, with_value: bool = True) -> dict:
+    """The Tensor arguments of ``cls(*args)`` aligned for broadcasting over ``inputs`` and the
+    batch output dims (see ``aligned``), by field name; traced invalid parameters made NaN.
+
+    Example:
+        >>> from funsor_core.distribution import Normal
+        >>> args = (fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}), fc.Tensor(np.ones(3)),
+        ...         fc.Tensor(np.zeros(3)))
+        >>> {k: a.shape for k, a in aligned_arrays(Normal, args, {"i": fc.Bint[2]}).items()}
+        {'loc': (2, 1), 'scale': (1, 3), 'value': (1, 3)}
+    """
+    out_batch, ndims = shapes(cls, args)
+    names = cls.fields if with_value else cls.fields[:-1]
+    arrays = {name: aligned(arg, inputs, len(out_batch), k)
+              for name, arg, k in zip(names, args, ndims)}
+    arrays.update(nan_invalid(cls, {k: arrays[k] for k in cls.params}))
+    return arrays
+
+
+def log_density_tensor(cls, args: tuple) -> Tensor:
+    """The log density of ``cls(*args)`` with all-Tensor ``args``, as a Tensor over the union
+    of their inputs (-inf outside the support; summed over batch output dims).
+
+    Example:
+        >>> from funsor_core.distribution import Exponential
+        >>> args = (fc.Tensor(np.array(2.0)), fc.Tensor(np.array([-1.0, 1.0])))
+        >>> log_density_tensor(Exponential, args).data  # a value of two independent draws
+        array(-inf)
+    """
+    inputs = merge_all_inputs(args, cls.__name__)
+    out_batch, ndims = shapes(cls, args)
+    arrays = aligned_arrays(cls, args, inputs)
+    value = arrays.pop("value")
+    ok = cls.in_support(value, **arrays)
+    if ok is not None:
+        fill = cls.fill_value(value, **arrays)
+        mask = ops.reshape(ok, tuple(ok.shape) + (1,) * ndims[-1]) if ndims[-1] else ok
+        value = ops.where(mask, value, fill)
+    lp = cls.log_prob(value, **arrays)
+    if ok is not None:
+        # -inf outside the support, but NaN stays NaN: a traced invalid parameter (made NaN
+        # above) must not turn into a -inf that looks like an impossible value.
+        ok = ops.or_(ok, ops.ne(lp, lp))
+        lp = ops.where(ok, lp, ops.full_like(lp, -math.inf))
+    if out_batch:
+        lp = ops.sum(lp, tuple(range(-len(out_batch), 0)))
+    return Tensor.make(_full(lp, tuple(dom.size for dom in inputs.values())), inputs)
+
+
+def moment_tensor(cls, args: tuple, which: int) -> Tensor:
+    """The mean (``which=0``) or variance (1) of the value of ``cls(*args)``, a Tensor over
+    the parameters' inputs.
+
+    Example:
+        >>> from funsor_core.distribution import Poisson
+        >>> moment_tensor(Poisson, (fc.Tensor(np.array(3.0)), fc.Variable("value", fc.Real)),
+        ...               1).data
+        array(3.)
+    """
+    params = args[:-1]
+    if not all(isinstance(p, Tensor) for p in params):
+        raise NotImplementedError(f"{cls.__name__}.mean()/variance() need Tensor parameters, "
+                                  f"got {[type(p).__name__ for p in params]}")
+    inputs = merge_all_inputs(params)
+    arrays = aligned_arrays(cls, args, inputs, with_value=False)
+    result = cls.moments(**arrays)[which]
+    shape = tuple(dom.size for dom in inputs.values()) + args[-1].output.shape
+    return Tensor.make(_full(result, shape), dict(inputs), "real")
+
+
+def enumerate_tensor(cls, args: tuple, expand: bool) -> Tensor:
+    """The finite support of ``cls(*args)``'s value along a new input named like it.
+
+    Example:
+        >>> from funsor_core.distribution import BernoulliProbs
+        >>> v = fc.Variable("value", fc.Real)
+        >>> enumerate_tensor(BernoulliProbs, (fc.Tensor(np.array(0.5)), v), False).data
+        array([0., 1.])
+    """
+    value = args[-1]
+    size = value.output.dtype
+    proto = next(t.data for t in args if isinstance(t, Tensor) and ops.is_floating(t.data))
+    if size == "real":  # Bernoulli: the values 0.0 and 1.0, in the parameters' float dtype
+        data, dtype = ops.getitem(ops.new_eye(proto, 2), (1,)), "real"
+    else:
+        data, dtype = ops.new_arange(proto, size), size
+    n = data.shape[0]
+    inputs = {value.name: Bint[n]}
+    if expand:
+        batch = merge_all_inputs(args[:-1])
+        batch = {k: v for k, v in batch.items() if v.dtype != "real"}
+        shape = (n,) + tuple(v.size for v in batch.values())
+        data = ops.expand(ops.reshape(data, (n,) + (1,) * len(batch)), shape)
+        inputs.update(batch)
+    return Tensor(data, inputs, dtype)
+
+
+def normalizer(cls, params: tuple):
+    """The log mass of ``cls(*params, value)`` over its value: 0, as a Number; a Tensor of 0
+    and NaN over the parameters' inputs where a traced parameter breaks a constraint (under
+    ``jax.jit`` an invalid distribution must not integrate to 1).
+
+    Example:
+        >>> from funsor_core.distribution import Normal
+        >>> normalizer(Normal, (fc.Tensor(np.array(0.0)), fc.Tensor(np.array(1.0)))).data
+        0.0
+    """
+    if not all(isinstance(p, Tensor) for p in params) or concrete(*(p.data for p in params)):
+        return Number(0.0)
+    inputs = merge_all_inputs(params)
+    nb = max(len(p.shape) - (len(p.shape) if q.event_ndim is None else q.event_ndim)
+             for p, q in zip(params, cls.params.values()))
+    arrays = {k: aligned(p, inputs, nb, q.event_ndim)
+              for (k, q), p in zip(cls.params.items(), params)}
+    checked = nan_invalid(cls, arrays)
+    zero = None
+    for x in checked.values():
+        event = len(x.shape) - len(inputs) - nb
+        part = 0.0 * x
+        if event + nb:
+            part = ops.sum(part, tuple(range(-(event + nb), 0)))
+        zero = part if zero is None else zero + part
+    return Tensor.make(_full(zero, tuple(d.size for d in inputs.values())), inputs)
+
+
+# -- sampling --------------------------------------------------------------------------------
+def _grads_may_flow(arrays) -> bool:
+    for x in arrays:
+        name = backend_name_of(x)
+        if name == "jax" or (name == "torch" and getattr(x, "requires_grad", False)):
+            return True
+    return False
+
+
+_NOT_SAMPLEABLE = (
+    "cannot sample {names} from {family}: sample() draws a distribution's value (here "
+    "{value!r}) given Tensor parameters. {why}"
+)
+
+
+def sample_distribution(d, names: frozenset, sample_inputs: dict, rng_key=None):
+    """Draw the value of the distribution term ``d``: ``Delta(value, point)`` (see
+    ``Distribution.sample_self``).
+
+    Returns ``d`` itself when its value is not among ``names``.
+
+    Example:
+        >>> from funsor_core.distribution import Exponential
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     d = Exponential(2.0)
+        >>> sample_distribution(d, frozenset({"value"}), {}, rng_key=0).inputs
+        {'value': Real}
+
+    Raises:
+        NotImplementedError: when ``names`` include parameters' inputs, or the parameters
+            are not Tensors (lazy ones can be evaluated first, e.g. by substitution).
+    """
+    cls, value, params = type(d), d.value, d._args[:-1]
+    param_inputs = merge_all_inputs(params)
+    in_value = isinstance(value, Variable) and value.name in names
+    if not in_value or names & param_inputs.keys():
+        if not names & d.inputs.keys():
+            return d
+        raise NotImplementedError(_NOT_SAMPLEABLE.format(
+            names=sorted(names & d.inputs.keys()), family=cls.__name__, value=value,
+            why="Its parameters depend on them: sample those first, or sum them out."))
+    if not all(isinstance(p, Tensor) for p in params):
+        raise NotImplementedError(_NOT_SAMPLEABLE.format(
+            names=[value.name], family=cls.__name__, value=value,
+            why=f"Its parameters are {[type(p).__name__ for p in params]}; substitute values "
+                "for their free inputs first."))
+    arrays = aligned_arrays(cls, d._args, param_inputs, with_value=False)
+    lead = (1,) * len(sample_inputs)
+    arrays = {k: ops.reshape(a, lead + tuple(a.shape)) for k, a in arrays.items()}
+    out_batch, _ = shapes(cls, d._args)
+    batch = tuple(v.size for v in sample_inputs.values()) + tuple(
+        v.size for v in param_inputs.values()) + out_batch
+    proto = next(p.data for p in params if ops.is_floating(p.data))
+    x = cls.draw(Rng(proto, rng_key), batch, **arrays)
+    inputs = {**sample_inputs, **param_inputs}
+    dtype = value.output.dtype
+    if dtype != "real":
+        x = ops.astype(x, "int")
+    log_density = 0.0
+    if not cls.reparameterized:
+        x = ops.detach(x)
+        if _grads_may_flow(arrays.values()):
+            lp = cls.log_prob(x, **arrays)
+            nb = len(out_batch)
+            lp = ops.sum(lp, tuple(range(-nb, 0))) if nb else lp
+            dice = lp - ops.detach(lp)
+            shape = tuple(v.size for v in inputs.values())
+            dice = ops.expand(dice, shape) if tuple(dice.shape) != shape else dice
+            log_density = Tensor(dice, inputs)
+    point = Tensor(x, inputs, dtype)
+    return Delta(value.name, point, log_density)

@@ -1,0 +1,183 @@
+"""Conversion between distribution funsors and ``torch.distributions`` objects.
+
+``fc.to_funsor(torch.distributions.Normal(loc, scale), fc.Real, dim_to_name)`` gives the
+family of the same name: batch dims named by ``dim_to_name`` become inputs, dims that an
+``Independent`` reinterprets become batch output dims (summed in the log density), and the
+value is ``Variable("value", ...)``. ``fc.to_data(d, name_to_dim)`` goes back. torch is
+imported on first use: funsor-core itself never imports it.
+
+jax has no standard distribution objects (numpyro's are not a dependency, and
+``jax.scipy.stats`` holds functions, not objects): on jax, build the families directly from
+arrays, e.g. ``Normal(fc.Tensor(loc, {"i": Bint[3]}), scale)``; their log densities,
+samples and conjugate updates are the same on every backend.
+
+Families with a torch.distributions counterpart: Normal, LogNormal, MultivariateNormal,
+Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises, Categorical
+(``probs`` or ``logits``), Bernoulli (``probs`` or ``logits``), Binomial, Multinomial,
+Poisson (and an ``Independent`` of any of these).
+
+Example:
+    >>> import torch
+    >>> d = torch.distributions.Normal(torch.zeros(3), torch.ones(3))
+    >>> f = fc.to_funsor(d, fc.Real, {-1: "i"})
+    >>> type(f).__name__, f.inputs
+    ('Contraction', {'i': Bint[3], 'value': Real})
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+
+from funsor_core.atoms.interop import to_data
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.distribution.registry import FAMILIES
+from funsor_core.domains import Real, Reals
+from funsor_core.engine.backend import backend_name_of
+from funsor_core.terms.base import DomainError, Variable, register_term_hook, to_funsor
+
+__all__ = ["TORCH_NAMES", "torch_class", "dist_to_data", "object_to_funsor"]
+
+# family -> torch.distributions class of the same parameters (same names).
+TORCH_NAMES = {
+    "Normal": "Normal", "NonreparameterizedNormal": "Normal", "LogNormal": "LogNormal",
+    "MultivariateNormal": "MultivariateNormal", "Gamma": "Gamma",
+    "NonreparameterizedGamma": "Gamma", "Beta": "Beta", "NonreparameterizedBeta": "Beta",
+    "Dirichlet": "Dirichlet", "NonreparameterizedDirichlet": "Dirichlet",
+    "Exponential": "Exponential", "Laplace": "Laplace", "StudentT": "StudentT",
+    "Uniform": "Uniform", "VonMises": "VonMises", "Categorical": "Categorical",
+    "CategoricalLogits": "Categorical", "BernoulliProbs": "Bernoulli",
+    "BernoulliLogits": "Bernoulli", "Binomial": "Binomial", "Multinomial": "Multinomial",
+    "Poisson": "Poisson",
+}
+# torch class -> family, where the family depends on which parameter was given.
+_BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),
+             "Bernoulli": ("BernoulliLogits", "BernoulliProbs")}
+
+
+def _torch_distributions():
+    return importlib.import_module("torch.distributions")
+
+
+def torch_class(name: str):
+    """The ``torch.distributions`` class of the family ``name``.
+
+    Example:
+        >>> torch_class("BernoulliLogits").__name__
+        'Bernoulli'
+    """
+    torch_name = TORCH_NAMES.get(name)
+    if torch_name is None:
+        raise NotImplementedError(f"{name} has no torch.distributions counterpart (pyro's "
+                                  "would be needed); its log density, samples and conjugate "
+                                  "updates work without one")
+    return getattr(_torch_distributions(), torch_name)
+
+
+def _family_of(raw):
+    name = type(raw).__name__
+    if name in _BY_PARAM:
+        logits, probs = _BY_PARAM[name]
+        return FAMILIES[logits if "logits" in vars(raw) else probs]
+    if name in TORCH_NAMES.values() and name in FAMILIES:
+        return FAMILIES[name]
+    return None
+
+
+def object_to_funsor(raw, output=None, dim_to_name=None):
+    """``to_funsor`` of a ``torch.distributions`` object (None for any other object).
+
+    Example:
+        >>> import torch
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     f = object_to_funsor(torch.distributions.Poisson(torch.tensor(2.0)))
+        >>> type(f).__name__, f.inputs
+        ('Poisson', {'value': Real})
+
+    Raises:
+        NotImplementedError: a torch distribution with no family here (a transformed one,
+            say), naming its class.
+    """
+    if not type(raw).__module__.startswith("torch.distributions"):
+        return None
+    td = _torch_distributions()
+    if not isinstance(raw, td.Distribution):
+        return None
+    if output is not None and output is not Real:
+        raise DomainError(f"a distribution is a log density, of output Real; got {output}")
+    reinterpreted = 0
+    while isinstance(raw, td.Independent):
+        reinterpreted += raw.reinterpreted_batch_ndims
+        raw = raw.base_dist
+    family = _family_of(raw)
+    if family is None:
+        known = sorted(set(TORCH_NAMES.values()))
+        raise NotImplementedError(f"cannot convert torch.distributions.{type(raw).__name__} "
+                                  f"to a funsor: convertible are {known}")
+    batch = tuple(raw.batch_shape)
+    out_batch = batch[len(batch) - reinterpreted:]
+    params = []
+    for name in family.params:
+        x = getattr(raw, name)
+        if isinstance(x, numbers.Number):
+            params.append(float(x))
+            continue
+        event = tuple(x.shape[len(batch):])
+        params.append(to_funsor(x, Reals[out_batch + event], dim_to_name or {}))
+    return family(*params)
+
+
+def dist_to_data(d, name_to_dim: dict | None = None):
+    """The ``torch.distributions`` object of the distribution funsor ``d`` (see
+    ``Distribution.to_data``).
+
+    Example:
+        >>> import torch
+        >>> from funsor_core.distribution import Poisson
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     d = Poisson(fc.Tensor(torch.tensor(2.0)))
+        >>> dist_to_data(d).rate
+        tensor(2.)
+    """
+    cls = type(d)
+    name = cls.__name__
+    if not isinstance(d.value, Variable):
+        raise NotImplementedError(f"to_data of {name} with value {d.value!r}: a "
+                                  "distribution object has a free value; substitute into it "
+                                  "afterwards (or evaluate the funsor directly)")
+    params = d._args[:-1]
+    lazy = [k for k, p in zip(cls.params, params) if not isinstance(p, Tensor)]
+    if lazy:
+        raise NotImplementedError(f"to_data of {name}: parameters {lazy} are not Tensors")
+    backends = {backend_name_of(p.data) for p in params}
+    if backends != {"torch"}:
+        raise TypeError(f"to_data of {name} gives a torch.distributions object, which needs "
+                        f"torch arrays, but its parameters hold {sorted(backends)} arrays "
+                        "(nothing is converted silently); on jax and numpy, use the funsor "
+                        "itself: its log density and samples are the same")
+    cls_torch = torch_class(name)
+    out_batch = d.batch_output_shape
+    raw = {}
+    for (pname, param), t in zip(cls.params.items(), params):
+        x = to_data(t, name_to_dim)
+        event = len(t.shape) if param.event_ndim is None else param.event_ndim
+        missing = len(out_batch) - (len(t.shape) - event)
+        if missing > 0:  # broadcast against the other parameters' batch output dims
+            lead = tuple(x.shape[: len(x.shape) - len(t.shape)])
+            x = x.reshape(lead + (1,) * missing + tuple(t.shape))
+        raw[pname] = x
+    if cls_torch.__name__ == "Multinomial":
+        count = raw["total_count"].reshape(-1)
+        if not bool((count == count[0]).all()):
+            raise NotImplementedError("torch's Multinomial takes one int total_count; this "
+                                      "one varies over the batch")
+        raw["total_count"] = int(count[0])
+    result = cls_torch(**raw)
+    if out_batch:
+        result = _torch_distributions().Independent(result, len(out_batch))
+    return result
+
+
+register_term_hook("object_to_funsor", object_to_funsor)

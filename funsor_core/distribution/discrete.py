@@ -1,0 +1,477 @@
+"""Discrete families: Categorical, Bernoulli, Binomial, Multinomial, Poisson and the compound
+families of conjugate pairs (DirichletMultinomial, BetaBinomial, GammaPoisson); and Delta.
+
+Counts (Binomial, Multinomial, Poisson, ...) have real values, as in funsor and pyro; a value
+that is not a count in the support (negative, fractional, above ``total_count``, not summing
+to it) has log density -inf. A Categorical's value is ``Bint[n]``.
+
+Example:
+    >>> round(Binomial(10.0, 0.3, value=4.0).item(), 6)  # scipy.stats.binom(10, .3).logpmf(4)
+    -1.608833
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import ops
+from funsor_core.atoms.delta import delta_log_indicator
+from funsor_core.distribution.base import Distribution, Param
+from funsor_core.distribution.constraints import (
+    NONNEGATIVE,
+    NONNEGATIVE_INTEGER,
+    POSITIVE,
+    REAL,
+    SIMPLEX,
+    UNIT_INTERVAL,
+)
+from funsor_core.distribution.continuous import Beta, Dirichlet, Gamma
+from funsor_core.distribution.random import gumbel_argmax
+
+__all__ = ["Categorical", "CategoricalLogits", "Bernoulli", "BernoulliProbs",
+           "BernoulliLogits", "Binomial", "Multinomial", "Poisson", "DirichletMultinomial",
+           "BetaBinomial", "GammaPoisson", "Delta", "lchoose"]
+
+
+def lchoose(n, k):
+    """log of the binomial coefficient ``n choose k`` (real ``n``, ``k``).
+
+    Example:
+        >>> round(float(lchoose(np.array(5.0), np.array(2.0))), 6)  # log 10
+        2.302585
+    """
+    return ops.lgamma(n + 1.0) - ops.lgamma(k + 1.0) - ops.lgamma(n - k + 1.0)
+
+
+def _is_count(x):
+    return ops.and_(x >= 0, x == ops.astype(ops.astype(x, "int"), "real"))
+
+
+def _safe_log(p):
+    # log p, -inf where p == 0, with a zero (not NaN) gradient there.
+    positive = p > 0
+    return ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))),
+                     ops.full_like(p, -math.inf))
+
+
+def _take_last(table, index):
+    """``table[..., index]`` with the batch dims of both broadcast (a one-hot sum)."""
+    n = table.shape[-1]
+    hit = ops.eq(ops.new_arange(index, 0, n, 1), index[..., None])
+    return ops.sum(ops.where(hit, table, ops.full_like(table, 0.0)), -1)
+
+
+def _categorical_moments(p):
+    k = ops.astype(ops.new_arange(p, 0, p.shape[-1], 1), "real")
+    mean = ops.sum(p * k, -1)
+    return mean, ops.sum(p * k * k, -1) - mean * mean
+
+
+class Categorical(Distribution):
+    """Categorical(probs): value ``k`` in ``Bint[n]`` with probability ``probs[k]``.
+
+    ``probs`` is a probability vector (checked; rounding errors are normalized away).
+
+    Example:
+        >>> Categorical(np.array([0.25, 0.75])).inputs
+        {'value': Bint[2]}
+    """
+
+    params = {"probs": Param(SIMPLEX, 1)}
+    fields = (*params, "value")
+    has_enumerate_support = True
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return shapes["probs"][0], ()
+
+    @staticmethod
+    def log_prob(value, probs):
+        logp = _safe_log(probs) - ops.log(ops.sum(probs, -1, keepdims=True))
+        return _take_last(logp, value)
+
+    @staticmethod
+    def in_support(value, probs):
+        return ops.and_(value >= 0, value < probs.shape[-1])
+
+    @staticmethod
+    def draw(rng, shape, probs):
+        return gumbel_argmax(rng, _safe_log(probs), shape)
+
+    @staticmethod
+    def moments(probs):
+        return _categorical_moments(probs / ops.sum(probs, -1, keepdims=True))
+
+
+class CategoricalLogits(Distribution):
+    """Categorical with unnormalized log probabilities ``logits`` (funsor's name).
+
+    Example:
+        >>> round(CategoricalLogits(np.zeros(4), value=2).item(), 6)  # log(1/4)
+        -1.386294
+    """
+
+    params = {"logits": Param(REAL, 1)}
+    fields = (*params, "value")
+    has_enumerate_support = True
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return shapes["logits"][0], ()
+
+    @staticmethod
+    def log_prob(value, logits):
+        return _take_last(logits - ops.logsumexp(logits, -1, keepdims=True), value)
+
+    @staticmethod
+    def in_support(value, logits):
+        return ops.and_(value >= 0, value < logits.shape[-1])
+
+    @staticmethod
+    def draw(rng, shape, logits):
+        return gumbel_argmax(rng, logits, shape)
+
+    @staticmethod
+    def moments(logits):
+        return _categorical_moments(ops.exp(logits - ops.logsumexp(logits, -1, keepdims=True)))
+
+
+class BernoulliProbs(Distribution):
+    """Bernoulli(probs): value 1.0 with probability ``probs``, else 0.0 (funsor's name).
+
+    Example:
+        >>> round(BernoulliProbs(0.25, value=1.0).item(), 6)
+        -1.386294
+    """
+
+    params = {"probs": Param(UNIT_INTERVAL)}
+    fields = (*params, "value")
+    has_enumerate_support = True
+
+    @staticmethod
+    def log_prob(value, probs):
+        return ops.xlogy(value, probs) + ops.xlog1py(1.0 - value, -probs)
+
+    @staticmethod
+    def in_support(value, probs):
+        return ops.or_(value == 0, value == 1)
+
+    @staticmethod
+    def draw(rng, shape, probs):
+        u = rng.uniform(shape)
+        return ops.where(u < probs, ops.full_like(u, 1.0), ops.full_like(u, 0.0))
+
+    @staticmethod
+    def moments(probs):
+        return probs, probs * (1.0 - probs)
+
+
+class BernoulliLogits(Distribution):
+    """Bernoulli with log odds ``logits``: ``P(1) = sigmoid(logits)`` (funsor's name).
+
+    Example:
+        >>> round(BernoulliLogits(0.0, value=1.0).item(), 6)
+        -0.693147
+    """
+
+    params = {"logits": Param(REAL)}
+    fields = (*params, "value")
+    has_enumerate_support = True
+
+    @staticmethod
+    def log_prob(value, logits):
+        return value * logits - ops.logaddexp(0.0, logits)
+
+    @staticmethod
+    def in_support(value, logits):
+        return ops.or_(value == 0, value == 1)
+
+    @staticmethod
+    def draw(rng, shape, logits):
+        u = rng.uniform(shape)
+        return ops.where(u < ops.sigmoid(logits), ops.full_like(u, 1.0), ops.full_like(u, 0.0))
+
+    @staticmethod
+    def moments(logits):
+        p = ops.sigmoid(logits)
+        return p, p * (1.0 - p)
+
+
+def Bernoulli(probs=None, logits=None, value="value"):  # noqa: N802  (funsor's name)
+    """Bernoulli by ``probs`` or by ``logits``: a ``BernoulliProbs`` or ``BernoulliLogits``.
+
+    Example:
+        >>> type(Bernoulli(logits=0.0)).__name__
+        'BernoulliLogits'
+    """
+    if (probs is None) == (logits is None):
+        raise ValueError("Bernoulli takes exactly one of probs= and logits=")
+    if probs is not None:
+        return BernoulliProbs(probs, value)
+    return BernoulliLogits(logits, value)
+
+
+class Binomial(Distribution):
+    """Binomial(total_count=1, probs): successes in ``total_count`` trials.
+
+    Example:
+        >>> Binomial(10.0, 0.3).mean().data
+        array(3.)
+    """
+
+    params = {"total_count": Param(NONNEGATIVE_INTEGER, default=1.0),
+              "probs": Param(UNIT_INTERVAL)}
+    fields = (*params, "value")
+
+    @staticmethod
+    def log_prob(value, total_count, probs):
+        n, k = total_count, value
+        return lchoose(n, k) + ops.xlogy(k, probs) + ops.xlog1py(n - k, -probs)
+
+    @staticmethod
+    def in_support(value, total_count, probs):
+        return ops.and_(_is_count(value), value <= total_count)
+
+    @staticmethod
+    def draw(rng, shape, total_count, probs):
+        return rng.binomial(total_count, probs, shape)
+
+    @staticmethod
+    def moments(total_count, probs):
+        mean = total_count * probs
+        return mean, mean * (1.0 - probs)
+
+
+def _multinomial_draw(rng, shape, total_count, probs):
+    # Conditional binomials: x_j ~ Binomial(n - sum_{i<j} x_i, p_j / (1 - sum_{i<j} p_i)).
+    p = probs / ops.sum(probs, -1, keepdims=True)
+    k = p.shape[-1]
+    remaining = ops.expand(total_count + 0.0 * p[..., 0], tuple(shape))
+    mass = ops.full_like(remaining, 1.0)
+    parts = []
+    for j in range(k - 1):
+        pj = p[..., j]
+        q = ops.clamp(pj / ops.clamp(mass, min=1e-38), min=0.0, max=1.0)
+        x = rng.binomial(remaining, q, shape)
+        parts.append(x)
+        remaining = remaining - x
+        mass = mass - pj
+    parts.append(remaining)
+    return ops.stack(parts, -1)
+
+
+def _multinomial_support(value, total_count):
+    ok = ops.all(_is_count(value), -1)
+    return ops.and_(ok, ops.sum(value, -1) == total_count)
+
+
+class Multinomial(Distribution):
+    """Multinomial(total_count=1, probs): counts of ``total_count`` categorical draws.
+
+    Example:
+        >>> round(Multinomial(3.0, np.array([0.5, 0.5]), value=np.array([1.0, 2.0])).item(), 6)
+        -0.980829
+    """
+
+    params = {"total_count": Param(NONNEGATIVE_INTEGER, default=1.0),
+              "probs": Param(SIMPLEX, 1)}
+    fields = (*params, "value")
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return "real", shapes["probs"]
+
+    @staticmethod
+    def log_prob(value, total_count, probs):
+        logp = _safe_log(probs) - ops.log(ops.sum(probs, -1, keepdims=True))
+        terms = ops.where(value > 0, value * logp, ops.full_like(value * logp, 0.0))
+        return (ops.lgamma(total_count + 1.0) - ops.sum(ops.lgamma(value + 1.0), -1)
+                + ops.sum(terms, -1))
+
+    @staticmethod
+    def in_support(value, total_count, probs):
+        return _multinomial_support(value, total_count)
+
+    @staticmethod
+    def draw(rng, shape, total_count, probs):
+        return _multinomial_draw(rng, shape, total_count, probs)
+
+    @staticmethod
+    def moments(total_count, probs):
+        p = probs / ops.sum(probs, -1, keepdims=True)
+        mean = total_count[..., None] * p
+        return mean, mean * (1.0 - p)
+
+
+class Poisson(Distribution):
+    """Poisson(rate): counts with mean ``rate``.
+
+    Example:
+        >>> round(Poisson(2.0, value=3.0).item(), 6)  # scipy.stats.poisson(2).logpmf(3)
+        -1.712318
+    """
+
+    params = {"rate": Param(NONNEGATIVE)}
+    fields = (*params, "value")
+
+    @staticmethod
+    def log_prob(value, rate):
+        return ops.xlogy(value, rate) - rate - ops.lgamma(value + 1.0)
+
+    @staticmethod
+    def in_support(value, rate):
+        return _is_count(value)
+
+    @staticmethod
+    def draw(rng, shape, rate):
+        return rng.poisson(rate, shape)
+
+    @staticmethod
+    def moments(rate):
+        return rate, rate
+
+
+class DirichletMultinomial(Distribution):
+    """DirichletMultinomial(concentration, total_count=1): Multinomial counts whose probs are
+    Dirichlet(concentration), integrated out: the marginal of the Dirichlet-Multinomial pair.
+
+    Example:
+        >>> d = DirichletMultinomial(np.ones(2), 1.0, value=np.array([0.0, 1.0]))
+        >>> round(d.item(), 6)  # log(1/2)
+        -0.693147
+    """
+
+    params = {"concentration": Param(POSITIVE, 1),
+              "total_count": Param(NONNEGATIVE_INTEGER, default=1.0)}
+    fields = (*params, "value")
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return "real", shapes["concentration"]
+
+    @staticmethod
+    def log_prob(value, concentration, total_count):
+        a, n = concentration, total_count
+        a0 = ops.sum(a, -1)
+        return (ops.lgamma(a0) + ops.lgamma(n + 1.0) - ops.lgamma(n + a0)
+                + ops.sum(ops.lgamma(value + a) - ops.lgamma(a) - ops.lgamma(value + 1.0), -1))
+
+    @staticmethod
+    def in_support(value, concentration, total_count):
+        return _multinomial_support(value, total_count)
+
+    @staticmethod
+    def draw(rng, shape, concentration, total_count):
+        probs = Dirichlet.draw(rng, shape, concentration)
+        return _multinomial_draw(rng, shape, total_count, probs)
+
+    @staticmethod
+    def moments(concentration, total_count):
+        a0 = ops.sum(concentration, -1, keepdims=True)
+        n = total_count[..., None]
+        p = concentration / a0
+        return n * p, n * p * (1.0 - p) * (n + a0) / (1.0 + a0)
+
+
+class BetaBinomial(Distribution):
+    """BetaBinomial(concentration1, concentration0, total_count=1): Binomial counts whose probs
+    are Beta(concentration1, concentration0), integrated out.
+
+    Example:
+        >>> round(BetaBinomial(1.0, 1.0, 4.0, value=2.0).item(), 6)  # uniform on 0..4
+        -1.609438
+    """
+
+    params = {"concentration1": Param(POSITIVE), "concentration0": Param(POSITIVE),
+              "total_count": Param(NONNEGATIVE_INTEGER, default=1.0)}
+    fields = (*params, "value")
+
+    @staticmethod
+    def log_prob(value, concentration1, concentration0, total_count):
+        a, b, n, k = concentration1, concentration0, total_count, value
+        lbeta = ops.lgamma(k + a) + ops.lgamma(n - k + b) - ops.lgamma(n + a + b)
+        return lchoose(n, k) + lbeta - (ops.lgamma(a) + ops.lgamma(b) - ops.lgamma(a + b))
+
+    @staticmethod
+    def in_support(value, concentration1, concentration0, total_count):
+        return ops.and_(_is_count(value), value <= total_count)
+
+    @staticmethod
+    def draw(rng, shape, concentration1, concentration0, total_count):
+        probs = Beta.draw(rng, shape, concentration1, concentration0)
+        return rng.binomial(total_count, probs, shape)
+
+    @staticmethod
+    def moments(concentration1, concentration0, total_count):
+        a, b, n = concentration1, concentration0, total_count
+        s = a + b
+        return n * a / s, n * a * b * (s + n) / (s * s * (s + 1.0))
+
+
+class GammaPoisson(Distribution):
+    """GammaPoisson(concentration, rate): Poisson counts whose rate is Gamma(concentration,
+    rate), integrated out (a negative binomial).
+
+    Example:
+        >>> round(GammaPoisson(1.0, 1.0, value=0.0).item(), 6)  # log(1/2)
+        -0.693147
+    """
+
+    params = {"concentration": Param(POSITIVE), "rate": Param(POSITIVE)}
+    fields = (*params, "value")
+
+    @staticmethod
+    def log_prob(value, concentration, rate):
+        a, b, k = concentration, rate, value
+        return (ops.lgamma(k + a) - ops.lgamma(a) - ops.lgamma(k + 1.0) + a * ops.log(b)
+                - (a + k) * ops.log1p(b))
+
+    @staticmethod
+    def in_support(value, concentration, rate):
+        return _is_count(value)
+
+    @staticmethod
+    def draw(rng, shape, concentration, rate):
+        return rng.poisson(Gamma.draw(rng, shape, concentration, rate), shape)
+
+    @staticmethod
+    def moments(concentration, rate):
+        mean = concentration / rate
+        return mean, mean * (1.0 + rate) / rate
+
+
+class Delta(Distribution):
+    """Delta(v, log_density=0): a point mass at ``v`` (of any real shape) with mass
+    ``exp(log_density)``: the log density is ``log_density`` where ``value == v``, else -inf.
+
+    With a Variable value it becomes the ``Delta`` atom under ``exact`` (funsor's rule).
+
+    Example:
+        >>> Delta(fc.Tensor(np.array(1.0)), 0.5, value=1.0).item()
+        0.5
+    """
+
+    params = {"v": Param(REAL, None), "log_density": Param(REAL, default=0.0)}
+    fields = (*params, "value")
+    reparameterized = True
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return "real", shapes["v"]
+
+    @classmethod
+    def eager_log_density(cls, v, log_density, value):
+        # log_density where value == v in every event entry, -inf elsewhere: the atom's math.
+        return delta_log_indicator(value, v, log_density)
+
+    @staticmethod
+    def log_prob(value, v, log_density):  # only for sampling's DiCE factor, never needed
+        raise NotImplementedError("Delta's samples are its point: no density is drawn")
+
+    @staticmethod
+    def draw(rng, shape, v, log_density):
+        return ops.expand(v, tuple(shape) + tuple(v.shape[len(shape):]))
+
+    @staticmethod
+    def moments(v, log_density):
+        return v, 0.0 * v

@@ -1,0 +1,157 @@
+"""Exact rules for distribution funsors (``funsor_core.distribution``).
+
+- A family whose arguments are all Tensors is its log density: a Tensor over the union of
+  their inputs. Anything lazy keeps the term (no rule fires).
+- Normal and MultivariateNormal with ``loc`` and ``value`` affine in real variables and a
+  Tensor scale become a Gaussian plus a Tensor normalizer (exact).
+- Delta with a Variable on one side becomes the Delta atom; a Categorical of Tensor
+  parameters with a Variable value becomes its table (a Tensor over the value).
+- A distribution integrates to one over its value: reducing it with ``logaddexp`` over a
+  Variable value (that no other factor mentions) drops it.
+
+Example:
+    >>> from funsor_core.distribution import Normal
+    >>> loc = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+    >>> type(Normal(loc, 1.0, value=0.5)).__name__, type(Normal(loc, 1.0)).__name__
+    ('Tensor', 'Contraction')
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from funsor_core import ops
+from funsor_core.atoms.affine import is_affine
+from funsor_core.atoms.delta import Delta as DeltaAtom
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.distribution.arrays import normalizer
+from funsor_core.distribution.base import Distribution, on_family
+from funsor_core.distribution.continuous import MultivariateNormal, Normal
+from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
+from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
+from funsor_core.engine.interpreter import Tuple
+from funsor_core.terms.base import Funsor, Reduce, Variable
+from funsor_core.terms.contraction import Contraction
+from interpretations.exact import exact
+
+
+# cls(Tensor, ..., Tensor) = its log density, a Tensor.
+def exact_distribution_tensors(cls, *args):
+    return cls.eager_log_density(*args)
+
+
+def _register_family(cls) -> None:
+    rule = functools.partial(exact_distribution_tensors, cls)
+    functools.update_wrapper(rule, exact_distribution_tensors)
+    exact.register(cls, *(Tensor,) * len(cls.fields))(rule)
+
+
+on_family(_register_family)
+
+
+# Normal(loc, scale, value) with affine loc and value = Gaussian(value - loc) + normalizer.
+def _affine_reals(*terms) -> bool:
+    if not all(t.output.dtype == "real" and is_affine(t) for t in terms):
+        return False
+    return any(d.dtype == "real" for t in terms for d in t.inputs.values())
+
+
+@exact.register(Normal, Funsor, Tensor, Funsor)
+def exact_normal_affine(loc, scale, value):
+    if not _affine_reals(loc, value):
+        return None
+    return normal_to_gaussian(loc, scale, value)
+
+
+@exact.register(MultivariateNormal, Funsor, Tensor, Funsor)
+def exact_mvn_affine(loc, scale_tril, value):
+    if not _affine_reals(loc, value):
+        return None
+    return mvn_to_gaussian(loc, scale_tril, value)
+
+
+# Categorical(Tensor, Variable v) = its table over v (a Bint value takes finitely many values).
+@exact.register(Categorical, Tensor, Variable)
+def exact_categorical_tensor_variable(probs, value):
+    if value.name in probs.inputs:
+        return None
+    return Categorical(probs, probs.new_arange(value.name, value.output.size))
+
+
+@exact.register(CategoricalLogits, Tensor, Variable)
+def exact_categorical_logits_tensor_variable(logits, value):
+    if value.name in logits.inputs:
+        return None
+    return CategoricalLogits(logits, logits.new_arange(value.name, value.output.size))
+
+
+# Delta(v, ld, Variable x) = the point mass at v in x; Delta(Variable v, ld, value) is the
+# point mass at value in v (funsor's rules); two Variables stay lazy.
+@exact.register(Delta, Funsor, Funsor, Variable)
+def exact_delta_funsor_variable(v, log_density, value):
+    if isinstance(v, Variable) or value.name in v.inputs or value.name in log_density.inputs:
+        return None
+    return DeltaAtom(value.name, v, log_density)
+
+
+@exact.register(Delta, Variable, Funsor, Funsor)
+def exact_delta_variable_funsor(v, log_density, value):
+    if isinstance(value, Variable) or v.name in value.inputs or v.name in log_density.inputs:
+        return None
+    return DeltaAtom(v.name, value, log_density)
+
+
+# logaddexp over the value of a normalized density: log 1 = 0 (NaN where a traced parameter
+# is invalid); other reduced Bint inputs of the parameters add log of their size.
+@exact.register(Reduce, ops.LogaddexpOp, Distribution, frozenset)
+def exact_reduce_logaddexp_distribution(op, arg, reduced_vars):
+    name = _normalized_value(arg, ())
+    if name is None or name not in reduced_vars:
+        return None
+    return _drop(op, arg, reduced_vars - {name}, ())
+
+
+@exact.register(Contraction, ops.LogaddexpOp, (ops.AddOp, type(None)), frozenset,
+                Tuple[Funsor, ...])
+def exact_contraction_logaddexp_distribution(red_op, bin_op, reduced_vars, terms):
+    counts: dict | None = None  # how many terms mention each name, counted once if needed
+    for k, t in enumerate(terms):
+        value = t.value if isinstance(t, Distribution) else None
+        if not isinstance(value, Variable) or value.name not in reduced_vars:
+            continue
+        if counts is None:
+            counts = {}
+            for u in terms:
+                for name in u.inputs:
+                    counts[name] = counts.get(name, 0) + 1
+        if counts[value.name] == 1 and _normalized_value(t, ()) is not None:
+            return _drop(red_op, t, reduced_vars - {value.name}, terms[:k] + terms[k + 1:])
+    return None
+
+
+def _normalized_value(d: Distribution, others: tuple) -> str | None:
+    """The name of ``d``'s value if it is a Variable that no parameter (nor other factor)
+    mentions, so that ``d`` integrates to one over it."""
+    value = d.value
+    if not isinstance(value, Variable):
+        return None
+    if any(value.name in t.inputs for t in d._args[:-1] + others):
+        return None
+    return value.name
+
+
+def _drop(op, d: Distribution, rest: frozenset, others: tuple):
+    # Names bound by the reduction that only d's parameters mention disappear with d: a
+    # logaddexp over a Bint input of which nothing depends is + log(its size).
+    mentioned = set().union(*(t.inputs for t in others)) if others else set()
+    norm = normalizer(type(d), d._args[:-1])
+    mentioned |= norm.inputs.keys()
+    gone = [n for n in rest if n not in mentioned]
+    if any(d.inputs[n].dtype == "real" for n in gone):
+        return None  # an integral of a constant over the reals: not a number
+    terms = others + (norm,)
+    kept = frozenset(rest) - frozenset(gone)
+    result = Contraction(op, ops.add if len(terms) > 1 else None, kept, terms)
+    extra = sum(math.log(d.inputs[n].size) for n in gone)
+    return result + extra if extra else result
