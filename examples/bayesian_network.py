@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 import funsor_core as fc
-from funsor_core import ops
 
 ND, NG, NI, NM, NE, NX = 3, 2, 3, 2, 2, 4
 OUT = Path(__file__).resolve().parent / "out"

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.adjoint.kinds import approximating
 from funsor_core.algorithms.adjoint.points import KeyStream, draw, extract_samples, names_of
 from funsor_core.atoms.delta import Delta
 from funsor_core.engine.interpreter import ENTERED, Interpretation
@@ -30,6 +31,7 @@ from funsor_core.terms.base import Funsor, Number, Variable
 __all__ = ["MonteCarlo", "extract_samples"]
 
 
+@approximating
 class MonteCarlo(Interpretation):
     """Monte Carlo estimates (see the module docstring), as funsor's ``MonteCarlo``.
 

@@ -23,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
@@ -165,7 +167,7 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     unit = ops.UNITS[op]
     if source.dtype != "real" and unit in (float("inf"), -float("inf")):
         return None  # an integer array cannot hold an infinite unit
-    if len(index) == 1 and index[0][1].inputs and set(index[0][1].inputs) <= reduced:
+    if len(index) == 1 and set(index[0][1].inputs) <= reduced:
         fast = _scatter_along_one_axis(op, index[0], source, reduced)
         if fast is not None:
             return fast
@@ -230,17 +232,22 @@ def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
     zeros = ops.new_full(src, (size,) + batch_shape + out_shape, 0)
     filled = ops.scatter_add(zeros, (idx,), src)
     if op is not ops.add:
-        hits = ops.scatter_add(ops.new_zeros(idx, (size,)), (idx,), ops.new_full(idx, (count,), 1))
-        if not _injective((idx,), hits):
+        # Exact only if no two source points land together; counted on the host (a 1-d
+        # index), and left to the general path when the index has no values (jax tracing).
+        if not ops.is_concrete(idx):
             return None
-        mask = ops.reshape(hits > 0, (size,) + (1,) * (len(batch_shape) + len(out_shape)))
-        filled = ops.where(mask, filled, ops.full_like(filled, ops.UNITS[op]))
-    # The key's axis goes last among the inputs, as the general path lays them out.
-    nb = len(batch_shape)
-    perm = tuple(range(1, nb + 1)) + (0,) + tuple(range(nb + 1, nb + 1 + len(out_shape)))
-    inputs = {n: domains[n] for n in batch}
-    inputs[key] = Bint[size]
-    return Tensor.make(ops.permute(filled, perm), inputs, source.dtype)
+        hits = np.bincount(np.asarray(ops.to_numpy(idx)), minlength=size)
+        if (hits > 1).any():
+            return None
+        if not hits.all():
+            mask = ops.new_array(src, (hits > 0).reshape((size,) + (1,) * (
+                len(batch_shape) + len(out_shape))))
+            filled = ops.where(mask, filled, ops.full_like(filled, ops.UNITS[op]))
+    # The key's axis comes first, where the index dims were (they lead ``src``): the array
+    # is contiguous as it was filled (a permuted view is read far slower by contractions).
+    inputs = {key: Bint[size]}
+    inputs.update((n, domains[n]) for n in batch)
+    return Tensor.make(filled, inputs, source.dtype)
 
 
 def _injective(idx: tuple, hits) -> bool:

@@ -76,14 +76,16 @@ class Semiring:
     ``Precondition`` adds a noise input per step), so it is read at each use.
     """
 
-    __slots__ = ("sum_op", "prod_op", "arith", "root_names", "batch_vars")
+    __slots__ = ("sum_op", "prod_op", "arith", "root_names", "batch_vars", "approximate")
 
-    def __init__(self, sum_op, prod_op, root_names: frozenset, batch_vars=frozenset()) -> None:
+    def __init__(self, sum_op, prod_op, root_names: frozenset, batch_vars=frozenset(),
+                 approximate: bool = True) -> None:
         self.sum_op = sum_op
         self.prod_op = prod_op
         self.arith = arith_op(sum_op)
         self.root_names = root_names
         self.batch_vars = batch_vars
+        self.approximate = approximate
 
     @property
     def keep(self) -> frozenset:
@@ -107,8 +109,9 @@ def _unsupported(what: str, ring: Semiring) -> NotImplementedError:
 
 def _approximate(ring: Semiring, adj, terms, reduced_vars: frozenset):
     # The message to the terms of a reduction, with the local posterior P(A, terms...) as the
-    # guide, built lazily (reflect): only an approximating interpretation evaluates it.
-    if not reduced_vars:
+    # guide, built lazily (reflect): only an approximating interpretation evaluates it, and
+    # none is built when no such interpretation is active (exact would return A itself).
+    if not reduced_vars or not ring.approximate:
         return adj
     with reflect:
         guide = adj

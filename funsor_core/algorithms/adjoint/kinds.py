@@ -16,11 +16,45 @@ from __future__ import annotations
 
 from funsor_core.algorithms.adjoint.points import KeyStream
 from funsor_core.domains import Reals
-from funsor_core.engine.interpreter import ENTERED, Interpretation
+from funsor_core.engine.interpreter import ENTERED, Interpretation, get_interpretation
 from funsor_core.terms.base import Variable
 
-__all__ = ["PosteriorSample", "Precondition", "argmax_approximate", "laplace_approximate",
-           "mean_approximate"]
+__all__ = ["PosteriorSample", "Precondition", "approximating", "approximation_active",
+           "argmax_approximate", "laplace_approximate", "mean_approximate"]
+
+
+
+def approximating(kind: type) -> type:
+    """Mark an interpretation kind as one that rewrites ``Approximate`` terms (a class
+    decorator, or call it on ``type(instance)``): a backward pass builds ``Approximate``
+    terms (and their guides) only when such an interpretation is in the active chain, so
+    that exact marginals pay nothing for them.
+
+    Example:
+        >>> approximating(type(argmax_approximate)).approximates
+        True
+    """
+    kind.approximates = True
+    return kind
+
+
+def approximation_active() -> bool:
+    """Whether an interpretation marked ``approximating`` is in the active chain.
+
+    Example:
+        >>> approximation_active()
+        False
+        >>> with argmax_approximate:
+        ...     approximation_active()
+        True
+    """
+    interp = get_interpretation()
+    while interp is not None:
+        if getattr(type(interp), "approximates", False):
+            return True
+        interp = interp.base
+    return False
+
 
 argmax_approximate = Interpretation("argmax_approximate", fallback=ENTERED)
 """Point-approximate each ``Approximate`` at the argmax of its guide (MAP in a backward
@@ -33,7 +67,12 @@ laplace_approximate = Interpretation("laplace_approximate", fallback=ENTERED)
 """Replace each ``Approximate`` by the model's Gaussian (Laplace) approximation at the
 guide's mode; exact for models quadratic in the approximated variables."""
 
+for _interp in (argmax_approximate, mean_approximate, laplace_approximate):
+    approximating(type(_interp))
+del _interp
 
+
+@approximating
 class PosteriorSample(Interpretation):
     """Draw exact posterior samples in a backward pass (forward filter, backward sample).
 
@@ -71,6 +110,7 @@ class PosteriorSample(Interpretation):
         return frozenset(Variable(k, d) for k, d in self.sample_inputs.items())
 
 
+@approximating
 class Precondition(Interpretation):
     """Preconditioning in a backward pass (funsor's ``funsor.precondition.Precondition``).
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
-from funsor_core.algorithms.adjoint.kinds import PosteriorSample
+from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.plan import plan_terms
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.terms.base import Funsor, Number
@@ -210,7 +210,8 @@ class AdjointTape(Interpretation):
         """
         zero = Number(ops.UNITS[sum_op])
         one = Number(ops.UNITS[prod_op])
-        ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars)
+        ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
+                        approximate=approximation_active())
         node_adj: dict = {}
         leaf_adj: dict = {}  # id -> [leaf, adjoint]
         start = self._producer.get(canonical_key(root))
