@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -144,12 +145,14 @@ def pgmpy_marginals(net: dict):
     """The unrolled network in pgmpy; every hidden variable's marginal by variable
     elimination (one query each). None when pgmpy is not installed."""
     try:
-        from pgmpy.factors.discrete import TabularCPD
-        from pgmpy.inference import VariableElimination
-        try:
-            from pgmpy.models import DiscreteBayesianNetwork as Network
-        except ImportError:  # pragma: no cover (older pgmpy)
-            from pgmpy.models import BayesianNetwork as Network
+        with warnings.catch_warnings():  # pgmpy's own deprecation notices on import
+            warnings.simplefilter("ignore", FutureWarning)
+            from pgmpy.factors.discrete import TabularCPD
+            from pgmpy.inference import VariableElimination
+            try:
+                from pgmpy.models import DiscreteBayesianNetwork as Network
+            except ImportError:  # older pgmpy
+                from pgmpy.models import BayesianNetwork as Network
     except ImportError:
         return None
     cpd, S, J = net["cpd"], net["S"], net["J"]
@@ -224,7 +227,8 @@ def plot(net, marginals, samples) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     post = marginals["I"].data
     axes[0].imshow(post.T, aspect="auto", cmap="Blues", vmin=0, vmax=1)
-    axes[0].set(xlabel="student", ylabel="intelligence", title="p(intelligence | scores)")
+    axes[0].set(xlabel="student", ylabel="intelligence", title="p(intelligence | scores)",
+                yticks=range(NI))
     n = samples["I"].data.shape[0]
     freq = np.stack([np.bincount(samples["I"].data[:, s], minlength=NI) / n
                      for s in range(net["S"])])

@@ -99,10 +99,12 @@ def _expose_module(module) -> None:
     globals()[module.__name__.rsplit(".", 1)[-1]] = module
 
 
+import funsor_core.adjoint as _adjoint_module  # noqa: E402
 import funsor_core.distribution as distribution  # noqa: E402  (``fc.distribution.Normal``)
 import funsor_core.einsum as _einsum_module  # noqa: E402
 import funsor_core.sum_product as _sum_product_module  # noqa: E402
 
+_expose_module(_adjoint_module)  # fc.adjoint(...) and fc.adjoint.AdjointTape both work
 _expose_module(_einsum_module)
 _expose_module(_sum_product_module)
 

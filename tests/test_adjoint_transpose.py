@@ -173,3 +173,41 @@ def test_parallel_scan_adjoint_is_the_chain_marginals(T):
     for t in range(T):
         axes = tuple(a for a in range(T + 1) if a not in (t, t + 1))
         assert np.allclose(pair[t], p.sum(axis=axes))
+
+
+@pytest.mark.parametrize("eq, plates", [("a,ai,abij->", "ij"), ("ab,bc,cd->", ""),
+                                        ("a,abi,bcij,cdij->", "ij")])
+def test_plated_marginals_match_pyro_einsum_adjoint(eq, plates):
+    # Pyro's einsum with the torch_marginal backend computes, for each operand, the log of
+    # its unnormalized marginal: the adjoint plus the operand.
+    torch = pytest.importorskip("torch")
+    pyro_contract = pytest.importorskip("pyro.ops.contract")
+    from pyro.ops.einsum.adjoint import require_backward
+
+    fc.set_backend("torch")
+    try:
+        sizes = {"a": 2, "b": 3, "c": 2, "d": 3, "i": 2, "j": 3}
+        inputs = eq.split("->")[0].split(",")
+        rng = np.random.default_rng(0)
+        arrays = [torch.tensor(rng.normal(size=[sizes[c] for c in s])) for s in inputs]
+        tensors = [fc.Tensor(a, {c: fc.Bint[sizes[c]] for c in s})
+                   for a, s in zip(arrays, inputs)]
+        with AdjointTape() as tape:
+            root = fc.einsum(eq, *tensors, plates=plates,
+                             backend="pyro.ops.einsum.torch_marginal")
+        adj = tape.adjoint(ops.logaddexp, ops.add, root, tensors)
+        for a, s in zip(arrays, inputs):
+            a._pyro_dims = s
+            require_backward(a)
+        out = pyro_contract.einsum(eq, *arrays, plates=plates, modulo_total=False,
+                                   backend="pyro.ops.einsum.torch_marginal")[0]
+        out._pyro_backward()
+        for t, a, s in zip(tensors, arrays, inputs):
+            marginal = adj[t] + t
+            extra = frozenset(marginal.inputs) - frozenset(s)
+            if extra:
+                marginal = marginal.reduce(ops.logaddexp, extra)
+            actual = marginal.align(tuple(s)).data if s else marginal.data
+            assert torch.allclose(actual, a._pyro_backward_result), s
+    finally:
+        fc.set_backend("numpy")
