@@ -93,12 +93,6 @@ class Semiring:
             return self.root_names
         return self.root_names | {getattr(v, "name", v) for v in self.batch_vars}
 
-    def product(self, factors) -> Funsor:
-        result = factors[0]
-        for f in factors[1:]:
-            result = self.prod_op(result, f)
-        return result
-
 
 def _unsupported(what: str, ring: Semiring) -> NotImplementedError:
     return NotImplementedError(
@@ -248,11 +242,12 @@ def backward_subs(ring: Semiring, adj, output, arg, subs):
     points, renames, scatter, relabel = [], {}, [], {}
     for k, v in subs:
         domain = arg.inputs[k]
-        if domain.dtype == "real" and ring.arith in (ops.logaddexp, ops.max):
+        if (type(v) is Variable and v.output is domain and v.name not in arg.inputs
+                and v.name not in renames and v.name not in arg_names
+                and k not in adj.inputs):
+            renames[v.name] = Variable(k, domain)  # the transpose of a renaming renames back
+        elif domain.dtype == "real" and ring.arith in (ops.logaddexp, ops.max):
             points.append((k, v))  # the transpose of conditioning: a point mass at v
-        elif (type(v) is Variable and v.name not in arg.inputs
-              and v.name not in renames and v.name not in arg_names):
-            renames[v.name] = Variable(k, domain)
         else:
             fresh = f"{k}__adj{next(_FRESH)}" if k in output.inputs or k in adj.inputs else k
             relabel[fresh] = k

@@ -213,7 +213,7 @@ class AdjointTape(Interpretation):
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
                         approximate=approximation_active())
         node_adj: dict = {}
-        leaf_adj: dict = {}  # id -> [leaf, adjoint]
+        leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
         start = self._producer.get(canonical_key(root))
         if start is None:
             leaf_adj[canonical_key(root)] = [root, one]
