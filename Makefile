@@ -49,6 +49,7 @@ lint: venv
 demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
 	$(SINGLE_THREAD) $(VPY) examples/conjugate_models.py
+	$(SINGLE_THREAD) $(VPY) examples/bayesian_network.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
 # still run and report the peer as missing. The installed numpy/jax/torch are frozen while
@@ -74,6 +75,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/distributions.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/contraction.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/adjoint.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

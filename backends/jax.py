@@ -369,6 +369,18 @@ def new_rng_key(seed: int = 0):
     return jax.random.PRNGKey(seed)
 
 
+def split_rng_key(key) -> tuple:
+    """``(key, subkey)``: a fresh key to keep and one to use for a single draw.
+
+    Example:
+        >>> key, sub = split_rng_key(new_rng_key(0))
+        >>> bool((randn((2,), sub) != randn((2,), key)).any())
+        True
+    """
+    key, sub = jax.random.split(key)
+    return key, sub
+
+
 # Key for calls that pass none; split on each call. Made on first use, so that importing this
 # module does not start a jax device.
 _GLOBAL_KEY: list = [None]

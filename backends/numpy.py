@@ -451,6 +451,11 @@ def new_rng_key(seed: int = 0):
     return np.random.default_rng(seed)
 
 
+def split_rng_key(key) -> tuple:
+    """``(key, subkey)`` as jax splits keys: a generator advances itself, so both are it."""
+    return key, key
+
+
 def randn(shape, rng_key=None):
     rng = rng_key if rng_key is not None else np.random
     return rng.standard_normal(size=shape) if rng is not np.random else np.random.randn(*shape)

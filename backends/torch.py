@@ -470,6 +470,11 @@ def new_rng_key(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def split_rng_key(key) -> tuple:
+    """``(key, subkey)`` as jax splits keys: a generator advances itself, so both are it."""
+    return key, key
+
+
 def randn(shape, rng_key=None):
     """Standard normal samples of ``shape`` in the default float dtype."""
     return torch.randn(tuple(shape), generator=rng_key, dtype=_float_dtype())

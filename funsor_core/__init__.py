@@ -14,6 +14,15 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 # Last: the rule modules import the terms above; this installs them and makes exact default.
 import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
+from funsor_core.algorithms.adjoint import (
+    AdjointTape,
+    DiscreteModel,
+    PosteriorSample,
+    adjoint,
+    extract_samples,
+    forward_backward,
+    infer_discrete,
+)
 from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.atoms.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
@@ -51,6 +60,7 @@ from funsor_core.sum_product import (
     partial_sum_product,
     sequential_sum_product,
 )
+from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.arrays import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.terms.base import (
     Align,
@@ -89,10 +99,12 @@ def _expose_module(module) -> None:
     globals()[module.__name__.rsplit(".", 1)[-1]] = module
 
 
+import funsor_core.adjoint as _adjoint_module  # noqa: E402
 import funsor_core.distribution as distribution  # noqa: E402  (``fc.distribution.Normal``)
 import funsor_core.einsum as _einsum_module  # noqa: E402
 import funsor_core.sum_product as _sum_product_module  # noqa: E402
 
+_expose_module(_adjoint_module)  # fc.adjoint(...) and fc.adjoint.AdjointTape both work
 _expose_module(_einsum_module)
 _expose_module(_sum_product_module)
 
@@ -112,5 +124,7 @@ __all__ = [
     "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
+    "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
+    "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
 ]

@@ -77,7 +77,15 @@ def assert_close(actual: Any, expected: Any, atol: float | None = 1e-6,
         >>> assert_close(a.align(("j", "i")), a)
         >>> assert_close(np.ones(2), [1.0, 1.0 + 1e-9])
         >>> assert_close(np.array([1e6]), np.array([1e6 + 0.5]), rtol=None, atol=1.0)
+        >>> assert_close({"x": fc.Number(1.0)}, {"x": fc.Number(1.0 + 1e-9)})  # dicts too
     """
+    if isinstance(expected, dict):  # as funsor's: the same keys, values close
+        assert isinstance(actual, dict), f"cannot compare a {type(actual).__name__} with a dict"
+        assert actual.keys() == expected.keys(), (
+            f"keys {list(actual)} != expected {list(expected)}")
+        for key, value in expected.items():
+            assert_close(actual[key], value, atol, rtol)
+        return
     if not isinstance(actual, Funsor) and not isinstance(expected, Funsor):
         _assert_arrays_close(actual, expected, atol, rtol, "arrays")
         return

@@ -87,8 +87,8 @@ _KERNEL_DTYPE = {ops.or_: 2}
 
 def contract_deltas(red_op, reduced_vars, terms) -> Funsor | None:
     """A sum with Deltas: substitute their points into the other terms, merge Deltas on
-    distinct names, add Deltas sharing a name, and under ``logaddexp`` reduce a Delta's own
-    names (integrating a point mass keeps its log density).
+    distinct names, add Deltas sharing a name, and under ``logaddexp`` or ``max`` reduce a
+    Delta's own names (integrating or maximizing a point mass keeps its log density).
 
     Example:
         >>> d = fc.Delta("x", fc.Number(2.0))
@@ -118,7 +118,9 @@ def contract_deltas(red_op, reduced_vars, terms) -> Funsor | None:
         merged = merge_deltas(deltas)
         if merged is not None:
             deltas, changed = [merged], True
-    if not changed and red_op is ops.logaddexp:
+    # A point mass's own names reduce to its log density under logaddexp (its integral) and
+    # under max (its largest value): the same number.
+    if not changed and red_op in (ops.logaddexp, ops.max):
         for i, d in enumerate(deltas):
             names = reduced_vars & d.fresh
             if names:

@@ -23,9 +23,12 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
+from funsor_core.terms.arrays import Slice
 from funsor_core.terms.base import (
     DomainError,
     Funsor,
@@ -131,6 +134,10 @@ def _index_tensor(proto: Tensor, value: Funsor) -> Tensor | None:
     if isinstance(value, Number):
         data = ops.reshape(ops.new_arange(proto.data, value.data, value.data + 1), ())
         return Tensor.make(data, {}, value.dtype)
+    if isinstance(value, Slice):  # range(start, stop, step) along its input
+        start, stop, step = value.slice_args
+        data = ops.new_arange(proto.data, start, stop, step)
+        return Tensor.make(data, dict(value.inputs), value.dtype)
     value = proto.materialize(value) if not isinstance(value, Tensor) else value
     return value if isinstance(value, Tensor) else None
 
@@ -160,6 +167,10 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     unit = ops.UNITS[op]
     if source.dtype != "real" and unit in (float("inf"), -float("inf")):
         return None  # an integer array cannot hold an infinite unit
+    if len(index) == 1 and set(index[0][1].inputs) <= reduced:
+        fast = _scatter_along_one_axis(op, index[0], source, reduced)
+        if fast is not None:
+            return fast
     full = merge_all_inputs([t for _, t in index] + [source], "scatter")
     kept = {k: d for k, d in full.items() if k not in reduced}
     a_shape = tuple(d.size for d in full.values())
@@ -189,6 +200,54 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     mask = ops.reshape(hits > 0, dest_shape + (1,) * len(out_shape))
     data = ops.where(mask, filled, ops.full_like(filled, unit))
     return Tensor.make(data, inputs, source.dtype)
+
+
+def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
+    # One key whose index depends on reduced names only: the source's other reduced names
+    # are reduced first (they do not move the key), its index dims are flattened into one
+    # leading axis, and one indexed update along that axis does the rest, without index
+    # arrays over the batch dims (the transpose of a strided time index, say).
+    key, t = key_index
+    own = tuple(t.inputs)
+    other = reduced - set(own)
+    data = source.data
+    names = list(source.inputs)
+    out_shape = tuple(data.shape[len(names):])
+    if other:
+        axes = tuple(names.index(n) for n in names if n in other)
+        data = ops.REDUCE_OPS[op](data, axes)
+        names = [n for n in names if n not in other]
+    batch = [n for n in names if n not in own]
+    domains = {**source.inputs, **t.inputs}
+    full = {n: domains[n] for n in own + tuple(batch)}
+    src = align_tensor(full, Tensor.make(data, {n: domains[n] for n in names}, source.dtype),
+                       expand=True)
+    count = 1
+    for n in own:
+        count *= domains[n].size
+    batch_shape = tuple(domains[n].size for n in batch)
+    src = ops.reshape(src, (count,) + batch_shape + out_shape)
+    idx = ops.reshape(t.data, (count,))
+    size = t.output.size
+    zeros = ops.new_full(src, (size,) + batch_shape + out_shape, 0)
+    filled = ops.scatter_add(zeros, (idx,), src)
+    if op is not ops.add:
+        # Exact only if no two source points land together; counted on the host (a 1-d
+        # index), and left to the general path when the index has no values (jax tracing).
+        if not ops.is_concrete(idx):
+            return None
+        hits = np.bincount(np.asarray(ops.to_numpy(idx)), minlength=size)
+        if (hits > 1).any():
+            return None
+        if not hits.all():
+            mask = ops.new_array(src, (hits > 0).reshape((size,) + (1,) * (
+                len(batch_shape) + len(out_shape))))
+            filled = ops.where(mask, filled, ops.full_like(filled, ops.UNITS[op]))
+    # The key's axis comes first, where the index dims were (they lead ``src``): the array
+    # is contiguous as it was filled (a permuted view is read far slower by contractions).
+    inputs = {key: Bint[size]}
+    inputs.update((n, domains[n]) for n in batch)
+    return Tensor.make(filled, inputs, source.dtype)
 
 
 def _injective(idx: tuple, hits) -> bool:

@@ -14,6 +14,7 @@ from funsor_core.terms import (  # noqa: F401  (they register hooks and builders
     op_builders,
     output_ops,
 )
+from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.arrays import (
     Cat,
     Function,
@@ -55,7 +56,8 @@ from funsor_core.terms.traversal import (
 )
 
 __all__ = [
-    "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce", "Subs", "Align",
+    "Approximate", "Funsor", "FunsorMeta", "Variable", "Number", "Unary", "Binary", "Reduce",
+    "Subs", "Align",
     "to_funsor", "is_atom", "merge_inputs", "merge_all_inputs", "DomainError", "Lambda",
     "Independent", "Stack", "Cat", "Slice", "Function", "children", "map_args", "reinterpret",
     "substitute", "fresh_name", "alpha_rename", "bound_name", "receives_subs", "quote",

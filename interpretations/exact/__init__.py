@@ -22,6 +22,7 @@ EXACT = exact
 
 # Importing the rule modules registers their rules.
 from interpretations.exact import (  # noqa: E402,F401
+    approximate,
     conjugate,
     contraction,
     delta,

@@ -39,7 +39,8 @@ from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 
 __all__ = [
-    "CHECK_RANK", "add_gaussians", "affine_subs_gaussian", "condition_gaussian",
+    "CHECK_RANK", "add_gaussians", "maximize_gaussian", "affine_subs_gaussian",
+    "condition_gaussian",
     "contract_gaussians", "dense_sum",
     "gaussian_from_arrays", "gaussian_sum", "is_gaussian_sum", "marginalize_gaussian",
     "plate_gaussian", "reduce_gaussian_sum", "rename_gaussian", "scale_gaussian_sum",
@@ -245,12 +246,55 @@ def reduce_gaussian_sum(op, gaussians, dense, reduced_vars) -> Funsor | None:
         rest = bint - local
         result = gaussian_sum(g, t)
         return result.reduce(op, rest) if rest else result
+    if op is ops.max:
+        return _max_gaussian_sum(g, t, real, bint, sizes, len(gaussians) > 1 or len(dense) > 1)
     if op is ops.add and not real:  # a sum over a real variable is no integral
         parts = [plate_gaussian(g, bint, sizes)] if g is not None else []
         if t is not None:
             parts.append(_reduce_dense(op, t, bint, sizes))
         return dense_sum(parts)
     return None
+
+
+def _max_gaussian_sum(g, t, real, bint, sizes, changed) -> Funsor | None:
+    # max over reals maximizes the quadratic; over Bint names of the dense part only it
+    # maximizes that part; a max over a Gaussian's own Bint input stays lazy (no Gaussian).
+    if real:
+        parts_g, parts_d = split_gaussian_sum(maximize_gaussian(g, real))
+        g = parts_g[0] if parts_g else None
+        t, changed = dense_sum(parts_d + ([t] if t is not None else [])), True
+    local = frozenset(v for v in bint if g is None or v not in g.inputs)
+    if local and t is not None:
+        t, changed = _reduce_dense(ops.max, t, local, sizes), True
+    elif local:
+        t, changed = Number(0.0), True
+    if not changed:
+        return None
+    rest = bint - local
+    result = gaussian_sum(g, t)
+    return result.reduce(ops.max, rest) if rest else result
+
+
+def maximize_gaussian(g: Gaussian, names) -> Funsor:
+    """``max_{x_names} g``: the remaining Gaussian plus a Tensor of the maxima. It is the
+    marginal less the Gaussian integral's volume, ``log ∫ exp g = max g + 0.5 d log 2π -
+    log |R|`` with ``R' R`` the precision block of the maximized names (one QR of their rows
+    of the square root). Raises ``ValueError`` as ``marginalize_gaussian`` does when the
+    maximum is not attained at a unique point.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2) * 4, inputs={"x": fc.Reals[2]})
+        >>> float(maximize_gaussian(g, {"x"}).data)  # a Gaussian is 0 at its mean
+        0.0
+    """
+    batch_items, offsets, _ = gaussian_layout(g._ikey)
+    index = [i for name, domain in g._ikey if name in names
+             for i in range(offsets[name], offsets[name] + domain.num_elements)]
+    marginal = marginalize_gaussian(g, names)
+    r_upper = ops.qr_r(ops.transpose(gm.rows(g.prec_sqrt, index), -1, -2))
+    log_det = ops.sum(ops.log(ops.abs(ops.diagonal(r_upper))), -1)
+    volume = ops.sub(0.5 * len(index) * math.log(2 * math.pi), log_det)
+    return marginal - Tensor.make(volume, dict(batch_items), ikey=batch_items)
 
 
 def _size_of(name, gaussians, dense) -> int:

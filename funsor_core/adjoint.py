@@ -1,0 +1,8 @@
+"""funsor's ``funsor.adjoint``: ``AdjointTape``, ``adjoint`` and ``forward_backward``.
+
+A thin face; the implementation lives in
+``funsor_core.algorithms.adjoint``."""
+
+from funsor_core.algorithms.adjoint import AdjointTape, adjoint, forward_backward
+
+__all__ = ["AdjointTape", "adjoint", "forward_backward"]

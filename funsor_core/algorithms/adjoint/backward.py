@@ -1,0 +1,283 @@
+"""The backward rules of the adjoint: for each recorded term class, the messages that the
+adjoint ``A`` of a term's output sends to its arguments.
+
+Read ``A`` as "everything outside this term": in a semiring ``(sum_op, prod_op)``, the root
+equals ``sum_op``-reducing ``prod_op(A, output)`` over the output's inputs. Each rule returns
+``(argument, factors)`` pairs: the argument's share of the adjoint is the ``prod_op``
+product of ``factors``, and the driver (``tape.py``) ``sum_op``-reduces it over the names
+the argument does not have, in one planned contraction, and adds it (``sum_op``) to what the
+argument already received. The rules, for ``S = sum_op`` and ``P = prod_op``:
+
+- ``P(x, y)``: ``x`` receives ``P(A, y)`` and ``y`` receives ``P(A, x)`` (the product rule);
+  ``S(x, y)``: both receive ``A``.
+- ``S``-reduction of ``x`` over ``V``: ``x`` receives ``A``, wrapped in
+  ``Approximate(S, A, P(A, x), V)``: the local posterior of ``V`` is the guide, so an
+  approximating interpretation turns the message into a point mass at its mode (MAP), at a
+  sample (posterior sampling), and ``exact`` leaves ``A`` (marginals).
+- ``P``-reduction over a plate ``i``: ``x(i)`` receives ``A`` times the product of the other
+  slices ``out / x(i)`` (safe division: a zero slice gets a zero message, whose marginal is
+  zero anyway).
+- ``Contraction(S, P, V, terms)``: each term receives ``Approximate(S, A, ..., V)`` times the
+  product of the other terms (prefix and suffix products, so n terms cost O(n) products).
+- ``Subs(x, {k: v})``: the transpose of a substitution, ``Scatter(S, {k: v}, A)``; a renaming
+  renames back, and a real value ``v`` puts a point mass ``Delta(k, v)``.
+- ``Scatter``, ``Cat``, ``Align`` and ``-x`` (linear ``(add, mul)`` only) as their transposes.
+
+Example:
+    >>> table = sorted(c.__name__ for c in BACKWARD)
+    >>> "Contraction" in table and "Subs" in table
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from funsor_core import ops
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.scatter import Scatter
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.approximate import Approximate
+from funsor_core.terms.arrays import Cat, Slice
+from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
+from funsor_core.terms.contraction import Contraction
+
+__all__ = ["BACKWARD", "Semiring", "arith_op", "same_sum"]
+
+_FRESH = itertools.count(1)
+
+
+def arith_op(op):
+    """The op that computes ``op``'s values: ``ops.sample`` computes as ``ops.logaddexp``.
+
+    Example:
+        >>> arith_op(ops.sample)
+        ops.logaddexp
+    """
+    return ops.logaddexp if op is ops.sample else op
+
+
+def same_sum(op, sum_op) -> bool:
+    """Whether the forward reduction ``op`` is the semiring's sum (``sample`` and
+    ``logaddexp`` reduce alike).
+
+    Example:
+        >>> same_sum(ops.logaddexp, ops.sample), same_sum(ops.add, ops.logaddexp)
+        (True, False)
+    """
+    return op is sum_op or (arith_op(op) is ops.logaddexp and arith_op(sum_op) is ops.logaddexp)
+
+
+class Semiring:
+    """The ops of one backward pass and the names its messages keep: the root's inputs and
+    the batch names. ``batch_vars`` may be a set that grows during the pass (a
+    ``Precondition`` adds a noise input per step), so it is read at each use.
+    """
+
+    __slots__ = ("sum_op", "prod_op", "arith", "root_names", "batch_vars", "approximate")
+
+    def __init__(self, sum_op, prod_op, root_names: frozenset, batch_vars=frozenset(),
+                 approximate: bool = True) -> None:
+        self.sum_op = sum_op
+        self.prod_op = prod_op
+        self.arith = arith_op(sum_op)
+        self.root_names = root_names
+        self.batch_vars = batch_vars
+        self.approximate = approximate
+
+    @property
+    def keep(self) -> frozenset:
+        if not self.batch_vars:
+            return self.root_names
+        return self.root_names | {getattr(v, "name", v) for v in self.batch_vars}
+
+
+def _unsupported(what: str, ring: Semiring) -> NotImplementedError:
+    return NotImplementedError(
+        f"the adjoint has no backward rule for {what} in the semiring "
+        f"({ring.sum_op}, {ring.prod_op}); the forward computation may use sum_op and prod_op "
+        "(and their reductions), substitution, Cat, Scatter and Align")
+
+
+def _approximate(ring: Semiring, adj, terms, reduced_vars: frozenset):
+    # The message to the terms of a reduction, with the local posterior P(A, terms...) as the
+    # guide, built lazily (reflect): only an approximating interpretation evaluates it, and
+    # none is built when no such interpretation is active (exact would return A itself).
+    if not reduced_vars or not ring.approximate:
+        return adj
+    with reflect:
+        guide = adj
+        for t in terms:
+            guide = Binary(ring.prod_op, guide, t)
+    return Approximate(ring.sum_op, adj, guide, frozenset(
+        Variable(k, d) for t in terms for k, d in t.inputs.items() if k in reduced_vars))
+
+
+def backward_binary(ring: Semiring, adj, output, op, lhs, rhs):
+    if op is ring.prod_op:
+        return ((lhs, (adj, rhs)), (rhs, (adj, lhs)))
+    if same_sum(op, ring.sum_op):
+        return ((lhs, (adj,)), (rhs, (adj,)))
+    if op is ops.sub and ring.sum_op is ops.add and ring.prod_op is ops.mul:
+        return ((lhs, (adj,)), (rhs, (-adj,)))  # linear: d(x - y) = dx - dy
+    raise _unsupported(f"Binary(ops.{op.name})", ring)
+
+
+def backward_unary(ring: Semiring, adj, output, op, arg):
+    if op is ops.neg and ring.sum_op is ops.add and ring.prod_op is ops.mul:
+        return ((arg, (-adj,)),)
+    raise _unsupported(f"Unary(ops.{op.name})", ring)
+
+
+def _plate(ring: Semiring, adj, output, arg, plates: frozenset):
+    # d/dx(i) prod_j x(j) = prod_{j != i} x(j) = out / x(i), with a safe division; a
+    # Gaussian cannot be divided by (its precision would lose rows it never had as rows), so
+    # its product over the other slices is formed directly (a leave-one-out product).
+    if ring.prod_op is ops.mul and isinstance(arg, (Tensor, Number)):
+        rest = ops.safediv(output, arg)
+    elif ring.prod_op is ops.add and isinstance(arg, Tensor) and isinstance(output, Tensor):
+        rest = _log_exclusive(output, arg)
+    elif ring.prod_op is ops.add:
+        rest = _leave_one_out(arg, plates)
+    else:
+        raise _unsupported(f"a {ring.prod_op}-product over a plate of a "
+                           f"{type(arg).__name__}", ring)
+    return ((arg, (adj, rest)),)
+
+
+def _leave_one_out(arg, plates: frozenset):
+    # sum_{j != i} x(j) in log space: rename the plates, mask the diagonal, sum.
+    renamed = {p: f"{p}__other{next(_FRESH)}" for p in sorted(plates)}
+    same = None
+    proto = None
+    for p, q in renamed.items():
+        n = arg.inputs[p].size
+        if proto is None:
+            proto = _prototype_array(arg)
+        eye = Tensor(ops.new_eye(proto, n), {p: arg.inputs[p], q: arg.inputs[p]})
+        same = eye if same is None else same * eye
+    others = arg(**renamed) * (1.0 - same)
+    return others.reduce(ops.add, frozenset(renamed.values()))
+
+
+def _prototype_array(term):
+    # A floating array of the term, to build the mask on its backend.
+    todo = [term]
+    while todo:
+        node = todo.pop()
+        leaves, _ = type(node).tree_flatten(node)
+        for leaf in leaves:
+            if isinstance(leaf, Funsor):
+                todo.append(leaf)
+            elif hasattr(leaf, "dtype") and ops.is_floating(leaf):
+                return leaf
+    raise NotImplementedError(f"no real array in the {type(term).__name__} to build a mask on")
+
+
+def _log_exclusive(output: Tensor, arg: Tensor) -> Tensor:
+    # out - x(i) in log space, and -inf where x(i) = -inf (out is -inf there too, and a zero
+    # factor's marginal is zero whatever its message; -inf - -inf would be nan).
+    diff = output - arg
+    data = diff.data
+    x = align_tensor(diff.inputs, arg, expand=True)
+    data = ops.where(ops.gt(x, -math.inf), data, ops.full_like(data, -math.inf))
+    return Tensor(data, diff.inputs, diff.dtype)
+
+
+def backward_reduce(ring: Semiring, adj, output, op, arg, reduced_vars):
+    if same_sum(op, ring.sum_op):
+        return ((arg, (_approximate(ring, adj, (arg,), reduced_vars),)),)
+    if op is ring.prod_op:
+        return _plate(ring, adj, output, arg, reduced_vars)
+    raise _unsupported(f"Reduce(ops.{op.name})", ring)
+
+
+def backward_contraction(ring: Semiring, adj, output, red_op, bin_op, reduced_vars, terms):
+    if bin_op is None or len(terms) == 1:
+        (arg,) = terms
+        if red_op is None or not reduced_vars:
+            return ((arg, (adj,)),)
+        return backward_reduce(ring, adj, output, red_op, arg, reduced_vars)
+    if bin_op is ring.prod_op and (red_op is None or same_sum(red_op, ring.sum_op)):
+        message = _approximate(ring, adj, terms, reduced_vars)
+        return tuple((t, (message,) + others) for t, others in zip(terms, _others(terms)))
+    if same_sum(bin_op, ring.sum_op) and (red_op is None or same_sum(red_op, ring.sum_op)):
+        return tuple((t, (adj,)) for t in terms)  # a sum is linear in each term
+    raise _unsupported(f"Contraction({red_op}, {bin_op})", ring)
+
+
+def _others(terms: tuple) -> list:
+    # For each term, the other terms as a tuple of factors (the driver multiplies them in
+    # its planned contraction, so no product of the others is formed here).
+    return [terms[:k] + terms[k + 1:] for k in range(len(terms))]
+
+
+def backward_align(ring: Semiring, adj, output, arg, names):
+    return ((arg, (adj,)),)
+
+
+def backward_cat(ring: Semiring, adj, output, name, parts, part_name):
+    if name not in adj.inputs:
+        return tuple((p, (adj,)) for p in parts)
+    size = output.inputs[name].size
+    out, start = [], 0
+    for p in parts:
+        stop = start + p.inputs[part_name].size
+        out.append((p, (adj(**{name: Slice(part_name, start, stop, 1, size)}),)))
+        start = stop
+    return tuple(out)
+
+
+def backward_scatter(ring: Semiring, adj, output, op, subs, source, reduced_vars):
+    return ((source, (adj(**dict(subs)),)),)
+
+
+def backward_subs(ring: Semiring, adj, output, arg, subs):
+    # The transpose of arg(k = v): arg's message at k is the S-sum of A over the points where
+    # v equals k. A key that is still a name of the output (v mentions k, as in a time index
+    # x(t = 2 t)) is scattered under a fresh name first, then renamed back.
+    arg_names = {k for k, _ in subs}
+    points, renames, scatter, relabel = [], {}, [], {}
+    for k, v in subs:
+        domain = arg.inputs[k]
+        if (type(v) is Variable and v.output is domain and v.name not in arg.inputs
+                and v.name not in renames and v.name not in arg_names
+                and k not in adj.inputs):
+            renames[v.name] = Variable(k, domain)  # the transpose of a renaming renames back
+        elif domain.dtype == "real" and ring.arith in (ops.logaddexp, ops.max):
+            points.append((k, v))  # the transpose of conditioning: a point mass at v
+        else:
+            fresh = f"{k}__adj{next(_FRESH)}" if k in output.inputs or k in adj.inputs else k
+            relabel[fresh] = k
+            scatter.append((fresh, v))
+    message = adj(**renames) if renames else adj
+    if scatter:
+        kept = (set(arg.inputs) - arg_names) | ring.keep
+        names = set(message.inputs)
+        for _, v in scatter:
+            names.update(v.inputs)
+        reduced = frozenset(names - kept - set(relabel))
+        message = Scatter(ring.arith, tuple(scatter), message, reduced)
+        back = {f: Variable(k, arg.inputs[k]) for f, k in relabel.items() if f != k}
+        if back:
+            message = message(**back)
+    factors = (message,)
+    if points:
+        factors = factors + (Delta(tuple((k, v) for k, v in points)),)
+    return ((arg, factors),)
+
+
+# The backward rule of each recorded term class. The tape records exactly these classes; any
+# other term is evaluated through (its subterms, if built through the interpreter, are seen).
+BACKWARD = {
+    Binary: backward_binary,
+    Unary: backward_unary,
+    Reduce: backward_reduce,
+    Contraction: backward_contraction,
+    Subs: backward_subs,
+    Scatter: backward_scatter,
+    Cat: backward_cat,
+    Align: backward_align,
+}

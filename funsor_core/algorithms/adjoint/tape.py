@@ -1,0 +1,332 @@
+"""The adjoint tape: record one forward computation, then run it backwards in a semiring.
+
+``AdjointTape`` is a stateful interpretation that wraps construction: entered (``with
+AdjointTape() as tape:``) above any interpretation, it lets that interpretation evaluate every
+term and records the terms whose adjoints it knows (sums, products and their reductions,
+contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWARD``). A
+``Contraction`` of more than two terms is run along its contraction plan
+(``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
+messages through the same small intermediates as the forward pass (variable elimination both
+ways). Nothing changes when no tape is active: the tape is just another interpretation.
+
+``tape.adjoint(sum_op, prod_op, root)`` then walks the record backwards from ``root``: each
+recorded term passes its adjoint to its arguments by its backward rule, and an argument's
+share is ``sum_op``-reduced over the names it lacks in one planned contraction. In the
+semiring ``(logaddexp, add)`` the adjoint of a factor ``f`` times ``f`` is the unnormalized
+log marginal of ``f``'s inputs (``root`` minus it is normalized); in ``(max, add)`` it is the
+max-marginal; in ``(add, mul)`` of a linear map it is the transpose. Under an approximating
+interpretation (``argmax_approximate``, posterior sampling) the same pass gives point masses
+at the MAP assignment or at posterior samples.
+
+Example:
+    >>> from interpretations import lazy
+    >>> x = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
+    >>> with lazy:
+    ...     z = x.reduce(ops.logaddexp, "i")
+    >>> log_z, adjoints = forward_backward(ops.logaddexp, ops.add, z)
+    >>> marginal = (adjoints[x] + x - log_z).exp()  # the posterior p(i)
+    >>> np.allclose(marginal.data, np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum())
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
+from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
+from funsor_core.algorithms.plan import plan_terms
+from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
+from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import map_args, reinterpret
+
+__all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
+
+
+class _Node:
+    """One recorded term: its value, class and arguments, the tape position of the node that
+    produced each funsor argument (None: a leaf), and its lazy form (for lookups)."""
+
+    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases")
+
+    def __init__(self, output, cls, args, parents, lazy) -> None:
+        self.output = output
+        self.cls = cls
+        self.args = args
+        self.parents = parents
+        self.lazy = lazy
+        self.aliases: list = []
+
+
+def canonical_key(x: Funsor) -> Any:
+    """What identifies a funsor for the tape: an atom by its cons-hashing key (a Tensor that a
+    rule built with ``Tensor.make`` and the equal one rebuilt by ``reinterpret`` are one
+    leaf), any other term by identity (terms are cons-hashed).
+
+    Example:
+        >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> canonical_key(t) == canonical_key(fc.reinterpret(t))
+        True
+    """
+    cons = type(x)._cons_key
+    return id(x) if cons is None else (type(x), cons(x._args))
+
+
+class Adjoints(dict):
+    """The result of a backward pass: a dict from funsors to their adjoints, looked up by
+    ``canonical_key`` (an equal atom finds the same entry); a funsor that received nothing
+    maps to the unit of ``sum_op``, as funsor's ``defaultdict`` does.
+
+    Example:
+        >>> a = Adjoints(fc.Number(0.0))
+        >>> a[fc.Variable("x", fc.Real)]
+        Number(0.0, 'real')
+    """
+
+    def __init__(self, zero) -> None:
+        super().__init__()
+        self._zero = zero
+        self._index: dict = {}
+
+    def add(self, key: Funsor, value, sum_op) -> None:
+        canon = canonical_key(key)
+        old_key = self._index.get(canon)
+        if old_key is None:
+            self._index[canon] = key
+            dict.__setitem__(self, key, value)
+        else:
+            dict.__setitem__(self, old_key, sum_op(dict.__getitem__(self, old_key), value))
+
+    def __missing__(self, key):
+        found = self._index.get(canonical_key(key)) if isinstance(key, Funsor) else None
+        return self._zero if found is None else dict.__getitem__(self, found)
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, Funsor) and canonical_key(key) in self._index
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+def _funsors_in(arg: Any, out: list) -> None:
+    if isinstance(arg, Funsor):
+        out.append(arg)
+    elif type(arg) is tuple:
+        for a in arg:
+            _funsors_in(a, out)
+
+
+def _planned(args: tuple) -> bool:
+    # A reduction of a product of more than two terms that distributes (for every sign of the
+    # terms): run it as the pairwise steps of its plan.
+    red_op, bin_op, reduced_vars, terms = args
+    if len(terms) <= 2 or red_op is None or bin_op is None or not reduced_vars:
+        return False
+    pair = (red_op, bin_op)
+    return pair in ops.DISTRIBUTIVE_OPS and pair not in ops.NONNEGATIVE_DISTRIBUTIVE_OPS
+
+
+class AdjointTape(Interpretation):
+    """Records a forward computation for a backward pass (funsor's ``AdjointTape``).
+
+    Enter it above the interpretation that should evaluate (``exact`` by default); the
+    ``tape`` attribute lists the recorded terms. Each ``with`` block starts a new record.
+
+    Example:
+        >>> x = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> y = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
+        >>> with AdjointTape() as tape:
+        ...     z = (x * y).reduce(ops.add, "j")
+        >>> adj = tape.adjoint(ops.add, ops.mul, z, (x, y))
+        >>> adj[x] is y, adj[y] is x  # z(i) = sum_j x(i, j) y(j) is linear in each
+        (True, True)
+    """
+
+    stateful = True
+
+    def __init__(self) -> None:
+        super().__init__("adjoint_tape", fallback=ENTERED)
+        self.tape: list = []
+        self._producer: dict = {}
+
+    def __enter__(self) -> AdjointTape:
+        self.tape = []
+        self._producer = {}
+        return super().__enter__()
+
+    # -- recording ------------------------------------------------------------------------------
+    def interpret(self, cls: type, args: tuple) -> Any:
+        if cls is Contraction and _planned(args):
+            red_op, bin_op, reduced_vars, terms = args
+            # Each pairwise step is built through the interpreter, so this tape records it.
+            result = plan_terms(terms, reduced_vars).run_terms(red_op, bin_op, reduced_vars,
+                                                               terms)
+            node = self._producer.get(canonical_key(result))
+            if node is not None:
+                self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
+            return result
+        if cls not in BACKWARD:
+            return self.defer(cls, args)
+        # Evaluate below the tape: the rules' own intermediate terms are not recorded.
+        with self.rest():
+            result = self.defer(cls, args)
+        self._record(result, cls, args)
+        return result
+
+    def _lazy_of(self, x: Funsor) -> Funsor:
+        node = self._producer.get(canonical_key(x))
+        return x if node is None else self.tape[node].lazy
+
+    def _record(self, result, cls: type, args: tuple) -> None:
+        funsors: list = []
+        _funsors_in(args, funsors)
+        parents = {id(f): self._producer.get(canonical_key(f)) for f in funsors}
+        lazy = build(cls, map_args(args, self._lazy_of))
+        self._producer[canonical_key(result)] = len(self.tape)
+        self.tape.append(_Node(result, cls, args, parents, lazy))
+
+    # -- the backward pass ----------------------------------------------------------------------
+    def adjoint(self, sum_op, prod_op, root: Funsor, targets=None, *,
+                batch_vars=frozenset()) -> dict:
+        """The adjoint of every recorded term (and leaf) from ``root`` backwards, in the
+        semiring ``(sum_op, prod_op)``.
+
+        Args:
+            sum_op, prod_op: the semiring: ``(ops.logaddexp, ops.add)`` for marginals,
+                ``(ops.max, ops.add)`` for max-marginals (and MAP under
+                ``argmax_approximate``), ``(ops.add, ops.mul)`` for transposes,
+                ``(ops.sample, ops.add)`` for posterior samples (see ``forward_backward``).
+            root: the result of the recorded forward computation.
+            targets: funsors whose adjoints to return (all when None).
+            batch_vars: names (or Variables) that messages keep instead of reducing, as the
+                inputs of ``root`` are kept (e.g. a particle input of samples).
+
+        Returns:
+            A dict from funsors (the leaves and the lazy forms of the recorded terms, as the
+            terms were written, and the recorded values themselves) to their adjoints; a
+            funsor that received nothing maps to the unit of ``sum_op`` (a ``defaultdict``).
+        """
+        zero = Number(ops.UNITS[sum_op])
+        one = Number(ops.UNITS[prod_op])
+        ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
+                        approximate=approximation_active())
+        node_adj: dict = {}
+        leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
+        start = self._producer.get(canonical_key(root))
+        if start is None:
+            leaf_adj[canonical_key(root)] = [root, one]
+            start = -1
+        else:
+            node_adj[start] = one
+        for index in range(start, -1, -1):
+            adj = node_adj.get(index)
+            if adj is None:
+                continue  # not on a path to the root: its adjoint is zero
+            node = self.tape[index]
+            for arg, factors in BACKWARD[node.cls](ring, adj, node.output, *node.args):
+                share = _contract(ring, arg, factors)
+                parent = node.parents.get(id(arg))
+                if parent is None:
+                    entry = leaf_adj.get(canonical_key(arg))
+                    if entry is None:
+                        leaf_adj[canonical_key(arg)] = [arg, share]
+                    else:
+                        entry[1] = ring.arith(entry[1], share)
+                else:
+                    old = node_adj.get(parent)
+                    node_adj[parent] = share if old is None else ring.arith(old, share)
+        result = Adjoints(zero)
+        for leaf, adj in leaf_adj.values():
+            result.add(leaf, adj, ring.arith)
+        for index, adj in node_adj.items():
+            node = self.tape[index]
+            keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
+            for key in keys.values():
+                result.add(key, adj, ring.arith)
+        if targets is None:
+            return result
+        return {target: result[target] for target in targets}
+
+
+def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
+    # prod_op of the factors, sum_op-reduced over the names that the argument lacks and the
+    # pass does not keep: one Contraction, which exact plans as a semiring einsum.
+    unit = ops.UNITS[ring.prod_op]
+    flat: list = []
+    for f in factors:  # splice products in (a message with point masses is a sum of terms)
+        if (type(f) is Contraction and f.red_op is None and f.bin_op is ring.prod_op):
+            flat.extend(f.terms)
+        else:
+            flat.append(f)
+    factors = tuple(flat)
+    kept = tuple(f for f in factors if not (type(f) is Number and f.data == unit))
+    if any(type(f) is not Number for f in kept):
+        factors = kept  # a unit factor changes nothing (and keeps `adj[x] is y` exact)
+    names = set()
+    for f in factors:
+        names.update(f.inputs)
+    reduced = frozenset(names - set(arg.inputs) - ring.keep)
+    if len(factors) == 1:
+        (f,) = factors
+        return f.reduce(ring.arith, reduced) if reduced else f
+    return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
+
+
+def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
+                     rng_key=None, sample_inputs=None) -> tuple:
+    """Evaluate ``expr`` on a tape, then run the backward pass: ``(value, adjoints)``.
+
+    ``expr`` is usually lazy (built under ``lazy`` or ``reflect``, e.g. a ``sum_product``
+    or ``einsum``); it is evaluated by the active interpretation. ``adjoints`` maps the
+    leaves and subterms of ``expr`` to their adjoints (see ``AdjointTape.adjoint``).
+
+    Args:
+        sum_op, prod_op: the semiring: ``(ops.logaddexp, ops.add)`` gives marginals
+            (``adjoints[f] + f - value`` is the log marginal of a factor ``f``),
+            ``(ops.max, ops.add)`` max-marginals, and under ``argmax_approximate`` a MAP
+            assignment (point masses in the adjoints); under a sampling interpretation
+            (``PosteriorSample``, Monte Carlo) posterior samples.
+        expr: the forward computation.
+        batch_vars: names or Variables the backward messages keep (sample particles).
+        rng_key, sample_inputs: for ``sum_op=ops.sample``: the backward pass draws posterior
+            samples (``PosteriorSample(rng_key, **sample_inputs)``); the sample inputs
+            (e.g. ``{"particle": Bint[100]}``) are kept as batch inputs.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])), {"a": fc.Bint[2],
+        ...                                                              "b": fc.Bint[2]})
+        >>> with lazy:
+        ...     z = f.reduce(ops.logaddexp, frozenset({"a", "b"}))
+        >>> value, adj = forward_backward(ops.logaddexp, ops.add, z)
+        >>> np.exp((adj[f] + f - value).data)  # p(a, b)
+        array([[0.1, 0.2],
+               [0.3, 0.4]])
+    """
+    with AdjointTape() as tape:
+        forward = reinterpret(expr)
+    if sum_op is not ops.sample or (rng_key is None and sample_inputs is None and isinstance(
+            get_interpretation(), PosteriorSample)):
+        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch_vars)
+    # The sampling semiring: marginalize forward, draw backward.
+    with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
+        batch = frozenset(batch_vars) | sampler.sample_vars
+        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch)
+
+
+def adjoint(sum_op, prod_op, expr: Funsor, batch_vars=frozenset()) -> dict:
+    """The adjoints of the leaves and subterms of ``expr`` (``forward_backward`` without the
+    forward value), as funsor's ``funsor.adjoint.adjoint``.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> x = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+        >>> with lazy:
+        ...     y = x + x
+        >>> adjoint(ops.add, ops.mul, y)[x]  # the transpose of y = 2 x
+        Number(2.0, 'real')
+    """
+    return forward_backward(sum_op, prod_op, expr, batch_vars)[1]
+
