@@ -393,3 +393,35 @@ def _register_pytree(cls) -> None:
 
 
 on_term_class(_register_pytree)
+
+
+# --- compiled control flow, for algorithms that loop over arrays (Markov product scans) ---
+# The core never imports jax: it finds these on the backend module.
+def scan(fn, init, xs, reverse: bool = False):
+    """``jax.lax.scan``: one compiled loop ``carry, y = fn(carry, x)`` over ``xs``'s first axis.
+
+    Example:
+        >>> float(scan(lambda c, x: (c + x, None), 0.0, jnp.arange(4.0))[0])
+        6.0
+    """
+    return jax.lax.scan(fn, init, xs, reverse=reverse)
+
+
+def jit(fn):
+    """``jax.jit(fn)``: compiled once per structure and shape, then cached by jax.
+
+    Example:
+        >>> float(jit(lambda x: x * 2)(jnp.ones(())))
+        2.0
+    """
+    return jax.jit(fn)
+
+
+def platform() -> str:
+    """The platform jax computes on by default: ``"cpu"``, ``"gpu"`` or ``"tpu"``.
+
+    Example:
+        >>> platform() in ("cpu", "gpu", "tpu")
+        True
+    """
+    return jax.default_backend()

@@ -1,0 +1,161 @@
+"""Evaluating a Markov product: from the term to pre-aligned arrays and back.
+
+``exact``'s rules (``interpretations/exact/markov.py``) call these functions; they decide
+nothing about when a rewrite applies, only how:
+
+- ``markov_tensor``: a discrete chain of one Tensor. Its data is aligned once to
+  ``(T, *batch, P, C)`` and handed to ``scan_tensor.chain_product``; no terms per step.
+- ``markov_terms``: any other chain, by building the pairwise contractions as terms through
+  the active interpretation (so lazy pieces, moment matching or a tape see every step):
+  the parallel scan of ``chains.sequential_sum_product`` or a left fold.
+
+Both follow the strategy that ``scan.resolve_strategy`` picks. The Gaussian chains'
+array kernels are ``scan_gaussian``.
+
+Example:
+    >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2], "y": fc.Bint[2]})
+    >>> markov_tensor(ops.add, ops.mul, t, fc.Variable("t", fc.Bint[3]), (("x", "y"),),
+    ...               (("x", "y"),), "parallel").data.tolist()
+    [[4.0, 4.0], [4.0, 4.0]]
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import ops
+from funsor_core.algorithms.chains import compose_power, fold_steps, parallel_steps
+from funsor_core.algorithms.scan import ChainProblem, device_of, resolve_strategy
+from funsor_core.algorithms.scan_tensor import chain_product
+from funsor_core.atoms.sign import distributes
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.backend import backend_name_of
+
+__all__ = ["markov_tensor", "markov_terms", "tensor_layout", "chain_strategy", "rename_free"]
+
+
+def chain_strategy(requested, sum_op, prod_op, trans, array, state: int, batch: int,
+                   duration: int, vector: bool = False, gaussian: bool = False) -> str:
+    """The strategy for a chain: sequential whenever steps may not be regrouped (a pair
+    that does not distribute, or a factor of unknown sign for ``(max, mul)``), else the
+    requested one, with ``"auto"`` decided by the cost model.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((4, 2, 2)))
+        >>> chain_strategy("parallel", ops.add, ops.add, t, t.data, 2, 1, 4)
+        'sequential'
+    """
+    if not distributes(sum_op, prod_op, (trans,)):
+        # The Markov product is defined as a left fold; only a semiring may regroup it.
+        return "sequential"
+    backend = backend_name_of(array)
+    problem = ChainProblem(backend, backend == "jax", device_of(array), state, batch,
+                           duration, vector, gaussian)
+    return resolve_strategy(requested, problem)
+
+
+def tensor_layout(trans, time: str, step: tuple) -> tuple:
+    """``(order, batch names, prev names, curr names)``: the order to align ``trans``'s
+    inputs to so that its data reshapes to ``(T, *batch, P, C)``.
+
+    Example:
+        >>> tensor_layout({"y": 0, "b": 0, "t": 0, "x": 0}, "t", (("x", "y"),))
+        (['t', 'b', 'x', 'y'], ['b'], ['x'], ['y'])
+    """
+    prevs = [p for p, _ in step]
+    currs = [c for _, c in step]
+    skip = set(prevs) | set(currs) | {time}
+    batch = [n for n in trans if n not in skip]
+    order = ([time] if time in trans else []) + batch + prevs + currs
+    return order, batch, prevs, currs
+
+
+def rename_free(step: tuple, step_names: tuple) -> dict:
+    """Bound step name -> free name, for the names that differ.
+
+    Example:
+        >>> rename_free((("x", "y"),), (("a", "y"),))
+        {'x': 'a'}
+    """
+    out = {}
+    for (p, c), (fp, fcurr) in zip(step, step_names):
+        if fp != p:
+            out[p] = fp
+        if fcurr != c:
+            out[c] = fcurr
+    return out
+
+
+def markov_tensor(sum_op, prod_op, trans: Tensor, time, step: tuple, step_names: tuple,
+                  strategy, left=None, right=None) -> Tensor:
+    """The Markov product of a real Tensor chain, on its arrays.
+
+    ``left`` / ``right``: optional boundary arrays ``(*batch, P)`` / ``(*batch, C)`` whose
+    states are summed out (then the result drops the prev / curr names).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((2, 2, 2)), {"t": fc.Bint[2], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> markov_tensor(ops.add, ops.mul, t, fc.Variable("t", fc.Bint[2]), (("x", "y"),),
+        ...               (("x", "y"),), "sequential").inputs
+        {'x': Bint[2], 'y': Bint[2]}
+    """
+    tname, duration = time.name, time.output.size
+    inputs = trans.inputs
+    order, batch, prevs, currs = tensor_layout(inputs, tname, step)
+    data = trans.data
+    own = list(inputs)
+    if order != own:
+        data = ops.permute(data, tuple(own.index(n) for n in order))
+    bshape = tuple(inputs[n].size for n in batch)
+    psizes = tuple(inputs[n].size for n in prevs)
+    states = math.prod(psizes)
+    has_time = tname in inputs
+    mats = ops.reshape(data, ((duration if has_time else 1),) + bshape + (states, states))
+    strategy = chain_strategy(strategy, sum_op, prod_op, trans, data, states,
+                              math.prod(bshape), duration, left is not None or right is not None)
+    power = None if has_time or duration == 1 else duration
+    out = chain_product(sum_op, prod_op, mats, strategy, left, right, power)
+    # The result's inputs: batch, then the free names of the prevs and currs it keeps.
+    free = {}
+    for (p, c), (free_p, free_c) in zip(step, step_names):
+        free[p], free[c] = free_p, free_c
+    new_inputs = {n: inputs[n] for n in batch}
+    shape = bshape
+    if left is None:
+        new_inputs.update((free[n], inputs[n]) for n in prevs)
+        shape += psizes
+    if right is None:
+        new_inputs.update((free[n], inputs[n]) for n in currs)
+        shape += psizes
+    return Tensor.make(ops.reshape(out, shape), new_inputs, "real")
+
+
+def markov_terms(sum_op, prod_op, trans, time, step: tuple, step_names: tuple, strategy):
+    """The Markov product of any chain, built as pairwise contraction terms through the
+    active interpretation: a parallel scan (``ceil(log2 T)`` rounds) or a left fold. A chain
+    without ``time`` among its inputs repeats its one step, by repeated squaring.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> markov_terms(ops.add, ops.mul, t, fc.Variable("t", fc.Bint[3]), (("x", "y"),),
+        ...              (("x", "y"),), "sequential").data.tolist()
+        [[4.0, 4.0], [4.0, 4.0]]
+    """
+    tname, duration = time.name, time.output.size
+    pairs = dict(step)
+    if tname not in trans.inputs:
+        result = compose_power(sum_op, prod_op, trans, pairs, duration)
+    elif not pairs:
+        result = trans.reduce(prod_op, tname)
+    else:
+        if strategy in (None, "auto"):
+            strategy = "parallel"
+        if not distributes(sum_op, prod_op, (trans,)):
+            strategy = "sequential"
+        steps = fold_steps if strategy == "sequential" else parallel_steps
+        result = steps(sum_op, prod_op, trans, tname, pairs)
+    renames = rename_free(step, step_names)
+    return result(**renames) if renames else result
+
