@@ -28,10 +28,12 @@ from funsor_core.algorithms.chains import compose_power, fold_steps, parallel_st
 from funsor_core.algorithms.scan import ChainProblem, device_of, resolve_strategy
 from funsor_core.algorithms.scan_tensor import chain_product
 from funsor_core.atoms.sign import distributes
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_name_of
+from funsor_core.terms.base import Number
 
-__all__ = ["markov_tensor", "markov_terms", "tensor_layout", "chain_strategy", "rename_free"]
+__all__ = ["markov_tensor", "markov_terms", "tensor_layout", "chain_strategy", "rename_free",
+           "contract_markov_tensor"]
 
 
 def chain_strategy(requested, sum_op, prod_op, trans, array, state: int, batch: int,
@@ -159,3 +161,91 @@ def markov_terms(sum_op, prod_op, trans, time, step: tuple, step_names: tuple, s
     renames = rename_free(step, step_names)
     return result(**renames) if renames else result
 
+
+
+def _unit_array(proto, shape: tuple, prod_op):
+    return ops.new_full(proto, shape, float(ops.UNITS[prod_op]))
+
+
+def _boundary(terms, prod_op, inputs: dict, proto):
+    # The prod_op-product of ``terms`` (Tensors, Numbers over ``inputs``' names) as one array
+    # of the full shape of ``inputs``, flattened to (*batch, states).
+    shape = tuple(d.size for d in inputs.values())
+    if not terms:
+        return _unit_array(proto, shape, prod_op)
+    value = terms[0]
+    for t in terms[1:]:
+        value = prod_op(value, t)
+    if not isinstance(value, Tensor):  # a Number
+        return prod_op(_unit_array(proto, shape, prod_op), value.data)
+    return align_tensor(inputs, value, expand=True)
+
+
+def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
+    """``Contraction(red_op, bin_op, reduced_vars, (mp, *others))`` for a discrete Markov
+    product ``mp`` whose first prev or last curr states are summed out: the factors of those
+    states are folded in as boundary vectors, so the sequential carry is a vector (an HMM's
+    forward or backward algorithm, ``O(T K^2)``) instead of a transition matrix.
+
+    Returns ``(value, rest, remaining_vars)``: the chain with its boundaries, the factors that
+    stay outside (batch-only factors, factors of other names) and what is left to reduce;
+    or None when no boundary can be summed inside the chain.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> t = fc.Tensor(np.ones((4, 2, 2)), {"t": fc.Bint[4], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> with lazy:
+        ...     mp = fc.MarkovProduct(ops.add, ops.mul, t, "t", {"x": "y"})
+        >>> init = fc.Tensor(np.array([1.0, 0.0]), {"x": fc.Bint[2]})
+        >>> value, rest, names = contract_markov_tensor(ops.add, ops.mul,
+        ...                                             frozenset({"x", "y"}), mp, [init])
+        >>> float(value.data), rest, names  # 2 ** 4 paths from x = 0
+        (16.0, [], frozenset())
+    """
+    sum_op, prod_op, trans = mp.sum_op, mp.prod_op, mp.trans
+    if (not isinstance(trans, Tensor) or trans.output.dtype != "real" or trans.output.shape
+            or not mp.step or red_op is not sum_op or bin_op not in (None, prod_op)
+            or not distributes(sum_op, prod_op, (trans, *others))):
+        return None
+    free = mp.free_names
+    fp = frozenset(free[p] for p, _ in mp.step)
+    fc = frozenset(free[c] for _, c in mp.step)
+    names = frozenset(mp.inputs)
+    rest, sides = [], []
+    for t in others:
+        own = frozenset(t.inputs)
+        if not isinstance(t, (Tensor, Number)) or not own <= names or (own & fp and own & fc):
+            rest.append(t)
+        else:
+            sides.append(t)
+    outside = frozenset().union(*(t.inputs for t in rest))
+    use_left = fp <= reduced_vars and not outside & fp
+    use_right = fc <= reduced_vars and not outside & fc
+    left, right = [], []
+    for t in sides:
+        own = frozenset(t.inputs)
+        if own & fp and use_left:
+            left.append(t)
+        elif own & fc and use_right:
+            right.append(t)
+        else:
+            rest.append(t)
+    if not (use_left or use_right):
+        return None
+    _, batch, prevs, currs = tensor_layout(trans.inputs, mp.time.name, mp.step)
+    bdomains = {n: trans.inputs[n] for n in batch}
+    bshape = tuple(d.size for d in bdomains.values())
+    states = math.prod(trans.inputs[p].size for p in prevs)
+    proto = trans.data
+    left_arr = right_arr = None
+    if use_left:
+        inputs = {**bdomains, **{free[p]: trans.inputs[p] for p in prevs}}
+        left_arr = ops.reshape(_boundary(left, prod_op, inputs, proto), bshape + (states,))
+    if use_right:
+        inputs = {**bdomains, **{free[c]: trans.inputs[c] for c in currs}}
+        right_arr = ops.reshape(_boundary(right, prod_op, inputs, proto), bshape + (states,))
+    value = markov_tensor(sum_op, prod_op, trans, mp.time, mp.step, mp.step_names, mp.strategy,
+                          left_arr, right_arr)
+    summed = (fp if use_left else frozenset()) | (fc if use_right else frozenset())
+    return value, rest, reduced_vars - summed
