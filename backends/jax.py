@@ -425,3 +425,13 @@ def platform() -> str:
         True
     """
     return jax.default_backend()
+
+
+def cond(pred, true_fn, false_fn, operand):
+    """``jax.lax.cond``: run one of two compiled branches on a traced boolean.
+
+    Example:
+        >>> float(cond(jnp.array(True), lambda x: x + 1, lambda x: x, jnp.zeros(())))
+        1.0
+    """
+    return jax.lax.cond(pred, true_fn, false_fn, operand)

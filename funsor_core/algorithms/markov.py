@@ -14,7 +14,7 @@ array kernels are ``scan_gaussian``.
 
 Example:
     >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2], "y": fc.Bint[2]})
-    >>> markov_tensor(ops.add, ops.mul, t, fc.Variable("t", fc.Bint[3]), (("x", "y"),),
+    >>> markov_tensor(ops.add, ops.mul, [t], fc.Variable("t", fc.Bint[3]), (("x", "y"),),
     ...               (("x", "y"),), "parallel").data.tolist()
     [[4.0, 4.0], [4.0, 4.0]]
 """
@@ -29,14 +29,16 @@ from funsor_core.algorithms.scan import ChainProblem, device_of, resolve_strateg
 from funsor_core.algorithms.scan_tensor import chain_product
 from funsor_core.atoms.sign import distributes
 from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.domains import Real
 from funsor_core.engine.backend import backend_name_of
-from funsor_core.terms.base import Number
+from funsor_core.terms.base import Binary, Number
+from funsor_core.terms.contraction import Contraction
 
-__all__ = ["markov_tensor", "markov_terms", "tensor_layout", "chain_strategy", "rename_free",
-           "contract_markov_tensor"]
+__all__ = ["markov_tensor", "markov_terms", "tensor_factors", "tensor_layout", "chain_strategy",
+           "rename_free", "contract_markov_tensor"]
 
 
-def chain_strategy(requested, sum_op, prod_op, trans, array, state: int, batch: int,
+def chain_strategy(requested, sum_op, prod_op, factors, array, state: int, batch: int,
                    duration: int, vector: bool = False, gaussian: bool = False) -> str:
     """The strategy for a chain: sequential whenever steps may not be regrouped (a pair
     that does not distribute, or a factor of unknown sign for ``(max, mul)``), else the
@@ -44,10 +46,10 @@ def chain_strategy(requested, sum_op, prod_op, trans, array, state: int, batch: 
 
     Example:
         >>> t = fc.Tensor(np.ones((4, 2, 2)))
-        >>> chain_strategy("parallel", ops.add, ops.add, t, t.data, 2, 1, 4)
+        >>> chain_strategy("parallel", ops.add, ops.add, [t], t.data, 2, 1, 4)
         'sequential'
     """
-    if not distributes(sum_op, prod_op, (trans,)):
+    if not distributes(sum_op, prod_op, tuple(factors)):
         # The Markov product is defined as a left fold; only a semiring may regroup it.
         return "sequential"
     backend = backend_name_of(array)
@@ -88,9 +90,66 @@ def rename_free(step: tuple, step_names: tuple) -> dict:
     return out
 
 
-def markov_tensor(sum_op, prod_op, trans: Tensor, time, step: tuple, step_names: tuple,
+def tensor_factors(trans, prod_op) -> list | None:
+    """The factors of a discrete chain's step: ``[trans]`` for a real Tensor, the terms of a
+    ``prod_op``-product of Tensors and Numbers (a ``Binary`` tree or a ``Contraction``, as
+    built lazily, so that a shared transition matrix and per-step observation vectors stay
+    apart); None for anything else.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> a = fc.Tensor(np.zeros((2, 2)), {"x": fc.Bint[2], "y": fc.Bint[2]})
+        >>> o = fc.Tensor(np.zeros((5, 2)), {"t": fc.Bint[5], "y": fc.Bint[2]})
+        >>> with lazy:
+        ...     step = a + o + 1.0
+        >>> [type(f).__name__ for f in tensor_factors(step, ops.add)]
+        ['Tensor', 'Tensor', 'Number']
+    """
+    factors, todo = [], [trans]
+    while todo:
+        term = todo.pop()
+        if isinstance(term, Binary) and term.op is prod_op:
+            todo += [term.rhs, term.lhs]
+        elif (isinstance(term, Contraction) and term.red_op is None
+              and term.bin_op is prod_op and not term.reduced_vars):
+            todo += reversed(term.terms)
+        elif isinstance(term, (Tensor, Number)) and term.output is Real:
+            factors.append(term)
+        else:
+            return None
+    if not any(isinstance(t, Tensor) for t in factors):
+        return None
+    return factors
+
+
+def _factor_array(f, layout: dict, prevs: list, currs: list, has_time: bool, proto):
+    # f's data aligned to (T or 1, *batch (size 1 where f lacks a name), P or 1, C or 1): a
+    # factor of some but not all prev (curr) names is expanded over the others.
+    names = list(layout)
+    if isinstance(f, Number):
+        data = ops.new_full(proto, (1,) * len(names), float(f.data))
+    else:
+        data = align_tensor(layout, f)
+    own = set(f.inputs)
+    full = [layout[n].size if n in own else 1 for n in names]
+    for group in (prevs, currs):
+        if own.intersection(group):
+            for n in group:
+                full[names.index(n)] = layout[n].size
+    if tuple(data.shape) != tuple(full):
+        data = ops.expand(data, tuple(full))
+    nb = len(names) - len(prevs) - len(currs) - (1 if has_time else 0)
+    lead = full[:1] if has_time else [1]
+    batch = full[(1 if has_time else 0):(1 if has_time else 0) + nb]
+    p = math.prod(full[len(full) - len(prevs) - len(currs):len(full) - len(currs)])
+    c = math.prod(full[len(full) - len(currs):])
+    return ops.reshape(data, tuple(lead + batch + [p, c]))
+
+
+def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names: tuple,
                   strategy, left=None, right=None) -> Tensor:
-    """The Markov product of a real Tensor chain, on its arrays.
+    """The Markov product of a discrete chain whose step is the ``prod_op``-product of
+    ``factors`` (Tensors and Numbers, from ``tensor_factors``), on their arrays.
 
     ``left`` / ``right``: optional boundary arrays ``(*batch, P)`` / ``(*batch, C)`` whose
     states are summed out (then the result drops the prev / curr names).
@@ -98,26 +157,27 @@ def markov_tensor(sum_op, prod_op, trans: Tensor, time, step: tuple, step_names:
     Example:
         >>> t = fc.Tensor(np.ones((2, 2, 2)), {"t": fc.Bint[2], "x": fc.Bint[2],
         ...                                    "y": fc.Bint[2]})
-        >>> markov_tensor(ops.add, ops.mul, t, fc.Variable("t", fc.Bint[2]), (("x", "y"),),
+        >>> markov_tensor(ops.add, ops.mul, [t], fc.Variable("t", fc.Bint[2]), (("x", "y"),),
         ...               (("x", "y"),), "sequential").inputs
         {'x': Bint[2], 'y': Bint[2]}
     """
     tname, duration = time.name, time.output.size
-    inputs = trans.inputs
+    inputs: dict = {}
+    for f in factors:
+        for n, d in f.inputs.items():
+            inputs.setdefault(n, d)
     order, batch, prevs, currs = tensor_layout(inputs, tname, step)
-    data = trans.data
-    own = list(inputs)
-    if order != own:
-        data = ops.permute(data, tuple(own.index(n) for n in order))
+    layout = {n: inputs[n] for n in order}
+    has_time = tname in inputs
+    proto = next(f.data for f in factors if isinstance(f, Tensor))
+    arrays = tuple(_factor_array(f, layout, prevs, currs, has_time, proto) for f in factors)
     bshape = tuple(inputs[n].size for n in batch)
     psizes = tuple(inputs[n].size for n in prevs)
     states = math.prod(psizes)
-    has_time = tname in inputs
-    mats = ops.reshape(data, ((duration if has_time else 1),) + bshape + (states, states))
-    strategy = chain_strategy(strategy, sum_op, prod_op, trans, data, states,
+    strategy = chain_strategy(strategy, sum_op, prod_op, factors, proto, states,
                               math.prod(bshape), duration, left is not None or right is not None)
     power = None if has_time or duration == 1 else duration
-    out = chain_product(sum_op, prod_op, mats, strategy, left, right, power)
+    out = chain_product(sum_op, prod_op, arrays, strategy, left, right, power)
     # The result's inputs: batch, then the free names of the prevs and currs it keeps.
     free = {}
     for (p, c), (free_p, free_c) in zip(step, step_names):
@@ -203,10 +263,10 @@ def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: 
         >>> float(value.data), rest, names  # 2 ** 4 paths from x = 0
         (16.0, [], frozenset())
     """
-    sum_op, prod_op, trans = mp.sum_op, mp.prod_op, mp.trans
-    if (not isinstance(trans, Tensor) or trans.output.dtype != "real" or trans.output.shape
-            or not mp.step or red_op is not sum_op or bin_op not in (None, prod_op)
-            or not distributes(sum_op, prod_op, (trans, *others))):
+    sum_op, prod_op = mp.sum_op, mp.prod_op
+    factors = tensor_factors(mp.trans, prod_op)
+    if (factors is None or not mp.step or red_op is not sum_op or bin_op not in (None, prod_op)
+            or not distributes(sum_op, prod_op, (*factors, *others))):
         return None
     free = mp.free_names
     fp = frozenset(free[p] for p, _ in mp.step)
@@ -233,19 +293,20 @@ def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: 
             rest.append(t)
     if not (use_left or use_right):
         return None
-    _, batch, prevs, currs = tensor_layout(trans.inputs, mp.time.name, mp.step)
-    bdomains = {n: trans.inputs[n] for n in batch}
+    inputs = mp.trans.inputs
+    _, batch, prevs, currs = tensor_layout(inputs, mp.time.name, mp.step)
+    bdomains = {n: inputs[n] for n in batch}
     bshape = tuple(d.size for d in bdomains.values())
-    states = math.prod(trans.inputs[p].size for p in prevs)
-    proto = trans.data
+    states = math.prod(inputs[p].size for p in prevs)
+    proto = next(f.data for f in factors if isinstance(f, Tensor))
     left_arr = right_arr = None
     if use_left:
-        inputs = {**bdomains, **{free[p]: trans.inputs[p] for p in prevs}}
-        left_arr = ops.reshape(_boundary(left, prod_op, inputs, proto), bshape + (states,))
+        side = {**bdomains, **{free[p]: inputs[p] for p in prevs}}
+        left_arr = ops.reshape(_boundary(left, prod_op, side, proto), bshape + (states,))
     if use_right:
-        inputs = {**bdomains, **{free[c]: trans.inputs[c] for c in currs}}
-        right_arr = ops.reshape(_boundary(right, prod_op, inputs, proto), bshape + (states,))
-    value = markov_tensor(sum_op, prod_op, trans, mp.time, mp.step, mp.step_names, mp.strategy,
+        side = {**bdomains, **{free[c]: inputs[c] for c in currs}}
+        right_arr = ops.reshape(_boundary(right, prod_op, side, proto), bshape + (states,))
+    value = markov_tensor(sum_op, prod_op, factors, mp.time, mp.step, mp.step_names, mp.strategy,
                           left_arr, right_arr)
     summed = (fp if use_left else frozenset()) | (fc if use_right else frozenset())
     return value, rest, reduced_vars - summed
