@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 from dataclasses import dataclass
 
@@ -187,6 +188,7 @@ def _costs(p: ChainProblem) -> tuple[float, float]:
     return seq_fixed + seq_work * element, par_fixed + 2 * par_work * element
 
 
+@functools.lru_cache(maxsize=1024)
 def choose_strategy(problem: ChainProblem) -> tuple[str, str]:
     """The cheaper strategy for ``problem`` under the cost model, and why.
 

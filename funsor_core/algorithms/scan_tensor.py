@@ -69,8 +69,8 @@ def semiring_mm(sum_op, prod_op, a, b):
     if sum_op is ops.add and prod_op is ops.mul:
         return ops.matmul(a, b)
     if sum_op is ops.logaddexp and prod_op is ops.add:
-        size = math.prod(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-        size *= a.shape[-2] * a.shape[-1] * b.shape[-1]
+        sa, sb = a.shape, b.shape
+        size = max(math.prod(sa[:-2]), math.prod(sb[:-2])) * sa[-2] * sa[-1] * sb[-1]
         if size > BROADCAST_LIMIT and ops.is_concrete(a) and ops.is_concrete(b):
             # A large product: the kernels' shifted matrix product, checked for lost digits
             # (recomputed exactly where the operands peak at different states).

@@ -7,10 +7,10 @@ cost model (``funsor_core.algorithms.scan``); the math is ``funsor_core.algorith
 
 from __future__ import annotations
 
-from funsor_core.algorithms.markov import (
+from funsor_core.algorithms.markov import markov_terms
+from funsor_core.algorithms.markov_tensor import (
     contract_markov_tensor,
     markov_tensor,
-    markov_terms,
     tensor_factors,
 )
 from funsor_core.algorithms.scan_gaussian import gaussian_chain_parts, markov_gaussian
