@@ -10,7 +10,8 @@ This module is the public face of the family (funsor users write
   Sarkka-Bilmes scans for factors that look back several steps.
 - ``terms.markov``: the lazy ``MarkovProduct`` term, which ``exact`` evaluates with a
   strategy (``"parallel"``, ``"sequential"`` or ``"auto"``: ``algorithms.scan``) set per term
-  or per block with ``markov_strategy``.
+  or per block with ``markov_strategy``; ``markov_marginals`` and ``markov_map`` smooth and
+  decode discrete chains by the derivative of the chain's total (``algorithms.markov_smooth``).
 - ``algorithms.markov_plates``: plated elimination where some plates are Markov chains
   (``modified_partial_sum_product``, ``dynamic_partial_sum_product``) and
   ``partial_unroll``, which rewrites plates as copies of their variables.
@@ -33,6 +34,7 @@ from funsor_core.algorithms.markov_plates import (
     modified_partial_sum_product,
     partial_unroll,
 )
+from funsor_core.algorithms.markov_smooth import markov_map, markov_marginals
 from funsor_core.algorithms.plates import (
     PRODUCT_TO_POWER,
     PlateError,
@@ -47,7 +49,8 @@ from funsor_core.algorithms.scan import (
 from funsor_core.compat.sum_product import _partition  # noqa: F401 (funsor's tests import it)
 from funsor_core.terms.markov import MarkovProduct
 
-__all__ = ["MarkovProduct", "markov_strategy", "set_markov_strategy", "get_markov_strategy",
+__all__ = ["MarkovProduct", "markov_marginals", "markov_map", "markov_strategy",
+           "set_markov_strategy", "get_markov_strategy",
            "PlateError", "PRODUCT_TO_POWER", "dynamic_partial_sum_product",
            "mixed_sequential_sum_product", "modified_partial_sum_product",
            "naive_sarkka_bilmes_product", "naive_sequential_sum_product", "partial_sum_product",

@@ -272,40 +272,58 @@ def _sequential(step: _Step, factors, duration, left, right, scan):
 
 
 def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond):
-    # The log-space forward filter in probability space (see the module docstring): needs
-    # one matrix factor. Returns the filter's result, recomputed exactly if any step's sums
-    # fell below tiny / eps.
+    # The log-space forward filter in probability space (see the module docstring), for a
+    # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
+    # the carry is ``(p, lz)`` with ``v = log p + lz``; a step is ``s = p @ exp(a - a_max)``,
+    # ``q = s * exp(w + a_max - m)`` (m: the max over states), ``p = q / sum q`` and
+    # ``lz += log sum q + m``. The exps of ``a`` and ``w`` are taken once for all steps, so
+    # a step is a matrix product and a few elementwise ops (as dynamax's filter). Recomputed
+    # exactly in log space when any sum ``s`` falls below tiny / eps (lost digits or a zero).
     (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
     a = factors[mi]
-    shift = ops.amax(a, axis=-2, keepdims=True)
-    shift = ops.where(ops.isfinite(shift), shift, ops.full_like(shift, 0.0))
-    e = ops.exp(a - shift)
+    a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
+    a_max = ops.where(ops.isfinite(a_max), a_max, ops.full_like(a_max, 0.0))
+    e = ops.exp(a - a_max)
+    # w: every vector and constant of a step, plus the matrix's column shift, (T', *b, C).
+    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
+    w = w[..., 0, :]
+    k = step.states
+    if w.shape[-1] != k:
+        w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+    w_max = ops.amax(w, axis=-1, keepdims=True)
+    w_max = ops.where(ops.isfinite(w_max), w_max, ops.full_like(w_max, 0.0))
+    ew = ops.exp(w - w_max)
     info = np.finfo(np.dtype(left.dtype))
     floor = float(info.tiny / info.eps)
-    fast_step = _Step(step.sum_op, step.prod_op, factors, step.states)
+    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
 
-    def forward(c, groups):
-        v, bad = c
-        if groups["p"]:
-            v = fast_step.fold([v] + groups["p"])
-        (mat_e,) = groups["m"]  # exp(a - shift) at this step; the shift sits in "c"
-        mv = ops.amax(v, axis=-1, keepdims=True)
-        mv = ops.where(ops.isfinite(mv), mv, ops.full_like(mv, 0.0))
-        s = ops.matmul(ops.exp(v - mv)[..., None, :], mat_e)[..., 0, :]
-        bad = ops.or_(bad, ops.any(s < floor))
-        v = ops.log(ops.where(s > 0, s, ops.full_like(s, 1.0)))
-        v = ops.where(s > 0, v, ops.full_like(v, -math.inf)) + mv
-        after = groups["c"] + groups["s"]
-        return (fast_step.fold([v] + after), bad)
+    def body(carry, xs):
+        p, lz, low = carry
+        et, ewt, wmt = xs
+        et = et if timed_e else e[0]
+        ewt, wmt = (ewt, wmt) if timed_w else (ew[0], w_max[0])
+        s = ops.matmul(p[..., None, :], et)[..., 0, :]
+        low = ops.min(low, s)  # NaN propagates: a carry of all -inf makes NaN
+        q = s * ewt
+        z = ops.sum(q, axis=-1, keepdims=True)
+        # Where z = 0 the chain is recomputed exactly; 1 there keeps gradients finite.
+        z = ops.where(z > 0, z, ops.full_like(z, 1.0))
+        return (q / z, lz + ops.log(z) + wmt, low), None
 
-    fast = list(factors)
-    fast[mi] = e
-    fast.append(shift)  # a (T or 1, *batch, 1, C) factor: kind "c"
-    fast_step.kinds = step.kinds + ("c",)
-    fast_step.timed = step.timed + (shift.shape[0] > 1,)
-    bad0 = ops.any(left != left)  # False, as a traced boolean
-    carry, bad = _loop(forward, (left, bad0), fast_step, tuple(fast), duration, False, scan)
-    result = carry if right is None else _dot(step.sum_op, step.prod_op, carry, right)
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    p0 = ops.exp(left - lmax)
+    z0 = ops.sum(p0, axis=-1, keepdims=True)
+    carry = (p0 / z0, lmax + ops.log(z0), ops.full_like(left, math.inf))
+    xs = (e if timed_e else ops.new_zeros(left, (duration,)),
+          ew if timed_w else ops.new_zeros(left, (duration,)),
+          w_max if timed_w else ops.new_zeros(left, (duration,)))
+    p, lz, low = scan(body, carry, xs)[0]
+    bad = ops.any(ops.invert(low >= floor))
+    # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
+    positive = p > 0
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                  ops.full_like(p, -math.inf))
+    result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
 
     def exact(_):
         return _sequential(step, factors, duration, left, right, scan)
@@ -327,7 +345,8 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
         step = _Step(sum_op, prod_op, factors, states)
     if strategy == "sequential" or duration == 1:
         if (jax_backend is not None and has_left and sum_op is ops.logaddexp
-                and prod_op is ops.add and step.kinds.count("m") == 1 and states > 1):
+                and prod_op is ops.add and step.kinds.count("m") == 1
+                and "p" not in step.kinds and states > 1 and duration > 1):
             return _fast_log_filter(step, factors, duration, left, right, scan,
                                     jax_backend.cond)
         return _sequential(step, factors, duration, left, right, scan)
