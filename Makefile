@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml constraints.txt
 			echo "'$(PYTHON) -m venv' failed: install the venv module (e.g. python3-venv)"; \
 			exit 1; }; \
 	fi
-	$(PIP) install $(PIP_FLAGS) -c constraints.txt -e ".[torch,jax,test]"
+	$(PIP) install $(PIP_FLAGS) -c constraints.txt -e ".[torch,jax,test,examples]"
 	@touch $@
 
 # pytest exits 5 when it collects nothing (only while the skeleton has no tests); say so
@@ -48,6 +48,8 @@ lint: venv
 
 demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
+	$(SINGLE_THREAD) $(VPY) examples/hmm.py
+	$(SINGLE_THREAD) $(VPY) examples/kalman_bias.py
 
 # Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
 # run and report the peer as missing. The installed numpy/jax/torch are frozen while the peers
@@ -61,13 +63,17 @@ $(BENCH_STAMP): $(STAMP)
 	       || echo "WARNING: funsor 0.4.8 did not install; benchmarks run without it"; \
 	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
 	       dynamax \
-	       || echo "WARNING: dynamax did not install; benchmarks run without it"; }
+	       || echo "WARNING: dynamax did not install; benchmarks run without it"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       numpyro \
+	       || echo "WARNING: numpyro did not install; funsor 0.4.8 runs without jax"; }
 	@touch $@
 
 bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/overhead.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/markov.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache
