@@ -303,10 +303,12 @@ def dynamax_kalman(parallel: bool):
 
 def funsor_core_kalman(F, Q, H, R, m0, P0, ys, strategy=None):
     """The Kalman log likelihood as a funsor-core program: a Gaussian transition shared by
-    every step plus a Gaussian observation factor per step, their Markov product contracted
-    with the prior, every state integrated out. Builds with the active backend's arrays."""
+    every step plus a Gaussian observation factor per step, their Markov product (built
+    lazily) contracted with the prior, every state integrated out: exact runs it as a Kalman
+    filter. Builds with the active backend's arrays."""
     import funsor_core as fc
     from funsor_core import ops
+    from interpretations import lazy
 
     T, d = ys.shape[0], F.shape[0]
     e = H.shape[0]
@@ -323,8 +325,10 @@ def funsor_core_kalman(F, Q, H, R, m0, P0, ys, strategy=None):
     prior = fc.Gaussian(mean=m0, covariance=P0, inputs={"x_prev": fc.Reals[d]})
     const = (-0.5 * T * (d + e) - 0.5 * d) * math.log(2 * math.pi) \
         - T * _half_logdet(Q) - T * _half_logdet(R) - _half_logdet(P0)
-    chain = fc.MarkovProduct(ops.logaddexp, ops.add, trans + obs, "time",
-                             {"x_prev": "x_curr"}, strategy=strategy)
+    step = trans + obs
+    with lazy:
+        chain = fc.MarkovProduct(ops.logaddexp, ops.add, step, "time", {"x_prev": "x_curr"},
+                                 strategy=strategy)
     total = (prior + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
     return total.data + const
 

@@ -163,16 +163,40 @@ def test_mixed_discrete_and_real_pairs():
                                        _evaluate(expected, point, ["i", "j"]), rtol=1e-9)
 
 
-def test_lazy_gaussian_chain_with_prior():
-    # A Kalman filter: the chain built lazily, contracted with a prior over its first state.
-    g = random_gaussian({"t": fc.Bint[9], "p": fc.Reals[2], "c": fc.Reals[2]})
-    prior = random_gaussian({"p": fc.Reals[2]})
-    expected = (prior + naive_sequential_sum_product(ops.logaddexp, ops.add, g, "t",
-                                                     {"p": "c"})).reduce(ops.logaddexp)
-    with lazy:
-        chain = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"p": "c"})
-    actual = (prior + chain).reduce(ops.logaddexp, {"p", "c"})
-    np.testing.assert_allclose(np.asarray(actual.data), np.asarray(expected.data), rtol=1e-9)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("glob", [False, True], ids=["noglobal", "global"])
+def test_gaussian_filter_with_boundaries(glob, strategy):
+    # A Kalman filter: the chain built lazily and reduced with a prior over its first state
+    # (and/or a factor of its last state): the boundaries fold into the chain; against the
+    # chain evaluated first (the naive fold) and then contracted.
+    for duration in (1, 2, 7):
+        inputs = {"t": fc.Bint[duration], "b": fc.Bint[2], "p": fc.Reals[2], "c": fc.Reals[2]}
+        if glob:
+            inputs["bias"] = fc.Real
+        g = random_gaussian(inputs) + random_tensor({"t": fc.Bint[duration]})
+        first = random_gaussian({"p": fc.Reals[2], **({"bias": fc.Real} if glob else {})})
+        last = random_gaussian({"b": fc.Bint[2], "c": fc.Reals[2]})
+        bias_prior = random_gaussian({"bias": fc.Real}) if glob else None
+        expected_chain = naive_sequential_sum_product(ops.logaddexp, ops.add, g, "t",
+                                                      {"p": "c"})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"p": "c"}, strategy=strategy)
+        for terms, names in [((first,), {"p"}), ((last,), {"c"}), ((first, last), {"p", "c"}),
+                             ((first, last), {"p", "c", "b"}), ((), {"p"})]:
+            if bias_prior is not None:
+                terms = terms + (bias_prior,)
+                names = names | {"bias"}
+            actual, expected = chain, expected_chain
+            for f in terms:
+                actual, expected = actual + f, expected + f
+            actual = actual.reduce(ops.logaddexp, frozenset(names))
+            expected = expected.reduce(ops.logaddexp, frozenset(names))
+            point = {n: np.full(d.shape, 0.3) for n, d in expected.inputs.items()
+                     if d.dtype == "real"}
+            kept = [n for n in ("b",) if n in expected.inputs]
+            np.testing.assert_allclose(_evaluate(actual, point, kept),
+                                       _evaluate(expected, point, kept), rtol=1e-8,
+                                       err_msg=f"T={duration} {sorted(names)}")
 
 
 def test_divergent_inner_state_is_reported():

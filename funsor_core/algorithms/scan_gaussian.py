@@ -4,7 +4,7 @@ A step of a Gaussian chain is ``g(prev, glob, curr) + k`` with ``g`` a Gaussian 
 ``w``, ``prec_sqrt`` ``s``) over the real state ``prev`` (``dp`` coordinates), the global
 reals ``glob`` shared by every step (``dg``, not eliminated: a sensor bias) and ``curr``, and
 ``k`` a constant per step. The chain is aligned once to arrays with a leading time axis, rows
-in the order ``[prev, glob, curr]`` and every step's rank made exactly ``D = 2 dp + dg``
+in the order ``[prev, glob, curr]``, and every step's rank made exactly ``D = 2 dp + dg``
 (compressed, or padded with rows of no information), so that composing two steps always
 gives rank ``D`` again: the sequential carry has one fixed structure, and ``lax.scan`` runs
 it under jax.
@@ -39,7 +39,8 @@ from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_module, backend_name_of
 
-__all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose"]
+__all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose",
+           "canonical_rank", "gaussian_result"]
 
 
 class GaussianChain:
@@ -110,23 +111,32 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
             k = ops.add(k, t.data)
     dp = sum(g.inputs[n].num_elements for n in prevs)
     dg = sum(g.inputs[n].num_elements for n in glob)
-    w, s, k = _canonical_rank(w, s, k, 2 * dp + dg)
+    # Rank between dp (a filter step always has enough rows) and the dim (compressed).
+    w, s, k = canonical_rank(w, s, k, dp, 2 * dp + dg)
     power = None if has_time or duration == 1 else duration
     reals = {n: g.inputs[n] for n in prevs + glob + currs}
     return GaussianChain(w, s, k, dp, dg, power, bints, reals, duration)
 
 
-def _canonical_rank(w, s, k, dim: int):
-    # Rank exactly ``dim``: compress a wider square root (its constant moves to k), pad a
-    # narrower one with columns of zeros (rows of no information: f is unchanged).
+def canonical_rank(w, s, k, low: int, high: int):
+    """A square root of rank between ``low`` and ``high``: a wider one is compressed (its
+    constant moves to ``k``), a narrower one padded with zero columns (no information, the
+    density is unchanged). Decided from shapes only, so it is the same under ``jax.jit``.
+
+    Example:
+        >>> w, s, k = canonical_rank(np.ones(1), np.ones((2, 1)), np.zeros(()), 2, 2)
+        >>> s.shape
+        (2, 2)
+    """
     rank = s.shape[-1]
-    if rank > dim:
+    if rank > high:
         w, s, shift = gm.compress(w, s)
-        return w, s, ops.add(k, shift)
-    if rank < dim:
+        rank = s.shape[-1]
+        k = ops.add(k, shift)
+    if rank < low:
         batch = tuple(s.shape[:-2])
-        w = ops.cat([w, ops.new_zeros(w, batch + (dim - rank,))], -1)
-        s = ops.cat([s, ops.new_zeros(s, batch + (s.shape[-2], dim - rank))], -1)
+        w = ops.cat([w, ops.new_zeros(w, batch + (low - rank,))], -1)
+        s = ops.cat([s, ops.new_zeros(s, batch + (s.shape[-2], low - rank))], -1)
     return w, s, k
 
 
@@ -232,6 +242,11 @@ def _sequential(chain, sizes, check, scan):
 
 
 def _run(strategy, check, scan, chain):
+    # Every step of rank exactly D, so that composing two always gives rank D again.
+    dim = 2 * chain.dp + chain.dg
+    w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+    chain = GaussianChain(w, s, k, chain.dp, chain.dg, chain.power, chain.batch, chain.reals,
+                          chain.duration)
     sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
     if chain.power is not None:
         return _power(_index((chain.w, chain.s, chain.k), 0), chain.power, sizes, check)
@@ -278,6 +293,21 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
     free = {}
     for (p, c), (fp, fcurr) in zip(step, step_names):
         free[p], free[c] = fp, fcurr
-    inputs = dict(chain.batch)
-    inputs.update((free.get(n, n), d) for n, d in chain.reals.items())
-    return Gaussian(white_vec=w2, prec_sqrt=s2, inputs=inputs) + Tensor(k2, dict(chain.batch))
+    reals = {free.get(n, n): d for n, d in chain.reals.items()}
+    return gaussian_result(w2, s2, k2, chain.batch, reals)
+
+
+def gaussian_result(w, s, k, batch: dict, reals: dict):
+    """``Gaussian + Tensor`` over the Bint inputs ``batch`` and the real inputs ``reals`` (in
+    the order of the rows of ``s``), built through the constructors.
+
+    Example:
+        >>> r = gaussian_result(np.zeros(1), np.ones((1, 1)), np.zeros(()), {}, {"x": fc.Real})
+        >>> type(r).__name__, r.inputs
+        ('Contraction', {'x': Real})
+    """
+    if not reals:
+        return Tensor(ops.add(k, ops.mul(-0.5, ops.sum(w * w, -1))), dict(batch))
+    inputs = dict(batch)
+    inputs.update(reals)
+    return Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs) + Tensor(k, dict(batch))

@@ -14,6 +14,7 @@ from funsor_core.algorithms.markov_tensor import (
     tensor_factors,
 )
 from funsor_core.algorithms.scan_gaussian import gaussian_chain_parts, markov_gaussian
+from funsor_core.algorithms.scan_gaussian_filter import contract_markov_gaussian
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
@@ -109,6 +110,8 @@ def exact_contraction_markov_product(red_op, bin_op, reduced_vars, terms):
     mp = chains[0]
     others = [t for t in terms if t is not mp]
     fused = contract_markov_tensor(red_op, bin_op, reduced_vars, mp, others)
+    if fused is None:
+        fused = contract_markov_gaussian(red_op, bin_op, reduced_vars, mp, others)
     if fused is None:
         value, rest, remaining = MarkovProduct(*mp._args), others, reduced_vars
         if isinstance(value, MarkovProduct):
