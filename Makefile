@@ -50,6 +50,8 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
 	$(SINGLE_THREAD) $(VPY) examples/conjugate_models.py
 	$(SINGLE_THREAD) $(VPY) examples/bayesian_network.py
+	$(SINGLE_THREAD) $(VPY) examples/hmm.py
+	$(SINGLE_THREAD) $(VPY) examples/kalman_bias.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
 # still run and report the peer as missing. The installed numpy/jax/torch are frozen while
@@ -66,7 +68,10 @@ $(BENCH_STAMP): $(STAMP)
 	       || echo "WARNING: dynamax did not install; benchmarks run without it"; \
 	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
 	       pgmpy \
-	       || echo "WARNING: pgmpy did not install; benchmarks run without it"; }
+	       || echo "WARNING: pgmpy did not install; benchmarks run without it"; \
+	     $(PIP) install $(PIP_FLAGS) -c constraints.txt -c $(VENV)/bench-constraints.txt \
+	       numpyro \
+	       || echo "WARNING: numpyro did not install; funsor 0.4.8 runs without jax"; }
 	@touch $@
 
 bench: $(BENCH_STAMP)
@@ -76,6 +81,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/distributions.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/contraction.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/adjoint.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/markov.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

@@ -478,3 +478,57 @@ def _register_pytree(cls) -> None:
 
 
 on_term_class(_register_pytree)
+
+
+# --- compiled control flow, for algorithms that loop over arrays (Markov product scans) ---
+# The core never imports jax: it finds these on the backend module.
+def scan(fn, init, xs, reverse: bool = False):
+    """``jax.lax.scan``: one compiled loop ``carry, y = fn(carry, x)`` over ``xs``'s first axis.
+
+    Example:
+        >>> float(scan(lambda c, x: (c + x, None), 0.0, jnp.arange(4.0))[0])
+        6.0
+    """
+    return jax.lax.scan(fn, init, xs, reverse=reverse)
+
+
+def jit(fn):
+    """``jax.jit(fn)``: compiled once per structure and shape, then cached by jax.
+
+    Example:
+        >>> float(jit(lambda x: x * 2)(jnp.ones(())))
+        2.0
+    """
+    return jax.jit(fn)
+
+
+def platform() -> str:
+    """The platform jax computes on by default: ``"cpu"``, ``"gpu"`` or ``"tpu"``.
+
+    Example:
+        >>> platform() in ("cpu", "gpu", "tpu")
+        True
+    """
+    return jax.default_backend()
+
+
+def cond(pred, true_fn, false_fn, operand):
+    """``jax.lax.cond``: run one of two compiled branches on a traced boolean.
+
+    Example:
+        >>> float(cond(jnp.array(True), lambda x: x + 1, lambda x: x, jnp.zeros(())))
+        1.0
+    """
+    return jax.lax.cond(pred, true_fn, false_fn, operand)
+
+
+def value_and_vjp(fn, x):
+    """``(fn(x), d sum(fn(x)) / dx)`` by ``jax.vjp``; traceable under ``jax.jit``.
+
+    Example:
+        >>> v, g = value_and_vjp(lambda x: (x * x).sum(-1), jnp.ones((2, 3)))
+        >>> g.tolist()
+        [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+    """
+    value, vjp = jax.vjp(fn, x)
+    return value, vjp(jnp.ones_like(value))[0]

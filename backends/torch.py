@@ -545,3 +545,20 @@ def install() -> None:
 
 
 install()
+
+
+# --- autograd glue, for algorithms that read derivatives (posterior marginals of a chain) ---
+def value_and_vjp(fn, x):
+    """``(fn(x), d sum(fn(x)) / dx)`` by torch autograd, on a detached copy of ``x`` (so the
+    derivative is a value, not part of the caller's graph).
+
+    Example:
+        >>> v, g = value_and_vjp(lambda x: (x * x).sum(-1), torch.ones(2, 3))
+        >>> g.tolist()
+        [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+    """
+    x = x.detach().requires_grad_(True)
+    with torch.enable_grad():
+        value = fn(x)
+        (grad,) = torch.autograd.grad(value, (x,), grad_outputs=torch.ones_like(value))
+    return value.detach(), grad

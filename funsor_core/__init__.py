@@ -78,6 +78,7 @@ from funsor_core.terms.constant import Constant
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.factory import make_funsor
 from funsor_core.terms.integrate import Integrate
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.printing import pretty, quote
 from funsor_core.terms.product import Product, Tuple
 from funsor_core.terms.traversal import reinterpret, substitute
@@ -127,4 +128,5 @@ __all__ = [
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
+    "MarkovProduct",
 ]

@@ -8,6 +8,10 @@ This module is the public face of the family (funsor users write
 - ``algorithms.chains``: scans over a time input: ``sequential_sum_product`` (parallel,
   depth ``log2(T)``), its serial reference, ``mixed_sequential_sum_product``, and the
   Sarkka-Bilmes scans for factors that look back several steps.
+- ``terms.markov``: the lazy ``MarkovProduct`` term, which ``exact`` evaluates with a
+  strategy (``"parallel"``, ``"sequential"`` or ``"auto"``: ``algorithms.scan``) set per term
+  or per block with ``markov_strategy``; ``markov_marginals`` and ``markov_map`` smooth and
+  decode discrete chains by the derivative of the chain's total (``algorithms.markov_smooth``).
 - ``algorithms.markov_plates``: plated elimination where some plates are Markov chains
   (``modified_partial_sum_product``, ``dynamic_partial_sum_product``) and
   ``partial_unroll``, which rewrites plates as copies of their variables.
@@ -30,6 +34,7 @@ from funsor_core.algorithms.markov_plates import (
     modified_partial_sum_product,
     partial_unroll,
 )
+from funsor_core.algorithms.markov_smooth import markov_map, markov_marginals
 from funsor_core.algorithms.plates import (  # noqa: F401 (funsor's tests import _partition)
     PRODUCT_TO_POWER,
     PlateError,
@@ -37,8 +42,16 @@ from funsor_core.algorithms.plates import (  # noqa: F401 (funsor's tests import
     partial_sum_product,
     sum_product,
 )
+from funsor_core.algorithms.scan import (
+    get_markov_strategy,
+    markov_strategy,
+    set_markov_strategy,
+)
+from funsor_core.terms.markov import MarkovProduct
 
-__all__ = ["PlateError", "PRODUCT_TO_POWER", "dynamic_partial_sum_product",
+__all__ = ["MarkovProduct", "markov_marginals", "markov_map", "markov_strategy",
+           "set_markov_strategy", "get_markov_strategy",
+           "PlateError", "PRODUCT_TO_POWER", "dynamic_partial_sum_product",
            "mixed_sequential_sum_product", "modified_partial_sum_product",
            "naive_sarkka_bilmes_product", "naive_sequential_sum_product", "partial_sum_product",
            "partial_unroll", "sarkka_bilmes_product", "sequential_sum_product", "sum_product"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from funsor_core.engine.interpreter import Interpretation, reflect
 from funsor_core.terms.arrays import Slice, Stack
 from funsor_core.terms.base import Align, Funsor, Number, Reduce, Subs, Variable
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]
@@ -98,6 +99,31 @@ def lazy_subs_slice(arg, subs):
         new_stop = max(min(start + step * v_stop, dtype), new_start)
         return Slice(value.name, new_start, new_stop, step * v_step, dtype)
     return None
+
+
+# MarkovProduct(...)(x=Variable("y")) renames the free step name x to y (its step_names), as
+# funsor's MarkovProduct does; other values are substituted into the renamed product. A
+# rename that would make two inputs one (a diagonal) is substituted like any other value.
+@lazy.register(Subs, MarkovProduct, tuple)
+def lazy_subs_markov_product(arg, subs):
+    position = {n: (i, j) for i, pair in enumerate(arg.step_names) for j, n in enumerate(pair)}
+    names = [list(pair) for pair in arg.step_names]
+    taken = set(arg.inputs)
+    rest = []
+    for name, value in subs:
+        at = position.get(name)
+        if at is None or type(value) is not Variable or (
+                value.name != name and value.name in taken):
+            rest.append((name, value))
+            continue
+        taken.discard(name)
+        taken.add(value.name)
+        names[at[0]][at[1]] = value.name
+    if len(rest) == len(subs):
+        return None
+    result = MarkovProduct(arg.sum_op, arg.prod_op, arg.trans, arg.time, arg.step,
+                           tuple(map(tuple, names)), arg.strategy)
+    return Subs(result, tuple(rest)) if rest else result
 
 
 def _subs_part(part, values):

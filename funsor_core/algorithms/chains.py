@@ -27,7 +27,7 @@ from funsor_core.terms.contraction import Contraction
 
 __all__ = ["naive_sequential_sum_product", "sequential_sum_product",
            "mixed_sequential_sum_product", "naive_sarkka_bilmes_product",
-           "sarkka_bilmes_product"]
+           "sarkka_bilmes_product", "fold_steps", "parallel_steps", "compose_power"]
 
 
 def _time_name(time) -> str:
@@ -126,14 +126,60 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[4., 4.],
                [4., 4.]])
     """
+    duration = time.output.size if isinstance(time, Variable) else 1
     time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
-        return trans  # a factor without a time input is a chain of one step, as in funsor
+        # A factor without a time input is the same at every step; as in funsor, a name
+        # (no Variable to give the number of steps) means one step.
+        return compose_power(sum_op, prod_op, trans, step, duration)
+    return fold_steps(sum_op, prod_op, trans, time, step)
+
+
+def fold_steps(sum_op, prod_op, trans, time: str, step: dict):
+    """Compose the steps of ``trans`` along ``time`` from the first to the last (a left fold:
+    ``T - 1`` contractions, each built as a term through the active interpretation).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> fold_steps(ops.add, ops.mul, t, "t", {"x": "y"}).data.tolist()
+        [[4.0, 4.0], [4.0, 4.0]]
+    """
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
     result = trans(**{time: 0})
     for t in range(1, trans.inputs[time].size):
         result = _compose(sum_op, prod_op, result, trans(**{time: t}), step, drop)
     return result
+
+
+def compose_power(sum_op, prod_op, step_factor, step: dict, times: int):
+    """``step_factor`` composed with itself ``times`` times (a chain whose step is the same at
+    every time), by repeated squaring: about ``2 log2(times)`` contractions. With no step
+    pairs this is the ``times``-fold ``prod_op`` of the factor.
+
+    Example:
+        >>> m = fc.Tensor(np.array([[0.5, 0.5], [0.0, 1.0]]), {"x": fc.Bint[2],
+        ...                                                     "y": fc.Bint[2]})
+        >>> compose_power(ops.add, ops.mul, m, {"x": "y"}, 3).data.tolist()
+        [[0.125, 0.875], [0.0, 1.0]]
+    """
+    if times < 1:
+        raise ValueError(f"a chain needs at least one step, got {times}")
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+
+    def compose(x, y):
+        if not step:
+            return prod_op(x, y)
+        return _compose(sum_op, prod_op, x, y, step, drop)
+
+    result = None
+    while True:
+        if times & 1:
+            result = step_factor if result is None else compose(result, step_factor)
+        times >>= 1
+        if not times:
+            return result
+        step_factor = compose(step_factor, step_factor)
 
 
 def sequential_sum_product(sum_op, prod_op, trans, time, step):
@@ -155,9 +201,23 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[16., 16.],
                [16., 16.]])
     """
+    duration = time.output.size if isinstance(time, Variable) else 1
     time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
-        return trans  # a factor without a time input is a chain of one step, as in funsor
+        return compose_power(sum_op, prod_op, trans, step, duration)
+    return parallel_steps(sum_op, prod_op, trans, time, step)
+
+
+def parallel_steps(sum_op, prod_op, trans, time: str, step: dict):
+    """Compose the steps of ``trans`` along ``time`` by a parallel scan: adjacent pairs at
+    once, ``ceil(log2 T)`` rounds of batched contraction terms (Algorithm 1 of Appendix A).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> parallel_steps(ops.add, ops.mul, t, "t", {"x": "y"}).data.tolist()
+        [[16.0, 16.0], [16.0, 16.0]]
+    """
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
     duration = trans.inputs[time].size
     proto = _prototype_array(trans)
@@ -211,9 +271,10 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
         array([[32., 32.],
                [32., 32.]])
     """
+    steps = time.output.size if isinstance(time, Variable) else 1
     time, step = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
-        return trans
+        return compose_power(sum_op, prod_op, trans, step, steps)
     duration = trans.inputs[time].size
     num_segments = duration if num_segments is None else int(num_segments)
     if num_segments < 1:

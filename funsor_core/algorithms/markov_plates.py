@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.algorithms.chains import _LAG, sarkka_bilmes_product, sequential_sum_product
+from funsor_core.algorithms.chains import _LAG, sarkka_bilmes_product
 from funsor_core.algorithms.plates import (
     PlateError,
     _components,
@@ -32,7 +32,9 @@ from funsor_core.algorithms.plates import (
     _product,
     _reduce,
 )
+from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Variable
+from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["modified_partial_sum_product", "dynamic_partial_sum_product", "partial_unroll"]
 
@@ -109,13 +111,22 @@ def _markov_partial_sum_product(sum_op, prod_op, factors, eliminate, plate_to_st
 
 
 def _scan_first_order(sum_op, prod_op, f, time, chains, states):
-    # Chains of history 1: a parallel scan with step {prev: curr}, then the final states are
+    # Chains of history 1: a Markov product with step {prev: curr}, then the final states are
     # summed and the first step's previous states become the initial states.
     chosen = [c for c in chains if c[-1] in states]
     step = {c[1]: c[2] for c in chosen if c[1] in f.inputs and c[2] in f.inputs}
+    finals = frozenset(c[2] for c in chosen).intersection(f.inputs)
     if time in f.inputs:
-        f = sequential_sum_product(sum_op, prod_op, f, Variable(time, f.inputs[time]), step)
-    f = _reduce(sum_op, f, {c[2] for c in chosen})
+        time_var = Variable(time, f.inputs[time])
+        if step and finals:
+            # The product is only built here (reflect), and summing its final states is one
+            # Contraction, which exact evaluates as a backward filter: a vector carry,
+            # O(T K^2), instead of composing T transition matrices.
+            with reflect:
+                f = MarkovProduct(sum_op, prod_op, f, time_var, step)
+        else:
+            f = MarkovProduct(sum_op, prod_op, f, time_var, step)
+    f = _reduce(sum_op, f, finals)
     return f(**{c[1]: c[0] for c in chosen if c[1] in f.inputs})
 
 
@@ -149,7 +160,8 @@ def modified_partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset()
     """Eliminate plates and first-order Markov dimensions from a factor graph.
 
     Like :func:`partial_sum_product`, but a plate whose entry in ``plate_to_step`` lists
-    chains is a Markov dimension, eliminated by :func:`sequential_sum_product`. When a Markov
+    chains is a Markov dimension, eliminated as a ``MarkovProduct`` whose final states are
+    summed (a backward filter, evaluated with the strategy in force). When a Markov
     dimension is eliminated, ``factors`` must hold its transition factors and the initial
     factors (over the initial-state names) that the scan result is joined to.
 

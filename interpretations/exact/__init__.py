@@ -30,6 +30,7 @@ from interpretations.exact import (  # noqa: E402,F401
     gaussian,
     gaussian_integrate,
     integrate,
+    markov,
     number_stack,
     scatter,
     tensor,

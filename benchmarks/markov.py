@@ -1,0 +1,311 @@
+"""Markov products: HMM and Kalman log likelihoods, side by side in one run, as ratios.
+
+HMM log likelihood (K states, T steps, B sequences): funsor-core's program (a lazily built
+``MarkovProduct`` contracted with its initial factor; the strategy chosen by ``auto``)
+against hand-written torch and jax code (sequential and log-depth), dynamax (sequential and
+parallel filters, under ``jax.jit``) and funsor 0.4.8, forward and forward+backward. Kalman
+log likelihood (state 4, observations 2) against dynamax and hand-written filters. Also: the
+rounds of each strategy against T, and eager jax's first call (compilation included)
+against a hand-written eager jax loop, each in a fresh process.
+
+Every program is checked against a numpy oracle before it is timed. Times are the best of
+a few repeats, in milliseconds, on one thread (``make bench`` sets it; so does this file
+before importing the array libraries). There is no GPU here: the crossover of the two
+strategies on a GPU is not measured.
+
+Usage: ``python benchmarks/markov.py [--quick]`` (``--quick``: a small grid, for a smoke test).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+import time  # noqa: E402
+
+import markov_peers as peers  # noqa: E402
+import numpy as np  # noqa: E402
+
+import funsor_core as fc  # noqa: E402
+from funsor_core.algorithms.scan import LAST_CHOICE, parallel_rounds  # noqa: E402
+
+# Skip a run estimated above this many broadcast elements (O(T B K^3) log-depth code at
+# K = 32, B = 16, T = 10^4 would take minutes).
+MAX_ELEMENTS = 6e8
+
+
+def measure(fn, budget: float = 0.3) -> float:
+    """Best mean time of ``fn()`` in ms: one warm-up call, then repeats of enough calls to
+    fill ``budget`` seconds each (3 repeats; 2 of one call when a call takes over 0.3 s)."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    number = max(1, int(budget / max(first, 1e-6)))
+    repeats = 2 if first > 0.3 else 3
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best * 1e3
+
+
+def hmm_data(K: int, T: int, B: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(K, K)) + 2.0 * np.eye(K)
+    trans = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    init = np.full(K, -np.log(K))
+    obs = rng.normal(size=(T, B, K))
+    return init, trans, obs
+
+
+def _fmt(ms) -> str:
+    return "-" if ms is None else f"{ms:.3g}"
+
+
+def _ratio(a, b) -> str:
+    return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+
+# -- torch eager ----------------------------------------------------------------------------------
+def hmm_torch(configs, check):
+    import torch
+
+    torch.set_default_dtype(torch.float64)
+    fc.set_backend("torch")
+    core = peers.funsor_core_hmm()
+    old = peers.funsor_hmm("torch")
+    fc.set_backend("torch")
+    print("\n## HMM log likelihood, torch eager (ms; ratio = funsor-core / fastest hand-written)")
+    print("| K | T | B | pass | funsor-core | auto chose | hand sequential | hand log-depth | "
+          "ratio | funsor 0.4.8 | funsor-core / 0.4.8 |")
+    print("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|")
+    for K, T, B in configs:
+        init, trans, obs = (torch.tensor(x) for x in hmm_data(K, T, B))
+        expected = peers.numpy_hmm_oracle(*hmm_data(K, T, B))
+        cube = T * B * K ** 3
+        progs = {"core": core, "seq": peers.torch_hmm_sequential,
+                 "log": peers.torch_hmm_log_depth if cube <= MAX_ELEMENTS else None,
+                 "old": old if old is not None and cube <= MAX_ELEMENTS else None}
+        for name, prog in progs.items():
+            if prog is not None and check:
+                np.testing.assert_allclose(prog(init, trans, obs).numpy(), expected,
+                                           rtol=1e-6, err_msg=name)
+        for backward in (False, True):
+            row = {}
+            for name, prog in progs.items():
+                if prog is None:
+                    row[name] = None
+                    continue
+                if backward:
+                    a = trans.clone().requires_grad_()
+                    o = obs.clone().requires_grad_()
+
+                    def fn(prog=prog, i=init, a=a, o=o):
+                        torch.autograd.grad(prog(i, a, o).sum(), (a, o))
+                else:
+                    def fn(prog=prog, i=init, a=trans, o=obs):
+                        prog(i, a, o)
+                row[name] = measure(fn)
+                if name == "core":
+                    chose = LAST_CHOICE[0][0]
+            hand = min(x for x in (row["seq"], row["log"]) if x is not None)
+            print(f"| {K} | {T} | {B} | {'fwd+bwd' if backward else 'fwd'} | "
+                  f"{_fmt(row['core'])} | {chose} | {_fmt(row['seq'])} | {_fmt(row['log'])} | "
+                  f"{_ratio(row['core'], hand)} | {_fmt(row['old'])} | "
+                  f"{_ratio(row['core'], row['old'])} |", flush=True)
+
+
+# -- jax.jit --------------------------------------------------------------------------------------
+def hmm_jax(configs, check):
+    import jax
+    import jax.numpy as jnp
+
+    fc.set_backend("jax")
+    core = peers.funsor_core_hmm()
+    old = peers.funsor_hmm("jax")
+    fc.set_backend("jax")
+    names = {"core": core, "seq": peers.jax_hmm_sequential,
+             "scaled": peers.jax_hmm_sequential_scaled, "log": peers.jax_hmm_log_depth,
+             "dyn": peers.dynamax_hmm(False), "dynpar": peers.dynamax_hmm(True), "old": old}
+    print("\n## HMM log likelihood, jax.jit (ms; hand = fastest hand-written jax)")
+    print("| K | T | B | pass | funsor-core | auto chose | hand seq (log) | hand seq (scaled) "
+          "| hand log-depth | dynamax | dynamax parallel | core / hand | core / dynamax | "
+          "funsor 0.4.8 |")
+    print("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for K, T, B in configs:
+        data = hmm_data(K, T, B)
+        expected = peers.numpy_hmm_oracle(*data)
+        init, trans, obs = (jnp.asarray(x) for x in data)
+        cube = T * B * K ** 3
+        for backward in (False, True):
+            row = {}
+            for name, prog in names.items():
+                if prog is None or (name in ("log", "dynpar", "old") and cube > MAX_ELEMENTS):
+                    row[name] = None
+                    continue
+                if backward:
+                    fn = jax.jit(jax.grad(lambda a, o, prog=prog, i=init: prog(i, a, o).sum(),
+                                          argnums=(0, 1)))
+                    args = (trans, obs)
+                else:
+                    fn = jax.jit(prog)
+                    args = (init, trans, obs)
+                if check and not backward:
+                    np.testing.assert_allclose(np.asarray(fn(*args)), expected, rtol=1e-5,
+                                               err_msg=name)
+                row[name] = measure(lambda fn=fn, args=args: jax.block_until_ready(fn(*args)))
+                if name == "core":
+                    chose = LAST_CHOICE[0][0]
+            hand = min(x for x in (row["seq"], row["scaled"], row["log"]) if x is not None)
+            print(f"| {K} | {T} | {B} | {'fwd+bwd' if backward else 'fwd'} | "
+                  f"{_fmt(row['core'])} | {chose} | {_fmt(row['seq'])} | "
+                  f"{_fmt(row['scaled'])} | {_fmt(row['log'])} | {_fmt(row['dyn'])} | "
+                  f"{_fmt(row['dynpar'])} | {_ratio(row['core'], hand)} | "
+                  f"{_ratio(row['core'], row['dyn'])} | {_fmt(row['old'])} |", flush=True)
+
+
+# -- log depth ------------------------------------------------------------------------------------
+def rounds_table(quick):
+    import torch
+
+    fc.set_backend("torch")
+    core_par = peers.funsor_core_hmm("parallel")
+    core_seq = peers.funsor_core_hmm("sequential")
+    print("\n## Sequential rounds against T (K = 4, B = 1, torch eager)")
+    print("| T | parallel rounds ceil(log2 T) | sequential rounds | parallel ms | "
+          "sequential ms | auto chose |")
+    print("|---:|---:|---:|---:|---:|---|")
+    for T in (10, 100, 1000) if quick else (10, 100, 1000, 10000, 100000):
+        data = tuple(torch.tensor(x) for x in hmm_data(4, T, 1))
+        par = measure(lambda data=data: core_par(*data))
+        seq = measure(lambda data=data: core_seq(*data), budget=0.1)
+        peers.funsor_core_hmm()(*data)
+        print(f"| {T} | {parallel_rounds(T)} | {T} | {par:.3g} | {seq:.3g} | "
+              f"{LAST_CHOICE[0][0]} |", flush=True)
+
+
+# -- eager jax, first call ------------------------------------------------------------------------
+_FIRST_CALL = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {bench!r})
+    import numpy as np, jax, jax.numpy as jnp
+    import markov_peers as peers, markov as bench
+    import funsor_core as fc
+    fc.set_backend("jax")
+    init, trans, obs = (jnp.asarray(x) for x in bench.hmm_data(4, {T}, 1))
+    prog = {prog}
+    for label in ("first", "second"):
+        t0 = time.perf_counter()
+        jax.block_until_ready(prog(init, trans, obs))
+        print(label, time.perf_counter() - t0)
+""")
+
+
+def first_call(T: int = 32):
+    bench = os.path.dirname(os.path.abspath(__file__))
+    results = {}
+    for name, prog in (("hand-written eager jax loop",
+                        "lambda i, a, o: peers.jax_hmm_eager_loop(i, a, o[:, 0])"),
+                       ("funsor-core, eager jax", "peers.funsor_core_hmm()")):
+        code = _FIRST_CALL.format(bench=bench, T=T, prog=prog)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ), check=True).stdout
+        results[name] = dict(line.split() for line in out.strip().splitlines())
+    print(f"\n## Eager jax, HMM K = 4, T = {T}: first call (compilation included), fresh "
+          "process (s)")
+    print("| program | first call | second call |")
+    print("|---|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {float(r['first']):.3g} | {float(r['second']):.3g} |")
+    hand = float(results["hand-written eager jax loop"]["first"])
+    core = float(results["funsor-core, eager jax"]["first"])
+    print(f"first-call ratio funsor-core / hand-written: {core / hand:.2f}x")
+
+
+# -- Kalman ---------------------------------------------------------------------------------------
+def kalman(steps_list, check):
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    print("\n## Kalman log likelihood, state 4, observations 2 (ms)")
+    print("| T | backend | funsor-core | auto chose | hand-written | dynamax | "
+          "dynamax parallel | core / hand | core / dynamax |")
+    print("|---:|---|---:|---|---:|---:|---:|---:|---:|")
+    for T in steps_list:
+        model = peers.kalman_model(np.random.default_rng(T), steps=T)
+        expected = peers.numpy_kalman(**model)
+        hand_np = measure(lambda model=model: peers.numpy_kalman(**model))
+        for backend in ("numpy", "torch"):
+            fc.set_backend(backend)
+            arrays = model if backend == "numpy" else {
+                k: torch.tensor(v) for k, v in model.items()}
+            if check:
+                np.testing.assert_allclose(float(peers.funsor_core_kalman(**arrays)), expected,
+                                           rtol=1e-8)
+            core = measure(lambda arrays=arrays: peers.funsor_core_kalman(**arrays))
+            chose = LAST_CHOICE[0][0]
+            print(f"| {T} | {backend} eager | {core:.3g} | {chose} | {hand_np:.3g} (numpy) | "
+                  f"- | - | {_ratio(core, hand_np)} | - |", flush=True)
+        fc.set_backend("jax")
+        arrays = {k: jnp.asarray(v) for k, v in model.items()}
+        row = {}
+        for name, prog in (("core", peers.funsor_core_kalman), ("hand", peers.jax_kalman),
+                           ("dyn", peers.dynamax_kalman(False)),
+                           ("dynpar", peers.dynamax_kalman(True))):
+            if prog is None:
+                row[name] = None
+                continue
+            fn = jax.jit(prog)
+            if check:
+                np.testing.assert_allclose(float(fn(**arrays)), expected, rtol=1e-6,
+                                           err_msg=name)
+            row[name] = measure(lambda fn=fn, a=arrays: jax.block_until_ready(fn(**a)))
+            if name == "core":
+                chose = LAST_CHOICE[0][0]
+        print(f"| {T} | jax.jit | {row['core']:.3g} | {chose} | {_fmt(row['hand'])} | "
+              f"{_fmt(row['dyn'])} | {_fmt(row['dynpar'])} | {_ratio(row['core'], row['hand'])}"
+              f" | {_ratio(row['core'], row['dyn'])} |", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="a small grid (smoke test)")
+    ap.add_argument("--only", default="", help="comma-separated sections: rounds, torch, "
+                    "jax, first, kalman")
+    args = ap.parse_args()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if args.quick:
+        configs = [(4, 100, 1), (32, 100, 16)]
+        steps = (100,)
+    else:
+        configs = [(k, t, b) for k in (4, 32) for t in (100, 1000, 10000) for b in (1, 16)]
+        steps = (100, 1000)
+    only = set(filter(None, args.only.split(",")))
+    print("funsor-core Markov product benchmark (float64, one thread; no GPU: the GPU crossover "
+          "of the strategies is not measured)")
+    if not only or "rounds" in only:
+        rounds_table(args.quick)
+    if not only or "torch" in only:
+        hmm_torch(configs, check=True)
+    if not only or "jax" in only:
+        hmm_jax(configs, check=True)
+    if not only or "first" in only:
+        first_call()
+    if not only or "kalman" in only:
+        kalman(steps, check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,397 @@
+"""Array kernels of discrete Markov products: a chain of transition matrices in a semiring.
+
+A discrete chain is pre-aligned once into arrays; the kernels below touch only arrays (no
+terms per step). A step's transition matrix may be given as several *factors* whose
+``prod_op``-product it is, each of shape ``(T or 1, *batch or 1s, P or 1, C or 1)``: a
+matrix shared by all steps, an observation vector per step over the curr states, a constant
+per step. Kept apart, a step of a filter costs ``O(K^2)`` plain arithmetic on the shared
+matrix instead of building ``T`` matrices first.
+
+``chain_product`` multiplies the ``T`` step matrices in the semiring ``(sum_op, prod_op)``,
+optionally with a boundary vector on either side (``left`` over the first prev states,
+``right`` over the last curr states) whose states are summed out:
+
+- neither boundary: the ``(*batch, P, C)`` product of the matrices;
+- ``left``: the ``(*batch, C)`` forward message (an HMM filter);
+- ``right``: the ``(*batch, P)`` backward message;
+- both: the ``(*batch,)`` total (an HMM likelihood).
+
+``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
+(``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
+``ceil(log2 T)`` batched rounds (``O(T K^3)``). A chain that is the same at every step
+(``power`` steps of one matrix) is a matrix power, by repeated squaring either way.
+
+Compiled (jax), a log-space filter step runs in probability space: ``exp`` of the shifted
+carry times ``exp`` of the (once) shifted matrix, one matrix product, ``log``: ``K`` instead
+of ``K^2`` transcendental calls per step. A step whose sums fall below ``tiny / eps`` (digits
+lost to underflow, or a true zero) raises a flag, and the whole chain is then recomputed
+exactly in log space (``lax.cond``), so the fast path never returns a lost digit.
+
+Everything goes through ``funsor_core.ops`` (numpy, torch, jax; autograd and ``jax.jit``).
+Eager jax runs the whole chain as one compiled kernel, cached by its static structure.
+
+Example:
+    >>> mats = np.ones((5, 2, 2))
+    >>> chain_product(ops.add, ops.mul, (mats,), "parallel").tolist()
+    [[16.0, 16.0], [16.0, 16.0]]
+    >>> float(chain_product(ops.add, ops.mul, (mats,), "sequential", np.ones(2), np.ones(2)))
+    64.0
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
+
+_LETTERS = "abcdefghijklmnopqrstuvw"  # batch dims; x, y, z name the matrix dims
+
+
+def _reduce(sum_op, x, axis: int):
+    return ops.REDUCE_OPS[sum_op](x, axis=axis)
+
+
+def semiring_mm(sum_op, prod_op, a, b):
+    """``(..., P, M) x (..., M, C) -> (..., P, C)``: a matrix product in the semiring.
+
+    Example:
+        >>> a = np.log(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        >>> np.allclose(np.exp(semiring_mm(ops.logaddexp, ops.add, a, a)), [[7, 10], [15, 22]])
+        True
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(a, b)
+    if sum_op is ops.logaddexp and prod_op is ops.add:
+        sa, sb = a.shape, b.shape
+        size = max(math.prod(sa[:-2]), math.prod(sb[:-2])) * sa[-2] * sa[-1] * sb[-1]
+        if size > BROADCAST_LIMIT and ops.is_concrete(a) and ops.is_concrete(b):
+            # A large product: the kernels' shifted matrix product, checked for lost digits
+            # (recomputed exactly where the operands peak at different states).
+            na, nb = len(a.shape) - 2, len(b.shape) - 2
+            batch = _LETTERS[:max(na, nb)]
+            return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
+                        batch[len(batch) - nb:] + "yz", batch + "xz")
+    return _reduce(sum_op, prod_op(a[..., :, :, None], b[..., None, :, :]), -2)
+
+
+def semiring_vm(sum_op, prod_op, v, a):
+    """``(..., M) x (..., M, C) -> (..., C)``: a vector times a matrix in the semiring.
+
+    Example:
+        >>> semiring_vm(ops.max, ops.add, np.array([0.0, 1.0]), np.zeros((2, 2))).tolist()
+        [1.0, 1.0]
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(v[..., None, :], a)[..., 0, :]
+    return _reduce(sum_op, prod_op(v[..., :, None], a), -2)
+
+
+def semiring_mv(sum_op, prod_op, a, v):
+    """``(..., P, M) x (..., M) -> (..., P)``: a matrix times a vector in the semiring.
+
+    Example:
+        >>> semiring_mv(ops.add, ops.mul, np.ones((2, 3)), np.ones(3)).tolist()
+        [3.0, 3.0]
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(a, v[..., None])[..., 0]
+    return _reduce(sum_op, prod_op(a, v[..., None, :]), -1)
+
+
+def _dot(sum_op, prod_op, u, v):
+    # (..., C) . (..., C) -> (...)
+    return _reduce(sum_op, prod_op(u, v), -1)
+
+
+# -- the factors of a step -----------------------------------------------------------------------
+class _Step:
+    """The factors of a step matrix, sorted by kind (static), with their arrays.
+
+    ``kinds[i]``: ``"m"`` a matrix, ``"p"`` a vector over the prev states, ``"c"`` over the
+    curr states, ``"s"`` a constant; ``timed[i]``: whether factor i varies with time.
+    """
+
+    def __init__(self, sum_op, prod_op, factors, states: int):
+        self.sum_op, self.prod_op, self.states = sum_op, prod_op, states
+        self.kinds = tuple(_kind(f, states) for f in factors)
+        self.timed = tuple(f.shape[0] > 1 for f in factors)
+
+    def at(self, factors, t: int):
+        """The groups of the step at time ``t`` (see ``groups``)."""
+        return self.groups(tuple(f[t] if timed else f[0]
+                                 for f, timed in zip(factors, self.timed)))
+
+    def groups(self, slices):
+        # The factors of one step (their time axis gone) by kind, with the vectors squeezed
+        # to (..., K) and the constants to (..., 1).
+        groups = {"m": [], "p": [], "c": [], "s": []}
+        for f, kind in zip(slices, self.kinds):
+            if kind == "p":
+                f = f[..., :, 0]
+            elif kind in ("c", "s"):
+                f = f[..., 0, :]
+            groups[kind].append(f)
+        return groups
+
+    def fold(self, arrays):
+        result = arrays[0]
+        for x in arrays[1:]:
+            result = self.prod_op(result, x)
+        return result
+
+    def matrix(self, groups):
+        # The full step matrix (..., P, C).
+        parts = list(groups["m"])
+        parts += [p[..., :, None] for p in groups["p"]]
+        parts += [c[..., None, :] for c in groups["c"]]
+        parts += [s[..., None] for s in groups["s"]]
+        m = self.fold(parts)
+        k = self.states
+        if tuple(m.shape[-2:]) != (k, k):
+            m = ops.expand(m, tuple(m.shape[:-2]) + (k, k))
+        return m
+
+    def forward(self, v, groups):
+        # v (..., P) times the step matrix: prev vectors fold into v, curr vectors and
+        # constants multiply the result.
+        if groups["p"]:
+            v = self.fold([v] + groups["p"])
+        if groups["m"]:
+            v = semiring_vm(self.sum_op, self.prod_op, v, self.fold(groups["m"]))
+        else:
+            v = _reduce(self.sum_op, v, -1)[..., None]
+        after = groups["c"] + groups["s"]
+        return self.fold([v] + after) if after else _full(v, self.states)
+
+    def backward(self, w, groups):
+        # The step matrix times w (..., C).
+        before = groups["c"] + groups["s"]
+        if before:
+            w = self.fold([w] + before)
+        if groups["m"]:
+            w = semiring_mv(self.sum_op, self.prod_op, self.fold(groups["m"]), w)
+        else:
+            w = _reduce(self.sum_op, w, -1)[..., None]
+        return self.fold([w] + groups["p"]) if groups["p"] else _full(w, self.states)
+
+
+def _full(v, k: int):
+    return v if v.shape[-1] == k else ops.expand(v, tuple(v.shape[:-1]) + (k,))
+
+
+def _kind(f, k: int) -> str:
+    p, c = f.shape[-2], f.shape[-1]
+    if k == 1 or (p == k and c == k):
+        return "m"
+    if c == 1 and p == k:
+        return "p"
+    if p == 1 and c == k:
+        return "c"
+    return "s"
+
+
+def _materialize(step: _Step, factors, duration: int):
+    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them.
+    m = step.fold(list(factors))
+    k = step.states
+    shape = (duration,) + tuple(np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors)))
+    if tuple(m.shape) != shape + (k, k):
+        m = ops.expand(m, shape + (k, k))
+    return m
+
+
+# -- the strategies ------------------------------------------------------------------------------
+def _tree(sum_op, prod_op, mats):
+    # Parallel: contract steps (0, 1), (2, 3), ... at once, halving T each round. An odd
+    # round sets its last step aside; set-aside steps follow everything still in ``mats``
+    # and precede those set aside earlier, so they are multiplied back in reverse order.
+    tails = []
+    while mats.shape[0] > 1:
+        n = mats.shape[0]
+        if n % 2:
+            tails.append(mats[n - 1])
+            mats = mats[:n - 1]
+        mats = semiring_mm(sum_op, prod_op, mats[0::2], mats[1::2])
+    result = mats[0]
+    for tail in reversed(tails):
+        result = semiring_mm(sum_op, prod_op, result, tail)
+    return result
+
+
+def _power(sum_op, prod_op, mat, n: int):
+    # mat ** n by repeated squaring: ceil(log2 n) squarings and at most as many products.
+    result = None
+    while True:
+        if n & 1:
+            result = mat if result is None else semiring_mm(sum_op, prod_op, result, mat)
+        n >>= 1
+        if not n:
+            return result
+        mat = semiring_mm(sum_op, prod_op, mat, mat)
+
+
+def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan):
+    # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
+    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
+    if duration == 1:
+        return fn(carry, step.at(factors, 0))
+    if scan is not None:
+        timed = tuple(f for f, t in zip(factors, step.timed) if t)
+
+        def body(c, xs):
+            it = iter(xs)
+            slices = tuple(next(it) if t else f[0] for f, t in zip(factors, step.timed))
+            return fn(c, step.groups(slices)), None
+
+        return scan(body, carry, timed, reverse=reverse)[0]
+    for t in (range(duration - 1, -1, -1) if reverse else range(duration)):
+        carry = fn(carry, step.at(factors, t))
+    return carry
+
+
+def _sequential(step: _Step, factors, duration, left, right, scan):
+    sum_op, prod_op = step.sum_op, step.prod_op
+    if left is not None:
+        carry = _loop(step.forward, left, step, factors, duration, False, scan)
+        return carry if right is None else _dot(sum_op, prod_op, carry, right)
+    if right is not None:
+        return _loop(step.backward, right, step, factors, duration, True, scan)
+    first = step.matrix(step.at(factors, 0))
+    if duration == 1:
+        return first
+    rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
+    return _loop(lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g)), first,
+                 step, rest, duration - 1, False, scan)
+
+
+def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond):
+    # The log-space forward filter in probability space (see the module docstring), for a
+    # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
+    # the carry is ``(p, lz)`` with ``v = log p + lz``; a step is ``s = p @ exp(a - a_max)``,
+    # ``q = s * exp(w + a_max - m)`` (m: the max over states), ``p = q / sum q`` and
+    # ``lz += log sum q + m``. The exps of ``a`` and ``w`` are taken once for all steps, so
+    # a step is a matrix product and a few elementwise ops (as dynamax's filter). Recomputed
+    # exactly in log space when any sum ``s`` falls below tiny / eps (lost digits or a zero).
+    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
+    a = factors[mi]
+    a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
+    a_max = ops.where(ops.isfinite(a_max), a_max, ops.full_like(a_max, 0.0))
+    e = ops.exp(a - a_max)
+    # w: every vector and constant of a step, plus the matrix's column shift, (T', *b, C).
+    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
+    w = w[..., 0, :]
+    k = step.states
+    if w.shape[-1] != k:
+        w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+    w_max = ops.amax(w, axis=-1, keepdims=True)
+    w_max = ops.where(ops.isfinite(w_max), w_max, ops.full_like(w_max, 0.0))
+    ew = ops.exp(w - w_max)
+    info = np.finfo(np.dtype(left.dtype))
+    floor = float(info.tiny / info.eps)
+    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
+
+    def body(carry, xs):
+        p, lz, low = carry
+        et, ewt, wmt = xs
+        et = et if timed_e else e[0]
+        ewt, wmt = (ewt, wmt) if timed_w else (ew[0], w_max[0])
+        s = ops.matmul(p[..., None, :], et)[..., 0, :]
+        low = ops.min(low, s)  # NaN propagates: a carry of all -inf makes NaN
+        q = s * ewt
+        z = ops.sum(q, axis=-1, keepdims=True)
+        # Where z = 0 the chain is recomputed exactly; 1 there keeps gradients finite.
+        z = ops.where(z > 0, z, ops.full_like(z, 1.0))
+        return (q / z, lz + ops.log(z) + wmt, low), None
+
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    p0 = ops.exp(left - lmax)
+    z0 = ops.sum(p0, axis=-1, keepdims=True)
+    carry = (p0 / z0, lmax + ops.log(z0), ops.full_like(left, math.inf))
+    xs = (e if timed_e else ops.new_zeros(left, (duration,)),
+          ew if timed_w else ops.new_zeros(left, (duration,)),
+          w_max if timed_w else ops.new_zeros(left, (duration,)))
+    p, lz, low = scan(body, carry, xs)[0]
+    bad = ops.any(ops.invert(low >= floor))
+    # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
+    positive = p > 0
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                  ops.full_like(p, -math.inf))
+    result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+
+    def exact(_):
+        return _sequential(step, factors, duration, left, right, scan)
+
+    return cond(bad, exact, lambda _: result, None)
+
+
+def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_backend,
+         factors, left, right):
+    # The whole chain on arrays. Pure in the arrays: jax.jit compiles it once per structure.
+    left = left if has_left else None
+    right = right if has_right else None
+    states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
+    step = _Step(sum_op, prod_op, factors, states)
+    scan = None if jax_backend is None else jax_backend.scan
+    if power is not None:
+        mats = _power(sum_op, prod_op, step.matrix(step.at(factors, 0)), power)
+        factors, duration = (mats[None],), 1
+        step = _Step(sum_op, prod_op, factors, states)
+    if strategy == "sequential" or duration == 1:
+        if (jax_backend is not None and has_left and sum_op is ops.logaddexp
+                and prod_op is ops.add and step.kinds.count("m") == 1
+                and "p" not in step.kinds and states > 1 and duration > 1):
+            return _fast_log_filter(step, factors, duration, left, right, scan,
+                                    jax_backend.cond)
+        return _sequential(step, factors, duration, left, right, scan)
+    total = _tree(sum_op, prod_op, _materialize(step, factors, duration))
+    if left is not None:
+        total = semiring_vm(sum_op, prod_op, left, total)
+        return total if right is None else _dot(sum_op, prod_op, total, right)
+    if right is not None:
+        return semiring_mv(sum_op, prod_op, total, right)
+    return total
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right):
+    # One jax.jit per structure: jax caches the traces per shape and dtype beneath it.
+    jax_backend = backend_module("jax")
+    fn = functools.partial(_run, sum_op, prod_op, strategy, duration, power, has_left,
+                           has_right, jax_backend)
+    return jax_backend.jit(fn)
+
+
+def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, right=None,
+                  power: int | None = None):
+    """The semiring product along ``T`` of the step matrices whose factors are ``factors``,
+    with optional boundary vectors summed out (see the module docstring).
+
+    Args:
+        sum_op, prod_op: the semiring.
+        factors: arrays ``(T or 1, *batch, P or 1, C or 1)`` (batch dims broadcast); the
+            step matrix at ``t`` is their ``prod_op``-product.
+        strategy: ``"parallel"`` or ``"sequential"``.
+        left: ``(*batch, P)`` or None. right: ``(*batch, C)`` or None.
+        power: the number of steps of a chain whose matrix is the same at every step (then
+            no factor varies with time).
+
+    Example:
+        >>> m = np.array([[[0.5, 0.5], [0.0, 1.0]]])
+        >>> chain_product(ops.add, ops.mul, (m,), "parallel", power=3).tolist()
+        [[0.125, 0.875], [0.0, 1.0]]
+    """
+    factors = tuple(factors)
+    duration = max(f.shape[0] for f in factors) if power is None else 1
+    has_left, has_right = left is not None, right is not None
+    if backend_name_of(factors[0]) == "jax":
+        fn = _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right)
+        return fn(factors, left, right)
+    return _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, None,
+                factors, left, right)

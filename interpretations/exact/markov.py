@@ -1,0 +1,123 @@
+"""Exact rules for MarkovProduct: discrete chains on pre-aligned arrays, Gaussian chains on
+their square-root arrays, any other chain as pairwise contraction terms. The strategy
+(parallel or sequential) comes from the term, the enclosing ``markov_strategy`` block, or the
+cost model (``funsor_core.algorithms.scan``); the math is ``funsor_core.algorithms.markov``,
+``scan_tensor`` and ``scan_gaussian``.
+"""
+
+from __future__ import annotations
+
+from funsor_core.algorithms.markov import markov_terms
+from funsor_core.algorithms.markov_tensor import (
+    contract_markov_tensor,
+    markov_tensor,
+    tensor_factors,
+)
+from funsor_core.algorithms.scan_gaussian import gaussian_chain_parts, markov_gaussian
+from funsor_core.algorithms.scan_gaussian_filter import contract_markov_gaussian
+from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.interpreter import Tuple
+from funsor_core.ops import AssociativeOp, Op
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
+from interpretations.exact import exact
+
+_ATOMS = (Tensor, Gaussian, Number)
+
+
+# A real discrete chain: the T transition matrices in one array, multiplied in the semiring
+# by a parallel scan or a sequential loop (no terms per step).
+# (A product of Tensors built lazily keeps its factors apart: a shared matrix and per-step
+# vectors.)
+@exact.register(MarkovProduct, AssociativeOp, AssociativeOp, (Tensor, Contraction), Variable,
+                tuple, tuple, object)
+def exact_markov_product_tensor(sum_op, prod_op, trans, time, step, step_names, strategy):
+    factors = tensor_factors(trans, prod_op) if step else None
+    if factors is None:
+        return None
+    return markov_tensor(sum_op, prod_op, factors, time, step, step_names, strategy)
+
+
+# A Gaussian chain over real states (plus a Tensor of constants): Kalman-style steps on the
+# square-root arrays, by a parallel scan or a filter loop (lax.scan under jax).
+@exact.register(MarkovProduct, AssociativeOp, AssociativeOp, (Gaussian, Contraction), Variable,
+                tuple, tuple, object)
+def exact_markov_product_gaussian(sum_op, prod_op, trans, time, step, step_names, strategy):
+    parts = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
+    if parts is None:
+        return None
+    return markov_gaussian(parts, step, step_names, strategy)
+
+
+# A product of Tensors built lazily (a Binary tree), evaluated as the factored chain above.
+@exact.register(MarkovProduct, AssociativeOp, AssociativeOp, Binary, Variable, tuple, tuple,
+                object)
+def exact_markov_product_binary(sum_op, prod_op, trans, time, step, step_names, strategy):
+    return exact_markov_product_tensor(sum_op, prod_op, trans, time, step, step_names,
+                                       strategy)
+
+
+# Any other chain of atoms (sums of atoms included): the pairwise contractions as terms, so
+# the interpretations in force see each step. A chain of lazy terms stays a MarkovProduct.
+@exact.register(MarkovProduct, AssociativeOp, AssociativeOp, Funsor, Variable, tuple, tuple,
+                object)
+def exact_markov_product_funsor(sum_op, prod_op, trans, time, step, step_names, strategy):
+    if not _evaluable(trans, prod_op) or isinstance(trans, Binary):
+        return None
+    return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
+
+
+def _evaluable(trans, prod_op) -> bool:
+    if isinstance(trans, _ATOMS) or type(trans)._atom:
+        return True
+    if isinstance(trans, Contraction) and not trans.reduced_vars and all(
+            type(t)._atom for t in trans.terms):
+        return True
+    return tensor_factors(trans, prod_op) is not None
+
+
+# The reduction of a Markov product, or of a lazy sum holding one, is one Contraction (the
+# normal form) for the rule below, before the generic rules tabulate the term over its Bint
+# inputs (which would compose the T transition matrices first).
+@exact.register(Reduce, Op, MarkovProduct, frozenset)
+def exact_reduce_markov_product(op, arg, reduced_vars):
+    if not reduced_vars or not _evaluable(arg.trans, arg.prod_op):
+        return None
+    return Contraction(op, None, reduced_vars, (arg,))
+
+
+@exact.register(Reduce, Op, Contraction, frozenset)
+def exact_reduce_contraction_markov_product(op, arg, reduced_vars):
+    if (not reduced_vars or arg.red_op not in (None, op)
+            or not any(isinstance(t, MarkovProduct) for t in arg.terms)):
+        return None
+    return Contraction(op, arg.bin_op, arg.reduced_vars | reduced_vars, arg.terms)
+
+
+# A Markov product built lazily and then reduced together with the factors of its first prev
+# or last curr states: a filter. The boundary factors fold into the chain as vectors (an HMM's
+# forward algorithm: a vector carry, O(T K^2) instead of O(T K^3)); the rest is contracted
+# with the result. Without a reduction the sum stays lazy (as a lazily built term does under
+# exact), so that the reduction that follows sees the chain.
+@exact.register(Contraction, object, object, frozenset,
+                Tuple[(MarkovProduct, Tensor, Number, Gaussian), ...])
+def exact_contraction_markov_product(red_op, bin_op, reduced_vars, terms):
+    chains = [t for t in terms if isinstance(t, MarkovProduct)]
+    if red_op is None or len(chains) != 1 or not _evaluable(chains[0].trans, chains[0].prod_op):
+        return None
+    mp = chains[0]
+    others = [t for t in terms if t is not mp]
+    fused = contract_markov_tensor(red_op, bin_op, reduced_vars, mp, others)
+    if fused is None:
+        fused = contract_markov_gaussian(red_op, bin_op, reduced_vars, mp, others)
+    if fused is None:
+        value, rest, remaining = MarkovProduct(*mp._args), others, reduced_vars
+        if isinstance(value, MarkovProduct):
+            return None
+    else:
+        value, rest, remaining = fused
+    if not rest:
+        return value.reduce(red_op, remaining) if remaining else value
+    return Contraction(red_op, bin_op, remaining, (value, *rest))

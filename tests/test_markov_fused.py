@@ -1,0 +1,236 @@
+"""MarkovProduct as a filter (a lazily built chain reduced with its boundary factors), eager
+against ``jax.jit``, gradients (torch, jax), and chains of 10^5 steps.
+
+Oracles: the naive left fold of the evaluated chain (``naive_sequential_sum_product``), a
+hand-written forward algorithm (numpy; and torch / jax for gradients, differentiated by
+their own autodiff), and the eager numpy result for the jitted one.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.sum_product import MarkovProduct, naive_sequential_sum_product
+from funsor_core.testing import random_gaussian
+from interpretations import lazy
+
+SEMIRINGS = [(ops.logaddexp, ops.add, False), (ops.add, ops.mul, True), (ops.max, ops.add, False),
+             (ops.min, ops.add, False)]
+
+
+def _hmm(rng, duration, batch, k=3, positive=False):
+    draw = (lambda *s: rng.uniform(0.2, 2.0, size=s)) if positive else (
+        lambda *s: rng.normal(size=s))
+    a = fc.Tensor(draw(k, k), {"x": fc.Bint[k], "y": fc.Bint[k]})
+    o = fc.Tensor(draw(duration, batch, k), {"t": fc.Bint[duration], "b": fc.Bint[batch],
+                                             "y": fc.Bint[k]})
+    init = fc.Tensor(draw(k), {"x": fc.Bint[k]})
+    final = fc.Tensor(draw(batch, k), {"b": fc.Bint[batch], "y": fc.Bint[k]})
+    return a, o, init, final
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential", "auto"])
+@pytest.mark.parametrize("sum_op,prod_op,positive", SEMIRINGS,
+                         ids=lambda x: getattr(x, "name", str(x)))
+def test_boundaries_fold_into_the_chain(sum_op, prod_op, positive, strategy):
+    rng = np.random.default_rng(0)
+    for duration in (1, 2, 5, 12):
+        a, o, init, final = _hmm(rng, duration, 2, positive=positive)
+        step = prod_op(a, o)  # evaluated: the oracle's chain
+        chain = naive_sequential_sum_product(sum_op, prod_op, step, "t", {"x": "y"})
+        with lazy:
+            lazy_chain = MarkovProduct(sum_op, prod_op, prod_op(a, o), "t", {"x": "y"},
+                                       strategy=strategy)
+        cases = [((init,), {"x"}), ((final,), {"y"}), ((init, final), {"x", "y"}),
+                 ((init, final), {"x", "y", "b"}), ((), {"x"}), ((init,), {"b"})]
+        for terms, names in cases:
+            actual, expected = lazy_chain, chain
+            for f in terms:
+                actual, expected = prod_op(actual, f), prod_op(expected, f)
+            actual = actual.reduce(sum_op, frozenset(names))
+            expected = expected.reduce(sum_op, frozenset(names))
+            assert isinstance(actual, fc.Tensor), (terms, names)
+            kept = tuple(expected.inputs)
+            np.testing.assert_allclose(np.asarray(actual.align(kept).data),
+                                       np.asarray(expected.data), rtol=1e-10,
+                                       err_msg=f"T={duration} {names}")
+
+
+def _numpy_forward(init, a, o):
+    # log sum_x exp(init[x_-1] + sum_t a[x_t-1, x_t] + o[t, b, x_t]), one per b.
+    alpha = np.broadcast_to(init, (o.shape[1], init.shape[0]))
+    for t in range(o.shape[0]):
+        alpha = np.logaddexp.reduce(alpha[:, :, None] + a, axis=1) + o[t]
+    return np.logaddexp.reduce(alpha, axis=-1)
+
+
+def _program(init, a, o, strategy=None):
+    k, (duration, batch, _) = init.shape[0], o.shape
+    i = fc.Tensor(init, {"x": fc.Bint[k]})
+    at = fc.Tensor(a, {"x": fc.Bint[k], "y": fc.Bint[k]})
+    ot = fc.Tensor(o, {"t": fc.Bint[duration], "b": fc.Bint[batch], "y": fc.Bint[k]})
+    with lazy:
+        chain = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"},
+                              strategy=strategy)
+    return (i + chain).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_jit_equals_eager(strategy):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(1)
+    init, a, o = rng.normal(size=4), rng.normal(size=(4, 4)), rng.normal(size=(23, 3, 4))
+    expected = _numpy_forward(init, a, o)
+    np.testing.assert_allclose(_program(init, a, o, strategy), expected, rtol=1e-10)
+    fc.set_backend("jax")
+    try:
+        args = tuple(jnp.asarray(x) for x in (init, a, o))
+        eager = _program(*args, strategy)
+        jitted = jax.jit(lambda *xs: _program(*xs, strategy))(*args)
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(np.asarray(eager), expected, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(jitted), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_jit_equals_eager_gaussian(strategy):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    g = random_gaussian({"t": fc.Bint[5], "b": fc.Bint[2], "p": fc.Reals[2], "c": fc.Reals[2]})
+    expected = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"p": "c"}, strategy=strategy)
+    point = {"p": np.array([0.1, -0.3]), "c": np.array([0.7, 0.2])}
+    expected = np.asarray(expected(**point).align(("b",)).data)
+
+    def program(w, s):
+        gj = fc.Gaussian(white_vec=w, prec_sqrt=s, inputs=g.inputs)
+        mp = MarkovProduct(ops.logaddexp, ops.add, gj, "t", {"p": "c"}, strategy=strategy)
+        return mp(**{k: jnp.asarray(v) for k, v in point.items()}).align(("b",)).data
+
+    fc.set_backend("jax")
+    try:
+        args = (jnp.asarray(g.white_vec), jnp.asarray(g.prec_sqrt))
+        np.testing.assert_allclose(np.asarray(program(*args)), expected, rtol=1e-9)
+        np.testing.assert_allclose(np.asarray(jax.jit(program)(*args)), expected, rtol=1e-9)
+    finally:
+        fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_torch_gradients(strategy):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, 2, 3))
+
+    def hand(i, a, o):  # the forward algorithm in torch: the oracle's gradient
+        alpha = i.expand(o.shape[1], -1)
+        for t in range(o.shape[0]):
+            alpha = torch.logsumexp(alpha[:, :, None] + a, 1) + o[t]
+        return torch.logsumexp(alpha, -1)
+
+    fc.set_backend("torch")
+    try:
+        grads = []
+        for fn in (hand, lambda *xs: _program(*xs, strategy)):
+            xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
+            (fn(*xs) * torch.tensor([1.0, -2.0])).sum().backward()
+            grads.append([x.grad.numpy() for x in xs])
+        # The matrix (unfused) chain too: its total differentiated through the kernels.
+        xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
+        i, at, ot = (fc.Tensor(x, inp) for x, inp in zip(xs, (
+            {"x": fc.Bint[3]}, {"x": fc.Bint[3], "y": fc.Bint[3]},
+            {"t": fc.Bint[9], "b": fc.Bint[2], "y": fc.Bint[3]})))
+        mp = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"}, strategy=strategy)
+        total = (i + mp).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
+        (total * torch.tensor([1.0, -2.0])).sum().backward()
+        grads.append([x.grad.numpy() for x in xs])
+    finally:
+        fc.set_backend("numpy")
+    for actual in grads[1:]:
+        for g_actual, g_expected in zip(actual, grads[0]):
+            np.testing.assert_allclose(g_actual, g_expected, rtol=1e-9, atol=1e-12)
+
+
+def test_jax_gradients():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(3)
+    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, 2, 3))
+
+    def hand(i, a, o):
+        def step(alpha, ot):
+            return jax.nn.logsumexp(alpha[:, :, None] + a, 1) + ot, None
+        alpha, _ = jax.lax.scan(step, jnp.broadcast_to(i, (2, 3)), o)
+        return jax.nn.logsumexp(alpha, -1)
+
+    weights = jnp.array([1.0, -2.0])
+    args = tuple(jnp.asarray(x) for x in (init, a, o))
+    expected = jax.grad(lambda *xs: (hand(*xs) * weights).sum(), argnums=(0, 1, 2))(*args)
+    fc.set_backend("jax")
+    try:
+        both = jax.jit(jax.grad(lambda *xs: sum(
+            (_program(*xs, strategy) * weights).sum() for strategy in ("parallel", "sequential")),
+            argnums=(0, 1, 2)))(*args)
+    finally:
+        fc.set_backend("numpy")
+    for g_actual, g_expected in zip(both, expected):
+        np.testing.assert_allclose(np.asarray(g_actual), 2 * np.asarray(g_expected), rtol=1e-9,
+                                   atol=1e-12)
+
+
+def test_fast_filter_recomputes_lost_digits():
+    # Under jax the filter runs in probability space; transitions peaking elsewhere than the
+    # carry make its sums underflow, and the chain is recomputed exactly in log space.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    a = np.array([[0.0, -2000.0], [-2000.0, 0.0]])
+    o = np.zeros((6, 1, 2))
+    o[3, 0, 0] = -5000.0  # state 0 impossible at step 3: the path must cross over
+    init = np.array([0.0, -3000.0])
+    expected = _program(init, a, o, "sequential")
+    assert np.isfinite(expected).all()
+    fc.set_backend("jax")
+    try:
+        actual = jax.jit(lambda *xs: _program(*xs, "sequential"))(
+            *(jnp.asarray(x) for x in (init, a, o)))
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-12)
+
+
+def test_long_chain_no_recursion_bounded_memory():
+    # 10^5 steps (parallel) under a recursion limit far below the chain's length: nothing
+    # recurses per step. The sequential loop runs 2 * 10^4 steps under the same limit (it is
+    # a Python loop on numpy, 40 us a step), in bounded memory: its carry is one vector, so
+    # its peak stays a few copies of the input, as the parallel scan's does.
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    init, a = rng.normal(size=3), rng.normal(size=(3, 3)) - 1.0
+    o = rng.normal(size=(100_000, 1, 3))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        parallel = _program(init, a, o, "parallel")
+        tracemalloc.start()
+        sequential = _program(init, a, o[:20_000], "sequential")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        chain = fc.Tensor(rng.normal(size=(100_000, 2, 2)),
+                          {"t": fc.Bint[100_000], "p": fc.Bint[2], "c": fc.Bint[2]})
+        matrix = MarkovProduct(ops.logaddexp, ops.add, chain, "t", {"p": "c"})
+        g = random_gaussian({"t": fc.Bint[100_000], "p": fc.Real, "c": fc.Real})
+        gauss = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"p": "c"}, strategy="parallel")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert peak < 4 * o[:20_000].nbytes, peak
+    assert np.isfinite(parallel).all() and np.isfinite(sequential).all()
+    np.testing.assert_allclose(sequential, _numpy_forward(init, a, o[:20_000]), rtol=1e-9)
+    assert np.isfinite(matrix.data).all()
+    assert np.isfinite(gauss.reduce(ops.logaddexp).data)
