@@ -49,6 +49,9 @@ lint: venv
 demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/demo.py
 	$(SINGLE_THREAD) $(VPY) examples/conjugate_models.py
+	$(SINGLE_THREAD) $(VPY) examples/gaussian_mixture.py
+	$(SINGLE_THREAD) $(VPY) examples/slds.py
+	$(SINGLE_THREAD) $(VPY) examples/variational.py
 
 # Peers (funsor 0.4.8, dynamax) are optional: if one will not install, the benchmarks still
 # run and report the peer as missing. The installed numpy/jax/torch are frozen while the peers

@@ -72,7 +72,7 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
 
 
 def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor,
-                    window: int = 1) -> Funsor:
+                    window: int = 1, each_step=None) -> Funsor:
     """The forward message of a chain after its last step (see the module docstring).
 
     Args:
@@ -83,6 +83,9 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         step: a mapping from prev names to curr names.
         init: the factor of the first state, over (some of) the prev names.
         window: how many discrete states the message keeps exact (``>= 1``).
+        each_step: optional ``each_step(t, message)``, called after step ``t`` with the
+            filtering message of that step over its curr names (lags summed out), e.g. to
+            record filtered marginals; it costs one more sum per step.
 
     Returns:
         A factor of the curr names of the last step (and the batch and global inputs):
@@ -108,13 +111,19 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     shift = {lags[k][n]: Variable(lags[k + 1][n], trans.inputs[n])
              for k in range(window - 1) for n in discrete}
     shift.update((curr, Variable(prev, trans.inputs[prev])) for prev, curr in step.items())
+    all_lags = frozenset(n for k in range(1, window) for n in lags[k].values())
+    to_curr = {prev: Variable(curr, trans.inputs[curr]) for prev, curr in step.items()}
+
+    def current(msg):  # the message over the latest state's (curr) names
+        lagged = all_lags & msg.inputs.keys()
+        msg = msg.reduce(sum_op, lagged) if lagged else msg
+        return msg(**{k: v for k, v in to_curr.items() if k in msg.inputs})
+
     msg = init
     for t in range(trans.inputs[time].size):
         joint = prod_op(msg, trans(**{time: Number(t, trans.inputs[time].size)}))
         msg = joint.reduce(sum_op, (real | oldest) & joint.inputs.keys())
         msg = msg(**{k: v for k, v in shift.items() if k in msg.inputs})
-    lagged = frozenset(n for k in range(1, window) for n in lags[k].values()) & msg.inputs.keys()
-    if lagged:
-        msg = msg.reduce(sum_op, lagged)
-    return msg(**{prev: Variable(curr, trans.inputs[curr]) for prev, curr in step.items()
-                  if prev in msg.inputs})
+        if each_step is not None:
+            each_step(t, current(msg))
+    return current(msg)
