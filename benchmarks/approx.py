@@ -33,7 +33,7 @@ from funsor_core.algorithms.filtering import windowed_filter  # noqa: E402
 from funsor_core.atoms.gaussian.algebra import split_gaussian_sum  # noqa: E402
 from interpretations import MonteCarlo, moment_matching  # noqa: E402
 
-K, D, O, T = 3, 4, 2, 1000
+K, D, OBS, T = 3, 4, 2, 1000
 STEP = {"s_prev": "s_curr", "x_prev": "x_curr"}
 
 
@@ -42,14 +42,14 @@ def slds_params(seed=0):
     A = np.stack([np.linalg.qr(rng.normal(size=(D, D)))[0] * s for s in (0.98, 0.9, 0.7)])
     p = {"pi0": np.full(K, 1.0 / K), "trans": np.full((K, K), 0.05) + np.eye(K) * 0.85,
          "A": A, "Q": np.stack([np.eye(D) * q for q in (0.01, 0.05, 0.3)]),
-         "C": rng.normal(size=(O, D)), "R": np.eye(O) * 0.1, "m0": np.zeros(D), "P0": np.eye(D)}
+         "C": rng.normal(size=(OBS, D)), "R": np.eye(OBS) * 0.1, "m0": np.zeros(D), "P0": np.eye(D)}
     p["trans"] /= p["trans"].sum(1, keepdims=True)
     s, x, ys = 0, rng.normal(size=D), []
     for t in range(T):
         if t:
             s = rng.choice(K, p=p["trans"][s])
             x = A[s] @ x + rng.multivariate_normal(np.zeros(D), p["Q"][s])
-        ys.append(p["C"] @ x + rng.multivariate_normal(np.zeros(O), p["R"]))
+        ys.append(p["C"] @ x + rng.multivariate_normal(np.zeros(OBS), p["R"]))
     p["y"] = np.array(ys)
     return p
 
@@ -325,7 +325,7 @@ def main():
 
     jax.config.update("jax_enable_x64", True)  # float64 on every backend
     print(f"1. SLDS filtering by moment matching (K = {K}, window 1, T = {T:,}, state {D}, "
-          f"obs {O}), milliseconds per filter")
+          f"obs {OBS}), milliseconds per filter")
     print(f"{'backend':>14} {'hand-written':>13} {'funsor-core':>12} {'ratio':>6}")
     for name, hand, ours in slds_rows():
         print(f"{name:>14} {hand / 1e3:13.2f} {ours / 1e3:12.2f} {ours / hand:6.2f}", flush=True)
