@@ -15,6 +15,7 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 import interpretations as _interpretations  # noqa: E402,I001
 from funsor_core import ops
 from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
+from funsor_core.algorithms.filtering import windowed_filter  # issue 16
 from funsor_core.atoms.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
@@ -25,7 +26,7 @@ from funsor_core.atoms.interop import (
     function,
     to_data,
 )
-from funsor_core.atoms.sampling import sample
+from funsor_core.atoms.sampling import extract_samples, sample  # extract_samples: issue 16
 from funsor_core.atoms.scatter import Scatter
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_ops import (
@@ -113,4 +114,6 @@ __all__ = [
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
     "distribution",
+    # issue 16
+    "extract_samples", "windowed_filter",
 ]

@@ -471,3 +471,21 @@ def test_sequential_sum_product_collapses_inside_the_scan():
     (g,), dense = split_gaussian_sum(result)
     assert set(result.inputs) == {"s_prev", "s_curr", "x_prev", "x_curr"}
     assert np.isfinite(g.precision).all() and np.isfinite(dense[0].data).all()
+
+
+def test_windowed_filter_reports_each_step():
+    # each_step(t, message) gets the filtering message of step t: the same as filtering
+    # the chain cut after step t.
+    rng = np.random.default_rng(9)
+    trans = fc.Tensor(rng.normal(size=(4, 2, 2)), {"time": fc.Bint[4], "a": fc.Bint[2],
+                                                   "b": fc.Bint[2]})
+    init = fc.Tensor(rng.normal(size=2), {"a": fc.Bint[2]})
+    seen = []
+    windowed_filter(ops.logaddexp, ops.add, trans, "time", {"a": "b"}, init, 2,
+                    each_step=lambda t, msg: seen.append((t, msg)))
+    assert [t for t, _ in seen] == [0, 1, 2, 3]
+    for t, msg in seen:
+        cut = fc.Tensor(trans.data[: t + 1], {"time": fc.Bint[t + 1], "a": fc.Bint[2],
+                                              "b": fc.Bint[2]})
+        expected = windowed_filter(ops.logaddexp, ops.add, cut, "time", {"a": "b"}, init, 2)
+        np.testing.assert_allclose(msg.align(("b",)).data, expected.align(("b",)).data)
