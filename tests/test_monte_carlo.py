@@ -192,11 +192,16 @@ def test_dice_gradients_jax_under_jit():
         def per_particle(theta, key):
             return _discrete_estimate(theta, key, N).data
 
+        def derivatives(theta, key):  # one gradient (N, 3) and Hessian (N, 3, 3) per particle
+            def first(theta):
+                jac = jax.jacrev(per_particle)(theta, key)
+                return jac, (per_particle(theta, key), jac)
+
+            hess, (values, jac) = jax.jacfwd(first, has_aux=True)(theta)
+            return values, jac, hess
+
         theta = jax.numpy.array(THETA)
-        key = jax.random.PRNGKey(0)
-        jac = jax.jit(jax.jacrev(per_particle))(theta, key)  # (N, 3): one gradient per particle
-        hess = jax.jit(jax.jacfwd(jax.jacrev(per_particle)))(theta, key)  # (N, 3, 3)
-        values = jax.jit(per_particle)(theta, key)
+        values, jac, hess = jax.jit(derivatives)(theta, jax.random.PRNGKey(0))
     finally:
         fc.set_backend("numpy")
     value, grad, diag = _exact_derivatives(THETA)
