@@ -73,6 +73,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/gaussian.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/kalman.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/distributions.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/approx.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
@@ -61,15 +61,21 @@ def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     if not mixed:
         return None
     exact_vars = reduced_vars - mixed
-    if exact_vars:
+    gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
+    if len(gaussians) == 1:
+        (g,) = gaussians
+        real = frozenset(v for v in exact_vars if v in g.inputs)  # Bint ones are not in g
+        weights = dense_sum(dense)
+        summed = exact_vars - real
+        if summed:  # names of the weights alone: summed exactly
+            weights = weights.reduce(ops.logaddexp, summed)
+        # One QR per component integrates the real names and gives the moments.
+        result = collapse_mixture(g, weights, mixed, integrate=real)
+        if result is not None:
+            return result
+    if exact_vars:  # the general way: exact reduces the rest, then this rule collapses
         inner = Contraction(red_op, bin_op, exact_vars, terms)
         if isinstance(inner, Contraction) and inner.reduced_vars:
             return None  # exact could not integrate: reducing again would come back here
         return inner.reduce(ops.logaddexp, mixed)
-    gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
-    if len(gaussians) != 1:
-        return None
-    weights = None
-    for t in dense:
-        weights = t if weights is None else weights + t
-    return collapse_mixture(gaussians[0], weights, mixed)
+    return None

@@ -47,6 +47,7 @@ from funsor_core.atoms.gaussian.gaussian import (
     align_gaussian,
     gaussian_batch_inputs,
     merge_gaussian_inputs,
+    real_offsets,
 )
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -58,7 +59,8 @@ Array = Any
 _LOG_2PI = math.log(2 * math.pi)
 
 
-def component_moments(white_vec: Array, prec_sqrt: Array, names=None):
+def component_moments(white_vec: Array, prec_sqrt: Array, names=None,
+                      triangular: bool = False):
     """``(log_normalizer, mean, r_inv)`` of each full-rank Gaussian of a batch.
 
     ``r_inv`` is the inverse of the triangular factor ``R`` (``precision = R'R``), so the
@@ -69,6 +71,9 @@ def component_moments(white_vec: Array, prec_sqrt: Array, names=None):
 
     Args:
         white_vec: batch + (rank,); prec_sqrt: batch + (dim, rank), ``rank >= dim``.
+        triangular: the system is already triangular and consistent: ``prec_sqrt`` is
+            square and lower triangular (``R'``), as ``arrays.marginalize`` returns it, so
+            no factorization is needed.
 
     Example:
         >>> w, s = from_mean_covariance(np.array([2.0]), np.array([[4.0]]))
@@ -78,7 +83,10 @@ def component_moments(white_vec: Array, prec_sqrt: Array, names=None):
     """
     dim = prec_sqrt.shape[-2]
     la.require_full_rank(prec_sqrt, "moment matching")
-    r_upper, z, shift = la.triangularize(la.mT(prec_sqrt), white_vec, canonical=False)
+    if triangular:
+        r_upper, z, shift = la.mT(prec_sqrt), white_vec, 0.0
+    else:
+        r_upper, z, shift = la.triangularize(la.mT(prec_sqrt), white_vec, canonical=False)
     fix = rank_tests(r_upper, dim, rank_tolerance(prec_sqrt), kept=False)
     if CHECK_RANK[0] and fix.bad is not None and ops.is_concrete(fix.bad):
         if ops.to_numpy(fix.bad).any():
@@ -89,13 +97,15 @@ def component_moments(white_vec: Array, prec_sqrt: Array, names=None):
     return log_z, la.mv(r_inv, z), r_inv
 
 
-def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, names=None):
+def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, names=None,
+                    triangular: bool = False):
     """Collapse the mixture over the last batch dim of the arrays (see the module docstring).
 
     Args:
         log_weights: batch + (n,), the log weights ``t_k`` (``-inf`` allowed).
         white_vec: batch + (n, rank); prec_sqrt: batch + (n, dim, rank), ``rank >= dim``.
         names: labels of the coordinates for error messages (see ``component_moments``).
+        triangular: the components are square triangular systems (``component_moments``).
 
     Returns:
         ``(log_const, white_vec, prec_sqrt)`` of shapes batch, batch + (dim,) and batch +
@@ -108,7 +118,7 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
         (True, True)
     """
     dim = prec_sqrt.shape[-2]
-    log_z, mean_k, r_inv = component_moments(white_vec, prec_sqrt, names)
+    log_z, mean_k, r_inv = component_moments(white_vec, prec_sqrt, names, triangular)
     log_mass_k = ops.add(log_weights, log_z)
     log_mass = ops.logsumexp(log_mass_k, -1)
     finite = ops.isfinite(log_mass)
@@ -138,7 +148,8 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     return log_const, new_white_vec, new_prec_sqrt
 
 
-def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset) -> Funsor | None:
+def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset,
+                     integrate: frozenset = frozenset()) -> Funsor | None:
     """``logaddexp`` of ``g + dense`` over the Bint inputs ``names`` of ``g``, as one Gaussian
     per assignment of the other Bint inputs, of the mixture's normalizer, mean and covariance.
 
@@ -148,6 +159,9 @@ def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset) -> Fun
         dense: a Tensor, a Number or None: the log weights. Names of ``names`` that only
             ``dense`` has are summed first (exactly).
         names: Bint input names to collapse.
+        integrate: real inputs of ``g`` to integrate out first, exactly (some must be left):
+            one QR of each component's system does both, since the marginal comes out
+            triangular (``arrays.marginalize``).
 
     Returns:
         ``Gaussian + Tensor`` over the remaining inputs, or None.
@@ -163,6 +177,8 @@ def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset) -> Fun
     """
     if g.rank < g.dim or not names & g.inputs.keys():
         return None
+    if integrate and integrate >= g.real_inputs.keys():
+        return None  # nothing left to collapse: a Tensor mixture, exact's
     if dense is not None:
         only_dense = frozenset(n for n in names if n in dense.inputs and n not in g.inputs)
         if only_dense:
@@ -180,19 +196,31 @@ def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset) -> Fun
     n = math.prod(d.size for d in red.values())
     white_vec = ops.reshape(white_vec, kshape + (n, g.rank))
     prec_sqrt = ops.reshape(prec_sqrt, kshape + (n, g.dim, g.rank))
+    shift = None
+    if integrate:
+        offsets, _ = real_offsets(reals)
+        index = [i for k in reals if k in integrate
+                 for i in range(offsets[k], offsets[k] + reals[k].num_elements)]
+        white_vec, prec_sqrt, shift = gm.marginalize(
+            white_vec, prec_sqrt, index, check=CHECK_RANK[0],
+            names=lambda: _labels({k: d for k, d in reals.items() if k in integrate}))
+        reals = {k: d for k, d in reals.items() if k not in integrate}
     if isinstance(dense, Tensor):
         logits = align_tensor({**keep, **red}, dense, expand=True)
     else:
         value = 0.0 if dense is None else float(dense.data)
         logits = ops.new_full(white_vec, kshape + tuple(d.size for d in red.values()), value)
     logits = ops.reshape(logits, kshape + (n,))
-
-    def labels():
-        return [k if d.num_elements == 1 else f"{k}[{j}]"
-                for k, d in reals.items() for j in range(d.num_elements)]
-
-    log_const, new_white_vec, new_prec_sqrt = collapse_arrays(logits, white_vec, prec_sqrt,
-                                                              labels)
+    if shift is not None:
+        logits = ops.add(logits, shift)
+    log_const, new_white_vec, new_prec_sqrt = collapse_arrays(
+        logits, white_vec, prec_sqrt, lambda: _labels(reals), triangular=shift is not None)
     new_inputs = {**keep, **reals}
     return gaussian_sum(Gaussian.make(new_white_vec, new_prec_sqrt, new_inputs),
                         Tensor.make(log_const, keep))
+
+
+def _labels(reals: dict) -> list:
+    """One label per coordinate of the real inputs, for error messages."""
+    return [k if d.num_elements == 1 else f"{k}[{j}]"
+            for k, d in reals.items() for j in range(d.num_elements)]
