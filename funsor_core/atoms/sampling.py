@@ -33,9 +33,12 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
 from funsor_core.atoms.rng import KeyStream
@@ -232,9 +235,7 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
     batch = {**sample_inputs, **q.batch_inputs}
     noise = _standard_normal(q.white_vec, tuple(d.size for d in batch.values()) + (q.dim,),
                              rng_key)
-    lead = (1,) * len(sample_inputs)
-    x = gm.sample(ops.reshape(q.white_vec, lead + tuple(q.white_vec.shape)),
-                  ops.reshape(q.prec_sqrt, lead + tuple(q.prec_sqrt.shape)), noise)
+    x = _reparameterize(q.white_vec, q.prec_sqrt, noise, len(sample_inputs))
     offsets, _ = real_offsets(q.inputs)
     points = {}
     for name in sampled:
@@ -246,6 +247,27 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
     if not others:
         return delta + log_z
     return delta + g(**points) + (log_z - marginal(**points))
+
+
+def _reparameterize(white_vec, prec_sqrt, noise, ns: int):
+    """``x = R^{-1} (z + noise) ~ N(mean, precision^{-1})`` (``arrays.sample``) for noise of
+    shape ``sample + batch + (dim,)`` with ``ns`` sample dims: the draws are the columns of
+    one triangular solve per batch entry, not one small solve per draw (1,000 particles of a
+    10-d Gaussian: one solve with 1,000 right-hand sides)."""
+    if ns == 0:
+        return gm.sample(white_vec, prec_sqrt, noise)
+    la.require_full_rank(prec_sqrt, "a sample")
+    r_upper, z, _ = la.triangularize(la.mT(prec_sqrt), white_vec)
+    batch, dim = tuple(z.shape[:-1]), z.shape[-1]
+    sample = tuple(noise.shape[:ns])
+    nb = len(batch)
+    to_cols = tuple(range(ns, ns + nb + 1)) + tuple(range(ns))  # batch + (dim,) + sample
+    cols = ops.reshape(ops.permute(noise, to_cols), batch + (dim, math.prod(sample)))
+    x = ops.triangular_solve(ops.add(cols, ops.getitem(z, (Ellipsis, None))), r_upper,
+                             upper=True)
+    x = ops.reshape(x, batch + (dim,) + sample)
+    back = tuple(range(nb + 1, nb + 1 + ns)) + tuple(range(nb + 1))
+    return ops.permute(x, back)
 
 
 def _sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key):
