@@ -52,6 +52,9 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/bayesian_network.py
 	$(SINGLE_THREAD) $(VPY) examples/hmm.py
 	$(SINGLE_THREAD) $(VPY) examples/kalman_bias.py
+	$(SINGLE_THREAD) $(VPY) examples/gaussian_mixture.py
+	$(SINGLE_THREAD) $(VPY) examples/slds.py
+	$(SINGLE_THREAD) $(VPY) examples/variational.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
 # still run and report the peer as missing. The installed numpy/jax/torch are frozen while
@@ -82,6 +85,7 @@ bench: $(BENCH_STAMP)
 	$(SINGLE_THREAD) $(VPY) benchmarks/contraction.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/adjoint.py
 	$(SINGLE_THREAD) $(VPY) benchmarks/markov.py
+	$(SINGLE_THREAD) $(VPY) benchmarks/approx.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

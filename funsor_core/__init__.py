@@ -19,11 +19,11 @@ from funsor_core.algorithms.adjoint import (
     DiscreteModel,
     PosteriorSample,
     adjoint,
-    extract_samples,
     forward_backward,
     infer_discrete,
 )
 from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
+from funsor_core.algorithms.filtering import windowed_filter
 from funsor_core.atoms.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
@@ -34,7 +34,7 @@ from funsor_core.atoms.interop import (
     function,
     to_data,
 )
-from funsor_core.atoms.sampling import sample
+from funsor_core.atoms.sampling import extract_samples, sample  # extract_samples: issue 16
 from funsor_core.atoms.scatter import Scatter
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_ops import (
@@ -128,5 +128,5 @@ __all__ = [
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
-    "MarkovProduct",
+    "MarkovProduct", "windowed_filter",
 ]

@@ -21,10 +21,12 @@ from interpretations.approximations import (
     mean_approximate,
 )
 from interpretations.compress import compress_gaussians
+from interpretations.elbo import Elbo
 from interpretations.exact import EXACT, eager, exact
 from interpretations.lazy import LAZY, lazy
 from interpretations.memoize import Memoize, memoize
-from interpretations.monte_carlo import MonteCarlo, extract_samples
+from interpretations.moment_matching import MOMENTMATCHING, moment_matching
+from interpretations.monte_carlo import MONTECARLO, MonteCarlo, extract_samples, monte_carlo
 from interpretations.normalize import NORMALIZE, normalize
 from interpretations.optimize import OPTIMIZE, apply_optimizer, optimize
 from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
@@ -35,4 +37,5 @@ __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "nor
            "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
            "compress_gaussians", "optimize", "OPTIMIZE", "apply_optimizer", "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
-           "MonteCarlo", "extract_samples"]
+           "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
+           "MOMENTMATCHING", "Elbo"]

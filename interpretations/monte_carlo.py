@@ -1,67 +1,210 @@
-"""``MonteCarlo(rng_key=None, **sample_inputs)``: Monte Carlo estimates by sampling.
+"""``MonteCarlo(rng_key=None, **sample_inputs)``: estimate what has no closed form by sampling.
 
-This module holds the interpretation kind and its rule for ``Approximate`` terms, the part
-that the adjoint's backward pass uses (funsor's ``funsor.montecarlo``): an approximation of
-``model`` guided by ``guide`` over ``V`` becomes ``model + Delta(V = x) + log Z - log g(x)``
-with ``x`` drawn from the guide ``g`` (of normalizer ``Z``), an unbiased estimate of
-``model`` once ``V`` is integrated out. ``sample_inputs`` (``particle=Bint[100]``) draws
-independent particles; ``rng_key`` (an int seed, a generator, a jax key) makes runs
-reproducible. Terms other than ``Approximate`` fall through to the interpretation that was
-active when it was entered.
+A stateful interpretation kind (alias ``MONTECARLO``; ``monte_carlo`` is a default instance
+with no particle input and no seed). It falls back to the interpretation that was active when
+it was entered, and rewrites (section 4.5 and appendix B.3 of "Functional Tensors for
+Probabilistic Programming"):
+
+- ``Integrate(m, f, V)`` against a Gaussian measure (possibly plus a Tensor): exact where the
+  integral has a closed form (affine, quadratic and Gaussian integrands such as the
+  ``log p - log q`` of a Gaussian ELBO); otherwise the real names of ``V`` are drawn from
+  ``m`` by reparameterized sampling, ``m -> Delta(x) + log Z``, and the Delta is substituted
+  into ``f`` (exactly: Bint names of ``V`` are then summed).
+- ``Integrate(m, f, V)`` against any other measure that can be sampled (a Tensor over Bint
+  names of ``V``, a distribution): ``V`` is drawn from ``m``; a discrete draw is weighted
+  by the normalizer and a DiCE factor ``exp(log p - stop_gradient(log p))``, which is one in
+  value, so that the derivatives of the estimate, of every order, are unbiased.
+- ``logaddexp`` reductions over real names of a Gaussian and terms that ``exact`` cannot
+  integrate (``log ∫ exp(g(x) + sigmoid(x)) dx``) draw those names from the Gaussian, as
+  above; a reduction that ``exact`` evaluates stays exact (cheap sums, marginals).
+- ``ops.sample`` reductions always sample (``exact`` computes them as ``logaddexp``).
+- Deltas stay exact: integrating a point mass substitutes its point.
+
+``sample_inputs`` (``particle=Bint[1000]``) adds independent draws along new Bint inputs:
+the estimate is per particle, its mean over them the Monte Carlo average. Draws made in one
+block share the particle inputs, so a name drawn given another drawn earlier is drawn
+jointly with it. ``rng_key`` seeds the draws (``funsor_core.atoms.rng.KeyStream``): the same
+seed gives the same numbers on each backend, eagerly and under ``jax.jit``, where a jax key
+may be traced.
 
 Example:
-    >>> from interpretations.monte_carlo import MonteCarlo
-    >>> t = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
-    >>> with MonteCarlo(rng_key=0, particle=fc.Bint[4]):
-    ...     q = fc.Approximate(ops.logaddexp, t, t, "i")
-    >>> sorted(q.inputs)
-    ['i', 'particle']
+    >>> from interpretations import MonteCarlo
+    >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+    >>> x = fc.Variable("x", fc.Real)
+    >>> with MonteCarlo(rng_key=0, particle=fc.Bint[20000]):
+    ...     estimate = fc.Integrate(g - g.log_normalizer, x.exp(), "x")  # E[e^x] = e^0.5
+    >>> bool(abs(estimate.reduce(ops.mean, "particle").data - np.exp(0.5)) < 0.05)
+    True
 """
 
 from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.kinds import approximating
-from funsor_core.algorithms.adjoint.points import KeyStream, draw, extract_samples, names_of
+from funsor_core.algorithms.adjoint.points import draw, names_of
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum
+from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.rng import KeyStream
+from funsor_core.atoms.sampling import extract_samples, sample
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Domain
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.base import Funsor, Number, Reduce, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 
-__all__ = ["MonteCarlo", "extract_samples"]
+__all__ = ["MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples"]
+
+_NOT_BINT = ("MonteCarlo(**sample_inputs): '{name}' is {domain!r}; sample inputs are new Bint "
+             "inputs that index independent draws, e.g. MonteCarlo(particle=Bint[1000])")
 
 
 @approximating
 class MonteCarlo(Interpretation):
-    """Monte Carlo estimates (see the module docstring), as funsor's ``MonteCarlo``.
+    """Monte Carlo estimates of integrals and reductions (see the module docstring).
+
+    Args:
+        rng_key: None (each backend's global random state), an int seed, a numpy or torch
+            ``Generator``, or a jax PRNG key (possibly traced under ``jax.jit``).
+        sample_inputs: new Bint inputs indexing independent draws (``particle=Bint[100]``).
 
     Example:
-        >>> MonteCarlo(rng_key=0, particle=fc.Bint[10]).sample_inputs
-        {'particle': Bint[10]}
+        >>> mc = MonteCarlo(rng_key=0, particle=fc.Bint[10])
+        >>> with mc:
+        ...     chain = mc.chain()
+        >>> mc.sample_inputs, chain
+        ({'particle': Bint[10]}, ['monte_carlo', 'exact', 'normalize', 'lazy', 'reflect'])
     """
 
     stateful = True
 
-    def __init__(self, *, rng_key=None, **sample_inputs) -> None:
+    def __init__(self, rng_key=None, **sample_inputs: Domain) -> None:
         super().__init__("monte_carlo", fallback=ENTERED)
+        for name, domain in sample_inputs.items():
+            if not isinstance(domain, Domain) or domain.dtype == "real" or domain.shape:
+                raise TypeError(_NOT_BINT.format(name=name, domain=domain))
         self.rng_key = rng_key
         self.keys = KeyStream(rng_key)
         self.sample_inputs = dict(sample_inputs)
 
     @property
     def sample_vars(self) -> frozenset:
-        """The sample inputs as Variables (the ``batch_vars`` of a backward pass)."""
+        """The sample inputs as Variables."""
         return frozenset(Variable(k, d) for k, d in self.sample_inputs.items())
 
+    def draw(self, measure: Funsor, names: frozenset) -> Funsor:
+        """A sample of the log density ``measure`` over ``names`` (``atoms.sampling.sample``)
+        with this instance's sample inputs and its next key."""
+        return sample(measure, names, self.sample_inputs, self.keys.next(measure))
 
-# Approximate(logaddexp | sample, m, g, V) = m + Delta(V = x) + log Z_g - g(x), x ~ g.
+
+MONTECARLO = monte_carlo = MonteCarlo()
+
+
+def _terms(term: Funsor) -> tuple:
+    """The summands of a sum (``Contraction(None, add, {}, terms)``), or the term itself."""
+    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
+        return term.terms
+    return (term,)
+
+
+def _real_names(term: Funsor, names) -> frozenset:
+    return frozenset(n for n in names if n in term.inputs and term.inputs[n].dtype == "real")
+
+
+# ---------------------------------------------------------------------------------------------
+# Integrate(m, f, V): exact when it has a closed form and m is Gaussian; a point mass is exact;
+# otherwise V is drawn from m and the sample integrated exactly.
+@MonteCarlo.register(Integrate, Funsor, Funsor, frozenset)
+def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
+    if any(isinstance(t, Delta) for t in _terms(log_measure)):
+        return None  # exact substitutes the points; what is left comes back here
+    if isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure):
+        result = mc.defer(Integrate, (log_measure, integrand, reduced_vars))
+        if not isinstance(result, Integrate):
+            return result  # a closed form (or a reduction exact did partly)
+        parts = _terms(integrand)
+        if len(parts) > 1:
+            # Linearity: the parts with a closed form stay exact (a lower-variance estimate),
+            # the others are sampled, each by this rule.
+            return dense_sum([Integrate(log_measure, part, reduced_vars) for part in parts])
+        names = _real_names(log_measure, reduced_vars)
+        if not names:
+            return result
+    else:
+        names = reduced_vars
+    try:
+        drawn = mc.draw(log_measure, names)
+    except NotImplementedError:  # a measure sample() does not know: leave it to the chain
+        return None
+    if drawn is log_measure:
+        return None
+    return Integrate(drawn, integrand, reduced_vars)
+
+
+# logaddexp_V (g + e) with real names of V in the Gaussian g and e not integrable in closed
+# form: x ~ g, g -> Delta(x) + log Z. Reductions exact evaluates stay exact.
+@MonteCarlo.register(Contraction, object, object, frozenset, tuple)
+def monte_carlo_contraction(mc, red_op, bin_op, reduced_vars, terms):
+    if red_op is ops.sample and bin_op in (ops.add, None):
+        return _sample_reduction(mc, reduced_vars, terms)
+    if red_op is not ops.logaddexp or bin_op not in (ops.add, None):
+        return None
+    if not any(isinstance(t, Gaussian) and _real_names(t, reduced_vars) for t in terms):
+        return None
+    result = mc.defer(Contraction, (red_op, bin_op, reduced_vars, terms))
+    if not (isinstance(result, Contraction) and result.red_op is ops.logaddexp
+            and result.bin_op in (ops.add, None)):
+        return result
+    gaussians = [t for t in result.terms if isinstance(t, Gaussian)]
+    names = frozenset().union(*(_real_names(g, result.reduced_vars) for g in gaussians))
+    if not names:
+        return result
+    rest = tuple(t for t in result.terms if not isinstance(t, Gaussian))
+    drawn = mc.draw(dense_sum(gaussians), names)
+    return Contraction(ops.logaddexp, ops.add, result.reduced_vars, (drawn,) + rest)
+
+
+# Reduce(ops.sample, f, V) = the same as a Contraction of the single term f.
+@MonteCarlo.register(Reduce, type(ops.sample), Funsor, frozenset)
+def monte_carlo_reduce_sample(mc, op, arg, reduced_vars):
+    if op is not ops.sample:
+        return None
+    return _sample_reduction(mc, reduced_vars, _terms(arg))
+
+
+def _sample_reduction(mc, reduced_vars, terms):
+    """Estimate ``logaddexp_V sum(terms)`` by drawing ``V``: the real names from the
+    Gaussians among ``terms`` (given the Bint names), then the Bint names from the Tensors,
+    which then include the normalizers the first draw left."""
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    real = frozenset().union(*(_real_names(g, reduced_vars) for g in gaussians))
+    if real:
+        drawn = mc.draw(dense_sum(gaussians), real)
+        others = tuple(t for t in terms if not isinstance(t, Gaussian))
+        inner = Contraction(ops.logaddexp, ops.add, real, _terms(drawn) + others)
+        rest = reduced_vars - real
+        return inner.reduce(ops.sample, rest) if rest else inner
+    tensors = [t for t in terms if isinstance(t, Tensor) and reduced_vars & t.inputs.keys()]
+    if not tensors:
+        return None
+    density = dense_sum(tensors)
+    drawn = mc.draw(density, reduced_vars & density.inputs.keys())
+    others = tuple(t for t in terms if not any(t is u for u in tensors))
+    return Contraction(ops.logaddexp, ops.add, reduced_vars, _terms(drawn) + others)
+
+
+# Approximate(logaddexp | sample, m, g, V) = m + Delta(V = x) + log Z_g - g(x), x ~ g: the
+# backward pass of a sampling adjoint; unbiased for m once V is integrated out.
 @MonteCarlo.register(Approximate, (type(ops.logaddexp), type(ops.sample)), Funsor, Funsor,
                      frozenset)
-def monte_carlo_approximate(state, op, model, guide, approx_vars):
+def monte_carlo_approximate(mc, op, model, guide, approx_vars):
     names = names_of(approx_vars) & guide.inputs.keys()
     if not names:
         return model
-    points, log_weight = draw(guide, names, state.sample_inputs, state.keys)
+    points, log_weight = draw(guide, names, mc.sample_inputs, mc.keys)
     if not points:
         return model
     delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))

@@ -31,7 +31,8 @@ class Integrate(Funsor):
         reduced_vars: a name, a Variable, or a set of them, with ``Funsor.reduce``'s policy
             for the inputs of ``log_measure`` (a Variable must have its input's domain; a
             Bint Variable that neither the measure nor the integrand has repeats the measure
-            over its values; a bare name the measure lacks raises ValueError).
+            over its values; a Bint input of the integrand alone is summed, each value
+            counted once, as in funsor; a real one raises ValueError).
 
     Example:
         >>> d = fc.Delta("x", fc.Number(2.0))
@@ -52,10 +53,16 @@ class Integrate(Funsor):
                               f"{log_measure.output}")
         inputs = merge_inputs(log_measure.inputs, integrand.inputs, "integrate")
         names, absent = split_reduced_vars(reduced_vars, inputs, "the measure or integrand")
-        if not names.issubset(log_measure.inputs.keys()):
-            raise ValueError(f"cannot integrate over {sorted(names - log_measure.inputs.keys())}"
-                             ": inputs of the integrand but not of the measure, whose inputs "
-                             f"are {dict(log_measure.inputs)}")
+        only = names - log_measure.inputs.keys()
+        if any(inputs[n].dtype == "real" for n in only):
+            raise ValueError(f"cannot integrate over {sorted(only)}: real inputs of the "
+                             "integrand but not of the measure, whose inputs are "
+                             f"{dict(log_measure.inputs)}")
+        if only:
+            # A Bint name the measure lacks counts each value once, as in funsor:
+            # sum_k exp(m) f(k) = exp(m) sum_k f(k).
+            integrand = integrand.reduce(ops.add, only)
+            names = names - only
         if absent:  # n copies of the measure: its log density plus log n
             log_measure = reduce_constant(log_measure, ops.logaddexp, absent)
         return log_measure, integrand, names

@@ -116,6 +116,8 @@ def _matmul(op, lhs, rhs):
     # Promote vectors to matrices so that numpy's batched matmul sees matching batch dims,
     # then drop the promoted dims again.
     lo, ro = len(lhs.output.shape), len(rhs.output.shape)
+    if lo == 1 and ro == 1 and op is ops.matmul:
+        return _dot(lhs, rhs)
     ld, rd = lhs.data, rhs.data
     if lo == 1:
         ld = ops.reshape(ld, tuple(ld.shape[:-1]) + (1, ld.shape[-1]))
@@ -128,6 +130,24 @@ def _matmul(op, lhs, rhs):
     if lo == 1:
         data = data[..., 0, :] if ro != 1 else data[..., 0]
     return Tensor.make(data, inputs, "real")
+
+
+def _dot(lhs, rhs):
+    # Vector . vector: one batched matrix product over the shared inputs, of (lhs-only
+    # inputs x n) by (n x rhs-only inputs), instead of a matmul per pair of batch entries
+    # (a Monte Carlo estimate dots each particle with each data point: a GEMM).
+    shared = {k: d for k, d in lhs.inputs.items() if k in rhs.inputs}
+    left = {k: d for k, d in lhs.inputs.items() if k not in shared}
+    right = {k: d for k, d in rhs.inputs.items() if k not in shared}
+    n = lhs.output.shape[0]
+    size = lambda inputs: math.prod(d.size for d in inputs.values())  # noqa: E731
+    a = align_tensor({**shared, **left}, lhs, expand=True) if lhs.inputs else lhs.data
+    b = align_tensor({**shared, **right}, rhs, expand=True) if rhs.inputs else rhs.data
+    a = ops.reshape(a, (size(shared), size(left), n))
+    b = ops.reshape(b, (size(shared), size(right), n))
+    data = ops.matmul(a, ops.transpose(b, -1, -2))
+    inputs = {**shared, **left, **right}
+    return Tensor.make(ops.reshape(data, tuple(d.size for d in inputs.values())), inputs, "real")
 
 
 # Reduce(op, t, vars) reduces the named batch dims with op's array reduction.

@@ -19,9 +19,9 @@ from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
-from funsor_core.atoms.sampling import sample
-from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.atoms.rng import KeyStream
+from funsor_core.atoms.sampling import extract_samples, sample
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
@@ -269,93 +269,3 @@ def draw(guide: Funsor, approx_vars, sample_inputs: dict, rng_key=None) -> tuple
             weight = weight + part.reduce(ops.logaddexp, real) - part(**new)
         log_weight = log_weight + weight
     return points, log_weight
-
-
-class KeyStream:
-    """Random keys for a sequence of draws from one ``rng_key``.
-
-    ``rng_key`` may be None (the backend's global state), an int seed (a generator, or a jax
-    key, made once per backend and then advanced), a numpy or torch ``Generator`` (used as
-    it is, it advances itself), or a jax PRNG key (split for every draw: a key is never used
-    twice). A seed given as an array of another backend than the terms (funsor's tests pass
-    ``np.array([0, 0], dtype=np.uint32)`` on every backend) seeds that backend's generator.
-
-    Example:
-        >>> keys = KeyStream(0)
-        >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
-        >>> keys.next(t) is keys.next(t)  # one numpy Generator, advancing
-        True
-    """
-
-    def __init__(self, rng_key=None) -> None:
-        self.rng_key = rng_key
-        self._made: dict = {}
-
-    def next(self, term: Funsor):
-        key = self.rng_key
-        if key is None:
-            return None
-        name = backend_name_of(_prototype(term))
-        if not isinstance(key, int):
-            key_backend = backend_name_of(key)
-            if key_backend == "jax" and name == "jax":
-                self.rng_key, sub = backend_module("jax").split_rng_key(key)
-                return sub
-            if key_backend == name and not hasattr(key, "shape"):
-                return key  # a numpy or torch Generator
-        made = self._made.get(name)
-        if made is None:
-            made = backend_module(name).new_rng_key(_seed(key))
-        if name == "jax":
-            made, sub = backend_module("jax").split_rng_key(made)
-            self._made[name] = made
-            return sub
-        self._made[name] = made
-        return made
-
-
-def _seed(key) -> int:
-    if isinstance(key, int):
-        return key
-    values = ops.to_numpy(key) if hasattr(key, "shape") else key
-    return int(sum(int(v) * 7919 ** k for k, v in enumerate(getattr(values, "ravel",
-                                                                      lambda: [values])())))
-
-
-def _prototype(term: Funsor):
-    # An array of the term (for its backend), or the active backend's.
-    todo = [term]
-    while todo:
-        node = todo.pop()
-        if is_array(node):
-            return node
-        if isinstance(node, Funsor):
-            leaves, _ = type(node).tree_flatten(node)
-            todo.extend(leaves)
-    return backend_module().asarray(0.0, "real")
-
-
-# ---------------------------------------------------------------------------------------------
-def extract_samples(discrete_density: Funsor) -> dict:
-    """The points of the Deltas in a term (a Delta, or a sum with Deltas), as a dict from
-    names to points (funsor's ``funsor.montecarlo.extract_samples``); other terms (weights)
-    contribute nothing.
-
-    Raises:
-        ValueError: for a term whose points cannot be read (a lazy reduction).
-
-    Example:
-        >>> d = fc.Delta("x", fc.Number(2.0)) + fc.Number(0.5)
-        >>> extract_samples(d)["x"].data
-        2.0
-    """
-    if isinstance(discrete_density, Delta):
-        return {name: point for name, (point, _) in discrete_density.terms}
-    if isinstance(discrete_density, Contraction):
-        if discrete_density.reduced_vars:
-            raise ValueError("cannot extract samples from a reduced Contraction")
-        result: dict = {}
-        for term in discrete_density.terms:
-            result.update(extract_samples(term))
-        return result
-    return {}

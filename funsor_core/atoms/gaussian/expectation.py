@@ -16,7 +16,8 @@ and ``E_q[f]`` has a closed form for the integrands handled here:
   ``x @ M @ x``, ``(x * x).sum()``, ``t_j * x * y``, decided from the structure):
   ``f(m(y)) + 0.5 <H, Σ>`` with ``H`` the (constant) Hessian of ``f`` in ``x``;
 - ``f`` a Gaussian:                        ``f(m(y)) - 0.5 <Σ, P_f,xx>`` (``P_f``: its precision);
-- sums and differences of these, and anything without ``x`` (by linearity).
+- sums, differences and negations of these, products of one of them with factors free of
+  ``x``, and anything without ``x`` (by linearity).
 
 An integrand may have Bint inputs the measure lacks (``t_j * x``): the result keeps them.
 
@@ -38,7 +39,7 @@ from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
-from funsor_core.terms.base import Binary, Funsor, Number, Variable
+from funsor_core.terms.base import Binary, Funsor, Number, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import fresh_name
 
@@ -165,6 +166,18 @@ def _expectation(mom: _Moments, f: Funsor):
     if isinstance(f, Binary) and f.op is ops.sub:
         lhs, rhs = _expectation(mom, f.lhs), _expectation(mom, f.rhs)
         return None if lhs is None or rhs is None else lhs - rhs
+    if isinstance(f, Unary) and f.op is ops.neg:  # E[-f] = -E[f] (an ELBO's -log q)
+        inner = _expectation(mom, f.arg)
+        return None if inner is None else -inner
+    if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul:
+        # E[c f] = c E[f] for factors c free of the integrated reals.
+        inside = [t for t in f.terms if any(k in mom.domains for k in t.inputs)]
+        if len(inside) == 1 and not isinstance(inside[0], (Tensor, Number)):
+            inner = _expectation(mom, inside[0])
+            if inner is not None:
+                for t in f.terms:
+                    inner = inner if t is inside[0] else inner * t
+                return inner
     if isinstance(f, Gaussian):
         return f(**_restrict(mom.mean, f)) - 0.5 * _trace_precision(mom, f)
     degree = polynomial_degree(f)

@@ -1,0 +1,81 @@
+"""``moment_matching`` (alias ``MOMENTMATCHING``): collapse Gaussian mixtures as they are summed.
+
+Summing a Bint input ``i`` out of ``Tensor(i) + Gaussian(i, x)`` with ``logaddexp`` gives a
+mixture of Gaussians, which ``exact`` keeps as a lazy term (its number of components grows
+with every such sum). Under ``moment_matching`` it becomes one Gaussian per assignment of the
+remaining Bint inputs, with the mixture's normalizer, mean and covariance (the collapsing step
+of interacting-multiple-model filters; section 4.4 of "Functional Tensors for Probabilistic
+Programming"). Real inputs summed in the same reduction are integrated exactly first. Every
+other term falls through to ``exact``, so the rule fires inside any contraction that an
+algorithm builds: the steps of ``sequential_sum_product``, ``sum_product``, or the fold of
+``funsor_core.algorithms.filtering.windowed_filter``, where a switching linear dynamical
+system keeps ``window`` switch states exact and collapses older ones.
+
+The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
+the rule is the same under ``jax.jit``.
+
+Example:
+    >>> from interpretations import moment_matching
+    >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+    ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+    >>> with moment_matching:
+    ...     m = g.reduce(ops.logaddexp, "i")
+    >>> gaussian, log_weight = m.terms
+    >>> float(gaussian.covariance[0, 0])  # 1 + 1: the spread of the two means
+    2.0
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.moments import collapse_mixture
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.interpreter import Interpretation, Tuple
+from funsor_core.terms.base import Number
+from funsor_core.terms.contraction import Contraction
+from interpretations.exact import exact
+
+__all__ = ["moment_matching", "MOMENTMATCHING"]
+
+moment_matching = Interpretation("moment_matching", fallback=exact)
+MOMENTMATCHING = moment_matching
+
+
+def _mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
+    """The reduced Bint names that some Gaussian of ``terms`` depends on."""
+    return frozenset(v for t in terms if isinstance(t, Gaussian)
+                     for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
+
+
+# logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum
+# the names only t has (exactly), then collapse the mixture over the rest to one Gaussian per
+# remaining assignment, of the same normalizer, mean and covariance.
+@moment_matching.register(Contraction, object, object, frozenset,
+                          Tuple[(Gaussian, Tensor, Number), ...])
+def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
+    if red_op is not ops.logaddexp or bin_op not in (ops.add, None):
+        return None
+    mixed = _mixture_vars(reduced_vars, terms)
+    if not mixed:
+        return None
+    exact_vars = reduced_vars - mixed
+    gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
+    if len(gaussians) == 1:
+        (g,) = gaussians
+        real = frozenset(v for v in exact_vars if v in g.inputs)  # Bint ones are not in g
+        weights = dense_sum(dense)
+        summed = exact_vars - real
+        if summed:  # names of the weights alone: summed exactly
+            weights = weights.reduce(ops.logaddexp, summed)
+        # One QR per component integrates the real names and gives the moments.
+        result = collapse_mixture(g, weights, mixed, integrate=real)
+        if result is not None:
+            return result
+    if exact_vars:  # the general way: exact reduces the rest, then this rule collapses
+        inner = Contraction(red_op, bin_op, exact_vars, terms)
+        if isinstance(inner, Contraction) and inner.reduced_vars:
+            return None  # exact could not integrate: reducing again would come back here
+        return inner.reduce(ops.logaddexp, mixed)
+    return None
