@@ -32,6 +32,11 @@ _PARTIAL = ("Elbo({approx}): a reduction over {reduced} sums some but not all of
             "others outside it)")
 
 
+_MISSING = ("Elbo(guide, approx_vars): the guide has no input {missing}, whose inputs are "
+            "{inputs}; the guide is a normalized log density over every approximated "
+            "variable: add a factor for {missing} to it, or leave them out of approx_vars")
+
+
 class Elbo(Interpretation):
     """Evidence lower bounds in place of ``logaddexp`` reductions (see the module docstring).
 
@@ -51,9 +56,15 @@ class Elbo(Interpretation):
         super().__init__("elbo", fallback=ENTERED)
         if isinstance(approx_vars, (str, Variable)):
             approx_vars = (approx_vars,)
+        if not isinstance(guide, Funsor):
+            raise TypeError(f"Elbo(guide, approx_vars): the guide must be a funsor (a log "
+                            f"density), got {type(guide).__name__}")
         self.guide = guide
         self.approx_vars = frozenset(v.name if isinstance(v, Variable) else v
                                      for v in approx_vars)
+        missing = sorted(self.approx_vars - guide.inputs.keys())
+        if missing:
+            raise ValueError(_MISSING.format(missing=missing, inputs=dict(guide.inputs)))
 
 
 # logaddexp_V model = E_guide[model - guide] + KL(guide || posterior) >= the bound.

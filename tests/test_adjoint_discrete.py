@@ -309,3 +309,97 @@ def test_marginals_map_and_samples_under_jax_jit(use_backend):
         drawn = np.asarray(samples[copy[0]])[(slice(None),) + index]
         counts = np.bincount(drawn, minlength=size[copy[0]])
         assert stats.chisquare(counts, expected * 3000).pvalue > 1e-4, copy
+
+
+def _approximating_interpretations():
+    from funsor_core.approximations import argmax_approximate
+    from interpretations import MonteCarlo
+    return [MonteCarlo(rng_key=0, particle=fc.Bint[100]), MonteCarlo(rng_key=0),
+            argmax_approximate, fc.PosteriorSample(rng_key=0)]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_queries_are_exact_under_approximating_interpretations(index):
+    # Marginals and entropy are exact quantities: entered under Monte Carlo (with or without
+    # particles) or another approximating interpretation they equal brute force, as outside.
+    tables, plate_size, size, ordinal = random_graph(1)
+    copies, joint = brute_force(tables, plate_size, size, ordinal)
+    log_z = np.logaddexp.reduce(joint.reshape(-1))
+    p = np.exp(joint - log_z)
+    model = DiscreteModel(funsor_factors(tables, plate_size, size), used_plates(tables))
+    with _approximating_interpretations()[index]:
+        marginals, entropy = model.marginals(), model.entropy()
+        best, log_partition = model.map(), model.log_partition()
+        samples = model.sample(3000, rng_key=3)
+    assert np.allclose(_np(entropy), -(p * (joint - log_z)).sum())
+    assert np.allclose(_np(log_partition), log_z)
+    argmax = np.unravel_index(np.argmax(joint), joint.shape)
+    for a, copy in enumerate(copies):
+        axes = tuple(b for b in range(joint.ndim) if b != a)
+        expected = np.exp(np.logaddexp.reduce(joint, axis=axes) - log_z)
+        index_ = _index(copy, ordinal)
+        assert np.allclose(_np(marginals[copy[0]])[index_], expected)
+        assert _np(best[copy[0]])[index_] == argmax[a]
+        drawn = _np(samples[copy[0]])[(slice(None),) + index_]
+        counts = np.bincount(drawn, minlength=size[copy[0]])
+        keep = expected * 3000 >= 5
+        if keep.sum() >= 2:
+            obs = np.append(counts[keep], counts[~keep].sum())
+            exp = np.append(expected[keep], expected[~keep].sum()) * 3000
+            assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > 1e-4, copy
+
+
+def test_adjoint_samples_under_monte_carlo_follow_the_posterior():
+    # forward_backward(logaddexp, add) under MonteCarlo draws (a, b, c) jointly from the
+    # posterior of a chain: the triples' frequencies match enumeration; a seed reproduces them.
+    from interpretations import MonteCarlo, lazy
+    rng = np.random.default_rng(4)
+    ta, tab, tbc = rng.normal(size=2), rng.normal(size=(2, 3)), rng.normal(size=(3, 2))
+    a = fc.Tensor(ta, {"a": fc.Bint[2]})
+    ab = fc.Tensor(tab, {"a": fc.Bint[2], "b": fc.Bint[3]})
+    bc = fc.Tensor(tbc, {"b": fc.Bint[3], "c": fc.Bint[2]})
+    with lazy:
+        z = fc.sum_product(ops.logaddexp, ops.add, [a, ab, bc], frozenset("abc"))
+    joint = ta[:, None, None] + tab[:, :, None] + tbc[None]
+    expected = np.exp(joint - np.logaddexp.reduce(joint.reshape(-1))).reshape(-1)
+
+    def draw(seed):
+        with MonteCarlo(rng_key=seed, particle=fc.Bint[4000]) as mc:
+            value, adj = fc.forward_backward(ops.logaddexp, ops.add, z,
+                                             batch_vars=mc.sample_vars)
+        assert np.allclose(_np(value), np.logaddexp.reduce(joint.reshape(-1)))
+        points = {**fc.extract_samples(adj[ab]), **fc.extract_samples(adj[bc])}
+        return _np(points["a"]) * 6 + _np(points["b"]) * 2 + _np(points["c"])
+
+    first = draw(0)
+    assert stats.chisquare(np.bincount(first, minlength=12), expected * 4000).pvalue > 1e-4
+    assert (draw(0) == first).all()
+    assert (draw(1) != first).any()
+
+
+def test_map_points_keep_the_factors_backend(use_backend):
+    # numpy factors while torch is the active backend: the MAP points stay numpy (a numpy
+    # scalar argmax used to become a torch array, and the backward pass failed mixing them).
+    pytest.importorskip("torch")
+    tables, plate_size, size, ordinal = random_graph(3)
+    copies, joint = brute_force(tables, plate_size, size, ordinal)
+    factors = funsor_factors(tables, plate_size, size)
+    use_backend("torch")
+    best = DiscreteModel(factors, used_plates(tables)).map()
+    argmax = np.unravel_index(np.argmax(joint), joint.shape)
+    for a, copy in enumerate(copies):
+        assert isinstance(best[copy[0]].data, (np.ndarray, np.generic))
+        assert best[copy[0]].data[_index(copy, ordinal)] == argmax[a]
+
+
+def test_kbest_under_jax_jit_says_to_call_it_outside(use_backend):
+    jax = pytest.importorskip("jax")
+    use_backend("jax")
+
+    def top(t):
+        f = fc.Tensor(t, {"a": fc.Bint[3]})
+        return infer_discrete([f], query="kbest", k=2)[0].data
+
+    with pytest.raises(TypeError, match=r"factor over \['a'\] holds traced arrays.*outside "
+                                        r"jax.jit"):
+        jax.jit(top)(jax.numpy.zeros(3))

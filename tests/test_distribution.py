@@ -6,6 +6,7 @@ parameters; construction and laziness.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import jax
@@ -421,3 +422,26 @@ def test_a_declared_family_gets_rules_and_methods(backend):
     assert np.all(np.abs(x.mean(0) - mean) <= 3 * np.sqrt(var / 4000))
     np.testing.assert_allclose(r.mean().data if backend == "numpy" else r.mean().data.numpy(),
                                mean)
+
+
+def test_arguments_of_two_backends_raise_naming_the_parameters():
+    # A torch loc with a numpy value (built directly, or by a conjugate rule from a prior on
+    # the active backend and numpy observations) raises naming the family and parameters,
+    # under lazy too, instead of a kernel's error about mixing arrays.
+    loc = fc.Tensor(torch.zeros(2), {"i": Bint[2]})
+    value = fc.Tensor(np.array([0.5, 1.0]), {"i": Bint[2]})
+    for interp in (contextlib.nullcontext(), lazy):
+        with interp:
+            with pytest.raises(TypeError, match="cannot build Normal: 'loc' holds torch arrays "
+                                                "and 'value' holds numpy arrays"):
+                D.Normal(loc, 1.0, value=value)
+    fc.set_backend("torch")
+    try:
+        p = fc.Variable("p", Real)
+        prior = D.Beta(1.0, 1.0, value=p)
+        clicks = fc.Tensor(np.array([1.0, 0.0, 1.0]), {"n": Bint[3]})
+        with pytest.raises(TypeError, match="cannot build BetaBinomial: 'concentration1' holds "
+                                            "torch arrays and '.*' holds numpy arrays"):
+            prior + D.Bernoulli(probs=p, value=clicks).reduce(ops.add, "n")
+    finally:
+        fc.set_backend("numpy")

@@ -454,3 +454,36 @@ def test_integrand_only_bint_names_are_summed():
     np.testing.assert_allclose(actual.data, np.einsum("ij,jk->", np.exp(m), f), rtol=1e-12)
     with pytest.raises(ValueError, match="real inputs of the integrand"):
         fc.Integrate(measure, fc.Variable("x", fc.Real), {"i", "x"})
+
+
+def test_bad_seeds_raise_when_given_or_name_the_backends():
+    import torch
+
+    for bad, error, match in [(-1, ValueError, "non-negative int seed, got -1"),
+                              (True, TypeError, "got bool"), (0.5, TypeError, "got float"),
+                              ("0", TypeError, "got str")]:
+        with pytest.raises(error, match=match):
+            MonteCarlo(rng_key=bad)
+    g = _gaussian("numpy", 0.0, 1.0)
+    x = fc.Variable("x", fc.Real)
+    with pytest.raises(TypeError, match="a torch Generator cannot seed draws from numpy arrays"):
+        with MonteCarlo(rng_key=torch.Generator().manual_seed(0), particle=fc.Bint[5]):
+            fc.Integrate(g, x.sigmoid(), "x")
+    with pytest.raises(TypeError, match="a seed array must hold integers, got float64"):
+        with MonteCarlo(rng_key=np.array([0.5]), particle=fc.Bint[5]):
+            fc.Integrate(g, x.sigmoid(), "x")
+    # A numpy integer is an int seed: the same draws as the int.
+    draws = []
+    for key in (np.int64(4), 4):
+        with MonteCarlo(rng_key=key, particle=fc.Bint[5]):
+            draws.append(_np(fc.Integrate(g, x.sigmoid(), "x").data))
+    np.testing.assert_array_equal(*draws)
+
+
+def test_elbo_guide_must_have_every_approximated_variable():
+    q = _gaussian("numpy", 0.1, 0.7)
+    with pytest.raises(ValueError, match=r"the guide has no input \['y'\], whose inputs are "
+                                         r"\{'x': Real\}"):
+        Elbo(q, {"x", "y"})
+    with pytest.raises(TypeError, match="the guide must be a funsor"):
+        Elbo(np.zeros(2), {"x"})

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from funsor_core import ops
@@ -46,8 +47,12 @@ class KeyStream:
     """
 
     def __init__(self, rng_key: Any = None) -> None:
-        if not (rng_key is None or isinstance(rng_key, int) or is_array(rng_key)
-                or type(rng_key).__name__ == "Generator"):
+        if isinstance(rng_key, numbers.Integral) and not isinstance(rng_key, bool):
+            rng_key = int(rng_key)  # numpy integers too
+            if rng_key < 0:
+                raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
+        elif not (rng_key is None or is_array(rng_key)
+                  or type(rng_key).__name__ == "Generator"):
             raise TypeError(f"rng_key must be None, an int seed, a generator or a jax key, got "
                             f"{type(rng_key).__name__}")
         self.rng_key = rng_key
@@ -67,6 +72,10 @@ class KeyStream:
                 return sub
             if own == name and not is_array(key):
                 return key  # a numpy or torch Generator advances itself
+            if not is_array(key):
+                raise TypeError(f"a {own} Generator cannot seed draws from {name} arrays: pass "
+                                f"an int seed (the same draws on every backend) or a {name} "
+                                "generator")
             if own == "jax" and not ops.is_concrete(key):
                 raise TypeError("a traced jax key cannot seed a " + name + " generator: pass "
                                 "an int seed, or use the jax backend under jax.jit")
@@ -100,7 +109,13 @@ def _new_key(module, name: str, seed):
         return module.new_rng_key(seed)
     import numpy as np
 
-    values = np.asarray(seed.detach().cpu() if hasattr(seed, "detach") else seed)
+    try:
+        values = np.asarray(seed.detach().cpu() if hasattr(seed, "detach") else seed)
+    except TypeError:  # a typed jax key (jax.random.key) on another backend
+        values = np.asarray(module_of_jax().random.key_data(seed))
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"a seed array must hold integers, got {values.dtype}: pass an int "
+                        "seed or a jax key")
     if name == "jax" and values.dtype == np.uint32 and values.shape == (2,):
         return module.asarray(values)  # already a raw jax key
     # Any other seed array: its entries, combined into one integer seed (64 bits).
@@ -108,3 +123,9 @@ def _new_key(module, name: str, seed):
     for v in values.ravel().tolist():
         combined = (combined * 4294967291 + int(v)) % (1 << 63)
     return module.new_rng_key(combined)
+
+
+def module_of_jax():
+    import jax
+
+    return jax

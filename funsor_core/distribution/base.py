@@ -54,6 +54,7 @@ from funsor_core.distribution.convert import dist_to_data, torch_class
 from funsor_core.distribution.registry import FAMILIES, announce_family, on_family
 from funsor_core.domains import Domain, Real, broadcast_shape
 from funsor_core.engine.backend import backend_module
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
@@ -225,6 +226,8 @@ class Distribution(Funsor):
         domain, _ = infer_domains(cls, tuple(p.output for p in params), value_domain)
         value = _value_funsor(cls, value, domain, proto)
         merge_all_inputs((*params, value), cls.__name__)
+        check_backends(f"build {cls.__name__}", (*params, value),
+                       [f"'{name}'" for name in cls.fields], deep=True)
         _validate(cls, params)
         return (*params, value)
 

@@ -120,7 +120,8 @@ class DiscreteModel:
     def marginals(self) -> dict:
         """The posterior marginal of each variable: a Tensor of probabilities with the
         variable's plates and the variable as inputs (the variable last)."""
-        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp))
+        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp),
+                                      approximate=False)  # exact, under Monte Carlo too
         out = {}
         for name in self.variables:
             f = self._factor_of(name)
@@ -195,7 +196,8 @@ class DiscreteModel:
     def entropy(self) -> Funsor:
         """The entropy (in nats) of the posterior over every variable: ``log Z`` minus the
         expected sum of log factors, by the marginals of the factors."""
-        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp))
+        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp),
+                                      approximate=False)  # exact, under Monte Carlo too
         total = log_z
         for f in self.factors:
             p = (adj[f] + f - log_z).exp()

@@ -32,6 +32,10 @@ from funsor_core.terms.contraction import Contraction
 
 __all__ = ["kbest_from_tape"]
 
+_TRACED = ("k-best runs in numpy on host copies of the factors, but the factor over {names} "
+           "holds traced arrays (inside jax.jit): call the k-best query outside jax.jit, "
+           "e.g. infer_discrete(factors, query='kbest', k=3) on concrete arrays")
+
 
 class _KList:
     """Values of a term in the k-max semiring: ``data[..., r]`` is the r-th best (sorted
@@ -51,6 +55,8 @@ def _leaf(term: Funsor) -> _KList:
         raise NotImplementedError(f"k-best needs real scalar Tensor factors, got a "
                                   f"{type(term).__name__} of output {term.output}")
     names = tuple(term.inputs)
+    if not ops.is_concrete(term.data):
+        raise TypeError(_TRACED.format(names=list(names)))
     data = np.asarray(ops.to_numpy(term.data), dtype=float)
     return _KList(names, tuple(d.size for d in term.inputs.values()), data[..., None])
 

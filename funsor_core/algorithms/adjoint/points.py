@@ -143,7 +143,9 @@ def _argmax_tensor(t: Tensor, names: frozenset) -> dict:
     index = ops.argmax(flat, -1)
     result, rest = {}, index
     for name, domain in reversed(list(event.items())):
-        result[name] = Tensor(rest % domain.size, batch, domain.size)
+        # new_array: numpy's 0-d results are numpy scalars, which would take the active
+        # backend; a point stays on its density's backend.
+        result[name] = Tensor(ops.new_array(data, rest % domain.size), batch, domain.size)
         rest = rest // domain.size
     return result
 

@@ -189,7 +189,7 @@ class AdjointTape(Interpretation):
 
     # -- the backward pass ----------------------------------------------------------------------
     def adjoint(self, sum_op, prod_op, root: Funsor, targets=None, *,
-                batch_vars=frozenset()) -> dict:
+                batch_vars=frozenset(), approximate: bool | None = None) -> dict:
         """The adjoint of every recorded term (and leaf) from ``root`` backwards, in the
         semiring ``(sum_op, prod_op)``.
 
@@ -202,6 +202,10 @@ class AdjointTape(Interpretation):
             targets: funsors whose adjoints to return (all when None).
             batch_vars: names (or Variables) that messages keep instead of reducing, as the
                 inputs of ``root`` are kept (e.g. a particle input of samples).
+            approximate: whether messages to eliminated names become ``Approximate`` terms
+                (points, samples); None: when an approximating interpretation (Monte Carlo,
+                ``argmax_approximate``, ...) is active. False gives exact messages
+                (marginals) under any interpretation.
 
         Returns:
             A dict from funsors (the leaves and the lazy forms of the recorded terms, as the
@@ -211,7 +215,8 @@ class AdjointTape(Interpretation):
         zero = Number(ops.UNITS[sum_op])
         one = Number(ops.UNITS[prod_op])
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
-                        approximate=approximation_active())
+                        approximate=(approximation_active() if approximate is None
+                                     else approximate))
         node_adj: dict = {}
         leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
         start = self._producer.get(canonical_key(root))
@@ -275,7 +280,7 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
 
 
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
-                     rng_key=None, sample_inputs=None) -> tuple:
+                     rng_key=None, sample_inputs=None, approximate: bool | None = None) -> tuple:
     """Evaluate ``expr`` on a tape, then run the backward pass: ``(value, adjoints)``.
 
     ``expr`` is usually lazy (built under ``lazy`` or ``reflect``, e.g. a ``sum_product``
@@ -293,6 +298,8 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         rng_key, sample_inputs: for ``sum_op=ops.sample``: the backward pass draws posterior
             samples (``PosteriorSample(rng_key, **sample_inputs)``); the sample inputs
             (e.g. ``{"particle": Bint[100]}``) are kept as batch inputs.
+        approximate: False for exact messages (marginals) even under an approximating
+            interpretation; None decides by the active one (see ``AdjointTape.adjoint``).
 
     Example:
         >>> from interpretations import lazy
@@ -309,7 +316,8 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         forward = reinterpret(expr)
     if sum_op is not ops.sample or (rng_key is None and sample_inputs is None and isinstance(
             get_interpretation(), PosteriorSample)):
-        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch_vars)
+        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch_vars,
+                                     approximate=approximate)
     # The sampling semiring: marginalize forward, draw backward.
     with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
         batch = frozenset(batch_vars) | sampler.sample_vars
