@@ -121,11 +121,11 @@ def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
 def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict, int]:
     # The time name (a Variable or a name), the step mapping, checked against trans, and the
     # number of steps of a factor without the time input (a Variable's size).
+    step = dict(step)
+    _check_chain(trans, _time_name(time), step)
     _check_time(trans, time)
     steps = time.output.size if isinstance(time, Variable) else 1
     time = _time_name(time)
-    step = dict(step)
-    _check_chain(trans, time, step)
     # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
     # over sum_op, which (max, mul) does only for nonnegative factors.
     check_distributes(sum_op, prod_op, (trans,), "a sequential sum-product")
