@@ -17,7 +17,12 @@ import pytest
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.scan import LAST_CHOICE, markov_strategy, parallel_rounds
-from funsor_core.sum_product import MarkovProduct, naive_sequential_sum_product
+from funsor_core.sum_product import (
+    MarkovProduct,
+    mixed_sequential_sum_product,
+    naive_sequential_sum_product,
+    sequential_sum_product,
+)
 from funsor_core.testing import assert_close
 from interpretations import lazy
 
@@ -205,6 +210,26 @@ def test_errors_name_the_mistake(args, match):
         MarkovProduct(ops.logaddexp, ops.add, trans, "t" if "time" not in args else "s",
                       args.get("step", {"p": "c"}), args.get("step_names"),
                       args.get("strategy"))
+
+
+@pytest.mark.parametrize("fn", [sequential_sum_product, naive_sequential_sum_product,
+                                lambda *a: mixed_sequential_sum_product(*a, 2)])
+def test_scan_functions_check_time(fn):
+    # A misspelt time name used to be read as "the same factor at every step, one step" and
+    # returned trans unchanged, still over 't'; a real time failed with "Real has no finite
+    # size". Both name the time now; a Variable absent from trans is still a matrix power.
+    m = np.array([[0.5, 0.5], [0.2, 0.8]])
+    trans = fc.Tensor(np.stack([m] * 3), {"t": fc.Bint[3], "p": fc.Bint[2], "c": fc.Bint[2]})
+    with pytest.raises(ValueError, match="time 'time' is not an input of the transition"):
+        fn(ops.add, ops.mul, trans, "time", {"p": "c"})
+    with pytest.raises(ValueError, match="time 't' must be Bint"):
+        fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Real), {"p": "c"})
+    with pytest.raises(ValueError, match=r"time 't' must be Bint.*Bint\[3\]"):
+        fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Bint[4]), {"p": "c"})
+    np.testing.assert_allclose(_values(fn(ops.add, ops.mul, trans, "t", {"p": "c"}), ("p", "c")),
+                               np.linalg.matrix_power(m, 3))
+    power = fn(ops.add, ops.mul, trans(t=0), fc.Variable("s", fc.Bint[4]), {"p": "c"})
+    np.testing.assert_allclose(_values(power, ("p", "c")), np.linalg.matrix_power(m, 4))
 
 
 @pytest.mark.parametrize("strategy", ["parallel", "sequential"])

@@ -111,3 +111,28 @@ def test_numpy_chains_say_they_need_autodiff():
     i, step = _chain(np.zeros(2), np.zeros((2, 2)), np.zeros((3, 1, 2)))
     with pytest.raises(NotImplementedError, match="numpy arrays have no autodiff"):
         markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i])
+
+
+@pytest.mark.parametrize("time,step,match", [
+    ("t", {"x": "z"}, r"step names \['z'\] are not inputs of the chain"),  # was KeyError: 'z'
+    (fc.Variable("t", fc.Bint[5]), {"x": "y"}, r"time 't' is Bint\[5\] but the chain has 't': "
+                                               r"Bint\[3\]"),  # was silently T = 3
+    (fc.Variable("t", fc.Real), {"x": "y"}, "time 't' must be Bint"),
+    (fc.Variable("s", fc.Real), {"x": "y"}, "time 's' must be Bint"),
+])
+def test_marginals_errors_name_the_mistake(time, step, match):
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        i, chain = _chain(torch.zeros(2), torch.zeros(2, 2), torch.zeros(3, 1, 2))
+        with pytest.raises(ValueError, match=match):
+            markov_marginals(ops.logaddexp, ops.add, chain, time, step, [i])
+        with pytest.raises(ValueError, match=match):
+            markov_map(chain, time, step, [i])
+        # The right Variable is accepted: uniform steps, so every pair has mass 1/4 per step.
+        _, pairs = markov_marginals(ops.logaddexp, ops.add, chain, fc.Variable("t", fc.Bint[3]),
+                                    {"x": "y"}, [i])
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(pairs.align(("t", "b", "x", "y")).data.numpy(),
+                               np.full((3, 1, 2, 2), 0.25))

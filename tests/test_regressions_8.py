@@ -177,8 +177,12 @@ def test_sequential_sum_product_step_names_must_be_inputs(fn):
     trans = _tensor(np.ones((2, 2)), ("x_prev", "x_curr"))
     with pytest.raises(ValueError, match=r"\['y_prev', 'y_curr'\] are not inputs"):
         fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr", "y_prev": "y_curr"})
-    # No time input at all is a chain of one step (funsor's convention), not an error.
-    assert fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr"}) is trans
+    # A time *name* trans lacks is refused (funsor 0.4.8 accepts only a Variable, whose size
+    # gives the number of steps); it used to return trans unchanged, hiding a misspelt time.
+    with pytest.raises(ValueError, match="time 't' is not an input of the transition factor"):
+        fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr"})
+    one = fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Bint[1]), {"x_prev": "x_curr"})
+    np.testing.assert_allclose(one.align(("x_prev", "x_curr")).data, np.ones((2, 2)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,6 +54,30 @@ def _check_chain(trans, time: str, step: dict) -> None:
     _check_duration(trans, time, "sequential sum-product")
 
 
+def _check_time(trans, time) -> None:
+    # A name must be an input of trans: a misspelt time would otherwise be read as a factor
+    # the same at every step, of one step, and return trans with its time input untouched.
+    # Only a Variable (which carries the number of steps) may be absent from trans.
+    if isinstance(time, Variable):
+        domain = trans.inputs.get(time.name, time.output)
+        if time.output.dtype == "real" or time.output.shape or domain is not time.output:
+            raise ValueError(f"sequential sum-product: time '{time.name}' must be Bint[T] and "
+                             f"match trans's input, got {time.output} (trans has "
+                             f"{trans.inputs.get(time.name)})")
+        return
+    if not isinstance(time, str):
+        raise TypeError(f"sequential sum-product: time must be a name or a Variable, got "
+                        f"{time!r}")
+    domain = trans.inputs.get(time)
+    if domain is None:
+        raise ValueError(
+            f"sequential sum-product: time '{time}' is not an input of the transition factor, "
+            f"whose inputs are {dict(trans.inputs)}; pass Variable('{time}', Bint[T]) for a "
+            "factor that is the same at every step")
+    if domain.dtype == "real" or domain.shape:
+        raise ValueError(f"sequential sum-product: time '{time}' must be Bint[T], got {domain}")
+
+
 def _check_duration(trans, time: str, what: str) -> None:
     # A chain of no steps has no first prev and no last curr to return.
     domain = trans.inputs.get(time)
@@ -94,15 +118,18 @@ def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
     return Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
 
 
-def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict]:
-    # The time name (a Variable or a name) and the step mapping, checked against trans.
-    time = _time_name(time)
+def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict, int]:
+    # The time name (a Variable or a name), the step mapping, checked against trans, and the
+    # number of steps of a factor without the time input (a Variable's size).
     step = dict(step)
-    _check_chain(trans, time, step)
+    _check_chain(trans, _time_name(time), step)
+    _check_time(trans, time)
+    steps = time.output.size if isinstance(time, Variable) else 1
+    time = _time_name(time)
     # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
     # over sum_op, which (max, mul) does only for nonnegative factors.
     check_distributes(sum_op, prod_op, (trans,), "a sequential sum-product")
-    return time, step
+    return time, step, steps
 
 
 def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
@@ -117,7 +144,9 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         A factor of the first step's prev names and the last step's curr names.
 
     Raises:
-        ValueError: a name of ``step`` is not an input of ``trans``.
+        ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
+            ``trans`` lacks (a factor the same at every step needs ``Variable(time, Bint[T])``)
+            or is not ``Bint[T]``.
 
     Example:
         >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
@@ -126,11 +155,10 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[4., 4.],
                [4., 4.]])
     """
-    duration = time.output.size if isinstance(time, Variable) else 1
-    time, step = _chain_args(trans, time, step, sum_op, prod_op)
+    time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
-        # A factor without a time input is the same at every step; as in funsor, a name
-        # (no Variable to give the number of steps) means one step.
+        # A factor without a time input is the same at every step (time is then a Variable,
+        # which gives the number of steps; _check_time refuses a name trans lacks).
         return compose_power(sum_op, prod_op, trans, step, duration)
     return fold_steps(sum_op, prod_op, trans, time, step)
 
@@ -192,7 +220,9 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     length, and lazy chains, evaluate exactly.
 
     Raises:
-        ValueError: a name of ``step`` is not an input of ``trans``.
+        ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
+            ``trans`` lacks (a factor the same at every step needs ``Variable(time, Bint[T])``)
+            or is not ``Bint[T]``.
 
     Example:
         >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
@@ -201,8 +231,7 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         array([[16., 16.],
                [16., 16.]])
     """
-    duration = time.output.size if isinstance(time, Variable) else 1
-    time, step = _chain_args(trans, time, step, sum_op, prod_op)
+    time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return compose_power(sum_op, prod_op, trans, step, duration)
     return parallel_steps(sum_op, prod_op, trans, time, step)
@@ -271,8 +300,7 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
         array([[32., 32.],
                [32., 32.]])
     """
-    steps = time.output.size if isinstance(time, Variable) else 1
-    time, step = _chain_args(trans, time, step, sum_op, prod_op)
+    time, step, steps = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return compose_power(sum_op, prod_op, trans, step, steps)
     duration = trans.inputs[time].size

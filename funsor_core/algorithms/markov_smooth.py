@@ -60,6 +60,11 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
             inputs.setdefault(n, d)
     if time not in inputs:
         raise ValueError(f"{what}: time '{time}' is not an input of the chain {list(inputs)}")
+    missing = [n for pair in step.items() for n in pair if n not in inputs]
+    if missing:
+        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
+                         f"inputs are {list(inputs)}; every prev and curr name of step={step} "
+                         "must be one")
     order, batch, prevs, currs = tensor_layout(inputs, time, tuple(sorted(step.items())))
     probe_inputs = {n: inputs[n] for n in order}
     proto = next(f.data for f in pieces if isinstance(f, Tensor))
@@ -114,8 +119,16 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         >>> round(float(pairs.data.sum()), 6)  # one pair per step
         2.0
     """
-    if isinstance(time, Variable) and time.name not in _inputs(trans, prod_op):
-        trans = _with_time(trans, time, prod_op)
+    if isinstance(time, Variable):
+        domain = _inputs(trans, prod_op).get(time.name)
+        if time.output.dtype == "real" or time.output.shape:
+            raise ValueError(f"markov_marginals: time '{time.name}' must be Bint[T], got "
+                             f"{time.output}")
+        if domain is None:
+            trans = _with_time(trans, time, prod_op)
+        elif domain is not time.output:
+            raise ValueError(f"markov_marginals: time '{time.name}' is {time.output} but the "
+                             f"chain has '{time.name}': {domain}")
     time = _time_name(time)
     fn, inputs, shape, proto, backend, batch = _probed(sum_op, prod_op, trans, time, dict(step),
                                                       factors, strategy, "markov_marginals")
