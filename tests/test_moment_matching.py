@@ -559,8 +559,7 @@ def test_slds_from_distributions_float32_and_gradients_match_numpy_gpb(backend):
             value, actual = log_likelihood(A, y), None
     finally:
         fc.set_backend("numpy")
-    if backend != "numpy":  # numpy promotes to float64 somewhere in the filter (open)
-        assert str(_np(value).dtype) == "float32"
+    assert str(_np(value).dtype) == "float32"
     np.testing.assert_allclose(_np(value), gpb(p["A"].ravel()), rtol=1e-4)
     if actual is not None:
         np.testing.assert_allclose(_np(actual), grad, rtol=1e-3, atol=1e-4)

@@ -354,3 +354,23 @@ def test_integer_tensor_power_is_real(dtype, exponent):
     expected = 1.0 / data.astype(float) ** -exponent if exponent < 0 else data ** exponent
     for value in _values(fn, data):
         np.testing.assert_allclose(value, expected, rtol=1e-12)
+
+
+def test_float32_survives_numpy_scalars_and_number_coefficients():
+    # A numpy float32 scalar (what a 0-d float32 expression returns) stays float32, and an
+    # affine substitution with Number coefficients (`0.5 * y`) keeps a float32 Gaussian
+    # float32; the values equal the float64 computation.
+    assert fc.Tensor(np.float32(1.5)).data.dtype == np.float32
+    assert fc.Tensor(np.float64(1.5)).data.dtype == np.float64
+    y = fc.Variable("y", fc.Real)
+    results = {}
+    for dtype in (np.float32, np.float64):
+        g = fc.Gaussian(white_vec=np.array([0.3], dtype), prec_sqrt=np.array([[1.7]], dtype),
+                        inputs={"x": fc.Real})
+        sub = g(x=0.5 * y + 1.0)
+        assert sub.white_vec.dtype == dtype and sub.prec_sqrt.dtype == dtype
+        results[dtype] = sub(y=np.array(0.8, dtype)).data
+    # Oracle: -0.5 * (x * s - w) ** 2 at x = 0.5 * 0.8 + 1.0.
+    expected = -0.5 * (1.4 * 1.7 - 0.3) ** 2
+    np.testing.assert_allclose(results[np.float64], expected, rtol=1e-12)
+    np.testing.assert_allclose(results[np.float32], expected, rtol=1e-6)

@@ -92,7 +92,7 @@ def extract_affine(value: Funsor):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def extract_affine_flat(value: Funsor, host_if_constant: bool = False):
+def extract_affine_flat(value: Funsor, host_if_constant: bool = False, proto=None):
     """``(const, coeffs)`` with ``value == const + sum_j y_j.flat @ coeffs[y_j]``, or ``None``.
 
     ``const`` is a Tensor over the Bint inputs of ``value`` with ``value``'s output;
@@ -103,7 +103,9 @@ def extract_affine_flat(value: Funsor, host_if_constant: bool = False):
     With ``host_if_constant``, a value holding no arrays (only Numbers and Variables, such as
     ``2.0 * y + 1.0``) is probed with numpy arrays, so its coefficients stay concrete under
     ``jax.jit`` and a caller may read them (e.g. to check invertibility); otherwise the
-    probes use the arrays' (or the active) backend.
+    probes use the arrays' (or the active) backend. ``proto`` (an array) gives the backend and
+    dtype of the probes of a value holding no arrays, so that ``0.5 * y`` substituted into a
+    float32 term stays float32 (a Number has no dtype of its own).
 
     Example:
         >>> x = fc.Variable("x", fc.Real)
@@ -115,7 +117,8 @@ def extract_affine_flat(value: Funsor, host_if_constant: bool = False):
     if value.output.dtype != "real" or not is_affine(value):
         return None
     real = {k: d for k, d in value.inputs.items() if d.dtype == "real"}
-    proto = backend_of(value) if not isinstance(value, Funsor) else _proto(value, host_if_constant)
+    proto = (backend_of(value) if not isinstance(value, Funsor)
+             else _proto(value, host_if_constant, proto))
     zeros = {k: _zeros_for(d, proto) for k, d in real.items()}
     const = _as_tensor(value(**zeros), proto)
     if const is None:
@@ -245,7 +248,7 @@ def _affine_product(op, terms, aff) -> bool:
     return False
 
 
-def _proto(value: Funsor, host: bool = False):
+def _proto(value: Funsor, host: bool = False, default=None):
     from funsor_core.terms.traversal import children
 
     stack = [value]
@@ -256,6 +259,8 @@ def _proto(value: Funsor, host: bool = False):
             if data is not None and hasattr(data, "shape"):
                 return data
         stack.extend(children(node))
+    if default is not None and not host:
+        return ops.new_zeros(default, ())
     return backend_module("numpy" if host else None).asarray(0.0, "real")
 
 

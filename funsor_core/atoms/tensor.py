@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.tensor_ops import (  # noqa: F401  (funsor.tensor's names live here too)
     REDUCE_OP_TO_NUMERIC,
@@ -25,7 +27,7 @@ from funsor_core.atoms.tensor_ops import (  # noqa: F401  (funsor.tensor's names
     tensordot,
 )
 from funsor_core.domains import Bint, Domain
-from funsor_core.engine.backend import backend_module
+from funsor_core.engine.backend import backend_module, get_backend
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.arrays import Slice
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
@@ -89,7 +91,11 @@ class Tensor(Funsor):
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):
         if not is_array(data):
-            data = backend_module().asarray(data, "real" if dtype == "real" else "int")
+            if (dtype == "real" and isinstance(data, np.floating)
+                    and get_backend() == "numpy"):
+                data = np.asarray(data)  # a numpy float32 scalar stays float32
+            else:
+                data = backend_module().asarray(data, "real" if dtype == "real" else "int")
         inputs = _as_inputs(inputs)
         if isinstance(dtype, Domain):
             dtype = dtype.dtype

@@ -527,7 +527,7 @@ def affine_subs_gaussian(g: Gaussian, values: dict) -> Gaussian | None:
     """
     affine = {}
     for name, value in values.items():
-        affine[name] = extract_affine_flat(value)
+        affine[name] = extract_affine_flat(value, proto=g.white_vec)
         if affine[name] is None:
             return None
     inputs = dict(g.batch_inputs)
