@@ -18,7 +18,9 @@ from collections import defaultdict
 
 from funsor_core import ops
 from funsor_core.atoms.sign import check_distributes, distributes
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Reals
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import bound_name
@@ -219,6 +221,12 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         [2.0]
     """
     eliminate, plates = _names(eliminate), _names(plates)
+    key = None if plate_to_scale else _schedule_key(sum_op, prod_op, factors, eliminate,
+                                                    plates, pedantic)
+    if key is not None:
+        schedule = _SCHEDULES.get(key)
+        if schedule is not None:
+            return _replay(schedule, sum_op, prod_op, factors)
     if plate_to_scale and pow_op is None:
         if prod_op not in PRODUCT_TO_POWER:
             raise ValueError(f"plate_to_scale needs pow_op for prod_op={prod_op}; only "
@@ -241,6 +249,9 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     var_to_ordinal, ordinal_to_factors, ordinal_to_vars = _ordinals(factors, plates, sum_vars)
     graph = _Graph(var_to_ordinal, ordinal_to_factors, ordinal_to_vars, sum_vars)
+    # Records the steps, by the positions of their operands, for a replay (key is None: not
+    # recorded).
+    record = _Recorder(factors) if key is not None else None
 
     results = []
     while ordinal_to_factors:
@@ -253,9 +264,11 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         while pending:
             group, names = pending.pop(0)
             f = _contract(sum_op, prod_op, group, names)
+            if record is not None:
+                record.step(_CONTRACT, group, names, f)
             remaining = graph.sum_vars.intersection(f.inputs)
             if not remaining:
-                f = _reduce(prod_op, f, leaf)
+                f = _reduce_recorded(record, prod_op, f, leaf)
                 if plate_to_scale:
                     f = _scale(pow_op, f, leaf, plate_to_scale)
                 results.append(f)
@@ -264,14 +277,93 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
             if new_plates == leaf:
                 # The forbidden minor. Real variables can still be eliminated exactly by
                 # stacking their copies along a plate into one vector variable.
+                record = None  # substitutes into pending factors: not a replayable schedule
                 f = _unroll_real_plate(f, remaining, leaf, graph, pending)
                 remaining = graph.sum_vars.intersection(f.inputs)
                 new_plates = frozenset().union(*(var_to_ordinal[v] for v in remaining))
-            f = _reduce(prod_op, f, leaf - new_plates)
+            f = _reduce_recorded(record, prod_op, f, leaf - new_plates)
             if plate_to_scale:
                 f = _scale(pow_op, f, leaf - new_plates, plate_to_scale)
             ordinal_to_factors[new_plates].append(f)
+    schedule = record.schedule(results) if record is not None else None
+    if schedule is not None:
+        if len(_SCHEDULES) >= _MAX_SCHEDULES:
+            _SCHEDULES.clear()
+        _SCHEDULES[key] = schedule
     return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Replaying an elimination. For Tensor factors every decision above (ordinals, components,
+# which plates to product-reduce) depends on the factors' inputs only, never on their values:
+# it is recorded once per structure as a list of steps and replayed. The replay builds the
+# same terms through the active interpretation (part of the key, with the semiring, the names
+# and ``pedantic``), so every interpretation still sees each Contraction and Reduce.
+_SCHEDULES: dict = {}
+_MAX_SCHEDULES = 1024
+_CONTRACT, _REDUCE = 0, 1
+
+
+def _schedule_key(sum_op, prod_op, factors, eliminate, plates, pedantic):
+    # None (no replay) unless every factor is a Tensor and the semiring distributes without
+    # a sign condition (the (max, mul) route reads the factors' values).
+    if (sum_op, prod_op) in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+        return None
+    ikeys = []
+    for f in factors:
+        if type(f) is not Tensor:
+            return None
+        ikeys.append((f._ikey, f.output))
+    return (get_interpretation(), sum_op, prod_op, eliminate, plates, pedantic, tuple(ikeys))
+
+
+class _Recorder:
+    # Positions of the values of an elimination (the factors, then each step's result) and
+    # the steps that made them: (kind, operand positions, names).
+    __slots__ = ("slot", "values", "steps", "ok")
+
+    def __init__(self, factors):
+        self.values = list(factors)  # kept alive, so that ids stay unique
+        self.slot = {id(f): k for k, f in enumerate(self.values)}
+        self.steps = []
+        # A value met twice (one factor given twice, a result that is an earlier value)
+        # has no single position: such an elimination is not recorded.
+        self.ok = len(self.slot) == len(self.values)
+
+    def step(self, kind, operands, names, result):
+        if result is operands[0] and (kind == _REDUCE or len(operands) == 1):
+            return  # nothing done: the result is its operand, at its position already
+        self.steps.append((kind, tuple(self.slot[id(g)] for g in operands), names))
+        if id(result) in self.slot:
+            self.ok = False
+        self.slot[id(result)] = len(self.values)
+        self.values.append(result)
+
+    def schedule(self, results) -> tuple | None:
+        if not self.ok:
+            return None
+        return tuple(self.steps), tuple(self.slot[id(f)] for f in results)
+
+
+def _reduce_recorded(record, prod_op, f, plates):
+    names = frozenset(plates).intersection(f.inputs)
+    if not names:
+        return f
+    result = f.reduce(prod_op, names)
+    if record is not None:
+        record.step(_REDUCE, (f,), names, result)
+    return result
+
+
+def _replay(schedule, sum_op, prod_op, factors) -> list:
+    steps, outputs = schedule
+    values = list(factors)
+    for kind, operands, names in steps:
+        if kind == _CONTRACT:
+            values.append(_contract(sum_op, prod_op, [values[k] for k in operands], names))
+        else:
+            values.append(values[operands[0]].reduce(prod_op, names))
+    return [values[k] for k in outputs]
 
 
 class _Graph:
