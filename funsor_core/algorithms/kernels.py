@@ -33,7 +33,7 @@ import numpy as np
 from funsor_core import ops
 
 __all__ = ["SEMIRINGS", "pair", "reduce_dims", "align_dims", "ascii_equation",
-           "linear_pair", "BROADCAST_LIMIT"]
+           "linear_pair", "BROADCAST_LIMIT", "log_pair_spec", "log_pair_run"]
 
 # The semirings with a kernel: (sum_op, prod_op). Each has its unit (``ops.UNITS``) and
 # distributes (``ops.DISTRIBUTIVE_OPS``), so a contraction may follow any pairwise plan.
@@ -200,6 +200,55 @@ def _log_pair(x, lx, y, ly, out, union, sizes):
     if ok:
         return result
     return _log_pair_chunked(x, lx, y, ly, out, union, sizes)
+
+
+def log_pair_spec(lx: str, ly: str, out: str, sizes: dict) -> tuple | None:
+    """The structure of a log-space step that ``pair`` computes exactly by broadcasting (it
+    sums something, sums over no empty dim, and its broadcast is small), worked out once so
+    that a cached plan runs it with ``log_pair_run``; None for any other step.
+
+    Example:
+        >>> spec = log_pair_spec("a", "ab", "b", {"a": 2, "b": 3})
+        >>> log_pair_run(spec, np.zeros(2), np.zeros((2, 3))).round(4)
+        array([0.6931, 0.6931, 0.6931])
+    """
+    union = lx + "".join(c for c in ly if c not in lx)
+    if all(c in out for c in union) or any(sizes.get(c, 0) <= 0 for c in union):
+        return None
+    size = math.prod(sizes[c] for c in union)
+    limit = 4 * (math.prod(sizes[c] for c in lx) + math.prod(sizes[c] for c in ly)
+                 + math.prod(sizes[c] for c in out))
+    if size > max(BROADCAST_LIMIT, limit):
+        return None
+    kept = "".join(c for c in union if c in out)
+    axes = tuple(i for i, c in enumerate(union) if c not in out)
+    final = tuple(kept.index(c) for c in out)
+    return (_index_spec(lx, union), _index_spec(ly, union), axes,
+            None if final == tuple(range(len(out))) else final)
+
+
+def _index_spec(letters: str, union: str) -> tuple:
+    # (permutation or None, index inserting size-1 dims or None): align_dims as data.
+    order = [c for c in union if c in letters]
+    perm = tuple(letters.index(c) for c in order)
+    index = tuple(slice(None) if c in letters else None for c in union)
+    return (None if perm == tuple(range(len(letters))) else perm,
+            None if len(order) == len(union) else index)
+
+
+def log_pair_run(spec: tuple, x, y):
+    """The step of ``log_pair_spec``: ``_log_pair_exact`` with its letters worked out."""
+    (px, ix), (py, iy), axes, final = spec
+    if px is not None:
+        x = ops.permute(x, px)
+    if ix is not None:
+        x = x[ix]
+    if py is not None:
+        y = ops.permute(y, py)
+    if iy is not None:
+        y = y[iy]
+    z = ops.logsumexp(x + y, axis=axes)
+    return z if final is None else ops.permute(z, final)
 
 
 def _log_pair_exact(x, lx, y, ly, out, union):

@@ -32,7 +32,13 @@ from collections.abc import Sequence
 import opt_einsum
 
 from funsor_core import ops
-from funsor_core.algorithms.kernels import ascii_equation, pair, reduce_dims
+from funsor_core.algorithms.kernels import (
+    ascii_equation,
+    log_pair_run,
+    log_pair_spec,
+    pair,
+    reduce_dims,
+)
 from funsor_core.algorithms.scaled import run_log_plan
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
@@ -69,7 +75,7 @@ class ContractionPlan:
     """
 
     __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
-                 "_scaled")
+                 "_scaled", "_log_specs")
 
     def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
                  sizes: dict | None = None) -> None:
@@ -88,6 +94,26 @@ class ContractionPlan:
         # single step is left to kernels.pair, which picks broadcast or shifted einsum by
         # the step's shape.)
         self._scaled = sum(1 for _, j, _ in steps if j is not None) > 1
+        self._log_specs = None  # per step, kernels.log_pair_spec: worked out on first use
+
+    def _log_step_specs(self) -> tuple:
+        # The log-space steps that kernels.pair would compute by broadcasting, with their
+        # letters worked out (None for the other steps, left to kernels.pair).
+        size = {self.symbols[n]: k for n, k in self.sizes.items()}
+        letters, specs = list(self._letters[0]), []
+        for i, j, keep in self._letters[1]:
+            if j is None:
+                letters.pop(i)
+                specs.append(None)
+            else:
+                lx, ly = letters[i], letters[j]
+                for k in sorted((i, j), reverse=True):
+                    del letters[k]
+                known = all(c in size for c in lx + ly)
+                specs.append(log_pair_spec(lx, ly, keep, size) if known else None)
+            letters.append(keep)
+        self._log_specs = tuple(specs)
+        return self._log_specs
 
     def _step_equations(self, operand_letters, letter_steps) -> tuple:
         # Per step: its einsum equation re-lettered to ASCII (None for a one-operand step or
@@ -133,7 +159,9 @@ class ContractionPlan:
             result = run_log_plan(self, items)
             if result is not None:
                 return result
-        for (i, j, keep), (equation, _) in zip(steps, self._equations):
+        log = sum_op is ops.logaddexp and prod_op is ops.add
+        specs = (self._log_specs or self._log_step_specs()) if log else (None,) * len(steps)
+        for (i, j, keep), (equation, _), spec in zip(steps, self._equations, specs):
             if j is None:
                 lx, x = letters.pop(i), items.pop(i)
                 items.append(reduce_dims(x, lx, keep, sum_op))
@@ -142,7 +170,10 @@ class ContractionPlan:
                 ly, y = letters[j], items[j]
                 for k in sorted((i, j), reverse=True):
                     del letters[k], items[k]
-                items.append(pair(sum_op, prod_op, x, lx, y, ly, keep, equation))
+                if spec is not None:
+                    items.append(log_pair_run(spec, x, y))
+                else:
+                    items.append(pair(sum_op, prod_op, x, lx, y, ly, keep, equation))
             letters.append(keep)
         return reduce_dims(items[0], letters[0], output, sum_op)  # (identity when in order)
 
