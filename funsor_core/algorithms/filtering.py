@@ -139,16 +139,18 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     msg = init
     size = trans.inputs[time].size
     for t in range(size):
-        joint = prod_op(msg, factors(t))
-        msg = joint.reduce(sum_op, summed[t % period] & joint.inputs.keys())
+        # (msg * factor).reduce(sum, names), built as its normal form at once: one term.
+        terms = (msg, *factors(t))
+        reduced = frozenset(n for n in summed[t % period] if any(n in f.inputs for f in terms))
+        msg = Contraction(sum_op if reduced else None, prod_op, reduced, terms)
         if each_step is not None:
             each_step(t, current(msg, t))
     return current(msg, size - 1)
 
 
 class _StepFactors:
-    """``factors(t)``: the factor of step ``t``, ``trans(time=t)`` with the names of step
-    ``t``'s version (``renames[t % len(renames)]``).
+    """``factors(t)``: terms whose ``prod_op``-combination is the factor of step ``t``,
+    ``trans(time=t)`` with the names of step ``t``'s version (``renames[t % len(renames)]``).
 
     Each version is renamed once, not per step. When ``trans`` is a Tensor, a Gaussian or a
     ``prod_op``-combination of them and step 0 shows that the active interpretation slices
@@ -176,10 +178,10 @@ class _StepFactors:
         if t == 0 and self.size > 1:
             self.atoms = _time_major_atoms(self.trans, self.time, self.prod_op, factor,
                                            self.renames)
-        return factor
+        return (factor,)
 
     def _fast(self, t, v):
-        result = None
+        result = []
         for kind, arrays, ikeys in self.atoms:
             ikey = ikeys[v]
             if kind is Tensor:
@@ -189,7 +191,7 @@ class _StepFactors:
                 atom = Gaussian.make(arrays[0][t], arrays[1][t], ikey=ikey)
             else:
                 atom = Gaussian.make(arrays[0], arrays[1], ikey=ikey)
-            result = atom if result is None else self.prod_op(result, atom)
+            result.append(atom)
         return result
 
 
