@@ -139,8 +139,11 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     msg = init
     size = trans.inputs[time].size
     for t in range(size):
-        # (msg * factor).reduce(sum, names), built as its normal form at once: one term.
-        terms = (msg, *factors(t))
+        # (msg * factor).reduce(sum, names), built as its normal form at once: one term,
+        # the message's own product flattened into it (as normalize would).
+        flat = (msg.terms if isinstance(msg, Contraction) and msg.red_op is None
+                and msg.bin_op is prod_op else (msg,))
+        terms = (*flat, *factors(t))
         reduced = frozenset(n for n in summed[t % period] if any(n in f.inputs for f in terms))
         msg = Contraction(sum_op if reduced else None, prod_op, reduced, terms)
         if each_step is not None:
