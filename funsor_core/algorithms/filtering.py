@@ -159,7 +159,8 @@ class _StepFactors:
     ``prod_op``-combination of them and step 0 shows that the active interpretation slices
     them to the same atoms, the time axis of each atom's arrays is moved to the front once,
     and a step's atoms are built from ``array[t]`` (what substituting a constant into a Bint
-    input of an atom computes), then combined by ``prod_op`` as ``Subs`` would.
+    input of an atom computes) and returned as they are, for the step's Contraction to
+    combine by ``prod_op`` (as substituting into their sum would).
     """
 
     def __init__(self, trans, time, prod_op, renames):
