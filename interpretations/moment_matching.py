@@ -49,6 +49,13 @@ def _mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
                      for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
 
 
+def _compressed(gaussians) -> bool:
+    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
+    reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
+    dim = sum(d.num_elements for d in reals.values())
+    return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
+
+
 # logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum
 # the names only t has (exactly), then collapse the mixture over the rest to one Gaussian per
 # remaining assignment, of the same normalizer, mean and covariance.
@@ -61,10 +68,15 @@ def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     if not mixed:
         return None
     exact_vars = reduced_vars - mixed
-    gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
-    if len(gaussians) == 1:
-        (g,) = gaussians
-        real = frozenset(v for v in exact_vars if v in g.inputs)  # Bint ones are not in g
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
+    if len(gaussians) > 1 and _compressed(gaussians):  # their sum is compressed first
+        gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
+    if gaussians:
+        # Several Gaussians are aligned and concatenated inside the collapse (their sum,
+        # uncompressed, is that concatenation): the joint is never built as a term.
+        g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
+        real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
         weights = dense_sum(dense)
         summed = exact_vars - real
         if summed:  # names of the weights alone: summed exactly

@@ -28,25 +28,32 @@ Example:
 
 from __future__ import annotations
 
+import math
+
+from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["windowed_filter"]
 
 
-def _lag_names(discrete: list, window: int, taken: set) -> list[dict]:
-    """``lags[k][name]``: the name of the discrete state ``name`` ``k`` steps back
-    (``lags[0]`` maps each name to itself), fresh with respect to ``taken``."""
-    lags = [{name: name for name in discrete}]
-    for k in range(1, window):
-        names = {}
-        for name in discrete:
-            new = f"{name}@{k}"
-            while new in taken:
-                new += "'"
-            taken.add(new)
-            names[name] = new
-        lags.append(names)
-    return lags
+def _slot_names(step: dict, discrete: list, window: int, taken: set) -> dict:
+    """``slots[prev][j]``: the names a state takes in turn, so that the message never needs
+    renaming. A discrete state cycles through ``window + 1`` names (its prev name, its curr
+    name, then fresh ones), a real state alternates between its prev and curr names."""
+    slots = {}
+    for prev, curr in step.items():
+        names = [prev, curr]
+        if prev in discrete:
+            for k in range(2, window + 1):
+                new = f"{prev}@{k - 1}"
+                while new in taken:
+                    new += "'"
+                taken.add(new)
+                names.append(new)
+        slots[prev] = names
+    return slots
 
 
 def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
@@ -104,26 +111,125 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     step = dict(step)
     _check(trans, time, step, init, window)
     discrete = [p for p in step if trans.inputs[p].dtype != "real"]
-    real = frozenset(p for p in step if trans.inputs[p].dtype == "real")
-    lags = _lag_names(discrete, window, set(trans.inputs) | set(init.inputs))
-    oldest = frozenset(lags[window - 1].values())
-    # After a step, curr names become prev names and each lag moves one further back.
-    shift = {lags[k][n]: Variable(lags[k + 1][n], trans.inputs[n])
-             for k in range(window - 1) for n in discrete}
-    shift.update((curr, Variable(prev, trans.inputs[prev])) for prev, curr in step.items())
-    all_lags = frozenset(n for k in range(1, window) for n in lags[k].values())
-    to_curr = {prev: Variable(curr, trans.inputs[curr]) for prev, curr in step.items()}
+    slots = _slot_names(step, discrete, window, set(trans.inputs) | set(init.inputs))
+    # At step t a discrete state's prev is slot t and its curr slot t + 1 (mod window + 1),
+    # a real state's prev and curr alternate (mod 2); the message before step t holds the
+    # discrete slots t - window + 1 .. t, and the oldest and the real prev are summed. So the
+    # names of the factors change from step to step and the message's never do.
+    period = math.lcm(window + 1, 2)
 
-    def current(msg):  # the message over the latest state's (curr) names
-        lagged = all_lags & msg.inputs.keys()
+    def names(p, j):
+        return slots[p][j % (window + 1)] if p in discrete else slots[p][j % 2]
+
+    renames = [{n: names(p, v + s) for p in step for s, n in enumerate((p, step[p]))}
+               for v in range(period)]
+    summed = [frozenset(names(p, v) for p in step if p not in discrete)
+              | frozenset(names(p, v - window + 1) for p in discrete) for v in range(period)]
+    factors = _StepFactors(trans, time, prod_op, renames)
+
+    def current(msg, t):  # the message after step t over the curr names (lags summed out)
+        latest = {names(p, t + 1): step[p] for p in step}
+        lagged = frozenset(n for p in discrete for n in slots[p]
+                           if n in msg.inputs and n not in latest)
         msg = msg.reduce(sum_op, lagged) if lagged else msg
-        return msg(**{k: v for k, v in to_curr.items() if k in msg.inputs})
+        renamed = {k: Variable(v, trans.inputs[v]) for k, v in latest.items()
+                   if k != v and k in msg.inputs}
+        return msg(**renamed) if renamed else msg
 
     msg = init
-    for t in range(trans.inputs[time].size):
-        joint = prod_op(msg, trans(**{time: Number(t, trans.inputs[time].size)}))
-        msg = joint.reduce(sum_op, (real | oldest) & joint.inputs.keys())
-        msg = msg(**{k: v for k, v in shift.items() if k in msg.inputs})
+    size = trans.inputs[time].size
+    for t in range(size):
+        # (msg * factor).reduce(sum, names), built as its normal form at once: one term,
+        # the message's own product flattened into it (as normalize would).
+        flat = (msg.terms if isinstance(msg, Contraction) and msg.red_op is None
+                and msg.bin_op is prod_op else (msg,))
+        terms = (*flat, *factors(t))
+        reduced = frozenset(n for n in summed[t % period] if any(n in f.inputs for f in terms))
+        msg = Contraction(sum_op if reduced else None, prod_op, reduced, terms)
         if each_step is not None:
-            each_step(t, current(msg))
-    return current(msg)
+            each_step(t, current(msg, t))
+    return current(msg, size - 1)
+
+
+class _StepFactors:
+    """``factors(t)``: terms whose ``prod_op``-combination is the factor of step ``t``,
+    ``trans(time=t)`` with the names of step ``t``'s version (``renames[t % len(renames)]``).
+
+    Each version is renamed once, not per step. When ``trans`` is a Tensor, a Gaussian or a
+    ``prod_op``-combination of them and step 0 shows that the active interpretation slices
+    them to the same atoms, the time axis of each atom's arrays is moved to the front once,
+    and a step's atoms are built from ``array[t]`` (what substituting a constant into a Bint
+    input of an atom computes) and returned as they are, for the step's Contraction to
+    combine by ``prod_op`` (as substituting into their sum would).
+    """
+
+    def __init__(self, trans, time, prod_op, renames):
+        self.trans, self.time, self.prod_op, self.renames = trans, time, prod_op, renames
+        self.size = trans.inputs[time].size
+        self.versions = {}
+        self.atoms = None  # [(kind, arrays with time first, ikey per version)]
+
+    def __call__(self, t):
+        v = t % len(self.renames)
+        if self.atoms is not None:
+            return self._fast(t, v)
+        version = self.versions.get(v)
+        if version is None:
+            rename = {k: Variable(n, self.trans.inputs[k])
+                      for k, n in self.renames[v].items() if k != n}
+            version = self.versions[v] = self.trans(**rename) if rename else self.trans
+        factor = version(**{self.time: Number(t, self.size)})
+        if t == 0 and self.size > 1:
+            self.atoms = _time_major_atoms(self.trans, self.time, self.prod_op, factor,
+                                           self.renames)
+        return (factor,)
+
+    def _fast(self, t, v):
+        result = []
+        for kind, arrays, ikeys in self.atoms:
+            ikey = ikeys[v]
+            if kind is Tensor:
+                atom = Tensor.make(arrays[0][t] if arrays[1] else arrays[0], dict(ikey),
+                                   ikey=ikey)
+            elif arrays[2]:
+                atom = Gaussian.make(arrays[0][t], arrays[1][t], ikey=ikey)
+            else:
+                atom = Gaussian.make(arrays[0], arrays[1], ikey=ikey)
+            result.append(atom)
+        return result
+
+
+def _atoms_of(term, prod_op):
+    if isinstance(term, (Tensor, Gaussian)):
+        return (term,)
+    if (isinstance(term, Contraction) and term.red_op is None and term.bin_op is prod_op
+            and all(isinstance(a, (Tensor, Gaussian)) for a in term.terms)):
+        return term.terms
+    return None
+
+
+def _time_major_atoms(trans, time, prod_op, first, renames):
+    """The atoms of ``trans`` with their time axis first and their input items per version,
+    or None unless ``first`` (``trans(time=0)``) has atoms of the same kinds and inputs."""
+    atoms, sliced = _atoms_of(trans, prod_op), _atoms_of(first, prod_op)
+    if atoms is None or sliced is None or len(atoms) != len(sliced):
+        return None
+    out = []
+    for atom, s in zip(atoms, sliced):
+        kind = type(atom)
+        rest = tuple((k, d) for k, d in atom._ikey if k != time)
+        if type(s) is not kind or kind is Tensor and atom.dtype != "real":
+            return None
+        ikeys = [tuple((r.get(k, k), d) for k, d in rest) for r in renames]
+        if sorted(s._ikey) != sorted(ikeys[0]):
+            return None
+        has_time = time in atom.inputs
+        order = {time: atom.inputs[time], **dict(rest)} if has_time else dict(rest)
+        if kind is Tensor:
+            arrays = (align_tensor(order, atom), has_time)
+        elif has_time:
+            arrays = (*align_gaussian(order, atom, expand=True), True)
+        else:
+            arrays = (atom.white_vec, atom.prec_sqrt, False)
+        out.append((kind, arrays, ikeys))
+    return out

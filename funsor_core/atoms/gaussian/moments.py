@@ -148,14 +148,17 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     return log_const, new_white_vec, new_prec_sqrt
 
 
-def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset,
+def collapse_mixture(g: Gaussian | tuple, dense: Funsor | None, names: frozenset,
                      integrate: frozenset = frozenset()) -> Funsor | None:
     """``logaddexp`` of ``g + dense`` over the Bint inputs ``names`` of ``g``, as one Gaussian
     per assignment of the other Bint inputs, of the mixture's normalizer, mean and covariance.
 
     Args:
         g: a Gaussian with ``rank >= dim`` (otherwise None: a component that is flat along
-            some direction has no moments to match).
+            some direction has no moments to match), or a tuple of Gaussians standing for
+            their sum: each is aligned straight to the layout of the collapse and their
+            systems concatenated, as ``add_gaussians`` would concatenate them (the caller
+            checks that their sum would not be compressed).
         dense: a Tensor, a Number or None: the log weights. Names of ``names`` that only
             ``dense`` has are summed first (exactly).
         names: Bint input names to collapse.
@@ -175,27 +178,34 @@ def collapse_mixture(g: Gaussian, dense: Funsor | None, names: frozenset,
         ...                                              np.log(2 * np.sqrt(2 * np.pi))))
         (2.0, True)
     """
-    if g.rank < g.dim or not names & g.inputs.keys():
+    gs = g if isinstance(g, tuple) else (g,)
+    g_inputs = merge_gaussian_inputs(*gs) if len(gs) > 1 else g.inputs
+    reals = {k: d for k, d in g_inputs.items() if d.dtype == "real"}
+    dim = sum(d.num_elements for d in reals.values())
+    rank = sum(x.rank for x in gs)
+    if rank < dim or not names & g_inputs.keys():
         return None
-    if integrate and integrate >= g.real_inputs.keys():
+    if integrate and integrate >= reals.keys():
         return None  # nothing left to collapse: a Tensor mixture, exact's
     if dense is not None:
-        only_dense = frozenset(n for n in names if n in dense.inputs and n not in g.inputs)
+        only_dense = frozenset(n for n in names if n in dense.inputs and n not in g_inputs)
         if only_dense:
             dense = dense.reduce(ops.logaddexp, only_dense)
         if not isinstance(dense, (Tensor, Number)):
             return None
-    names = names & g.inputs.keys()
-    inputs = merge_gaussian_inputs(g, dense) if dense is not None else dict(g.inputs)
+    names = names & g_inputs.keys()
+    inputs = merge_gaussian_inputs(*gs, dense) if dense is not None else dict(g_inputs)
     batch = gaussian_batch_inputs(inputs)
     keep = {k: d for k, d in batch.items() if k not in names}
     red = {k: d for k, d in batch.items() if k in names}
-    reals = g.real_inputs
-    white_vec, prec_sqrt = align_gaussian({**keep, **red, **reals}, g, expand=True)
+    layout = {**keep, **red, **reals}
+    parts = [align_gaussian(layout, x, expand=True) for x in gs]
+    white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
+        ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
     kshape = tuple(d.size for d in keep.values())
     n = math.prod(d.size for d in red.values())
-    white_vec = ops.reshape(white_vec, kshape + (n, g.rank))
-    prec_sqrt = ops.reshape(prec_sqrt, kshape + (n, g.dim, g.rank))
+    white_vec = ops.reshape(white_vec, kshape + (n, rank))
+    prec_sqrt = ops.reshape(prec_sqrt, kshape + (n, dim, rank))
     shift = None
     if integrate:
         offsets, _ = real_offsets(reals)
