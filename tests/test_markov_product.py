@@ -265,3 +265,57 @@ def test_assert_close_helper_on_results():
     a = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="parallel")
     b = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="sequential")
     assert_close(a, b.align(tuple(a.inputs)), rtol=1e-10)
+
+
+def _jax_filter_cases():
+    rng = np.random.default_rng(7)
+    benign = (rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(12, 2, 3)))
+    # Transitions peaking elsewhere than the carry: the probability-space filter's sums
+    # underflow, and the chain is recomputed exactly in log space (under the cond).
+    a = np.array([[0.0, -2000.0], [-2000.0, 0.0]])
+    o = rng.normal(size=(6, 2, 2))
+    o[3, 0, 0] = -5000.0  # state 0 impossible at step 3 in sequence 0: the path crosses over
+    return [benign, (np.array([0.0, -3000.0]), a, o)]
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["fast", "underflow"])
+def test_jax_grad_through_jitted_filter_equals_oracle(case):
+    # jax.grad (and jax.jvp) of the jitted HMM likelihood, a lazily built chain contracted
+    # with its initial factor, against a plain log-space scan differentiated by jax.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    init, a, o = (jnp.asarray(x) for x in _jax_filter_cases()[case])
+    weights = jnp.array([1.0, -2.0])
+    k, (duration, batch) = a.shape[0], o.shape[:2]
+
+    def oracle(a, o):
+        def step(alpha, ot):
+            return jax.nn.logsumexp(alpha[:, :, None] + a, 1) + ot, None
+        alpha, _ = jax.lax.scan(step, jnp.broadcast_to(init, (batch, k)), o)
+        return (jax.nn.logsumexp(alpha, -1) * weights).sum()
+
+    def program(a, o):
+        i = fc.Tensor(init, {"x": fc.Bint[k]})
+        ta = fc.Tensor(a, {"x": fc.Bint[k], "y": fc.Bint[k]})
+        to = fc.Tensor(o, {"t": fc.Bint[duration], "b": fc.Bint[batch], "y": fc.Bint[k]})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, ta + to, "t", {"x": "y"},
+                                  strategy="sequential")
+        total = (i + chain).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
+        return (total * weights).sum()
+
+    fc.set_backend("jax")
+    try:
+        value = jax.jit(program)(a, o)
+        grads = jax.jit(jax.grad(program, argnums=(0, 1)))(a, o)
+        tangents = (jnp.asarray(np.random.default_rng(8).normal(size=a.shape)), jnp.ones_like(o))
+        jvp = jax.jit(lambda a, o: jax.jvp(program, (a, o), tangents)[1])(a, o)
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(np.asarray(value), np.asarray(oracle(a, o)), rtol=1e-12)
+    for actual, expected in zip(grads, jax.grad(oracle, argnums=(0, 1))(a, o)):
+        assert np.isfinite(np.asarray(actual)).all()
+        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-9,
+                                   atol=1e-12)
+    np.testing.assert_allclose(np.asarray(jvp), np.asarray(jax.jvp(oracle, (a, o), tangents)[1]),
+                               rtol=1e-9)

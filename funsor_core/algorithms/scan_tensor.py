@@ -271,7 +271,7 @@ def _sequential(step: _Step, factors, duration, left, right, scan):
                  step, rest, duration - 1, False, scan)
 
 
-def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond):
+def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, checkpoint):
     # The log-space forward filter in probability space (see the module docstring), for a
     # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
     # the carry is ``(p, lz)`` with ``v = log p + lz``; a step is ``s = p @ exp(a - a_max)``,
@@ -325,8 +325,20 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond):
                   ops.full_like(p, -math.inf))
     result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
 
+    # Reverse mode differentiates both branches of the cond and, in the branch not taken,
+    # fills the other's residuals with zeros of their full size, every call: the exact
+    # scan's would be (T, *batch, K, K) (~130 MB at K = 32, T = 1000, batch 16, several
+    # times the fast path's own time). So the exact branch keeps only its inputs (it is
+    # recomputed in the backward pass, only when taken), and its scan body only its carries.
+    def light_scan(fn, carry, xs, reverse=False):
+        return scan(checkpoint(fn, prevent_cse=False), carry, xs, reverse=reverse)
+
+    @checkpoint
+    def exact_of(f, lt, rt):
+        return _sequential(step, f, duration, lt, rt, light_scan)
+
     def exact(_):
-        return _sequential(step, factors, duration, left, right, scan)
+        return exact_of(factors, left, right)
 
     return cond(bad, exact, lambda _: result, None)
 
@@ -348,7 +360,7 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
                 and prod_op is ops.add and step.kinds.count("m") == 1
                 and "p" not in step.kinds and states > 1 and duration > 1):
             return _fast_log_filter(step, factors, duration, left, right, scan,
-                                    jax_backend.cond)
+                                    jax_backend.cond, jax_backend.checkpoint)
         return _sequential(step, factors, duration, left, right, scan)
     total = _tree(sum_op, prod_op, _materialize(step, factors, duration))
     if left is not None:
