@@ -219,6 +219,8 @@ class AdjointTape(Interpretation):
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
                         approximate=(approximation_active() if approximate is None
                                      else approximate))
+        # A share stays a lazy Scatter (from backward_subs) until read, so that a second one
+        # for the same argument is written into the same array (``_accumulate``).
         node_adj: dict = {}
         leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
         start = self._producer.get(canonical_key(root))
@@ -239,15 +241,15 @@ class AdjointTape(Interpretation):
                 if parent is None:
                     entry = leaf_adj.get(canonical_key(arg))
                     if entry is None:
-                        leaf_adj[canonical_key(arg)] = [arg, _evaluate(share)]
+                        leaf_adj[canonical_key(arg)] = [arg, share]
                     else:
                         entry[1] = _accumulate(ring, entry[1], share)
-                else:  # kept lazy until read: a second scatter may join it (one array)
+                else:
                     old = node_adj.get(parent)
                     node_adj[parent] = share if old is None else _accumulate(ring, old, share)
         result = Adjoints(zero)
         for leaf, adj in leaf_adj.values():
-            result.add(leaf, adj, ring.arith)
+            result.add(leaf, _evaluate(adj), ring.arith)
         for index, adj in node_adj.items():
             adj = _evaluate(adj)
             node = self.tape[index]
