@@ -279,7 +279,7 @@ def _lazy_scatter(ring: Semiring, arg, arg_names, scatter, relabel, message):
     # (instead of scattering under a fresh key and renaming that back). The driver evaluates
     # it through the interpreter, or accumulates it into the argument's adjoint
     # (``logaddexp(t, Scatter(...))`` updates ``t`` where the message lands). None when a
-    # key is also a kept name of the message: the general path renames the key back then).
+    # key is also a kept name of the message (the general path renames the key back then).
     kept = (set(arg.inputs) - arg_names) | ring.keep
     apart = {k: f"{k}__adj{next(_FRESH)}" for f, k in relabel.items() if f != k}
     if set(apart) & kept:
@@ -289,7 +289,11 @@ def _lazy_scatter(ring: Semiring, arg, arg_names, scatter, relabel, message):
     pairs, names = [], set(message.inputs)
     for fresh, v in scatter:
         if apart and set(apart) & set(v.inputs):
-            v = v(**{k: n for k, n in apart.items() if k in v.inputs})
+            if type(v) is Tensor:  # an index array: relabelled as it is
+                v = Tensor.make(v.data, {apart.get(n, n): d for n, d in v.inputs.items()},
+                                v.dtype)
+            else:
+                v = v(**{k: n for k, n in apart.items() if k in v.inputs})
         pairs.append((relabel[fresh], v))
         names.update(v.inputs)
     with reflect:
