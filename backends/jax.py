@@ -229,6 +229,10 @@ def _scatter_add(dest, index, values):
     return dest.at[index].add(values)
 
 
+def _scatter_set(dest, index, values):
+    return dest.at[index].set(values)
+
+
 def _new_zeros(proto, shape):
     return jnp.zeros(shape, dtype=proto.dtype)
 
@@ -323,6 +327,7 @@ KERNELS = {
     ops.getitem: _getitem, ops.where: jnp.where, ops.full_like: jnp.full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
+    ops.scatter_set: _scatter_set,
     ops.to_numpy: _to_numpy, ops.is_floating: _is_floating,
     ops.is_concrete: lambda x: not isinstance(x, jax.core.Tracer),
     ops.detach: jax.lax.stop_gradient,

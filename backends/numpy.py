@@ -226,6 +226,12 @@ def _scatter_add(dest, index, values):
     return out
 
 
+def _scatter_set(dest, index, values):
+    out = np.array(dest, copy=True)
+    out[index] = values
+    return out
+
+
 def _new_zeros(proto, shape):
     return np.zeros(shape, dtype=getattr(proto, "dtype", FLOAT_DTYPE))
 
@@ -417,7 +423,8 @@ KERNELS = {
     ops.getitem: lambda x, index: x[index], ops.where: np.where,
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,
-    ops.scatter_add: _scatter_add, ops.to_numpy: np.asarray, ops.is_floating: _is_floating,
+    ops.scatter_add: _scatter_add, ops.scatter_set: _scatter_set, ops.to_numpy: np.asarray,
+    ops.is_floating: _is_floating,
     ops.is_concrete: lambda x: True,
     ops.detach: lambda x: x,
 }

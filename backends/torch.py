@@ -311,6 +311,12 @@ def _scatter_add(dest, index, values):
     return dest.index_put(index, values, accumulate=True)
 
 
+def _scatter_set(dest, index, values):
+    # Out of place, dest[index] = values (indices that do not repeat).
+    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
+    return dest.index_put(index, torch.as_tensor(values, dtype=dest.dtype, device=dest.device))
+
+
 def _new_zeros(proto, shape):
     return proto.new_zeros(tuple(shape))
 
@@ -421,6 +427,7 @@ KERNELS = {
     ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
+    ops.scatter_set: _scatter_set,
     ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
     ops.detach: _detach,
 }

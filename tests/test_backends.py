@@ -308,6 +308,10 @@ EXAMPLES.update({
         lambda r: case(randn(r, 5, 3), (np.array([0, 2, 0, 4]),), randn(r, 4, 3)),
         lambda r: case(randn(r, 3, 4), (np.array([0, 1, 0]), np.array([2, 3, 2])), randn(r, 3)),
     ],
+    ops.scatter_set: [  # indices that do not repeat
+        lambda r: case(randn(r, 5, 3), (np.array([0, 2, 4]),), randn(r, 3, 3)),
+        lambda r: case(randn(r, 3, 4), (np.array([0, 1, 2]), np.array([2, 3, 0])), randn(r, 3)),
+    ],
     ops.to_numpy: [lambda r: case(randn(r, 2, 3)), lambda r: case(ints(r, 3))],
     ops.is_floating: [lambda r: case(randn(r, 2)), lambda r: case(ints(r, 2)),
                       lambda r: case(booleans(r, 2))],
@@ -642,6 +646,8 @@ GRADCHECKS = {
     "diag_embed": (ops.diag_embed, (randn, (2, 3))),
     "scatter_add": (lambda d, v: ops.scatter_add(d, (torch.tensor([0, 1, 0]),), v),
                     (randn, (2, 3)), (randn, (3, 3))),
+    "scatter_set": (lambda d, v: ops.scatter_set(d, (torch.tensor([2, 0]),), v),
+                    (randn, (3, 3)), (randn, (2, 3))),
     "expand_getitem": (lambda x: ops.getitem(ops.expand(x, (2, 3, 4)), (0, slice(1, 3))),
                        (randn, (3, 1))),
 }

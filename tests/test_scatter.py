@@ -10,6 +10,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.atoms.scatter import Scatter
 from funsor_core.domains import Bint
+from funsor_core.terms.base import Binary
 from interpretations import lazy
 
 NP_OPS = {ops.add: (np.add, 0.0), ops.mul: (np.multiply, 1.0), ops.max: (np.maximum, -np.inf),
@@ -148,3 +149,25 @@ def test_scatter_errors():
         Scatter(ops.sub, (("i", fc.Number(0, 2)),), source, frozenset())
     with pytest.raises(TypeError, match="must be a funsor"):
         Scatter(ops.add, (("i", 0),), source, frozenset())
+
+
+@pytest.mark.parametrize("op", [ops.logaddexp, ops.add, ops.max])
+@pytest.mark.parametrize("collide", [False, True])
+def test_scatter_accumulated_into_a_tensor(op, collide):
+    # op(t, Scatter) and op(Scatter, Scatter) under exact equal evaluating the Scatters first:
+    # the halves of a strided index land apart (one array), colliding ones are combined.
+    rng = np.random.default_rng(3)
+    n = {"n": Bint[3]}
+    src = [fc.Tensor(rng.normal(size=(3, 2, 4)), {**n, "b": Bint[2], "c": Bint[4]})
+           for _ in range(2)]
+    idx = [fc.Tensor(np.array([0, 2, 4]), n, 6),
+           fc.Tensor(np.array([1, 1, 5]) if collide else np.array([1, 3, 5]), n, 6)]
+    dest = fc.Tensor(rng.normal(size=(4, 6, 2)), {"c": Bint[4], "i": Bint[6], "b": Bint[2]})
+    with lazy:
+        lazy_scatters = [Scatter(op, (("i", i),), s, frozenset({"n"})) for i, s in zip(idx, src)]
+    a, b = (Scatter(*s._args) for s in lazy_scatters)  # evaluated (exact)
+    assert type(a) is fc.Tensor
+    for got, expected in [(Binary(op, dest, lazy_scatters[1]), op(dest, b)),
+                          (Binary(op, *lazy_scatters), op(a, b))]:
+        assert type(got) is fc.Tensor and dict(got.inputs) == dict(expected.inputs)
+        np.testing.assert_allclose(got.data, expected.align(tuple(got.inputs)).data)

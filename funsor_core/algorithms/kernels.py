@@ -299,18 +299,25 @@ def _log_pair_shifted(x, lx, y, ly, out, union, summed):
     s = linear_pair(ex, lx, ey, ly, out, union)
     host = ops.to_numpy(s)
     info = np.finfo(host.dtype)
-    low = ~(host >= info.tiny / info.eps)  # NaN counts as low: recompute, and stay NaN
-    if low.any():
+    # NaN counts as low (recompute, and stay NaN): a NaN minimum fails the comparison too.
+    if not host.size or not host.min() >= info.tiny / info.eps:
+        low = ~(host >= info.tiny / info.eps)
         # An exact zero is a true -inf where no finite pair x + y reaches the entry.
         zero = host == 0
         if (low & ~zero).any() or (zero & _any_finite_pair(x, lx, y, ly, out)).any():
             return None, False
-    result = _safe_log(s)
-    if mx is not None:
-        result = result + align_dims(ops.amax(mx, axis=xa), _keep(lx, xa), out)
+        result = _safe_log(s)
+    else:
+        result = ops.log(s)  # every entry is at least tiny / eps: no zero to guard
+    if mx is not None:  # the maxima without their size-1 summed dims (a view)
+        result = result + align_dims(_squeeze(mx, xa), _keep(lx, xa), out)
     if my is not None:
-        result = result + align_dims(ops.amax(my, axis=ya), _keep(ly, ya), out)
+        result = result + align_dims(_squeeze(my, ya), _keep(ly, ya), out)
     return result, True
+
+
+def _squeeze(m, axes: tuple):
+    return ops.reshape(m, tuple(n for i, n in enumerate(m.shape) if i not in axes))
 
 
 def _any_finite_pair(x, lx, y, ly, out):

@@ -38,7 +38,7 @@ from funsor_core.terms.base import (
     to_funsor,
 )
 
-__all__ = ["Scatter", "scatter_tensors"]
+__all__ = ["Scatter", "accumulate_scatter", "combine_scatters", "scatter_tensors"]
 
 _KEY_CLASH = (
     "cannot scatter into '{key}': it is already {where}. The keys of subs name NEW inputs of "
@@ -203,11 +203,32 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
 
 
 def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
-    # One key whose index depends on reduced names only: the source's other reduced names
-    # are reduced first (they do not move the key), its index dims are flattened into one
-    # leading axis, and one indexed update along that axis does the rest, without index
-    # arrays over the batch dims (the transpose of a strided time index, say).
+    # One key whose index depends on reduced names only: one indexed update along the key's
+    # axis, without index arrays over the batch dims (the transpose of a strided time index).
     key, t = key_index
+    src, idx, batch, domains = _one_axis(op, t, source, reduced)
+    size = t.output.size
+    shape = (size,) + tuple(src.shape[1:])
+    if op is ops.add:
+        filled = ops.scatter_add(ops.new_full(src, shape, 0), (idx,), src)
+    else:
+        hits = _hits(idx, size)
+        if hits is None:
+            return None
+        # No two source points land together: write them over op's unit.
+        filled = ops.scatter_set(ops.new_full(src, shape, ops.UNITS[op]), (idx,), src)
+    # The key's axis comes first, where the index dims were (they lead ``src``): the array
+    # is contiguous as it was filled (a permuted view is read far slower by contractions).
+    inputs = {key: Bint[size]}
+    inputs.update((n, domains[n]) for n in batch)
+    return Tensor.make(filled, inputs, source.dtype)
+
+
+def _one_axis(op, t: Tensor, source: Tensor, reduced: frozenset, order=()) -> tuple:
+    # The source of a one-key scatter whose index ``t`` depends on reduced names only, as an
+    # array (count,) + batch + out: its other reduced names op-reduced first (they do not move
+    # the key), the index dims flattened into one leading axis; with the flat index, the
+    # batch names (in ``order`` where it names them) and the domains of all names.
     own = tuple(t.inputs)
     other = reduced - set(own)
     data = source.data
@@ -218,6 +239,8 @@ def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
         data = ops.REDUCE_OPS[op](data, axes)
         names = [n for n in names if n not in other]
     batch = [n for n in names if n not in own]
+    if order:
+        batch = [n for n in order if n in batch] + [n for n in batch if n not in order]
     domains = {**source.inputs, **t.inputs}
     full = {n: domains[n] for n in own + tuple(batch)}
     src = align_tensor(full, Tensor.make(data, {n: domains[n] for n in names}, source.dtype),
@@ -227,27 +250,108 @@ def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):
         count *= domains[n].size
     batch_shape = tuple(domains[n].size for n in batch)
     src = ops.reshape(src, (count,) + batch_shape + out_shape)
-    idx = ops.reshape(t.data, (count,))
+    return src, ops.reshape(t.data, (count,)), batch, domains
+
+
+def _hits(idx, size: int):
+    # How often each key is hit (a host array), when no key is hit twice; None when one is,
+    # or when the index has no values (jax tracing: the general path decides then).
+    if not ops.is_concrete(idx):
+        return None
+    hits = np.bincount(np.asarray(ops.to_numpy(idx)), minlength=size)
+    return None if (hits > 1).any() else hits
+
+
+def accumulate_scatter(op, dest: Tensor, scatter: Scatter) -> Tensor | None:
+    """``op(dest, scatter)`` for a Tensor ``dest`` with the inputs of ``scatter`` (a one-key
+    ``Scatter`` by ``op`` of a Tensor, whose index depends on reduced names only), computed
+    on the points the source lands on: ``dest`` with ``dest[key = index] op= source``,
+    without materializing the scatter (op's unit elsewhere) and combining everywhere. None
+    when it does not apply (then evaluate the scatter and combine).
+
+    Example:
+        >>> from funsor_core.engine.interpreter import reflect
+        >>> dest = fc.Tensor(np.array([0.0, 1.0, 2.0]), {"i": fc.Bint[3]})
+        >>> i = fc.Tensor(np.array([2, 0]), {"n": fc.Bint[2]}, 3)
+        >>> src = fc.Tensor(np.array([1.0, 0.0]), {"n": fc.Bint[2]})
+        >>> with reflect:  # lazy: exact would evaluate the Scatter
+        ...     s = Scatter(ops.logaddexp, (("i", i),), src, frozenset({"n"}))
+        >>> accumulate_scatter(ops.logaddexp, dest, s).data.round(3)
+        array([0.693, 1.   , 2.313])
+    """
+    op_s, subs, source, reduced = scatter._args
+    if (op_s is not op or len(subs) != 1 or type(source) is not Tensor
+            or dest.dtype != source.dtype or dest.output != source.output
+            or dest.inputs.keys() != scatter.inputs.keys()):
+        return None
+    key, value = subs[0]
+    t = _index_tensor(source, value)
+    if (t is None or t.output.dtype == "real" or t.output.shape
+            or not set(t.inputs) <= reduced):
+        return None
+    src, idx, batch, domains = _one_axis(op, t, source, reduced, tuple(dest.inputs))
+    if any(dest.inputs[n] is not domains[n] for n in batch):
+        return None
+    order = (key, *batch)  # dest's own order when the key leads it (no permuted copies)
+    data = align_tensor(dict.fromkeys(order), dest) if tuple(dest.inputs) != order else dest.data
+    if op is ops.add:
+        data = ops.scatter_add(data, (idx,), src)
+    else:
+        if _hits(idx, t.output.size) is None:
+            return None
+        data = ops.scatter_set(data, (idx,), op(ops.getitem(data, (idx,)), src))
+    out = Tensor.make(data, {n: dest.inputs[n] for n in order}, dest.dtype)
+    return out if tuple(dest.inputs) == order else out.align(tuple(dest.inputs))
+
+
+def combine_scatters(op, lhs: Scatter, rhs: Scatter) -> Tensor | None:
+    """``op(lhs, rhs)`` for two one-key ``Scatter``s by ``op`` of Tensors into one key (whose
+    indices depend on reduced names only) that land on different points: both written into
+    one array of op's unit, without combining anything (the transposes of the even and odd
+    halves of a time index, say). None when it does not apply.
+
+    Example:
+        >>> from funsor_core.engine.interpreter import reflect
+        >>> n = {"n": fc.Bint[2]}
+        >>> even = fc.Tensor(np.array([0, 2]), n, 4)
+        >>> odd = fc.Tensor(np.array([1, 3]), n, 4)
+        >>> with reflect:  # lazy: exact would evaluate each Scatter
+        ...     a = Scatter(ops.max, (("i", even),), fc.Tensor(np.array([1.0, 2.0]), n), {"n"})
+        ...     b = Scatter(ops.max, (("i", odd),), fc.Tensor(np.array([3.0, 4.0]), n), {"n"})
+        >>> combine_scatters(ops.max, a, b).data
+        array([1., 3., 2., 4.])
+    """
+    parts = []
+    for s in (lhs, rhs):
+        op_s, subs, source, reduced = s._args
+        if op_s is not op or len(subs) != 1 or type(source) is not Tensor:
+            return None
+        t = _index_tensor(source, subs[0][1])
+        if (t is None or t.output.dtype == "real" or t.output.shape
+                or not set(t.inputs) <= reduced):
+            return None
+        parts.append((subs[0][0], t, source, reduced))
+    (key, t, source, reduced), (key2, t2, source2, reduced2) = parts
+    if (key2 != key or t2.output != t.output or source2.dtype != source.dtype
+            or source2.output != source.output or lhs.inputs.keys() != rhs.inputs.keys()):
+        return None
+    src, idx, batch, domains = _one_axis(op, t, source, reduced)
+    src2, idx2, batch2, domains2 = _one_axis(op, t2, source2, reduced2, tuple(batch))
+    if batch2 != batch or any(domains2[n] is not domains[n] for n in batch):
+        return None
     size = t.output.size
-    zeros = ops.new_full(src, (size,) + batch_shape + out_shape, 0)
-    filled = ops.scatter_add(zeros, (idx,), src)
-    if op is not ops.add:
-        # Exact only if no two source points land together; counted on the host (a 1-d
-        # index), and left to the general path when the index has no values (jax tracing).
-        if not ops.is_concrete(idx):
+    shape = (size,) + tuple(src.shape[1:])
+    if op is ops.add:
+        data = ops.scatter_add(ops.new_full(src, shape, 0), (idx,), src)
+        data = ops.scatter_add(data, (idx2,), src2)
+    else:
+        if _hits(ops.cat([idx, idx2], 0), size) is None:
             return None
-        hits = np.bincount(np.asarray(ops.to_numpy(idx)), minlength=size)
-        if (hits > 1).any():
-            return None
-        if not hits.all():
-            mask = ops.new_array(src, (hits > 0).reshape((size,) + (1,) * (
-                len(batch_shape) + len(out_shape))))
-            filled = ops.where(mask, filled, ops.full_like(filled, ops.UNITS[op]))
-    # The key's axis comes first, where the index dims were (they lead ``src``): the array
-    # is contiguous as it was filled (a permuted view is read far slower by contractions).
+        data = ops.scatter_set(ops.new_full(src, shape, ops.UNITS[op]), (idx,), src)
+        data = ops.scatter_set(data, (idx2,), src2)
     inputs = {key: Bint[size]}
     inputs.update((n, domains[n]) for n in batch)
-    return Tensor.make(filled, inputs, source.dtype)
+    return Tensor.make(data, inputs, source.dtype)
 
 
 def _injective(idx: tuple, hits) -> bool:

@@ -129,6 +129,9 @@ new_arange = make_op("new_arange", ArrayOp)  # new_arange(proto, start, stop, st
 new_eye = make_op("new_eye", ArrayOp)  # new_eye(proto, n)
 new_array = make_op("new_array", ArrayOp)  # new_array(proto, data): data as proto's backend
 scatter_add = make_op("scatter_add", ArrayOp)  # scatter_add(dest, index_tuple, values)
+# scatter_set(dest, index_tuple, values): dest with dest[index] = values, out of place (the
+# indices must not repeat: which write wins is up to the backend).
+scatter_set = make_op("scatter_set", ArrayOp)
 to_numpy = make_op("to_numpy", ArrayOp)
 is_floating = make_op("is_floating", ArrayOp)
 # Whether an array has values now (False for a jax tracer under jit): checks that read values

@@ -12,10 +12,16 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.scatter import Scatter, scatter_tensors
+from funsor_core.atoms.scatter import (
+    Scatter,
+    accumulate_scatter,
+    combine_scatters,
+    scatter_tensors,
+)
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_module
-from funsor_core.terms.base import Number, Subs, Variable
+from funsor_core.ops import AssociativeOp
+from funsor_core.terms.base import Binary, Number, Subs, Variable
 from funsor_core.terms.traversal import alpha_rename, bound_name
 from interpretations.exact import exact
 from interpretations.lazy import lazy
@@ -80,3 +86,31 @@ def lazy_subs_scatter(arg, subs):
     source = arg.source(**{n: x for n, x in env.items() if n in arg.source.inputs})
     result = Scatter(arg.op, pairs, source, arg.reduced_vars)
     return Subs(result, tuple(rest)) if rest else result
+
+
+# A scattered message accumulated into a Tensor (the transpose of a strided index meeting the
+# adjoint it adds to): combined on the points it lands on, without materializing the rest of
+# the scatter (op's unit) and combining it everywhere. Otherwise the scatter is evaluated first.
+@exact.register(Binary, AssociativeOp, Tensor, Scatter)
+def exact_binary_tensor_scatter(op, lhs, rhs):
+    if type(rhs.source) is not Tensor:
+        return None
+    result = accumulate_scatter(op, lhs, rhs)
+    if result is not None:
+        return result
+    value = exact_scatter_tensor(*rhs._args)
+    return None if value is None else Binary(op, lhs, value)
+
+
+# Two scattered messages for one Tensor (the transposes of the two halves of a strided time
+# index): written into one array where they land apart; otherwise the left one is evaluated
+# and the right one accumulated into it (the rule above).
+@exact.register(Binary, AssociativeOp, Scatter, Scatter)
+def exact_binary_scatter_scatter(op, lhs, rhs):
+    if type(lhs.source) is not Tensor or type(rhs.source) is not Tensor:
+        return None
+    result = combine_scatters(op, lhs, rhs)
+    if result is not None:
+        return result
+    value = exact_scatter_tensor(*lhs._args)
+    return None if value is None else Binary(op, value, rhs)

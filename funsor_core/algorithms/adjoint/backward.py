@@ -253,6 +253,10 @@ def backward_subs(ring: Semiring, adj, output, arg, subs):
             relabel[fresh] = k
             scatter.append((fresh, v))
     message = adj(**renames) if renames else adj
+    if scatter and not points:
+        lazy = _lazy_scatter(ring, arg, arg_names, scatter, relabel, message)
+        if lazy is not None:
+            return ((arg, (lazy,)),)
     if scatter:
         kept = (set(arg.inputs) - arg_names) | ring.keep
         names = set(message.inputs)
@@ -267,6 +271,33 @@ def backward_subs(ring: Semiring, adj, output, arg, subs):
     if points:
         factors = factors + (Delta(tuple((k, v) for k, v in points)),)
     return ((arg, factors),)
+
+
+def _lazy_scatter(ring: Semiring, arg, arg_names, scatter, relabel, message):
+    # The message as one Scatter built lazily (reflect), keyed by arg's own names: a name of
+    # the message or of an index value that is also a key is renamed apart in them first
+    # (instead of scattering under a fresh key and renaming that back). The driver evaluates
+    # it through the interpreter, or accumulates it into the argument's adjoint
+    # (``logaddexp(t, Scatter(...))`` updates ``t`` where the message lands). None when a
+    # key is also a kept name of the message (the general path renames the key back then).
+    kept = (set(arg.inputs) - arg_names) | ring.keep
+    apart = {k: f"{k}__adj{next(_FRESH)}" for f, k in relabel.items() if f != k}
+    if set(apart) & kept:
+        return None
+    if apart:
+        message = message(**{k: n for k, n in apart.items() if k in message.inputs})
+    pairs, names = [], set(message.inputs)
+    for fresh, v in scatter:
+        if apart and set(apart) & set(v.inputs):
+            if type(v) is Tensor:  # an index array: relabelled as it is
+                v = Tensor.make(v.data, {apart.get(n, n): d for n, d in v.inputs.items()},
+                                v.dtype)
+            else:
+                v = v(**{k: n for k, n in apart.items() if k in v.inputs})
+        pairs.append((relabel[fresh], v))
+        names.update(v.inputs)
+    with reflect:
+        return Scatter(ring.arith, tuple(pairs), message, frozenset(names - kept))
 
 
 # The backward rule of each recorded term class. The tape records exactly these classes; any

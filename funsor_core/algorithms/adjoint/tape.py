@@ -37,6 +37,8 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.plan import plan_terms
+from funsor_core.atoms.scatter import Scatter
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
@@ -217,6 +219,8 @@ class AdjointTape(Interpretation):
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
                         approximate=(approximation_active() if approximate is None
                                      else approximate))
+        # A share stays a lazy Scatter (from backward_subs) until read, so that a second one
+        # for the same argument is written into the same array (``_accumulate``).
         node_adj: dict = {}
         leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
         start = self._producer.get(canonical_key(root))
@@ -229,6 +233,7 @@ class AdjointTape(Interpretation):
             adj = node_adj.get(index)
             if adj is None:
                 continue  # not on a path to the root: its adjoint is zero
+            adj = node_adj[index] = _evaluate(adj)
             node = self.tape[index]
             for arg, factors in BACKWARD[node.cls](ring, adj, node.output, *node.args):
                 share = _contract(ring, arg, factors)
@@ -238,14 +243,15 @@ class AdjointTape(Interpretation):
                     if entry is None:
                         leaf_adj[canonical_key(arg)] = [arg, share]
                     else:
-                        entry[1] = ring.arith(entry[1], share)
+                        entry[1] = _accumulate(ring, entry[1], share)
                 else:
                     old = node_adj.get(parent)
-                    node_adj[parent] = share if old is None else ring.arith(old, share)
+                    node_adj[parent] = share if old is None else _accumulate(ring, old, share)
         result = Adjoints(zero)
         for leaf, adj in leaf_adj.values():
-            result.add(leaf, adj, ring.arith)
+            result.add(leaf, _evaluate(adj), ring.arith)
         for index, adj in node_adj.items():
+            adj = _evaluate(adj)
             node = self.tape[index]
             keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
             for key in keys.values():
@@ -253,6 +259,25 @@ class AdjointTape(Interpretation):
         if targets is None:
             return result
         return {target: result[target] for target in targets}
+
+
+def _evaluate(share: Funsor) -> Funsor:
+    # A transposed substitution comes as a Scatter built lazily (``backward_subs``): built
+    # through the interpreter here, where the message is the argument's first share.
+    return Scatter(*share._args) if type(share) is Scatter else share
+
+
+def _accumulate(ring: Semiring, old: Funsor, share: Funsor) -> Funsor:
+    # sum_op of a share into what the argument received. A lazy Scatter meets a Tensor in
+    # ``sum_op(old, Scatter(...))``, whose rule updates the points it lands on (exact).
+    # Two lazy Scatters meet in ``sum_op(Scatter, Scatter)``, written into one array.
+    if type(share) is Scatter:
+        if type(share.source) is not Tensor or not (
+                type(old) is Tensor or type(old) is Scatter and type(old.source) is Tensor):
+            share = Scatter(*share._args)
+    if type(old) is Scatter and type(share) is not Scatter:
+        old = Scatter(*old._args)
+    return ring.arith(old, share)
 
 
 def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
