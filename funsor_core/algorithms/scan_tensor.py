@@ -297,27 +297,34 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     floor = float(info.tiny / info.eps)
     timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
 
+    # The scan body is kept lean for reverse mode: its carry is ``p`` and the flag, the flag
+    # follows a detached ``s`` (it only picks the branch: no tangent, no residual), and the
+    # normalizers leave as per-step outputs ``z`` whose logs, with the shifts ``w_max``, are
+    # summed over time once after the scan. The body is checkpointed: it keeps only its
+    # carry ``p`` per step and recomputes the rest (a matrix product and a few elementwise
+    # ops) in the backward pass, which costs less than storing and reloading its residuals.
     def body(carry, xs):
-        p, lz, low = carry
-        et, ewt, wmt = xs
+        p, low = carry
+        et, ewt = xs
         et = et if timed_e else e[0]
-        ewt, wmt = (ewt, wmt) if timed_w else (ew[0], w_max[0])
+        ewt = ewt if timed_w else ew[0]
         s = ops.matmul(p[..., None, :], et)[..., 0, :]
-        low = ops.min(low, s)  # NaN propagates: a carry of all -inf makes NaN
+        low = ops.min(low, ops.detach(s))  # NaN propagates: a carry of all -inf makes NaN
         q = s * ewt
         z = ops.sum(q, axis=-1, keepdims=True)
         # Where z = 0 the chain is recomputed exactly; 1 there keeps gradients finite.
         z = ops.where(z > 0, z, ops.full_like(z, 1.0))
-        return (q / z, lz + ops.log(z) + wmt, low), None
+        return (q / z, low), z
 
     lmax = ops.amax(left, axis=-1, keepdims=True)
     p0 = ops.exp(left - lmax)
     z0 = ops.sum(p0, axis=-1, keepdims=True)
-    carry = (p0 / z0, lmax + ops.log(z0), ops.full_like(left, math.inf))
+    carry = (p0 / z0, ops.full_like(left, math.inf))
     xs = (e if timed_e else ops.new_zeros(left, (duration,)),
-          ew if timed_w else ops.new_zeros(left, (duration,)),
-          w_max if timed_w else ops.new_zeros(left, (duration,)))
-    p, lz, low = scan(body, carry, xs)[0]
+          ew if timed_w else ops.new_zeros(left, (duration,)))
+    (p, low), zs = scan(checkpoint(body, prevent_cse=False), carry, xs)
+    shift = ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration
+    lz = lmax + ops.log(z0) + ops.sum(ops.log(zs), axis=0) + shift
     bad = ops.any(ops.invert(low >= floor))
     # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
     positive = p > 0
