@@ -29,14 +29,13 @@ import itertools
 import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 
 ND, NG, NI, NM, NE, NX = 3, 2, 3, 2, 2, 4
-OUT = Path(__file__).resolve().parent / "out"
 
 
 def make_network(num_students: int, num_tests: int, seed: int = 0) -> dict:
@@ -216,14 +215,9 @@ def main() -> None:
 
 
 def plot(net, marginals, samples) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("  plot: skipped (matplotlib is not installed; pip install matplotlib)")
+    plt = pyplot()
+    if plt is None:
         return
-    OUT.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     post = marginals["I"].data
     axes[0].imshow(post.T, aspect="auto", cmap="Blues", vmin=0, vmax=1)
@@ -236,7 +230,7 @@ def plot(net, marginals, samples) -> None:
     axes[1].plot([0, 1], [0, 1], "k--", lw=0.8)
     axes[1].set(xlabel="exact marginal", ylabel="sample frequency", title=f"{n} samples")
     fig.tight_layout()
-    path = OUT / "bayesian_network.png"
+    path = out_path("bayesian_network.png")
     fig.savefig(path, dpi=100)
     print(f"  plot: {os.path.relpath(path)}")
 

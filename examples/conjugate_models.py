@@ -19,9 +19,9 @@ Run: ``make demo`` (or ``python examples/conjugate_models.py``).
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -143,16 +143,9 @@ def random_walk(steps=50, q=0.3, r=0.5):
 
 
 def plot(grid, dens) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for k, name in enumerate("AB"):
         ax.plot(grid, dens[k], label=f"arm {name}")
@@ -161,7 +154,7 @@ def plot(grid, dens) -> None:
     ax.set_ylabel("posterior density")
     ax.legend()
     fig.tight_layout()
-    path = os.path.join(out, "conjugate_models.png")
+    path = out_path("conjugate_models.png")
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
 

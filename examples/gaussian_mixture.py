@@ -27,9 +27,9 @@ Run: ``make demo`` (or ``python examples/gaussian_mixture.py``).
 from __future__ import annotations
 
 import itertools
-import os
 
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -192,16 +192,9 @@ def main():
 
 
 def plot(rows, exact):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(5, 3))
     for name, values in rows.items():
         n, m, se = (np.array(v) for v in zip(*values))
@@ -212,7 +205,7 @@ def plot(rows, exact):
     ax.set_ylabel("log p(x), N = 10")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = os.path.join(out, "gaussian_mixture.png")
+    path = out_path("gaussian_mixture.png")
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
 

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import torch
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -109,16 +110,9 @@ def main():
 
 
 def plot(obs, states, marginals, viterbi):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("  (matplotlib is not installed: no plot; pip install -e '.[demo]')")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
     top.plot(obs, ".", ms=3, color="gray", label="observation")
     top.step(range(T), MEANS[states], where="mid", color="k", lw=1, label="true regime")
@@ -130,7 +124,7 @@ def plot(obs, states, marginals, viterbi):
     bottom.set_ylabel("state: posterior p(x_t | y)")
     bottom.set_xlabel("time")
     fig.tight_layout()
-    path = os.path.join(out, "hmm.png")
+    path = out_path("hmm.png")
     fig.savefig(path, dpi=100)
     print(f"  plot: {os.path.relpath(path)}")
 

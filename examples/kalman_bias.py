@@ -23,6 +23,7 @@ import math
 import os
 
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -186,16 +187,9 @@ def main():
 
 
 def plot(xs, ys, results):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("  (matplotlib is not installed: no plot; pip install -e '.[demo]')")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 5))
     for s in range(S):
         ax.plot(ys[:, s, 0], ys[:, s, 1], ".", ms=3, alpha=0.5, label=f"sensor {s}")
@@ -205,7 +199,7 @@ def plot(xs, ys, results):
     ax.legend(fontsize=8)
     ax.set_aspect("equal")
     fig.tight_layout()
-    path = os.path.join(out, "kalman_bias.png")
+    path = out_path("kalman_bias.png")
     fig.savefig(path, dpi=100)
     print(f"  plot: {os.path.relpath(path)}")
 

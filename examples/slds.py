@@ -18,10 +18,10 @@ Run: ``make demo`` (or ``python examples/slds.py``).
 from __future__ import annotations
 
 import itertools
-import os
 import time
 
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -129,16 +129,9 @@ def kalman_enumeration(y):
 
 
 def plot(states, probs):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 3))
     ts = np.arange(1, len(states))
     ax.stackplot(ts, probs.T, labels=[f"p(s_t = {k} | y_1..t)" for k in range(K)], alpha=0.7)
@@ -147,7 +140,7 @@ def plot(states, probs):
     ax.set_ylim(0, 1)
     ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
-    path = os.path.join(out, "slds.png")
+    path = out_path("slds.png")
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
 

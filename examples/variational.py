@@ -20,9 +20,8 @@ is installed. Run: ``make demo`` (or ``python examples/variational.py``).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
@@ -205,16 +204,9 @@ def main():
 
 
 def plot(traces, evidence):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot")
+    plt = pyplot()
+    if plt is None:
         return
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
-    os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 3))
     for name, trace in traces.items():
         ax.plot(trace, label=f"ELBO estimate ({name})", alpha=0.7)
@@ -223,7 +215,7 @@ def plot(traces, evidence):
     ax.set_xlabel("gradient step")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = os.path.join(out, "variational.png")
+    path = out_path("variational.png")
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
 
