@@ -24,6 +24,7 @@ from funsor_core.domains import Bint
 from funsor_core.terms.arrays import Slice
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import time_variable
 
 __all__ = ["naive_sequential_sum_product", "sequential_sum_product",
            "mixed_sequential_sum_product", "naive_sarkka_bilmes_product",
@@ -52,31 +53,6 @@ def _check_chain(trans, time: str, step: dict) -> None:
                 f"{trans.inputs[prev]} but its curr input '{curr}' is {trans.inputs[curr]}; "
                 "a step maps a state to the next one of the same domain")
     _check_duration(trans, time, "sequential sum-product")
-
-
-def _check_time(trans, time) -> None:
-    # A name must be an input of trans: a misspelt time would otherwise be read as a factor
-    # the same at every step, of one step, and return trans with its time input untouched.
-    # Only a Variable (which carries the number of steps) may be absent from trans.
-    if isinstance(time, Variable):
-        domain = trans.inputs.get(time.name, time.output)
-        if time.output.dtype == "real" or time.output.shape or domain is not time.output:
-            raise ValueError(f"sequential sum-product: time '{time.name}' must be Bint[T] and "
-                             f"match trans's input, got {time.output} (trans has "
-                             f"{trans.inputs.get(time.name)})")
-        return
-    if not isinstance(time, str):
-        raise TypeError(f"sequential sum-product: time must be a name or a Variable, got "
-                        f"{time!r}")
-    domain = trans.inputs.get(time)
-    if domain is None:
-        raise ValueError(
-            f"sequential sum-product: time '{time}' is not an input of the transition factor, "
-            f"whose inputs are {dict(trans.inputs)}; pass Variable('{time}', Bint[T]) for a "
-            "factor that is the same at every step")
-    if domain.dtype == "real" or domain.shape:
-        raise ValueError(f"sequential sum-product: time '{time}' must be Bint[T], got {domain}")
-
 
 def _check_duration(trans, time: str, what: str) -> None:
     # A chain of no steps has no first prev and no last curr to return.
@@ -123,7 +99,7 @@ def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict
     # number of steps of a factor without the time input (a Variable's size).
     step = dict(step)
     _check_chain(trans, _time_name(time), step)
-    _check_time(trans, time)
+    time_variable(trans, time, "sequential sum-product", "the transition factor")
     steps = time.output.size if isinstance(time, Variable) else 1
     time = _time_name(time)
     # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
@@ -158,7 +134,7 @@ def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
     time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         # A factor without a time input is the same at every step (time is then a Variable,
-        # which gives the number of steps; _check_time refuses a name trans lacks).
+        # which gives the number of steps; time_variable refuses a name trans lacks).
         return compose_power(sum_op, prod_op, trans, step, duration)
     return fold_steps(sum_op, prod_op, trans, time, step)
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from funsor_core.ops.op import AssociativeOp
 from funsor_core.terms.base import Funsor, Variable
 
-__all__ = ["MarkovProduct", "STRATEGIES"]
+__all__ = ["MarkovProduct", "STRATEGIES", "time_variable"]
 
 # How the exact rule may evaluate a Markov product (funsor_core.algorithms.scan): "auto" lets
 # a cost model choose; None (the default) uses the setting of the enclosing block.
@@ -119,7 +119,7 @@ class MarkovProduct(Funsor):
                             f"ops.logaddexp, ops.add), got {sum_op!r}, {prod_op!r}")
         if not isinstance(trans, Funsor):
             raise TypeError(f"MarkovProduct: trans must be a funsor, got {type(trans).__name__}")
-        time = _time_variable(trans, time)
+        time = time_variable(trans, time)
         step = _pairs(step)
         step_names = _free_names(step, step_names)
         if strategy is not None and strategy not in STRATEGIES:
@@ -168,26 +168,35 @@ class MarkovProduct(Funsor):
         return out
 
 
-def _time_variable(trans, time) -> Variable:
+def time_variable(trans, time, what: str = "MarkovProduct", factor: str = "trans") -> Variable:
+    """The time of a chain of ``trans`` as a ``Variable`` of domain ``Bint[T]``, checked: a
+    name must be an input of ``trans`` (a misspelt one would otherwise read as a factor that
+    is the same at every step); a Variable may be absent from ``trans`` (it then gives the
+    number of steps) but must agree with ``trans``'s input when present. ``what`` and
+    ``factor`` name the caller and the factor in the errors.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2)), {"t": fc.Bint[3], "x": fc.Bint[2]})
+        >>> time_variable(t, "t")
+        Variable('t', Bint[3])
+    """
     if isinstance(time, Variable):
         domain = trans.inputs.get(time.name)
-        if domain is not None and domain is not time.output:
-            raise ValueError(f"MarkovProduct: time '{time.name}' is {time.output} but trans has "
-                             f"'{time.name}': {domain}")
-        if time.output.dtype == "real" or time.output.shape:
-            raise ValueError(f"MarkovProduct: time '{time.name}' must be Bint[T], got "
-                             f"{time.output}")
+        if (time.output.dtype == "real" or time.output.shape
+                or (domain is not None and domain is not time.output)):
+            raise ValueError(f"{what}: time '{time.name}' must be Bint[T] and match {factor}'s "
+                             f"input, got {time.output} ({factor} has {domain})")
         return time
     if not isinstance(time, str):
-        raise TypeError(f"MarkovProduct: time must be a name or a Variable, got {time!r}")
+        raise TypeError(f"{what}: time must be a name or a Variable, got {time!r}")
     domain = trans.inputs.get(time)
     if domain is None:
         raise ValueError(
-            f"MarkovProduct: time '{time}' is not an input of trans, whose inputs are "
+            f"{what}: time '{time}' is not an input of {factor}, whose inputs are "
             f"{dict(trans.inputs)}; pass Variable('{time}', Bint[T]) for a factor that is the "
             "same at every step")
     if domain.dtype == "real" or domain.shape:
-        raise ValueError(f"MarkovProduct: time '{time}' must be Bint[T], got {domain}")
+        raise ValueError(f"{what}: time '{time}' must be Bint[T], got {domain}")
     return Variable(time, domain)
 
 
