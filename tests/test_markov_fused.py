@@ -204,6 +204,33 @@ def test_fast_filter_recomputes_lost_digits():
     np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("k,duration,batch", [(3, 7, 1), (4, 300, 1), (4, 60, 16), (24, 40, 1),
+                                               (24, 30, 3)])
+def test_fast_filter_layouts(k, duration, batch):
+    # The jitted filter's layouts, chosen by size: exps inside the loop (tiny chains) or
+    # before it, a fused multiply-and-sum or a matrix product for the step, the untracked
+    # loop (every transition well above the underflow floor) or the tracked one (a
+    # transition of weight zero); and a step where every state is impossible (total -inf).
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    rng = np.random.default_rng(k + duration)
+    init, a, o = rng.normal(size=k), rng.normal(size=(k, k)), rng.normal(size=(duration, batch, k))
+    zero = a.copy()
+    zero[0, 1] = -np.inf
+    dead = o.copy()
+    dead[duration // 2, 0] = -np.inf
+    fc.set_backend("jax")
+    try:
+        run = jax.jit(lambda *xs: _program(*xs, "sequential"))
+        for case in ((init, a, o), (init, zero, o), (init, a, dead)):
+            actual = np.asarray(run(*(jnp.asarray(x) for x in case)))
+            expected = _numpy_forward(*case)
+            assert np.isneginf(actual[0]) == np.isneginf(expected[0])
+            np.testing.assert_allclose(actual, expected, rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
+
+
 def test_long_chain_no_recursion_bounded_memory():
     # 10^5 steps (parallel) under a recursion limit far below the chain's length: nothing
     # recurses per step. The sequential loop runs 2 * 10^4 steps under the same limit (it is

@@ -21,11 +21,13 @@ optionally with a boundary vector on either side (``left`` over the first prev s
 ``ceil(log2 T)`` batched rounds (``O(T K^3)``). A chain that is the same at every step
 (``power`` steps of one matrix) is a matrix power, by repeated squaring either way.
 
-Compiled (jax), a log-space filter step runs in probability space: ``exp`` of the shifted
-carry times ``exp`` of the (once) shifted matrix, one matrix product, ``log``: ``K`` instead
-of ``K^2`` transcendental calls per step. A step whose sums fall below ``tiny / eps`` (digits
-lost to underflow, or a true zero) raises a flag, and the whole chain is then recomputed
-exactly in log space (``lax.cond``), so the fast path never returns a lost digit.
+Compiled (jax), a log-space filter step runs in probability space: a normalized carry times
+``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per
+step. When every entry of the shifted matrix is above ``2 tiny / eps`` (checked once, on
+the inputs) no step can lose digits and the loop is as lean as a hand-written one;
+otherwise the loop tracks its smallest sum, and a step whose sums fall below ``tiny / eps``
+(digits lost to underflow, or a true zero) sends the whole chain to the exact log-space
+recursion (``lax.cond``), so the fast path never returns a lost digit.
 
 Everything goes through ``funsor_core.ops`` (numpy, torch, jax; autograd and ``jax.jit``).
 Eager jax runs the whole chain as one compiled kernel, cached by its static structure.
@@ -271,66 +273,113 @@ def _sequential(step: _Step, factors, duration, left, right, scan):
                  step, rest, duration - 1, False, scan)
 
 
+def _vecmat(p, m):
+    # p (..., P) times m (..., P, C). A small product is a broadcast multiply and a sum,
+    # which XLA fuses with the elementwise work around it; a matrix product is a separate
+    # kernel call that costs more than its arithmetic below a few hundred elements.
+    size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
+    if size <= 512:
+        return ops.sum(p[..., :, None] * m, axis=-2)
+    return ops.matmul(p[..., None, :], m)[..., 0, :]
+
+
 def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, checkpoint):
     # The log-space forward filter in probability space (see the module docstring), for a
     # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
-    # the carry is ``(p, lz)`` with ``v = log p + lz``; a step is ``s = p @ exp(a - a_max)``,
-    # ``q = s * exp(w + a_max - m)`` (m: the max over states), ``p = q / sum q`` and
-    # ``lz += log sum q + m``. The exps of ``a`` and ``w`` are taken once for all steps, so
-    # a step is a matrix product and a few elementwise ops (as dynamax's filter). Recomputed
-    # exactly in log space when any sum ``s`` falls below tiny / eps (lost digits or a zero).
+    # the carry is ``(p, lz)`` with ``v = log p + lz``, ``p`` summing to 1. With the column
+    # shift ``a_max`` of ``a`` moved into ``w``, a step is ``s = p @ exp(a - a_max)``,
+    # ``q = s * exp(w - m)`` (m: the max of ``w`` over states), ``p = q / sum q`` and
+    # ``lz += log sum q + m``: one matrix product and ``K`` exps, as dynamax's filter. The
+    # matrix is exponentiated once; the vectors of a step are folded and exponentiated inside
+    # the loop, so no pass over all ``T`` steps precedes it (on a CPU such passes cost more
+    # than the loop's own arithmetic at small ``K``).
     (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
     a = factors[mi]
     a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
     a_max = ops.where(ops.isfinite(a_max), a_max, ops.full_like(a_max, 0.0))
     e = ops.exp(a - a_max)
-    # w: every vector and constant of a step, plus the matrix's column shift, (T', *b, C).
-    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
-    w = w[..., 0, :]
+    timed_e = step.timed[mi]
+    # The vectors and constants of a step: the ones fixed in time (and the column shift of a
+    # fixed matrix) are folded once into ``w0``; the timed ones are the scan's inputs.
+    fixed = [f[0] for f, k, t in zip(factors, step.kinds, step.timed) if k in ("c", "s") and not t]
+    timed = [f for f, k, t in zip(factors, step.kinds, step.timed) if k in ("c", "s") and t]
+    w0 = step.fold(fixed + ([] if timed_e else [a_max[0]])) if fixed or not timed_e else None
     k = step.states
-    if w.shape[-1] != k:
-        w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
-    w_max = ops.amax(w, axis=-1, keepdims=True)
-    w_max = ops.where(ops.isfinite(w_max), w_max, ops.full_like(w_max, 0.0))
-    ew = ops.exp(w - w_max)
     info = np.finfo(np.dtype(left.dtype))
     floor = float(info.tiny / info.eps)
-    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
 
-    # The scan body is kept lean for reverse mode: its carry is ``p`` and the flag, the flag
-    # follows a detached ``s`` (it only picks the branch: no tangent, no residual), and the
-    # normalizers leave as per-step outputs ``z`` whose logs, with the shifts ``w_max``, are
-    # summed over time once after the scan. The body is checkpointed: it keeps only its
-    # carry ``p`` per step and recomputes the rest (a matrix product and a few elementwise
-    # ops) in the backward pass, which costs less than storing and reloading its residuals.
+    def shifted(parts):  # exp(w - m) and m, m the max of w over the states (0 if -inf)
+        w = step.fold(parts)[..., 0, :]
+        if w.shape[-1] != k:
+            w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+        m = ops.amax(ops.detach(w), axis=-1, keepdims=True)
+        # A step where every state has weight zero (m = -inf) makes the chain's total zero:
+        # q = 0, z := 1 below, and p = 0 from there on, whose log is -inf, as it should be.
+        m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
+        return ops.exp(w - m), m
+
+    # A pass over all T steps before the loop (the exps of every step at once) costs less
+    # than exps inside it, except for tiny chains, where XLA would run the whole program
+    # inline on the calling thread below about a thousand estimated flops (a loop counts
+    # once) and hands a larger one to another thread, at tens of microseconds.
+    inloop = duration * math.prod(left.shape) <= 512
+    if not inloop:
+        ew_all, m_all = shifted(([] if w0 is None else [w0[None]]) + timed
+                                + ([a_max] if timed_e else []))
+        timed_w = ew_all.shape[0] > 1
+
     def body(carry, xs):
-        p, low = carry
-        et, ewt = xs
+        p, lz, low = carry
+        et, amt, ws = xs
         et = et if timed_e else e[0]
-        ewt = ewt if timed_w else ew[0]
-        s = ops.matmul(p[..., None, :], et)[..., 0, :]
-        low = ops.min(low, ops.detach(s))  # NaN propagates: a carry of all -inf makes NaN
-        q = s * ewt
+        if inloop:
+            ew, m = shifted(([] if w0 is None else [w0]) + list(ws) + ([amt] if timed_e else []))
+        else:
+            ew, m = ws if timed_w else (ew_all[0], m_all[0])
+        s = _vecmat(p, et)
+        if low is not None:  # NaN propagates: a carry of all -inf makes NaN
+            low = ops.min(low, ops.detach(s))
+        q = s * ew
         z = ops.sum(q, axis=-1, keepdims=True)
-        # Where z = 0 the chain is recomputed exactly; 1 there keeps gradients finite.
+        # Where z = 0 the total is zero (or, tracked, the chain is recomputed exactly); 1
+        # there keeps gradients finite.
         z = ops.where(z > 0, z, ops.full_like(z, 1.0))
-        return (q / z, low), z
+        return (q / z, lz + ops.log(z) + m, low), None
 
     lmax = ops.amax(left, axis=-1, keepdims=True)
     p0 = ops.exp(left - lmax)
     z0 = ops.sum(p0, axis=-1, keepdims=True)
-    carry = (p0 / z0, ops.full_like(left, math.inf))
-    xs = (e if timed_e else ops.new_zeros(left, (duration,)),
-          ew if timed_w else ops.new_zeros(left, (duration,)))
-    (p, low), zs = scan(checkpoint(body, prevent_cse=False), carry, xs)
-    shift = ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration
-    lz = lmax + ops.log(z0) + ops.sum(ops.log(zs), axis=0) + shift
-    bad = ops.any(ops.invert(low >= floor))
-    # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
-    positive = p > 0
-    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
-                  ops.full_like(p, -math.inf))
-    result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+    dummy = ops.new_zeros(left, (duration,))
+    xs = (e if timed_e else dummy, a_max if timed_e else dummy,
+          tuple(timed) if inloop else ((ew_all, m_all) if timed_w else dummy))
+
+    # The body is checkpointed: in reverse mode it keeps only its carry per step and
+    # recomputes the rest (a matrix product and a few elementwise ops) in the backward
+    # pass, which costs less than storing and reloading its residuals. The flag follows a
+    # detached ``s``: it only picks a branch (no tangent, no residual).
+    def filtered(tracked):
+        low0 = ops.full_like(left, math.inf) if tracked else None
+        carry = (p0 / z0, lmax + ops.log(z0), low0)
+        (p, lz, low), _ = scan(checkpoint(body, prevent_cse=False), carry, xs)
+        # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
+        positive = p > 0
+        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                      ops.full_like(p, -math.inf))
+        result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+        r = ops.detach(result)
+        bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
+        if tracked:
+            bad = bad | ops.any(ops.invert(low >= floor))
+        return result, bad
+
+    # Since p sums to 1, s_j = sum_i p_i e_ij >= min_i e_ij: when every entry of e is at
+    # least twice the floor ``tiny / eps`` (and at most 1, so neither NaN nor infinite) and
+    # the first message is finite somewhere, no step can lose digits to underflow, and the
+    # filter runs without tracking the smallest s (a carry and a reduction per step, a third
+    # of a small step). Otherwise it tracks it, and a step whose s falls below the floor
+    # (lost digits, or a true zero) sends the whole chain to the exact log-space recursion.
+    safe = ops.all((e >= 2 * floor) & (e <= 1.0)) & ops.all(ops.isfinite(lmax))
+    result, bad = cond(safe, lambda _: filtered(False), lambda _: filtered(True), None)
 
     # Reverse mode differentiates both branches of the cond and, in the branch not taken,
     # fills the other's residuals with zeros of their full size, every call: the exact
