@@ -231,6 +231,45 @@ def test_fast_filter_layouts(k, duration, batch):
         fc.set_backend("numpy")
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_eager_probability_filter(backend):
+    # Eagerly the log-space filter runs in probability space when every shifted transition
+    # is well above the underflow floor, else in log space; both against the numpy forward
+    # algorithm, with a step where every state is impossible, a transition of weight zero,
+    # batch dims only the transition or only the observations have, and 300 steps (more
+    # than one block of normalizers).
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        to = torch.as_tensor
+    else:
+        to = np.asarray
+    rng = np.random.default_rng(5)
+    k, duration = 5, 300
+    init, a, o = rng.normal(size=k), rng.normal(size=(k, k)), rng.normal(size=(duration, 2, k))
+    zero = a.copy()
+    zero[1, 2] = -np.inf
+    dead = o.copy()
+    dead[7, 1] = -np.inf
+    fc.set_backend(backend)
+    try:
+        for case in ((init, a, o), (init, zero, o), (init, a, dead), (init, a, o[:, :1])):
+            actual = np.asarray(_program(*(to(x) for x in case), "sequential"))
+            np.testing.assert_allclose(actual, _numpy_forward(*case), rtol=1e-10)
+        # A transition per batch element: each chain of the batch its own matrix.
+        ab = rng.normal(size=(2, k, k))
+        i = fc.Tensor(to(init), {"x": fc.Bint[k]})
+        at = fc.Tensor(to(ab), {"b": fc.Bint[2], "x": fc.Bint[k], "y": fc.Bint[k]})
+        ot = fc.Tensor(to(o), {"t": fc.Bint[duration], "b": fc.Bint[2], "y": fc.Bint[k]})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"},
+                                  strategy="sequential")
+        actual = np.asarray((i + chain).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data)
+        expected = [_numpy_forward(init, ab[j], o[:, j:j + 1])[0] for j in range(2)]
+        np.testing.assert_allclose(actual, expected, rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
+
+
 def test_long_chain_no_recursion_bounded_memory():
     # 10^5 steps (parallel) under a recursion limit far below the chain's length: nothing
     # recurses per step. The sequential loop runs 2 * 10^4 steps under the same limit (it is

@@ -27,7 +27,9 @@ step. When every entry of the shifted matrix is above ``2 tiny / eps`` (checked 
 the inputs) no step can lose digits and the loop is as lean as a hand-written one;
 otherwise the loop tracks its smallest sum, and a step whose sums fall below ``tiny / eps``
 (digits lost to underflow, or a true zero) sends the whole chain to the exact log-space
-recursion (``lax.cond``), so the fast path never returns a lost digit.
+recursion (``lax.cond``), so the fast path never returns a lost digit. Eagerly (numpy,
+torch) the same filter runs as a Python loop of four array calls per step when the values
+show it cannot lose digits, and the log-space loop runs otherwise.
 
 Everything goes through ``funsor_core.ops`` (numpy, torch, jax; autograd and ``jax.jit``).
 Eager jax runs the whole chain as one compiled kernel, cached by its static structure.
@@ -49,6 +51,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
+from funsor_core.algorithms.scaled import log_limits
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
@@ -399,6 +402,65 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     return cond(bad, exact, lambda _: result, None)
 
 
+def _eager_log_filter(step: _Step, factors, duration, left, right):
+    # The probability-space filter of ``_fast_log_filter`` as a Python loop (numpy, torch):
+    # a step is a matrix product, a product and a sum over the states and a division, four
+    # array calls against the six or so of a log-space step (max, shift, exp, sum, log, add).
+    # Here the values can be read: any doubt (a shifted matrix entry below twice the floor,
+    # a step of weight zero, a NaN) sends the chain to the exact log-space loop, None.
+    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
+    a = factors[mi]
+    a_max = ops.amax(a, axis=-2, keepdims=True)
+    if not bool(ops.all(ops.isfinite(a_max))):
+        return None
+    e = ops.exp(a - a_max)
+    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
+    if not bool(ops.all(e >= 2 * floor)):  # s_j >= min_i e_ij: no step can lose digits
+        return None
+    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
+    w = w[..., 0, :]
+    w_max = ops.amax(w, axis=-1, keepdims=True)
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    if not (bool(ops.all(ops.isfinite(w_max))) and bool(ops.all(ops.isfinite(lmax)))):
+        return None
+    ew = ops.exp(w - w_max)
+    if ew.shape[-1] != step.states:
+        ew = ops.expand(ew, tuple(ew.shape[:-1]) + (step.states,))
+    p = ops.exp(left - lmax)
+    z0 = ops.sum(p, axis=-1, keepdims=True)
+    p = p / z0
+    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
+    lz = lmax + ops.log(z0) + (ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration)
+    # Per step: p @ e_t (a plain matrix product when e_t has no batch dims of its own),
+    # times exp(w_t - m_t), normalized. Iterating an array yields its steps as views.
+    k = step.states
+    shared = not timed_e and all(d == 1 for d in e.shape[1:-2])
+    if shared:
+        e = ops.reshape(e, (k, k))
+    mats = (e for _ in range(duration)) if shared else (
+        iter(e) if timed_e else (e[0] for _ in range(duration)))
+    vecs = iter(ew) if timed_w else (ew[0] for _ in range(duration))
+    zs = []
+    for t, et, ewt in zip(range(duration), mats, vecs):
+        q = (ops.matmul(p, et) if shared else ops.matmul(p[..., None, :], et)[..., 0, :]) * ewt
+        z = ops.sum(q, axis=-1, keepdims=True)
+        zs.append(z)
+        p = q / z
+        if len(zs) == 256 or t == duration - 1:  # memory bounded by a block of normalizers
+            zs = ops.stack(zs)
+            if not bool(ops.all(zs > 0)):  # a step of weight zero, or NaN: the exact loop
+                return None
+            lz = lz + ops.sum(ops.log(zs), axis=0)
+            zs = []
+    positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                  ops.full_like(p, -math.inf))
+    batch = np.broadcast_shapes(tuple(left.shape[:-1]), *(tuple(f.shape[1:-2]) for f in factors))
+    if tuple(v.shape[:-1]) != batch:  # as the log-space loop's: every batch dim broadcast
+        v = ops.expand(v, batch + (k,))
+    return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+
+
 def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_backend,
          factors, left, right):
     # The whole chain on arrays. Pure in the arrays: jax.jit compiles it once per structure.
@@ -412,11 +474,15 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
         factors, duration = (mats[None],), 1
         step = _Step(sum_op, prod_op, factors, states)
     if strategy == "sequential" or duration == 1:
-        if (jax_backend is not None and has_left and sum_op is ops.logaddexp
-                and prod_op is ops.add and step.kinds.count("m") == 1
-                and "p" not in step.kinds and states > 1 and duration > 1):
-            return _fast_log_filter(step, factors, duration, left, right, scan,
-                                    jax_backend.cond, jax_backend.checkpoint)
+        if (has_left and sum_op is ops.logaddexp and prod_op is ops.add
+                and step.kinds.count("m") == 1 and "p" not in step.kinds and states > 1
+                and duration > 1):
+            if jax_backend is not None:
+                return _fast_log_filter(step, factors, duration, left, right, scan,
+                                        jax_backend.cond, jax_backend.checkpoint)
+            result = _eager_log_filter(step, factors, duration, left, right)
+            if result is not None:
+                return result
         return _sequential(step, factors, duration, left, right, scan)
     total = _tree(sum_op, prod_op, _materialize(step, factors, duration))
     if left is not None:
