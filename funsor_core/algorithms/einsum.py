@@ -5,11 +5,13 @@
 (or, with plates, the plated elimination of ``sum_product``). ``exact`` evaluates a
 Contraction of Tensors with a cached contraction plan (``algorithms.plan``) and the semiring
 kernels of ``algorithms.kernels``; ``lazy`` records it; any other interpretation (a tape, an
-optimizer) sees it and may replace it. Operands are funsors whose inputs are named by the
-equation's letters, or arrays (then the result is an array). ``backend`` picks the semiring
-by funsor's strings (``"numpy"``, ``"torch"``, ``"jax.numpy"``;
-``"pyro.ops.einsum.torch_log"``, ``"funsor.einsum.numpy_log"``; ``..._map``) or our short
-names ``"linear"``, ``"log"``, ``"max"``, ``"min"``.
+optimizer) sees it and may replace it. A plated einsum of arrays replays its recorded
+elimination on the arrays from its second call, where the interpreter shows that building the
+terms would make the same kernel calls and nothing else (``algorithms.array_replay``).
+Operands are funsors whose inputs are named by the equation's letters, or arrays (then the
+result is an array). ``backend`` picks the semiring by funsor's strings (``"numpy"``,
+``"torch"``, ``"jax.numpy"``; ``"pyro.ops.einsum.torch_log"``, ``"funsor.einsum.numpy_log"``;
+``..._map``) or our short names ``"linear"``, ``"log"``, ``"max"``, ``"min"``.
 
 As numpy does, a letter repeated within an array operand takes its diagonal (``"ii->i"``,
 ``"ii->"`` is the trace), and a letter repeated in the output is an error.
@@ -28,11 +30,13 @@ from __future__ import annotations
 import functools
 
 from funsor_core import ops
+from funsor_core.algorithms.array_replay import check_of
 from funsor_core.algorithms.kernels import SEMIRINGS
-from funsor_core.algorithms.plan import plan_contraction
-from funsor_core.algorithms.plates import sum_product
+from funsor_core.algorithms.plan import plan_contraction, plan_tensors
+from funsor_core.algorithms.plates import recorded_program, sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
@@ -127,28 +131,12 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
         >>> contract_tensors(ops.add, ops.mul, frozenset({"j"}), [f, f]).data
         array([3., 3.])
     """
-    # The plan and the result's inputs depend on the structure only (names, domains, order):
-    # cached by it, so a same-shaped contraction pays one dict lookup.
-    key = (tuple(t._ikey for t in tensors), reduced_vars)
-    entry = _STRUCTURES.get(key)
-    if entry is None:
-        domains: dict = {}
-        for t in tensors:
-            domains.update(t.inputs)
-        out_names = tuple(n for n in domains if n not in reduced_vars)
-        sizes = {n: d.size for n, d in domains.items()}
-        plan = plan_contraction([tuple(t.inputs) for t in tensors], sizes, out_names)
-        out_ikey = tuple((n, domains[n]) for n in out_names)
-        if len(_STRUCTURES) >= _MAX_STRUCTURES:
-            _STRUCTURES.clear()
-        entry = _STRUCTURES[key] = (plan, out_ikey, Domain(tensors[0].dtype, ()))
-    plan, out_ikey, output = entry
+    plan, out_ikey = plan_tensors(tuple(t._ikey for t in tensors), reduced_vars)
+    output = tensors[0].output
+    if output.shape:
+        output = Domain(output.dtype, ())
     data = plan.run_arrays(sum_op, prod_op, [t.data for t in tensors])
     return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
-
-
-_STRUCTURES: dict = {}
-_MAX_STRUCTURES = 4096
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,22 +308,51 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
     if entry is None:
         entry, tensors = _einsum_structure(eq, operands, plates, backend, modulo_total)
         if key is not None and entry[5] is not None:
-            if len(_EINSUM_STRUCTURES) >= _MAX_STRUCTURES:
+            if len(_EINSUM_STRUCTURES) >= _MAX_EINSUM_STRUCTURES:
                 _EINSUM_STRUCTURES.clear()
             _EINSUM_STRUCTURES[key] = entry
     else:
+        replay = _ARRAY_PROGRAMS.get(key)
+        if replay is not None and replay[0].applies(get_interpretation()):
+            # Arrays in, an array out, and building the terms would only make these calls.
+            data = replay[0].run(operands)[0]
+            return data if replay[1] is None else ops.permute(data, replay[1])
         tensors = [o if d is None else Tensor(o, d) for o, d in zip(operands, entry[5])]
     sum_op, prod_op, output, reduced, arrays, _, order, plate_set = entry
     if order is not None:
         tensors = [tensors[k] for k in order]
     if plate_set:
         result = sum_product(sum_op, prod_op, tensors, reduced, plate_set)
+        if arrays and key is not None and entry[5] is not None and key not in _ARRAY_PROGRAMS:
+            _keep_array_program(key, entry, tensors)
     else:
         result = _contract(sum_op, prod_op, tensors, reduced)
     return _finish(result, output, arrays)
 
 
+# Plated einsums of arrays whose elimination replays on the arrays: structure key ->
+# (ArrayProgram, the permutation putting its result's dims in output order, or None).
+_ARRAY_PROGRAMS: dict = {}
+
+
+def _keep_array_program(key, entry, tensors) -> None:
+    sum_op, prod_op, output, reduced, _, _, _, plate_set = entry
+    program = recorded_program(sum_op, prod_op, tensors, reduced, plate_set)
+    if program is None or len(program.outputs) != 1:
+        return  # nothing recorded, or results that sum_product multiplies by terms
+    names = [n for n, _ in program.out_ikeys[0]]
+    if sorted(names) != sorted(output):
+        return
+    perm = tuple(names.index(c) for c in output)
+    # The fast path skips wrapping the arrays as well: no rule may rewrite those Tensors.
+    program = program.with_checks(tuple(check_of(Tensor, t._args, None) for t in tensors))
+    if len(_ARRAY_PROGRAMS) >= _MAX_EINSUM_STRUCTURES:
+        _ARRAY_PROGRAMS.clear()
+    _ARRAY_PROGRAMS[key] = (program, None if perm == tuple(range(len(perm))) else perm)
+
+
 _EINSUM_STRUCTURES: dict = {}
+_MAX_EINSUM_STRUCTURES = 4096
 
 
 def _structure_key(eq, operands, plates, backend, modulo_total):

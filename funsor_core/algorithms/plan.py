@@ -43,8 +43,8 @@ from funsor_core.algorithms.scaled import run_log_plan
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["ContractionPlan", "plan_contraction", "plan_terms", "contraction_cost",
-           "step_costs", "STEP_COST"]
+__all__ = ["ContractionPlan", "plan_contraction", "plan_tensors", "plan_terms",
+           "contraction_cost", "step_costs", "STEP_COST"]
 
 _MAX_PLANS = 1024
 
@@ -273,6 +273,39 @@ def _plan(operands: tuple, sizes: tuple, output: tuple) -> ContractionPlan:
             uids = [fresh] + uids[2:] if len(uids) > 2 else []
             fresh += 1
     return ContractionPlan(operands, output, tuple(steps), symbols, size)
+
+
+def plan_tensors(ikeys: tuple, reduced_vars: frozenset) -> tuple:
+    """``(plan, out_ikey)`` for contracting scalar Tensors with inputs ``ikeys`` (each a tuple
+    of ``(name, Bint domain)`` pairs, in data order) over ``reduced_vars``: the plan, and the
+    inputs of the result (the kept names, in first-seen order).
+
+    Depends on the structure only, so it is cached by it: a same-shaped contraction pays one
+    dict lookup.
+
+    Example:
+        >>> ij = (("i", fc.Bint[2]), ("j", fc.Bint[3]))
+        >>> plan, out = plan_tensors((ij, ij[1:]), frozenset("j"))
+        >>> plan.run_arrays(ops.add, ops.mul, [np.ones((2, 3)), np.ones(3)]), out
+        (array([3., 3.]), (('i', Bint[2]),))
+    """
+    key = (ikeys, reduced_vars)
+    entry = _TENSOR_PLANS.get(key)
+    if entry is None:
+        domains: dict = {}
+        for ikey in ikeys:
+            domains.update(ikey)
+        out_names = tuple(n for n in domains if n not in reduced_vars)
+        sizes = {n: d.size for n, d in domains.items()}
+        plan = plan_contraction([tuple(n for n, _ in ikey) for ikey in ikeys], sizes, out_names)
+        if len(_TENSOR_PLANS) >= _MAX_TENSOR_PLANS:
+            _TENSOR_PLANS.clear()
+        entry = _TENSOR_PLANS[key] = (plan, tuple((n, domains[n]) for n in out_names))
+    return entry
+
+
+_TENSOR_PLANS: dict = {}
+_MAX_TENSOR_PLANS = 4096
 
 
 def plan_terms(terms: Sequence[Funsor], reduced_vars: frozenset) -> ContractionPlan:

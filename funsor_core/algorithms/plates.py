@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from funsor_core import ops
+from funsor_core.algorithms.array_replay import CONTRACT as _CONTRACT
+from funsor_core.algorithms.array_replay import REDUCE as _REDUCE
+from funsor_core.algorithms.array_replay import compile_elimination
 from funsor_core.atoms.sign import check_distributes, distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Reals
@@ -25,7 +28,8 @@ from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import bound_name
 
-__all__ = ["PlateError", "partial_sum_product", "sum_product", "_partition"]
+__all__ = ["PlateError", "partial_sum_product", "sum_product", "recorded_program",
+           "_partition"]
 
 # Product-reducing a plate of size n raises each value to the n-th power in the semiring, so
 # subsampling a plate to a fraction of its size is corrected by the matching power: ``pow`` for
@@ -285,7 +289,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
             if plate_to_scale:
                 f = _scale(pow_op, f, leaf - new_plates, plate_to_scale)
             ordinal_to_factors[new_plates].append(f)
-    schedule = record.schedule(results) if record is not None else None
+    schedule = record.schedule(results, sum_op, prod_op) if record is not None else None
     if schedule is not None:
         if len(_SCHEDULES) >= _MAX_SCHEDULES:
             _SCHEDULES.clear()
@@ -298,10 +302,11 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
 # which plates to product-reduce) depends on the factors' inputs only, never on their values:
 # it is recorded once per structure as a list of steps and replayed. The replay builds the
 # same terms through the active interpretation (part of the key, with the semiring, the names
-# and ``pedantic``), so every interpretation still sees each Contraction and Reduce.
+# and ``pedantic``), so every interpretation still sees each Contraction and Reduce; or, where
+# building them provably makes the kernel calls of the exact rules and nothing else, it makes
+# those calls on the arrays (algorithms.array_replay).
 _SCHEDULES: dict = {}
 _MAX_SCHEDULES = 1024
-_CONTRACT, _REDUCE = 0, 1
 
 
 def _schedule_key(sum_op, prod_op, factors, eliminate, plates, pedantic):
@@ -339,10 +344,12 @@ class _Recorder:
         self.slot[id(result)] = len(self.values)
         self.values.append(result)
 
-    def schedule(self, results) -> tuple | None:
+    def schedule(self, results, sum_op, prod_op) -> tuple | None:
+        # (steps, outputs, the ArrayProgram of the steps or None)
         if not self.ok:
             return None
-        return tuple(self.steps), tuple(self.slot[id(f)] for f in results)
+        steps, outputs = tuple(self.steps), tuple(self.slot[id(f)] for f in results)
+        return steps, outputs, compile_elimination(sum_op, prod_op, self.values, steps, outputs)
 
 
 def _reduce_recorded(record, prod_op, f, plates):
@@ -356,7 +363,15 @@ def _reduce_recorded(record, prod_op, f, plates):
 
 
 def _replay(schedule, sum_op, prod_op, factors) -> list:
-    steps, outputs = schedule
+    steps, outputs, program = schedule
+    if program is not None:
+        arrays = [f.data for f in factors]
+        # Other array types than the recording's might mix backends, which the terms report.
+        if tuple(map(type, arrays)) == program.arg_types and program.applies(
+                get_interpretation()):
+            real = factors[0].output
+            return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
+                    for x, ikey in zip(program.run(arrays), program.out_ikeys)]
     values = list(factors)
     for kind, operands, names in steps:
         if kind == _CONTRACT:
@@ -364,6 +379,23 @@ def _replay(schedule, sum_op, prod_op, factors) -> list:
         else:
             values.append(values[operands[0]].reduce(prod_op, names))
     return [values[k] for k in outputs]
+
+
+def recorded_program(sum_op, prod_op, factors, eliminate, plates):
+    """The ``ArrayProgram`` recorded by ``partial_sum_product`` for Tensor factors of this
+    structure under the active interpretation (``pedantic=False``, no ``plate_to_scale``),
+    or None when there is none. A caller that keeps it checks ``applies`` before each run.
+
+    Example:
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> args = (ops.add, ops.mul, [f], frozenset("ij"), frozenset("i"))
+        >>> _ = partial_sum_product(*args)
+        >>> recorded_program(*args)
+        ArrayProgram(2 steps, 1 results)
+    """
+    key = _schedule_key(sum_op, prod_op, factors, _names(eliminate), _names(plates), False)
+    schedule = _SCHEDULES.get(key) if key is not None else None
+    return None if schedule is None else schedule[2]
 
 
 class _Graph:

@@ -315,6 +315,25 @@ class Interpretation:
         """
         return self._resolve(key)[0]
 
+    def direct_rules(self, key: tuple) -> tuple | None:
+        """``rules(key)`` when calling them in order is all that building a term of ``key``
+        does under this instance: it keeps the default ``interpret``, no canonicalization hook
+        applies, the term reaches no instance that overrides ``interpret`` (when all rules
+        decline, it is built as it is), and the debug log is off. None otherwise.
+
+        Code that replays a computation without building its terms checks this first.
+
+        Example:
+            >>> from interpretations import exact
+            >>> key = (fc.Tensor, np.ndarray, tuple, str)
+            >>> exact.direct_rules(key)  # no rule rewrites a Tensor: it is built as it is
+            ()
+        """
+        if not type(self)._flat or _DEBUG[0]:
+            return None
+        rules, rest, hooks = self._cache.get(key) or self._resolve(key)
+        return rules if rest is None and not hooks else None
+
     def interpret(self, cls: type, args: tuple) -> Any:
         """Build ``cls(*args)`` under this interpretation."""
         key = (cls, *map(type, args)) if not cls._deep_key else type_key(cls, args)

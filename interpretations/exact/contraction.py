@@ -11,6 +11,7 @@ incomparable with the dense rule, which must be tried first.
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.array_replay import replays_as
 from funsor_core.algorithms.contraction import (
     contract_deltas,
     contract_dense,
@@ -30,8 +31,10 @@ DENSE = (Tensor, Number)
 AddOp = type(ops.add)
 
 
-# Contraction of Tensors and Numbers = one semiring einsum (or a fold and a reduction).
+# Contraction of Tensors and Numbers = one semiring einsum (or a fold and a reduction). A
+# recorded plated elimination may make its kernel call directly (algorithms.array_replay).
 @exact.register(Contraction, object, object, frozenset, Tuple[DENSE, ...])
+@replays_as("contraction")
 def exact_contraction_tensors(red_op, bin_op, reduced_vars, terms):
     return contract_dense(red_op, bin_op, reduced_vars, terms)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.algorithms.array_replay import replays_as
 from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
@@ -150,8 +151,10 @@ def _dot(lhs, rhs):
     return Tensor.make(ops.reshape(data, tuple(d.size for d in inputs.values())), inputs, "real")
 
 
-# Reduce(op, t, vars) reduces the named batch dims with op's array reduction.
+# Reduce(op, t, vars) reduces the named batch dims with op's array reduction (a recorded
+# plated elimination may make that call directly: algorithms.array_replay).
 @exact.register(Reduce, Op, Tensor, frozenset)
+@replays_as("reduce")
 def exact_reduce_tensor(op, arg, reduced_vars):
     names = list(arg.inputs)
     axes = tuple(i for i, n in enumerate(names) if n in reduced_vars)
