@@ -87,13 +87,17 @@ def component_moments(white_vec: Array, prec_sqrt: Array, names=None,
         r_upper, z, shift = la.mT(prec_sqrt), white_vec, 0.0
     else:
         r_upper, z, shift = la.triangularize(la.mT(prec_sqrt), white_vec, canonical=False)
-    fix = rank_tests(r_upper, dim, rank_tolerance(prec_sqrt), kept=False)
+    # Traced, the rank test reuses R^{-1} (the statistic is its norm); concrete, it runs
+    # first, so that a singular R raises naming the coordinates before an inverse fails.
+    r_inv = None if ops.is_concrete(r_upper) else ops.triangular_inv(r_upper, upper=True)
+    fix = rank_tests(r_upper, dim, rank_tolerance(prec_sqrt), kept=False, inv=r_inv)
     if CHECK_RANK[0] and fix.bad is not None and ops.is_concrete(fix.bad):
         if ops.to_numpy(fix.bad).any():
             gm.check_full_rank(prec_sqrt, range(dim), names)  # raises, naming coordinates
+    if r_inv is None:
+        r_inv = ops.triangular_inv(r_upper, upper=True)
     log_z = ops.add(ops.sub(shift, la.log_abs_diag(r_upper)), 0.5 * dim * _LOG_2PI)
     log_z = fix_constant(log_z, fix)
-    r_inv = ops.triangular_inv(r_upper, upper=True)
     return log_z, la.mv(r_inv, z), r_inv
 
 
@@ -129,12 +133,12 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     p = ops.mul(root_p, root_p)
     mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
     diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
-    # cov = A A' with A = [sqrt(p_k) R_k^{-1} | sqrt(p_k) diff_k]_k; rows of A' stacked.
-    scaled_inv = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), la.mT(r_inv))
-    scaled_diff = ops.mul(ops.getitem(root_p, (Ellipsis, None)), diff)
+    # cov = A A' with A = [sqrt(p_k) [R_k^{-1} | diff_k]]_k; rows of A' stacked.
+    stacked = ops.cat([la.mT(r_inv), ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
+    stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
     batch = tuple(log_mass.shape)
     n = log_weights.shape[-1]
-    rows = [ops.reshape(scaled_inv, batch + (n * dim, dim)), scaled_diff]
+    rows = [ops.reshape(stacked, batch + (n * (dim + 1), dim))]
     # A mixture of no mass (every weight zero) gets a unit covariance, so that it stays a
     # finite Gaussian (its mass, -inf, is what matters).
     empty = ops.where(finite, ops.full_like(log_mass, 0.0), ops.full_like(log_mass, 1.0))
@@ -306,8 +310,9 @@ def _aligned_system(g: Gaussian, p: tuple, plan: _Plan):
         white_vec = ops.permute(white_vec, perm + (nb,))
         prec_sqrt = ops.permute(prec_sqrt, perm + (nb, nb + 1))
     dim, rank = prec_sqrt.shape[-2:]
-    white_vec = ops.expand(ops.reshape(white_vec, shape + (rank,)), full + (rank,))
-    prec_sqrt = ops.expand(ops.reshape(prec_sqrt, shape + (dim, rank)), full + (dim, rank))
+    if shape != full:
+        white_vec = ops.expand(ops.reshape(white_vec, shape + (rank,)), full + (rank,))
+        prec_sqrt = ops.expand(ops.reshape(prec_sqrt, shape + (dim, rank)), full + (dim, rank))
     if rows is None and (before or after):
         white_vec, prec_sqrt = gm.pad_dims(white_vec, prec_sqrt, before, after)
     elif rows is not None:
