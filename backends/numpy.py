@@ -127,11 +127,25 @@ def _is_integer(x) -> bool:
     return dtype.kind in "iub" if dtype is not None else type(x) in (int, bool)
 
 
+_TRIANGLES: dict = {}
+
+
+def _triangle(x, upper: bool):
+    """The named triangle of ``x``, the other zeroed, with a cached mask: np.triu builds its
+    mask per call, which costs more than the small inverses of a filter step."""
+    n, m = x.shape[-2:]
+    mask = _TRIANGLES.get((n, m, upper))
+    if mask is None:
+        mask = _TRIANGLES[n, m, upper] = np.triu(np.ones((n, m), bool)) if upper else np.tril(
+            np.ones((n, m), bool))
+    return np.where(mask, x, x.dtype.type(0))
+
+
 def _triangular_solve(x, y, upper=False, transpose=False):
     # numpy has no batched triangular solve; a general solve is exact enough for the sizes a
     # Gaussian atom sees and keeps broadcasting over batch dims.
     # Read only the named triangle of y, as torch, jax and scipy do.
-    y = np.triu(y) if upper else np.tril(y)
+    y = _triangle(y, upper)
     if transpose:
         y = np.swapaxes(y, -1, -2)
     return np.linalg.solve(y, x)
@@ -171,7 +185,7 @@ def _triangular_inv(x, upper=False):
     # The inverse of the named triangle (the other one is ignored, as in torch and jax).
     # np.linalg.inv is LAPACK's gesv against the identity, as _triangular_solve(eye, x) is,
     # without building the identity (a third fewer calls on the small matrices of a filter).
-    return np.linalg.inv(np.triu(x) if upper else np.tril(x))
+    return np.linalg.inv(_triangle(x, upper))
 
 
 def _diag_embed(x):

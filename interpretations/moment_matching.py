@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
@@ -74,15 +74,13 @@ def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
         gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
     if gaussians:
         # Several Gaussians are aligned and concatenated inside the collapse (their sum,
-        # uncompressed, is that concatenation): the joint is never built as a term.
+        # uncompressed, is that concatenation): the joint is never built as a term. Names
+        # only the weights have are summed there too (exactly), with the weights' sum.
         g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
         real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
-        weights = dense_sum(dense)
         summed = exact_vars - real
-        if summed:  # names of the weights alone: summed exactly
-            weights = weights.reduce(ops.logaddexp, summed)
         # One QR per component integrates the real names and gives the moments.
-        result = collapse_mixture(g, weights, mixed, integrate=real)
+        result = collapse_mixture(g, tuple(dense), mixed | summed, integrate=real)
         if result is not None:
             return result
     if exact_vars:  # the general way: exact reduces the rest, then this rule collapses

@@ -166,6 +166,49 @@ def test_reals_and_names_of_the_tensor_alone_are_summed_exactly():
     np.testing.assert_allclose(cov_a, mix_cov, rtol=1e-8, atol=1e-10)
 
 
+def test_gaussians_in_other_layouts_collapse_as_their_joint(backend):
+    # Two Gaussians whose Bint inputs come in different orders and whose real inputs land on
+    # non-contiguous rows of the joint (g1 over z and x, g2 over y), weights from two Tensors
+    # (one with a name only it has, summed exactly) and a Number: the collapse aligns each
+    # straight into one layout. Oracle: numpy moments of the joint over (x, y, z).
+    rng = np.random.default_rng(7)
+    w1, s1 = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 3, 4))  # (b, i), z[2] + x
+    w2, s2 = rng.normal(size=(3, 2, 2)), rng.normal(size=(3, 2, 1, 2))  # (i, b), y
+    l1, l2 = rng.normal(size=(3,)), rng.normal(size=(4, 3, 2))  # (i,), (k, i, b)
+
+    def collapse(w1, s1, w2, s2, l1, l2):
+        g1 = fc.Gaussian(white_vec=w1, prec_sqrt=s1, inputs={
+            "b": fc.Bint[2], "i": fc.Bint[3], "z": fc.Reals[2], "x": fc.Real})
+        g2 = fc.Gaussian(white_vec=w2, prec_sqrt=s2, inputs={
+            "i": fc.Bint[3], "b": fc.Bint[2], "y": fc.Real})
+        t1 = fc.Tensor(l1, {"i": fc.Bint[3]})
+        t2 = fc.Tensor(l2, {"k": fc.Bint[4], "i": fc.Bint[3], "b": fc.Bint[2]})
+        with moment_matching:
+            result = fc.Contraction(ops.logaddexp, ops.add, frozenset({"i", "k"}),
+                                    (g1, t1, g2, t2, fc.Number(0.5)))
+        assert set(result.inputs) == {"b", "x", "y", "z"}
+        mass, mean, cov = _gaussian_moments(result, arrays=True)
+        start, at = {}, 0  # the result's coordinates, put in the order x, y, z[0], z[1]
+        for k, d in result.inputs.items():
+            if d.dtype == "real":
+                start[k], at = at, at + d.num_elements
+        perm = [start["x"], start["y"], start["z"], start["z"] + 1]
+        return mass, mean[..., perm], cov[..., perm, :][..., perm]
+
+    mass, mean, cov = (_np(x) for x in _run(backend, collapse, w1, s1, w2, s2, l1, l2))
+    # the joint per (b, i) over (x, y, z[0], z[1]): g1's rows are z then x, g2's is y
+    s1b = np.swapaxes(s1, 0, 1)  # (i, b, ...)
+    zeros = np.zeros((3, 2, 1, 4))
+    top = np.concatenate([s1b[:, :, 2:], zeros, s1b[:, :, :2]], -2)  # x, y, z rows
+    bottom = np.concatenate([np.zeros((3, 2, 1, 2)), s2, np.zeros((3, 2, 2, 2))], -2)
+    s = np.swapaxes(np.concatenate([top, bottom], -1), 0, 1)  # (b, i, 4, 6)
+    w = np.concatenate([w1, np.swapaxes(w2, 0, 1)], -1)  # (b, i, 6)
+    logits = l1 + logsumexp(l2, 0).T + 0.5  # (b, i)
+    expected = _numpy_moments(w, s, logits)
+    for actual, want in zip((mass, mean, cov), expected):
+        np.testing.assert_allclose(actual, want, rtol=1e-8, atol=1e-10)
+
+
 def test_components_of_no_weight():
     # Batch entry 1 has every weight -inf: its mass is -inf and its Gaussian stays finite;
     # entry 0 has one component of weight zero, which must not matter.

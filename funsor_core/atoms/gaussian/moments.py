@@ -34,8 +34,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian import arrays as gm
@@ -44,13 +45,12 @@ from funsor_core.atoms.gaussian.algebra import CHECK_RANK, gaussian_sum
 from funsor_core.atoms.gaussian.arrays import covariance, from_mean_covariance  # noqa: F401
 from funsor_core.atoms.gaussian.gaussian import (
     Gaussian,
-    align_gaussian,
     gaussian_batch_inputs,
     merge_gaussian_inputs,
     real_offsets,
 )
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
-from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["collapse_arrays", "collapse_mixture", "component_moments"]
@@ -87,13 +87,17 @@ def component_moments(white_vec: Array, prec_sqrt: Array, names=None,
         r_upper, z, shift = la.mT(prec_sqrt), white_vec, 0.0
     else:
         r_upper, z, shift = la.triangularize(la.mT(prec_sqrt), white_vec, canonical=False)
-    fix = rank_tests(r_upper, dim, rank_tolerance(prec_sqrt), kept=False)
+    # Traced, the rank test reuses R^{-1} (the statistic is its norm); concrete, it runs
+    # first, so that a singular R raises naming the coordinates before an inverse fails.
+    r_inv = None if ops.is_concrete(r_upper) else ops.triangular_inv(r_upper, upper=True)
+    fix = rank_tests(r_upper, dim, rank_tolerance(prec_sqrt), kept=False, inv=r_inv)
     if CHECK_RANK[0] and fix.bad is not None and ops.is_concrete(fix.bad):
         if ops.to_numpy(fix.bad).any():
             gm.check_full_rank(prec_sqrt, range(dim), names)  # raises, naming coordinates
+    if r_inv is None:
+        r_inv = ops.triangular_inv(r_upper, upper=True)
     log_z = ops.add(ops.sub(shift, la.log_abs_diag(r_upper)), 0.5 * dim * _LOG_2PI)
     log_z = fix_constant(log_z, fix)
-    r_inv = ops.triangular_inv(r_upper, upper=True)
     return log_z, la.mv(r_inv, z), r_inv
 
 
@@ -129,12 +133,12 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     p = ops.mul(root_p, root_p)
     mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
     diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
-    # cov = A A' with A = [sqrt(p_k) R_k^{-1} | sqrt(p_k) diff_k]_k; rows of A' stacked.
-    scaled_inv = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), la.mT(r_inv))
-    scaled_diff = ops.mul(ops.getitem(root_p, (Ellipsis, None)), diff)
+    # cov = A A' with A = [sqrt(p_k) [R_k^{-1} | diff_k]]_k; rows of A' stacked.
+    stacked = ops.cat([la.mT(r_inv), ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
+    stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
     batch = tuple(log_mass.shape)
     n = log_weights.shape[-1]
-    rows = [ops.reshape(scaled_inv, batch + (n * dim, dim)), scaled_diff]
+    rows = [ops.reshape(stacked, batch + (n * (dim + 1), dim))]
     # A mixture of no mass (every weight zero) gets a unit covariance, so that it stays a
     # finite Gaussian (its mass, -inf, is what matters).
     empty = ops.where(finite, ops.full_like(log_mass, 0.0), ops.full_like(log_mass, 1.0))
@@ -148,7 +152,7 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     return log_const, new_white_vec, new_prec_sqrt
 
 
-def collapse_mixture(g: Gaussian | tuple, dense: Funsor | None, names: frozenset,
+def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: frozenset,
                      integrate: frozenset = frozenset()) -> Funsor | None:
     """``logaddexp`` of ``g + dense`` over the Bint inputs ``names`` of ``g``, as one Gaussian
     per assignment of the other Bint inputs, of the mixture's normalizer, mean and covariance.
@@ -159,8 +163,8 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | None, names: frozenset
             their sum: each is aligned straight to the layout of the collapse and their
             systems concatenated, as ``add_gaussians`` would concatenate them (the caller
             checks that their sum would not be compressed).
-        dense: a Tensor, a Number or None: the log weights. Names of ``names`` that only
-            ``dense`` has are summed first (exactly).
+        dense: a Tensor, a Number, a tuple of them standing for their sum, or None: the log
+            weights. Names of ``names`` that only ``dense`` has are summed first (exactly).
         names: Bint input names to collapse.
         integrate: real inputs of ``g`` to integrate out first, exactly (some must be left):
             one QR of each component's system does both, since the marginal comes out
@@ -168,6 +172,10 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | None, names: frozenset
 
     Returns:
         ``Gaussian + Tensor`` over the remaining inputs, or None.
+
+    The layout (which array axes go where) depends only on the input names and domains, so
+    it is planned once per structure (``_collapse_plan``, cached) and each call only moves
+    arrays: a filter that collapses the same structure at every step pays it once.
 
     Example:
         >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
@@ -179,55 +187,158 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | None, names: frozenset
         (2.0, True)
     """
     gs = g if isinstance(g, tuple) else (g,)
-    g_inputs = merge_gaussian_inputs(*gs) if len(gs) > 1 else g.inputs
+    ds = () if dense is None else dense if isinstance(dense, tuple) else (dense,)
+    if not all(isinstance(d, Number) or isinstance(d, Tensor) and d.dtype == "real"
+               and not d.output.shape for d in ds):
+        return None  # log weights are real scalars
+    plan = _collapse_plan(tuple(x._ikey for x in gs), tuple(x.rank for x in gs),
+                          tuple(d._ikey if isinstance(d, Tensor) else None for d in ds),
+                          names, integrate)
+    if plan is None:
+        return None
+    parts = [_aligned_system(x, p, plan) for x, p in zip(gs, plan.gaussians)]
+    white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
+        ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
+    shift = None
+    if plan.index is not None:
+        white_vec, prec_sqrt, shift = gm.marginalize(
+            white_vec, prec_sqrt, plan.index, check=CHECK_RANK[0],
+            names=lambda: _labels(plan.integrated))
+    logits = _logits(ds, plan, white_vec)
+    if shift is not None:
+        logits = ops.add(logits, shift)
+    log_const, new_white_vec, new_prec_sqrt = collapse_arrays(
+        logits, white_vec, prec_sqrt, lambda: _labels(plan.reals), triangular=shift is not None)
+    return gaussian_sum(Gaussian.make(new_white_vec, new_prec_sqrt, ikey=plan.g_ikey),
+                        Tensor.make(log_const, plan.keep, ikey=plan.t_ikey))
+
+
+class _Plan(NamedTuple):
+    gaussians: tuple  # per Gaussian: (perm, shape, full, pad_before, pad_after, rows)
+    kshape: tuple  # sizes of the kept Bint inputs
+    n: int  # number of mixture components (assignments of the collapsed names)
+    rank: int
+    dim: int
+    index: tuple | None  # coordinates to integrate first, or None
+    integrated: dict  # the real inputs integrated (for error messages)
+    reals: dict  # the real inputs left
+    dense: tuple  # per dense Tensor: (perm, shape) into the dense layout; None for a Number
+    dense_axes: tuple  # axes of the dense layout summed exactly (names only dense has)
+    dense_full: tuple  # the dense layout's shape after that sum (kept + collapsed sizes)
+    keep: dict
+    g_ikey: tuple
+    t_ikey: tuple
+
+
+@functools.lru_cache(maxsize=1024)
+def _collapse_plan(g_ikeys: tuple, ranks: tuple, d_ikeys: tuple, names: frozenset,
+                   integrate: frozenset) -> _Plan | None:
+    """Where each array axis goes in a collapse of Gaussians and dense terms of these input
+    items (None for a Number), or None where ``collapse_mixture`` declines."""
+    g_items = [dict(k) for k in g_ikeys]
+    g_inputs = merge_gaussian_inputs(*(_Inputs(i) for i in g_items))
     reals = {k: d for k, d in g_inputs.items() if d.dtype == "real"}
     dim = sum(d.num_elements for d in reals.values())
-    rank = sum(x.rank for x in gs)
+    rank = sum(ranks)
     if rank < dim or not names & g_inputs.keys():
         return None
     if integrate and integrate >= reals.keys():
         return None  # nothing left to collapse: a Tensor mixture, exact's
-    if dense is not None:
-        only_dense = frozenset(n for n in names if n in dense.inputs and n not in g_inputs)
-        if only_dense:
-            dense = dense.reduce(ops.logaddexp, only_dense)
-        if not isinstance(dense, (Tensor, Number)):
-            return None
+    d_items = [dict(k) for k in d_ikeys if k is not None]
+    only_dense = {k: d for i in d_items for k, d in i.items()
+                  if k in names and k not in g_inputs}
     names = names & g_inputs.keys()
-    inputs = merge_gaussian_inputs(*gs, dense) if dense is not None else dict(g_inputs)
-    batch = gaussian_batch_inputs(inputs)
+    inputs = merge_gaussian_inputs(*(_Inputs(i) for i in g_items + d_items))
+    batch = {k: d for k, d in gaussian_batch_inputs(inputs).items() if k not in only_dense}
     keep = {k: d for k, d in batch.items() if k not in names}
     red = {k: d for k, d in batch.items() if k in names}
-    layout = {**keep, **red, **reals}
-    parts = [align_gaussian(layout, x, expand=True) for x in gs]
-    white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
-        ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
-    kshape = tuple(d.size for d in keep.values())
-    n = math.prod(d.size for d in red.values())
-    white_vec = ops.reshape(white_vec, kshape + (n, rank))
-    prec_sqrt = ops.reshape(prec_sqrt, kshape + (n, dim, rank))
-    shift = None
+    batch = {**keep, **red}
+    full = tuple(d.size for d in batch.values())
+    offsets, _ = real_offsets(reals)
+    gaussians = []
+    for items in g_items:
+        own = [k for k, d in items.items() if d.dtype != "real"]
+        order = [k for k in batch if k in items]
+        perm = tuple(own.index(k) for k in order) if order != own else None
+        shape = tuple(d.size if k in items else 1 for k, d in batch.items())
+        rows = [i for k, d in items.items() if d.dtype == "real"
+                for i in range(offsets[k], offsets[k] + d.num_elements)]
+        lo, hi = (rows[0], rows[-1] + 1) if rows else (0, 0)
+        contiguous = rows == list(range(lo, hi))
+        gaussians.append((perm, shape, full, lo if contiguous else None,
+                          dim - hi if contiguous else None, None if contiguous else rows))
+    index = None
+    integrated = {}
+    left = reals
     if integrate:
-        offsets, _ = real_offsets(reals)
-        index = [i for k in reals if k in integrate
-                 for i in range(offsets[k], offsets[k] + reals[k].num_elements)]
-        white_vec, prec_sqrt, shift = gm.marginalize(
-            white_vec, prec_sqrt, index, check=CHECK_RANK[0],
-            names=lambda: _labels({k: d for k, d in reals.items() if k in integrate}))
-        reals = {k: d for k, d in reals.items() if k not in integrate}
-    if isinstance(dense, Tensor):
-        logits = align_tensor({**keep, **red}, dense, expand=True)
-    else:
-        value = 0.0 if dense is None else float(dense.data)
-        logits = ops.new_full(white_vec, kshape + tuple(d.size for d in red.values()), value)
-    logits = ops.reshape(logits, kshape + (n,))
-    if shift is not None:
-        logits = ops.add(logits, shift)
-    log_const, new_white_vec, new_prec_sqrt = collapse_arrays(
-        logits, white_vec, prec_sqrt, lambda: _labels(reals), triangular=shift is not None)
-    new_inputs = {**keep, **reals}
-    return gaussian_sum(Gaussian.make(new_white_vec, new_prec_sqrt, new_inputs),
-                        Tensor.make(log_const, keep))
+        index = tuple(i for k in reals if k in integrate
+                      for i in range(offsets[k], offsets[k] + reals[k].num_elements))
+        integrated = {k: d for k, d in reals.items() if k in integrate}
+        left = {k: d for k, d in reals.items() if k not in integrate}
+    layout = {**keep, **red, **only_dense}
+    dense = []
+    for key in d_ikeys:
+        if key is None:
+            dense.append(None)
+            continue
+        own = [k for k, _ in key]
+        order = [k for k in layout if k in own]
+        dense.append((tuple(own.index(k) for k in order) if order != own else None,
+                      tuple(layout[k].size if k in own else 1 for k in layout)))
+    dense_axes = tuple(range(len(keep) + len(red), len(layout)))
+    n = math.prod(d.size for d in red.values())
+    return _Plan(tuple(gaussians), tuple(d.size for d in keep.values()), n, rank, dim, index,
+                 integrated, left, tuple(dense), dense_axes, full, keep,
+                 tuple({**keep, **left}.items()), tuple(keep.items()))
+
+
+class _Inputs:
+    """Stands for a term in ``merge_gaussian_inputs``, which reads only ``.inputs``."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, inputs: dict):
+        self.inputs = inputs
+
+
+def _aligned_system(g: Gaussian, p: tuple, plan: _Plan):
+    """``g``'s arrays in the plan's layout: batch kept + (n,), coordinates of all the reals."""
+    perm, shape, full, before, after, rows = p
+    white_vec, prec_sqrt = g.white_vec, g.prec_sqrt
+    if perm is not None:
+        nb = len(perm)
+        white_vec = ops.permute(white_vec, perm + (nb,))
+        prec_sqrt = ops.permute(prec_sqrt, perm + (nb, nb + 1))
+    dim, rank = prec_sqrt.shape[-2:]
+    if shape != full:
+        white_vec = ops.expand(ops.reshape(white_vec, shape + (rank,)), full + (rank,))
+        prec_sqrt = ops.expand(ops.reshape(prec_sqrt, shape + (dim, rank)), full + (dim, rank))
+    if rows is None and (before or after):
+        white_vec, prec_sqrt = gm.pad_dims(white_vec, prec_sqrt, before, after)
+    elif rows is not None:
+        white_vec, prec_sqrt = gm.embed(white_vec, prec_sqrt, rows, plan.dim)
+    return (ops.reshape(white_vec, plan.kshape + (plan.n, rank)),
+            ops.reshape(prec_sqrt, plan.kshape + (plan.n, plan.dim, rank)))
+
+
+def _logits(ds: tuple, plan: _Plan, proto) -> Array:
+    """The log weights, batch kept + (n,): the dense terms aligned, added, and summed over
+    the names only they have."""
+    total, const = None, 0.0
+    for d, p in zip(ds, plan.dense):
+        if p is None:
+            const += float(d.data)
+            continue
+        data = d.data if p[0] is None else ops.permute(d.data, p[0])
+        data = ops.reshape(data, p[1])
+        total = data if total is None else ops.add(total, data)
+    if total is None:
+        return ops.new_full(proto, plan.kshape + (plan.n,), const)
+    if const:
+        total = ops.add(total, const)
+    if plan.dense_axes:
+        total = ops.logsumexp(total, plan.dense_axes)
+    return ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
 
 
 def _labels(reals: dict) -> list:

@@ -115,7 +115,7 @@ def rank_tolerance(prec_sqrt: Array) -> float:
     return RANK_RTOL * max(prec_sqrt.shape[-2:]) * eps
 
 
-def rank_tests(r: Array, d_b: int, tol: float, kept: bool = True) -> RankFix:
+def rank_tests(r: Array, d_b: int, tol: float, kept: bool = True, inv: Array = None) -> RankFix:
     """The rank decisions for integrating out the first ``d_b`` columns of the system ``r``.
 
     Args:
@@ -126,6 +126,8 @@ def rank_tests(r: Array, d_b: int, tol: float, kept: bool = True) -> RankFix:
         d_b: number of integrated columns.
         tol: the tolerance (``rank_tolerance``).
         kept: whether to test the kept columns.
+        inv: ``R_bb^{-1}`` where the caller computes it anyway (``kept`` False): traced
+            tests then reuse it instead of solving again (the same statistic).
 
     Returns:
         A ``RankFix``; on concrete arrays a field is None where nothing needs doing.
@@ -143,7 +145,8 @@ def rank_tests(r: Array, d_b: int, tol: float, kept: bool = True) -> RankFix:
         if h.shape[-2] == h.shape[-1] and _well_conditioned(h, tol):
             return _NOTHING
         return _host_tests(h, d_b, tol, kept, r)
-    return _traced_tests(ops.detach(r), d_b, tol, kept)
+    return _traced_tests(ops.detach(r), d_b, tol, kept,
+                         None if inv is None or kept else ops.detach(inv))
 
 
 def _well_conditioned(h: np.ndarray, tol: float) -> bool:
@@ -274,15 +277,19 @@ def _host_weak(hh, col, top, d_b: int, solved, ok, tol2: float):
 
 
 # -- traced arrays (jax.jit): the same statistics as array operations ---------------------------
-def _traced_tests(r: Array, d_b: int, tol: float, kept: bool) -> RankFix:
+def _traced_tests(r: Array, d_b: int, tol: float, kept: bool, inv=None) -> RankFix:
     col = ops.sum(ops.mul(r, r), -2)
     top = ops.amax(col, -1)
-    batch = tuple(r.shape[:-2])
-    r_bb = ops.getitem(r, (Ellipsis, slice(0, d_b), slice(0, d_b)))
-    rhs = ops.expand(ops.new_eye(r, d_b), batch + (d_b, d_b))
-    if kept:
-        rhs = ops.cat([rhs, ops.getitem(r, (Ellipsis, slice(0, d_b), slice(d_b, None)))], -1)
-    x = ops.triangular_solve(rhs, r_bb, upper=True)
+    if inv is None:
+        batch = tuple(r.shape[:-2])
+        r_bb = ops.getitem(r, (Ellipsis, slice(0, d_b), slice(0, d_b)))
+        rhs = ops.expand(ops.new_eye(r, d_b), batch + (d_b, d_b))
+        if kept:
+            rhs = ops.cat([rhs, ops.getitem(r, (Ellipsis, slice(0, d_b), slice(d_b, None)))],
+                          -1)
+        x = ops.triangular_solve(rhs, r_bb, upper=True)
+    else:
+        x = inv
     x2 = ops.mul(x, x)
     inv_b = ops.sum(ops.getitem(x2, (Ellipsis, slice(None), slice(0, d_b))), (-2, -1))
     tol2 = tol * tol
