@@ -220,6 +220,10 @@ def log_pair_spec(lx: str, ly: str, out: str, sizes: dict) -> tuple | None:
                  + math.prod(sizes[c] for c in out))
     if size > max(BROADCAST_LIMIT, limit):
         return None
+    if all(c in union for c in out):
+        # The broadcast in the output's order with the summed dims last: the sum runs over
+        # contiguous trailing axes and no transpose follows it (XLA would copy one).
+        union = out + "".join(c for c in union if c not in out)
     kept = "".join(c for c in union if c in out)
     axes = tuple(i for i, c in enumerate(union) if c not in out)
     final = tuple(kept.index(c) for c in out)
