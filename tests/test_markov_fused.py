@@ -270,6 +270,41 @@ def test_eager_probability_filter(backend):
         fc.set_backend("numpy")
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax", "jit"])
+def test_filter_message_keeps_far_states(backend):
+    # The forward message (last states kept) where one state's weight is e^-900 below the
+    # others at the last step: in probability space it rounds to zero, so the filter hands
+    # the chain to log space, which keeps its finite log weight (never -inf for it).
+    rng = np.random.default_rng(6)
+    k, duration = 4, 30
+    init, a, o = rng.normal(size=k), rng.normal(size=(k, k)), rng.normal(size=(duration, 1, k))
+    o[-1, 0, 2] = -900.0
+    alpha = init[None]
+    for t in range(duration):
+        alpha = np.logaddexp.reduce(alpha[:, :, None] + a, axis=1) + o[t]
+
+    def message(i, a_, o_):
+        it = fc.Tensor(i, {"x": fc.Bint[k]})
+        at = fc.Tensor(a_, {"x": fc.Bint[k], "y": fc.Bint[k]})
+        ot = fc.Tensor(o_, {"t": fc.Bint[duration], "b": fc.Bint[1], "y": fc.Bint[k]})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"},
+                                  strategy="sequential")
+        return (it + chain).reduce(ops.logaddexp, "x").align(("b", "y")).data
+
+    name = "jax" if backend == "jit" else backend
+    to = {"numpy": np.asarray, "torch": lambda x: pytest.importorskip("torch").as_tensor(x),
+          "jax": lambda x: pytest.importorskip("jax").numpy.asarray(x)}[name]
+    run = pytest.importorskip("jax").jit(message) if backend == "jit" else message
+    fc.set_backend(name)
+    try:
+        actual = np.asarray(run(*(to(x) for x in (init, a, o))))
+    finally:
+        fc.set_backend("numpy")
+    assert np.isfinite(actual).all()
+    np.testing.assert_allclose(actual, alpha, rtol=1e-12)
+
+
 def test_long_chain_no_recursion_bounded_memory():
     # 10^5 steps (parallel) under a recursion limit far below the chain's length: nothing
     # recurses per step. The sequential loop runs 2 * 10^4 steps under the same limit (it is

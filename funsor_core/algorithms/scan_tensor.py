@@ -374,6 +374,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
         result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
         r = ops.detach(result)
         bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
+        bad = bad | _rounded_away(ops.detach(p), right, floor)
         if tracked:
             bad = bad | ops.any(ops.invert(low >= floor))
         return result, bad
@@ -403,6 +404,25 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
         return exact_of(factors, left, right)
 
     return cond(bad, exact, lambda _: result, None)
+
+
+def _rounded_away(p, right, floor: float):
+    """Whether a state that the probability-space filter left below ``floor`` (its digits
+    lost, or rounded to zero) could show in the result, which log space would get exactly:
+    in the returned message itself (``right`` None), or in its total against ``right`` when
+    those states' weights there could outweigh the rounding of the total (one ``eps``, the
+    floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
+    against a flat boundary, where the lost states cannot change a digit of the total."""
+    low = p < floor
+    if right is None:
+        return ops.any(low)
+    r_max = ops.amax(right, axis=-1, keepdims=True)
+    r_max = ops.where(ops.isfinite(r_max), r_max, ops.full_like(r_max, 0.0))
+    er = ops.exp(right - r_max)
+    total = ops.sum(p * er, axis=-1)
+    lost = ops.sum(ops.where(low, er, ops.full_like(er, 0.0)), axis=-1) * floor
+    eps = float(np.finfo(str(p.dtype).replace("torch.", "")).eps)
+    return ops.any(lost > eps * total)
 
 
 def _eager_log_filter(step: _Step, factors, duration, left, right):
@@ -455,6 +475,8 @@ def _eager_log_filter(step: _Step, factors, duration, left, right):
                 return None
             lz = lz + ops.sum(ops.log(zs), axis=0)
             zs = []
+    if bool(_rounded_away(p, right, floor)):
+        return None
     positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
     v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
                   ops.full_like(p, -math.inf))
