@@ -207,3 +207,62 @@ def test_divergent_inner_state_is_reported():
     for strategy in ("parallel", "sequential"):
         with pytest.raises(ValueError, match="cannot marginalize"):
             MarkovProduct(ops.logaddexp, ops.add, g, "t", {"p": "c"}, strategy=strategy)
+
+
+def _kalman_program(d, duration):
+    # A Kalman log likelihood as a user writes it: a shared transition density over
+    # (p, c), an observation factor per step over c, a prior over the first state.
+    def run(trans_sqrt, obs_vec, obs_sqrt, prior_vec, prior_sqrt):
+        trans = fc.Gaussian(white_vec=ops.new_zeros(trans_sqrt, (trans_sqrt.shape[-1],)),
+                            prec_sqrt=trans_sqrt, inputs={"p": fc.Reals[d], "c": fc.Reals[d]})
+        obs = fc.Gaussian(white_vec=obs_vec, prec_sqrt=obs_sqrt,
+                          inputs={"t": fc.Bint[duration], "c": fc.Reals[d]})
+        prior = fc.Gaussian(white_vec=prior_vec, prec_sqrt=prior_sqrt, inputs={"p": fc.Reals[d]})
+        step = trans + obs
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, step, "t", {"p": "c"},
+                                  strategy="sequential")
+        return (prior + chain).reduce(ops.logaddexp, {"p", "c"}).data
+
+    return run
+
+
+@pytest.mark.parametrize("case", ["well", "stiff", "singular"])
+def test_jit_kalman_filter_rank_decisions(case):
+    # Under jax.jit the filter first runs without the rank tests of its steps where a cheap
+    # bound shows they change nothing, and reruns with them otherwise. Every case equals the
+    # eager (numpy) result: a well-conditioned chain, a stiff one (a coordinate's process
+    # noise 1e-16 of the other's: the bound cannot decide, the tests pass) and one whose last
+    # state no factor informs (the integral diverges: +inf under jit, an error eagerly).
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    d, duration = 2, 40
+    f = 0.9 * np.eye(d) + 0.05 * rng.normal(size=(d, d))
+    noise = np.array([1.0, 1e-16 if case == "stiff" else 0.5])
+    lq = np.diag(1.0 / np.sqrt(noise))  # a square root of Q^{-1}
+    trans_sqrt = np.concatenate([-(f.T @ lq), lq], 0)
+    h = rng.normal(size=(1 if case == "singular" else d, d))
+    obs_sqrt = np.broadcast_to(h.T[None] * 2.0, (duration, d, h.shape[0])).copy()
+    obs_vec = rng.normal(size=(duration, h.shape[0]))
+    if case == "singular":  # the transition tells nothing about the next state
+        trans_sqrt = np.zeros_like(trans_sqrt)
+    args = (trans_sqrt, obs_vec, obs_sqrt, rng.normal(size=d), np.eye(d))
+    run = _kalman_program(d, duration)
+    if case == "singular":
+        with pytest.raises(ValueError, match="cannot marginalize"):
+            run(*args)
+    else:
+        expected = float(run(*args))
+        assert np.isfinite(expected)
+    fc.set_backend("jax")
+    try:
+        actual = float(jax.jit(run)(*(jax.numpy.asarray(x) for x in args)))
+        grads = jax.grad(lambda *xs: run(*xs), argnums=(1,))(
+            *(jax.numpy.asarray(x) for x in args))
+    finally:
+        fc.set_backend("numpy")
+    if case == "singular":
+        assert actual == np.inf
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=1e-9)
+        assert np.isfinite(np.asarray(grads[0])).all()

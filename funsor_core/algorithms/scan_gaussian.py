@@ -160,13 +160,15 @@ def _embed(s, blocks: tuple, sizes: dict, order: tuple):
     return parts[0] if len(parts) == 1 else ops.cat(parts, -2)
 
 
-def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, check):
+def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, check,
+            optimistic: bool = False):
     """Integrate block ``"m"`` out of the sum of factors ``a`` and ``b``.
 
     Each factor is ``(w, s, k)``; ``a_blocks``/``b_blocks`` name the blocks of its rows in
     order, ``out`` the blocks of the result's rows; ``sizes`` maps blocks to their sizes.
     ``check``: None to give ``+inf`` where the integral diverges, else a label for the
-    ``ValueError`` raised on concrete arrays.
+    ``ValueError`` raised on concrete arrays. ``optimistic``: see ``arrays.marginalize``
+    (traced arrays: a NaN constant where the rank tests would have had to run).
 
     Example:
         >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
@@ -186,7 +188,8 @@ def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, che
     if dm == 0:
         w2, s2, shift = gm.compress(w, s)
         return w2, s2, ops.add(ops.add(ka, kb), shift)
-    w2, s2, log_norm = gm.marginalize(w, s, range(dm), check=check is not None, names=check)
+    w2, s2, log_norm = gm.marginalize(w, s, range(dm), check=check is not None, names=check,
+                                      optimistic=optimistic)
     return w2, s2, ops.add(ops.add(ka, kb), log_norm)
 
 

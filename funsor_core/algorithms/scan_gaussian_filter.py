@@ -97,7 +97,7 @@ def _index(f, t):
     return tuple(x[t] for x in f)
 
 
-def _filter(chain, left, right, sizes, check, scan):
+def _filter(chain, left, right, sizes, check, scan, optimistic=False):
     # Forward (with a left boundary) or backward (right only) filter; the carry is
     # (w, s, k) over [glob, state] (forward) or [state, glob] (backward), of rank dp + dg.
     f = (chain.w, chain.s, chain.k)
@@ -105,25 +105,26 @@ def _filter(chain, left, right, sizes, check, scan):
     width = sizes["m"] + sizes["g"]
     if left is not None:
         carry = compose(left, ("m", "g"), _index(f, 0), ("m", "g", "c"), ("g", "c"), sizes,
-                        check)
+                        check, optimistic)
         carry = canonical_rank(*carry, width, width)
         rest = tuple(x[1:] for x in f)
 
         def step(c, x):
-            out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check)
+            out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check,
+                          optimistic)
             return canonical_rank(*out, width, width)
 
         carry = _loop(step, carry, rest, n - 1, False, scan)
         if right is None:
             return carry
-        return compose(carry, ("g", "m"), right, ("m", "g"), ("g",), sizes, check)
+        return compose(carry, ("g", "m"), right, ("m", "g"), ("g",), sizes, check, optimistic)
     carry = compose(_index(f, n - 1), ("p", "g", "m"), right, ("m", "g"), ("p", "g"), sizes,
-                    check)
+                    check, optimistic)
     carry = canonical_rank(*carry, width, width)
     rest = tuple(x[:n - 1] for x in f)
 
     def back(c, x):
-        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check)
+        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check, optimistic)
         return canonical_rank(*out, width, width)
 
     return _loop(back, carry, rest, n - 1, True, scan)
@@ -149,11 +150,11 @@ def _ends(total, left, right, sizes, check):
     return compose(total, ("p", "g", "m"), right, ("m", "g"), ("p", "g"), sizes, check)
 
 
-def _run(strategy, check, scan, chain, left, right):
+def _run(strategy, check, scan, chain, left, right, optimistic=False):
     sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
     dim = 2 * chain.dp + chain.dg
     if chain.power is None and strategy == "sequential":
-        return _filter(chain, left, right, sizes, check, scan)
+        return _filter(chain, left, right, sizes, check, scan, optimistic)
     w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
     if chain.power is not None:
         total = _power(_index((w, s, k), 0), chain.power, sizes, check)
@@ -172,7 +173,26 @@ def _compiled(strategy, dp, dg, power, has_left, has_right):
         return _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
                     right if has_right else None)
 
-    return jax_backend.jit(fn)
+    if strategy != "sequential" or power is not None:
+        return jax_backend.jit(fn)
+
+    # The filter runs first without the rank tests of its steps wherever a cheap bound shows
+    # they would change nothing (a third of a Kalman step); a step the bound cannot decide
+    # makes the total NaN, and the filter then runs again with the tests (lax.cond). The
+    # second run is checkpointed: reverse mode keeps only its inputs, and recomputes it only
+    # when it is the branch taken.
+    exact = jax_backend.checkpoint(fn)
+
+    def optimistic(w, s, k, left, right):
+        chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        result = _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
+                      right if has_right else None, optimistic=True)
+        constant = ops.detach(result[-1])
+        undecided = ops.any(constant != constant)
+        return jax_backend.cond(undecided, lambda _: exact(w, s, k, left, right),
+                                lambda _: result, None)
+
+    return jax_backend.jit(optimistic)
 
 
 def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others: list):

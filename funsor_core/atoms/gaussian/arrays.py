@@ -35,11 +35,13 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.linalg import rows  # noqa: F401 (public here too)
 from funsor_core.atoms.gaussian.rank import (
+    RankFix,
     apply_fix,
     fix_constant,
     numerical_rank,
     rank_tests,
     rank_tolerance,
+    surely_full_rank,
 )
 
 __all__ = [
@@ -301,7 +303,8 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
 
 def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
                 check: bool = False,
-                names: str | Sequence[str] | None = None) -> tuple[Array, Array, Array]:
+                names: str | Sequence[str] | None = None,
+                optimistic: bool = False) -> tuple[Array, Array, Array]:
     """Integrate the coordinates ``b_index`` out: ``log ∫ exp f(x_a, x_b) dx_b = f_a(x_a) + c``.
 
     Rotating ``[S_b.T | S_a.T | w]`` by an orthogonal ``Q = [Q1 Q2]`` whose ``Q1`` spans the
@@ -330,6 +333,11 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
             arrays; under jax tracing ``c = +inf`` there instead).
         names: labels for the error message, as in ``check_full_rank``, or a function
             returning them (called only to build the message).
+        optimistic: on traced arrays with ``rank >= dim``, skip the rank tests where a cheap
+            bound shows they would change nothing (``rank.surely_full_rank``), and return a
+            NaN constant where it does not: the caller (a compiled filter) then reruns the
+            whole computation without this flag. No effect on concrete arrays, whose tests
+            take the same shortcut on the host.
 
     Returns:
         ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
@@ -362,9 +370,15 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
-        fix = _decide(r_upper, prec_sqrt, b, names, check, tol)
-        log_norm = fix_constant(
-            ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const), fix)
+        if optimistic and not check and not ops.is_concrete(r_upper):
+            fix = RankFix()
+            log_norm = ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const)
+            log_norm = ops.where(surely_full_rank(ops.detach(r_upper), tol), log_norm,
+                                 ops.full_like(log_norm, math.nan))
+        else:
+            fix = _decide(r_upper, prec_sqrt, b, names, check, tol)
+            log_norm = fix_constant(
+                ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const), fix)
         if d_a == 0:
             return (ops.new_zeros(white_vec, batch + (0,)),
                     ops.new_zeros(prec_sqrt, batch + (0, 0)), log_norm)

@@ -76,7 +76,7 @@ import numpy as np
 from funsor_core import ops
 
 __all__ = ["RANK_RTOL", "RankFix", "apply_fix", "fix_constant", "numerical_rank",
-           "rank_tests", "rank_tolerance"]
+           "rank_tests", "rank_tolerance", "surely_full_rank"]
 
 Array = Any
 
@@ -162,6 +162,23 @@ def _well_conditioned(h: np.ndarray, tol: float) -> bool:
     fro2 += _TINY
     det = np.multiply.reduce(h.diagonal(0, -2, -1) / np.sqrt(fro2)[..., None], -1)
     return float(abs(det).min()) * _growth(d) > tol
+
+
+def surely_full_rank(r: Array, tol: float) -> Array:
+    """The bound of ``_well_conditioned`` as array operations (traceable): true where the
+    square triangular ``r`` certainly passes every rank test, so that the tests would change
+    nothing; false where they must run (or on NaN). Used by callers that run a whole chain
+    optimistically under ``jax.jit`` and redo it with the tests when any step is undecided.
+
+    Example:
+        >>> bool(surely_full_rank(np.array([[1.0, 0.5], [0.0, 1.0]]), 1e-13))
+        True
+    """
+    d = r.shape[-1]
+    fro2 = ops.sum(r * r, axis=(-2, -1)) + _TINY
+    diag = ops.diagonal(r) / ops.sqrt(fro2)[..., None]
+    det = ops.abs(ops.prod(diag, axis=-1))
+    return ops.all(det * _growth(d) > tol)
 
 
 def _growth(d: int) -> float:
