@@ -301,10 +301,9 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
     return white_vec, prec_sqrt_a
 
 
-def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
-                check: bool = False,
-                names: str | Sequence[str] | None = None,
-                optimistic: bool = False) -> tuple[Array, Array, Array]:
+def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, check: bool = False,
+                names: str | Sequence[str] | None = None, optimistic: bool = False,
+                ) -> tuple[Array, Array, Array]:
     """Integrate the coordinates ``b_index`` out: ``log ∫ exp f(x_a, x_b) dx_b = f_a(x_a) + c``.
 
     Rotating ``[S_b.T | S_a.T | w]`` by an orthogonal ``Q = [Q1 Q2]`` whose ``Q1`` spans the
@@ -314,8 +313,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
     (the constant part becomes part of ``c``); when ``rank < dim`` the complement is built by
     ``d_b`` Householder reflections of ``S_b``'s columns.
 
-    The result has rank ``min(rank - d_b, d_a)`` (funsor keeps ``rank - d_b``; it is the same
-    density, compressed).
+    The result has rank ``min(rank - d_b, d_a)`` (funsor keeps ``rank - d_b``: the same density).
 
     Numerical rank (``funsor_core.atoms.gaussian.rank``): the block ``b`` counts as
     informative when the smallest singular value of ``R_bb``, relative to the largest column
@@ -333,11 +331,8 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
             arrays; under jax tracing ``c = +inf`` there instead).
         names: labels for the error message, as in ``check_full_rank``, or a function
             returning them (called only to build the message).
-        optimistic: on traced arrays with ``rank >= dim``, skip the rank tests where a cheap
-            bound shows they would change nothing (``rank.surely_full_rank``), and return a
-            NaN constant where it does not: the caller (a compiled filter) then reruns the
-            whole computation without this flag. No effect on concrete arrays, whose tests
-            take the same shortcut on the host.
+        optimistic: traced, ``rank >= dim``: no rank tests, and a NaN constant where the
+            bound ``rank.surely_full_rank`` cannot show they change nothing (the caller reruns).
 
     Returns:
         ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
@@ -371,10 +366,8 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *,
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
         if optimistic and not check and not ops.is_concrete(r_upper):
-            fix = RankFix()
-            log_norm = ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const)
-            log_norm = ops.where(surely_full_rank(ops.detach(r_upper), tol), log_norm,
-                                 ops.full_like(log_norm, math.nan))
+            fix, log_norm = RankFix(), ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)) + const
+            log_norm = ops.where(surely_full_rank(ops.detach(r_upper), tol), log_norm, math.nan)
         else:
             fix = _decide(r_upper, prec_sqrt, b, names, check, tol)
             log_norm = fix_constant(
