@@ -300,3 +300,98 @@ def test_long_chain_no_recursion_bounded_memory():
     np.testing.assert_allclose(sequential, _numpy_forward(init, a, o[:20_000]), rtol=1e-9)
     assert np.isfinite(matrix.data).all()
     assert np.isfinite(gauss.reduce(ops.logaddexp).data)
+
+
+# -- the parallel tree with its boundaries, against a numpy forward algorithm -------------------
+def _np_semiring(sum_op):
+    return {ops.logaddexp: np.logaddexp.reduce, ops.max: np.max}[sum_op]
+
+
+def _np_chain(sum_op, mats, left, right):
+    # The left fold of the step matrices (T, B, K, K) in the semiring (sum_op, +), by hand.
+    red = _np_semiring(sum_op)
+    total = mats[0]
+    for m in mats[1:]:
+        total = red(total[:, :, :, None] + m[:, None, :, :], axis=2)
+    if left is not None:
+        total = red(left[:, :, None] + total, axis=1)  # (B, C)
+        return total if right is None else red(total + right, axis=1)
+    return total if right is None else red(total + right[:, None, :], axis=2)
+
+
+@pytest.mark.parametrize("duration", [2, 3, 5, 7, 8, 13, 100])
+@pytest.mark.parametrize("sides", ["none", "left", "right", "both"])
+@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max], ids=lambda op: op.name)
+@pytest.mark.parametrize("k,batch", [(3, 1), (3, 4), (48, 1)])
+def test_parallel_tree_matches_forward_algorithm(k, batch, sum_op, sides, duration):
+    from funsor_core.algorithms.scan_tensor import chain_product
+
+    if k == 48 and duration > 8:
+        pytest.skip("a large K (the kernels' shifted product) needs no long chain")
+    rng = np.random.default_rng(duration * 7 + k)
+    trans = rng.normal(size=(k, k))
+    obs = rng.normal(size=(duration, batch, k))
+    left = rng.normal(size=(batch, k)) if sides in ("left", "both") else None
+    right = rng.normal(size=(batch, k)) if sides in ("right", "both") else None
+    factors = (trans[None, None], obs[:, :, None, :])
+    actual = chain_product(sum_op, ops.add, factors, "parallel", left, right)
+    expected = _np_chain(sum_op, trans + obs[:, :, None, :], left, right)
+    assert actual.shape == expected.shape
+    assert np.allclose(actual, expected, atol=1e-10)
+
+
+# -- the reduction of a chain with its boundary skips the intermediate Contraction term only
+# where no other rule would see that term.
+@pytest.fixture
+def scratch_rules():
+    """Rules registered on ``exact`` inside the test are removed afterwards."""
+    from funsor_core.engine.interpreter import _clear_all_caches, _ignore_ambiguities
+    from interpretations import exact
+
+    kind = type(exact)
+    saved = {cls: {sig: list(fns) for sig, fns in d.funcs.items()}
+             for cls, d in kind._dispatchers.items()}
+    yield exact
+    for cls, d in list(kind._dispatchers.items()):
+        if cls not in saved:
+            del kind._dispatchers[cls]
+            continue
+        d.funcs.clear()
+        d.funcs.update(saved[cls])
+        d._cache.clear()
+        d.reorder(on_ambiguity=_ignore_ambiguities)
+    _clear_all_caches()
+
+
+def _hmm_likelihood(a, o, init):
+    with lazy:
+        mp = MarkovProduct(ops.logaddexp, ops.add, a + o, "t", {"x": "y"})
+    return (init + mp).reduce(ops.logaddexp, {"x", "y"})
+
+
+def _np_likelihood(a, o, init):
+    alpha = np.broadcast_to(init.data, (o.data.shape[1], init.data.shape[0]))
+    for obs in o.data:
+        alpha = np.logaddexp.reduce(alpha[:, :, None] + a.data, axis=1) + obs
+    return np.logaddexp.reduce(alpha, axis=-1)
+
+
+@pytest.mark.parametrize("rewrite", [False, True])
+def test_user_rule_steps_the_fused_chain_aside(scratch_rules, rewrite):
+    from funsor_core.engine.interpreter import Tuple
+    from funsor_core.terms.contraction import Contraction
+
+    a, o, init, _ = _hmm(np.random.default_rng(0), 6, 2)
+    expected = _np_likelihood(a, o, init)
+    assert np.allclose(_hmm_likelihood(a, o, init).data, expected)  # the fast path
+    fired = []
+
+    @scratch_rules.register(Contraction, type(ops.logaddexp), type(ops.add), frozenset,
+                            Tuple[MarkovProduct, fc.Tensor])
+    def user_contraction_markov_tensor(red_op, bin_op, reduced_vars, terms):
+        fired.append(reduced_vars)
+        return fc.Tensor(np.zeros(2), {"b": fc.Bint[2]}) if rewrite else None
+
+    actual = _hmm_likelihood(a, o, init)
+    assert fired == [frozenset({"x", "y"})], "the user's rule was skipped"
+    assert np.allclose(actual.data, np.zeros(2) if rewrite else expected)

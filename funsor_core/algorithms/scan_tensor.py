@@ -203,31 +203,40 @@ def _kind(f, k: int) -> str:
 
 
 def _materialize(step: _Step, factors, duration: int):
-    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them.
+    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them. The
+    # product of the factors already has the broadcast batch dims; only a time or state dim
+    # that no factor spans is expanded.
     m = step.fold(list(factors))
     k = step.states
-    shape = (duration,) + tuple(np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors)))
-    if tuple(m.shape) != shape + (k, k):
-        m = ops.expand(m, shape + (k, k))
+    if m.shape[0] != duration or tuple(m.shape[-2:]) != (k, k):
+        m = ops.expand(m, (duration,) + tuple(m.shape[1:-2]) + (k, k))
     return m
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _tree(sum_op, prod_op, mats):
-    # Parallel: contract steps (0, 1), (2, 3), ... at once, halving T each round. An odd
-    # round sets its last step aside; set-aside steps follow everything still in ``mats``
-    # and precede those set aside earlier, so they are multiplied back in reverse order.
-    tails = []
-    while mats.shape[0] > 1:
+def _tree(sum_op, prod_op, mats, stop: int = 1):
+    # Parallel: contract steps (0, 1), (2, 3), ... at once, halving T each round, until
+    # ``stop`` steps remain. An odd round passes its last step on to the next round
+    # unmultiplied (appended after the products, so the order holds): a cheap concatenation
+    # where a set-aside step would cost one more semiring product at the end (a logsumexp,
+    # the dearest call here).
+    while mats.shape[0] > stop:
         n = mats.shape[0]
         if n % 2:
-            tails.append(mats[n - 1])
-            mats = mats[:n - 1]
-        mats = semiring_mm(sum_op, prod_op, mats[0::2], mats[1::2])
-    result = mats[0]
-    for tail in reversed(tails):
-        result = semiring_mm(sum_op, prod_op, result, tail)
-    return result
+            last = mats[n - 1:]
+            mats = ops.cat([_mm(sum_op, prod_op, mats[0:n - 1:2], mats[1::2]), last], 0)
+        else:
+            mats = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
+    return mats[0] if stop == 1 else mats
+
+
+def _mm(sum_op, prod_op, a, b):
+    # semiring_mm, with the broadcast form inlined for the small log-space products of the
+    # eager tree (the size test and the dispatch are a fair part of such a round's time).
+    if sum_op is ops.logaddexp and prod_op is ops.add and (
+            a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
+        return ops.logsumexp(a[..., :, :, None] + b[..., None, :, :], axis=-2)
+    return semiring_mm(sum_op, prod_op, a, b)
 
 
 def _power(sum_op, prod_op, mat, n: int):
@@ -487,13 +496,32 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
             if result is not None:
                 return result
         return _sequential(step, factors, duration, left, right, scan)
-    total = _tree(sum_op, prod_op, _materialize(step, factors, duration))
+    mats = _materialize(step, factors, duration)
+    if sum_op is ops.add and prod_op is ops.mul:
+        total = _tree(sum_op, prod_op, mats)
+        if left is not None:
+            total = semiring_vm(sum_op, prod_op, left, total)
+            return total if right is None else _dot(sum_op, prod_op, total, right)
+        return total if right is None else semiring_mv(sum_op, prod_op, total, right)
+    if left is None and right is None:
+        return _tree(sum_op, prod_op, mats)
+    # The boundaries are summed in one reduction with the total. Where the broadcast of the
+    # last product, (*batch, P, M, C), is small, that product joins it too: one reduction (a
+    # logsumexp) instead of three.
+    if math.prod(mats.shape[1:]) * states <= BROADCAST_LIMIT:
+        pair = _tree(sum_op, prod_op, mats, 2)  # duration > 1 here: two steps remain
+        total, axes = prod_op(pair[0][..., :, :, None], pair[1][..., None, :, :]), (-2,)
+        if left is not None:
+            total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
+        if right is not None:
+            total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
+        return _reduce(sum_op, total, axes)
+    total, axes = _tree(sum_op, prod_op, mats), ()
     if left is not None:
-        total = semiring_vm(sum_op, prod_op, left, total)
-        return total if right is None else _dot(sum_op, prod_op, total, right)
+        total, axes = prod_op(left[..., :, None], total), (-2,)
     if right is not None:
-        return semiring_mv(sum_op, prod_op, total, right)
-    return total
+        total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
+    return _reduce(sum_op, total, axes)
 
 
 @functools.lru_cache(maxsize=256)
