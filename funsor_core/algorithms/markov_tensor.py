@@ -220,8 +220,9 @@ def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right)
     strategy = plan.strategy(strategy, sum_op, prod_op, factors, proto,
                              left is not None or right is not None)
     out = chain_product(sum_op, prod_op, arrays, strategy, left, right, plan.power)
-    return Tensor.make(ops.reshape(out, plan.out_shape), plan.out_inputs, "real",
-                       ikey=plan.out_ikey)
+    if tuple(out.shape) != plan.out_shape:
+        out = ops.reshape(out, plan.out_shape)
+    return Tensor.make(out, plan.out_inputs, "real", ikey=plan.out_ikey)
 
 
 def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names: tuple,
