@@ -395,3 +395,45 @@ def test_user_rule_steps_the_fused_chain_aside(scratch_rules, rewrite):
     actual = _hmm_likelihood(a, o, init)
     assert fired == [frozenset({"x", "y"})], "the user's rule was skipped"
     assert np.allclose(actual.data, np.zeros(2) if rewrite else expected)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scaled_tree_falls_back_where_digits_would_be_lost(backend):
+    # Shifted by its maximum, each matrix is [[1, 0], [0, 1]] or [[0, 1], [1, 0]] to double
+    # precision (exp(-1000) underflows), so a linear-space product has a zero where the true
+    # log weight is -1000 + log 2: the check must send the chain to the exact tree.
+    from funsor_core.algorithms.scan_tensor import chain_product
+    from funsor_core.algorithms.scan_tree import scaled_log_tree
+
+    a = np.array([[0.0, -1000.0], [-1000.0, 0.0]])
+    b = np.array([[-1000.0, 0.0], [0.0, -1000.0]])
+    mats = np.stack([a, b, a, b, a])[:, None]  # (T, batch, K, K)
+    to = (lambda x: x) if backend == "numpy" else __import__("torch").tensor
+    assert scaled_log_tree(to(mats)) is None
+    for left, right in [(None, None), (np.zeros((1, 2)), None), (np.zeros((1, 2)),) * 2]:
+        actual = chain_product(ops.logaddexp, ops.add, (to(mats),), "parallel",
+                               None if left is None else to(left),
+                               None if right is None else to(right))
+        expected = _np_chain(ops.logaddexp, mats, left, right)
+        assert np.allclose(np.asarray(actual), expected, atol=1e-9)
+        assert np.isfinite(np.asarray(actual)).all()
+
+
+@pytest.mark.parametrize("duration", [2, 3, 6, 33])
+def test_scaled_tree_matches_the_exact_tree(duration):
+    from funsor_core.algorithms.scan_tree import log_tree, scaled_log_tree
+
+    mats = np.random.default_rng(duration).normal(scale=3.0, size=(duration, 2, 3, 3))
+    for stop in (1, 2):
+        scaled = scaled_log_tree(mats, stop)
+        exact = log_tree(ops.logaddexp, ops.add, mats, stop)
+        if duration <= stop:
+            assert scaled is None
+            continue
+        assert len(scaled) == exact.shape[0]
+        # The pieces may split the total differently; their product is the same.
+        total = list(scaled)
+        if stop == 2 and len(total) == 2:
+            total = [np.logaddexp.reduce(total[0][..., :, :, None] + total[1][..., None], -2)]
+            exact = [np.logaddexp.reduce(exact[0][..., :, :, None] + exact[1][..., None], -2)]
+        assert np.allclose(total[0], exact[0], atol=1e-10)

@@ -18,8 +18,10 @@ optionally with a boundary vector on either side (``left`` over the first prev s
 
 ``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
 (``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
-``ceil(log2 T)`` batched rounds (``O(T K^3)``). A chain that is the same at every step
-(``power`` steps of one matrix) is a matrix power, by repeated squaring either way.
+``ceil(log2 T)`` batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs
+its rounds as plain matrix products in linear space, checked for lost digits). A chain that
+is the same at every step (``power`` steps of one matrix) is a matrix power, by repeated
+squaring either way.
 
 Compiled (jax), a log-space filter step runs in probability space: a normalized carry times
 ``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per
@@ -50,40 +52,16 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
+from funsor_core.algorithms.kernels import BROADCAST_LIMIT
 from funsor_core.algorithms.scaled import log_limits
+from funsor_core.algorithms.scan_tree import log_tree, scaled_log_tree, semiring_mm
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
 
-_LETTERS = "abcdefghijklmnopqrstuvw"  # batch dims; x, y, z name the matrix dims
-
 
 def _reduce(sum_op, x, axis: int):
     return ops.REDUCE_OPS[sum_op](x, axis=axis)
-
-
-def semiring_mm(sum_op, prod_op, a, b):
-    """``(..., P, M) x (..., M, C) -> (..., P, C)``: a matrix product in the semiring.
-
-    Example:
-        >>> a = np.log(np.array([[1.0, 2.0], [3.0, 4.0]]))
-        >>> np.allclose(np.exp(semiring_mm(ops.logaddexp, ops.add, a, a)), [[7, 10], [15, 22]])
-        True
-    """
-    if sum_op is ops.add and prod_op is ops.mul:
-        return ops.matmul(a, b)
-    if sum_op is ops.logaddexp and prod_op is ops.add:
-        sa, sb = a.shape, b.shape
-        size = max(math.prod(sa[:-2]), math.prod(sb[:-2])) * sa[-2] * sa[-1] * sb[-1]
-        if size > BROADCAST_LIMIT and ops.is_concrete(a) and ops.is_concrete(b):
-            # A large product: the kernels' shifted matrix product, checked for lost digits
-            # (recomputed exactly where the operands peak at different states).
-            na, nb = len(a.shape) - 2, len(b.shape) - 2
-            batch = _LETTERS[:max(na, nb)]
-            return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
-                        batch[len(batch) - nb:] + "yz", batch + "xz")
-    return _reduce(sum_op, prod_op(a[..., :, :, None], b[..., None, :, :]), -2)
 
 
 def semiring_vm(sum_op, prod_op, v, a):
@@ -214,31 +192,6 @@ def _materialize(step: _Step, factors, duration: int):
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _tree(sum_op, prod_op, mats, stop: int = 1):
-    # Parallel: contract steps (0, 1), (2, 3), ... at once, halving T each round, until
-    # ``stop`` steps remain. An odd round passes its last step on to the next round
-    # unmultiplied (appended after the products, so the order holds): a cheap concatenation
-    # where a set-aside step would cost one more semiring product at the end (a logsumexp,
-    # the dearest call here).
-    while mats.shape[0] > stop:
-        n = mats.shape[0]
-        if n % 2:
-            last = mats[n - 1:]
-            mats = ops.cat([_mm(sum_op, prod_op, mats[0:n - 1:2], mats[1::2]), last], 0)
-        else:
-            mats = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
-    return mats[0] if stop == 1 else mats
-
-
-def _mm(sum_op, prod_op, a, b):
-    # semiring_mm, with the broadcast form inlined for the small log-space products of the
-    # eager tree (the size test and the dispatch are a fair part of such a round's time).
-    if sum_op is ops.logaddexp and prod_op is ops.add and (
-            a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
-        return ops.logsumexp(a[..., :, :, None] + b[..., None, :, :], axis=-2)
-    return semiring_mm(sum_op, prod_op, a, b)
-
-
 def _power(sum_op, prod_op, mat, n: int):
     # mat ** n by repeated squaring: ceil(log2 n) squarings and at most as many products.
     result = None
@@ -498,30 +451,35 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
         return _sequential(step, factors, duration, left, right, scan)
     mats = _materialize(step, factors, duration)
     if sum_op is ops.add and prod_op is ops.mul:
-        total = _tree(sum_op, prod_op, mats)
+        total = log_tree(sum_op, prod_op, mats)[0]
         if left is not None:
             total = semiring_vm(sum_op, prod_op, left, total)
             return total if right is None else _dot(sum_op, prod_op, total, right)
         return total if right is None else semiring_mv(sum_op, prod_op, total, right)
-    if left is None and right is None:
-        return _tree(sum_op, prod_op, mats)
     # The boundaries are summed in one reduction with the total. Where the broadcast of the
     # last product, (*batch, P, M, C), is small, that product joins it too: one reduction (a
     # logsumexp) instead of three.
-    if math.prod(mats.shape[1:]) * states <= BROADCAST_LIMIT:
-        pair = _tree(sum_op, prod_op, mats, 2)  # duration > 1 here: two steps remain
-        total, axes = prod_op(pair[0][..., :, :, None], pair[1][..., None, :, :]), (-2,)
+    fused = (left is not None or right is not None) and (
+        math.prod(mats.shape[1:]) * states <= BROADCAST_LIMIT)
+    stop = 2 if fused else 1  # duration > 1 here: two steps remain when fused
+    rest = None
+    if jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add:
+        rest = scaled_log_tree(mats, stop)
+    if rest is None:
+        rest = log_tree(sum_op, prod_op, mats, stop)
+    if fused:
+        total, axes = prod_op(rest[0][..., :, :, None], rest[1][..., None, :, :]), (-2,)
         if left is not None:
             total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
         if right is not None:
             total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
         return _reduce(sum_op, total, axes)
-    total, axes = _tree(sum_op, prod_op, mats), ()
+    total, axes = rest[0], ()
     if left is not None:
         total, axes = prod_op(left[..., :, None], total), (-2,)
     if right is not None:
         total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
-    return _reduce(sum_op, total, axes)
+    return _reduce(sum_op, total, axes) if axes else total
 
 
 @functools.lru_cache(maxsize=256)
