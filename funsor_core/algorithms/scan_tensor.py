@@ -464,7 +464,13 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
     stop = 2 if fused else 1  # duration > 1 here: two steps remain when fused
     rest = None
     if jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add:
-        rest = scaled_log_tree(mats, stop)
+        # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
+        # one node of torch's graph, not six).
+        flat = mats.ndim > 3 and math.prod(mats.shape[1:-2]) == 1
+        rest = scaled_log_tree(ops.reshape(mats, (duration, states, states)) if flat else mats,
+                               stop)
+        if rest is not None and flat and not fused:
+            rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
     if rest is None:
         rest = log_tree(sum_op, prod_op, mats, stop)
     if fused:
