@@ -122,11 +122,13 @@ def test_jit_equals_eager_gaussian(strategy):
         fc.set_backend("numpy")
 
 
+@pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("strategy", ["parallel", "sequential"])
-def test_torch_gradients(strategy):
+def test_torch_gradients(strategy, batch):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
-    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, 2, 3))
+    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, batch, 3))
+    weights = torch.tensor([1.0, -2.0][:batch])
 
     def hand(i, a, o):  # the forward algorithm in torch: the oracle's gradient
         alpha = i.expand(o.shape[1], -1)
@@ -139,16 +141,16 @@ def test_torch_gradients(strategy):
         grads = []
         for fn in (hand, lambda *xs: _program(*xs, strategy)):
             xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
-            (fn(*xs) * torch.tensor([1.0, -2.0])).sum().backward()
+            (fn(*xs) * weights).sum().backward()
             grads.append([x.grad.numpy() for x in xs])
         # The matrix (unfused) chain too: its total differentiated through the kernels.
         xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
         i, at, ot = (fc.Tensor(x, inp) for x, inp in zip(xs, (
             {"x": fc.Bint[3]}, {"x": fc.Bint[3], "y": fc.Bint[3]},
-            {"t": fc.Bint[9], "b": fc.Bint[2], "y": fc.Bint[3]})))
+            {"t": fc.Bint[9], "b": fc.Bint[batch], "y": fc.Bint[3]})))
         mp = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"}, strategy=strategy)
         total = (i + mp).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
-        (total * torch.tensor([1.0, -2.0])).sum().backward()
+        (total * weights).sum().backward()
         grads.append([x.grad.numpy() for x in xs])
     finally:
         fc.set_backend("numpy")
@@ -437,3 +439,25 @@ def test_scaled_tree_matches_the_exact_tree(duration):
             total = [np.logaddexp.reduce(total[0][..., :, :, None] + total[1][..., None], -2)]
             exact = [np.logaddexp.reduce(exact[0][..., :, :, None] + exact[1][..., None], -2)]
         assert np.allclose(total[0], exact[0], atol=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_left_to_right_chain_takes_the_exact_tree(backend):
+    # True zeros (a left-to-right HMM: no way back to an earlier state) fail the scaled
+    # tree's check at its first round; the exact tree gives the -inf entries.
+    from funsor_core.algorithms.scan_tensor import chain_product
+    from funsor_core.algorithms.scan_tree import scaled_log_tree
+
+    rng = np.random.default_rng(5)
+    trans = np.where(np.triu(np.ones((3, 3))) > 0, rng.normal(size=(3, 3)), -np.inf)
+    mats = trans + rng.normal(size=(11, 1, 1, 3))  # (T, batch, K, K)
+    to = (lambda x: x) if backend == "numpy" else __import__("torch").tensor
+    assert scaled_log_tree(to(mats)) is None
+    left = np.zeros((1, 3))
+    for lt in (None, left):
+        with np.errstate(invalid="ignore"):  # the oracle's logaddexp of -inf entries
+            expected = _np_chain(ops.logaddexp, mats, lt, None)
+        actual = np.asarray(chain_product(ops.logaddexp, ops.add, (to(mats),), "parallel",
+                                          None if lt is None else to(lt)))
+        assert np.array_equal(np.isinf(actual), np.isinf(expected))
+        assert np.allclose(actual[np.isfinite(actual)], expected[np.isfinite(expected)])

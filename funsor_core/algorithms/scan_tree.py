@@ -8,10 +8,10 @@ instead, eagerly (numpy, torch): every matrix is exponentiated once after subtra
 maximum, a round is a batched matrix product and a rescaling by each product's maximum, and
 the subtracted logs add up on the side. That is exact to rounding as long as no entry of a
 product falls below ``tiny / eps`` of the dtype: a term lost to underflow is then below
-``eps`` of the sum it belongs to. Every round records its smallest entry, and one check at
-the end (a true zero, a lost digit, a NaN or an infinity all fail it) sends the chain back
-to ``log_tree``; the values are read once, so it is for eager arrays only (``jax.jit``
-keeps ``log_tree``).
+``eps`` of the sum it belongs to. The smallest entry of every product is checked, after the
+first round (where a chain with true zeros fails at once) and for the others at the end; a
+true zero, a lost digit, a NaN or an infinity sends the chain back to ``log_tree``. That
+reads values, so it is for eager arrays only (``jax.jit`` keeps ``log_tree``).
 
 Example:
     >>> mats = np.log(np.full((5, 2, 2), 0.5))
@@ -115,19 +115,23 @@ def _scaled_log_tree(mats, stop: int):
     c = ops.amax(ops.detach(mats), axis=(-2, -1), keepdims=True)  # (T, *batch, 1, 1)
     p = ops.exp(mats - c)  # NaN where c is not finite: the check below fails then
     # Each product is divided by its (detached) maximum; the final product is the product
-    # of all steps, so every divisor multiplies into it once, whatever its round. The
-    # products (for their smallest entry) and the divisors are gathered and read once, at
-    # the end: a round is a matrix product, a maximum and a division.
+    # of all steps, so every divisor multiplies into it once, whatever its round. The later
+    # products (for their smallest entry) and the divisors are gathered and read at the
+    # end: a round is a matrix product, a maximum and a division.
     products, scales = [], []
     while p.shape[0] > stop:
         n = p.shape[0]
         q = ops.matmul(p[0:n - 1:2], p[1::2]) if n % 2 else ops.matmul(p[0::2], p[1::2])
         s = ops.amax(ops.detach(q), axis=(-2, -1), keepdims=True)
+        if not products and not bool(ops.amin(ops.detach(q)) >= floor):
+            # Read once early too: a chain with true zeros (a left-to-right HMM) fails at
+            # its first round, and goes to the exact tree without running the others.
+            return None
         products.append(q)
         scales.append(s)
         q = q / s
         p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
-    if not bool(ops.amin(ops.detach(ops.cat(products, 0))) >= floor):
+    if len(products) > 1 and not bool(ops.amin(ops.detach(ops.cat(products[1:], 0))) >= floor):
         return None
     logs = ops.log(p)
     shift = ops.sum(ops.cat([c, ops.log(ops.cat(scales, 0))], 0), axis=0)
