@@ -122,11 +122,13 @@ def test_jit_equals_eager_gaussian(strategy):
         fc.set_backend("numpy")
 
 
+@pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("strategy", ["parallel", "sequential"])
-def test_torch_gradients(strategy):
+def test_torch_gradients(strategy, batch):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
-    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, 2, 3))
+    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(9, batch, 3))
+    weights = torch.tensor([1.0, -2.0][:batch])
 
     def hand(i, a, o):  # the forward algorithm in torch: the oracle's gradient
         alpha = i.expand(o.shape[1], -1)
@@ -139,16 +141,16 @@ def test_torch_gradients(strategy):
         grads = []
         for fn in (hand, lambda *xs: _program(*xs, strategy)):
             xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
-            (fn(*xs) * torch.tensor([1.0, -2.0])).sum().backward()
+            (fn(*xs) * weights).sum().backward()
             grads.append([x.grad.numpy() for x in xs])
         # The matrix (unfused) chain too: its total differentiated through the kernels.
         xs = [torch.tensor(x, requires_grad=True) for x in (init, a, o)]
         i, at, ot = (fc.Tensor(x, inp) for x, inp in zip(xs, (
             {"x": fc.Bint[3]}, {"x": fc.Bint[3], "y": fc.Bint[3]},
-            {"t": fc.Bint[9], "b": fc.Bint[2], "y": fc.Bint[3]})))
+            {"t": fc.Bint[9], "b": fc.Bint[batch], "y": fc.Bint[3]})))
         mp = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"}, strategy=strategy)
         total = (i + mp).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
-        (total * torch.tensor([1.0, -2.0])).sum().backward()
+        (total * weights).sum().backward()
         grads.append([x.grad.numpy() for x in xs])
     finally:
         fc.set_backend("numpy")
@@ -335,3 +337,162 @@ def test_long_chain_no_recursion_bounded_memory():
     np.testing.assert_allclose(sequential, _numpy_forward(init, a, o[:20_000]), rtol=1e-9)
     assert np.isfinite(matrix.data).all()
     assert np.isfinite(gauss.reduce(ops.logaddexp).data)
+
+
+# -- the parallel tree with its boundaries, against a numpy forward algorithm -------------------
+def _np_semiring(sum_op):
+    return {ops.logaddexp: np.logaddexp.reduce, ops.max: np.max}[sum_op]
+
+
+def _np_chain(sum_op, mats, left, right):
+    # The left fold of the step matrices (T, B, K, K) in the semiring (sum_op, +), by hand.
+    red = _np_semiring(sum_op)
+    total = mats[0]
+    for m in mats[1:]:
+        total = red(total[:, :, :, None] + m[:, None, :, :], axis=2)
+    if left is not None:
+        total = red(left[:, :, None] + total, axis=1)  # (B, C)
+        return total if right is None else red(total + right, axis=1)
+    return total if right is None else red(total + right[:, None, :], axis=2)
+
+
+@pytest.mark.parametrize("duration", [2, 3, 5, 7, 8, 13, 100])
+@pytest.mark.parametrize("sides", ["none", "left", "right", "both"])
+@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max], ids=lambda op: op.name)
+@pytest.mark.parametrize("k,batch", [(3, 1), (3, 4), (48, 1)])
+def test_parallel_tree_matches_forward_algorithm(k, batch, sum_op, sides, duration):
+    from funsor_core.algorithms.scan_tensor import chain_product
+
+    if k == 48 and duration > 8:
+        pytest.skip("a large K (the kernels' shifted product) needs no long chain")
+    rng = np.random.default_rng(duration * 7 + k)
+    trans = rng.normal(size=(k, k))
+    obs = rng.normal(size=(duration, batch, k))
+    left = rng.normal(size=(batch, k)) if sides in ("left", "both") else None
+    right = rng.normal(size=(batch, k)) if sides in ("right", "both") else None
+    factors = (trans[None, None], obs[:, :, None, :])
+    actual = chain_product(sum_op, ops.add, factors, "parallel", left, right)
+    expected = _np_chain(sum_op, trans + obs[:, :, None, :], left, right)
+    assert actual.shape == expected.shape
+    assert np.allclose(actual, expected, atol=1e-10)
+
+
+# -- the reduction of a chain with its boundary skips the intermediate Contraction term only
+# where no other rule would see that term.
+@pytest.fixture
+def scratch_rules():
+    """Rules registered on ``exact`` inside the test are removed afterwards."""
+    from funsor_core.engine.interpreter import _clear_all_caches, _ignore_ambiguities
+    from interpretations import exact
+
+    kind = type(exact)
+    saved = {cls: {sig: list(fns) for sig, fns in d.funcs.items()}
+             for cls, d in kind._dispatchers.items()}
+    yield exact
+    for cls, d in list(kind._dispatchers.items()):
+        if cls not in saved:
+            del kind._dispatchers[cls]
+            continue
+        d.funcs.clear()
+        d.funcs.update(saved[cls])
+        d._cache.clear()
+        d.reorder(on_ambiguity=_ignore_ambiguities)
+    _clear_all_caches()
+
+
+def _hmm_likelihood(a, o, init):
+    with lazy:
+        mp = MarkovProduct(ops.logaddexp, ops.add, a + o, "t", {"x": "y"})
+    return (init + mp).reduce(ops.logaddexp, {"x", "y"})
+
+
+def _np_likelihood(a, o, init):
+    alpha = np.broadcast_to(init.data, (o.data.shape[1], init.data.shape[0]))
+    for obs in o.data:
+        alpha = np.logaddexp.reduce(alpha[:, :, None] + a.data, axis=1) + obs
+    return np.logaddexp.reduce(alpha, axis=-1)
+
+
+@pytest.mark.parametrize("rewrite", [False, True])
+def test_user_rule_steps_the_fused_chain_aside(scratch_rules, rewrite):
+    from funsor_core.engine.interpreter import Tuple
+    from funsor_core.terms.contraction import Contraction
+
+    a, o, init, _ = _hmm(np.random.default_rng(0), 6, 2)
+    expected = _np_likelihood(a, o, init)
+    assert np.allclose(_hmm_likelihood(a, o, init).data, expected)  # the fast path
+    fired = []
+
+    @scratch_rules.register(Contraction, type(ops.logaddexp), type(ops.add), frozenset,
+                            Tuple[MarkovProduct, fc.Tensor])
+    def user_contraction_markov_tensor(red_op, bin_op, reduced_vars, terms):
+        fired.append(reduced_vars)
+        return fc.Tensor(np.zeros(2), {"b": fc.Bint[2]}) if rewrite else None
+
+    actual = _hmm_likelihood(a, o, init)
+    assert fired == [frozenset({"x", "y"})], "the user's rule was skipped"
+    assert np.allclose(actual.data, np.zeros(2) if rewrite else expected)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scaled_tree_falls_back_where_digits_would_be_lost(backend):
+    # Shifted by its maximum, each matrix is [[1, 0], [0, 1]] or [[0, 1], [1, 0]] to double
+    # precision (exp(-1000) underflows), so a linear-space product has a zero where the true
+    # log weight is -1000 + log 2: the check must send the chain to the exact tree.
+    from funsor_core.algorithms.scan_tensor import chain_product
+    from funsor_core.algorithms.scan_tree import scaled_log_tree
+
+    a = np.array([[0.0, -1000.0], [-1000.0, 0.0]])
+    b = np.array([[-1000.0, 0.0], [0.0, -1000.0]])
+    mats = np.stack([a, b, a, b, a])[:, None]  # (T, batch, K, K)
+    to = (lambda x: x) if backend == "numpy" else __import__("torch").tensor
+    assert scaled_log_tree(to(mats)) is None
+    for left, right in [(None, None), (np.zeros((1, 2)), None), (np.zeros((1, 2)),) * 2]:
+        actual = chain_product(ops.logaddexp, ops.add, (to(mats),), "parallel",
+                               None if left is None else to(left),
+                               None if right is None else to(right))
+        expected = _np_chain(ops.logaddexp, mats, left, right)
+        assert np.allclose(np.asarray(actual), expected, atol=1e-9)
+        assert np.isfinite(np.asarray(actual)).all()
+
+
+@pytest.mark.parametrize("duration", [2, 3, 6, 33])
+def test_scaled_tree_matches_the_exact_tree(duration):
+    from funsor_core.algorithms.scan_tree import log_tree, scaled_log_tree
+
+    mats = np.random.default_rng(duration).normal(scale=3.0, size=(duration, 2, 3, 3))
+    for stop in (1, 2):
+        scaled = scaled_log_tree(mats, stop)
+        exact = log_tree(ops.logaddexp, ops.add, mats, stop)
+        if duration <= stop:
+            assert scaled is None
+            continue
+        assert len(scaled) == exact.shape[0]
+        # The pieces may split the total differently; their product is the same.
+        total = list(scaled)
+        if stop == 2 and len(total) == 2:
+            total = [np.logaddexp.reduce(total[0][..., :, :, None] + total[1][..., None], -2)]
+            exact = [np.logaddexp.reduce(exact[0][..., :, :, None] + exact[1][..., None], -2)]
+        assert np.allclose(total[0], exact[0], atol=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_left_to_right_chain_takes_the_exact_tree(backend):
+    # True zeros (a left-to-right HMM: no way back to an earlier state) fail the scaled
+    # tree's check at its first round; the exact tree gives the -inf entries.
+    from funsor_core.algorithms.scan_tensor import chain_product
+    from funsor_core.algorithms.scan_tree import scaled_log_tree
+
+    rng = np.random.default_rng(5)
+    trans = np.where(np.triu(np.ones((3, 3))) > 0, rng.normal(size=(3, 3)), -np.inf)
+    mats = trans + rng.normal(size=(11, 1, 1, 3))  # (T, batch, K, K)
+    to = (lambda x: x) if backend == "numpy" else __import__("torch").tensor
+    assert scaled_log_tree(to(mats)) is None
+    left = np.zeros((1, 3))
+    for lt in (None, left):
+        with np.errstate(invalid="ignore"):  # the oracle's logaddexp of -inf entries
+            expected = _np_chain(ops.logaddexp, mats, lt, None)
+        actual = np.asarray(chain_product(ops.logaddexp, ops.add, (to(mats),), "parallel",
+                                          None if lt is None else to(lt)))
+        assert np.array_equal(np.isinf(actual), np.isinf(expected))
+        assert np.allclose(actual[np.isfinite(actual)], expected[np.isfinite(expected)])

@@ -27,6 +27,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.markov import chain_strategy
+from funsor_core.algorithms.scan import LAST_CHOICE, device_of, get_markov_strategy
 from funsor_core.algorithms.scan_tensor import chain_product
 from funsor_core.atoms.sign import distributes
 from funsor_core.atoms.tensor import Tensor
@@ -176,6 +177,24 @@ class ChainPlan:
         self.out_inputs = out
         self.out_ikey = tuple(out.items())
         self.out_shape = shape
+        self._choices: dict = {}
+
+    def strategy(self, requested, sum_op, prod_op, factors, proto, vector: bool) -> str:
+        """``chain_strategy`` for this chain, remembered per setting, backend and device:
+        the cost model reads nothing else of a semiring's chain (a pair that is one only over
+        nonnegative factors looks at their values, every call)."""
+        if (sum_op, prod_op) in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+            return chain_strategy(requested, sum_op, prod_op, factors, proto, self.states,
+                                  self.batch_size, self.duration, vector)
+        key = (requested, get_markov_strategy(), type(proto), device_of(proto), sum_op,
+               prod_op, vector)
+        choice = self._choices.get(key)
+        if choice is None:
+            name = chain_strategy(requested, sum_op, prod_op, factors, proto, self.states,
+                                  self.batch_size, self.duration, vector)
+            choice = self._choices[key] = (name, LAST_CHOICE[0])
+        LAST_CHOICE[0] = choice[1]
+        return choice[0]
 
     def arrays(self, factors, proto) -> tuple:
         return tuple(
@@ -198,12 +217,12 @@ def _proto(factors):
 def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right) -> Tensor:
     proto = _proto(factors)
     arrays = plan.arrays(factors, proto)
-    strategy = chain_strategy(strategy, sum_op, prod_op, factors, proto, plan.states,
-                              plan.batch_size, plan.duration,
-                              left is not None or right is not None)
+    strategy = plan.strategy(strategy, sum_op, prod_op, factors, proto,
+                             left is not None or right is not None)
     out = chain_product(sum_op, prod_op, arrays, strategy, left, right, plan.power)
-    return Tensor.make(ops.reshape(out, plan.out_shape), plan.out_inputs, "real",
-                       ikey=plan.out_ikey)
+    if tuple(out.shape) != plan.out_shape:
+        out = ops.reshape(out, plan.out_shape)
+    return Tensor.make(out, plan.out_inputs, "real", ikey=plan.out_ikey)
 
 
 def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names: tuple,
@@ -227,11 +246,16 @@ class FusedPlan:
     """Which terms of a contraction are the chain's left / right boundary factors (by
     position) and which stay outside, with the recipes of the boundary factors."""
 
-    def __init__(self, mp_inputs, free, step, reduced_vars, others, chain_args):
-        time, step_, step_names, signatures = chain_args
+    def __init__(self, reduced_vars, others, chain_args):
+        time, step, step_names, signatures = chain_args
+        free = {}
+        for (p, c), (free_p, free_c) in zip(step, step_names):
+            free[p], free[c] = free_p, free_c
         fp = frozenset(free[p] for p, _ in step)
         fc = frozenset(free[c] for _, c in step)
-        names = frozenset(mp_inputs)
+        # The chain's own inputs: its factors' names but time, step names renamed.
+        names = frozenset(free.get(n, n) for _, items in signatures for n, _ in items
+                          if n != time.name)
         rest, sides = [], []
         for i, (cls, items) in enumerate(others):
             own = frozenset(n for n, _ in items)
@@ -254,7 +278,7 @@ class FusedPlan:
         self.ok = use_left or use_right
         if not self.ok:
             return
-        self.chain = _chain_plan(time, step_, step_names, signatures, use_left, use_right)
+        self.chain = _chain_plan(time, step, step_names, signatures, use_left, use_right)
         self.left = self._side(left, others, self.chain.prev_domains) if use_left else None
         self.right = self._side(right, others, self.chain.curr_domains) if use_right else None
         self.rest = tuple(sorted(rest))
@@ -286,8 +310,8 @@ class FusedPlan:
 
 
 @functools.lru_cache(maxsize=512)
-def _fused_plan(mp_inputs, free, step, reduced_vars, others, chain_args) -> FusedPlan:
-    return FusedPlan(dict(mp_inputs), dict(free), step, reduced_vars, others, chain_args)
+def _fused_plan(reduced_vars, others, chain_args) -> FusedPlan:
+    return FusedPlan(reduced_vars, others, chain_args)
 
 
 def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
@@ -322,8 +346,7 @@ def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: 
             and not distributes(sum_op, prod_op, (*factors, *others))):
         return None
     chain_args = (mp.time, mp.step, mp.step_names, tuple(map(_signature, factors)))
-    plan = _fused_plan(tuple(mp.inputs.items()), tuple(mp.free_names.items()), mp.step,
-                       reduced_vars, tuple(map(_signature, others)), chain_args)
+    plan = _fused_plan(reduced_vars, tuple(map(_signature, others)), chain_args)
     if not plan.ok:
         return None
     proto = _proto(factors)

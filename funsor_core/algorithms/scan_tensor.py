@@ -18,8 +18,10 @@ optionally with a boundary vector on either side (``left`` over the first prev s
 
 ``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
 (``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
-``ceil(log2 T)`` batched rounds (``O(T K^3)``). A chain that is the same at every step
-(``power`` steps of one matrix) is a matrix power, by repeated squaring either way.
+``ceil(log2 T)`` batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs
+its rounds as plain matrix products in linear space, checked for lost digits). A chain that
+is the same at every step (``power`` steps of one matrix) is a matrix power, by repeated
+squaring either way.
 
 Compiled (jax), a log-space filter step runs in probability space: a normalized carry times
 ``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per
@@ -50,40 +52,16 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
+from funsor_core.algorithms.kernels import BROADCAST_LIMIT
 from funsor_core.algorithms.scaled import log_limits
+from funsor_core.algorithms.scan_tree import log_tree, scaled_log_tree, semiring_mm
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
 
-_LETTERS = "abcdefghijklmnopqrstuvw"  # batch dims; x, y, z name the matrix dims
-
 
 def _reduce(sum_op, x, axis: int):
     return ops.REDUCE_OPS[sum_op](x, axis=axis)
-
-
-def semiring_mm(sum_op, prod_op, a, b):
-    """``(..., P, M) x (..., M, C) -> (..., P, C)``: a matrix product in the semiring.
-
-    Example:
-        >>> a = np.log(np.array([[1.0, 2.0], [3.0, 4.0]]))
-        >>> np.allclose(np.exp(semiring_mm(ops.logaddexp, ops.add, a, a)), [[7, 10], [15, 22]])
-        True
-    """
-    if sum_op is ops.add and prod_op is ops.mul:
-        return ops.matmul(a, b)
-    if sum_op is ops.logaddexp and prod_op is ops.add:
-        sa, sb = a.shape, b.shape
-        size = max(math.prod(sa[:-2]), math.prod(sb[:-2])) * sa[-2] * sa[-1] * sb[-1]
-        if size > BROADCAST_LIMIT and ops.is_concrete(a) and ops.is_concrete(b):
-            # A large product: the kernels' shifted matrix product, checked for lost digits
-            # (recomputed exactly where the operands peak at different states).
-            na, nb = len(a.shape) - 2, len(b.shape) - 2
-            batch = _LETTERS[:max(na, nb)]
-            return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
-                        batch[len(batch) - nb:] + "yz", batch + "xz")
-    return _reduce(sum_op, prod_op(a[..., :, :, None], b[..., None, :, :]), -2)
 
 
 def semiring_vm(sum_op, prod_op, v, a):
@@ -203,33 +181,17 @@ def _kind(f, k: int) -> str:
 
 
 def _materialize(step: _Step, factors, duration: int):
-    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them.
+    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them. The
+    # product of the factors already has the broadcast batch dims; only a time or state dim
+    # that no factor spans is expanded.
     m = step.fold(list(factors))
     k = step.states
-    shape = (duration,) + tuple(np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors)))
-    if tuple(m.shape) != shape + (k, k):
-        m = ops.expand(m, shape + (k, k))
+    if m.shape[0] != duration or tuple(m.shape[-2:]) != (k, k):
+        m = ops.expand(m, (duration,) + tuple(m.shape[1:-2]) + (k, k))
     return m
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _tree(sum_op, prod_op, mats):
-    # Parallel: contract steps (0, 1), (2, 3), ... at once, halving T each round. An odd
-    # round sets its last step aside; set-aside steps follow everything still in ``mats``
-    # and precede those set aside earlier, so they are multiplied back in reverse order.
-    tails = []
-    while mats.shape[0] > 1:
-        n = mats.shape[0]
-        if n % 2:
-            tails.append(mats[n - 1])
-            mats = mats[:n - 1]
-        mats = semiring_mm(sum_op, prod_op, mats[0::2], mats[1::2])
-    result = mats[0]
-    for tail in reversed(tails):
-        result = semiring_mm(sum_op, prod_op, result, tail)
-    return result
-
-
 def _power(sum_op, prod_op, mat, n: int):
     # mat ** n by repeated squaring: ceil(log2 n) squarings and at most as many products.
     result = None
@@ -509,13 +471,43 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
             if result is not None:
                 return result
         return _sequential(step, factors, duration, left, right, scan)
-    total = _tree(sum_op, prod_op, _materialize(step, factors, duration))
+    mats = _materialize(step, factors, duration)
+    if sum_op is ops.add and prod_op is ops.mul:
+        total = log_tree(sum_op, prod_op, mats)[0]
+        if left is not None:
+            total = semiring_vm(sum_op, prod_op, left, total)
+            return total if right is None else _dot(sum_op, prod_op, total, right)
+        return total if right is None else semiring_mv(sum_op, prod_op, total, right)
+    # The boundaries are summed in one reduction with the total. Where the broadcast of the
+    # last product, (*batch, P, M, C), is small, that product joins it too: one reduction (a
+    # logsumexp) instead of three.
+    fused = (left is not None or right is not None) and (
+        math.prod(mats.shape[1:]) * states <= BROADCAST_LIMIT)
+    stop = 2 if fused else 1  # duration > 1 here: two steps remain when fused
+    rest = None
+    if jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add:
+        # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
+        # one node of torch's graph, not six).
+        flat = mats.ndim > 3 and math.prod(mats.shape[1:-2]) == 1
+        rest = scaled_log_tree(ops.reshape(mats, (duration, states, states)) if flat else mats,
+                               stop)
+        if rest is not None and flat and not fused:
+            rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
+    if rest is None:
+        rest = log_tree(sum_op, prod_op, mats, stop)
+    if fused:
+        total, axes = prod_op(rest[0][..., :, :, None], rest[1][..., None, :, :]), (-2,)
+        if left is not None:
+            total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
+        if right is not None:
+            total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
+        return _reduce(sum_op, total, axes)
+    total, axes = rest[0], ()
     if left is not None:
-        total = semiring_vm(sum_op, prod_op, left, total)
-        return total if right is None else _dot(sum_op, prod_op, total, right)
+        total, axes = prod_op(left[..., :, None], total), (-2,)
     if right is not None:
-        return semiring_mv(sum_op, prod_op, total, right)
-    return total
+        total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
+    return _reduce(sum_op, total, axes) if axes else total
 
 
 @functools.lru_cache(maxsize=256)

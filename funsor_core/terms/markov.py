@@ -42,6 +42,9 @@ __all__ = ["MarkovProduct", "STRATEGIES", "time_variable"]
 # a cost model choose; None (the default) uses the setting of the enclosing block.
 STRATEGIES = ("auto", "parallel", "sequential")
 
+# The structures (inputs of trans, time, step, step names) that passed ``_check``.
+_CHECKED: set = set()
+
 _BAD_STEP = ("MarkovProduct: step must map prev names to curr names of trans, e.g. "
              "{{'x_prev': 'x_curr'}}; got {step!r}")
 
@@ -125,8 +128,21 @@ class MarkovProduct(Funsor):
         if strategy is not None and strategy not in STRATEGIES:
             raise ValueError(f"MarkovProduct: unknown strategy {strategy!r}; choose one of "
                              f"{STRATEGIES} (or None to follow markov_strategy)")
-        _check(trans, time, step, step_names)
+        # The checks read only names and domains: a structure that passed once passes again.
+        key = (tuple(trans.inputs.items()), time, step, step_names)
+        if key not in _CHECKED:
+            _check(trans, time, step, step_names)
+            if len(_CHECKED) >= 1024:
+                _CHECKED.clear()
+            _CHECKED.add(key)
         return sum_op, prod_op, trans, time, step, step_names, strategy
+
+    @staticmethod
+    def _cons_key(args):
+        # The fields but trans and time are names and ops, keys as they are; the two terms
+        # are keyed by identity, as the interpreter keys any term.
+        sum_op, prod_op, trans, time, step, step_names, strategy = args
+        return (sum_op, prod_op, id(trans), id(time), step, step_names, strategy)
 
     def _setup(self):
         rename = {}

@@ -17,7 +17,8 @@ from funsor_core.algorithms.scan_gaussian import gaussian_chain_parts, markov_ga
 from funsor_core.algorithms.scan_gaussian_filter import contract_markov_gaussian
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.interpreter import Tuple
+from funsor_core.engine.interpreter import Tuple, get_interpretation
+from funsor_core.engine.patterns import type_key
 from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
@@ -93,7 +94,19 @@ def exact_reduce_contraction_markov_product(op, arg, reduced_vars):
     if (not reduced_vars or arg.red_op not in (None, op)
             or not any(isinstance(t, MarkovProduct) for t in arg.terms)):
         return None
-    return Contraction(op, arg.bin_op, arg.reduced_vars | reduced_vars, arg.terms)
+    args = (op, arg.bin_op, arg.reduced_vars | reduced_vars, arg.terms)
+    # Where building that Contraction would only run the rule below first (no user rule
+    # ahead of it, no hook, log or wrapping interpretation: ``direct_rules``), its chain is
+    # evaluated here without the term; the term is built where the chain does not apply.
+    key = (type_key(Contraction, args) if Contraction._deep_key
+           else (Contraction, *map(type, args)))  # as the interpreter keys it
+    rules = get_interpretation().direct_rules(key)
+    if (rules and rules[0] is exact_contraction_markov_product
+            and reduced_vars.issubset(arg.inputs.keys())):
+        result = _contract_chain(*args)
+        if result is not None:
+            return result
+    return Contraction(*args)
 
 
 # A Markov product built lazily and then reduced together with the factors of its first prev
@@ -104,13 +117,20 @@ def exact_reduce_contraction_markov_product(op, arg, reduced_vars):
 @exact.register(Contraction, object, object, frozenset,
                 Tuple[(MarkovProduct, Tensor, Number, Gaussian), ...])
 def exact_contraction_markov_product(red_op, bin_op, reduced_vars, terms):
+    return _contract_chain(red_op, bin_op, reduced_vars, terms)
+
+
+def _contract_chain(red_op, bin_op, reduced_vars, terms):
     chains = [t for t in terms if isinstance(t, MarkovProduct)]
-    if red_op is None or len(chains) != 1 or not _evaluable(chains[0].trans, chains[0].prod_op):
+    if red_op is None or len(chains) != 1:
         return None
     mp = chains[0]
     others = [t for t in terms if t is not mp]
+    # A discrete chain first (it checks its factors itself): most calls end there.
     fused = contract_markov_tensor(red_op, bin_op, reduced_vars, mp, others)
     if fused is None:
+        if not _evaluable(mp.trans, mp.prod_op):
+            return None
         fused = contract_markov_gaussian(red_op, bin_op, reduced_vars, mp, others)
     if fused is None:
         value, rest, remaining = MarkovProduct(*mp._args), others, reduced_vars

@@ -1,0 +1,138 @@
+"""The parallel strategy of a discrete chain: the product of ``T`` step matrices in
+``ceil(log2 T)`` rounds of batched pairwise products.
+
+``log_tree`` multiplies in any semiring, each round one batched semiring product (for
+``(logaddexp, add)`` a broadcast ``logsumexp``, about ten array calls' worth of kernels and
+``K^3`` exps per pair). ``scaled_log_tree`` computes the log-space product in linear space
+instead, eagerly (numpy, torch): every matrix is exponentiated once after subtracting its
+maximum, a round is a batched matrix product and a rescaling by each product's maximum, and
+the subtracted logs add up on the side. That is exact to rounding as long as no entry of a
+product falls below ``tiny / eps`` of the dtype: a term lost to underflow is then below
+``eps`` of the sum it belongs to. The smallest entry of every product is checked, after the
+first round (where a chain with true zeros fails at once) and for the others at the end; a
+true zero, a lost digit, a NaN or an infinity sends the chain back to ``log_tree``. That
+reads values, so it is for eager arrays only (``jax.jit`` keeps ``log_tree``).
+
+Example:
+    >>> mats = np.log(np.full((5, 2, 2), 0.5))
+    >>> np.exp(log_tree(ops.logaddexp, ops.add, mats)[0]).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    >>> np.allclose(scaled_log_tree(mats)[0], log_tree(ops.logaddexp, ops.add, mats)[0])
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
+from funsor_core.algorithms.scaled import log_limits
+
+__all__ = ["log_tree", "scaled_log_tree", "semiring_mm"]
+
+_LETTERS = "abcdefghijklmnopqrstuvw"  # batch dims; x, y, z name the matrix dims
+
+
+def semiring_mm(sum_op, prod_op, a, b):
+    """``(..., P, M) x (..., M, C) -> (..., P, C)``: a matrix product in the semiring.
+
+    Example:
+        >>> a = np.log(np.array([[1.0, 2.0], [3.0, 4.0]]))
+        >>> np.allclose(np.exp(semiring_mm(ops.logaddexp, ops.add, a, a)), [[7, 10], [15, 22]])
+        True
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(a, b)
+    if sum_op is ops.logaddexp and prod_op is ops.add:
+        sa, sb = a.shape, b.shape
+        size = max(math.prod(sa[:-2]), math.prod(sb[:-2])) * sa[-2] * sa[-1] * sb[-1]
+        if size > BROADCAST_LIMIT and ops.is_concrete(a) and ops.is_concrete(b):
+            # A large product: the kernels' shifted matrix product, checked for lost digits
+            # (recomputed exactly where the operands peak at different states).
+            na, nb = len(a.shape) - 2, len(b.shape) - 2
+            batch = _LETTERS[:max(na, nb)]
+            return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
+                        batch[len(batch) - nb:] + "yz", batch + "xz")
+    return ops.REDUCE_OPS[sum_op](prod_op(a[..., :, :, None], b[..., None, :, :]), axis=-2)
+
+
+def _mm(sum_op, prod_op, a, b):
+    # semiring_mm, with the broadcast form inlined for the small log-space products of a
+    # round (the size test and the dispatch are a fair part of a small round's time).
+    if sum_op is ops.logaddexp and prod_op is ops.add and (
+            a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
+        return ops.logsumexp(a[..., :, :, None] + b[..., None, :, :], axis=-2)
+    return semiring_mm(sum_op, prod_op, a, b)
+
+
+def log_tree(sum_op, prod_op, mats, stop: int = 1):
+    """The product of the square matrices ``mats`` ``(T, *batch, K, K)`` in the semiring,
+    contracting steps (0, 1), (2, 3), ... at once, halving ``T`` each round, until at most
+    ``stop`` remain: ``(n, *batch, K, K)``, ``n <= stop``, whose product is the total.
+
+    Example:
+        >>> log_tree(ops.add, ops.mul, np.ones((5, 2, 2)), stop=2).shape
+        (2, 2, 2)
+    """
+    # An odd round passes its last step on to the next round unmultiplied (after the
+    # products, so the order holds): one concatenation, where a step set aside would cost
+    # a semiring product at the end.
+    while mats.shape[0] > stop:
+        n = mats.shape[0]
+        if n % 2:
+            mats = ops.cat([_mm(sum_op, prod_op, mats[0:n - 1:2], mats[1::2]),
+                            mats[n - 1:]], 0)
+        else:
+            mats = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
+    return mats
+
+
+def scaled_log_tree(mats, stop: int = 1) -> list | None:
+    """``log_tree(ops.logaddexp, ops.add, mats, stop)`` computed in linear space (see the
+    module docstring), as a list of the ``n <= stop`` log matrices left; None where a
+    product may have lost digits (or holds a zero, a NaN or an infinity), for the caller to
+    compute exactly, and where no product is left to take. Eager arrays only: it reads the
+    values.
+
+    Example:
+        >>> mats = np.array([[[0.0, -np.inf], [-np.inf, 0.0]]] * 3)  # true zeros
+        >>> scaled_log_tree(mats) is None
+        True
+    """
+    if mats.shape[0] <= stop:
+        return None
+    if isinstance(mats, np.ndarray):  # NaN and infinities are found by the check, silently
+        with np.errstate(all="ignore"):
+            return _scaled_log_tree(mats, stop)
+    return _scaled_log_tree(mats, stop)
+
+
+def _scaled_log_tree(mats, stop: int):
+    floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
+    c = ops.amax(ops.detach(mats), axis=(-2, -1), keepdims=True)  # (T, *batch, 1, 1)
+    p = ops.exp(mats - c)  # NaN where c is not finite: the check below fails then
+    # Each product is divided by its (detached) maximum; the final product is the product
+    # of all steps, so every divisor multiplies into it once, whatever its round. The later
+    # products (for their smallest entry) and the divisors are gathered and read at the
+    # end: a round is a matrix product, a maximum and a division.
+    products, scales = [], []
+    while p.shape[0] > stop:
+        n = p.shape[0]
+        q = ops.matmul(p[0:n - 1:2], p[1::2]) if n % 2 else ops.matmul(p[0::2], p[1::2])
+        s = ops.amax(ops.detach(q), axis=(-2, -1), keepdims=True)
+        if not products and not bool(ops.amin(ops.detach(q)) >= floor):
+            # Read once early too: a chain with true zeros (a left-to-right HMM) fails at
+            # its first round, and goes to the exact tree without running the others.
+            return None
+        products.append(q)
+        scales.append(s)
+        q = q / s
+        p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
+    if len(products) > 1 and not bool(ops.amin(ops.detach(ops.cat(products[1:], 0))) >= floor):
+        return None
+    logs = ops.log(p)
+    shift = ops.sum(ops.cat([c, ops.log(ops.cat(scales, 0))], 0), axis=0)
+    return [logs[0] + shift] + [logs[i] for i in range(1, logs.shape[0])]
