@@ -98,9 +98,7 @@ def exact_reduce_contraction_markov_product(op, arg, reduced_vars):
     # Where building that Contraction would only run the rule below first (no user rule
     # ahead of it, no hook, log or wrapping interpretation: ``direct_rules``), its chain is
     # evaluated here without the term; the term is built where the chain does not apply.
-    key = (type_key(Contraction, args) if Contraction._deep_key
-           else (Contraction, *map(type, args)))  # as the interpreter keys it
-    rules = get_interpretation().direct_rules(key)
+    rules = get_interpretation().direct_rules(type_key(Contraction, args))
     if (rules and rules[0] is exact_contraction_markov_product
             and reduced_vars.issubset(arg.inputs.keys())):
         result = _contract_chain(*args)
