@@ -255,9 +255,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     # shift ``a_max`` of ``a`` moved into ``w``, a step is ``s = p @ exp(a - a_max)``,
     # ``q = s * exp(w - m)`` (m: the max of ``w`` over states), ``p = q / sum q`` and
     # ``lz += log sum q + m``: one matrix product and ``K`` exps, as dynamax's filter. The
-    # matrix is exponentiated once; the vectors of a step are folded and exponentiated inside
-    # the loop, so no pass over all ``T`` steps precedes it (on a CPU such passes cost more
-    # than the loop's own arithmetic at small ``K``).
+    # matrix and the vectors of all steps are exponentiated once, before the loop.
     (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
     a = factors[mi]
     a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
@@ -273,34 +271,23 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     info = np.finfo(np.dtype(left.dtype))
     floor = float(info.tiny / info.eps)
 
-    def shifted(parts):  # exp(w - m) and m, m the max of w over the states (0 if -inf)
-        w = step.fold(parts)[..., 0, :]
-        if w.shape[-1] != k:
-            w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
-        m = ops.amax(ops.detach(w), axis=-1, keepdims=True)
-        # A step where every state has weight zero (m = -inf) makes the chain's total zero:
-        # q = 0, z := 1 below, and p = 0 from there on, whose log is -inf, as it should be.
-        m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
-        return ops.exp(w - m), m
-
-    # A pass over all T steps before the loop (the exps of every step at once) costs less
-    # than exps inside it, except for tiny chains, where XLA would run the whole program
-    # inline on the calling thread below about a thousand estimated flops (a loop counts
-    # once) and hands a larger one to another thread, at tens of microseconds.
-    inloop = duration * math.prod(left.shape) <= 512
-    if not inloop:
-        ew_all, m_all = shifted(([] if w0 is None else [w0[None]]) + timed
-                                + ([a_max] if timed_e else []))
-        timed_w = ew_all.shape[0] > 1
+    # exp(w - m) and m for every step, m the max of w over the states (0 where -inf: a step
+    # where every state has weight zero makes the chain's total zero: q = 0, z := 1 below,
+    # and p = 0 from there on, whose log is -inf, as it should be).
+    w = step.fold(([] if w0 is None else [w0[None]]) + timed + ([a_max] if timed_e else []))
+    w = w[..., 0, :]
+    if w.shape[-1] != k:
+        w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+    m_all = ops.amax(ops.detach(w), axis=-1, keepdims=True)
+    m_all = ops.where(ops.isfinite(m_all), m_all, ops.full_like(m_all, 0.0))
+    ew_all = ops.exp(w - m_all)
+    timed_w = ew_all.shape[0] > 1
 
     def body(carry, xs):
         p, lz, low = carry
-        et, amt, ws = xs
+        et, ws = xs
         et = et if timed_e else e[0]
-        if inloop:
-            ew, m = shifted(([] if w0 is None else [w0]) + list(ws) + ([amt] if timed_e else []))
-        else:
-            ew, m = ws if timed_w else (ew_all[0], m_all[0])
+        ew, m = ws if timed_w else (ew_all[0], m_all[0])
         s = _vecmat(p, et)
         if low is not None:  # NaN propagates: a carry of all -inf makes NaN
             low = ops.min(low, ops.detach(s))
@@ -315,8 +302,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     p0 = ops.exp(left - lmax)
     z0 = ops.sum(p0, axis=-1, keepdims=True)
     dummy = ops.new_zeros(left, (duration,))
-    xs = (e if timed_e else dummy, a_max if timed_e else dummy,
-          tuple(timed) if inloop else ((ew_all, m_all) if timed_w else dummy))
+    xs = (e if timed_e else dummy, (ew_all, m_all) if timed_w else dummy)
 
     # Beyond the smallest chains the body is checkpointed: in reverse mode it keeps only its
     # carry per step and recomputes the rest (a matrix product and a few elementwise ops) in
@@ -464,12 +450,16 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
         if (has_left and sum_op is ops.logaddexp and prod_op is ops.add
                 and step.kinds.count("m") == 1 and "p" not in step.kinds and states > 1
                 and duration > 1):
-            if jax_backend is not None:
+            # Tiny chains stay in log space: there the exps saved are few, and the exact scan
+            # is leaner, fwd and even more so in reverse mode (4x at K = 4, T = 30).
+            tiny = duration * math.prod(left.shape) <= 512
+            if jax_backend is not None and not tiny:
                 return _fast_log_filter(step, factors, duration, left, right, scan,
                                         jax_backend.cond, jax_backend.checkpoint)
-            result = _eager_log_filter(step, factors, duration, left, right)
-            if result is not None:
-                return result
+            if jax_backend is None:
+                result = _eager_log_filter(step, factors, duration, left, right)
+                if result is not None:
+                    return result
         return _sequential(step, factors, duration, left, right, scan)
     mats = _materialize(step, factors, duration)
     if sum_op is ops.add and prod_op is ops.mul:
