@@ -233,6 +233,37 @@ def test_fast_filter_layouts(k, duration, batch):
         fc.set_backend("numpy")
 
 
+@pytest.mark.parametrize("duration", [300, 5000])
+def test_fast_filter_time_varying_transitions(duration):
+    # A transition matrix per step (exps inside the loop for a small carry up to a few
+    # thousand steps, before it beyond), jitted, against a numpy forward algorithm.
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(duration)
+    k = 2
+    init, a = rng.normal(size=k), rng.normal(size=(duration, k, k))
+    o = rng.normal(size=(duration, k))
+    alpha = init
+    for t in range(duration):
+        alpha = np.logaddexp.reduce(alpha[:, None] + a[t], axis=0) + o[t]
+    expected = np.logaddexp.reduce(alpha)
+
+    def program(i, a_, o_):
+        it = fc.Tensor(i, {"x": fc.Bint[k]})
+        at = fc.Tensor(a_, {"t": fc.Bint[duration], "x": fc.Bint[k], "y": fc.Bint[k]})
+        ot = fc.Tensor(o_, {"t": fc.Bint[duration], "y": fc.Bint[k]})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, at + ot, "t", {"x": "y"},
+                                  strategy="sequential")
+        return (it + chain).reduce(ops.logaddexp, {"x", "y"}).data
+
+    fc.set_backend("jax")
+    try:
+        actual = jax.jit(program)(*(jax.numpy.asarray(x) for x in (init, a, o)))
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(float(actual), expected, rtol=1e-10)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_eager_probability_filter(backend):
     # Eagerly the log-space filter runs in probability space when every shifted transition
