@@ -255,7 +255,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     # shift ``a_max`` of ``a`` moved into ``w``, a step is ``s = p @ exp(a - a_max)``,
     # ``q = s * exp(w - m)`` (m: the max of ``w`` over states), ``p = q / sum q`` and
     # ``lz += log sum q + m``: one matrix product and ``K`` exps, as dynamax's filter. The
-    # matrix is exponentiated once, before the loop.
+    # matrix and the vectors of all steps are exponentiated once, before the loop.
     (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
     a = factors[mi]
     a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
@@ -271,41 +271,23 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     info = np.finfo(np.dtype(left.dtype))
     floor = float(info.tiny / info.eps)
 
-    def shifted(parts):
-        # exp(w - m) and m, m the max of w over the states (0 where -inf: a step where every
-        # state has weight zero makes the chain's total zero: q = 0, z := 1 below, and p = 0
-        # from there on, whose log is -inf, as it should be).
-        w = step.fold(parts)[..., 0, :]
-        if w.shape[-1] != k:
-            w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
-        m = ops.amax(ops.detach(w), axis=-1, keepdims=True)
-        m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
-        return ops.exp(w - m), m
-
-    # The exps of all steps are taken before the loop, except for a carry of at most four
-    # numbers over at most a few thousand steps: there the pass over all steps costs more
-    # than the exps inside the loop (XLA:CPU also runs a program estimated below about a
-    # thousand flops, a loop counted once, on the calling thread: 1.25x faster at K = 4,
-    # T = 1,000); beyond, and at K = 8 already, exps inside the loop cost more (XLA fuses
-    # them into the product and recomputes them per output).
-    inloop = math.prod(left.shape) <= 4 and duration <= 4096
-    if not inloop:
-        ew_all, m_all = shifted(([] if w0 is None else [w0[None]]) + timed
-                                + ([a_max] if timed_e else []))
-        timed_w = ew_all.shape[0] > 1
-    else:
-        timed_w = True
+    # exp(w - m) and m for every step, m the max of w over the states (0 where -inf: a step
+    # where every state has weight zero makes the chain's total zero: q = 0, z := 1 below,
+    # and p = 0 from there on, whose log is -inf, as it should be).
+    w = step.fold(([] if w0 is None else [w0[None]]) + timed + ([a_max] if timed_e else []))
+    w = w[..., 0, :]
+    if w.shape[-1] != k:
+        w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+    m_all = ops.amax(ops.detach(w), axis=-1, keepdims=True)
+    m_all = ops.where(ops.isfinite(m_all), m_all, ops.full_like(m_all, 0.0))
+    ew_all = ops.exp(w - m_all)
+    timed_w = ew_all.shape[0] > 1
 
     def body(carry, xs):
         p, lz, low = carry
         et, ws = xs
         et = et if timed_e else e[0]
-        if inloop:
-            vectors, shift = ws
-            ew, m = shifted(([] if w0 is None else [w0]) + list(vectors)
-                            + ([shift] if timed_e else []))
-        else:
-            ew, m = ws if timed_w else (ew_all[0], m_all[0])
+        ew, m = ws if timed_w else (ew_all[0], m_all[0])
         s = _vecmat(p, et)
         if low is not None:  # NaN propagates: a carry of all -inf makes NaN
             low = ops.min(low, ops.detach(s))
@@ -320,8 +302,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     p0 = ops.exp(left - lmax)
     z0 = ops.sum(p0, axis=-1, keepdims=True)
     dummy = ops.new_zeros(left, (duration,))
-    xs = (e if timed_e else dummy, (tuple(timed), a_max if timed_e else dummy) if inloop
-          else ((ew_all, m_all) if timed_w else dummy))
+    xs = (e if timed_e else dummy, (ew_all, m_all) if timed_w else dummy)
 
     # Beyond the smallest chains the body is checkpointed: in reverse mode it keeps only its
     # carry per step and recomputes the rest (a matrix product and a few elementwise ops) in
