@@ -32,3 +32,24 @@ def backend(request):
     fc.set_backend(request.param)
     yield request.param
     fc.set_backend("numpy")
+
+
+@pytest.fixture
+def scratch_exact_rules():
+    """``exact``, with the rules a test registers on it removed afterwards."""
+    from funsor_core.engine.interpreter import _clear_all_caches, _ignore_ambiguities
+    from interpretations import exact
+
+    kind = type(exact)
+    saved = {cls: {sig: list(fns) for sig, fns in d.funcs.items()}
+             for cls, d in kind._dispatchers.items()}
+    yield exact
+    for cls, d in list(kind._dispatchers.items()):
+        if cls not in saved:
+            del kind._dispatchers[cls]
+            continue
+        d.funcs.clear()
+        d.funcs.update(saved[cls])
+        d._cache.clear()
+        d.reorder(on_ambiguity=_ignore_ambiguities)
+    _clear_all_caches()
