@@ -155,8 +155,11 @@ _COMPILED_OP = 0.1e-6
 # per element for logaddexp dominate), and its speedup on a GPU.
 _ELEMENT = 4e-9
 _GPU_SPEEDUP = 100.0
-# Ops per sequential step and per parallel round (slices, the contraction, bookkeeping).
-_SEQ_OPS, _PAR_OPS = 3, 6
+# Array calls per sequential step and per parallel round (slices, the contraction,
+# bookkeeping), refitted after the eager discrete kernels moved to probability space (a
+# filter step is four calls; a round of the tree a matrix product and its rescaling, an odd
+# round no longer adding a tail product: benchmarks/markov.py, 2026-11-23).
+_SEQ_OPS, _PAR_OPS = 4, 3
 _GAUSS_SEQ_OPS, _GAUSS_PAR_OPS = 14, 18
 
 
@@ -182,7 +185,8 @@ def _costs(p: ChainProblem) -> tuple[float, float]:
     else:
         call = _CALL.get(p.backend, 5e-6)
         seq_fixed = t * seq_ops * call
-        par_fixed = (rounds + rounds) * par_ops * call  # odd rounds add a tail contraction
+        # A Gaussian tree's odd rounds add a tail contraction; a discrete one's concatenate.
+        par_fixed = (2 * rounds if p.gaussian else rounds) * par_ops * call
     # The parallel strategy composes transition matrices at every round, about 2x the work of
     # one pass (a geometric series over the rounds).
     return seq_fixed + seq_work * element, par_fixed + 2 * par_work * element
