@@ -268,8 +268,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     timed = [f for f, k, t in zip(factors, step.kinds, step.timed) if k in ("c", "s") and t]
     w0 = step.fold(fixed + ([] if timed_e else [a_max[0]])) if fixed or not timed_e else None
     k = step.states
-    info = np.finfo(np.dtype(left.dtype))
-    floor = float(info.tiny / info.eps)
+    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
 
     # exp(w - m) and m for every step, m the max of w over the states (0 where -inf: a step
     # where every state has weight zero makes the chain's total zero: q = 0, z := 1 below,
