@@ -53,7 +53,7 @@ from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_toler
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 
-__all__ = ["collapse_arrays", "collapse_mixture", "component_moments"]
+__all__ = ["collapse_arrays", "collapse_mixture", "collapse_system", "component_moments"]
 
 Array = Any
 _LOG_2PI = math.log(2 * math.pi)
@@ -152,6 +152,36 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     return log_const, new_white_vec, new_prec_sqrt
 
 
+def collapse_system(log_weights: Array, white_vec: Array, prec_sqrt: Array,
+                    index: tuple | None = None, integrated_names=None, names=None):
+    """Integrate the coordinates ``index`` out of each component, then collapse the mixture
+    over the last batch dim (``collapse_arrays``): the array work of ``collapse_mixture``.
+
+    Args:
+        log_weights: batch + (n,); white_vec: batch + (n, rank); prec_sqrt: batch + (n, dim,
+            rank), the components' systems over all their real coordinates.
+        index: coordinates to integrate first (exactly), or None.
+        integrated_names, names: labels (or functions returning them) of the integrated and
+            of the remaining coordinates, for error messages.
+
+    Returns:
+        ``(log_const, white_vec, prec_sqrt)`` as ``collapse_arrays``, over the coordinates
+        not in ``index``.
+
+    Example:
+        >>> w, s = from_mean_covariance(np.zeros((2, 2)), np.broadcast_to(np.eye(2), (2, 2, 2)))
+        >>> c, w2, s2 = collapse_system(np.zeros(2), w, s, (0,))  # x[0] integrated
+        >>> s2.shape, bool(np.isclose(c, np.log(2) + 0.5 * np.log(2 * np.pi)))
+        ((1, 1), True)
+    """
+    if index is None:
+        return collapse_arrays(log_weights, white_vec, prec_sqrt, names)
+    white_vec, prec_sqrt, shift = gm.marginalize(white_vec, prec_sqrt, index,
+                                                 check=CHECK_RANK[0], names=integrated_names)
+    return collapse_arrays(ops.add(log_weights, shift), white_vec, prec_sqrt, names,
+                           triangular=True)
+
+
 def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: frozenset,
                      integrate: frozenset = frozenset()) -> Funsor | None:
     """``logaddexp`` of ``g + dense`` over the Bint inputs ``names`` of ``g``, as one Gaussian
@@ -199,16 +229,9 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: f
     parts = [_aligned_system(x, p, plan) for x, p in zip(gs, plan.gaussians)]
     white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
         ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
-    shift = None
-    if plan.index is not None:
-        white_vec, prec_sqrt, shift = gm.marginalize(
-            white_vec, prec_sqrt, plan.index, check=CHECK_RANK[0],
-            names=lambda: _labels(plan.integrated))
-    logits = _logits(ds, plan, white_vec)
-    if shift is not None:
-        logits = ops.add(logits, shift)
-    log_const, new_white_vec, new_prec_sqrt = collapse_arrays(
-        logits, white_vec, prec_sqrt, lambda: _labels(plan.reals), triangular=shift is not None)
+    log_const, new_white_vec, new_prec_sqrt = collapse_system(
+        _logits(ds, plan, white_vec), white_vec, prec_sqrt, plan.index,
+        lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
     return gaussian_sum(Gaussian.make(new_white_vec, new_prec_sqrt, ikey=plan.g_ikey),
                         Tensor.make(log_const, plan.keep, ikey=plan.t_ikey))
 
