@@ -30,7 +30,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian
-from funsor_core.atoms.gaussian.moments import collapse_mixture
+from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Interpretation, Tuple
 from funsor_core.terms.base import Number
@@ -56,6 +56,15 @@ def _compressed(gaussians) -> bool:
     return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
 
 
+def _collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
+    """``collapse_mixture``'s arguments: the real names of ``reduced_vars`` that a Gaussian
+    has are integrated in its QR; names only the weights have are summed there (exactly)."""
+    exact_vars = reduced_vars - mixed
+    g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
+    real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
+    return g, tuple(dense), mixed | (exact_vars - real), real
+
+
 # logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum
 # the names only t has (exactly), then collapse the mixture over the rest to one Gaussian per
 # remaining assignment, of the same normalizer, mean and covariance.
@@ -67,25 +76,40 @@ def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     mixed = _mixture_vars(reduced_vars, terms)
     if not mixed:
         return None
-    exact_vars = reduced_vars - mixed
     gaussians = [t for t in terms if isinstance(t, Gaussian)]
     dense = [t for t in terms if not isinstance(t, Gaussian)]
     if len(gaussians) > 1 and _compressed(gaussians):  # their sum is compressed first
         gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
     if gaussians:
         # Several Gaussians are aligned and concatenated inside the collapse (their sum,
-        # uncompressed, is that concatenation): the joint is never built as a term. Names
-        # only the weights have are summed there too (exactly), with the weights' sum.
-        g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
-        real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
-        summed = exact_vars - real
-        # One QR per component integrates the real names and gives the moments.
-        result = collapse_mixture(g, tuple(dense), mixed | summed, integrate=real)
+        # uncompressed, is that concatenation): the joint is never built as a term. One QR
+        # per component integrates the real names and gives the moments.
+        result = collapse_mixture(*_collapse_args(reduced_vars, mixed, gaussians, dense))
         if result is not None:
             return result
+    exact_vars = reduced_vars - mixed
     if exact_vars:  # the general way: exact reduces the rest, then this rule collapses
         inner = Contraction(red_op, bin_op, exact_vars, terms)
         if isinstance(inner, Contraction) and inner.reduced_vars:
             return None  # exact could not integrate: reducing again would come back here
         return inner.reduce(ops.logaddexp, mixed)
     return None
+
+
+def _collapse_request(reduced_vars: frozenset, terms: tuple):
+    """``(gaussians, dense, names, integrate)`` such that the rule, given
+    ``(logaddexp, add, reduced_vars, terms)``, returns ``collapse_mixture`` of them without
+    compressing first (None otherwise, or where ``collapse_mixture`` declines).
+
+    Read by code that repeats one collapse on arrays (``windowed_filter``'s fused steps)."""
+    mixed = _mixture_vars(reduced_vars, terms)
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    if not mixed or len(gaussians) > 1 and _compressed(gaussians):
+        return None
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
+    g, ds, names, real = _collapse_args(reduced_vars, mixed, gaussians, dense)
+    gs = g if isinstance(g, tuple) else (g,)
+    return (gs, ds, names, real) if collapse_layout(gs, ds, names, real) is not None else None
+
+
+moment_matching_contraction_gaussians.collapse_request = _collapse_request

@@ -53,7 +53,8 @@ from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_toler
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 
-__all__ = ["collapse_arrays", "collapse_mixture", "collapse_system", "component_moments"]
+__all__ = ["align_system", "align_weights", "collapse_arrays", "collapse_layout",
+           "collapse_mixture", "collapse_result", "collapse_system", "component_moments"]
 
 Array = Any
 _LOG_2PI = math.log(2 * math.pi)
@@ -218,12 +219,7 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: f
     """
     gs = g if isinstance(g, tuple) else (g,)
     ds = () if dense is None else dense if isinstance(dense, tuple) else (dense,)
-    if not all(isinstance(d, Number) or isinstance(d, Tensor) and d.dtype == "real"
-               and not d.output.shape for d in ds):
-        return None  # log weights are real scalars
-    plan = _collapse_plan(tuple(x._ikey for x in gs), tuple(x.rank for x in gs),
-                          tuple(d._ikey if isinstance(d, Tensor) else None for d in ds),
-                          names, integrate)
+    plan = collapse_layout(gs, ds, names, integrate)
     if plan is None:
         return None
     parts = [_aligned_system(x, p, plan) for x, p in zip(gs, plan.gaussians)]
@@ -232,7 +228,34 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: f
     log_const, new_white_vec, new_prec_sqrt = collapse_system(
         _logits(ds, plan, white_vec), white_vec, prec_sqrt, plan.index,
         lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
-    return gaussian_sum(Gaussian.make(new_white_vec, new_prec_sqrt, ikey=plan.g_ikey),
+    return collapse_result(plan, log_const, new_white_vec, new_prec_sqrt)
+
+
+def collapse_layout(gs: tuple, ds: tuple, names: frozenset,
+                    integrate: frozenset = frozenset()) -> _Plan | None:
+    """The layout of ``collapse_mixture(gs, ds, names, integrate)`` (Gaussians ``gs``, log
+    weights ``ds``: Tensors and Numbers), or None where it declines. It depends only on the
+    terms' inputs and ranks, and is cached: code that collapses the same structure many times
+    (a filter) plans once and moves arrays with ``align_system`` and ``align_weights``.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan = collapse_layout((g,), (), frozenset({"i"}))
+        >>> plan.n, plan.dim, plan.g_ikey
+        (2, 1, (('x', Real),))
+    """
+    if not all(isinstance(d, Number) or isinstance(d, Tensor) and d.dtype == "real"
+               and not d.output.shape for d in ds):
+        return None  # log weights are real scalars
+    return _collapse_plan(tuple(x._ikey for x in gs), tuple(x.rank for x in gs),
+                          tuple(d._ikey if isinstance(d, Tensor) else None for d in ds),
+                          names, integrate)
+
+
+def collapse_result(plan: _Plan, log_const: Array, white_vec: Array, prec_sqrt: Array) -> Funsor:
+    """The term ``collapse_mixture`` returns for the arrays ``collapse_system`` computed."""
+    return gaussian_sum(Gaussian.make(white_vec, prec_sqrt, ikey=plan.g_ikey),
                         Tensor.make(log_const, plan.keep, ikey=plan.t_ikey))
 
 
@@ -325,23 +348,41 @@ class _Inputs:
 
 
 def _aligned_system(g: Gaussian, p: tuple, plan: _Plan):
-    """``g``'s arrays in the plan's layout: batch kept + (n,), coordinates of all the reals."""
+    return align_system(g.white_vec, g.prec_sqrt, p, plan)
+
+
+def align_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead: int = 0):
+    """A Gaussian's arrays in the plan's layout: ``lead`` leading axes (e.g. time) kept, then
+    batch kept + (n,), then the coordinates of all the reals; ``p`` is its entry of
+    ``plan.gaussians``."""
     perm, shape, full, before, after, rows = p
-    white_vec, prec_sqrt = g.white_vec, g.prec_sqrt
+    front = tuple(white_vec.shape[:lead])
     if perm is not None:
         nb = len(perm)
-        white_vec = ops.permute(white_vec, perm + (nb,))
-        prec_sqrt = ops.permute(prec_sqrt, perm + (nb, nb + 1))
+        order = tuple(range(lead)) + tuple(lead + i for i in perm)
+        white_vec = ops.permute(white_vec, order + (lead + nb,))
+        prec_sqrt = ops.permute(prec_sqrt, order + (lead + nb, lead + nb + 1))
     dim, rank = prec_sqrt.shape[-2:]
     if shape != full:
-        white_vec = ops.expand(ops.reshape(white_vec, shape + (rank,)), full + (rank,))
-        prec_sqrt = ops.expand(ops.reshape(prec_sqrt, shape + (dim, rank)), full + (dim, rank))
+        white_vec = ops.expand(ops.reshape(white_vec, front + shape + (rank,)),
+                               front + full + (rank,))
+        prec_sqrt = ops.expand(ops.reshape(prec_sqrt, front + shape + (dim, rank)),
+                               front + full + (dim, rank))
     if rows is None and (before or after):
         white_vec, prec_sqrt = gm.pad_dims(white_vec, prec_sqrt, before, after)
     elif rows is not None:
         white_vec, prec_sqrt = gm.embed(white_vec, prec_sqrt, rows, plan.dim)
-    return (ops.reshape(white_vec, plan.kshape + (plan.n, rank)),
-            ops.reshape(prec_sqrt, plan.kshape + (plan.n, plan.dim, rank)))
+    return (ops.reshape(white_vec, front + plan.kshape + (plan.n, rank)),
+            ops.reshape(prec_sqrt, front + plan.kshape + (plan.n, plan.dim, rank)))
+
+
+def align_weights(data: Array, p: tuple, lead: int = 0) -> Array:
+    """A dense term's array in the plan's dense layout (``lead`` leading axes kept); ``p`` is
+    its entry of ``plan.dense`` (not None: Numbers have no array)."""
+    perm, shape = p
+    if perm is not None:
+        data = ops.permute(data, tuple(range(lead)) + tuple(lead + i for i in perm))
+    return ops.reshape(data, tuple(data.shape[:lead]) + shape)
 
 
 def _logits(ds: tuple, plan: _Plan, proto) -> Array:
@@ -352,8 +393,7 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
         if p is None:
             const += float(d.data)
             continue
-        data = d.data if p[0] is None else ops.permute(d.data, p[0])
-        data = ops.reshape(data, p[1])
+        data = align_weights(d.data, p)
         total = data if total is None else ops.add(total, data)
     if total is None:
         return ops.new_full(proto, plan.kshape + (plan.n,), const)
