@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import math
 
+from funsor_core import ops
+from funsor_core.algorithms.filtering_fused import FusedCollapses
 from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
@@ -136,18 +138,31 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
                    if k != v and k in msg.inputs}
         return msg(**renamed) if renamed else msg
 
+    def reduced_names(t, terms):
+        return frozenset(n for n in summed[t % period] if any(n in f.inputs for f in terms))
+
+    # Moment-matching steps of one structure run on arrays (filtering_fused).
+    fused = (FusedCollapses(factors, reduced_names, tries=window + period + 1)
+             if each_step is None and sum_op is ops.logaddexp and prod_op is ops.add else None)
     msg = init
     size = trans.inputs[time].size
-    for t in range(size):
+    t = 0
+    while t < size:
+        if fused is not None and t:
+            msg, t = fused.run(msg, t, size)
+            fused = None if fused.exhausted else fused
+            if t == size:
+                break
         # (msg * factor).reduce(sum, names), built as its normal form at once: one term,
         # the message's own product flattened into it (as normalize would).
         flat = (msg.terms if isinstance(msg, Contraction) and msg.red_op is None
                 and msg.bin_op is prod_op else (msg,))
         terms = (*flat, *factors(t))
-        reduced = frozenset(n for n in summed[t % period] if any(n in f.inputs for f in terms))
+        reduced = reduced_names(t, terms)
         msg = Contraction(sum_op if reduced else None, prod_op, reduced, terms)
         if each_step is not None:
             each_step(t, current(msg, t))
+        t += 1
     return current(msg, size - 1)
 
 

@@ -54,7 +54,8 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["align_system", "align_weights", "collapse_arrays", "collapse_layout",
-           "collapse_mixture", "collapse_result", "collapse_system", "component_moments"]
+           "collapse_mixture", "collapse_planned", "collapse_result", "collapse_system",
+           "component_moments"]
 
 Array = Any
 _LOG_2PI = math.log(2 * math.pi)
@@ -225,10 +226,16 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: f
     parts = [_aligned_system(x, p, plan) for x, p in zip(gs, plan.gaussians)]
     white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
         ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
-    log_const, new_white_vec, new_prec_sqrt = collapse_system(
-        _logits(ds, plan, white_vec), white_vec, prec_sqrt, plan.index,
-        lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
+    log_const, new_white_vec, new_prec_sqrt = collapse_planned(
+        plan, _logits(ds, plan, white_vec), white_vec, prec_sqrt)
     return collapse_result(plan, log_const, new_white_vec, new_prec_sqrt)
+
+
+def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqrt: Array):
+    """``collapse_system`` of arrays in the layout of ``plan`` (``collapse_layout``), with
+    the plan's names in its error messages."""
+    return collapse_system(log_weights, white_vec, prec_sqrt, plan.index,
+                           lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
 
 
 def collapse_layout(gs: tuple, ds: tuple, names: frozenset,
