@@ -281,3 +281,70 @@ def test_a_singular_step_raises_naming_the_variable_when_fused(counted):
         messages.append(str(info.value))
     assert messages[0] == messages[1]
     assert "x_prev" in messages[0], messages[0]
+
+
+@pytest.fixture
+def scans(monkeypatch):
+    """The number of steps each compiled lax.scan of the fused steps ran."""
+    from funsor_core.algorithms import filtering_fused
+
+    ran = []
+    real = filtering_fused.scan_steps
+
+    def counted_scan(state, t, blocks, cycle):
+        ran.append(blocks * len(cycle))
+        return real(state, t, blocks, cycle)
+
+    monkeypatch.setattr(filtering_fused, "scan_steps", counted_scan)
+    return ran
+
+
+@pytest.mark.parametrize("window, jit", [(1, False), (1, True), (2, True)])
+def test_jax_runs_repeating_steps_as_one_scan(scans, window, jit):
+    # On jax the steps after the first period (2 steps for window 1, 6 for window 2) run as
+    # one compiled lax.scan: eagerly and under jax.jit, the same total as the numpy GPB.
+    import jax
+
+    p = _slds(seed=13, T=12 if window == 1 else 24, K=2, d=2, obs_dim=1)
+
+    def run(y):
+        init, trans = _slds_factors(dict(p, y=y), "jax")
+        msg = _filter(init, trans, window)
+        return _total(msg)
+
+    fc.set_backend("jax")
+    try:
+        value = (jax.jit(run) if jit else run)(_array("jax", p["y"]))
+    finally:
+        fc.set_backend("numpy")
+    assert scans and sum(scans) >= 6, scans
+    np.testing.assert_allclose(float(value), _numpy_gpb(p, window), rtol=1e-10)
+
+
+def test_eager_jax_scan_of_a_singular_step_raises_as_numpy(scans):
+    # The compiled loop cannot raise: its singular component gives an infinite constant, and
+    # the steps are run again in Python, which raise the error naming the coordinates.
+    from funsor_core.atoms.gaussian.algebra import split_gaussian_sum
+
+    p = _slds(seed=14, T=12, K=2, d=2, obs_dim=1)
+    errors = []
+    for backend in ("numpy", "jax"):
+        fc.set_backend(backend)
+        try:
+            init, trans = _slds_factors(p, backend)
+            gs, ds = split_gaussian_sum(trans)
+            (dyn,) = gs
+            ps = np.array(dyn.prec_sqrt, copy=True)
+            where = {"time": slice(7, None), "s_curr": 1}
+            ps[tuple(where[k] for k, d in dyn.inputs.items() if d.dtype != "real")] = 0.0
+            bad = fc.Gaussian(white_vec=dyn.white_vec, prec_sqrt=_array(backend, ps),
+                              inputs=dyn.inputs)
+            for d in ds:
+                bad = bad + d
+            with pytest.raises(ValueError) as info:
+                _filter(init, bad, 1)
+            errors.append(str(info.value))
+        finally:
+            fc.set_backend("numpy")
+    assert scans, "the jax run did not try the compiled loop"
+    assert errors[0] == errors[1]

@@ -16,6 +16,10 @@ exact enumeration of the ``K^T`` switch paths (the final collapse keeps the tota
 step costs ``O(K^(window + 1))`` Gaussian operations for ``K`` switch values, so the filter
 is ``O(T K^(window + 1))``.
 
+Under ``moment_matching`` the steps whose structure repeats run on arrays, the layout of the
+collapse planned once (``filtering_fused``); on jax they run as one compiled ``lax.scan``
+(``filtering_scan``), so that under ``jax.jit`` the program does not grow with the chain.
+
 Example:
     >>> import funsor_core as fc
     >>> t = fc.Tensor(np.log(np.full((3, 2, 2), 0.5)),

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from funsor_core import ops
+from funsor_core.algorithms.filtering_scan import scan_steps
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.gaussian.moments import (
     align_system,
@@ -30,6 +31,7 @@ from funsor_core.atoms.gaussian.moments import (
     collapse_result,
 )
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.backend import backend_name_of
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.patterns import type_key
 from funsor_core.terms.base import Funsor
@@ -60,6 +62,8 @@ class _Step(NamedTuple):
     msg_weights: Any  # the message Tensor's entry of plan.dense, or None
     timed_weights: Any  # the atoms' log weights with time in front, summed (or None)
     static_weights: Any  # those without time, summed (or None)
+
+    state_type = _State
 
     def __call__(self, state: _State, t: int) -> _State:
         plan = self.plan
@@ -132,6 +136,8 @@ class FusedCollapses:
     def __init__(self, factors, reduced_names: Callable, tries: int = 4):
         self.factors, self.reduced_names, self.tries = factors, reduced_names, tries
         self.steps = {}
+        self.after = {}  # step key -> the structure of the message it makes
+        self.compiled = True  # on jax, repeating steps may run as one lax.scan
 
     def run(self, msg: Funsor, t: int, size: int) -> tuple[Funsor, int]:
         """``(message, t')``: steps ``t .. t' - 1`` run on arrays (``t' == t`` where step
@@ -150,7 +156,12 @@ class FusedCollapses:
                     break
                 self.steps[key] = found
             step = found
+            scanned = self._scan(state, t, size, step) if self.compiled else None
+            if scanned is not None:
+                state, t, step = scanned
+                continue
             state = step(state, t)
+            self.after[key] = state.structure
             t += 1
         else:
             if step is not None:
@@ -158,6 +169,36 @@ class FusedCollapses:
                                        state.prec_sqrt), t
         self.tries -= step is None
         return msg, t
+
+    def _scan(self, state: _State, t: int, size: int, step: _Step):
+        """``(state, t', last step)`` after steps from ``t`` run compiled on jax
+        (``filtering_scan``): those that repeat with the filter's period as one ``lax.scan``,
+        or, until a full period is known, step ``t`` alone. None on another backend, or
+        where an eager result is not finite (the Python loop redoes those steps then, and
+        raises where a component has no moments)."""
+        if backend_name_of(state.white_vec) != "jax":
+            return None
+        period = len(self.factors.renames)
+        cycle, structure = [], state.structure
+        for k in range(period):
+            key = ((t + k) % period, structure)
+            if key not in self.after:
+                break
+            cycle.append(self.steps[key])
+            structure = self.after[key]
+        blocks = (size - t) // period
+        if len(cycle) < period or structure != state.structure or blocks < 2:
+            cycle, blocks = [step], 1
+        white_vec, prec_sqrt, log_const = scan_steps(state, t, blocks, tuple(cycle))
+        if ops.is_concrete(log_const) and not bool(ops.to_numpy(ops.all(
+                ops.isfinite(log_const)))):
+            self.compiled = False
+            return None
+        last = cycle[-1]
+        new = _State(last.plan.g_ikey, last.plan.t_ikey, white_vec, prec_sqrt, log_const)
+        if blocks == 1 and len(cycle) == 1:
+            self.after[(t % period, state.structure)] = new.structure
+        return new, t + blocks * len(cycle), last
 
     @property
     def exhausted(self) -> bool:
