@@ -319,7 +319,7 @@ def _collapse_plan(g_ikeys: tuple, ranks: tuple, d_ikeys: tuple, names: frozense
         lo, hi = (rows[0], rows[-1] + 1) if rows else (0, 0)
         contiguous = rows == list(range(lo, hi))
         gaussians.append((perm, shape, full, lo if contiguous else None,
-                          dim - hi if contiguous else None, None if contiguous else rows))
+                          dim - hi if contiguous else None, None if contiguous else tuple(rows)))
     index = None
     integrated = {}
     left = reals
