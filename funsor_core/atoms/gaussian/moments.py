@@ -49,6 +49,7 @@ from funsor_core.atoms.gaussian.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
+from funsor_core.atoms.gaussian.normal_equations import collapse_normal
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
@@ -174,6 +175,18 @@ def collapse_system(log_weights: Array, white_vec: Array, prec_sqrt: Array,
         >>> s2.shape, bool(np.isclose(c, np.log(2) + 0.5 * np.log(2 * np.pi)))
         ((1, 1), True)
     """
+    def by_qr():
+        return _collapse_system_qr(log_weights, white_vec, prec_sqrt, index, integrated_names,
+                                   names)
+
+    # Well-conditioned systems (most): the Gram matrices and Cholesky, at about half the cost;
+    # elsewhere (and for every rank decision) the QR path (see ``normal_equations``).
+    fast = collapse_normal(log_weights, white_vec, prec_sqrt, index, by_qr)
+    return by_qr() if fast is None else fast
+
+
+def _collapse_system_qr(log_weights, white_vec, prec_sqrt, index, integrated_names, names):
+    """``collapse_system`` by two QR factorizations (never squaring a condition number)."""
     if index is None:
         return collapse_arrays(log_weights, white_vec, prec_sqrt, names)
     white_vec, prec_sqrt, shift = gm.marginalize(white_vec, prec_sqrt, index,
