@@ -161,10 +161,8 @@ def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
     batch = tuple(log_mass.shape)
     stacked = ops.reshape(stacked, batch + (log_weights.shape[-1] * (d_a + 1), d_a))
     cov = ops.matmul(la.mT(stacked), stacked)
-    # No mass at all: a unit covariance, as collapse_arrays.
-    empty = ops.where(finite, ops.full_like(log_mass, 0.0), ops.full_like(log_mass, 1.0))
-    cov = ops.add(cov, ops.mul(ops.getitem(empty, (Ellipsis, None, None)),
-                               ops.new_eye(cov, d_a)))
+    # No mass at all (every root_p zero, so cov = 0): a unit covariance, as collapse_arrays.
+    cov = ops.where(ops.getitem(finite, (Ellipsis, None, None)), cov, ops.new_eye(cov, d_a))
     return log_mass, mean, cov
 
 
