@@ -3,8 +3,8 @@
 ``moments.collapse_system`` integrates coordinates ``b`` out of each mixture component and
 collapses the mixture (see ``moments``) by two QR factorizations, which never square a
 condition number. For a full-rank, well-conditioned system the same numbers come from the
-Gram matrices instead, at about half the cost (a Cholesky of a small symmetric matrix is
-cheaper than a QR of a tall one, and the rank tests become unnecessary):
+Gram matrices instead, for less (a Cholesky of a small symmetric matrix is cheaper than a QR
+of a tall one, and the rank tests and one triangular inverse are not needed):
 
 - **Components.** With ``M = [S_{b+a}; w']`` (rows ``b`` first, then ``a``, then ``w``), the
   augmented Gram matrix ``G = M M' + e e'`` (``e`` the last unit vector, the ``+1`` of
