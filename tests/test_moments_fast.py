@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from funsor_core import ops
 from funsor_core.atoms.gaussian import moments
 from funsor_core.atoms.gaussian import normal_equations as ne
 
@@ -262,3 +263,38 @@ def test_guarded_zero_derivative_where_failed():
     assert float(jax.grad(g)(0.0)) == 0.0  # sqrt' is inf at 0: taken at the safe input
     assert float(jax.grad(g)(4.0)) == 0.25
     assert float(jax.jit(jax.grad(g))(4.0)) == 0.25
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_failed_cholesky_takes_qr(backend, monkeypatch):
+    """A component whose Gram matrix is singular to working precision: the Cholesky fails or
+    barely succeeds, and either way the QR path decides, as it does alone."""
+    lw, w, s = _ill("cond12", np.random.default_rng(7))
+    s[0, 1, 3] = s[0, 1, 1] * (1 + 1e-15)
+    outcomes = []
+    for fast in (False, True):
+        calls = _count_qr(monkeypatch)
+        try:
+            outcomes.append(_collapse(backend, fast, (lw, w, s), (0,)))
+        except ValueError as e:
+            outcomes.append(str(e))
+        assert calls
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        for a, e in zip(*outcomes):
+            np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_cholesky_failure_is_none_or_nan(backend):
+    """Not positive definite: numpy and torch raise (None here), jax gives NaN; both fail the
+    check, so the QR path runs."""
+    g = _to(backend, np.array([[[1.0, 2.0], [2.0, 1.0]]]))
+    chol = ne._cholesky(g)
+    if backend == "jax":
+        assert np.isnan(np.asarray(chol)).any()
+        inv = ops.triangular_inv(chol, upper=False)
+        assert not ne._well_conditioned(np.asarray(g), np.asarray(inv))
+    else:
+        assert chol is None
