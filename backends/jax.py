@@ -538,6 +538,32 @@ def cond(pred, true_fn, false_fn, operand):
     return jax.lax.cond(pred, true_fn, false_fn, operand)
 
 
+def guarded(fn, args, safe):
+    """``fn(*args)``, which returns ``(out, ok)`` with ``ok`` a scalar bool, whose derivative is
+    zero where ``ok`` is false, and taken at the inputs ``safe`` there: NaN or inf of a failed
+    ``fn`` (a fast path that a ``cond`` then replaces) never reaches a gradient.
+
+    Example:
+        >>> f = lambda x: (jnp.sqrt(x), x > 0)
+        >>> float(jax.grad(lambda x: guarded(f, (x,), (jnp.ones(()),))[0])(0.0))
+        0.0
+    """
+    @jax.custom_jvp
+    def run(*xs):
+        return fn(*xs)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        out, ok = fn(*primals)
+        xs = [jnp.where(ok, x, s) for x, s in zip(primals, safe)]
+        dxs = [jnp.where(ok, t, jnp.zeros_like(t)) for t in tangents]
+        _, d_out = jax.jvp(lambda *a: fn(*a)[0], xs, dxs)
+        d_out = jax.tree_util.tree_map(lambda t: jnp.where(ok, t, jnp.zeros_like(t)), d_out)
+        return (out, ok), (d_out, np.zeros(jnp.shape(ok), jax.dtypes.float0))
+
+    return run(*args)
+
+
 def value_and_vjp(fn, x):
     """``(fn(x), d sum(fn(x)) / dx)`` by ``jax.vjp``; traceable under ``jax.jit``.
 

@@ -20,9 +20,10 @@ Square-root form throughout: each component's system ``[S_k' | w_k]`` is rotated
 ``[R_k | z_k]``, giving ``mu_k = R_k^{-1} z_k``, ``Sigma_k = R_k^{-1} R_k^{-T}`` and its log
 normalizer; the mixture covariance is ``A A'`` for ``A = [sqrt(p_k) R_k^{-1}, sqrt(p_k)
 (mu_k - mean)]_k``, whose triangular factor comes from one more QR of ``A'``, so no covariance
-is squared and no matrix inverted. Nothing reads a value to decide what to do, so it runs
-under ``jax.jit``; where every weight is zero (``-inf`` log weights) the mass is ``-inf`` and
-the Gaussian an arbitrary finite one (unit covariance at the origin).
+is squared and no matrix inverted (``collapse_system`` squares them where a bound keeps the
+error below ``normal_equations.FAST_RTOL``). Nothing reads a value to decide what to do, so
+it runs under ``jax.jit``; where every weight is zero (``-inf`` log weights) the mass is
+``-inf`` and the Gaussian an arbitrary finite one (unit covariance at the origin).
 
 Example:
     >>> mu = np.array([[-1.0], [1.0]])
@@ -49,6 +50,7 @@ from funsor_core.atoms.gaussian.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
+from funsor_core.atoms.gaussian.normal_equations import collapse_normal
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
@@ -176,6 +178,18 @@ def collapse_system(log_weights: Array, white_vec: Array, prec_sqrt: Array,
         >>> s2.shape, bool(np.isclose(c, np.log(2) + 0.5 * np.log(2 * np.pi)))
         ((1, 1), True)
     """
+    def by_qr():
+        return _collapse_system_qr(log_weights, white_vec, prec_sqrt, index, integrated_names,
+                                   names)
+
+    # Well-conditioned systems (most): the Gram matrices and Cholesky, for less; elsewhere
+    # (and for every rank decision) the QR path (see ``normal_equations``).
+    fast = collapse_normal(log_weights, white_vec, prec_sqrt, index, by_qr)
+    return by_qr() if fast is None else fast
+
+
+def _collapse_system_qr(log_weights, white_vec, prec_sqrt, index, integrated_names, names):
+    """``collapse_system`` by two QR factorizations (never squaring a condition number)."""
     if index is None:
         return collapse_arrays(log_weights, white_vec, prec_sqrt, names)
     white_vec, prec_sqrt, shift = gm.marginalize(white_vec, prec_sqrt, index,

@@ -1,0 +1,233 @@
+"""The moment-matching collapse by normal equations, where a bound shows it loses nothing.
+
+``moments.collapse_system`` integrates coordinates ``b`` out of each mixture component and
+collapses the mixture (see ``moments``) by two QR factorizations, which never square a
+condition number. For a full-rank, well-conditioned system the same numbers come from the
+Gram matrices instead, for less (a Cholesky of a small symmetric matrix is cheaper than a QR
+of a tall one, and the rank tests and one triangular inverse are not needed):
+
+- **Components.** With ``M = [S_{b+a}; w']`` (rows ``b`` first, then ``a``, then ``w``), the
+  augmented Gram matrix ``G = M M' + e e'`` (``e`` the last unit vector, the ``+1`` of
+  ``linalg.triangularize``) has the Cholesky factor ``L = [[L11, 0], [z', c]]`` with
+  ``L11 L11' = S S'`` and ``c^2 = 1 + ||w||^2 - ||z||^2``: ``L'`` is the ``R`` of the QR
+  path up to row signs. So the log integral over all coordinates is ``-0.5 (c^2 - 1) -
+  log|det L11| + 0.5 dim log 2π``, the marginal over ``a`` has the factor ``L_aa``, and the
+  rows ``d_b:`` of ``L^{-1}``, columns ``a``, are ``[L_aa^{-1}; -mu'/c]``: the square root of
+  the component covariance and the component mean at once.
+- **Mixture.** The covariance ``C = A'A`` for the stacked ``A`` of ``moments.collapse_arrays``
+  is formed and factored ``C = U U'``; the new square-root precision is ``U^{-T}``.
+
+**The check.** Cholesky of ``G = M M'`` is backward stable for ``G`` (Demmel): the computed
+factor is exact for ``G + E`` with ``|E_ij| <= gamma sqrt(G_ii G_jj)``, the same form as the
+rounding of ``M M'`` itself, so the error is set by the condition number of the column-scaled
+factor ``T = D^{-1} L`` (``D^2 = diag G``; Cholesky is invariant under that scaling), and
+squared: a relative error of about ``n eps kappa(T)^2`` against QR's ``n eps kappa(T)``. The
+fast path is taken only where ``n eps kappa_F(T)^2 <= FAST_RTOL`` (``1e-10`` in float64),
+with ``kappa_F(T)^2 = ||T||_F^2 ||T^{-1}||_F^2 = n ||L^{-1} D||_F^2``, which the inverse
+computed anyway gives; ``kappa_2 <= kappa_F``, so this is an upper bound, not an estimate.
+Because ``w`` is a column of ``M``, it also bounds the cancellation in ``||w||^2 - ||z||^2``:
+``(1 + ||w||^2) / c^2`` is an entry of ``||T^{-1}||_F^2``. The mixture's ``C`` gets the same
+test. A failed Cholesky (NaN under ``jax.jit``, an exception eagerly) fails it.
+
+**Rank decisions stay the QR path's.** The rank tests (``rank``) compare ``1 / ||(R /
+F)^{-1}||_F`` of blocks of the system's ``R`` with ``tol`` (``F`` the largest column norm).
+Every block they test is a set of columns of ``R``, and ``sigma_min`` of a set of columns is
+at least that of all, so ``F ||L11^{-1}||_F <= 1 / (RANK_MARGIN tol)`` (with ``RANK_MARGIN``
+far above the ``sqrt(dim)`` between the statistics and far above either path's roundoff)
+means no test can fire; elsewhere the QR path runs and decides, raising or giving ``+inf``
+as before. float32 always takes the QR path.
+
+Eagerly (numpy, torch, concrete jax) the check reads values and the QR path runs only when
+it fails. Under ``jax.jit`` (or ``jax.grad``) it is a ``lax.cond``; the fast path's
+derivative is taken at safe inputs where the check fails (``backends.jax.guarded``), so NaN
+of a failed Cholesky never reaches a gradient.
+
+Example:
+    >>> from funsor_core.atoms.gaussian.arrays import from_mean_covariance
+    >>> w, s = from_mean_covariance(np.array([[-1.0], [1.0]]), np.ones((2, 1, 1)))
+    >>> c, w2, s2 = collapse_normal(np.log(np.full(2, 0.5)), w, s, None, None)
+    >>> float(1 / s2[0, 0] ** 2)  # 1 + 1 (the spread of the means)
+    2.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian.rank import rank_tolerance
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_normal"]
+
+Array = Any
+
+# Switch: False sends every collapse to the QR path (tests and benchmarks compare the two).
+FAST_NORMAL_EQUATIONS = [True]
+# The largest first-order relative error bound, n eps kappa_F(T)^2, the fast path may have.
+FAST_RTOL = 1e-10
+# How far above the rank tolerance the smallest scaled singular value must certainly be.
+RANK_MARGIN = 1e3
+
+_EPS64 = 2.0 ** -52
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
+                    index: tuple | None, fallback: Callable | None):
+    """``moments.collapse_system`` by normal equations, or None where it declines.
+
+    Args:
+        log_weights, white_vec, prec_sqrt, index: as ``moments.collapse_system``.
+        fallback: a function of no arguments returning the QR path's result: under jax
+            tracing the result is a ``lax.cond`` between the two (None: no tracing support).
+
+    Returns:
+        ``(log_const, white_vec, prec_sqrt)`` as ``collapse_system``; None (eagerly) where
+        the system is not float64 and full-rank by shape, the check fails, or the switch is
+        off, and the caller runs the QR path.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian.arrays import from_mean_covariance
+        >>> w, s = from_mean_covariance(np.zeros((1, 2)), np.eye(2)[None])
+        >>> c, w2, s2 = collapse_normal(np.zeros(1), w, s, (1,), None)
+        >>> bool(np.isclose(c, 0.5 * np.log(2 * np.pi))), s2.shape  # x[1] integrated
+        (True, (1, 1))
+    """
+    dim, rank = prec_sqrt.shape[-2:]
+    if not FAST_NORMAL_EQUATIONS[0] or rank < dim or prec_sqrt.dtype.itemsize != 8:
+        return None
+    b, a = la.split_index(dim, () if index is None else index)
+    order = b + a
+    s = prec_sqrt if order == tuple(range(dim)) else la.rows(prec_sqrt, order)
+    m = ops.cat([s, ops.getitem(white_vec, (Ellipsis, None, slice(None)))], -2)
+    gram = ops.add(ops.matmul(m, la.mT(m)), ops.new_array(m, _last_unit(dim + 1)))
+    plan = (len(b), dim, rank_tolerance(prec_sqrt))
+    if ops.is_concrete(gram) and ops.is_concrete(log_weights):
+        return _eager(log_weights, gram, plan)
+    if fallback is None or backend_name_of(gram) != "jax":
+        return None
+    jax_backend = backend_module("jax")
+    safe = (ops.full_like(log_weights, 0.0),
+            la.expand(ops.new_eye(gram, dim + 1), tuple(gram.shape[:-2]), 2))
+    out, ok = jax_backend.guarded(lambda lw, g: _traced(lw, g, plan), (log_weights, gram), safe)
+    return jax_backend.cond(ok, lambda _: out, lambda _: fallback(), None)
+
+
+def _last_unit(n: int) -> np.ndarray:
+    """``e e'`` for the last unit vector ``e`` of size ``n``."""
+    out = np.zeros((n, n))
+    out[-1, -1] = 1.0
+    return out
+
+
+# -- the array work, shared by the eager and the traced path ------------------------------------
+def _components(chol: Array, chol_inv: Array, d_b: int, dim: int):
+    """``(log Z_k, mu_k, L_aa^{-1})``: each component's log integral over all coordinates,
+    the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``)."""
+    diag = ops.diagonal(chol)  # positive: a Cholesky factor
+    c = ops.getitem(diag, (Ellipsis, dim))
+    log_det = ops.sum(ops.log(ops.getitem(diag, (Ellipsis, slice(0, dim)))), -1)
+    log_z = ops.sub(ops.mul(-0.5, ops.sub(ops.mul(c, c), 1.0)), log_det)
+    log_z = ops.add(log_z, 0.5 * dim * _LOG_2PI)
+    # Rows a and the last of L^{-1}, columns a: [L_aa^{-1}; -mu' / c].
+    block = ops.getitem(chol_inv, (Ellipsis, slice(d_b, None), slice(d_b, dim)))
+    linv_aa = ops.getitem(block, (Ellipsis, slice(0, dim - d_b), slice(None)))
+    mean = ops.mul(ops.neg(ops.getitem(c, (Ellipsis, None))), ops.getitem(block, (Ellipsis, -1,
+                                                                                    slice(None))))
+    return log_z, mean, linv_aa
+
+
+def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
+    """``(log Z, mean, C)`` of the mixture: ``moments.collapse_arrays``'s weights and stacked
+    ``A``, with ``C = A'A`` formed instead of factored."""
+    d_a = mean_k.shape[-1]
+    log_mass_k = ops.add(log_weights, log_z)
+    log_mass = ops.logsumexp(log_mass_k, -1)
+    finite = ops.isfinite(log_mass)
+    shift = ops.where(finite, log_mass, ops.full_like(log_mass, 0.0))
+    # sqrt(p_k) = exp((log Z_k - log Z) / 2), as collapse_arrays: exact zeros for -inf weights.
+    root_p = ops.exp(ops.mul(0.5, ops.sub(log_mass_k, ops.getitem(shift, (Ellipsis, None)))))
+    p = ops.mul(root_p, root_p)
+    mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
+    diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
+    stacked = ops.cat([linv_aa, ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
+    stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
+    batch = tuple(log_mass.shape)
+    stacked = ops.reshape(stacked, batch + (log_weights.shape[-1] * (d_a + 1), d_a))
+    cov = ops.matmul(la.mT(stacked), stacked)
+    # No mass at all (every root_p zero, so cov = 0): a unit covariance, as collapse_arrays.
+    cov = ops.where(ops.getitem(finite, (Ellipsis, None, None)), cov, ops.new_eye(cov, d_a))
+    return log_mass, mean, cov
+
+
+def _result(log_mass: Array, mean: Array, chol: Array, chol_inv: Array):
+    """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'``: ``prec_sqrt = U^{-T}``."""
+    d_a = mean.shape[-1]
+    log_det = ops.sum(ops.log(ops.diagonal(chol)), -1)
+    log_const = ops.sub(log_mass, ops.add(log_det, 0.5 * d_a * _LOG_2PI))
+    return log_const, la.mv(chol_inv, mean), la.mT(chol_inv)
+
+
+def _well_conditioned(gram, chol_inv, dim: int | None = None, tol: float = 0.0):
+    """The check of the module docstring on ``G`` and ``L^{-1}`` (numpy arrays eagerly, jax
+    arrays traced: array methods only); with ``dim``, also the rank margin on the leading
+    ``dim`` columns. False on NaN (every comparison with NaN is)."""
+    n = gram.shape[-1]
+    d2 = gram.diagonal(0, -2, -1)
+    inv2 = chol_inv * chol_inv
+    ok = (inv2 * d2[..., None, :]).sum((-2, -1)) <= FAST_RTOL / (n * n * _EPS64)
+    if dim is None:
+        return ok.all()
+    top = d2[..., :dim].max(-1)  # the system's scale F^2
+    rank_ok = top * inv2[..., :dim, :dim].sum((-2, -1)) * (RANK_MARGIN * tol) ** 2 < 1.0
+    return (ok & rank_ok).all()
+
+
+def _eager(log_weights: Array, gram: Array, plan: tuple):
+    d_b, dim, tol = plan
+    chol = _cholesky(gram)
+    if chol is None:
+        return None
+    chol_inv = ops.triangular_inv(chol, upper=False)
+    if not _well_conditioned(_host(gram), _host(chol_inv), dim, tol):
+        return None
+    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
+    u = _cholesky(cov)
+    if u is None:
+        return None
+    u_inv = ops.triangular_inv(u, upper=False)
+    if not _well_conditioned(_host(cov), _host(u_inv)):
+        return None
+    return _result(log_mass, mean, u, u_inv)
+
+
+def _traced(log_weights: Array, gram: Array, plan: tuple):
+    """The fast path and its check as array operations: ``(result, ok)``."""
+    d_b, dim, tol = plan
+    chol = ops.cholesky(gram)  # NaN where it fails; the check then fails
+    chol_inv = ops.triangular_inv(chol, upper=False)
+    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
+    u = ops.cholesky(cov)
+    u_inv = ops.triangular_inv(u, upper=False)
+    ok = (_well_conditioned(ops.detach(gram), ops.detach(chol_inv), dim, tol)
+          & _well_conditioned(ops.detach(cov), ops.detach(u_inv)))
+    return _result(log_mass, mean, u, u_inv), ok
+
+
+def _cholesky(x: Array):
+    """``ops.cholesky``, or None where numpy or torch find ``x`` not positive definite (jax
+    gives NaN instead, which the check rejects)."""
+    try:
+        return ops.cholesky(x)
+    except (ValueError, RuntimeError):  # numpy's LinAlgError, torch's _LinAlgError
+        return None
+
+
+def _host(x: Array) -> np.ndarray:
+    return x if type(x) is np.ndarray else ops.to_numpy(ops.detach(x))

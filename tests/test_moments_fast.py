@@ -1,0 +1,300 @@
+"""normal_equations: the moment-matching collapse by Cholesky of the Gram matrices, against
+the QR path (the switch ``FAST_NORMAL_EQUATIONS`` off) on every backend, eagerly and under
+``jax.jit``; ill-conditioned and rank-deficient systems must take the QR path and give
+exactly what it gives (``+inf``, the ValueError naming coordinates).
+
+Results are compared as densities, not arrays: row signs of a QR factor are the kernel's, so
+the invariants are the precision ``S S'``, the information vector ``S w`` and the constant
+``log_const - 0.5 ||w||^2``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from funsor_core import ops
+from funsor_core.atoms.gaussian import moments
+from funsor_core.atoms.gaussian import normal_equations as ne
+
+BACKENDS = ["numpy", "torch", "jax", "jax.jit"]
+
+
+@pytest.fixture
+def switch():
+    """Restore the switch after a test that turns it off."""
+    yield ne.FAST_NORMAL_EQUATIONS
+    ne.FAST_NORMAL_EQUATIONS[0] = True
+
+
+def _system(rng, batch=(2, 3), dim=5, rank=8, scale=1.0):
+    """A random well-conditioned mixture: log weights, white_vec, prec_sqrt."""
+    s = rng.normal(size=batch + (dim, rank)) * scale
+    w = rng.normal(size=batch + (rank,))
+    return rng.normal(size=batch), w, s
+
+
+def _to(backend, x):
+    if backend.startswith("jax"):
+        import jax.numpy as jnp
+
+        return jnp.asarray(x, dtype=jnp.float64 if x.dtype == np.float64 else jnp.float32)
+    if backend == "torch":
+        import torch
+
+        return torch.tensor(x)
+    return x
+
+
+def _collapse(backend, fast, args, index):
+    """``collapse_system`` on ``backend`` with the switch set to ``fast``, as numpy invariants."""
+    ne.FAST_NORMAL_EQUATIONS[0] = fast
+    try:
+        arrays = [_to(backend, a) for a in args]
+        fn = lambda lw, w, s: moments.collapse_system(lw, w, s, index)  # noqa: E731
+        if backend == "jax.jit":
+            import jax
+
+            out = jax.jit(fn)(*arrays)
+        else:
+            out = fn(*arrays)
+    finally:
+        ne.FAST_NORMAL_EQUATIONS[0] = True
+    return _invariants(*(np.asarray(x.detach() if hasattr(x, "detach") else x) for x in out))
+
+
+def _invariants(log_const, white_vec, prec_sqrt):
+    precision = prec_sqrt @ np.swapaxes(prec_sqrt, -1, -2)
+    info = (prec_sqrt @ white_vec[..., None])[..., 0]
+    return log_const - 0.5 * (white_vec ** 2).sum(-1), precision, info
+
+
+def _assert_same(actual, expected, rtol=1e-9):
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=rtol * np.abs(e).max())
+
+
+def _count_qr(monkeypatch):
+    calls = []
+    qr = moments._collapse_system_qr
+
+    def spy(*args):
+        calls.append(1)
+        return qr(*args)
+
+    monkeypatch.setattr(moments, "_collapse_system_qr", spy)
+    return calls
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", [None, (0, 1), (3, 0, 2), (4,)])
+def test_fast_equals_qr(backend, index, monkeypatch):
+    args = _system(np.random.default_rng(0))
+    expected = _collapse(backend, False, args, index)
+    calls = _count_qr(monkeypatch)
+    actual = _collapse(backend, True, args, index)
+    if backend != "jax.jit":
+        assert not calls  # the fast path was taken
+    _assert_same(actual, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fast_equals_qr_rank_above_dim_scales(backend):
+    """Coordinates on scales 1e-3 .. 1e3: the check is on the column-scaled factor."""
+    rng = np.random.default_rng(1)
+    lw, w, s = _system(rng, batch=(4,), dim=4, rank=6)
+    s = s * np.array([1e-3, 1.0, 1e3, 10.0])[:, None]
+    _assert_same(_collapse(backend, True, (lw, w, s), (1,)),
+                 _collapse(backend, False, (lw, w, s), (1,)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fast_minus_inf_weights(backend):
+    lw, w, s = _system(np.random.default_rng(2))
+    lw[0, 1] = -np.inf  # one component of no mass
+    lw[1] = -np.inf  # a mixture of no mass at all: -inf, unit covariance at the origin
+    actual = _collapse(backend, True, (lw, w, s), (2,))
+    expected = _collapse(backend, False, (lw, w, s), (2,))
+    assert np.isneginf(actual[0][1]) and np.isneginf(expected[0][1])
+    np.testing.assert_allclose(actual[1][1], np.eye(4))
+    _assert_same([x[0] for x in actual], [x[0] for x in expected])
+    for a, e in zip(actual[1:], expected[1:]):
+        np.testing.assert_allclose(a, e, rtol=1e-9, atol=1e-12)
+
+
+def _ill(kind, rng):
+    """A mixture with one bad component (batch entry (0, 1))."""
+    lw, w, s = _system(rng, batch=(2, 3), dim=4, rank=6)
+    if kind.startswith("cond"):  # condition number 10^k of the component's precision sqrt
+        u, _, vt = np.linalg.svd(s[0, 1], full_matrices=False)
+        s[0, 1] = u @ np.diag(np.logspace(0, -int(kind[4:]), 4)) @ vt
+    elif kind == "offset":  # white_vec far out, in the span of S: ||w||^2 - ||z||^2 cancels
+        w[0, 1] = 1e9 * (s[0, 1].T @ rng.normal(size=4)) / np.linalg.norm(s[0, 1])
+    return lw, w, s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["cond6", "cond9", "cond12", "offset"])
+def test_ill_conditioned_takes_qr(backend, kind, monkeypatch):
+    args = _ill(kind, np.random.default_rng(3))
+    expected = _collapse(backend, False, args, (0,))
+    calls = _count_qr(monkeypatch)
+    actual = _collapse(backend, True, args, (0,))
+    if backend == "jax.jit":
+        _assert_same(actual, expected, rtol=1e-12)
+    else:
+        assert calls  # declined
+        for a, e in zip(actual, expected):
+            np.testing.assert_array_equal(a, e)  # the QR path itself
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_rank_deficient_raises(backend):
+    lw, w, s = _system(np.random.default_rng(4), batch=(3,), dim=3, rank=4)
+    s[1, 2] = 2.0 * s[1, 0]  # x[2] of component 1 carries what x[0] does
+    args = [_to(backend, a) for a in (lw, w, s)]
+    with pytest.raises(ValueError, match="cannot marginalize"):
+        moments.collapse_system(*args, (0, 2))
+
+
+def test_rank_deficient_traced_as_qr():
+    import jax
+
+    lw, w, s = _system(np.random.default_rng(4), batch=(3,), dim=3, rank=4)
+    s[1, 2] = 2.0 * s[1, 0]
+    fn = jax.jit(lambda *a: moments.collapse_system(*a, (0, 2)))
+    args = [_to("jax", a) for a in (lw, w, s)]
+    actual = fn(*args)
+    ne.FAST_NORMAL_EQUATIONS[0] = False
+    try:
+        expected = jax.jit(lambda *a: moments.collapse_system(*a, (0, 2)))(*args)
+    finally:
+        ne.FAST_NORMAL_EQUATIONS[0] = True
+    assert not np.isfinite(np.asarray(expected[0]))  # what the QR path makes of +inf log_z
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(e))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax.jit"])
+def test_float32_takes_qr(backend, monkeypatch):
+    lw, w, s = (x.astype(np.float32) for x in _system(np.random.default_rng(5)))
+    calls = _count_qr(monkeypatch)
+    actual = _collapse(backend, True, (lw, w, s), (1,))
+    expected = _collapse(backend, False, (lw, w, s), (1,))
+    assert calls
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(a, e)
+
+
+def _loss(log_const, white_vec, prec_sqrt, probe):
+    """A scalar depending on every invariant (sign conventions cancel)."""
+    info = (prec_sqrt @ white_vec[..., None])[..., 0]
+    precision = prec_sqrt @ prec_sqrt.swapaxes(-1, -2)
+    quad = (probe * (precision @ probe[:, None])[..., 0]).sum(-1)
+    return (log_const - 0.5 * (white_vec ** 2).sum(-1) + (info * probe).sum(-1) - quad).sum()
+
+
+def test_torch_gradients():
+    import torch
+
+    rng = np.random.default_rng(6)
+    args = _system(rng)
+    probe = torch.tensor(rng.normal(size=4))
+    grads = []
+    for fast in (True, False):
+        ne.FAST_NORMAL_EQUATIONS[0] = fast
+        try:
+            xs = [torch.tensor(a, requires_grad=True) for a in args]
+            out = moments.collapse_system(*xs, (1,))
+            grads.append(torch.autograd.grad(_loss(*out, probe), xs))
+        finally:
+            ne.FAST_NORMAL_EQUATIONS[0] = True
+    for a, e in zip(*grads):
+        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["good", "cond12", "singular"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_jax_gradients(kind, jit):
+    """Equal gradients; where the QR path is taken, no NaN from the failed fast path."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(7)
+    args = _ill(kind, rng) if kind != "singular" else _ill("cond12", rng)
+    if kind == "singular":  # the Cholesky fails outright (NaN), but the component is integrable
+        args[2][0, 1, 3] = args[2][0, 1, 1] * (1 + 1e-15)
+    probe = jnp.asarray(rng.normal(size=3))
+
+    def loss(*xs):
+        return _loss(*moments.collapse_system(*xs, (0,)), probe)
+
+    grad = jax.grad(loss, argnums=(0, 1, 2))
+    grad = jax.jit(grad) if jit else grad
+    xs = [jnp.asarray(a) for a in args]
+    actual = grad(*xs)
+    ne.FAST_NORMAL_EQUATIONS[0] = False
+    try:
+        # Compiled, as the branch of the cond is: at condition 1e12 the gradient itself
+        # moves by ~1e-4 between eager and compiled QR (kappa^2 eps times its size).
+        expected = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*xs)
+    finally:
+        ne.FAST_NORMAL_EQUATIONS[0] = True
+    for a, e in zip(actual, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        assert np.isnan(a).sum() == np.isnan(e).sum()
+        np.testing.assert_allclose(a, e, rtol=1e-7, atol=1e-9 * np.nanmax(np.abs(e)))
+
+
+def test_guarded_zero_derivative_where_failed():
+    import jax
+    import jax.numpy as jnp
+
+    from funsor_core.engine.backend import backend_module
+
+    guarded = backend_module("jax").guarded
+
+    def f(x):
+        return jnp.sqrt(x), x > 0
+
+    def g(x):
+        return guarded(f, (x,), (jnp.ones(()),))[0]
+
+    assert float(jax.grad(g)(0.0)) == 0.0  # sqrt' is inf at 0: taken at the safe input
+    assert float(jax.grad(g)(4.0)) == 0.25
+    assert float(jax.jit(jax.grad(g))(4.0)) == 0.25
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_failed_cholesky_takes_qr(backend, monkeypatch):
+    """A component whose Gram matrix is singular to working precision: the Cholesky fails or
+    barely succeeds, and either way the QR path decides, as it does alone."""
+    lw, w, s = _ill("cond12", np.random.default_rng(7))
+    s[0, 1, 3] = s[0, 1, 1] * (1 + 1e-15)
+    outcomes = []
+    for fast in (False, True):
+        calls = _count_qr(monkeypatch)
+        try:
+            outcomes.append(_collapse(backend, fast, (lw, w, s), (0,)))
+        except ValueError as e:
+            outcomes.append(str(e))
+        assert calls
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        for a, e in zip(*outcomes):
+            np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_cholesky_failure_is_none_or_nan(backend):
+    """Not positive definite: numpy and torch raise (None here), jax gives NaN; both fail the
+    check, so the QR path runs."""
+    g = _to(backend, np.array([[[1.0, 2.0], [2.0, 1.0]]]))
+    chol = ne._cholesky(g)
+    if backend == "jax":
+        assert np.isnan(np.asarray(chol)).any()
+        inv = ops.triangular_inv(chol, upper=False)
+        assert not ne._well_conditioned(np.asarray(g), np.asarray(inv))
+    else:
+        assert chol is None
