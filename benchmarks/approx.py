@@ -297,14 +297,15 @@ def elbo_rows():
     xs = torch.as_tensor(xs_np)
     mean = torch.zeros(W_DIM, requires_grad=True)
     raw = torch.zeros(W_DIM, W_DIM, requires_grad=True)
-    noise = torch.randn(PARTICLES, W_DIM, generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
 
     def ours():
         value = funsor_elbo(xs, mean, raw, 0, torch.as_tensor)
         torch.autograd.grad(value, (mean, raw))
         return value
 
-    def hand():
+    def hand():  # fresh draws every step, as funsor-core's (and a training loop's)
+        noise = torch.randn(PARTICLES, W_DIM, generator=generator)
         value = hand_elbo(torch, xs, mean, raw, noise, torch.sigmoid)
         torch.autograd.grad(value, (mean, raw))
         return value
