@@ -3,10 +3,11 @@
 ``contract_markov_gaussian`` evaluates ``Contraction(logaddexp, add, V, (mp, *others))``
 for a Gaussian ``MarkovProduct`` ``mp`` when ``V`` integrates its first prev states (or
 last curr states) out: the Gaussian factors of those states (a prior over the first state)
-are the boundary, folded into the first (last) step, and the sequential carry is a Gaussian
-over ``[glob, state]`` only: a Kalman filter, whose step is one QR of a
-``(dp + dg + rank) x (2 dp + dg)`` system instead of composing two transition densities
-(``3 dp + dg`` wide). Global reals (a sensor bias) ride along in the carry and stay free.
+are the boundary: the filter's first carry (or, of another rank, folded into the first
+step). The sequential carry is a Gaussian over ``[glob, state]`` only: a Kalman filter,
+whose step is one QR of a ``(dp + dg + rank) x (2 dp + dg)`` system instead of composing
+two transition densities (``3 dp + dg`` wide). Global reals (a sensor bias) ride along in
+the carry and stay free.
 
 The parallel strategy composes the steps by ``scan_gaussian``'s tree, then the boundaries.
 Under jax the whole computation is one compiled kernel (``lax.scan`` for the filter),
