@@ -180,7 +180,13 @@ def _qr_r(x):
 
 
 def _diagonal(x, dim1=-2, dim2=-1):
-    return jnp.diagonal(x, axis1=dim1, axis2=dim2)
+    # A strided slice of the flattened matrix ((i, i) is entry i (m + 1)), where
+    # jnp.diagonal gathers: XLA keeps the gather's index arrays as kernels of their own
+    # (hoisted out of a scan's loop, and carried through it).
+    x = jnp.moveaxis(x, (dim1, dim2), (-2, -1))
+    n, m = x.shape[-2:]
+    flat = jnp.reshape(x, x.shape[:-2] + (n * m,))
+    return flat[..., : min(n, m) * (m + 1) : m + 1]
 
 
 def _flip(x, axis=None):

@@ -3,10 +3,11 @@
 ``contract_markov_gaussian`` evaluates ``Contraction(logaddexp, add, V, (mp, *others))``
 for a Gaussian ``MarkovProduct`` ``mp`` when ``V`` integrates its first prev states (or
 last curr states) out: the Gaussian factors of those states (a prior over the first state)
-are the boundary, folded into the first (last) step, and the sequential carry is a Gaussian
-over ``[glob, state]`` only: a Kalman filter, whose step is one QR of a
-``(dp + dg + rank) x (2 dp + dg)`` system instead of composing two transition densities
-(``3 dp + dg`` wide). Global reals (a sensor bias) ride along in the carry and stay free.
+are the boundary: the filter's first carry (or, of another rank, folded into the first
+step). The sequential carry is a Gaussian over ``[glob, state]`` only: a Kalman filter,
+whose step is one QR of a ``(dp + dg + rank) x (2 dp + dg)`` system instead of composing
+two transition densities (``3 dp + dg`` wide). Global reals (a sensor bias) ride along in
+the carry and stay free.
 
 The parallel strategy composes the steps by ``scan_gaussian``'s tree, then the boundaries.
 Under jax the whole computation is one compiled kernel (``lax.scan`` for the filter),
@@ -43,6 +44,7 @@ from funsor_core.algorithms.scan_gaussian import (
     gaussian_chain_parts,
     gaussian_result,
 )
+from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
 from funsor_core.engine.backend import backend_module, backend_name_of
 
@@ -75,9 +77,9 @@ def _classify(others, fp, fc, glob, batch, reduced_vars):
 
 
 def _boundary(terms, layout: dict, proto, rank_low: int):
-    # The sum of Gaussian ``terms`` as (w, s, k) arrays over ``layout`` (batch dims then the
-    # rows: states, then globals), of rank at least ``rank_low``; flat (no information)
-    # where there is no term.
+    # The sum of Gaussian ``terms`` as (w, s, k) arrays over ``layout`` (batch dims, then
+    # the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
+    # information) where there is no term.
     batch = tuple(d.size for d in layout.values() if d.dtype != "real")
     dim = sum(d.num_elements for d in layout.values() if d.dtype == "real")
     ws, ss = [], []
@@ -101,33 +103,46 @@ def _filter(chain, left, right, sizes, check, scan, optimistic=False):
     # Forward (with a left boundary) or backward (right only) filter; the carry is
     # (w, s, k) over [glob, state] (forward) or [state, glob] (backward), of rank dp + dg.
     f = (chain.w, chain.s, chain.k)
-    n = f[0].shape[0]
     width = sizes["m"] + sizes["g"]
     if left is not None:
-        carry = compose(left, ("m", "g"), _index(f, 0), ("m", "g", "c"), ("g", "c"), sizes,
-                        check, optimistic)
-        carry = canonical_rank(*carry, width, width)
-        rest = tuple(x[1:] for x in f)
-
         def step(c, x):
             out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check,
                           optimistic)
             return canonical_rank(*out, width, width)
 
-        carry = _loop(step, carry, rest, n - 1, False, scan)
+        carry = _loop(step, *_start(left, f, width, step, False), False, scan)
         if right is None:
             return carry
-        return compose(carry, ("g", "m"), right, ("m", "g"), ("g",), sizes, check, optimistic)
-    carry = compose(_index(f, n - 1), ("p", "g", "m"), right, ("m", "g"), ("p", "g"), sizes,
-                    check, optimistic)
-    carry = canonical_rank(*carry, width, width)
-    rest = tuple(x[:n - 1] for x in f)
+        return _last(carry, right, sizes, check, optimistic)
 
     def back(c, x):
         out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check, optimistic)
         return canonical_rank(*out, width, width)
 
-    return _loop(back, carry, rest, n - 1, True, scan)
+    return _loop(back, *_start(right, f, width, back, True), True, scan)
+
+
+def _start(bound, f, width: int, step, reverse: bool):
+    # The loop's first carry and steps. A boundary of the carry's shape (rank dp + dg, rows
+    # already in the carry's order) is the first carry, so every step runs in the loop and
+    # nothing is sliced off the steps; otherwise the first step is composed with it outside.
+    n = f[0].shape[0]
+    if bound[1].shape[-1] == width and bound[1].dtype == f[1].dtype:
+        return bound, f, n
+    t, rest = (n - 1, slice(0, n - 1)) if reverse else (0, slice(1, n))
+    return step(bound, _index(f, t)), tuple(x[rest] for x in f), n - 1
+
+
+def _last(carry, right, sizes, check, optimistic):
+    # The right boundary composed with a forward filter's carry [g, m]. Without globals
+    # and with no information in the boundary (rank 0), this integrates the carry's state:
+    # its square root is R.T of the last step's QR, already triangular, so no QR is needed.
+    w, s, k = carry
+    if sizes["g"] or right[1].shape[-1]:
+        return compose(carry, ("g", "m"), right, ("m", "g"), ("g",), sizes, check, optimistic)
+    w2, s2, log_norm = gm.marginalize(w, s, range(sizes["m"]), check=check is not None,
+                                      names=check, optimistic=optimistic, triangular=True)
+    return w2, s2, ops.add(ops.add(k, right[2]), log_norm)
 
 
 def _loop(fn, carry, xs, n, reverse, scan):
@@ -143,7 +158,7 @@ def _loop(fn, carry, xs, n, reverse, scan):
 def _ends(total, left, right, sizes, check):
     # A composed chain (p, g, c) with its boundaries.
     if left is not None:
-        total = compose(left, ("m", "g"), total, ("m", "g", "c"), ("g", "c"), sizes, check)
+        total = compose(left, ("g", "m"), total, ("m", "g", "c"), ("g", "c"), sizes, check)
         if right is None:
             return total
         return compose(total, ("g", "m"), right, ("m", "g"), ("g",), sizes, check)
@@ -222,14 +237,16 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
         return None
     proto = chain.w
     bounds = []
-    for use, terms, states in ((use_left, left, prevs), (use_right, right, currs)):
+    globs = [(n, chain.reals[n]) for n in glob]
+    for use, terms, states, forward in ((use_left, left, prevs, True),
+                                        (use_right, right, currs, False)):
         if not use:
             bounds.append(None)
             continue
-        layout = dict(chain.batch)
-        layout.update((free[n], chain.reals[n]) for n in states)
-        layout.update((n, chain.reals[n]) for n in glob)
-        bounds.append(_boundary(terms, layout, proto, 0))
+        states = [(free[n], chain.reals[n]) for n in states]
+        # Rows in the filter carry's order: [glob, state] forward, [state, glob] backward.
+        rows = globs + states if forward else states + globs
+        bounds.append(_boundary(terms, {**chain.batch, **dict(rows)}, proto, 0))
     left_arr, right_arr = bounds
     backend = backend_name_of(proto)
     batch_size = math.prod(d.size for d in chain.batch.values())

@@ -60,11 +60,11 @@ _broadcast = la.broadcast
 _check_index = la.check_index
 _expand = la.expand
 _householder = la.householder
-_log_abs_diag = la.log_abs_diag
 _mT = la.mT
 _mv = la.mv
 _require_full_rank = la.require_full_rank
 _solve_upper = la.solve_upper
+_split_system = la.split_system
 _split_index = la.split_index
 _sumsq = la.sumsq
 _triangularize = la.triangularize
@@ -303,7 +303,7 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
 
 def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, check: bool = False,
                 names: str | Sequence[str] | None = None, optimistic: bool = False,
-                ) -> tuple[Array, Array, Array]:
+                triangular: bool = False) -> tuple[Array, Array, Array]:
     """Integrate the coordinates ``b_index`` out: ``log ∫ exp f(x_a, x_b) dx_b = f_a(x_a) + c``.
 
     Rotating ``[S_b.T | S_a.T | w]`` by an orthogonal ``Q = [Q1 Q2]`` whose ``Q1`` spans the
@@ -333,6 +333,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
             returning them (called only to build the message).
         optimistic: traced, ``rank >= dim``: no rank tests, and a NaN constant where the
             bound ``rank.surely_full_rank`` cannot show they change nothing (the caller reruns).
+        triangular: ``S.T`` (rows ``b`` first) is square upper triangular: its own QR, run none.
 
     Returns:
         ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
@@ -362,7 +363,9 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     s = prec_sqrt if b + a == tuple(range(dim)) else rows(prec_sqrt, b + a)
     tol = rank_tolerance(prec_sqrt)
     if rank >= dim:
-        r_upper, z, shift = _triangularize(_mT(s), white_vec, canonical=False)
+        r_upper, z, shift = ((_mT(s), white_vec, ops.new_zeros(white_vec, batch))
+                             if triangular and rank == dim  # Q = I: [[R, w], [0, 1]] stays
+                             else _triangularize(_mT(s), white_vec, canonical=False))
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
         if optimistic and not check and not ops.is_concrete(r_upper):
@@ -393,12 +396,6 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
         rest = apply_fix(rest, fix)
     s_a, w_a = _split_system(rest, d_a)
     return w_a, _mT(s_a), log_norm
-
-
-def _split_system(system: Array, d_a: int) -> tuple[Array, Array]:
-    """``[K | z]`` -> ``(K, z)``."""
-    return (ops.getitem(system, (Ellipsis, slice(None), slice(0, d_a))),
-            ops.getitem(system, (Ellipsis, slice(None), d_a)))
 
 
 def _decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
@@ -593,7 +590,7 @@ def kl_divergence(white_vec_q: Array, prec_sqrt_q: Array, white_vec_p: Array,
     if dim != prec_sqrt_p.shape[-2]:
         raise ValueError("q and p must be densities over the same x")
     r_q, m_q = _moments_q(white_vec_q, prec_sqrt_q)
-    neg_entropy = ops.sub(_log_abs_diag(r_q), 0.5 * dim * (1.0 + _LOG_2PI))
+    neg_entropy = ops.sub(la.log_abs_diag(r_q), 0.5 * dim * (1.0 + _LOG_2PI))
     cross = ops.sub(_expected(r_q, m_q, white_vec_p, prec_sqrt_p),
                     log_normalizer(white_vec_p, prec_sqrt_p))
     return ops.sub(neg_entropy, cross)

@@ -74,6 +74,12 @@ def solve_upper(r: Array, z: Array) -> Array:
     return ops.getitem(ops.triangular_solve(z, r, upper=True), (Ellipsis, 0))
 
 
+def split_system(system: Array, d_a: int) -> tuple[Array, Array]:
+    """``[K | z]`` -> ``(K, z)``: a system's matrix (``d_a`` columns) and its last column."""
+    return (ops.getitem(system, (Ellipsis, slice(None), slice(0, d_a))),
+            ops.getitem(system, (Ellipsis, slice(None), d_a)))
+
+
 def log_abs_diag(r: Array) -> Array:
     return ops.sum(ops.log(ops.abs(ops.diagonal(r))), -1)
 
