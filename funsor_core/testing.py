@@ -40,7 +40,7 @@ def _to_numpy(x: Any) -> np.ndarray:
     if isinstance(x, numbers.Number):
         return np.asarray(x)
     if is_array(x):
-        return np.asarray(ops.to_numpy(ops.detach(x)))
+        return np.asarray(ops.to_numpy(x))
     return np.asarray(x)
 
 

@@ -302,7 +302,7 @@ def _flatten(data, nb: int, n: int):
 def _host(data):
     """``data`` as a numpy array, or None when it is traced (jax.jit) and cannot be read."""
     try:
-        return np.asarray(ops.to_numpy(ops.detach(data)))
+        return np.asarray(ops.to_numpy(data))
     except Exception:  # a tracer: its value exists only when the compiled function runs
         return None
 

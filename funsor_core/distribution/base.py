@@ -520,7 +520,7 @@ def _raise_if_bad(cls, name, describe, tensor: Tensor | None, ok, inputs=None) -
         where += (", " if where else "") + f"output index {out}"
     got = ""
     if tensor is not None:
-        value = np.asarray(ops.to_numpy(ops.detach(tensor.data)))
+        value = np.asarray(ops.to_numpy(tensor.data))
         shown = value[index] if index else value
         got = f", but it is {np.array2string(np.asarray(shown), precision=4)}"
     raise ValueError(f"{cls.__name__}: parameter '{name}' must be {describe}{got}"

@@ -85,7 +85,7 @@ def _finite(data) -> bool:
     # Decided only on concrete values: under jax.jit the answer is unknown, so decline.
     if not concrete(data):
         return False
-    return bool(np.isfinite(np.asarray(ops.to_numpy(ops.detach(data)))).all())
+    return bool(np.isfinite(np.asarray(ops.to_numpy(data))).all())
 
 
 # sum_i lik(p, x_i) = lik'(p, sum_i x_i) + a Tensor, for i.i.d. counts over plates i.

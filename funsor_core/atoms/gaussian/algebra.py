@@ -405,7 +405,7 @@ def _nonnegative(scale) -> bool:
     if isinstance(scale, Number):
         return float(scale.data) >= 0
     try:
-        host = ops.to_numpy(ops.detach(scale.data))
+        host = ops.to_numpy(scale.data)
     except Exception:  # a traced value (jax.jit): its sign is unknown until run time
         return False
     return bool((host >= 0).all())

@@ -408,7 +408,7 @@ def _decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, 
             return fix
         flat = int(flags.argmax())
         d_b = len(b)
-        host = ops.to_numpy(ops.detach(r)).reshape((-1,) + tuple(r.shape[-2:]))
+        host = ops.to_numpy(r).reshape((-1,) + tuple(r.shape[-2:]))
         _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
         _raise_rank(prec_sqrt, b, names, (flat, ks))
     return fix

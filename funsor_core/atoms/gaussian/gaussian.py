@@ -219,7 +219,7 @@ def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
     if asymmetric is not None:
         bad = ops.or_(bad, asymmetric)
     if ops.is_concrete(bad):
-        bad = ops.to_numpy(ops.detach(bad))
+        bad = ops.to_numpy(bad)
         if bad.any():
             message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
             raise ValueError(message.format(name=scale, where=_batch_where(bad)))
@@ -282,7 +282,9 @@ def _canonical_checked(named: dict):
     concrete = all(ops.is_concrete(x) for x in checked.values())
     if concrete:  # NaN first: a factorization of NaN entries reports the wrong problem
         for name, x in checked.items():
-            bad = ops.to_numpy(_nonfinite(ops.detach(x), _EVENT_NDIM[name]))
+            # On the host: under jax.grad inside jax.jit even an op on a concrete array
+            # (detach included) gives a tracer, whose values cannot be read.
+            bad = _nonfinite(ops.to_numpy(x), _EVENT_NDIM[name])
             if bad.any():
                 raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
     # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.

@@ -230,4 +230,4 @@ def _cholesky(x: Array):
 
 
 def _host(x: Array) -> np.ndarray:
-    return x if type(x) is np.ndarray else ops.to_numpy(ops.detach(x))
+    return x if type(x) is np.ndarray else ops.to_numpy(x)
