@@ -102,7 +102,7 @@ def test_fused_window_of_all_states_is_exact_enumeration(counted):
                                rtol=1e-9)
 
 
-@pytest.mark.parametrize("window", [1, 2])
+@pytest.mark.parametrize("window", [2])  # window 1: the lax.scan test below
 def test_fused_under_jit_equals_eager(counted, window):
     import jax
 
@@ -299,13 +299,13 @@ def scans(monkeypatch):
     return ran
 
 
-@pytest.mark.parametrize("window, jit", [(1, False), (1, True), (2, True)])
+@pytest.mark.parametrize("window, jit", [(1, False), (1, True)])
 def test_jax_runs_repeating_steps_as_one_scan(scans, window, jit):
-    # On jax the steps after the first period (2 steps for window 1, 6 for window 2) run as
-    # one compiled lax.scan: eagerly and under jax.jit, the same total as the numpy GPB.
+    # On jax the steps after the first period (2 steps for window 1) run as one compiled
+    # lax.scan: eagerly and under jax.jit, the same total as the numpy GPB.
     import jax
 
-    p = _slds(seed=13, T=12 if window == 1 else 24, K=2, d=2, obs_dim=1)
+    p = _slds(seed=13, T=12, K=2, d=2, obs_dim=1)
 
     def run(y):
         init, trans = _slds_factors(dict(p, y=y), "jax")

@@ -213,7 +213,7 @@ def test_torch_gradients():
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("kind", ["good", "cond12", "singular"])
+@pytest.mark.parametrize("kind", ["good", "singular"])  # cond12: test_ill_conditioned_takes_qr
 @pytest.mark.parametrize("jit", [True])  # eager jax.grad traces the same way, op by op
 def test_jax_gradients(kind, jit):
     """Equal gradients; where the QR path is taken, no NaN from the failed fast path."""

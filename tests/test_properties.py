@@ -444,7 +444,7 @@ def test_mixed_expressions_agree_across_interpretations(example):
 
 
 @pytest.mark.parametrize("backend_name", ["torch", "jax"])
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(example=expressions())
 def test_backends_agree_with_numpy(backend_name, example):
     ast, arrays, names = example
@@ -622,7 +622,7 @@ def plated_equations(draw):
     return ",".join(inputs) + "->"
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(eq=plated_equations(), seed=st.integers(0, 2**16))
 def test_lazy_plated_einsum_then_optimize_matches_eager(eq, seed):
     from funsor_core.algorithms.plates import PlateError
