@@ -444,7 +444,7 @@ def test_mixed_expressions_agree_across_interpretations(example):
 
 
 @pytest.mark.parametrize("backend_name", ["torch", "jax"])
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=15, **SETTINGS)
 @given(example=expressions())
 def test_backends_agree_with_numpy(backend_name, example):
     ast, arrays, names = example
