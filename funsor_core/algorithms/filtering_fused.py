@@ -176,8 +176,8 @@ class FusedCollapses:
         or, until a full period is known, step ``t`` alone. None on another backend, or
         where an eager result is not finite (the Python loop redoes those steps then, and
         raises where a component has no moments)."""
-        if backend_name_of(state.white_vec) != "jax":
-            return None
+        if backend_name_of(state.white_vec) != "jax" or state.log_const is None:
+            return None  # (a message without log weights: its first step runs in Python)
         period = len(self.factors.renames)
         cycle, structure = [], state.structure
         for k in range(period):
