@@ -34,16 +34,14 @@ def backend(request):
     fc.set_backend("numpy")
 
 
-@pytest.fixture
-def scratch_exact_rules():
-    """``exact``, with the rules a test registers on it removed afterwards."""
+def _scratch_rules(interpretation):
+    """Yield ``interpretation``; the rules a test registers on its kind are removed after."""
     from funsor_core.engine.interpreter import _clear_all_caches, _ignore_ambiguities
-    from interpretations import exact
 
-    kind = type(exact)
+    kind = type(interpretation)
     saved = {cls: {sig: list(fns) for sig, fns in d.funcs.items()}
              for cls, d in kind._dispatchers.items()}
-    yield exact
+    yield interpretation
     for cls, d in list(kind._dispatchers.items()):
         if cls not in saved:
             del kind._dispatchers[cls]
@@ -53,3 +51,19 @@ def scratch_exact_rules():
         d._cache.clear()
         d.reorder(on_ambiguity=_ignore_ambiguities)
     _clear_all_caches()
+
+
+@pytest.fixture
+def scratch_exact_rules():
+    """``exact``, with the rules a test registers on it removed afterwards."""
+    from interpretations import exact
+
+    yield from _scratch_rules(exact)
+
+
+@pytest.fixture
+def scratch_moment_matching_rules():
+    """``moment_matching``, with the rules a test registers on it removed afterwards."""
+    from interpretations import moment_matching
+
+    yield from _scratch_rules(moment_matching)

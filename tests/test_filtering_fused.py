@@ -219,40 +219,26 @@ def _gpb_varying(p, a):
     return logsumexp([c[0] for c in comps])
 
 
-def test_a_user_rule_on_moment_matching_is_not_stepped_over(counted):
+def test_a_user_rule_on_moment_matching_is_not_stepped_over(counted,
+                                                            scratch_moment_matching_rules):
     # A rule registered on moment_matching for the step's Contraction comes before the
     # built-in one: the filter must build every step as a term, so the rule fires each time.
-    from funsor_core.engine.interpreter import Tuple, _clear_all_caches
+    from funsor_core.engine.interpreter import Tuple
     from funsor_core.terms.contraction import Contraction
 
     p = _slds(seed=11, T=6, K=2, d=2, obs_dim=1)
     init, trans = _slds_factors(p, "numpy")
     expected = _total(_filter(init, trans, 1))
-    kind = type(moment_matching)
-    saved = {cls: {sig: list(fns) for sig, fns in d.funcs.items()}
-             for cls, d in kind._dispatchers.items()}
     fired = []
-    try:
-        @moment_matching.register(Contraction, type(ops.logaddexp), type(ops.add), frozenset,
-                                  Tuple[fc.Gaussian, fc.Gaussian, fc.Tensor, fc.Tensor])
-        def user_contraction_step(red_op, bin_op, reduced_vars, terms):
-            fired.append(reduced_vars)
-            return None
 
-        counted.clear()
-        actual = _total(_filter(init, trans, 1))
-    finally:
-        from funsor_core.engine.interpreter import _ignore_ambiguities
+    @moment_matching.register(Contraction, type(ops.logaddexp), type(ops.add), frozenset,
+                              Tuple[fc.Gaussian, fc.Gaussian, fc.Tensor, fc.Tensor])
+    def user_contraction_step(red_op, bin_op, reduced_vars, terms):
+        fired.append(reduced_vars)
+        return None
 
-        for cls, d in list(kind._dispatchers.items()):
-            if cls not in saved:
-                del kind._dispatchers[cls]
-                continue
-            d.funcs.clear()
-            d.funcs.update(saved[cls])
-            d._cache.clear()
-            d.reorder(on_ambiguity=_ignore_ambiguities)
-        _clear_all_caches()
+    counted.clear()
+    actual = _total(_filter(init, trans, 1))
     assert len(fired) >= 4, "the user's rule was stepped over"
     assert sum(counted) == 0
     np.testing.assert_allclose(actual, expected, rtol=1e-12)

@@ -50,7 +50,7 @@ from funsor_core.atoms.gaussian.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.atoms.gaussian.normal_equations import collapse_normal
+from funsor_core.atoms.gaussian.normal_equations import collapse_normal, mixture_rows
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
@@ -127,19 +127,8 @@ def collapse_arrays(log_weights: Array, white_vec: Array, prec_sqrt: Array, name
     """
     dim = prec_sqrt.shape[-2]
     log_z, mean_k, r_inv = component_moments(white_vec, prec_sqrt, names, triangular)
-    log_mass_k = ops.add(log_weights, log_z)
-    log_mass = ops.logsumexp(log_mass_k, -1)
-    finite = ops.isfinite(log_mass)
-    shift = ops.where(finite, log_mass, ops.full_like(log_mass, 0.0))
-    # sqrt(p_k) = exp((log Z_k - log Z) / 2): exact zeros for -inf weights, and a gradient
-    # that stays finite there (sqrt(p) would have an infinite one at p = 0).
-    root_p = ops.exp(ops.mul(0.5, ops.sub(log_mass_k, ops.getitem(shift, (Ellipsis, None)))))
-    p = ops.mul(root_p, root_p)
-    mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
-    diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
     # cov = A A' with A = [sqrt(p_k) [R_k^{-1} | diff_k]]_k; rows of A' stacked.
-    stacked = ops.cat([la.mT(r_inv), ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
-    stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
+    log_mass, finite, mean, stacked = mixture_rows(log_weights, log_z, mean_k, la.mT(r_inv))
     batch = tuple(log_mass.shape)
     n = log_weights.shape[-1]
     rows = [ops.reshape(stacked, batch + (n * (dim + 1), dim))]

@@ -63,7 +63,8 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
 from funsor_core.engine.backend import backend_module, backend_name_of
 
-__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_normal"]
+__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_normal",
+           "mixture_rows"]
 
 Array = Any
 
@@ -143,21 +144,39 @@ def _components(chol: Array, chol_inv: Array, d_b: int, dim: int):
     return log_z, mean, linv_aa
 
 
-def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
-    """``(log Z, mean, C)`` of the mixture: ``moments.collapse_arrays``'s weights and stacked
-    ``A``, with ``C = A'A`` formed instead of factored."""
-    d_a = mean_k.shape[-1]
+def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
+    """``(log Z, finite, mean, A)`` of a mixture over the last batch dim: its log mass, where
+    that is finite, its mean, and the stacked rows ``A = [sqrt(p_k) [roots_k; (mu_k -
+    mean)']]_k`` whose ``A'A`` is its covariance (``roots_k' roots_k = Sigma_k``).
+
+    ``sqrt(p_k) = exp((log Z_k - log Z) / 2)``: exact zeros for -inf weights, and a gradient
+    that stays finite there (``sqrt(p)`` would have an infinite one at ``p = 0``).
+
+    Example:
+        >>> lz, ok, m, a = mixture_rows(np.zeros(2), np.zeros(2), np.array([[-1.0], [1.0]]),
+        ...                             np.ones((2, 1, 1)))
+        >>> a = a.reshape(-1, 1)  # the rows of both components
+        >>> float(m[0]), (a.T @ a).item()  # 1 + 1: the spread of the means
+        (0.0, 2.0)
+    """
     log_mass_k = ops.add(log_weights, log_z)
     log_mass = ops.logsumexp(log_mass_k, -1)
     finite = ops.isfinite(log_mass)
     shift = ops.where(finite, log_mass, ops.full_like(log_mass, 0.0))
-    # sqrt(p_k) = exp((log Z_k - log Z) / 2), as collapse_arrays: exact zeros for -inf weights.
     root_p = ops.exp(ops.mul(0.5, ops.sub(log_mass_k, ops.getitem(shift, (Ellipsis, None)))))
     p = ops.mul(root_p, root_p)
     mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
     diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
-    stacked = ops.cat([linv_aa, ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
+    stacked = ops.cat([roots, ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
     stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
+    return log_mass, finite, mean, stacked
+
+
+def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
+    """``(log Z, mean, C)`` of the mixture: ``mixture_rows``, with ``C = A'A`` formed instead
+    of factored (as ``moments.collapse_arrays`` does)."""
+    d_a = mean_k.shape[-1]
+    log_mass, finite, mean, stacked = mixture_rows(log_weights, log_z, mean_k, linv_aa)
     batch = tuple(log_mass.shape)
     stacked = ops.reshape(stacked, batch + (log_weights.shape[-1] * (d_a + 1), d_a))
     cov = ops.matmul(la.mT(stacked), stacked)
