@@ -11,11 +11,8 @@ arguments (never baked in), the message is the carry.
 Eagerly, the rank tests inside the compiled loop are the traced ones (a component without
 moments gives an infinite constant, no error); so where the result is not finite the caller
 runs the steps again in Python, which raises the error naming the coordinates, as the term
-fold does.
-
-Example:
-    >>> len(_COMPILED) >= 0  # filled by windowed_filter on jax
-    True
+fold does. (``tests/test_filtering_fused.py`` runs it against the numpy filter, eagerly and
+under ``jax.jit``; its steps need a filter's plans, too long for an example here.)
 """
 
 from __future__ import annotations
