@@ -46,7 +46,7 @@ from funsor_core.atoms.gaussian.rank import (
 
 __all__ = [
     "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
-    "expected_log_density", "from_info", "from_mean_covariance", "from_mean_precision",
+    "expected_log_density", "factor", "from_info", "from_mean_covariance", "from_mean_precision",
     "from_mean_scale_tril", "kl_divergence", "log_density", "log_normalizer", "marginalize",
     "mean", "pad_dims", "sample", "to_info",
 ]
@@ -423,6 +423,32 @@ def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
         0.918939
     """
     return marginalize(white_vec, prec_sqrt, range(prec_sqrt.shape[-2]))[2]
+
+
+def factor(white_vec: Array, prec_sqrt: Array, *, check: bool = False,
+           names: str | Sequence[str] | None = None) -> tuple[Array, Array, Array]:
+    """``(r_upper, z, log_normalizer)`` of a full-rank density, from one QR of ``[S.T | w]``.
+
+    ``f(x) = -0.5 ||x R' - z||^2 + shift`` with ``R`` upper triangular and a nonnegative
+    diagonal (canonical, as ``sample`` uses it: ``x = R^{-1} (z + noise)``), and the log
+    normalizer as ``log_normalizer`` computes it: the same number, since the row signs
+    change neither ``|det R|``, ``shift`` nor the rank tests. ``check`` and ``names`` as
+    in ``marginalize``.
+
+    Example:
+        >>> r, z, c = factor(np.array([2.0]), np.array([[-2.0]]))
+        >>> r, z, bool(np.isclose(c, log_normalizer(np.array([2.0]), np.array([[-2.0]]))))
+        (array([[2.]]), array([-2.]), True)
+    """
+    _require_full_rank(prec_sqrt, "a sample")
+    dim = prec_sqrt.shape[-2]
+    r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec)
+    fix = _decide(r_upper, prec_sqrt, tuple(range(dim)), names, check,
+                  rank_tolerance(prec_sqrt))
+    abs_diag = ops.abs(ops.diagonal(r_upper))
+    log_norm = fix_constant(ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag), -1)),
+                                    0.5 * dim * _LOG_2PI), fix)
+    return r_upper, z, log_norm
 
 
 def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
