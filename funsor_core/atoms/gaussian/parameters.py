@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
@@ -101,8 +103,6 @@ def _check_symmetric(name: str, x):
     Returns None, or (under jax tracing, where values cannot be read) the traced batch
     booleans of the entries that are not symmetric, for ``_check_factor`` to make NaN.
     """
-    import numpy as np
-
     if type(x) is np.ndarray:
         host = x
     elif ops.is_concrete(x):
@@ -129,8 +129,6 @@ def _check_symmetric(name: str, x):
 
 def _batch_where(bad) -> str:
     # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
-    import numpy as np
-
     bad = np.asarray(bad)
     if not bad.ndim:
         return ""
@@ -153,6 +151,9 @@ def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
     or whose matrix was not symmetric (``asymmetric``, traced booleans), become NaN
     throughout, so a bad parameter can only ever give NaN, never a wrong number.
     """
+    if asymmetric is None and all(ops.is_concrete(x) and np.isfinite(ops.to_numpy(x)).all()
+                                  for x in (prec_sqrt, white_vec)):
+        return white_vec, prec_sqrt  # the common case, read on the host in one call each
     bad = ops.or_(_nonfinite(prec_sqrt, 2), _nonfinite(white_vec, 1))
     if asymmetric is not None:
         bad = ops.or_(bad, asymmetric)
@@ -222,8 +223,9 @@ def canonical_checked(named: dict):
         for name, x in checked.items():
             # On the host: under jax.grad inside jax.jit even an op on a concrete array
             # (detach included) gives a tracer, whose values cannot be read.
-            bad = _nonfinite(ops.to_numpy(x), _EVENT_NDIM[name])
-            if bad.any():
+            host = ops.to_numpy(x)
+            if not np.isfinite(host).all():  # where, per batch entry, only to say so
+                bad = _nonfinite(host, _EVENT_NDIM[name])
                 raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
     # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.
     asymmetric = _check_symmetric(scale, named[scale]) if scale in _SYMMETRIC else None
