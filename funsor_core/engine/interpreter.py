@@ -292,8 +292,9 @@ class Interpretation:
         hooks = () if hook is None else (hook,)
         base = self.base
         if base is not None and base._flat:
+            if not self._cache:  # the first entry since a clear, which also reset base's set
+                base._dependents.add(self)
             base_rules, base, base_hooks = base._cache.get(key) or base._resolve(key)
-            self.base._dependents.add(self)
             rules, hooks = rules + base_rules, hooks + base_hooks
         entry = (rules, base, hooks)
         if len(self._cache) >= MAX_CACHE:
