@@ -273,6 +273,16 @@ def test_non_conjugate_elbo_and_its_gradient():
     _within_3_se(np.array([[float(a), float(b)] for a, b in grads]), np.array([dm, ds]))
 
 
+def test_a_measure_that_cannot_be_normalized_raises_naming_the_variable():
+    # Declined by the closed forms (sigmoid), drawn: the draw's normalizer finds the
+    # missing direction, as the exact integral would.
+    g = fc.Gaussian(white_vec=np.zeros(2), prec_sqrt=np.ones((2, 2)), inputs={"x": fc.Reals[2]})
+    x = fc.Variable("x", fc.Reals[2])
+    with pytest.raises(ValueError, match=r"cannot marginalize x: .*rank 1 < 2"):
+        with MonteCarlo(rng_key=0, particle=fc.Bint[3]):
+            fc.Integrate(g, x.sigmoid().sum(), "x")
+
+
 def test_elbo_interpretation():
     p = fc.Gaussian(mean=np.array([0.5]), covariance=np.array([[2.0]]), inputs={"x": fc.Real})
     q = _gaussian("numpy", 0.1, 0.7)

@@ -228,6 +228,13 @@ def test_gaussian_sample_under_jax_jit_with_a_traced_key():
         fc.set_backend("numpy")
 
 
+def test_gaussian_without_information_on_a_direction_raises_naming_it():
+    # x[0] + x[1] is all the density knows: it cannot be normalized, nor sampled.
+    g = fc.Gaussian(white_vec=np.zeros(2), prec_sqrt=np.ones((2, 2)), inputs={"x": fc.Reals[2]})
+    with pytest.raises(ValueError, match=r"cannot marginalize x: .*rank 1 < 2"):
+        g.sample("x", {"n": fc.Bint[3]}, rng_key=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Delta: already a sample.
 def test_delta_sample_returns_the_delta():

@@ -39,7 +39,7 @@ from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
-from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import CHECK_RANK, is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
 from funsor_core.atoms.rng import KeyStream
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -235,7 +235,15 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
     batch = {**sample_inputs, **q.batch_inputs}
     noise = _standard_normal(q.white_vec, tuple(d.size for d in batch.values()) + (q.dim,),
                              rng_key)
-    x = _reparameterize(q.white_vec, q.prec_sqrt, noise, len(sample_inputs))
+    if others:
+        la.require_full_rank(q.prec_sqrt, "a sample")
+        r_upper, z, _ = la.triangularize(la.mT(q.prec_sqrt), q.white_vec)
+        log_z = g.log_normalizer
+    else:  # q is g: one QR gives the draws and the normalizer
+        r_upper, z, log_z = gm.factor(q.white_vec, q.prec_sqrt, check=CHECK_RANK[0],
+                                      names=lambda: _labels(g, names))
+        log_z = Tensor.make(log_z, q.batch_inputs)
+    x = _reparameterize(r_upper, z, noise, len(sample_inputs))
     offsets, _ = real_offsets(q.inputs)
     points = {}
     for name in sampled:
@@ -243,21 +251,25 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
         part = ops.getitem(x, (Ellipsis, slice(offsets[name], offsets[name] + domain.num_elements)))
         points[name] = Tensor(ops.reshape(part, tuple(part.shape[:-1]) + domain.shape), batch)
     delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))
-    log_z = g.log_normalizer
     if not others:
         return delta + log_z
     return delta + g(**points) + (log_z - marginal(**points))
 
 
-def _reparameterize(white_vec, prec_sqrt, noise, ns: int):
-    """``x = R^{-1} (z + noise) ~ N(mean, precision^{-1})`` (``arrays.sample``) for noise of
-    shape ``sample + batch + (dim,)`` with ``ns`` sample dims: the draws are the columns of
-    one triangular solve per batch entry, not one small solve per draw (1,000 particles of a
-    10-d Gaussian: one solve with 1,000 right-hand sides)."""
+def _labels(g: Gaussian, names: frozenset) -> list[str]:
+    """One label per sampled coordinate, for a rank error (as ``marginalize_gaussian``'s)."""
+    return [k if d.num_elements == 1 else f"{k}[{i}]"
+            for k, d in g._ikey if k in names for i in range(d.num_elements)]
+
+
+def _reparameterize(r_upper, z, noise, ns: int):
+    """``x = R^{-1} (z + noise) ~ N(mean, precision^{-1})`` (``arrays.sample``, with ``R, z``
+    of ``arrays.factor``) for noise of shape ``sample + batch + (dim,)`` with ``ns`` sample
+    dims: the draws are the columns of one triangular solve per batch entry, not one small
+    solve per draw (1,000 particles of a 10-d Gaussian: one solve with 1,000 right-hand
+    sides)."""
     if ns == 0:
-        return gm.sample(white_vec, prec_sqrt, noise)
-    la.require_full_rank(prec_sqrt, "a sample")
-    r_upper, z, _ = la.triangularize(la.mT(prec_sqrt), white_vec)
+        return la.solve_upper(r_upper, ops.add(z, noise))
     batch, dim = tuple(z.shape[:-1]), z.shape[-1]
     sample = tuple(noise.shape[:ns])
     nb = len(batch)

@@ -281,22 +281,22 @@ class Interpretation:
         # keep the default interpret (tried in that order), the first later instance that
         # overrides interpret (it gets the term when they all decline; None: build it), and
         # the canonicalization hooks of the flattened instances.
+        # A flat base's own entry is the rest of this one: a new instance (a MonteCarlo per
+        # step) binds its own rules and reuses the chain's cached lists. ``_clear_dependents``
+        # is transitive, so depending on the base covers the instances after it.
         entry = self._cache.get(key)
         if entry is not None:
             return entry
-        rules: list = []
-        hooks: list = []
-        interp = self
-        while True:
-            rules.extend(interp.bound_rules(key))
-            hook = interp._hook()
-            if hook is not None:
-                hooks.append(hook)
-            interp = interp.base
-            if interp is None or not interp._flat:
-                break
-            interp._dependents.add(self)
-        entry = (tuple(rules), interp, tuple(hooks))
+        rules = self.bound_rules(key)
+        hook = self._hook()
+        hooks = () if hook is None else (hook,)
+        base = self.base
+        if base is not None and base._flat:
+            if not self._cache:  # the first entry since a clear, which also reset base's set
+                base._dependents.add(self)
+            base_rules, base, base_hooks = base._cache.get(key) or base._resolve(key)
+            rules, hooks = rules + base_rules, hooks + base_hooks
+        entry = (rules, base, hooks)
         if len(self._cache) >= MAX_CACHE:
             self._cache.clear()
         self._cache[key] = entry

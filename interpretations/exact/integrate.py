@@ -46,12 +46,14 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
     subs = {n: p for n, (p, _) in log_measure.terms if n in names and n in integrand.inputs}
     integrand = integrand(**subs) if subs else integrand
     rest = tuple(t for t in log_measure.terms if t[0] not in names)
-    log_density = Number(0.0)
-    for n, (_, ld) in log_measure.terms:
-        if n in names:
-            log_density = log_density + ld
-    measure = log_density + Delta(rest) if rest else log_density
     remaining = reduced_vars - names
+    densities = [ld for n, (_, ld) in log_measure.terms if n in names]
+    if not rest and not remaining and all(_is_zero(ld) for ld in densities):
+        return integrand  # unit point masses (a Monte Carlo sample's): exp(0) * f is f
+    log_density = Number(0.0)
+    for ld in densities:
+        log_density = log_density + ld
+    measure = log_density + Delta(rest) if rest else log_density
     if not remaining:
         return measure.exp() * integrand
     # A batch input of the points (x_i = p_i) that the log density lacks is still summed
@@ -63,6 +65,11 @@ def exact_integrate_delta(log_measure, integrand, reduced_vars):
         zeros = ops.new_zeros(proto, tuple(d.size for d in lost.values()))
         measure = measure + Tensor(zeros, lost)
     return Integrate(measure, integrand, remaining)
+
+
+def _is_zero(term) -> bool:
+    # Decided by structure: a Number holds a Python scalar, never a traced value.
+    return isinstance(term, Number) and term.data == 0
 
 
 # Integrate(Delta(x=p) + w, f, {x}) = exp(w) * Integrate(Delta(x=p), f, {x}) for a weight w

@@ -24,6 +24,7 @@ import math
 from funsor_core import ops
 from funsor_core.atoms.affine import extract_affine_flat
 from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.gaussian import (
     Gaussian,
     align_gaussian,
@@ -501,9 +502,15 @@ def condition_gaussian(g: Gaussian, values: dict) -> Funsor:
         shape = broadcast_shape(*(tuple(b.shape[:-1]) for b in blocks))
         blocks = [ops.expand(b, shape + tuple(b.shape[-1:])) for b in blocks]
     value_b = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -1)
+    full = tuple(d.size for d in batch.values())
+    if len(index) == prec_sqrt.shape[-2]:  # every real input given: f(x) itself, a Tensor
+        diff = ops.sub(white_vec, la.vm(value_b, prec_sqrt))  # the same ops as below
+        data = ops.mul(-0.5, ops.sum(ops.mul(diff, diff), -1))
+        if tuple(data.shape) != full:
+            data = ops.expand(data, full)
+        return Tensor.make(data, batch)
     white_vec, prec_sqrt = gm.condition(white_vec, prec_sqrt, index, value_b)
     rest = tuple((k, d) for k, d in inputs.items() if k not in values)
-    full = tuple(d.size for d in batch.values())
     if tuple(white_vec.shape[:-1]) != full:
         white_vec = ops.expand(white_vec, full + tuple(white_vec.shape[-1:]))
     if tuple(prec_sqrt.shape[:-2]) != full:

@@ -34,19 +34,20 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.linalg import rows  # noqa: F401 (public here too)
-from funsor_core.atoms.gaussian.rank import (
+from funsor_core.atoms.gaussian.rank import (  # noqa: F401 (NOT_FULL_RANK: public here too)
+    NOT_FULL_RANK,
     RankFix,
     apply_fix,
+    decide,
     fix_constant,
-    numerical_rank,
-    rank_tests,
+    raise_rank,
     rank_tolerance,
     surely_full_rank,
 )
 
 __all__ = [
     "check_full_rank", "compress", "rows", "concat", "condition", "covariance", "embed",
-    "expected_log_density", "from_info", "from_mean_covariance", "from_mean_precision",
+    "expected_log_density", "factor", "from_info", "from_mean_covariance", "from_mean_precision",
     "from_mean_scale_tril", "kl_divergence", "log_density", "log_normalizer", "marginalize",
     "mean", "pad_dims", "sample", "to_info",
 ]
@@ -69,14 +70,6 @@ _split_index = la.split_index
 _sumsq = la.sumsq
 _triangularize = la.triangularize
 _vm = la.vm
-
-NOT_FULL_RANK = (
-    "cannot marginalize {label}: its precision block has rank {rank} < {dim}; the integral "
-    "diverges, because the density is flat along a direction of {label}{where}. Coordinates "
-    "without independent information: {coords}. Add a prior or an observation on them before "
-    "integrating them out, or keep them as free inputs."
-)
-
 
 # ---------------------------------------------------------------------------------------------
 # Constructors and conversions.
@@ -356,7 +349,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     const = 0.5 * d_b * _LOG_2PI
     if rank < d_b:  # too few rows to pin x_b down: the integral is +inf whatever the values
         if check:
-            _raise_rank(prec_sqrt, b, names, None)
+            raise_rank(prec_sqrt, b, names, None)
         return (ops.new_zeros(white_vec, batch + (0,)),
                 ops.new_zeros(prec_sqrt, batch + (d_a, 0)),
                 ops.new_full(white_vec, batch, math.inf))
@@ -372,7 +365,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
             fix, log_norm = RankFix(), ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)) + const
             log_norm = ops.where(surely_full_rank(ops.detach(r_upper), tol), log_norm, math.nan)
         else:
-            fix = _decide(r_upper, prec_sqrt, b, names, check, tol)
+            fix = decide(r_upper, prec_sqrt, b, names, check, tol)
             log_norm = fix_constant(
                 ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag_b), -1)), const), fix)
         if d_a == 0:
@@ -390,7 +383,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     # R of S.T alone, rows b then the remaining ones: the same column norms as S.T.
     r_like = ops.cat([ops.getitem(r_top, (Ellipsis, slice(None), slice(0, dim))),
                       ops.cat([ops.new_zeros(s_a, batch + (rank - d_b, d_b)), s_a], -1)], -2)
-    fix = _decide(r_like, prec_sqrt, b, names, check, tol)
+    fix = decide(r_like, prec_sqrt, b, names, check, tol)
     log_norm = fix_constant(ops.sub(const, ops.sum(ops.log(norms), -1)), fix)
     if fix.zero_cols is not None:
         rest = apply_fix(rest, fix)
@@ -398,31 +391,54 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     return w_a, _mT(s_a), log_norm
 
 
-def _decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
-    """``rank.rank_tests`` on the factor ``r``; with ``check``, raise NOT_FULL_RANK where a
-    concrete block is deficient (naming the coordinates of the first such batch entry)."""
-    fix = rank_tests(r, len(b), tol)
-    if check and fix.bad is not None and ops.is_concrete(fix.bad):
-        flags = ops.to_numpy(fix.bad).reshape(-1)
-        if not flags.any():  # computed as arrays (autodiff tracers), and all full rank
-            return fix
-        flat = int(flags.argmax())
-        d_b = len(b)
-        host = ops.to_numpy(r).reshape((-1,) + tuple(r.shape[-2:]))
-        _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
-        _raise_rank(prec_sqrt, b, names, (flat, ks))
-    return fix
-
-
-def log_normalizer(white_vec: Array, prec_sqrt: Array) -> Array:
+def log_normalizer(white_vec: Array, prec_sqrt: Array, triangular: str | None = None) -> Array:
     """``log ∫ exp f(x) dx`` over all of ``x`` (``+inf`` where the precision is singular).
+
+    Args:
+        triangular: ``"upper"`` when the caller knows, from how it was built, that
+            ``prec_sqrt`` is square upper triangular (``from_mean_scale_tril``): then it is
+            its own triangular factor, coordinates and rows reversed, and no QR is run.
 
     Example:
         >>> w, s = from_mean_covariance(np.zeros(1), np.array([[1.0]]))
         >>> round(float(log_normalizer(w, s)), 6)  # 0.5 log(2 pi)
         0.918939
+        >>> w, s = from_mean_scale_tril(np.ones(2), np.array([[2.0, 0.0], [1.0, 3.0]]))
+        >>> bool(np.isclose(log_normalizer(w, s, "upper"), log_normalizer(w, s)))
+        True
     """
-    return marginalize(white_vec, prec_sqrt, range(prec_sqrt.shape[-2]))[2]
+    dim, rank = prec_sqrt.shape[-2:]
+    if triangular == "upper" and rank == dim:
+        # J S.T J (J reverses the order) is upper triangular: its own R, with Q = I.
+        return marginalize(ops.flip(white_vec, -1), ops.flip(prec_sqrt, (-2, -1)), range(dim),
+                           triangular=True)[2]
+    return marginalize(white_vec, prec_sqrt, range(dim))[2]
+
+
+def factor(white_vec: Array, prec_sqrt: Array, *, check: bool = False,
+           names: str | Sequence[str] | None = None) -> tuple[Array, Array, Array]:
+    """``(r_upper, z, log_normalizer)`` of a full-rank density, from one QR of ``[S.T | w]``.
+
+    ``f(x) = -0.5 ||x R' - z||^2 + shift`` with ``R`` upper triangular and a nonnegative
+    diagonal (canonical, as ``sample`` uses it: ``x = R^{-1} (z + noise)``), and the log
+    normalizer as ``log_normalizer`` computes it: the same number, since the row signs
+    change neither ``|det R|``, ``shift`` nor the rank tests. ``check`` and ``names`` as
+    in ``marginalize``.
+
+    Example:
+        >>> r, z, c = factor(np.array([2.0]), np.array([[-2.0]]))
+        >>> r, z, bool(np.isclose(c, log_normalizer(np.array([2.0]), np.array([[-2.0]]))))
+        (array([[2.]]), array([-2.]), True)
+    """
+    _require_full_rank(prec_sqrt, "a sample")
+    dim = prec_sqrt.shape[-2]
+    r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec)
+    fix = decide(r_upper, prec_sqrt, tuple(range(dim)), names, check,
+                  rank_tolerance(prec_sqrt))
+    abs_diag = ops.abs(ops.diagonal(r_upper))
+    log_norm = fix_constant(ops.add(ops.sub(shift, ops.sum(ops.log(abs_diag), -1)),
+                                    0.5 * dim * _LOG_2PI), fix)
+    return r_upper, z, log_norm
 
 
 def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
@@ -450,46 +466,12 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
     if not b:
         return
     if rank < len(b):  # no QR needed: R would have fewer rows than columns
-        _raise_rank(prec_sqrt, b, names, None)
+        raise_rank(prec_sqrt, b, names, None)
     if not ops.is_concrete(prec_sqrt):
         raise TypeError("check_full_rank reads values: call it on concrete arrays, outside "
                         "jit/vmap tracing")
     r_bb = ops.qr_r(_mT(rows(prec_sqrt, b)))
-    _decide(r_bb, prec_sqrt, b, names, True, rank_tolerance(prec_sqrt))
-
-
-def _labels(b: tuple[int, ...], names) -> tuple[str, list[str]]:
-    """The block's label and one label per coordinate, for error messages."""
-    if names is None:
-        return "x", [f"x[{i}]" for i in b]
-    if isinstance(names, str):
-        return names, [f"{names}[{k}]" for k in range(len(b))]
-    if callable(names):  # labels built only when an error needs them
-        names = names()
-    coords = [str(n) for n in names]
-    if len(coords) != len(b):
-        raise ValueError(f"names needs one label per coordinate of b_index ({len(b)})")
-    return ", ".join(dict.fromkeys(c.split("[")[0] for c in coords)), coords
-
-
-def _raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
-    """Raise the NOT_FULL_RANK error; ``weak`` is ``(flat batch index, coordinates)``."""
-    label, coords = _labels(b, names)
-    rank = prec_sqrt.shape[-1]
-    if weak is None:  # too few rows: decided by shapes
-        raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=len(b), where="",
-                                              coords=", ".join(coords[rank:])))
-    flat, ks = weak
-    batch = _batch_shape(prec_sqrt, 2)
-    where = ""
-    if batch:
-        idx, rem = [], flat
-        for size in reversed(batch):
-            idx.append(rem % size)
-            rem //= size
-        where = f" at batch index {tuple(reversed(idx))}"
-    raise ValueError(NOT_FULL_RANK.format(label=label, rank=len(b) - len(ks), dim=len(b),
-                                          where=where, coords=", ".join(coords[k] for k in ks)))
+    decide(r_bb, prec_sqrt, b, names, True, rank_tolerance(prec_sqrt))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         True
     """
     names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
-    if not names:
-        return None
+    if not names or not _expectable(names, integrand):
+        return None  # decided by structure, before any array work
     log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
     moments = _Moments.of(g, names)
     if moments is None:
@@ -154,6 +154,31 @@ def _flat(value: Funsor) -> Funsor:
     """A ``Reals[...]`` funsor as ``Reals[n]`` (row-major), vectors as they are."""
     shape = value.output.shape
     return value if len(shape) == 1 else value.reshape((value.output.num_elements,))
+
+
+def _expectable(names: frozenset, f: Funsor) -> bool:
+    """False when ``_expectation`` certainly gives None for ``f`` (its cases, decided by
+    structure alone): a Monte Carlo ELBO's ``log p - log q`` with a non-polynomial
+    likelihood is declined before the moments and the other parts' expectations are
+    computed, and thrown away. True may still end in None (a Hessian that does not
+    evaluate)."""
+    if not any(k in names for k in f.inputs):
+        return True
+    if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.add:
+        return all(_expectable(names, t) for t in f.terms)
+    if isinstance(f, Binary) and f.op is ops.sub:
+        return _expectable(names, f.lhs) and _expectable(names, f.rhs)
+    if isinstance(f, Unary) and f.op is ops.neg:
+        return _expectable(names, f.arg)
+    if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul:
+        inside = [t for t in f.terms if any(k in names for k in t.inputs)]
+        if (len(inside) == 1 and not isinstance(inside[0], (Tensor, Number))
+                and _expectable(names, inside[0])):
+            return True
+    if isinstance(f, Gaussian):
+        return True
+    degree = polynomial_degree(f)
+    return degree is not None and degree <= 2
 
 
 def _expectation(mom: _Moments, f: Funsor):

@@ -8,8 +8,9 @@ where ``x`` is the concatenation (in input order) of every real input flattened,
 has shape ``batch + (dim, rank)`` and ``white_vec`` ``batch + (rank,)``; ``batch`` lists the
 sizes of the Bint inputs in order (as in ``Tensor``). This is funsor 0.4.8's convention: the
 density is not normalized, ``max_x f(x) = 0`` when consistent, and ``rank`` may differ from
-``dim``. This module holds the atom and its layout helpers (alignment by name); the algebra
-on funsors is ``algebra``, on arrays ``arrays``; sampling is
+``dim``. This module holds the atom and its layout helpers (alignment by name); the user's
+parameters are converted and checked by ``parameters``; the algebra on funsors is
+``algebra``, on arrays ``arrays``; sampling is
 ``funsor_core.atoms.sampling``; the rules live in ``interpretations/exact/gaussian.py``.
 
 Example:
@@ -30,9 +31,11 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.linalg import BlockMatrix, BlockVector
+from funsor_core.atoms.gaussian.parameters import as_array, canonical_checked, one_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Domain, Real, broadcast_shape
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.interpreter import interpret
+from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.terms.base import DomainError, Funsor
 
 __all__ = ["Gaussian", "BlockMatrix", "BlockVector", "align_gaussian", "real_offsets",
@@ -41,12 +44,6 @@ __all__ = ["Gaussian", "BlockMatrix", "BlockVector", "align_gaussian", "real_off
 # A sum of Gaussians is compressed (QR) once its rank exceeds this multiple of its dim, as in
 # funsor 0.4.8: cheap concatenation most of the time, bounded memory always.
 COMPRESSION_THRESHOLD = 2
-
-_NO_PREC = ("Gaussian needs a precision: give prec_sqrt=, precision=, covariance= or "
-            "scale_tril=, e.g. Gaussian(mean=m, covariance=c, inputs={'x': Reals[2]})")
-_NO_LOC = ("Gaussian needs a location: give white_vec= (with prec_sqrt=), info_vec= (with "
-           "precision=) or mean= (with covariance=, scale_tril= or precision=)")
-
 
 def real_offsets(inputs: dict) -> tuple[dict, int]:
     """Offsets of the real inputs in the flattened vector ``x``, and its dim.
@@ -88,217 +85,6 @@ def gaussian_batch_inputs(inputs: dict) -> dict:
     return {k: d for k, d in inputs.items() if d.dtype != "real"}
 
 
-def _as_array(x, name: str, backend: str | None = None):
-    if x is None or is_array(x):
-        return x
-    if isinstance(x, Tensor) and not x.inputs:
-        return x.data
-    try:
-        return backend_module(backend).asarray(x, "real")
-    except Exception as e:
-        raise TypeError(f"Gaussian {name}= must be an array, got {type(x).__name__}") from e
-
-
-MIXED_PARAMETERS = (
-    "Gaussian parameters hold arrays of two backends: {found}. One term must use one backend, "
-    "and nothing is converted silently (that would drop autograd); convert one first, e.g. "
-    "torch.as_tensor(mean) or np.asarray(covariance)."
-)
-
-
-def _one_backend(named: dict) -> str | None:
-    """The backend of the array parameters (None if none is an array); TypeError if mixed."""
-    found: dict = {}
-    for name, x in named.items():
-        if isinstance(x, Tensor) and not x.inputs:
-            x = x.data
-        if x is not None and is_array(x):
-            found.setdefault(backend_name_of(x), []).append(f"{name}=")
-    if len(found) > 1:
-        listed = " and ".join(f"{b} ({', '.join(n)})" for b, n in found.items())
-        raise TypeError(MIXED_PARAMETERS.format(found=listed))
-    return next(iter(found), None)
-
-
-# -- checks of the values of user-given parameters -----------------------------------------------
-NOT_FINITE = ("Gaussian {name}= has NaN or infinite entries{where}; every parameter must be "
-              "finite (a point mass is a Delta, a flat direction is a missing row of prec_sqrt)")
-NOT_POSITIVE_DEFINITE = (
-    "Gaussian {name}= is not positive definite{where}: its Cholesky factorization fails (it "
-    "is singular, indefinite or not symmetric). Pass a symmetric positive definite matrix, "
-    "e.g. add a small multiple of the identity; a density that is flat along some direction "
-    "is written with white_vec= and a prec_sqrt= of fewer columns than rows."
-)
-SINGULAR_SCALE_TRIL = (
-    "Gaussian scale_tril= is singular{where}: its diagonal must be nonzero (a zero scale is a "
-    "point mass, which is a Delta, not a Gaussian)"
-)
-
-
-NOT_SYMMETRIC = (
-    "Gaussian {name}= is not symmetric{where}: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {asym:.3g} "
-    "while its largest entry is {scale:.3g}. A covariance or precision matrix is symmetric; "
-    "pass (m + m.T) / 2 if the asymmetry is roundoff, or check which triangle is right "
-    "(funsor 0.4.8 silently uses the lower one)."
-)
-# Asymmetry allowed, in units of dim * eps * max|entry|: roundoff of a matrix product such
-# as L @ L.T (its two triangles summed in different orders), not a typo.
-SYMMETRY_RTOL = 1024.0
-
-
-def _asymmetry(x):
-    """``(asym, scale)`` per batch entry: ``max|x - x.T|`` and ``max|x|`` (backend arrays)."""
-    diff = ops.abs(ops.sub(x, ops.transpose(x, -1, -2)))
-    return ops.amax(diff, (-2, -1)), ops.amax(ops.abs(x), (-2, -1))
-
-
-def _symmetry_tolerance(x) -> float:
-    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(x.dtype.itemsize, 2.0 ** -52)
-    return SYMMETRY_RTOL * max(x.shape[-1], 1) * eps
-
-
-def _check_symmetric(name: str, x):
-    """Raise NOT_SYMMETRIC for a concrete matrix whose triangles differ beyond roundoff.
-
-    Returns None, or (under jax tracing, where values cannot be read) the traced batch
-    booleans of the entries that are not symmetric, for ``_check_factor`` to make NaN.
-    """
-    import numpy as np
-
-    if type(x) is np.ndarray:
-        host = x
-    elif ops.is_concrete(x):
-        host = ops.to_numpy(x)  # detached
-    else:
-        asym, scale = _asymmetry(ops.detach(x))
-        return ops.gt(asym, ops.mul(scale, _symmetry_tolerance(x)))
-    if (host == host.swapaxes(-1, -2)).all():  # exactly symmetric: the common case
-        return None
-    tol = _symmetry_tolerance(x)
-    diff = np.abs(host - np.swapaxes(host, -1, -2)).max((-2, -1))
-    scale = np.abs(host).max((-2, -1))
-    bad = diff > tol * scale
-    if bad.any():
-        flat = int(np.argmax(np.reshape(bad, -1)))
-        entry = host.reshape((-1,) + host.shape[-2:])[flat]
-        i, j = np.unravel_index(int(np.argmax(np.abs(entry - entry.T))), entry.shape)
-        i, j = (int(i), int(j)) if i > j else (int(j), int(i))
-        raise ValueError(NOT_SYMMETRIC.format(
-            name=name, where=_batch_where(bad), i=i, j=j,
-            asym=float(np.reshape(diff, -1)[flat]), scale=float(np.reshape(scale, -1)[flat])))
-    return None
-
-
-def _batch_where(bad) -> str:
-    # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
-    import numpy as np
-
-    bad = np.asarray(bad)
-    if not bad.ndim:
-        return ""
-    return f" (at batch index {tuple(int(i) for i in np.argwhere(bad)[0])})"
-
-
-def _nonfinite(x, event_ndim: int):
-    """Per batch entry: whether any entry is NaN or infinite (an array of the backend)."""
-    bad = ops.invert(ops.isfinite(x))
-    axes = tuple(range(-event_ndim, 0))
-    return ops.any(bad, axis=axes) if axes else bad
-
-
-def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
-    """Check the square-root form computed from finite user parameters.
-
-    A non-finite factor means the matrix could not be factorized (jax's Cholesky answers NaN
-    where numpy and torch raise). Concrete arrays raise ValueError naming ``scale``. Traced
-    (jax.jit) values cannot be read: there, the batch entries whose factor is not finite,
-    or whose matrix was not symmetric (``asymmetric``, traced booleans), become NaN
-    throughout, so a bad parameter can only ever give NaN, never a wrong number.
-    """
-    bad = ops.or_(_nonfinite(prec_sqrt, 2), _nonfinite(white_vec, 1))
-    if asymmetric is not None:
-        bad = ops.or_(bad, asymmetric)
-    if ops.is_concrete(bad):
-        bad = ops.to_numpy(bad)
-        if bad.any():
-            message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
-            raise ValueError(message.format(name=scale, where=_batch_where(bad)))
-        return white_vec, prec_sqrt
-    white_vec = ops.where(bad[..., None], ops.full_like(white_vec, float("nan")), white_vec)
-    prec_sqrt = ops.where(bad[..., None, None], ops.full_like(prec_sqrt, float("nan")),
-                          prec_sqrt)
-    return white_vec, prec_sqrt
-
-
-_SYMMETRIC = ("covariance", "precision")
-_EVENT_NDIM = {"info_vec": 1, "mean": 1, "precision": 2, "covariance": 2, "scale_tril": 2}
-
-
-_LOCATIONS = ("white_vec", "info_vec", "mean")
-_SCALES = ("prec_sqrt", "precision", "covariance", "scale_tril")
-
-
-def _to_canonical(named: dict):
-    """Convert one location and one scale parameter to ``(white_vec, prec_sqrt)``.
-
-    Any location (``info_vec``, ``mean``) goes with any scale (``prec_sqrt``, ``precision``,
-    ``covariance``, ``scale_tril``), as in funsor 0.4.8; ``white_vec`` is a coordinate in the
-    columns of one particular factor, so it goes with ``prec_sqrt`` only.
-    """
-    locs = [n for n in _LOCATIONS if n in named]
-    scales = [n for n in _SCALES if n in named]
-    if not scales:
-        raise ValueError(_NO_PREC)
-    if not locs:
-        raise ValueError(_NO_LOC)
-    if len(locs) > 1 or len(scales) > 1:
-        raise ValueError("Gaussian takes one location (white_vec=, info_vec= or mean=) and one "
-                         f"scale (prec_sqrt=, precision=, covariance= or scale_tril=), got "
-                         f"{sorted(named)}")
-    (loc, scale), value = (locs[0], scales[0]), named[locs[0]]
-    if loc == "white_vec" and scale != "prec_sqrt":
-        raise ValueError(f"white_vec= goes with prec_sqrt= only (it is a coordinate in that "
-                         f"factor's columns), got {scale}=; use info_vec= or mean= instead")
-    if scale == "prec_sqrt":
-        prec_sqrt = named["prec_sqrt"]
-        if loc == "white_vec":
-            return value, prec_sqrt
-        return la.from_loc_prec_sqrt(loc, value, prec_sqrt)
-    if loc == "info_vec":
-        return la.from_info_scale(value, scale, named[scale])
-    if scale == "covariance":
-        return gm.from_mean_covariance(value, named[scale])
-    if scale == "scale_tril":
-        return gm.from_mean_scale_tril(value, named[scale])
-    return gm.from_mean_precision(value, named[scale])
-
-
-def _canonical_checked(named: dict):
-    """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
-    if "prec_sqrt" in named:
-        return _to_canonical(named)  # already a square-root factor: nothing to factorize
-    scale = next((n for n in ("covariance", "precision", "scale_tril") if n in named), None)
-    checked = {n: x for n, x in named.items() if n in _EVENT_NDIM}
-    concrete = all(ops.is_concrete(x) for x in checked.values())
-    if concrete:  # NaN first: a factorization of NaN entries reports the wrong problem
-        for name, x in checked.items():
-            # On the host: under jax.grad inside jax.jit even an op on a concrete array
-            # (detach included) gives a tracer, whose values cannot be read.
-            bad = _nonfinite(ops.to_numpy(x), _EVENT_NDIM[name])
-            if bad.any():
-                raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
-    # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.
-    asymmetric = _check_symmetric(scale, named[scale]) if scale in _SYMMETRIC else None
-    try:
-        white_vec, prec_sqrt = _to_canonical(named)
-    except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
-        if scale is None or "LinAlgError" not in type(e).__name__:
-            raise
-        message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
-        raise ValueError(message.format(name=scale, where="")) from e
-    return _check_factor(scale, white_vec, prec_sqrt, asymmetric)
-
-
 def _check_inputs(inputs) -> tuple:
     if inputs is None:
         raise ValueError("Gaussian needs inputs=, e.g. {'x': Reals[2]} (Bint inputs are batch "
@@ -316,7 +102,22 @@ def _check_inputs(inputs) -> tuple:
     return items
 
 
-class Gaussian(Funsor):
+class _GaussianMeta(FunsorMeta):
+    """Builds a Gaussian as every term is built, and records on it what its construction
+    shows of the structure of ``prec_sqrt`` (``Gaussian._triangular``)."""
+
+    def __call__(cls, *args, **kwargs):
+        args = cls._prepare(*args, **kwargs)
+        result = interpret(cls, args)
+        if (kwargs.get("scale_tril") is not None or kwargs.get("covariance") is not None) and (
+                isinstance(result, Gaussian) and result.prec_sqrt is args[1]):
+            # prec_sqrt = L^{-T}: a triangular solve that reads only the lower triangle of L
+            # (torch, jax, scipy and our numpy kernel alike) gives an upper triangular factor.
+            object.__setattr__(result, "_triangular", "upper")
+        return result
+
+
+class Gaussian(Funsor, metaclass=_GaussianMeta):
     """A batched Gaussian log density in square-root information form.
 
     Args:
@@ -343,7 +144,10 @@ class Gaussian(Funsor):
         (array([1.]), array([[2.]]), array([0.5]))
     """
 
-    __slots__ = ("white_vec", "prec_sqrt", "_ikey")
+    # _triangular: "upper" when prec_sqrt is known, from how it was built, to be square upper
+    # triangular (from covariance= or scale_tril=); None when nothing is known. Not a field:
+    # the same arrays are the same density either way, and terms built by rules have None.
+    __slots__ = ("white_vec", "prec_sqrt", "_ikey", "_triangular")
     fields = ("white_vec", "prec_sqrt", "inputs")
     arrays = ("white_vec", "prec_sqrt")
     _atom = True
@@ -389,15 +193,15 @@ class Gaussian(Funsor):
                 or covariance is not None or scale_tril is not None):
             items = _check_inputs(inputs)  # the canonical form: just validate shapes
             if type(white_vec) is not type(prec_sqrt):
-                _one_backend({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
+                one_backend({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
         else:
             items = _check_inputs(inputs)
             named = {"white_vec": white_vec, "prec_sqrt": prec_sqrt, "info_vec": info_vec,
                      "precision": precision, "mean": mean, "covariance": covariance,
                      "scale_tril": scale_tril}
-            backend = _one_backend(named)
-            named = {n: _as_array(a, n, backend) for n, a in named.items() if a is not None}
-            white_vec, prec_sqrt = _canonical_checked(named)
+            backend = one_backend(named)
+            named = {n: as_array(a, n, backend) for n, a in named.items() if a is not None}
+            white_vec, prec_sqrt = canonical_checked(named)
         return _check_shapes(white_vec, prec_sqrt, items)
 
     @staticmethod
@@ -406,6 +210,7 @@ class Gaussian(Funsor):
 
     def _setup(self):
         self._ikey = inputs = self._args[2]
+        self._triangular = None
         self.inputs = dict(inputs)
         self.output = Real
 
@@ -460,7 +265,8 @@ class Gaussian(Funsor):
     @property
     def log_normalizer(self) -> Tensor:
         """``log ∫ exp f(x) dx`` over all real inputs: a Tensor over the Bint inputs."""
-        data = gm.log_normalizer(self.white_vec, self.prec_sqrt)
+        data = gm.log_normalizer(self.white_vec, self.prec_sqrt,
+                                 triangular=getattr(self, "_triangular", None))
         return Tensor.make(data, self.batch_inputs)
 
     @property
@@ -485,6 +291,11 @@ class Gaussian(Funsor):
     _mean = mean
     _covariance = covariance
     _scale_tril = scale_tril
+
+
+# A pytree transform may replace the arrays (an optimizer's update of prec_sqrt is dense), so
+# the structure known from the construction does not travel with them: unflattened, it is unset.
+Gaussian._derived = tuple(n for n in Gaussian._derived if n != "_triangular")
 
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:

@@ -75,8 +75,8 @@ import numpy as np
 
 from funsor_core import ops
 
-__all__ = ["RANK_RTOL", "RankFix", "apply_fix", "fix_constant", "numerical_rank",
-           "rank_tests", "rank_tolerance", "surely_full_rank"]
+__all__ = ["NOT_FULL_RANK", "RANK_RTOL", "RankFix", "apply_fix", "decide", "fix_constant",
+           "numerical_rank", "raise_rank", "rank_tests", "rank_tolerance", "surely_full_rank"]
 
 Array = Any
 
@@ -359,3 +359,65 @@ def numerical_rank(r_bb: np.ndarray, tol: float) -> tuple[int, list[int]]:
     # Smallest pivot first; among equals, the later coordinate (it came after its peers).
     order = sorted(range(d_b), key=lambda k: (rho[k], -k))
     return rank, sorted(order[: d_b - rank])
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: a block without full rank, named by its coordinates.
+NOT_FULL_RANK = (
+    "cannot marginalize {label}: its precision block has rank {rank} < {dim}; the integral "
+    "diverges, because the density is flat along a direction of {label}{where}. Coordinates "
+    "without independent information: {coords}. Add a prior or an observation on them before "
+    "integrating them out, or keep them as free inputs."
+)
+
+
+def decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
+    """``rank_tests`` on the factor ``r`` (of ``arrays.marginalize``); with ``check``, raise
+    NOT_FULL_RANK where a concrete block is deficient (naming the coordinates of the first
+    such batch entry)."""
+    fix = rank_tests(r, len(b), tol)
+    if check and fix.bad is not None and ops.is_concrete(fix.bad):
+        flags = ops.to_numpy(fix.bad).reshape(-1)
+        if not flags.any():  # computed as arrays (autodiff tracers), and all full rank
+            return fix
+        flat = int(flags.argmax())
+        d_b = len(b)
+        host = ops.to_numpy(r).reshape((-1,) + tuple(r.shape[-2:]))
+        _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
+        raise_rank(prec_sqrt, b, names, (flat, ks))
+    return fix
+
+
+def _labels(b: tuple[int, ...], names) -> tuple[str, list[str]]:
+    """The block's label and one label per coordinate, for error messages."""
+    if names is None:
+        return "x", [f"x[{i}]" for i in b]
+    if isinstance(names, str):
+        return names, [f"{names}[{k}]" for k in range(len(b))]
+    if callable(names):  # labels built only when an error needs them
+        names = names()
+    coords = [str(n) for n in names]
+    if len(coords) != len(b):
+        raise ValueError(f"names needs one label per coordinate of b_index ({len(b)})")
+    return ", ".join(dict.fromkeys(c.split("[")[0] for c in coords)), coords
+
+
+def raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
+    """Raise the NOT_FULL_RANK error for the coordinates ``b`` of ``prec_sqrt``; ``weak`` is
+    ``(flat batch index, coordinates)``, or None when the rank is too low by shapes alone."""
+    label, coords = _labels(b, names)
+    rank = prec_sqrt.shape[-1]
+    if weak is None:  # too few rows: decided by shapes
+        raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=len(b), where="",
+                                              coords=", ".join(coords[rank:])))
+    flat, ks = weak
+    batch = tuple(prec_sqrt.shape[:-2])
+    where = ""
+    if batch:
+        idx, rem = [], flat
+        for size in reversed(batch):
+            idx.append(rem % size)
+            rem //= size
+        where = f" at batch index {tuple(reversed(idx))}"
+    raise ValueError(NOT_FULL_RANK.format(label=label, rank=len(b) - len(ks), dim=len(b),
+                                          where=where, coords=", ".join(coords[k] for k in ks)))

@@ -1,0 +1,239 @@
+"""A Gaussian's user-given parameters: conversion of one location (``white_vec=``,
+``info_vec=``, ``mean=``) and one scale (``prec_sqrt=``, ``precision=``, ``covariance=``,
+``scale_tril=``) to the square-root form, with checks of their values that name the
+parameter. ``Gaussian``'s constructor (``funsor_core.atoms.gaussian.gaussian``) calls
+``canonical_checked``.
+
+Example:
+    >>> w, s = canonical_checked({"mean": np.ones(1), "covariance": np.array([[4.0]])})
+    >>> w, s
+    (array([0.5]), array([[0.5]]))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.tensor import Tensor, is_array
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["as_array", "canonical_checked", "one_backend"]
+
+_NO_PREC = ("Gaussian needs a precision: give prec_sqrt=, precision=, covariance= or "
+            "scale_tril=, e.g. Gaussian(mean=m, covariance=c, inputs={'x': Reals[2]})")
+_NO_LOC = ("Gaussian needs a location: give white_vec= (with prec_sqrt=), info_vec= (with "
+           "precision=) or mean= (with covariance=, scale_tril= or precision=)")
+
+
+def as_array(x, name: str, backend: str | None = None):
+    if x is None or is_array(x):
+        return x
+    if isinstance(x, Tensor) and not x.inputs:
+        return x.data
+    try:
+        return backend_module(backend).asarray(x, "real")
+    except Exception as e:
+        raise TypeError(f"Gaussian {name}= must be an array, got {type(x).__name__}") from e
+
+
+MIXED_PARAMETERS = (
+    "Gaussian parameters hold arrays of two backends: {found}. One term must use one backend, "
+    "and nothing is converted silently (that would drop autograd); convert one first, e.g. "
+    "torch.as_tensor(mean) or np.asarray(covariance)."
+)
+
+
+def one_backend(named: dict) -> str | None:
+    """The backend of the array parameters (None if none is an array); TypeError if mixed."""
+    found: dict = {}
+    for name, x in named.items():
+        if isinstance(x, Tensor) and not x.inputs:
+            x = x.data
+        if x is not None and is_array(x):
+            found.setdefault(backend_name_of(x), []).append(f"{name}=")
+    if len(found) > 1:
+        listed = " and ".join(f"{b} ({', '.join(n)})" for b, n in found.items())
+        raise TypeError(MIXED_PARAMETERS.format(found=listed))
+    return next(iter(found), None)
+
+
+# -- checks of the values of user-given parameters -----------------------------------------------
+NOT_FINITE = ("Gaussian {name}= has NaN or infinite entries{where}; every parameter must be "
+              "finite (a point mass is a Delta, a flat direction is a missing row of prec_sqrt)")
+NOT_POSITIVE_DEFINITE = (
+    "Gaussian {name}= is not positive definite{where}: its Cholesky factorization fails (it "
+    "is singular, indefinite or not symmetric). Pass a symmetric positive definite matrix, "
+    "e.g. add a small multiple of the identity; a density that is flat along some direction "
+    "is written with white_vec= and a prec_sqrt= of fewer columns than rows."
+)
+SINGULAR_SCALE_TRIL = (
+    "Gaussian scale_tril= is singular{where}: its diagonal must be nonzero (a zero scale is a "
+    "point mass, which is a Delta, not a Gaussian)"
+)
+
+
+NOT_SYMMETRIC = (
+    "Gaussian {name}= is not symmetric{where}: |{name}[{i}, {j}] - {name}[{j}, {i}]| = {asym:.3g} "
+    "while its largest entry is {scale:.3g}. A covariance or precision matrix is symmetric; "
+    "pass (m + m.T) / 2 if the asymmetry is roundoff, or check which triangle is right "
+    "(funsor 0.4.8 silently uses the lower one)."
+)
+# Asymmetry allowed, in units of dim * eps * max|entry|: roundoff of a matrix product such
+# as L @ L.T (its two triangles summed in different orders), not a typo.
+SYMMETRY_RTOL = 1024.0
+
+
+def _asymmetry(x):
+    """``(asym, scale)`` per batch entry: ``max|x - x.T|`` and ``max|x|`` (backend arrays)."""
+    diff = ops.abs(ops.sub(x, ops.transpose(x, -1, -2)))
+    return ops.amax(diff, (-2, -1)), ops.amax(ops.abs(x), (-2, -1))
+
+
+def _symmetry_tolerance(x) -> float:
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(x.dtype.itemsize, 2.0 ** -52)
+    return SYMMETRY_RTOL * max(x.shape[-1], 1) * eps
+
+
+def _check_symmetric(name: str, x):
+    """Raise NOT_SYMMETRIC for a concrete matrix whose triangles differ beyond roundoff.
+
+    Returns None, or (under jax tracing, where values cannot be read) the traced batch
+    booleans of the entries that are not symmetric, for ``_check_factor`` to make NaN.
+    """
+    if type(x) is np.ndarray:
+        host = x
+    elif ops.is_concrete(x):
+        host = ops.to_numpy(x)  # detached
+    else:
+        asym, scale = _asymmetry(ops.detach(x))
+        return ops.gt(asym, ops.mul(scale, _symmetry_tolerance(x)))
+    if (host == host.swapaxes(-1, -2)).all():  # exactly symmetric: the common case
+        return None
+    tol = _symmetry_tolerance(x)
+    diff = np.abs(host - np.swapaxes(host, -1, -2)).max((-2, -1))
+    scale = np.abs(host).max((-2, -1))
+    bad = diff > tol * scale
+    if bad.any():
+        flat = int(np.argmax(np.reshape(bad, -1)))
+        entry = host.reshape((-1,) + host.shape[-2:])[flat]
+        i, j = np.unravel_index(int(np.argmax(np.abs(entry - entry.T))), entry.shape)
+        i, j = (int(i), int(j)) if i > j else (int(j), int(i))
+        raise ValueError(NOT_SYMMETRIC.format(
+            name=name, where=_batch_where(bad), i=i, j=j,
+            asym=float(np.reshape(diff, -1)[flat]), scale=float(np.reshape(scale, -1)[flat])))
+    return None
+
+
+def _batch_where(bad) -> str:
+    # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
+    bad = np.asarray(bad)
+    if not bad.ndim:
+        return ""
+    return f" (at batch index {tuple(int(i) for i in np.argwhere(bad)[0])})"
+
+
+def _nonfinite(x, event_ndim: int):
+    """Per batch entry: whether any entry is NaN or infinite (an array of the backend)."""
+    bad = ops.invert(ops.isfinite(x))
+    axes = tuple(range(-event_ndim, 0))
+    return ops.any(bad, axis=axes) if axes else bad
+
+
+def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
+    """Check the square-root form computed from finite user parameters.
+
+    A non-finite factor means the matrix could not be factorized (jax's Cholesky answers NaN
+    where numpy and torch raise). Concrete arrays raise ValueError naming ``scale``. Traced
+    (jax.jit) values cannot be read: there, the batch entries whose factor is not finite,
+    or whose matrix was not symmetric (``asymmetric``, traced booleans), become NaN
+    throughout, so a bad parameter can only ever give NaN, never a wrong number.
+    """
+    if asymmetric is None and all(ops.is_concrete(x) and np.isfinite(ops.to_numpy(x)).all()
+                                  for x in (prec_sqrt, white_vec)):
+        return white_vec, prec_sqrt  # the common case, read on the host in one call each
+    bad = ops.or_(_nonfinite(prec_sqrt, 2), _nonfinite(white_vec, 1))
+    if asymmetric is not None:
+        bad = ops.or_(bad, asymmetric)
+    if ops.is_concrete(bad):
+        bad = ops.to_numpy(bad)
+        if bad.any():
+            message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
+            raise ValueError(message.format(name=scale, where=_batch_where(bad)))
+        return white_vec, prec_sqrt
+    white_vec = ops.where(bad[..., None], ops.full_like(white_vec, float("nan")), white_vec)
+    prec_sqrt = ops.where(bad[..., None, None], ops.full_like(prec_sqrt, float("nan")),
+                          prec_sqrt)
+    return white_vec, prec_sqrt
+
+
+_SYMMETRIC = ("covariance", "precision")
+_EVENT_NDIM = {"info_vec": 1, "mean": 1, "precision": 2, "covariance": 2, "scale_tril": 2}
+
+
+_LOCATIONS = ("white_vec", "info_vec", "mean")
+_SCALES = ("prec_sqrt", "precision", "covariance", "scale_tril")
+
+
+def _to_canonical(named: dict):
+    """Convert one location and one scale parameter to ``(white_vec, prec_sqrt)``.
+
+    Any location (``info_vec``, ``mean``) goes with any scale (``prec_sqrt``, ``precision``,
+    ``covariance``, ``scale_tril``), as in funsor 0.4.8; ``white_vec`` is a coordinate in the
+    columns of one particular factor, so it goes with ``prec_sqrt`` only.
+    """
+    locs = [n for n in _LOCATIONS if n in named]
+    scales = [n for n in _SCALES if n in named]
+    if not scales:
+        raise ValueError(_NO_PREC)
+    if not locs:
+        raise ValueError(_NO_LOC)
+    if len(locs) > 1 or len(scales) > 1:
+        raise ValueError("Gaussian takes one location (white_vec=, info_vec= or mean=) and one "
+                         f"scale (prec_sqrt=, precision=, covariance= or scale_tril=), got "
+                         f"{sorted(named)}")
+    (loc, scale), value = (locs[0], scales[0]), named[locs[0]]
+    if loc == "white_vec" and scale != "prec_sqrt":
+        raise ValueError(f"white_vec= goes with prec_sqrt= only (it is a coordinate in that "
+                         f"factor's columns), got {scale}=; use info_vec= or mean= instead")
+    if scale == "prec_sqrt":
+        prec_sqrt = named["prec_sqrt"]
+        if loc == "white_vec":
+            return value, prec_sqrt
+        return la.from_loc_prec_sqrt(loc, value, prec_sqrt)
+    if loc == "info_vec":
+        return la.from_info_scale(value, scale, named[scale])
+    if scale == "covariance":
+        return gm.from_mean_covariance(value, named[scale])
+    if scale == "scale_tril":
+        return gm.from_mean_scale_tril(value, named[scale])
+    return gm.from_mean_precision(value, named[scale])
+
+
+def canonical_checked(named: dict):
+    """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
+    if "prec_sqrt" in named:
+        return _to_canonical(named)  # already a square-root factor: nothing to factorize
+    scale = next((n for n in ("covariance", "precision", "scale_tril") if n in named), None)
+    checked = {n: x for n, x in named.items() if n in _EVENT_NDIM}
+    concrete = all(ops.is_concrete(x) for x in checked.values())
+    if concrete:  # NaN first: a factorization of NaN entries reports the wrong problem
+        for name, x in checked.items():
+            # On the host: under jax.grad inside jax.jit even an op on a concrete array
+            # (detach included) gives a tracer, whose values cannot be read.
+            host = ops.to_numpy(x)
+            if not np.isfinite(host).all():  # where, per batch entry, only to say so
+                bad = _nonfinite(host, _EVENT_NDIM[name])
+                raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
+    # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.
+    asymmetric = _check_symmetric(scale, named[scale]) if scale in _SYMMETRIC else None
+    try:
+        white_vec, prec_sqrt = _to_canonical(named)
+    except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
+        if scale is None or "LinAlgError" not in type(e).__name__:
+            raise
+        message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
+        raise ValueError(message.format(name=scale, where="")) from e
+    return _check_factor(scale, white_vec, prec_sqrt, asymmetric)
