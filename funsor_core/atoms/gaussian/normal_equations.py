@@ -64,8 +64,8 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
 from funsor_core.engine.backend import backend_module, backend_name_of
 
-__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_normal",
-           "mixture_rows"]
+__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
+           "collapse_normal", "mixture_rows", "system_rows"]
 
 Array = Any
 
@@ -104,13 +104,44 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
     dim, rank = prec_sqrt.shape[-2:]
     if not FAST_NORMAL_EQUATIONS[0] or rank < dim or prec_sqrt.dtype.itemsize != 8:
         return None
-    d_b, order = _order(dim, () if index is None else tuple(index))
+    d_b, m = system_rows(white_vec, prec_sqrt, index)
+    return collapse_gram(log_weights, m @ m.swapaxes(-1, -2), d_b, rank, fallback)
+
+
+def system_rows(white_vec: Array, prec_sqrt: Array, index: tuple | None):
+    """``(d_b, M)``: the number of coordinates to integrate and ``M = [S_{b+a}; w']``, the
+    system's rows in the order of the module docstring (``dim + 1`` rows). The Gram matrix
+    of a system made of column blocks (a sum of Gaussians) is the sum of theirs.
+
+    Example:
+        >>> d_b, m = system_rows(np.array([1.0, 2.0]), np.array([[3.0, 4.0], [5.0, 6.0]]), (1,))
+        >>> d_b, m.tolist()  # row 1 first, then row 0, then w
+        (1, [[5.0, 6.0], [3.0, 4.0], [1.0, 2.0]])
+    """
+    d_b, order = _order(prec_sqrt.shape[-2], () if index is None else tuple(index))
     s = prec_sqrt if order is None else la.rows(prec_sqrt, order)
-    m = ops.cat([s, white_vec[..., None, :]], -2)
-    # Array operators and methods below, not ops: the arguments are arrays of one backend
-    # (numpy, torch or jax, traced or not), and the step is small enough that dispatch shows.
-    gram = m @ m.swapaxes(-1, -2) + ops.new_array(m, _last_unit(dim + 1))
-    plan = (d_b, dim, rank_tolerance(prec_sqrt))
+    return d_b, ops.cat([s, white_vec[..., None, :]], -2)
+
+
+def collapse_gram(log_weights: Array, mm: Array, d_b: int, rank: int,
+                  fallback: Callable | None):
+    """``collapse_normal`` from ``M M'`` (``system_rows``) of a float64 system of ``rank``
+    columns, ``rank >= dim``, or None where it declines.
+
+    Example:
+        >>> d_b, m = system_rows(np.zeros((2, 1)), np.ones((2, 1, 1)), None)
+        >>> c, w, s = collapse_gram(np.zeros(2), m @ m.swapaxes(-1, -2), d_b, 1, None)
+        >>> float(s[0, 0])  # two unit Gaussians at 0: the precision stays 1
+        1.0
+    """
+    if not FAST_NORMAL_EQUATIONS[0]:
+        return None
+    dim = mm.shape[-1] - 1
+    # Array operators and methods here and below, not ops: the arguments are arrays of one
+    # backend (numpy, torch or jax, traced or not), and the step is small enough that
+    # dispatch shows.
+    gram = mm + ops.new_array(mm, _last_unit(dim + 1))
+    plan = (d_b, dim, _tolerance(dim, rank))
     if ops.is_concrete(gram) and ops.is_concrete(log_weights):
         return _eager(log_weights, gram, plan)
     if fallback is None or backend_name_of(gram) != "jax":
@@ -120,6 +151,12 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
             la.expand(ops.new_eye(gram, dim + 1), tuple(gram.shape[:-2]), 2))
     out, ok = jax_backend.guarded(lambda lw, g: _traced(lw, g, plan), (log_weights, gram), safe)
     return jax_backend.cond(ok, lambda _: out, lambda _: fallback(), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _tolerance(dim: int, rank: int) -> float:
+    """``rank_tolerance`` of a float64 system of this shape (the fast path is float64 only)."""
+    return rank_tolerance(np.empty((dim, rank)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -201,17 +238,19 @@ def _result(log_mass: Array, mean: Array, chol: Array, chol_inv: Array):
 def _well_conditioned(gram, chol_inv, dim: int | None = None, tol: float = 0.0):
     """The check of the module docstring on ``G`` and ``L^{-1}`` (numpy arrays eagerly, jax
     arrays traced: array methods only); with ``dim``, also the rank margin on the leading
-    ``dim`` columns. False on NaN (every comparison with NaN is)."""
+    ``dim`` columns. False on NaN (every comparison with NaN is, and the maxima keep it)."""
     n = gram.shape[-1]
+    if not math.prod(gram.shape[:-2]):
+        return True  # an empty batch
     d2 = gram.diagonal(0, -2, -1)
     inv2 = chol_inv * chol_inv
-    # ||L^{-1} D||_F^2 = sum_j G_jj sum_i (L^{-1})_ij^2: column sums against the diagonal.
-    ok = (inv2.sum(-2) * d2).sum(-1) <= FAST_RTOL / (n * n * _EPS64)
+    # The largest ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj of the batch.
+    ok = (inv2 * d2[..., None, :]).sum((-2, -1)).max() <= FAST_RTOL / (n * n * _EPS64)
     if dim is None:
-        return ok.all()
-    top = d2[..., :dim].max(-1)  # the system's scale F^2
-    rank_ok = top * inv2[..., :dim, :dim].sum((-2, -1)) * (RANK_MARGIN * tol) ** 2 < 1.0
-    return (ok & rank_ok).all()
+        return ok
+    # The largest F^2 ||L11^{-1}||_F^2, with F^2 the largest G_jj of the system's columns.
+    scaled = d2[..., :dim].max(-1) * inv2[..., :dim, :dim].sum((-2, -1))
+    return ok & (scaled.max() * (RANK_MARGIN * tol) ** 2 < 1.0)
 
 
 def _eager(log_weights: Array, gram: Array, plan: tuple):
