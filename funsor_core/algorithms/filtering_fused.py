@@ -8,7 +8,10 @@ other rule runs first), every step of the same structure runs the same array pro
 the message and the step's atoms into the collapse's layout, integrate, collapse
 (``funsor_core.atoms.gaussian.moments``). ``FusedCollapses`` runs those steps on the arrays,
 with the step atoms aligned once for all steps (their time axis kept in front), and builds
-the message term only where the structure changes and at the end. The numbers are those of
+the message term only where the structure changes and at the end. Where the collapse can
+run by normal equations (``normal_equations``), the atoms' part of the Gram matrix is formed
+once for all steps too, and a step forms only the message's part and adds it (the system
+itself is built only where the QR path runs). The numbers are those of
 the term-by-term fold, to roundoff (the log weights are added in another order).
 
 A rule registered ahead of the built-in one, a hook, a wrapping interpretation or the debug

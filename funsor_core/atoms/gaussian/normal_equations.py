@@ -206,7 +206,7 @@ def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
     log_mass_k = log_weights + log_z
     log_mass = ops.logsumexp(log_mass_k, -1)
     finite = ops.isfinite(log_mass)
-    shift = ops.where(finite, log_mass, ops.full_like(log_mass, 0.0))
+    shift = ops.where(finite, log_mass, 0.0)
     root_p = ops.exp(0.5 * (log_mass_k - shift[..., None]))
     # mean = sum_k p_k mu_k, as a product of (1, n) and (n, d) matrices.
     mean = ((root_p * root_p)[..., None, :] @ mean_k)[..., 0, :]
