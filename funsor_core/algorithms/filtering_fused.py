@@ -8,7 +8,10 @@ other rule runs first), every step of the same structure runs the same array pro
 the message and the step's atoms into the collapse's layout, integrate, collapse
 (``funsor_core.atoms.gaussian.moments``). ``FusedCollapses`` runs those steps on the arrays,
 with the step atoms aligned once for all steps (their time axis kept in front), and builds
-the message term only where the structure changes and at the end. The numbers are those of
+the message term only where the structure changes and at the end. Where the collapse can
+run by normal equations (``normal_equations``), the atoms' part of the Gram matrix is formed
+once for all steps too, and a step forms only the message's part and adds it (the system
+itself is built only where the QR path runs). The numbers are those of
 the term-by-term fold, to roundoff (the log weights are added in another order).
 
 A rule registered ahead of the built-in one, a hook, a wrapping interpretation or the debug
@@ -28,8 +31,11 @@ from funsor_core.atoms.gaussian.moments import (
     align_weights,
     collapse_layout,
     collapse_planned,
+    collapse_planned_gram,
     collapse_result,
+    place_system,
 )
+from funsor_core.atoms.gaussian.normal_equations import system_rows
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_name_of
 from funsor_core.engine.interpreter import get_interpretation
@@ -62,10 +68,25 @@ class _Step(NamedTuple):
     msg_weights: Any  # the message Tensor's entry of plan.dense, or None
     timed_weights: Any  # the atoms' log weights with time in front, summed (or None)
     static_weights: Any  # those without time, summed (or None)
+    # The atoms' part of M M' (``normal_equations.system_rows``; a Gram matrix is a sum over
+    # column blocks), batch unflattened: (array, timed), or None where the fast path cannot run.
+    gram: Any = None
 
     state_type = _State
 
     def __call__(self, state: _State, t: int) -> _State:
+        plan = self.plan
+        logits = self._logits(state, t)
+        if self.gram is None:
+            out = collapse_planned(plan, logits, *self._system(state, t))
+        else:
+            out = collapse_planned_gram(plan, logits, self._gram(state, t),
+                                        lambda: self._system(state, t))
+        log_const, white_vec, prec_sqrt = out
+        return _State(plan.g_ikey, plan.t_ikey, white_vec, prec_sqrt, log_const)
+
+    def _system(self, state: _State, t: int):
+        """The collapse's ``(white_vec, prec_sqrt)``: the Gaussians' systems side by side."""
         plan = self.plan
         ws, ss = [], []
         for part in self.gaussians:
@@ -78,8 +99,23 @@ class _Step(NamedTuple):
                     w, s = w[t], s[t]
             ws.append(w)
             ss.append(s)
-        white_vec, prec_sqrt = (ws[0], ss[0]) if len(ws) == 1 else (ops.cat(ws, -1),
-                                                                     ops.cat(ss, -1))
+        return (ws[0], ss[0]) if len(ws) == 1 else (ops.cat(ws, -1), ops.cat(ss, -1))
+
+    def _gram(self, state: _State, t: int):
+        """``M M'`` of the collapse's system: the message's, unexpanded, plus the atoms'."""
+        plan = self.plan
+        p = plan.gaussians[self.gaussians.index(None)]
+        _, m = system_rows(*place_system(state.white_vec, state.prec_sqrt, p, plan),
+                           plan.index)
+        atoms, timed = self.gram
+        mm = m @ m.swapaxes(-1, -2) + (atoms[t] if timed else atoms)
+        full = plan.gaussians[0][2]
+        if tuple(mm.shape[:-2]) != full:  # a batch input that only the log weights have
+            mm = ops.expand(mm, full + tuple(mm.shape[-2:]))
+        return mm.reshape(plan.kshape + (plan.n,) + tuple(mm.shape[-2:]))
+
+    def _logits(self, state: _State, t: int):
+        plan = self.plan
         total = None
         if self.msg_weights is not None:
             total = align_weights(state.log_const, self.msg_weights)
@@ -88,11 +124,10 @@ class _Step(NamedTuple):
             if extra is not None:
                 total = extra if total is None else ops.add(total, extra)
         if total is None:
-            logits = ops.new_zeros(white_vec, plan.kshape + (plan.n,))
-        else:
-            logits = ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
-        log_const, white_vec, prec_sqrt = collapse_planned(plan, logits, white_vec, prec_sqrt)
-        return _State(plan.g_ikey, plan.t_ikey, white_vec, prec_sqrt, log_const)
+            return ops.new_zeros(state.prec_sqrt, plan.kshape + (plan.n,))
+        if tuple(total.shape) != plan.dense_full:
+            total = ops.expand(total, plan.dense_full)
+        return ops.reshape(total, plan.kshape + (plan.n,))
 
 
 def _message_state(msg: Funsor) -> _State | None:
@@ -224,7 +259,7 @@ class FusedCollapses:
         if plan is None or plan.dense_axes:
             return None
         source = {id(x): j for j, x in enumerate(atoms)}
-        gaussians, msg_weights, timed, static = [], None, [], []
+        gaussians, msg_weights, timed, static, systems = [], None, [], [], []
         for i, g in enumerate(gs):
             if any(g is x for x in flat):
                 gaussians.append(None)
@@ -235,6 +270,7 @@ class FusedCollapses:
             _, (wv, ps, has_time), _ = self.factors.atoms[j]
             lead = 1 if has_time else 0
             gaussians.append((*align_system(wv, ps, plan.gaussians[i], plan, lead), has_time))
+            systems.append((plan.gaussians[i], wv, ps, has_time))
         for i, d in enumerate(ds):
             if plan.dense[i] is None:
                 return None  # a Number: its value may change from step to step
@@ -249,4 +285,19 @@ class FusedCollapses:
                 align_weights(data, plan.dense[i], 1 if has_time else 0))
         if sum(x is None for x in gaussians) != 1:
             return None
-        return _Step(plan, tuple(gaussians), msg_weights, _summed(timed), _summed(static))
+        return _Step(plan, tuple(gaussians), msg_weights, _summed(timed), _summed(static),
+                     _atoms_gram(plan, systems))
+
+
+def _atoms_gram(plan, systems: list):
+    """``_Step.gram``: the atoms' ``M M'`` once for all steps (``systems``: their entries of
+    ``plan.gaussians`` and arrays), or None where the fast path cannot run."""
+    if plan.rank < plan.dim or any(ps.dtype.itemsize != 8 for _, _, ps, _ in systems):
+        return None
+    total, timed = None, False
+    for p, wv, ps, has_time in systems:
+        _, m = system_rows(*place_system(wv, ps, p, plan, 1 if has_time else 0), plan.index)
+        mm = m @ m.swapaxes(-1, -2)
+        total = mm if total is None else total + mm  # broadcasts the static over time
+        timed = timed or has_time
+    return None if total is None else (total, timed)

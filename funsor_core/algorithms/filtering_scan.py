@@ -34,9 +34,11 @@ def _split(step) -> tuple[tuple, tuple]:
     """A step's structure (hashable) and its arrays (a pytree)."""
     static = (_plan_key(step.plan),
               tuple(None if g is None else g[2] for g in step.gaussians),
-              step.msg_weights, step.timed_weights is None, step.static_weights is None)
+              step.msg_weights, step.timed_weights is None, step.static_weights is None,
+              None if step.gram is None else step.gram[1])
     arrays = (tuple(None if g is None else (g[0], g[1]) for g in step.gaussians),
-              step.timed_weights, step.static_weights)
+              step.timed_weights, step.static_weights,
+              None if step.gram is None else step.gram[0])
     return static, arrays
 
 
@@ -49,12 +51,15 @@ def _compiled(statics: tuple, cycle: tuple, blocks: int):
     import jax.numpy as jnp
 
     kinds = [(type(step), step.plan, step.msg_weights,
-              tuple(None if g is None else g[2] for g in step.gaussians)) for step in cycle]
+              tuple(None if g is None else g[2] for g in step.gaussians),
+              None if step.gram is None else step.gram[1]) for step in cycle]
 
     def run(carry, arrays, t0):
         steps = [kind(plan, tuple(None if a is None else (a[0], a[1], timed)
-                                  for a, timed in zip(gs, flags)), weights, tw, sw)
-                 for (kind, plan, weights, flags), (gs, tw, sw) in zip(kinds, arrays)]
+                                  for a, timed in zip(gs, flags)), weights, tw, sw,
+                      None if gram_timed is None else (gram, gram_timed))
+                 for (kind, plan, weights, flags, gram_timed), (gs, tw, sw, gram)
+                 in zip(kinds, arrays)]
         state_type = cycle[0].state_type
 
         def body(carry, i):

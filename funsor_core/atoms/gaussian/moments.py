@@ -50,14 +50,18 @@ from funsor_core.atoms.gaussian.gaussian import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.atoms.gaussian.normal_equations import collapse_normal, mixture_rows
+from funsor_core.atoms.gaussian.normal_equations import (
+    collapse_gram,
+    collapse_normal,
+    mixture_rows,
+)
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["align_system", "align_weights", "collapse_arrays", "collapse_layout",
-           "collapse_mixture", "collapse_planned", "collapse_result", "collapse_system",
-           "component_moments"]
+           "collapse_mixture", "collapse_planned", "collapse_planned_gram", "collapse_result",
+           "collapse_system", "component_moments", "place_system"]
 
 Array = Any
 _LOG_2PI = math.log(2 * math.pi)
@@ -241,6 +245,19 @@ def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqr
                            lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
 
 
+def collapse_planned_gram(plan: _Plan, log_weights: Array, mm: Array, system):
+    """``collapse_planned`` where the caller has ``M M'`` of the system
+    (``normal_equations.system_rows``; float64, ``plan.rank >= plan.dim``) and builds the
+    system, ``system() -> (white_vec, prec_sqrt)``, only where the QR path runs."""
+    def by_qr():
+        return _collapse_system_qr(log_weights, *system(), plan.index,
+                                   lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
+
+    d_b = 0 if plan.index is None else len(plan.index)
+    fast = collapse_gram(log_weights, mm, d_b, plan.rank, by_qr)
+    return by_qr() if fast is None else fast
+
+
 def collapse_layout(gs: tuple, ds: tuple, names: frozenset,
                     integrate: frozenset = frozenset()) -> _Plan | None:
     """The layout of ``collapse_mixture(gs, ds, names, integrate)`` (Gaussians ``gs``, log
@@ -365,7 +382,22 @@ def align_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead
     """A Gaussian's arrays in the plan's layout: ``lead`` leading axes (e.g. time) kept, then
     batch kept + (n,), then the coordinates of all the reals; ``p`` is its entry of
     ``plan.gaussians``."""
-    perm, shape, full, before, after, rows = p
+    _, shape, full, _, _, _ = p
+    front = tuple(white_vec.shape[:lead])
+    white_vec, prec_sqrt = place_system(white_vec, prec_sqrt, p, plan, lead)
+    rank = prec_sqrt.shape[-1]
+    if shape != full:
+        white_vec = ops.expand(white_vec, front + full + (rank,))
+        prec_sqrt = ops.expand(prec_sqrt, front + full + (plan.dim, rank))
+    return (ops.reshape(white_vec, front + plan.kshape + (plan.n, rank)),
+            ops.reshape(prec_sqrt, front + plan.kshape + (plan.n, plan.dim, rank)))
+
+
+def place_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead: int = 0):
+    """``align_system`` before its batch is expanded and flattened: ``lead`` axes, then one
+    axis per batch input of the plan (kept, then collapsed; size 1 where the Gaussian lacks
+    it), then all the plan's coordinates."""
+    perm, shape, _, before, after, rows = p
     front = tuple(white_vec.shape[:lead])
     if perm is not None:
         nb = len(perm)
@@ -373,17 +405,13 @@ def align_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead
         white_vec = ops.permute(white_vec, order + (lead + nb,))
         prec_sqrt = ops.permute(prec_sqrt, order + (lead + nb, lead + nb + 1))
     dim, rank = prec_sqrt.shape[-2:]
-    if shape != full:
-        white_vec = ops.expand(ops.reshape(white_vec, front + shape + (rank,)),
-                               front + full + (rank,))
-        prec_sqrt = ops.expand(ops.reshape(prec_sqrt, front + shape + (dim, rank)),
-                               front + full + (dim, rank))
+    white_vec = ops.reshape(white_vec, front + shape + (rank,))
+    prec_sqrt = ops.reshape(prec_sqrt, front + shape + (dim, rank))
     if rows is None and (before or after):
         white_vec, prec_sqrt = gm.pad_dims(white_vec, prec_sqrt, before, after)
     elif rows is not None:
         white_vec, prec_sqrt = gm.embed(white_vec, prec_sqrt, rows, plan.dim)
-    return (ops.reshape(white_vec, front + plan.kshape + (plan.n, rank)),
-            ops.reshape(prec_sqrt, front + plan.kshape + (plan.n, plan.dim, rank)))
+    return white_vec, prec_sqrt
 
 
 def align_weights(data: Array, p: tuple, lead: int = 0) -> Array:

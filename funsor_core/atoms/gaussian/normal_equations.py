@@ -52,6 +52,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -63,8 +64,8 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
 from funsor_core.engine.backend import backend_module, backend_name_of
 
-__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_normal",
-           "mixture_rows"]
+__all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
+           "collapse_normal", "mixture_rows", "system_rows"]
 
 Array = Any
 
@@ -103,12 +104,44 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
     dim, rank = prec_sqrt.shape[-2:]
     if not FAST_NORMAL_EQUATIONS[0] or rank < dim or prec_sqrt.dtype.itemsize != 8:
         return None
-    b, a = la.split_index(dim, () if index is None else index)
-    order = b + a
-    s = prec_sqrt if order == tuple(range(dim)) else la.rows(prec_sqrt, order)
-    m = ops.cat([s, ops.getitem(white_vec, (Ellipsis, None, slice(None)))], -2)
-    gram = ops.add(ops.matmul(m, la.mT(m)), ops.new_array(m, _last_unit(dim + 1)))
-    plan = (len(b), dim, rank_tolerance(prec_sqrt))
+    d_b, m = system_rows(white_vec, prec_sqrt, index)
+    return collapse_gram(log_weights, m @ m.swapaxes(-1, -2), d_b, rank, fallback)
+
+
+def system_rows(white_vec: Array, prec_sqrt: Array, index: tuple | None):
+    """``(d_b, M)``: the number of coordinates to integrate and ``M = [S_{b+a}; w']``, the
+    system's rows in the order of the module docstring (``dim + 1`` rows). The Gram matrix
+    of a system made of column blocks (a sum of Gaussians) is the sum of theirs.
+
+    Example:
+        >>> d_b, m = system_rows(np.array([1.0, 2.0]), np.array([[3.0, 4.0], [5.0, 6.0]]), (1,))
+        >>> d_b, m.tolist()  # row 1 first, then row 0, then w
+        (1, [[5.0, 6.0], [3.0, 4.0], [1.0, 2.0]])
+    """
+    d_b, order = _order(prec_sqrt.shape[-2], () if index is None else tuple(index))
+    s = prec_sqrt if order is None else la.rows(prec_sqrt, order)
+    return d_b, ops.cat([s, white_vec[..., None, :]], -2)
+
+
+def collapse_gram(log_weights: Array, mm: Array, d_b: int, rank: int,
+                  fallback: Callable | None):
+    """``collapse_normal`` from ``M M'`` (``system_rows``) of a float64 system of ``rank``
+    columns, ``rank >= dim``, or None where it declines.
+
+    Example:
+        >>> d_b, m = system_rows(np.zeros((2, 1)), np.ones((2, 1, 1)), None)
+        >>> c, w, s = collapse_gram(np.zeros(2), m @ m.swapaxes(-1, -2), d_b, 1, None)
+        >>> float(s[0, 0])  # two unit Gaussians at 0: the precision stays 1
+        1.0
+    """
+    if not FAST_NORMAL_EQUATIONS[0]:
+        return None
+    dim = mm.shape[-1] - 1
+    # Array operators and methods here and below, not ops: the arguments are arrays of one
+    # backend (numpy, torch or jax, traced or not), and the step is small enough that
+    # dispatch shows.
+    gram = mm + ops.new_array(mm, _last_unit(dim + 1))
+    plan = (d_b, dim, _tolerance(dim, rank))
     if ops.is_concrete(gram) and ops.is_concrete(log_weights):
         return _eager(log_weights, gram, plan)
     if fallback is None or backend_name_of(gram) != "jax":
@@ -120,8 +153,24 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
     return jax_backend.cond(ok, lambda _: out, lambda _: fallback(), None)
 
 
+@functools.lru_cache(maxsize=256)
+def _tolerance(dim: int, rank: int) -> float:
+    """``rank_tolerance`` of a float64 system of this shape (the fast path is float64 only)."""
+    return rank_tolerance(np.empty((dim, rank)))
+
+
+@functools.lru_cache(maxsize=256)
+def _order(dim: int, index: tuple) -> tuple:
+    """``(d_b, order)``: the rows ``b + a`` of the system (None where that is every row in
+    order)."""
+    b, a = la.split_index(dim, index)
+    order = b + a
+    return len(b), None if order == tuple(range(dim)) else order
+
+
+@functools.lru_cache(maxsize=64)
 def _last_unit(n: int) -> np.ndarray:
-    """``e e'`` for the last unit vector ``e`` of size ``n``."""
+    """``e e'`` for the last unit vector ``e`` of size ``n`` (cached: never write to it)."""
     out = np.zeros((n, n))
     out[-1, -1] = 1.0
     return out
@@ -131,17 +180,12 @@ def _last_unit(n: int) -> np.ndarray:
 def _components(chol: Array, chol_inv: Array, d_b: int, dim: int):
     """``(log Z_k, mu_k, L_aa^{-1})``: each component's log integral over all coordinates,
     the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``)."""
-    diag = ops.diagonal(chol)  # positive: a Cholesky factor
-    c = ops.getitem(diag, (Ellipsis, dim))
-    log_det = ops.sum(ops.log(ops.getitem(diag, (Ellipsis, slice(0, dim)))), -1)
-    log_z = ops.sub(ops.mul(-0.5, ops.sub(ops.mul(c, c), 1.0)), log_det)
-    log_z = ops.add(log_z, 0.5 * dim * _LOG_2PI)
+    diag = chol.diagonal(0, -2, -1)  # positive: a Cholesky factor
+    c = diag[..., dim]
+    log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - ops.log(diag[..., :dim]).sum(-1)
     # Rows a and the last of L^{-1}, columns a: [L_aa^{-1}; -mu' / c].
-    block = ops.getitem(chol_inv, (Ellipsis, slice(d_b, None), slice(d_b, dim)))
-    linv_aa = ops.getitem(block, (Ellipsis, slice(0, dim - d_b), slice(None)))
-    mean = ops.mul(ops.neg(ops.getitem(c, (Ellipsis, None))), ops.getitem(block, (Ellipsis, -1,
-                                                                                    slice(None))))
-    return log_z, mean, linv_aa
+    block = chol_inv[..., d_b:, d_b:dim]
+    return log_z, -c[..., None] * block[..., -1, :], block[..., :-1, :]
 
 
 def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
@@ -159,16 +203,15 @@ def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
         >>> float(m[0]), (a.T @ a).item()  # 1 + 1: the spread of the means
         (0.0, 2.0)
     """
-    log_mass_k = ops.add(log_weights, log_z)
+    log_mass_k = log_weights + log_z
     log_mass = ops.logsumexp(log_mass_k, -1)
     finite = ops.isfinite(log_mass)
-    shift = ops.where(finite, log_mass, ops.full_like(log_mass, 0.0))
-    root_p = ops.exp(ops.mul(0.5, ops.sub(log_mass_k, ops.getitem(shift, (Ellipsis, None)))))
-    p = ops.mul(root_p, root_p)
-    mean = ops.sum(ops.mul(ops.getitem(p, (Ellipsis, None)), mean_k), -2)
-    diff = ops.sub(mean_k, ops.getitem(mean, (Ellipsis, None, slice(None))))
-    stacked = ops.cat([roots, ops.getitem(diff, (Ellipsis, None, slice(None)))], -2)
-    stacked = ops.mul(ops.getitem(root_p, (Ellipsis, None, None)), stacked)
+    shift = ops.where(finite, log_mass, 0.0)
+    root_p = ops.exp(0.5 * (log_mass_k - shift[..., None]))
+    # mean = sum_k p_k mu_k, as a product of (1, n) and (n, d) matrices.
+    mean = ((root_p * root_p)[..., None, :] @ mean_k)[..., 0, :]
+    diff = mean_k - mean[..., None, :]
+    stacked = ops.cat([roots, diff[..., None, :]], -2) * root_p[..., None, None]
     return log_mass, finite, mean, stacked
 
 
@@ -177,35 +220,37 @@ def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
     of factored (as ``moments.collapse_arrays`` does)."""
     d_a = mean_k.shape[-1]
     log_mass, finite, mean, stacked = mixture_rows(log_weights, log_z, mean_k, linv_aa)
-    batch = tuple(log_mass.shape)
-    stacked = ops.reshape(stacked, batch + (log_weights.shape[-1] * (d_a + 1), d_a))
-    cov = ops.matmul(la.mT(stacked), stacked)
+    stacked = stacked.reshape(tuple(log_mass.shape) + (log_weights.shape[-1] * (d_a + 1), d_a))
+    cov = stacked.swapaxes(-1, -2) @ stacked
     # No mass at all (every root_p zero, so cov = 0): a unit covariance, as collapse_arrays.
-    cov = ops.where(ops.getitem(finite, (Ellipsis, None, None)), cov, ops.new_eye(cov, d_a))
+    cov = ops.where(finite[..., None, None], cov, ops.new_eye(cov, d_a))
     return log_mass, mean, cov
 
 
 def _result(log_mass: Array, mean: Array, chol: Array, chol_inv: Array):
     """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'``: ``prec_sqrt = U^{-T}``."""
     d_a = mean.shape[-1]
-    log_det = ops.sum(ops.log(ops.diagonal(chol)), -1)
-    log_const = ops.sub(log_mass, ops.add(log_det, 0.5 * d_a * _LOG_2PI))
-    return log_const, la.mv(chol_inv, mean), la.mT(chol_inv)
+    log_det = ops.log(chol.diagonal(0, -2, -1)).sum(-1)
+    log_const = log_mass - (log_det + 0.5 * d_a * _LOG_2PI)
+    return log_const, (chol_inv @ mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
 
 
 def _well_conditioned(gram, chol_inv, dim: int | None = None, tol: float = 0.0):
     """The check of the module docstring on ``G`` and ``L^{-1}`` (numpy arrays eagerly, jax
     arrays traced: array methods only); with ``dim``, also the rank margin on the leading
-    ``dim`` columns. False on NaN (every comparison with NaN is)."""
+    ``dim`` columns. False on NaN (every comparison with NaN is, and the maxima keep it)."""
     n = gram.shape[-1]
+    if not math.prod(gram.shape[:-2]):
+        return True  # an empty batch
     d2 = gram.diagonal(0, -2, -1)
     inv2 = chol_inv * chol_inv
-    ok = (inv2 * d2[..., None, :]).sum((-2, -1)) <= FAST_RTOL / (n * n * _EPS64)
+    # The largest ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj of the batch.
+    ok = (inv2 * d2[..., None, :]).sum((-2, -1)).max() <= FAST_RTOL / (n * n * _EPS64)
     if dim is None:
-        return ok.all()
-    top = d2[..., :dim].max(-1)  # the system's scale F^2
-    rank_ok = top * inv2[..., :dim, :dim].sum((-2, -1)) * (RANK_MARGIN * tol) ** 2 < 1.0
-    return (ok & rank_ok).all()
+        return ok
+    # The largest F^2 ||L11^{-1}||_F^2, with F^2 the largest G_jj of the system's columns.
+    scaled = d2[..., :dim].max(-1) * inv2[..., :dim, :dim].sum((-2, -1))
+    return ok & (scaled.max() * (RANK_MARGIN * tol) ** 2 < 1.0)
 
 
 def _eager(log_weights: Array, gram: Array, plan: tuple):
