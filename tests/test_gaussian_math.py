@@ -582,3 +582,26 @@ def test_jit_marginalize_equals_eager(backend):
             jitted = gm.marginalize(w, s, tuple(b))
         for e, j in zip(eager, jitted):
             np.testing.assert_allclose(to_np(j), to_np(e), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("v_shape,m_shape", [
+    ((5, 3), (3, 2)),          # one matrix for a batch of vectors
+    ((5, 3), (1, 3, 2)),       # the same, the matrix with a size-1 batch dim
+    ((3,), (1, 1, 3, 2)),      # more matrix batch dims than vector ones
+    ((4, 5, 3), (1, 1, 3, 2)),
+    ((4, 5, 3), (5, 3, 2)),    # a matrix per vector: the batched path
+    ((1, 3), (6, 3, 2)),
+])
+@pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])
+def test_vm_equals_einsum(v_shape, m_shape, backend_name):
+    # Oracle: numpy's einsum over the broadcast batch.
+    from funsor_core.atoms.gaussian import linalg as la
+    from funsor_core.engine.backend import backend_module
+
+    rng = np.random.default_rng(0)
+    v, m = rng.normal(size=v_shape), rng.normal(size=m_shape)
+    expected = np.einsum("...i,...ij->...j", v, m)
+    a = backend_module(backend_name).asarray
+    out = ops.to_numpy(la.vm(a(v), a(m)))
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
