@@ -275,10 +275,21 @@ def _jax_filter_cases():
     a = np.array([[0.0, -2000.0], [-2000.0, 0.0]])
     o = rng.normal(size=(6, 2, 2))
     o[3, 0, 0] = -5000.0  # state 0 impossible at step 3 in sequence 0: the path crosses over
-    return [benign, (np.array([0.0, -3000.0]), a, o)]
+    cases = [benign, (np.array([0.0, -3000.0]), a, o)]
+    # One sequence of a few states, beyond the tiny chains: the values come from the loop
+    # that exponentiates each step's weights itself, the derivatives from the other one.
+    cases.append((rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(200, 1, 3))))
+    o = rng.normal(size=(300, 1, 2))
+    o[150, 0, 0] = -5000.0
+    cases.append((np.array([0.0, -3000.0]), a, o))
+    zeros = rng.normal(size=(3, 3))
+    zeros[0, 2] = zeros[2, 0] = -800.0  # exp underflows to 0: the tracked loop
+    cases.append((rng.normal(size=3), zeros, rng.normal(size=(200, 1, 3))))
+    return cases
 
 
-@pytest.mark.parametrize("case", [0, 1], ids=["fast", "underflow"])
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4],
+                         ids=["fast", "underflow", "inloop", "inloop-underflow", "inloop-zeros"])
 def test_jax_grad_through_jitted_filter_equals_oracle(case):
     # jax.grad (and jax.jvp) of the jitted HMM likelihood, a lazily built chain contracted
     # with its initial factor, against a plain log-space scan differentiated by jax.
@@ -310,8 +321,12 @@ def test_jax_grad_through_jitted_filter_equals_oracle(case):
         grads = jax.jit(jax.grad(program, argnums=(0, 1)))(a, o)
         tangents = (jnp.asarray(np.random.default_rng(8).normal(size=a.shape)), jnp.ones_like(o))
         jvp = jax.jit(lambda a, o: jax.jvp(program, (a, o), tangents)[1])(a, o)
+        hessian = jax.jit(jax.hessian(program))(a, o) if case == 2 else None
     finally:
         fc.set_backend("numpy")
+    if hessian is not None:  # second order, through both programs' derivatives
+        np.testing.assert_allclose(np.asarray(hessian), np.asarray(jax.hessian(oracle)(a, o)),
+                                   rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(np.asarray(value), np.asarray(oracle(a, o)), rtol=1e-12)
     for actual, expected in zip(grads, jax.grad(oracle, argnums=(0, 1))(a, o)):
         assert np.isfinite(np.asarray(actual)).all()
