@@ -20,7 +20,8 @@ SINGLE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-x -k gaussian"`.
 PYTEST_ARGS ?=
 # The suite runs in two processes (pytest-xdist), one per core of the 2-core machines, each
-# single-threaded: about 3 minutes for 4,400 tests. `make test PYTEST_WORKERS=` runs it in one.
+# single-threaded: 4-5 minutes for 4,800 tests (conftest.py compiles the suite's jax programs
+# without LLVM's expensive passes). `make test PYTEST_WORKERS=` runs it in one.
 PYTEST_WORKERS ?= -n 2
 
 .PHONY: venv test lint demo bench clean distclean
