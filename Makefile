@@ -15,7 +15,7 @@ PIP_FLAGS := --disable-pip-version-check --no-input
 
 # One thread everywhere: the machines have 2 cores, and timings must be comparable.
 SINGLE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-	XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+	XLA_FLAGS="--xla_cpu_multi_thread_eigen=false"
 
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-x -k gaussian"`.
 PYTEST_ARGS ?=

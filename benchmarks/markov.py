@@ -21,8 +21,7 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import argparse  # noqa: E402
 import subprocess  # noqa: E402
