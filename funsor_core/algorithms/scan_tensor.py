@@ -29,7 +29,10 @@ step. When every entry of the shifted matrix is above ``2 tiny / eps`` (checked 
 the inputs) no step can lose digits and the loop is as lean as a hand-written one;
 otherwise the loop tracks its smallest sum, and a step whose sums fall below ``tiny / eps``
 (digits lost to underflow, or a true zero) sends the whole chain to the exact log-space
-recursion (``lax.cond``), so the fast path never returns a lost digit. Eagerly (numpy,
+recursion (``lax.cond``), so the fast path never returns a lost digit. A carry of a few
+numbers with a transition matrix shared by all steps (an HMM with a few states) gets its
+values from ``scan_log_filter`` instead: a log-space carry, still ``K`` exps per step, and
+one test before the loop. Eagerly (numpy,
 torch) the same filter runs as a Python loop of four array calls per step when the values
 show it cannot lose digits, and the log-space loop runs otherwise.
 
