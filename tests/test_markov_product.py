@@ -285,11 +285,14 @@ def _jax_filter_cases():
     zeros = rng.normal(size=(3, 3))
     zeros[0, 2] = zeros[2, 0] = -800.0  # exp underflows to 0: the tracked loop
     cases.append((rng.normal(size=3), zeros, rng.normal(size=(200, 1, 3))))
+    # One short sequence: values from scan_log_filter, derivatives from the exact scan.
+    cases.append((rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(12, 1, 3))))
     return cases
 
 
-@pytest.mark.parametrize("case", [0, 1, 2, 3, 4],
-                         ids=["fast", "underflow", "inloop", "inloop-underflow", "inloop-zeros"])
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 5],
+                         ids=["fast", "underflow", "inloop", "inloop-underflow", "inloop-zeros",
+                              "tiny-single"])
 def test_jax_grad_through_jitted_filter_equals_oracle(case):
     # jax.grad (and jax.jvp) of the jitted HMM likelihood, a lazily built chain contracted
     # with its initial factor, against a plain log-space scan differentiated by jax.
@@ -321,7 +324,7 @@ def test_jax_grad_through_jitted_filter_equals_oracle(case):
         grads = jax.jit(jax.grad(program, argnums=(0, 1)))(a, o)
         tangents = (jnp.asarray(np.random.default_rng(8).normal(size=a.shape)), jnp.ones_like(o))
         jvp = jax.jit(lambda a, o: jax.jvp(program, (a, o), tangents)[1])(a, o)
-        hessian = jax.jit(jax.hessian(program))(a, o) if case == 2 else None
+        hessian = jax.jit(jax.hessian(program))(a, o) if case in (2, 5) else None
     finally:
         fc.set_backend("numpy")
     if hessian is not None:  # second order, through both programs' derivatives

@@ -98,7 +98,11 @@ def test_infinite_and_nan_weights_agree_with_exact_scan(value, where):
     left = rng.normal(size=(1, k))
     target = {"obs": obs[3, 0, 0], "left": left[0], "trans": a[0, 0, 1]}[where]
     target[1] = value
+    if value == -math.inf and where != "trans":  # also every state of weight zero
+        target[:] = value
     for right in (None, rng.normal(size=(1, k))):
+        if value == -math.inf and where != "trans":
+            assert (_chain([a, obs], left, right) == -math.inf).all()
         expected = np.asarray(_jax_log_scan(*(jnp.asarray(x) for x in (left, a, obs)),
                                             None if right is None else jnp.asarray(right)))
         np.testing.assert_allclose(_chain([a, obs], left, right), expected, rtol=1e-12)
