@@ -23,13 +23,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
 from funsor_core.algorithms.scaled import log_limits
+from funsor_core.engine.backend import backend_name_of
 
 __all__ = ["log_tree", "scaled_log_tree", "semiring_mm"]
 
@@ -110,10 +113,37 @@ def scaled_log_tree(mats, stop: int = 1) -> list | None:
     return _scaled_log_tree(mats, stop)
 
 
+@functools.cache
+def _array_fns(name: str) -> SimpleNamespace:
+    # The few array calls of a round, bound once per backend: a round is five of them, and
+    # going through ``ops`` dispatch was a quarter of a small chain's time (K = 4, T = 100,
+    # torch: 365 -> 276 us). Other arrays (never reached eagerly today) keep ``ops``.
+    if name == "torch":
+        import torch
+
+        return SimpleNamespace(
+            matmul=torch.matmul, exp=torch.exp, log=torch.log, cat=lambda xs: torch.cat(xs, 0),
+            total=lambda x: torch.sum(x, dim=0),
+            max2=lambda x: torch.amax(x.detach(), dim=(-2, -1), keepdim=True),
+            smallest=lambda x: float(torch.amin(x.detach())))
+    if name == "numpy":
+        return SimpleNamespace(
+            matmul=np.matmul, exp=np.exp, log=np.log, cat=lambda xs: np.concatenate(xs, 0),
+            total=lambda x: np.sum(x, axis=0),
+            max2=lambda x: np.amax(x, axis=(-2, -1), keepdims=True),
+            smallest=lambda x: float(np.amin(x)))
+    return SimpleNamespace(
+        matmul=ops.matmul, exp=ops.exp, log=ops.log, cat=lambda xs: ops.cat(xs, 0),
+        total=lambda x: ops.sum(x, axis=0),
+        max2=lambda x: ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True),
+        smallest=lambda x: float(ops.amin(ops.detach(x))))
+
+
 def _scaled_log_tree(mats, stop: int):
+    xp = _array_fns(backend_name_of(mats))
     floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
-    c = ops.amax(ops.detach(mats), axis=(-2, -1), keepdims=True)  # (T, *batch, 1, 1)
-    p = ops.exp(mats - c)  # NaN where c is not finite: the check below fails then
+    c = xp.max2(mats)  # (T, *batch, 1, 1)
+    p = xp.exp(mats - c)  # NaN where c is not finite: the check below fails then
     # Each product is divided by its (detached) maximum; the final product is the product
     # of all steps, so every divisor multiplies into it once, whatever its round. The later
     # products (for their smallest entry) and the divisors are gathered and read at the
@@ -121,18 +151,18 @@ def _scaled_log_tree(mats, stop: int):
     products, scales = [], []
     while p.shape[0] > stop:
         n = p.shape[0]
-        q = ops.matmul(p[0:n - 1:2], p[1::2]) if n % 2 else ops.matmul(p[0::2], p[1::2])
-        s = ops.amax(ops.detach(q), axis=(-2, -1), keepdims=True)
-        if not products and not bool(ops.amin(ops.detach(q)) >= floor):
+        q = xp.matmul(p[0:n - 1:2], p[1::2]) if n % 2 else xp.matmul(p[0::2], p[1::2])
+        s = xp.max2(q)
+        if not products and not xp.smallest(q) >= floor:
             # Read once early too: a chain with true zeros (a left-to-right HMM) fails at
             # its first round, and goes to the exact tree without running the others.
             return None
         products.append(q)
         scales.append(s)
         q = q / s
-        p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
-    if len(products) > 1 and not bool(ops.amin(ops.detach(ops.cat(products[1:], 0))) >= floor):
+        p = xp.cat([q, p[n - 1:]]) if n % 2 else q
+    if len(products) > 1 and not xp.smallest(xp.cat(products[1:])) >= floor:
         return None
-    logs = ops.log(p)
-    shift = ops.sum(ops.cat([c, ops.log(ops.cat(scales, 0))], 0), axis=0)
+    logs = xp.log(p)
+    shift = xp.total(xp.cat([c, xp.log(xp.cat(scales))]))
     return [logs[0] + shift] + [logs[i] for i in range(1, logs.shape[0])]
