@@ -54,3 +54,24 @@ def test_nested_subs_compose():
         inner = fc.Subs(fc.Unary(ops.exp, x), (("x", y + 1.0),))
     assert isinstance(inner, fc.Unary)
     assert_close(inner(y=0.0), fc.Number(float(np.e)))
+
+
+# Binary and Contraction (whose constructors keep a stash for _setup) parametrize like every
+# term class: a cached subclass, covariant issubclass, and calling it builds the plain term.
+def test_binary_and_contraction_parametrize():
+    from funsor_core.ops import AddOp, BinaryOp
+
+    assert issubclass(fc.Binary[AddOp, fc.Funsor, fc.Funsor], fc.Binary[BinaryOp, fc.Funsor,
+                                                                       fc.Funsor])
+    from funsor_core.engine.interpreter import reflect
+
+    x = fc.Variable("x", Real)
+    with reflect:  # built as it is (the default interpretation normalizes a sum)
+        term = fc.Binary[AddOp, fc.Funsor, fc.Funsor](ops.add, x, fc.Number(1.0))
+    assert type(term) is fc.Binary
+    assert isinstance(term, fc.Binary[AddOp, fc.Variable, fc.Number])
+    contraction = fc.Contraction[object, object, frozenset, tuple]
+    assert contraction is fc.Contraction[object, object, frozenset, tuple]
+    t = fc.Tensor(np.ones(2), {"i": Bint[2]})
+    total = contraction(ops.add, None, frozenset({"i"}), (t,))
+    assert float(total.data) == 2.0

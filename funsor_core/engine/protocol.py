@@ -69,7 +69,18 @@ class FunsorMeta(type):
         args = cls._prepare(*args, **kwargs)
         state = _STATE.get(None)
         interp = _DEFAULT[0] if state is None else state[0]
-        return interp.interpret(cls, args)
+        stash = cls._stash
+        if stash is None:
+            return interp.interpret(cls, args)
+        # A class whose _prepare keeps what it checked for _setup in the one-slot list
+        # ``_stash`` (Binary, Contraction): the slot is emptied once the term is built or a
+        # rule returned something else. A stale slot would keep the last arguments, and their
+        # arrays, alive until the next construction (an 8 MB array of a Monte Carlo step
+        # outlived the step).
+        try:
+            return interp.interpret(cls, args)
+        finally:
+            stash[0] = None
 
     def __getitem__(cls, params):
         """``Reduce[AssociativeOp, Funsor, frozenset]``: the class parametrized by one type per
@@ -159,6 +170,7 @@ class Term(metaclass=FunsorMeta):
     binds: tuple[str, ...] = ()
     arrays: tuple[str, ...] = ()
     _cons_key = None
+    _stash = None  # see FunsorMeta.__call__
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down
     # Where terms of this class sort among the terms of a commutative Contraction (then by

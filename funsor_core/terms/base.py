@@ -362,10 +362,14 @@ def unary_domain(op, domain: Domain) -> Domain:
     return ops.infer_domain(op, domain)
 
 
+_BINARY_STASH: list = [None]  # (op, lhs, rhs, inputs, output) of the Binary being built
+
+
 class Binary(Funsor):
     """``op(lhs, rhs)``, broadcasting inputs by name and outputs by shape."""
 
     fields = ("op", "lhs", "rhs")
+    _stash = _BINARY_STASH
 
     @classmethod
     def _prepare(cls, op, lhs, rhs):
@@ -389,9 +393,6 @@ class Binary(Funsor):
         self.inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
         self.output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
                        if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
-
-
-_BINARY_STASH: list = [None]
 
 
 class Reduce(Funsor):

@@ -74,7 +74,7 @@ def sort_terms(terms: tuple) -> tuple:
     return terms
 
 
-_STASH: list = [None]  # (terms, inputs, output) of the last prepared Contraction
+_STASH: list = [None]  # (terms, inputs, output) of the Contraction being built
 
 
 def _repeat(red_op, bin_op, terms, absent) -> tuple:
@@ -124,6 +124,7 @@ class Contraction(Funsor):
 
     fields = ("red_op", "bin_op", "reduced_vars", "terms")
     binds = ("reduced_vars",)
+    _stash = _STASH
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):

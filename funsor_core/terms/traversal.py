@@ -98,6 +98,12 @@ def substitute(expr: Funsor, subs) -> Funsor:
     Bound variables are renamed when a substituted value would capture them; atoms receive a
     ``Subs`` term, which the active interpretation evaluates or records.
 
+    The walk first plans the order in which the terms are built (children first, each
+    (subterm, substitution) pair once), then builds them in that order, releasing each
+    result once the last term built from it exists: an intermediate array (a Monte Carlo
+    estimate's particles-by-data matrix) is freed as soon as the next one is computed, as
+    in straight-line array code, instead of living until the whole expression is done.
+
     Example:
         >>> x = fc.Variable("x", fc.Real)
         >>> substitute(x + 1, {"x": fc.Number(2.0)}).data
@@ -106,50 +112,86 @@ def substitute(expr: Funsor, subs) -> Funsor:
     env0 = _restrict(tuple(sorted(dict(subs).items(), key=lambda kv: kv[0])), expr.inputs)
     if not env0:
         return expr
+    plan, uses = _plan_substitution(expr, env0)
     memo: dict[tuple, Funsor] = {}
+    for key, node, env, kids in plan:
+        if kids is None:
+            memo[key] = _substitute_leaf(node, env)
+            continue
+        memo[key] = type(node)(*map_args(
+            node._args, lambda c, env=env: memo[_key(c, _restrict(env, c.inputs))]))
+        for kid in kids:
+            uses[kid] -= 1
+            if not uses[kid]:
+                del memo[kid]
+    return memo[_key(expr, env0)]
+
+
+def _plan_substitution(expr: Funsor, env0: tuple) -> tuple[list, dict]:
+    """The build order of ``substitute``: ``(key, node, env, kids)`` for each distinct
+    (subterm, restricted substitution) pair, children before parents (``kids``: the keys
+    of its children, or None for a term that receives the substitution whole), and how many
+    parents use each key."""
+    plan: list = []
+    uses: dict = {}
+    done: set = set()
     stack = [(expr, env0)]
     while stack:
         node, env = stack[-1]
         key = _key(node, env)
-        if key in memo:
+        if key in done:
             stack.pop()
             continue
-        if not env:
-            memo[key] = node
-            stack.pop()
-            continue
-        if type(node)._atom:
-            memo[key] = Subs(node, env)
-            stack.pop()
-            continue
-        if isinstance(node, Subs):
-            memo[key] = _compose(node, env)
-            stack.pop()
-            continue
-        bound = node.bound
-        if bound:
-            free = set()
-            for _, v in env:
-                free.update(v.inputs)
-            captured = bound & free
-            if captured:
-                memo[key] = substitute(_alpha_rename(node, captured, free), dict(env))
-                stack.pop()
+        kids = _children_to_visit(node, env)
+        if kids is not None:
+            pending = [(c, _restrict(env, c.inputs)) for c in kids]
+            if any(_key(c, e) not in done for c, e in pending):
+                stack.extend((c, e) for c, e in pending if _key(c, e) not in done)
                 continue
-        kids = children(node)
-        if receives_subs(node, env, kids):
-            memo[key] = Subs(node, env)
-            stack.pop()
-            continue
-        pending = [(c, _restrict(env, c.inputs)) for c in kids]
-        pending = [(c, e) for c, e in pending if _key(c, e) not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
+            kids = {_key(c, e) for c, e in pending}
+            for kid in kids:
+                uses[kid] = uses.get(kid, 0) + 1
         stack.pop()
-        memo[key] = type(node)(*map_args(
-            node._args, lambda c, env=env: memo[_key(c, _restrict(env, c.inputs))]))
-    return memo[_key(expr, env0)]
+        done.add(key)
+        plan.append((key, node, env, kids))
+    return plan, uses
+
+
+def _children_to_visit(node: Funsor, env: tuple) -> list | None:
+    """The children that the substitution ``env`` passes into, or None when ``node`` takes
+    it whole: atoms, Subs (composed), binders that would capture a value (renamed first),
+    and the terms of ``receives_subs``."""
+    if not env or type(node)._atom or isinstance(node, Subs):
+        return None
+    bound = node.bound
+    if bound and _captured(bound, env)[0]:
+        return None
+    kids = children(node)
+    return None if receives_subs(node, env, kids) else kids
+
+
+def _captured(bound, env: tuple) -> tuple[set, set]:
+    """The bound names that a value of ``env`` would capture, and the values' free names."""
+    free = set()
+    for _, v in env:
+        free.update(v.inputs)
+    return bound & free, free
+
+
+def _substitute_leaf(node: Funsor, env: tuple) -> Funsor:
+    # The value of a term that takes the substitution whole (see _children_to_visit).
+    if not env:
+        return node
+    if type(node)._atom:
+        return Subs(node, env)
+    if isinstance(node, Subs):
+        return _compose(node, env)
+    bound = node.bound
+    if bound:
+        captured, free = _captured(bound, env)
+        if captured:
+            return substitute(_alpha_rename(node, captured, free), dict(env))
+    return Subs(node, env)
 
 
 def receives_subs(node: Funsor, subs: tuple, kids: list | None = None) -> bool:
