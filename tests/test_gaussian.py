@@ -495,3 +495,42 @@ def test_gradients_jax():
         np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
     finally:
         fc.set_backend("numpy")
+
+
+# g(x=value) of an unbatched Gaussian at a batch of points (a guide at its particles): the
+# quadratic form by hand, -0.5 (x - m)' P (x - m), for vector, scalar and matrix inputs.
+@pytest.mark.parametrize("shape", [(3,), (), (2, 2)])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_unbatched_gaussian_at_tensor_points(shape, backend):
+    from funsor_core.atoms.gaussian.gaussian import evaluate_unbatched
+    from funsor_core.engine.backend import backend_module
+
+    rng = np.random.default_rng(0)
+    dim = int(np.prod(shape))
+    a = rng.normal(size=(dim, dim))
+    cov, mean = a @ a.T + dim * np.eye(dim), rng.normal(size=dim)
+    xs = rng.normal(size=(5, 2) + shape)
+    to = lambda x: backend_module(backend).asarray(x, "real")  # noqa: E731
+    domain = fc.Reals[shape] if shape else fc.Real
+    g = fc.Gaussian(mean=to(mean), covariance=to(cov), inputs={"x": domain})
+    value = fc.Tensor(to(xs), {"p": fc.Bint[5], "q": fc.Bint[2]})
+    diff = xs.reshape(5, 2, dim) - mean
+    expected = -0.5 * np.einsum("pqi,ij,pqj->pq", diff, np.linalg.inv(cov), diff)
+    actual = g(x=value)
+    assert isinstance(actual, fc.Tensor) and list(actual.inputs) == ["p", "q"]
+    assert_close(ops.to_numpy(actual.data), expected)
+    assert_close(ops.to_numpy(evaluate_unbatched(g, {"x": value}).data), expected)
+
+
+def test_unbatched_evaluation_declines_other_cases():
+    from funsor_core.atoms.gaussian.gaussian import evaluate_unbatched
+
+    two = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+                      inputs={"x": fc.Real, "y": fc.Real})
+    batched = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+                          inputs={"i": fc.Bint[2], "x": fc.Real})
+    point = fc.Tensor(np.ones(3), {"n": fc.Bint[3]})
+    assert evaluate_unbatched(two, {"x": point}) is None
+    assert evaluate_unbatched(batched, {"x": point}) is None
+    one = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+    assert evaluate_unbatched(one, {"x": fc.Number(1.0)}) is None  # the general path's

@@ -88,10 +88,6 @@ def _restrict(env: tuple, inputs) -> tuple:
     return tuple(pair for pair in env if pair[0] in inputs)
 
 
-def _key(node: Funsor, env: tuple) -> tuple:
-    return (id(node),) + tuple((k, id(v)) for k, v in env)
-
-
 def substitute(expr: Funsor, subs) -> Funsor:
     """Simultaneously substitute ``subs`` (name -> funsor) for free variables of ``expr``.
 
@@ -114,46 +110,59 @@ def substitute(expr: Funsor, subs) -> Funsor:
         return expr
     plan, uses = _plan_substitution(expr, env0)
     memo: dict[tuple, Funsor] = {}
-    for key, node, env, kids in plan:
-        if kids is None:
+    for key, node, env, kid_keys in plan:
+        if kid_keys is None:
             memo[key] = _substitute_leaf(node, env)
             continue
-        memo[key] = type(node)(*map_args(
-            node._args, lambda c, env=env: memo[_key(c, _restrict(env, c.inputs))]))
-        for kid in kids:
+        # children() and map_args() visit the funsor arguments in the same order.
+        values = iter([memo[k] for k in kid_keys])
+        memo[key] = type(node)(*map_args(node._args, lambda c, values=values: next(values)))
+        for kid in dict.fromkeys(kid_keys):
             uses[kid] -= 1
             if not uses[kid]:
                 del memo[kid]
-    return memo[_key(expr, env0)]
+    return memo[_plan_key(expr, env0)]
+
+
+_UNSEEN = object()
+
+
+def _plan_key(node: Funsor, env: tuple) -> tuple:
+    # Within one substitute call every env is a restriction of the same env0, so its names
+    # determine its values.
+    return (id(node), tuple(name for name, _ in env))
 
 
 def _plan_substitution(expr: Funsor, env0: tuple) -> tuple[list, dict]:
-    """The build order of ``substitute``: ``(key, node, env, kids)`` for each distinct
-    (subterm, restricted substitution) pair, children before parents (``kids``: the keys
-    of its children, or None for a term that receives the substitution whole), and how many
-    parents use each key."""
+    """The build order of ``substitute``: ``(key, node, env, kid_keys)`` for each distinct
+    (subterm, restricted substitution) pair, children before parents (``kid_keys``: the keys
+    of its funsor arguments in order, or None for a term that takes the substitution whole),
+    and how many parents use each key."""
     plan: list = []
     uses: dict = {}
     done: set = set()
-    stack = [(expr, env0)]
+    expanded: dict = {}
+    stack = [(expr, env0, _plan_key(expr, env0))]
     while stack:
-        node, env = stack[-1]
-        key = _key(node, env)
+        node, env, key = stack[-1]
         if key in done:
             stack.pop()
             continue
-        kids = _children_to_visit(node, env)
-        if kids is not None:
-            pending = [(c, _restrict(env, c.inputs)) for c in kids]
-            if any(_key(c, e) not in done for c, e in pending):
-                stack.extend((c, e) for c, e in pending if _key(c, e) not in done)
+        kids = expanded.get(key, _UNSEEN)
+        if kids is _UNSEEN:
+            visit = _children_to_visit(node, env)
+            kids = expanded[key] = None if visit is None else tuple(
+                (c, e, _plan_key(c, e)) for c in visit for e in (_restrict(env, c.inputs),))
+            pending = [kid for kid in kids or () if kid[2] not in done]
+            if pending:
+                stack.extend(pending)
                 continue
-            kids = {_key(c, e) for c, e in pending}
-            for kid in kids:
-                uses[kid] = uses.get(kid, 0) + 1
         stack.pop()
         done.add(key)
-        plan.append((key, node, env, kids))
+        kid_keys = None if kids is None else tuple(k for _, _, k in kids)
+        for kid in dict.fromkeys(kid_keys or ()):
+            uses[kid] = uses.get(kid, 0) + 1
+        plan.append((key, node, env, kid_keys))
     return plan, uses
 
 

@@ -28,6 +28,7 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.gaussian import (
     Gaussian,
     align_gaussian,
+    evaluate_unbatched,
     gaussian_batch_inputs,
     gaussian_layout,
     merge_gaussian_inputs,
@@ -489,6 +490,9 @@ def condition_gaussian(g: Gaussian, values: dict) -> Funsor:
         >>> float(condition_gaussian(g, {"x": fc.Number(2.0)}).data)
         -2.0
     """
+    unbatched = evaluate_unbatched(g, values)
+    if unbatched is not None:
+        return unbatched
     inputs = merge_gaussian_inputs(g, *values.values())
     batch = gaussian_batch_inputs(inputs)
     white_vec, prec_sqrt = align_gaussian(inputs, g)

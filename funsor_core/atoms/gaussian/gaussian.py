@@ -39,7 +39,8 @@ from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.terms.base import DomainError, Funsor
 
 __all__ = ["Gaussian", "BlockMatrix", "BlockVector", "align_gaussian", "real_offsets",
-           "gaussian_batch_inputs", "COMPRESSION_THRESHOLD", "gaussian_layout"]
+           "gaussian_batch_inputs", "COMPRESSION_THRESHOLD", "gaussian_layout",
+           "evaluate_unbatched"]
 
 # A sum of Gaussians is compressed (QR) once its rank exceeds this multiple of its dim, as in
 # funsor 0.4.8: cheap concatenation most of the time, bounded memory always.
@@ -363,6 +364,29 @@ def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False):
             index.extend(range(new_offsets[name], new_offsets[name] + size))
         white_vec, prec_sqrt = gm.embed(white_vec, prec_sqrt, index, new_dim)
     return white_vec, prec_sqrt
+
+
+def evaluate_unbatched(g: Gaussian, values: dict) -> Tensor | None:
+    """``g(**values)`` for a Gaussian of one real input and no batch inputs, given by a
+    Tensor (a Monte Carlo guide at its particles): ``-0.5 ||x S - w||^2`` straight from the
+    value's array, with no alignment to a batch. None for any other case.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> evaluate_unbatched(g, {"x": fc.Tensor(np.array([1.0, 2.0]), {"n": fc.Bint[2]})}).data
+        array([-0.5, -2. ])
+    """
+    if len(g._ikey) != 1 or len(values) != 1:
+        return None
+    ((name, domain),) = g._ikey
+    value = values.get(name)
+    if type(value) is not Tensor or domain.dtype != "real":
+        return None
+    data = value.data
+    if len(domain.shape) != 1:  # a Real or a matrix: flattened to the coordinate vector
+        data = ops.reshape(data, tuple(data.shape[:len(value._ikey)]) + (domain.num_elements,))
+    diff = ops.sub(g.white_vec, la.vm(data, g.prec_sqrt))
+    return Tensor.make(ops.mul(-0.5, ops.sum(ops.mul(diff, diff), -1)), value.inputs)
 
 
 def merge_gaussian_inputs(*terms: Funsor) -> dict:
