@@ -94,11 +94,13 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
         return sample_gaussian(term, names, sample_inputs, rng_key)
     if is_gaussian_sum(term) and all(term.inputs[k].dtype == "real" for k in names):
         # g + t with t over Bint inputs only: sample g, keep t as a weight.
+        # The weights join the sample's own weight before it meets the Delta: one sum of
+        # a point mass and a weight to normalize instead of one per weight.
         (g,), dense = split_gaussian_sum(term)
-        result = sample_gaussian(g, names, sample_inputs, rng_key)
+        delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
         for t in dense:
-            result = result + t
-        return result
+            weight = weight + t
+        return delta + weight
     if isinstance(term, Gaussian) or is_gaussian_sum(term):
         # Some of the names are Bint: a mixture, drawn discrete names first.
         return sample_joint(term, names, sample_inputs, rng_key)
@@ -228,6 +230,12 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
         >>> sorted(s.inputs)
         ['n', 'x']
     """
+    delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
+    return delta + weight
+
+
+def _draw_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key):
+    """``sample_gaussian``'s two parts: the Delta at the drawn points and its log weight."""
     sampled = [k for k in g.inputs if k in names and g.inputs[k].dtype == "real"]
     others = frozenset(k for k in g.real_inputs if k not in names)
     marginal = g.reduce(ops.logaddexp, others) if others else g
@@ -252,8 +260,8 @@ def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=
         points[name] = Tensor(ops.reshape(part, tuple(part.shape[:-1]) + domain.shape), batch)
     delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))
     if not others:
-        return delta + log_z
-    return delta + g(**points) + (log_z - marginal(**points))
+        return delta, log_z
+    return delta, g(**points) + (log_z - marginal(**points))
 
 
 def _labels(g: Gaussian, names: frozenset) -> list[str]:
