@@ -297,7 +297,10 @@ def _reshape(x, shape, ndim=None):
     # ndim=k reshapes only the rightmost k dims (a funsor's output), keeping batch dims.
     if ndim is not None:
         shape = tuple(x.shape[: x.dim() - ndim]) + tuple(shape)
-    return torch.reshape(x, tuple(shape))
+    shape = tuple(shape)
+    if x.shape == shape:  # a view would cost a dispatch and an autograd node, and change nothing
+        return x
+    return torch.reshape(x, shape)
 
 
 def _expand(x, shape):

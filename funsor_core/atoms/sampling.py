@@ -256,8 +256,13 @@ def _draw_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key):
     points = {}
     for name in sampled:
         domain = g.inputs[name]
-        part = ops.getitem(x, (Ellipsis, slice(offsets[name], offsets[name] + domain.num_elements)))
-        points[name] = Tensor(ops.reshape(part, tuple(part.shape[:-1]) + domain.shape), batch)
+        part = x
+        if domain.num_elements != q.dim:  # one of several inputs: its slice of coordinates
+            part = ops.getitem(x, (Ellipsis, slice(offsets[name],
+                                                   offsets[name] + domain.num_elements)))
+        if len(domain.shape) != 1:  # a Real or a matrix, from its flat coordinates
+            part = ops.reshape(part, tuple(part.shape[:-1]) + domain.shape)
+        points[name] = Tensor.make(part, batch)
     delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))
     if not others:
         return delta, log_z
