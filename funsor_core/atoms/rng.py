@@ -29,6 +29,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.atoms.tensor import is_array
 from funsor_core.engine.backend import backend_module, backend_name_of, get_backend
+from funsor_core.terms.backend_check import deep_array_backend
 from funsor_core.terms.base import Funsor
 
 __all__ = ["KeyStream"]
@@ -92,15 +93,10 @@ class KeyStream:
 
 def _backend_of(term) -> str:
     """The backend of ``term``'s arrays (the active backend for a term without arrays)."""
-    todo = [term]
-    while todo:
-        node = todo.pop()
-        if is_array(node):
-            return backend_name_of(node)
-        if isinstance(node, Funsor):
-            leaves, _ = type(node).tree_flatten(node)
-            todo.extend(leaves)
-    return get_backend()
+    if is_array(term):
+        return backend_name_of(term)
+    name = deep_array_backend(term) if isinstance(term, Funsor) else None
+    return get_backend() if name is None else name
 
 
 def _new_key(module, name: str, seed):
