@@ -44,6 +44,7 @@ from funsor_core.algorithms.adjoint.kinds import approximating
 from funsor_core.algorithms.adjoint.points import draw, names_of
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum
+from funsor_core.atoms.gaussian.expectation import expectable
 from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.atoms.rng import KeyStream
 from funsor_core.atoms.sampling import extract_samples, sample
@@ -51,7 +52,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Domain
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.base import Funsor, Number, Reduce, Variable
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.integrate import Integrate
 
@@ -110,6 +111,56 @@ def _terms(term: Funsor) -> tuple:
     return (term,)
 
 
+def _split_closed_form(names: frozenset, integrand: Funsor) -> tuple:
+    """``integrand`` as ``closed + sampled``: the summands whose expectation over the reals
+    ``names`` of a Gaussian has a closed form, and the others (each None when empty).
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> closed, sampled = _split_closed_form(frozenset("x"), x * x - x.sigmoid())
+        >>> sorted(closed.inputs), type(sampled).__name__
+        (['x'], 'Unary')
+    """
+    plus, minus = _signed_terms(integrand)
+    groups = {True: ([], []), False: ([], [])}
+    for side, parts in ((0, plus), (1, minus)):
+        for part in parts:
+            groups[expectable(names, part)][side].append(part)
+
+    def rebuild(plus, minus):
+        if not plus and not minus:
+            return None
+        total = dense_sum(plus) if plus else None
+        for part in minus:
+            total = -part if total is None else total - part
+        return total
+
+    return rebuild(*groups[True]), rebuild(*groups[False])
+
+
+def _signed_terms(term: Funsor) -> tuple[list, list]:
+    """The summands of ``term`` added and subtracted, through sums and differences (of real
+    scalars: ``a - b`` is ``a + (-b)`` elementwise).
+
+    Example:
+        >>> x, y, z = (fc.Variable(n, fc.Real) for n in "xyz")
+        >>> [len(side) for side in _signed_terms(x + y - z)]
+        [2, 1]
+    """
+    if isinstance(term, Binary) and term.op is ops.sub:
+        lp, lm = _signed_terms(term.lhs)
+        rp, rm = _signed_terms(term.rhs)
+        return lp + rm, lm + rp
+    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
+        plus, minus = [], []
+        for t in term.terms:
+            tp, tm = _signed_terms(t)
+            plus += tp
+            minus += tm
+        return plus, minus
+    return [term], []
+
+
 def _real_names(term: Funsor, names) -> frozenset:
     return frozenset(n for n in names if n in term.inputs and term.inputs[n].dtype == "real")
 
@@ -125,14 +176,16 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
         result = mc.defer(Integrate, (log_measure, integrand, reduced_vars))
         if not isinstance(result, Integrate):
             return result  # a closed form (or a reduction exact did partly)
-        parts = _terms(integrand)
-        if len(parts) > 1:
-            # Linearity: the parts with a closed form stay exact (a lower-variance estimate),
-            # the others are sampled, each by this rule.
-            return dense_sum([Integrate(log_measure, part, reduced_vars) for part in parts])
         names = _real_names(log_measure, reduced_vars)
         if not names:
             return result
+        closed, sampled = _split_closed_form(names, integrand)
+        if closed is not None and sampled is not None:
+            # Linearity: the parts with a closed form stay exact, integrated together (one
+            # set of moments: the prior and entropy terms of an ELBO ``p - q``, a lower-
+            # variance estimate), the others are sampled together (one draw).
+            return (Integrate(log_measure, closed, reduced_vars)
+                    + Integrate(log_measure, sampled, reduced_vars))
     else:
         names = reduced_vars
     try:

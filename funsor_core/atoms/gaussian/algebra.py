@@ -371,8 +371,11 @@ def marginalize_gaussian(g: Gaussian, names) -> Funsor:
         return [name if d.num_elements == 1 else f"{name}[{k}]"
                 for name, d in g._ikey if name in names for k in range(d.num_elements)]
 
+    # A triangular factor integrated whole: its determinant is its diagonal's, no QR.
+    triangular = getattr(g, "_triangular", None) == "upper" and len(index) == dim
     white_vec, prec_sqrt, norm = gm.marginalize(g.white_vec, g.prec_sqrt, index,
-                                                check=CHECK_RANK[0], names=labels)
+                                                check=CHECK_RANK[0], names=labels,
+                                                triangular=triangular)
     norm = Tensor.make(norm, dict(batch_items), ikey=batch_items)
     if len(index) == dim:
         return norm

@@ -326,7 +326,8 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
             returning them (called only to build the message).
         optimistic: traced, ``rank >= dim``: no rank tests, and a NaN constant where the
             bound ``rank.surely_full_rank`` cannot show they change nothing (the caller reruns).
-        triangular: ``S.T`` (rows ``b`` first) is square upper triangular: its own QR, run none.
+        triangular: ``S`` is square and triangular (either way): when every coordinate is
+            integrated, only its diagonal is read, and no QR runs.
 
     Returns:
         ``(white_vec_a, prec_sqrt_a, log_normalizer_b)``, over the other coordinates in
@@ -357,7 +358,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     tol = rank_tolerance(prec_sqrt)
     if rank >= dim:
         r_upper, z, shift = ((_mT(s), white_vec, ops.new_zeros(white_vec, batch))
-                             if triangular and rank == dim  # Q = I: [[R, w], [0, 1]] stays
+                             if triangular and rank == dim and d_a == 0  # |det| = |diag|
                              else _triangularize(_mT(s), white_vec, canonical=False))
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))

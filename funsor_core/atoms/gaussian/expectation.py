@@ -45,7 +45,7 @@ from funsor_core.terms.traversal import fresh_name
 
 Array = Any
 
-__all__ = ["integrate_gaussian"]
+__all__ = ["integrate_gaussian", "expectable"]
 
 
 def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozenset):
@@ -61,7 +61,7 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         True
     """
     names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
-    if not names or not _expectable(names, integrand):
+    if not names or not expectable(names, integrand):
         return None  # decided by structure, before any array work
     log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
     moments = _Moments.of(g, names)
@@ -96,11 +96,16 @@ class _Moments:
         ay = [i for k, d in ys for i in range(g_offsets[k], g_offsets[k] + d.num_elements)]
         s_x = gm.rows(g.prec_sqrt, bx)
         d_x = len(bx)
-        r_upper = ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
-                              (Ellipsis, slice(0, d_x), slice(None)))
-        # M = P^{-1} S_x with P = S_x S_x' = R'R: two triangular solves, no inverse.
-        m = ops.triangular_solve(ops.triangular_solve(s_x, r_upper, upper=True, transpose=True),
-                                 r_upper, upper=True)
+        # A factor R with R'R = P = S_x S_x', triangular: S_x' itself where S_x is known to
+        # be square upper triangular (then R is lower), else the R of a QR of S_x'.
+        upper = not (not ay and getattr(g, "_triangular", None) == "upper"
+                     and s_x.shape[-1] == d_x)
+        r_fac = (ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
+                               (Ellipsis, slice(0, d_x), slice(None)))
+                   if upper else ops.transpose(s_x, -1, -2))
+        # M = P^{-1} S_x: two triangular solves, no inverse.
+        m = ops.triangular_solve(ops.triangular_solve(s_x, r_fac, upper=upper, transpose=True),
+                                 r_fac, upper=upper)
         m0 = ops.getitem(ops.matmul(m, ops.getitem(g.white_vec, (Ellipsis, None))),
                          (Ellipsis, 0))
         batch = dict(batch_items)
@@ -111,8 +116,8 @@ class _Moments:
         for k, d in xs:
             self.offsets[k] = off
             off += d.num_elements
-        eye = ops.expand(ops.new_eye(r_upper, d_x), tuple(r_upper.shape))
-        r_inv = ops.triangular_solve(eye, r_upper, upper=True)
+        eye = ops.expand(ops.new_eye(r_fac, d_x), tuple(r_fac.shape))
+        r_inv = ops.triangular_solve(eye, r_fac, upper=upper)
         self.cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
         # m(y) = m0 + y B with B = -S_y M' (d_y x d_x).
         b = (ops.neg(ops.matmul(gm.rows(g.prec_sqrt, ay), ops.transpose(m, -1, -2)))
@@ -156,24 +161,30 @@ def _flat(value: Funsor) -> Funsor:
     return value if len(shape) == 1 else value.reshape((value.output.num_elements,))
 
 
-def _expectable(names: frozenset, f: Funsor) -> bool:
-    """False when ``_expectation`` certainly gives None for ``f`` (its cases, decided by
-    structure alone): a Monte Carlo ELBO's ``log p - log q`` with a non-polynomial
-    likelihood is declined before the moments and the other parts' expectations are
-    computed, and thrown away. True may still end in None (a Hessian that does not
-    evaluate)."""
+def expectable(names: frozenset, f: Funsor) -> bool:
+    """False when the expectation of ``f`` over the reals ``names`` of a Gaussian certainly
+    has no closed form here (decided by structure alone, no array work): a Monte Carlo
+    ELBO's ``log p - log q`` with a non-polynomial likelihood is declined before the moments
+    are computed, and its closed-form parts are told from the sampled ones. True may still
+    end in no closed form (a Hessian that does not evaluate).
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> expectable(frozenset("x"), x * x + 1), expectable(frozenset("x"), x.sigmoid())
+        (True, False)
+    """
     if not any(k in names for k in f.inputs):
         return True
     if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.add:
-        return all(_expectable(names, t) for t in f.terms)
+        return all(expectable(names, t) for t in f.terms)
     if isinstance(f, Binary) and f.op is ops.sub:
-        return _expectable(names, f.lhs) and _expectable(names, f.rhs)
+        return expectable(names, f.lhs) and expectable(names, f.rhs)
     if isinstance(f, Unary) and f.op is ops.neg:
-        return _expectable(names, f.arg)
+        return expectable(names, f.arg)
     if isinstance(f, Contraction) and f.red_op is None and f.bin_op is ops.mul:
         inside = [t for t in f.terms if any(k in names for k in t.inputs)]
         if (len(inside) == 1 and not isinstance(inside[0], (Tensor, Number))
-                and _expectable(names, inside[0])):
+                and expectable(names, inside[0])):
             return True
     if isinstance(f, Gaussian):
         return True
