@@ -62,6 +62,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
+from funsor_core.atoms.gaussian.small_cholesky import cholesky_inverse
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
@@ -177,10 +178,10 @@ def _last_unit(n: int) -> np.ndarray:
 
 
 # -- the array work, shared by the eager and the traced path ------------------------------------
-def _components(chol: Array, chol_inv: Array, d_b: int, dim: int):
+def _components(diag: Array, chol_inv: Array, d_b: int, dim: int):
     """``(log Z_k, mu_k, L_aa^{-1})``: each component's log integral over all coordinates,
-    the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``)."""
-    diag = chol.diagonal(0, -2, -1)  # positive: a Cholesky factor
+    the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``),
+    from the diagonal of ``L`` (positive: a Cholesky factor) and ``L^{-1}``."""
     c = diag[..., dim]
     log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - ops.log(diag[..., :dim]).sum(-1)
     # Rows a and the last of L^{-1}, columns a: [L_aa^{-1}; -mu' / c].
@@ -227,10 +228,11 @@ def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
     return log_mass, mean, cov
 
 
-def _result(log_mass: Array, mean: Array, chol: Array, chol_inv: Array):
-    """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'``: ``prec_sqrt = U^{-T}``."""
+def _result(log_mass: Array, mean: Array, diag: Array, chol_inv: Array):
+    """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'`` (``diag`` that of ``U``):
+    ``prec_sqrt = U^{-T}``."""
     d_a = mean.shape[-1]
-    log_det = ops.log(chol.diagonal(0, -2, -1)).sum(-1)
+    log_det = ops.log(diag).sum(-1)
     log_const = log_mass - (log_det + 0.5 * d_a * _LOG_2PI)
     return log_const, (chol_inv @ mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
 
@@ -261,27 +263,28 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
     chol_inv = ops.triangular_inv(chol, upper=False)
     if not _well_conditioned(_host(gram), _host(chol_inv), dim, tol):
         return None
-    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
+    parts = _components(_diagonal(chol), chol_inv, d_b, dim)
+    log_mass, mean, cov = _mixture(log_weights, *parts)
     u = _cholesky(cov)
     if u is None:
         return None
     u_inv = ops.triangular_inv(u, upper=False)
     if not _well_conditioned(_host(cov), _host(u_inv)):
         return None
-    return _result(log_mass, mean, u, u_inv)
+    return _result(log_mass, mean, _diagonal(u), u_inv)
 
 
 def _traced(log_weights: Array, gram: Array, plan: tuple):
-    """The fast path and its check as array operations: ``(result, ok)``."""
+    """The fast path and its check as array operations: ``(result, ok)``. The
+    factorizations are written out (``small_cholesky``: compiled, a LAPACK call per small
+    matrix costs more than the arithmetic); NaN where one fails, and the check then fails."""
     d_b, dim, tol = plan
-    chol = ops.cholesky(gram)  # NaN where it fails; the check then fails
-    chol_inv = ops.triangular_inv(chol, upper=False)
-    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
-    u = ops.cholesky(cov)
-    u_inv = ops.triangular_inv(u, upper=False)
+    diag, chol_inv = cholesky_inverse(gram)
+    log_mass, mean, cov = _mixture(log_weights, *_components(diag, chol_inv, d_b, dim))
+    u_diag, u_inv = cholesky_inverse(cov)
     ok = (_well_conditioned(ops.detach(gram), ops.detach(chol_inv), dim, tol)
           & _well_conditioned(ops.detach(cov), ops.detach(u_inv)))
-    return _result(log_mass, mean, u, u_inv), ok
+    return _result(log_mass, mean, u_diag, u_inv), ok
 
 
 def _cholesky(x: Array):
@@ -291,6 +294,10 @@ def _cholesky(x: Array):
         return ops.cholesky(x)
     except (ValueError, RuntimeError):  # numpy's LinAlgError, torch's _LinAlgError
         return None
+
+
+def _diagonal(x: Array) -> Array:
+    return x.diagonal(0, -2, -1)
 
 
 def _host(x: Array) -> np.ndarray:
