@@ -124,7 +124,7 @@ def test_fast_minus_inf_weights(backend):
 
 @pytest.mark.parametrize("dim", [8, 16])  # Gram matrices of 9 (in blocks) and 17 (LAPACK)
 def test_fast_equals_qr_traced_larger(dim):
-    """Under ``jax.jit`` the factorizations are written out (``small_cholesky``) up to its
+    """Under ``jax.jit`` the factorizations are written out (``small_linalg``) up to its
     ``BLOCK``; both regimes against the QR path."""
     args = _system(np.random.default_rng(8), batch=(3, 3), dim=dim, rank=dim + 2)
     index = tuple(range(0, dim, 2))

@@ -62,7 +62,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
-from funsor_core.atoms.gaussian.small_cholesky import cholesky_inverse
+from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
@@ -106,7 +106,7 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
     if not FAST_NORMAL_EQUATIONS[0] or rank < dim or prec_sqrt.dtype.itemsize != 8:
         return None
     d_b, m = system_rows(white_vec, prec_sqrt, index)
-    return collapse_gram(log_weights, m @ m.swapaxes(-1, -2), d_b, rank, fallback)
+    return collapse_gram(log_weights, matmul(m, m.swapaxes(-1, -2)), d_b, rank, fallback)
 
 
 def system_rows(white_vec: Array, prec_sqrt: Array, index: tuple | None):
@@ -210,7 +210,7 @@ def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
     shift = ops.where(finite, log_mass, 0.0)
     root_p = ops.exp(0.5 * (log_mass_k - shift[..., None]))
     # mean = sum_k p_k mu_k, as a product of (1, n) and (n, d) matrices.
-    mean = ((root_p * root_p)[..., None, :] @ mean_k)[..., 0, :]
+    mean = matmul((root_p * root_p)[..., None, :], mean_k)[..., 0, :]
     diff = mean_k - mean[..., None, :]
     stacked = ops.cat([roots, diff[..., None, :]], -2) * root_p[..., None, None]
     return log_mass, finite, mean, stacked
@@ -222,7 +222,7 @@ def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
     d_a = mean_k.shape[-1]
     log_mass, finite, mean, stacked = mixture_rows(log_weights, log_z, mean_k, linv_aa)
     stacked = stacked.reshape(tuple(log_mass.shape) + (log_weights.shape[-1] * (d_a + 1), d_a))
-    cov = stacked.swapaxes(-1, -2) @ stacked
+    cov = matmul(stacked.swapaxes(-1, -2), stacked)
     # No mass at all (every root_p zero, so cov = 0): a unit covariance, as collapse_arrays.
     cov = ops.where(finite[..., None, None], cov, ops.new_eye(cov, d_a))
     return log_mass, mean, cov
@@ -234,7 +234,7 @@ def _result(log_mass: Array, mean: Array, diag: Array, chol_inv: Array):
     d_a = mean.shape[-1]
     log_det = ops.log(diag).sum(-1)
     log_const = log_mass - (log_det + 0.5 * d_a * _LOG_2PI)
-    return log_const, (chol_inv @ mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
+    return log_const, matmul(chol_inv, mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
 
 
 def _well_conditioned(gram, chol_inv, dim: int | None = None, tol: float = 0.0):
@@ -276,7 +276,7 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
 
 def _traced(log_weights: Array, gram: Array, plan: tuple):
     """The fast path and its check as array operations: ``(result, ok)``. The
-    factorizations are written out (``small_cholesky``: compiled, a LAPACK call per small
+    factorizations are written out (``small_linalg``: compiled, a LAPACK call per small
     matrix costs more than the arithmetic); NaN where one fails, and the check then fails."""
     d_b, dim, tol = plan
     diag, chol_inv = cholesky_inverse(gram)

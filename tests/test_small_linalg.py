@@ -1,17 +1,42 @@
-"""small_cholesky: the written-out Cholesky factor and its inverse against numpy's
-``cholesky`` and ``inv``, at every size regime (written out, split into blocks once and
-twice, the library call), eagerly on numpy and under ``jax.jit``; a matrix that is not
-positive definite gives a non-finite inverse; derivatives equal those through jax's own
-Cholesky."""
+"""small_linalg: ``matmul`` against numpy's ``@`` (both of its forms on jax, with batch
+broadcasting); the written-out Cholesky factor and its inverse against numpy's ``cholesky``
+and ``inv``, at every size regime (written out, split into blocks once and twice, the library
+call), eagerly on numpy and under ``jax.jit``; a matrix that is not positive definite gives a
+non-finite inverse; derivatives equal those through jax's own Cholesky."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from funsor_core.atoms.gaussian.small_cholesky import BLOCK, UNROLL, cholesky_inverse
+from funsor_core.atoms.gaussian.small_linalg import (
+    BLOCK,
+    UNROLL,
+    cholesky_inverse,
+    matmul,
+)
 
 SIZES = [1, 2, UNROLL, UNROLL + 1, 9, 2 * UNROLL + 1, BLOCK, BLOCK + 1]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "jax.jit"])
+@pytest.mark.parametrize("shapes", [((3, 9, 4), (3, 4, 9)), ((2, 1, 5, 1), (3, 1, 2)),
+                                    ((3, 3, 9, 10), (3, 3, 10, 9)), ((4, 16, 16), (16, 17))])
+# (the last two: more than SMALL_PRODUCT products, so ``@``)
+def test_matmul_equals_numpy(backend, shapes):
+    """Small products (the broadcast form on jax), batch dims broadcast, and products above
+    ``SMALL_PRODUCT`` (``@`` on every backend)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.normal(size=s) for s in shapes)
+    fn = matmul
+    if backend.startswith("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        fn = jax.jit(matmul) if backend == "jax.jit" else matmul
+    np.testing.assert_allclose(np.asarray(fn(a, b)), np.asarray(a) @ np.asarray(b), rtol=1e-12,
+                               atol=1e-12)
 
 
 def _spd(rng, batch, n):
