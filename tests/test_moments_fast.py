@@ -122,6 +122,36 @@ def test_fast_minus_inf_weights(backend):
         np.testing.assert_allclose(a, e, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("dim", [8, 16])  # Gram matrices of 9 (in blocks) and 17 (LAPACK)
+def test_fast_equals_qr_traced_larger(dim):
+    """Under ``jax.jit`` the factorizations are written out (``small_linalg``) up to its
+    ``BLOCK``; both regimes against the QR path."""
+    args = _system(np.random.default_rng(8), batch=(3, 3), dim=dim, rank=dim + 2)
+    index = tuple(range(0, dim, 2))
+    _assert_same(_collapse("jax.jit", True, args, index),
+                 _collapse("jax.jit", False, args, index))
+
+
+@pytest.mark.parametrize("kind", ["good", "cond9", "offset"])
+def test_traced_check_at_block_sizes(kind):
+    """The traced check accepts a well-conditioned mixture of 8-d components (a Gram matrix
+    of 9, factored in blocks) and rejects an ill-conditioned one."""
+    import jax
+
+    rng = np.random.default_rng(9)
+    lw, w, s = _system(rng, batch=(2, 3), dim=8, rank=10)
+    if kind == "cond9":
+        u, _, vt = np.linalg.svd(s[0, 1], full_matrices=False)
+        s[0, 1] = u @ np.diag(np.logspace(0, -9, 8)) @ vt
+    elif kind == "offset":
+        w[0, 1] = 1e9 * (s[0, 1].T @ rng.normal(size=8)) / np.linalg.norm(s[0, 1])
+    d_b, m = ne.system_rows(w, s, (0, 3, 5))
+    gram = m @ m.swapaxes(-1, -2) + ne._last_unit(9)
+    plan = (d_b, 8, ne._tolerance(8, 10))
+    _, ok = jax.jit(lambda lw, g: ne._traced(lw, g, plan))(lw, gram)
+    assert bool(ok) == (kind == "good")
+
+
 def _ill(kind, rng):
     """A mixture with one bad component (batch entry (0, 1))."""
     lw, w, s = _system(rng, batch=(2, 3), dim=4, rank=6)

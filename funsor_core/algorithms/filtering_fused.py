@@ -36,6 +36,7 @@ from funsor_core.atoms.gaussian.moments import (
     place_system,
 )
 from funsor_core.atoms.gaussian.normal_equations import system_rows
+from funsor_core.atoms.gaussian.small_linalg import matmul
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_name_of
 from funsor_core.engine.interpreter import get_interpretation
@@ -108,7 +109,7 @@ class _Step(NamedTuple):
         _, m = system_rows(*place_system(state.white_vec, state.prec_sqrt, p, plan),
                            plan.index)
         atoms, timed = self.gram
-        mm = m @ m.swapaxes(-1, -2) + (atoms[t] if timed else atoms)
+        mm = matmul(m, m.swapaxes(-1, -2)) + (atoms[t] if timed else atoms)
         full = plan.gaussians[0][2]
         if tuple(mm.shape[:-2]) != full:  # a batch input that only the log weights have
             mm = ops.expand(mm, full + tuple(mm.shape[-2:]))

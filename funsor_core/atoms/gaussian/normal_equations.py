@@ -62,6 +62,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
+from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
@@ -105,7 +106,7 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
     if not FAST_NORMAL_EQUATIONS[0] or rank < dim or prec_sqrt.dtype.itemsize != 8:
         return None
     d_b, m = system_rows(white_vec, prec_sqrt, index)
-    return collapse_gram(log_weights, m @ m.swapaxes(-1, -2), d_b, rank, fallback)
+    return collapse_gram(log_weights, matmul(m, m.swapaxes(-1, -2)), d_b, rank, fallback)
 
 
 def system_rows(white_vec: Array, prec_sqrt: Array, index: tuple | None):
@@ -177,10 +178,10 @@ def _last_unit(n: int) -> np.ndarray:
 
 
 # -- the array work, shared by the eager and the traced path ------------------------------------
-def _components(chol: Array, chol_inv: Array, d_b: int, dim: int):
+def _components(diag: Array, chol_inv: Array, d_b: int, dim: int):
     """``(log Z_k, mu_k, L_aa^{-1})``: each component's log integral over all coordinates,
-    the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``)."""
-    diag = chol.diagonal(0, -2, -1)  # positive: a Cholesky factor
+    the mean of ``a`` and the square root of its covariance (``Sigma_k = L_aa^{-T} L_aa^{-1}``),
+    from the diagonal of ``L`` (positive: a Cholesky factor) and ``L^{-1}``."""
     c = diag[..., dim]
     log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - ops.log(diag[..., :dim]).sum(-1)
     # Rows a and the last of L^{-1}, columns a: [L_aa^{-1}; -mu' / c].
@@ -209,7 +210,7 @@ def mixture_rows(log_weights: Array, log_z: Array, mean_k: Array, roots: Array):
     shift = ops.where(finite, log_mass, 0.0)
     root_p = ops.exp(0.5 * (log_mass_k - shift[..., None]))
     # mean = sum_k p_k mu_k, as a product of (1, n) and (n, d) matrices.
-    mean = ((root_p * root_p)[..., None, :] @ mean_k)[..., 0, :]
+    mean = matmul((root_p * root_p)[..., None, :], mean_k)[..., 0, :]
     diff = mean_k - mean[..., None, :]
     stacked = ops.cat([roots, diff[..., None, :]], -2) * root_p[..., None, None]
     return log_mass, finite, mean, stacked
@@ -221,18 +222,19 @@ def _mixture(log_weights: Array, log_z: Array, mean_k: Array, linv_aa: Array):
     d_a = mean_k.shape[-1]
     log_mass, finite, mean, stacked = mixture_rows(log_weights, log_z, mean_k, linv_aa)
     stacked = stacked.reshape(tuple(log_mass.shape) + (log_weights.shape[-1] * (d_a + 1), d_a))
-    cov = stacked.swapaxes(-1, -2) @ stacked
+    cov = matmul(stacked.swapaxes(-1, -2), stacked)
     # No mass at all (every root_p zero, so cov = 0): a unit covariance, as collapse_arrays.
     cov = ops.where(finite[..., None, None], cov, ops.new_eye(cov, d_a))
     return log_mass, mean, cov
 
 
-def _result(log_mass: Array, mean: Array, chol: Array, chol_inv: Array):
-    """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'``: ``prec_sqrt = U^{-T}``."""
+def _result(log_mass: Array, mean: Array, diag: Array, chol_inv: Array):
+    """``(log_const, white_vec, prec_sqrt)`` from ``C = U U'`` (``diag`` that of ``U``):
+    ``prec_sqrt = U^{-T}``."""
     d_a = mean.shape[-1]
-    log_det = ops.log(chol.diagonal(0, -2, -1)).sum(-1)
+    log_det = ops.log(diag).sum(-1)
     log_const = log_mass - (log_det + 0.5 * d_a * _LOG_2PI)
-    return log_const, (chol_inv @ mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
+    return log_const, matmul(chol_inv, mean[..., None])[..., 0], chol_inv.swapaxes(-1, -2)
 
 
 def _well_conditioned(gram, chol_inv, dim: int | None = None, tol: float = 0.0):
@@ -261,27 +263,28 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
     chol_inv = ops.triangular_inv(chol, upper=False)
     if not _well_conditioned(_host(gram), _host(chol_inv), dim, tol):
         return None
-    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
+    parts = _components(_diagonal(chol), chol_inv, d_b, dim)
+    log_mass, mean, cov = _mixture(log_weights, *parts)
     u = _cholesky(cov)
     if u is None:
         return None
     u_inv = ops.triangular_inv(u, upper=False)
     if not _well_conditioned(_host(cov), _host(u_inv)):
         return None
-    return _result(log_mass, mean, u, u_inv)
+    return _result(log_mass, mean, _diagonal(u), u_inv)
 
 
 def _traced(log_weights: Array, gram: Array, plan: tuple):
-    """The fast path and its check as array operations: ``(result, ok)``."""
+    """The fast path and its check as array operations: ``(result, ok)``. The
+    factorizations are written out (``small_linalg``: compiled, a LAPACK call per small
+    matrix costs more than the arithmetic); NaN where one fails, and the check then fails."""
     d_b, dim, tol = plan
-    chol = ops.cholesky(gram)  # NaN where it fails; the check then fails
-    chol_inv = ops.triangular_inv(chol, upper=False)
-    log_mass, mean, cov = _mixture(log_weights, *_components(chol, chol_inv, d_b, dim))
-    u = ops.cholesky(cov)
-    u_inv = ops.triangular_inv(u, upper=False)
+    diag, chol_inv = cholesky_inverse(gram)
+    log_mass, mean, cov = _mixture(log_weights, *_components(diag, chol_inv, d_b, dim))
+    u_diag, u_inv = cholesky_inverse(cov)
     ok = (_well_conditioned(ops.detach(gram), ops.detach(chol_inv), dim, tol)
           & _well_conditioned(ops.detach(cov), ops.detach(u_inv)))
-    return _result(log_mass, mean, u, u_inv), ok
+    return _result(log_mass, mean, u_diag, u_inv), ok
 
 
 def _cholesky(x: Array):
@@ -291,6 +294,10 @@ def _cholesky(x: Array):
         return ops.cholesky(x)
     except (ValueError, RuntimeError):  # numpy's LinAlgError, torch's _LinAlgError
         return None
+
+
+def _diagonal(x: Array) -> Array:
+    return x.diagonal(0, -2, -1)
 
 
 def _host(x: Array) -> np.ndarray:
