@@ -328,12 +328,13 @@ def test_jax_grad_through_jitted_filter_equals_oracle(case):
     finally:
         fc.set_backend("numpy")
     if hessian is not None:  # second order, through both programs' derivatives
-        np.testing.assert_allclose(np.asarray(hessian), np.asarray(jax.hessian(oracle)(a, o)),
+        np.testing.assert_allclose(np.asarray(hessian),
+                                   np.asarray(jax.jit(jax.hessian(oracle))(a, o)),
                                    rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(np.asarray(value), np.asarray(oracle(a, o)), rtol=1e-12)
-    for actual, expected in zip(grads, jax.grad(oracle, argnums=(0, 1))(a, o)):
+    for actual, expected in zip(grads, jax.jit(jax.grad(oracle, argnums=(0, 1)))(a, o)):
         assert np.isfinite(np.asarray(actual)).all()
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-9,
                                    atol=1e-12)
-    np.testing.assert_allclose(np.asarray(jvp), np.asarray(jax.jvp(oracle, (a, o), tangents)[1]),
-                               rtol=1e-9)
+    oracle_jvp = jax.jit(lambda a, o: jax.jvp(oracle, (a, o), tangents)[1])
+    np.testing.assert_allclose(np.asarray(jvp), np.asarray(oracle_jvp(a, o)), rtol=1e-9)
