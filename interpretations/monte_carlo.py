@@ -9,7 +9,9 @@ Probabilistic Programming"):
   integral has a closed form (affine, quadratic and Gaussian integrands such as the
   ``log p - log q`` of a Gaussian ELBO); otherwise the real names of ``V`` are drawn from
   ``m`` by reparameterized sampling, ``m -> Delta(x) + log Z``, and the Delta is substituted
-  into ``f`` (exactly: Bint names of ``V`` are then summed).
+  into ``f`` (exactly: Bint names of ``V`` are then summed). ``f`` is split by linearity
+  through sums and differences: its parts with a closed form are integrated exactly, together,
+  and only the rest is sampled, with one draw (``p + lik - q``: the prior and entropy exact).
 - ``Integrate(m, f, V)`` against any other measure that can be sampled (a Tensor over Bint
   names of ``V``, a distribution): ``V`` is drawn from ``m``; a discrete draw is weighted
   by the normalizer and a DiCE factor ``exp(log p - stop_gradient(log p))``, which is one in
