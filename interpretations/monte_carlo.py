@@ -153,14 +153,15 @@ def _signed_terms(term: Funsor) -> tuple[list, list]:
         lp, lm = _signed_terms(term.lhs)
         rp, rm = _signed_terms(term.rhs)
         return lp + rm, lm + rp
-    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
-        plus, minus = [], []
-        for t in term.terms:
-            tp, tm = _signed_terms(t)
-            plus += tp
-            minus += tm
-        return plus, minus
-    return [term], []
+    parts = _terms(term)
+    if len(parts) == 1:
+        return [term], []
+    plus, minus = [], []
+    for part in parts:
+        tp, tm = _signed_terms(part)
+        plus += tp
+        minus += tm
+    return plus, minus
 
 
 def _real_names(term: Funsor, names) -> frozenset:

@@ -98,11 +98,12 @@ class _Moments:
         d_x = len(bx)
         # A factor R with R'R = P = S_x S_x', triangular: S_x' itself where S_x is known to
         # be square upper triangular (then R is lower), else the R of a QR of S_x'.
-        upper = not (not ay and getattr(g, "_triangular", None) == "upper"
-                     and s_x.shape[-1] == d_x)
-        r_fac = (ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
-                               (Ellipsis, slice(0, d_x), slice(None)))
-                   if upper else ops.transpose(s_x, -1, -2))
+        triangular = (not ay and getattr(g, "_triangular", None) == "upper"
+                      and s_x.shape[-1] == d_x)
+        upper = not triangular
+        r_fac = (ops.transpose(s_x, -1, -2) if triangular else
+                 ops.getitem(ops.qr_r(ops.transpose(s_x, -1, -2)),
+                             (Ellipsis, slice(0, d_x), slice(None))))
         # M = P^{-1} S_x: two triangular solves, no inverse.
         m = ops.triangular_solve(ops.triangular_solve(s_x, r_fac, upper=upper, transpose=True),
                                  r_fac, upper=upper)
