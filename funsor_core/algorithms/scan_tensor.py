@@ -58,7 +58,12 @@ from funsor_core import ops
 from funsor_core.algorithms import scan_log_filter
 from funsor_core.algorithms.kernels import BROADCAST_LIMIT
 from funsor_core.algorithms.scaled import log_limits
-from funsor_core.algorithms.scan_tree import log_tree, scaled_log_tree, semiring_mm
+from funsor_core.algorithms.scan_tree import (
+    log_tree,
+    scaled_log_chain,
+    scaled_log_tree,
+    semiring_mm,
+)
 from funsor_core.engine.backend import backend_module, backend_name_of
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
@@ -540,8 +545,12 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
         # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
         # one node of torch's graph, not six).
         flat = mats.ndim > 3 and math.prod(mats.shape[1:-2]) == 1
-        rest = scaled_log_tree(ops.reshape(mats, (duration, states, states)) if flat else mats,
-                               stop)
+        flat_mats = ops.reshape(mats, (duration, states, states)) if flat else mats
+        if left is not None or right is not None:
+            total = scaled_log_chain(flat_mats, left, right)
+            if total is not None:
+                return total
+        rest = scaled_log_tree(flat_mats, stop)
         if rest is not None and flat and not fused:
             rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
     if rest is None:
