@@ -112,3 +112,58 @@ def test_chain_in_single_precision(backend):
     assert actual is not None and actual.dtype == _to(backend, np.float32(0)).dtype
     np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-5)
     assert ops.is_concrete(actual)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("layout", ["flat", "batched"])
+def test_unit_boundary_sums_its_states(backend, layout):
+    # UNIT: the states of a boundary summed with no factor, as a vector of zeros (log 1).
+    from funsor_core.algorithms.scan_tree import UNIT
+
+    rng = np.random.default_rng(7)
+    batch = () if layout == "flat" else (3,)
+    zeros = np.zeros(batch + (4,))
+    for duration in (1, 2, 9, 23):
+        mats = rng.normal(scale=3.0, size=(duration,) + batch + (4, 4))
+        side = rng.normal(size=batch + (4,))
+        for left, right, lt, rt in [(UNIT, None, zeros, None), (None, UNIT, None, zeros),
+                                    (UNIT, UNIT, zeros, zeros), (side, UNIT, side, zeros),
+                                    (UNIT, side, zeros, side)]:
+            actual = scaled_log_chain(_to(backend, mats),
+                                      left if left is UNIT else _to(backend, left),
+                                      right if right is UNIT else _to(backend, right))
+            expected = _fold(mats, lt, rt)
+            assert tuple(actual.shape) == expected.shape
+            np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_chain_product_with_unit_boundaries(backend, strategy):
+    # Every strategy and backend takes UNIT; where the linear-space chain declines (true
+    # zeros), the exact tree gets an array of units.
+    from funsor_core.algorithms.scan_tensor import chain_product
+    from funsor_core.algorithms.scan_tree import UNIT
+
+    if backend == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+        to = jnp.asarray
+    else:
+        to = (lambda x: x) if backend == "numpy" else torch.tensor
+    rng = np.random.default_rng(8)
+    trans = rng.normal(size=(3, 3))
+    triangular = np.where(np.triu(np.ones((3, 3))) > 0, trans, -np.inf)
+    for a in (trans, triangular):
+        obs = rng.normal(size=(13, 2, 3))
+        left = rng.normal(size=(2, 3))
+        factors = (to(a[None, None]), to(obs[:, :, None, :]))
+        mats = a + obs[:, :, None, :]
+        with np.errstate(invalid="ignore"):
+            for lt, rt, elt, ert in [(to(left), UNIT, left, np.zeros((2, 3))),
+                                     (UNIT, None, np.zeros((2, 3)), None),
+                                     (UNIT, UNIT, np.zeros((2, 3)), np.zeros((2, 3)))]:
+                actual = np.asarray(chain_product(ops.logaddexp, ops.add, factors, strategy,
+                                                  lt, rt))
+                expected = _fold(mats, elt, ert)
+                assert actual.shape == expected.shape
+                np.testing.assert_allclose(actual, expected, rtol=1e-10)

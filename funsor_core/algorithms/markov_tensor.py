@@ -29,6 +29,7 @@ from funsor_core import ops
 from funsor_core.algorithms.markov import chain_strategy
 from funsor_core.algorithms.scan import LAST_CHOICE, device_of, get_markov_strategy
 from funsor_core.algorithms.scan_tensor import chain_product
+from funsor_core.algorithms.scan_tree import UNIT
 from funsor_core.atoms.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
@@ -299,11 +300,13 @@ class FusedPlan:
 
     def boundary(self, side, others, prod_op, proto):
         recipes, shape = side
+        if not recipes:
+            return UNIT  # summed with no factor: the chain needs no array of units
         value = None
         for i, recipe in recipes:
             x = others[i].data if recipe is None else recipe.apply(others[i].data)
             value = x if value is None else prod_op(value, x)
-        if value is None or not hasattr(value, "shape") or tuple(value.shape) != shape:
+        if not hasattr(value, "shape") or tuple(value.shape) != shape:
             unit = ops.new_full(proto, shape, float(ops.UNITS[prod_op]))
             value = unit if value is None else prod_op(unit, value)
         return value

@@ -56,13 +56,15 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms import scan_log_filter
-from funsor_core.algorithms.kernels import BROADCAST_LIMIT
 from funsor_core.algorithms.scaled import log_limits
 from funsor_core.algorithms.scan_tree import (
-    log_tree,
-    scaled_log_chain,
-    scaled_log_tree,
+    UNIT,
+    _dot,
+    _reduce,
+    parallel_chain,
     semiring_mm,
+    semiring_mv,
+    semiring_vm,
 )
 from funsor_core.engine.backend import backend_module, backend_name_of
 
@@ -70,39 +72,6 @@ __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
 
 # The longest chain whose compiled values come from ``scan_log_filter``.
 _LOG_FILTER_STEPS = 2048
-
-
-def _reduce(sum_op, x, axis: int):
-    return ops.REDUCE_OPS[sum_op](x, axis=axis)
-
-
-def semiring_vm(sum_op, prod_op, v, a):
-    """``(..., M) x (..., M, C) -> (..., C)``: a vector times a matrix in the semiring.
-
-    Example:
-        >>> semiring_vm(ops.max, ops.add, np.array([0.0, 1.0]), np.zeros((2, 2))).tolist()
-        [1.0, 1.0]
-    """
-    if sum_op is ops.add and prod_op is ops.mul:
-        return ops.matmul(v[..., None, :], a)[..., 0, :]
-    return _reduce(sum_op, prod_op(v[..., :, None], a), -2)
-
-
-def semiring_mv(sum_op, prod_op, a, v):
-    """``(..., P, M) x (..., M) -> (..., P)``: a matrix times a vector in the semiring.
-
-    Example:
-        >>> semiring_mv(ops.add, ops.mul, np.ones((2, 3)), np.ones(3)).tolist()
-        [3.0, 3.0]
-    """
-    if sum_op is ops.add and prod_op is ops.mul:
-        return ops.matmul(a, v[..., None])[..., 0]
-    return _reduce(sum_op, prod_op(a, v[..., None, :]), -1)
-
-
-def _dot(sum_op, prod_op, u, v):
-    # (..., C) . (..., C) -> (...)
-    return _reduce(sum_op, prod_op(u, v), -1)
 
 
 # -- the factors of a step -----------------------------------------------------------------------
@@ -471,10 +440,19 @@ def _eager_log_filter(step: _Step, factors, duration, left, right):
 def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_backend,
          factors, left, right):
     # The whole chain on arrays. Pure in the arrays: jax.jit compiles it once per structure.
-    left = left if has_left else None
-    right = right if has_right else None
+    # A UNIT boundary (states summed with no factor) is an array of units, except on the
+    # eager log-space tree, which sums such states without one.
+    left = UNIT if has_left is UNIT else left if has_left else None
+    right = UNIT if has_right is UNIT else right if has_right else None
     states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
     step = _Step(sum_op, prod_op, factors, states)
+    eager_log = jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add
+    if UNIT in (has_left, has_right) and (
+            not eager_log or strategy == "sequential" or duration == 1 or power is not None):
+        batch = np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors))
+        unit = ops.new_full(factors[0], batch + (states,), float(ops.UNITS[prod_op]))
+        left = unit if left is UNIT else left
+        right = unit if right is UNIT else right
     scan = None if jax_backend is None else jax_backend.scan
     if power is not None:
         mats = _power(sum_op, prod_op, step.matrix(step.at(factors, 0)), power)
@@ -528,46 +506,7 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
                     return result
         return _sequential(step, factors, duration, left, right, scan)
     mats = _materialize(step, factors, duration)
-    if sum_op is ops.add and prod_op is ops.mul:
-        total = log_tree(sum_op, prod_op, mats)[0]
-        if left is not None:
-            total = semiring_vm(sum_op, prod_op, left, total)
-            return total if right is None else _dot(sum_op, prod_op, total, right)
-        return total if right is None else semiring_mv(sum_op, prod_op, total, right)
-    # The boundaries are summed in one reduction with the total. Where the broadcast of the
-    # last product, (*batch, P, M, C), is small, that product joins it too: one reduction (a
-    # logsumexp) instead of three.
-    fused = (left is not None or right is not None) and (
-        math.prod(mats.shape[1:]) * states <= BROADCAST_LIMIT)
-    stop = 2 if fused else 1  # duration > 1 here: two steps remain when fused
-    rest = None
-    if jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add:
-        # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
-        # one node of torch's graph, not six).
-        flat = mats.ndim > 3 and math.prod(mats.shape[1:-2]) == 1
-        flat_mats = ops.reshape(mats, (duration, states, states)) if flat else mats
-        if left is not None or right is not None:
-            total = scaled_log_chain(flat_mats, left, right)
-            if total is not None:
-                return total
-        rest = scaled_log_tree(flat_mats, stop)
-        if rest is not None and flat and not fused:
-            rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
-    if rest is None:
-        rest = log_tree(sum_op, prod_op, mats, stop)
-    if fused:
-        total, axes = prod_op(rest[0][..., :, :, None], rest[1][..., None, :, :]), (-2,)
-        if left is not None:
-            total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
-        if right is not None:
-            total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
-        return _reduce(sum_op, total, axes)
-    total, axes = rest[0], ()
-    if left is not None:
-        total, axes = prod_op(left[..., :, None], total), (-2,)
-    if right is not None:
-        total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
-    return _reduce(sum_op, total, axes) if axes else total
+    return parallel_chain(sum_op, prod_op, mats, left, right, eager_log)
 
 
 @functools.lru_cache(maxsize=256)
@@ -589,7 +528,8 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
         factors: arrays ``(T or 1, *batch, P or 1, C or 1)`` (batch dims broadcast); the
             step matrix at ``t`` is their ``prod_op``-product.
         strategy: ``"parallel"`` or ``"sequential"``.
-        left: ``(*batch, P)`` or None. right: ``(*batch, C)`` or None.
+        left: ``(*batch, P)``, None, or ``scan_tree.UNIT`` (the first prev states summed
+            with no factor). right: ``(*batch, C)``, None or ``UNIT``.
         power: the number of steps of a chain whose matrix is the same at every step (then
             no factor varies with time).
 
@@ -600,9 +540,10 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
     """
     factors = tuple(factors)
     duration = max(f.shape[0] for f in factors) if power is None else 1
-    has_left, has_right = left is not None, right is not None
+    has_left = UNIT if left is UNIT else left is not None
+    has_right = UNIT if right is UNIT else right is not None
     if backend_name_of(factors[0]) == "jax":
         fn = _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right)
-        return fn(factors, left, right)
+        return fn(factors, None if left is UNIT else left, None if right is UNIT else right)
     return _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, None,
                 factors, left, right)

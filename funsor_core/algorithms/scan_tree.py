@@ -34,12 +34,16 @@ from funsor_core.algorithms.kernels import BROADCAST_LIMIT, pair
 from funsor_core.algorithms.scaled import log_limits
 from funsor_core.engine.backend import backend_name_of
 
-__all__ = ["log_tree", "scaled_log_chain", "scaled_log_tree", "semiring_mm"]
+__all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
+           "semiring_mm", "semiring_mv", "semiring_vm"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
 # with the boundary vector: a vector-matrix product costs a few microseconds, a round (pair
 # views, a batch of products, a rescaling) about four times that.
 SWEEP = 8
+
+# A boundary of ``scaled_log_chain`` with no factor: its states are summed with unit weights.
+UNIT = "unit"
 
 _LETTERS = "abcdefghijklmnopqrstuvw"  # batch dims; x, y, z name the matrix dims
 
@@ -65,6 +69,39 @@ def semiring_mm(sum_op, prod_op, a, b):
             return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
                         batch[len(batch) - nb:] + "yz", batch + "xz")
     return ops.REDUCE_OPS[sum_op](prod_op(a[..., :, :, None], b[..., None, :, :]), axis=-2)
+
+
+def _reduce(sum_op, x, axis: int):
+    return ops.REDUCE_OPS[sum_op](x, axis=axis)
+
+
+def semiring_vm(sum_op, prod_op, v, a):
+    """``(..., M) x (..., M, C) -> (..., C)``: a vector times a matrix in the semiring.
+
+    Example:
+        >>> semiring_vm(ops.max, ops.add, np.array([0.0, 1.0]), np.zeros((2, 2))).tolist()
+        [1.0, 1.0]
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(v[..., None, :], a)[..., 0, :]
+    return _reduce(sum_op, prod_op(v[..., :, None], a), -2)
+
+
+def semiring_mv(sum_op, prod_op, a, v):
+    """``(..., P, M) x (..., M) -> (..., P)``: a matrix times a vector in the semiring.
+
+    Example:
+        >>> semiring_mv(ops.add, ops.mul, np.ones((2, 3)), np.ones(3)).tolist()
+        [3.0, 3.0]
+    """
+    if sum_op is ops.add and prod_op is ops.mul:
+        return ops.matmul(a, v[..., None])[..., 0]
+    return _reduce(sum_op, prod_op(a, v[..., None, :]), -1)
+
+
+def _dot(sum_op, prod_op, u, v):
+    # (..., C) . (..., C) -> (...)
+    return _reduce(sum_op, prod_op(u, v), -1)
 
 
 def _mm(sum_op, prod_op, a, b):
@@ -96,6 +133,67 @@ def log_tree(sum_op, prod_op, mats, stop: int = 1):
         else:
             mats = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
     return mats
+
+
+def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool):
+    """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
+    boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
+    summed out, as ``scan_tensor.chain_product`` returns it: by rounds of pairwise
+    products. ``eager_log``: an eager ``(logaddexp, add)`` chain, computed in linear space
+    (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost.
+
+    Example:
+        >>> parallel_chain(ops.add, ops.mul, np.ones((3, 2, 2)), np.ones(2), None, False).tolist()
+        [8.0, 8.0]
+    """
+    if eager_log:
+        # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
+        # one node of torch's graph, not six).
+        duration, states = mats.shape[0], mats.shape[-1]
+        flat = mats.ndim > 3 and math.prod(mats.shape[1:-2]) == 1
+        flat_mats = ops.reshape(mats, (duration, states, states)) if flat else mats
+        if left is not None or right is not None:
+            total = scaled_log_chain(flat_mats, left, right)
+            if total is not None:
+                return total
+            unit = ops.new_full(mats, tuple(mats.shape[1:-1]), float(ops.UNITS[prod_op]))
+            left = unit if left is UNIT else left
+            right = unit if right is UNIT else right
+        return _tree_chain(sum_op, prod_op, mats, left, right, flat_mats)
+    return _tree_chain(sum_op, prod_op, mats, left, right, None)
+
+
+def _tree_chain(sum_op, prod_op, mats, left, right, flat_mats):
+    if sum_op is ops.add and prod_op is ops.mul:
+        total = log_tree(sum_op, prod_op, mats)[0]
+        if left is not None:
+            total = semiring_vm(sum_op, prod_op, left, total)
+            return total if right is None else _dot(sum_op, prod_op, total, right)
+        return total if right is None else semiring_mv(sum_op, prod_op, total, right)
+    # The boundaries are summed in one reduction with the total. Where the broadcast of the
+    # last product, (*batch, P, M, C), is small, that product joins it too: one reduction (a
+    # logsumexp) instead of three.
+    fused = (left is not None or right is not None) and (
+        math.prod(mats.shape[1:]) * mats.shape[-1] <= BROADCAST_LIMIT)
+    stop = 2 if fused else 1  # T > 1 here: two steps remain when fused
+    rest = None if flat_mats is None else scaled_log_tree(flat_mats, stop)
+    if rest is not None and flat_mats is not mats and not fused:
+        rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
+    if rest is None:
+        rest = log_tree(sum_op, prod_op, mats, stop)
+    if fused:
+        total, axes = prod_op(rest[0][..., :, :, None], rest[1][..., None, :, :]), (-2,)
+        if left is not None:
+            total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
+        if right is not None:
+            total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
+        return _reduce(sum_op, total, axes)
+    total, axes = rest[0], ()
+    if left is not None:
+        total, axes = prod_op(left[..., :, None], total), (-2,)
+    if right is not None:
+        total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
+    return _reduce(sum_op, total, axes) if axes else total
 
 
 def scaled_log_tree(mats, stop: int = 1) -> list | None:
@@ -141,7 +239,7 @@ def _array_fns(name: str) -> SimpleNamespace:
             total=lambda x: torch.sum(x, dim=0),
             max2=lambda x: torch.amax(x.detach(), dim=(-2, -1), keepdim=True),
             max1=lambda x: torch.amax(x.detach(), dim=-1, keepdim=True),
-            sum1=lambda x: torch.sum(x, dim=-1),
+            sum=lambda x, axis, keep: torch.sum(x, dim=axis, keepdim=keep),
             smallest=lambda x: float(torch.amin(x.detach())))
     if name == "numpy":
         return SimpleNamespace(
@@ -150,7 +248,7 @@ def _array_fns(name: str) -> SimpleNamespace:
             total=lambda x: np.sum(x, axis=0),
             max2=lambda x: np.amax(x, axis=(-2, -1), keepdims=True),
             max1=lambda x: np.amax(x, axis=-1, keepdims=True),
-            sum1=lambda x: np.sum(x, axis=-1),
+            sum=lambda x, axis, keep: np.sum(x, axis=axis, keepdims=keep),
             smallest=lambda x: float(np.amin(x)))
     return SimpleNamespace(
         matmul=ops.matmul, exp=ops.exp, log=ops.log, cat=lambda xs: ops.cat(xs, 0),
@@ -158,7 +256,7 @@ def _array_fns(name: str) -> SimpleNamespace:
         total=lambda x: ops.sum(x, axis=0),
         max2=lambda x: ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True),
         max1=lambda x: ops.amax(ops.detach(x), axis=-1, keepdims=True),
-        sum1=lambda x: ops.sum(x, axis=-1),
+        sum=lambda x, axis, keep: ops.sum(x, axis=axis, keepdims=keep),
         smallest=lambda x: float(ops.amin(ops.detach(x))))
 
 
@@ -194,7 +292,8 @@ def _scaled_log_tree(mats, stop: int):
 def scaled_log_chain(mats, left, right, sweep: int = SWEEP):
     """The log-space chain product of ``mats`` ``(T, *batch, K, K)`` with its boundaries
     summed out (``left`` ``(*batch, P)`` over the first prev states, ``right`` ``(*batch, C)``
-    over the last curr states; either may be None, not both), in linear space as
+    over the last curr states; either may be None, not both, or ``UNIT``: summed with unit
+    weights), in linear space as
     ``scaled_log_tree``: rounds of pairwise products until at most ``sweep`` matrices are
     left, then the boundary vector through them one by one. Returns ``(*batch,)`` with both
     boundaries, the ``(*batch, C)`` forward message with ``left`` only, the ``(*batch, P)``
@@ -206,6 +305,8 @@ def scaled_log_chain(mats, left, right, sweep: int = SWEEP):
         >>> mats = np.log(np.full((5, 2, 2), 0.5))
         >>> float(np.exp(scaled_log_chain(mats, np.zeros(2), np.zeros(2))))
         2.0
+        >>> np.exp(scaled_log_chain(mats, UNIT, None)).tolist()  # column sums
+        [1.0, 1.0]
     """
     if mats.shape[0] < 1 or (left is None and right is None):
         return None
@@ -245,37 +346,47 @@ def _scaled_log_chain(mats, left, right, sweep: int):
         p = q / s
     seq = xp.unbind(p) + tails[::-1]
     # The messages: a zero of a boundary is exact (no digit to lose); every computed
-    # message entry is checked against the floor as the products are.
-    vectors, last = [], None
+    # message entry is checked against the floor as the products are. A UNIT boundary
+    # starts as the sum of the first matrix's rows (the last one's columns).
+    vectors, maxima, last = [], [], None
     if left is not None:
-        ml = xp.max1(left)
-        v = xp.exp(left - ml)
-        flat = v.ndim == 2 and p.ndim == 3
-        v = v if flat else v[..., None, :]
+        if left is UNIT:
+            v, seq, row = xp.sum(seq[0], -2, True), seq[1:], True
+            vectors.append(v)
+        else:
+            maxima.append(xp.max1(left))
+            v = xp.exp(left - maxima[-1])
+            row = v.ndim != 2 or p.ndim != 3  # else (R, K) times (K, K): plain products
+            v = v[..., None, :] if row else v
         for m in seq:
             v = xp.matmul(v, m)
             vectors.append(v)
-        v = v if flat else v[..., 0, :]
-        shift = ml
-        if right is not None:
-            mr = xp.max1(right)
-            v = xp.sum1(v * xp.exp(right - mr))[..., None]
-            last = v
-            shift = shift + mr
+        v = v[..., 0, :] if row else v
+        if right is UNIT:
+            v = xp.sum(v, -1, False)  # entries at least the floor: so is their sum
+        elif right is not None:
+            maxima.append(xp.max1(right))
+            v = last = xp.sum(v * xp.exp(right - maxima[-1]), -1, False)
     else:
-        mr = xp.max1(right)
-        v = xp.exp(right - mr)[..., :, None]
+        if right is UNIT:
+            v, seq = xp.sum(seq[-1], -1, True), seq[:-1]
+            vectors.append(v)
+        else:
+            maxima.append(xp.max1(right))
+            v = xp.exp(right - maxima[-1])[..., :, None]
         for m in reversed(seq):
             v = xp.matmul(m, v)
             vectors.append(v)
-        v, shift = v[..., 0], mr
+        v = v[..., 0]
     if len(checked) > 1 and not xp.smallest(xp.cat(checked[1:])) >= floor:
         return None
-    if not xp.smallest(xp.cat(vectors)) >= floor or (
-            last is not None and not xp.smallest(last) >= floor):
+    if vectors and not xp.smallest(xp.cat(vectors)) >= floor:
+        return None
+    if last is not None and not xp.smallest(last) >= floor:
         return None
     # The subtracted logs: every step's maximum, every divisor, the boundaries' maxima.
-    logs = xp.cat([c, xp.log(xp.cat(scales))]) if scales else c
-    shift = shift + xp.total(logs)[..., 0]
-    result = xp.log(v) + shift
-    return result[..., 0] if left is not None and right is not None else result
+    shift = xp.total(xp.cat([c, xp.log(xp.cat(scales))]) if scales else c)[..., 0]
+    for m in maxima:
+        shift = shift + m
+    result = xp.log(v)
+    return result + (shift if left is None or right is None else shift[..., 0])
