@@ -19,7 +19,8 @@ optionally with a boundary vector on either side (``left`` over the first prev s
 ``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
 (``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
 ``ceil(log2 T)`` batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs
-its rounds as plain matrix products in linear space, checked for lost digits). A chain that
+its rounds as plain matrix products in linear space, checked for lost digits, and a summed
+boundary goes through the last few matrices as a vector). A chain that
 is the same at every step (``power`` steps of one matrix) is a matrix power, by repeated
 squaring either way.
 

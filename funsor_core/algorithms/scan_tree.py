@@ -12,6 +12,11 @@ product falls below ``tiny / eps`` of the dtype: a term lost to underflow is the
 first round (where a chain with true zeros fails at once) and for the others at the end; a
 true zero, a lost digit, a NaN or an infinity sends the chain back to ``log_tree``. That
 reads values, so it is for eager arrays only (``jax.jit`` keeps ``log_tree``).
+``scaled_log_chain`` does the same for a chain whose boundary states are summed (an HMM's
+likelihood, a filter's last message): its rounds stop at ``SWEEP`` matrices, and the
+boundary vector goes through those one by one, a vector-matrix product each instead of the
+last rounds and a broadcast reduction (about 40% of the eager chain's array calls at K = 4,
+T = 100).
 
 Example:
     >>> mats = np.log(np.full((5, 2, 2), 0.5))
