@@ -41,8 +41,10 @@ MAX_ELEMENTS = 6e8
 
 
 def measure(fn, budget: float = 0.3) -> float:
-    """Best mean time of ``fn()`` in ms: one warm-up call, then repeats of enough calls to
-    fill ``budget`` seconds each (3 repeats; 2 of one call when a call takes over 0.3 s)."""
+    """Best mean time of ``fn()`` in ms: two warm-up calls (the first compiles a jitted
+    ``fn``; the second, timed, sizes the repeats), then repeats of enough calls to fill
+    ``budget`` seconds each (3 repeats; 2 of one call when a call takes over 0.3 s)."""
+    fn()
     t0 = time.perf_counter()
     fn()
     first = time.perf_counter() - t0
