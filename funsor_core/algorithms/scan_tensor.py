@@ -66,6 +66,7 @@ from funsor_core.algorithms.scan_tree import (
     semiring_mm,
     semiring_mv,
     semiring_vm,
+    with_units,
 )
 from funsor_core.engine.backend import backend_module, backend_name_of
 
@@ -451,9 +452,7 @@ def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_ba
     if UNIT in (has_left, has_right) and (
             not eager_log or strategy == "sequential" or duration == 1 or power is not None):
         batch = np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors))
-        unit = ops.new_full(factors[0], batch + (states,), float(ops.UNITS[prod_op]))
-        left = unit if left is UNIT else left
-        right = unit if right is UNIT else right
+        left, right = with_units(prod_op, left, right, factors[0], batch + (states,))
     scan = None if jax_backend is None else jax_backend.scan
     if power is not None:
         mats = _power(sum_op, prod_op, step.matrix(step.at(factors, 0)), power)

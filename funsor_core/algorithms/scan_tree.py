@@ -40,7 +40,7 @@ from funsor_core.algorithms.scaled import log_limits
 from funsor_core.engine.backend import backend_name_of
 
 __all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
-           "semiring_mm", "semiring_mv", "semiring_vm"]
+           "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
 # with the boundary vector: a vector-matrix product costs a few microseconds, a round (pair
@@ -140,6 +140,20 @@ def log_tree(sum_op, prod_op, mats, stop: int = 1):
     return mats
 
 
+def with_units(prod_op, left, right, proto, shape: tuple):
+    """``left`` and ``right`` with a ``UNIT`` boundary made an array of ``prod_op``'s unit, of
+    ``shape`` ``(*batch, K)`` (and ``proto``'s backend and dtype).
+
+    Example:
+        >>> with_units(ops.add, UNIT, None, np.zeros(1), (2,))
+        (array([0., 0.]), None)
+    """
+    if left is not UNIT and right is not UNIT:
+        return left, right
+    unit = ops.new_full(proto, shape, float(ops.UNITS[prod_op]))
+    return (unit if left is UNIT else left), (unit if right is UNIT else right)
+
+
 def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
@@ -161,9 +175,7 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool):
             total = scaled_log_chain(flat_mats, left, right)
             if total is not None:
                 return total
-            unit = ops.new_full(mats, tuple(mats.shape[1:-1]), float(ops.UNITS[prod_op]))
-            left = unit if left is UNIT else left
-            right = unit if right is UNIT else right
+            left, right = with_units(prod_op, left, right, mats, tuple(mats.shape[1:-1]))
         return _tree_chain(sum_op, prod_op, mats, left, right, flat_mats)
     return _tree_chain(sum_op, prod_op, mats, left, right, None)
 
