@@ -251,18 +251,19 @@ def test_memory_stays_flat_over_fresh_names():
     gc.collect()
     tracemalloc.start()
     try:
-        for k in range(35_000):  # every bounded cache (4,096 entries at most) filled
+        for k in range(20_000):  # every bounded cache (4,096 entries at most) filled
             _fresh_step(k, data, other, vector)
         gc.collect()
         after_small = tracemalloc.get_traced_memory()[0]
-        for k in range(35_000, 70_000):
+        for k in range(20_000, 40_000):
             _fresh_step(k, data, other, vector)
         gc.collect()
         after_large = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     # Twice the iterations: an unbounded cache would grow again by its growth over the first
-    # 35,000 (megabytes); bounded ones, full after those, at most refill after a clear.
+    # 20,000 (an entry of a name, a key and a value is 100 bytes or more: 2 MB and up);
+    # bounded ones, full after those, at most refill after a clear.
     assert after_large - after_small < 1_000_000, (after_small, after_large)
 
 
