@@ -284,7 +284,7 @@ def _expand(x, shape):
 # ---------------------------------------------------------------------------------------------
 # Special functions of distribution log densities (issue #17). scipy.special is used where it
 # is installed (it is not a dependency); otherwise the numpy implementations below, which
-# tests/test_distribution_ops.py checks against scipy.
+# tests/distribution/test_distribution_ops.py checks against scipy.
 def _float_array(x):
     x = np.asarray(x)
     return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.algorithms.filtering import windowed_filter  # noqa: E402
+from funsor_core.algorithms.filter.windowed import windowed_filter  # noqa: E402
 from funsor_core.atoms.gaussian.algebra import split_gaussian_sum  # noqa: E402
 from interpretations import MonteCarlo, moment_matching  # noqa: E402
 

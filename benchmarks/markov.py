@@ -33,7 +33,7 @@ import markov_peers as peers  # noqa: E402
 import numpy as np  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
-from funsor_core.algorithms.scan import LAST_CHOICE, parallel_rounds  # noqa: E402
+from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, parallel_rounds  # noqa: E402
 
 # Skip a run estimated above this many broadcast elements (O(T B K^3) log-depth code at
 # K = 32, B = 16, T = 10^4 would take minutes).

@@ -23,7 +23,7 @@ from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.scan import LAST_CHOICE
+from funsor_core.algorithms.chains.cost_model import LAST_CHOICE
 from funsor_core.sum_product import MarkovProduct, markov_map, markov_marginals
 from interpretations import lazy
 

@@ -25,7 +25,7 @@ from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.filtering import windowed_filter
+from funsor_core.algorithms.filter.windowed import windowed_filter
 from interpretations import moment_matching
 
 K, D = 3, 2

@@ -22,22 +22,14 @@ from funsor_core.algorithms.adjoint import (
     forward_backward,
     infer_discrete,
 )
-from funsor_core.algorithms.einsum import naive_einsum, naive_plated_einsum
-from funsor_core.algorithms.filtering import windowed_filter
-from funsor_core.atoms.affine import extract_affine, is_affine
+from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.contract.einsum import naive_einsum, naive_plated_einsum
+from funsor_core.algorithms.filter.windowed import windowed_filter
+from funsor_core.analysis.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
-from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
-from funsor_core.atoms.interop import (
-    LazyTermError,
-    NoDataError,
-    array_to_funsor,
-    function,
-    to_data,
-)
-from funsor_core.atoms.sampling import extract_samples, sample  # extract_samples: issue 16
-from funsor_core.atoms.scatter import Scatter
+from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.atoms.tensor_ops import (
+from funsor_core.atoms.tensor_idioms import (
     REDUCE_OP_TO_NUMERIC,
     Einsum,
     Finitary,
@@ -55,13 +47,20 @@ from funsor_core.engine.interpreter import (
     set_debug,
     set_default_interpretation,
 )
+from funsor_core.interop.data import (
+    LazyTermError,
+    NoDataError,
+    array_to_funsor,
+    function,
+    to_data,
+)
+from funsor_core.sampling.draw import extract_samples, sample  # extract_samples: issue 16
 from funsor_core.sum_product import (
     naive_sequential_sum_product,
     partial_sum_product,
     sequential_sum_product,
 )
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.arrays import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.terms.base import (
     Align,
     Binary,
@@ -81,6 +80,7 @@ from funsor_core.terms.integrate import Integrate
 from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.printing import pretty, quote
 from funsor_core.terms.product import Product, Tuple
+from funsor_core.terms.reshaping import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.terms.traversal import reinterpret, substitute
 
 set_default_interpretation(_interpretations.exact)

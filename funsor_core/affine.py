@@ -1,10 +1,10 @@
 """funsor's ``funsor.affine``: affine recognition and extraction.
 
 A thin face; the implementation lives in
-``funsor_core.atoms.affine``."""
+``funsor_core.analysis.affine``."""
 
 
-from funsor_core.atoms.affine import (
+from funsor_core.analysis.affine import (
     extract_affine,
     extract_affine_flat,
     is_affine,

@@ -1,10 +1,10 @@
 """funsor's ``funsor.gaussian``: the Gaussian atom, and the private helpers funsor's tests import.
 
 A thin face; the implementation lives in
-``funsor_core.atoms.gaussian.gaussian``, ``funsor_core.compat.gaussian``."""
+``funsor_core.atoms.gaussian.atom``, ``funsor_core.compat.gaussian``."""
 
 
-from funsor_core.atoms.gaussian.gaussian import (
+from funsor_core.atoms.gaussian.atom import (
     COMPRESSION_THRESHOLD,
     BlockMatrix,
     BlockVector,

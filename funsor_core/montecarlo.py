@@ -1,15 +1,15 @@
 """funsor's ``funsor.montecarlo``: reading samples out of Monte Carlo results.
 
-A thin face; the implementation lives in ``funsor_core.atoms.sampling`` and
-``funsor_core.atoms.rng``. The ``MonteCarlo`` interpretation is
+A thin face; the implementation lives in ``funsor_core.sampling.draw`` and
+``funsor_core.sampling.keys``. The ``MonteCarlo`` interpretation is
 ``interpretations.monte_carlo.MonteCarlo``."""
 
 
-from funsor_core.atoms.rng import (
-    KeyStream,
-)
-from funsor_core.atoms.sampling import (
+from funsor_core.sampling.draw import (
     extract_samples,
+)
+from funsor_core.sampling.keys import (
+    KeyStream,
 )
 
 __all__ = [

@@ -22,30 +22,30 @@ Example:
     array([3., 3.])
 """
 
-from funsor_core.algorithms.chains import (
+from funsor_core.algorithms.chains.cost_model import (
+    get_markov_strategy,
+    markov_strategy,
+    set_markov_strategy,
+)
+from funsor_core.algorithms.chains.discrete_smooth import markov_map, markov_marginals
+from funsor_core.algorithms.chains.term_scans import (
     mixed_sequential_sum_product,
     naive_sarkka_bilmes_product,
     naive_sequential_sum_product,
     sarkka_bilmes_product,
     sequential_sum_product,
 )
-from funsor_core.algorithms.markov_plates import (
+from funsor_core.algorithms.eliminate.markov_plates import (
     dynamic_partial_sum_product,
     modified_partial_sum_product,
     partial_unroll,
 )
-from funsor_core.algorithms.markov_smooth import markov_map, markov_marginals
-from funsor_core.algorithms.plates import (  # noqa: F401 (funsor's tests import _partition)
+from funsor_core.algorithms.eliminate.plated import (  # noqa: F401 (funsor's tests import _partition)
     PRODUCT_TO_POWER,
     PlateError,
     _partition,
     partial_sum_product,
     sum_product,
-)
-from funsor_core.algorithms.scan import (
-    get_markov_strategy,
-    markov_strategy,
-    set_markov_strategy,
 )
 from funsor_core.terms.markov import MarkovProduct
 

@@ -1,7 +1,7 @@
 """funsor's ``funsor.tensor``: the Tensor atom and its array terms.
 
 A thin face; the implementation lives in
-``funsor_core.atoms.tensor``, ``funsor_core.atoms.tensor_ops``."""
+``funsor_core.atoms.tensor``, ``funsor_core.atoms.tensor_idioms``."""
 
 
 from funsor_core.atoms.tensor import (
@@ -23,7 +23,7 @@ from funsor_core.atoms.tensor import (
     numeric_array,
     tensordot,
 )
-from funsor_core.atoms.tensor_ops import (
+from funsor_core.atoms.tensor_idioms import (
     Finitary,
     getitem_funsor,
 )

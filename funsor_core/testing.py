@@ -19,7 +19,7 @@ import opt_einsum
 
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.distribution import MultivariateNormal
 from funsor_core.domains import Bint, Domain, Real

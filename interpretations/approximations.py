@@ -43,7 +43,7 @@ from funsor_core.algorithms.adjoint.points import (
 )
 from funsor_core.algorithms.adjoint.precondition import precondition_points
 from funsor_core.atoms.delta import Delta
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Binary, Funsor, Number, Unary

@@ -24,8 +24,8 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian import arrays as gm
-from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
+from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Interpretation
 from funsor_core.terms.contraction import Contraction

@@ -2,7 +2,8 @@
 
 Within ``with Elbo(guide, approx_vars):``, a ``logaddexp`` reduction of a model over exactly
 ``approx_vars`` becomes ``Integrate(guide, model - guide, approx_vars)``
-(``funsor_core.algorithms.elbo``), as funsor's ``Elbo`` does. The bound is evaluated by the
+(``funsor_core.algorithms.variational.elbo``), as funsor's ``Elbo`` does.
+The bound is evaluated by the
 interpretation the ``Elbo`` was entered in: exactly under ``exact``, as a Monte Carlo
 estimate under ``MonteCarlo`` (``with MonteCarlo(particle=...), Elbo(q, V):``). Reductions
 over none of ``approx_vars`` are left to that interpretation.
@@ -20,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.elbo import elbo
+from funsor_core.algorithms.variational.elbo import elbo
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.base import Funsor, Reduce, Variable
 from funsor_core.terms.contraction import Contraction

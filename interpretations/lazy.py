@@ -16,9 +16,9 @@ Example:
 from __future__ import annotations
 
 from funsor_core.engine.interpreter import Interpretation, reflect
-from funsor_core.terms.arrays import Slice, Stack
 from funsor_core.terms.base import Align, Funsor, Number, Reduce, Subs, Variable
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.reshaping import Slice, Stack
 from funsor_core.terms.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]

@@ -8,7 +8,7 @@ of interacting-multiple-model filters; section 4.4 of "Functional Tensors for Pr
 Programming"). Real inputs summed in the same reduction are integrated exactly first. Every
 other term falls through to ``exact``, so the rule fires inside any contraction that an
 algorithm builds: the steps of ``sequential_sum_product``, ``sum_product``, or the fold of
-``funsor_core.algorithms.filtering.windowed_filter``, where a switching linear dynamical
+``funsor_core.algorithms.filter.windowed.windowed_filter``, where a switching linear dynamical
 system keeps ``window`` switch states exact and collapses older ones.
 
 The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Interpretation, Tuple

@@ -25,7 +25,7 @@ Probabilistic Programming"):
 ``sample_inputs`` (``particle=Bint[1000]``) adds independent draws along new Bint inputs:
 the estimate is per particle, its mean over them the Monte Carlo average. Draws made in one
 block share the particle inputs, so a name drawn given another drawn earlier is drawn
-jointly with it. ``rng_key`` seeds the draws (``funsor_core.atoms.rng.KeyStream``): the same
+jointly with it. ``rng_key`` seeds the draws (``funsor_core.sampling.keys.KeyStream``): the same
 seed gives the same numbers on each backend, eagerly and under ``jax.jit``, where a jax key
 may be traced.
 
@@ -46,13 +46,13 @@ from funsor_core.algorithms.adjoint.kinds import approximating
 from funsor_core.algorithms.adjoint.points import draw, names_of
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.expectation import expectable
-from funsor_core.atoms.gaussian.gaussian import Gaussian
-from funsor_core.atoms.rng import KeyStream
-from funsor_core.atoms.sampling import extract_samples, sample
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Domain
 from funsor_core.engine.interpreter import ENTERED, Interpretation
+from funsor_core.sampling.draw import extract_samples, sample
+from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction

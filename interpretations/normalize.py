@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.sign import distributes
+from funsor_core.analysis.sign import distributes
 from funsor_core.engine.interpreter import Interpretation
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce

@@ -5,7 +5,7 @@ Under ``optimize`` a ``Contraction`` of three or more terms whose reduction dist
 its product (``ops.DISTRIBUTIVE_OPS``: ``(logaddexp, add)``, ``(add, mul)``, ``(max, add)``,
 ``(min, add)``, ``(or_, and_)``, and ``(max, mul)``/``(min, mul)`` over factors known to be
 nonnegative) becomes nested pairwise Contractions, in the order of
-``funsor_core.algorithms.plan`` (opt_einsum's path search: optimal for a few terms, greedy
+``funsor_core.algorithms.contract.plan`` (opt_einsum's path search: optimal for a few terms, greedy
 for many), each variable reduced at the first step after which no other term uses it. Any
 atoms may be terms: Tensors, Gaussians, Deltas, lazy terms. ``optimize`` evaluates nothing;
 it falls back to ``lazy``, so the result is an optimized lazy expression. Plans are cached by
@@ -38,8 +38,8 @@ from __future__ import annotations
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.algorithms.plan import plan_terms
-from funsor_core.atoms.sign import distributes
+from funsor_core.algorithms.contract.plan import plan_terms
+from funsor_core.analysis.sign import distributes
 from funsor_core.engine.interpreter import Interpretation
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret

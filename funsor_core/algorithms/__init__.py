@@ -1,2 +1,4 @@
-"""Algorithms over terms: einsum, contraction of sum-product normal forms, plated variable
-elimination (``plates``), scans over time (``chains``) and Markov plates."""
+"""Algorithms over terms, one subpackage per concept: ``contract`` (plans, kernels, einsum),
+``eliminate`` (plated variable elimination), ``chains`` (Markov products), ``filter``
+(windowed filtering), ``adjoint`` (backward passes: marginals, samples, MAP) and
+``variational`` (evidence lower bounds)."""

@@ -1,3 +1,3 @@
-"""The atoms: ``Tensor`` (discrete factors), ``Gaussian`` (in ``atoms.gaussian``) and
-``Delta`` (point masses), each with its own math as pure functions of arrays, plus what
-stands on them: affine recognition, array conversion, scatter and sampling."""
+"""The atoms: ``Tensor`` (discrete factors, with funsor's output-dim idioms in
+``tensor_idioms``), ``Gaussian`` (in ``atoms.gaussian``) and ``Delta`` (point masses), each
+with its own math as pure functions of arrays."""

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.atoms.affine import extract_affine_flat
+from funsor_core.analysis.affine import extract_affine_flat
 from funsor_core.atoms.tensor import Tensor, align_tensors, backend_of
 from funsor_core.domains import Real
 from funsor_core.terms.backend_check import check_backends

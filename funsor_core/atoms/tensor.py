@@ -18,7 +18,7 @@ import copy
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.atoms.tensor_ops import (  # noqa: F401  (funsor.tensor's names live here too)
+from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's names live here too)
     REDUCE_OP_TO_NUMERIC,
     Einsum,
     Getitem,
@@ -29,8 +29,8 @@ from funsor_core.atoms.tensor_ops import (  # noqa: F401  (funsor.tensor's names
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module, get_backend
 from funsor_core.ops.op import is_array_type
-from funsor_core.terms.arrays import Slice
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
+from funsor_core.terms.reshaping import Slice
 
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
            "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",

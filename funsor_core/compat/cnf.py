@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Number
 from funsor_core.terms.contraction import Contraction

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian import sqrt_info as gm
 
 __all__ = ["_compress_rank", "_inverse_cholesky", "_mv", "_norm2", "_split_real_inputs", "_vm"]
 

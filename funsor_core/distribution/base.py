@@ -41,7 +41,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
-from funsor_core.distribution.arrays import (
+from funsor_core.distribution.array_math import (
     aligned,
     concrete,
     enumerate_tensor,

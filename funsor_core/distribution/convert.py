@@ -29,11 +29,11 @@ from __future__ import annotations
 import importlib
 import numbers
 
-from funsor_core.atoms.interop import to_data
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
 from funsor_core.engine.backend import backend_name_of
+from funsor_core.interop.data import to_data
 from funsor_core.terms.base import DomainError, Variable, register_term_hook, to_funsor
 
 __all__ = ["TORCH_NAMES", "torch_class", "dist_to_data", "object_to_funsor"]

@@ -28,9 +28,9 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.distribution.arrays import concrete
+from funsor_core.distribution.array_math import concrete
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
 from funsor_core.terms.base import Funsor

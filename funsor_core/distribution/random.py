@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.sampling import backend_and_key
+from funsor_core.sampling.draw import backend_and_key
 
 __all__ = ["Rng", "gumbel_argmax", "vonmises_draw"]
 

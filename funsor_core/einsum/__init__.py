@@ -1,9 +1,9 @@
 """funsor's ``funsor.einsum``: einsum in any semiring, naive and plated variants.
 
 A thin face; the implementation lives in
-``funsor_core.algorithms.einsum``."""
+``funsor_core.algorithms.contract.einsum``."""
 
-from funsor_core.algorithms.einsum import (
+from funsor_core.algorithms.contract.einsum import (
     BACKEND_ADJOINT_OPS,
     BACKEND_OPS,
     SEMIRINGS,

@@ -176,7 +176,7 @@ DISTRIBUTIVE_OPS = frozenset([
 ])
 # The pairs above that distribute only over nonnegative factors: max_j (a * t_j) is
 # a * max_j t_j for a >= 0 but a * min_j t_j for a < 0. A rule pulling a factor out of such a
-# reduction must know its sign (funsor_core.atoms.sign.distributes).
+# reduction must know its sign (funsor_core.analysis.sign.distributes).
 NONNEGATIVE_DISTRIBUTIVE_OPS = frozenset([(max, mul), (min, mul)])
 UNARY_INVERSES = {add: neg, mul: reciprocal}
 BINARY_INVERSES = {add: sub, mul: truediv, logaddexp: safesub}
@@ -539,8 +539,9 @@ _SCALAR_KERNELS = {
 for _op, _fn in _SCALAR_KERNELS.items():
     for _t in (int, float, bool):
         _op.register(_t, _fn)
-# The Python-number kernels of the ops added for funsor's surface (tests/test_funsor_surface.py
-# checks them against numpy). Shifts are integer ops: numpy, like Python, has no float shift.
+# The Python-number kernels of the ops added for funsor's surface
+# (tests/compat/test_funsor_surface.py checks them against numpy).
+# Shifts are integer ops: numpy, like Python, has no float shift.
 _SCALAR_KERNELS_FUNSOR = {
     atanh: (_ieee(math.atanh, np.arctanh), (int, float, bool)),
     lshift: (operator.lshift, (int, bool)), rshift: (operator.rshift, (int, bool)),

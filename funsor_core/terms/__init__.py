@@ -15,14 +15,6 @@ from funsor_core.terms import (  # noqa: F401  (they register hooks and builders
     output_ops,
 )
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.arrays import (
-    Cat,
-    Function,
-    Independent,
-    Lambda,
-    Slice,
-    Stack,
-)
 from funsor_core.terms.base import (
     Align,
     Binary,
@@ -43,6 +35,14 @@ from funsor_core.terms.printing import (
     pretty,
     quote,
     short_repr,
+)
+from funsor_core.terms.reshaping import (
+    Cat,
+    Function,
+    Independent,
+    Lambda,
+    Slice,
+    Stack,
 )
 from funsor_core.terms.traversal import (
     alpha_rename,

@@ -181,7 +181,7 @@ class Funsor(Term):
         return Align(self, names)
 
     def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
-        """Draw samples of ``sampled_vars`` (see ``funsor_core.atoms.sampling.sample``)."""
+        """Draw samples of ``sampled_vars`` (see ``funsor_core.sampling.draw.sample``)."""
         return _hook("sample")(self, sampled_vars, sample_inputs, rng_key)
 
     # -- reductions over output dims (``sum``, ``max``, ... are installed from a table below) -

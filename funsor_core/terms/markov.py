@@ -17,7 +17,7 @@ The time and the step names are bound: ``step_names`` maps each of them to the f
 under which the result exposes it (the identity by default); substituting a Variable for a
 free step name renames it there (``interpretations/lazy.py``). This module holds only the
 term; ``exact`` evaluates it (``interpretations/exact/markov.py``) with a strategy chosen by
-``funsor_core.algorithms.scan``.
+``funsor_core.algorithms.chains.cost_model``.
 
 Example:
     >>> from interpretations import lazy
@@ -38,8 +38,8 @@ from funsor_core.terms.base import Funsor, Variable
 
 __all__ = ["MarkovProduct", "STRATEGIES", "time_variable"]
 
-# How the exact rule may evaluate a Markov product (funsor_core.algorithms.scan): "auto" lets
-# a cost model choose; None (the default) uses the setting of the enclosing block.
+# How the exact rule may evaluate a Markov product (funsor_core.algorithms.chains.cost_model):
+# "auto" lets a cost model choose; None (the default) uses the setting of the enclosing block.
 STRATEGIES = ("auto", "parallel", "sequential")
 
 # The structures (inputs of trans, time, step, step names) that passed ``_check``.

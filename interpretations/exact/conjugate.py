@@ -29,7 +29,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.distribution.arrays import concrete
+from funsor_core.distribution.array_math import concrete
 from funsor_core.distribution.base import Distribution
 from funsor_core.distribution.conjugate import (
     collapse_plate,

@@ -1,6 +1,6 @@
 """Exact rules for Contraction: semiring einsums of Tensors, Deltas substituted into the other
 terms, and partial evaluation of the Tensor part of a mixed Contraction. The algebra they
-call is ``funsor_core.algorithms.contraction``.
+call is ``funsor_core.algorithms.contract.dense``.
 
 Rules match on the terms' types (``Tuple[...]`` patterns); the Gaussian rules for
 Contractions live with the other Gaussian rules. The op positions stay ``object`` and rules
@@ -11,16 +11,16 @@ incomparable with the dense rule, which must be tried first.
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.array_replay import replays_as
-from funsor_core.algorithms.contraction import (
+from funsor_core.algorithms.contract.dense import (
     contract_deltas,
     contract_dense,
     contract_partial,
     contract_planned,
     split_sum_reduction,
 )
+from funsor_core.algorithms.contract.replay import replays_as
 from funsor_core.atoms.delta import Delta
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.terms.base import Funsor, Number, Subs

@@ -15,9 +15,9 @@ from funsor_core.atoms.delta import (
 )
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import Op
-from funsor_core.terms.arrays import Independent
 from funsor_core.terms.base import Binary, Funsor, Reduce, Subs, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Independent
 from interpretations.exact import exact
 
 AddOp = type(ops.add)

@@ -22,10 +22,10 @@ import functools
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.affine import is_affine
+from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.distribution.arrays import normalizer
+from funsor_core.distribution.array_math import normalizer
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian import algebra as ga
-from funsor_core.atoms.gaussian.gaussian import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.mixture import reduce_logaddexp_terms, stack_gaussians
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
-from funsor_core.terms.arrays import Stack
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Stack
 from interpretations.exact import exact
 
 __all__ = ["CHECK_RANK"]

@@ -7,8 +7,8 @@ The closed forms (affine, products of two affine, Gaussian integrands) are
 from __future__ import annotations
 
 from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.expectation import integrate_gaussian
-from funsor_core.atoms.gaussian.gaussian import Gaussian
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.integrate import Integrate

@@ -73,7 +73,7 @@ def _is_zero(term) -> bool:
 
 
 # Integrate(Delta(x=p) + w, f, {x}) = exp(w) * Integrate(Delta(x=p), f, {x}) for a weight w
-# (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.atoms.sampling).
+# (Tensors and Numbers) free of x: the form a Monte Carlo sample takes (funsor_core.sampling.draw).
 # When Bint inputs are integrated too (a weighted empirical distribution, {x, i}), the weight
 # joins the Delta's log density, and the Delta rule sums over them.
 # (The integrand is typed `object` so that this pattern differs from the Gaussian-sum rule's.)

@@ -1,21 +1,21 @@
 """Exact rules for MarkovProduct: discrete chains on pre-aligned arrays, Gaussian chains on
 their square-root arrays, any other chain as pairwise contraction terms. The strategy
 (parallel or sequential) comes from the term, the enclosing ``markov_strategy`` block, or the
-cost model (``funsor_core.algorithms.scan``); the math is ``funsor_core.algorithms.markov``,
-``scan_tensor`` and ``scan_gaussian``.
+cost model (``funsor_core.algorithms.chains.cost_model``); the math is in
+``funsor_core.algorithms.chains`` (``evaluate``, ``discrete`` and ``gaussian_scan``).
 """
 
 from __future__ import annotations
 
-from funsor_core.algorithms.markov import markov_terms
-from funsor_core.algorithms.markov_tensor import (
+from funsor_core.algorithms.chains.discrete_plan import (
     contract_markov_tensor,
     markov_tensor,
     tensor_factors,
 )
-from funsor_core.algorithms.scan_gaussian import gaussian_chain_parts, markov_gaussian
-from funsor_core.algorithms.scan_gaussian_filter import contract_markov_gaussian
-from funsor_core.atoms.gaussian.gaussian import Gaussian
+from funsor_core.algorithms.chains.evaluate import markov_terms
+from funsor_core.algorithms.chains.gaussian_filter import contract_markov_gaussian
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts, markov_gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple, get_interpretation
 from funsor_core.engine.patterns import type_key

@@ -17,12 +17,12 @@ import functools
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.atoms.tensor_ops import Getitem
+from funsor_core.atoms.tensor_idioms import Getitem
 from funsor_core.ops import Op
-from funsor_core.terms.arrays import Cat, Independent, Lambda, Slice, Stack
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.integrate import Integrate
+from funsor_core.terms.reshaping import Cat, Independent, Lambda, Slice, Stack
 from interpretations.exact import exact
 
 

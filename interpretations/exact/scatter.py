@@ -2,7 +2,7 @@
 (on ``lazy``, so that every interpretation propagates it).
 
 Example:
-    >>> from funsor_core.atoms.scatter import Scatter
+    >>> from funsor_core.algorithms.adjoint.scatter import Scatter
     >>> src = fc.Tensor(np.array([1.0, 2.0]), {"k": fc.Bint[2]})
     >>> d = Scatter(ops.add, (("i", fc.Number(1, 3)),), src, frozenset())
     >>> sorted(d(i="j").inputs.items())   # renaming a key renames the new input
@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.scatter import (
+from funsor_core.algorithms.adjoint.scatter import (
     Scatter,
     accumulate_scatter,
     combine_scatters,

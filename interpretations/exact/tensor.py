@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.array_replay import replays_as
+from funsor_core.algorithms.contract.replay import replays_as
 from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
@@ -19,7 +19,6 @@ from funsor_core.atoms.tensor import (
 )
 from funsor_core.domains import Bint
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
-from funsor_core.terms.arrays import Cat, Function, Lambda, Stack
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
     Align,
@@ -33,6 +32,7 @@ from funsor_core.terms.base import (
     unary_domain,
 )
 from funsor_core.terms.inputs import reduce_domain
+from funsor_core.terms.reshaping import Cat, Function, Lambda, Stack
 from interpretations.exact import exact
 
 

@@ -1,4 +1,4 @@
-"""Exact rules for the output-dim terms of ``funsor_core.atoms.tensor_ops`` on Tensors:
+"""Exact rules for the output-dim terms of ``funsor_core.atoms.tensor_idioms`` on Tensors:
 ``Getitem`` (an output dim indexed by a funsor) and ``Einsum`` (a contraction of output dims)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from funsor_core.atoms.tensor import (
     name_output_dim,
 )
 from funsor_core.domains import Bint
-from funsor_core.terms.arrays import Lambda, Slice
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.reshaping import Lambda, Slice
 from interpretations.exact import exact
 
 

@@ -9,9 +9,9 @@ from funsor_core.atoms.tensor import Tensor, get_default_prototype
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op, UnaryOp
-from funsor_core.terms.arrays import Independent, Stack
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Independent, Stack
 from interpretations.exact import exact
 
 

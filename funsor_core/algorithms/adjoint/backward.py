@@ -35,14 +35,14 @@ import itertools
 import math
 
 from funsor_core import ops
+from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.atoms.delta import Delta
-from funsor_core.atoms.scatter import Scatter
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.arrays import Cat, Slice
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Cat, Slice
 
 __all__ = ["BACKWARD", "Semiring", "arith_op", "same_sum"]
 

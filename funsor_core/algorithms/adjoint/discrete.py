@@ -37,7 +37,7 @@ from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
 from funsor_core.algorithms.adjoint.tape import AdjointTape, forward_backward
-from funsor_core.algorithms.plates import sum_product
+from funsor_core.algorithms.eliminate.plated import sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import reflect

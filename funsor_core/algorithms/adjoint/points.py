@@ -18,10 +18,10 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
-from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
-from funsor_core.atoms.rng import KeyStream
-from funsor_core.atoms.sampling import extract_samples, sample
+from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
 from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.sampling.draw import extract_samples, sample
+from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret

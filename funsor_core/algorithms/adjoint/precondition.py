@@ -22,7 +22,7 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.points import split_guide
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
-from funsor_core.atoms.gaussian.gaussian import Gaussian, real_offsets
+from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Variable
 

@@ -36,8 +36,8 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
-from funsor_core.algorithms.plan import plan_terms
-from funsor_core.atoms.scatter import Scatter
+from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.terms.base import Funsor, Number

@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.affine import extract_affine_flat
-from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.analysis.affine import extract_affine_flat
 from funsor_core.atoms.gaussian import linalg as la
-from funsor_core.atoms.gaussian.gaussian import (
+from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     align_gaussian,
     evaluate_unbatched,
@@ -527,7 +527,7 @@ def condition_gaussian(g: Gaussian, values: dict) -> Funsor:
 
 def affine_subs_gaussian(g: Gaussian, values: dict) -> Gaussian | None:
     """``g(**values)`` where each value is an affine function of real inputs (see
-    ``funsor_core.atoms.affine``), or None when one is not affine.
+    ``funsor_core.analysis.affine``), or None when one is not affine.
 
     With ``x_old = z @ M + c`` for the vector ``z`` of new real inputs,
     ``||x_old S - w||^2 = ||z (M S) - (w - c S)||^2``: ``prec_sqrt' = M S``,

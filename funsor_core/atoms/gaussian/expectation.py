@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.atoms.affine import polynomial_degree
-from funsor_core.atoms.gaussian import arrays as gm
+from funsor_core.analysis.affine import polynomial_degree
+from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
-from funsor_core.atoms.gaussian.gaussian import Gaussian, gaussian_layout
+from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Binary, Funsor, Number, Unary, Variable

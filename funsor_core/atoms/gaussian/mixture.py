@@ -20,7 +20,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
-from funsor_core.atoms.gaussian.gaussian import (
+from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     align_gaussian,
     gaussian_batch_inputs,
@@ -28,8 +28,8 @@ from funsor_core.atoms.gaussian.gaussian import (
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.terms.arrays import Stack
 from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.reshaping import Stack
 
 __all__ = ["reduce_logaddexp_terms", "stack_gaussians"]
 

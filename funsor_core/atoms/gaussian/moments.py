@@ -40,11 +40,10 @@ import math
 from typing import Any, NamedTuple
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import CHECK_RANK, gaussian_sum
-from funsor_core.atoms.gaussian.arrays import covariance, from_mean_covariance  # noqa: F401
-from funsor_core.atoms.gaussian.gaussian import (
+from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     gaussian_batch_inputs,
     merge_gaussian_inputs,
@@ -56,6 +55,7 @@ from funsor_core.atoms.gaussian.normal_equations import (
     mixture_rows,
 )
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
+from funsor_core.atoms.gaussian.sqrt_info import covariance, from_mean_covariance  # noqa: F401
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Number
 

@@ -43,7 +43,7 @@ derivative is taken at safe inputs where the check fails (``backends.jax.guarded
 of a failed Cholesky never reaches a gradient.
 
 Example:
-    >>> from funsor_core.atoms.gaussian.arrays import from_mean_covariance
+    >>> from funsor_core.atoms.gaussian.sqrt_info import from_mean_covariance
     >>> w, s = from_mean_covariance(np.array([[-1.0], [1.0]]), np.ones((2, 1, 1)))
     >>> c, w2, s2 = collapse_normal(np.log(np.full(2, 0.5)), w, s, None, None)
     >>> float(1 / s2[0, 0] ** 2)  # 1 + 1 (the spread of the means)
@@ -96,7 +96,7 @@ def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
         off, and the caller runs the QR path.
 
     Example:
-        >>> from funsor_core.atoms.gaussian.arrays import from_mean_covariance
+        >>> from funsor_core.atoms.gaussian.sqrt_info import from_mean_covariance
         >>> w, s = from_mean_covariance(np.zeros((1, 2)), np.eye(2)[None])
         >>> c, w2, s2 = collapse_normal(np.zeros(1), w, s, (1,), None)
         >>> bool(np.isclose(c, 0.5 * np.log(2 * np.pi))), s2.shape  # x[1] integrated

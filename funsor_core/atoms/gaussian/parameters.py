@@ -1,7 +1,7 @@
 """A Gaussian's user-given parameters: conversion of one location (``white_vec=``,
 ``info_vec=``, ``mean=``) and one scale (``prec_sqrt=``, ``precision=``, ``covariance=``,
 ``scale_tril=``) to the square-root form, with checks of their values that name the
-parameter. ``Gaussian``'s constructor (``funsor_core.atoms.gaussian.gaussian``) calls
+parameter. ``Gaussian``'s constructor (``funsor_core.atoms.gaussian.atom``) calls
 ``canonical_checked``.
 
 Example:
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian import arrays as gm
 from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.engine.backend import backend_module, backend_name_of
 

@@ -48,8 +48,9 @@ units, or use float64, when one Gaussian mixes scales beyond that (e.g. a float3
 whose standard deviation is ``1e6`` times the observation noise).
 
 Decisions are made per call, on the arrays the call sees, so a deficiency is found at the
-first reduction where it shows; randomized tests (tests/test_gaussian_rank.py) check that
-reducing one variable at a time and all together agree.
+first reduction where it shows; randomized tests
+(tests/atoms/gaussian/test_gaussian_rank.py) check that reducing one variable at a time
+and all together agree.
 
 On concrete arrays the tests run on the host, and bounds decide almost every call without a
 solve: for a triangular ``T`` with columns of norm at most 1, ``prod_j |T_jj| / e^{1/2} <=

@@ -1,0 +1,558 @@
+"""Array kernels of discrete Markov products: a chain of transition matrices in a semiring.
+
+A discrete chain is pre-aligned once into arrays; the kernels below touch only arrays (no
+terms per step). A step's transition matrix may be given as several *factors* whose
+``prod_op``-product it is, each of shape ``(T or 1, *batch or 1s, P or 1, C or 1)``: a
+matrix shared by all steps, an observation vector per step over the curr states, a constant
+per step. Kept apart, a step of a filter costs ``O(K^2)`` plain arithmetic on the shared
+matrix instead of building ``T`` matrices first.
+
+``chain_product`` multiplies the ``T`` step matrices in the semiring ``(sum_op, prod_op)``,
+optionally with a boundary vector on either side (``left`` over the first prev states,
+``right`` over the last curr states) whose states are summed out:
+
+- neither boundary: the ``(*batch, P, C)`` product of the matrices;
+- ``left``: the ``(*batch, C)`` forward message (an HMM filter);
+- ``right``: the ``(*batch, P)`` backward message;
+- both: the ``(*batch,)`` total (an HMM likelihood).
+
+``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
+(``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
+``ceil(log2 T)`` batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs
+its rounds as plain matrix products in linear space, checked for lost digits, and a summed
+boundary goes through the last few matrices as a vector). A chain that
+is the same at every step (``power`` steps of one matrix) is a matrix power, by repeated
+squaring either way.
+
+Compiled (jax), a log-space filter step runs in probability space: a normalized carry times
+``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per
+step. When every entry of the shifted matrix is above ``2 tiny / eps`` (checked once, on
+the inputs) no step can lose digits and the loop is as lean as a hand-written one;
+otherwise the loop tracks its smallest sum, and a step whose sums fall below ``tiny / eps``
+(digits lost to underflow, or a true zero) sends the whole chain to the exact log-space
+recursion (``lax.cond``), so the fast path never returns a lost digit. A carry of a few
+numbers with a transition matrix shared by all steps (an HMM with a few states) gets its
+values from ``scan_log_filter`` instead: ``K`` exps per step, the last step in log form,
+one conditional. Eagerly (numpy,
+torch) the same filter runs as a Python loop of four array calls per step when the values
+show it cannot lose digits, and the log-space loop runs otherwise.
+
+Everything goes through ``funsor_core.ops`` (numpy, torch, jax; autograd and ``jax.jit``).
+Eager jax runs the whole chain as one compiled kernel, cached by its static structure.
+
+Example:
+    >>> mats = np.ones((5, 2, 2))
+    >>> chain_product(ops.add, ops.mul, (mats,), "parallel").tolist()
+    [[16.0, 16.0], [16.0, 16.0]]
+    >>> float(chain_product(ops.add, ops.mul, (mats,), "sequential", np.ones(2), np.ones(2)))
+    64.0
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
+from funsor_core.algorithms.chains.discrete_tree import (
+    UNIT,
+    _dot,
+    _reduce,
+    parallel_chain,
+    semiring_mm,
+    semiring_mv,
+    semiring_vm,
+    with_units,
+)
+from funsor_core.algorithms.contract.linear_space import log_limits
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
+
+# The longest chain whose compiled values come from ``scan_log_filter``.
+_LOG_FILTER_STEPS = 2048
+
+
+# -- the factors of a step -----------------------------------------------------------------------
+class _Step:
+    """The factors of a step matrix, sorted by kind (static), with their arrays.
+
+    ``kinds[i]``: ``"m"`` a matrix, ``"p"`` a vector over the prev states, ``"c"`` over the
+    curr states, ``"s"`` a constant; ``timed[i]``: whether factor i varies with time.
+    """
+
+    def __init__(self, sum_op, prod_op, factors, states: int):
+        self.sum_op, self.prod_op, self.states = sum_op, prod_op, states
+        self.kinds = tuple(_kind(f, states) for f in factors)
+        self.timed = tuple(f.shape[0] > 1 for f in factors)
+
+    def at(self, factors, t: int):
+        """The groups of the step at time ``t`` (see ``groups``)."""
+        return self.groups(tuple(f[t] if timed else f[0]
+                                 for f, timed in zip(factors, self.timed)))
+
+    def groups(self, slices):
+        # The factors of one step (their time axis gone) by kind, with the vectors squeezed
+        # to (..., K) and the constants to (..., 1).
+        groups = {"m": [], "p": [], "c": [], "s": []}
+        for f, kind in zip(slices, self.kinds):
+            if kind == "p":
+                f = f[..., :, 0]
+            elif kind in ("c", "s"):
+                f = f[..., 0, :]
+            groups[kind].append(f)
+        return groups
+
+    def fold(self, arrays):
+        result = arrays[0]
+        for x in arrays[1:]:
+            result = self.prod_op(result, x)
+        return result
+
+    def matrix(self, groups):
+        # The full step matrix (..., P, C).
+        parts = list(groups["m"])
+        parts += [p[..., :, None] for p in groups["p"]]
+        parts += [c[..., None, :] for c in groups["c"]]
+        parts += [s[..., None] for s in groups["s"]]
+        m = self.fold(parts)
+        k = self.states
+        if tuple(m.shape[-2:]) != (k, k):
+            m = ops.expand(m, tuple(m.shape[:-2]) + (k, k))
+        return m
+
+    def forward(self, v, groups):
+        # v (..., P) times the step matrix: prev vectors fold into v, curr vectors and
+        # constants multiply the result.
+        if groups["p"]:
+            v = self.fold([v] + groups["p"])
+        if groups["m"]:
+            v = semiring_vm(self.sum_op, self.prod_op, v, self.fold(groups["m"]))
+        else:
+            v = _reduce(self.sum_op, v, -1)[..., None]
+        after = groups["c"] + groups["s"]
+        return self.fold([v] + after) if after else _full(v, self.states)
+
+    def backward(self, w, groups):
+        # The step matrix times w (..., C).
+        before = groups["c"] + groups["s"]
+        if before:
+            w = self.fold([w] + before)
+        if groups["m"]:
+            w = semiring_mv(self.sum_op, self.prod_op, self.fold(groups["m"]), w)
+        else:
+            w = _reduce(self.sum_op, w, -1)[..., None]
+        return self.fold([w] + groups["p"]) if groups["p"] else _full(w, self.states)
+
+
+def _full(v, k: int):
+    return v if v.shape[-1] == k else ops.expand(v, tuple(v.shape[:-1]) + (k,))
+
+
+def _kind(f, k: int) -> str:
+    p, c = f.shape[-2], f.shape[-1]
+    if k == 1 or (p == k and c == k):
+        return "m"
+    if c == 1 and p == k:
+        return "p"
+    if p == 1 and c == k:
+        return "c"
+    return "s"
+
+
+def _materialize(step: _Step, factors, duration: int):
+    # All T step matrices (T, *batch, P, C) at once: the parallel strategy needs them. The
+    # product of the factors already has the broadcast batch dims; only a time or state dim
+    # that no factor spans is expanded.
+    m = step.fold(list(factors))
+    k = step.states
+    if m.shape[0] != duration or tuple(m.shape[-2:]) != (k, k):
+        m = ops.expand(m, (duration,) + tuple(m.shape[1:-2]) + (k, k))
+    return m
+
+
+# -- the strategies ------------------------------------------------------------------------------
+def _power(sum_op, prod_op, mat, n: int):
+    # mat ** n by repeated squaring: ceil(log2 n) squarings and at most as many products.
+    result = None
+    while True:
+        if n & 1:
+            result = mat if result is None else semiring_mm(sum_op, prod_op, result, mat)
+        n >>= 1
+        if not n:
+            return result
+        mat = semiring_mm(sum_op, prod_op, mat, mat)
+
+
+def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan):
+    # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
+    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
+    if duration == 1:
+        return fn(carry, step.at(factors, 0))
+    if scan is not None:
+        timed = tuple(f for f, t in zip(factors, step.timed) if t)
+
+        def body(c, xs):
+            it = iter(xs)
+            slices = tuple(next(it) if t else f[0] for f, t in zip(factors, step.timed))
+            return fn(c, step.groups(slices)), None
+
+        return scan(body, carry, timed, reverse=reverse)[0]
+    for t in (range(duration - 1, -1, -1) if reverse else range(duration)):
+        carry = fn(carry, step.at(factors, t))
+    return carry
+
+
+def _sequential(step: _Step, factors, duration, left, right, scan):
+    sum_op, prod_op = step.sum_op, step.prod_op
+    if left is not None:
+        carry = _loop(step.forward, left, step, factors, duration, False, scan)
+        return carry if right is None else _dot(sum_op, prod_op, carry, right)
+    if right is not None:
+        return _loop(step.backward, right, step, factors, duration, True, scan)
+    first = step.matrix(step.at(factors, 0))
+    if duration == 1:
+        return first
+    rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
+    return _loop(lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g)), first,
+                 step, rest, duration - 1, False, scan)
+
+
+def _vecmat(p, m):
+    # p (..., P) times m (..., P, C). A small product is a broadcast multiply and a sum,
+    # which XLA fuses with the elementwise work around it; a matrix product is a separate
+    # kernel call that costs more than its arithmetic below a few hundred elements.
+    size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
+    if size <= 512:
+        return ops.sum(p[..., :, None] * m, axis=-2)
+    return ops.matmul(p[..., None, :], m)[..., 0, :]
+
+
+def _vector_size(step: _Step, factors, left) -> int:
+    # The size of a filter's carry: every batch dim of the boundary and the factors, times K.
+    batch = np.broadcast_shapes(tuple(left.shape[:-1]),
+                                *(tuple(f.shape[1:-2]) for f in factors))
+    return math.prod(batch) * step.states
+
+
+def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, checkpoint,
+                     inloop: bool = False):
+    # The log-space forward filter in probability space (see the module docstring), for a
+    # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
+    # the carry is ``(p, lz)`` with ``v = log p + lz``, ``p`` summing to 1. With the column
+    # shift ``a_max`` of ``a`` moved into ``w``, a step is ``s = p @ exp(a - a_max)``,
+    # ``q = s * exp(w - m)`` (m: the max of ``w`` over states), ``p = q / sum q`` and
+    # ``lz += log sum q + m``: one matrix product and ``K`` exps, as dynamax's filter. The
+    # matrix is exponentiated once, before the loop; the vectors of all steps too, or (with
+    # ``inloop``) each step's own inside it.
+    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
+    a = factors[mi]
+    a_max = ops.amax(a, axis=-2, keepdims=True)  # (T or 1, *batch, 1, C)
+    a_max = ops.where(ops.isfinite(a_max), a_max, ops.full_like(a_max, 0.0))
+    e = ops.exp(a - a_max)
+    timed_e = step.timed[mi]
+    # The vectors and constants of a step: the ones fixed in time (and the column shift of a
+    # fixed matrix) are folded once into ``w0``; the timed ones are the scan's inputs.
+    fixed = [f[0] for f, k, t in zip(factors, step.kinds, step.timed) if k in ("c", "s") and not t]
+    timed = [f for f, k, t in zip(factors, step.kinds, step.timed) if k in ("c", "s") and t]
+    w0 = step.fold(fixed + ([] if timed_e else [a_max[0]])) if fixed or not timed_e else None
+    k = step.states
+    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
+
+    # exp(w - m) and m for every step, m the max of w over the states (0 where -inf: a step
+    # where every state has weight zero makes the chain's total zero: q = 0, z := 1 below,
+    # and p = 0 from there on, whose log is -inf, as it should be).
+    # With ``inloop`` the timed parts are the scan's inputs and each step exponentiates its
+    # own: the same arithmetic, and no (T, *batch, K) pass before the loop, whose cost XLA:CPU
+    # pays as a fixed ~30 us at T = 100 (the program leaves the calling thread); the loop
+    # without it differentiates worse, so ``inloop`` runs only for values (``_run``).
+    parts = timed + ([a_max] if timed_e else [])
+
+    def weights(parts):  # exp(w - m) and m, m the max over states (0 where -inf)
+        w = step.fold(([] if w0 is None else [w0 if inloop else w0[None]]) + list(parts))
+        w = w[..., 0, :]
+        if w.shape[-1] != k:
+            w = ops.expand(w, tuple(w.shape[:-1]) + (k,))
+        m = ops.amax(ops.detach(w), axis=-1, keepdims=True)
+        m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
+        return ops.exp(w - m), m
+
+    timed_w = bool(parts)
+    inloop = inloop and timed_w
+    ew_all, m_all = (None, None) if inloop else weights(parts)
+
+    def body(carry, xs):
+        p, lz, low = carry
+        et, ws = xs
+        et = et if timed_e else e[0]
+        if inloop:
+            ew, m = weights(ws)
+        else:
+            ew, m = ws if timed_w else (ew_all[0], m_all[0])
+        s = _vecmat(p, et)
+        if low is not None:  # NaN propagates: a carry of all -inf makes NaN
+            low = ops.min(low, ops.detach(s))
+        q = s * ew
+        z = ops.sum(q, axis=-1, keepdims=True)
+        # Where z = 0 the total is zero (or, tracked, the chain is recomputed exactly); 1
+        # there keeps gradients finite.
+        z = ops.where(z > 0, z, ops.full_like(z, 1.0))
+        return (q / z, lz + ops.log(z) + m, low), None
+
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    p0 = ops.exp(left - lmax)
+    z0 = ops.sum(p0, axis=-1, keepdims=True)
+    dummy = ops.new_zeros(left, (duration,))
+    xs = (e if timed_e else dummy,
+          tuple(parts) if inloop else (ew_all, m_all) if timed_w else dummy)
+
+    # Beyond the smallest chains the body is checkpointed: in reverse mode it keeps only its
+    # carry per step and recomputes the rest (a matrix product and a few elementwise ops) in
+    # the backward pass, which costs less than storing and reloading its residuals (6x less
+    # at K = 32, batch 16); for a carry of a few numbers, storing them is cheaper (1.5x at
+    # K = 4, batch 1). The flag follows a detached ``s``: it only picks a branch.
+    recompute = math.prod(left.shape[:-1]) * k * k > 64
+    def filtered(tracked):
+        low0 = ops.full_like(left, math.inf) if tracked else None
+        carry = (p0 / z0, lmax + ops.log(z0), low0)
+        (p, lz, low), _ = scan(checkpoint(body, prevent_cse=False) if recompute else body,
+                               carry, xs)
+        # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
+        positive = p > 0
+        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                      ops.full_like(p, -math.inf))
+        result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+        r = ops.detach(result)
+        bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
+        bad = bad | _rounded_away(ops.detach(p), right, floor)
+        if tracked:
+            bad = bad | ops.any(ops.invert(low >= floor))
+        return result, bad
+
+    # Since p sums to 1, s_j = sum_i p_i e_ij >= min_i e_ij: when every entry of e is at
+    # least twice the floor ``tiny / eps`` (and at most 1, so neither NaN nor infinite) and
+    # the first message is finite somewhere, no step can lose digits to underflow, and the
+    # filter runs without tracking the smallest s (a carry and a reduction per step, a third
+    # of a small step). Otherwise it tracks it, and a step whose s falls below the floor
+    # (lost digits, or a true zero) sends the whole chain to the exact log-space recursion.
+    safe = ops.all((e >= 2 * floor) & (e <= 1.0)) & ops.all(ops.isfinite(lmax))
+    result, bad = cond(safe, lambda _: filtered(False), lambda _: filtered(True), None)
+
+    # Reverse mode differentiates both branches of the cond and, in the branch not taken,
+    # fills the other's residuals with zeros of their full size, every call: the exact
+    # scan's would be (T, *batch, K, K) (~130 MB at K = 32, T = 1000, batch 16, several
+    # times the fast path's own time). So the exact branch keeps only its inputs (it is
+    # recomputed in the backward pass, only when taken), and its scan body only its carries.
+    def light_scan(fn, carry, xs, reverse=False):
+        return scan(checkpoint(fn, prevent_cse=False), carry, xs, reverse=reverse)
+
+    @checkpoint
+    def exact_of(f, lt, rt):
+        return _sequential(step, f, duration, lt, rt, light_scan)
+
+    def exact(_):
+        return exact_of(factors, left, right)
+
+    return cond(bad, exact, lambda _: result, None)
+
+
+def _rounded_away(p, right, floor: float):
+    """Whether a state that the probability-space filter left below ``floor`` (its digits
+    lost, or rounded to zero) could show in the result, which log space would get exactly:
+    in the returned message itself (``right`` None), or in its total against ``right`` when
+    those states' weights there could outweigh the rounding of the total (one ``eps``, the
+    floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
+    against a flat boundary, where the lost states cannot change a digit of the total."""
+    low = p < floor
+    if right is None:
+        return ops.any(low)
+    r_max = ops.amax(right, axis=-1, keepdims=True)
+    r_max = ops.where(ops.isfinite(r_max), r_max, ops.full_like(r_max, 0.0))
+    er = ops.exp(right - r_max)
+    total = ops.sum(p * er, axis=-1)
+    lost = ops.sum(ops.where(low, er, ops.full_like(er, 0.0)), axis=-1) * floor
+    eps = float(np.finfo(str(p.dtype).replace("torch.", "")).eps)
+    return ops.any(lost > eps * total)
+
+
+def _eager_log_filter(step: _Step, factors, duration, left, right):
+    # The probability-space filter of ``_fast_log_filter`` as a Python loop (numpy, torch):
+    # a step is a matrix product, a product and a sum over the states and a division, four
+    # array calls against the six or so of a log-space step (max, shift, exp, sum, log, add).
+    # Here the values can be read: any doubt (a shifted matrix entry below twice the floor,
+    # a step of weight zero, a NaN) sends the chain to the exact log-space loop, None.
+    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
+    a = factors[mi]
+    a_max = ops.amax(a, axis=-2, keepdims=True)
+    if not bool(ops.all(ops.isfinite(a_max))):
+        return None
+    e = ops.exp(a - a_max)
+    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
+    if not bool(ops.all(e >= 2 * floor)):  # s_j >= min_i e_ij: no step can lose digits
+        return None
+    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
+    w = w[..., 0, :]
+    w_max = ops.amax(w, axis=-1, keepdims=True)
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    if not (bool(ops.all(ops.isfinite(w_max))) and bool(ops.all(ops.isfinite(lmax)))):
+        return None
+    ew = ops.exp(w - w_max)
+    if ew.shape[-1] != step.states:
+        ew = ops.expand(ew, tuple(ew.shape[:-1]) + (step.states,))
+    p = ops.exp(left - lmax)
+    z0 = ops.sum(p, axis=-1, keepdims=True)
+    p = p / z0
+    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
+    lz = lmax + ops.log(z0) + (ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration)
+    # Per step: p @ e_t (a plain matrix product when e_t has no batch dims of its own),
+    # times exp(w_t - m_t), normalized. Iterating an array yields its steps as views.
+    k = step.states
+    shared = not timed_e and all(d == 1 for d in e.shape[1:-2])
+    if shared:
+        e = ops.reshape(e, (k, k))
+    mats = (e for _ in range(duration)) if shared else (
+        iter(e) if timed_e else (e[0] for _ in range(duration)))
+    vecs = iter(ew) if timed_w else (ew[0] for _ in range(duration))
+    zs = []
+    for t, et, ewt in zip(range(duration), mats, vecs):
+        q = (ops.matmul(p, et) if shared else ops.matmul(p[..., None, :], et)[..., 0, :]) * ewt
+        z = ops.sum(q, axis=-1, keepdims=True)
+        zs.append(z)
+        p = q / z
+        if len(zs) == 256 or t == duration - 1:  # memory bounded by a block of normalizers
+            zs = ops.stack(zs)
+            if not bool(ops.all(zs > 0)):  # a step of weight zero, or NaN: the exact loop
+                return None
+            lz = lz + ops.sum(ops.log(zs), axis=0)
+            zs = []
+    if bool(_rounded_away(p, right, floor)):
+        return None
+    positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                  ops.full_like(p, -math.inf))
+    batch = np.broadcast_shapes(tuple(left.shape[:-1]), *(tuple(f.shape[1:-2]) for f in factors))
+    if tuple(v.shape[:-1]) != batch:  # as the log-space loop's: every batch dim broadcast
+        v = ops.expand(v, batch + (k,))
+    return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+
+
+def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_backend,
+         factors, left, right):
+    # The whole chain on arrays. Pure in the arrays: jax.jit compiles it once per structure.
+    # A UNIT boundary (states summed with no factor) is an array of units, except on the
+    # eager log-space tree, which sums such states without one.
+    left = UNIT if has_left is UNIT else left if has_left else None
+    right = UNIT if has_right is UNIT else right if has_right else None
+    states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
+    step = _Step(sum_op, prod_op, factors, states)
+    eager_log = jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add
+    if UNIT in (has_left, has_right) and (
+            not eager_log or strategy == "sequential" or duration == 1 or power is not None):
+        batch = np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors))
+        left, right = with_units(prod_op, left, right, factors[0], batch + (states,))
+    scan = None if jax_backend is None else jax_backend.scan
+    if power is not None:
+        mats = _power(sum_op, prod_op, step.matrix(step.at(factors, 0)), power)
+        factors, duration = (mats[None],), 1
+        step = _Step(sum_op, prod_op, factors, states)
+    if strategy == "sequential" or duration == 1:
+        if (has_left and sum_op is ops.logaddexp and prod_op is ops.add
+                and step.kinds.count("m") == 1 and "p" not in step.kinds and states > 1
+                and duration > 1):
+            # Tiny chains stay in log space: there the exps saved are few, and the exact scan
+            # is leaner, fwd and even more so in reverse mode (4x at K = 4, T = 30).
+            tiny = duration * math.prod(left.shape) <= 512
+            single = jax_backend is not None and duration <= _LOG_FILTER_STEPS and \
+                _vector_size(step, factors, left) == states <= 16
+            if single and scan_log_filter.applies(step, left):
+                # One sequence of a few states, up to a few thousand steps, a shared matrix:
+                # the values come from ``scan_log_filter`` (K exps per step, one conditional,
+                # as lean as dynamax's filter: K = 4, T = 100 32 -> 25 us, T = 1,000 92 -> 80
+                # us), the derivatives from the exact scan (tiny chains: lean in reverse mode)
+                # or the probability-space filter below.
+                def exact(f, lt, rt):
+                    return _sequential(step, f, duration, lt, rt, scan)
+
+                def values(f, lt, rt):
+                    return scan_log_filter.scaled_log_filter(step, f, lt, rt, scan,
+                                                             jax_backend.cond, exact)
+
+                def reference(f, lt, rt):
+                    if tiny:
+                        return exact(f, lt, rt)
+                    return _fast_log_filter(step, f, duration, lt, rt, scan, jax_backend.cond,
+                                            jax_backend.checkpoint)
+                return jax_backend.differentiate_as(values, reference, (factors, left, right))
+            if jax_backend is not None and not tiny:
+                def fast(f, lt, rt, inloop=False):
+                    return _fast_log_filter(step, f, duration, lt, rt, scan, jax_backend.cond,
+                                            jax_backend.checkpoint, inloop)
+                if math.prod(left.shape) <= 16 and duration <= 2048:
+                    # A few states, one sequence, up to a few thousand steps: the values come
+                    # from the loop that exponentiates each step's weights itself (no pass
+                    # over all steps before it, which costs more than the loop here: K = 4,
+                    # T = 1,000 forward 125-190 us -> 85 us), the derivatives from the other
+                    # (in reverse mode it is the leaner). Larger vectors or longer chains
+                    # exponentiate faster all at once (K = 32 with a batch of 16: 1.5x).
+                    return jax_backend.differentiate_as(lambda f, lt, rt: fast(f, lt, rt, True),
+                                                        fast, (factors, left, right))
+                if duration >= 4096 and _vector_size(step, factors, left) * states <= 16:
+                    # A long chain of a few states: its derivatives come from the log-depth
+                    # tree, whose reverse pass costs less than that of thousands of loop
+                    # steps (K = 4, one sequence: fwd+bwd at T = 10,000 6.4-6.5 -> 4.6-5.0
+                    # ms; the two cross near T = 4,000).
+                    def tree(f, lt, rt):
+                        return parallel_chain(sum_op, prod_op, _materialize(step, f, duration),
+                                              lt, rt, False)
+                    return jax_backend.differentiate_as(fast, tree, (factors, left, right))
+                return fast(factors, left, right)
+            if jax_backend is None:
+                result = _eager_log_filter(step, factors, duration, left, right)
+                if result is not None:
+                    return result
+        return _sequential(step, factors, duration, left, right, scan)
+    mats = _materialize(step, factors, duration)
+    return parallel_chain(sum_op, prod_op, mats, left, right, eager_log)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right):
+    # One jax.jit per structure: jax caches the traces per shape and dtype beneath it.
+    jax_backend = backend_module("jax")
+    fn = functools.partial(_run, sum_op, prod_op, strategy, duration, power, has_left,
+                           has_right, jax_backend)
+    return jax_backend.jit(fn)
+
+
+def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, right=None,
+                  power: int | None = None):
+    """The semiring product along ``T`` of the step matrices whose factors are ``factors``,
+    with optional boundary vectors summed out (see the module docstring).
+
+    Args:
+        sum_op, prod_op: the semiring.
+        factors: arrays ``(T or 1, *batch, P or 1, C or 1)`` (batch dims broadcast); the
+            step matrix at ``t`` is their ``prod_op``-product.
+        strategy: ``"parallel"`` or ``"sequential"``.
+        left: ``(*batch, P)``, None, or ``scan_tree.UNIT`` (the first prev states summed
+            with no factor). right: ``(*batch, C)``, None or ``UNIT``.
+        power: the number of steps of a chain whose matrix is the same at every step (then
+            no factor varies with time).
+
+    Example:
+        >>> m = np.array([[[0.5, 0.5], [0.0, 1.0]]])
+        >>> chain_product(ops.add, ops.mul, (m,), "parallel", power=3).tolist()
+        [[0.125, 0.875], [0.0, 1.0]]
+    """
+    factors = tuple(factors)
+    duration = max(f.shape[0] for f in factors) if power is None else 1
+    has_left = UNIT if left is UNIT else left is not None
+    has_right = UNIT if right is UNIT else right is not None
+    if backend_name_of(factors[0]) == "jax":
+        fn = _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right)
+        return fn(factors, None if left is UNIT else left, None if right is UNIT else right)
+    return _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, None,
+                factors, left, right)

@@ -1,0 +1,209 @@
+"""Smoothing and Viterbi decoding on discrete chains, by the derivative of the chain's total.
+
+In the ``(logaddexp, add)`` semiring a chain's total is its log normalizer ``log Z``, a
+log-sum-exp over paths of the sum of their step factors. Its derivative with respect to a
+term added to step ``t`` at ``(prev, curr)`` is the posterior probability of that pair,
+``p(x_t = prev, x_{t+1} = curr | everything)``. In ``(max, add)`` the total is the best
+path's score and its derivative is the indicator of that path: Viterbi decoding. The
+derivative runs through whichever strategy evaluates the chain (parallel or sequential,
+``lax.scan`` under jax) by the backend's autodiff (torch autograd, ``jax.vjp``, also under
+``jax.jit``), so smoothing costs a small multiple of filtering, as dynamax's parallel smoother.
+
+A numpy chain has no autodiff: use torch or jax arrays.
+
+Example:
+    >>> import torch
+    >>> trans = fc.Tensor(torch.zeros(3, 2, 2), {"t": fc.Bint[3], "x": fc.Bint[2],
+    ...                                           "y": fc.Bint[2]})
+    >>> total, pairs = markov_marginals(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    >>> round(float(total.data), 4), pairs.data[0].tolist()  # log 2**4; uniform pairs
+    (2.7726, [[0.25, 0.25], [0.25, 0.25]])
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.base import Variable
+from funsor_core.terms.markov import MarkovProduct
+
+__all__ = ["markov_marginals", "markov_map"]
+
+_NO_AUTODIFF = (
+    "{what} reads the derivative of the chain's total, and numpy arrays have no autodiff; "
+    "build the chain from torch or jax arrays (fc.set_backend('torch') or 'jax')")
+
+
+def _time_name(time) -> str:
+    return time.name if isinstance(time, Variable) else time
+
+
+def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, what: str):
+    # The chain's total as a function of an added zero "probe" over (time, batch, prevs,
+    # currs), the probe's inputs, and the backend module (for value_and_vjp).
+    if sum_op not in (ops.logaddexp, ops.max, ops.min) or prod_op is not ops.add:
+        raise ValueError(f"{what} reads derivatives of (logaddexp | max | min, add) chains, "
+                         f"got (ops.{sum_op.name}, ops.{prod_op.name})")
+    pieces = tensor_factors(trans, prod_op)
+    if pieces is None:
+        raise TypeError(f"{what} needs a chain of Tensors (or a lazily built sum of Tensors), "
+                        f"got {type(trans).__name__}")
+    inputs: dict = {}
+    for f in pieces:
+        for n, d in f.inputs.items():
+            inputs.setdefault(n, d)
+    if time not in inputs:
+        raise ValueError(f"{what}: time '{time}' is not an input of the chain {list(inputs)}")
+    missing = [n for pair in step.items() for n in pair if n not in inputs]
+    if missing:
+        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
+                         f"inputs are {list(inputs)}; every prev and curr name of step={step} "
+                         "must be one")
+    order, batch, prevs, currs = tensor_layout(inputs, time, tuple(sorted(step.items())))
+    probe_inputs = {n: inputs[n] for n in order}
+    proto = next(f.data for f in pieces if isinstance(f, Tensor))
+    name = backend_name_of(proto)
+    if name == "numpy":
+        raise NotImplementedError(_NO_AUTODIFF.format(what=what))
+    states = frozenset(prevs) | frozenset(currs)
+
+    def total_of(x):
+        probe = Tensor(x, probe_inputs)
+        # Built without evaluating (reflect), so the reduction below sees the chain and its
+        # boundary factors together: exact runs it as a filter.
+        with reflect:
+            chain = MarkovProduct(sum_op, prod_op, trans + probe, time, step, strategy=strategy)
+        total = chain
+        for f in factors:
+            total = prod_op(total, f)
+        total = total.reduce(sum_op, states | frozenset().union(*(
+            frozenset(f.inputs) - frozenset(batch) for f in factors)))
+        return total.align(tuple(batch)).data if batch else total.data
+
+    shape = tuple(d.size for d in probe_inputs.values())
+    return total_of, probe_inputs, shape, proto, backend_module(name), batch
+
+
+def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strategy=None):
+    """The chain's total and its derivative with respect to each step: posterior pair
+    marginals for ``(logaddexp, add)``, the best path's indicator for ``(max, add)``.
+
+    Args:
+        trans: the steps: a Tensor, or a sum of Tensors built lazily (a shared transition
+            matrix plus observations per step), with inputs ``time``, the names of ``step``
+            and batch names.
+        time, step: as in ``MarkovProduct``.
+        factors: boundary factors (an initial distribution over the prev names), multiplied
+            in before every state is summed.
+        strategy: as in ``MarkovProduct``.
+
+    Returns:
+        ``(total, pairs)``: a Tensor over the batch names, and a Tensor over ``time``, the
+        batch, prev and curr names: ``pairs[t, prev, curr] = d total / d step_t[prev, curr]``.
+
+    Raises:
+        NotImplementedError: the chain holds numpy arrays (no autodiff).
+
+    Example:
+        >>> import torch
+        >>> a = fc.Tensor(torch.tensor([[0.0, -1.0], [-1.0, 0.0]]), {"x": fc.Bint[2],
+        ...                                                          "y": fc.Bint[2]})
+        >>> _, pairs = markov_marginals(ops.logaddexp, ops.add, a,
+        ...                             fc.Variable("t", fc.Bint[2]), {"x": "y"})
+        >>> round(float(pairs.data.sum()), 6)  # one pair per step
+        2.0
+    """
+    if isinstance(time, Variable):
+        domain = _inputs(trans, prod_op).get(time.name)
+        if time.output.dtype == "real" or time.output.shape:
+            raise ValueError(f"markov_marginals: time '{time.name}' must be Bint[T], got "
+                             f"{time.output}")
+        if domain is None:
+            trans = _with_time(trans, time, prod_op)
+        elif domain is not time.output:
+            raise ValueError(f"markov_marginals: time '{time.name}' is {time.output} but the "
+                             f"chain has '{time.name}': {domain}")
+    time = _time_name(time)
+    fn, inputs, shape, proto, backend, batch = _probed(sum_op, prod_op, trans, time, dict(step),
+                                                      factors, strategy, "markov_marginals")
+    value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
+    batch_inputs = {n: inputs[n] for n in batch}
+    return Tensor(value, batch_inputs), Tensor(grad, inputs)
+
+
+def _inputs(trans, prod_op) -> dict:
+    pieces = tensor_factors(trans, prod_op) or [trans]
+    out: dict = {}
+    for f in pieces:
+        out.update(f.inputs)
+    return out
+
+
+def _with_time(trans, time: Variable, prod_op):
+    # A chain the same at every step: give it the time input (a zero Tensor over time), so
+    # each step has its own derivative.
+    proto = next(f.data for f in tensor_factors(trans, prod_op) if isinstance(f, Tensor))
+    zero = Tensor(ops.new_zeros(proto, (time.output.size,)), {time.name: time.output})
+    with reflect:
+        return trans + zero
+
+
+def markov_map(trans, time, step: dict, factors=(), strategy=None):
+    """The most probable path of a chain (Viterbi), from the derivative of its best score.
+
+    Args: as in ``markov_marginals`` (the chain is read in ``(max, add)``: log potentials).
+
+    Returns:
+        ``(score, path)``: the best path's score (a Tensor over the batch names), and for
+        each prev name of ``step`` a Tensor over the batch names and ``time`` extended to
+        ``Bint[T + 1]`` with the state at each time (the prev state of each step, then the
+        last curr state). Ties between equally good paths are broken by the backend's
+        gradient of ``max``.
+
+    Example:
+        >>> import torch
+        >>> a = fc.Tensor(torch.tensor([[0.0, -5.0], [-5.0, 0.0]]), {"x": fc.Bint[2],
+        ...                                                          "y": fc.Bint[2]})
+        >>> init = fc.Tensor(torch.tensor([-1.0, 0.0]), {"x": fc.Bint[2]})
+        >>> score, path = markov_map(a, fc.Variable("t", fc.Bint[3]), {"x": "y"}, [init])
+        >>> float(score.data), path["x"].data.tolist()  # stay in state 1 throughout
+        (0.0, [1, 1, 1, 1])
+    """
+    total, pairs = markov_marginals(ops.max, ops.add, trans, time, step, factors, strategy)
+    return total, decode_path(pairs, _time_name(time), step)
+
+
+def decode_path(pairs: Tensor, time: str, step: dict) -> dict:
+    """The path of a best-path indicator ``pairs`` (over time, batch, prevs, currs): the state
+    of each prev name at times ``0 .. T`` (see ``markov_map``).
+
+    Example:
+        >>> ind = np.zeros((2, 2, 2)); ind[0, 0, 1] = ind[1, 1, 1] = 1.0
+        >>> pairs = fc.Tensor(ind, {"t": fc.Bint[2], "x": fc.Bint[2], "y": fc.Bint[2]})
+        >>> decode_path(pairs, "t", {"x": "y"})["x"].data.tolist()
+        [0, 1, 1]
+    """
+    order, batch, prevs, currs = tensor_layout(pairs.inputs, time, tuple(sorted(step.items())))
+    data = pairs.align(tuple(order)).data
+    duration = pairs.inputs[time].size
+    nb = len(batch)
+    sizes = [pairs.inputs[p].size for p in prevs]
+    states = math.prod(sizes)
+    flat = ops.reshape(data, (duration,) + data.shape[1:1 + nb] + (states, states))
+    prev_state = ops.argmax(ops.sum(flat, axis=-1), -1)  # (T, *batch)
+    last = ops.argmax(ops.sum(flat[duration - 1], axis=-2), -1)  # (*batch)
+    path = ops.cat([prev_state, last[None]], 0)  # (T + 1, *batch)
+    out = {}
+    inputs = {time: Bint[duration + 1]}
+    inputs.update((n, pairs.inputs[n]) for n in batch)
+    stride = states
+    for name, size in zip(prevs, sizes):
+        stride //= size
+        out[name] = Tensor((path // stride) % size, inputs, size)
+    return out

@@ -1,0 +1,283 @@
+"""Gaussian chains with their boundaries summed inside: Kalman filters on arrays.
+
+``contract_markov_gaussian`` evaluates ``Contraction(logaddexp, add, V, (mp, *others))``
+for a Gaussian ``MarkovProduct`` ``mp`` when ``V`` integrates its first prev states (or
+last curr states) out: the Gaussian factors of those states (a prior over the first state)
+are the boundary: the filter's first carry (or, of another rank, folded into the first
+step). The sequential carry is a Gaussian over ``[glob, state]`` only: a Kalman filter,
+whose step is one QR of a ``(dp + dg + rank) x (2 dp + dg)`` system instead of composing
+two transition densities (``3 dp + dg`` wide). Global reals (a sensor bias) ride along in
+the carry and stay free.
+
+The parallel strategy composes the steps by ``scan_gaussian``'s tree, then the boundaries.
+Under jax the whole computation is one compiled kernel (``lax.scan`` for the filter),
+cached by its static structure.
+
+Example:
+    >>> from interpretations import lazy
+    >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+    ...                 inputs={"x": fc.Real, "y": fc.Real})
+    >>> with lazy:
+    ...     mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
+    ...                           {"x": "y"})
+    >>> prior = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+    >>> value, rest, names = contract_markov_gaussian(ops.logaddexp, ops.add,
+    ...                                               frozenset({"x", "y"}), mp, [prior])
+    >>> # x0 twice (prior and step 0: sqrt(pi)), x1, x2 twice (sqrt(pi)), x3 once (sqrt(2 pi))
+    >>> bool(np.isclose(value.data, 1.5 * np.log(np.pi) + 0.5 * np.log(2 * np.pi)))
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import ChainProblem, device_of, resolve_strategy
+from funsor_core.algorithms.chains.gaussian_scan import (
+    GaussianChain,
+    _power,
+    _tree,
+    canonical_rank,
+    compose,
+    gaussian_chain_parts,
+    gaussian_result,
+)
+from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["contract_markov_gaussian"]
+
+
+def _classify(others, fp, fc, glob, batch, reduced_vars):
+    # Boundary factors: Gaussians over (some of) the first prevs (last currs), the globals
+    # and batch names; everything else stays outside the chain.
+    left, right, rest = [], [], []
+    for t in others:
+        reals = {n for n, d in t.inputs.items() if d.dtype == "real"}
+        bints = {n for n, d in t.inputs.items() if d.dtype != "real"}
+        if isinstance(t, Gaussian) and bints <= batch and reals & fp and reals <= fp | glob:
+            left.append(t)
+        elif isinstance(t, Gaussian) and bints <= batch and reals & fc and reals <= fc | glob:
+            right.append(t)
+        else:
+            rest.append(t)
+    outside = set().union(*(t.inputs for t in rest))
+    use_left = fp <= reduced_vars and not outside & fp
+    use_right = fc <= reduced_vars and not outside & fc
+    if not use_left:
+        rest += left
+        left = []
+    if not use_right:
+        rest += right
+        right = []
+    return use_left, use_right, left, right, rest
+
+
+def _boundary(terms, layout: dict, proto, rank_low: int):
+    # The sum of Gaussian ``terms`` as (w, s, k) arrays over ``layout`` (batch dims, then
+    # the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
+    # information) where there is no term.
+    batch = tuple(d.size for d in layout.values() if d.dtype != "real")
+    dim = sum(d.num_elements for d in layout.values() if d.dtype == "real")
+    ws, ss = [], []
+    for g in terms:
+        w, s = align_gaussian(layout, g, expand=True)
+        ws.append(w)
+        ss.append(s)
+    if not ws:
+        w, s = ops.new_zeros(proto, batch + (0,)), ops.new_zeros(proto, batch + (dim, 0))
+    else:
+        w = ops.cat(ws, -1) if len(ws) > 1 else ws[0]
+        s = ops.cat(ss, -1) if len(ss) > 1 else ss[0]
+    return canonical_rank(w, s, ops.new_zeros(proto, batch), rank_low, 10 ** 9)
+
+
+def _index(f, t):
+    return tuple(x[t] for x in f)
+
+
+def _filter(chain, left, right, sizes, check, scan, optimistic=False):
+    # Forward (with a left boundary) or backward (right only) filter; the carry is
+    # (w, s, k) over [glob, state] (forward) or [state, glob] (backward), of rank dp + dg.
+    f = (chain.w, chain.s, chain.k)
+    width = sizes["m"] + sizes["g"]
+    if left is not None:
+        def step(c, x):
+            out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check,
+                          optimistic)
+            return canonical_rank(*out, width, width)
+
+        carry = _loop(step, *_start(left, f, width, step, False), False, scan)
+        if right is None:
+            return carry
+        return _last(carry, right, sizes, check, optimistic)
+
+    def back(c, x):
+        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check, optimistic)
+        return canonical_rank(*out, width, width)
+
+    return _loop(back, *_start(right, f, width, back, True), True, scan)
+
+
+def _start(bound, f, width: int, step, reverse: bool):
+    # The loop's first carry and steps. A boundary of the carry's shape (rank dp + dg, rows
+    # already in the carry's order) is the first carry, so every step runs in the loop and
+    # nothing is sliced off the steps; otherwise the first step is composed with it outside.
+    n = f[0].shape[0]
+    if bound[1].shape[-1] == width and bound[1].dtype == f[1].dtype:
+        return bound, f, n
+    t, rest = (n - 1, slice(0, n - 1)) if reverse else (0, slice(1, n))
+    return step(bound, _index(f, t)), tuple(x[rest] for x in f), n - 1
+
+
+def _last(carry, right, sizes, check, optimistic):
+    # The right boundary composed with a forward filter's carry [g, m]. Without globals
+    # and with no information in the boundary (rank 0), this integrates the carry's state:
+    # its square root is R.T of the last step's QR, already triangular, so no QR is needed.
+    w, s, k = carry
+    if sizes["g"] or right[1].shape[-1]:
+        return compose(carry, ("g", "m"), right, ("m", "g"), ("g",), sizes, check, optimistic)
+    w2, s2, log_norm = gm.marginalize(w, s, range(sizes["m"]), check=check is not None,
+                                      names=check, optimistic=optimistic, triangular=True)
+    return w2, s2, ops.add(ops.add(k, right[2]), log_norm)
+
+
+def _loop(fn, carry, xs, n, reverse, scan):
+    if n == 0:
+        return carry
+    if scan is not None:
+        return scan(lambda c, x: (fn(c, x), None), carry, xs, reverse=reverse)[0]
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        carry = fn(carry, _index(xs, t))
+    return carry
+
+
+def _ends(total, left, right, sizes, check):
+    # A composed chain (p, g, c) with its boundaries.
+    if left is not None:
+        total = compose(left, ("g", "m"), total, ("m", "g", "c"), ("g", "c"), sizes, check)
+        if right is None:
+            return total
+        return compose(total, ("g", "m"), right, ("m", "g"), ("g",), sizes, check)
+    return compose(total, ("p", "g", "m"), right, ("m", "g"), ("p", "g"), sizes, check)
+
+
+def _run(strategy, check, scan, chain, left, right, optimistic=False):
+    sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
+    dim = 2 * chain.dp + chain.dg
+    if chain.power is None and strategy == "sequential":
+        return _filter(chain, left, right, sizes, check, scan, optimistic)
+    w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+    if chain.power is not None:
+        total = _power(_index((w, s, k), 0), chain.power, sizes, check)
+    else:
+        matrix = GaussianChain(w, s, k, chain.dp, chain.dg, None, None, None, None)
+        total = _tree(matrix, sizes, check)
+    return _ends(total, left, right, sizes, check)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(strategy, dp, dg, power, has_left, has_right):
+    jax_backend = backend_module("jax")
+
+    def fn(w, s, k, left, right):
+        chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        return _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
+                    right if has_right else None)
+
+    if strategy != "sequential" or power is not None:
+        return jax_backend.jit(fn)
+
+    # The filter runs first without the rank tests of its steps wherever a cheap bound shows
+    # they would change nothing (a third of a Kalman step); a step the bound cannot decide
+    # makes the total NaN, and the filter then runs again with the tests (lax.cond). The
+    # second run is checkpointed: reverse mode keeps only its inputs, and recomputes it only
+    # when it is the branch taken.
+    exact = jax_backend.checkpoint(fn)
+
+    def optimistic(w, s, k, left, right):
+        chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        result = _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
+                      right if has_right else None, optimistic=True)
+        constant = ops.detach(result[-1])
+        undecided = ops.any(constant != constant)
+        return jax_backend.cond(undecided, lambda _: exact(w, s, k, left, right),
+                                lambda _: result, None)
+
+    return jax_backend.jit(optimistic)
+
+
+def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
+    """``Contraction(red_op, bin_op, reduced_vars, (mp, *others))`` for a Gaussian chain whose
+    first prev or last curr states are integrated out, with the Gaussian factors of those
+    states folded in as boundaries (see the module docstring).
+
+    Returns ``(value, rest, remaining_vars)`` as ``markov_tensor.contract_markov_tensor``,
+    or None when no boundary is integrated inside the chain.
+    """
+    if red_op not in (ops.logaddexp, ops.sample) or bin_op not in (None, ops.add):
+        return None
+    chain = gaussian_chain_parts(mp.sum_op, mp.prod_op, mp.trans, mp.time, mp.step)
+    if chain is None:
+        return None
+    free = mp.free_names
+    fp = {free[p] for p, _ in mp.step}
+    fc = {free[c] for _, c in mp.step}
+    names = list(chain.reals)
+    dp, dg = chain.dp, chain.dg
+    prevs = names[:len(mp.step)]
+    glob = names[len(mp.step):len(names) - len(mp.step)]
+    currs = names[len(names) - len(mp.step):]
+    use_left, use_right, left, right, rest = _classify(
+        others, fp, fc, set(glob), set(chain.batch), reduced_vars)
+    if not (use_left or use_right):
+        return None
+    proto = chain.w
+    bounds = []
+    globs = [(n, chain.reals[n]) for n in glob]
+    for use, terms, states, forward in ((use_left, left, prevs, True),
+                                        (use_right, right, currs, False)):
+        if not use:
+            bounds.append(None)
+            continue
+        states = [(free[n], chain.reals[n]) for n in states]
+        # Rows in the filter carry's order: [glob, state] forward, [state, glob] backward.
+        rows = globs + states if forward else states + globs
+        bounds.append(_boundary(terms, {**chain.batch, **dict(rows)}, proto, 0))
+    left_arr, right_arr = bounds
+    backend = backend_name_of(proto)
+    batch_size = math.prod(d.size for d in chain.batch.values())
+    problem = ChainProblem(backend, backend == "jax", device_of(proto), dp, batch_size,
+                           chain.duration, True, True)
+    strategy = resolve_strategy(mp.strategy, problem)
+    if backend == "jax":
+        w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right)(
+            chain.w, chain.s, chain.k, left_arr, right_arr)
+        _check_finite(k)
+    else:
+        label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
+        w, s, k = _run(strategy, label, None, chain, left_arr, right_arr)
+    # The carry's rows: [glob, curr] after a forward filter, [prev, glob] after a backward
+    # one, [glob] with both boundaries.
+    reals = {}
+    if use_left and use_right:
+        reals.update((n, chain.reals[n]) for n in glob)
+    elif use_left:
+        reals.update((n, chain.reals[n]) for n in glob)
+        reals.update((free[n], chain.reals[n]) for n in currs)
+    else:
+        reals.update((free[n], chain.reals[n]) for n in prevs)
+        reals.update((n, chain.reals[n]) for n in glob)
+    value = gaussian_result(w, s, k, chain.batch, reals)
+    summed = (fp if use_left else set()) | (fc if use_right else set())
+    return value, rest, reduced_vars - summed
+
+
+def _check_finite(k) -> None:
+    # Eager jax computes the chain compiled, where a divergent integral is +inf; say so.
+    if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
+        raise ValueError("cannot marginalize the chain's inner states: their precision is "
+                         "singular somewhere (the integral diverges); add information on them")

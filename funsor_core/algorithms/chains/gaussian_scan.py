@@ -1,0 +1,316 @@
+"""Array kernels of Gaussian Markov products: Kalman-style chains in square-root form.
+
+A step of a Gaussian chain is ``g(prev, glob, curr) + k`` with ``g`` a Gaussian (``white_vec``
+``w``, ``prec_sqrt`` ``s``) over the real state ``prev`` (``dp`` coordinates), the global
+reals ``glob`` shared by every step (``dg``, not eliminated: a sensor bias) and ``curr``, and
+``k`` a constant per step. The chain is aligned once to arrays with a leading time axis, rows
+in the order ``[prev, glob, curr]``, and every step's rank made exactly ``D = 2 dp + dg``
+(compressed, or padded with rows of no information), so that composing two steps always
+gives rank ``D`` again: the sequential carry has one fixed structure, and ``lax.scan`` runs
+it under jax.
+
+Composing ``A(p, g, m)`` with ``B(m, g, c)`` stacks both square roots over ``[m, p, g, c]``
+and integrates ``m`` out by one QR (``gaussian.arrays.marginalize``); the constants add,
+with the integral's log normalizer. With a boundary (a Gaussian over the first prev states,
+or the last curr states, summed out) the sequential carry is a filter over ``[g, m]`` only.
+
+Example:
+    >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+    ...                 inputs={"x": fc.Real, "y": fc.Real})
+    >>> t = g + fc.Tensor(np.zeros(3), {"t": fc.Bint[3]})  # exp(-(x^2 + y^2) / 2) per step
+    >>> parts = gaussian_chain_parts(ops.logaddexp, ops.add, t, fc.Variable("t", fc.Bint[3]),
+    ...                              (("x", "y"),))
+    >>> r = markov_gaussian(parts, (("x", "y"),), (("x", "y"),), "parallel")
+    >>> # x0, x3 appear once (integral sqrt(2 pi)), x1, x2 twice (sqrt(pi))
+    >>> bool(np.isclose(r.reduce(ops.logaddexp).data, np.log(2 * np.pi) + np.log(np.pi)))
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import ChainProblem, device_of, resolve_strategy
+from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.engine.backend import backend_module, backend_name_of
+
+__all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose",
+           "canonical_rank", "gaussian_result"]
+
+
+class GaussianChain:
+    """A Gaussian chain on arrays: ``w`` ``(T, *batch, D)``, ``s`` ``(T, *batch, D, D)``,
+    ``k`` ``(T, *batch)``, rows ``[prev, glob, curr]``; ``power`` is T for a chain whose one
+    step repeats (then the time axis has length 1).
+
+    Example:
+        >>> GaussianChain.__slots__[:3]
+        ('w', 's', 'k')
+    """
+
+    __slots__ = ("w", "s", "k", "dp", "dg", "power", "batch", "reals", "duration")
+
+    def __init__(self, w, s, k, dp, dg, power, batch, reals, duration):
+        self.w, self.s, self.k = w, s, k
+        self.dp, self.dg, self.power = dp, dg, power
+        self.batch, self.reals, self.duration = batch, reals, duration
+
+
+def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianChain | None:
+    """The chain's arrays, or None when the chain is not a real Gaussian chain in the
+    ``(logaddexp, add)`` semiring (a discrete step pair, another semiring, another term).
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+        ...                 inputs={"x": fc.Real, "y": fc.Real})
+        >>> c = gaussian_chain_parts(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[4]),
+        ...                          (("x", "y"),))
+        >>> c.s.shape, c.power
+        ((1, 2, 2), 4)
+    """
+    if sum_op not in (ops.logaddexp, ops.sample) or prod_op is not ops.add or not step:
+        return None
+    if isinstance(trans, Gaussian):
+        gaussians, dense = [trans], []
+    elif is_gaussian_sum(trans):
+        gaussians, dense = split_gaussian_sum(trans)
+    else:
+        return None
+    if len(gaussians) != 1:
+        return None
+    g = gaussians[0]
+    names = [n for pair in step for n in pair]
+    if any(g.inputs.get(n) is None or g.inputs[n].dtype != "real" for n in names):
+        return None
+    tname, duration = time.name, time.output.size
+    prevs, currs = [p for p, _ in step], [c for _, c in step]
+    glob = [n for n, d in g.inputs.items() if d.dtype == "real" and n not in names]
+    bints = {}
+    for term in (g, *dense):
+        for n, d in term.inputs.items():
+            if d.dtype != "real" and n != tname:
+                bints.setdefault(n, d)
+    has_time = tname in trans.inputs
+    head = {tname: time.output} if has_time else {}
+    layout = {**head, **bints}
+    layout.update((n, g.inputs[n]) for n in prevs + glob + currs)
+    w, s = align_gaussian(layout, g, expand=True)
+    if not has_time:
+        w, s = w[None], s[None]
+    shape = tuple(s.shape[:-2])
+    k = ops.new_zeros(w, shape)
+    for t in dense:
+        if isinstance(t, Tensor):
+            k = ops.add(k, ops.reshape(align_tensor({**head, **bints}, t, expand=True), shape))
+        else:
+            k = ops.add(k, t.data)
+    dp = sum(g.inputs[n].num_elements for n in prevs)
+    dg = sum(g.inputs[n].num_elements for n in glob)
+    # Rank between dp (a filter step always has enough rows) and the dim (compressed).
+    w, s, k = canonical_rank(w, s, k, dp, 2 * dp + dg)
+    power = None if has_time or duration == 1 else duration
+    reals = {n: g.inputs[n] for n in prevs + glob + currs}
+    return GaussianChain(w, s, k, dp, dg, power, bints, reals, duration)
+
+
+def canonical_rank(w, s, k, low: int, high: int):
+    """A square root of rank between ``low`` and ``high``: a wider one is compressed (its
+    constant moves to ``k``), a narrower one padded with zero columns (no information, the
+    density is unchanged). Decided from shapes only, so it is the same under ``jax.jit``.
+
+    Example:
+        >>> w, s, k = canonical_rank(np.ones(1), np.ones((2, 1)), np.zeros(()), 2, 2)
+        >>> s.shape
+        (2, 2)
+    """
+    rank = s.shape[-1]
+    if rank > high:
+        w, s, shift = gm.compress(w, s)
+        rank = s.shape[-1]
+        k = ops.add(k, shift)
+    if rank < low:
+        batch = tuple(s.shape[:-2])
+        w = ops.cat([w, ops.new_zeros(w, batch + (low - rank,))], -1)
+        s = ops.cat([s, ops.new_zeros(s, batch + (s.shape[-2], low - rank))], -1)
+    return w, s, k
+
+
+# -- composing two factors ---------------------------------------------------------------------
+def _embed(s, blocks: tuple, sizes: dict, order: tuple):
+    # The rows of ``s`` (its blocks in ``blocks`` order) placed in ``order``, with zero rows
+    # (no information) for the blocks it lacks.
+    starts, at = {}, 0
+    for b in blocks:
+        starts[b] = at
+        at += sizes[b]
+    batch, rank = tuple(s.shape[:-2]), s.shape[-1]
+    parts = []
+    for b in order:
+        if not sizes[b]:
+            continue
+        if b in starts:
+            parts.append(s[..., starts[b]:starts[b] + sizes[b], :])
+        else:
+            parts.append(ops.new_zeros(s, batch + (sizes[b], rank)))
+    return parts[0] if len(parts) == 1 else ops.cat(parts, -2)
+
+
+def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, check,
+            optimistic: bool = False):
+    """Integrate block ``"m"`` out of the sum of factors ``a`` and ``b``.
+
+    Each factor is ``(w, s, k)``; ``a_blocks``/``b_blocks`` name the blocks of its rows in
+    order, ``out`` the blocks of the result's rows; ``sizes`` maps blocks to their sizes.
+    ``check``: None to give ``+inf`` where the integral diverges, else a label for the
+    ``ValueError`` raised on concrete arrays. ``optimistic``: see ``arrays.marginalize``
+    (traced arrays: a NaN constant where the rank tests would have had to run).
+
+    Example:
+        >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
+        >>> z = np.zeros(())
+        >>> r = compose((w, s, z), ("p", "m"), (w, s, z), ("m", "c"), ("p", "c"),
+        ...             {"p": 1, "m": 1, "c": 1}, None)
+        >>> # f = -(p^2 + m^2) / 2 - (m^2 + c^2) / 2; log int exp(-m^2) dm = log sqrt(pi)
+        >>> r[1].shape, bool(np.isclose(r[2], 0.5 * np.log(np.pi)))
+        ((2, 2), True)
+    """
+    order = ("m",) + out
+    wa, sa, ka = a
+    wb, sb, kb = b
+    s = ops.cat([_embed(sa, a_blocks, sizes, order), _embed(sb, b_blocks, sizes, order)], -1)
+    w = ops.cat([wa, wb], -1)
+    dm = sizes["m"]
+    if dm == 0:
+        w2, s2, shift = gm.compress(w, s)
+        return w2, s2, ops.add(ops.add(ka, kb), shift)
+    w2, s2, log_norm = gm.marginalize(w, s, range(dm), check=check is not None, names=check,
+                                      optimistic=optimistic)
+    return w2, s2, ops.add(ops.add(ka, kb), log_norm)
+
+
+# -- the two strategies ------------------------------------------------------------------------
+def _mm(a, b, sizes, check):
+    return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, check)
+
+
+def _index(f, t):
+    return tuple(x[t] for x in f)
+
+
+def _tree(chain, sizes, check):
+    f = (chain.w, chain.s, chain.k)
+    tails = []
+    while f[0].shape[0] > 1:
+        n = f[0].shape[0]
+        if n % 2:
+            tails.append(_index(f, n - 1))
+            f = tuple(x[:n - 1] for x in f)
+        f = _mm(tuple(x[0::2] for x in f), tuple(x[1::2] for x in f), sizes, check)
+    result = _index(f, 0)
+    for tail in reversed(tails):
+        result = _mm(result, tail, sizes, check)
+    return result
+
+
+def _power(f, n: int, sizes, check):
+    result = None
+    while True:
+        if n & 1:
+            result = f if result is None else _mm(result, f, sizes, check)
+        n >>= 1
+        if not n:
+            return result
+        f = _mm(f, f, sizes, check)
+
+
+def _loop(fn, carry, xs, scan):
+    if scan is not None:
+        return scan(lambda c, x: (fn(c, x), None), carry, xs)[0]
+    for t in range(xs[0].shape[0]):
+        carry = fn(carry, _index(xs, t))
+    return carry
+
+
+def _sequential(chain, sizes, check, scan):
+    f = (chain.w, chain.s, chain.k)
+    if f[0].shape[0] == 1:
+        return _index(f, 0)
+    return _loop(lambda acc, x: _mm(acc, x, sizes, check), _index(f, 0),
+                 tuple(x[1:] for x in f), scan)
+
+
+def _run(strategy, check, scan, chain):
+    # Every step of rank exactly D, so that composing two always gives rank D again.
+    dim = 2 * chain.dp + chain.dg
+    w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+    chain = GaussianChain(w, s, k, chain.dp, chain.dg, chain.power, chain.batch, chain.reals,
+                          chain.duration)
+    sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
+    if chain.power is not None:
+        return _power(_index((chain.w, chain.s, chain.k), 0), chain.power, sizes, check)
+    if strategy == "sequential":
+        return _sequential(chain, sizes, check, scan)
+    return _tree(chain, sizes, check)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(strategy, dp, dg, power):
+    jax_backend = backend_module("jax")
+
+    def fn(w, s, k):
+        chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        return _run(strategy, None, jax_backend.scan, chain)
+
+    return jax_backend.jit(fn)
+
+
+def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strategy):
+    """The Markov product of a Gaussian chain: ``Gaussian + Tensor`` over the batch inputs
+    and the free names of the first prev and last curr states (and the globals).
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+        ...                 inputs={"x": fc.Real, "y": fc.Real})
+        >>> c = gaussian_chain_parts(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[2]),
+        ...                          (("x", "y"),))
+        >>> sorted(markov_gaussian(c, (("x", "y"),), (("x", "y"),), "sequential").inputs)
+        ['x', 'y']
+    """
+    w = chain.w
+    backend = backend_name_of(w)
+    batch = math.prod(d.size for d in chain.batch.values())
+    problem = ChainProblem(backend, backend == "jax", device_of(w), chain.dp, batch,
+                           chain.duration, False, True)
+    strategy = resolve_strategy(strategy, problem)
+    if backend == "jax":
+        w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power)(chain.w, chain.s,
+                                                                          chain.k)
+    else:
+        curr = ", ".join(c for _, c in step)
+        w2, s2, k2 = _run(strategy, f"the chain's inner states ({curr})", None, chain)
+    free = {}
+    for (p, c), (fp, fcurr) in zip(step, step_names):
+        free[p], free[c] = fp, fcurr
+    reals = {free.get(n, n): d for n, d in chain.reals.items()}
+    return gaussian_result(w2, s2, k2, chain.batch, reals)
+
+
+def gaussian_result(w, s, k, batch: dict, reals: dict):
+    """``Gaussian + Tensor`` over the Bint inputs ``batch`` and the real inputs ``reals`` (in
+    the order of the rows of ``s``), built through the constructors.
+
+    Example:
+        >>> r = gaussian_result(np.zeros(1), np.ones((1, 1)), np.zeros(()), {}, {"x": fc.Real})
+        >>> type(r).__name__, r.inputs
+        ('Contraction', {'x': Real})
+    """
+    if not reals:
+        return Tensor(ops.add(k, ops.mul(-0.5, ops.sum(w * w, -1))), dict(batch))
+    inputs = dict(batch)
+    inputs.update(reals)
+    return Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs) + Tensor(k, dict(batch))

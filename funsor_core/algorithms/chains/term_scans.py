@@ -1,0 +1,479 @@
+"""Sums over Markov chains: sequential scans and the Sarkka-Bilmes scan for higher-order lags.
+
+``sequential_sum_product`` eliminates a time input of a transition factor
+``trans(time, prev, curr)`` by a parallel scan of depth ``log2(T)``;
+``mixed_sequential_sum_product`` runs serial scans inside segments and a parallel scan across
+them. ``sarkka_bilmes_product`` handles chains whose factors look back more than one step:
+a factor's input ``"_PREV_" * k + name`` is ``name`` at ``k`` steps earlier. Users import
+these names from ``funsor_core.sum_product``.
+
+Example:
+    >>> from funsor_core.sum_product import sequential_sum_product
+    >>> t = fc.Tensor(np.ones((4, 2, 2)), {"t": fc.Bint[4], "x": fc.Bint[2], "y": fc.Bint[2]})
+    >>> sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}).data
+    array([[8., 8.],
+           [8., 8.]])
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.analysis.sign import check_distributes
+from funsor_core.atoms.tensor import Tensor, is_array
+from funsor_core.domains import Bint
+from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import time_variable
+from funsor_core.terms.reshaping import Slice
+
+__all__ = ["naive_sequential_sum_product", "sequential_sum_product",
+           "mixed_sequential_sum_product", "naive_sarkka_bilmes_product",
+           "sarkka_bilmes_product", "fold_steps", "parallel_steps", "compose_power"]
+
+
+def _time_name(time) -> str:
+    return time.name if isinstance(time, Variable) else time
+
+
+def _check_chain(trans, time: str, step: dict) -> None:
+    # A step name that is not an input would be silently "substituted" into nothing, and the
+    # scan would return numbers for a chain that does not exist; say which names are missing.
+    missing = [n for n in (*step, *step.values()) if n not in trans.inputs]
+    if missing:
+        raise ValueError(
+            f"sequential sum-product: {missing} are not inputs of the transition factor, whose "
+            f"inputs are {list(trans.inputs)}; every prev/curr name of step={step} must be an "
+            "input, e.g. trans(t, x_prev, x_curr) with step={'x_prev': 'x_curr'}")
+    # A step composes trans(prev, curr) with trans(curr, next): curr must range over prev's
+    # values (otherwise the contraction would fail on an internal name).
+    for prev, curr in step.items():
+        if trans.inputs[prev] is not trans.inputs[curr]:
+            raise ValueError(
+                f"sequential sum-product over '{time}': the prev input '{prev}' is "
+                f"{trans.inputs[prev]} but its curr input '{curr}' is {trans.inputs[curr]}; "
+                "a step maps a state to the next one of the same domain")
+    _check_duration(trans, time, "sequential sum-product")
+
+def _check_duration(trans, time: str, what: str) -> None:
+    # A chain of no steps has no first prev and no last curr to return.
+    domain = trans.inputs.get(time)
+    if domain is not None and domain.size == 0:
+        raise ValueError(f"{what} over '{time}': the chain is empty ('{time}' is {domain}); "
+                         "it needs at least one step")
+
+
+def _prototype_array(term):
+    # Any array of the chain, to build index arrays on its backend; None for a symbolic chain.
+    todo = [term]
+    while todo:
+        node = todo.pop()
+        leaves, _ = type(node).tree_flatten(node)
+        for leaf in leaves:
+            if is_array(leaf):
+                return leaf
+            if isinstance(leaf, Funsor):
+                todo.append(leaf)
+    return None
+
+
+def _steps(proto, time: str, start: int, stop: int, step: int, duration: int):
+    # The time indices range(start, stop, step), as a new ``time`` input. With an array at
+    # hand this is an index Tensor, not a Slice: under ``lazy`` a later round substitutes into
+    # it, and Subs(Tensor, Number/Tensor) evaluates exactly, whereas Subs(Slice, Slice) has no
+    # rule (and a Cat of unequal parts, funsor's way, cannot be substituted into at all).
+    if proto is None:
+        return Slice(time, start, stop, step, duration)
+    return Tensor.make(ops.new_arange(proto, start, stop, step),
+                       {time: Bint[len(range(start, stop, step))]}, duration)
+
+
+def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
+    # (first o second)(prev, curr) = sum_mid first(prev, mid) * second(mid, curr).
+    x = first(**drop)
+    y = second(**{prev: drop[curr] for prev, curr in step.items()})
+    return Contraction(sum_op, prod_op, frozenset(drop.values()), (x, y))
+
+
+def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict, int]:
+    # The time name (a Variable or a name), the step mapping, checked against trans, and the
+    # number of steps of a factor without the time input (a Variable's size).
+    step = dict(step)
+    _check_chain(trans, _time_name(time), step)
+    time_variable(trans, time, "sequential sum-product", "the transition factor")
+    steps = time.output.size if isinstance(time, Variable) else 1
+    time = _time_name(time)
+    # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
+    # over sum_op, which (max, mul) does only for nonnegative factors.
+    check_distributes(sum_op, prod_op, (trans,), "a sequential sum-product")
+    return time, step, steps
+
+
+def naive_sequential_sum_product(sum_op, prod_op, trans, time, step):
+    """Eliminate a Markov chain's time input one step at a time (a reference for tests).
+
+    Args:
+        trans: a factor with inputs ``time`` and the prev/curr names of ``step``.
+        time: the time input (a Variable or a name).
+        step: a mapping from prev names to curr names.
+
+    Returns:
+        A factor of the first step's prev names and the last step's curr names.
+
+    Raises:
+        ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
+            ``trans`` lacks (a factor the same at every step needs ``Variable(time, Bint[T])``)
+            or is not ``Bint[T]``.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> naive_sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}).data
+        array([[4., 4.],
+               [4., 4.]])
+    """
+    time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
+    if time not in trans.inputs:
+        # A factor without a time input is the same at every step (time is then a Variable,
+        # which gives the number of steps; time_variable refuses a name trans lacks).
+        return compose_power(sum_op, prod_op, trans, step, duration)
+    return fold_steps(sum_op, prod_op, trans, time, step)
+
+
+def fold_steps(sum_op, prod_op, trans, time: str, step: dict):
+    """Compose the steps of ``trans`` along ``time`` from the first to the last (a left fold:
+    ``T - 1`` contractions, each built as a term through the active interpretation).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> fold_steps(ops.add, ops.mul, t, "t", {"x": "y"}).data.tolist()
+        [[4.0, 4.0], [4.0, 4.0]]
+    """
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+    result = trans(**{time: 0})
+    for t in range(1, trans.inputs[time].size):
+        result = _compose(sum_op, prod_op, result, trans(**{time: t}), step, drop)
+    return result
+
+
+def compose_power(sum_op, prod_op, step_factor, step: dict, times: int):
+    """``step_factor`` composed with itself ``times`` times (a chain whose step is the same at
+    every time), by repeated squaring: about ``2 log2(times)`` contractions. With no step
+    pairs this is the ``times``-fold ``prod_op`` of the factor.
+
+    Example:
+        >>> m = fc.Tensor(np.array([[0.5, 0.5], [0.0, 1.0]]), {"x": fc.Bint[2],
+        ...                                                     "y": fc.Bint[2]})
+        >>> compose_power(ops.add, ops.mul, m, {"x": "y"}, 3).data.tolist()
+        [[0.125, 0.875], [0.0, 1.0]]
+    """
+    if times < 1:
+        raise ValueError(f"a chain needs at least one step, got {times}")
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+
+    def compose(x, y):
+        if not step:
+            return prod_op(x, y)
+        return _compose(sum_op, prod_op, x, y, step, drop)
+
+    result = None
+    while True:
+        if times & 1:
+            result = step_factor if result is None else compose(result, step_factor)
+        times >>= 1
+        if not times:
+            return result
+        step_factor = compose(step_factor, step_factor)
+
+
+def sequential_sum_product(sum_op, prod_op, trans, time, step):
+    """Eliminate a Markov chain's time input by a parallel scan (depth ``log2(T)``).
+
+    Pairs of adjacent steps are contracted at once along a halved time input, so the work
+    is ``T`` contractions in ``log2(T)`` batched rounds. When a round has an odd number of
+    steps, the last one is set aside and composed back at the end (at most ``log2(T)`` extra
+    contractions). Unlike funsor 0.4.8 this never builds a ``Cat``, so Gaussian chains of any
+    length, and lazy chains, evaluate exactly.
+
+    Raises:
+        ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
+            ``trans`` lacks (a factor the same at every step needs ``Variable(time, Bint[T])``)
+            or is not ``Bint[T]``.
+
+    Example:
+        >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}).data
+        array([[16., 16.],
+               [16., 16.]])
+    """
+    time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
+    if time not in trans.inputs:
+        return compose_power(sum_op, prod_op, trans, step, duration)
+    return parallel_steps(sum_op, prod_op, trans, time, step)
+
+
+def parallel_steps(sum_op, prod_op, trans, time: str, step: dict):
+    """Compose the steps of ``trans`` along ``time`` by a parallel scan: adjacent pairs at
+    once, ``ceil(log2 T)`` rounds of batched contraction terms (Algorithm 1 of Appendix A).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((5, 2, 2)), {"t": fc.Bint[5], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> parallel_steps(ops.add, ops.mul, t, "t", {"x": "y"}).data.tolist()
+        [[16.0, 16.0], [16.0, 16.0]]
+    """
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+    duration = trans.inputs[time].size
+    proto = _prototype_array(trans)
+    # Segments peeled off odd rounds, latest in time first; each covers the steps right
+    # after the segments still in ``trans`` and right before the previously peeled one.
+    tails = []
+    while duration > 1:
+        if duration % 2:
+            tails.append(trans(**{time: duration - 1}))
+            trans = trans(**{time: _steps(proto, time, 0, duration - 1, 1, duration)})
+            duration -= 1
+        x = trans(**{time: _steps(proto, time, 0, duration, 2, duration)})
+        y = trans(**{time: _steps(proto, time, 1, duration, 2, duration)})
+        trans = _compose(sum_op, prod_op, x, y, step, drop)
+        duration //= 2
+    result = trans(**{time: 0})
+    for tail in reversed(tails):
+        result = _compose(sum_op, prod_op, result, tail, step, drop)
+    return result
+
+
+def _fresh(name: str, taken) -> str:
+    while name in taken:
+        name += "_"
+    return name
+
+
+def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segments=None):
+    """Eliminate a Markov chain's time input by serial scans in segments, then a parallel scan.
+
+    The ``T`` steps are cut into ``num_segments`` segments of ``T // num_segments`` steps.
+    Each segment is composed step by step (all segments at once, batched along a new input),
+    then the segment results are composed by :func:`sequential_sum_product`; the steps left
+    over when ``num_segments`` does not divide ``T`` are composed at the end. The result
+    equals :func:`sequential_sum_product`'s; only the schedule (depth against batch size)
+    differs.
+
+    Args:
+        trans, time, step: as in :func:`sequential_sum_product`.
+        num_segments: number of segments; ``None`` (or ``>= T``) is a fully parallel scan,
+            1 a fully serial one.
+
+    Raises:
+        ValueError: ``num_segments < 1``, or a name of ``step`` is not an input of ``trans``.
+
+    Example:
+        >>> from funsor_core.sum_product import mixed_sequential_sum_product
+        >>> t = fc.Tensor(np.ones((6, 2, 2)), {"t": fc.Bint[6], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> mixed_sequential_sum_product(ops.add, ops.mul, t, "t", {"x": "y"}, 3).data
+        array([[32., 32.],
+               [32., 32.]])
+    """
+    time, step, steps = _chain_args(trans, time, step, sum_op, prod_op)
+    if time not in trans.inputs:
+        return compose_power(sum_op, prod_op, trans, step, steps)
+    duration = trans.inputs[time].size
+    num_segments = duration if num_segments is None else int(num_segments)
+    if num_segments < 1:
+        raise ValueError(f"mixed_sequential_sum_product: num_segments must be at least 1, got "
+                         f"{num_segments} (for the {duration} steps of '{time}')")
+    if num_segments >= duration:
+        return sequential_sum_product(sum_op, prod_op, trans, time, step)
+    if num_segments == 1:
+        return naive_sequential_sum_product(sum_op, prod_op, trans, time, step)
+    length = duration // num_segments
+    covered = num_segments * length
+    segment = _fresh(f"{time}__segment", trans.inputs)
+    proto = _prototype_array(trans)
+    drop = {curr: f"_drop_{curr}" for curr in step.values()}
+    # Step j of every segment at once: times j, j + length, j + 2 * length, ...
+    result = trans(**{time: _steps(proto, segment, 0, covered, length, duration)})
+    for j in range(1, length):
+        nxt = trans(**{time: _steps(proto, segment, j, covered, length, duration)})
+        result = _compose(sum_op, prod_op, result, nxt, step, drop)
+    result = sequential_sum_product(sum_op, prod_op, result, segment, step)
+    for t in range(covered, duration):
+        result = _compose(sum_op, prod_op, result, trans(**{time: t}), step, drop)
+    return result
+
+
+# Lagged names: "_PREV_" * k + name is ``name`` k steps before the factor's own time.
+_LAG = "_PREV_"
+
+
+def _lag_of(name: str) -> int:
+    k = 0
+    while name.startswith(_LAG, k * len(_LAG)):
+        k += 1
+    return k
+
+
+def _shift(name: str, k: int) -> str:
+    # Move a name k steps further into the past (k < 0: towards the present).
+    if k >= 0:
+        return _LAG * k + name
+    assert _lag_of(name) >= -k, (name, k)
+    return name[-k * len(_LAG):]
+
+
+def _lag_setup(sum_op, prod_op, trans, time, global_vars):
+    # The chain's local names (all but time and globals), its largest lag, and its state names
+    # (lag 0). A lagged name whose present-time name is not an input would never be summed.
+    time = _time_name(time)
+    _check_duration(trans, time, "Sarkka-Bilmes product")
+    check_distributes(sum_op, prod_op, (trans,), "a Sarkka-Bilmes product")
+    global_vars = frozenset(global_vars) | {time}
+    local = [n for n in trans.inputs if n not in global_vars]
+    states = [n for n in local if _lag_of(n) == 0]
+    orphans = sorted(n for n in local if _shift(n, -_lag_of(n)) not in trans.inputs)
+    if orphans:
+        raise ValueError(
+            f"Sarkka-Bilmes product over '{time}': lagged inputs {orphans} have no present-time "
+            f"input (e.g. '{_shift(orphans[0], -_lag_of(orphans[0]))}') in {list(trans.inputs)};"
+            " list such names in global_vars if they are not states of the chain")
+    max_lag = max((_lag_of(n) for n in local), default=0)
+    return time, local, states, max_lag
+
+
+def _shifted(trans, time, t, k, local):
+    # trans at time t (an int or an index funsor), with every local name moved k steps back.
+    renames = {n: _shift(n, k) for n in local} if k else {}
+    return trans(**{time: t}, **renames)
+
+
+def _is_state(name, states) -> bool:
+    # Whether ``name`` is a state of the chain at some lag (not time, not a global name).
+    return _shift(name, -_lag_of(name)) in states
+
+
+def _to_present(f, k, states):
+    # Rename lagged names k steps towards the present, leaving lag-0 names (final states).
+    renames = {n: _shift(n, -k) for n in f.inputs if _lag_of(n) > 0 and _is_state(n, states)}
+    return f(**renames) if renames and k else f
+
+
+def _fold_back(sum_op, prod_op, trans, time, first, stop, result, states, local):
+    # Multiply trans(stop-1), ..., trans(first) into ``result`` from the latest back, labelling
+    # names by their lag before time ``stop`` and summing each state once no earlier factor
+    # can use it: x_t is used by factors at times >= t only.
+    for t in range(stop - 1, first - 1, -1):
+        k = stop - t
+        result = prod_op(_shifted(trans, time, t, k, local), result)
+        done = frozenset(_shift(n, k) for n in states).intersection(result.inputs)
+        if done:
+            result = result.reduce(sum_op, done)
+    return result
+
+
+def naive_sarkka_bilmes_product(sum_op, prod_op, trans, time_var, global_vars=frozenset()):
+    """Eliminate the time input of a chain with lagged inputs, one step at a time.
+
+    ``trans`` at time ``t`` has inputs ``name`` (the state at ``t``), ``"_PREV_" * k + name``
+    (the state at ``t - k``), ``time`` and the names in ``global_vars`` (shared by all steps).
+    The result keeps the final states (lag 0, at time ``T - 1``) and the initial states before
+    time 0 (``"_PREV_" * k + name`` is the state at time ``-k``); the states at times
+    ``0 .. T-2`` are summed out. Without lags the steps are simply multiplied. A reference for
+    :func:`sarkka_bilmes_product`.
+
+    Raises:
+        ValueError: a lagged input has no present-time input.
+
+    Example:
+        >>> from funsor_core.sum_product import naive_sarkka_bilmes_product
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"time": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "_PREV_x": fc.Bint[2]})
+        >>> r = naive_sarkka_bilmes_product(ops.add, ops.mul, t, "time")
+        >>> sorted(r.inputs), r.data.tolist()
+        (['_PREV_x', 'x'], [[4.0, 4.0], [4.0, 4.0]])
+    """
+    time, local, states, max_lag = _lag_setup(sum_op, prod_op, trans, time_var, global_vars)
+    if time not in trans.inputs:
+        return trans
+    if max_lag == 0:
+        return trans.reduce(prod_op, time)
+    duration = trans.inputs[time].size
+    last = trans(**{time: duration - 1})
+    result = _fold_back(sum_op, prod_op, trans, time, 0, duration - 1, last, states, local)
+    # Names were labelled by their lag before time T-1; relabel them before time 0.
+    return _to_present(result, duration - 1, frozenset(states))
+
+
+def sarkka_bilmes_product(sum_op, prod_op, trans, time_var, global_vars=frozenset(),
+                          num_periods=1):
+    """Eliminate the time input of a chain with lagged inputs by a parallel scan.
+
+    Same result as :func:`naive_sarkka_bilmes_product`. With largest lag ``L``, the steps are
+    grouped in blocks of ``L``: block ``b`` depends only on the states of block ``b - 1``, so
+    the blocks form a first-order chain whose state is ``L`` consecutive states, eliminated by
+    :func:`mixed_sequential_sum_product` (``num_periods`` blocks per serial segment). funsor
+    0.4.8 uses blocks of the least common multiple of the lags; ``L`` gives the same result
+    with a smaller block state.
+
+    Raises:
+        ValueError: a lagged input has no present-time input.
+
+    Example:
+        >>> from funsor_core.sum_product import sarkka_bilmes_product
+        >>> t = fc.Tensor(np.ones((5, 2, 2)), {"time": fc.Bint[5], "x": fc.Bint[2],
+        ...                                    "_PREV__PREV_x": fc.Bint[2]})
+        >>> r = sarkka_bilmes_product(ops.add, ops.mul, t, "time")
+        >>> sorted(r.inputs), float(r.data.sum())  # 2**4 paths x_0..x_3, 2**3 kept states
+        (['_PREV__PREV_x', '_PREV_x', 'x'], 128.0)
+    """
+    time, local, states, max_lag = _lag_setup(sum_op, prod_op, trans, time_var, global_vars)
+    if time not in trans.inputs:
+        return trans
+    if max_lag == 0:
+        return trans.reduce(prod_op, time)
+    duration = trans.inputs[time].size
+    if duration <= max_lag:
+        return naive_sarkka_bilmes_product(sum_op, prod_op, trans, time, global_vars)
+    states = frozenset(states)
+    proto = _prototype_array(trans)
+    head = duration % max_lag
+    if head:
+        # Scan the last T - head steps (a whole number of blocks), then fold the first few
+        # steps in one at a time; the scan's lag-k names are the states at time head - k.
+        tail = trans(**{time: _steps(proto, time, head, duration, 1, duration)})
+        result = sarkka_bilmes_product(sum_op, prod_op, tail, time, global_vars, num_periods)
+        result = _fold_back(sum_op, prod_op, trans, time, 0, head, result, states, local)
+        return _to_present(result, head, states)
+    result = _block_scan(sum_op, prod_op, trans, time, local, states, max_lag, proto,
+                         num_periods)
+    # Keep only the last state; the other states of the last block are summed out.
+    ends = frozenset(_shift(n, k) for n in states for k in range(1, max_lag))
+    result = result.reduce(sum_op, ends.intersection(result.inputs))
+    return _to_present(result, max_lag - 1, states)
+
+
+def _block_scan(sum_op, prod_op, trans, time, local, states, max_lag, proto, num_periods):
+    # Block b covers times bL .. bL+L-1; names are labelled by their lag before its last time,
+    # so lags 0..L-1 are the block's states and lags L..2L-1 the previous block's.
+    duration = trans.inputs[time].size
+    blocks = duration // max_lag
+    parts = [_shifted(trans, time, _steps(proto, time, j, duration, max_lag, duration),
+                      max_lag - 1 - j, local) for j in range(max_lag)]
+    block = parts[0]
+    for part in parts[1:]:
+        block = prod_op(block, part)
+    curr = [n for n in block.inputs if _is_state(n, states) and _lag_of(n) < max_lag]
+    step = {_shift(n, max_lag): n for n in curr if _shift(n, max_lag) in block.inputs}
+    if blocks == 1:
+        return block(**{time: 0})
+    # A block state that the next block never reads is summed inside its block, except in
+    # the last block, whose states are the result's final states.
+    unread = frozenset(n for n in curr if n not in step.values())
+    body = block(**{time: _steps(proto, time, 0, blocks - 1, 1, blocks)})
+    if unread:
+        body = body.reduce(sum_op, unread)
+    segments = max(1, (blocks - 1) // max(1, num_periods))
+    result = mixed_sequential_sum_product(sum_op, prod_op, body, time, step, segments)
+    drop = {c: f"_drop_{c}" for c in step.values()}
+    return _compose(sum_op, prod_op, result, block(**{time: blocks - 1}), step, drop)

@@ -1,0 +1,89 @@
+"""The fused moment-matching steps of ``windowed_filter`` as one ``lax.scan`` on jax.
+
+``filtering_fused`` runs the steps of a filter whose every step is the same moment-matching
+collapse as array programs. On jax a Python loop over them would be traced step by step
+under ``jax.jit`` (a program that grows with the chain: tens of seconds to compile a hundred
+steps) and dispatched op by op eagerly. Once the steps repeat with the filter's period (the
+same layouts every ``period`` steps), the rest of the chain is one ``lax.scan`` over blocks
+of ``period`` steps, compiled once per structure and cached: the step atoms' arrays are its
+arguments (never baked in), the message is the carry.
+
+Eagerly, the rank tests inside the compiled loop are the traced ones (a component without
+moments gives an infinite constant, no error); so where the result is not finite the caller
+runs the steps again in Python, which raises the error naming the coordinates, as the term
+fold does. (``tests/algorithms/filter/test_fused.py`` runs it against the numpy filter, eagerly and
+under ``jax.jit``; its steps need a filter's plans, too long for an example here.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["scan_steps"]
+
+_COMPILED: dict = {}
+_MAX_COMPILED = 64
+
+
+def _plan_key(plan) -> tuple:
+    return (plan.gaussians, plan.kshape, plan.n, plan.rank, plan.dim, plan.index,
+            plan.dense, plan.dense_full, plan.g_ikey, plan.t_ikey)
+
+
+def _split(step) -> tuple[tuple, tuple]:
+    """A step's structure (hashable) and its arrays (a pytree)."""
+    static = (_plan_key(step.plan),
+              tuple(None if g is None else g[2] for g in step.gaussians),
+              step.msg_weights, step.timed_weights is None, step.static_weights is None,
+              None if step.gram is None else step.gram[1])
+    arrays = (tuple(None if g is None else (g[0], g[1]) for g in step.gaussians),
+              step.timed_weights, step.static_weights,
+              None if step.gram is None else step.gram[0])
+    return static, arrays
+
+
+def _compiled(statics: tuple, cycle: tuple, blocks: int):
+    key = (statics, blocks)
+    fn = _COMPILED.get(key)
+    if fn is not None:
+        return fn
+    import jax
+    import jax.numpy as jnp
+
+    kinds = [(type(step), step.plan, step.msg_weights,
+              tuple(None if g is None else g[2] for g in step.gaussians),
+              None if step.gram is None else step.gram[1]) for step in cycle]
+
+    def run(carry, arrays, t0):
+        steps = [kind(plan, tuple(None if a is None else (a[0], a[1], timed)
+                                  for a, timed in zip(gs, flags)), weights, tw, sw,
+                      None if gram_timed is None else (gram, gram_timed))
+                 for (kind, plan, weights, flags, gram_timed), (gs, tw, sw, gram)
+                 in zip(kinds, arrays)]
+        state_type = cycle[0].state_type
+
+        def body(carry, i):
+            state = state_type(None, None, *carry)
+            t = t0 + i * len(steps)
+            for k, step in enumerate(steps):
+                state = step(state, t + k)
+            return (state.white_vec, state.prec_sqrt, state.log_const), None
+
+        carry, _ = jax.lax.scan(body, carry, jnp.arange(blocks))
+        return carry
+
+    if len(_COMPILED) >= _MAX_COMPILED:
+        _COMPILED.clear()
+    fn = _COMPILED[key] = jax.jit(run)
+    return fn
+
+
+def scan_steps(state, t: int, blocks: int, cycle: tuple) -> Any:
+    """The message after ``blocks * len(cycle)`` steps from step ``t``, the steps of each
+    block being ``cycle`` (``filtering_fused`` steps), run by a compiled ``lax.scan``.
+
+    Returns the new ``(white_vec, prec_sqrt, log_const)``.
+    """
+    statics, arrays = zip(*(_split(step) for step in cycle))
+    fn = _compiled(tuple(statics), cycle, blocks)
+    return fn((state.white_vec, state.prec_sqrt, state.log_const), tuple(arrays), t)

@@ -1,0 +1,1 @@
+"""Variational objectives: evidence lower bounds (``elbo``)."""

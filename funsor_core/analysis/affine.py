@@ -1,0 +1,342 @@
+"""Recognise affine functions of real inputs: structurally, then extract by probing.
+
+A funsor ``v`` of real inputs ``y_1, ..., y_k`` (and any Bint inputs) is affine when
+``v(y) = b + sum_j y_j @ B_j`` (all flattened). Whether it is affine is decided from the
+term's STRUCTURE (``is_affine``): Variables, constants (anything free of real inputs), sums
+and differences of affine terms, products with and divisions by constants, matrix products
+with a constant, einsums with one non-constant operand, negation, indexing, reshaping and sums
+over output dims of an affine term.
+Only once structure says affine are ``b`` and the ``B_j`` read off by evaluation: ``v`` at
+``y = 0`` gives ``b``, and at the unit vectors of each ``y_j`` (all at once, along a fresh
+Bint input) the rows of ``B_j``. Structure never depends on values, so the answer is the same
+eagerly and under ``jax.jit`` (where a numeric test of affinity would read traced values).
+funsor 0.4.8's ``is_affine`` is structural in the same spirit.
+
+``extract_affine`` answers in funsor's form: a coefficient per input with the einsum equation
+that applies it. ``extract_affine_flat`` gives the same coefficients flattened to matrices,
+the form the Gaussian and Delta rules use.
+
+Example:
+    >>> y = fc.Variable("y", fc.Reals[2])
+    >>> a = fc.Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> const, coeffs = extract_affine(y @ a + 1.0)
+    >>> coeff, eqn = coeffs["y"]
+    >>> const.data, coeff.data, eqn
+    (array([1., 1.]), array([[1., 2.],
+           [3., 4.]]), 'ab,a->b')
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor, align_tensor, backend_of
+from funsor_core.atoms.tensor_idioms import Einsum, Getitem
+from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_module
+from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Unary, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Cat, Lambda, Stack
+from funsor_core.terms.traversal import fresh_name
+
+__all__ = ["extract_affine", "extract_affine_flat", "is_affine", "polynomial_degree"]
+
+# Unary ops that are linear in their argument (indexing, reshaping, sums over output dims).
+LINEAR_UNARY_OPS = frozenset({"neg", "getitem", "reshape", "transpose", "permute", "expand",
+                              "sum", "mean", "diagonal", "cat", "stack"})
+
+
+def _as_tensor(x, proto) -> Tensor | None:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, Number) and x.dtype == "real":
+        return Tensor.make(ops.new_full(proto, (), float(x.data)), {})
+    return None
+
+
+def _zeros_for(domain, proto):
+    return Tensor.make(ops.new_zeros(proto, domain.shape), {})
+
+
+def extract_affine(value: Funsor):
+    """``(const, coeffs)`` with ``value == const + sum_j Einsum(eqn_j, coeff_j, y_j)``, funsor's
+    form, or ``None`` when ``value`` is not (structurally) affine in all its real inputs.
+
+    ``const`` is a Tensor over the Bint inputs with ``value``'s output; ``coeffs`` maps each
+    real input ``y_j`` (in input order) to ``(coeff_j, eqn_j)``: a Tensor over Bint inputs of
+    output shape ``y_j.shape + value.shape``, and the einsum equation contracting it with
+    ``y_j``. (funsor 0.4.8 also answers for functions affine in only some of their real
+    inputs; here those give ``None``.)
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2, 3])
+        >>> const, coeffs = extract_affine(2.0 * x.sum() + 1.0)
+        >>> float(const.data), coeffs["x"][0].output, coeffs["x"][1]
+        (1.0, Reals[2, 3], 'ab,ab->')
+    """
+    found = extract_affine_flat(value)
+    if found is None:
+        return None
+    const, flat = found
+    out_shape = value.output.shape
+    coeffs = {}
+    for name, coeff in flat.items():
+        in_shape = value.inputs[name].shape
+        batch = tuple(coeff.data.shape[: len(coeff.data.shape) - 2])
+        data = ops.reshape(coeff.data, batch + in_shape + out_shape)
+        letters = "".join(_LETTERS[i] for i in range(len(in_shape) + len(out_shape)))
+        eqn = f"{letters},{letters[: len(in_shape)]}->{letters[len(in_shape):]}"
+        coeffs[name] = Tensor.make(data, dict(coeff.inputs)), eqn
+    return const, coeffs
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def extract_affine_flat(value: Funsor, host_if_constant: bool = False, proto=None):
+    """``(const, coeffs)`` with ``value == const + sum_j y_j.flat @ coeffs[y_j]``, or ``None``.
+
+    ``const`` is a Tensor over the Bint inputs of ``value`` with ``value``'s output;
+    ``coeffs[name]`` a Tensor over Bint inputs with output ``Reals[m_j, n]`` (``m_j``: size of
+    the real input ``y_j``, ``n``: size of the output). Returns ``None`` when ``value`` does not
+    evaluate to Tensors under the active interpretation, or is not affine.
+
+    With ``host_if_constant``, a value holding no arrays (only Numbers and Variables, such as
+    ``2.0 * y + 1.0``) is probed with numpy arrays, so its coefficients stay concrete under
+    ``jax.jit`` and a caller may read them (e.g. to check invertibility); otherwise the
+    probes use the arrays' (or the active) backend. ``proto`` (an array) gives the backend and
+    dtype of the probes of a value holding no arrays, so that ``0.5 * y`` substituted into a
+    float32 term stays float32 (a Number has no dtype of its own).
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> extract_affine_flat(x * x) is None
+        True
+        >>> float(extract_affine_flat(3.0 * x)[1]["x"].data[0, 0])
+        3.0
+    """
+    if value.output.dtype != "real" or not is_affine(value):
+        return None
+    real = {k: d for k, d in value.inputs.items() if d.dtype == "real"}
+    proto = (backend_of(value) if not isinstance(value, Funsor)
+             else _proto(value, host_if_constant, proto))
+    zeros = {k: _zeros_for(d, proto) for k, d in real.items()}
+    const = _as_tensor(value(**zeros), proto)
+    if const is None:
+        return None
+    n = value.output.num_elements
+    batch = {k: d for k, d in value.inputs.items() if d.dtype != "real"}
+    const_inputs = dict(batch)
+    coeffs = {}
+    avoid = set(value.inputs)
+    for name, domain in real.items():
+        m = domain.num_elements
+        probe = fresh_name("_probe", avoid)
+        eye = ops.reshape(ops.new_eye(proto, m), (m,) + domain.shape)
+        subs = dict(zeros)
+        subs[name] = Tensor.make(eye, {probe: Bint[m]})
+        column = _as_tensor(value(**subs), proto)
+        if column is None:
+            return None
+        column = column - const
+        if not isinstance(column, Tensor):
+            return None
+        order = {**{k: d for k, d in batch.items() if k in column.inputs}, probe: Bint[m]}
+        data = align_tensor(order, column, expand=True)
+        shape = tuple(data.shape[: len(order) - 1]) + (m, n)
+        coeffs[name] = Tensor.make(ops.reshape(data, shape),
+                                   {k: d for k, d in order.items() if k != probe})
+    const_data = align_tensor(const_inputs, const, expand=False) if const.inputs else const.data
+    const_inputs = {k: d for k, d in const_inputs.items() if k in const.inputs}
+    const = Tensor.make(const_data if const.inputs else const.data, const_inputs)
+    return const, coeffs
+
+
+def is_affine(value: Funsor) -> bool:
+    """Whether ``value`` is, by its structure, an affine function of its real inputs.
+
+    Decided from the term alone, never from values (so the same under ``jax.jit``). A term
+    free of real inputs is a constant; a real Variable is affine; see the module docstring
+    for the rest. Anything else (``exp``, a product of two affine terms, an unevaluated
+    substitution) is not, even where it happens to be affine numerically.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2])
+        >>> is_affine(2.0 * x + 1.0), is_affine(x.exp()), is_affine(x * x)
+        (True, False, False)
+    """
+    if value.output.dtype != "real":
+        return False
+    known: dict = {}  # id(term) -> bool; an explicit stack, so long sums hit no recursion limit
+    stack = [(value, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in known:
+            continue
+        if _is_constant(node) or type(node) is Variable:
+            known[id(node)] = True
+        elif ready:
+            known[id(node)] = _affine_node(node, known)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in _parts(node) if id(k) not in known)
+    return known[id(value)]
+
+
+def _is_constant(term: Funsor) -> bool:
+    return not any(d.dtype == "real" for d in term.inputs.values())
+
+
+def _parts(node) -> tuple:
+    if isinstance(node, (Unary, Reduce, Align)):
+        return (node.arg,)
+    if isinstance(node, Lambda):  # a Bint input read as an output dim: linear in the body
+        return (node.expr,)
+    if isinstance(node, Binary):
+        return (node.lhs, node.rhs)
+    if isinstance(node, Contraction):
+        return node.terms
+    if isinstance(node, (Stack, Cat)):
+        return tuple(node.parts)
+    if isinstance(node, Einsum):
+        return node.operands
+    if isinstance(node, Getitem):
+        return (node.arg,)
+    return ()
+
+
+def _affine_node(node, known: dict) -> bool:
+    """One structural step, the parts' answers being in ``known``."""
+    def aff(t):
+        return known.get(id(t), False)
+
+    if isinstance(node, Unary):
+        return node.op.name in LINEAR_UNARY_OPS and aff(node.arg)
+    if isinstance(node, Binary):
+        return _affine_product(node.op, (node.lhs, node.rhs), aff)
+    if isinstance(node, Contraction):
+        reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
+        if node.reduced_vars & reals:
+            return False  # a max or integral over a real variable is not affine
+        if node.red_op not in (None, ops.add):
+            return False
+        return _affine_product(node.bin_op, node.terms, aff)
+    if isinstance(node, Reduce):
+        return (node.op is ops.add and aff(node.arg)
+                and not any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
+                            if v in node.arg.inputs))
+    if isinstance(node, (Stack, Cat, Align, Lambda)):
+        return all(aff(p) for p in _parts(node))
+    if isinstance(node, Getitem):  # a gather of entries by a Bint index: linear in the arg
+        return aff(node.arg) and _is_constant(node.index)
+    if isinstance(node, Einsum):  # linear in each operand: one may vary, the rest constant
+        return _affine_product(ops.mul, node.operands, aff)
+    return False
+
+
+def _affine_product(op, terms, aff) -> bool:
+    """``terms`` combined by ``op``: add/sub of affine terms, or mul/div/matmul with at most
+    one non-constant factor (for div and matmul: a constant divisor / matrix)."""
+    if op is None:
+        return len(terms) == 1 and aff(terms[0])
+    variable = [t for t in terms if not _is_constant(t)]
+    if op is ops.add or op is ops.sub:
+        return all(aff(t) for t in variable)
+    if op is ops.mul or op is ops.matmul:
+        return len(variable) == 1 and aff(variable[0])
+    if op is ops.truediv:
+        return len(terms) == 2 and _is_constant(terms[1]) and aff(terms[0])
+    return False
+
+
+def _proto(value: Funsor, host: bool = False, default=None):
+    from funsor_core.terms.traversal import children
+
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        for attr in ("data", "white_vec"):
+            data = getattr(node, attr, None)
+            if data is not None and hasattr(data, "shape"):
+                return data
+        stack.extend(children(node))
+    if default is not None and not host:
+        return ops.new_zeros(default, ())
+    return backend_module("numpy" if host else None).asarray(0.0, "real")
+
+
+def polynomial_degree(value: Funsor) -> int | None:
+    """The degree of ``value`` as a polynomial in its real inputs, decided from its structure
+    (never from values, so the same under ``jax.jit``), or None when it is not (structurally)
+    a polynomial.
+
+    Terms free of real inputs have degree 0 and real Variables degree 1; sums take the
+    largest degree, products (``*``, ``@``, einsum) add degrees, ``** k`` for an integer
+    ``k >= 0`` multiplies it, and linear operations (negation, indexing, reshaping, sums over
+    output or Bint dims, division by a constant) keep it.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Reals[2])
+        >>> a = fc.Tensor(np.eye(2))
+        >>> polynomial_degree(x @ a @ x), polynomial_degree((x * x).sum() + 1.0)
+        (2, 2)
+        >>> polynomial_degree(x.exp().sum()) is None
+        True
+    """
+    known: dict = {}  # id(term) -> degree or None; an explicit stack (no recursion limit)
+    stack = [(value, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in known:
+            continue
+        if _is_constant(node):
+            known[id(node)] = 0
+        elif type(node) is Variable:
+            known[id(node)] = 1
+        elif ready:
+            known[id(node)] = _degree_node(node, known)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in _parts(node) if id(k) not in known)
+    return known[id(value)]
+
+
+def _degree_node(node, known: dict) -> int | None:
+    parts = [known.get(id(p)) for p in _parts(node)]
+    if not parts or any(p is None for p in parts):
+        return None
+    if isinstance(node, Unary):
+        return parts[0] if node.op.name in LINEAR_UNARY_OPS else None
+    if isinstance(node, Binary):
+        return _degree_op(node.op, (node.lhs, node.rhs), parts)
+    if isinstance(node, Contraction):
+        reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
+        if node.reduced_vars & reals or node.red_op not in (None, ops.add):
+            return None  # a max or an integral over a real variable is no polynomial
+        return _degree_op(node.bin_op, node.terms, parts)
+    if isinstance(node, Reduce):
+        over_real = any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
+                        if v in node.arg.inputs)
+        return parts[0] if node.op is ops.add and not over_real else None
+    if isinstance(node, (Stack, Cat, Align, Lambda)):
+        return max(parts)
+    if isinstance(node, Getitem):
+        return parts[0] if _is_constant(node.index) else None
+    if isinstance(node, Einsum):
+        return sum(parts)
+    return None
+
+
+def _degree_op(op, terms, parts) -> int | None:
+    if op is None:
+        return parts[0] if len(parts) == 1 else None
+    if op is ops.add or op is ops.sub:
+        return max(parts)
+    if op is ops.mul or op is ops.matmul:
+        return sum(parts)
+    if op is ops.truediv:
+        return parts[0] if len(parts) == 2 and parts[1] == 0 else None
+    if op is ops.pow and len(terms) == 2 and isinstance(terms[1], Number):
+        k = terms[1].data
+        if float(k) == int(k) and int(k) >= 0:
+            return parts[0] * int(k)
+    return None

@@ -1,0 +1,1 @@
+"""Conversion between funsors and arrays (``data``: ``to_data``, ``to_funsor``, ``@function``)."""

@@ -1,0 +1,324 @@
+"""Conversion between funsors and arrays, and ``@function``.
+
+Example:
+    >>> f = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> fc.to_data(f, name_to_dim={"j": -2, "i": -1}).shape
+    (3, 2)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor, is_array
+from funsor_core.domains import Bint, Domain
+from funsor_core.engine.backend import backend_module
+from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.terms.base import (
+    TERM_HOOKS,
+    DomainError,
+    Funsor,
+    Number,
+    Variable,
+    register_term_hook,
+)
+from funsor_core.terms.product import ProductDomain, Tuple
+from funsor_core.terms.reshaping import Function, Stack
+from funsor_core.terms.traversal import children
+
+__all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
+
+
+class LazyTermError(NotImplementedError, ValueError):
+    """A number was demanded from a term that is still lazy (a ``ValueError`` too, which is
+    what funsor raises for ``to_data`` of a term with free variables)."""
+
+
+class NoDataError(LazyTermError, AttributeError):
+    """``.data`` of a term that is not a Tensor or Number (an AttributeError too, so that
+    ``getattr(term, "data", default)`` still works)."""
+
+
+_NOT_A_NUMBER = (
+    "{where} needs a number, but this {cls} is a function of its free inputs {inputs}: "
+    "substitute values for them or reduce them first, e.g. .reduce(ops.logaddexp, {names})."
+)
+
+
+_LAZY = (
+    "{where} needs a number, but this term is still lazy:\n  {term}\n"
+    "No rule of the active interpretations matches ({pattern}). Active interpretations: "
+    "{chain}.{hint}"
+)
+
+
+def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTermError:
+    if type(expr)._atom:  # a Gaussian, Delta or Variable: evaluated, but not a number
+        names = sorted(expr.inputs)
+        return cls(_NOT_A_NUMBER.format(where=where, cls=type(expr).__name__,
+                                        inputs=dict(expr.inputs), names=names))
+    culprit = _innermost_lazy(expr)
+    pattern = ", ".join([type(culprit).__name__] + [
+        type(a).__name__ for a in culprit._args if isinstance(a, Funsor)])
+    hint = ""
+    if any(d.dtype == "real" for d in expr.inputs.values()):
+        real = sorted(k for k, d in expr.inputs.items() if d.dtype == "real")
+        hint = (f"\nIts free real inputs {real} have no value: substitute values for them or "
+                "integrate them out.")
+    elif expr.inputs:
+        hint = f"\nIts free inputs are {dict(expr.inputs)}."
+    return cls(_LAZY.format(where=where, term=repr(culprit), pattern=pattern,
+                                      chain=" -> ".join(get_interpretation().chain()), hint=hint))
+
+
+def _innermost_lazy(expr: Funsor) -> Funsor:
+    # Walk down while some child is itself a non-atom: the deepest such term is the one whose
+    # pattern had no rule. A child with inputs its parent lacks is lazy only because the parent
+    # binds them (an Integrate or Reduce over a free variable): the parent is the culprit.
+    node = expr
+    while True:
+        lazy_kids = [c for c in children(node) if not type(c)._atom
+                     and c.inputs.keys() <= node.inputs.keys()]
+        if not lazy_kids:
+            return node
+        node = lazy_kids[0]
+
+
+def to_data(x: Any, name_to_dim: dict | None = None):
+    """The array (or number) of a Tensor or Number.
+
+    Args:
+        x: a funsor with no inputs, or a Tensor whose inputs are all named in ``name_to_dim``.
+        name_to_dim: maps input names to negative batch dims of the result.
+
+    Raises:
+        LazyTermError: if ``x`` is a lazy term (names the pattern that had no rule).
+
+    Example:
+        >>> fc.to_data(fc.Number(2.0))
+        2.0
+    """
+    if not isinstance(x, Funsor):
+        return x
+    if isinstance(x, Number):
+        return x.data
+    if type(x) is Stack and all(type(p) is Number for p in x.parts):
+        # A Stack of Numbers stays a Stack under exact; it converts as its Tensor does.
+        x = Tensor(x.data, dict(x.inputs), x.dtype)
+    if not isinstance(x, Tensor):
+        if hasattr(x, "to_data"):
+            return x.to_data(name_to_dim)
+        raise _lazy_error(x, "to_data()")
+    if not x.inputs:
+        return x.data
+    if name_to_dim is None:
+        raise ValueError(f"to_data() of a Tensor with inputs {dict(x.inputs)} needs name_to_dim, "
+                         "e.g. name_to_dim={'i': -1}")
+    missing = set(x.inputs) - set(name_to_dim)
+    if missing:
+        raise ValueError(f"name_to_dim lacks inputs {sorted(missing)} of {dict(x.inputs)}")
+    batch_ndim = max(-d for d in name_to_dim.values())
+    order = sorted(x.inputs, key=lambda n: name_to_dim[n])
+    data = x.align(tuple(order)).data
+    shape = [1] * batch_ndim
+    for n in order:
+        shape[batch_ndim + name_to_dim[n]] = x.inputs[n].dtype
+    return ops.reshape(data, tuple(shape) + x.shape)
+
+
+def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | None = None):
+    """Convert an array (or nested list) into a Tensor; see ``to_funsor``.
+
+    Objects that are not arrays are first offered to the ``object_to_funsor`` hook, where
+    one is installed (``funsor_core.distribution`` converts ``torch.distributions`` objects).
+    """
+    if not is_array(x):
+        convert = TERM_HOOKS.get("object_to_funsor")
+        result = None if convert is None else convert(x, output, dim_to_name)
+        if result is not None:
+            return result
+        x = backend_module().asarray(x)
+    dtype = "real" if output is None else output.dtype
+    if output is None:
+        dtype = "real"
+    out_shape = () if output is None else output.shape
+    if dim_to_name is None:
+        if output is not None and tuple(x.shape) != out_shape:
+            raise DomainError(f"an array of shape {tuple(x.shape)} cannot have output {output} "
+                              "without dim_to_name naming its batch dims")
+        return Tensor(x, (), dtype)
+    batch_shape = tuple(x.shape[: len(x.shape) - len(out_shape)])
+    if tuple(x.shape[len(batch_shape):]) != out_shape:
+        raise DomainError(
+            f"array shape {tuple(x.shape)} does not end with output shape {out_shape}")
+    nb = len(batch_shape)
+    names = []
+    keep = []
+    for i, size in enumerate(batch_shape):
+        name = dim_to_name.get(i - nb)
+        if name is None:
+            if size != 1:
+                raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+            continue
+        names.append((name, Bint[size]))
+        keep.append(i)
+    data = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
+    return Tensor(data, tuple(names), dtype)
+
+
+# -- @function ---------------------------------------------------------------------------------
+_NO_HINTS = (
+    "@function without domains reads them from type hints, but {name}() lacks {missing}: "
+    "annotate every argument and the return, e.g. def {name}(x: Reals[3]) -> Real, or give "
+    "the domains, e.g. @function(Reals[3], Real)."
+)
+
+
+def function(*signature) -> Callable | Funsor:
+    """Lift a backend function to a funsor: ``@function(Reals[3, 4], Reals[4, 5], Reals[3, 5])``
+    (input domains, then the output domain), or bare ``@function`` reading the domains from
+    type hints.
+
+    The result is a lazy ``Function`` of one ``Variable`` per argument, named after the
+    function's parameters (``fn.__name__``'s ``x``, ``y``), as in funsor: call it positionally
+    or by name to substitute values. Exact evaluation calls ``fn`` on arrays with the named
+    batch dims on the left (aligned across arguments), so ``fn`` must broadcast over them.
+    An output ``Tuple[Real, Bint[8]]`` (or ``Product[...]``) makes a ``Tuple`` of Functions,
+    one per part, sharing one call of ``fn``.
+
+    Raises:
+        TypeError: a domain is not a domain, a hint is missing, or the arity does not match.
+
+    Example:
+        >>> @fc.function(fc.Reals[2], fc.Real)
+        ... def norm2(x):
+        ...     return (x ** 2).sum(-1)
+        >>> norm2.inputs, norm2(np.array([3.0, 4.0])).item()
+        ({'x': Reals[2]}, 25.0)
+    """
+    if len(signature) == 1 and callable(signature[0]) and not _is_domain(signature[0]):
+        fn = signature[0]
+        hints = typing.get_type_hints(fn)
+        names = tuple(n for n in _param_names(fn) or () if n != "*")
+        missing = [n for n in names if n not in hints] + (
+            ["the return"] if "return" not in hints else [])
+        if missing:
+            raise TypeError(_NO_HINTS.format(name=getattr(fn, "__name__", "fn"),
+                                             missing=missing))
+        return _lift(fn, tuple(hints[n] for n in names), hints["return"], names)
+    if not signature:
+        raise TypeError("@function needs input domains and an output domain, e.g. "
+                        "@function(Reals[2], Real), or type hints with a bare @function")
+    *input_domains, output = signature
+    for d in input_domains:
+        if not isinstance(d, Domain):
+            raise TypeError(f"@function input domains must be domains such as Real or Bint[3], "
+                            f"got {d!r}")
+    return functools.partial(_lift_positional, tuple(input_domains), _as_output(output))
+
+
+def _is_domain(x) -> bool:
+    return isinstance(x, (Domain, ProductDomain)) or typing.get_origin(x) is tuple
+
+
+def _as_output(output):
+    """A Domain, or a ProductDomain for a (nested) ``Tuple[...]``/``Product[...]`` output."""
+    if isinstance(output, (Domain, ProductDomain)):
+        return output
+    if typing.get_origin(output) is tuple or isinstance(output, tuple):
+        parts = typing.get_args(output) if not isinstance(output, tuple) else output
+        return ProductDomain(tuple(_as_output(p) for p in parts))
+    raise TypeError(f"@function's output must be a domain or Tuple[...] of domains, "
+                    f"got {output!r}")
+
+
+def _param_names(fn: Callable) -> tuple | None:
+    """The names of ``fn``'s positional parameters (``None`` for a builtin without a signature,
+    such as ``torch.matmul``; a ``*args`` parameter ends the list with ``"*"``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = tuple(p.name for p in params if p.kind in kinds)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        names += ("*",)
+    return names
+
+
+def _lift_positional(input_domains: tuple, output, fn: Callable):
+    n = len(input_domains)
+    names = _param_names(fn)
+    if names is None or (names and names[-1] == "*" and len(names) - 1 < n):
+        # No signature, or *args: the arguments without a parameter name get one by position.
+        known = () if names is None else names[:-1]
+        names = known + tuple(f"x{i}" for i in range(len(known), n))
+    names = names[:n] if len(names) > n else names
+    return _lift(fn, input_domains, output, names)
+
+
+def _lift(fn: Callable, input_domains: tuple, output, names: tuple) -> Funsor:
+    output = _as_output(output)
+    if len(input_domains) != len(names):
+        raise TypeError(f"{getattr(fn, '__name__', 'fn')}() takes {len(names)} arguments "
+                        f"{list(names)} but {len(input_domains)} input domains were given")
+    args = tuple(Variable(n, d) for n, d in zip(names, input_domains))
+    if isinstance(output, ProductDomain):
+        return _nested(_SharedCall(fn), args, output)
+    return Function(fn, output, args)
+
+
+def _nested(fn: Callable, args: tuple, output) -> Funsor:
+    if not isinstance(output, ProductDomain):
+        return Function(fn, output, args)
+    return Tuple(tuple(_nested(_Part(fn, i), args, part)
+                       for i, part in enumerate(output.__args__)))
+
+
+class _SharedCall:
+    """``fn`` remembering its last call, so that the parts of a tuple-valued function,
+    evaluated one after another on the same arrays, call ``fn`` once (compared by identity:
+    cheap, and never wrong, only sometimes a miss)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "fn")
+        self._last: tuple | None = None
+
+    def __call__(self, *args):
+        last = self._last
+        if last is not None and len(last[0]) == len(args) and all(
+                a is b for a, b in zip(last[0], args)):
+            return last[1]
+        result = self.fn(*args)
+        self._last = (args, result)
+        return result
+
+
+class _Part:
+    """Part ``i`` of the tuple that ``fn`` returns."""
+
+    def __init__(self, fn: Callable, i: int) -> None:
+        self.fn, self.i = fn, i
+        self.__name__ = f"{getattr(fn, '__name__', 'fn')}_{i}"
+
+    def __call__(self, *args):
+        result = self.fn(*args)
+        if not isinstance(result, tuple):
+            raise TypeError(f"{self.__name__[:-len(str(self.i)) - 1]}() has a Tuple output "
+                            f"but returned {type(result).__name__}, not a tuple")
+        return result[self.i]
+
+
+def _data_error(expr: Funsor, where: str) -> LazyTermError:
+    return _lazy_error(expr, where, NoDataError)
+
+
+register_term_hook("to_data", to_data)
+register_term_hook("lazy_error", _data_error)
+register_term_hook("array_to_funsor", array_to_funsor)

@@ -1,0 +1,368 @@
+"""Monte Carlo samples of the atoms: ``sample(term, sampled_vars, sample_inputs, rng_key)``.
+
+A sample of a log density ``f`` over names ``V`` is a funsor ``s`` with the same free inputs
+such that ``Integrate(s, h, V)`` is an unbiased estimate of ``Integrate(f, h, V)`` for any
+``h``: a ``Delta`` at the drawn points plus a log weight. As in funsor 0.4.8:
+
+- ``Tensor``: a categorical draw of its Bint inputs in ``V`` (jointly, from the normalized
+  ``exp f``), batched over its other inputs; the weight is ``logsumexp_V f``, the total mass.
+  On jax (and torch with gradients) the weight carries a DiCE factor
+  ``log p(x) - detach(log p(x))``, zero in value, so gradients are unbiased too.
+- ``Gaussian``: a reparameterized draw of its real inputs in ``V``; the weight is the log
+  normalizer (when others are kept, ``g(x) - log q(x)`` with ``q`` the sampled marginal).
+- ``Gaussian + Tensor`` over Bint names too (a mixture): the Bint names from their marginal,
+  then the real ones given them (``sample_joint``).
+- ``f(y=h(x))``, a substitution of a function of sampled names: ``y`` drawn from ``f``, then
+  the sample's Delta changes variables to ``x`` (with the log-Jacobian).
+- ``Delta``: already a sample; it is returned as it is.
+- A term whose class defines ``sample_self`` samples itself (``funsor_core.distribution``'s
+  families draw their value: reparameterized where the family and backend allow).
+
+``sample_inputs`` (names to ``Bint[n]``) adds independent draws along new batch inputs; the
+estimate is then the mean over them.
+
+``rng_key``: an int seed (any backend), a numpy ``Generator``, a torch ``Generator``, or a jax
+PRNG key (also traced, under ``jax.jit``); None uses the backend's global state.
+
+Example:
+    >>> t = fc.Tensor(np.log(np.array([0.25, 0.75])), {"i": fc.Bint[2]})
+    >>> s = sample(t, "i", {"n": fc.Bint[4]}, rng_key=0)
+    >>> sorted(s.inputs)
+    ['i', 'n']
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import ops
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.algebra import CHECK_RANK, is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.sampling.keys import KeyStream
+from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import reinterpret
+
+__all__ = ["sample", "sample_gaussian", "sample_tensor", "sample_joint", "backend_and_key",
+           "extract_samples"]
+
+_NO_SAMPLER = (
+    "cannot sample {names} from a {cls}: sample() knows Tensor, Gaussian, Gaussian + Tensor "
+    "and Delta. Evaluate the term to one of these first (e.g. under `exact`), or sample its "
+    "factors one at a time."
+)
+
+
+def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funsor:
+    """Draw ``sampled_vars`` from the log density ``term`` (see the module docstring).
+
+    Args:
+        term: a Tensor, Gaussian, Gaussian + Tensor, or Delta (a log density), or a term
+            whose class defines ``sample_self(term, names, sample_inputs, rng_key)`` (the
+            distribution families of ``funsor_core.distribution``).
+        sampled_vars: a name, or a set of names, of inputs of ``term``; others are ignored.
+        sample_inputs: mapping of new names to ``Bint[n]``: independent draws along them.
+        rng_key: an int seed, a numpy or torch ``Generator``, a jax PRNG key, or None.
+
+    Returns:
+        A funsor with ``term``'s inputs and ``sample_inputs``: a Delta over the sampled names
+        plus a log weight; ``term`` itself when no name of ``sampled_vars`` is an input.
+
+    Raises:
+        NotImplementedError: for terms other than the atoms above.
+
+    Example:
+        >>> d = fc.Delta("x", fc.Number(1.0))
+        >>> sample(d, "x") is d
+        True
+    """
+    names = frozenset({sampled_vars} if isinstance(sampled_vars, str) else sampled_vars)
+    names = frozenset(getattr(v, "name", v) for v in names) & term.inputs.keys()
+    if not names:
+        return term
+    sample_inputs = {k: d for k, d in (sample_inputs or {}).items() if k not in term.inputs}
+    if isinstance(term, Delta):
+        return term
+    if isinstance(term, Tensor):
+        return sample_tensor(term, names, sample_inputs, rng_key)
+    if isinstance(term, Gaussian) and all(term.inputs[k].dtype == "real" for k in names):
+        return sample_gaussian(term, names, sample_inputs, rng_key)
+    if is_gaussian_sum(term) and all(term.inputs[k].dtype == "real" for k in names):
+        # g + t with t over Bint inputs only: sample g, keep t as a weight.
+        # The weights join the sample's own weight before it meets the Delta: one sum of
+        # a point mass and a weight to normalize instead of one per weight.
+        (g,), dense = split_gaussian_sum(term)
+        delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
+        for t in dense:
+            weight = weight + t
+        return delta + weight
+    if isinstance(term, Gaussian) or is_gaussian_sum(term):
+        # Some of the names are Bint: a mixture, drawn discrete names first.
+        return sample_joint(term, names, sample_inputs, rng_key)
+    if isinstance(term, Subs):
+        drawn = _sample_subs(term, names, sample_inputs, rng_key)
+        if drawn is not None:
+            return drawn
+    sample_self = getattr(type(term), "sample_self", None)
+    if sample_self is not None:
+        # A term that knows how to sample itself (a distribution family, issue #17).
+        return sample_self(term, names, sample_inputs, rng_key)
+    if not getattr(term, "_atom", False):
+        # A lazy term (built under reflect or lazy) is evaluated by the active interpretation
+        # first, as funsor does; sampled if that gives one of the atoms above.
+        evaluated = reinterpret(term)
+        if evaluated is not term:
+            return sample(evaluated, names, sample_inputs, rng_key)
+    raise NotImplementedError(_NO_SAMPLER.format(names=sorted(names), cls=type(term).__name__))
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers from the arrays' backend.
+def _module_and_key(proto, rng_key):
+    """The backend module of ``proto`` and ``rng_key`` as that backend takes it."""
+    name = backend_name_of(proto)
+    module = backend_module(name)
+    if rng_key is None or isinstance(rng_key, int):
+        return module, (module.new_rng_key(rng_key) if isinstance(rng_key, int) else None)
+    if backend_name_of(rng_key) != name:
+        raise TypeError(f"rng_key is a {type(rng_key).__name__} ({backend_name_of(rng_key)}), "
+                        f"but the term holds {name} arrays: pass an int seed or a {name} key")
+    if name == "numpy" and hasattr(rng_key, "dtype"):
+        # A jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.
+        return module, module.new_rng_key(rng_key)
+    return module, rng_key
+
+
+def backend_and_key(proto, rng_key):
+    """The backend module of the array ``proto`` and ``rng_key`` as that backend takes it (an
+    int seed becomes a fresh key or Generator; None stays None: the global state).
+
+    Example:
+        >>> module, key = backend_and_key(np.zeros(2), 0)
+        >>> module.NAME, type(key).__name__
+        ('numpy', 'Generator')
+    """
+    return _module_and_key(proto, rng_key)
+
+
+def _standard_normal(proto, shape: tuple, rng_key):
+    module, key = _module_and_key(proto, rng_key)
+    return ops.new_array(proto, module.randn(shape, key))
+
+
+def _uniform(proto, shape: tuple, rng_key):
+    module, key = _module_and_key(proto, rng_key)
+    return ops.new_array(proto, module.rand(shape, key))
+
+
+# ---------------------------------------------------------------------------------------------
+def sample_tensor(t: Tensor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """Categorical draw of the Bint inputs ``names`` of the log weights ``t`` (jointly).
+
+    Uses the Gumbel-max trick: ``argmax_k (logit_k + G_k)`` with ``G_k = -log(-log U_k)``
+    iid is distributed as ``softmax(logits)``, batched with no Python loop and no host read,
+    so it runs under ``jax.jit``. The joint index is then unravelled into one Bint point per
+    name. Returns ``Delta(points) + logsumexp_names t`` (with a DiCE factor where gradients
+    may flow).
+
+    Example:
+        >>> t = fc.Tensor(np.array([0.0, -np.inf]), {"i": fc.Bint[2]})
+        >>> delta, log_weight = sample_tensor(t, frozenset("i"), {}, rng_key=0).terms
+        >>> int(delta.terms[0][1][0].data), float(log_weight.data)
+        (0, 0.0)
+    """
+    if t.dtype != "real" or t.output.shape:
+        raise ValueError(f"sample() needs a real scalar Tensor (log weights), got output "
+                         f"{t.output}")
+    batch = {k: d for k, d in t.inputs.items() if k not in names}
+    event = {k: d for k, d in t.inputs.items() if k in names}
+    logits = align_tensor({**batch, **event}, t, expand=True)
+    batch_shape = tuple(d.size for d in batch.values())
+    sample_shape = tuple(d.size for d in sample_inputs.values())
+    flat = ops.reshape(logits, batch_shape + (-1,))
+    u = _uniform(flat, sample_shape + tuple(flat.shape), rng_key)
+    gumbel = ops.neg(ops.log(ops.neg(ops.log(u))))
+    flat_b = ops.reshape(flat, (1,) * len(sample_shape) + tuple(flat.shape))
+    index = ops.argmax(ops.add(flat_b, gumbel), -1)  # sample_shape + batch_shape
+    sb_inputs = {**sample_inputs, **batch}
+    terms, rest = [], index
+    for name, domain in reversed(list(event.items())):  # row-major: the last name varies fastest
+        terms.append((name, (Tensor(rest % domain.size, sb_inputs, domain.size), Number(0.0))))
+        rest = rest // domain.size
+    delta = Delta(tuple(reversed(terms)))
+    return delta + _log_weight(flat, index, sample_inputs, batch)
+
+
+def _log_weight(flat, index, sample_inputs: dict, batch: dict) -> Tensor:
+    """The total mass ``logsumexp flat`` over batch inputs; with a DiCE factor (zero in value)
+    when gradients may flow (jax, torch with ``requires_grad``)."""
+    total = ops.logsumexp(flat, -1)
+    name = backend_name_of(flat)
+    if not (name == "jax" or (name == "torch" and getattr(flat, "requires_grad", False))):
+        return Tensor(total, batch)
+    shape = tuple(index.shape)
+    flat_b = ops.expand(ops.reshape(flat, (1,) * len(sample_inputs) + tuple(flat.shape)),
+                        shape + tuple(flat.shape[-1:]))
+    # log p of the drawn index, gathered by a one-hot mask (where, not a product: -inf * 0).
+    hit = ops.eq(ops.new_arange(index, 0, flat.shape[-1], 1), ops.getitem(index, (Ellipsis, None)))
+    log_prob = ops.sum(ops.where(hit, flat_b, ops.full_like(flat_b, 0.0)), -1)
+    dice = ops.sub(log_prob, ops.detach(log_prob))
+    return Tensor(ops.add(ops.detach(total), dice), {**sample_inputs, **batch})
+
+
+# ---------------------------------------------------------------------------------------------
+def sample_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """Reparameterized draw of the real inputs ``names`` of ``g``.
+
+    Returns ``Delta(x) + log Z`` when every real input is sampled (``log Z``: the log
+    normalizer), else ``Delta(x) + g(x) - log q(x) + log Z`` with ``q`` the normalized
+    marginal of the sampled names: in both cases ``logaddexp`` over the sampled names (mean
+    over ``sample_inputs``) estimates that of ``g`` without bias.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.ones(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> s = sample_gaussian(g, frozenset("x"), {"n": fc.Bint[3]}, rng_key=0)
+        >>> sorted(s.inputs)
+        ['n', 'x']
+    """
+    delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
+    return delta + weight
+
+
+def _draw_gaussian(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key):
+    """``sample_gaussian``'s two parts: the Delta at the drawn points and its log weight."""
+    sampled = [k for k in g.inputs if k in names and g.inputs[k].dtype == "real"]
+    others = frozenset(k for k in g.real_inputs if k not in names)
+    marginal = g.reduce(ops.logaddexp, others) if others else g
+    (q,), _ = split_gaussian_sum(marginal)
+    batch = {**sample_inputs, **q.batch_inputs}
+    noise = _standard_normal(q.white_vec, tuple(d.size for d in batch.values()) + (q.dim,),
+                             rng_key)
+    if others:
+        la.require_full_rank(q.prec_sqrt, "a sample")
+        r_upper, z, _ = la.triangularize(la.mT(q.prec_sqrt), q.white_vec)
+        log_z = g.log_normalizer
+    else:  # q is g: one QR gives the draws and the normalizer
+        r_upper, z, log_z = gm.factor(q.white_vec, q.prec_sqrt, check=CHECK_RANK[0],
+                                      names=lambda: _labels(g, names))
+        log_z = Tensor.make(log_z, q.batch_inputs)
+    x = _reparameterize(r_upper, z, noise, len(sample_inputs))
+    offsets, _ = real_offsets(q.inputs)
+    points = {}
+    for name in sampled:
+        domain = g.inputs[name]
+        part = x
+        if domain.num_elements != q.dim:  # one of several inputs: its slice of coordinates
+            part = ops.getitem(x, (Ellipsis, slice(offsets[name],
+                                                   offsets[name] + domain.num_elements)))
+        if len(domain.shape) != 1:  # a Real or a matrix, from its flat coordinates
+            part = ops.reshape(part, tuple(part.shape[:-1]) + domain.shape)
+        points[name] = Tensor.make(part, batch)
+    delta = Delta(tuple((k, (v, Number(0.0))) for k, v in points.items()))
+    if not others:
+        return delta, log_z
+    return delta, g(**points) + (log_z - marginal(**points))
+
+
+def _labels(g: Gaussian, names: frozenset) -> list[str]:
+    """One label per sampled coordinate, for a rank error (as ``marginalize_gaussian``'s)."""
+    return [k if d.num_elements == 1 else f"{k}[{i}]"
+            for k, d in g._ikey if k in names for i in range(d.num_elements)]
+
+
+def _reparameterize(r_upper, z, noise, ns: int):
+    """``x = R^{-1} (z + noise) ~ N(mean, precision^{-1})`` (``arrays.sample``, with ``R, z``
+    of ``arrays.factor``) for noise of shape ``sample + batch + (dim,)`` with ``ns`` sample
+    dims: the draws are the columns of one triangular solve per batch entry, not one small
+    solve per draw (1,000 particles of a 10-d Gaussian: one solve with 1,000 right-hand
+    sides)."""
+    if ns == 0:
+        return la.solve_upper(r_upper, ops.add(z, noise))
+    batch, dim = tuple(z.shape[:-1]), z.shape[-1]
+    sample = tuple(noise.shape[:ns])
+    nb = len(batch)
+    to_cols = tuple(range(ns, ns + nb + 1)) + tuple(range(ns))  # batch + (dim,) + sample
+    cols = ops.reshape(ops.permute(noise, to_cols), batch + (dim, math.prod(sample)))
+    x = ops.triangular_solve(ops.add(cols, ops.getitem(z, (Ellipsis, None))), r_upper,
+                             upper=True)
+    x = ops.reshape(x, batch + (dim,) + sample)
+    back = tuple(range(nb + 1, nb + 1 + ns)) + tuple(range(nb + 1))
+    return ops.permute(x, back)
+
+
+def _sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key):
+    """``f(y=h(x))`` sampled over ``x``: draw ``y`` from ``f``, then substitute ``y = h(x)``
+    into the sample, whose Delta changes variables (``Delta(y, p)(y=log(x))`` is a point mass
+    at ``x = exp(p)`` with the log-Jacobian as its log density). None when no substituted
+    value depends on ``names``."""
+    subs = dict(term.subs)
+    inner = frozenset(k for k, v in subs.items() if v.inputs.keys() & names)
+    if not inner:
+        return None
+    own = names & (term.arg.inputs.keys() - subs.keys())
+    drawn = sample(term.arg, inner | own, sample_inputs, rng_key)
+    return drawn(**subs)
+
+
+def sample_joint(term: Funsor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """Draw Bint and real ``names`` of a Gaussian plus Tensors ``p(i, x)``: first the Bint
+    names from their marginal ``m(i) = log ∫ exp p(i, x) dx`` (every real input integrated),
+    then the real names from the conditional ``p(i_s, x) - m(i_s)``.
+
+    Returns ``Delta(i_s) + log_weight + sample of the conditional`` (``log_weight``: the
+    total mass ``logsumexp_i m``, with a DiCE factor where gradients flow), so that summing
+    over ``names`` estimates that of ``p`` without bias, as for the atoms.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> s = sample_joint(g, frozenset({"i", "x"}), {"n": fc.Bint[3]}, rng_key=0)
+        >>> sorted(s.inputs), sorted(extract_samples(s))
+        (['i', 'n', 'x'], ['i', 'x'])
+    """
+    keys = rng_key if isinstance(rng_key, KeyStream) else KeyStream(rng_key)
+    reals = frozenset(k for k, d in term.inputs.items() if d.dtype == "real")
+    discrete = names - reals
+    marginal = term.reduce(ops.logaddexp, reals)
+    drawn = sample_tensor(marginal, discrete, sample_inputs, keys.next(marginal))
+    points = extract_samples(drawn)
+    conditional = term(**points) - marginal(**points)
+    if names & reals:
+        conditional = sample(conditional, names & reals, sample_inputs, keys.next(conditional))
+    return drawn + conditional
+
+
+def extract_samples(discrete_density: Funsor) -> dict:
+    """The points of the Deltas in a sample (a Delta, or a sum of Deltas and weights), as a
+    dict from names to points (funsor's ``funsor.montecarlo.extract_samples``).
+
+    Weights (Tensors, Numbers, Gaussians and other terms of a sum) contribute nothing.
+
+    Raises:
+        ValueError: for a reduction (``Contraction`` with reduced variables), whose points
+            are not free.
+
+    Example:
+        >>> t = fc.Tensor(np.array([0.0, -np.inf]), {"i": fc.Bint[2]})
+        >>> int(extract_samples(sample(t, "i", rng_key=0))["i"].data)
+        0
+    """
+    if isinstance(discrete_density, Delta):
+        return {name: point for name, (point, _) in discrete_density.terms}
+    if isinstance(discrete_density, Contraction):
+        if discrete_density.reduced_vars:
+            raise ValueError(f"cannot extract samples from a reduction over "
+                             f"{sorted(discrete_density.reduced_vars)}: its points are bound")
+        points: dict = {}
+        for term in discrete_density.terms:
+            points.update(extract_samples(term))
+        return points
+    return {}
+
+
+register_term_hook("sample", sample)

@@ -1,0 +1,127 @@
+"""A stream of random keys from one seed, for a sequence of draws (``MonteCarlo``'s state).
+
+``KeyStream(rng_key).next(term)`` returns the key for the next draw on the backend of
+``term``'s arrays, in the form that ``funsor_core.sampling.draw.sample`` takes:
+
+- ``None``: None every time (each backend's global random state);
+- an int seed, or a seed array (funsor's tests pass ``np.array([0, 0], dtype=np.uint32)`` on
+  every backend): one generator per backend, made on first use and advanced by every draw
+  (numpy ``Generator``, torch ``Generator``), or on jax a key split for every draw;
+- a numpy or torch ``Generator``: used as it is (it advances itself);
+- a jax PRNG key, concrete or traced (under ``jax.jit``): split for every draw, so a key is
+  never used twice.
+
+The same seed gives the same sequence of draws on each backend, eagerly and under
+``jax.jit`` (jax's keys are the same traced or not).
+
+Example:
+    >>> keys = KeyStream(0)
+    >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+    >>> keys.next(t) is keys.next(t)  # one numpy Generator, advancing
+    True
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.atoms.tensor import is_array
+from funsor_core.engine.backend import backend_module, backend_name_of, get_backend
+from funsor_core.terms.backend_check import deep_array_backend
+from funsor_core.terms.base import Funsor
+
+__all__ = ["KeyStream"]
+
+
+class KeyStream:
+    """Keys for a sequence of draws from one ``rng_key`` (see the module docstring).
+
+    Args:
+        rng_key: None, an int seed, a seed array, a numpy or torch ``Generator``, or a jax
+            PRNG key (possibly traced).
+
+    Example:
+        >>> KeyStream(None).next(fc.Number(0.0)) is None
+        True
+    """
+
+    def __init__(self, rng_key: Any = None) -> None:
+        if isinstance(rng_key, numbers.Integral) and not isinstance(rng_key, bool):
+            rng_key = int(rng_key)  # numpy integers too
+            if rng_key < 0:
+                raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
+        elif not (rng_key is None or is_array(rng_key)
+                  or type(rng_key).__name__ == "Generator"):
+            raise TypeError(f"rng_key must be None, an int seed, a generator or a jax key, got "
+                            f"{type(rng_key).__name__}")
+        self.rng_key = rng_key
+        self._made: dict = {}
+
+    def next(self, term) -> Any:
+        """The key for the next draw on the backend of ``term`` (a funsor or an array)."""
+        key = self.rng_key
+        if key is None:
+            return None
+        name = _backend_of(term)
+        module = backend_module(name)
+        if not isinstance(key, int):
+            own = backend_name_of(key)
+            if own == "jax" and name == "jax":
+                self.rng_key, sub = module.split_key(key, 2)
+                return sub
+            if own == name and not is_array(key):
+                return key  # a numpy or torch Generator advances itself
+            if not is_array(key):
+                raise TypeError(f"a {own} Generator cannot seed draws from {name} arrays: pass "
+                                f"an int seed (the same draws on every backend) or a {name} "
+                                "generator")
+            if own == "jax" and not ops.is_concrete(key):
+                raise TypeError("a traced jax key cannot seed a " + name + " generator: pass "
+                                "an int seed, or use the jax backend under jax.jit")
+        made = self._made.get(name)
+        if made is None:
+            made = _new_key(module, name, key)
+        if name == "jax":
+            made, sub = module.split_key(made, 2)
+            self._made[name] = made
+            return sub
+        self._made[name] = made
+        return made
+
+
+def _backend_of(term) -> str:
+    """The backend of ``term``'s arrays (the active backend for a term without arrays)."""
+    if is_array(term):
+        return backend_name_of(term)
+    name = deep_array_backend(term) if isinstance(term, Funsor) else None
+    return get_backend() if name is None else name
+
+
+def _new_key(module, name: str, seed):
+    """A generator (numpy, torch) or key (jax) from an int seed or a seed array."""
+    if isinstance(seed, int):
+        return module.new_rng_key(seed)
+    import numpy as np
+
+    try:
+        values = np.asarray(seed.detach().cpu() if hasattr(seed, "detach") else seed)
+    except TypeError:  # a typed jax key (jax.random.key) on another backend
+        values = np.asarray(module_of_jax().random.key_data(seed))
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"a seed array must hold integers, got {values.dtype}: pass an int "
+                        "seed or a jax key")
+    if name == "jax" and values.dtype == np.uint32 and values.shape == (2,):
+        return module.asarray(values)  # already a raw jax key
+    # Any other seed array: its entries, combined into one integer seed (64 bits).
+    combined = 0
+    for v in values.ravel().tolist():
+        combined = (combined * 4294967291 + int(v)) % (1 << 63)
+    return module.new_rng_key(combined)
+
+
+def module_of_jax():
+    import jax
+
+    return jax

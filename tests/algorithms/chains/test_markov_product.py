@@ -1,0 +1,340 @@
+"""MarkovProduct of discrete chains: every strategy against the naive left fold and against
+brute-force enumeration in numpy, in every semiring, with one and two step pairs, with and
+without batch inputs, for T sampled from 1..50 (odd, even and prime lengths, fixed seed).
+
+Oracles: ``naive_sequential_sum_product`` (one pairwise contraction term per step: the
+definition of the Markov product as a left fold) and, for small chains, the sum over every
+path of the product of its steps, written with numpy loops here.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, markov_strategy, parallel_rounds
+from funsor_core.sum_product import (
+    MarkovProduct,
+    mixed_sequential_sum_product,
+    naive_sequential_sum_product,
+    sequential_sum_product,
+)
+from funsor_core.testing import assert_close
+from interpretations import lazy
+
+# T = 1..50 sampled with a fixed seed: always the edges, odd and even, primes and powers of 2.
+_RNG = np.random.default_rng(2024)
+DURATIONS = sorted({1, 2, 3, 4, 7, 8, 16, 17, 31, 32, 47, 50}
+                   | set(_RNG.choice(np.arange(5, 50), 3, replace=False).tolist()))
+STRATEGIES = ["parallel", "sequential", "auto"]
+# (sum_op, prod_op, positive): factors are drawn positive for the (add, mul)-like pairs.
+SEMIRINGS = [(ops.logaddexp, ops.add, False), (ops.add, ops.mul, True), (ops.max, ops.add, False),
+             (ops.min, ops.add, False), (ops.max, ops.mul, True)]
+NP_SUM = {ops.logaddexp: np.logaddexp.reduce, ops.add: np.sum, ops.max: np.max,
+          ops.min: np.min}
+NP_PROD = {ops.add: np.add, ops.mul: np.multiply}
+
+
+def _chain(rng, duration, pairs, batch, positive, time="t"):
+    """A transition Tensor with inputs time, (batch b), and ``pairs`` prev/curr pairs."""
+    sizes = [2, 3][:pairs]
+    inputs = {time: fc.Bint[duration]}
+    if batch:
+        inputs["b"] = fc.Bint[2]
+    step = {}
+    for k, size in enumerate(sizes):
+        inputs[f"p{k}"] = fc.Bint[size]
+        inputs[f"c{k}"] = fc.Bint[size]
+        step[f"p{k}"] = f"c{k}"
+    shape = tuple(d.size for d in inputs.values())
+    data = rng.uniform(0.2, 2.0, size=shape) if positive else rng.normal(size=shape)
+    return fc.Tensor(data, inputs), step
+
+
+def _values(result, names):
+    return np.asarray(result.align(tuple(names)).data)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["nobatch", "batch"])
+@pytest.mark.parametrize("pairs", [1, 2])
+@pytest.mark.parametrize("sum_op,prod_op,positive", SEMIRINGS,
+                         ids=lambda x: getattr(x, "name", str(x)))
+def test_strategies_equal_naive_fold(sum_op, prod_op, positive, pairs, batch):
+    rng = np.random.default_rng(pairs + 2 * batch)
+    for duration in DURATIONS:
+        trans, step = _chain(rng, duration, pairs, batch, positive)
+        expected = naive_sequential_sum_product(sum_op, prod_op, trans, "t", step)
+        names = tuple(expected.inputs)
+        for strategy in STRATEGIES:
+            actual = MarkovProduct(sum_op, prod_op, trans, "t", step, strategy=strategy)
+            assert isinstance(actual, fc.Tensor)
+            assert dict(actual.inputs) == dict(expected.inputs)
+            np.testing.assert_allclose(_values(actual, names), _values(expected, names),
+                                       rtol=1e-9, atol=1e-12,
+                                       err_msg=f"T={duration} {strategy}")
+
+
+def _paths(sum_op, prod_op, data, size):
+    # data: (T, K, K); returns (K, K): sum over paths x_0 .. x_T with fixed ends.
+    duration = data.shape[0]
+    out = np.empty((size, size))
+    for first, last in itertools.product(range(size), repeat=2):
+        totals = []
+        for middle in itertools.product(range(size), repeat=duration - 1):
+            path = (first, *middle, last)
+            value = data[0, path[0], path[1]]
+            for t in range(1, duration):
+                value = NP_PROD[prod_op](value, data[t, path[t], path[t + 1]])
+            totals.append(value)
+        out[first, last] = NP_SUM[sum_op](np.array(totals))
+    return out
+
+
+@pytest.mark.parametrize("duration", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("sum_op,prod_op,positive", SEMIRINGS,
+                         ids=lambda x: getattr(x, "name", str(x)))
+def test_brute_force_enumeration(sum_op, prod_op, positive, duration):
+    rng = np.random.default_rng(duration)
+    trans, step = _chain(rng, duration, 1, False, positive)
+    expected = _paths(sum_op, prod_op, np.asarray(trans.data), 2)
+    for strategy in STRATEGIES:
+        actual = MarkovProduct(sum_op, prod_op, trans, "t", step, strategy=strategy)
+        np.testing.assert_allclose(_values(actual, ("p0", "c0")), expected, rtol=1e-10)
+
+
+def test_or_and_semiring_reachability():
+    # (or_, and_) on bool adjacency: reachable in exactly T steps (numpy matrix powers).
+    rng = np.random.default_rng(0)
+    adj = rng.uniform(size=(6, 4, 4)) < 0.4
+    trans = fc.Tensor(adj, {"t": fc.Bint[6], "p": fc.Bint[4], "c": fc.Bint[4]}, dtype=2)
+    expected = np.eye(4, dtype=int)
+    for t in range(6):
+        expected = (expected @ adj[t].astype(int)) > 0
+    for strategy in STRATEGIES:
+        actual = MarkovProduct(ops.or_, ops.and_, trans, "t", {"p": "c"}, strategy=strategy)
+        np.testing.assert_array_equal(np.asarray(actual.align(("p", "c")).data), expected)
+
+
+def test_time_absent_is_a_matrix_power():
+    # A step without the time input repeats: T steps are its T-th power (numpy).
+    m = np.array([[0.5, 0.5], [0.2, 0.8]])
+    trans = fc.Tensor(m, {"p": fc.Bint[2], "c": fc.Bint[2]})
+    for duration in (1, 2, 5, 13):
+        time = fc.Variable("t", fc.Bint[duration])
+        for strategy in STRATEGIES:
+            actual = MarkovProduct(ops.add, ops.mul, trans, time, {"p": "c"}, strategy=strategy)
+            np.testing.assert_allclose(_values(actual, ("p", "c")),
+                                       np.linalg.matrix_power(m, duration))
+    # No step pairs: the plain product over time (T copies without time).
+    five = MarkovProduct(ops.add, ops.mul, trans, fc.Variable("t", fc.Bint[5]), {})
+    np.testing.assert_allclose(_values(five, ("p", "c")), m ** 5)
+
+
+def test_no_step_pairs_is_a_plate_product():
+    rng = np.random.default_rng(1)
+    trans = fc.Tensor(rng.normal(size=(5, 3)), {"t": fc.Bint[5], "i": fc.Bint[3]})
+    actual = MarkovProduct(ops.logaddexp, ops.add, trans, "t", {})
+    np.testing.assert_allclose(np.asarray(actual.data), trans.data.sum(0))
+
+
+def test_step_names_rename_the_result():
+    rng = np.random.default_rng(2)
+    trans, step = _chain(rng, 6, 1, True, False)
+    plain = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
+    renamed = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, {"p0": "a", "c0": "z"})
+    assert set(renamed.inputs) == {"b", "a", "z"}
+    np.testing.assert_allclose(_values(renamed, ("b", "a", "z")), _values(plain, ("b", "p0", "c0")))
+    # Lazily: substituting a Variable renames the free step name (step_names), and
+    # evaluating afterwards agrees with renaming the evaluated result.
+    with lazy:
+        mp = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
+        sub = mp(p0="first")
+    assert isinstance(sub, MarkovProduct) and set(sub.inputs) == {"b", "first", "c0"}
+    value = fc.reinterpret(sub)
+    np.testing.assert_allclose(_values(value, ("b", "first", "c0")),
+                               _values(plain, ("b", "p0", "c0")))
+    # A substituted value that mentions a bound name is not captured (alpha-renaming).
+    with lazy:
+        cross = mp(b=fc.Variable("t", fc.Bint[2]))
+    assert set(cross.inputs) == {"t", "p0", "c0"}
+    np.testing.assert_allclose(_values(fc.reinterpret(cross), ("t", "p0", "c0")),
+                               _values(plain, ("b", "p0", "c0")))
+
+
+def test_strategy_setting_and_auto_choice():
+    rng = np.random.default_rng(3)
+    trans, step = _chain(rng, 40, 1, False, False)
+    with markov_strategy("sequential"):
+        MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
+        assert LAST_CHOICE[0] == ("sequential", "forced")
+    MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="parallel")
+    assert LAST_CHOICE[0] == ("parallel", "forced")
+    MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
+    assert LAST_CHOICE[0][0] in ("parallel", "sequential") and "estimated" in LAST_CHOICE[0][1]
+    assert [parallel_rounds(t) for t in (1, 2, 3, 1024, 1025)] == [0, 1, 2, 10, 11]
+    with pytest.raises(ValueError, match="unknown Markov product strategy 'fast'"):
+        with markov_strategy("fast"):
+            pass
+
+
+def test_not_a_semiring_is_a_left_fold():
+    # (logaddexp, mul) does not distribute: only the sequential fold is the definition.
+    rng = np.random.default_rng(4)
+    trans, step = _chain(rng, 5, 1, False, True)
+    expected = naive_sequential_sum_product(ops.logaddexp, ops.mul, trans, "t", step)
+    actual = MarkovProduct(ops.logaddexp, ops.mul, trans, "t", step, strategy="parallel")
+    np.testing.assert_allclose(_values(actual, ("p0", "c0")), _values(expected, ("p0", "c0")))
+
+
+@pytest.mark.parametrize("args,match", [
+    (dict(step={"p": "q"}), r"step names \['q'\] are not inputs of trans"),
+    (dict(step={"p": "d"}), "prev 'p' is Bint\\[2\\] but curr 'd' is Bint\\[3\\]"),
+    (dict(time="s"), "time 's' is not an input of trans"),
+    (dict(strategy="fast"), "unknown strategy 'fast'"),
+    (dict(step_names={"p": "b"}), r"would have names \['b'\] twice"),
+])
+def test_errors_name_the_mistake(args, match):
+    trans = fc.Tensor(np.zeros((3, 2, 2, 2, 3)), {"t": fc.Bint[3], "b": fc.Bint[2],
+                                                 "p": fc.Bint[2], "c": fc.Bint[2],
+                                                 "d": fc.Bint[3]})
+    kwargs = dict(time="t", step={"p": "c"})
+    kwargs.update(args)
+    with pytest.raises(ValueError, match=match):
+        MarkovProduct(ops.logaddexp, ops.add, trans, kwargs.pop("time"), kwargs.pop("step"),
+                      **kwargs)
+    with lazy, pytest.raises(ValueError, match=match):  # checked when built, lazily too
+        MarkovProduct(ops.logaddexp, ops.add, trans, "t" if "time" not in args else "s",
+                      args.get("step", {"p": "c"}), args.get("step_names"),
+                      args.get("strategy"))
+
+
+@pytest.mark.parametrize("fn", [sequential_sum_product, naive_sequential_sum_product,
+                                lambda *a: mixed_sequential_sum_product(*a, 2)])
+def test_scan_functions_check_time(fn):
+    # A misspelt time name used to be read as "the same factor at every step, one step" and
+    # returned trans unchanged, still over 't'; a real time failed with "Real has no finite
+    # size". Both name the time now; a Variable absent from trans is still a matrix power.
+    m = np.array([[0.5, 0.5], [0.2, 0.8]])
+    trans = fc.Tensor(np.stack([m] * 3), {"t": fc.Bint[3], "p": fc.Bint[2], "c": fc.Bint[2]})
+    with pytest.raises(ValueError, match="time 'time' is not an input of the transition"):
+        fn(ops.add, ops.mul, trans, "time", {"p": "c"})
+    with pytest.raises(ValueError, match="time 't' must be Bint"):
+        fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Real), {"p": "c"})
+    with pytest.raises(ValueError, match=r"time 't' must be Bint.*Bint\[3\]"):
+        fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Bint[4]), {"p": "c"})
+    np.testing.assert_allclose(_values(fn(ops.add, ops.mul, trans, "t", {"p": "c"}), ("p", "c")),
+                               np.linalg.matrix_power(m, 3))
+    power = fn(ops.add, ops.mul, trans(t=0), fc.Variable("s", fc.Bint[4]), {"p": "c"})
+    np.testing.assert_allclose(_values(power, ("p", "c")), np.linalg.matrix_power(m, 4))
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_backends_agree(backend, strategy):
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(11, 2, 3, 3))
+    inputs = {"t": fc.Bint[11], "b": fc.Bint[2], "p": fc.Bint[3], "c": fc.Bint[3]}
+    fc.set_backend("numpy")
+    expected = naive_sequential_sum_product(ops.logaddexp, ops.add, fc.Tensor(data, inputs),
+                                            "t", {"p": "c"})
+    fc.set_backend(backend)
+    trans = fc.Tensor(_to_backend(data, backend), inputs)
+    actual = MarkovProduct(ops.logaddexp, ops.add, trans, "t", {"p": "c"}, strategy=strategy)
+    np.testing.assert_allclose(np.asarray(ops.to_numpy(actual.align(("b", "p", "c")).data)),
+                               _values(expected, ("b", "p", "c")), rtol=1e-10)
+
+
+def _to_backend(data, backend):
+    if backend == "torch":
+        import torch
+
+        return torch.tensor(data)
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(data)
+    return data
+
+
+def test_assert_close_helper_on_results():
+    rng = np.random.default_rng(6)
+    trans, step = _chain(rng, 9, 2, True, False)
+    a = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="parallel")
+    b = MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="sequential")
+    assert_close(a, b.align(tuple(a.inputs)), rtol=1e-10)
+
+
+def _jax_filter_cases():
+    rng = np.random.default_rng(7)
+    benign = (rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(12, 2, 3)))
+    # Transitions peaking elsewhere than the carry: the probability-space filter's sums
+    # underflow, and the chain is recomputed exactly in log space (under the cond).
+    a = np.array([[0.0, -2000.0], [-2000.0, 0.0]])
+    o = rng.normal(size=(6, 2, 2))
+    o[3, 0, 0] = -5000.0  # state 0 impossible at step 3 in sequence 0: the path crosses over
+    cases = [benign, (np.array([0.0, -3000.0]), a, o)]
+    # One sequence of a few states, beyond the tiny chains: the values come from the loop
+    # that exponentiates each step's weights itself, the derivatives from the other one.
+    cases.append((rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(200, 1, 3))))
+    o = rng.normal(size=(300, 1, 2))
+    o[150, 0, 0] = -5000.0
+    cases.append((np.array([0.0, -3000.0]), a, o))
+    zeros = rng.normal(size=(3, 3))
+    zeros[0, 2] = zeros[2, 0] = -800.0  # exp underflows to 0: the tracked loop
+    cases.append((rng.normal(size=3), zeros, rng.normal(size=(200, 1, 3))))
+    # One short sequence: values from scan_log_filter, derivatives from the exact scan.
+    cases.append((rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(12, 1, 3))))
+    return cases
+
+
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 5],
+                         ids=["fast", "underflow", "inloop", "inloop-underflow", "inloop-zeros",
+                              "tiny-single"])
+def test_jax_grad_through_jitted_filter_equals_oracle(case):
+    # jax.grad (and jax.jvp) of the jitted HMM likelihood, a lazily built chain contracted
+    # with its initial factor, against a plain log-space scan differentiated by jax.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    init, a, o = (jnp.asarray(x) for x in _jax_filter_cases()[case])
+    weights = jnp.array([1.0, -2.0])
+    k, (duration, batch) = a.shape[0], o.shape[:2]
+
+    def oracle(a, o):
+        def step(alpha, ot):
+            return jax.nn.logsumexp(alpha[:, :, None] + a, 1) + ot, None
+        alpha, _ = jax.lax.scan(step, jnp.broadcast_to(init, (batch, k)), o)
+        return (jax.nn.logsumexp(alpha, -1) * weights).sum()
+
+    def program(a, o):
+        i = fc.Tensor(init, {"x": fc.Bint[k]})
+        ta = fc.Tensor(a, {"x": fc.Bint[k], "y": fc.Bint[k]})
+        to = fc.Tensor(o, {"t": fc.Bint[duration], "b": fc.Bint[batch], "y": fc.Bint[k]})
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, ta + to, "t", {"x": "y"},
+                                  strategy="sequential")
+        total = (i + chain).reduce(ops.logaddexp, {"x", "y"}).align(("b",)).data
+        return (total * weights).sum()
+
+    fc.set_backend("jax")
+    try:
+        value = jax.jit(program)(a, o)
+        grads = jax.jit(jax.grad(program, argnums=(0, 1)))(a, o)
+        tangents = (jnp.asarray(np.random.default_rng(8).normal(size=a.shape)), jnp.ones_like(o))
+        jvp = jax.jit(lambda a, o: jax.jvp(program, (a, o), tangents)[1])(a, o)
+        hessian = jax.jit(jax.hessian(program))(a, o) if case in (2, 5) else None
+    finally:
+        fc.set_backend("numpy")
+    if hessian is not None:  # second order, through both programs' derivatives
+        np.testing.assert_allclose(np.asarray(hessian),
+                                   np.asarray(jax.jit(jax.hessian(oracle))(a, o)),
+                                   rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(value), np.asarray(oracle(a, o)), rtol=1e-12)
+    for actual, expected in zip(grads, jax.jit(jax.grad(oracle, argnums=(0, 1)))(a, o)):
+        assert np.isfinite(np.asarray(actual)).all()
+        np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-9,
+                                   atol=1e-12)
+    oracle_jvp = jax.jit(lambda a, o: jax.jvp(oracle, (a, o), tangents)[1])
+    np.testing.assert_allclose(np.asarray(jvp), np.asarray(oracle_jvp(a, o)), rtol=1e-9)
