@@ -319,3 +319,25 @@ def test_delta_under_exp_of_a_point_outside_its_range_has_no_mass():
     assert mass[0] == -np.inf
     np.testing.assert_allclose(mass[1], -np.log(0.5 * 2.0))
     assert _smeared_mass(np.exp, -2.0, -5.0, 5.0) < 1e-12
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: Integrate over a Delta's name and the batch input of its point, weighted or not,
+# against the sum of w * f(point) by hand. (Moved from tests/test_defects_8.py, defect 4.)
+@pytest.mark.parametrize("weighted", [True, False])
+def test_integrate_delta_over_name_and_batch(weighted):
+    from scipy.special import expit
+
+    np.random.seed(4)
+    p, ld, c = np.random.randn(3), np.random.randn(3), np.random.randn(3)
+    point = fc.Tensor(p, {"i": fc.Bint[3]})
+    delta = fc.Delta("x", point, fc.Tensor(ld, {"i": fc.Bint[3]})) if weighted else fc.Delta(
+        "x", point)
+    w = np.exp(ld) if weighted else np.ones(3)
+    x = fc.Variable("x", fc.Real)
+    cases = [(x * fc.Tensor(c, {"i": fc.Bint[3]}) + x ** 2, p * c + p ** 2),
+             (x.sigmoid(), expit(p)), (fc.Number(2.0), np.full(3, 2.0)),
+             (fc.Tensor(c, {"i": fc.Bint[3]}), c)]
+    for f, values in cases:
+        actual = fc.Integrate(delta, f, {"x", "i"})
+        assert np.allclose(actual.data, (w * values).sum())

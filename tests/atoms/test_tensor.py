@@ -212,3 +212,32 @@ def test_number_arithmetic():
     assert b.output is Bint[6] and b.data == 3
     assert (fc.Number(1.0) < 2).output is Bint[2]
     assert fc.Number(2.0).item() == 2.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: float data for a Bint-valued Tensor raises naming the dtype; an integer Tensor to a
+# negative power is real (numpy's own 1 / x), on every backend and under jax.jit.
+# (Moved from tests/test_regressions_13.py, item 14.)
+def test_float_data_for_a_bint_tensor_raises(backend):
+    from tests.backend_values import as_backend_array
+
+    data = as_backend_array(np.array([0.5, 1.7]))
+    with pytest.raises(fc.DomainError, match=r"dtype .*float.* cannot hold Bint\[3\] values"):
+        fc.Tensor(data, {"k": Bint[2]}, 3)
+    ok = fc.Tensor(as_backend_array(np.array([0, 2])), {"k": Bint[2]}, 3)  # integers are fine
+    assert ok.dtype == 3
+
+
+@pytest.mark.parametrize("dtype", ["real", 5])
+@pytest.mark.parametrize("exponent", [-1, -2, 2])
+def test_integer_tensor_power_is_real(dtype, exponent):
+    from tests.backend_values import values_on_every_backend
+
+    data = np.array([1, 2, 4])
+
+    def fn(x):
+        return (fc.Tensor(x, {"k": Bint[3]}, dtype) ** exponent).data
+
+    expected = 1.0 / data.astype(float) ** -exponent if exponent < 0 else data ** exponent
+    for value in values_on_every_backend(fn, data):
+        np.testing.assert_allclose(value, expected, rtol=1e-12)

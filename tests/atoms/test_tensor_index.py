@@ -61,3 +61,14 @@ def test_boolean_index_selects_entries():
     got = b(i=m)
     assert got.inputs == {"j": fc.Bint[3]}
     assert_close(got.data, np.array([10.0, 20.0])[(np.array([1, 0, 2]) == 0).astype(int)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: a bool substituted for a Bint input selects row 1 or 0, as numpy indexing does.
+# (Moved from tests/test_defects_8.py.)
+def test_bool_substituted_for_a_bint_input_selects_row():
+    x = np.arange(6.0).reshape(2, 3)
+    a = fc.Tensor(x, {"i": fc.Bint[2]})
+    assert a(i=True).shape == (3,) and a(i=False).shape == (3,)
+    np.testing.assert_allclose(a(i=True).data, x[1])
+    np.testing.assert_allclose(a(i=False).data, x[0])

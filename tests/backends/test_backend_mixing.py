@@ -123,3 +123,28 @@ def test_torch_autograd_survives_numpy_scalars():
     f.data.backward()
     # d/dx sum_i exp(3 x_i) = 3 exp(3 x)
     np.testing.assert_allclose(x.grad.numpy(), 3.0 * np.exp(3.0 * np.array([0.5, 1.5])))
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: numpy and torch arrays mixed in one Gaussian, Stack or Cat raise at construction,
+# eagerly and under lazy; Python numbers beside one backend keep it.
+# (Moved from tests/test_defects_8.py, defect 5.)
+def test_mixed_backends_raise_at_construction():
+    from interpretations import lazy
+
+    with pytest.raises(TypeError, match="numpy.*torch"):
+        fc.Gaussian(mean=np.zeros(2), covariance=torch.eye(2, dtype=torch.float64),
+                    inputs={"x": Reals[2]})
+    with pytest.raises(TypeError, match="numpy.*torch"):
+        fc.Gaussian(white_vec=np.zeros(2), prec_sqrt=torch.eye(2), inputs={"x": Reals[2]})
+    a = fc.Tensor(np.zeros(2), {"j": Bint[2]})
+    b = fc.Tensor(torch.ones(2, dtype=torch.float64), {"j": Bint[2]})
+    for make in (lambda: fc.Stack("i", (a, b)), lambda: fc.Cat("j", (a, b))):
+        with pytest.raises(TypeError, match="numpy.*torch"):
+            make()
+        with lazy, pytest.raises(TypeError, match="numpy.*torch"):
+            make()
+    # One backend with Python numbers still works, and keeps the backend.
+    s = fc.Stack("i", (b, fc.Number(3.0)))
+    assert isinstance(s.data, torch.Tensor)
+    assert ops.to_numpy(s.data).tolist() == [[1.0, 1.0], [3.0, 3.0]]

@@ -118,3 +118,22 @@ def test_switch_backends_back_and_forth():
             {"numpy": "numpy", "torch": "torch", "jax": "jaxlib"}[name], name)
         np.testing.assert_allclose(np.asarray(ops.to_numpy((t + t).data)), [2.0, 4.0])
     fc.set_backend("numpy")
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: to_data of a Stack of Numbers gives what the Tensor it stands for gives, for every
+# name_to_dim, as an array of the active backend. (Moved from tests/test_regressions_13.py,
+# item 12.)
+@pytest.mark.parametrize("dtype", ["real", 3])
+def test_to_data_of_a_stack_of_numbers(backend, dtype):
+    from tests.backend_values import as_backend_array, to_numpy
+
+    values = (1.0, 2.0) if dtype == "real" else (1, 2)
+    stack = fc.Stack("s", tuple(fc.Number(v, dtype) for v in values))
+    tensor = fc.Tensor(as_backend_array(np.array(values)), {"s": fc.Bint[2]}, dtype)
+    for name_to_dim in ({"s": -1}, {"s": -2}):
+        actual = fc.to_data(stack, name_to_dim=name_to_dim)
+        expected = np.reshape(np.array(values), (2,) + (1,) * (-name_to_dim["s"] - 1))
+        np.testing.assert_array_equal(to_numpy(actual), expected)
+        np.testing.assert_array_equal(to_numpy(actual), to_numpy(fc.to_data(tensor, name_to_dim)))
+        assert type(actual) is type(tensor.data)

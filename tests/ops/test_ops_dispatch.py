@@ -380,3 +380,159 @@ def test_scalar_kernels_match_numpy_unary(op):
         with np.errstate(all="ignore"):
             expected = op(np.array(a))
         np.testing.assert_allclose(op(a), expected, err_msg=f"{op.name}({a})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: every Python-number kernel answers as numpy's float64 kernel does (inf, nan, -0.0);
+# arithmetic on comparison outputs is integer arithmetic; a reduction over Bint[0] is the op's
+# unit. (Moved from tests/test_defects_8.py, defects 1, 2 and 7.)
+_FLOATS = [0.0, -0.0, 0.5, 1.0, -1.0, 2.5, -2.5, 3.0, -3.0, 1000.0, -1000.0, 1e308, -1e308,
+           math.inf, -math.inf, math.nan]
+_INTS = [0, 1, -1, 2, 3, -3]
+_FMAX, _TINY = np.finfo(np.float64).max, np.finfo(np.float64).tiny
+
+
+def _expit(x):
+    from scipy.special import expit
+
+    return expit(x)
+
+
+# The numpy counterpart of every op in the table (sigmoid is scipy's expit; safesub and
+# safediv clamp as their docstrings say).
+_NUMPY_OF_OP = {
+    ops.neg: np.negative, ops.abs: np.abs, ops.exp: np.exp, ops.log: np.log,
+    ops.log1p: np.log1p, ops.expm1: np.expm1, ops.sqrt: np.sqrt,
+    ops.sigmoid: _expit, ops.tanh: np.tanh,
+    ops.reciprocal: lambda x: np.true_divide(1.0, x), ops.invert: np.logical_not,
+    ops.isfinite: np.isfinite, ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply,
+    ops.truediv: np.true_divide, ops.floordiv: np.floor_divide, ops.mod: np.mod,
+    ops.pow: np.power, ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp,
+    ops.sample: np.logaddexp,
+    ops.safesub: lambda a, b: np.subtract(a, np.minimum(b, _FMAX)),
+    ops.safediv: lambda a, b: np.true_divide(a, np.maximum(b, _TINY)),
+    ops.and_: np.bitwise_and, ops.or_: np.bitwise_or, ops.xor: np.bitwise_xor,
+    ops.lt: np.less, ops.le: np.less_equal, ops.gt: np.greater, ops.ge: np.greater_equal,
+    ops.eq: np.equal, ops.ne: np.not_equal,
+}
+# Ops whose value is real whatever the arguments: numpy sees float64 arguments.
+_REAL_OPS = {ops.exp, ops.log, ops.log1p, ops.expm1, ops.sqrt, ops.sigmoid, ops.tanh,
+             ops.reciprocal, ops.truediv, ops.pow, ops.logaddexp, ops.sample, ops.safesub,
+             ops.safediv}
+_LOGICAL_OPS = {ops.and_, ops.or_, ops.xor, ops.invert}
+
+
+def _active_array(data, dtype="real"):
+    return backend_module().asarray(np.asarray(data), dtype)
+
+
+def _agrees(actual, expected) -> bool:
+    expected = expected.item()
+    if isinstance(actual, complex) or not isinstance(actual, (bool, int, float)):
+        return False
+    if isinstance(expected, float) and math.isnan(expected):
+        return isinstance(actual, float) and math.isnan(actual)
+    if expected == 0 and isinstance(expected, float):  # the sign of zero must agree too
+        return actual == 0 and math.copysign(1, actual) == math.copysign(1, expected)
+    if isinstance(expected, float) and math.isfinite(expected):
+        return actual == pytest.approx(expected, rel=4e-16, abs=0)  # libm may differ by an ulp
+    return actual == expected
+
+
+def test_scalar_kernel_table_is_covered():
+    assert set(ops.builtin._SCALAR_KERNELS) == set(_NUMPY_OF_OP)
+
+
+@pytest.mark.parametrize("op", list(ops.builtin._SCALAR_KERNELS), ids=lambda op: op.name)
+def test_scalar_kernels_agree_with_numpy_float64(op):
+    import itertools
+
+    arity = 1 if isinstance(op, ops.UnaryOp) else 2
+    domains = [[False, True]] if op in _LOGICAL_OPS else [_FLOATS, _INTS, [False, True]]
+    if op in _LOGICAL_OPS and op is not ops.invert:
+        domains.append(_INTS)
+    for domain in domains:
+        for args in itertools.product(domain, repeat=arity):
+            # A bool is the integer 0 or 1 (True + True is 2), except for logical ops.
+            np_args = args if op in _LOGICAL_OPS else tuple(int(a) if isinstance(a, bool)
+                                                             else a for a in args)
+            if op in _REAL_OPS:
+                np_args = tuple(np.float64(a) for a in np_args)
+            else:
+                np_args = tuple(np.asarray(a)[()] for a in np_args)
+            with np.errstate(all="ignore"):
+                expected = _NUMPY_OF_OP[op](*np_args)
+            actual = op(*args)
+            assert _agrees(actual, expected), (
+                f"ops.{op.name}{args} = {actual!r}, numpy gives {expected!r}")
+
+
+def test_number_overflow_and_domain_errors_match_tensor():
+    assert fc.Number(1000.0).exp().data == math.inf
+    assert math.isnan((fc.Number(-2.0) ** 0.5).data)
+    t = fc.Tensor(np.array([1000.0, -2.0]), {"i": Bint[2]})
+    with np.errstate(all="ignore"):
+        expected = [np.exp(1000.0), np.power(-2.0, 0.5)]
+        tensor_exp, tensor_sqrt = t.exp()(i=0).data, (t ** 0.5)(i=1).data
+    assert fc.Number(1000.0).exp().data == expected[0] == tensor_exp
+    assert math.isnan(expected[1]) and math.isnan(tensor_sqrt)
+    assert math.copysign(1, (fc.Number(-0.0) * 1.0).data) == -1.0
+
+
+@pytest.mark.parametrize("op", [ops.add, ops.sub, ops.mul, ops.floordiv, ops.mod, ops.pow,
+                                ops.truediv, ops.logaddexp], ids=lambda op: op.name)
+def test_bool_data_arithmetic_is_integer(backend, op):
+    x = np.array([1, 0, 2])
+    m = fc.Tensor(_active_array(x, "int"), {"j": Bint[3]}, 3) == 0
+    n = fc.Tensor(_active_array(x, "int"), {"j": Bint[3]}, 3) <= 1
+    mi, ni = (x == 0).astype(np.int64), (x <= 1).astype(np.int64)
+    with np.errstate(all="ignore"):
+        if op in (ops.floordiv, ops.mod):
+            expected = _NUMPY_OF_OP[op](mi, np.maximum(ni, 1))  # no division by zero
+            actual = op(m, n | (fc.Tensor(_active_array(x, "int"), {"j": Bint[3]}, 3) >= 0))
+        else:
+            lhs = mi.astype(float) if op in _REAL_OPS else mi
+            expected, actual = _NUMPY_OF_OP[op](lhs, ni), op(m, n)
+    data = ops.to_numpy(ops.detach(actual.data))
+    assert data.dtype != np.bool_
+    assert np.allclose(data, expected, equal_nan=True)
+
+
+def test_bool_sum_domain_and_data(backend):
+    m = fc.Tensor(_active_array([1, 0, 2], "int"), {"j": Bint[3]}, 3) == 0
+    s = m + m
+    assert s.output is Bint[3]  # Bint[2] + Bint[2] takes values 0..2, as in funsor
+    assert ops.to_numpy(s.data).tolist() == [0, 2, 0]
+    assert ops.to_numpy((-m).data).tolist() == [0, -1, 0]
+
+
+def test_or_xor_domain_bounds_every_value():
+    import itertools
+
+    for a, b in itertools.product(range(1, 6), repeat=2):
+        for op, fn in ((ops.or_, np.bitwise_or), (ops.xor, np.bitwise_xor)):
+            bound = ops.infer_domain(op, Bint[a], Bint[b]).dtype
+            values = fn(np.arange(a)[:, None], np.arange(b)[None, :])
+            assert values.max() < bound, (op.name, a, b)
+    assert ops.infer_domain(ops.or_, Bint[2], Bint[2]) is Bint[2]
+
+
+# Each reduction's unit, written out by hand.
+_UNIT = {ops.logaddexp: -np.inf, ops.sample: -np.inf, ops.add: 0.0, ops.mul: 1.0, ops.max: -np.inf,
+         ops.min: np.inf, ops.and_: True, ops.or_: False}
+
+
+@pytest.mark.parametrize("op", list(ops.REDUCE_OPS), ids=lambda op: op.name)
+def test_reduce_over_empty_input_is_unit(backend, op):
+    assert set(_UNIT) == set(ops.REDUCE_OPS)
+    logical = op in (ops.and_, ops.or_)
+    data = _active_array(np.zeros((2, 0)))
+    if logical:
+        data = data > 0
+    t = fc.Tensor(data, {"b": Bint[2], "i": Bint[0]}, 2 if logical else "real")
+    result = t.reduce(op, "i")
+    assert result.inputs == {"b": Bint[2]}
+    assert ops.to_numpy(result.data).tolist() == [_UNIT[op]] * 2
+    # The array kernel alone, over every axis of an empty array.
+    reduced = ops.REDUCE_OPS[op](data[0], axis=None)
+    assert ops.to_numpy(reduced).tolist() == _UNIT[op]

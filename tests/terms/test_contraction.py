@@ -110,3 +110,151 @@ def test_contraction_errors_name_the_problem():
         Contraction(None, ops.add, frozenset("i"), (fc.Variable("i", fc.Bint[2]),))
     with pytest.raises(ValueError, match="needs a bin_op"):
         Contraction(ops.add, None, frozenset(), (fc.Number(1.0), fc.Number(2.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: one policy for reduced_vars (names, Variables, sets of either) in Reduce and
+# Contraction, funsor's convention that reducing over an absent Bint Variable repeats the term,
+# (max, mul) / (min, mul) distributing only over factors known nonnegative, and contraction
+# over more variables than einsum has letters. Numbers on numpy, torch, jax and under jax.jit.
+# (Moved from tests/test_regressions_13.py, items 6 and 7, and tests/test_regressions_8.py,
+# defect 4.)
+def _np_logsumexp(x, axis=None):
+    return np.logaddexp.reduce(x, axis=axis)  # ufunc.reduce defaults to axis 0
+
+
+NP_REDUCE = {ops.add: np.sum, ops.mul: np.prod, ops.logaddexp: _np_logsumexp,
+             ops.max: np.max, ops.min: np.min}
+
+
+def _values(fn, *args):
+    from tests.backend_values import values_on_every_backend
+
+    return values_on_every_backend(fn, *args)
+
+
+@pytest.mark.parametrize("op", list(NP_REDUCE), ids=lambda op: op.name)
+def test_reduce_term_accepts_variables(op):
+    data = np.random.default_rng(0).uniform(0.5, 1.5, size=(3, 4))
+    i, j = fc.Variable("i", fc.Bint[3]), fc.Variable("j", fc.Bint[4])
+
+    def fn(x):
+        t = fc.Tensor(x, {"i": fc.Bint[3], "j": fc.Bint[4]})
+        return fc.Reduce(op, t, frozenset({i})).align(("j",)).data
+
+    for value in _values(fn, data):
+        np.testing.assert_allclose(value, NP_REDUCE[op](data, axis=0), rtol=1e-12)
+    t = fc.Tensor(data, {"i": fc.Bint[3], "j": fc.Bint[4]})
+    # Every spelling of "reduce i and j" agrees: names, Variables, mixed, a single Variable.
+    expected = NP_REDUCE[op](data)
+    for spelling in ({"i", "j"}, {i, j}, frozenset({i, "j"}), ["i", j]):
+        np.testing.assert_allclose(t.reduce(op, spelling).data, expected, rtol=1e-12)
+        np.testing.assert_allclose(fc.Reduce(op, t, spelling).data, expected, rtol=1e-12)
+    np.testing.assert_allclose(fc.Reduce(op, t, i).align(("j",)).data,
+                               NP_REDUCE[op](data, axis=0), rtol=1e-12)
+
+
+def test_contraction_and_integrate_accept_variables():
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(size=(2, 3)), rng.uniform(size=3)
+    ta, tb = fc.Tensor(a, {"i": fc.Bint[2], "j": fc.Bint[3]}), fc.Tensor(b, {"j": fc.Bint[3]})
+    j = fc.Variable("j", fc.Bint[3])
+    c = fc.Contraction(ops.add, ops.mul, frozenset({j}), (ta, tb))
+    np.testing.assert_allclose(c.data, a @ b)
+    log_p = fc.Tensor(np.log(b), {"j": fc.Bint[3]})
+    np.testing.assert_allclose(fc.Integrate(log_p, ta, j).data, a @ b)
+    np.testing.assert_allclose(fc.Integrate(log_p, ta, {j}).data, a @ b)
+    r = fc.sum_product(ops.add, ops.mul, [ta, tb], frozenset({j}))
+    np.testing.assert_allclose(r.data, a @ b)
+
+
+@pytest.mark.parametrize("op", list(NP_REDUCE), ids=lambda op: op.name)
+def test_absent_bint_variable_repeats_in_every_term(op):
+    # funsor's convention: reducing over a Variable the term lacks repeats its value.
+    data = np.random.default_rng(2).uniform(0.5, 1.5, size=3)
+    k = fc.Variable("k", fc.Bint[4])
+    expected = NP_REDUCE[op](np.tile(data, (4, 1)), axis=0)  # four copies, folded by op
+    everything = NP_REDUCE[op](np.tile(data, 4))
+
+    def fn(x):
+        return fc.Reduce(op, fc.Tensor(x, {"i": fc.Bint[3]}), frozenset({k})).data
+
+    for value in _values(fn, data):
+        np.testing.assert_allclose(value, expected, rtol=1e-12)
+    t = fc.Tensor(data, {"i": fc.Bint[3]})
+    np.testing.assert_allclose(t.reduce(op, {k, "i"}).data, everything, rtol=1e-12)
+    np.testing.assert_allclose(fc.Contraction(op, None, frozenset({k, "i"}), (t,)).data,
+                               everything, rtol=1e-12)
+
+
+@pytest.mark.parametrize("red_op, bin_op", [(ops.add, ops.mul), (ops.logaddexp, ops.add),
+                                            (ops.max, ops.mul), (ops.max, ops.add)],
+                         ids=lambda op: op.name)
+def test_absent_variable_repeats_in_contraction(red_op, bin_op):
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0.5, 1.5, size=(2, 3)), rng.uniform(0.5, 1.5, size=3)
+    ta, tb = fc.Tensor(a, {"i": fc.Bint[2], "j": fc.Bint[3]}), fc.Tensor(b, {"j": fc.Bint[3]})
+    k = fc.Variable("k", fc.Bint[5])
+    np_bin = {ops.mul: np.multiply, ops.add: np.add}[bin_op]
+    joint = np_bin(a, b)[None].repeat(5, axis=0)  # k, i, j: the product repeated along k
+    expected = NP_REDUCE[red_op](NP_REDUCE[red_op](joint, axis=2), axis=0)
+    c = fc.Contraction(red_op, bin_op, frozenset({k, "j"}), (ta, tb))
+    np.testing.assert_allclose(c.data, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", [ops.max, ops.min], ids=lambda op: op.name)
+@pytest.mark.parametrize("x", [-1.0, 0.0, 2.5])
+def test_max_of_product_with_factor_of_unknown_sign(op, x):
+    from interpretations import lazy
+
+    t_data = np.array([1.0, 2.0, 3.0])
+    expr = (fc.Variable("x", fc.Real) * fc.Tensor(t_data, {"j": fc.Bint[3]})).reduce(op, "j")
+    expected = NP_REDUCE[op](x * t_data)  # by brute force: the product at every j
+    assert expr(x=x).item() == pytest.approx(expected)
+    with lazy:
+        lazy_expr = (fc.Variable("x", fc.Real)
+                     * fc.Tensor(t_data, {"j": fc.Bint[3]})).reduce(op, "j")
+    assert fc.reinterpret(lazy_expr(x=x)).item() == pytest.approx(expected)
+    assert fc.apply_optimizer(lazy_expr)(x=x).item() == pytest.approx(expected)
+
+    def fn(x_data, t):
+        e = (fc.Variable("x", fc.Real) * fc.Tensor(t, {"j": fc.Bint[3]})).reduce(op, "j")
+        return e(x=fc.Tensor(x_data)).data
+
+    for value in _values(fn, np.array(x), t_data):
+        assert float(value) == pytest.approx(expected)
+
+
+def test_max_of_product_distributes_over_a_nonnegative_factor():
+    t_data = np.array([1.0, -2.0, 3.0])
+    x = fc.Variable("x", fc.Real)
+    expr = (x.exp() * fc.Tensor(t_data, {"j": fc.Bint[3]})).reduce(ops.max, "j")
+    # exp(x) >= 0 by structure: the max over j is taken once, on the Tensor alone.
+    assert "j" not in str(expr) and isinstance(expr, fc.Contraction)
+    for value in (-1.0, 0.5):
+        assert expr(x=value).item() == pytest.approx(np.max(np.exp(value) * t_data))
+
+
+def test_normalize_pulls_out_only_nonnegative_factors():
+    rng = np.random.default_rng(4)
+    a, t = rng.normal(size=2), rng.normal(size=3)
+    ta, tt = fc.Tensor(a, {"i": fc.Bint[2]}), fc.Tensor(t, {"j": fc.Bint[3]})
+    expected = np.max(a * np.max(t))  # max_i (a_i * max_j t_j), by its definition
+    with normalize:
+        expr = (ta * tt.reduce(ops.max, "j")).reduce(ops.max, "i")
+    assert fc.reinterpret(expr).item() == pytest.approx(expected)
+
+
+def test_contract_tensors_hundred_variable_chain(backend):
+    # Inputs named v0..v99 (the einsum letters are made up inside), against opt_einsum.
+    from tests.backend_values import as_backend_array
+
+    rng = np.random.default_rng(4)
+    tables = [rng.uniform(0.5, 1.5, size=(2, 2)) for _ in range(99)]
+    factors = [fc.Tensor(as_backend_array(t), {f"v{k}": fc.Bint[2], f"v{k + 1}": fc.Bint[2]})
+               for k, t in enumerate(tables)]
+    reduced = frozenset(f"v{k}" for k in range(1, 100))
+    result = fc.Contraction(ops.add, ops.mul, reduced, tuple(factors))
+    symbols = [opt_einsum.get_symbol(v) for v in range(100)]
+    eq = ",".join(symbols[k] + symbols[k + 1] for k in range(99)) + "->" + symbols[0]
+    assert np.allclose(ops.to_numpy(result.data), opt_einsum.contract(eq, *tables))

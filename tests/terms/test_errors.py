@@ -109,3 +109,39 @@ def test_data_of_a_term_that_is_not_a_number():
     # the culprit is the Integrate (it binds x), not the sigmoid of the free x below it
     with pytest.raises(NotImplementedError, match=r"No rule(.|\n)*\(Integrate, Gaussian, Unary\)"):
         _ = lazy_integral.data
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: a reduced Variable of the wrong domain, or a bare name that is not an input, raises
+# naming it, in Reduce, Contraction and Integrate alike and under lazy too.
+# (Moved from tests/test_regressions_13.py, item 6.)
+def test_variable_of_another_domain_raises_naming_both():
+    t = fc.Tensor(np.arange(3.0), {"i": Bint[3]})
+    wrong = fc.Variable("i", Bint[5])
+    pattern = r"input 'i' of .* is Bint\[3\], not Bint\[5\]"
+    with pytest.raises(DomainError, match=pattern):
+        t.reduce(ops.add, wrong)
+    with pytest.raises(DomainError, match=pattern):
+        fc.Reduce(ops.add, t, frozenset({wrong}))
+    with pytest.raises(DomainError, match=pattern):
+        fc.Contraction(ops.add, ops.mul, frozenset({wrong}), (t, t))
+    with pytest.raises(DomainError, match=pattern):
+        fc.Integrate(t, t, frozenset({wrong}))
+    with lazy:  # checked when the term is built, under every interpretation
+        with pytest.raises(DomainError, match=pattern):
+            fc.Reduce(ops.add, t, frozenset({wrong}))
+
+
+def test_absent_bare_name_raises_everywhere():
+    t = fc.Tensor(np.arange(3.0), {"i": Bint[3]})
+    pattern = r"cannot reduce over \['k'\]: not inputs of"
+    with pytest.raises(ValueError, match=pattern):
+        t.reduce(ops.add, "k")
+    with pytest.raises(ValueError, match=pattern):
+        fc.Reduce(ops.add, t, frozenset({"i", "k"}))
+    with pytest.raises(ValueError, match=pattern):
+        fc.Contraction(ops.add, ops.mul, frozenset({"k"}), (t, t))
+    with pytest.raises(ValueError, match=pattern):
+        fc.Integrate(t, t, "k")
+    with pytest.raises(ValueError, match="y: Real"):  # a real Variable has no count
+        fc.Reduce(ops.add, t, frozenset({fc.Variable("y", Real)}))

@@ -35,3 +35,15 @@ def test_integrate_lazy_measure_stays_lazy():
     x = fc.Variable("x", fc.Real)
     r = fc.Integrate(x * 0.0, x, "x")
     assert isinstance(r, fc.Integrate) and not r.inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: integrating over a Bint Variable the terms lack repeats the measure (funsor's
+# convention). (Moved from tests/test_regressions_13.py, item 6.)
+def test_integrate_over_absent_variable_repeats_the_measure():
+    p = np.array([0.25, 0.75])
+    log_p = fc.Tensor(np.log(p), {"j": fc.Bint[2]})
+    f = fc.Tensor(np.array([4.0, 8.0]), {"j": fc.Bint[2]})
+    k = fc.Variable("k", fc.Bint[3])
+    # sum over (j, k) of p_j f_j: three copies of the expectation.
+    np.testing.assert_allclose(fc.Integrate(log_p, f, {"j", k}).data, 3 * (p @ [4.0, 8.0]))

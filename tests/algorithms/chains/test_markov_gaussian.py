@@ -266,3 +266,36 @@ def test_jit_kalman_filter_rank_decisions(case):
     else:
         np.testing.assert_allclose(actual, expected, rtol=1e-9)
         assert np.isfinite(np.asarray(grads[0])).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: sequential_sum_product of a Gaussian chain of a length that is not a power of two,
+# eager and lazy then reinterpreted, against the naive left fold at random points.
+# (Moved from tests/test_regressions_8.py, defect 2.)
+def _at_points(factor, names, seed=0, count=4):
+    # A Gaussian-valued result as numbers: its log density at a few random points.
+    rng = np.random.default_rng(seed)
+    return np.array([float(factor(**dict(zip(names, rng.normal(size=len(names))))).data)
+                     for _ in range(count)])
+
+
+@pytest.mark.parametrize("duration", [3, 5, 7, 100])
+def test_sequential_sum_product_gaussian_chain(duration):
+    from funsor_core.sum_product import sequential_sum_product
+
+    trans = random_gaussian({"t": fc.Bint[duration], "x": fc.Real, "y": fc.Real})
+    result = sequential_sum_product(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    naive = naive_sequential_sum_product(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    assert set(result.inputs) == {"x", "y"}
+    assert np.allclose(_at_points(result, "xy"), _at_points(naive, "xy"), rtol=1e-8)
+
+
+def test_sequential_sum_product_gaussian_lazy_odd_length():
+    from funsor_core.sum_product import sequential_sum_product
+
+    trans = random_gaussian({"t": fc.Bint[7], "x": fc.Real, "y": fc.Real})
+    with lazy:
+        result = sequential_sum_product(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    result = fc.reinterpret(result)
+    naive = naive_sequential_sum_product(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    assert np.allclose(_at_points(result, "xy"), _at_points(naive, "xy"), rtol=1e-8)

@@ -338,3 +338,130 @@ def test_jax_grad_through_jitted_filter_equals_oracle(case):
                                    atol=1e-12)
     oracle_jvp = jax.jit(lambda a, o: jax.jvp(oracle, (a, o), tangents)[1])
     np.testing.assert_allclose(np.asarray(jvp), np.asarray(oracle_jvp(a, o)), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: sequential_sum_product for every length (not only powers of two), in log space with
+# a batch input, lazy then reinterpreted; a step or time that names no input, an empty chain
+# and prev/curr inputs of different domains raise naming them; (max, mul) chains need factors
+# known nonnegative, and refuse under jax.jit rather than guess. Oracles: numpy matrix
+# products and enumeration of every path.
+# (Moved from tests/test_regressions_8.py, defects 2 and 3, and tests/test_regressions_13.py,
+# items 7 and 14.)
+def _bint_tensor(data, names):
+    from tests.backend_values import as_backend_array
+
+    return fc.Tensor(as_backend_array(data), {n: fc.Bint[s] for n, s in zip(names, np.shape(data))})
+
+
+def _chain_matrices(duration, seed=0):
+    return np.random.default_rng(seed).uniform(size=(duration, 3, 3))
+
+
+def _matrix_chain(mats):
+    expected = mats[0]
+    for m in mats[1:]:
+        expected = expected @ m
+    return expected
+
+
+@pytest.mark.parametrize("duration", range(1, 18))
+def test_sequential_sum_product_tensor_every_length(duration):
+    mats = _chain_matrices(duration, duration)
+    trans = _bint_tensor(mats, ("t", "x", "y"))
+    result = sequential_sum_product(ops.add, ops.mul, trans, "t", {"x": "y"})
+    naive = naive_sequential_sum_product(ops.add, ops.mul, trans, "t", {"x": "y"})
+    assert np.allclose(result.align(("x", "y")).data, _matrix_chain(mats))
+    assert np.allclose(result.align(("x", "y")).data, naive.align(("x", "y")).data)
+
+
+@pytest.mark.parametrize("duration", [1, 2, 3, 6, 7, 16, 17])
+def test_sequential_sum_product_log_semiring_with_batch(backend, duration):
+    # A batch input "b" rides along; log space against numpy matrix products of exp.
+    logs = np.random.default_rng(duration).normal(size=(duration, 2, 3, 3))
+    trans = _bint_tensor(logs, ("t", "b", "x", "y"))
+    result = sequential_sum_product(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    expected = np.stack([_matrix_chain(np.exp(logs[:, b])) for b in range(2)])
+    assert np.allclose(np.exp(ops.to_numpy(result.align(("b", "x", "y")).data)), expected)
+
+
+@pytest.mark.parametrize("duration", [2, 3, 5, 8, 13, 17])
+def test_sequential_sum_product_tensor_lazy_then_reinterpret(duration):
+    mats = _chain_matrices(duration, 100 + duration)
+    trans = _bint_tensor(mats, ("t", "x", "y"))
+    with lazy:
+        result = sequential_sum_product(ops.add, ops.mul, trans, "t", {"x": "y"})
+    result = fc.reinterpret(result)
+    assert isinstance(result, fc.Tensor)
+    assert np.allclose(result.align(("x", "y")).data, _matrix_chain(mats))
+
+
+@pytest.mark.parametrize("fn", [sequential_sum_product, naive_sequential_sum_product])
+def test_sequential_sum_product_step_names_must_be_inputs(fn):
+    trans = _bint_tensor(np.ones((3, 2)), ("t", "x_curr"))
+    with pytest.raises(ValueError, match=r"\['x_prev'\] are not inputs.*\['t', 'x_curr'\]"):
+        fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr"})
+    trans = _bint_tensor(np.ones((2, 2)), ("x_prev", "x_curr"))
+    with pytest.raises(ValueError, match=r"\['y_prev', 'y_curr'\] are not inputs"):
+        fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr", "y_prev": "y_curr"})
+    # A time *name* trans lacks is refused (funsor 0.4.8 accepts only a Variable, whose size
+    # gives the number of steps); it used to return trans unchanged, hiding a misspelt time.
+    with pytest.raises(ValueError, match="time 't' is not an input of the transition factor"):
+        fn(ops.add, ops.mul, trans, "t", {"x_prev": "x_curr"})
+    one = fn(ops.add, ops.mul, trans, fc.Variable("t", fc.Bint[1]), {"x_prev": "x_curr"})
+    np.testing.assert_allclose(one.align(("x_prev", "x_curr")).data, np.ones((2, 2)))
+
+
+def test_chains_max_mul_need_known_signs():
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(4, 2, 2))
+    inputs = {"t": fc.Bint[4], "x": fc.Bint[2], "y": fc.Bint[2]}
+    positive = fc.Tensor(np.exp(logits), inputs)
+    expected = naive_sequential_sum_product(ops.max, ops.mul, positive, "t", {"x": "y"})
+    # Oracle: the best path by enumeration of the two intermediate-free states per step.
+    best = np.zeros((2, 2))
+    for path in itertools.product(range(2), repeat=5):
+        p = np.prod([np.exp(logits[t, path[t], path[t + 1]]) for t in range(4)])
+        best[path[0], path[-1]] = max(best[path[0], path[-1]], p)
+    np.testing.assert_allclose(expected.data, best)
+    actual = sequential_sum_product(ops.max, ops.mul, positive, "t", {"x": "y"})
+    np.testing.assert_allclose(actual.data, best)
+    signed = fc.Tensor(logits, inputs)
+    for scan in (sequential_sum_product, naive_sequential_sum_product,
+                 mixed_sequential_sum_product):
+        with pytest.raises(ValueError, match="needs nonnegative factors"):
+            scan(ops.max, ops.mul, signed, "t", {"x": "y"})
+    # Under jax.jit the sign of a traced array is unknown: the scan refuses, never guesses.
+    fc.set_backend("jax")
+    try:
+        with pytest.raises(ValueError, match="sign is unknown"):
+            jax.jit(lambda d: sequential_sum_product(
+                ops.max, ops.mul, fc.Tensor(d, inputs), "t", {"x": "y"}).data)(
+                    jax.numpy.exp(jax.numpy.asarray(logits)))
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_empty_chain_says_so():
+    from funsor_core.sum_product import sarkka_bilmes_product
+
+    trans = fc.Tensor(np.ones((0, 2, 2)), {"t": fc.Bint[0], "x": fc.Bint[2], "y": fc.Bint[2]})
+    pattern = r"the chain is empty \('t' is Bint\[0\]\); it needs at least one step"
+    for scan in (sequential_sum_product, naive_sequential_sum_product,
+                 mixed_sequential_sum_product):
+        with pytest.raises(ValueError, match=pattern):
+            scan(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+    lagged = fc.Tensor(np.ones((0, 2, 2)),
+                       {"t": fc.Bint[0], "x": fc.Bint[2], "_PREV_x": fc.Bint[2]})
+    with pytest.raises(ValueError, match=pattern):
+        sarkka_bilmes_product(ops.logaddexp, ops.add, lagged, "t")
+
+
+def test_prev_curr_domain_mismatch_names_the_inputs():
+    trans = fc.Tensor(np.ones((4, 2, 3)), {"t": fc.Bint[4], "x": fc.Bint[2], "y": fc.Bint[3]})
+    pattern = r"the prev input 'x' is Bint\[2\] but its curr input 'y' is Bint\[3\]"
+    for scan in (sequential_sum_product, naive_sequential_sum_product):
+        with pytest.raises(ValueError, match=pattern) as info:
+            scan(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
+        assert "_drop" not in str(info.value)

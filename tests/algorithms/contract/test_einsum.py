@@ -160,3 +160,96 @@ def test_einsum_lazy_builds_a_term_that_reinterpret_evaluates(eq, plates, semiri
         expected = (opt_einsum.contract(eq, *operands) if sum_fn is None
                     else _brute(eq, operands, sum_fn))
         assert np.allclose(value.align(out).data, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: plated einsum with three factors local to a plate in any order; more than 52
+# variables (opt_einsum's symbols past 'Z' are not numpy/torch letters); NaN propagates
+# through the log-space kernel (it became -inf); a sum over Bint[0] is the semiring's zero.
+# Oracles: loops in numpy, opt_einsum.contract on numpy, numpy's einsum.
+# (Moved from tests/test_regressions_8.py, defects 1, 4, 5 and 8.)
+def _letters_tensor(data, letters):
+    from tests.backend_values import as_backend_array
+
+    return fc.Tensor(as_backend_array(data),
+                     {n: fc.Bint[s] for n, s in zip(letters, np.shape(data))})
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1),
+                                   (2, 1, 0)])
+def test_plated_einsum_three_local_factors(backend, order):
+    # sum_a f(a) prod_i sum_b g(i,a,b) h(i,b) k(i,a): three factors local to plate i.
+    rng = np.random.default_rng(3)
+    f, g, h, k = (rng.uniform(size=s) for s in [(2,), (4, 2, 3), (4, 3), (4, 2)])
+    local = [("iab", g), ("ib", h), ("ia", k)]
+    picked = [local[j] for j in order]
+    eq = "a," + ",".join(n for n, _ in picked) + "->"
+    operands = [_letters_tensor(f, "a")] + [_letters_tensor(t, n) for n, t in picked]
+    result = einsum(eq, *operands, plates="i", backend="numpy")
+    expected = sum(f[a] * np.prod([sum(g[i, a, b] * h[i, b] * k[i, a] for b in range(3))
+                                   for i in range(4)]) for a in range(2))
+    assert np.allclose(ops.to_numpy(result.data), expected)
+
+
+def _random_tree(num_vars, seed=0):
+    # A random tree on variables 0..num_vars-1: each v > 0 hangs off a random earlier parent.
+    rng = np.random.default_rng(seed)
+    edges = [(int(rng.integers(v)), v) for v in range(1, num_vars)]
+    tables = [rng.uniform(0.5, 1.5, size=(2, 2)) for _ in edges]
+    return edges, tables
+
+
+@pytest.mark.parametrize("semiring", ["numpy", "funsor.einsum.numpy_log"])
+def test_einsum_hundred_variable_tree(backend, semiring):
+    edges, tables = _random_tree(100)
+    symbols = [opt_einsum.get_symbol(v) for v in range(100)]
+    inputs = [symbols[u] + symbols[v] for u, v in edges]
+    eq = ",".join(inputs) + "->" + symbols[0]
+    expected = opt_einsum.contract(eq, *tables)  # numpy, unicode symbols are fine there
+    log = semiring.endswith("_log")
+    operands = [_letters_tensor(np.log(t) if log else t, letters)
+                for t, letters in zip(tables, inputs)]
+    result = ops.to_numpy(einsum(eq, *operands, backend=semiring).data)
+    assert np.allclose(np.exp(result) if log else result, expected)
+
+
+def test_log_einsum_propagates_nan(backend):
+    rng = np.random.default_rng(5)
+    x, y = np.log(rng.uniform(size=(2, 3))), np.log(rng.uniform(size=(3, 2)))
+    x[0, 1] = np.nan
+    y[2, 1] = -np.inf  # a true zero stays -inf where no NaN reaches
+    expected = np.log(np.einsum("ab,bc->ac", np.exp(x), np.exp(y)))  # numpy: nan stays nan
+    result = ops.to_numpy(einsum("ab,bc->ac", _letters_tensor(x, "ab"), _letters_tensor(y, "bc"),
+                                 backend="funsor.einsum.numpy_log").align(("a", "c")).data)
+    assert np.isnan(result[0]).all() and not np.isnan(result[1]).any()
+    assert np.allclose(result, expected, equal_nan=True)
+    zeros = np.full((2, 3), -np.inf)
+    result = ops.to_numpy(einsum("ab,bc->ac", _letters_tensor(zeros, "ab"),
+                                 _letters_tensor(y, "bc"),
+                                 backend="funsor.einsum.numpy_log").data)
+    assert (result == -np.inf).all()
+
+
+@pytest.mark.parametrize("semiring, np_reduce", [
+    ("numpy", lambda x, axis: np.add.reduce(x, axis=axis)),
+    ("funsor.einsum.numpy_log", lambda x, axis: np.logaddexp.reduce(x, axis=axis)),
+    ("funsor.einsum.numpy_map", lambda x, axis: np.maximum.reduce(x, axis=axis,
+                                                                   initial=-np.inf)),
+])
+@pytest.mark.parametrize("eq", ["ij->j", "ij,jk->k", "ij,jk->jk"])
+def test_einsum_over_empty_dim(backend, semiring, np_reduce, eq):
+    sizes = {"i": 0, "j": 2, "k": 3}
+    inputs, out = eq.split("->")
+    arrays = [np.zeros(tuple(sizes[c] for c in x)) for x in inputs.split(",")]
+    result = einsum(eq, *[_letters_tensor(a, x) for a, x in zip(arrays, inputs.split(","))],
+                    backend=semiring)
+    # The oracle: broadcast to all letters "ijk" by hand (combine with + or *), then reduce.
+    log = not semiring == "numpy"
+    total = 0.0 if log else 1.0
+    for a, x in zip(arrays, inputs.split(",")):
+        a = a.reshape([sizes[c] if c in x else 1 for c in "ijk"])
+        total = total + a if log else total * a
+    total = np.broadcast_to(total, tuple(sizes[c] if c in inputs else 1 for c in "ijk"))
+    expected = np_reduce(total, tuple(k for k, c in enumerate("ijk") if c not in out))
+    expected = expected.reshape([sizes[c] for c in out])
+    assert np.array_equal(ops.to_numpy(result.align(tuple(out)).data), expected)

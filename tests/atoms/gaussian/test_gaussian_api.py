@@ -149,3 +149,76 @@ def test_tensor_minus_gaussian_is_a_sum_with_the_right_values():
     s = (g + g2) - g2
     assert type(s) in (fc.Contraction, Gaussian)
     np.testing.assert_allclose(s(i=1, x=0.2, y=0.4).data, g(i=1, x=0.2).data, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards: bad Gaussian parameters (singular, not positive definite, NaN) raise a ValueError
+# naming the parameter, and give NaN under jax.jit where nothing can raise; float32 survives
+# numpy scalars and affine substitution with Number coefficients.
+# (Moved from tests/test_defects_8.py, defect 6, and tests/test_regressions_13.py, item 14.)
+_SINGULAR = np.array([[1.0, 1.0], [1.0, 1.0]])
+_NAN = np.array([[1.0, np.nan], [np.nan, 1.0]])
+
+
+def _active_array(data):
+    from tests.backend_values import as_backend_array
+
+    return as_backend_array(np.asarray(data, dtype=float))
+
+
+@pytest.mark.parametrize("name", ["covariance", "precision", "scale_tril"])
+def test_gaussian_bad_scale_names_parameter(backend, name):
+    bad_matrix = np.zeros((2, 2)) if name == "scale_tril" else _SINGULAR
+    what = "singular" if name == "scale_tril" else "not positive definite"
+    with pytest.raises(ValueError, match=f"{name}= is {what}"):
+        fc.Gaussian(mean=_active_array(np.zeros(2)), **{name: _active_array(bad_matrix)},
+                    inputs={"x": fc.Reals[2]})
+    with pytest.raises(ValueError, match=f"{name}= has NaN"):
+        fc.Gaussian(mean=_active_array(np.zeros(2)), **{name: _active_array(_NAN)},
+                    inputs={"x": fc.Reals[2]})
+
+
+def test_gaussian_nan_mean_and_info_vec(backend):
+    with pytest.raises(ValueError, match="mean= has NaN"):
+        fc.Gaussian(mean=_active_array([0.0, np.inf]), covariance=_active_array(np.eye(2)),
+                    inputs={"x": fc.Reals[2]})
+    with pytest.raises(ValueError, match=r"info_vec= has NaN.*batch index \(1,\)"):
+        fc.Gaussian(info_vec=_active_array([[0.0, 1.0], [np.nan, 0.0]]),
+                    precision=_active_array(np.eye(2)),
+                    inputs={"i": fc.Bint[2], "x": fc.Reals[2]})
+
+
+def test_gaussian_bad_parameters_under_jit_give_nan():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    @jax.jit
+    def normalizer(covariance):
+        g = fc.Gaussian(mean=jnp.zeros(2), covariance=covariance, inputs={"x": fc.Reals[2]})
+        return g.reduce(ops.logaddexp, "x").data
+
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    expected = 0.5 * np.log(np.linalg.det(2 * np.pi * good))  # log of N's normalizer
+    assert np.allclose(normalizer(jnp.asarray(good)), expected)
+    for bad in (_SINGULAR, _NAN, -np.eye(2)):
+        assert np.isnan(normalizer(jnp.asarray(bad)))
+
+
+def test_float32_survives_numpy_scalars_and_number_coefficients():
+    # A numpy float32 scalar (what a 0-d float32 expression returns) stays float32, and an
+    # affine substitution with Number coefficients (`0.5 * y`) keeps a float32 Gaussian
+    # float32; the values equal the float64 computation.
+    assert fc.Tensor(np.float32(1.5)).data.dtype == np.float32
+    assert fc.Tensor(np.float64(1.5)).data.dtype == np.float64
+    y = fc.Variable("y", fc.Real)
+    results = {}
+    for dtype in (np.float32, np.float64):
+        g = fc.Gaussian(white_vec=np.array([0.3], dtype), prec_sqrt=np.array([[1.7]], dtype),
+                        inputs={"x": fc.Real})
+        sub = g(x=0.5 * y + 1.0)
+        assert sub.white_vec.dtype == dtype and sub.prec_sqrt.dtype == dtype
+        results[dtype] = sub(y=np.array(0.8, dtype)).data
+    # Oracle: -0.5 * (x * s - w) ** 2 at x = 0.5 * 0.8 + 1.0.
+    expected = -0.5 * (1.4 * 1.7 - 0.3) ** 2
+    np.testing.assert_allclose(results[np.float64], expected, rtol=1e-12)
+    np.testing.assert_allclose(results[np.float32], expected, rtol=1e-6)
