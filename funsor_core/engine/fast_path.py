@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -90,8 +91,14 @@ def fast_path(key: tuple, kind: str, interp: Interpretation | None = None) -> An
     if not rules:
         return None
     rule = rules[0]
-    impls = _PROGRAMS.get(getattr(rule, "func", rule))  # stateful rules are bound partials
-    return None if impls is None else impls.get(kind)
+    impls = _PROGRAMS.get(rule)
+    if impls is None:
+        if type(rule) is not functools.partial:
+            return None
+        impls = _PROGRAMS.get(rule.func)  # a stateful kind's rule, bound to its instance
+        if impls is None:
+            return None
+    return impls.get(kind)
 
 
 def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:

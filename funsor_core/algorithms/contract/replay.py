@@ -38,6 +38,7 @@ from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_tensors
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import builds_as_is, fast_path
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.patterns import type_key
 from funsor_core.terms.base import Reduce
 from funsor_core.terms.contraction import Contraction
@@ -137,6 +138,8 @@ class ArrayProgram:
     def bind(self, interp=None) -> list | None:
         """The implementation to call per check under ``interp`` (default: the active one),
         or None where building some term would do anything else (``fast_path``)."""
+        if interp is None:
+            interp = get_interpretation()
         impls = []
         for key, cls, deep, kind, args in self.checks:
             if cls._deep_key is not deep:  # a tuple pattern registered since: keys changed
