@@ -32,6 +32,7 @@ from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
 from funsor_core.terms.base import Number
 from funsor_core.terms.contraction import Contraction
@@ -101,7 +102,8 @@ def _collapse_request(reduced_vars: frozenset, terms: tuple):
     ``(logaddexp, add, reduced_vars, terms)``, returns ``collapse_mixture`` of them without
     compressing first (None otherwise, or where ``collapse_mixture`` declines).
 
-    Read by code that repeats one collapse on arrays (``windowed_filter``'s fused steps)."""
+    The rule's registered ``"collapse"`` implementation (``engine.fast_path``), read by
+    code that repeats one collapse on arrays (``windowed_filter``'s fused steps)."""
     mixed = _mixture_vars(reduced_vars, terms)
     gaussians = [t for t in terms if isinstance(t, Gaussian)]
     if not mixed or len(gaussians) > 1 and _compressed(gaussians):
@@ -112,4 +114,6 @@ def _collapse_request(reduced_vars: frozenset, terms: tuple):
     return (gs, ds, names, real) if collapse_layout(gs, ds, names, real) is not None else None
 
 
-moment_matching_contraction_gaussians.collapse_request = _collapse_request
+# The array program of this rule: windowed_filter repeats its collapse on arrays
+# (algorithms.filter.fused), where the fast path's guard shows the rule runs first.
+register_array_program(moment_matching_contraction_gaussians, "collapse", _collapse_request)

@@ -18,10 +18,11 @@ from funsor_core.algorithms.contract.dense import (
     contract_planned,
     split_sum_reduction,
 )
-from funsor_core.algorithms.contract.replay import replays_as
+from funsor_core.algorithms.contract.replay import contract_planned_arrays
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.fast_path import array_program
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.terms.base import Funsor, Number, Subs
 from funsor_core.terms.contraction import Contraction
@@ -32,9 +33,9 @@ AddOp = type(ops.add)
 
 
 # Contraction of Tensors and Numbers = one semiring einsum (or a fold and a reduction). A
-# recorded plated elimination may make its kernel call directly (algorithms.array_replay).
+# recorded plated elimination may make its kernel call directly (algorithms.contract.replay).
 @exact.register(Contraction, object, object, frozenset, Tuple[DENSE, ...])
-@replays_as("contraction")
+@array_program("contraction", contract_planned_arrays)
 def exact_contraction_tensors(red_op, bin_op, reduced_vars, terms):
     return contract_dense(red_op, bin_op, reduced_vars, terms)
 

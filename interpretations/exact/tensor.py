@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.contract.replay import replays_as
+from funsor_core.algorithms.contract.replay import reduce_array
 from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
@@ -18,6 +18,7 @@ from funsor_core.atoms.tensor import (
     index_tensor_numbers,
 )
 from funsor_core.domains import Bint
+from funsor_core.engine.fast_path import array_program
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import (
@@ -152,9 +153,9 @@ def _dot(lhs, rhs):
 
 
 # Reduce(op, t, vars) reduces the named batch dims with op's array reduction (a recorded
-# plated elimination may make that call directly: algorithms.array_replay).
+# plated elimination may make that call directly: algorithms.contract.replay).
 @exact.register(Reduce, Op, Tensor, frozenset)
-@replays_as("reduce")
+@array_program("reduce", reduce_array)
 def exact_reduce_tensor(op, arg, reduced_vars):
     names = list(arg.inputs)
     axes = tuple(i for i, n in enumerate(names) if n in reduced_vars)

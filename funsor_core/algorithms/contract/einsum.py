@@ -7,7 +7,7 @@ Contraction of Tensors with a cached contraction plan (``algorithms.plan``) and 
 kernels of ``algorithms.kernels``; ``lazy`` records it; any other interpretation (a tape, an
 optimizer) sees it and may replace it. A plated einsum of arrays replays its recorded
 elimination on the arrays from its second call, where the interpreter shows that building the
-terms would make the same kernel calls and nothing else (``algorithms.array_replay``).
+terms would make the same kernel calls and nothing else (``algorithms.contract.replay``).
 Operands are funsors whose inputs are named by the equation's letters, or arrays (then the
 result is an array). ``backend`` picks the semiring by funsor's strings (``"numpy"``,
 ``"torch"``, ``"jax.numpy"``; ``"pyro.ops.einsum.torch_log"``, ``"funsor.einsum.numpy_log"``;
@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import functools
+from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
@@ -36,7 +37,7 @@ from funsor_core.algorithms.contract.replay import check_of
 from funsor_core.algorithms.eliminate.plated import recorded_program, sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
-from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.engine.cache import Cache
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
@@ -307,52 +308,70 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
     entry = _EINSUM_STRUCTURES.get(key) if key is not None else None
     if entry is None:
         entry, tensors = _einsum_structure(eq, operands, plates, backend, modulo_total)
-        if key is not None and entry[5] is not None:
-            if len(_EINSUM_STRUCTURES) >= _MAX_EINSUM_STRUCTURES:
-                _EINSUM_STRUCTURES.clear()
+        if key is not None and entry.domains is not None:
             _EINSUM_STRUCTURES[key] = entry
     else:
-        replay = _ARRAY_PROGRAMS.get(key)
-        if replay is not None and replay[0].applies(get_interpretation()):
-            # Arrays in, an array out, and building the terms would only make these calls.
-            data = replay[0].run(operands)[0]
-            return data if replay[1] is None else ops.permute(data, replay[1])
-        tensors = [o if d is None else Tensor(o, d) for o, d in zip(operands, entry[5])]
-    sum_op, prod_op, output, reduced, arrays, _, order, plate_set = entry
-    if order is not None:
-        tensors = [tensors[k] for k in order]
-    if plate_set:
-        result = sum_product(sum_op, prod_op, tensors, reduced, plate_set)
-        if arrays and key is not None and entry[5] is not None and key not in _ARRAY_PROGRAMS:
+        replay = _ARRAY_PROGRAMS.get(key) if entry.plates else None
+        if replay is not None:
+            # Arrays in, an array out, where building the terms would only make these calls.
+            results = replay.program.run(operands)
+            if results is not None:
+                data = results[0]
+                return data if replay.perm is None else ops.permute(data, replay.perm)
+        tensors = [o if d is None else Tensor(o, d) for o, d in zip(operands, entry.domains)]
+    if entry.order is not None:
+        tensors = [tensors[k] for k in entry.order]
+    if entry.plates:
+        result = sum_product(entry.sum_op, entry.prod_op, tensors, entry.reduced, entry.plates)
+        if (entry.arrays and key is not None and entry.domains is not None
+                and key not in _ARRAY_PROGRAMS):
             _keep_array_program(key, entry, tensors)
     else:
-        result = _contract(sum_op, prod_op, tensors, reduced)
-    return _finish(result, output, arrays)
+        result = _contract(entry.sum_op, entry.prod_op, tensors, entry.reduced)
+    return _finish(result, entry.output, entry.arrays)
 
 
-# Plated einsums of arrays whose elimination replays on the arrays: structure key ->
-# (ArrayProgram, the permutation putting its result's dims in output order, or None).
-_ARRAY_PROGRAMS: dict = {}
+class EinsumStructure(NamedTuple):
+    """The checked structure of an einsum call, kept per structure key."""
+
+    sum_op: Any
+    prod_op: Any
+    output: str
+    reduced: frozenset
+    arrays: bool  # array operands: the result is an array
+    domains: tuple | None  # per operand, the domains to wrap an array with (None: a funsor)
+    order: tuple | None  # the order Contraction sorts the operands in (None: as given)
+    plates: frozenset | None
 
 
-def _keep_array_program(key, entry, tensors) -> None:
-    sum_op, prod_op, output, reduced, _, _, _, plate_set = entry
-    program = recorded_program(sum_op, prod_op, tensors, reduced, plate_set)
-    if program is None or len(program.outputs) != 1:
-        return  # nothing recorded, or results that sum_product multiplies by terms
-    names = [n for n, _ in program.out_ikeys[0]]
-    if sorted(names) != sorted(output):
-        return
-    perm = tuple(names.index(c) for c in output)
-    # The fast path skips wrapping the arrays as well: no rule may rewrite those Tensors.
-    program = program.with_checks(tuple(check_of(Tensor, t._args, None) for t in tensors))
-    if len(_ARRAY_PROGRAMS) >= _MAX_EINSUM_STRUCTURES:
-        _ARRAY_PROGRAMS.clear()
-    _ARRAY_PROGRAMS[key] = (program, None if perm == tuple(range(len(perm))) else perm)
+class EinsumReplay(NamedTuple):
+    """A plated einsum of arrays run on its arrays: the elimination's ``ArrayProgram`` and
+    the permutation putting its result's dims in output order (None: already in order)."""
+
+    program: Any
+    perm: tuple | None
 
 
-_EINSUM_STRUCTURES: dict = {}
 _MAX_EINSUM_STRUCTURES = 4096
+_EINSUM_STRUCTURES = Cache("contract.einsum_structures", _MAX_EINSUM_STRUCTURES)
+# Plated einsums of arrays whose elimination runs on the arrays: structure key -> EinsumReplay.
+_ARRAY_PROGRAMS = Cache("contract.einsum_array_programs", _MAX_EINSUM_STRUCTURES)
+
+
+def _keep_array_program(key, entry: EinsumStructure, tensors) -> None:
+    program = recorded_program(entry.sum_op, entry.prod_op, tensors, entry.reduced,
+                               entry.plates)
+    if program is None or len(program.outputs) != 1:
+        return  # no program, or results that sum_product multiplies by terms
+    names = [n for n, _ in program.out_ikeys[0]]
+    if sorted(names) != sorted(entry.output):
+        return
+    perm = tuple(names.index(c) for c in entry.output)
+    # The fast path skips wrapping the arrays as well: no rule may rewrite those Tensors.
+    program = program.with_checks(tuple(check_of(Tensor, t._args, None, keep_args=False)
+                                        for t in tensors))
+    _ARRAY_PROGRAMS[key] = EinsumReplay(program, None if perm == tuple(range(len(perm)))
+                                        else perm)
 
 
 def _structure_key(eq, operands, plates, backend, modulo_total):
@@ -392,8 +411,8 @@ def _einsum_structure(eq, operands, plates, backend, modulo_total) -> tuple:
         keys = [term_sort_key(t) for t in tensors]
         perm = sorted(range(len(tensors)), key=keys.__getitem__)
         order = tuple(perm) if perm != list(range(len(tensors))) else None
-    entry = (sum_op, prod_op, output, reduced, arrays, domains, order,
-             frozenset(plates) if plates else None)
+    entry = EinsumStructure(sum_op, prod_op, output, reduced, arrays, domains, order,
+                            frozenset(plates) if plates else None)
     return entry, tensors
 
 

@@ -1,22 +1,22 @@
-"""Replaying a recorded elimination of Tensors on their arrays, where that is provably what
-the active interpretation would do.
+"""The array program of a planned elimination of Tensors: the one recorder and the one
+evaluator of the fast path (``funsor_core.engine.fast_path``).
 
-``partial_sum_product`` records, once per structure, the steps of an elimination of Tensors:
-which values each Contraction or Reduce combines (``algorithms.plates``). Replayed as terms,
-every step pays for building the term, finding its rule and the rule's way to its kernel:
-some microseconds a step, most of the time of a small plated model. ``compile_elimination``
-turns the recording into an ``ArrayProgram``: the very kernel calls the exact rules make (the
-cached plan of ``plan_tensors`` per Contraction, one array reduction per Reduce), on the
-Tensors' data, with the operands' order and the plans worked out once.
+``plan_elimination`` (``algorithms.eliminate.schedule``) turns the structure of a plated
+elimination into a ``Schedule``: which values each Contraction or Reduce combines. Run as
+terms, every step pays for building the term, finding its rule and the rule's way to its
+kernel: some microseconds a step, most of the time of a small plated model.
+``compile_elimination`` turns a schedule of Tensors into an ``ArrayProgram``: one call per
+step to the array implementation that the step's rule registered (``contract_planned_arrays``
+with the cached plan of ``plan_tensors`` per Contraction, ``reduce_array`` per Reduce), with
+the operands' order and the plans worked out once, from structure alone.
 
 A program stands in for the terms only where that changes nothing observable:
-``ArrayProgram.applies(interp)`` asks the interpreter (``Interpretation.direct_rules``, its
-own cached resolution, so a rule registered later is seen at once) whether each step's term
-would go first to a built-in rule that declares, with ``replays_as``, that it computes what
-the program computes, with no canonicalization hook, no interpretation wrapping construction
-and no debug log on the way. A user rule registered for one of those patterns is more
-specific, or comes first by registration, and the terms are built again; so are they under
-``lazy``, a tape, or any interpretation whose first rule differs.
+``ArrayProgram.run`` asks ``fast_path`` (the one guard) for each step's term which
+implementation its first rule registered, under the interpreter's own cached resolution, so
+a rule registered later is seen at once. A user rule registered for one of those patterns is
+more specific, or comes first by registration; a hook, a wrapping interpretation or the debug
+log are on the way; ``lazy`` or a tape builds terms: then ``run`` answers None and the caller
+builds the terms.
 
 Nothing here reads values: under ``jax.jit`` a program runs at trace time on tracers, making
 the calls the rules would make.
@@ -25,77 +25,100 @@ Example:
     >>> from funsor_core.sum_product import sum_product
     >>> f = fc.Tensor(np.full((2, 3), 2.0), {"i": fc.Bint[2], "j": fc.Bint[3]})
     >>> g = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
-    >>> [sum_product(ops.add, ops.mul, [f, g], frozenset("ij"), frozenset("i")).item()
-    ...  for _ in range(2)]  # sum_j g(j) prod_i f(i, j); the second call replays the first
-    [12.0, 12.0]
+    >>> sum_product(ops.add, ops.mul, [f, g], frozenset("ij"), frozenset("i")).item()
+    12.0
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_tensors
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.fast_path import builds_as_is, fast_path
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.patterns import type_key
 from funsor_core.terms.base import Reduce
-from funsor_core.terms.contraction import Contraction, sort_terms
+from funsor_core.terms.contraction import Contraction
 
-__all__ = ["ArrayProgram", "compile_elimination", "replays_as", "CONTRACT", "REDUCE"]
+__all__ = ["ArrayProgram", "Check", "compile_elimination", "contract_planned_arrays",
+           "reduce_array", "CONTRACT", "REDUCE"]
 
-# The kinds of recorded steps: a Contraction of a connected group over its variables (a
-# lone factor is reduced by sum_op), and a Reduce by prod_op over plates.
-CONTRACT, REDUCE = 0, 1
+# The kinds of schedule steps: a Contraction of a connected group over its variables (a lone
+# factor is reduced by sum_op), and a Reduce by prod_op over plates.
+CONTRACT, REDUCE = "contract", "reduce"
+
+# An uninitialized Tensor, never read: dispatch keys depend on argument types only, so the
+# keys of a program's terms are computed from structure by typing a probe.
+_A_TENSOR = object.__new__(Tensor)
 
 
-def replays_as(kind: str):
-    """Declare that a rule computes what an ``ArrayProgram`` step of ``kind`` computes, for
-    the terms such a step stands for (a decorator; the rule is returned unchanged).
-
-    - ``"contraction"``: for a Contraction reducing some names of two or more Tensors of
-      scalar real output in a kernel semiring, the rule returns ``contract_tensors`` of its
-      terms in the given order (``plan_tensors``'s plan, run by ``run_arrays``);
-    - ``"reduce"``: for a Reduce of a Tensor of real output, it returns the Tensor of
-      ``ops.REDUCE_OPS[op](data, axis=axes)`` over the reduced names' axes, with the other
-      inputs in order.
+def contract_planned_arrays(sum_op, prod_op, plan, *arrays):
+    """The array implementation of a ``"contraction"`` step: ``plan`` (from ``plan_tensors``
+    of the terms' inputs, in the order the Contraction sorts them) run on their arrays, as
+    ``contract_tensors`` does for a Contraction of scalar real Tensors in a kernel semiring.
 
     Example:
-        >>> @replays_as("reduce")
-        ... def toy_reduce_tensor(op, arg, reduced_vars):
-        ...     return None
-        >>> toy_reduce_tensor.replays_as
-        'reduce'
+        >>> plan, _ = plan_tensors(((("i", fc.Bint[2]),), (("i", fc.Bint[2]),)), frozenset("i"))
+        >>> float(contract_planned_arrays(ops.add, ops.mul, plan, np.ones(2), np.ones(2)))
+        2.0
     """
-    if kind not in ("contraction", "reduce"):
-        raise ValueError(f"replays_as: unknown step kind {kind!r}; use 'contraction' or 'reduce'")
+    return plan.run_arrays(sum_op, prod_op, arrays)
 
-    def mark(rule):
-        rule.replays_as = kind
-        return rule
 
-    return mark
+def reduce_array(op, axes: tuple, x):
+    """The array implementation of a ``"reduce"`` step: ``op``'s array reduction over
+    ``axes``, as the Reduce rule of a real Tensor computes it.
+
+    Example:
+        >>> reduce_array(ops.add, (1,), np.ones((2, 3)))
+        array([3., 3.])
+    """
+    return ops.REDUCE_OPS[op](x, axis=axes)
+
+
+class Check(NamedTuple):
+    """A term an ``ArrayProgram`` stands for: its dispatch key (``deep``: whether the class
+    keyed tuples by their elements then), and the kind of array implementation its first
+    rule must have registered (None: no rule may match, it is built as it is). ``args`` type
+    it again where a tuple pattern registered since changed the class's keys (None: the
+    check fails then). Checks are told apart by ``(key, kind)``."""
+
+    key: tuple
+    cls: type
+    deep: bool
+    kind: str | None
+    args: tuple
+
+
+def check_of(cls: type, args: tuple, kind: str | None, keep_args: bool = True) -> Check:
+    """The ``Check`` of the term ``cls(*args)`` (``keep_args=False``: without keeping the
+    arguments alive, e.g. arrays).
+
+    Example:
+        >>> check_of(fc.Tensor, (np.ones(2), (), "real"), None).key
+        (<class 'funsor_core.atoms.tensor.Tensor'>, <class 'numpy.ndarray'>, <class 'tuple'>, <class 'str'>)
+    """  # noqa: E501
+    return Check(type_key(cls, args), cls, cls._deep_key, kind, args if keep_args else None)
 
 
 class ArrayProgram:
-    """The array calls of a recorded elimination of Tensors.
+    """The array calls of a planned elimination of Tensors.
 
     Attributes:
-        steps: ``(kind, operand positions, plan)`` for a Contraction (positions in the order
-            the term sorts its terms) and ``(kind, position, (op, axes))`` for a Reduce. The
-            values are the factors' arrays, then each step's result, in order.
+        steps: ``(check, static arguments, operand positions)`` per step: the implementation
+            that ``checks[check]``'s rule registered is called with the static arguments,
+            then the operands. The values are the factors' arrays, then each step's result.
         outputs: the positions of the results; ``out_ikeys`` their Tensors' inputs.
-        arg_types: the types of the factors' arrays in the recording run. A caller running
-            the program on other types checks first, as building the terms would, that
-            they mix no backends.
-        checks: ``(type key, term class, whether its key was deep, kind)``: the terms the
-            steps stand for (``kind`` None: a term no rule may rewrite, built as it is).
+        checks: the ``Check`` of each term the steps stand for.
     """
 
-    __slots__ = ("sum_op", "prod_op", "steps", "outputs", "out_ikeys", "arg_types", "checks")
+    __slots__ = ("steps", "outputs", "out_ikeys", "checks")
 
-    def __init__(self, sum_op, prod_op, steps, outputs, out_ikeys, arg_types, checks) -> None:
-        self.sum_op, self.prod_op = sum_op, prod_op
-        self.steps, self.outputs, self.out_ikeys = steps, outputs, out_ikeys
-        self.arg_types, self.checks = arg_types, checks
+    def __init__(self, steps, outputs, out_ikeys, checks) -> None:
+        self.steps, self.outputs, self.out_ikeys, self.checks = steps, outputs, out_ikeys, checks
 
     def __repr__(self) -> str:
         return f"ArrayProgram({len(self.steps)} steps, {len(self.outputs)} results)"
@@ -103,96 +126,124 @@ class ArrayProgram:
     def with_checks(self, checks: tuple) -> ArrayProgram:
         """This program, also checking ``checks`` (e.g. that the factors' Tensors would be
         built as they are, for a caller that skips building them)."""
-        extra = tuple(c for c in dict.fromkeys(checks) if c not in self.checks)
-        return ArrayProgram(self.sum_op, self.prod_op, self.steps, self.outputs,
-                            self.out_ikeys, self.arg_types, self.checks + extra)
+        seen = {(c.key, c.kind) for c in self.checks}
+        extra = []
+        for c in checks:
+            if (c.key, c.kind) not in seen:
+                seen.add((c.key, c.kind))
+                extra.append(c)
+        return ArrayProgram(self.steps, self.outputs, self.out_ikeys,
+                            self.checks + tuple(extra))
 
-    def applies(self, interp) -> bool:
-        """Whether building the steps' terms under ``interp`` would make exactly these calls."""
-        for key, cls, deep, kind in self.checks:
+    def bind(self, interp=None) -> list | None:
+        """The implementation to call per check under ``interp`` (default: the active one),
+        or None where building some term would do anything else (``fast_path``)."""
+        if interp is None:
+            interp = get_interpretation()
+        impls = []
+        for key, cls, deep, kind, args in self.checks:
             if cls._deep_key is not deep:  # a tuple pattern registered since: keys changed
-                return False
-            rules = interp.direct_rules(key)
-            if rules is None:
-                return False
+                if args is None:
+                    return None
+                key = type_key(cls, args)
             if kind is None:
-                if rules:
-                    return False
-            elif not rules or getattr(rules[0], "replays_as", None) != kind:
-                return False
-        return True
+                if not builds_as_is(key, interp):
+                    return None
+                impls.append(None)
+                continue
+            impl = fast_path(key, kind, interp)
+            if impl is None:
+                return None
+            impls.append(impl)
+        return impls
 
-    def run(self, arrays) -> list:
-        """The results' arrays, from the factors' arrays (in the recorded order)."""
+    def run(self, arrays, interp=None) -> list | None:
+        """The results' arrays from the factors' arrays (in the planned order), or None where
+        the fast path may not stand in for the terms under ``interp`` (the caller builds
+        them): a guard declines, or the arrays are of several types (the terms would
+        report the mix)."""
+        kind = type(arrays[0])
+        for x in arrays:
+            if type(x) is not kind:
+                return None
+        impls = self.bind(interp)
+        if impls is None:
+            return None
         values = list(arrays)
-        sum_op, prod_op, reduce_ops = self.sum_op, self.prod_op, ops.REDUCE_OPS
-        for kind, pos, arg in self.steps:
-            if kind == CONTRACT:
-                values.append(arg.run_arrays(sum_op, prod_op, [values[k] for k in pos]))
-            else:
-                op, axes = arg
-                values.append(reduce_ops[op](values[pos], axis=axes))
+        for check, static, pos in self.steps:
+            values.append(impls[check](*static, *[values[k] for k in pos]))
         return [values[k] for k in self.outputs]
 
 
-def check_of(cls: type, args: tuple, kind: str | None) -> tuple:
-    """The entry of ``ArrayProgram.checks`` for the term ``cls(*args)``.
+def _sorted_positions(pos: tuple, ikeys: list) -> tuple:
+    # The order Contraction sorts Tensors in (``terms.contraction.term_sort_key``: their sorted
+    # input names; stable).
+    def key(k):
+        names = [n for n, _ in ikeys[k]]
+        return tuple(sorted(names)) if len(names) > 1 else tuple(names)
 
-    Example:
-        >>> key, cls, deep, kind = check_of(fc.Tensor, (np.ones(2), (), "real"), None)
-        >>> key
-        (<class 'funsor_core.atoms.tensor.Tensor'>, <class 'numpy.ndarray'>, <class 'tuple'>, <class 'str'>)
-    """  # noqa: E501
-    return (type_key(cls, args), cls, cls._deep_key, kind)
+    return tuple(sorted(pos, key=key))
 
 
-def compile_elimination(sum_op, prod_op, values, steps, outputs) -> ArrayProgram | None:
-    """The ``ArrayProgram`` of a recorded elimination, or None where a step is not a kernel
+def _consistent(structure: tuple) -> bool:
+    # One domain per name: otherwise building the terms raises, naming the clash.
+    domains: dict = {}
+    for ikey, _ in structure:
+        for name, d in ikey:
+            if domains.setdefault(name, d) != d:
+                return False
+    return True
+
+
+def compile_elimination(sum_op, prod_op, structure: tuple, steps, outputs) -> Any:
+    """The ``ArrayProgram`` of a schedule of Tensors, or None where a step is not a kernel
     call of the exact rules (a product without reduction, a non-real or non-scalar value, a
-    semiring without a kernel).
+    semiring without a kernel, names of two domains).
 
     Args:
-        values: the factors, then each step's result, as the recording run built them: all
-            must be Tensors (the run was evaluated).
-        steps: ``(kind, operand positions, names)`` per step (``CONTRACT`` or ``REDUCE``).
+        structure: ``(inputs key, output domain)`` per factor.
+        steps: ``(kind, operand positions, names)`` per step (``CONTRACT`` or ``REDUCE``);
+            values are the factors, then each step's result.
         outputs: the positions of the results.
 
     Example:
-        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
-        >>> r = f.reduce(ops.mul, frozenset("j"))
-        >>> program = compile_elimination(ops.add, ops.mul, [f, r],
+        >>> i, j = ("i", fc.Bint[2]), ("j", fc.Bint[3])
+        >>> program = compile_elimination(ops.add, ops.mul, (((i, j), fc.Real),),
         ...                               [(REDUCE, (0,), frozenset("j"))], (1,))
-        >>> program.run([np.full((2, 3), 2.0)])
+        >>> program.out_ikeys
+        ((('i', Bint[2]),),)
+        >>> from interpretations import exact
+        >>> program.run([np.full((2, 3), 2.0)], exact)
         [array([8., 8.])]
     """
     if (sum_op, prod_op) not in SEMIRINGS or sum_op is ops.or_:
         return None
-    if not all(type(v) is Tensor and v.dtype == "real" and not v.shape for v in values):
+    if not all(out.dtype == "real" and not out.shape for _, out in structure):
         return None
-    first = len(values) - len(steps)
+    if not _consistent(structure):
+        return None
+    ikeys = [ikey for ikey, _ in structure]
     program, checks = [], {}
-    for s, (kind, pos, names) in enumerate(steps):
-        result, operands = values[first + s], [values[k] for k in pos]
+    for kind, pos, names in steps:
         if kind == CONTRACT and len(pos) > 1:
             if not names:
                 return None  # a product alone: Binary terms, not a kernel call
-            ordered = sort_terms(tuple(operands))  # as Contraction orders its terms
-            where = {id(v): k for k, v in zip(pos, operands)}
-            plan, out_ikey = plan_tensors(tuple(t._ikey for t in ordered), names)
-            if out_ikey != result._ikey:
-                return None
-            check = check_of(Contraction, (sum_op, prod_op, names, ordered), "contraction")
-            program.append((CONTRACT, tuple(where[id(t)] for t in ordered), plan))
+            pos = _sorted_positions(pos, ikeys)
+            plan, out_ikey = plan_tensors(tuple(ikeys[k] for k in pos), names)
+            check = check_of(Contraction, (sum_op, prod_op, names, (_A_TENSOR,) * len(pos)),
+                             "contraction")
+            static = (sum_op, prod_op, plan)
         else:
             op = sum_op if kind == CONTRACT else prod_op
-            (f,) = operands
-            axes = tuple(i for i, (n, _) in enumerate(f._ikey) if n in names)
-            kept = tuple(pair for pair in f._ikey if pair[0] not in names)
-            if not axes or len(axes) != len(names) or kept != result._ikey:
+            ikey = ikeys[pos[0]]
+            axes = tuple(i for i, (n, _) in enumerate(ikey) if n in names)
+            if not axes or len(axes) != len(names):
                 return None
-            check = check_of(Reduce, (op, f, names), "reduce")
-            program.append((REDUCE, pos[0], (op, axes)))
-        checks[check] = None
-    return ArrayProgram(sum_op, prod_op, tuple(program), tuple(outputs),
-                        tuple(values[k]._ikey for k in outputs),
-                        tuple(type(v.data) for v in values[:first]), tuple(checks))
+            out_ikey = tuple(pair for pair in ikey if pair[0] not in names)
+            check = check_of(Reduce, (op, _A_TENSOR, names), "reduce")
+            static = (op, axes)
+        index = checks.setdefault((check.key, check.kind), (len(checks), check))[0]
+        program.append((index, static, tuple(pos)))
+        ikeys.append(out_ikey)
+    return ArrayProgram(tuple(program), tuple(outputs), tuple(ikeys[k] for k in outputs),
+                        tuple(c for _, c in checks.values()))

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core.algorithms.chains.term_scans import _LAG, sarkka_bilmes_product
-from funsor_core.algorithms.eliminate.plated import (
+from funsor_core.algorithms.eliminate.graph import (
     PlateError,
     _components,
     _minor_message,

@@ -1,21 +1,21 @@
 """The moment-matching steps of ``windowed_filter`` run on arrays.
 
-A step of the filter is ``Contraction(logaddexp, add, V, (message terms, step atoms))``.
-Where the active interpretation hands such a term straight to a rule that computes
-``collapse_mixture`` of it (the moment-matching rule, which says how with its
-``collapse_request`` attribute; ``Interpretation.direct_rules`` shows that no hook, log or
-other rule runs first), every step of the same structure runs the same array program: align
+A step of the filter is ``Contraction(logaddexp, add, V, (message terms, step atoms))``. Where
+the active interpretation hands such a term straight to a rule that computes
+``collapse_mixture`` of it (the moment-matching rule, which registers how as its ``"collapse"``
+array program; the fast path's guard, ``engine.fast_path.fast_path``, shows that no hook, log
+or other rule runs first), every step of the same structure runs the same array program: align
 the message and the step's atoms into the collapse's layout, integrate, collapse
 (``funsor_core.atoms.gaussian.moments``). ``FusedCollapses`` runs those steps on the arrays,
-with the step atoms aligned once for all steps (their time axis kept in front), and builds
-the message term only where the structure changes and at the end. Where the collapse can
-run by normal equations (``normal_equations``), the atoms' part of the Gram matrix is formed
-once for all steps too, and a step forms only the message's part and adds it (the system
-itself is built only where the QR path runs). The numbers are those of
-the term-by-term fold, to roundoff (the log weights are added in another order).
+with the step atoms aligned once for all steps (their time axis kept in front), and builds the
+message term only where the structure changes and at the end. Where the collapse can run by
+normal equations (``normal_equations``), the atoms' part of the Gram matrix is formed once for
+all steps too, and a step forms only the message's part and adds it (the system itself is built
+only where the QR path runs). The numbers are those of the term-by-term fold, to roundoff (the
+log weights are added in another order).
 
 A rule registered ahead of the built-in one, a hook, a wrapping interpretation or the debug
-log make ``direct_rules`` answer None: then every step is built as a term, as before.
+log make ``fast_path`` answer None: then every step is built as a term, as before.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from funsor_core.atoms.gaussian.normal_equations import system_rows
 from funsor_core.atoms.gaussian.small_linalg import matmul
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_name_of
-from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.engine.fast_path import fast_path
 from funsor_core.engine.patterns import type_key
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
@@ -250,8 +250,7 @@ class FusedCollapses:
             return None
         # The arguments as building the term would hand them to the rules (terms sorted).
         args = Contraction._prepare(ops.logaddexp, ops.add, reduced, terms)
-        rules = get_interpretation().direct_rules(type_key(Contraction, args))
-        request = getattr(rules[0], "collapse_request", None) if rules else None
+        request = fast_path(type_key(Contraction, args), "collapse")
         found = request(args[2], args[3]) if request is not None else None
         if found is None:
             return None

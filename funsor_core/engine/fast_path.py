@@ -1,0 +1,113 @@
+"""The one fast path from rules to array programs: registration and the one guard.
+
+A rule may register an *array implementation* of a kind of step: a function on arrays that
+computes what the rule computes for the terms such a step stands for (``"contraction"``,
+``"reduce"``: ``algorithms.contract.replay``; ``"collapse"``: the moment-matching collapse
+that ``algorithms.filter.fused`` repeats). Code that repeats a computation on arrays instead
+of building its terms asks ``fast_path(key, kind)`` for the implementation to call. The answer
+is None unless building a term of ``key`` under the active interpretation would only call its
+rules in order (``Interpretation.direct_rules``: no canonicalization hook, no interpretation
+wrapping construction, no debug log) and the first of them registered an implementation of
+``kind``. A user rule registered ahead of the built-in one, ``lazy``, a tape, or the debug log
+thus turn the fast path off, and the terms are built again.
+
+This is the only place that decides whether a fast path may run; callers never inspect
+``rules[0]`` themselves.
+
+Example:
+    >>> from funsor_core.engine.fast_path import array_program, fast_path
+    >>> toy = Interpretation("toy_fast", fallback=None)
+    >>> @toy.register(fc.Binary, object, fc.Number, fc.Number)
+    ... @array_program("toy_add", lambda x, y: x + y)
+    ... def toy_binary_number_number(op, lhs, rhs):
+    ...     return fc.Number(lhs.data + rhs.data)
+    >>> key = (fc.Binary, type(ops.add), fc.Number, fc.Number)
+    >>> with toy:
+    ...     fast_path(key, "toy_add")(1.0, 2.0)
+    3.0
+    >>> fast_path(key, "another_kind", toy) is None
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from funsor_core.engine.interpreter import Interpretation, get_interpretation
+
+__all__ = ["array_program", "builds_as_is", "fast_path", "register_array_program"]
+
+# rule function -> {kind: array implementation}. A registry, not a cache: one entry per rule
+# that declares an implementation, never evicted.
+_PROGRAMS: dict[Callable, dict[str, Callable]] = {}
+
+
+def register_array_program(rule: Callable, kind: str, impl: Callable) -> Callable:
+    """Declare that ``rule`` computes what ``impl`` computes on arrays for a step of
+    ``kind``; returns ``rule`` unchanged. The contract of each kind (the arguments ``impl``
+    takes) is defined by the code that runs it.
+
+    Example:
+        >>> def toy_rule(op, arg, reduced_vars):
+        ...     return None
+        >>> register_array_program(toy_rule, "toy_kind", abs) is toy_rule
+        True
+    """
+    _PROGRAMS.setdefault(rule, {})[kind] = impl
+    return rule
+
+
+def array_program(kind: str, impl: Callable) -> Callable[[Callable], Callable]:
+    """``register_array_program`` as a decorator on a rule.
+
+    Example:
+        >>> @array_program("toy_kind2", abs)
+        ... def toy_rule2(op, arg, reduced_vars):
+        ...     return None
+        >>> toy_rule2.__name__
+        'toy_rule2'
+    """
+
+    def mark(rule: Callable) -> Callable:
+        return register_array_program(rule, kind, impl)
+
+    return mark
+
+
+def fast_path(key: tuple, kind: str, interp: Interpretation | None = None) -> Any:
+    """The array implementation of ``kind`` that may stand in for building a term of dispatch
+    key ``key`` under ``interp`` (default: the active interpretation), or None: the guard of
+    every fast path.
+
+    Example:
+        >>> from interpretations import exact, lazy
+        >>> key = (fc.Reduce, type(ops.add), fc.Tensor, frozenset)
+        >>> fast_path(key, "reduce", exact) is not None, fast_path(key, "reduce", lazy)
+        (True, None)
+    """
+    rules = (interp or get_interpretation()).direct_rules(key)
+    if not rules:
+        return None
+    rule = rules[0]
+    impls = _PROGRAMS.get(rule)
+    if impls is None:
+        if type(rule) is not functools.partial:
+            return None
+        impls = _PROGRAMS.get(rule.func)  # a stateful kind's rule, bound to its instance
+        if impls is None:
+            return None
+    return impls.get(kind)
+
+
+def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:
+    """Whether a term of dispatch key ``key`` would be built as it is under ``interp``: no
+    rule matches it and nothing else runs (the guard for skipping a term's construction).
+
+    Example:
+        >>> from interpretations import exact
+        >>> builds_as_is((fc.Tensor, np.ndarray, tuple, str), exact)
+        True
+    """
+    return (interp or get_interpretation()).direct_rules(key) == ()
