@@ -470,6 +470,10 @@ def split_key(rng_key, n: int) -> list:
     return list(jax.random.split(_key(rng_key), n))
 
 
+# -- random keys and array facts (core asks, never names) --
+from backends.jax_facts import *  # noqa: E402, F403
+
+
 def install() -> None:
     """Register jax arrays and tracers as array types, and every kernel of ``KERNELS``."""
     for typ in ARRAY_TYPES:

@@ -549,6 +549,10 @@ def split_key(rng_key, n: int) -> list:
     return [rng_key] * n
 
 
+# -- random keys and array facts (core asks, never names) --
+from backends.numpy_facts import *  # noqa: E402, F403
+
+
 def install() -> None:
     for typ in ARRAY_TYPES:
         register_array_type(typ)

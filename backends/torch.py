@@ -556,6 +556,10 @@ def split_key(rng_key, n: int) -> list:
     return [rng_key] * n
 
 
+# -- random keys and array facts (core asks, never names) --
+from backends.torch_facts import *  # noqa: E402, F403
+
+
 def install() -> None:
     """Register ``torch.Tensor`` as an array type and every kernel of ``KERNELS`` for it."""
     for typ in ARRAY_TYPES:

@@ -23,7 +23,7 @@ from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.distribution import MultivariateNormal
 from funsor_core.domains import Bint, Domain, Real
-from funsor_core.engine.backend import backend_module
+from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Align, Funsor, Number
 
@@ -342,7 +342,7 @@ def make_einsum_example(equation: str, fill=None, sizes=(2, 3)):
     for dims in inputs:
         shape = tuple(size_of[c] for c in dims)
         data = randn(shape) if fill is None else ones(shape) * fill
-        if type(data).__module__.startswith("torch"):
+        if backend_of(data).PYRO_EINSUM_DIMS:
             data._pyro_dims = dims  # Pyro's einsum names the dims of its operands this way
         operands.append(data)
         funsor_operands.append(Tensor(data, {c: Bint[size_of[c]] for c in dims}))

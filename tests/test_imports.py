@@ -202,3 +202,109 @@ def test_faces_are_thin():
             if not plain:
                 thick.append(f"{name}:{node.lineno}")
     assert not thick, f"faces holding code: {thick}"
+
+
+# -- funsor_core asks its backends, never names them (issue #26 item 3) -----------------------
+# Array libraries other than numpy (numpy is the core's one array dependency); only the
+# backends import them.
+ARRAY_LIBRARIES = ("torch", "jax", "jaxlib")
+BACKEND_NAMES = ("jax", "torch", "numpy")
+# The backend registry may map names to modules and array types to backends.
+NAMES_BACKENDS = {"funsor_core.engine.backend"}
+# The one module allowed an array-library import: funsor's face ``funsor.torch.distributions``
+# exports ``dist``, the torch distributions library itself, and a face holds no code that
+# could ask a backend for it.
+IMPORTS_ARRAY_LIBRARY = {"funsor_core.torch.distributions"}
+
+
+def _array_library_imports(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` that import an array library, anywhere in its body."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            roots = [(node.module or "").split(".")[0]]
+        elif _is_dynamic_import(node):  # importlib.import_module("torch.distributions")
+            roots = [node.args[0].value.split(".")[0]]
+        else:
+            continue
+        if any(root in ARRAY_LIBRARIES for root in roots):
+            lines.append(node.lineno)
+    return lines
+
+
+def _is_dynamic_import(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name in ("import_module", "__import__")
+
+
+def _is_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in BACKEND_NAMES
+
+
+def _backend_name_tests(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` that compare with a backend's name (``==``, ``in (...)``) or use one
+    as a dict key or a subscript."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for x in operands:
+                elts = x.elts if isinstance(x, (ast.Tuple, ast.List, ast.Set)) else [x]
+                if any(_is_name(e) for e in elts):
+                    lines.append(node.lineno)
+                    break
+        elif isinstance(node, ast.Dict) and any(k is not None and _is_name(k) for k in node.keys):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and _is_name(node.slice):
+            lines.append(node.lineno)
+    return lines
+
+
+def _violations(finder, modules: dict[str, Path], allowed: set[str]) -> list[str]:
+    return [f"{name}:{line}" for name, path in sorted(modules.items()) if name not in allowed
+            for line in finder(ast.parse(path.read_text()))]
+
+
+def _core_modules() -> dict[str, Path]:
+    return {n: p for n, p in MODULES.items() if n == "funsor_core" or n.startswith("funsor_core.")}
+
+
+PLANTED = '''
+import numpy as np
+import torch.distributions as td
+def f(x):
+    import jax
+    from jaxlib import xla_client
+    if backend_name_of(x) == "jax" or name in ("numpy", "torch"):
+        return {"torch": 1}["numpy"]
+    return x == "numpyro"
+lib = importlib.import_module("torch.distributions")
+'''
+
+
+def test_array_library_finder_finds_planted_imports():
+    assert _array_library_imports(ast.parse(PLANTED)) == [3, 5, 6, 10]
+
+
+def test_backend_name_finder_finds_planted_tests():
+    assert sorted(set(_backend_name_tests(ast.parse(PLANTED)))) == [7, 8]
+    assert _backend_name_tests(ast.parse("def f(backend='numpy'):\n    return backend")) == []
+
+
+def test_core_imports_no_array_library():
+    found = _violations(_array_library_imports, _core_modules(), IMPORTS_ARRAY_LIBRARY)
+    assert not found, ("funsor_core imports torch or jax (ask the backend module instead, "
+                       "e.g. backend_of(x).scan):\n" + "\n".join(found))
+
+
+def test_core_never_names_a_backend():
+    found = _violations(_backend_name_tests, _core_modules(), NAMES_BACKENDS)
+    assert not found, ("funsor_core compares a backend's name (ask the backend for a fact or "
+                       "a function instead, e.g. backend_of(x).SPLITS_RNG_KEYS):\n"
+                       + "\n".join(found))

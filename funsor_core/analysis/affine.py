@@ -32,7 +32,7 @@ from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, align_tensor, backend_of
 from funsor_core.atoms.tensor_idioms import Einsum, Getitem
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_module
+from funsor_core.engine.backend import backend_module, host_backend
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Lambda, Stack
@@ -261,7 +261,7 @@ def _proto(value: Funsor, host: bool = False, default=None):
         stack.extend(children(node))
     if default is not None and not host:
         return ops.new_zeros(default, ())
-    return backend_module("numpy" if host else None).asarray(0.0, "real")
+    return (host_backend() if host else backend_module()).asarray(0.0, "real")
 
 
 def polynomial_degree(value: Funsor) -> int | None:

@@ -27,7 +27,7 @@ from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's na
     tensordot,
 )
 from funsor_core.domains import Bint, Domain
-from funsor_core.engine.backend import backend_module, get_backend
+from funsor_core.engine.backend import backend_module
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.reshaping import Slice
@@ -91,11 +91,12 @@ class Tensor(Funsor):
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):
         if not is_array(data):
+            module = backend_module()
             if (dtype == "real" and isinstance(data, np.floating)
-                    and get_backend() == "numpy"):
-                data = np.asarray(data)  # a numpy float32 scalar stays float32
+                    and isinstance(data, module.ARRAY_TYPES)):
+                data = module.asarray(data)  # a numpy float32 scalar stays float32 on numpy
             else:
-                data = backend_module().asarray(data, "real" if dtype == "real" else "int")
+                data = module.asarray(data, "real" if dtype == "real" else "int")
         inputs = _as_inputs(inputs)
         if isinstance(dtype, Domain):
             dtype = dtype.dtype

@@ -18,6 +18,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.backend import BackendTable
 from funsor_core.terms.base import Number
 from funsor_core.terms.contraction import Contraction
 
@@ -28,17 +29,10 @@ __all__ = ["BACKEND_TO_EINSUM_BACKEND", "BACKEND_TO_LOGSUMEXP_BACKEND",
 # einsum reads the semiring off the string's last component (sum, log: logsumexp-of-sums,
 # map: max-of-sums) and runs it on the active array backend, so the strings are funsor's
 # and all of them work on every backend.
-BACKEND_TO_EINSUM_BACKEND = {"numpy": "numpy", "torch": "torch", "jax": "jax.numpy"}
-BACKEND_TO_LOGSUMEXP_BACKEND = {
-    "numpy": "funsor.einsum.numpy_log",
-    "torch": "pyro.ops.einsum.torch_log",
-    "jax": "funsor.einsum.numpy_log",
-}
-BACKEND_TO_MAP_BACKEND = {
-    "numpy": "funsor.einsum.numpy_map",
-    "torch": "pyro.ops.einsum.torch_map",
-    "jax": "funsor.einsum.numpy_map",
-}
+# Each backend names its own strings; a table loads a backend when its entry is read.
+BACKEND_TO_EINSUM_BACKEND = BackendTable("FUNSOR_EINSUM_BACKEND")
+BACKEND_TO_LOGSUMEXP_BACKEND = BackendTable("FUNSOR_LOGSUMEXP_BACKEND")
+BACKEND_TO_MAP_BACKEND = BackendTable("FUNSOR_MAP_BACKEND")
 
 
 class _GaussianMixtureMeta(type):

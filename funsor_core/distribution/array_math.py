@@ -20,7 +20,7 @@ from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.random import Rng
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
@@ -243,8 +243,7 @@ def normalizer(cls, params: tuple):
 # -- sampling --------------------------------------------------------------------------------
 def _grads_may_flow(arrays) -> bool:
     for x in arrays:
-        name = backend_name_of(x)
-        if name == "jax" or (name == "torch" and getattr(x, "requires_grad", False)):
+        if backend_of(x).tracks_gradients(x):
             return True
     return False
 

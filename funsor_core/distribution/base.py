@@ -53,7 +53,7 @@ from funsor_core.distribution.constraints import REAL, Constraint
 from funsor_core.distribution.convert import dist_to_data, torch_class
 from funsor_core.distribution.registry import FAMILIES, announce_family, on_family
 from funsor_core.domains import Domain, Real, broadcast_shape
-from funsor_core.engine.backend import backend_module
+from funsor_core.engine.backend import BackendTable, backend_module
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
@@ -63,10 +63,8 @@ __all__ = ["Distribution", "Param", "BACKEND_TO_DISTRIBUTIONS_BACKEND", "FAMILIE
 
 # funsor's map from a backend to the module of its distribution wrappers; funsor-core's
 # distributions are the same on every backend, and these are their faces at funsor's paths.
-BACKEND_TO_DISTRIBUTIONS_BACKEND = {
-    "torch": "funsor_core.torch.distributions",
-    "jax": "funsor_core.jax.distributions",
-}
+# Each backend that has one names its module (``FUNSOR_DISTRIBUTIONS_MODULE``).
+BACKEND_TO_DISTRIBUTIONS_BACKEND = BackendTable("FUNSOR_DISTRIBUTIONS_MODULE")
 
 _REQUIRED = object()
 

@@ -26,13 +26,13 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import numbers
+from types import ModuleType
 
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import BackendTable, backend_of
 from funsor_core.interop.data import to_data
 from funsor_core.terms.base import DomainError, Variable, register_term_hook, to_funsor
 
@@ -55,12 +55,17 @@ _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),
              "Bernoulli": ("BernoulliLogits", "BernoulliProbs")}
 
 
-def _torch_distributions():
-    return importlib.import_module("torch.distributions")
+def _library(backend: ModuleType | None = None) -> ModuleType:
+    """The distribution objects' library of ``backend`` (default: the first backend with
+    one, ``torch.distributions``), which the backend exports as ``distributions()``."""
+    if backend is None:
+        return next(iter(BackendTable("distributions").values()))()
+    return backend.distributions()
 
 
-def torch_class(name: str):
-    """The ``torch.distributions`` class of the family ``name``.
+def torch_class(name: str, backend: ModuleType | None = None):
+    """The ``torch.distributions`` class of the family ``name`` (from the library of
+    ``backend``, default the backend that has one).
 
     Example:
         >>> torch_class("BernoulliLogits").__name__
@@ -71,7 +76,7 @@ def torch_class(name: str):
         raise NotImplementedError(f"{name} has no torch.distributions counterpart (pyro's "
                                   "would be needed); its log density, samples and conjugate "
                                   "updates work without one")
-    return getattr(_torch_distributions(), torch_name)
+    return getattr(_library(backend), torch_name)
 
 
 def _family_of(raw):
@@ -99,9 +104,11 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
         NotImplementedError: a torch distribution with no family here (a transformed one,
             say), naming its class.
     """
-    if not type(raw).__module__.startswith("torch.distributions"):
+    # The backend of the object's library (torch for torch.distributions) converts it.
+    backend = backend_of(raw, None)
+    if backend is None or not hasattr(backend, "distributions"):
         return None
-    td = _torch_distributions()
+    td = backend.distributions()
     if not isinstance(raw, td.Distribution):
         return None
     if output is not None and output is not Real:
@@ -151,13 +158,15 @@ def dist_to_data(d, name_to_dim: dict | None = None):
     lazy = [k for k, p in zip(cls.params, params) if not isinstance(p, Tensor)]
     if lazy:
         raise NotImplementedError(f"to_data of {name}: parameters {lazy} are not Tensors")
-    backends = {backend_name_of(p.data) for p in params}
-    if backends != {"torch"}:
+    backends = {backend_of(p.data) for p in params}
+    backend = next(iter(backends), None)
+    if len(backends) != 1 or not hasattr(backend, "distributions"):
         raise TypeError(f"to_data of {name} gives a torch.distributions object, which needs "
-                        f"torch arrays, but its parameters hold {sorted(backends)} arrays "
-                        "(nothing is converted silently); on jax and numpy, use the funsor "
-                        "itself: its log density and samples are the same")
-    cls_torch = torch_class(name)
+                        f"torch arrays, but its parameters hold "
+                        f"{sorted(b.NAME for b in backends)} arrays (nothing is converted "
+                        "silently); on jax and numpy, use the funsor itself: its log density "
+                        "and samples are the same")
+    cls_torch = torch_class(name, backend)
     out_batch = d.batch_output_shape
     raw = {}
     for (pname, param), t in zip(cls.params.items(), params):
@@ -176,7 +185,7 @@ def dist_to_data(d, name_to_dim: dict | None = None):
         raw["total_count"] = int(count[0])
     result = cls_torch(**raw)
     if out_batch:
-        result = _torch_distributions().Independent(result, len(out_batch))
+        result = _library(backend).Independent(result, len(out_batch))
     return result
 
 

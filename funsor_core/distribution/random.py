@@ -44,7 +44,7 @@ class Rng:
     def __init__(self, proto, rng_key=None) -> None:
         self.proto = proto
         self.module, self.key = backend_and_key(proto, rng_key)
-        self._split = self.module.NAME == "jax"
+        self._split = self.module.SPLITS_RNG_KEYS
 
     def _next(self):
         if not self._split:

@@ -24,14 +24,27 @@ import contextvars
 import importlib
 import sys
 import threading
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 
-__all__ = ["get_backend", "set_backend", "set_default_backend", "backend_module",
-           "backend_name_of", "on_term_class", "announce_term_class"]
+from funsor_core.ops.op import set_backend_loader
 
+__all__ = ["get_backend", "set_backend", "set_default_backend", "backend_module",
+           "backend_name_of", "backend_of", "backend_names", "host_backend", "BackendTable",
+           "on_term_class", "announce_term_class"]
+
+# The one place that names backends: the rest of funsor_core asks a backend module (found
+# here by name or by array type) for a function or a fact, and never compares names.
 _BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
 _ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
-_DEFAULT = ["numpy"]  # the process default: the backend of contexts that chose none
+# The first component of an array type's module -> its backend (jax tracers live in jaxlib).
+_ROOTS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "jaxlib": "jax"}
+_HOST = "numpy"  # the backend of host arrays: numpy is funsor_core's one array dependency
+_DEFAULT = [_HOST]  # the process default: the backend of contexts that chose none
+# Loaded backend modules by name, and backends by array type: lookups on hot paths stay one
+# dict read (both are bounded: a handful of names and array types).
+_MODULES: dict[str, ModuleType] = {}
+_BY_TYPE: dict[type, ModuleType] = {}
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("funsor_core_backend")
 
 
@@ -39,7 +52,7 @@ def _checked(name: str) -> str:
     name = _ALIASES.get(name, name)
     if name not in _BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_BACKENDS)}")
-    importlib.import_module(_BACKENDS[name])
+    backend_module(name)
     return name
 
 
@@ -93,9 +106,44 @@ def get_backend() -> str:
 
 
 def backend_module(name: str | None = None) -> ModuleType:
-    """The module of backend ``name`` (default: the active one), loading it if needed."""
+    """The module of backend ``name`` (default: the active one), loading it if needed.
+
+    Example:
+        >>> backend_module().NAME
+        'numpy'
+    """
     name = _ALIASES.get(name, name) if name else _ACTIVE.get(_DEFAULT[0])
-    return importlib.import_module(_BACKENDS[name])
+    module = _MODULES.get(name)
+    if module is None:
+        module = _MODULES[name] = importlib.import_module(_BACKENDS[name])
+    return module
+
+
+def host_backend() -> ModuleType:
+    """The backend of host (numpy) arrays, whichever backend is active.
+
+    Example:
+        >>> type(host_backend().asarray(0.0, "real")).__name__
+        'ndarray'
+    """
+    return backend_module(_HOST)
+
+
+def backend_names(aliases: bool = False) -> tuple[str, ...]:
+    """The names of the backends (with ``aliases``: also the other names they answer to).
+
+    Example:
+        >>> len(backend_names())
+        3
+    """
+    return tuple(_BACKENDS) + (tuple(_ALIASES) if aliases else ())
+
+
+def _backend_name_of_type(typ: type) -> str | None:
+    name = _ROOTS.get(typ.__module__.split(".", 1)[0])
+    if name is None and issubclass(typ, (int, float)):
+        name = _HOST
+    return name
 
 
 def backend_name_of(array) -> str:
@@ -105,14 +153,83 @@ def backend_name_of(array) -> str:
         >>> backend_name_of(np.zeros(2))
         'numpy'
     """
-    root = type(array).__module__.split(".", 1)[0]
-    if root in ("jax", "jaxlib"):
-        return "jax"
-    if root == "torch":
-        return "torch"
-    if root == "numpy" or isinstance(array, (int, float)):
-        return "numpy"
-    raise TypeError(f"no backend for arrays of type {type(array).__name__}")
+    name = _backend_name_of_type(type(array))
+    if name is None:
+        raise TypeError(f"no backend for arrays of type {type(array).__name__}")
+    return name
+
+
+def _load_backend_of_type(typ: type) -> bool:
+    # The hook behind ops' first sight of an array type: torch and jax load on demand.
+    name = _ROOTS.get(typ.__module__.split(".", 1)[0])
+    if name is None or name in _MODULES:
+        return False
+    backend_module(name)
+    return True
+
+
+set_backend_loader(_load_backend_of_type)
+
+_RAISE = object()
+
+
+def backend_of(array, default=_RAISE) -> ModuleType:
+    """The module of the backend an array (or a generator, or a Python number) belongs to:
+    where the core finds that backend's functions and facts. A type with no backend gives
+    ``default`` if one is passed, else raises ``TypeError``. Cached by type.
+
+    Example:
+        >>> backend_of(np.zeros(2)).NAME
+        'numpy'
+        >>> backend_of("text", None) is None
+        True
+    """
+    module = _BY_TYPE.get(type(array))
+    if module is None:
+        name = _backend_name_of_type(type(array))
+        if name is None:
+            if default is _RAISE:
+                raise TypeError(f"no backend for arrays of type {type(array).__name__}")
+            return default
+        module = _BY_TYPE[type(array)] = backend_module(name)
+    return module
+
+
+class BackendTable(Mapping):
+    """A read-only table: backend name -> that backend's attribute ``attr``, for backends
+    that have one (funsor's name tables, such as ``BACKEND_TO_EINSUM_BACKEND``). A backend
+    loads when its entry is read; iterating loads every backend that can be imported.
+
+    Example:
+        >>> BackendTable("NAME")["numpy"]
+        'numpy'
+    """
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __getitem__(self, name: str):
+        try:
+            return getattr(backend_module(name), self.attr)
+        except (KeyError, AttributeError):
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        # Lazily, in the registry's order: a search for the first entry loads no more
+        # backends than it reads.
+        for name in _BACKENDS:
+            try:
+                module = backend_module(name)
+            except ImportError:  # an array library that is not installed has no entry
+                continue
+            if hasattr(module, self.attr):
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 # -- term classes, for glue that backends install (JAX pytrees) ---------------------------------

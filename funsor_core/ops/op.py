@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import numbers
 import weakref
 from collections.abc import Callable
@@ -32,9 +31,10 @@ ARRAY_TYPES: list[type] = []
 # Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms.base).
 _FUNSOR_BUILDERS: dict[type, Callable] = {}
 _FUNSOR_BASE: list[type] = []
-# Modules whose array types load a backend on first sight, so `Tensor(torch.ones(2))` works
-# without an explicit `set_backend("torch")`.
-_AUTOLOAD = {"torch": "backends.torch", "jax": "backends.jax", "jaxlib": "backends.jax"}
+# The backend registry's loader (funsor_core.engine.backend installs it): loads the backend
+# of an array type on first sight, so `Tensor(torch.ones(2))` works without an explicit
+# `set_backend("torch")`. Here, below the registry, no backend is named.
+_LOADER: list[Callable[[type], bool]] = []
 # Every op, base and bound, so that registering a kernel can clear their dispatch caches.
 # Weak: a bound op (``ops.getitem.bind(index=k)``) lives only as long as a term or a caller
 # holds it, so a loop binding fresh parameters does not grow memory.
@@ -64,11 +64,15 @@ def is_array_type(typ: type) -> bool:
 
 def autoload_backend(typ: type) -> bool:
     """Load the backend of a torch or jax array type on first sight; True if one was loaded."""
-    module = typ.__module__.split(".")[0]
-    if module in _AUTOLOAD and not any(issubclass(typ, t) for t in ARRAY_TYPES):
-        importlib.import_module(_AUTOLOAD[module])
-        return True
-    return False
+    if not _LOADER or any(issubclass(typ, t) for t in ARRAY_TYPES):
+        return False
+    return _LOADER[0](typ)
+
+
+def set_backend_loader(loader: Callable[[type], bool]) -> None:
+    """Install ``loader(typ) -> bool``, which loads the backend of ``typ`` if it has one
+    that is not loaded yet (the backend registry calls this once)."""
+    _LOADER[:] = [loader]
 
 
 def register_array_type(typ: type) -> None:

@@ -42,7 +42,7 @@ from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import CHECK_RANK, is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
 from funsor_core.terms.contraction import Contraction
@@ -125,17 +125,15 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
 # Random numbers from the arrays' backend.
 def _module_and_key(proto, rng_key):
     """The backend module of ``proto`` and ``rng_key`` as that backend takes it."""
-    name = backend_name_of(proto)
-    module = backend_module(name)
+    module = backend_of(proto)
     if rng_key is None or isinstance(rng_key, int):
         return module, (module.new_rng_key(rng_key) if isinstance(rng_key, int) else None)
-    if backend_name_of(rng_key) != name:
-        raise TypeError(f"rng_key is a {type(rng_key).__name__} ({backend_name_of(rng_key)}), "
-                        f"but the term holds {name} arrays: pass an int seed or a {name} key")
-    if name == "numpy" and hasattr(rng_key, "dtype"):
-        # A jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.
-        return module, module.new_rng_key(rng_key)
-    return module, rng_key
+    own = backend_of(rng_key)
+    if own is not module:
+        raise TypeError(f"rng_key is a {type(rng_key).__name__} ({own.NAME}), but the term "
+                        f"holds {module.NAME} arrays: pass an int seed or a {module.NAME} key")
+    # e.g. a jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.
+    return module, module.as_rng_key(rng_key)
 
 
 def backend_and_key(proto, rng_key):
@@ -202,8 +200,7 @@ def _log_weight(flat, index, sample_inputs: dict, batch: dict) -> Tensor:
     """The total mass ``logsumexp flat`` over batch inputs; with a DiCE factor (zero in value)
     when gradients may flow (jax, torch with ``requires_grad``)."""
     total = ops.logsumexp(flat, -1)
-    name = backend_name_of(flat)
-    if not (name == "jax" or (name == "torch" and getattr(flat, "requires_grad", False))):
+    if not backend_of(flat).tracks_gradients(flat):
         return Tensor(total, batch)
     shape = tuple(index.shape)
     flat_b = ops.expand(ops.reshape(flat, (1,) * len(sample_inputs) + tuple(flat.shape)),

@@ -24,11 +24,14 @@ Example:
 from __future__ import annotations
 
 import numbers
+from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import is_array
-from funsor_core.engine.backend import backend_module, backend_name_of, get_backend
+from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.terms.backend_check import deep_array_backend
 from funsor_core.terms.base import Funsor
 
@@ -64,26 +67,27 @@ class KeyStream:
         key = self.rng_key
         if key is None:
             return None
-        name = _backend_of(term)
-        module = backend_module(name)
+        module = _backend_of(term)
+        name = module.NAME
         if not isinstance(key, int):
-            own = backend_name_of(key)
-            if own == "jax" and name == "jax":
+            own = backend_of(key)
+            if own is module and module.SPLITS_RNG_KEYS:
                 self.rng_key, sub = module.split_key(key, 2)
                 return sub
-            if own == name and not is_array(key):
+            if own is module and not is_array(key):
                 return key  # a numpy or torch Generator advances itself
             if not is_array(key):
-                raise TypeError(f"a {own} Generator cannot seed draws from {name} arrays: pass "
-                                f"an int seed (the same draws on every backend) or a {name} "
+                raise TypeError(f"a {own.NAME} Generator cannot seed draws from {name} arrays: "
+                                f"pass an int seed (the same draws on every backend) or a {name} "
                                 "generator")
-            if own == "jax" and not ops.is_concrete(key):
-                raise TypeError("a traced jax key cannot seed a " + name + " generator: pass "
-                                "an int seed, or use the jax backend under jax.jit")
+            if own.SPLITS_RNG_KEYS and not ops.is_concrete(key):
+                raise TypeError(f"a traced {own.NAME} key cannot seed a {name} generator: pass "
+                                f"an int seed, or use the {own.NAME} backend under "
+                                f"{own.NAME}.jit")
         made = self._made.get(name)
         if made is None:
-            made = _new_key(module, name, key)
-        if name == "jax":
+            made = _new_key(module, key)
+        if module.SPLITS_RNG_KEYS:
             made, sub = module.split_key(made, 2)
             self._made[name] = made
             return sub
@@ -91,37 +95,26 @@ class KeyStream:
         return made
 
 
-def _backend_of(term) -> str:
+def _backend_of(term) -> ModuleType:
     """The backend of ``term``'s arrays (the active backend for a term without arrays)."""
     if is_array(term):
-        return backend_name_of(term)
+        return backend_of(term)
     name = deep_array_backend(term) if isinstance(term, Funsor) else None
-    return get_backend() if name is None else name
+    return backend_module(name)
 
 
-def _new_key(module, name: str, seed):
+def _new_key(module: ModuleType, seed):
     """A generator (numpy, torch) or key (jax) from an int seed or a seed array."""
     if isinstance(seed, int):
         return module.new_rng_key(seed)
-    import numpy as np
-
-    try:
-        values = np.asarray(seed.detach().cpu() if hasattr(seed, "detach") else seed)
-    except TypeError:  # a typed jax key (jax.random.key) on another backend
-        values = np.asarray(module_of_jax().random.key_data(seed))
+    values = backend_of(seed).seed_values(seed)
     if not np.issubdtype(values.dtype, np.integer):
         raise TypeError(f"a seed array must hold integers, got {values.dtype}: pass an int "
                         "seed or a jax key")
-    if name == "jax" and values.dtype == np.uint32 and values.shape == (2,):
-        return module.asarray(values)  # already a raw jax key
+    if module.is_raw_key(values):
+        return module.asarray(values)  # already a raw key of this backend
     # Any other seed array: its entries, combined into one integer seed (64 bits).
     combined = 0
     for v in values.ravel().tolist():
         combined = (combined * 4294967291 + int(v)) % (1 << 63)
     return module.new_rng_key(combined)
-
-
-def module_of_jax():
-    import jax
-
-    return jax

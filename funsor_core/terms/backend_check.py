@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import backend_module, backend_name_of
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import Number, register_term_hook
 
@@ -145,9 +145,14 @@ def check_backends(what: str, terms, labels=None, deep: bool = False) -> tuple:
             label = (lambda i: labels[i]) if labels else (lambda i: f"term {i}")
             raise TypeError(MIXED_BACKENDS.format(what=what, first=label(first_k), left=first,
                                                   second=label(k), right=name))
-    if scalars and first is not None and first != "numpy":
+    if scalars and first is not None and not _takes_numpy_scalars(first):
         terms = tuple(_as_number(t) if _is_scalar_tensor(t) else t for t in terms)
     return terms
+
+
+def _takes_numpy_scalars(name: str) -> bool:
+    # On numpy a numpy scalar is an array of the backend; elsewhere it must become a Number.
+    return issubclass(np.generic, backend_module(name).ARRAY_TYPES)
 
 
 def _is_scalar_tensor(t) -> bool:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from funsor_core.domains import Domain
+from funsor_core.engine.backend import backend_of, host_backend
 from funsor_core.ops import Op
 from funsor_core.terms.base import Funsor, register_term_hook
 
@@ -32,15 +31,10 @@ def _quote_leaf(x: Any, short: bool) -> str:
         return "frozenset({" + ", ".join(repr(v) for v in sorted(x)) + "})"
     shape = getattr(x, "shape", None)
     if shape is not None and hasattr(x, "dtype") and not isinstance(x, (int, float)):
-        module = type(x).__module__.split(".")[0]
         if short:
+            module = type(x).__module__.split(".")[0]
             return f"{module}.array(shape={tuple(shape)}, dtype={x.dtype})"
-        data = np.asarray(x.detach().cpu() if module == "torch" else x)
-        if module == "torch":
-            return f"torch.tensor({data.tolist()!r}, dtype=torch.{str(x.dtype).split('.')[-1]})"
-        if module in ("jax", "jaxlib"):
-            return f"jnp.array({data.tolist()!r}, dtype=jnp.{data.dtype})"
-        return f"np.array({data.tolist()!r}, dtype=np.{data.dtype})"
+        return backend_of(x, host_backend()).array_literal(x)
     if callable(x) and hasattr(x, "__name__"):
         return x.__name__
     return repr(x)

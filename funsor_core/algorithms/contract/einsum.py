@@ -37,6 +37,7 @@ from funsor_core.algorithms.contract.replay import check_of
 from funsor_core.algorithms.eliminate.plated import recorded_program, sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
+from funsor_core.engine.backend import backend_names
 from funsor_core.engine.cache import Cache
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
@@ -46,9 +47,10 @@ __all__ = [
     "contract_tensors", "semiring_of_backend", "SEMIRINGS", "BACKEND_OPS", "BACKEND_ADJOINT_OPS",
 ]
 
-# funsor's backend strings and the semiring each names.
+# funsor's backend strings and the semiring each names: a name of an array backend (also
+# "jax.numpy", a name the registry knows it by) names the plain sum.
 BACKEND_OPS = {
-    "torch": (ops.add, ops.mul), "numpy": (ops.add, ops.mul), "jax.numpy": (ops.add, ops.mul),
+    **dict.fromkeys(backend_names(aliases=True), (ops.add, ops.mul)),
     "pyro.ops.einsum.torch_log": (ops.logaddexp, ops.add),
     "pyro.ops.einsum.torch_marginal": (ops.logaddexp, ops.add),
     "pyro.ops.einsum.torch_map": (ops.max, ops.add),
@@ -73,7 +75,7 @@ def semiring_of_backend(backend: str) -> tuple:
     if backend in BACKEND_OPS:
         return BACKEND_OPS[backend]
     name = backend.rsplit(".", 1)[-1]
-    if name in ("numpy", "torch", "jax", "linear"):
+    if name == "linear" or name in backend_names():
         return ops.add, ops.mul
     if name == "log" or name.endswith("_log"):
         return ops.logaddexp, ops.add

@@ -58,8 +58,9 @@ def log_limits(dtype) -> tuple:
     """
     limits = _LIMITS.get(dtype)
     if limits is None:
-        # numpy and jax dtypes are numpy's; a torch dtype is named "torch.float32" etc.
-        name = str(dtype).replace("torch.", "") if "torch" in str(dtype) else dtype
+        # numpy and jax dtypes are numpy's; another library's dtype (torch.float32) is read
+        # by the name after its last dot.
+        name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
         info = np.finfo(name)
         limits = _LIMITS[dtype] = (math.log(info.tiny) - math.log(info.eps),
                                    math.log(info.max) - 16.0)

@@ -63,7 +63,7 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
 from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.backend import backend_of
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
            "collapse_normal", "mixture_rows", "system_rows"]
@@ -145,13 +145,14 @@ def collapse_gram(log_weights: Array, mm: Array, d_b: int, rank: int,
     plan = (d_b, dim, _tolerance(dim, rank))
     if ops.is_concrete(gram) and ops.is_concrete(log_weights):
         return _eager(log_weights, gram, plan)
-    if fallback is None or backend_name_of(gram) != "jax":
+    # Traced: a backend that compiles control flow exports ``guarded`` (and ``cond``).
+    backend = backend_of(gram)
+    if fallback is None or not hasattr(backend, "guarded"):
         return None
-    jax_backend = backend_module("jax")
     safe = (ops.full_like(log_weights, 0.0),
             la.expand(ops.new_eye(gram, dim + 1), tuple(gram.shape[:-2]), 2))
-    out, ok = jax_backend.guarded(lambda lw, g: _traced(lw, g, plan), (log_weights, gram), safe)
-    return jax_backend.cond(ok, lambda _: out, lambda _: fallback(), None)
+    out, ok = backend.guarded(lambda lw, g: _traced(lw, g, plan), (log_weights, gram), safe)
+    return backend.cond(ok, lambda _: out, lambda _: fallback(), None)
 
 
 @functools.lru_cache(maxsize=256)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import backend_of
 
 __all__ = ["BLOCK", "SMALL_PRODUCT", "UNROLL", "cholesky_inverse", "matmul"]
 
@@ -59,15 +59,15 @@ SMALL_PRODUCT = 2048
 
 
 def matmul(a: Array, b: Array) -> Array:
-    """``a @ b`` of batches of matrices; on jax, where the batch size times ``m k n`` is at
-    most ``SMALL_PRODUCT``, the broadcast product ``a[..., :, :, None] * b[..., None, :, :]``
-    summed over ``k``.
+    """``a @ b`` of batches of matrices; on a backend whose ``BROADCAST_SMALL_MATMUL`` says so
+    (jax), where the batch size times ``m k n`` is at most ``SMALL_PRODUCT``, the broadcast
+    product ``a[..., :, :, None] * b[..., None, :, :]`` summed over ``k``.
 
     Example:
         >>> matmul(np.ones((2, 3)), np.ones((3, 4))).tolist()[0]
         [3.0, 3.0, 3.0, 3.0]
     """
-    if type(a) is np.ndarray or backend_name_of(a) != "jax":
+    if type(a) is np.ndarray or not backend_of(a).BROADCAST_SMALL_MATMUL:
         return a @ b
     m, k = a.shape[-2:]
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))

@@ -1,0 +1,87 @@
+"""Random keys and array facts of the jax backend, which the core asks for instead of
+naming the backend; ``backends.jax`` re-exports them.
+
+Example:
+    >>> SPLITS_RNG_KEYS, tracks_gradients(jnp.zeros(2))
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp  # noqa: F401  (the doctests use it)
+import numpy as np
+
+__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
+           "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "is_raw_key", "seed_values",
+           "tracks_gradients"]
+
+# A key is a value, split for every draw so that no key is used twice (also under jit).
+SPLITS_RNG_KEYS = True
+# XLA:CPU hands even a small dot to a slower library: a small batched matmul is faster as a
+# broadcast product (the size limit is the core's, ``small_linalg.SMALL_PRODUCT``).
+BROADCAST_SMALL_MATMUL = True
+# Pyro's einsum reads operands' dim names from a ``_pyro_dims`` attribute (torch only).
+PYRO_EINSUM_DIMS = False
+# funsor's einsum backend strings of this backend (``funsor.cnf.BACKEND_TO_*_BACKEND``).
+FUNSOR_EINSUM_BACKEND = "jax.numpy"
+FUNSOR_LOGSUMEXP_BACKEND = "funsor.einsum.numpy_log"
+FUNSOR_MAP_BACKEND = "funsor.einsum.numpy_map"
+# funsor's module of distribution wrappers (``funsor.distribution``'s table), as faces here.
+FUNSOR_DISTRIBUTIONS_MODULE = "funsor_core.jax.distributions"
+
+
+def as_rng_key(key):
+    """The key jax's samplers take, from a key the caller passed (as it is).
+
+    Example:
+        >>> k = jax.random.PRNGKey(0)
+        >>> as_rng_key(k) is k
+        True
+    """
+    return key
+
+
+def seed_values(seed) -> np.ndarray:
+    """The entries of a seed array or a key, on the host (a typed key gives its key data).
+
+    Example:
+        >>> seed_values(jax.random.key(0)).shape
+        (2,)
+    """
+    try:
+        return np.asarray(seed)
+    except TypeError:  # a typed key (jax.random.key) converts only through its data
+        return np.asarray(jax.random.key_data(seed))
+
+
+def is_raw_key(values: np.ndarray) -> bool:
+    """Whether host ``values`` already are a raw jax key (two ``uint32``s).
+
+    Example:
+        >>> is_raw_key(np.zeros(2, dtype=np.uint32)), is_raw_key(np.zeros(2, dtype=np.int64))
+        (True, False)
+    """
+    return values.dtype == np.uint32 and values.shape == (2,)
+
+
+def tracks_gradients(x) -> bool:
+    """Whether derivatives may flow through ``x``: always, as any array may be traced.
+
+    Example:
+        >>> tracks_gradients(jnp.ones(2))
+        True
+    """
+    return True
+
+
+def array_literal(x) -> str:
+    """Source text that rebuilds ``x``.
+
+    Example:
+        >>> array_literal(jnp.zeros(2, dtype=jnp.float32))
+        'jnp.array([0.0, 0.0], dtype=jnp.float32)'
+    """
+    data = np.asarray(x)
+    return f"jnp.array({data.tolist()!r}, dtype=jnp.{data.dtype})"

@@ -1,0 +1,78 @@
+"""Random keys and array facts of the numpy backend, which the core asks for instead of
+naming the backend; ``backends.numpy`` re-exports them.
+
+Example:
+    >>> SPLITS_RNG_KEYS, tracks_gradients(np.zeros(2))
+    (False, False)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_EINSUM_BACKEND", "FUNSOR_LOGSUMEXP_BACKEND",
+           "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS", "SPLITS_RNG_KEYS", "array_literal",
+           "as_rng_key", "is_raw_key", "seed_values", "tracks_gradients"]
+
+# A key is a Generator that advances itself (jax's keys are values, split for every draw).
+SPLITS_RNG_KEYS = False
+# Whether a small batched matmul is faster as a broadcast product (XLA:CPU only).
+BROADCAST_SMALL_MATMUL = False
+# Pyro's einsum reads operands' dim names from a ``_pyro_dims`` attribute (torch only).
+PYRO_EINSUM_DIMS = False
+# funsor's einsum backend strings of this backend (``funsor.cnf.BACKEND_TO_*_BACKEND``).
+FUNSOR_EINSUM_BACKEND = "numpy"
+FUNSOR_LOGSUMEXP_BACKEND = "funsor.einsum.numpy_log"
+FUNSOR_MAP_BACKEND = "funsor.einsum.numpy_map"
+
+
+def as_rng_key(key):
+    """The key numpy's samplers take, from a key the caller passed: a seed array (funsor
+    allows jax-style ``uint32`` keys) seeds a Generator; a Generator stays as it is.
+
+    Example:
+        >>> type(as_rng_key(np.array([0, 0], dtype=np.uint32))).__name__
+        'Generator'
+    """
+    return np.random.default_rng(key) if hasattr(key, "dtype") else key
+
+
+def seed_values(seed) -> np.ndarray:
+    """The entries of a seed array, on the host.
+
+    Example:
+        >>> seed_values(np.array([1, 2])).tolist()
+        [1, 2]
+    """
+    return np.asarray(seed)
+
+
+def is_raw_key(values: np.ndarray) -> bool:
+    """Whether host ``values`` already are a key of this backend (never: keys are Generators).
+
+    Example:
+        >>> is_raw_key(np.zeros(2, dtype=np.uint32))
+        False
+    """
+    return False
+
+
+def tracks_gradients(x) -> bool:
+    """Whether derivatives may flow through ``x`` (numpy has no autograd).
+
+    Example:
+        >>> tracks_gradients(np.ones(2))
+        False
+    """
+    return False
+
+
+def array_literal(x) -> str:
+    """Source text that rebuilds ``x``.
+
+    Example:
+        >>> array_literal(np.zeros(2))
+        'np.array([0.0, 0.0], dtype=np.float64)'
+    """
+    data = np.asarray(x)
+    return f"np.array({data.tolist()!r}, dtype=np.{data.dtype})"

@@ -1,0 +1,95 @@
+"""Random keys and array facts of the torch backend, which the core asks for instead of
+naming the backend; ``backends.torch`` re-exports them.
+
+Example:
+    >>> SPLITS_RNG_KEYS, tracks_gradients(torch.zeros(2, requires_grad=True))
+    (False, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch  # noqa: F401  (the doctests use it)
+
+__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
+           "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
+           "seed_values", "tracks_gradients"]
+
+# A key is a torch.Generator that advances itself (jax's keys are values, split per draw).
+SPLITS_RNG_KEYS = False
+# Whether a small batched matmul is faster as a broadcast product (XLA:CPU only).
+BROADCAST_SMALL_MATMUL = False
+# Pyro's einsum reads operands' dim names from a ``_pyro_dims`` attribute.
+PYRO_EINSUM_DIMS = True
+# funsor's einsum backend strings of this backend (``funsor.cnf.BACKEND_TO_*_BACKEND``).
+FUNSOR_EINSUM_BACKEND = "torch"
+FUNSOR_LOGSUMEXP_BACKEND = "pyro.ops.einsum.torch_log"
+FUNSOR_MAP_BACKEND = "pyro.ops.einsum.torch_map"
+# funsor's module of distribution wrappers (``funsor.distribution``'s table), as faces here.
+FUNSOR_DISTRIBUTIONS_MODULE = "funsor_core.torch.distributions"
+
+
+def as_rng_key(key):
+    """The key torch's samplers take, from a key the caller passed (as it is).
+
+    Example:
+        >>> g = torch.Generator()
+        >>> as_rng_key(g) is g
+        True
+    """
+    return key
+
+
+def seed_values(seed) -> np.ndarray:
+    """The entries of a seed array, on the host.
+
+    Example:
+        >>> seed_values(torch.tensor([1, 2])).tolist()
+        [1, 2]
+    """
+    return np.asarray(seed.detach().cpu())
+
+
+def is_raw_key(values: np.ndarray) -> bool:
+    """Whether host ``values`` already are a key of this backend (never: keys are Generators).
+
+    Example:
+        >>> is_raw_key(np.zeros(2, dtype=np.uint32))
+        False
+    """
+    return False
+
+
+def tracks_gradients(x) -> bool:
+    """Whether derivatives may flow through ``x``: it requires grad.
+
+    Example:
+        >>> tracks_gradients(torch.ones(2))
+        False
+    """
+    return bool(getattr(x, "requires_grad", False))
+
+
+def array_literal(x) -> str:
+    """Source text that rebuilds ``x``.
+
+    Example:
+        >>> array_literal(torch.zeros(2, dtype=torch.float32))
+        'torch.tensor([0.0, 0.0], dtype=torch.float32)'
+    """
+    data = np.asarray(x.detach().cpu())
+    return f"torch.tensor({data.tolist()!r}, dtype=torch.{str(x.dtype).split('.')[-1]})"
+
+
+def distributions():
+    """``torch.distributions``, the library of distribution objects that ``to_funsor`` and
+    ``to_data`` convert.
+
+    Example:
+        >>> distributions().Normal.__name__
+        'Normal'
+    """
+    import torch.distributions
+
+    return torch.distributions
