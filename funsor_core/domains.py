@@ -48,6 +48,7 @@ class Domain:
     # The weak map is an interning table, not a clearable cache (see engine/cache.py).
     _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
     _RECENT: dict = _RECENT.data  # read directly; written through the registered FastCache
+    _RECENT_SIZE = _RECENT.maxsize
     _LOCK = threading.Lock()
 
     shape: tuple[int, ...]
