@@ -23,7 +23,7 @@ __all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals", "find_do
            "register_find_domain"]
 
 
-_RECENT = FastCache("domains.recent", 4096)
+_RECENT_CACHE = FastCache("domains.recent", 4096)
 
 class Domain:
     """An interned (shape, dtype) pair. Build one with ``Bint[n]``, ``Reals[...]``, ``Array``.
@@ -47,8 +47,8 @@ class Domain:
     # from being rebuilt on every call, and the weak map is the one source of identity.
     # The weak map is an interning table, not a clearable cache (see engine/cache.py).
     _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-    _RECENT: dict = _RECENT.data  # read directly; written through the registered FastCache
-    _RECENT_SIZE = _RECENT.maxsize
+    _RECENT: dict = _RECENT_CACHE.data  # read directly; written through the FastCache
+    _RECENT_SIZE = _RECENT_CACHE.maxsize
     _LOCK = threading.Lock()
 
     shape: tuple[int, ...]
@@ -71,7 +71,7 @@ class Domain:
                 object.__setattr__(self, "dtype", dtype)
                 cls._CACHE[key] = self
             if key not in cls._RECENT:
-                _RECENT.put(key, self)  # evicts the oldest insertion when full
+                _RECENT_CACHE.put(key, self)  # evicts the oldest insertion when full
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
