@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "numpy"
@@ -127,14 +128,14 @@ def _is_integer(x) -> bool:
     return dtype.kind in "iub" if dtype is not None else type(x) in (int, bool)
 
 
-_TRIANGLES: dict = {}
+_TRIANGLES = FastCache("backends.numpy.triangle_masks", 256)  # (n, m, upper) -> mask
 
 
 def _triangle(x, upper: bool):
     """The named triangle of ``x``, the other zeroed, with a cached mask: np.triu builds its
     mask per call, which costs more than the small inverses of a filter step."""
     n, m = x.shape[-2:]
-    mask = _TRIANGLES.get((n, m, upper))
+    mask = _TRIANGLES.data.get((n, m, upper))
     if mask is None:
         mask = _TRIANGLES[n, m, upper] = np.triu(np.ones((n, m), bool)) if upper else np.tril(
             np.ones((n, m), bool))

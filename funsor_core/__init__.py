@@ -40,6 +40,7 @@ from funsor_core.atoms.tensor_idioms import (
 )
 from funsor_core.domains import Array, Bint, Domain, Real, Reals, bint, reals
 from funsor_core.engine.backend import get_backend, set_backend, set_default_backend
+from funsor_core.engine.cache import cache_info, clear_caches
 from funsor_core.engine.interpreter import (
     Interpretation,
     get_interpretation,
@@ -128,5 +129,5 @@ __all__ = [
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
-    "MarkovProduct", "windowed_filter",
+    "MarkovProduct", "windowed_filter", "cache_info", "clear_caches",
 ]

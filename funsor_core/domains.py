@@ -17,9 +17,13 @@ import threading
 import weakref
 from typing import Any
 
+from funsor_core.engine.cache import FastCache
+
 __all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals", "find_domain",
            "register_find_domain"]
 
+
+_RECENT_CACHE = FastCache("domains.recent", 4096)
 
 class Domain:
     """An interned (shape, dtype) pair. Build one with ``Bint[n]``, ``Reals[...]``, ``Array``.
@@ -41,9 +45,10 @@ class Domain:
     # domains still in use and break ``is``; so the bounded part (_RECENT, strong references
     # to the most recently created domains) only keeps short-lived ``Bint[n]`` temporaries
     # from being rebuilt on every call, and the weak map is the one source of identity.
+    # The weak map is an interning table, not a clearable cache (see engine/cache.py).
     _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-    _RECENT: dict = {}
-    _RECENT_SIZE = 4096
+    _RECENT: dict = _RECENT_CACHE.data  # read directly; written through the FastCache
+    _RECENT_SIZE = _RECENT_CACHE.maxsize
     _LOCK = threading.Lock()
 
     shape: tuple[int, ...]
@@ -65,11 +70,8 @@ class Domain:
                 object.__setattr__(self, "shape", shape)
                 object.__setattr__(self, "dtype", dtype)
                 cls._CACHE[key] = self
-            recent = cls._RECENT
-            if key not in recent:
-                if len(recent) >= cls._RECENT_SIZE:
-                    del recent[next(iter(recent))]  # the oldest: dicts keep insertion order
-                recent[key] = self
+            if key not in cls._RECENT:
+                _RECENT_CACHE.put(key, self)  # evicts the oldest insertion when full
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:

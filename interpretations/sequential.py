@@ -76,7 +76,7 @@ class _ThenDie(Interpretation):
             # As in funsor, normalize's rules are left out: they would turn a term that no
             # exact rule evaluates into a lazy normal form instead of reporting it.
             rules = exact.bound_rules(key) + lazy.rules(key) + die.rules(key)
-            entry = self._cache[key] = (rules, None, ())
+            entry = self._cache_box.put(key, (rules, None, ()))
         return entry
 
     def chain(self) -> list[str]:

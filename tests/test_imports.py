@@ -3,7 +3,7 @@ layers, counting imports inside functions (a deferred import is still an arrow).
 oversized module, and the faces at funsor's module paths stay thin.
 
 The layers of ``funsor_core``, bottom to top (a module imports its own layer or those below):
-``domains`` <- ``ops`` <- ``engine`` <- ``terms`` <- ``atoms`` <- ``algorithms``
+``engine.cache`` <- ``domains`` <- ``ops`` <- ``engine`` <- ``terms`` <- ``atoms`` <- ``algorithms``
 <- ``distribution`` <- ``compat`` <- the faces (top-level modules such as
 ``funsor_core.gaussian``) <- ``funsor_core/__init__``.
 ``interpretations`` sit above the implementation packages and never import the faces.
@@ -117,6 +117,7 @@ def test_no_wrong_way_arrows():
             # Backends plug kernels into ops and glue into funsor_core.engine.backend, nothing else.
             bad = {d for d in deps if d.startswith("funsor_core") and not (
                 d.startswith("funsor_core.ops") or d in ("funsor_core.engine.backend",
+                                                         "funsor_core.engine.cache",
                                                          "funsor_core.domains"))}
             bad |= {d for d in deps if d.startswith("interpretations")}
         else:
@@ -135,7 +136,9 @@ def test_no_module_over_600_lines(package):
 # The layers, bottom first; a module's layer is the longest prefix that names one.
 # A layer may hold several packages: the atoms share theirs with the analyses, draws and
 # conversions that the atoms' own rules and math call.
-LAYERS = (("funsor_core.domains",), ("funsor_core.ops",), ("funsor_core.engine",),
+# The cache utility is a leaf below them all (every layer keeps its memos there).
+LAYERS = (("funsor_core.engine.cache",), ("funsor_core.domains",), ("funsor_core.ops",),
+          ("funsor_core.engine",),
           ("funsor_core.terms",),
           ("funsor_core.atoms", "funsor_core.analysis", "funsor_core.sampling",
            "funsor_core.interop"),
@@ -154,7 +157,12 @@ def _rank(module: str) -> int | None:
     return None
 
 
+def test_cache_utility_is_a_leaf():
+    assert not GRAPH["funsor_core.engine.cache"]
+
+
 def test_layer_ranks():
+    assert _rank("funsor_core.engine.cache") < _rank("funsor_core.domains")
     assert _rank("funsor_core.engine.interpreter") < _rank("funsor_core.terms.base")
     assert (_rank("funsor_core.atoms.gaussian.sqrt_info")
             < _rank("funsor_core.algorithms.contract.einsum"))

@@ -28,6 +28,7 @@ from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's na
 )
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.reshaping import Slice
@@ -225,9 +226,9 @@ def fold_axes(op, data, axes: tuple):
 # ---------------------------------------------------------------------------------------------
 # Alignment by name: pure functions of arrays and input mappings.
 # Alignment recipes keyed by the two input signatures. Bounded: a loop over fresh input names
-# makes a fresh key per step; clearing on overflow costs one length check per miss.
-_ALIGN_CACHE: dict = {}
-_MAX_ALIGN_CACHE = 4096
+# makes a fresh key per step.
+_ALIGN_CACHE = FastCache("tensor.align_binary", 4096)
+_ALIGNS = _ALIGN_CACHE.data  # read directly on the hot path
 
 
 def align_binary(lhs: Tensor, rhs: Tensor):
@@ -248,11 +249,9 @@ def align_binary(lhs: Tensor, rhs: Tensor):
     ld, rd = lhs.data, rhs.data
     lo, ro = len(ld.shape) - len(lhs._ikey), len(rd.shape) - len(rhs._ikey)
     key = (lhs._ikey, rhs._ikey, lo, ro)
-    recipe = _ALIGN_CACHE.get(key)
+    recipe = _ALIGNS.get(key)
     if recipe is None:
-        if len(_ALIGN_CACHE) >= _MAX_ALIGN_CACHE:
-            _ALIGN_CACHE.clear()
-        recipe = _ALIGN_CACHE[key] = _align_recipe(lhs, rhs, lo, ro)
+        recipe = _ALIGN_CACHE.put(key, _align_recipe(lhs, rhs, lo, ro))
     inputs, ikey, lperm, lshape, rperm, rshape = recipe
     if lperm is not None:
         ld = ops.permute(ld, lperm)

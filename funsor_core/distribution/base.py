@@ -32,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +53,7 @@ from funsor_core.distribution.convert import dist_to_data, torch_class
 from funsor_core.distribution.registry import FAMILIES, announce_family, on_family
 from funsor_core.domains import Domain, Real, broadcast_shape
 from funsor_core.engine.backend import BackendTable, backend_module
+from funsor_core.engine.cache import cached
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
@@ -446,7 +446,7 @@ def _value_funsor(cls, value, domain: Domain, proto) -> Funsor:
     return Tensor(array, (), domain.dtype)
 
 
-@functools.lru_cache(maxsize=4096)
+@cached("distribution.infer_domains", maxsize=4096, fast=True)
 def infer_domains(cls, param_domains: tuple, value_domain: Domain | None) -> tuple:
     """``(value domain, batch output shape)`` of a family from its parameters' domains (and
     the given value's, if any); ValueError names the family and parameters that do not fit.

@@ -48,6 +48,7 @@ from typing import Any
 from multipledispatch import Dispatcher
 from multipledispatch.utils import expand_tuples
 
+from funsor_core.engine.cache import CacheFamily, FastCache
 from funsor_core.engine.patterns import (
     MAX_CACHE,
     Tuple,
@@ -97,8 +98,10 @@ class _Entered:
 ENTERED = _Entered()
 """Fallback marker: fall back to the interpretation active when this one was entered."""
 
-_KIND_CACHES: list = []  # own-rule caches of every kind, cleared when a rule is added
-_INSTANCES: weakref.WeakSet = weakref.WeakSet()
+# Each kind's own rules per type key, and each instance's flattened rule lists per type key:
+# one bounded cache per kind and per instance, all cleared when a rule or hook is added.
+_OWN_RULES = CacheFamily("engine.own_rules", MAX_CACHE)
+_DISPATCH = CacheFamily("engine.dispatch", MAX_CACHE)
 
 _CYCLE = ("cannot enter {name!r} here: it is already active further down the chain "
           "{chain}, and entering it again on top would make the chain a cycle. Nest a new "
@@ -138,12 +141,12 @@ class Interpretation:
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatchers: dict[type, Dispatcher] = {}
-        cls._own_cache: dict[tuple, tuple] = {}
+        cls._own_box: FastCache = _OWN_RULES.new()
+        cls._own_cache: dict = cls._own_box.data  # read directly; written through the box
         cls._wants_cls: set = set()
         cls._canonical_fn = None
         # Whether instances keep the default interpret, so a chain may flatten through them.
         cls._flat = cls.interpret is Interpretation.interpret
-        _KIND_CACHES.append(cls._own_cache)
 
     def __new__(cls, *args, **kwargs):
         if cls is Interpretation:
@@ -157,10 +160,10 @@ class Interpretation:
         self.name = name
         self.fallback = base if base is not None else fallback
         self.base = None if self.fallback is ENTERED else self.fallback
-        self._cache: dict[tuple, tuple] = {}
+        self._cache_box: FastCache = _DISPATCH.new()
+        self._cache: dict = self._cache_box.data  # read directly; written through the box
         self._entered: list = []
         self._dependents: weakref.WeakSet = weakref.WeakSet()
-        _INSTANCES.add(self)
 
     # -- rules ---------------------------------------------------------------------------------
     @classmethod
@@ -249,9 +252,7 @@ class Interpretation:
                 if dispatcher is not None:
                     for same in dispatcher.dispatch_iter(*key):
                         rules.extend(fn for fn in same if fn not in rules)
-            if len(cls._own_cache) >= MAX_CACHE:
-                cls._own_cache.clear()
-            result = cls._own_cache[key] = tuple(rules)
+            result = cls._own_box.put(key, tuple(rules))
         return result
 
     def bound_rules(self, key: tuple) -> tuple:
@@ -296,11 +297,7 @@ class Interpretation:
                 base._dependents.add(self)
             base_rules, base, base_hooks = base._cache.get(key) or base._resolve(key)
             rules, hooks = rules + base_rules, hooks + base_hooks
-        entry = (rules, base, hooks)
-        if len(self._cache) >= MAX_CACHE:
-            self._cache.clear()
-        self._cache[key] = entry
-        return entry
+        return self._cache_box.put(key, (rules, base, hooks))
 
     def rules(self, key: tuple) -> tuple:
         """The rules this instance tries for ``key``, in order: its own, then those of the
@@ -467,10 +464,8 @@ def _clear_dependents(interp: Interpretation) -> None:
 
 
 def _clear_all_caches() -> None:
-    for cache in _KIND_CACHES:
-        cache.clear()
-    for interp in list(_INSTANCES):
-        interp._cache.clear()
+    _OWN_RULES.clear()
+    _DISPATCH.clear()
 
 
 def _short(term: Any) -> str:
@@ -479,6 +474,9 @@ def _short(term: Any) -> str:
 
 
 # -- reflect: build the term as it is, cons-hashed ----------------------------------------------
+# The cons-hash table of terms, one weak map per term class. Not a registered cache: an entry
+# lives exactly as long as its term, and clearing it would make an equal term built later a
+# different object (``is`` between terms is what rules and plans key on).
 _CONS: dict[type, weakref.WeakValueDictionary] = {}
 
 
@@ -501,17 +499,17 @@ def _hashable(arg: Any) -> Any:
     return arg
 
 
-_PLAIN: dict[type, bool] = {}
+_PLAIN = FastCache("engine.plain_hashable", MAX_CACHE)  # per argument type
 
 
 def _plain_hashable(typ: type) -> bool:
     # Objects hashed by value (domains, ops, None) are keys themselves; anything whose __eq__
     # is not a plain equality (arrays, funsors) is keyed by identity.
-    result = _PLAIN.get(typ)
+    result = _PLAIN.data.get(typ)
     if result is None:
         result = typ.__eq__ is object.__eq__ or typ.__module__ in (
             "builtins", "funsor_core.domains")
-        _PLAIN[typ] = result
+        _PLAIN.put(typ, result)
     return result
 
 

@@ -12,8 +12,19 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core.engine.cache import FastCache
+
 __all__ = ["Tuple", "tuple_type", "type_key", "uses_tuple_pattern", "check_tuple_lengths",
            "mark_deep", "MAX_CACHE"]
+
+# Every cache keyed by types or type tuples holds at most MAX_CACHE entries (a FastCache:
+# the bound is kept on a miss, so the hot path stays one dict lookup), and a long-running
+# program that keeps meeting new tuple shapes or classes (deep keys of Contractions of many
+# terms) keeps its memory flat.
+MAX_CACHE = 4096
+_TUPLE_TYPES = FastCache("engine.tuple_types", MAX_CACHE)
+_PATTERNS = FastCache("engine.tuple_patterns", MAX_CACHE)  # (elems, variadic) -> Tuple[...]
+
 
 class _TupleMeta(type):
     """Classes ``Tuple[T0, T1, ...]`` (fixed length) and ``Tuple[T, ...]`` (any length).
@@ -21,8 +32,6 @@ class _TupleMeta(type):
     An element may be a class, a tuple of classes (a union) or another ``Tuple[...]``.
     ``issubclass`` compares elementwise, so multipledispatch orders patterns by specificity.
     """
-
-    _cache: dict = {}
 
     def __getitem__(cls, items) -> type:
         if not isinstance(items, tuple):
@@ -33,14 +42,12 @@ class _TupleMeta(type):
             raise TypeError(f"Tuple[...] takes element types, or one type and '...' (any "
                             f"length), got {items!r}")
         key = (elems, variadic)
-        result = _TupleMeta._cache.get(key)
-        if result is None:
-            if len(_TupleMeta._cache) >= MAX_CACHE:
-                _TupleMeta._cache.clear()  # a pattern class stays valid; only reuse is lost
+        result = _PATTERNS.data.get(key)
+        if result is None:  # an evicted pattern class stays valid; only reuse is lost
             names = ", ".join(_elem_name(e) for e in elems) + (", ..." if variadic else "")
             result = _TupleMeta(f"Tuple[{names}]", (tuple,), {
                 "__slots__": (), "_elems": elems, "_variadic": variadic})
-            _TupleMeta._cache[key] = result
+            _PATTERNS.put(key, result)
         return result
 
     def __subclasscheck__(cls, sub) -> bool:
@@ -92,13 +99,6 @@ class Tuple(tuple, metaclass=_TupleMeta):
     _variadic = True
 
 
-_TUPLE_TYPES: dict[tuple, type] = {}
-
-# Every cache keyed by types or type tuples is bounded by clearing it when it passes
-# MAX_CACHE entries: the check runs only on a miss, so the hot path stays one dict lookup,
-# and a long-running program that keeps meeting new tuple shapes or classes (deep keys of
-# Contractions of many terms) keeps its memory flat.
-MAX_CACHE = 4096
 # Tuples longer than this are typed by their set of element types (see tuple_type).
 _LONG_TUPLE = 8
 
@@ -117,16 +117,14 @@ def tuple_type(arg: tuple) -> type:
         # refuses them), so the rules found are the same. A sum of 10^4 terms then has one key,
         # not one per length, and the caches stay small.
         elems = (*dict.fromkeys(elems), Ellipsis)
-    result = _TUPLE_TYPES.get(elems)
+    result = _TUPLE_TYPES.data.get(elems)
     if result is None:
-        if len(_TUPLE_TYPES) >= MAX_CACHE:
-            _TUPLE_TYPES.clear()
         if elems and elems[-1] is Ellipsis:
             union = elems[:-1]
             result = Tuple[union[0] if len(union) == 1 else union, ...]
         else:
             result = Tuple[elems] if elems else Tuple[()]
-        _TUPLE_TYPES[elems] = result
+        _TUPLE_TYPES.put(elems, result)
     return result
 
 

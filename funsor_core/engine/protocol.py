@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 from funsor_core.engine.backend import announce_term_class
@@ -16,7 +17,32 @@ from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
 
-__all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook"]
+__all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook", "pending_setup"]
+
+# What a class's ``_prepare`` computed for its checks, kept for ``_setup`` (Binary,
+# Contraction): a one-item list per context (thread, asyncio task), never shared by threads.
+_PENDING: contextvars.ContextVar[list] = contextvars.ContextVar("funsor_core.pending_setup")
+
+
+_pending = _PENDING.get
+
+
+def pending_setup() -> list:
+    """This context's one-item list in which ``_prepare`` leaves what ``_setup`` may reuse.
+
+    A class that uses it sets ``_stash = True``; the slot is emptied when its construction
+    ends, so it never keeps arguments (and their arrays) alive.
+
+    Example:
+        >>> slot = pending_setup(); slot is pending_setup(), slot
+        (True, [None])
+    """
+    try:
+        return _pending()
+    except LookupError:
+        slot = [None]
+        _PENDING.set(slot)
+        return slot
 
 
 
@@ -69,18 +95,16 @@ class FunsorMeta(type):
         args = cls._prepare(*args, **kwargs)
         state = _STATE.get(None)
         interp = _DEFAULT[0] if state is None else state[0]
-        stash = cls._stash
-        if stash is None:
+        if cls._stash is None:
             return interp.interpret(cls, args)
-        # A class whose _prepare keeps what it checked for _setup in the one-slot list
-        # ``_stash`` (Binary, Contraction): the slot is emptied once the term is built or a
-        # rule returned something else. A stale slot would keep the last arguments, and their
-        # arrays, alive until the next construction (an 8 MB array of a Monte Carlo step
-        # outlived the step).
+        # A class whose _prepare keeps what it checked for _setup in ``pending_setup()``
+        # (Binary, Contraction): the slot is emptied once the term is built or a rule returned
+        # something else. A stale slot would keep the last arguments, and their arrays, alive
+        # until the next construction (an 8 MB array of a Monte Carlo step outlived the step).
         try:
             return interp.interpret(cls, args)
         finally:
-            stash[0] = None
+            _pending()[0] = None
 
     def __getitem__(cls, params):
         """``Reduce[AssociativeOp, Funsor, frozenset]``: the class parametrized by one type per
@@ -99,6 +123,8 @@ class FunsorMeta(type):
             raise TypeError(f"{cls.__name__}[...] takes one type per field {cls.fields}, got "
                             f"{len(params)}")
         params = tuple(Any if p is object else p for p in params)
+        # Interning of parametrized classes (``Reduce[X] is Reduce[X]``), bounded by the
+        # parameters a program writes: not a clearable cache (a clear would break that ``is``).
         cache = cls.__dict__.get("_param_cache")
         if cache is None:
             cache = {}
@@ -170,7 +196,7 @@ class Term(metaclass=FunsorMeta):
     binds: tuple[str, ...] = ()
     arrays: tuple[str, ...] = ()
     _cons_key = None
-    _stash = None  # see FunsorMeta.__call__
+    _stash = None  # True where _prepare fills pending_setup(); see FunsorMeta.__call__
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down
     # Where terms of this class sort among the terms of a commutative Contraction (then by

@@ -25,6 +25,8 @@ import weakref
 from multipledispatch.variadic import Variadic as _Variadic
 from multipledispatch.variadic import isvariadic
 
+from funsor_core.engine.cache import cached
+
 __all__ = [
     "GenericTypeMeta", "Variadic", "deep_isinstance", "deep_issubclass", "deep_type",
     "get_args", "get_origin", "get_type_hints", "params_subclass", "register_subclasscheck",
@@ -118,7 +120,7 @@ def register_subclasscheck(cls):
     return decorator
 
 
-@functools.cache
+@cached("engine.deep_issubclass", maxsize=4096, fast=True)
 def deep_issubclass(subcls, cls) -> bool:
     """``issubclass`` that also compares ``typing.Tuple``, ``FrozenSet``, ``Union`` and
     ``Any``, and parametrized ``GenericTypeMeta`` classes, elementwise (covariantly).
@@ -233,6 +235,8 @@ class GenericTypeMeta(type):
         super().__init__(name, bases, ns)
         if "__args__" not in ns:
             cls.__args__ = ()
+            # Interning of parametrized classes (``Box[int] is Box[int]``): weak, bounded by
+            # what is alive, and not a clearable cache (a clear would break that ``is``).
             cls._type_cache = weakref.WeakValueDictionary()
 
     def __getitem__(cls, params):
@@ -296,6 +300,8 @@ class Variadic(metaclass=_VariadicMeta):
 
     Example:
         >>> from multipledispatch.variadic import isvariadic
+
+from funsor_core.engine.cache import cached
         >>> isvariadic(Variadic[int])
         True
     """

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from funsor_core.domains import Domain, broadcast_shape, register_find_domain
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import (
     ArrayOp,
     AssociativeOp,
@@ -231,15 +232,13 @@ def infer_domain(op: Op, *domains: Domain) -> Domain:
         Reals[2]
     """
     key = (op, domains)
-    result = _DOMAIN_CACHE.get(key)
+    result = _DOMAINS.get(key)
     if result is None:
         try:
             result = _infer_domain(op.base, dict(op.params), domains)
         except ValueError as e:
             raise ValueError(f"ops.{op.name} cannot combine outputs {domains}: {e}") from None
-        if len(_DOMAIN_CACHE) >= _MAX_DOMAIN_CACHE:
-            _DOMAIN_CACHE.clear()
-        _DOMAIN_CACHE[key] = result
+        _DOMAIN_CACHE.put(key, result)
     return result
 
 
@@ -269,10 +268,9 @@ def infer_domain_by_divisor(op: Op, lhs: Domain, rhs: Domain, divisor) -> Domain
 
 
 # (op, argument domains) -> output domain. Bounded: bound ops with fresh parameters
-# (``getitem`` at index k) and fresh Reals shapes make fresh keys; clearing on overflow costs
-# one length check per miss, and a cleared entry is recomputed.
-_DOMAIN_CACHE: dict = {}
-_MAX_DOMAIN_CACHE = 4096
+# (``getitem`` at index k) and fresh Reals shapes make fresh keys.
+_DOMAIN_CACHE = FastCache("ops.infer_domain", 4096)
+_DOMAINS = _DOMAIN_CACHE.data  # read directly on the hot path
 
 
 def _norm_axes(axis, ndim: int) -> tuple[int, ...]:

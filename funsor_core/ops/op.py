@@ -19,6 +19,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from funsor_core.engine.cache import CacheFamily, FastCache
+
 __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
@@ -40,25 +42,28 @@ _LOADER: list[Callable[[type], bool]] = []
 # holds it, so a loop binding fresh parameters does not grow memory.
 _ALL_OPS: weakref.WeakSet = weakref.WeakSet()
 # Interning of bound ops, keyed by ``(base, params)``: weak, so ``bind`` returns the same
-# object for as long as one is alive. ``Op._bound`` is a small strong front cache on each base
-# op (cleared when it passes _MAX_BOUND entries), so the hot path stays one dict lookup and
-# recently bound ops are not collected between two calls.
+# object for as long as one is alive (an interning table, so not a clearable cache).
+# ``Op._bound`` is a small strong front cache on each base op (a member of "ops.bound"), so the
+# hot path stays one dict lookup and recently bound ops are not collected between two calls.
 _INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _MAX_BOUND = 256
+_BOUND = CacheFamily("ops.bound", _MAX_BOUND)
+# Each op's kernel per argument type (bounded by the types met), cleared when kernels change.
+_DISPATCH = CacheFamily("ops.dispatch", 1024)
 _BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
 
 
 # type -> whether it is an array type of a loaded backend; cleared when a backend registers.
-_IS_ARRAY_TYPE: dict[type, bool] = {}
+_IS_ARRAY_TYPE = FastCache("ops.is_array_type", 1024)
 
 
 def is_array_type(typ: type) -> bool:
     """Whether ``typ`` is an array type of a backend, loading torch/jax on first sight."""
-    known = _IS_ARRAY_TYPE.get(typ)
+    known = _IS_ARRAY_TYPE.data.get(typ)
     if known is None:
         autoload_backend(typ)
-        known = _IS_ARRAY_TYPE[typ] = (issubclass(typ, tuple(ARRAY_TYPES))
-                                       and not issubclass(typ, numbers.Number))
+        known = _IS_ARRAY_TYPE.put(typ, issubclass(typ, tuple(ARRAY_TYPES))
+                                   and not issubclass(typ, numbers.Number))
     return known
 
 
@@ -109,7 +114,8 @@ class Op:
         True
     """
 
-    __slots__ = ("name", "kernels", "params", "base", "_cache", "_bound", "__weakref__")
+    __slots__ = ("name", "kernels", "params", "base", "_cache", "_cache_box", "_bound",
+                 "_bound_box", "__weakref__")
     dispatch_index = 0
 
     def __init__(self, name: str, base: Op | None = None, params: tuple = ()) -> None:
@@ -117,8 +123,11 @@ class Op:
         self.base = self if base is None else base
         self.params = params
         self.kernels: dict[type, Callable] = {} if base is None else base.kernels
-        self._cache: dict[Any, Callable] = {}
-        self._bound: dict[tuple, Op] = {}
+        # Read directly (plain dicts); written through their boxes, which keep the bounds.
+        self._cache_box: FastCache = _DISPATCH.new()
+        self._cache: dict[Any, Callable] = self._cache_box.data
+        self._bound_box: FastCache | None = _BOUND.new() if base is None else None  # bases only
+        self._bound: dict | None = None if base is not None else self._bound_box.data
         _ALL_OPS.add(self)
         if base is None:
             _BY_NAME.setdefault(name, self)
@@ -142,9 +151,7 @@ class Op:
             op = _INTERNED.get((base, key))
             if op is None:
                 op = _INTERNED[(base, key)] = type(base)(base.name, base=base, params=key)
-            if len(base._bound) >= _MAX_BOUND:
-                base._bound.clear()
-            base._bound[key] = op
+            base._bound_box.put(key, op)
         return op
 
     @property
@@ -180,7 +187,7 @@ class Op:
                 # Only cache on the dispatch argument's own type: a Python scalar first
                 # argument says nothing about the type of the others.
                 if type(v) is key_type and key_type not in (int, float, bool):
-                    self._cache[key_type] = fn
+                    self._cache_box.put(key_type, fn)
                 return fn
         names = ", ".join(sorted({type(v).__name__ for v in values}))
         raise TypeError(f"ops.{self.name} has no kernel for arguments of type {names}")
@@ -242,7 +249,7 @@ class BinaryOp(Op):
         if fn is None:
             fn = self._resolve((lhs, rhs))
             if type(lhs) not in (int, float, bool) or type(rhs) not in (int, float, bool):
-                self._cache[key] = fn
+                self._cache_box.put(key, fn)
         if self.params:
             kwargs = {**dict(self.params), **kwargs}
         return fn(lhs, rhs, **kwargs)
@@ -371,7 +378,7 @@ class CatOp(NaryOp):
         for v in values:
             fn = self._kernel_for(type(v))
             if fn is not None:
-                self._cache[type(values[0])] = fn
+                self._cache_box.put(type(values[0]), fn)
                 return fn
         raise TypeError(f"ops.{self.name} has no kernel for {type(values[0]).__name__}")
 

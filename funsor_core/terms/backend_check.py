@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import Number, register_term_hook
 
@@ -41,18 +42,18 @@ MIXED_BACKENDS = (
 )
 
 # array type -> backend name, or None for numpy scalars and non-arrays
-_BACKEND_OF_TYPE: dict = {}
+_BACKEND_OF_TYPE = FastCache("terms.backend_of_type", 1024)
 
 
 def _backend_of_type(typ: type, value) -> str | None:
-    name = _BACKEND_OF_TYPE.get(typ, False)
+    name = _BACKEND_OF_TYPE.data.get(typ, False)
     if name is False:
         # A numpy scalar (np.generic: 0-d, not an ndarray) is a number to every backend.
         if issubclass(typ, np.generic) or not is_array_type(typ):
             name = None
         else:
             name = backend_name_of(value)
-        _BACKEND_OF_TYPE[typ] = name
+        _BACKEND_OF_TYPE.put(typ, name)
     return name
 
 

@@ -18,12 +18,14 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
+from funsor_core.engine.cache import FastCache
 from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
     FunsorMeta,
     Term,
     TypeHints,
     _hook,
+    pending_setup,
     register_term_hook,
 )
 from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
@@ -362,14 +364,11 @@ def unary_domain(op, domain: Domain) -> Domain:
     return ops.infer_domain(op, domain)
 
 
-_BINARY_STASH: list = [None]  # (op, lhs, rhs, inputs, output) of the Binary being built
-
-
 class Binary(Funsor):
     """``op(lhs, rhs)``, broadcasting inputs by name and outputs by shape."""
 
     fields = ("op", "lhs", "rhs")
-    _stash = _BINARY_STASH
+    _stash = True  # pending_setup() holds (op, lhs, rhs, inputs, output) of the one being built
 
     @classmethod
     def _prepare(cls, op, lhs, rhs):
@@ -379,14 +378,13 @@ class Binary(Funsor):
         inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
         output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
                   if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
-        _BINARY_STASH[0] = (op, lhs, rhs, inputs, output)
+        pending_setup()[0] = (op, lhs, rhs, inputs, output)
         return op, lhs, rhs
 
     def _setup(self):
         op, lhs, rhs = self._args
-        stash = _BINARY_STASH[0]
-        # The stash is a function of the identities of (op, lhs, rhs), so another thread's
-        # stash of the same arguments holds the same values.
+        stash = pending_setup()[0]
+        # The slot is this context's; a term built by a rule in between has other arguments.
         if stash is not None and stash[0] is op and stash[1] is lhs and stash[2] is rhs:
             self.inputs, self.output = stash[3], stash[4]
             return
@@ -490,10 +488,8 @@ class Align(Funsor):
 
 
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
-# Bounded (cleared on overflow, one length check per miss) so that a loop over fresh integers
-# or fresh Bint sizes keeps memory flat.
-_BINT_NUMBERS: dict = {}
-_MAX_BINT_NUMBERS = 4096
+# Bounded, so that a loop over fresh integers or fresh Bint sizes keeps memory flat.
+_BINT_NUMBERS = FastCache("terms.bint_numbers", 4096)
 
 
 def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
@@ -526,13 +522,11 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
         key = (x, output.dtype)
-        number = _BINT_NUMBERS.get(key) if type(x) is int else None
+        number = _BINT_NUMBERS.data.get(key) if type(x) is int else None
         if number is None:
             number = Number(x, output.dtype)
             if type(x) is int:
-                if len(_BINT_NUMBERS) >= _MAX_BINT_NUMBERS:
-                    _BINT_NUMBERS.clear()
-                _BINT_NUMBERS[key] = number
+                _BINT_NUMBERS.put(key, number)
         return number
     if isinstance(x, (list, set, frozenset, dict)):
         raise ValueError(_NOT_ARRAY.format(kind=type(x).__name__))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.domains import Domain
+from funsor_core.engine.protocol import pending_setup
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
@@ -72,9 +73,6 @@ def sort_terms(terms: tuple) -> tuple:
             order = sorted(range(len(terms)), key=keys.__getitem__)
             return tuple(terms[i] for i in order)
     return terms
-
-
-_STASH: list = [None]  # (terms, inputs, output) of the Contraction being built
 
 
 def _repeat(red_op, bin_op, terms, absent) -> tuple:
@@ -124,7 +122,7 @@ class Contraction(Funsor):
 
     fields = ("red_op", "bin_op", "reduced_vars", "terms")
     binds = ("reduced_vars",)
-    _stash = _STASH
+    _stash = True  # pending_setup() holds (terms, inputs, output) of the one being built
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
@@ -153,12 +151,12 @@ class Contraction(Funsor):
                 inputs = merge_all_inputs(terms, "contract")
         out = _output_domain(bin_op, terms)
         # Kept for _setup, which a term built from these very arguments runs next.
-        _STASH[0] = (terms, inputs, out)
+        pending_setup()[0] = (terms, inputs, out)
         return red_op, bin_op, names, terms
 
     def _setup(self):
         red_op, bin_op, reduced_vars, terms = self._args
-        stash = _STASH[0]
+        stash = pending_setup()[0]
         if stash is not None and stash[0] is terms:
             inputs, out = stash[1], stash[2]
         else:

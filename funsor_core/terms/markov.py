@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import AssociativeOp
 from funsor_core.terms.base import Funsor, Variable
 
@@ -43,7 +44,7 @@ __all__ = ["MarkovProduct", "STRATEGIES", "time_variable"]
 STRATEGIES = ("auto", "parallel", "sequential")
 
 # The structures (inputs of trans, time, step, step names) that passed ``_check``.
-_CHECKED: set = set()
+_CHECKED = FastCache("terms.markov_checked", 1024)  # key -> True
 
 _BAD_STEP = ("MarkovProduct: step must map prev names to curr names of trans, e.g. "
              "{{'x_prev': 'x_curr'}}; got {step!r}")
@@ -130,11 +131,9 @@ class MarkovProduct(Funsor):
                              f"{STRATEGIES} (or None to follow markov_strategy)")
         # The checks read only names and domains: a structure that passed once passes again.
         key = (tuple(trans.inputs.items()), time, step, step_names)
-        if key not in _CHECKED:
+        if key not in _CHECKED.data:
             _check(trans, time, step, step_names)
-            if len(_CHECKED) >= 1024:
-                _CHECKED.clear()
-            _CHECKED.add(key)
+            _CHECKED.put(key, True)
         return sum_op, prod_op, trans, time, step, step_names, strategy
 
     @staticmethod

@@ -34,6 +34,7 @@ class ProductDomain:
     """
 
     __slots__ = ("__args__", "__weakref__")
+    # Interning (weak: an entry dies with its domain), not a clearable cache: engine/cache.py.
     _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
     _LOCK = threading.Lock()
     dtype = "product"

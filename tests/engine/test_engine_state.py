@@ -248,22 +248,31 @@ def _fresh_step(k, data, other, vector):
 def test_memory_stays_flat_over_fresh_names():
     data, other = np.ones(2), fc.Tensor(np.ones(2), {"j": Bint[2]})
     vector = fc.Variable("v", Reals[100_000])
+    # Start from empty caches, whatever ran before (a long chain leaves large entries that
+    # the fresh steps below would evict, or not, depending on each cache's bound), then fill
+    # every bounded cache: the align cache meets a fresh key every 8th step, so 8 x 4,096
+    # steps fill it (and the others, which meet one more often).
+    # Traced from before the warm-up, so that an entry evicted later counts as freed.
+    fc.clear_caches()
     gc.collect()
     tracemalloc.start()
     try:
-        for k in range(20_000):  # every bounded cache (4,096 entries at most) filled
+        warm = 8 * 4096 + 8
+        for k in range(warm):
             _fresh_step(k, data, other, vector)
+        info = fc.cache_info()
+        for name in ("tensor.align_binary", "terms.bint_numbers", "domains.recent"):
+            assert info[name].size == info[name].maxsize, info[name]  # the premise: full
         gc.collect()
         after_small = tracemalloc.get_traced_memory()[0]
-        for k in range(20_000, 40_000):
+        for k in range(warm, warm + 20_000):
             _fresh_step(k, data, other, vector)
         gc.collect()
         after_large = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    # Twice the iterations: an unbounded cache would grow again by its growth over the first
-    # 20,000 (an entry of a name, a key and a value is 100 bytes or more: 2 MB and up);
-    # bounded ones, full after those, at most refill after a clear.
+    # 20,000 more fresh names: an unbounded cache would grow by an entry of a name, a key
+    # and a value per step (100 bytes or more: 2 MB and up); bounded ones, full, stay full.
     assert after_large - after_small < 1_000_000, (after_small, after_large)
 
 

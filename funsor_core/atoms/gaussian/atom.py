@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from contextlib import contextmanager
 
@@ -34,6 +33,7 @@ from funsor_core.atoms.gaussian.linalg import BlockMatrix, BlockVector
 from funsor_core.atoms.gaussian.parameters import as_array, canonical_checked, one_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Domain, Real, broadcast_shape
+from funsor_core.engine.cache import cached
 from funsor_core.engine.interpreter import interpret
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.terms.base import DomainError, Funsor
@@ -61,7 +61,7 @@ def real_offsets(inputs: dict) -> tuple[dict, int]:
     return offsets, dim
 
 
-@functools.lru_cache(maxsize=4096)
+@cached("gaussian.layout", maxsize=4096, fast=True)
 def gaussian_layout(ikey: tuple) -> tuple[tuple, dict, int]:
     """``(batch items, real offsets, dim)`` of a Gaussian's input items, cached.
 

@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, NamedTuple
 
@@ -57,6 +56,7 @@ from funsor_core.atoms.gaussian.normal_equations import (
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
 from funsor_core.atoms.gaussian.sqrt_info import covariance, from_mean_covariance  # noqa: F401
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["align_system", "align_weights", "collapse_arrays", "collapse_layout",
@@ -303,7 +303,7 @@ class _Plan(NamedTuple):
     t_ikey: tuple
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("gaussian.collapse_plan", maxsize=1024, fast=True)
 def _collapse_plan(g_ikeys: tuple, ranks: tuple, d_ikeys: tuple, names: frozenset,
                    integrate: frozenset) -> _Plan | None:
     """Where each array axis goes in a collapse of Gaussians and dense terms of these input

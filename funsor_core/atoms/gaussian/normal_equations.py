@@ -52,7 +52,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +63,7 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian.rank import rank_tolerance
 from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.cache import cached
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
            "collapse_normal", "mixture_rows", "system_rows"]
@@ -155,13 +155,13 @@ def collapse_gram(log_weights: Array, mm: Array, d_b: int, rank: int,
     return backend.cond(ok, lambda _: out, lambda _: fallback(), None)
 
 
-@functools.lru_cache(maxsize=256)
+@cached("gaussian.normal_equations.tolerance", maxsize=256, fast=True)
 def _tolerance(dim: int, rank: int) -> float:
     """``rank_tolerance`` of a float64 system of this shape (the fast path is float64 only)."""
     return rank_tolerance(np.empty((dim, rank)))
 
 
-@functools.lru_cache(maxsize=256)
+@cached("gaussian.normal_equations.order", maxsize=256, fast=True)
 def _order(dim: int, index: tuple) -> tuple:
     """``(d_b, order)``: the rows ``b + a`` of the system (None where that is every row in
     order)."""
@@ -170,7 +170,7 @@ def _order(dim: int, index: tuple) -> tuple:
     return len(b), None if order == tuple(range(dim)) else order
 
 
-@functools.lru_cache(maxsize=64)
+@cached("gaussian.normal_equations.last_unit", maxsize=64, fast=True)
 def _last_unit(n: int) -> np.ndarray:
     """``e e'`` for the last unit vector ``e`` of size ``n`` (cached: never write to it)."""
     out = np.zeros((n, n))
