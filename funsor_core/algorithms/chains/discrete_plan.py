@@ -26,7 +26,12 @@ import functools
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, device_of, get_markov_strategy
+from funsor_core.algorithms.chains.cost_model import (
+    device_of,
+    get_markov_strategy,
+    record_choice,
+    recorded_choices,
+)
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.chains.discrete_tree import UNIT
 from funsor_core.algorithms.chains.evaluate import chain_strategy
@@ -191,10 +196,12 @@ class ChainPlan:
                prod_op, vector)
         choice = self._choices.get(key)
         if choice is None:
-            name = chain_strategy(requested, sum_op, prod_op, factors, proto, self.states,
-                                  self.batch_size, self.duration, vector)
-            choice = self._choices[key] = (name, LAST_CHOICE[0])
-        LAST_CHOICE[0] = choice[1]
+            with recorded_choices() as log:
+                name = chain_strategy(requested, sum_op, prod_op, factors, proto,
+                                      self.states, self.batch_size, self.duration, vector)
+            choice = self._choices[key] = (name, log[-1] if log else None)
+        if choice[1] is not None:
+            record_choice(choice[1])  # the decision a cache hit repeats
         return choice[0]
 
     def arrays(self, factors, proto) -> tuple:
