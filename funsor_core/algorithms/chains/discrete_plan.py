@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 
 from funsor_core import ops
@@ -38,6 +37,7 @@ from funsor_core.algorithms.chains.evaluate import chain_strategy
 from funsor_core.analysis.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
+from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Binary, Number
 from funsor_core.terms.contraction import Contraction
 
@@ -210,7 +210,7 @@ class ChainPlan:
             for f, r in zip(factors, self.recipes))
 
 
-@functools.lru_cache(maxsize=512)
+@cached("chains.discrete_plan.chains", maxsize=512)
 def _chain_plan(time, step, step_names, signatures, has_left, has_right) -> ChainPlan:
     return ChainPlan(time, step, step_names, signatures, has_left, has_right)
 
@@ -319,7 +319,7 @@ class FusedPlan:
         return value
 
 
-@functools.lru_cache(maxsize=512)
+@cached("chains.discrete_plan.fused", maxsize=512)
 def _fused_plan(reduced_vars, others, chain_args) -> FusedPlan:
     return FusedPlan(reduced_vars, others, chain_args)
 
