@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from funsor_core.engine.backend import backend_module, backend_name_of
-from funsor_core.engine.cache import cached
+from funsor_core.engine.cache import Cache, cached
 from funsor_core.terms.markov import STRATEGIES
 
 __all__ = ["markov_strategy", "set_markov_strategy", "get_markov_strategy", "parallel_rounds",
@@ -184,7 +184,14 @@ def backend_of(array) -> ModuleType:
         >>> backend_of(np.zeros(2)).COMPILES
         False
     """
-    return backend_module(backend_name_of(array))
+    backend = _BACKENDS.get(type(array))
+    if backend is None:
+        backend = _BACKENDS[type(array)] = backend_module(backend_name_of(array))
+    return backend
+
+
+# The backend module of each array type (a chain asks it a few times per call).
+_BACKENDS = Cache("chains.cost_model.backends", maxsize=64)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ from funsor_core.algorithms.chains.discrete_tree import (
 )
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.algorithms.contract.linear_space import log_limits
-from funsor_core.engine.cache import cached
+from funsor_core.engine.cache import Cache, cached
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
 
@@ -461,6 +461,9 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
         factors = (mats[None],)
         step = _Step(sum_op, prod_op, factors, states)
     duration = max(f.shape[0] for f in factors)
+    if kernel == "tree":
+        return parallel_chain(sum_op, prod_op, _materialize(step, factors, duration), left,
+                              right, eager_log)
     args = (factors, left, right)
 
     def exact(f, lt, rt):
@@ -474,8 +477,6 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
         return parallel_chain(sum_op, prod_op, _materialize(step, f, duration), lt, rt,
                               eager_log)
 
-    if kernel == "tree":
-        return tree(*args)
     if kernel == "eager_log_filter":
         result = _eager_log_filter(step, factors, duration, left, right)
         return exact(*args) if result is None else result
@@ -501,12 +502,26 @@ def _compiled(sum_op, prod_op, kernel, derivative, power, has_left, has_right, b
     return backend.jit(fn)
 
 
-def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, has_left,
-            compiles: bool):
+# The kernel of each chain structure (semiring, strategy, shapes): read once per structure,
+# since deciding costs a few microseconds of a ~100 us eager chain.
+_CHOICES = Cache("chains.discrete.choices", maxsize=1024)
+
+
+def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compiles: bool):
     # The cost model's kernel for this chain, from static facts only (shapes, structure).
+    key = (sum_op, prod_op, strategy, duration, compiles,
+           left if left is None or left is UNIT else left.shape, *[f.shape for f in factors])
+    choice = _CHOICES.get(key)
+    if choice is None:
+        choice = _CHOICES[key] = _decide(sum_op, prod_op, factors, strategy, duration, left,
+                                         compiles)
+    return choice
+
+
+def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles):
     states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
     kinds = tuple(_kind(f, states) for f in factors)
-    filter_form = bool(has_left and sum_op is ops.logaddexp and prod_op is ops.add
+    filter_form = bool(left is not None and sum_op is ops.logaddexp and prod_op is ops.add
                        and kinds.count("m") == 1 and "p" not in kinds and states > 1
                        and duration > 1 and strategy == "sequential")
     carry = vector = 0
@@ -549,7 +564,7 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
     has_right = UNIT if right is UNIT else right is not None
     backend = backend_of(factors[0])
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
-                                   has_left, backend.COMPILES))
+                                   backend.COMPILES))
     if backend.COMPILES:
         fn = _compiled(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left,
                        has_right, backend)
