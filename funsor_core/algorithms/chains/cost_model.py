@@ -236,21 +236,28 @@ def chain_problem(array, state: int, batch: int, duration: int, vector: bool = F
                         duration, vector, gaussian)
 
 
-# Seconds per backend call from Python, measured on one core (benchmarks/README.md, "Markov
-# products", rounds against T: torch eager picks the parallel tree from T = 10): the fixed
-# cost of one array op (the backend's ``CALL_SECONDS``), and of one loop iteration of a
-# compiled scan.
+# -- the strategy: parallel against sequential ---------------------------------------------------
+# Seconds per backend call from Python, measured on one core: the fixed cost of one array op
+# (the backend's ``CALL_SECONDS``; this default for a backend that does not say), and of one
+# loop iteration and one op of a compiled scan. Fitted to benchmarks/README.md, "Markov
+# products", the table "Rounds against T" (torch eager: the tree from T = 10, 0.194 against
+# 0.301 ms) and the `jax.jit` grid (compiled: sequential in every row, e.g. K = 4, T = 1000,
+# B = 1 fwd 0.0826 ms).
 _DEFAULT_CALL = 5e-6
 _COMPILED_ITERATION = 0.4e-6
 _COMPILED_OP = 0.1e-6
 # Seconds per element of a broadcast semiring contraction on one CPU core (an exp and a log
-# per element for logaddexp dominate), and its speedup on a GPU.
+# per element for logaddexp dominate), and its speedup on a GPU (a guess: README, "Markov
+# products": "No GPU was lent to this task: the GPU crossover ... is not measured").
 _ELEMENT = 4e-9
 _GPU_SPEEDUP = 100.0
 # Array calls per sequential step and per parallel round (slices, the contraction,
 # bookkeeping), refitted after the eager discrete kernels moved to probability space (a
 # filter step is four calls; a round of the tree a matrix product and its rescaling, an odd
-# round no longer adding a tail product: benchmarks/markov.py, 2026-11-23).
+# round no longer adding a tail product: README, "Markov products", "Rounds against T",
+# rerun after the refit). The Gaussian ones: README, "Markov products", the Kalman table
+# (numpy and torch eager pick the tree, 0.62x and 0.97x the hand-written filter at T = 100;
+# `jax.jit` the filter).
 _SEQ_OPS, _PAR_OPS = 4, 3
 _GAUSS_SEQ_OPS, _GAUSS_PAR_OPS = 14, 18
 
@@ -401,3 +408,15 @@ def choose_discrete_kernel(strategy: str, compiles: bool, filter_form: bool, dur
     if duration >= TREE_DERIVATIVE_STEPS and vector * states <= TREE_DERIVATIVE_STATES:
         return ChainChoice(strategy, "fast_log_filter", "a long chain of a few states", "tree")
     return ChainChoice(strategy, "fast_log_filter", "compiled filter in probability space")
+
+
+# -- the tuning inside the compiled filters ------------------------------------------------------
+# A small vector-matrix product of at most this many elements is a broadcast multiply and a
+# sum (fused by XLA) rather than a matrix-product call (README, "Markov products", what
+# changed: "A small step's vector-matrix product is a broadcast multiply and a sum").
+VECMAT_BROADCAST = 512
+# A compiled filter's scan body is checkpointed beyond a step of this many elements (batch x
+# K^2): recomputing it costs less than its residuals (6x at K = 32, batch 16; storing them
+# is 1.5x cheaper at K = 4, batch 1; README, what changed: "a small carry's residuals are
+# stored rather than recomputed in reverse mode").
+RECOMPUTE_ELEMENTS = 64

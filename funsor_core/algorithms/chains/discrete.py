@@ -58,6 +58,8 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
 from funsor_core.algorithms.chains.cost_model import (
+    RECOMPUTE_ELEMENTS,
+    VECMAT_BROADCAST,
     backend_of,
     choose_discrete_kernel,
     record_choice,
@@ -77,16 +79,6 @@ from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.cache import Cache, cached
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
-
-# A small vector-matrix product of at most this many elements is a broadcast multiply and a
-# sum (fused by XLA) rather than a matrix-product call (README, "Markov products", what
-# changed: the compiled filter K = 32, B = 1 0.66 -> 0.32 ms with the untracked loop).
-_VECMAT_BROADCAST = 512
-# A compiled filter's scan body is checkpointed beyond a step of this many elements (batch x
-# K^2): recomputing it costs less than its residuals (6x at K = 32, batch 16; storing them
-# is 1.5x cheaper at K = 4, batch 1).
-_RECOMPUTE_ELEMENTS = 64
-
 
 # -- the factors of a step -----------------------------------------------------------------------
 class _Step:
@@ -226,7 +218,7 @@ def _vecmat(p, m):
     # which XLA fuses with the elementwise work around it; a matrix product is a separate
     # kernel call that costs more than its arithmetic below a few hundred elements.
     size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
-    if size <= _VECMAT_BROADCAST:
+    if size <= VECMAT_BROADCAST:
         return ops.sum(p[..., :, None] * m, axis=-2)
     return ops.matmul(p[..., None, :], m)[..., 0, :]
 
@@ -314,7 +306,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     # the backward pass, which costs less than storing and reloading its residuals (6x less
     # at K = 32, batch 16); for a carry of a few numbers, storing them is cheaper (1.5x at
     # K = 4, batch 1). The flag follows a detached ``s``: it only picks a branch.
-    recompute = math.prod(left.shape[:-1]) * k * k > _RECOMPUTE_ELEMENTS
+    recompute = math.prod(left.shape[:-1]) * k * k > RECOMPUTE_ELEMENTS
     def filtered(tracked):
         low0 = ops.full_like(left, math.inf) if tracked else None
         carry = (p0 / z0, lmax + ops.log(z0), low0)
