@@ -296,9 +296,9 @@ def choose_strategy(problem: ChainProblem) -> tuple[str, str]:
     """The cheaper strategy for ``problem`` under the cost model, and why.
 
     Example:
-        >>> choose_strategy(ChainProblem("torch", False, "cpu", 4, 1, 1000))[0]
+        >>> choose_strategy(chain_problem(np.zeros(1), 4, 1, 1000))[0]
         'parallel'
-        >>> choose_strategy(ChainProblem("torch", False, "cpu", 32, 16, 1000, vector=True))[0]
+        >>> choose_strategy(chain_problem(np.zeros(1), 32, 16, 1000, vector=True))[0]
         'sequential'
     """
     seq, par = _costs(problem)
@@ -315,7 +315,7 @@ def choose_chain(requested: str | None, problem: ChainProblem) -> ChainChoice:
     with ``"auto"`` decided by ``choose_strategy``. Recorded for ``recorded_choices``.
 
     Example:
-        >>> choose_chain("sequential", ChainProblem("numpy", False, "cpu", 2, 1, 8))
+        >>> choose_chain("sequential", chain_problem(np.zeros(1), 2, 1, 8))
         ChainChoice(strategy='sequential', kernel=None, reason='forced', derivative=None)
     """
     name = requested or get_markov_strategy()
@@ -332,7 +332,7 @@ def resolve_strategy(requested: str | None, problem: ChainProblem) -> str:
     """The strategy of ``choose_chain``, by name.
 
     Example:
-        >>> resolve_strategy("sequential", ChainProblem("numpy", False, "cpu", 2, 1, 8))
+        >>> resolve_strategy("sequential", chain_problem(np.zeros(1), 2, 1, 8))
         'sequential'
     """
     return choose_chain(requested, problem).strategy
