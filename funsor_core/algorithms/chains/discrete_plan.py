@@ -6,7 +6,7 @@ Everything structural is planned once per structure and cached (``ChainPlan``,
 ``FusedPlan``): how each factor's data is permuted and reshaped into a kernel operand
 ``(T or 1, *batch, P or 1, C or 1)``, which factors of a contraction are boundary vectors,
 the names and shape of the result. A call then only moves arrays and runs
-``scan_tensor.chain_product``: no terms per step, and little Python per call.
+``discrete.chain_product``: no terms per step, and little Python per call.
 
 ``contract_markov_tensor`` evaluates ``Contraction(sum_op, prod_op, V, (mp, *others))``
 where ``V`` sums the chain's first prev or last curr states: the factors of those states

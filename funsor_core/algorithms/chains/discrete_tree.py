@@ -155,7 +155,7 @@ def with_units(prod_op, left, right, proto, shape: tuple):
 def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
-    summed out, as ``scan_tensor.chain_product`` returns it: by rounds of pairwise
+    summed out, as ``discrete.chain_product`` returns it: by rounds of pairwise
     products. ``eager_log``: an eager ``(logaddexp, add)`` chain, computed in linear space
     (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost.
 
