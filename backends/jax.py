@@ -497,10 +497,15 @@ on_term_class(_register_pytree)
 
 # Compiled control flow lives in its own module; algorithms reach it as backend attributes.
 from backends.jax_control import (  # noqa: E402, F401
+    CALL_SECONDS,
+    COMPILES,
+    DIFFERENTIABLE,
+    LOOP_FNS,
     checkpoint,
     cond,
     differentiate_as,
     guarded,
+    is_traced,
     jit,
     platform,
     scan,

@@ -9,12 +9,36 @@ Example:
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from funsor_core import ops
 
-# The core never imports jax: it finds these on the backend module.
+# -- control flow and platform facts --
+# The core never imports jax and never asks a backend's name: it finds these on the backend
+# module. Jax traces whole programs and compiles them (eager jax too runs a chain as one
+# compiled kernel), so values inside them cannot be read; it differentiates any program.
+# Seconds of one array call from Python on one core, for the chains' cost model (fitted to
+# benchmarks/markov.py's rounds against T).
+CALL_SECONDS = 8e-6
+COMPILES = True
+DIFFERENTIABLE = True
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` is a placeholder of a program being traced (under ``jax.jit``), whose
+    value cannot be read.
+
+    Example:
+        >>> is_traced(jnp.zeros(2)), jit(lambda x: is_traced(x))(jnp.zeros(2)).item()
+        (False, True)
+    """
+    return isinstance(x, jax.core.Tracer)
+
+
 def scan(fn, init, xs, reverse: bool = False):
     """``jax.lax.scan``: one compiled loop ``carry, y = fn(carry, x)`` over ``xs``'s first axis.
 
@@ -123,3 +147,15 @@ def value_and_vjp(fn, x):
     """
     value, vjp = jax.vjp(fn, x)
     return value, vjp(jnp.ones_like(value))[0]
+
+
+# The raw array calls of a hot eager loop on the other backends (a round of a linear-space
+# chain tree); never reached on jax today (its chains run compiled), so ``ops`` serves.
+LOOP_FNS = SimpleNamespace(
+    matmul=ops.matmul, exp=ops.exp, log=ops.log, cat=lambda xs: ops.cat(xs, 0),
+    unbind=lambda x: [x[i] for i in range(x.shape[0])],
+    total=lambda x: ops.sum(x, axis=0),
+    max2=lambda x: ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True),
+    max1=lambda x: ops.amax(ops.detach(x), axis=-1, keepdims=True),
+    sum=lambda x, axis, keep: ops.sum(x, axis=axis, keepdims=keep),
+    smallest=lambda x: float(ops.amin(ops.detach(x))))

@@ -562,3 +562,22 @@ def install() -> None:
 
 
 install()
+
+
+
+# -- control flow and platform facts --
+# Algorithms ask the backend for its loops and facts instead of its name; numpy's live in
+# their own module (a Python loop, or the identity, where numpy has nothing better).
+from backends.numpy_control import (  # noqa: E402, F401
+    CALL_SECONDS,
+    COMPILES,
+    DIFFERENTIABLE,
+    LOOP_FNS,
+    checkpoint,
+    cond,
+    differentiate_as,
+    is_traced,
+    jit,
+    platform,
+    scan,
+)

@@ -307,8 +307,8 @@ def _expand(x, shape):
     return torch.broadcast_to(x, tuple(shape))
 
 
-def _where(cond, x, y):
-    return torch.where(cond, x, y)
+def _where(mask, x, y):
+    return torch.where(mask, x, y)
 
 
 def _full_like(x, fill_value):
@@ -571,18 +571,18 @@ def install() -> None:
 install()
 
 
-# --- autograd glue, for algorithms that read derivatives (posterior marginals of a chain) ---
-def value_and_vjp(fn, x):
-    """``(fn(x), d sum(fn(x)) / dx)`` by torch autograd, on a detached copy of ``x`` (so the
-    derivative is a value, not part of the caller's graph).
-
-    Example:
-        >>> v, g = value_and_vjp(lambda x: (x * x).sum(-1), torch.ones(2, 3))
-        >>> g.tolist()
-        [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
-    """
-    x = x.detach().requires_grad_(True)
-    with torch.enable_grad():
-        value = fn(x)
-        (grad,) = torch.autograd.grad(value, (x,), grad_outputs=torch.ones_like(value))
-    return value.detach(), grad
+# -- control flow and platform facts --
+from backends.torch_control import (  # noqa: E402, F401
+    CALL_SECONDS,
+    COMPILES,
+    DIFFERENTIABLE,
+    LOOP_FNS,
+    checkpoint,
+    cond,
+    differentiate_as,
+    is_traced,
+    jit,
+    platform,
+    scan,
+    value_and_vjp,
+)

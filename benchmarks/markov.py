@@ -33,11 +33,21 @@ import markov_peers as peers  # noqa: E402
 import numpy as np  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
-from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, parallel_rounds  # noqa: E402
+from funsor_core.algorithms.chains.cost_model import (  # noqa: E402
+    parallel_rounds,
+    recorded_choices,
+)
 
 # Skip a run estimated above this many broadcast elements (O(T B K^3) log-depth code at
 # K = 32, B = 16, T = 10^4 would take minutes).
 MAX_ELEMENTS = 6e8
+
+
+def chosen(fn) -> str:
+    """Run ``fn`` once and return the strategy the cost model chose for its last chain."""
+    with recorded_choices() as log:
+        fn()
+    return log[-1].strategy if log else "-"
 
 
 def measure(fn, budget: float = 0.3) -> float:
@@ -141,8 +151,7 @@ def hmm_torch(configs, check):
                     def fn(prog=prog, i=init, a=trans, o=obs):
                         prog(i, a, o)
                 fns[name] = fn
-            fns["core"]()
-            chose = LAST_CHOICE[0][0]
+            chose = chosen(fns["core"])
             row = measure_row(fns)
             hand = min(x for x in (row["seq"], row["log"]) if x is not None)
             print(f"| {K} | {T} | {B} | {'fwd+bwd' if backward else 'fwd'} | "
@@ -191,8 +200,8 @@ def hmm_jax(configs, check):
                                                err_msg=name)
                 fns[name] = lambda fn=fn, args=args: jax.block_until_ready(fn(*args))
                 if name == "core":
-                    fns[name]()  # traced here: the strategy is chosen at trace time
-                    chose = LAST_CHOICE[0][0]
+                    # traced here: the strategy is chosen at trace time
+                    chose = chosen(fns[name])
             row = measure_row(fns)
             hand = min(x for x in (row["seq"], row["scaled"], row["log"]) if x is not None)
             print(f"| {K} | {T} | {B} | {'fwd+bwd' if backward else 'fwd'} | "
@@ -217,9 +226,9 @@ def rounds_table(quick):
         data = tuple(torch.tensor(x) for x in hmm_data(4, T, 1))
         par = measure(lambda data=data: core_par(*data))
         seq = measure(lambda data=data: core_seq(*data), budget=0.1)
-        peers.funsor_core_hmm()(*data)
+        chose = chosen(lambda data=data: peers.funsor_core_hmm()(*data))
         print(f"| {T} | {parallel_rounds(T)} | {T} | {par:.3g} | {seq:.3g} | "
-              f"{LAST_CHOICE[0][0]} |", flush=True)
+              f"{chose} |", flush=True)
 
 
 # -- eager jax, first call ------------------------------------------------------------------------
@@ -282,7 +291,7 @@ def kalman(steps_list, check):
                 np.testing.assert_allclose(float(peers.funsor_core_kalman(**arrays)), expected,
                                            rtol=1e-8)
             core = measure(lambda arrays=arrays: peers.funsor_core_kalman(**arrays))
-            chose = LAST_CHOICE[0][0]
+            chose = chosen(lambda arrays=arrays: peers.funsor_core_kalman(**arrays))
             print(f"| {T} | {backend} eager | {core:.3g} | {chose} | {hand_np:.3g} (numpy) | "
                   f"- | - | {_ratio(core, hand_np)} | - |", flush=True)
         fc.set_backend("jax")
@@ -300,8 +309,7 @@ def kalman(steps_list, check):
                                            err_msg=name)
             fns[name] = lambda fn=fn, a=arrays: jax.block_until_ready(fn(**a))
             if name == "core":
-                fns[name]()
-                chose = LAST_CHOICE[0][0]
+                chose = chosen(fns[name])
         row = measure_row(fns)
         print(f"| {T} | jax.jit | {row['core']:.3g} | {chose} | {_fmt(row['hand'])} | "
               f"{_fmt(row['dyn'])} | {_fmt(row['dynpar'])} | {_ratio(row['core'], row['hand'])}"

@@ -23,7 +23,7 @@ from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import LAST_CHOICE
+from funsor_core.algorithms.chains.cost_model import recorded_choices
 from funsor_core.sum_product import MarkovProduct, markov_map, markov_marginals
 from interpretations import lazy
 
@@ -81,9 +81,10 @@ def main():
         step = a + o
         chain = MarkovProduct(ops.logaddexp, ops.add, step, "time", {"x_prev": "x_curr"})
     t0 = time.perf_counter()
-    log_z = (init + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
+    with recorded_choices() as choices:
+        log_z = (init + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
     elapsed = time.perf_counter() - t0
-    chose = LAST_CHOICE[0]
+    chose = choices[0]
     total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "time", {"x_prev": "x_curr"},
                                     [init])
     best, path = markov_map(step, "time", {"x_prev": "x_curr"}, [init])
@@ -97,7 +98,7 @@ def main():
 
     print(f"HMM with K = {K} states, T = {T} observations (torch)")
     print(f"  log likelihood      {float(log_z.data):.6f}  (numpy forward: {expected_z:.6f}; "
-          f"{elapsed * 1e3:.2f} ms, strategy {chose[0]}: {chose[1]})")
+          f"{elapsed * 1e3:.2f} ms, strategy {chose.strategy}: {chose.reason})")
     print(f"  posterior marginals max |error| vs forward-backward: "
           f"{np.abs(marginals - expected_marg).max():.2e}")
     print(f"  Viterbi path equals the numpy recursion: {list(viterbi) == expected_path}; "

@@ -35,6 +35,11 @@ _ATOMS = (Tensor, Gaussian, Number)
 @exact.register(MarkovProduct, AssociativeOp, AssociativeOp, (Tensor, Contraction), Variable,
                 tuple, tuple, object)
 def exact_markov_product_tensor(sum_op, prod_op, trans, time, step, step_names, strategy):
+    return _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
+
+
+def _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy):
+    # The chain of Tensor factors on arrays, or None where ``trans`` is not one.
     factors = tensor_factors(trans, prod_op) if step else None
     if factors is None:
         return None
@@ -56,8 +61,7 @@ def exact_markov_product_gaussian(sum_op, prod_op, trans, time, step, step_names
 @exact.register(MarkovProduct, AssociativeOp, AssociativeOp, Binary, Variable, tuple, tuple,
                 object)
 def exact_markov_product_binary(sum_op, prod_op, trans, time, step, step_names, strategy):
-    return exact_markov_product_tensor(sum_op, prod_op, trans, time, step, step_names,
-                                       strategy)
+    return _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
 
 
 # Any other chain of atoms (sums of atoms included): the pairwise contractions as terms, so

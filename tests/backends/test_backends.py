@@ -792,3 +792,87 @@ def test_reshape_rightmost_dims_oracle(backend):
     # Each batch entry x[i, j] (a 3x4 block) reshaped on its own.
     expected = np.stack([np.stack([x[i, j].reshape(4, 3) for j in range(2)]) for i in range(5)])
     assert_same(actual, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control flow and platform facts: every backend exports the same names, with the meaning of
+# a plain Python loop (the oracle).
+CONTROL = ("scan", "cond", "jit", "checkpoint", "differentiate_as", "is_traced", "platform",
+           "COMPILES", "DIFFERENTIABLE", "CALL_SECONDS", "LOOP_FNS")
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_control_flow_names_exported(backend):
+    module = BACKENDS[backend]
+    missing = [name for name in CONTROL if not hasattr(module, name)]
+    assert not missing, f"backends.{backend} lacks {missing}"
+    assert isinstance(module.COMPILES, bool) and isinstance(module.DIFFERENTIABLE, bool)
+    assert module.CALL_SECONDS > 0 and isinstance(module.platform(), str)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_scan_oracle(backend, reverse):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 3)), rng.normal(size=(5,))
+    # Oracle: the Python loop, carry c <- 0.5 c + a_t * b_t, y_t = c.
+    c, ys = np.zeros(3), [None] * 5
+    for t in (range(4, -1, -1) if reverse else range(5)):
+        c = 0.5 * c + a[t] * b[t]
+        ys[t] = c
+    module = BACKENDS[backend]
+
+    def body(carry, x):
+        new = carry * 0.5 + x[0] * x[1]
+        return new, new
+
+    carry, out = module.scan(body, to_backend(backend, np.zeros(3)),
+                             to_backend(backend, (a, b)), reverse=reverse)
+    assert_same(carry, c)
+    assert_same(out, np.stack(ys))
+    carry, none = module.scan(lambda c, x: (c + x, None), to_backend(backend, np.zeros(3)),
+                              to_backend(backend, a))
+    assert none is None
+    assert_same(carry, a.sum(0))
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_cond_jit_checkpoint_differentiate_as(backend):
+    module = BACKENDS[backend]
+    x = to_backend(backend, np.array([1.0, 2.0]))
+    for pred, expected in ((True, [2.0, 3.0]), (False, [1.0, 2.0])):
+        out = module.cond(to_backend(backend, np.array(pred)), lambda v: v + 1, lambda v: v, x)
+        assert_same(out, np.array(expected))
+    assert_same(module.jit(lambda v: v * 2)(x), np.array([2.0, 4.0]))
+    assert_same(module.checkpoint(lambda v: v * 2)(x), np.array([2.0, 4.0]))
+    out = module.differentiate_as(lambda v: v * 3, lambda v: v + v + v, (x,))
+    assert_same(out, np.array([3.0, 6.0]))
+    assert module.is_traced(x) is False
+
+
+def test_jax_is_traced_under_jit_and_differentiate_as_takes_the_reference_derivative():
+    seen = []
+    jax.jit(lambda v: seen.append(jax_backend.is_traced(v)) or v)(jnp.zeros(2))
+    assert seen == [True]
+    # Values from fn, derivatives from reference: d/dx of 2x is 2 (fn's would be 0).
+    grad = jax.grad(lambda v: jax_backend.differentiate_as(
+        lambda y: jax.lax.stop_gradient(2 * y), lambda y: 2 * y, (v,)))(1.0)
+    assert float(grad) == 2.0
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_loop_fns_oracle(backend):
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(0.5, 1.5, size=(3, 2, 2)), rng.uniform(0.5, 1.5, size=(3, 2, 2))
+    fns, xa, xb = BACKENDS[backend].LOOP_FNS, to_backend(backend, a), to_backend(backend, b)
+    assert_same(fns.matmul(xa, xb), np.einsum("tij,tjk->tik", a, b))
+    assert_same(fns.matmul(xa[0], xb[0]), a[0] @ b[0])
+    assert_same(fns.exp(xa), np.exp(a))
+    assert_same(fns.log(xa), np.log(a))
+    assert_same(fns.cat([xa, xb]), np.concatenate([a, b]))
+    assert [to_np(u).tolist() for u in fns.unbind(xa)] == [u.tolist() for u in a]
+    assert_same(fns.total(xa), a.sum(0))
+    assert_same(fns.max2(xa), a.max(axis=(-2, -1), keepdims=True))
+    assert_same(fns.max1(xa), a.max(axis=-1, keepdims=True))
+    assert_same(fns.sum(xa, -1, True), a.sum(-1, keepdims=True))
+    assert fns.smallest(xa) == a.min()

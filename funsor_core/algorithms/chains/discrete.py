@@ -57,6 +57,13 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
+from funsor_core.algorithms.chains.cost_model import (
+    RECOMPUTE_ELEMENTS,
+    VECMAT_BROADCAST,
+    backend_of,
+    choose_discrete_kernel,
+    record_choice,
+)
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
     _dot,
@@ -67,14 +74,11 @@ from funsor_core.algorithms.chains.discrete_tree import (
     semiring_vm,
     with_units,
 )
+from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.algorithms.contract.linear_space import log_limits
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.cache import Cache, cached
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]
-
-# The longest chain whose compiled values come from ``scan_log_filter``.
-_LOG_FILTER_STEPS = 2048
-
 
 # -- the factors of a step -----------------------------------------------------------------------
 class _Step:
@@ -175,18 +179,6 @@ def _materialize(step: _Step, factors, duration: int):
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _power(sum_op, prod_op, mat, n: int):
-    # mat ** n by repeated squaring: ceil(log2 n) squarings and at most as many products.
-    result = None
-    while True:
-        if n & 1:
-            result = mat if result is None else semiring_mm(sum_op, prod_op, result, mat)
-        n >>= 1
-        if not n:
-            return result
-        mat = semiring_mm(sum_op, prod_op, mat, mat)
-
-
 def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan):
     # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
     # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
@@ -226,7 +218,7 @@ def _vecmat(p, m):
     # which XLA fuses with the elementwise work around it; a matrix product is a separate
     # kernel call that costs more than its arithmetic below a few hundred elements.
     size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
-    if size <= 512:
+    if size <= VECMAT_BROADCAST:
         return ops.sum(p[..., :, None] * m, axis=-2)
     return ops.matmul(p[..., None, :], m)[..., 0, :]
 
@@ -314,7 +306,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
     # the backward pass, which costs less than storing and reloading its residuals (6x less
     # at K = 32, batch 16); for a carry of a few numbers, storing them is cheaper (1.5x at
     # K = 4, batch 1). The flag follows a detached ``s``: it only picks a branch.
-    recompute = math.prod(left.shape[:-1]) * k * k > 64
+    recompute = math.prod(left.shape[:-1]) * k * k > RECOMPUTE_ELEMENTS
     def filtered(tracked):
         low0 = ops.full_like(left, math.inf) if tracked else None
         carry = (p0 / z0, lmax + ops.log(z0), low0)
@@ -439,92 +431,103 @@ def _eager_log_filter(step: _Step, factors, duration, left, right):
     return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
 
 
-def _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, jax_backend,
+def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backend,
          factors, left, right):
-    # The whole chain on arrays. Pure in the arrays: jax.jit compiles it once per structure.
-    # A UNIT boundary (states summed with no factor) is an array of units, except on the
-    # eager log-space tree, which sums such states without one.
+    # The whole chain on arrays, by the kernel the cost model chose (``chain_product``).
+    # Pure in the arrays: a compiling backend compiles it once per structure. A UNIT
+    # boundary (states summed with no factor) is an array of units, except on the eager
+    # log-space tree, which sums such states without one.
     left = UNIT if has_left is UNIT else left if has_left else None
     right = UNIT if has_right is UNIT else right if has_right else None
     states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
     step = _Step(sum_op, prod_op, factors, states)
-    eager_log = jax_backend is None and sum_op is ops.logaddexp and prod_op is ops.add
-    if UNIT in (has_left, has_right) and (
-            not eager_log or strategy == "sequential" or duration == 1 or power is not None):
+    eager_log = not backend.COMPILES and sum_op is ops.logaddexp and prod_op is ops.add
+    if UNIT in (has_left, has_right) and (not eager_log or kernel != "tree"):
         batch = np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors))
         left, right = with_units(prod_op, left, right, factors[0], batch + (states,))
-    scan = None if jax_backend is None else jax_backend.scan
+    # Eagerly the steps are a Python loop over views (``_loop``), not the backend's scan.
+    scan = backend.scan if backend.COMPILES else None
     if power is not None:
-        mats = _power(sum_op, prod_op, step.matrix(step.at(factors, 0)), power)
-        factors, duration = (mats[None],), 1
+        mats = repeated_squaring(functools.partial(semiring_mm, sum_op, prod_op),
+                                 step.matrix(step.at(factors, 0)), power)
+        factors = (mats[None],)
         step = _Step(sum_op, prod_op, factors, states)
-    if strategy == "sequential" or duration == 1:
-        if (has_left and sum_op is ops.logaddexp and prod_op is ops.add
-                and step.kinds.count("m") == 1 and "p" not in step.kinds and states > 1
-                and duration > 1):
-            # Tiny chains stay in log space: there the exps saved are few, and the exact scan
-            # is leaner, fwd and even more so in reverse mode (4x at K = 4, T = 30).
-            tiny = duration * math.prod(left.shape) <= 512
-            single = jax_backend is not None and duration <= _LOG_FILTER_STEPS and \
-                _vector_size(step, factors, left) == states <= 16
-            if single and scan_log_filter.applies(step, left):
-                # One sequence of a few states, up to a few thousand steps, a shared matrix:
-                # the values come from ``scan_log_filter`` (K exps per step, one conditional,
-                # as lean as dynamax's filter: K = 4, T = 100 32 -> 25 us, T = 1,000 92 -> 80
-                # us), the derivatives from the exact scan (tiny chains: lean in reverse mode)
-                # or the probability-space filter below.
-                def exact(f, lt, rt):
-                    return _sequential(step, f, duration, lt, rt, scan)
+    duration = max(f.shape[0] for f in factors)
+    if kernel == "tree":
+        return parallel_chain(sum_op, prod_op, _materialize(step, factors, duration), left,
+                              right, eager_log)
+    args = (factors, left, right)
 
-                def values(f, lt, rt):
-                    return scan_log_filter.scaled_log_filter(step, f, lt, rt, scan,
-                                                             jax_backend.cond, exact)
+    def exact(f, lt, rt):
+        return _sequential(step, f, duration, lt, rt, scan)
 
-                def reference(f, lt, rt):
-                    if tiny:
-                        return exact(f, lt, rt)
-                    return _fast_log_filter(step, f, duration, lt, rt, scan, jax_backend.cond,
-                                            jax_backend.checkpoint)
-                return jax_backend.differentiate_as(values, reference, (factors, left, right))
-            if jax_backend is not None and not tiny:
-                def fast(f, lt, rt, inloop=False):
-                    return _fast_log_filter(step, f, duration, lt, rt, scan, jax_backend.cond,
-                                            jax_backend.checkpoint, inloop)
-                if math.prod(left.shape) <= 16 and duration <= 2048:
-                    # A few states, one sequence, up to a few thousand steps: the values come
-                    # from the loop that exponentiates each step's weights itself (no pass
-                    # over all steps before it, which costs more than the loop here: K = 4,
-                    # T = 1,000 forward 125-190 us -> 85 us), the derivatives from the other
-                    # (in reverse mode it is the leaner). Larger vectors or longer chains
-                    # exponentiate faster all at once (K = 32 with a batch of 16: 1.5x).
-                    return jax_backend.differentiate_as(lambda f, lt, rt: fast(f, lt, rt, True),
-                                                        fast, (factors, left, right))
-                if duration >= 4096 and _vector_size(step, factors, left) * states <= 16:
-                    # A long chain of a few states: its derivatives come from the log-depth
-                    # tree, whose reverse pass costs less than that of thousands of loop
-                    # steps (K = 4, one sequence: fwd+bwd at T = 10,000 6.4-6.5 -> 4.6-5.0
-                    # ms; the two cross near T = 4,000).
-                    def tree(f, lt, rt):
-                        return parallel_chain(sum_op, prod_op, _materialize(step, f, duration),
-                                              lt, rt, False)
-                    return jax_backend.differentiate_as(fast, tree, (factors, left, right))
-                return fast(factors, left, right)
-            if jax_backend is None:
-                result = _eager_log_filter(step, factors, duration, left, right)
-                if result is not None:
-                    return result
-        return _sequential(step, factors, duration, left, right, scan)
-    mats = _materialize(step, factors, duration)
-    return parallel_chain(sum_op, prod_op, mats, left, right, eager_log)
+    def fast(f, lt, rt, inloop=False):
+        return _fast_log_filter(step, f, duration, lt, rt, scan, backend.cond,
+                                backend.checkpoint, inloop)
+
+    def tree(f, lt, rt):
+        return parallel_chain(sum_op, prod_op, _materialize(step, f, duration), lt, rt,
+                              eager_log)
+
+    if kernel == "eager_log_filter":
+        result = _eager_log_filter(step, factors, duration, left, right)
+        return exact(*args) if result is None else result
+    if kernel == "scan_log_filter":
+        def values(f, lt, rt):
+            return scan_log_filter.scaled_log_filter(step, f, lt, rt, scan, backend.cond, exact)
+        return backend.differentiate_as(
+            values, exact if derivative == "sequential" else fast, args)
+    if kernel == "fast_log_filter_inloop":
+        return backend.differentiate_as(lambda f, lt, rt: fast(f, lt, rt, True), fast, args)
+    if kernel == "fast_log_filter":
+        if derivative == "tree":
+            return backend.differentiate_as(fast, tree, args)
+        return fast(*args)
+    return exact(*args)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right):
-    # One jax.jit per structure: jax caches the traces per shape and dtype beneath it.
-    jax_backend = backend_module("jax")
-    fn = functools.partial(_run, sum_op, prod_op, strategy, duration, power, has_left,
-                           has_right, jax_backend)
-    return jax_backend.jit(fn)
+@cached("chains.discrete.programs", maxsize=256)
+def _compiled(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backend):
+    # One compiled program per structure: the backend caches its traces per shape beneath.
+    fn = functools.partial(_run, sum_op, prod_op, kernel, derivative, power, has_left,
+                           has_right, backend)
+    return backend.jit(fn)
+
+
+# The kernel of each chain structure (semiring, strategy, shapes): read once per structure,
+# since deciding costs a few microseconds of a ~100 us eager chain.
+_CHOICES = Cache("chains.discrete.choices", maxsize=1024)
+
+
+def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compiles: bool):
+    # The cost model's kernel for this chain, from static facts only (shapes, structure).
+    key = (sum_op, prod_op, strategy, duration, compiles,
+           left if left is None or left is UNIT else left.shape, *[f.shape for f in factors])
+    choice = _CHOICES.get(key)
+    if choice is None:
+        choice = _CHOICES[key] = _decide(sum_op, prod_op, factors, strategy, duration, left,
+                                         compiles)
+    return choice
+
+
+def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles):
+    states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
+    kinds = tuple(_kind(f, states) for f in factors)
+    filter_form = bool(left is not None and sum_op is ops.logaddexp and prod_op is ops.add
+                       and kinds.count("m") == 1 and "p" not in kinds and states > 1
+                       and duration > 1 and strategy == "sequential")
+    carry = vector = 0
+    shared = False
+    if filter_form:
+        batch = np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors))
+        lshape = batch + (states,) if left is UNIT else tuple(left.shape)
+        carry = math.prod(lshape)
+        if compiles:
+            vector = math.prod(np.broadcast_shapes(lshape[:-1], batch)) * states
+            step = _Step(sum_op, prod_op, factors, states)
+            shared = vector == states and scan_log_filter.applies(step, lshape)
+    return choose_discrete_kernel(strategy, compiles, filter_form, duration, carry, vector,
+                                  states, shared)
 
 
 def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, right=None,
@@ -551,8 +554,12 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
     duration = max(f.shape[0] for f in factors) if power is None else 1
     has_left = UNIT if left is UNIT else left is not None
     has_right = UNIT if right is UNIT else right is not None
-    if backend_name_of(factors[0]) == "jax":
-        fn = _compiled(sum_op, prod_op, strategy, duration, power, has_left, has_right)
+    backend = backend_of(factors[0])
+    choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
+                                   backend.COMPILES))
+    if backend.COMPILES:
+        fn = _compiled(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left,
+                       has_right, backend)
         return fn(factors, None if left is UNIT else left, None if right is UNIT else right)
-    return _run(sum_op, prod_op, strategy, duration, power, has_left, has_right, None,
-                factors, left, right)
+    return _run(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left, has_right,
+                backend, factors, left, right)

@@ -70,7 +70,7 @@ def scaled_log_filter(step, factors, left, right, scan, cond, exact):
     """The log-space message ``left`` through the steps of ``factors`` (then
     summed against ``right`` if given), ``K`` exps per step (see the module docstring);
     ``exact(factors, left, right)`` computes the same wherever this loop has a doubt (it
-    then shows a NaN). ``step`` is ``scan_tensor._Step`` of a log-space chain (``applies``).
+    then shows a NaN). ``step`` is ``discrete._Step`` of a log-space chain (``applies``).
 
     Example:
         >>> import jax.numpy as jnp

@@ -6,7 +6,7 @@ Everything structural is planned once per structure and cached (``ChainPlan``,
 ``FusedPlan``): how each factor's data is permuted and reshaped into a kernel operand
 ``(T or 1, *batch, P or 1, C or 1)``, which factors of a contraction are boundary vectors,
 the names and shape of the result. A call then only moves arrays and runs
-``scan_tensor.chain_product``: no terms per step, and little Python per call.
+``discrete.chain_product``: no terms per step, and little Python per call.
 
 ``contract_markov_tensor`` evaluates ``Contraction(sum_op, prod_op, V, (mp, *others))``
 where ``V`` sums the chain's first prev or last curr states: the factors of those states
@@ -22,17 +22,22 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, device_of, get_markov_strategy
+from funsor_core.algorithms.chains.cost_model import (
+    device_of,
+    get_markov_strategy,
+    record_choice,
+    recorded_choices,
+)
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.chains.discrete_tree import UNIT
 from funsor_core.algorithms.chains.evaluate import chain_strategy
 from funsor_core.analysis.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
+from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Binary, Number
 from funsor_core.terms.contraction import Contraction
 
@@ -191,10 +196,12 @@ class ChainPlan:
                prod_op, vector)
         choice = self._choices.get(key)
         if choice is None:
-            name = chain_strategy(requested, sum_op, prod_op, factors, proto, self.states,
-                                  self.batch_size, self.duration, vector)
-            choice = self._choices[key] = (name, LAST_CHOICE[0])
-        LAST_CHOICE[0] = choice[1]
+            with recorded_choices() as log:
+                name = chain_strategy(requested, sum_op, prod_op, factors, proto,
+                                      self.states, self.batch_size, self.duration, vector)
+            choice = self._choices[key] = (name, log[-1] if log else None)
+        if choice[1] is not None:
+            record_choice(choice[1])  # the decision a cache hit repeats
         return choice[0]
 
     def arrays(self, factors, proto) -> tuple:
@@ -203,7 +210,7 @@ class ChainPlan:
             for f, r in zip(factors, self.recipes))
 
 
-@functools.lru_cache(maxsize=512)
+@cached("chains.discrete_plan.chains", maxsize=512)
 def _chain_plan(time, step, step_names, signatures, has_left, has_right) -> ChainPlan:
     return ChainPlan(time, step, step_names, signatures, has_left, has_right)
 
@@ -312,7 +319,7 @@ class FusedPlan:
         return value
 
 
-@functools.lru_cache(maxsize=512)
+@cached("chains.discrete_plan.fused", maxsize=512)
 def _fused_plan(reduced_vars, others, chain_args) -> FusedPlan:
     return FusedPlan(reduced_vars, others, chain_args)
 

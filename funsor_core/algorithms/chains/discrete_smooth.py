@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import backend_of
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_module, backend_name_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Variable
 from funsor_core.terms.markov import MarkovProduct
@@ -68,8 +68,8 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
     order, batch, prevs, currs = tensor_layout(inputs, time, tuple(sorted(step.items())))
     probe_inputs = {n: inputs[n] for n in order}
     proto = next(f.data for f in pieces if isinstance(f, Tensor))
-    name = backend_name_of(proto)
-    if name == "numpy":
+    backend = backend_of(proto)
+    if not backend.DIFFERENTIABLE:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what))
     states = frozenset(prevs) | frozenset(currs)
 
@@ -87,7 +87,7 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
         return total.align(tuple(batch)).data if batch else total.data
 
     shape = tuple(d.size for d in probe_inputs.values())
-    return total_of, probe_inputs, shape, proto, backend_module(name), batch
+    return total_of, probe_inputs, shape, proto, backend, batch
 
 
 def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strategy=None):

@@ -28,16 +28,14 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import backend_of
 from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, pair
 from funsor_core.algorithms.contract.linear_space import log_limits
-from funsor_core.engine.backend import backend_name_of
 
 __all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
            "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]
@@ -157,7 +155,7 @@ def with_units(prod_op, left, right, proto, shape: tuple):
 def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
-    summed out, as ``scan_tensor.chain_product`` returns it: by rounds of pairwise
+    summed out, as ``discrete.chain_product`` returns it: by rounds of pairwise
     products. ``eager_log``: an eager ``(logaddexp, add)`` chain, computed in linear space
     (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost.
 
@@ -233,52 +231,8 @@ def scaled_log_tree(mats, stop: int = 1) -> list | None:
     return _scaled_log_tree(mats, stop)
 
 
-@functools.cache
-def _array_fns(name: str) -> SimpleNamespace:
-    # The few array calls of a round, bound once per backend: a round is five of them, and
-    # going through ``ops`` dispatch was a quarter of a small chain's time (K = 4, T = 100,
-    # torch: 365 -> 276 us). Other arrays (never reached eagerly today) keep ``ops``.
-    if name == "torch":
-        import torch
-
-        def matmul(a, b):
-            # bmm and mm skip matmul's broadcasting logic: (50, 4, 4) 12 -> 10 us, (4, 4)
-            # 4.5 -> 1.6 us.
-            if a.ndim == 2 and b.ndim == 2:
-                return torch.mm(a, b)
-            if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
-                return torch.bmm(a, b)
-            return torch.matmul(a, b)
-
-        return SimpleNamespace(
-            matmul=matmul, exp=torch.exp, log=torch.log, cat=lambda xs: torch.cat(xs, 0),
-            unbind=lambda x: list(torch.unbind(x, 0)),
-            total=lambda x: torch.sum(x, dim=0),
-            max2=lambda x: torch.amax(x.detach(), dim=(-2, -1), keepdim=True),
-            max1=lambda x: torch.amax(x.detach(), dim=-1, keepdim=True),
-            sum=lambda x, axis, keep: torch.sum(x, dim=axis, keepdim=keep),
-            smallest=lambda x: float(torch.amin(x.detach())))
-    if name == "numpy":
-        return SimpleNamespace(
-            matmul=np.matmul, exp=np.exp, log=np.log, cat=lambda xs: np.concatenate(xs, 0),
-            unbind=list,
-            total=lambda x: np.sum(x, axis=0),
-            max2=lambda x: np.amax(x, axis=(-2, -1), keepdims=True),
-            max1=lambda x: np.amax(x, axis=-1, keepdims=True),
-            sum=lambda x, axis, keep: np.sum(x, axis=axis, keepdims=keep),
-            smallest=lambda x: float(np.amin(x)))
-    return SimpleNamespace(
-        matmul=ops.matmul, exp=ops.exp, log=ops.log, cat=lambda xs: ops.cat(xs, 0),
-        unbind=lambda x: [x[i] for i in range(x.shape[0])],
-        total=lambda x: ops.sum(x, axis=0),
-        max2=lambda x: ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True),
-        max1=lambda x: ops.amax(ops.detach(x), axis=-1, keepdims=True),
-        sum=lambda x, axis, keep: ops.sum(x, axis=axis, keepdims=keep),
-        smallest=lambda x: float(ops.amin(ops.detach(x))))
-
-
 def _scaled_log_tree(mats, stop: int):
-    xp = _array_fns(backend_name_of(mats))
+    xp = backend_of(mats).LOOP_FNS
     floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
     c = xp.max2(mats)  # (T, *batch, 1, 1)
     p = xp.exp(mats - c)  # NaN where c is not finite: the check below fails then
@@ -334,7 +288,7 @@ def scaled_log_chain(mats, left, right, sweep: int = SWEEP):
 
 
 def _scaled_log_chain(mats, left, right, sweep: int):
-    xp = _array_fns(backend_name_of(mats))
+    xp = backend_of(mats).LOOP_FNS
     floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
     c = xp.max2(mats)
     p = xp.exp(mats - c)

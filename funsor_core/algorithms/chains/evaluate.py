@@ -20,10 +20,9 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import ChainProblem, device_of, resolve_strategy
+from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
 from funsor_core.algorithms.chains.term_scans import compose_power, fold_steps, parallel_steps
 from funsor_core.analysis.sign import distributes
-from funsor_core.engine.backend import backend_name_of
 
 __all__ = ["markov_terms", "chain_strategy", "rename_free"]
 
@@ -45,10 +44,8 @@ def chain_strategy(requested, sum_op, prod_op, factors, array, state: int, batch
                                                                           tuple(factors))):
         # The Markov product is defined as a left fold; only a semiring may regroup it.
         return "sequential"
-    backend = backend_name_of(array)
-    problem = ChainProblem(backend, backend == "jax", device_of(array), state, batch,
-                           duration, vector, gaussian)
-    return resolve_strategy(requested, problem)
+    return resolve_strategy(requested, chain_problem(array, state, batch, duration, vector,
+                                                     gaussian))
 
 
 def rename_free(step: tuple, step_names: tuple) -> dict:

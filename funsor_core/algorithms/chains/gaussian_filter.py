@@ -30,11 +30,10 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import ChainProblem, device_of, resolve_strategy
+from funsor_core.algorithms.chains.cost_model import backend_of, chain_problem, resolve_strategy
 from funsor_core.algorithms.chains.gaussian_scan import (
     GaussianChain,
     _power,
@@ -46,7 +45,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
 )
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.cache import cached
 
 __all__ = ["contract_markov_gaussian"]
 
@@ -179,35 +178,34 @@ def _run(strategy, check, scan, chain, left, right, optimistic=False):
     return _ends(total, left, right, sizes, check)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(strategy, dp, dg, power, has_left, has_right):
-    jax_backend = backend_module("jax")
+@cached("chains.gaussian_filter.programs", maxsize=256)
+def _compiled(strategy, dp, dg, power, has_left, has_right, backend):
 
     def fn(w, s, k, left, right):
         chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
-        return _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
+        return _run(strategy, None, backend.scan, chain, left if has_left else None,
                     right if has_right else None)
 
     if strategy != "sequential" or power is not None:
-        return jax_backend.jit(fn)
+        return backend.jit(fn)
 
     # The filter runs first without the rank tests of its steps wherever a cheap bound shows
     # they would change nothing (a third of a Kalman step); a step the bound cannot decide
     # makes the total NaN, and the filter then runs again with the tests (lax.cond). The
     # second run is checkpointed: reverse mode keeps only its inputs, and recomputes it only
     # when it is the branch taken.
-    exact = jax_backend.checkpoint(fn)
+    exact = backend.checkpoint(fn)
 
     def optimistic(w, s, k, left, right):
         chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
-        result = _run(strategy, None, jax_backend.scan, chain, left if has_left else None,
+        result = _run(strategy, None, backend.scan, chain, left if has_left else None,
                       right if has_right else None, optimistic=True)
         constant = ops.detach(result[-1])
         undecided = ops.any(constant != constant)
-        return jax_backend.cond(undecided, lambda _: exact(w, s, k, left, right),
+        return backend.cond(undecided, lambda _: exact(w, s, k, left, right),
                                 lambda _: result, None)
 
-    return jax_backend.jit(optimistic)
+    return backend.jit(optimistic)
 
 
 def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
@@ -248,13 +246,12 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
         rows = globs + states if forward else states + globs
         bounds.append(_boundary(terms, {**chain.batch, **dict(rows)}, proto, 0))
     left_arr, right_arr = bounds
-    backend = backend_name_of(proto)
+    backend = backend_of(proto)
     batch_size = math.prod(d.size for d in chain.batch.values())
-    problem = ChainProblem(backend, backend == "jax", device_of(proto), dp, batch_size,
-                           chain.duration, True, True)
+    problem = chain_problem(proto, dp, batch_size, chain.duration, True, True)
     strategy = resolve_strategy(mp.strategy, problem)
-    if backend == "jax":
-        w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right)(
+    if backend.COMPILES:
+        w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right, backend)(
             chain.w, chain.s, chain.k, left_arr, right_arr)
         _check_finite(k)
     else:

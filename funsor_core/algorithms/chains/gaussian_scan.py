@@ -28,16 +28,16 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import ChainProblem, device_of, resolve_strategy
+from funsor_core.algorithms.chains.cost_model import backend_of, chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.cache import cached
 
 __all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose",
            "canonical_rank", "gaussian_result"]
@@ -218,14 +218,7 @@ def _tree(chain, sizes, check):
 
 
 def _power(f, n: int, sizes, check):
-    result = None
-    while True:
-        if n & 1:
-            result = f if result is None else _mm(result, f, sizes, check)
-        n >>= 1
-        if not n:
-            return result
-        f = _mm(f, f, sizes, check)
+    return repeated_squaring(lambda a, b: _mm(a, b, sizes, check), f, n)
 
 
 def _loop(fn, carry, xs, scan):
@@ -258,15 +251,13 @@ def _run(strategy, check, scan, chain):
     return _tree(chain, sizes, check)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(strategy, dp, dg, power):
-    jax_backend = backend_module("jax")
-
+@cached("chains.gaussian_scan.programs", maxsize=256)
+def _compiled(strategy, dp, dg, power, backend):
     def fn(w, s, k):
         chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
-        return _run(strategy, None, jax_backend.scan, chain)
+        return _run(strategy, None, backend.scan, chain)
 
-    return jax_backend.jit(fn)
+    return backend.jit(fn)
 
 
 def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strategy):
@@ -282,14 +273,13 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
         ['x', 'y']
     """
     w = chain.w
-    backend = backend_name_of(w)
+    backend = backend_of(w)
     batch = math.prod(d.size for d in chain.batch.values())
-    problem = ChainProblem(backend, backend == "jax", device_of(w), chain.dp, batch,
-                           chain.duration, False, True)
+    problem = chain_problem(w, chain.dp, batch, chain.duration, False, True)
     strategy = resolve_strategy(strategy, problem)
-    if backend == "jax":
-        w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power)(chain.w, chain.s,
-                                                                          chain.k)
+    if backend.COMPILES:
+        w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power, backend)(
+            chain.w, chain.s, chain.k)
     else:
         curr = ", ".join(c for _, c in step)
         w2, s2, k2 = _run(strategy, f"the chain's inner states ({curr})", None, chain)

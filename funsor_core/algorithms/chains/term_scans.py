@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.analysis.sign import check_distributes
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint
@@ -167,8 +168,6 @@ def compose_power(sum_op, prod_op, step_factor, step: dict, times: int):
         >>> compose_power(ops.add, ops.mul, m, {"x": "y"}, 3).data.tolist()
         [[0.125, 0.875], [0.0, 1.0]]
     """
-    if times < 1:
-        raise ValueError(f"a chain needs at least one step, got {times}")
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
 
     def compose(x, y):
@@ -176,14 +175,7 @@ def compose_power(sum_op, prod_op, step_factor, step: dict, times: int):
             return prod_op(x, y)
         return _compose(sum_op, prod_op, x, y, step, drop)
 
-    result = None
-    while True:
-        if times & 1:
-            result = step_factor if result is None else compose(result, step_factor)
-        times >>= 1
-        if not times:
-            return result
-        step_factor = compose(step_factor, step_factor)
+    return repeated_squaring(compose, step_factor, times)
 
 
 def sequential_sum_product(sum_op, prod_op, trans, time, step):

@@ -1,4 +1,5 @@
-"""The fused moment-matching steps of ``windowed_filter`` as one ``lax.scan`` on jax.
+"""The fused moment-matching steps of ``windowed_filter`` as one compiled scan (the backend's
+``scan`` and ``jit``: ``lax.scan`` under ``jax.jit`` on jax).
 
 ``filtering_fused`` runs the steps of a filter whose every step is the same moment-matching
 collapse as array programs. On jax a Python loop over them would be traced step by step
@@ -19,10 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import backend_of
+from funsor_core.engine.cache import Cache
+
 __all__ = ["scan_steps"]
 
-_COMPILED: dict = {}
-_MAX_COMPILED = 64
+# One compiled program per structure of a block of steps (and number of blocks).
+_COMPILED = Cache("filter.fused_scan.programs", maxsize=64)
 
 
 def _plan_key(plan) -> tuple:
@@ -42,13 +47,11 @@ def _split(step) -> tuple[tuple, tuple]:
     return static, arrays
 
 
-def _compiled(statics: tuple, cycle: tuple, blocks: int):
-    key = (statics, blocks)
+def _compiled(statics: tuple, cycle: tuple, blocks: int, backend):
+    key = (statics, blocks, backend)
     fn = _COMPILED.get(key)
     if fn is not None:
         return fn
-    import jax
-    import jax.numpy as jnp
 
     kinds = [(type(step), step.plan, step.msg_weights,
               tuple(None if g is None else g[2] for g in step.gaussians),
@@ -69,12 +72,10 @@ def _compiled(statics: tuple, cycle: tuple, blocks: int):
                 state = step(state, t + k)
             return (state.white_vec, state.prec_sqrt, state.log_const), None
 
-        carry, _ = jax.lax.scan(body, carry, jnp.arange(blocks))
+        carry, _ = backend.scan(body, carry, ops.new_arange(carry[0], blocks))
         return carry
 
-    if len(_COMPILED) >= _MAX_COMPILED:
-        _COMPILED.clear()
-    fn = _COMPILED[key] = jax.jit(run)
+    fn = _COMPILED[key] = backend.jit(run)
     return fn
 
 
@@ -85,5 +86,5 @@ def scan_steps(state, t: int, blocks: int, cycle: tuple) -> Any:
     Returns the new ``(white_vec, prec_sqrt, log_const)``.
     """
     statics, arrays = zip(*(_split(step) for step in cycle))
-    fn = _compiled(tuple(statics), cycle, blocks)
+    fn = _compiled(tuple(statics), cycle, blocks, backend_of(state.white_vec))
     return fn((state.white_vec, state.prec_sqrt, state.log_const), tuple(arrays), t)

@@ -17,8 +17,9 @@ step costs ``O(K^(window + 1))`` Gaussian operations for ``K`` switch values, so
 is ``O(T K^(window + 1))``.
 
 Under ``moment_matching`` the steps whose structure repeats run on arrays, the layout of the
-collapse planned once (``filtering_fused``); on jax they run as one compiled ``lax.scan``
-(``filtering_scan``), so that under ``jax.jit`` the program does not grow with the chain.
+collapse planned once (``filter.fused``); on a compiling backend they run as one compiled
+scan, the backend's ``scan`` under its ``jit`` (``filter.fused_scan``), so that under
+``jax.jit`` the program does not grow with the chain.
 
 Example:
     >>> import funsor_core as fc

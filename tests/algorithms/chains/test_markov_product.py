@@ -16,7 +16,11 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import LAST_CHOICE, markov_strategy, parallel_rounds
+from funsor_core.algorithms.chains.cost_model import (
+    markov_strategy,
+    parallel_rounds,
+    recorded_choices,
+)
 from funsor_core.sum_product import (
     MarkovProduct,
     mixed_sequential_sum_product,
@@ -168,13 +172,17 @@ def test_step_names_rename_the_result():
 def test_strategy_setting_and_auto_choice():
     rng = np.random.default_rng(3)
     trans, step = _chain(rng, 40, 1, False, False)
-    with markov_strategy("sequential"):
+    with markov_strategy("sequential"), recorded_choices() as log:
         MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
-        assert LAST_CHOICE[0] == ("sequential", "forced")
-    MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="parallel")
-    assert LAST_CHOICE[0] == ("parallel", "forced")
-    MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
-    assert LAST_CHOICE[0][0] in ("parallel", "sequential") and "estimated" in LAST_CHOICE[0][1]
+    assert (log[0].strategy, log[0].reason) == ("sequential", "forced")
+    with recorded_choices() as log:
+        MarkovProduct(ops.logaddexp, ops.add, trans, "t", step, strategy="parallel")
+    assert (log[0].strategy, log[0].reason) == ("parallel", "forced")
+    with recorded_choices() as log:
+        MarkovProduct(ops.logaddexp, ops.add, trans, "t", step)
+    assert log[0].strategy in ("parallel", "sequential") and "estimated" in log[0].reason
+    # A discrete chain on arrays then records the kernel that runs it, of that strategy.
+    assert log[-1].strategy == log[0].strategy and log[-1].kernel is not None
     assert [parallel_rounds(t) for t in (1, 2, 3, 1024, 1025)] == [0, 1, 2, 10, 11]
     with pytest.raises(ValueError, match="unknown Markov product strategy 'fast'"):
         with markov_strategy("fast"):

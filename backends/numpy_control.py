@@ -1,0 +1,117 @@
+"""Control flow and platform facts of the numpy backend: what algorithms that loop over
+arrays ask of a backend (``scan``, ``cond``, ``jit``, ``checkpoint``, ``differentiate_as``,
+``is_traced``, ``COMPILES``...) instead of asking its name. ``backends.numpy`` re-exports them.
+
+Example:
+    >>> COMPILES, cond(np.array(False), lambda x: x + 1, lambda x: x, 0)
+    (False, 0)
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+# What algorithms ask of a backend instead of its name: numpy runs op by op from Python, so
+# its loops are Python loops and compiling, checkpointing and custom derivatives are the
+# identity (numpy has no autodiff to steer).
+# Seconds of one array call from Python on one core, for the chains' cost model (fitted to
+# benchmarks/markov.py's rounds against T).
+CALL_SECONDS = 2e-6
+COMPILES = False  # whole programs are not traced and compiled: values can be read anywhere
+DIFFERENTIABLE = False  # no autodiff: algorithms that read derivatives refuse numpy arrays
+
+
+def scan(fn, init, xs, reverse: bool = False):
+    """``carry, y = fn(carry, x)`` over the first axis of ``xs`` (an array or a tuple of
+    them), as a Python loop; returns the last carry and the ``y`` stacked (None if None).
+
+    Example:
+        >>> scan(lambda c, x: (c + x, None), 0.0, np.arange(4.0))[0]
+        np.float64(6.0)
+    """
+    leaves = xs if isinstance(xs, (tuple, list)) else (xs,)
+    times = range(leaves[0].shape[0])
+    ys = []
+    for t in (reversed(times) if reverse else times):
+        x = tuple(leaf[t] for leaf in leaves) if isinstance(xs, (tuple, list)) else xs[t]
+        init, y = fn(init, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return init, (None if not ys or ys[0] is None else np.stack(ys))
+
+
+def cond(pred, true_fn, false_fn, operand):
+    """``true_fn(operand)`` if ``pred`` else ``false_fn(operand)``: the value is concrete.
+
+    Example:
+        >>> cond(np.array(True), lambda x: x + 1, lambda x: x, 0)
+        1
+    """
+    return true_fn(operand) if bool(pred) else false_fn(operand)
+
+
+def jit(fn):
+    """The identity: numpy has no compiler.
+
+    Example:
+        >>> jit(abs)(-2)
+        2
+    """
+    return fn
+
+
+def checkpoint(fn, prevent_cse: bool = True):
+    """The identity: numpy keeps no residuals for a backward pass.
+
+    Example:
+        >>> checkpoint(abs)(-2)
+        2
+    """
+    return fn
+
+
+def differentiate_as(fn, reference, args):
+    """``fn(*args)``: with no derivatives to take, ``reference`` is never needed.
+
+    Example:
+        >>> float(differentiate_as(np.sin, np.sin, (0.0,)))
+        0.0
+    """
+    return fn(*args)
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` is a placeholder of a traced program (never, on numpy).
+
+    Example:
+        >>> is_traced(np.zeros(2))
+        False
+    """
+    return False
+
+
+def platform() -> str:
+    """Where numpy computes: ``"cpu"``.
+
+    Example:
+        >>> platform()
+        'cpu'
+    """
+    return "cpu"
+
+
+def _np_amax2(x):
+    return np.amax(x, axis=(-2, -1), keepdims=True)
+
+
+# The few raw array calls of a hot eager loop (a round of a linear-space chain tree), bound
+# once: going through ``ops`` dispatch was a quarter of a small chain's time (K = 4, T = 100).
+LOOP_FNS = SimpleNamespace(
+    matmul=np.matmul, exp=np.exp, log=np.log, cat=lambda xs: np.concatenate(xs, 0),
+    unbind=list, total=lambda x: np.sum(x, axis=0), max2=_np_amax2,
+    max1=lambda x: np.amax(x, axis=-1, keepdims=True),
+    sum=lambda x, axis, keep: np.sum(x, axis=axis, keepdims=keep),
+    smallest=lambda x: float(np.amin(x)))
