@@ -34,15 +34,14 @@ import contextlib
 import contextvars
 import math
 from dataclasses import dataclass
-from types import ModuleType
 
-from funsor_core.engine.backend import backend_module, backend_name_of
-from funsor_core.engine.cache import Cache, cached
+from funsor_core.engine.backend import backend_module, backend_of
+from funsor_core.engine.cache import cached
 from funsor_core.terms.markov import STRATEGIES
 
 __all__ = ["markov_strategy", "set_markov_strategy", "get_markov_strategy", "parallel_rounds",
            "ChainProblem", "ChainChoice", "chain_problem", "choose_strategy", "choose_chain",
-           "resolve_strategy", "device_of", "backend_of", "recorded_choices", "record_choice"]
+           "resolve_strategy", "device_of", "recorded_choices", "record_choice"]
 
 _STRATEGY: contextvars.ContextVar = contextvars.ContextVar("funsor_core_markov_strategy")
 _DEFAULT = ["auto"]
@@ -174,24 +173,6 @@ def device_of(array) -> str:
     except Exception:  # a tracer has no device
         kind = None
     return str(kind) if kind else "cpu"
-
-
-def backend_of(array) -> ModuleType:
-    """The backend module of ``array``, to ask for its loops and platform facts (``scan``,
-    ``cond``, ``jit``, ``COMPILES``...) instead of its name.
-
-    Example:
-        >>> backend_of(np.zeros(2)).COMPILES
-        False
-    """
-    backend = _BACKENDS.get(type(array))
-    if backend is None:
-        backend = _BACKENDS[type(array)] = backend_module(backend_name_of(array))
-    return backend
-
-
-# The backend module of each array type (a chain asks it a few times per call).
-_BACKENDS = Cache("chains.cost_model.backends", maxsize=64)
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,6 @@ from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
 from funsor_core.algorithms.chains.cost_model import (
     RECOMPUTE_ELEMENTS,
     VECMAT_BROADCAST,
-    backend_of,
     choose_discrete_kernel,
     record_choice,
 )
@@ -76,6 +75,7 @@ from funsor_core.algorithms.chains.discrete_tree import (
 )
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.algorithms.contract.linear_space import log_limits
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache, cached
 
 __all__ = ["chain_product", "semiring_mm", "semiring_vm", "semiring_mv"]

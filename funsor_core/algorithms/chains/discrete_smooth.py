@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import backend_of
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Variable
 from funsor_core.terms.markov import MarkovProduct

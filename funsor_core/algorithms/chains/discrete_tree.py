@@ -33,9 +33,9 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import backend_of
 from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, pair
 from funsor_core.algorithms.contract.linear_space import log_limits
+from funsor_core.engine.backend import backend_of
 
 __all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
            "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]

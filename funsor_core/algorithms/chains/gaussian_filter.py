@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import backend_of, chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
 from funsor_core.algorithms.chains.gaussian_scan import (
     GaussianChain,
     _power,
@@ -45,6 +45,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
 )
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
 __all__ = ["contract_markov_gaussian"]

@@ -31,12 +31,13 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import backend_of, chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
 __all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose",

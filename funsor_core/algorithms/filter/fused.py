@@ -38,7 +38,7 @@ from funsor_core.atoms.gaussian.moments import (
 from funsor_core.atoms.gaussian.normal_equations import system_rows
 from funsor_core.atoms.gaussian.small_linalg import matmul
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.fast_path import fast_path
 from funsor_core.engine.patterns import type_key
 from funsor_core.terms.base import Funsor
@@ -207,12 +207,13 @@ class FusedCollapses:
         return msg, t
 
     def _scan(self, state: _State, t: int, size: int, step: _Step):
-        """``(state, t', last step)`` after steps from ``t`` run compiled on jax
-        (``filtering_scan``): those that repeat with the filter's period as one ``lax.scan``,
-        or, until a full period is known, step ``t`` alone. None on another backend, or
+        """``(state, t', last step)`` after steps from ``t`` run compiled (``fused_scan``) on a
+        backend that compiles whole programs (jax): those that repeat with the filter's period
+        as one backend ``scan``, or, until a full period is known, step ``t`` alone. None on a
+        backend that runs eagerly, or
         where an eager result is not finite (the Python loop redoes those steps then, and
         raises where a component has no moments)."""
-        if backend_name_of(state.white_vec) != "jax" or state.log_const is None:
+        if not backend_of(state.white_vec).COMPILES or state.log_const is None:
             return None  # (a message without log weights: its first step runs in Python)
         period = len(self.factors.renames)
         cycle, structure = [], state.structure

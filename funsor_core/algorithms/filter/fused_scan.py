@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.cost_model import backend_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
 
 __all__ = ["scan_steps"]
