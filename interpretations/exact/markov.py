@@ -17,7 +17,8 @@ from funsor_core.algorithms.chains.gaussian_filter import contract_markov_gaussi
 from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts, markov_gaussian
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.interpreter import Tuple, get_interpretation
+from funsor_core.engine.fast_path import array_program, fast_path
+from funsor_core.engine.interpreter import Tuple
 from funsor_core.engine.patterns import type_key
 from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
@@ -100,26 +101,15 @@ def exact_reduce_contraction_markov_product(op, arg, reduced_vars):
         return None
     args = (op, arg.bin_op, arg.reduced_vars | reduced_vars, arg.terms)
     # Where building that Contraction would only run the rule below first (no user rule
-    # ahead of it, no hook, log or wrapping interpretation: ``direct_rules``), its chain is
-    # evaluated here without the term; the term is built where the chain does not apply.
-    rules = get_interpretation().direct_rules(type_key(Contraction, args))
-    if (rules and rules[0] is exact_contraction_markov_product
-            and reduced_vars.issubset(arg.inputs.keys())):
-        result = _contract_chain(*args)
+    # ahead of it, no hook, log or wrapping interpretation: the fast path's one guard), its
+    # chain is evaluated here without the term; the term is built where the chain does not
+    # apply.
+    chain = fast_path(type_key(Contraction, args), "markov_chain")
+    if chain is not None and reduced_vars.issubset(arg.inputs.keys()):
+        result = chain(*args)
         if result is not None:
             return result
     return Contraction(*args)
-
-
-# A Markov product built lazily and then reduced together with the factors of its first prev
-# or last curr states: a filter. The boundary factors fold into the chain as vectors (an HMM's
-# forward algorithm: a vector carry, O(T K^2) instead of O(T K^3)); the rest is contracted
-# with the result. Without a reduction the sum stays lazy (as a lazily built term does under
-# exact), so that the reduction that follows sees the chain.
-@exact.register(Contraction, object, object, frozenset,
-                Tuple[(MarkovProduct, Tensor, Number, Gaussian), ...])
-def exact_contraction_markov_product(red_op, bin_op, reduced_vars, terms):
-    return _contract_chain(red_op, bin_op, reduced_vars, terms)
 
 
 def _contract_chain(red_op, bin_op, reduced_vars, terms):
@@ -143,3 +133,15 @@ def _contract_chain(red_op, bin_op, reduced_vars, terms):
     if not rest:
         return value.reduce(red_op, remaining) if remaining else value
     return Contraction(red_op, bin_op, remaining, (value, *rest))
+
+
+# A Markov product built lazily and then reduced together with the factors of its first prev
+# or last curr states: a filter. The boundary factors fold into the chain as vectors (an HMM's
+# forward algorithm: a vector carry, O(T K^2) instead of O(T K^3)); the rest is contracted
+# with the result. Without a reduction the sum stays lazy (as a lazily built term does under
+# exact), so that the reduction that follows sees the chain.
+@exact.register(Contraction, object, object, frozenset,
+                Tuple[(MarkovProduct, Tensor, Number, Gaussian), ...])
+@array_program("markov_chain", _contract_chain)
+def exact_contraction_markov_product(red_op, bin_op, reduced_vars, terms):
+    return _contract_chain(red_op, bin_op, reduced_vars, terms)
