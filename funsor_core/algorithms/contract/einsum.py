@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 from funsor_core import ops
@@ -38,7 +37,7 @@ from funsor_core.algorithms.eliminate.plated import recorded_program, sum_produc
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
-from funsor_core.engine.cache import Cache
+from funsor_core.engine.cache import Cache, cached
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
@@ -150,7 +149,7 @@ def _parse(eq: str, count: int):
     return _parse_cached(eq, count)
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("contract.einsum_equations", maxsize=1024, fast=True)
 def _parse_cached(eq: str, count: int):
     # (subscripts as a tuple, output); pure in its arguments, so cached by them.
     if not isinstance(eq, str):

@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
@@ -40,6 +39,7 @@ from funsor_core.algorithms.contract.kernels import (
     reduce_dims,
 )
 from funsor_core.algorithms.contract.linear_space import run_log_plan
+from funsor_core.engine.cache import FastCache, cached
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
 
@@ -236,7 +236,7 @@ def plan_contraction(operands: Sequence[Sequence[str]], sizes: dict,
     return _plan(operands, key_sizes, output)
 
 
-@functools.lru_cache(maxsize=_MAX_PLANS)
+@cached("contract.plans", maxsize=_MAX_PLANS, fast=True)
 def _plan(operands: tuple, sizes: tuple, output: tuple) -> ContractionPlan:
     missing = set(output).difference(*map(set, operands)) if operands else set(output)
     if missing:
@@ -290,7 +290,7 @@ def plan_tensors(ikeys: tuple, reduced_vars: frozenset) -> tuple:
         (array([3., 3.]), (('i', Bint[2]),))
     """
     key = (ikeys, reduced_vars)
-    entry = _TENSOR_PLANS.get(key)
+    entry = _TENSOR_PLANS.data.get(key)
     if entry is None:
         domains: dict = {}
         for ikey in ikeys:
@@ -298,14 +298,12 @@ def plan_tensors(ikeys: tuple, reduced_vars: frozenset) -> tuple:
         out_names = tuple(n for n in domains if n not in reduced_vars)
         sizes = {n: d.size for n, d in domains.items()}
         plan = plan_contraction([tuple(n for n, _ in ikey) for ikey in ikeys], sizes, out_names)
-        if len(_TENSOR_PLANS) >= _MAX_TENSOR_PLANS:
-            _TENSOR_PLANS.clear()
-        entry = _TENSOR_PLANS[key] = (plan, tuple((n, domains[n]) for n in out_names))
+        entry = _TENSOR_PLANS.put(key, (plan, tuple((n, domains[n]) for n in out_names)))
     return entry
 
 
-_TENSOR_PLANS: dict = {}
-_MAX_TENSOR_PLANS = 4096
+# Plans of Tensor contractions by (inputs of each factor, names reduced): on the eager path.
+_TENSOR_PLANS = FastCache("contract.tensor_plans", maxsize=4096)
 
 
 def plan_terms(terms: Sequence[Funsor], reduced_vars: frozenset) -> ContractionPlan:
