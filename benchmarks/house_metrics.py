@@ -115,6 +115,9 @@ def _cleared_names(tree: ast.Module) -> set[str]:
             and node.func.attr == "clear"}
 
 
+_UTILITY = ("Cache", "FastCache", "CacheFamily")  # the classes of funsor_core/engine/cache.py
+
+
 def caches(root: Path, trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
     """Caches by style: functools decorators, module-level memo dicts, the Cache utility."""
     found: dict[str, list[str]] = defaultdict(list)
@@ -142,13 +145,13 @@ def caches(root: Path, trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
                 name = dotted(target)
                 if not name:
                     continue
-                if isinstance(value, ast.Call) and dotted(value).split(".")[-1] == "Cache":
+                if isinstance(value, ast.Call) and dotted(value).split(".")[-1] in _UTILITY:
                     continue  # counted below with every Cache(...) call
                 weak = dotted(value).split(".")[-1].startswith("Weak")
                 if _is_memo_value(value) and (weak or MEMO_NAME.search(name) or name in cleared):
                     found["module/class dict"].append(f"{rel}:{node.lineno} {name}")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and dotted(node).split(".")[-1] == "Cache":
+            if isinstance(node, ast.Call) and dotted(node).split(".")[-1] in _UTILITY:
                 label = node.args[0].value if node.args and isinstance(
                     node.args[0], ast.Constant) else "?"
                 found["Cache utility"].append(f"{rel}:{node.lineno} Cache({label!r})")
