@@ -346,7 +346,7 @@ def children(term: Term) -> list[Term]:
     for i in type(term)._kid_pos:
         a = args[i]
         if type(a) is tuple:
-            _terms_in(a, out)
+            _terms_in_tuple(a, out)
         elif isinstance(a, Term):
             out.append(a)
     return out
@@ -369,8 +369,17 @@ def _terms_in(arg: Any, out: list) -> None:
     if isinstance(arg, Term):
         out.append(arg)
     elif type(arg) is tuple:
-        for a in arg:
-            _terms_in(a, out)
+        _terms_in_tuple(arg, out)
+
+
+def _terms_in_tuple(items: tuple, out: list) -> None:
+    # One call per nested tuple, not per item: Delta's ((name, (point, log_density)), ...)
+    # and Contraction's terms are walked on hot paths (printing, substitution, checks).
+    for a in items:
+        if type(a) is tuple:
+            _terms_in_tuple(a, out)
+        elif isinstance(a, Term):
+            out.append(a)
 
 
 def _encode(arg: Any, index: dict) -> Any:
