@@ -54,7 +54,9 @@ def domain_rule(*targets: Op | type) -> Callable[[DomainRule], DomainRule]:
     def register(rule: DomainRule) -> DomainRule:
         for target in targets:
             DOMAIN_RULES[target if isinstance(target, type) else type(target)] = rule
-        _RESOLVED_CACHE.clear()  # a new rule may shadow what a subclass resolved to
+        # A new rule may shadow what an op class resolved to, and the domains it gave.
+        _RESOLVED_CACHE.clear()
+        _DOMAIN_CACHE.clear()
         return rule
 
     return register

@@ -117,3 +117,16 @@ def test_real_valued_unary_makes_integers_real():
     for op in (ops.exp, ops.log, ops.sqrt, ops.neg, ops.lgamma):
         assert ops.infer_domain(op, Bint[3]) is Real
     assert ops.infer_domain(ops.abs, Bint[3]) is Bint[3]
+
+
+def test_a_new_rule_takes_effect_at_once():
+    op = ops.make_op("test_domain_rules_shape", ops.UnaryOp)
+    assert ops.infer_domain(op, Reals[3]) is Reals[3]  # the UnaryOp family's rule, cached
+
+    @ops.domain_rule(op)
+    def domain_test_domain_rules_shape(op, params, domains):
+        return Reals[domains[0].shape[0] + 1]
+
+    assert find_domain_rule(op) is domain_test_domain_rules_shape
+    assert ops.infer_domain(op, Reals[3]) is Reals[4]
+    del DOMAIN_RULES[type(op)]
