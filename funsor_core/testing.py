@@ -57,10 +57,6 @@ def _assert_arrays_close(actual, expected, atol: float, rtol: float, what: str) 
                                err_msg=what)
 
 
-def _is_gaussian(x: Any) -> bool:
-    return hasattr(x, "info_vec") and hasattr(x, "precision")
-
-
 def assert_close(actual: Any, expected: Any, atol: float | None = 1e-6,
                  rtol: float | None = 1e-6) -> None:
     """Assert that two funsors (or arrays of any backend, or numbers) are numerically equal:
@@ -69,8 +65,8 @@ def assert_close(actual: Any, expected: Any, atol: float | None = 1e-6,
 
     Tensors must have the same inputs (as sets; ``actual`` is aligned to ``expected``'s
     order), output and data; a lazy ``Align`` (input order only) is looked through.
-    Gaussians (anything with ``info_vec`` and ``precision``) are compared by those, not by
-    their square roots, plus any other array fields they share.
+    Gaussians are compared by ``info_vec`` and ``precision``, not by their square roots, plus
+    any other array fields they share.
 
     Example:
         >>> a = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
@@ -105,30 +101,39 @@ def assert_close(actual: Any, expected: Any, atol: float | None = 1e-6,
             f"input '{name}' is {actual.inputs[name]}, expected {domain}")
     assert actual.output is expected.output, (
         f"output {actual.output} != expected {expected.output}")
-    if isinstance(actual, Number):
-        _assert_arrays_close(actual.data, expected.data, atol, rtol, "Number data")
-    elif isinstance(actual, Tensor):
-        if tuple(actual.inputs) != tuple(expected.inputs):
-            actual = actual.align(tuple(expected.inputs))
-        _assert_arrays_close(actual.data, expected.data, atol, rtol, "Tensor data")
-    elif _is_gaussian(actual):
-        # Hook for Gaussians: compare the natural parameters and every other shared array field.
-        if tuple(actual.inputs) != tuple(expected.inputs):
-            actual = actual.align(tuple(expected.inputs))
-        fields = ["info_vec", "precision"]
-        for name in getattr(type(expected), "_fields", ()):
-            if name in fields or name in ("white_vec", "prec_sqrt", "inputs"):
-                continue
-            if is_array(getattr(expected, name, None)):
-                fields.append(name)
-        for name in fields:
-            _assert_arrays_close(getattr(actual, name), getattr(expected, name), atol, rtol,
-                                 f"Gaussian {name}")
-    elif isinstance(actual, Delta):
-        _assert_deltas_close(actual, expected, atol, rtol)
-    elif actual is not expected:
-        # A compound term (a sum g + t, a lazy term): the same structure, children close.
-        _assert_terms_close(actual, expected, atol, rtol)
+    if actual is expected:
+        return
+    # The data of an atom by its class's own check (along the MRO); a compound term (a sum
+    # g + t, a lazy term): the same structure, children close.
+    check = next((_CLOSE_CHECKS[c] for c in type(actual).__mro__ if c in _CLOSE_CHECKS),
+                 _assert_terms_close)
+    check(actual, expected, atol, rtol)
+
+
+def _assert_numbers_close(actual, expected, atol, rtol) -> None:
+    _assert_arrays_close(actual.data, expected.data, atol, rtol, "Number data")
+
+
+def _assert_tensors_close(actual, expected, atol, rtol) -> None:
+    if tuple(actual.inputs) != tuple(expected.inputs):
+        actual = actual.align(tuple(expected.inputs))
+    _assert_arrays_close(actual.data, expected.data, atol, rtol, "Tensor data")
+
+
+def _assert_gaussians_close(actual, expected, atol, rtol) -> None:
+    # The natural parameters (not their square roots, which are not unique) and every other
+    # shared array field.
+    if tuple(actual.inputs) != tuple(expected.inputs):
+        actual = actual.align(tuple(expected.inputs))
+    fields = ["info_vec", "precision"]
+    for name in getattr(type(expected), "_fields", ()):
+        if name in fields or name in ("white_vec", "prec_sqrt", "inputs"):
+            continue
+        if is_array(getattr(expected, name, None)):
+            fields.append(name)
+    for name in fields:
+        _assert_arrays_close(getattr(actual, name), getattr(expected, name), atol, rtol,
+                             f"Gaussian {name}")
 
 
 def _assert_deltas_close(actual, expected, atol, rtol) -> None:
@@ -156,6 +161,11 @@ def _assert_args_close(x, y, atol, rtol, term) -> None:
         _assert_arrays_close(x, y, atol, rtol, f"{type(term).__name__} argument")
     else:
         assert x == y, f"argument {x!r} != expected {y!r} in {type(term).__name__}"
+
+
+# How assert_close compares the data of two atoms of one class.
+_CLOSE_CHECKS = {Number: _assert_numbers_close, Tensor: _assert_tensors_close,
+                 Gaussian: _assert_gaussians_close, Delta: _assert_deltas_close}
 
 
 def check_funsor(x: Funsor, inputs: dict, output: Domain, data: Any = None) -> None:

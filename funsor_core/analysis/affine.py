@@ -28,11 +28,15 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, align_tensor, backend_of
 from funsor_core.atoms.tensor_idioms import Einsum, Getitem
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, host_backend
+from funsor_core.engine.cache import FastCache
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Lambda, Stack
@@ -187,50 +191,14 @@ def _is_constant(term: Funsor) -> bool:
 
 
 def _parts(node) -> tuple:
-    if isinstance(node, (Unary, Reduce, Align)):
-        return (node.arg,)
-    if isinstance(node, Lambda):  # a Bint input read as an output dim: linear in the body
-        return (node.expr,)
-    if isinstance(node, Binary):
-        return (node.lhs, node.rhs)
-    if isinstance(node, Contraction):
-        return node.terms
-    if isinstance(node, (Stack, Cat)):
-        return tuple(node.parts)
-    if isinstance(node, Einsum):
-        return node.operands
-    if isinstance(node, Getitem):
-        return (node.arg,)
-    return ()
+    form = _form_of(node)
+    return () if form is None else form.parts(node)
 
 
 def _affine_node(node, known: dict) -> bool:
     """One structural step, the parts' answers being in ``known``."""
-    def aff(t):
-        return known.get(id(t), False)
-
-    if isinstance(node, Unary):
-        return node.op.name in LINEAR_UNARY_OPS and aff(node.arg)
-    if isinstance(node, Binary):
-        return _affine_product(node.op, (node.lhs, node.rhs), aff)
-    if isinstance(node, Contraction):
-        reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
-        if node.reduced_vars & reals:
-            return False  # a max or integral over a real variable is not affine
-        if node.red_op not in (None, ops.add):
-            return False
-        return _affine_product(node.bin_op, node.terms, aff)
-    if isinstance(node, Reduce):
-        return (node.op is ops.add and aff(node.arg)
-                and not any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
-                            if v in node.arg.inputs))
-    if isinstance(node, (Stack, Cat, Align, Lambda)):
-        return all(aff(p) for p in _parts(node))
-    if isinstance(node, Getitem):  # a gather of entries by a Bint index: linear in the arg
-        return aff(node.arg) and _is_constant(node.index)
-    if isinstance(node, Einsum):  # linear in each operand: one may vary, the rest constant
-        return _affine_product(ops.mul, node.operands, aff)
-    return False
+    form = _form_of(node)
+    return form is not None and form.affine(node, lambda t: known.get(id(t), False))
 
 
 def _affine_product(op, terms, aff) -> bool:
@@ -304,26 +272,7 @@ def _degree_node(node, known: dict) -> int | None:
     parts = [known.get(id(p)) for p in _parts(node)]
     if not parts or any(p is None for p in parts):
         return None
-    if isinstance(node, Unary):
-        return parts[0] if node.op.name in LINEAR_UNARY_OPS else None
-    if isinstance(node, Binary):
-        return _degree_op(node.op, (node.lhs, node.rhs), parts)
-    if isinstance(node, Contraction):
-        reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
-        if node.reduced_vars & reals or node.red_op not in (None, ops.add):
-            return None  # a max or an integral over a real variable is no polynomial
-        return _degree_op(node.bin_op, node.terms, parts)
-    if isinstance(node, Reduce):
-        over_real = any(node.arg.inputs[v].dtype == "real" for v in node.reduced_vars
-                        if v in node.arg.inputs)
-        return parts[0] if node.op is ops.add and not over_real else None
-    if isinstance(node, (Stack, Cat, Align, Lambda)):
-        return max(parts)
-    if isinstance(node, Getitem):
-        return parts[0] if _is_constant(node.index) else None
-    if isinstance(node, Einsum):
-        return sum(parts)
-    return None
+    return _form_of(node).degree(node, parts)
 
 
 def _degree_op(op, terms, parts) -> int | None:
@@ -340,3 +289,95 @@ def _degree_op(op, terms, parts) -> int | None:
         if float(k) == int(k) and int(k) >= 0:
             return parts[0] * int(k)
     return None
+
+
+# -- the structural forms, one per term class ------------------------------------------------
+# For each term class the analysis looks into: its parts (the subterms the answer depends on),
+# whether it is affine given which parts are (``aff``), and its polynomial degree given the
+# parts' degrees. Any other class is a leaf: not affine, no degree, unless constant (decided
+# before a form is asked). Found by one dict lookup of the term's class.
+class _Form(NamedTuple):
+    parts: Callable[[Funsor], tuple]
+    affine: Callable[[Funsor, Callable], bool]
+    degree: Callable[[Funsor, list], int | None]
+
+
+_FORMS: dict[type, _Form] = {}
+# Term class -> the form of the first class of its MRO that has one (None: a leaf).
+_FORM_CACHE = FastCache("affine.forms", 256)
+_FORM_OF = _FORM_CACHE.data
+
+
+def _register_form(classes: tuple, parts, affine, degree) -> None:
+    for cls in classes:
+        _FORMS[cls] = _Form(parts, affine, degree)
+
+
+def _form_of(node) -> _Form | None:
+    cls = type(node)
+    form = _FORM_OF.get(cls, _MISSING)
+    if form is _MISSING:
+        form = _FORM_CACHE.put(cls, next((_FORMS[c] for c in cls.__mro__ if c in _FORMS), None))
+    return form
+
+
+_MISSING = object()
+
+
+def _arg(node) -> tuple:
+    return (node.arg,)
+
+
+def _affine_unary(node, aff) -> bool:
+    return node.op.name in LINEAR_UNARY_OPS and aff(node.arg)
+
+
+def _degree_unary(node, parts) -> int | None:
+    return parts[0] if node.op.name in LINEAR_UNARY_OPS else None
+
+
+_register_form((Unary,), _arg, _affine_unary, _degree_unary)
+_register_form((Binary,), lambda node: (node.lhs, node.rhs),
+               lambda node, aff: _affine_product(node.op, (node.lhs, node.rhs), aff),
+               lambda node, parts: _degree_op(node.op, (node.lhs, node.rhs), parts))
+
+
+def _reduces_reals(node: Contraction) -> bool:
+    # A max or an integral over a real variable is neither affine nor a polynomial.
+    reals = {k for t in node.terms for k, d in t.inputs.items() if d.dtype == "real"}
+    return bool(node.reduced_vars & reals) or node.red_op not in (None, ops.add)
+
+
+def _affine_contraction(node, aff) -> bool:
+    return not _reduces_reals(node) and _affine_product(node.bin_op, node.terms, aff)
+
+
+def _degree_contraction(node, parts) -> int | None:
+    return None if _reduces_reals(node) else _degree_op(node.bin_op, node.terms, parts)
+
+
+_register_form((Contraction,), lambda node: node.terms, _affine_contraction,
+               _degree_contraction)
+
+
+def _sums_reals(node: Reduce) -> bool:
+    return node.op is not ops.add or any(
+        node.arg.inputs[v].dtype == "real" for v in node.reduced_vars if v in node.arg.inputs)
+
+
+_register_form((Reduce,), _arg, lambda node, aff: not _sums_reals(node) and aff(node.arg),
+               lambda node, parts: None if _sums_reals(node) else parts[0])
+# Stacking, concatenating, aligning, and reading a Bint input as an output dim are linear in
+# their parts.
+_register_form((Stack, Cat), lambda node: tuple(node.parts),
+               lambda node, aff: all(aff(p) for p in node.parts), lambda node, parts: max(parts))
+_register_form((Align,), _arg, lambda node, aff: aff(node.arg), lambda node, parts: parts[0])
+_register_form((Lambda,), lambda node: (node.expr,), lambda node, aff: aff(node.expr),
+               lambda node, parts: parts[0])
+# A gather of entries by a constant Bint index is linear in the arg.
+_register_form((Getitem,), _arg, lambda node, aff: aff(node.arg) and _is_constant(node.index),
+               lambda node, parts: parts[0] if _is_constant(node.index) else None)
+# An einsum is linear in each operand: one may vary, the rest constant.
+_register_form((Einsum,), lambda node: node.operands,
+               lambda node, aff: _affine_product(ops.mul, node.operands, aff),
+               lambda node, parts: sum(parts))

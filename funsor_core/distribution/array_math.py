@@ -255,8 +255,16 @@ _NOT_SAMPLEABLE = (
 
 
 def sample_distribution(d, names: frozenset, sample_inputs: dict, rng_key=None):
-    """Draw the value of the distribution term ``d``: ``Delta(value, point)`` (see
-    ``Distribution.sample_self``).
+    """Draw the value of the distribution term ``d``: ``Delta(value, point)``; the sampler that
+    ``funsor_core.distribution.base`` registers for distribution terms (``d.sample(...)``).
+
+    The family's ``draw`` gives a point of the value's domain for every batch entry (and
+    every draw along ``sample_inputs``). A reparameterized family's point carries gradients to
+    the parameters (Normal, LogNormal, MultivariateNormal, Exponential, Laplace, Uniform,
+    StudentT; Gamma, Beta, Dirichlet through the backend's implicit gradient of gamma draws, on
+    torch and jax). Any other point is detached, and the Delta's log density is the DiCE
+    factor ``log p(x) - detach(log p(x))``: zero in value, the score-function gradient where
+    gradients flow. ``rng_key``: see ``funsor_core.distribution.random``.
 
     Returns ``d`` itself when its value is not among ``names``.
 

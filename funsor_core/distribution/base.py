@@ -54,6 +54,7 @@ from funsor_core.distribution.registry import FAMILIES, announce_family, on_fami
 from funsor_core.domains import Domain, Real, broadcast_shape
 from funsor_core.engine.backend import BackendTable, backend_module
 from funsor_core.engine.cache import cached
+from funsor_core.sampling.draw import register_sampler
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
@@ -283,29 +284,6 @@ class Distribution(Funsor):
         """
         return moment_tensor(type(self), self._args, 1)
 
-    def sample_self(self, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
-        """Draw the value: what ``d.sample(...)`` does for a distribution term.
-
-        The family's ``draw`` gives a point of the value's domain for every batch entry (and
-        every draw along ``sample_inputs``); the result is ``Delta(value, point)``. A
-        reparameterized family's point carries gradients to the parameters (Normal, LogNormal,
-        MultivariateNormal, Exponential, Laplace, Uniform, StudentT; Gamma, Beta, Dirichlet
-        through the backend's implicit gradient of gamma draws, on torch and jax). Any other
-        point is detached, and the Delta's log density is the DiCE factor
-        ``log p(x) - detach(log p(x))``: zero in value, the score-function gradient where
-        gradients flow. ``rng_key``: see ``funsor_core.distribution.random``.
-
-        Example:
-            >>> from funsor_core.distribution import Normal
-            >>> from interpretations import lazy
-            >>> with lazy:
-            ...     d = Normal(fc.Tensor(np.zeros(3), {"i": fc.Bint[3]}), 1.0)
-            >>> s = d.sample("value", {"n": fc.Bint[2]}, rng_key=0)
-            >>> type(s).__name__, s.inputs
-            ('Delta', {'value': Real, 'n': Bint[2], 'i': Bint[3]})
-        """
-        return sample_distribution(self, names, sample_inputs, rng_key)
-
     def to_data(self, name_to_dim: dict | None = None):
         """The ``torch.distributions`` object of this distribution (``fc.to_data(d)``): named
         inputs go to the batch dims of ``name_to_dim``, batch output dims to an
@@ -353,6 +331,10 @@ class Distribution(Funsor):
         if not isinstance(self.value, Variable):
             raise ValueError(f"enumerate_support needs a Variable value, got {self.value!r}")
         return enumerate_tensor(type(self), self._args, expand)
+
+
+# What ``d.sample(...)`` does for a distribution term: draw its value (``sample_distribution``).
+register_sampler(Distribution)(sample_distribution)
 
 
 def _bind(cls, args: tuple, kwargs: dict) -> dict:

@@ -17,7 +17,8 @@ from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
 
-__all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook", "pending_setup"]
+__all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook", "pending_setup",
+           "children", "terms_in"]
 
 # What a class's ``_prepare`` computed for its checks, kept for ``_setup`` (Binary,
 # Contraction): a one-item list per context (thread, asyncio task), never shared by threads.
@@ -243,6 +244,8 @@ class Term(metaclass=FunsorMeta):
         cls._derived = tuple(sorted(slots - set(cls.fields)))
         cls._bind_pos = tuple(pos[f] for f in cls.binds)
         cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
+        # Where child terms may sit: every field but the arrays (see ``children``).
+        cls._kid_pos = tuple(i for i, f in enumerate(cls.fields) if f not in cls.arrays)
         announce_term_class(cls)
 
     # -- derived protocol: pytrees and pickling ------------------------------------------------
@@ -325,12 +328,58 @@ class _Ref:
         return _Ref, (self.i,)
 
 
+# -- the one children walker -------------------------------------------------------------------
+def children(term: Term) -> list[Term]:
+    """The child terms of ``term``, in field order: every term among its declared fields, also
+    inside (nested) tuples of a field; array fields hold no terms and are not looked at.
+
+    Every traversal (substitution, reinterpretation, printing, pickling, the adjoint tape,
+    backend checks) walks terms with this one function.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> [type(c).__name__ for c in children(x + 1.0)]
+        ['Variable', 'Number']
+    """
+    out: list = []
+    args = term._args
+    for i in type(term)._kid_pos:
+        a = args[i]
+        if type(a) is tuple:
+            _terms_in_tuple(a, out)
+        elif isinstance(a, Term):
+            out.append(a)
+    return out
+
+
+def terms_in(value: Any) -> list[Term]:
+    """The terms inside ``value``: ``[value]`` for a term, the terms of a (nested) tuple in
+    order, else ``[]``. ``children`` of a term are the terms in its fields.
+
+    Example:
+        >>> terms_in((fc.Number(1.0), ("i", fc.Number(2.0)), 3.0))
+        [Number(1.0, 'real'), Number(2.0, 'real')]
+    """
+    out: list = []
+    _terms_in(value, out)
+    return out
+
+
 def _terms_in(arg: Any, out: list) -> None:
     if isinstance(arg, Term):
         out.append(arg)
     elif type(arg) is tuple:
-        for a in arg:
-            _terms_in(a, out)
+        _terms_in_tuple(arg, out)
+
+
+def _terms_in_tuple(items: tuple, out: list) -> None:
+    # One call per nested tuple, not per item: Delta's ((name, (point, log_density)), ...)
+    # and Contraction's terms are walked on hot paths (printing, substitution, checks).
+    for a in items:
+        if type(a) is tuple:
+            _terms_in_tuple(a, out)
+        elif isinstance(a, Term):
+            out.append(a)
 
 
 def _encode(arg: Any, index: dict) -> Any:
@@ -362,8 +411,7 @@ def _encode_dag(root: Term) -> tuple:
             order.append((type(node), _encode(node._args, index)))
             continue
         stack.append((node, True))
-        kids: list = []
-        _terms_in(node._args, kids)
+        kids = children(node)
         stack.extend((k, False) for k in reversed(kids) if id(k) not in index)
     return tuple(order)
 

@@ -31,11 +31,16 @@ from funsor_core.ops.builtin import (
     REDUCE_OPS,
     UNARY_INVERSES,
     UNITS,
-    infer_domain,
-    infer_domain_by_divisor,
     parse_ellipsis,
     parse_slice,
     sample,
+)
+from funsor_core.ops.domain_rules import (
+    DOMAIN_RULES,
+    domain_rule,
+    find_domain_rule,
+    infer_domain,
+    infer_domain_by_divisor,
 )
 from funsor_core.ops.op import (
     ARRAY_TYPES,

@@ -1,4 +1,4 @@
-"""The op vocabulary, its algebra tables and the output-domain inference of each op."""
+"""The op vocabulary and its algebra tables (output domains: ``ops.domain_rules``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import sys
 
 import numpy as np
 
-from funsor_core.domains import Domain, broadcast_shape, register_find_domain
-from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import (
     ArrayOp,
     AssociativeOp,
@@ -22,7 +20,6 @@ from funsor_core.ops.op import (
     StackOp,
     TransformOp,
     UnaryOp,
-    expand_shape,
     make_op,
 )
 
@@ -187,210 +184,8 @@ IDEMPOTENT_OPS = frozenset([max, min, and_, or_])
 COMPARISON_OPS = frozenset([lt, le, gt, ge, eq, ne])
 LOGICAL_OPS = frozenset([and_, or_, xor])
 
-_REAL_VALUED_UNARY = frozenset([exp, log, log1p, expm1, sqrt, sigmoid, tanh, atanh, reciprocal,
-                                lgamma, digamma, i0e, cos, acos])
-
-
-def _int_binary_dtype(op: Op, a: int, b: int):
-    # Integer arithmetic keeps an exact bound where one exists, else the result is real.
-    if op is add:
-        return a + b - 1
-    if op is mul:
-        return (a - 1) * (b - 1) + 1
-    if op in (max, min, and_):
-        return builtins_max(a, b)
-    if op in (or_, xor):
-        # Bitwise or/xor of values below n can set every bit below n's top bit: 1 | 2 = 3 is
-        # not in Bint[3]; the bound is the next power of two (Bint[2] stays Bint[2]).
-        return 1 << (builtins_max(a, b) - 1).bit_length()
-    if op in (floordiv, rshift):
-        return a  # x // y and x >> y never exceed x (numpy's x // 0 is 0)
-    if op is mod:
-        # x % y <= min(x, y - 1) for y >= 1, and numpy's x % 0 is 0.
-        return builtins_max(builtins_min(a, b - 1), 1)
-    if op is lshift:
-        return ((a - 1) << builtins_max(b - 1, 0)) + 1 if a else a
-    if op is sub and a == b:
-        # As funsor: Bint[n] - Bint[n] stays Bint[n] (the idiom ``Number(n - 1, n) - i``
-        # reverses an index); a difference below 0 is out of range, and Number rejects it.
-        return a
-    return "real"
-
-
 builtins_max = __builtins__["max"] if isinstance(__builtins__, dict) else __builtins__.max
 builtins_min = __builtins__["min"] if isinstance(__builtins__, dict) else __builtins__.min
-
-
-def infer_domain(op: Op, *domains: Domain) -> Domain:
-    """The output domain of ``op`` applied to arguments of these domains.
-
-    Raises ValueError with the op and the domains when the shapes do not fit.
-
-    Example:
-        >>> from funsor_core.domains import Reals, Real
-        >>> infer_domain(matmul, Reals[2, 3], Reals[3])
-        Reals[2]
-    """
-    key = (op, domains)
-    result = _DOMAINS.get(key)
-    if result is None:
-        try:
-            result = _infer_domain(op.base, dict(op.params), domains)
-        except ValueError as e:
-            raise ValueError(f"ops.{op.name} cannot combine outputs {domains}: {e}") from None
-        _DOMAIN_CACHE.put(key, result)
-    return result
-
-
-register_find_domain(infer_domain)
-
-
-def infer_domain_by_divisor(op: Op, lhs: Domain, rhs: Domain, divisor) -> Domain:
-    """``infer_domain`` when the right argument is the known integer ``divisor``: integer
-    ``x // d`` and ``x % d`` then have exact bounds, so funsor's idiom of flattening and
-    unflattening indices (``ij // Number(n, n + 1)``, ``ij % Number(n, n + 1)``) keeps each
-    part in the domain of the index it replaces.
-
-    Example:
-        >>> from funsor_core.domains import Bint
-        >>> infer_domain_by_divisor(floordiv, Bint[12], Bint[5], 4)
-        Bint[3]
-        >>> infer_domain_by_divisor(mod, Bint[12], Bint[5], 4)
-        Bint[4]
-    """
-    out = infer_domain(op, lhs, rhs)
-    base = op.base
-    if (base is floordiv or base is mod) and isinstance(out.dtype, int) and divisor >= 1:
-        a = lhs.dtype
-        dtype = (a - 1) // divisor + 1 if base is floordiv else builtins_min(a, divisor)
-        return Domain(dtype, out.shape)
-    return out
-
-
-# (op, argument domains) -> output domain. Bounded: bound ops with fresh parameters
-# (``getitem`` at index k) and fresh Reals shapes make fresh keys.
-_DOMAIN_CACHE = FastCache("ops.infer_domain", 4096)
-_DOMAINS = _DOMAIN_CACHE.data  # read directly on the hot path
-
-
-def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, int):
-        axis = (axis,)
-    axes = tuple(a + ndim if a < 0 else a for a in axis)
-    for a in axes:
-        if not 0 <= a < ndim:
-            raise ValueError(f"axis {a} out of range for {ndim} dims")
-    return axes
-
-
-def _infer_domain(op: Op, params: dict, domains: tuple) -> Domain:
-    if isinstance(op, ReductionOp):
-        (d,) = domains
-        axes = _norm_axes(params.get("axis"), len(d.shape))
-        keep = params.get("keepdims", False)
-        shape = tuple(1 if i in axes else s for i, s in enumerate(d.shape)) if keep else tuple(
-            s for i, s in enumerate(d.shape) if i not in axes)
-        if op in (argmax, argmin):
-            (a,) = axes if len(axes) == 1 else (None,)
-            if a is None:
-                raise ValueError("argmax/argmin need one axis")
-            return Domain(d.shape[a], shape)
-        if op in (all, any):
-            return Domain(2, shape)
-        if op in (mean, std, var):
-            return Domain("real", shape)
-        return Domain(d.dtype, shape)
-    if op is matmul:
-        a, b = domains
-        if len(a.shape) < 1 or len(b.shape) < 1:
-            raise ValueError("matmul needs outputs of at least one dim")
-        if a.shape[-1] != b.shape[-2 if len(b.shape) > 1 else -1]:
-            raise ValueError(f"inner dims differ: {a.shape} @ {b.shape}")
-        if len(b.shape) == 1:
-            return Domain("real", a.shape[:-1])
-        if len(a.shape) == 1:
-            return Domain("real", b.shape[:-2] + b.shape[-1:])
-        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
-        return Domain("real", batch + (a.shape[-2], b.shape[-1]))
-    if op in (triangular_solve, cholesky_solve):
-        x, y = domains
-        return Domain("real", broadcast_shape(x.shape[:-2], y.shape[:-2]) + x.shape[-2:])
-    if isinstance(op, BinaryOp):
-        a, b = domains
-        shape = broadcast_shape(a.shape, b.shape)
-        if op in COMPARISON_OPS:
-            return Domain(2, shape)
-        if a.dtype != "real" and b.dtype != "real":
-            return Domain(_int_binary_dtype(op, a.dtype, b.dtype), shape)
-        return Domain("real", shape)
-    if op in (det, logdet):
-        (d,) = domains
-        return Domain("real", d.shape[:-2])
-    if op is transpose:
-        (d,) = domains
-        shape = list(d.shape)
-        i, j = _norm_axes((params.get("dim0", -2), params.get("dim1", -1)), len(shape))
-        shape[i], shape[j] = shape[j], shape[i]
-        return Domain(d.dtype, tuple(shape))
-    if op is diagonal:
-        # numpy's: both dims removed, the diagonal (of the shorter length) appended.
-        (d,) = domains
-        i, j = _norm_axes((params.get("dim1", -2), params.get("dim2", -1)), len(d.shape))
-        if i == j:
-            raise ValueError(f"diagonal needs two different dims, got {i} twice")
-        rest = tuple(s for k, s in enumerate(d.shape) if k not in (i, j))
-        return Domain(d.dtype, rest + (builtins_min(d.shape[i], d.shape[j]),))
-    if op is flip:
-        (d,) = domains
-        _norm_axes(params.get("axis"), len(d.shape))  # checks the range
-        return d
-    if op is triangular_inv:
-        (d,) = domains
-        if len(d.shape) < 2 or d.shape[-1] != d.shape[-2]:
-            raise ValueError(f"triangular_inv needs square matrices, got shape {d.shape}")
-        return Domain("real", d.shape)
-    if op is permute:
-        (d,) = domains
-        axes = _norm_axes(params["axes"], len(d.shape))
-        if sorted(axes) != list(range(len(d.shape))):
-            raise ValueError(f"axes {tuple(params['axes'])} are not a permutation of the "
-                             f"{len(d.shape)} dims of shape {d.shape}")
-        return Domain(d.dtype, tuple(d.shape[a] for a in axes))
-    if op is expand:
-        (d,) = domains
-        shape = expand_shape(d.shape, params["shape"])
-        if broadcast_shape(d.shape, shape) != shape:
-            raise ValueError(f"cannot expand shape {d.shape} to {shape}")
-        return Domain(d.dtype, shape)
-    if op is full_like:
-        (d,) = domains
-        value = params.get("fill_value")
-        if d.dtype != "real" and not (isinstance(value, (int, np.integer))
-                                      and 0 <= value < d.dtype):
-            raise ValueError(f"cannot fill a Bint[{d.dtype}] output with {value!r}")
-        return d
-    if op is diag_embed:
-        (d,) = domains
-        return Domain(d.dtype, d.shape + d.shape[-1:])
-    if op is isfinite:
-        return Domain(2, domains[0].shape)
-    if op is reshape:
-        (d,) = domains
-        shape = tuple(params["shape"])
-        if math.prod(shape) != d.num_elements:
-            raise ValueError(f"cannot reshape {d} to shape {shape}")
-        return Domain(d.dtype, shape)
-    if op is astype:
-        dtype = params["dtype"]
-        return Domain("real" if dtype == "real" else domains[0].dtype, domains[0].shape)
-    if isinstance(op, UnaryOp):
-        (d,) = domains
-        if d.dtype != "real" and op in _REAL_VALUED_UNARY | {neg}:
-            return Domain("real", d.shape)
-        return d
-    raise ValueError(f"no domain rule for ops.{op.name}")
 
 
 def parse_ellipsis(index) -> tuple[tuple, tuple]:

@@ -15,8 +15,9 @@ such that ``Integrate(s, h, V)`` is an unbiased estimate of ``Integrate(f, h, V)
 - ``f(y=h(x))``, a substitution of a function of sampled names: ``y`` drawn from ``f``, then
   the sample's Delta changes variables to ``x`` (with the log-Jacobian).
 - ``Delta``: already a sample; it is returned as it is.
-- A term whose class defines ``sample_self`` samples itself (``funsor_core.distribution``'s
-  families draw their value: reparameterized where the family and backend allow).
+- Any other term class registers its own sampler (``register_sampler``): the distribution
+  families of ``funsor_core.distribution`` draw their value (reparameterized where the family
+  and backend allow).
 
 ``sample_inputs`` (names to ``Bint[n]``) adds independent draws along new batch inputs; the
 estimate is then the mean over them.
@@ -34,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
@@ -43,13 +45,14 @@ from funsor_core.atoms.gaussian.algebra import CHECK_RANK, is_gaussian_sum, spli
 from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.cache import FastCache
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor", "sample_joint", "backend_and_key",
-           "extract_samples"]
+           "extract_samples", "register_sampler", "find_sampler", "SAMPLERS"]
 
 _NO_SAMPLER = (
     "cannot sample {names} from a {cls}: sample() knows Tensor, Gaussian, Gaussian + Tensor "
@@ -63,8 +66,8 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
 
     Args:
         term: a Tensor, Gaussian, Gaussian + Tensor, or Delta (a log density), or a term
-            whose class defines ``sample_self(term, names, sample_inputs, rng_key)`` (the
-            distribution families of ``funsor_core.distribution``).
+            of a class with a registered sampler (``register_sampler``: the distribution
+            families of ``funsor_core.distribution``).
         sampled_vars: a name, or a set of names, of inputs of ``term``; others are ignored.
         sample_inputs: mapping of new names to ``Bint[n]``: independent draws along them.
         rng_key: an int seed, a numpy or torch ``Generator``, a jax PRNG key, or None.
@@ -86,39 +89,94 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
     if not names:
         return term
     sample_inputs = {k: d for k, d in (sample_inputs or {}).items() if k not in term.inputs}
-    if isinstance(term, Delta):
-        return term
-    if isinstance(term, Tensor):
-        return sample_tensor(term, names, sample_inputs, rng_key)
-    if isinstance(term, Gaussian) and all(term.inputs[k].dtype == "real" for k in names):
-        return sample_gaussian(term, names, sample_inputs, rng_key)
-    if is_gaussian_sum(term) and all(term.inputs[k].dtype == "real" for k in names):
-        # g + t with t over Bint inputs only: sample g, keep t as a weight.
-        # The weights join the sample's own weight before it meets the Delta: one sum of
-        # a point mass and a weight to normalize instead of one per weight.
-        (g,), dense = split_gaussian_sum(term)
-        delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
-        for t in dense:
-            weight = weight + t
-        return delta + weight
-    if isinstance(term, Gaussian) or is_gaussian_sum(term):
-        # Some of the names are Bint: a mixture, drawn discrete names first.
-        return sample_joint(term, names, sample_inputs, rng_key)
-    if isinstance(term, Subs):
-        drawn = _sample_subs(term, names, sample_inputs, rng_key)
+    cls = type(term)
+    sampler = _SAMPLER_OF.get(cls, _MISSING)
+    if sampler is _MISSING:
+        sampler = find_sampler(cls)
+    if sampler is not None:
+        drawn = sampler(term, names, sample_inputs, rng_key)
         if drawn is not None:
             return drawn
-    sample_self = getattr(type(term), "sample_self", None)
-    if sample_self is not None:
-        # A term that knows how to sample itself (a distribution family, issue #17).
-        return sample_self(term, names, sample_inputs, rng_key)
-    if not getattr(term, "_atom", False):
+    if not cls._atom:
         # A lazy term (built under reflect or lazy) is evaluated by the active interpretation
-        # first, as funsor does; sampled if that gives one of the atoms above.
+        # first, as funsor does; sampled if that gives a term with a sampler.
         evaluated = reinterpret(term)
         if evaluated is not term:
             return sample(evaluated, names, sample_inputs, rng_key)
-    raise NotImplementedError(_NO_SAMPLER.format(names=sorted(names), cls=type(term).__name__))
+    raise NotImplementedError(_NO_SAMPLER.format(names=sorted(names), cls=cls.__name__))
+
+
+# -- the samplers, one per term class ---------------------------------------------------------
+# A sampler ``(term, names, sample_inputs, rng_key) -> Funsor | None`` is registered on a term
+# class and found along the term class's MRO (once per class); None declines (a lazy term is
+# then evaluated and sampled again).
+SAMPLERS: dict[type, Callable] = {}
+_SAMPLER_CACHE = FastCache("sampling.sampler", 256)
+_SAMPLER_OF = _SAMPLER_CACHE.data
+_MISSING = object()
+
+
+def register_sampler(cls: type) -> Callable[[Callable], Callable]:
+    """Register the sampler of the terms of class ``cls`` (and its subclasses without their
+    own); a term class outside this module (a distribution family) registers its own.
+
+    Example:
+        >>> from funsor_core.atoms.delta import Delta
+        >>> find_sampler(Delta).__name__
+        'sample_delta'
+    """
+    def register(sampler: Callable) -> Callable:
+        SAMPLERS[cls] = sampler
+        _SAMPLER_CACHE.clear()  # a subclass may have resolved to a base class's sampler
+        return sampler
+
+    return register
+
+
+def find_sampler(cls: type) -> Callable | None:
+    """The sampler registered on the first class of ``cls``'s MRO that has one (or None)."""
+    sampler = next((SAMPLERS[c] for c in cls.__mro__ if c in SAMPLERS), None)
+    _SAMPLER_CACHE.put(cls, sampler)
+    return sampler
+
+
+@register_sampler(Delta)
+def sample_delta(term: Delta, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
+    """A point mass is already a sample: ``term`` itself."""
+    return term
+
+
+def _all_real(term: Funsor, names: frozenset) -> bool:
+    inputs = term.inputs
+    return all(inputs[k].dtype == "real" for k in names)
+
+
+@register_sampler(Gaussian)
+def sample_gaussian_term(g: Gaussian, names: frozenset, sample_inputs: dict, rng_key=None):
+    """Real ``names``: ``sample_gaussian``; some Bint names too: ``sample_joint`` (a mixture,
+    discrete names first)."""
+    if _all_real(g, names):
+        return sample_gaussian(g, names, sample_inputs, rng_key)
+    return sample_joint(g, names, sample_inputs, rng_key)
+
+
+@register_sampler(Contraction)
+def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict,
+                        rng_key=None):
+    """A Gaussian plus Tensors over Bint inputs (``is_gaussian_sum``): the Gaussian drawn and
+    the Tensors kept as a weight, or ``sample_joint`` when Bint names are sampled too; any
+    other contraction declines (None)."""
+    if not is_gaussian_sum(term):
+        return None
+    if not _all_real(term, names):
+        return sample_joint(term, names, sample_inputs, rng_key)
+    # Sample g, keep t as a weight. The weights join the sample's own weight before it meets
+    # the Delta: one sum of a point mass and a weight to normalize instead of one per weight.
+    (g,), dense = split_gaussian_sum(term)
+    delta, weight = _draw_gaussian(g, names, sample_inputs, rng_key)
+    for t in dense:
+        weight = weight + t
+    return delta + weight
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,6 +217,7 @@ def _uniform(proto, shape: tuple, rng_key):
 
 
 # ---------------------------------------------------------------------------------------------
+@register_sampler(Tensor)
 def sample_tensor(t: Tensor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:
     """Categorical draw of the Bint inputs ``names`` of the log weights ``t`` (jointly).
 
@@ -292,7 +351,8 @@ def _reparameterize(r_upper, z, noise, ns: int):
     return ops.permute(x, back)
 
 
-def _sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key):
+@register_sampler(Subs)
+def sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key=None):
     """``f(y=h(x))`` sampled over ``x``: draw ``y`` from ``f``, then substitute ``y = h(x)``
     into the sample, whose Delta changes variables (``Delta(y, p)(y=log(x))`` is a point mass
     at ``x = exp(p)`` with the log-Jacobian as its log density). None when no substituted

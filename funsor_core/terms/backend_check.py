@@ -29,6 +29,7 @@ import numpy as np
 
 from funsor_core.engine.backend import backend_module, backend_name_of
 from funsor_core.engine.cache import FastCache
+from funsor_core.engine.protocol import children
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import Number, register_term_hook
 
@@ -71,19 +72,11 @@ def array_backend(term) -> str | None:
         value = getattr(term, fields[0])
         return _backend_of_type(type(value), value)
     if cls._atom:  # an atom made of other atoms (a Delta of Tensor points)
-        for arg in _funsor_args(term._args):
+        for arg in children(term):
             name = array_backend(arg)
             if name is not None:
                 return name
     return None
-
-
-def _funsor_args(args):
-    for a in args:
-        if getattr(a, "_is_funsor", False):
-            yield a
-        elif type(a) is tuple:
-            yield from _funsor_args(a)
 
 
 def deep_array_backend(term) -> str | None:
@@ -112,7 +105,7 @@ def deep_array_backend(term) -> str | None:
                     what="combine", first=f"{type(found[1]).__name__} {found[1].inputs}",
                     left=found[0], second=f"{type(node).__name__} {node.inputs}",
                     right=name))
-        todo.extend(_funsor_args(node._args))
+        todo.extend(children(node))
     return None if found is None else found[0]
 
 

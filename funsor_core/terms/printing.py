@@ -14,6 +14,7 @@ from typing import Any
 
 from funsor_core.domains import Domain
 from funsor_core.engine.backend import backend_of, host_backend
+from funsor_core.engine.protocol import children, terms_in
 from funsor_core.ops import Op
 from funsor_core.terms.base import Funsor, register_term_hook
 
@@ -50,9 +51,7 @@ def _render(expr: Any, short: bool) -> str:
         if id(node) in memo:
             stack.pop()
             continue
-        kids = []
-        _funsors_in(node._args, kids)
-        pending = [c for c in kids if id(c) not in memo]
+        pending = [c for c in children(node) if id(c) not in memo]
         if pending:
             stack.extend(pending)
             continue
@@ -60,14 +59,6 @@ def _render(expr: Any, short: bool) -> str:
         parts = [_render_arg(a, memo, short) for a in node._args]
         memo[id(node)] = f"{type(node).__name__}({', '.join(parts)})"
     return memo[id(expr)]
-
-
-def _funsors_in(arg: Any, out: list) -> None:
-    if isinstance(arg, Funsor):
-        out.append(arg)
-    elif type(arg) is tuple:
-        for a in arg:
-            _funsors_in(a, out)
 
 
 def _render_arg(arg: Any, memo: dict, short: bool) -> str:
@@ -145,9 +136,7 @@ def _count_refs(expr: Funsor) -> dict[int, int]:
     stack = [expr]
     while stack:
         node = stack.pop()
-        kids: list = []
-        _funsors_in(node._args, kids)
-        for c in kids:
+        for c in children(node):
             n = refs.get(id(c))
             if n is None:
                 refs[id(c)] = 1
@@ -162,9 +151,7 @@ def _worth_naming(node: Funsor) -> bool:
     # A repeated leaf without arrays (Variable('x', Real), Number(1.0)) is as short as a name.
     if getattr(type(node), "arrays", ()):
         return True
-    kids: list = []
-    _funsors_in(node._args, kids)
-    return bool(kids)
+    return bool(children(node))
 
 
 def _push_items(stack: list, items: tuple) -> None:
@@ -218,8 +205,7 @@ def pretty(expr: Any, maxlen: int = 100_000) -> str:
         if label is not None:
             lines.append(f"{indent}{type(node).__name__} {label} (see above)")
             continue
-        kids: list = []
-        _funsors_in(node._args, kids)
+        kids = children(node)
         tag = ""
         if kids and refs[id(node)] > 1:
             label = labels[id(node)] = f"#{len(labels) + 1}"
@@ -253,9 +239,7 @@ def _clip(text: str) -> str:
 
 
 def _has_funsor(arg: Any) -> bool:
-    out: list = []
-    _funsors_in(arg, out)
-    return bool(out) or (type(arg) is tuple and len(arg) > 0 and isinstance(arg[0], tuple)
+    return bool(terms_in(arg)) or (type(arg) is tuple and len(arg) > 0 and isinstance(arg[0], tuple)
                          and any(isinstance(x, Funsor) for pair in arg for x in pair))
 
 

@@ -18,29 +18,16 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from funsor_core.engine.protocol import children
 from funsor_core.terms.base import Funsor, Subs, Variable
 
 __all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename",
            "bound_name", "receives_subs"]
 
 
-def children(term: Funsor) -> list[Funsor]:
-    """The funsor arguments of a term (looking inside tuples of arguments)."""
-    out: list[Funsor] = []
-    _collect(term._args, out)
-    return out
-
-
-def _collect(arg: Any, out: list) -> None:
-    if isinstance(arg, Funsor):
-        out.append(arg)
-    elif type(arg) is tuple:
-        for a in arg:
-            _collect(a, out)
-
-
 def map_args(args: tuple, fn: Callable[[Funsor], Any]) -> tuple:
-    """Replace every funsor inside ``args`` (also inside tuples) by ``fn(funsor)``."""
+    """Replace every funsor inside ``args`` (also inside tuples) by ``fn(funsor)``, visiting
+    them in the order of ``children`` (the one children walker, ``engine.protocol``)."""
     return tuple(_map(a, fn) for a in args)
 
 

@@ -16,7 +16,7 @@ from funsor_core.algorithms.adjoint.scatter import (
     Scatter,
     accumulate_scatter,
     combine_scatters,
-    scatter_tensors,
+    evaluate_scatter,
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_module
@@ -33,9 +33,7 @@ __all__ = []
 # keys it is a plain reduction.
 @exact.register(Scatter, object, tuple, Tensor, frozenset)
 def exact_scatter_tensor(op, subs, source, reduced_vars):
-    if not subs:
-        return source.reduce(op, reduced_vars) if reduced_vars else source
-    return scatter_tensors(op, subs, source, reduced_vars)
+    return evaluate_scatter(op, subs, source, reduced_vars)
 
 
 # A Number source is a 0-d Tensor on the backend of the index values.
@@ -98,7 +96,7 @@ def exact_binary_tensor_scatter(op, lhs, rhs):
     result = accumulate_scatter(op, lhs, rhs)
     if result is not None:
         return result
-    value = exact_scatter_tensor(*rhs._args)
+    value = evaluate_scatter(*rhs._args)
     return None if value is None else Binary(op, lhs, value)
 
 
@@ -112,5 +110,5 @@ def exact_binary_scatter_scatter(op, lhs, rhs):
     result = combine_scatters(op, lhs, rhs)
     if result is not None:
         return result
-    value = exact_scatter_tensor(*lhs._args)
+    value = evaluate_scatter(*lhs._args)
     return None if value is None else Binary(op, value, rhs)

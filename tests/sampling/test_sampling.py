@@ -271,3 +271,56 @@ def test_numpy_sampling_takes_a_jax_style_key_array_as_a_seed():
     a = t.sample(frozenset({"i"}), {"n": fc.Bint[6]}, rng_key=key)
     b = t.sample(frozenset({"i"}), {"n": fc.Bint[6]}, rng_key=np.random.default_rng(key))
     assert fc.quote(a) == fc.quote(b)  # the same draws as the Generator that key seeds
+
+
+# -- samplers by registration -----------------------------------------------------------------
+class _Coin(fc.Funsor):
+    """A toy atom over one Bint[2] input ``c``: a fair coin (its sampler is registered)."""
+
+    fields = ("name",)
+    _atom = True
+
+    def _setup(self):
+        self.inputs = {self.name: fc.Bint[2]}
+        self.output = fc.Real
+
+
+class _LoadedCoin(_Coin):
+    pass
+
+
+def test_registered_sampler_is_found_along_the_mro():
+    from funsor_core.sampling.draw import SAMPLERS, find_sampler, register_sampler
+
+    assert find_sampler(_Coin) is None
+    with pytest.raises(NotImplementedError, match="cannot sample"):
+        sample(_Coin("c"), "c", rng_key=0)
+
+    @register_sampler(_Coin)
+    def sample_coin(term, names, sample_inputs, rng_key=None):
+        return Delta(term.name, fc.Number(1, 2))
+
+    try:
+        for coin in (_Coin("c"), _LoadedCoin("c")):  # the subclass inherits the sampler
+            s = sample(coin, "c", rng_key=0)
+            assert isinstance(s, Delta) and s.inputs == {"c": fc.Bint[2]}
+            assert sample(coin, "other", rng_key=0) is coin  # no sampled name: as it is
+    finally:
+        del SAMPLERS[_Coin]
+        from funsor_core.sampling.draw import _SAMPLER_CACHE
+
+        _SAMPLER_CACHE.clear()
+
+
+def test_each_atom_has_its_sampler():
+    from funsor_core.atoms.gaussian.atom import Gaussian
+    from funsor_core.distribution.array_math import sample_distribution
+    from funsor_core.distribution.base import Distribution
+    from funsor_core.sampling.draw import find_sampler, sample_tensor
+    from funsor_core.terms.contraction import Contraction
+
+    assert find_sampler(Tensor) is sample_tensor
+    assert find_sampler(Distribution) is sample_distribution
+    names = {c: find_sampler(c).__name__ for c in (Delta, Gaussian, Contraction, fc.Subs)}
+    assert names == {Delta: "sample_delta", Gaussian: "sample_gaussian_term",
+                     Contraction: "sample_gaussian_sum", fc.Subs: "sample_subs"}

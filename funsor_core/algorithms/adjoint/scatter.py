@@ -38,7 +38,8 @@ from funsor_core.terms.base import (
 )
 from funsor_core.terms.reshaping import Slice
 
-__all__ = ["Scatter", "accumulate_scatter", "combine_scatters", "scatter_tensors"]
+__all__ = ["Scatter", "accumulate_scatter", "combine_scatters", "evaluate_scatter",
+           "scatter_tensors"]
 
 _KEY_CLASH = (
     "cannot scatter into '{key}': it is already {where}. The keys of subs name NEW inputs of "
@@ -200,6 +201,21 @@ def scatter_tensors(op, subs: tuple, source: Tensor, reduced: frozenset) -> Tens
     mask = ops.reshape(hits > 0, dest_shape + (1,) * len(out_shape))
     data = ops.where(mask, filled, ops.full_like(filled, unit))
     return Tensor.make(data, inputs, source.dtype)
+
+
+def evaluate_scatter(op, subs: tuple, source: Tensor, reduced: frozenset) -> Funsor | None:
+    """The value of ``Scatter(op, subs, source, reduced)`` for a Tensor ``source``: with no
+    keys a plain ``op``-reduction over ``reduced``, else ``scatter_tensors`` (None when the
+    index values do not materialize to Tensors).
+
+    Example:
+        >>> src = fc.Tensor(np.array([1.0, 5.0]), {"n": fc.Bint[2]})
+        >>> evaluate_scatter(ops.add, (), src, frozenset({"n"})).data
+        array(6.)
+    """
+    if not subs:
+        return source.reduce(op, reduced) if reduced else source
+    return scatter_tensors(op, subs, source, reduced)
 
 
 def _scatter_along_one_axis(op, key_index, source: Tensor, reduced: frozenset):

@@ -40,6 +40,7 @@ from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
+from funsor_core.engine.protocol import terms_in
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import map_args, reinterpret
@@ -112,14 +113,6 @@ class Adjoints(dict):
         return self[key] if key in self else default
 
 
-def _funsors_in(arg: Any, out: list) -> None:
-    if isinstance(arg, Funsor):
-        out.append(arg)
-    elif type(arg) is tuple:
-        for a in arg:
-            _funsors_in(a, out)
-
-
 def _planned(args: tuple) -> bool:
     # A reduction of a product of more than two terms that distributes (for every sign of the
     # terms): run it as the pairwise steps of its plan.
@@ -182,9 +175,7 @@ class AdjointTape(Interpretation):
         return x if node is None else self.tape[node].lazy
 
     def _record(self, result, cls: type, args: tuple) -> None:
-        funsors: list = []
-        _funsors_in(args, funsors)
-        parents = {id(f): self._producer.get(canonical_key(f)) for f in funsors}
+        parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
         lazy = build(cls, map_args(args, self._lazy_of))
         self._producer[canonical_key(result)] = len(self.tape)
         self.tape.append(_Node(result, cls, args, parents, lazy))
