@@ -568,16 +568,18 @@ install()
 # -- control flow and platform facts --
 # Algorithms ask the backend for its loops and facts instead of its name; numpy's live in
 # their own module (a Python loop, or the identity, where numpy has nothing better).
-from backends.numpy_control import (  # noqa: E402, F401
-    CALL_SECONDS,
-    COMPILES,
-    DIFFERENTIABLE,
-    LOOP_FNS,
+from backends.eager_control import (  # noqa: E402, F401
     checkpoint,
     cond,
     differentiate_as,
     is_traced,
     jit,
+)
+from backends.numpy_control import (  # noqa: E402, F401
+    CALL_SECONDS,
+    COMPILES,
+    DIFFERENTIABLE,
+    LOOP_FNS,
     platform,
     scan,
 )

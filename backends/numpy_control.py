@@ -3,8 +3,8 @@ arrays ask of a backend (``scan``, ``cond``, ``jit``, ``checkpoint``, ``differen
 ``is_traced``, ``COMPILES``...) instead of asking its name. ``backends.numpy`` re-exports them.
 
 Example:
-    >>> COMPILES, cond(np.array(False), lambda x: x + 1, lambda x: x, 0)
-    (False, 0)
+    >>> COMPILES, float(scan(lambda c, x: (c + x, None), 0.0, np.ones(3))[0])
+    (False, 3.0)
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+
+from backends.eager_control import loop_scan
 
 # What algorithms ask of a backend instead of its name: numpy runs op by op from Python, so
 # its loops are Python loops and compiling, checkpointing and custom derivatives are the
@@ -31,66 +33,7 @@ def scan(fn, init, xs, reverse: bool = False):
         >>> scan(lambda c, x: (c + x, None), 0.0, np.arange(4.0))[0]
         np.float64(6.0)
     """
-    leaves = xs if isinstance(xs, (tuple, list)) else (xs,)
-    times = range(leaves[0].shape[0])
-    ys = []
-    for t in (reversed(times) if reverse else times):
-        x = tuple(leaf[t] for leaf in leaves) if isinstance(xs, (tuple, list)) else xs[t]
-        init, y = fn(init, x)
-        ys.append(y)
-    if reverse:
-        ys.reverse()
-    return init, (None if not ys or ys[0] is None else np.stack(ys))
-
-
-def cond(pred, true_fn, false_fn, operand):
-    """``true_fn(operand)`` if ``pred`` else ``false_fn(operand)``: the value is concrete.
-
-    Example:
-        >>> cond(np.array(True), lambda x: x + 1, lambda x: x, 0)
-        1
-    """
-    return true_fn(operand) if bool(pred) else false_fn(operand)
-
-
-def jit(fn):
-    """The identity: numpy has no compiler.
-
-    Example:
-        >>> jit(abs)(-2)
-        2
-    """
-    return fn
-
-
-def checkpoint(fn, prevent_cse: bool = True):
-    """The identity: numpy keeps no residuals for a backward pass.
-
-    Example:
-        >>> checkpoint(abs)(-2)
-        2
-    """
-    return fn
-
-
-def differentiate_as(fn, reference, args):
-    """``fn(*args)``: with no derivatives to take, ``reference`` is never needed.
-
-    Example:
-        >>> float(differentiate_as(np.sin, np.sin, (0.0,)))
-        0.0
-    """
-    return fn(*args)
-
-
-def is_traced(x) -> bool:
-    """Whether ``x`` is a placeholder of a traced program (never, on numpy).
-
-    Example:
-        >>> is_traced(np.zeros(2))
-        False
-    """
-    return False
+    return loop_scan(fn, init, xs, reverse, stack=np.stack)
 
 
 def platform() -> str:

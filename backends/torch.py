@@ -572,16 +572,18 @@ install()
 
 
 # -- control flow and platform facts --
-from backends.torch_control import (  # noqa: E402, F401
-    CALL_SECONDS,
-    COMPILES,
-    DIFFERENTIABLE,
-    LOOP_FNS,
+from backends.eager_control import (  # noqa: E402, F401
     checkpoint,
     cond,
     differentiate_as,
     is_traced,
     jit,
+)
+from backends.torch_control import (  # noqa: E402, F401
+    CALL_SECONDS,
+    COMPILES,
+    DIFFERENTIABLE,
+    LOOP_FNS,
     platform,
     scan,
     value_and_vjp,

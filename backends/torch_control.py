@@ -4,11 +4,11 @@ arrays ask of a backend (``scan``, ``cond``, ``jit``, ``checkpoint``, ``differen
 
 Torch runs op by op from Python (eager autograd): its loops are Python loops, compiling and
 checkpointing are the identity, and a function's derivative is that of the program that
-computes its values.
+computes its values (``backends.eager_control``).
 
 Example:
-    >>> COMPILES, cond(torch.tensor(True), lambda x: x + 1, lambda x: x, 0)
-    (False, 1)
+    >>> COMPILES, float(scan(lambda c, x: (c + x, None), 0.0, torch.ones(3))[0])
+    (False, 3.0)
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import torch
+
+from backends.eager_control import loop_scan
 
 # Seconds of one array call from Python on one core, for the chains' cost model (fitted to
 # benchmarks/markov.py's rounds against T).
@@ -32,67 +34,7 @@ def scan(fn, init, xs, reverse: bool = False):
         >>> float(scan(lambda c, x: (c + x, None), 0.0, torch.arange(4.0))[0])
         6.0
     """
-    leaves = xs if isinstance(xs, (tuple, list)) else (xs,)
-    times = range(leaves[0].shape[0])
-    ys = []
-    for t in (reversed(times) if reverse else times):
-        x = tuple(leaf[t] for leaf in leaves) if isinstance(xs, (tuple, list)) else xs[t]
-        init, y = fn(init, x)
-        ys.append(y)
-    if reverse:
-        ys.reverse()
-    return init, (None if not ys or ys[0] is None else torch.stack(ys))
-
-
-def cond(pred, true_fn, false_fn, operand):
-    """``true_fn(operand)`` if ``pred`` else ``false_fn(operand)``: the value is concrete.
-
-    Example:
-        >>> cond(torch.tensor(False), lambda x: x + 1, lambda x: x, 0)
-        0
-    """
-    return true_fn(operand) if bool(pred) else false_fn(operand)
-
-
-def jit(fn):
-    """The identity: eager torch runs op by op.
-
-    Example:
-        >>> jit(abs)(-2)
-        2
-    """
-    return fn
-
-
-def checkpoint(fn, prevent_cse: bool = True):
-    """The identity: autograd keeps the residuals of ``fn``.
-
-    Example:
-        >>> checkpoint(abs)(-2)
-        2
-    """
-    return fn
-
-
-def differentiate_as(fn, reference, args):
-    """``fn(*args)``, differentiated by autograd through ``fn`` itself (the same function as
-    ``reference``: the derivatives agree).
-
-    Example:
-        >>> float(differentiate_as(torch.sin, torch.sin, (torch.zeros(()),)))
-        0.0
-    """
-    return fn(*args)
-
-
-def is_traced(x) -> bool:
-    """Whether ``x`` is a placeholder of a traced program (never, eagerly).
-
-    Example:
-        >>> is_traced(torch.zeros(2))
-        False
-    """
-    return False
+    return loop_scan(fn, init, xs, reverse, stack=torch.stack)
 
 
 def platform() -> str:
