@@ -151,13 +151,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs of each side, interleaved")
     ap.add_argument("--rows", help="only rows whose key matches this regular expression")
     ap.add_argument("--quick", action="store_true", help="pass --quick where the script has it")
-    ap.add_argument("--python", default="/work/main/.venv/bin/python")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--save", help="a folder to keep each run's raw output in (A1.txt, B1.txt...)")
     args = ap.parse_args(argv)
     runs: tuple[list, list] = ([], [])
     for k in range(args.runs):
         for side, checkout in enumerate((args.a, args.b)):
             extra = ["--quick"] if args.quick and supports_quick(checkout, args.script) else []
             out = run_once(os.path.abspath(checkout), args.script, args.python, extra)
+            if args.save:
+                os.makedirs(args.save, exist_ok=True)
+                with open(os.path.join(args.save, f"{'AB'[side]}{k + 1}.txt"), "w") as f:
+                    f.write(out)
             runs[side].append(parse(out))
             print(f"run {k + 1}/{args.runs} {'AB'[side]}: {len(runs[side][-1])} cells",
                   file=sys.stderr, flush=True)
