@@ -266,8 +266,8 @@ def get_cache(name: str) -> Cache | FastCache | CacheFamily:
     """The registered cache called ``name``.
 
     Example:
-        >>> get_cache("doc.example").name
-        'doc.example'
+        >>> get_cache("engine.dispatch").name
+        'engine.dispatch'
     """
     try:
         return _REGISTRY[name]
@@ -334,7 +334,8 @@ def cache_info() -> dict[str, CacheInfo]:
     (insertions, for a ``FastCache``) since it was last cleared.
 
     Example:
-        >>> info = cache_info()["doc.example"]
+        >>> _ = Cache("doc.info", maxsize=4)
+        >>> info = cache_info()["doc.info"]
         >>> info.maxsize
         4
     """
