@@ -17,7 +17,15 @@ is recorded on an ``AdjointTape``; its backward pass gives every answer:
 
 A variable in plates ``P`` has one value per index of ``P``: its marginal is a Tensor with the
 inputs ``P`` and the variable, its MAP value and samples Tensors with the inputs ``P`` (after
-the sample input); the plates come in the order in which the factors name them.
+the sample input); the plates come in the order in which the factors name them. A plate of
+size 0 (``Bint[0]``) is an empty product: its factors contribute nothing, and the answers for
+its variables are empty arrays of the right shape.
+
+A model whose every assignment has mass zero (``log Z = -inf``) has no posterior: marginals,
+MAP, k best, samples and entropy raise ``ZeroMassError`` when the arrays are concrete. Under
+``jax.jit`` no error can be raised: the marginals and the entropy are NaN there, the MAP
+assignment and samples are arbitrary, and ``map_score()`` (or ``log_partition()``) is -inf,
+which a caller can test.
 
 Example:
     >>> prior = fc.Tensor(np.log(np.array([0.6, 0.4])), {"z": fc.Bint[2]})
@@ -32,11 +40,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
-from funsor_core.algorithms.adjoint.tape import AdjointTape, forward_backward
+from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
@@ -44,9 +54,21 @@ from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.traversal import reinterpret
 
-__all__ = ["DiscreteModel", "infer_discrete", "QUERIES"]
+__all__ = ["DiscreteModel", "ZeroMassError", "infer_discrete", "QUERIES"]
 
 QUERIES = ("marginals", "map", "kbest", "sample", "entropy", "log_partition")
+
+_ZERO_MASS = ("{query}() of a model of mass zero: every joint assignment has a log factor of "
+              "-inf (log Z = -inf), so there is no posterior and {what} is undefined. Look for "
+              "contradictory evidence (an observation of probability 0 under every state); "
+              "log_partition() and map_score() return -inf for such a model.")
+
+_NAME_TAKEN = ("{arg}={name!r} is already {kind} of the model ({domain!r}): the new input would "
+               "merge with it. Pass another name, e.g. {arg}='{name}_{suffix}'.")
+
+
+class ZeroMassError(ValueError):
+    """A query that needs a posterior, asked of a model whose every assignment has mass 0."""
 
 
 class DiscreteModel:
@@ -94,17 +116,48 @@ class DiscreteModel:
         self.var_plates = {v: frozenset.intersection(*(
             frozenset(self.plates & f.inputs.keys()) for f in factors if v in f.inputs))
             for v in self.variables}
+        # A product over an empty plate is the unit (log 1 = 0), so the factors of an empty
+        # plate drop out, and so do the variables that live in one (their answers are empty).
+        # Sizes are static, so this is decided structurally, also under jax.jit.
+        empty = frozenset(p for p, d in self.plate_domains.items() if d.size == 0)
+        self._live = tuple(f for f in factors if not empty & f.inputs.keys())
+        self._live_plates = self.plates - empty
+        self._empty_vars = frozenset(v for v in self.variables if self.var_plates[v] & empty)
 
     # -- the lazy forward computation ----------------------------------------------------------
     def _expr(self, sum_op) -> Funsor:
-        eliminate = frozenset(self.variables) | self.plates
+        factors = self._live or (Tensor(ops.new_zeros(_proto(self.factors), ())),)
+        eliminate = frozenset(self.variables) - self._empty_vars | self._live_plates
         with reflect:
-            return sum_product(sum_op, ops.add, self.factors, eliminate, self.plates)
+            return sum_product(sum_op, ops.add, factors, eliminate, self._live_plates)
+
+    def _live_vars(self):
+        return (v for v in self.variables if v not in self._empty_vars)
 
     def _factor_of(self, name: str) -> Funsor:
         # The smallest factor that has the variable: its marginal is the cheapest to read.
-        return min((f for f in self.factors if name in f.inputs),
+        return min((f for f in self._live if name in f.inputs),
                    key=lambda f: math.prod(d.size for d in f.inputs.values()))
+
+    def _empty(self, name: str, lead: dict, value: bool) -> Tensor:
+        # The answer for a variable in an empty plate: an array with a dim of size 0.
+        inputs = {**lead, **self._batch(name)}
+        if not value:
+            inputs[name] = self.variables[name]
+        data = ops.new_zeros(_proto(self.factors), tuple(d.size for d in inputs.values()))
+        if value:
+            return Tensor(ops.astype(data, "int"), inputs, self.variables[name].size)
+        return Tensor(data, inputs)
+
+    def _check_name(self, arg: str, name: str) -> None:
+        # A new input named like a variable or plate would merge with it (draws indexed by
+        # the plate instead of crossed with it).
+        if not isinstance(name, str):
+            raise TypeError(f"{arg} must be a str, got {name!r}")
+        for kind, table in (("a variable", self.variables), ("a plate", self.plate_domains)):
+            if name in table:
+                raise ValueError(_NAME_TAKEN.format(arg=arg, name=name, kind=kind,
+                                                    domain=table[name], suffix=arg.split("_")[0]))
 
     def _batch(self, name: str) -> dict:
         # The variable's plates, in the order in which the factors name them.
@@ -120,10 +173,13 @@ class DiscreteModel:
     def marginals(self) -> dict:
         """The posterior marginal of each variable: a Tensor of probabilities with the
         variable's plates and the variable as inputs (the variable last)."""
-        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp),
-                                      approximate=False)  # exact, under Monte Carlo too
+        log_z, adj = self._forward_backward(ops.logaddexp, "marginals", "a marginal",
+                                            approximate=False)  # exact, under Monte Carlo too
         out = {}
         for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, {}, value=False)
+                continue
             f = self._factor_of(name)
             log_p = adj[f] + f - log_z
             extra = {p: 0 for p in f.inputs if p in self.plates and p not in
@@ -140,37 +196,54 @@ class DiscreteModel:
         """The most probable joint assignment: a Tensor of values per variable (inputs: its
         plates). ``map_score()`` is its log score."""
         with argmax_approximate:
-            _, adj = forward_backward(ops.max, ops.add, self._expr(ops.max))
-        return self._points(adj)
+            _, adj = self._forward_backward(ops.max, "map", "the most probable assignment")
+        return self._points(adj, {})
 
     def map_score(self) -> Funsor:
         """The log score (sum of log factors) of the MAP assignment."""
         return reinterpret(self._expr(ops.max))
 
-    def kbest(self, k: int) -> tuple:
+    def kbest(self, k: int, rank_name: str = "rank") -> tuple:
         """The ``k`` best joint assignments (fewer when the model has fewer).
 
+        Args:
+            k: the number of assignments.
+            rank_name: the name of the new input that indexes them; it must not be a name
+                of the model.
+
         Returns:
-            ``(scores, assignments)``: a Tensor of log scores with the input ``rank``
+            ``(scores, assignments)``: a Tensor of log scores with the input ``rank_name``
             (descending), and a dict from variables to Tensors of values with the inputs
-            ``rank`` and the variable's plates.
+            ``rank_name`` and the variable's plates.
+
+        Raises:
+            ZeroMassError: every assignment has score -inf.
         """
-        if not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
-        with AdjointTape() as tape:
-            root = reinterpret(self._expr(ops.max))
-        scores, found = kbest_from_tape(tape, root, k)
+        self._check_name("rank_name", rank_name)
+        if self._live:
+            with AdjointTape() as tape:
+                root = reinterpret(self._expr(ops.max))
+            scores, found = kbest_from_tape(tape, root, k)
+        else:  # only empty plates: one assignment (of empty arrays), of score log 1
+            scores, found = np.zeros(1), {}
+        if scores[0] == -math.inf:
+            raise ZeroMassError(_ZERO_MASS.format(query="kbest", what="a best assignment"))
         proto = _proto(self.factors)
         n = len(scores)
-        rank = {"rank": Bint[n]}
+        rank = {rank_name: Bint[n]}
         out = {}
         for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, rank, value=True)
+                continue
             values, plates = found[name]
             data = ops.new_array(proto, values.copy())
             inputs = {**rank, **{p: Bint[values.shape[1 + j]] for j, p in enumerate(plates)}}
             t = Tensor(ops.astype(data, "int") if ops.is_floating(data) else data, inputs,
                        self.variables[name].size)
-            out[name] = _aligned(t, ("rank",) + tuple(self._batch(name)))
+            out[name] = _aligned(t, (rank_name,) + tuple(self._batch(name)))
         scores_t = Tensor(ops.new_array(proto, scores.copy().astype(float)), rank)
         return scores_t, out
 
@@ -182,12 +255,21 @@ class DiscreteModel:
             num_samples: draw this many independent samples along a new input
                 ``sample_name``; None draws one, with no sample input.
             rng_key: an int seed, a numpy or torch generator, or a jax key.
+            sample_name: the name of the sample input; it must not be a name of the model
+                (a plate of that name would merge with the draws).
+
+        Raises:
+            ValueError: ``sample_name`` is a variable or plate of the model.
+            ZeroMassError: every assignment has mass 0 (with concrete arrays).
         """
-        inputs = {} if num_samples is None else {sample_name: Bint[num_samples]}
+        inputs = {}
+        if num_samples is not None:
+            self._check_name("sample_name", sample_name)
+            inputs = {sample_name: Bint[num_samples]}
         with PosteriorSample(rng_key, **inputs) as sampler:
-            _, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp),
-                                      batch_vars=sampler.sample_vars)
-        points = self._points(adj)
+            _, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",
+                                            batch_vars=sampler.sample_vars)
+        points = self._points(adj, inputs)
         if num_samples is not None:
             points = {k: _aligned(v, (sample_name,) + tuple(self._batch(k)))
                       for k, v in points.items()}
@@ -196,22 +278,42 @@ class DiscreteModel:
     def entropy(self) -> Funsor:
         """The entropy (in nats) of the posterior over every variable: ``log Z`` minus the
         expected sum of log factors, by the marginals of the factors."""
-        log_z, adj = forward_backward(ops.logaddexp, ops.add, self._expr(ops.logaddexp),
-                                      approximate=False)  # exact, under Monte Carlo too
-        total = log_z
-        for f in self.factors:
+        log_z, adj = self._forward_backward(ops.logaddexp, "entropy", "the entropy",
+                                            approximate=False)  # exact, under Monte Carlo too
+        # log Z - log Z is 0, or NaN when log Z = -inf: the documented NaN under jax.jit.
+        total = log_z + (log_z - log_z)
+        for f in self._live:
             p = (adj[f] + f - log_z).exp()
             total = total - _expectation(p, f)
         return total
 
-    def _points(self, adj) -> dict:
+    def _forward_backward(self, sum_op, query: str, what: str, **kwargs) -> tuple:
+        # forward_backward, with the check of the mass between the passes: a backward pass
+        # of log Z = -inf would only normalize -inf by -inf.
+        with AdjointTape() as tape:
+            value = reinterpret(self._expr(sum_op))
+        _check_mass(value, query, what)
+        return value, tape.adjoint(sum_op, ops.add, value, **kwargs)
+
+    def _points(self, adj, lead: dict) -> dict:
         out = {}
         for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, lead, value=True)
+                continue
             point = extract_samples(adj[self._factor_of(name)]).get(name)
             if point is None:
                 raise RuntimeError(f"the backward pass placed no point for '{name}'")
             out[name] = point
         return out
+
+
+def _check_mass(value: Funsor, query: str, what: str) -> None:
+    # log Z (or the best score) of -inf: no assignment has mass, so no posterior. Decided on
+    # concrete arrays only; under jax.jit the value is traced and the documented NaN stands.
+    data = value.data
+    if ops.is_concrete(data) and float(data) == -math.inf:
+        raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
 
 
 def _expectation(p: Funsor, f: Funsor) -> Funsor:
@@ -240,7 +342,8 @@ def _proto(factors):
 
 
 def infer_discrete(factors, plates=frozenset(), query: str = "marginals", *, k: int = 1,
-                   num_samples: int | None = None, rng_key=None):
+                   num_samples: int | None = None, rng_key=None, sample_name: str = "particle",
+                   rank_name: str = "rank"):
     """Answer one query about an enumerated discrete model of log factors.
 
     Args:
@@ -248,10 +351,15 @@ def infer_discrete(factors, plates=frozenset(), query: str = "marginals", *, k: 
         plates: the plate names.
         query: ``"marginals"`` (a dict of probability Tensors), ``"map"`` (a dict of value
             Tensors), ``"kbest"`` (``(scores, assignments)`` with a ``rank`` input),
-            ``"sample"`` (a dict of value Tensors, with a ``particle`` input when
+            ``"sample"`` (a dict of value Tensors, with a ``sample_name`` input when
             ``num_samples`` is given), ``"entropy"`` or ``"log_partition"`` (a scalar Tensor).
-        k: the number of assignments for ``"kbest"``.
-        num_samples, rng_key: for ``"sample"``.
+        k, rank_name: for ``"kbest"``: the number of assignments and the name of the input
+            that ranks them.
+        num_samples, rng_key, sample_name: for ``"sample"``.
+
+    Raises:
+        ValueError: ``sample_name`` or ``rank_name`` is a variable or plate of the model.
+        ZeroMassError: every assignment has mass 0 (a query other than ``log_partition``).
 
     Example:
         >>> trans = fc.Tensor(np.log(np.array([[0.9, 0.1], [0.2, 0.8]])),
@@ -270,9 +378,9 @@ def infer_discrete(factors, plates=frozenset(), query: str = "marginals", *, k: 
     if query == "map":
         return model.map()
     if query == "kbest":
-        return model.kbest(k)
+        return model.kbest(k, rank_name)
     if query == "sample":
-        return model.sample(num_samples, rng_key)
+        return model.sample(num_samples, rng_key, sample_name)
     if query == "entropy":
         return model.entropy()
     if query == "log_partition":

@@ -15,14 +15,16 @@ Example:
 from __future__ import annotations
 
 from funsor_core.algorithms.adjoint.points import KeyStream
-from funsor_core.domains import Reals
+from funsor_core.domains import Domain, Reals
 from funsor_core.engine.interpreter import ENTERED, Interpretation, get_interpretation
 from funsor_core.terms.base import Variable
 
 __all__ = ["PosteriorSample", "Precondition", "approximating", "approximation_active",
            "argmax_approximate", "laplace_approximate", "mean_approximate"]
 
-
+_NOT_BINT = ("PosteriorSample(**sample_inputs): '{name}' is {domain!r}; sample inputs are new "
+             "Bint inputs that index independent draws, e.g. "
+             "PosteriorSample(rng_key=0, particle=Bint[1000])")
 
 def approximating(kind: type) -> type:
     """Mark an interpretation kind as one that rewrites ``Approximate`` terms (a class
@@ -81,8 +83,9 @@ class PosteriorSample(Interpretation):
     given the points already drawn, so the draws, in the order of the backward pass, form a
     joint sample of the posterior. ``sample_inputs`` (names to ``Bint[n]``) draws that many
     independent samples at once; ``rng_key`` (an int seed, a numpy or torch generator, a jax
-    key) makes runs reproducible. Unlike a Monte Carlo interpretation it adds no importance
-    weight: the adjoints carry the points, and ``extract_samples`` reads them.
+    key) makes runs reproducible; a sample input that is not a ``Bint`` domain raises a
+    ``TypeError`` here, as ``MonteCarlo`` does. Unlike a Monte Carlo interpretation it adds
+    no importance weight: the adjoints carry the points, and ``extract_samples`` reads them.
 
     Example:
         >>> from funsor_core.algorithms.adjoint import forward_backward
@@ -101,6 +104,9 @@ class PosteriorSample(Interpretation):
 
     def __init__(self, rng_key=None, **sample_inputs) -> None:
         super().__init__("posterior_sample", fallback=ENTERED)
+        for name, domain in sample_inputs.items():
+            if not isinstance(domain, Domain) or domain.dtype == "real" or domain.shape:
+                raise TypeError(_NOT_BINT.format(name=name, domain=domain))
         self.keys = KeyStream(rng_key)
         self.sample_inputs = dict(sample_inputs)
 
