@@ -205,6 +205,8 @@ class AdjointTape(Interpretation):
             terms were written, and the recorded values themselves) to their adjoints; a
             funsor that received nothing maps to the unit of ``sum_op`` (a ``defaultdict``).
         """
+        if batch_vars:
+            _check_batch_vars_of(self, root, batch_vars)
         zero = Number(ops.UNITS[sum_op])
         one = Number(ops.UNITS[prod_op])
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
@@ -250,6 +252,26 @@ class AdjointTape(Interpretation):
         if targets is None:
             return result
         return {target: result[target] for target in targets}
+
+
+_BATCH_NAME_TAKEN = (
+    "the sample (batch) input '{name}' is also a name that the forward computation eliminates "
+    "(as {domain!r}): the draws would be indexed by it instead of crossed with it. Give the "
+    "sample input a name of its own, e.g. '{name}_sample'.")
+
+
+def _check_batch_vars_of(tape: AdjointTape, root: Funsor, batch_vars) -> None:
+    # A batch name shared with a free input of the root is funsor's shared-particle idiom;
+    # shared with an eliminated name (a plate, a summed variable) it silently merges the two.
+    names = frozenset(getattr(v, "name", v) for v in batch_vars) - root.inputs.keys()
+    if not names:
+        return
+    for node in tape.tape:
+        for term in (node.output, *terms_in(node.args)):
+            taken = names & term.inputs.keys()
+            if taken:
+                name = min(taken)
+                raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
 
 
 def _evaluate(share: Funsor) -> Funsor:
