@@ -178,8 +178,10 @@ def _prototype_array(term):
 
 def _log_exclusive(output: Tensor, arg: Tensor) -> Tensor:
     # out - x(i) in log space, and -inf where x(i) = -inf (out is -inf there too, and a zero
-    # factor's marginal is zero whatever its message; -inf - -inf would be nan).
-    diff = output - arg
+    # factor's marginal is zero whatever its message; -inf - -inf would be nan, and warn).
+    finite = ops.gt(arg.data, -math.inf)
+    diff = output - Tensor(ops.where(finite, arg.data, ops.full_like(arg.data, 0.0)),
+                           arg.inputs, arg.dtype)
     data = diff.data
     x = align_tensor(diff.inputs, arg, expand=True)
     data = ops.where(ops.gt(x, -math.inf), data, ops.full_like(data, -math.inf))

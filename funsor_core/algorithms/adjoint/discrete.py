@@ -323,7 +323,9 @@ def _expectation(p: Funsor, f: Funsor) -> Funsor:
         inputs.setdefault(k, d)
     pd = align_tensor(inputs, p, expand=True) if isinstance(p, Tensor) else p.data
     fd = align_tensor(inputs, f, expand=True)
-    term = ops.where(ops.gt(pd, 0.0), ops.mul(pd, fd), ops.full_like(pd, 0.0))
+    # f is zeroed where p = 0 before the product: 0 * -inf would be nan (and warn).
+    positive = ops.gt(pd, 0.0)
+    term = ops.mul(pd, ops.where(positive, fd, ops.full_like(fd, 0.0)))
     return Tensor(ops.sum(term, None), {})
 
 
