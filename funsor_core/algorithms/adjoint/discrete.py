@@ -228,7 +228,7 @@ class DiscreteModel:
             scores, found = kbest_from_tape(tape, root, k)
         else:  # only empty plates: one assignment (of empty arrays), of score log 1
             scores, found = np.zeros(1), {}
-        if scores[0] == -math.inf:
+        if not len(scores) or scores[0] == -math.inf:  # no assignment, or none of mass
             raise ZeroMassError(_ZERO_MASS.format(query="kbest", what="a best assignment"))
         proto = _proto(self.factors)
         n = len(scores)

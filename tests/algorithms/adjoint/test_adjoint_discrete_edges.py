@@ -106,6 +106,18 @@ def test_forward_backward_sample_input_named_like_an_eliminated_plate_raises():
     assert dict(fc.extract_samples(adj[f])["x"].inputs) == {"n": fc.Bint[3], "i": fc.Bint[3]}
 
 
+def test_rsample_recipe_sample_input_named_like_a_plate_raises():
+    from funsor_core.recipes import forward_filter_backward_rsample
+    _, _, (prior, lik) = _plated_model(np.random.default_rng(5))
+    factors = {"z": prior, "x": lik}
+    with pytest.raises(ValueError, match="sample \\(batch\\) input 'i' is also a name"):
+        forward_filter_backward_rsample(factors, frozenset("zxi"), frozenset("i"),
+                                        sample_inputs={"i": fc.Bint[3]}, rng_key=0)
+    samples, _ = forward_filter_backward_rsample(factors, frozenset("zxi"), frozenset("i"),
+                                                 sample_inputs={"s": fc.Bint[3]}, rng_key=0)
+    assert dict(samples["x"].inputs) == {"s": fc.Bint[3], "i": fc.Bint[3]}
+
+
 @pytest.mark.parametrize("domain", [5, "x", fc.Real, fc.Reals[2], fc.Array[3, (2,)]])
 def test_posterior_sample_checks_its_sample_inputs_at_construction(domain):
     with pytest.raises(TypeError, match=r"PosteriorSample\(\*\*sample_inputs\): 'particle' is "
@@ -212,6 +224,37 @@ def test_empty_plate_answers_are_empty_arrays(backend):
                          scores, top, model.entropy(), 5, 3)
     draw = model.sample(rng_key=0)  # one draw, no sample input
     assert _np(draw["x"]).shape == (0,) and _np(draw["z"]).shape == ()
+
+
+def test_empty_plate_nested_in_a_plate(backend):
+    # j (size 0) nested in i (size 2): x lives in (i, j) and has no copies; y, in i alone,
+    # follows its own factor (brute force per slice of i).
+    rng = np.random.default_rng(6)
+    table = rng.normal(size=(2, 3))
+    model = DiscreteModel([tensor(table, i=2, y=3), tensor(np.zeros((2, 0, 3, 2)), i=2, j=0,
+                                                            y=3, x=2)], {"i", "j"})
+    p = np.exp(table - np.logaddexp.reduce(table, axis=1, keepdims=True))
+    assert np.allclose(_np(model.log_partition()), np.logaddexp.reduce(table, axis=1).sum())
+    marginals, best = model.marginals(), model.map()
+    assert np.allclose(_np(marginals["y"]), p)
+    assert _np(marginals["x"]).shape == (2, 0, 2)
+    assert _np(best["y"]).tolist() == table.argmax(1).tolist()
+    assert _np(best["x"]).shape == (2, 0)
+    scores, top = model.kbest(4)
+    flat = (table[0][:, None] + table[1][None]).reshape(-1)  # the 9 joint assignments of y
+    order = np.argsort(-flat, kind="stable")[:4]
+    assert np.allclose(_np(scores), flat[order])
+    assert _np(top["x"]).shape == (4, 2, 0)
+    assert np.allclose(_np(model.entropy()), -(p * np.log(p)).sum())
+
+
+def test_variable_of_empty_domain_has_no_assignment(backend):
+    # b: Bint[0] has no value, so the model has no assignment at all: log Z = log 0.
+    model = DiscreteModel([tensor(np.zeros((2, 0)), a=2, b=0)])
+    assert _np(model.log_partition()) == -np.inf
+    for query, args in [("marginals", ()), ("map", ()), ("kbest", (2,)), ("entropy", ())]:
+        with pytest.raises(ZeroMassError, match=rf"{query}\(\) of a model of mass zero"):
+            getattr(model, query)(*args)
 
 
 def test_model_of_empty_plates_only(backend):
