@@ -241,7 +241,8 @@ def sample_tensor(t: Tensor, names: frozenset, sample_inputs: dict, rng_key=None
     logits = align_tensor({**batch, **event}, t, expand=True)
     batch_shape = tuple(d.size for d in batch.values())
     sample_shape = tuple(d.size for d in sample_inputs.values())
-    flat = ops.reshape(logits, batch_shape + (-1,))
+    # The event size spelled out: -1 is ambiguous when a batch dim is 0 (an empty plate).
+    flat = ops.reshape(logits, batch_shape + (math.prod(d.size for d in event.values()),))
     u = _uniform(flat, sample_shape + tuple(flat.shape), rng_key)
     gumbel = ops.neg(ops.log(ops.neg(ops.log(u))))
     flat_b = ops.reshape(flat, (1,) * len(sample_shape) + tuple(flat.shape))

@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
@@ -139,7 +141,9 @@ def _argmax_tensor(t: Tensor, names: frozenset) -> dict:
     batch = {k: d for k, d in t.inputs.items() if k not in names}
     event = {k: d for k, d in t.inputs.items() if k in names}
     data = align_tensor({**batch, **event}, t)
-    flat = ops.reshape(data, tuple(data.shape[:len(batch)]) + (-1,))
+    # The event size spelled out: -1 is ambiguous when a batch dim is 0 (an empty plate).
+    size = math.prod(d.size for d in event.values())
+    flat = ops.reshape(data, tuple(data.shape[:len(batch)]) + (size,))
     index = ops.argmax(flat, -1)
     result, rest = {}, index
     for name, domain in reversed(list(event.items())):

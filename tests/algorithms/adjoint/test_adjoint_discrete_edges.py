@@ -14,6 +14,15 @@ from funsor_core.algorithms.adjoint import DiscreteModel, PosteriorSample, infer
 from funsor_core.algorithms.adjoint.discrete import ZeroMassError
 
 
+@pytest.fixture(params=["numpy", "torch"])
+def host_backend(request):
+    """numpy and torch: eager jax dispatches op by op (slow); jax runs under jax.jit below."""
+    pytest.importorskip(request.param)
+    fc.set_backend(request.param)
+    yield request.param
+    fc.set_backend("numpy")
+
+
 def _np(x):
     return np.asarray(ops.to_numpy(x.data if isinstance(x, fc.Funsor) else x))
 
@@ -53,7 +62,7 @@ def test_sample_name_of_a_model_name_raises_naming_both(name, kind):
         infer_discrete(factors, {"i"}, query="sample", num_samples=3, sample_name=name)
 
 
-def test_samples_with_a_fresh_name_cross_the_plate(backend):
+def test_samples_with_a_fresh_name_cross_the_plate(host_backend):
     # Draws along "s" are crossed with the plate "i": (s, i) values, each slice of i drawn
     # from its own posterior marginal (brute force).
     rng = np.random.default_rng(1)
@@ -174,7 +183,7 @@ def test_model_of_mass_zero_under_jax_jit_gives_the_documented_nan():
         fc.set_backend("numpy")
 
 
-def test_some_assignments_of_mass_zero_are_a_posterior_without_nan(backend):
+def test_some_assignments_of_mass_zero_are_a_posterior_without_nan(host_backend):
     # -inf entries that leave some mass: the marginals are exact zeros there, with no error
     # and no NaN; the entropy counts 0 log 0 as 0 (brute force over (a, z)).
     with np.errstate(divide="ignore"):
@@ -215,7 +224,7 @@ def _check_empty_answers(prior, marginals, best, draws, scores, top, entropy, n,
     assert np.allclose(_np(entropy), -(p * np.log(p)).sum())
 
 
-def test_empty_plate_answers_are_empty_arrays(backend):
+def test_empty_plate_answers_are_empty_arrays(host_backend):
     prior, factors = _empty_plate_factors(np.random.default_rng(3))
     model = DiscreteModel(factors, {"i"})
     assert np.allclose(_np(model.log_partition()), np.logaddexp.reduce(prior))
@@ -226,7 +235,7 @@ def test_empty_plate_answers_are_empty_arrays(backend):
     assert _np(draw["x"]).shape == (0,) and _np(draw["z"]).shape == ()
 
 
-def test_empty_plate_nested_in_a_plate(backend):
+def test_empty_plate_nested_in_a_plate(host_backend):
     # j (size 0) nested in i (size 2): x lives in (i, j) and has no copies; y, in i alone,
     # follows its own factor (brute force per slice of i).
     rng = np.random.default_rng(6)
@@ -291,3 +300,28 @@ def test_empty_plate_under_jax_jit():
         assert np.allclose(entropy, -(p * np.log(p)).sum())
     finally:
         fc.set_backend("numpy")
+
+
+def test_forward_backward_points_over_an_empty_plate(host_backend):
+    # MAP points and samples of the lazy plated elimination itself (not through
+    # DiscreteModel): the variable of the empty plate gets an empty array; z its own answer.
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    from interpretations import lazy
+    prior, factors = _empty_plate_factors(np.random.default_rng(7))
+    names = frozenset({"i", "x", "z"})
+    with lazy:
+        best = fc.sum_product(ops.max, ops.add, factors, names, frozenset("i"))
+        total = fc.sum_product(ops.logaddexp, ops.add, factors, names, frozenset("i"))
+    with argmax_approximate:
+        value, adj = fc.forward_backward(ops.max, ops.add, best)
+    points = {k: v for f in factors for k, v in fc.extract_samples(adj[f]).items()}
+    assert _np(value) == prior.max() and int(_np(points["z"])) == int(np.argmax(prior))
+    assert _np(points["x"]).shape == (0,) and dict(points["x"].inputs) == {"i": fc.Bint[0]}
+    value, adj = fc.forward_backward(ops.sample, ops.add, total, rng_key=0,
+                                     sample_inputs={"n": fc.Bint[4000]})
+    draws = {k: v for f in factors for k, v in fc.extract_samples(adj[f]).items()}
+    assert np.allclose(_np(value), np.logaddexp.reduce(prior))
+    assert _np(draws["x"]).shape == (4000, 0)
+    p = np.exp(prior - np.logaddexp.reduce(prior))
+    counts = np.bincount(_np(draws["z"]), minlength=2)
+    assert stats.chisquare(counts, p * 4000).pvalue > 1e-4
