@@ -9,7 +9,7 @@ Example:
 """
 
 from funsor_core.algorithms.adjoint.backward import BACKWARD
-from funsor_core.algorithms.adjoint.discrete import DiscreteModel, infer_discrete
+from funsor_core.algorithms.adjoint.discrete import DiscreteModel, ZeroMassError, infer_discrete
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import (
     PosteriorSample,
@@ -34,6 +34,7 @@ from funsor_core.algorithms.adjoint.tape import (
 )
 
 __all__ = ["AdjointTape", "Adjoints", "BACKWARD", "DiscreteModel", "KeyStream",
-           "PosteriorSample", "Precondition", "adjoint", "argmax_approximate", "canonical_key",
-           "compute_argmax", "compute_mean", "draw", "extract_samples", "forward_backward",
-           "infer_discrete", "kbest_from_tape", "laplace_approximate", "mean_approximate"]
+           "PosteriorSample", "Precondition", "ZeroMassError", "adjoint", "argmax_approximate",
+           "canonical_key", "compute_argmax", "compute_mean", "draw", "extract_samples",
+           "forward_backward", "infer_discrete", "kbest_from_tape", "laplace_approximate",
+           "mean_approximate"]

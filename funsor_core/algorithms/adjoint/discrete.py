@@ -68,7 +68,16 @@ _NAME_TAKEN = ("{arg}={name!r} is already {kind} of the model ({domain!r}): the 
 
 
 class ZeroMassError(ValueError):
-    """A query that needs a posterior, asked of a model whose every assignment has mass 0."""
+    """A query that needs a posterior, asked of a model whose every assignment has mass 0.
+
+    Example:
+        >>> f = fc.Tensor(np.full(2, -np.inf), {"a": fc.Bint[2]})
+        >>> try:
+        ...     DiscreteModel([f]).map()
+        ... except ZeroMassError as e:
+        ...     print(str(e)[:40])
+        map() of a model of mass zero: every joi
+    """
 
 
 class DiscreteModel:
