@@ -140,9 +140,6 @@ class DiscreteModel:
         with reflect:
             return sum_product(sum_op, ops.add, factors, eliminate, self._live_plates)
 
-    def _live_vars(self):
-        return (v for v in self.variables if v not in self._empty_vars)
-
     def _factor_of(self, name: str) -> Funsor:
         # The smallest factor that has the variable: its marginal is the cheapest to read.
         return min((f for f in self._live if name in f.inputs),
