@@ -148,3 +148,19 @@ def test_mixture_guide_with_a_zero_weight_component(backend):
         fc.set_backend("numpy")
     assert float(value) == pytest.approx(expected, rel=1e-10)
     np.testing.assert_allclose(np.asarray(grad), d_loc, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_monte_carlo_bound_never_draws_a_zero_probability_state(backend):
+    # Each particle's estimate is log p(z) - log q(z) at a z drawn from q: only the states
+    # with q(z) > 0 (exact values, no statistics), so every particle is finite.
+    from interpretations.monte_carlo import MonteCarlo
+
+    with MonteCarlo(particle=Bint[200], rng_key=0):
+        bound = elbo(fc.Tensor(_array(backend, _log(P)), Z),
+                     fc.Tensor(_array(backend, _log(Q)), Z), "z")
+    values = np.asarray(bound.data.detach() if backend == "torch" else bound.data)
+    assert set(bound.inputs) == {"particle"}
+    on = Q > 0
+    np.testing.assert_allclose(np.unique(np.round(values, 10)),
+                               np.sort(np.round(np.log(P[on] / Q[on]), 10)))
