@@ -260,7 +260,8 @@ def collapse_plate(lik, plates: frozenset):
     do not depend on the plates, whose value (and count) are Tensors over them. The Tensor
     holds the combinatorial factors, and -inf where an observation is outside the support (so
     the identity holds there too). Bernoulli and Categorical plates become Binomial and
-    Multinomial counts; N Poisson counts of rate ``l`` become one count of rate ``N * l``.
+    Multinomial counts; N Poisson counts of rate ``l`` become one count of rate ``N * l``,
+    and counts of rates ``c_i * l`` (exposures ``c_i``) one of rate ``(sum_i c_i) * l``.
 
     Example:
         >>> from funsor_core.distribution import BernoulliProbs
@@ -272,7 +273,7 @@ def collapse_plate(lik, plates: frozenset):
     if not isinstance(lik, (BernoulliProbs, Binomial, Categorical, Multinomial, Poisson)):
         return None
     probs = lik.rate if isinstance(lik, Poisson) else lik.probs
-    if plates & probs.inputs.keys():
+    if plates & probs.inputs.keys() and not _plated_exposure(lik, plates):
         return None
     args = [lik.value] + ([lik.total_count] if "total_count" in type(lik).params else [])
     if not all(isinstance(a, Tensor) for a in args):
@@ -290,9 +291,35 @@ def collapse_plate(lik, plates: frozenset):
     return _collapse_poisson(lik, plates)
 
 
+def _plated_exposure(lik, plates) -> bool:
+    # A Poisson rate c_i * l whose exposure c_i (a Tensor) alone varies over the plates.
+    if not isinstance(lik, Poisson):
+        return False
+    p, c = scaled_variable(lik.rate)
+    return isinstance(c, Tensor) and p is not None and not plates & p.inputs.keys()
+
+
+def _collapse_exposures(lik, plates):
+    """sum_i log Poisson(x_i; c_i l) = log Poisson(X; C l) + sum_i [x_i log c_i - lgamma(x_i
+    + 1)] - X log C + lgamma(X + 1), with X = sum_i x_i and C = sum_i c_i."""
+    p, c = scaled_variable(lik.rate)
+    inputs = {**lik.value.inputs, **c.inputs}
+    x = align_tensor(inputs, lik.value, expand=True)
+    cd = align_tensor(inputs, c, expand=True)
+    axes = tuple(i for i, name in enumerate(inputs) if name in plates)
+    total_x, total_c = ops.sum(x, axes), ops.sum(cd, axes)
+    rest = (ops.sum(ops.xlogy(x, cd) - ops.lgamma(x + 1.0), axes) - ops.xlogy(total_x, total_c)
+            + ops.lgamma(total_x + 1.0))
+    rest = ops.where(ops.all(_is_count(x), axes), rest, ops.full_like(rest, -math.inf))
+    kept = {k: d for k, d in inputs.items() if k not in plates}
+    return Poisson(Tensor(total_c, kept) * p, Tensor(total_x, kept)), Tensor(rest, kept)
+
+
 def _collapse_poisson(lik, plates):
     """sum_i log Poisson(x_i; l) = log Poisson(X; N l) + lgamma(X + 1) - sum_i lgamma(x_i + 1)
     - X log N, with X = sum_i x_i over the N observations: the rest is free of ``l``."""
+    if plates & lik.rate.inputs.keys():
+        return _collapse_exposures(lik, plates)
     x = lik.value
     axes = tuple(i for i, name in enumerate(x.inputs) if name in plates)
     size = math.prod(x.inputs[name].size for name in plates)

@@ -275,6 +275,11 @@ PLATE_PAIRS = {
         lambda t, obs: (D.Gamma(t["a"], t["r"], P), D.Poisson(P, value=obs["x"])),
         lambda a, r, x: _quad_log(lambda lam: st.gamma(a, scale=1 / r).pdf(lam) * np.prod(
             st.poisson(lam).pmf(x)), 0, np.inf)),
+    "gamma-poisson-exposures": (  # Poisson(x_n; c_n l): an exposure per observation
+        dict(a=2.0, r=1.5), dict(c=[0.5, 2.0, 1.0], x=[1.0, 4.0, 2.0]),
+        lambda t, obs: (D.Gamma(t["a"], t["r"], P), D.Poisson(obs["c"] * P, value=obs["x"])),
+        lambda a, r, c, x: _quad_log(lambda lam: st.gamma(a, scale=1 / r).pdf(lam) * np.prod(
+            st.poisson(c * lam).pmf(x)), 0, np.inf)),
 }
 
 
@@ -346,3 +351,37 @@ def test_gamma_poisson_with_an_exposure_is_conjugate(exposure):
                              * st.poisson(ck * lam).pmf(x), 0, np.inf)
         got = m.item() if np.ndim(exposure) == 0 else m(i=k).item()
         assert got == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize("pair", list(PLATE_PAIRS))
+def test_every_conjugate_pair_with_a_plate_through_sum_product(pair):
+    # funsor's idiom for a plated model: sum_product eliminates the plate (by ops.add) and
+    # the prior's value (by logaddexp) itself.
+    from funsor_core.sum_product import sum_product
+
+    params, observed, build, oracle = PLATE_PAIRS[pair]
+    size = len(observed["x"])
+    dtype = 3 if pair == "dirichlet-categorical" else "real"
+    prior, lik = build({k: _t(v) for k, v in params.items()},
+                       {k: _t(v, {"n": Bint[size]}, dtype) for k, v in observed.items()})
+    result = sum_product(ops.logaddexp, ops.add, [prior, lik],
+                         eliminate=frozenset({prior.value.name, "n"}), plates=frozenset({"n"}))
+    assert isinstance(result, fc.Tensor)
+    expected = oracle(**{k: np.asarray(v) for k, v in {**params, **observed}.items()})
+    assert result.item() == pytest.approx(expected, rel=1e-8)
+
+
+def test_gamma_poisson_batched_prior_and_two_plates():
+    # Gamma(a_i, r) and counts x_{i,n,m} over two plates: per i, the closed form
+    # lgamma(a + S) - lgamma(a) + a log r - (a + S) log(r + N) - sum lgamma(x + 1).
+    a, r = np.array([2.0, 3.0]), 1.5
+    x = np.array([[[3.0, 0.0], [2.0, 1.0]], [[1.0, 1.0], [0.0, 4.0]]])
+    obs = _t(x, {"i": Bint[2], "n": Bint[2], "m": Bint[2]})
+    joint = D.Gamma(_t(a, {"i": Bint[2]}), r, P) + D.Poisson(P, value=obs).reduce(
+        ops.add, frozenset({"n", "m"}))
+    actual = joint.reduce(ops.logaddexp, "p")
+    s, n = x.reshape(2, -1).sum(1), 4
+    expected = (sp.gammaln(a + s) - sp.gammaln(a) + a * np.log(r) - (a + s) * np.log(r + n)
+                - sp.gammaln(x + 1).reshape(2, -1).sum(1))
+    assert isinstance(actual, fc.Tensor) and actual.inputs == {"i": Bint[2]}
+    np.testing.assert_allclose(actual.data, expected, rtol=1e-12)
