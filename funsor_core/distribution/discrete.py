@@ -46,11 +46,12 @@ def lchoose(n, k):
 
 
 def _is_count(x):
-    # x >= 0, finite and x mod 1 == 0: no cast to int, which would overflow (a count of 1e20
-    # is a count) and warn on inf/NaN; the finite mask keeps inf out of ``mod``.
+    # x >= 0, finite and x mod 1 == 0: exact in every float dtype, with no cast to int, which
+    # would overflow (1e20 is a count; jax without x64 casts to int32) and warn on inf/NaN;
+    # the finite mask keeps inf out of ``mod``, which would warn too.
     finite = ops.isfinite(x)
-    safe = ops.where(finite, x, ops.full_like(x, 0.5))
-    return ops.and_(ops.and_(finite, safe >= 0), ops.mod(safe, 1.0) == 0)
+    safe = ops.where(finite, x, 0.5)
+    return finite & (safe >= 0) & (ops.mod(safe, 1.0) == 0)
 
 
 def _integer_value(cls, args: tuple, kwargs: dict) -> tuple:
