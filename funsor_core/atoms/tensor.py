@@ -36,7 +36,7 @@ from funsor_core.terms.reshaping import Slice
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
            "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
            "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
-           "numeric_array", "tensordot", "fold_axes"]
+           "numeric_array", "tensordot", "fold_axes", "null_set_product"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -337,6 +337,27 @@ def align_tensors(*args: Funsor, expand: bool = False):
         else:
             datas.append(x.data)
     return inputs, datas
+
+
+def null_set_product(weights: Funsor, integrand: Funsor) -> Funsor:
+    """``weights * integrand`` for nonnegative Tensor ``weights`` (a measure), 0 where the
+    weight is 0: a set of measure zero adds nothing to an integral, even where the integrand
+    is infinite or NaN there (an ELBO's ``q (p - q)`` at q = 0 is 0 log 0 = 0, not 0 * inf).
+    The integrand is set to 0 there before the product (0 * 0 = 0), so gradients through
+    either factor stay finite too. Other operands: the plain product.
+
+    Example:
+        >>> w = fc.Tensor(np.array([0.5, 0.0]), {"i": fc.Bint[2]})
+        >>> f = fc.Tensor(np.array([2.0, np.inf]), {"i": fc.Bint[2]})
+        >>> null_set_product(w, f).data
+        array([1., 0.])
+    """
+    if not (isinstance(weights, Tensor) and isinstance(integrand, Tensor)):
+        return weights * integrand
+    inputs, (w, f) = align_tensors(weights, integrand)
+    if len(f.shape) > len(w.shape):  # the integrand's output dims
+        w = w[(...,) + (None,) * (len(f.shape) - len(w.shape))]
+    return Tensor.make(w * ops.where(w > 0, f, 0.0), inputs, integrand.dtype)
 
 
 def backend_of(*terms):

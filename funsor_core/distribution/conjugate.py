@@ -9,12 +9,15 @@ Beta(a, b)                 Binomial(n)  BetaBinomial(a, b, n)           Beta(a +
 Dirichlet(a)               Categorical  Categorical(a / sum(a))         Dirichlet(a + onehot x)
 Dirichlet(a)               Multinomial  DirichletMultinomial(a, n)      Dirichlet(a + x)
 Gamma(a, r)                Poisson      GammaPoisson(a, r)              Gamma(a + x, r + 1)
+Gamma(a, r)                Poisson(c p) GammaPoisson(a, r / c)          Gamma(a + x, r + c)
 =========================  ===========  ==============================  ======================
 
-so that ``prior(p) + likelihood(p, x) = posterior(p) + compound(x)`` exactly. The rules in
-``interpretations/exact/conjugate.py`` decide when to apply these; ``collapse_plate`` turns
-a plate of i.i.d. observations into one likelihood of their sufficient statistics (plus a
-Tensor that does not depend on the parameter), so that a prior meets a whole data set at once.
+so that ``prior(p) + likelihood(p, x) = posterior(p) + compound(x)`` exactly. A Poisson's rate
+may be ``c * p``, ``c`` a constant (an exposure): what a plate of Poisson counts collapses to.
+The rules in ``interpretations/exact/conjugate.py`` decide when to apply these;
+``collapse_plate`` turns a plate of i.i.d. observations into one likelihood of their
+sufficient statistics (plus a Tensor that does not depend on the parameter), so that a prior
+meets a whole data set at once.
 
 Example:
     >>> from funsor_core.distribution import Beta, BernoulliProbs
@@ -40,8 +43,10 @@ from funsor_core.distribution.discrete import (
     GammaPoisson,
     Multinomial,
     Poisson,
+    _is_count,
 )
-from funsor_core.terms.base import Funsor
+from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["CONJUGATE", "conjugate_param", "conjugate_pairs", "compound", "posterior",
            "collapse_plate"]
@@ -98,12 +103,36 @@ def _dirichlet_multinomial_post(prior, lik):
     return Dirichlet(prior.concentration + lik.value, prior.value)
 
 
+def scaled_variable(rate: Funsor) -> tuple:
+    """``(p, c)`` where ``rate`` is ``c * p``, ``p`` a Variable and ``c`` a constant (a Number
+    or Tensor); ``(p, None)`` where ``rate`` is ``p``; ``(None, None)`` otherwise.
+
+    Example:
+        >>> lam = fc.Variable("lam", fc.Real)
+        >>> scaled_variable(3.0 * lam)
+        (Variable('lam', Real), Number(3.0, 'real'))
+    """
+    if type(rate) is Variable:
+        return rate, None
+    if (type(rate) is Contraction and rate.red_op is None and rate.bin_op is ops.mul
+            and not rate.reduced_vars and len(rate.terms) == 2):
+        for p, c in (rate.terms, rate.terms[::-1]):
+            if type(p) is Variable and type(c) in (Number, Tensor) and p.name not in c.inputs:
+                return p, c
+    return None, None
+
+
 def _gamma_poisson(prior, lik):
-    return GammaPoisson(prior.concentration, prior.rate, lik.value)
+    # int Gamma(l; a, r) Poisson(x; c l) dl = GammaPoisson(x; a, r / c).
+    c = scaled_variable(lik.rate)[1]
+    rate = prior.rate if c is None else prior.rate / c
+    return GammaPoisson(prior.concentration, rate, lik.value)
 
 
 def _gamma_poisson_post(prior, lik):
-    return Gamma(prior.concentration + lik.value, prior.rate + 1.0, prior.value)
+    c = scaled_variable(lik.rate)[1]
+    return Gamma(prior.concentration + lik.value, prior.rate + (1.0 if c is None else c),
+                 prior.value)
 
 
 # (prior family, likelihood family) -> (the likelihood's parameter that is the prior's value,
@@ -141,7 +170,7 @@ def conjugate_param(prior, lik) -> str | None:
         return None
     name = entry[0]
     p = prior.value
-    if lik._args[lik.fields.index(name)] is not p or type(p).__name__ != "Variable":
+    if _param_variable(lik, name) is not p or type(p) is not Variable:
         return None
     if any(p.name in t.inputs for t in prior._args[:-1]):
         return None
@@ -150,6 +179,14 @@ def conjugate_param(prior, lik) -> str | None:
     if prior.batch_output_shape != lik.batch_output_shape:
         return None
     return name
+
+
+def _param_variable(lik, name: str):
+    # The Variable that is lik's parameter `name` (for a Poisson, or its rate's c * p).
+    param = lik._args[lik.fields.index(name)]
+    if isinstance(lik, Poisson):
+        return scaled_variable(param)[0]
+    return param if type(param) is Variable else None
 
 
 _PRIORS = tuple({p for p, _ in CONJUGATE})
@@ -179,8 +216,8 @@ def conjugate_pairs(terms: tuple):
         if not isinstance(lik, _LIKELIHOODS):
             continue
         for name in _PARAMS:
-            p = getattr(lik, name, None)
-            if type(p).__name__ != "Variable" or p.name not in priors:
+            p = _param_variable(lik, name) if name in lik.fields else None
+            if p is None or p.name not in priors:
                 continue
             for i in priors[p.name]:
                 if i != j and conjugate_param(terms[i], lik) is not None and sum(
@@ -219,11 +256,12 @@ def collapse_plate(lik, plates: frozenset):
     """``(likelihood of the sufficient statistics, Tensor)`` whose sum equals
     ``lik.reduce(ops.add, plates)`` as a function of the parameter, or None.
 
-    ``lik`` is a Bernoulli, Binomial, Categorical or Multinomial whose probs do not depend on
-    the plates, whose value (and count) are Tensors over them. The Tensor holds the
-    combinatorial factors, and -inf where an observation is outside the support (so the
-    identity holds there too). Bernoulli and Categorical plates become Binomial and
-    Multinomial counts.
+    ``lik`` is a Bernoulli, Binomial, Categorical, Multinomial or Poisson whose probs (rate)
+    do not depend on the plates, whose value (and count) are Tensors over them. The Tensor
+    holds the combinatorial factors, and -inf where an observation is outside the support (so
+    the identity holds there too). Bernoulli and Categorical plates become Binomial and
+    Multinomial counts; N Poisson counts of rate ``l`` become one count of rate ``N * l``,
+    and counts of rates ``c_i * l`` (exposures ``c_i``) one of rate ``(sum_i c_i) * l``.
 
     Example:
         >>> from funsor_core.distribution import BernoulliProbs
@@ -232,10 +270,10 @@ def collapse_plate(lik, plates: frozenset):
         >>> type(lik).__name__, lik.total_count.item(), lik.value.item(), round(rest.item(), 4)
         ('Binomial', 3.0, 2.0, -1.0986)
     """
-    if not isinstance(lik, (BernoulliProbs, Binomial, Categorical, Multinomial)):
+    if not isinstance(lik, (BernoulliProbs, Binomial, Categorical, Multinomial, Poisson)):
         return None
-    probs = lik.probs
-    if plates & probs.inputs.keys():
+    probs = lik.rate if isinstance(lik, Poisson) else lik.probs
+    if plates & probs.inputs.keys() and not _plated_exposure(lik, plates):
         return None
     args = [lik.value] + ([lik.total_count] if "total_count" in type(lik).params else [])
     if not all(isinstance(a, Tensor) for a in args):
@@ -250,7 +288,48 @@ def collapse_plate(lik, plates: frozenset):
         return _collapse_counts(lik, plates, Multinomial, None)
     if isinstance(lik, Multinomial):
         return _collapse_counts(lik, plates, Multinomial, lik.total_count)
-    return None
+    return _collapse_poisson(lik, plates)
+
+
+def _plated_exposure(lik, plates) -> bool:
+    # A Poisson rate c_i * l whose exposure c_i (a Tensor) alone varies over the plates.
+    if not isinstance(lik, Poisson):
+        return False
+    p, c = scaled_variable(lik.rate)
+    return isinstance(c, Tensor) and p is not None and not plates & p.inputs.keys()
+
+
+def _collapse_exposures(lik, plates):
+    """sum_i log Poisson(x_i; c_i l) = log Poisson(X; C l) + sum_i [x_i log c_i - lgamma(x_i
+    + 1)] - X log C + lgamma(X + 1), with X = sum_i x_i and C = sum_i c_i."""
+    p, c = scaled_variable(lik.rate)
+    inputs = {**lik.value.inputs, **c.inputs}
+    x = align_tensor(inputs, lik.value, expand=True)
+    cd = align_tensor(inputs, c, expand=True)
+    axes = tuple(i for i, name in enumerate(inputs) if name in plates)
+    total_x, total_c = ops.sum(x, axes), ops.sum(cd, axes)
+    rest = (ops.sum(ops.xlogy(x, cd) - ops.lgamma(x + 1.0), axes) - ops.xlogy(total_x, total_c)
+            + ops.lgamma(total_x + 1.0))
+    rest = ops.where(ops.all(_is_count(x), axes), rest, ops.full_like(rest, -math.inf))
+    kept = {k: d for k, d in inputs.items() if k not in plates}
+    return Poisson(Tensor(total_c, kept) * p, Tensor(total_x, kept)), Tensor(rest, kept)
+
+
+def _collapse_poisson(lik, plates):
+    """sum_i log Poisson(x_i; l) = log Poisson(X; N l) + lgamma(X + 1) - sum_i lgamma(x_i + 1)
+    - X log N, with X = sum_i x_i over the N observations: the rest is free of ``l``."""
+    if plates & lik.rate.inputs.keys():
+        return _collapse_exposures(lik, plates)
+    x = lik.value
+    axes = tuple(i for i, name in enumerate(x.inputs) if name in plates)
+    size = math.prod(x.inputs[name].size for name in plates)
+    total = ops.sum(x.data, axes)
+    rest = (ops.lgamma(total + 1.0) - ops.sum(ops.lgamma(x.data + 1.0), axes)
+            - total * math.log(size))
+    rest = ops.where(ops.all(_is_count(x.data), axes), rest, ops.full_like(rest, -math.inf))
+    kept = {k: d for k, d in x.inputs.items() if k not in plates}
+    rate = lik.rate if size == 1 else float(size) * lik.rate
+    return Poisson(rate, Tensor(total, kept)), Tensor(rest, kept)
 
 
 def _collapse_counts(lik, plates, family, total_count):
@@ -285,7 +364,7 @@ def _collapse_counts(lik, plates, family, total_count):
 
 
 def _support(x, n, vector: bool):
-    count = ops.and_(x >= 0, x == ops.astype(ops.astype(x, "int"), "real"))
+    count = _is_count(x)
     if vector:
         return ops.and_(ops.all(count, -1), ops.sum(x, -1) == n)
     return ops.and_(count, x <= n)

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 
 from funsor_core import ops
 from funsor_core.atoms.delta import delta_log_indicator
@@ -27,6 +28,7 @@ from funsor_core.distribution.constraints import (
 )
 from funsor_core.distribution.continuous import Beta, Dirichlet, Gamma
 from funsor_core.distribution.random import gumbel_argmax
+from funsor_core.terms import Number
 
 __all__ = ["Categorical", "CategoricalLogits", "Bernoulli", "BernoulliProbs",
            "BernoulliLogits", "Binomial", "Multinomial", "Poisson", "DirichletMultinomial",
@@ -44,7 +46,31 @@ def lchoose(n, k):
 
 
 def _is_count(x):
-    return ops.and_(x >= 0, x == ops.astype(ops.astype(x, "int"), "real"))
+    # x >= 0, finite and x mod 1 == 0: exact in every float dtype, with no cast to int, which
+    # would overflow (1e20 is a count; jax without x64 casts to int32) and warn on inf/NaN;
+    # the finite mask keeps inf out of ``mod``, which would warn too.
+    finite = ops.isfinite(x)
+    safe = ops.where(finite, x, 0.5)
+    return finite & (safe >= 0) & (ops.mod(safe, 1.0) == 0)
+
+
+def _integer_value(cls, args: tuple, kwargs: dict) -> tuple:
+    """``(args, kwargs)`` with a non-integer number given as a ``Bint[n]`` value replaced by
+    -1: outside the support, so the log density is -inf (as Bernoulli's is at 0.5), where a
+    cast to int would silently truncate 1.7 to 1. A number is concrete, also under jit."""
+    if len(args) == len(cls.fields):
+        value, args = args[-1], args[:-1]
+        return (*args, _integer_or_outside(value)), kwargs
+    if "value" in kwargs:
+        kwargs = {**kwargs, "value": _integer_or_outside(kwargs["value"])}
+    return args, kwargs
+
+
+def _integer_or_outside(value):
+    data = value.data if isinstance(value, Number) and value.dtype == "real" else value
+    if isinstance(data, numbers.Real) and not isinstance(data, numbers.Integral):
+        return value if float(data).is_integer() else -1
+    return value
 
 
 def _safe_log(p):
@@ -85,6 +111,11 @@ class Categorical(Distribution):
     def infer_event(cls, shapes):
         return shapes["probs"][0], ()
 
+    @classmethod
+    def _prepare(cls, *args, **kwargs):
+        args, kwargs = _integer_value(cls, args, kwargs)
+        return super()._prepare(*args, **kwargs)
+
     @staticmethod
     def log_prob(value, probs):
         logp = _safe_log(probs) - ops.log(ops.sum(probs, -1, keepdims=True))
@@ -118,6 +149,11 @@ class CategoricalLogits(Distribution):
     @classmethod
     def infer_event(cls, shapes):
         return shapes["logits"][0], ()
+
+    @classmethod
+    def _prepare(cls, *args, **kwargs):
+        args, kwargs = _integer_value(cls, args, kwargs)
+        return super()._prepare(*args, **kwargs)
 
     @staticmethod
     def log_prob(value, logits):

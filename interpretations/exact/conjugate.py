@@ -11,7 +11,7 @@ conjugate.py``).
   value traced under ``jax.jit``, which cannot be checked) leaves the sum as it is, and the
   marginal rule still evaluates it exactly.
 - Plates: ``lik.reduce(add, plates)`` over i.i.d. observations of a Bernoulli, Binomial,
-  Categorical or Multinomial is one likelihood of their counts plus a Tensor.
+  Categorical, Multinomial or Poisson is one likelihood of their counts plus a Tensor.
 
 Example:
     >>> from funsor_core.distribution import Beta, BernoulliProbs
@@ -35,6 +35,7 @@ from funsor_core.distribution.conjugate import (
     collapse_plate,
     compound,
     conjugate_pairs,
+    conjugate_param,
     posterior,
 )
 from funsor_core.engine.interpreter import Tuple
@@ -67,7 +68,8 @@ def exact_contraction_conjugate_update(red_op, bin_op, reduced_vars, terms):
         prior, lik = terms[i], terms[j]
         if prior.value.name in reduced_vars:
             continue  # the marginal rule is exact there, and needs no finite evidence
-        given = list(prior._args[:-1]) + [a for a in lik._args if a is not prior.value]
+        name = conjugate_param(prior, lik)  # the parameter p (or c * p, c a constant)
+        given = list(prior._args[:-1]) + [a for f, a in zip(lik.fields, lik._args) if f != name]
         if not all(isinstance(a, Tensor) for a in given):
             continue
         evidence = compound(prior, lik)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.atoms.delta import Delta, reweight_delta
-from funsor_core.atoms.tensor import Tensor, backend_of
+from funsor_core.atoms.tensor import Tensor, backend_of, null_set_product
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.integrate import Integrate
@@ -32,8 +32,9 @@ def exact_integrate_tensor(log_measure, integrand, reduced_vars):
     elif not ops.isfinite(shift.data):
         shift = Number(0.0)
     weights = (log_measure - shift).exp()
-    result = (weights * integrand).reduce(ops.add, reduced_vars & (weights.inputs.keys()
-                                                                    | integrand.inputs.keys()))
+    # 0 where the measure is 0 (0 log 0 = 0 in an ELBO), not 0 * inf = NaN.
+    product = null_set_product(weights, integrand)
+    result = product.reduce(ops.add, reduced_vars & product.inputs.keys())
     return result * shift.exp()
 
 

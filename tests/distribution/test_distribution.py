@@ -218,6 +218,90 @@ def test_outside_support_matches_scipy_minus_inf(family, args, value):
     assert family(*args, value=value).item() == -math.inf
 
 
+# Every discrete family at non-integer, negative, too large and infinite values: -inf, as
+# scipy.stats gives (an infinite count has probability 0; scipy says NaN there), on every
+# backend and under jax.jit, where the support check is a ``where`` on traced values.
+def _scipy_or_minus_inf(logpmf, values):
+    finite = np.all(np.isfinite(values), axis=-1) if values.ndim > 1 else np.isfinite(values)
+    with np.errstate(invalid="ignore"):
+        out = logpmf(np.where(finite[..., None] if values.ndim > 1 else finite, values, 0.0))
+    return np.where(finite, out, -np.inf)
+
+
+def _count_vectors_ok(x, n):
+    return np.all((x >= 0) & (x == np.floor(x)), -1) & (x.sum(-1) == n)
+
+
+def _dirichlet_multinomial_oracle(a, n, x):
+    ok = _count_vectors_ok(x, n)
+    safe = np.where(ok[:, None], x, np.full_like(x, n / x.shape[-1]))
+    return np.where(ok, [st.dirichlet_multinomial(a, n).logpmf(v) if k else 0.0
+                         for v, k in zip(np.round(safe), ok)], -np.inf)
+
+
+_SCALAR_VALUES = np.array([1.5, -1.0, -0.5, 4.0, 2.0, 1e20, np.inf, 0.0])
+_VECTOR_VALUES = np.array([[1.5, 1.5], [-1.0, 4.0], [1.0, 1.0], [np.inf, 1.0], [1.0, 2.0],
+                           [3.0, 0.0]])
+DISCRETE_SUPPORT = [
+    (D.BernoulliProbs, (0.3,), _SCALAR_VALUES, lambda v: st.bernoulli(0.3).logpmf(v)),
+    (D.BernoulliLogits, (0.3,), _SCALAR_VALUES,
+     lambda v: st.bernoulli(1 / (1 + np.exp(-0.3))).logpmf(v)),
+    (D.Binomial, (3.0, 0.4), _SCALAR_VALUES, lambda v: st.binom(3, 0.4).logpmf(v)),
+    (D.Poisson, (2.0,), _SCALAR_VALUES, lambda v: st.poisson(2.0).logpmf(v)),
+    (D.BetaBinomial, (1.0, 2.0, 3.0), _SCALAR_VALUES, lambda v: st.betabinom(3, 1, 2).logpmf(v)),
+    (D.GammaPoisson, (1.5, 2.0), _SCALAR_VALUES, lambda v: st.nbinom(1.5, 2 / 3).logpmf(v)),
+    (D.Multinomial, (3.0, np.array([0.25, 0.75])), _VECTOR_VALUES,
+     lambda v: np.where(_count_vectors_ok(v, 3), st.multinomial(3, [0.25, 0.75]).logpmf(
+         np.where(_count_vectors_ok(v, 3)[:, None], v, [[1.0, 2.0]])), -np.inf)),
+    (D.DirichletMultinomial, (np.array([1.0, 2.0]), 3.0), _VECTOR_VALUES,
+     lambda v: _dirichlet_multinomial_oracle(np.array([1.0, 2.0]), 3, v)),
+]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax", "jit"])
+@pytest.mark.parametrize("family, params, values, logpmf", DISCRETE_SUPPORT,
+                         ids=[c[0].__name__ for c in DISCRETE_SUPPORT])
+def test_discrete_values_outside_support_are_minus_inf(family, params, values, logpmf,
+                                                       backend):
+    def density(*arrays):
+        value = fc.Tensor(arrays[-1], {"j": Bint[len(values)]})
+        return family(*[fc.Tensor(a) for a in arrays[:-1]], value=value).data
+
+    args = [_to("jax" if backend == "jit" else backend, np.asarray(a, float), "float64")
+            for a in (*params, values)]
+    actual = np.asarray((jax.jit(density) if backend == "jit" else density)(*args))
+    expected = _scipy_or_minus_inf(logpmf, values)
+    np.testing.assert_array_equal(np.isneginf(actual), np.isneginf(expected))
+    np.testing.assert_allclose(actual, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax", "jit"])
+@pytest.mark.parametrize("family", [D.Categorical, D.CategoricalLogits])
+def test_categorical_value_outside_support_is_minus_inf(family, backend):
+    # A non-integer number (1.7 was truncated to 1) or an index out of range has probability 0
+    # in scipy's categorical (rv_discrete); a traced integer index is checked by a `where`.
+    probs = np.array([0.2, 0.5, 0.3])
+    oracle = st.rv_discrete(values=(range(3), probs)).logpmf
+    param = probs if family is D.Categorical else np.log(probs) + 1.0
+    b = "jax" if backend == "jit" else backend
+    for v in (0.5, 1.7, -0.3, 2.5, float("inf"), np.float64(0.5), fc.Number(1.5), 2.0, 1):
+        expected = oracle(float(v.data if isinstance(v, fc.Number) else v))
+        assert family(_to(b, param, "float64"), value=v).item() == pytest.approx(expected)
+    indices = np.array([-1, 0, 1, 2, 3])
+
+    def density(p, index):
+        return family(fc.Tensor(p), value=fc.Tensor(index, {"j": Bint[5]}, 3)).data
+
+    f = jax.jit(density) if backend == "jit" else density
+    actual = np.asarray(f(_to(b, param, "float64"), _to(b, indices, "float64")))
+    np.testing.assert_allclose(actual, oracle(indices), rtol=1e-12)
+    real = np.array([0.5, 1.0, 2.0, 0.0, 1.5])  # a real array is no Bint[3] value: an error
+    with pytest.raises(ValueError, match=f"{family.__name__}: value must have domain Bint"):
+        (jax.jit if backend == "jit" else (lambda g: g))(
+            lambda p, x: family(fc.Tensor(p), value=fc.Tensor(x, {"j": Bint[5]})).data)(
+            _to(b, param, "float64"), _to(b, real, "float64"))
+
+
 # -- invalid parameters -----------------------------------------------------------------------
 INVALID = [
     (lambda: D.Normal(0.0, -1.0), "Normal: parameter 'scale' must be positive"),

@@ -167,13 +167,14 @@ def test_plate_with_observation_outside_support_is_minus_inf():
     (D.Binomial, [2.0, 0.0, 4.0], [4.0, 3.0, 5.0]),
     (D.Multinomial, [[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]], [3.0, 4.0]),
     (D.Categorical, [0, 2, 2, 1], None),
+    (D.Poisson, [3.0, 0.0, 2.0, 7.0], None),
 ])
 def test_plates_collapse_exactly(family, obs, count):
     obs = np.asarray(obs)
     n = {"n": Bint[obs.shape[0]]}
-    probs = Q if family is not D.Binomial else P
+    probs = Q if family not in (D.Binomial, D.Poisson) else P
     if count is None:
-        lik = family(probs, value=_t(obs, n, 3))
+        lik = family(probs, value=_t(obs, n, 3 if family is D.Categorical else "real"))
     else:
         lik = family(_t(count, n), probs, value=_t(obs, n))
     collapsed = lik.reduce(ops.add, "n")
@@ -228,3 +229,159 @@ def test_under_jit_the_update_declines_and_the_marginal_is_exact():
         fc.set_backend("numpy")
     expected = st.betabinom(4, 2.0, 3.0).logpmf(1.0)
     assert float(value) == pytest.approx(expected) and float(result) == pytest.approx(expected)
+
+
+# -- every conjugate pair with a plate of observations, on every backend and under jit ---------
+def _quad_log(f, lo, hi):
+    integral, _ = scipy.integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-11, limit=200)
+    return math.log(integral)
+
+
+def _log_multinomial_coef(n, x):
+    return sp.gammaln(n + 1) - sp.gammaln(x + 1).sum(-1)
+
+
+def _dirichlet_plate_oracle(alpha, counts, n):
+    # int Dir(q; alpha) prod_i Mult(x_i; n_i, q) dq, by the Dirichlet normalizer.
+    total = counts.sum(0)
+    return (_log_multinomial_coef(n, counts).sum() + sp.gammaln(alpha.sum())
+            - sp.gammaln(alpha.sum() + n.sum()) + (sp.gammaln(alpha + total)
+                                                   - sp.gammaln(alpha)).sum())
+
+
+PLATE_PAIRS = {
+    "beta-bernoulli": (
+        dict(a=1.5, b=2.0), dict(x=[1.0, 0.0, 1.0, 1.0, 0.0, 1.0]),
+        lambda t, obs: (D.Beta(t["a"], t["b"], P), D.BernoulliProbs(P, value=obs["x"])),
+        lambda a, b, x: _quad_log(lambda p: st.beta(a, b).pdf(p) * np.prod(
+            st.bernoulli(p).pmf(x)), 0, 1)),
+    "beta-binomial": (
+        dict(a=2.5, b=1.5), dict(n=[4.0, 3.0, 5.0], x=[2.0, 0.0, 4.0]),
+        lambda t, obs: (D.Beta(t["a"], t["b"], P), D.Binomial(obs["n"], P, value=obs["x"])),
+        lambda a, b, n, x: _quad_log(lambda p: st.beta(a, b).pdf(p) * np.prod(
+            st.binom(n, p).pmf(x)), 0, 1)),
+    "dirichlet-categorical": (
+        dict(alpha=[0.5, 1.0, 2.5]), dict(x=[0, 2, 2, 1, 0, 2]),
+        lambda t, obs: (D.Dirichlet(t["alpha"], Q), D.Categorical(Q, value=obs["x"])),
+        lambda alpha, x: _dirichlet_plate_oracle(np.asarray(alpha), np.eye(3)[x], np.ones(6))),
+    "dirichlet-multinomial": (
+        dict(alpha=[0.5, 1.0, 2.5]), dict(n=[3.0, 4.0], x=[[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]]),
+        lambda t, obs: (D.Dirichlet(t["alpha"], Q),
+                        D.Multinomial(obs["n"], Q, value=obs["x"])),
+        lambda alpha, n, x: _dirichlet_plate_oracle(np.asarray(alpha), np.asarray(x),
+                                                    np.asarray(n))),
+    "gamma-poisson": (
+        dict(a=2.0, r=1.5), dict(x=[3.0, 0.0, 2.0]),
+        lambda t, obs: (D.Gamma(t["a"], t["r"], P), D.Poisson(P, value=obs["x"])),
+        lambda a, r, x: _quad_log(lambda lam: st.gamma(a, scale=1 / r).pdf(lam) * np.prod(
+            st.poisson(lam).pmf(x)), 0, np.inf)),
+    "gamma-poisson-exposures": (  # Poisson(x_n; c_n l): an exposure per observation
+        dict(a=2.0, r=1.5), dict(c=[0.5, 2.0, 1.0], x=[1.0, 4.0, 2.0]),
+        lambda t, obs: (D.Gamma(t["a"], t["r"], P), D.Poisson(obs["c"] * P, value=obs["x"])),
+        lambda a, r, c, x: _quad_log(lambda lam: st.gamma(a, scale=1 / r).pdf(lam) * np.prod(
+            st.poisson(c * lam).pmf(x)), 0, np.inf)),
+}
+
+
+def _as_backend(backend, x):
+    x = np.asarray(x)
+    if backend == "torch":
+        import torch
+
+        return torch.as_tensor(x)
+    return jnp.asarray(x) if backend in ("jax", "jit") else x
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax", "jit"])
+@pytest.mark.parametrize("pair", list(PLATE_PAIRS))
+def test_every_conjugate_pair_collapses_a_plate_of_observations(pair, backend):
+    # prior(p) + sum_n lik(p, x_n), then p summed out: a number, the marginal likelihood of
+    # the sequence of observations, against quadrature (Beta, Gamma) or the Dirichlet's
+    # normalizer (scipy.special).
+    params, observed, build, oracle = PLATE_PAIRS[pair]
+    names = list(params) + list(observed)
+    size = len(observed["x"])
+
+    def run(*arrays):
+        t = {k: fc.Tensor(a) for k, a in zip(params, arrays)}
+        obs = {k: fc.Tensor(a, {"n": Bint[size]}, 3 if pair == "dirichlet-categorical"
+                            else "real") for k, a in zip(observed, arrays[len(params):])}
+        prior, lik = build(t, obs)
+        result = (prior + lik.reduce(ops.add, "n")).reduce(ops.logaddexp, prior.value.name)
+        assert isinstance(result, fc.Tensor), type(result)
+        return result.data
+
+    arrays = [_as_backend(backend, v) for v in (*params.values(), *observed.values())]
+    fc.set_backend("jax" if backend == "jit" else backend)
+    try:
+        actual = (jax.jit(run) if backend == "jit" else run)(*arrays)
+    finally:
+        fc.set_backend("numpy")
+    expected = oracle(**{k: np.asarray(v) for k, v in zip(names, (*params.values(),
+                                                                    *observed.values()))})
+    assert float(actual) == pytest.approx(expected, rel=1e-8)
+
+
+def test_gamma_poisson_plate_posterior_and_outside_support():
+    # Gamma(a, r) and N counts: the posterior is Gamma(a + sum x, r + N) (a closed form); an
+    # observation that is not a count makes the whole plate's likelihood -inf.
+    x = np.array([3.0, 0.0, 2.0, 5.0])
+    joint = D.Gamma(2.0, 1.5, P) + D.Poisson(P, value=_t(x, {"n": Bint[4]})).reduce(ops.add, "n")
+    post = [t for t in joint.terms if isinstance(t, D.Gamma)][0]
+    assert (post.concentration.item(), post.rate.item()) == (2.0 + x.sum(), 1.5 + 4)
+    bad = D.Poisson(P, value=_t([3.0, 0.5, 2.0], {"n": Bint[3]})).reduce(ops.add, "n")
+    assert bad(p=1.3).item() == -math.inf
+    with lazy:
+        direct = D.Poisson(P, value=_t([3.0, 0.5, 2.0], {"n": Bint[3]})).reduce(ops.add, "n")
+    assert fc.reinterpret(direct(p=1.3)).item() == -math.inf
+
+
+@pytest.mark.parametrize("exposure", [3.0, np.array([0.5, 2.0])])
+def test_gamma_poisson_with_an_exposure_is_conjugate(exposure):
+    # Poisson(x; c l) under Gamma(l; a, r): the marginal is GammaPoisson(a, r / c), the
+    # posterior Gamma(a + x, r + c); against quadrature, per exposure c.
+    a, r, x = 2.0, 1.5, 4.0
+    c = _t(exposure, {"i": Bint[2]} if np.ndim(exposure) else None)
+    joint = D.Gamma(a, r, P) + D.Poisson(c * P, value=x)
+    post = [t for t in joint.terms if isinstance(t, D.Gamma)][0]
+    np.testing.assert_allclose(post.rate.data, r + np.asarray(exposure))
+    m = joint.reduce(ops.logaddexp, "p")
+    for k, ck in enumerate(np.atleast_1d(exposure)):
+        expected = _quad_log(lambda lam, ck=ck: st.gamma(a, scale=1 / r).pdf(lam)
+                             * st.poisson(ck * lam).pmf(x), 0, np.inf)
+        got = m.item() if np.ndim(exposure) == 0 else m(i=k).item()
+        assert got == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize("pair", list(PLATE_PAIRS))
+def test_every_conjugate_pair_with_a_plate_through_sum_product(pair):
+    # funsor's idiom for a plated model: sum_product eliminates the plate (by ops.add) and
+    # the prior's value (by logaddexp) itself.
+    from funsor_core.sum_product import sum_product
+
+    params, observed, build, oracle = PLATE_PAIRS[pair]
+    size = len(observed["x"])
+    dtype = 3 if pair == "dirichlet-categorical" else "real"
+    prior, lik = build({k: _t(v) for k, v in params.items()},
+                       {k: _t(v, {"n": Bint[size]}, dtype) for k, v in observed.items()})
+    result = sum_product(ops.logaddexp, ops.add, [prior, lik],
+                         eliminate=frozenset({prior.value.name, "n"}), plates=frozenset({"n"}))
+    assert isinstance(result, fc.Tensor)
+    expected = oracle(**{k: np.asarray(v) for k, v in {**params, **observed}.items()})
+    assert result.item() == pytest.approx(expected, rel=1e-8)
+
+
+def test_gamma_poisson_batched_prior_and_two_plates():
+    # Gamma(a_i, r) and counts x_{i,n,m} over two plates: per i, the closed form
+    # lgamma(a + S) - lgamma(a) + a log r - (a + S) log(r + N) - sum lgamma(x + 1).
+    a, r = np.array([2.0, 3.0]), 1.5
+    x = np.array([[[3.0, 0.0], [2.0, 1.0]], [[1.0, 1.0], [0.0, 4.0]]])
+    obs = _t(x, {"i": Bint[2], "n": Bint[2], "m": Bint[2]})
+    joint = D.Gamma(_t(a, {"i": Bint[2]}), r, P) + D.Poisson(P, value=obs).reduce(
+        ops.add, frozenset({"n", "m"}))
+    actual = joint.reduce(ops.logaddexp, "p")
+    s, n = x.reshape(2, -1).sum(1), 4
+    expected = (sp.gammaln(a + s) - sp.gammaln(a) + a * np.log(r) - (a + s) * np.log(r + n)
+                - sp.gammaln(x + 1).reshape(2, -1).sum(1))
+    assert isinstance(actual, fc.Tensor) and actual.inputs == {"i": Bint[2]}
+    np.testing.assert_allclose(actual.data, expected, rtol=1e-12)

@@ -329,9 +329,9 @@ def _expectation(p: Funsor, f: Funsor) -> Funsor:
         inputs.setdefault(k, d)
     pd = align_tensor(inputs, p, expand=True) if isinstance(p, Tensor) else p.data
     fd = align_tensor(inputs, f, expand=True)
-    # f is zeroed where p = 0 before the product: 0 * -inf would be nan (and warn).
-    positive = ops.gt(pd, 0.0)
-    term = ops.mul(pd, ops.where(positive, fd, ops.full_like(fd, 0.0)))
+    # f masked before the product (not after): the gradient of p * f at p = 0 is f, so a
+    # masked -inf would still send 0 * -inf = NaN back through p.
+    term = ops.mul(pd, ops.where(ops.gt(pd, 0.0), fd, ops.full_like(fd, 0.0)))
     return Tensor(ops.sum(term, None), {})
 
 

@@ -37,7 +37,7 @@ from funsor_core.analysis.affine import polynomial_degree
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
-from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_product
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Binary, Funsor, Number, Unary, Variable
 from funsor_core.terms.contraction import Contraction
@@ -72,7 +72,8 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         return None
     if t is not None:
         log_mass = log_mass + t
-    result = ops.exp(log_mass) * value
+    # 0 where the mass is 0, whatever E_q[f] is there (0 log 0 = 0 in an ELBO).
+    result = null_set_product(ops.exp(log_mass), value)
     bint = frozenset(v for v in reduced_vars - names if v in result.inputs)
     return result.reduce(ops.add, bint) if bint else result
 

@@ -403,3 +403,34 @@ def test_kbest_under_jax_jit_says_to_call_it_outside(use_backend):
     with pytest.raises(TypeError, match=r"factor over \['a'\] holds traced arrays.*outside "
                                         r"jax.jit"):
         jax.jit(top)(jax.numpy.zeros(3))
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "jit"])
+def test_entropy_gradient_with_a_zero_probability_state(backend):
+    # H = log Z - E_p[f] with p = exp(f) / Z; dH/df_k = -p_k (f_k - E_p[f]): 0 (not NaN) at a
+    # state of probability 0, whose f_k is -inf (0 log 0 = 0 in the backward pass too).
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    probs = np.array([0.4, 0.0, 0.3, 0.3])
+    with np.errstate(divide="ignore"):
+        log_f = np.log(probs * 2.0)  # unnormalized: Z = 2
+    on = probs > 0
+    expected_h = -np.sum(probs[on] * np.log(probs[on]))
+    mean_f = np.sum(probs[on] * log_f[on])
+    expected_grad = np.where(on, -probs * (np.where(on, log_f, 0.0) - mean_f), 0.0)
+
+    def entropy(f):
+        return DiscreteModel([fc.Tensor(f, {"z": fc.Bint[4]})]).entropy().data
+
+    if backend == "torch":
+        f = torch.tensor(log_f, requires_grad=True)
+        value = entropy(f)
+        value.backward()
+        value, grad = value.detach().numpy(), f.grad.numpy()
+    else:
+        fn = jax.value_and_grad(entropy)
+        value, grad = (jax.jit(fn) if backend == "jit" else fn)(jnp.asarray(log_f))
+    assert float(value) == pytest.approx(expected_h, rel=1e-12)
+    np.testing.assert_allclose(np.asarray(grad), expected_grad, rtol=1e-10, atol=1e-15)
