@@ -318,7 +318,7 @@ def _check_mass(value: Funsor, query: str, what: str) -> None:
     # log Z (or the best score) of -inf: no assignment has mass, so no posterior. Decided on
     # concrete arrays only; under jax.jit the value is traced and the documented NaN stands.
     data = value.data
-    if ops.is_concrete(data) and float(data) == -math.inf:
+    if ops.is_concrete(data) and float(ops.detach(data)) == -math.inf:
         raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
 
 
