@@ -37,12 +37,16 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.chains.discrete_plan import tensor_factors
+from funsor_core.algorithms.chains.evaluate import markov_terms
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.engine.protocol import terms_in
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
@@ -123,6 +127,17 @@ def _planned(args: tuple) -> bool:
     return pair in ops.DISTRIBUTIVE_OPS and pair not in ops.NONNEGATIVE_DISTRIBUTIVE_OPS
 
 
+def _evaluable(trans, prod_op) -> bool:
+    # Whether a chain's steps are numbers: an atom, a sum of atoms, or a product of Tensors
+    # (a chain of lazy steps stays a MarkovProduct, as under exact).
+    if type(trans)._atom:
+        return True
+    if type(trans) is Contraction and not trans.reduced_vars and all(
+            type(t)._atom for t in trans.terms):
+        return True
+    return tensor_factors(trans, prod_op) is not None
+
+
 class AdjointTape(Interpretation):
     """Records a forward computation for a backward pass (funsor's ``AdjointTape``).
 
@@ -162,6 +177,9 @@ class AdjointTape(Interpretation):
             if node is not None:
                 self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
             return result
+        if cls is MarkovProduct and gaussian_chain_parts(*args[:5]) is None:
+            result = self._markov(args)
+            return self.defer(cls, args) if result is None else result
         if cls not in BACKWARD:
             return self.defer(cls, args)
         # Evaluate below the tape: the rules' own intermediate terms are not recorded.
@@ -169,6 +187,16 @@ class AdjointTape(Interpretation):
             result = self.defer(cls, args)
         self._record(result, cls, args)
         return result
+
+    def _markov(self, args: tuple):
+        # A Markov product other than a Gaussian chain (which has its backward rule, the
+        # smoother) is run as its pairwise contractions (a parallel scan, or a left fold for
+        # a sequential chain), each built through the interpreter and recorded, so that the
+        # backward pass runs through the same steps.
+        sum_op, prod_op, trans, time, step, step_names, strategy = args
+        if not _evaluable(trans, prod_op):
+            return None
+        return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
 
     def _lazy_of(self, x: Funsor) -> Funsor:
         node = self._producer.get(canonical_key(x))

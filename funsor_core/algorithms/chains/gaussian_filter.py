@@ -48,7 +48,7 @@ from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
-__all__ = ["contract_markov_gaussian"]
+__all__ = ["boundary_arrays", "contract_markov_gaussian"]
 
 
 def _classify(others, fp, fc, glob, batch, reduced_vars):
@@ -76,10 +76,16 @@ def _classify(others, fp, fc, glob, batch, reduced_vars):
     return use_left, use_right, left, right, rest
 
 
-def _boundary(terms, layout: dict, proto, rank_low: int):
-    # The sum of Gaussian ``terms`` as (w, s, k) arrays over ``layout`` (batch dims, then
-    # the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
-    # information) where there is no term.
+def boundary_arrays(terms, layout: dict, proto, rank_low: int):
+    """The sum of Gaussian ``terms`` as ``(w, s, k)`` arrays over ``layout`` (batch dims,
+    then the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
+    information) where there is no term.
+
+    Example:
+        >>> w, s, k = boundary_arrays([], {"x": fc.Real}, np.zeros(1), 0)
+        >>> s.shape
+        (1, 0)
+    """
     batch = tuple(d.size for d in layout.values() if d.dtype != "real")
     dim = sum(d.num_elements for d in layout.values() if d.dtype == "real")
     ws, ss = [], []
@@ -245,7 +251,7 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
         states = [(free[n], chain.reals[n]) for n in states]
         # Rows in the filter carry's order: [glob, state] forward, [state, glob] backward.
         rows = globs + states if forward else states + globs
-        bounds.append(_boundary(terms, {**chain.batch, **dict(rows)}, proto, 0))
+        bounds.append(boundary_arrays(terms, {**chain.batch, **dict(rows)}, proto, 0))
     left_arr, right_arr = bounds
     backend = backend_of(proto)
     batch_size = math.prod(d.size for d in chain.batch.values())

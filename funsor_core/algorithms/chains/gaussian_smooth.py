@@ -1,0 +1,129 @@
+"""Smoothing a Gaussian chain: the message that each step receives from the rest of the chain.
+
+For a chain of steps ``f_t(x_t, x_{t+1})`` (rows ``[prev, glob, curr]``, as
+``gaussian_scan.GaussianChain``) between a left boundary ``a(x_0)`` and a right boundary
+``b(x_T)``, step ``t`` receives ``M_t(p, c) = alpha_t(p) + beta_t(c)``, where
+
+    alpha_0 = a,        alpha_{t+1}(c) = log int exp(alpha_t(p) + f_t(p, c)) dp
+    beta_{T-1} = b,     beta_{t-1}(p)  = log int exp(f_t(p, c) + beta_t(c)) dc
+
+(the forward filter's carries and the backward information filter's carries, each a Gaussian
+over ``[glob, state]`` in square-root form). ``M_t + f_t`` is the joint posterior of the pair
+``(x_t, x_{t+1})`` up to the evidence: the Rauch-Tung-Striebel smoother, which the adjoint of
+a ``MarkovProduct`` is (``adjoint/backward.py``). Both passes are one ``scan`` each (a
+``lax.scan`` under jax, compiled once per structure), so smoothing costs two filters.
+
+Example:
+    >>> from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
+    >>> g = fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2),
+    ...                 inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    >>> chain = gaussian_chain_parts(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
+    ...                              (("x", "y"),))
+    >>> flat = (np.zeros(0), np.zeros((1, 0)), np.zeros(()))  # no information at the ends
+    >>> w, s, k = smooth_gaussian_chain(chain, flat, flat)
+    >>> s.shape  # T, rows [x, y], rank 1 + 1
+    (3, 2, 2)
+"""
+
+from __future__ import annotations
+
+import math
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.gaussian_scan import GaussianChain, canonical_rank, compose
+from funsor_core.engine.backend import backend_of
+from funsor_core.engine.cache import cached
+
+__all__ = ["smooth_gaussian_chain"]
+
+
+def _index(f, t):
+    return tuple(x[t] for x in f)
+
+
+def _scan_all(fn, carry, xs, reverse: bool, scan):
+    # carry, y = fn(carry, x) over the time axis, the y of each step stacked per array.
+    if scan is not None:
+        return scan(fn, carry, xs, reverse=reverse)[1]
+    n = xs[0].shape[0]
+    ys = []
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        carry, y = fn(carry, _index(xs, t))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return tuple(ops.stack([y[i] for y in ys], 0) for i in range(3))
+
+
+def _prepend(first, rest, at_end: bool):
+    # One carry joined to the stacked others along the time axis.
+    if rest is None:
+        return tuple(x[None] for x in first)
+    parts = [(r, x[None]) if at_end else (x[None], r) for x, r in zip(first, rest)]
+    return tuple(ops.cat(list(p), 0) for p in parts)
+
+
+def _smooth(chain: GaussianChain, left, right, check, scan):
+    sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
+    width = chain.dp + chain.dg
+    f = (chain.w, chain.s, chain.k)
+    left = canonical_rank(*left, width, width)
+    right = canonical_rank(*right, width, width)
+
+    def forward(c, x):  # alpha_{t+1} over [g, c] from alpha_t over [g, m] and step t
+        out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check)
+        out = canonical_rank(*out, width, width)
+        return out, out
+
+    def backward(c, x):  # beta_{t-1} over [p, g] from step t and beta_t over [m, g]
+        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check)
+        out = canonical_rank(*out, width, width)
+        return out, out
+
+    n = f[0].shape[0]
+    alphas = _scan_all(forward, left, tuple(x[:n - 1] for x in f), False, scan) if n > 1 \
+        else None
+    betas = _scan_all(backward, right, tuple(x[1:] for x in f), True, scan) if n > 1 \
+        else None
+    wa, sa, ka = _prepend(left, alphas, False)
+    wb, sb, kb = _prepend(right, betas, True)
+    # M_t over rows [p, g, c]: alpha's rows are [g, p], beta's [c, g]; both know g.
+    dp, dg = chain.dp, chain.dg
+    zeros_a = ops.new_zeros(sa, tuple(sa.shape[:-2]) + (dp, sa.shape[-1]))
+    zeros_b = ops.new_zeros(sb, tuple(sb.shape[:-2]) + (dp, sb.shape[-1]))
+    rows_a = ops.cat([sa[..., dg:, :], sa[..., :dg, :], zeros_a], -2)
+    rows_b = ops.cat([zeros_b, sb[..., dp:, :], sb[..., :dp, :]], -2)
+    return ops.cat([wa, wb], -1), ops.cat([rows_a, rows_b], -1), ops.add(ka, kb)
+
+
+@cached("chains.gaussian_smooth.programs", maxsize=256)
+def _compiled(dp, dg, backend):
+    def fn(w, s, k, left, right):
+        chain = GaussianChain(w, s, k, dp, dg, None, None, None, None)
+        return _smooth(chain, left, right, None, backend.scan)
+
+    return backend.jit(fn)
+
+
+def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple):
+    """The message ``M_t = alpha_t(prev) + beta_t(curr)`` of every step of ``chain`` (see
+    the module docstring), as ``(w, s, k)`` with the chain's time and batch axes and rows
+    ``[prev, glob, curr]``.
+
+    Args:
+        chain: a chain with a time axis (``chain.power`` None).
+        left: ``(w, s, k)`` of the left boundary over rows ``[glob, first prev]``.
+        right: ``(w, s, k)`` of the right boundary over rows ``[last curr, glob]``.
+
+    Raises:
+        ValueError: a filter's integral diverges (too little information on a state),
+            naming the chain's states (numpy, torch and eager jax).
+    """
+    backend = backend_of(chain.w)
+    if not backend.COMPILES:
+        return _smooth(chain, left, right, "the chain's states", None)
+    w, s, k = _compiled(chain.dp, chain.dg, backend)(chain.w, chain.s, chain.k, left, right)
+    if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
+        raise ValueError("cannot smooth the chain: its filter diverges (a state's precision "
+                         "is singular somewhere); add information on the chain's states")
+    return w, s, k
