@@ -328,7 +328,7 @@ def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans,
     proto = chain.w
     left = boundary_arrays(left, {**chain.batch, **glob, **first}, proto, 0)
     right = boundary_arrays(right, {**chain.batch, **last, **glob}, proto, 0)
-    w, s, k = smooth_gaussian_chain(chain, left, right)
+    w, s, k = smooth_gaussian_chain(chain, left, right, strategy)
     for t in const:
         k = ops.add(k, align_tensor(chain.batch, t, expand=True) if type(t) is Tensor
                     else t.data)

@@ -10,8 +10,13 @@ For a chain of steps ``f_t(x_t, x_{t+1})`` (rows ``[prev, glob, curr]``, as
 (the forward filter's carries and the backward information filter's carries, each a Gaussian
 over ``[glob, state]`` in square-root form). ``M_t + f_t`` is the joint posterior of the pair
 ``(x_t, x_{t+1})`` up to the evidence: the Rauch-Tung-Striebel smoother, which the adjoint of
-a ``MarkovProduct`` is (``adjoint/backward.py``). Both passes are one ``scan`` each (a
-``lax.scan`` under jax, compiled once per structure), so smoothing costs two filters.
+a ``MarkovProduct`` is (``adjoint/backward.py``).
+
+The sequential strategy runs both filters as one ``scan`` each (a ``lax.scan`` under jax,
+compiled once per structure). The parallel strategy composes the steps' prefix and suffix
+products by a log-depth scan (``ceil(log2 T)`` rounds of batched QRs, as the parallel Kalman
+smoother of Sarkka and Garcia-Fernandez) and closes each with its boundary in one batched
+step: on numpy and torch a Python loop of T small QRs costs far more than a few batched ones.
 
 Example:
     >>> from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
@@ -20,7 +25,7 @@ Example:
     >>> chain = gaussian_chain_parts(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
     ...                              (("x", "y"),))
     >>> flat = (np.zeros(0), np.zeros((1, 0)), np.zeros(()))  # no information at the ends
-    >>> w, s, k = smooth_gaussian_chain(chain, flat, flat)
+    >>> w, s, k = smooth_gaussian_chain(chain, flat, flat, "parallel")
     >>> s.shape  # T, rows [x, y], rank 1 + 1
     (3, 2, 2)
 """
@@ -30,7 +35,13 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.gaussian_scan import GaussianChain, canonical_rank, compose
+from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.gaussian_scan import (
+    GaussianChain,
+    _mm,
+    canonical_rank,
+    compose,
+)
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
@@ -63,12 +74,45 @@ def _prepend(first, rest, at_end: bool):
     return tuple(ops.cat(list(p), 0) for p in parts)
 
 
-def _smooth(chain: GaussianChain, left, right, check, scan):
-    sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
+def _prefix(f, sizes, check, suffix: bool):
+    # Hillis-Steele scan: after the round of offset d, element i composes the steps
+    # i - 2d + 1 .. i (prefix) or i .. i + 2d - 1 (suffix); every result of rank D.
+    n, d = f[0].shape[0], 1
+    dim = sizes["p"] + sizes["g"] + sizes["c"]
+    while d < n:
+        a, b = tuple(x[:n - d] for x in f), tuple(x[d:] for x in f)
+        comp = canonical_rank(*_mm(a, b, sizes, check), dim, dim)
+        keep = tuple(x[n - d:] for x in f) if suffix else tuple(x[:d] for x in f)
+        f = tuple(ops.cat([c, k] if suffix else [k, c], 0) for c, k in zip(comp, keep))
+        d *= 2
+    return f
+
+
+def _along(bound, n: int):
+    # A boundary's arrays repeated along a new leading time axis of length n.
+    return tuple(ops.expand(x[None], (n,) + tuple(x.shape)) for x in bound)
+
+
+def _parallel(chain: GaussianChain, left, right, sizes, check):
+    dim = 2 * chain.dp + chain.dg
+    width = chain.dp + chain.dg
+    f = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+    n = f[0].shape[0]
+    if n == 1:
+        return None, None
+    # alpha_t = left o f_0 o ... o f_{t-1}, beta_t = f_{t+1} o ... o f_{T-1} o right.
+    heads = _prefix(tuple(x[:n - 1] for x in f), sizes, check, False)
+    tails = _prefix(tuple(x[1:] for x in f), sizes, check, True)
+    alphas = compose(_along(left, n - 1), ("g", "m"), heads, ("m", "g", "c"), ("g", "c"),
+                     sizes, check)
+    betas = compose(tails, ("p", "g", "m"), _along(right, n - 1), ("m", "g"), ("p", "g"),
+                    sizes, check)
+    return canonical_rank(*alphas, width, width), canonical_rank(*betas, width, width)
+
+
+def _sequential(chain: GaussianChain, left, right, sizes, check, scan):
     width = chain.dp + chain.dg
     f = (chain.w, chain.s, chain.k)
-    left = canonical_rank(*left, width, width)
-    right = canonical_rank(*right, width, width)
 
     def forward(c, x):  # alpha_{t+1} over [g, c] from alpha_t over [g, m] and step t
         out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check)
@@ -81,10 +125,21 @@ def _smooth(chain: GaussianChain, left, right, check, scan):
         return out, out
 
     n = f[0].shape[0]
-    alphas = _scan_all(forward, left, tuple(x[:n - 1] for x in f), False, scan) if n > 1 \
-        else None
-    betas = _scan_all(backward, right, tuple(x[1:] for x in f), True, scan) if n > 1 \
-        else None
+    if n == 1:
+        return None, None
+    return (_scan_all(forward, left, tuple(x[:n - 1] for x in f), False, scan),
+            _scan_all(backward, right, tuple(x[1:] for x in f), True, scan))
+
+
+def _smooth(strategy, chain: GaussianChain, left, right, check, scan):
+    sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
+    width = chain.dp + chain.dg
+    left = canonical_rank(*left, width, width)
+    right = canonical_rank(*right, width, width)
+    if strategy == "sequential":
+        alphas, betas = _sequential(chain, left, right, sizes, check, scan)
+    else:
+        alphas, betas = _parallel(chain, left, right, sizes, check)
     wa, sa, ka = _prepend(left, alphas, False)
     wb, sb, kb = _prepend(right, betas, True)
     # M_t over rows [p, g, c]: alpha's rows are [g, p], beta's [c, g]; both know g.
@@ -97,15 +152,16 @@ def _smooth(chain: GaussianChain, left, right, check, scan):
 
 
 @cached("chains.gaussian_smooth.programs", maxsize=256)
-def _compiled(dp, dg, backend):
+def _compiled(strategy, dp, dg, backend):
     def fn(w, s, k, left, right):
         chain = GaussianChain(w, s, k, dp, dg, None, None, None, None)
-        return _smooth(chain, left, right, None, backend.scan)
+        return _smooth(strategy, chain, left, right, None, backend.scan)
 
     return backend.jit(fn)
 
 
-def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple):
+def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
+                          strategy: str | None = None):
     """The message ``M_t = alpha_t(prev) + beta_t(curr)`` of every step of ``chain`` (see
     the module docstring), as ``(w, s, k)`` with the chain's time and batch axes and rows
     ``[prev, glob, curr]``.
@@ -114,15 +170,21 @@ def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple):
         chain: a chain with a time axis (``chain.power`` None).
         left: ``(w, s, k)`` of the left boundary over rows ``[glob, first prev]``.
         right: ``(w, s, k)`` of the right boundary over rows ``[last curr, glob]``.
+        strategy: ``"parallel"``, ``"sequential"``, or ``"auto"``/None (the cost model's
+            choice for the chain, as its forward pass).
 
     Raises:
         ValueError: a filter's integral diverges (too little information on a state),
             naming the chain's states (numpy, torch and eager jax).
     """
     backend = backend_of(chain.w)
+    batch = math.prod(d.size for d in chain.batch.values())
+    strategy = resolve_strategy(strategy, chain_problem(chain.w, chain.dp, batch,
+                                                        chain.duration, False, True))
     if not backend.COMPILES:
-        return _smooth(chain, left, right, "the chain's states", None)
-    w, s, k = _compiled(chain.dp, chain.dg, backend)(chain.w, chain.s, chain.k, left, right)
+        return _smooth(strategy, chain, left, right, "the chain's states", None)
+    w, s, k = _compiled(strategy, chain.dp, chain.dg, backend)(chain.w, chain.s, chain.k,
+                                                               left, right)
     if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
         raise ValueError("cannot smooth the chain: its filter diverges (a state's precision "
                          "is singular somewhere); add information on the chain's states")
