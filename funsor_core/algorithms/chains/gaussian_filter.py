@@ -40,6 +40,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
     _tree,
     canonical_rank,
     compose,
+    diverged,
     gaussian_chain_parts,
     gaussian_result,
 )
@@ -49,6 +50,9 @@ from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
 __all__ = ["boundary_arrays", "contract_markov_gaussian"]
+
+_DIVERGED = ("cannot marginalize the chain's inner states: their precision is singular "
+             "somewhere (the integral diverges); add information on them")
 
 
 def _classify(others, fp, fc, glob, batch, reduced_vars):
@@ -257,12 +261,14 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     batch_size = math.prod(d.size for d in chain.batch.values())
     problem = chain_problem(proto, dp, batch_size, chain.duration, True, True)
     strategy = resolve_strategy(mp.strategy, problem)
+    label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
     if backend.COMPILES:
         w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right, backend)(
             chain.w, chain.s, chain.k, left_arr, right_arr)
-        _check_finite(k)
+        if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does
+            _run(strategy, label, None, chain, left_arr, right_arr)
+            raise ValueError(_DIVERGED)
     else:
-        label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
         w, s, k = _run(strategy, label, None, chain, left_arr, right_arr)
     # The carry's rows: [glob, curr] after a forward filter, [prev, glob] after a backward
     # one, [glob] with both boundaries.
@@ -278,10 +284,3 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     value = gaussian_result(w, s, k, chain.batch, reals)
     summed = (fp if use_left else set()) | (fc if use_right else set())
     return value, rest, reduced_vars - summed
-
-
-def _check_finite(k) -> None:
-    # Eager jax computes the chain compiled, where a divergent integral is +inf; say so.
-    if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
-        raise ValueError("cannot marginalize the chain's inner states: their precision is "
-                         "singular somewhere (the integral diverges); add information on them")

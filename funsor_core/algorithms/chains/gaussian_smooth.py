@@ -41,6 +41,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
     _mm,
     canonical_rank,
     compose,
+    diverged,
 )
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
@@ -185,7 +186,8 @@ def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
         return _smooth(strategy, chain, left, right, "the chain's states", None)
     w, s, k = _compiled(strategy, chain.dp, chain.dg, backend)(chain.w, chain.s, chain.k,
                                                                left, right)
-    if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
+    if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does
+        _smooth(strategy, chain, left, right, "the chain's states", None)
         raise ValueError("cannot smooth the chain: its filter diverges (a state's precision "
                          "is singular somewhere); add information on the chain's states")
     return w, s, k
