@@ -316,8 +316,9 @@ def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans,
             and same_sum(sum_op, ring.sum_op)):
         chain = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
     if chain is None or chain.power is not None:
-        raise _unsupported("a MarkovProduct other than a Gaussian chain with a time input",
-                           ring)
+        raise _unsupported("this MarkovProduct (the adjoint smooths chains of Tensors, and "
+                           "Gaussian chains over real step pairs with a time input in "
+                           "(logaddexp, add))", ring)
     free = dict(p for pair in zip(step, step_names) for p in zip(*pair))
     prevs, currs = [p for p, _ in step], [c for _, c in step]
     glob = {n: d for n, d in chain.reals.items() if n not in free}

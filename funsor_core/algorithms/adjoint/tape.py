@@ -7,7 +7,10 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 ``Contraction`` of more than two terms is run along its contraction plan
 (``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
 messages through the same small intermediates as the forward pass (variable elimination both
-ways). Nothing changes when no tape is active: the tape is just another interpretation.
+ways). A Markov product of Tensors is run as its pairwise contractions likewise; any other
+``MarkovProduct`` is recorded whole, and its backward rule is the Kalman smoother of a
+Gaussian chain (``chains.gaussian_smooth``). Nothing changes when no tape is active: the
+tape is just another interpretation.
 
 ``tape.adjoint(sum_op, prod_op, root)`` then walks the record backwards from ``root``: each
 recorded term passes its adjoint to its arguments by its backward rule, and an argument's
@@ -39,7 +42,6 @@ from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
-from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
@@ -127,17 +129,6 @@ def _planned(args: tuple) -> bool:
     return pair in ops.DISTRIBUTIVE_OPS and pair not in ops.NONNEGATIVE_DISTRIBUTIVE_OPS
 
 
-def _evaluable(trans, prod_op) -> bool:
-    # Whether a chain's steps are numbers: an atom, a sum of atoms, or a product of Tensors
-    # (a chain of lazy steps stays a MarkovProduct, as under exact).
-    if type(trans)._atom:
-        return True
-    if type(trans) is Contraction and not trans.reduced_vars and all(
-            type(t)._atom for t in trans.terms):
-        return True
-    return tensor_factors(trans, prod_op) is not None
-
-
 class AdjointTape(Interpretation):
     """Records a forward computation for a backward pass (funsor's ``AdjointTape``).
 
@@ -177,9 +168,14 @@ class AdjointTape(Interpretation):
             if node is not None:
                 self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
             return result
-        if cls is MarkovProduct and gaussian_chain_parts(*args[:5]) is None:
-            result = self._markov(args)
-            return self.defer(cls, args) if result is None else result
+        if cls is MarkovProduct and tensor_factors(args[2], args[1]) is not None:
+            # A discrete chain is run as its pairwise contractions (a parallel scan, or a
+            # left fold for a sequential chain), each built through the interpreter and
+            # recorded, so that the backward pass runs through the same steps. Any other
+            # chain is recorded whole: its backward rule smooths a Gaussian chain and
+            # raises for the others.
+            sum_op, prod_op, trans, time, step, step_names, strategy = args
+            return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
         if cls not in BACKWARD:
             return self.defer(cls, args)
         # Evaluate below the tape: the rules' own intermediate terms are not recorded.
@@ -187,16 +183,6 @@ class AdjointTape(Interpretation):
             result = self.defer(cls, args)
         self._record(result, cls, args)
         return result
-
-    def _markov(self, args: tuple):
-        # A Markov product other than a Gaussian chain (which has its backward rule, the
-        # smoother) is run as its pairwise contractions (a parallel scan, or a left fold for
-        # a sequential chain), each built through the interpreter and recorded, so that the
-        # backward pass runs through the same steps.
-        sum_op, prod_op, trans, time, step, step_names, strategy = args
-        if not _evaluable(trans, prod_op):
-            return None
-        return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
 
     def _lazy_of(self, x: Funsor) -> Funsor:
         node = self._producer.get(canonical_key(x))

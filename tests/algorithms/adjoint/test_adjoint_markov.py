@@ -218,3 +218,66 @@ def test_tensor_markov_product_marginals_by_enumeration(backend, strategy, sum_o
     assert np.allclose(_np(value.data), total)
     assert not np.isnan(actual).any()
     assert np.allclose(np.exp(actual), np.exp(expected))
+
+
+def test_gaussian_markov_product_with_a_switched_regime():
+    # A regime m ~ prior(m) that switches the whole chain's parameters (a Bint input of the
+    # step, reduced outside the chain): the pair marginals are p(m | y) times each regime's
+    # own smoother, p(m | y) by the hand-written Kalman filters' evidence.
+    from tests.algorithms.chains.test_markov_gaussian import (
+        _kalman_log_z,
+        _linear_gaussian,
+        _linear_gaussian_factors,
+    )
+    models = [_linear_gaussian(seed, duration=4) for seed in (6, 7)]
+    factors = [_linear_gaussian_factors(*m) for m in models]
+
+    def stacked(k, axis):
+        g = [f[k] for f in factors]
+        inputs = dict(g[0].inputs)
+        names = list(inputs)
+        inputs = {**{n: inputs[n] for n in names[:axis]}, "m": fc.Bint[2],
+                  **{n: inputs[n] for n in names[axis:]}}
+        return fc.Gaussian(white_vec=_arr(np.stack([_np(x.white_vec) for x in g], axis)),
+                           prec_sqrt=_arr(np.stack([_np(x.prec_sqrt) for x in g], axis)),
+                           inputs=inputs)
+
+    trans, obs, prior = stacked(0, 1), stacked(1, 1), stacked(2, 0)
+    weights = np.log([0.3, 0.7])
+    regime = fc.Tensor(_arr(weights), {"m": fc.Bint[2]})
+    with lazy:
+        step = trans + obs
+        mp = MarkovProduct(ops.logaddexp, ops.add, step, "t", {"xp": "xc"})
+        root = (regime + prior + mp).reduce(ops.logaddexp, frozenset({"xp", "xc", "m"}))
+    log_z, adj = forward_backward(ops.logaddexp, ops.add, root)
+    evidence = weights + np.array([_kalman_log_z(*m) for m in models])
+    assert np.allclose(_np(log_z.data), np.logaddexp.reduce(evidence))
+    post = np.exp(evidence - np.logaddexp.reduce(evidence))
+    pair = adj[trans] + trans - log_z
+    mass = np.exp(_np(pair.reduce(ops.logaddexp, frozenset({"xp", "xc"})).align(("t", "m")).data))
+    assert np.allclose(mass, np.broadcast_to(post, mass.shape))
+    assert np.allclose(np.exp(_np((adj[regime] + regime - log_z).data)), post)
+    for m, (a, q, h, r, m0, p0, ys) in enumerate(models):
+        means, covs = rts_smoother(a, q, h, r, a @ m0, a @ p0 @ a.T + q, ys)
+        g = _gaussian_of(pair(m=m).reduce(ops.logaddexp, "xp"))
+        assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
+
+
+@pytest.mark.parametrize("case", ["mixed_pairs", "gaussian_max"])
+def test_markov_product_the_adjoint_cannot_smooth_raises(case):
+    # A chain with a discrete and a real step pair, or a Gaussian chain under max: no silent
+    # zero adjoint for the steps; the backward pass names the MarkovProduct.
+    trans, obs, init, _, _ = _kalman(8, T=3)
+    sum_op, step, pairs = ops.logaddexp, trans + obs, {"x_prev": "x_curr"}
+    if case == "mixed_pairs":
+        d = fc.Tensor(_arr(np.random.default_rng(0).normal(size=(3, 2, 2))),
+                      {"t": fc.Bint[3], "i": fc.Bint[2], "j": fc.Bint[2]})
+        step, pairs = step + d, {"x_prev": "x_curr", "i": "j"}
+        init = init + fc.Tensor(_arr(np.zeros(2)), {"i": fc.Bint[2]})
+    else:
+        sum_op = ops.max
+    with lazy:
+        mp = MarkovProduct(sum_op, ops.add, step, "t", pairs)
+        root = (init + mp).reduce(sum_op, frozenset(mp.inputs))
+    with pytest.raises(NotImplementedError, match="MarkovProduct"):
+        forward_backward(sum_op, ops.add, root)
