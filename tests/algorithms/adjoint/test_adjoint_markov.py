@@ -191,22 +191,28 @@ def _paths(init, tr):
     return paths, scores
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max], ids=["sum", "max"])
-def test_tensor_markov_product_marginals_by_enumeration(backend, strategy, sum_op):
+def _tensor_chain():
     rng = np.random.default_rng(3)
     T, K = 5, 3
     tr = rng.normal(size=(T, K, K))
     tr[2, 1, :] = -np.inf  # state 1 at step 2 leads nowhere: its marginals are 0
     tr[0, :, 2] = -np.inf
-    init_data = rng.normal(size=K)
-    trans = fc.Tensor(_arr(tr), {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
-    init = fc.Tensor(_arr(init_data), {"x": fc.Bint[K]})
+    return tr, rng.normal(size=K)
+
+
+def _tensor_marginals(tr, init_data, sum_op, strategy):
+    T, K = tr.shape[:2]
+    trans = fc.Tensor(tr, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+    init = fc.Tensor(init_data, {"x": fc.Bint[K]})
     with lazy:
         mp = MarkovProduct(sum_op, ops.add, trans, "t", {"x": "y"}, strategy=strategy)
         root = (init + mp).reduce(sum_op, frozenset("xy"))
     value, adj = forward_backward(sum_op, ops.add, root)
-    actual = _np((adj[trans] + trans - value).align(("t", "x", "y")).data)
+    return value.data, (adj[trans] + trans - value).align(("t", "x", "y")).data
+
+
+def _check_tensor_marginals(tr, init_data, sum_op, value, actual):
+    T, K = tr.shape[:2]
     paths, scores = _paths(init_data, tr)
     red = np.logaddexp.reduce if sum_op is ops.logaddexp else np.max
     total = red(scores)
@@ -215,9 +221,39 @@ def test_tensor_markov_product_marginals_by_enumeration(backend, strategy, sum_o
         hit = (paths[:, t] == a) & (paths[:, t + 1] == b) & (scores > -np.inf)
         if hit.any():
             expected[t, a, b] = red(scores[hit]) - total
-    assert np.allclose(_np(value.data), total)
-    assert not np.isnan(actual).any()
-    assert np.allclose(np.exp(actual), np.exp(expected))
+    assert np.allclose(_np(value), total)
+    assert not np.isnan(_np(actual)).any()
+    assert np.allclose(np.exp(_np(actual)), np.exp(expected))
+
+
+# Eager jax runs the parallel scan op by op, a compile per new shape: jax runs the sequential
+# strategy eagerly and both under jit (one program), below.
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max], ids=["sum", "max"])
+def test_tensor_markov_product_marginals_by_enumeration(backend, strategy, sum_op):
+    if backend == "jax" and strategy == "parallel":
+        strategy = "sequential"
+    tr, init_data = _tensor_chain()
+    value, actual = _tensor_marginals(_arr(tr), _arr(init_data), sum_op, strategy)
+    _check_tensor_marginals(tr, init_data, sum_op, value, actual)
+
+
+def test_tensor_markov_product_marginals_under_jit():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        tr, init_data = _tensor_chain()
+
+        def marginals(tr_, init_):
+            return [_tensor_marginals(tr_, init_, sum_op, strategy)
+                    for sum_op in (ops.logaddexp, ops.max) for strategy in STRATEGIES]
+
+        results = jax.jit(marginals)(_arr(tr), _arr(init_data))
+        for (sum_op, _), (value, actual) in zip(
+                itertools.product((ops.logaddexp, ops.max), STRATEGIES), results):
+            _check_tensor_marginals(tr, init_data, sum_op, value, actual)
+    finally:
+        fc.set_backend("numpy")
 
 
 def test_gaussian_markov_product_with_a_switched_regime():
