@@ -1,7 +1,9 @@
 """The adjoint through a ``MarkovProduct``: marginals of Gaussian chains (the Kalman smoother)
 against a hand-written Rauch-Tung-Striebel smoother in numpy and against the chain unrolled
 into one variable per step; of discrete chains (sum and max, with -inf entries) against
-enumeration of every path; on every backend, both strategies, and under ``jax.jit``."""
+enumeration of every path; on every backend, both strategies, and under ``jax.jit``; and
+the errors where the adjoint has no rule (a chain it cannot smooth, a term on the path without
+a backward rule), which were silent zeros."""
 
 import itertools
 
@@ -317,3 +319,27 @@ def test_markov_product_the_adjoint_cannot_smooth_raises(case):
         root = (init + mp).reduce(sum_op, frozenset(mp.inputs))
     with pytest.raises(NotImplementedError, match="MarkovProduct"):
         forward_backward(sum_op, ops.add, root)
+
+
+# A term without a backward rule (here a Stack, computed on arrays) on the path from a leaf
+# to the root: the leaf's adjoint is not silently zero; reading it raises, naming the term.
+# The adjoint of the term's own value, and of what does not lie behind it, stay exact.
+def test_reading_an_adjoint_behind_a_term_without_a_backward_rule_raises():
+    a = fc.Tensor(np.array([0.0, 1.0]), {"i": fc.Bint[2]})
+    b = fc.Tensor(np.array([2.0, -1.0]), {"i": fc.Bint[2]})
+    c = fc.Tensor(np.array([0.5, 0.3]), {"j": fc.Bint[2]})
+    with lazy:
+        s = fc.Stack("j", (a, b))
+        z = (s + c).reduce(ops.logaddexp, frozenset({"i", "j"}))
+    value, adj = forward_backward(ops.logaddexp, ops.add, z)
+    joint = np.stack([a.data, b.data], 1) + c.data  # (i, j), by hand
+    total = np.logaddexp.reduce(joint.ravel())
+    assert np.allclose(_np(value.data), total)
+    stacked = fc.reinterpret(s)
+    marginal = (adj[s] + stacked - value).align(("i", "j")).data
+    assert np.allclose(np.exp(marginal), np.exp(joint - total))
+    assert np.allclose(np.exp(_np((adj[c] + c - value).data)),
+                       np.exp(np.logaddexp.reduce(joint, 0) - total))
+    for leaf in (a, b):
+        with pytest.raises(NotImplementedError, match="passes through a Stack"):
+            adj[leaf]
