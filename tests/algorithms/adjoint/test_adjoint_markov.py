@@ -343,3 +343,34 @@ def test_reading_an_adjoint_behind_a_term_without_a_backward_rule_raises():
     for leaf in (a, b):
         with pytest.raises(NotImplementedError, match="passes through a Stack"):
             adj[leaf]
+
+
+def test_tensor_markov_product_with_a_lazily_built_step(backend):
+    # The README's HMM idiom: a shared transition matrix plus per-step observation scores,
+    # added under lazy; each factor's adjoint gives its marginals, against enumeration.
+    tr, init_data = _tensor_chain()
+    T, K = tr.shape[:2]
+    rng = np.random.default_rng(4)
+    shared, scores = rng.normal(size=(K, K)), rng.normal(size=(T, K))
+    trans = fc.Tensor(_arr(shared), {"x": fc.Bint[K], "y": fc.Bint[K]})
+    obs = fc.Tensor(_arr(scores), {"t": fc.Bint[T], "y": fc.Bint[K]})
+    init = fc.Tensor(_arr(init_data), {"x": fc.Bint[K]})
+    with lazy:
+        mp = MarkovProduct(ops.logaddexp, ops.add, trans + obs, "t", {"x": "y"})
+        root = (init + mp).reduce(ops.logaddexp, frozenset("xy"))
+    value, adj = forward_backward(ops.logaddexp, ops.add, root)
+    paths, path_scores = _paths(init_data, shared[None] + scores[:, None, :])
+    total = np.logaddexp.reduce(path_scores)
+    assert np.allclose(_np(value.data), total)
+    expected = np.array([[np.logaddexp.reduce(path_scores[paths[:, t + 1] == k]) - total
+                          for k in range(K)] for t in range(T)])
+    actual = _np((adj[obs] + obs - value).align(("t", "y")).data)
+    assert np.allclose(np.exp(actual), np.exp(expected))
+    # the shared matrix: the expected number of each transition, summed over time
+    counts = np.zeros((K, K))
+    for t in range(T):
+        for a, b in itertools.product(range(K), range(K)):
+            hit = (paths[:, t] == a) & (paths[:, t + 1] == b)
+            counts[a, b] += np.exp(np.logaddexp.reduce(path_scores[hit]) - total)
+    pair = _np((adj[trans] + trans - value).align(("x", "y")).data)
+    assert np.allclose(np.exp(pair), counts)
