@@ -22,7 +22,7 @@ argument already received. The rules, for ``S = sum_op`` and ``P = prod_op``:
 - ``Subs(x, {k: v})``: the transpose of a substitution, ``Scatter(S, {k: v}, A)``; a renaming
   renames back, and a real value ``v`` puts a point mass ``Delta(k, v)``.
 - ``Scatter``, ``Cat``, ``Align`` and ``-x`` (linear ``(add, mul)`` only) as their transposes.
-- ``MarkovProduct`` of a Gaussian chain in ``(logaddexp, add)``: step ``t`` receives the
+- ``MarkovProduct`` of a Gaussian chain in ``(logaddexp | max, add)``: step ``t`` receives the
   forward filter's message into its prev states plus the backward filter's message into its
   curr states, with the chain's adjoint as the boundaries (the Kalman smoother,
   ``chains.gaussian_smooth``). The tape runs other chains as their pairwise steps.
@@ -312,13 +312,14 @@ def _lazy_scatter(ring: Semiring, arg, arg_names, scatter, relabel, message):
 def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans, time, step,
                             step_names, strategy):
     chain = None
-    if (ring.arith is ops.logaddexp and not ring.approximate and prod_op is ring.prod_op
-            and same_sum(sum_op, ring.sum_op)):
-        chain = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
+    if (ring.arith in (ops.logaddexp, ops.max) and not ring.approximate
+            and prod_op is ring.prod_op and same_sum(sum_op, ring.sum_op)):
+        # The arrays of the chain's steps, whatever the semiring that composes them.
+        chain = gaussian_chain_parts(ops.logaddexp, prod_op, trans, time, step)
     if chain is None or chain.power is not None:
         raise _unsupported("this MarkovProduct (the adjoint smooths chains of Tensors, and "
                            "Gaussian chains over real step pairs with a time input in "
-                           "(logaddexp, add))", ring)
+                           "(logaddexp, add) or (max, add))", ring)
     free = dict(p for pair in zip(step, step_names) for p in zip(*pair))
     prevs, currs = [p for p, _ in step], [c for _, c in step]
     glob = {n: d for n, d in chain.reals.items() if n not in free}
@@ -329,7 +330,7 @@ def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans,
     proto = chain.w
     left = boundary_arrays(left, {**chain.batch, **glob, **first}, proto, 0)
     right = boundary_arrays(right, {**chain.batch, **last, **glob}, proto, 0)
-    w, s, k = smooth_gaussian_chain(chain, left, right, strategy)
+    w, s, k = smooth_gaussian_chain(chain, left, right, strategy, ring.arith is ops.max)
     for t in const:
         k = ops.add(k, align_tensor(chain.batch, t, expand=True) if type(t) is Tensor
                     else t.data)

@@ -193,13 +193,15 @@ def _embed(s, blocks: tuple, sizes: dict, order: tuple):
 
 
 def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, check,
-            optimistic: bool = False):
+            optimistic: bool = False, maximize: bool = False):
     """Integrate block ``"m"`` out of the sum of factors ``a`` and ``b``.
 
     Each factor is ``(w, s, k)``; ``a_blocks``/``b_blocks`` name the blocks of its rows in
     order, ``out`` the blocks of the result's rows; ``sizes`` maps blocks to their sizes.
     ``check``: None to give ``+inf`` where the integral diverges, else a label for the
-    ``ValueError`` raised on concrete arrays. ``optimistic``: see ``arrays.marginalize``
+    ``ValueError`` raised on concrete arrays. ``maximize``: the max over ``"m"`` instead of
+    the integral (the same elimination, less the integral's ``0.5 dm log 2 pi -
+    log|R_m|``). ``optimistic``: see ``arrays.marginalize``
     (traced arrays: a NaN constant where the rank tests would have had to run).
 
     Example:
@@ -222,12 +224,23 @@ def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, che
         return w2, s2, ops.add(ops.add(ka, kb), shift)
     w2, s2, log_norm = gm.marginalize(w, s, range(dm), check=check is not None, names=check,
                                       optimistic=optimistic)
+    if maximize:
+        log_norm = _max_constant(log_norm, s[..., :dm, :], dm)
     return w2, s2, ops.add(ops.add(ka, kb), log_norm)
 
 
+def _max_constant(log_norm, s_m, dm: int):
+    # max_m f = log int exp f dm - 0.5 dm log 2 pi + 0.5 log det(S_m S_m'); +inf stays +inf
+    # (a direction of m that nothing bounds).
+    half_logdet = ops.mul(0.5, ops.logdet(ops.matmul(s_m, ops.transpose(s_m, -1, -2))))
+    value = ops.add(ops.sub(log_norm, 0.5 * dm * math.log(2 * math.pi)), half_logdet)
+    return ops.where(log_norm == math.inf, log_norm, value)
+
+
 # -- the two strategies ------------------------------------------------------------------------
-def _mm(a, b, sizes, check):
-    return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, check)
+def _mm(a, b, sizes, check, maximize: bool = False):
+    return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, check,
+                   maximize=maximize)
 
 
 def _index(f, t):

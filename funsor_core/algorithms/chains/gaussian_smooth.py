@@ -75,14 +75,14 @@ def _prepend(first, rest, at_end: bool):
     return tuple(ops.cat(list(p), 0) for p in parts)
 
 
-def _prefix(f, sizes, check, suffix: bool):
+def _prefix(f, sizes, check, suffix: bool, maximize: bool):
     # Hillis-Steele scan: after the round of offset d, element i composes the steps
     # i - 2d + 1 .. i (prefix) or i .. i + 2d - 1 (suffix); every result of rank D.
     n, d = f[0].shape[0], 1
     dim = sizes["p"] + sizes["g"] + sizes["c"]
     while d < n:
         a, b = tuple(x[:n - d] for x in f), tuple(x[d:] for x in f)
-        comp = canonical_rank(*_mm(a, b, sizes, check), dim, dim)
+        comp = canonical_rank(*_mm(a, b, sizes, check, maximize), dim, dim)
         keep = tuple(x[n - d:] for x in f) if suffix else tuple(x[:d] for x in f)
         f = tuple(ops.cat([c, k] if suffix else [k, c], 0) for c, k in zip(comp, keep))
         d *= 2
@@ -94,7 +94,7 @@ def _along(bound, n: int):
     return tuple(ops.expand(x[None], (n,) + tuple(x.shape)) for x in bound)
 
 
-def _parallel(chain: GaussianChain, left, right, sizes, check):
+def _parallel(chain: GaussianChain, left, right, sizes, check, maximize: bool):
     dim = 2 * chain.dp + chain.dg
     width = chain.dp + chain.dg
     f = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
@@ -102,26 +102,28 @@ def _parallel(chain: GaussianChain, left, right, sizes, check):
     if n == 1:
         return None, None
     # alpha_t = left o f_0 o ... o f_{t-1}, beta_t = f_{t+1} o ... o f_{T-1} o right.
-    heads = _prefix(tuple(x[:n - 1] for x in f), sizes, check, False)
-    tails = _prefix(tuple(x[1:] for x in f), sizes, check, True)
+    heads = _prefix(tuple(x[:n - 1] for x in f), sizes, check, False, maximize)
+    tails = _prefix(tuple(x[1:] for x in f), sizes, check, True, maximize)
     alphas = compose(_along(left, n - 1), ("g", "m"), heads, ("m", "g", "c"), ("g", "c"),
-                     sizes, check)
+                     sizes, check, maximize=maximize)
     betas = compose(tails, ("p", "g", "m"), _along(right, n - 1), ("m", "g"), ("p", "g"),
-                    sizes, check)
+                    sizes, check, maximize=maximize)
     return canonical_rank(*alphas, width, width), canonical_rank(*betas, width, width)
 
 
-def _sequential(chain: GaussianChain, left, right, sizes, check, scan):
+def _sequential(chain: GaussianChain, left, right, sizes, check, scan, maximize: bool):
     width = chain.dp + chain.dg
     f = (chain.w, chain.s, chain.k)
 
     def forward(c, x):  # alpha_{t+1} over [g, c] from alpha_t over [g, m] and step t
-        out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check)
+        out = compose(c, ("g", "m"), x, ("m", "g", "c"), ("g", "c"), sizes, check,
+                      maximize=maximize)
         out = canonical_rank(*out, width, width)
         return out, out
 
     def backward(c, x):  # beta_{t-1} over [p, g] from step t and beta_t over [m, g]
-        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check)
+        out = compose(x, ("p", "g", "m"), c, ("m", "g"), ("p", "g"), sizes, check,
+                      maximize=maximize)
         out = canonical_rank(*out, width, width)
         return out, out
 
@@ -132,15 +134,15 @@ def _sequential(chain: GaussianChain, left, right, sizes, check, scan):
             _scan_all(backward, right, tuple(x[1:] for x in f), True, scan))
 
 
-def _smooth(strategy, chain: GaussianChain, left, right, check, scan):
+def _smooth(strategy, chain: GaussianChain, left, right, check, scan, maximize=False):
     sizes = {"p": chain.dp, "g": chain.dg, "m": chain.dp, "c": chain.dp}
     width = chain.dp + chain.dg
     left = canonical_rank(*left, width, width)
     right = canonical_rank(*right, width, width)
     if strategy == "sequential":
-        alphas, betas = _sequential(chain, left, right, sizes, check, scan)
+        alphas, betas = _sequential(chain, left, right, sizes, check, scan, maximize)
     else:
-        alphas, betas = _parallel(chain, left, right, sizes, check)
+        alphas, betas = _parallel(chain, left, right, sizes, check, maximize)
     wa, sa, ka = _prepend(left, alphas, False)
     wb, sb, kb = _prepend(right, betas, True)
     # M_t over rows [p, g, c]: alpha's rows are [g, p], beta's [c, g]; both know g.
@@ -153,16 +155,16 @@ def _smooth(strategy, chain: GaussianChain, left, right, check, scan):
 
 
 @cached("chains.gaussian_smooth.programs", maxsize=256)
-def _compiled(strategy, dp, dg, backend):
+def _compiled(strategy, dp, dg, maximize, backend):
     def fn(w, s, k, left, right):
         chain = GaussianChain(w, s, k, dp, dg, None, None, None, None)
-        return _smooth(strategy, chain, left, right, None, backend.scan)
+        return _smooth(strategy, chain, left, right, None, backend.scan, maximize)
 
     return backend.jit(fn)
 
 
 def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
-                          strategy: str | None = None):
+                          strategy: str | None = None, maximize: bool = False):
     """The message ``M_t = alpha_t(prev) + beta_t(curr)`` of every step of ``chain`` (see
     the module docstring), as ``(w, s, k)`` with the chain's time and batch axes and rows
     ``[prev, glob, curr]``.
@@ -173,6 +175,8 @@ def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
         right: ``(w, s, k)`` of the right boundary over rows ``[last curr, glob]``.
         strategy: ``"parallel"``, ``"sequential"``, or ``"auto"``/None (the cost model's
             choice for the chain, as its forward pass).
+        maximize: the max-product messages (``(max, add)``: max-marginals, whose argmax is
+            the MAP path) instead of the integrals.
 
     Raises:
         ValueError: a filter's integral diverges (too little information on a state),
@@ -183,11 +187,11 @@ def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
     strategy = resolve_strategy(strategy, chain_problem(chain.w, chain.dp, batch,
                                                         chain.duration, False, True))
     if not backend.COMPILES:
-        return _smooth(strategy, chain, left, right, "the chain's states", None)
-    w, s, k = _compiled(strategy, chain.dp, chain.dg, backend)(chain.w, chain.s, chain.k,
-                                                               left, right)
+        return _smooth(strategy, chain, left, right, "the chain's states", None, maximize)
+    w, s, k = _compiled(strategy, chain.dp, chain.dg, maximize, backend)(
+        chain.w, chain.s, chain.k, left, right)
     if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does
-        _smooth(strategy, chain, left, right, "the chain's states", None)
+        _smooth(strategy, chain, left, right, "the chain's states", None, maximize)
         raise ValueError("cannot smooth the chain: its filter diverges (a state's precision "
                          "is singular somewhere); add information on the chain's states")
     return w, s, k

@@ -301,10 +301,28 @@ def test_gaussian_markov_product_with_a_switched_regime():
         assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
 
 
-@pytest.mark.parametrize("case", ["mixed_pairs", "gaussian_max"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_gaussian_markov_product_max_marginals(backend, strategy):
+    # In (max, add) each step's max-marginal peaks at 0 (the MAP path's score is the root)
+    # and, a Gaussian, has the smoothed mean (the MAP of a linear-Gaussian chain) and the
+    # smoothed covariance (its Hessian is the marginal precision).
+    trans, obs, init, means, covs = _kalman(9)
+    step = trans + obs
+    with lazy:
+        mp = MarkovProduct(ops.max, ops.add, step, "t", {"x_prev": "x_curr"}, strategy=strategy)
+        root = (init + mp).reduce(ops.max, frozenset({"x_prev", "x_curr"}))
+    value, adj = forward_backward(ops.max, ops.add, root)
+    pair = adj[step] + step - value
+    peak = pair.reduce(ops.max, frozenset({"x_prev", "x_curr"}))
+    assert np.allclose(_np(peak.data), 0.0, atol=1e-8)
+    g = _gaussian_of(pair.reduce(ops.max, "x_prev"))
+    assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
+
+
+@pytest.mark.parametrize("case", ["mixed_pairs", "gaussian_sample"])
 def test_markov_product_the_adjoint_cannot_smooth_raises(case):
-    # A chain with a discrete and a real step pair, or a Gaussian chain under max: no silent
-    # zero adjoint for the steps; the backward pass names the MarkovProduct.
+    # A chain with a discrete and a real step pair, or posterior samples of a Gaussian chain:
+    # no silent zero adjoint for the steps; the backward pass names the MarkovProduct.
     trans, obs, init, _, _ = _kalman(8, T=3)
     sum_op, step, pairs = ops.logaddexp, trans + obs, {"x_prev": "x_curr"}
     if case == "mixed_pairs":
@@ -312,13 +330,14 @@ def test_markov_product_the_adjoint_cannot_smooth_raises(case):
                       {"t": fc.Bint[3], "i": fc.Bint[2], "j": fc.Bint[2]})
         step, pairs = step + d, {"x_prev": "x_curr", "i": "j"}
         init = init + fc.Tensor(_arr(np.zeros(2)), {"i": fc.Bint[2]})
-    else:
-        sum_op = ops.max
     with lazy:
         mp = MarkovProduct(sum_op, ops.add, step, "t", pairs)
         root = (init + mp).reduce(sum_op, frozenset(mp.inputs))
     with pytest.raises(NotImplementedError, match="MarkovProduct"):
-        forward_backward(sum_op, ops.add, root)
+        if case == "gaussian_sample":
+            forward_backward(ops.sample, ops.add, root, rng_key=0, sample_inputs={})
+        else:
+            forward_backward(sum_op, ops.add, root)
 
 
 # A term without a backward rule (here a Stack, computed on arrays) on the path from a leaf
