@@ -7,6 +7,7 @@ cost model (``funsor_core.algorithms.chains.cost_model``); the math is in
 
 from __future__ import annotations
 
+from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import (
     contract_markov_tensor,
     markov_tensor,
@@ -14,7 +15,11 @@ from funsor_core.algorithms.chains.discrete_plan import (
 )
 from funsor_core.algorithms.chains.evaluate import markov_terms
 from funsor_core.algorithms.chains.gaussian_filter import contract_markov_gaussian
-from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts, markov_gaussian
+from funsor_core.algorithms.chains.gaussian_scan import (
+    gaussian_chain_parts,
+    gaussian_terms,
+    markov_gaussian,
+)
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import array_program, fast_path
@@ -52,17 +57,26 @@ def _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy):
 @exact.register(MarkovProduct, AssociativeOp, AssociativeOp, (Gaussian, Contraction), Variable,
                 tuple, tuple, object)
 def exact_markov_product_gaussian(sum_op, prod_op, trans, time, step, step_names, strategy):
+    return _gaussian_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
+
+
+def _gaussian_chain(sum_op, prod_op, trans, time, step, step_names, strategy):
     parts = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
     if parts is None:
         return None
     return markov_gaussian(parts, step, step_names, strategy)
 
 
-# A product of Tensors built lazily (a Binary tree), evaluated as the factored chain above.
+# A product of Tensors built lazily (a Binary tree), evaluated as the factored chain above;
+# a sum of Gaussians built lazily (the README's HMM idiom with Gaussian steps) as the
+# Gaussian chain.
 @exact.register(MarkovProduct, AssociativeOp, AssociativeOp, Binary, Variable, tuple, tuple,
                 object)
 def exact_markov_product_binary(sum_op, prod_op, trans, time, step, step_names, strategy):
-    return _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
+    result = _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
+    if result is None:
+        result = _gaussian_chain(sum_op, prod_op, trans, time, step, step_names, strategy)
+    return result
 
 
 # Any other chain of atoms (sums of atoms included): the pairwise contractions as terms, so
@@ -81,7 +95,9 @@ def _evaluable(trans, prod_op) -> bool:
     if isinstance(trans, Contraction) and not trans.reduced_vars and all(
             type(t)._atom for t in trans.terms):
         return True
-    return tensor_factors(trans, prod_op) is not None
+    if tensor_factors(trans, prod_op) is not None:
+        return True
+    return prod_op is ops.add and isinstance(trans, Binary) and gaussian_terms(trans) is not None
 
 
 # The reduction of a Markov product, or of a lazy sum holding one, is one Contraction (the

@@ -22,6 +22,10 @@ argument already received. The rules, for ``S = sum_op`` and ``P = prod_op``:
 - ``Subs(x, {k: v})``: the transpose of a substitution, ``Scatter(S, {k: v}, A)``; a renaming
   renames back, and a real value ``v`` puts a point mass ``Delta(k, v)``.
 - ``Scatter``, ``Cat``, ``Align`` and ``-x`` (linear ``(add, mul)`` only) as their transposes.
+- ``MarkovProduct`` of a Gaussian chain in ``(logaddexp | max, add)``: step ``t`` receives the
+  forward filter's message into its prev states plus the backward filter's message into its
+  curr states, with the chain's adjoint as the boundaries (the Kalman smoother,
+  ``chains.gaussian_smooth``). The tape runs other chains as their pairwise steps.
 
 Example:
     >>> table = sorted(c.__name__ for c in BACKWARD)
@@ -36,12 +40,17 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.chains.gaussian_filter import boundary_arrays
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts, gaussian_result
+from funsor_core.algorithms.chains.gaussian_smooth import smooth_gaussian_chain
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.reshaping import Cat, Slice
 
 __all__ = ["BACKWARD", "Semiring", "arith_op", "same_sum"]
@@ -302,6 +311,61 @@ def _lazy_scatter(ring: Semiring, arg, arg_names, scatter, relabel, message):
         return Scatter(ring.arith, tuple(pairs), message, frozenset(names - kept))
 
 
+def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans, time, step,
+                            step_names, strategy):
+    chain = None
+    if (ring.arith in (ops.logaddexp, ops.max) and not ring.approximate
+            and prod_op is ring.prod_op and same_sum(sum_op, ring.sum_op)):
+        # The arrays of the chain's steps, whatever the semiring that composes them.
+        chain = gaussian_chain_parts(ops.logaddexp, prod_op, trans, time, step)
+    if chain is None or chain.power is not None:
+        raise _unsupported("this MarkovProduct (the adjoint smooths chains of Tensors, and "
+                           "Gaussian chains over real step pairs with a time input in "
+                           "(logaddexp, add) or (max, add))", ring)
+    free = dict(p for pair in zip(step, step_names) for p in zip(*pair))
+    prevs, currs = [p for p, _ in step], [c for _, c in step]
+    glob = {n: d for n, d in chain.reals.items() if n not in free}
+    first = {free[n]: chain.reals[n] for n in prevs}
+    last = {free[n]: chain.reals[n] for n in currs}
+    left, right, const = _split_boundaries(ring, adj, set(first), set(last), set(glob),
+                                           chain.batch)
+    proto = chain.w
+    left = boundary_arrays(left, {**chain.batch, **glob, **first}, proto, 0)
+    right = boundary_arrays(right, {**chain.batch, **last, **glob}, proto, 0)
+    w, s, k = smooth_gaussian_chain(chain, left, right, strategy, ring.arith is ops.max)
+    for t in const:
+        k = ops.add(k, align_tensor(chain.batch, t, expand=True) if type(t) is Tensor
+                    else t.data)
+    message = gaussian_result(w, s, k, {time.name: time.output, **chain.batch}, chain.reals)
+    return ((trans, (message,)),)
+
+
+def _split_boundaries(ring: Semiring, adj, first: set, last: set, glob: set, batch: dict):
+    # The chain's adjoint as a sum of Gaussians over its first states (and globals), of
+    # Gaussians over its last states, and of constants over the batch inputs. One factor
+    # over both ends would need the chain composed from every step to both ends (a matrix
+    # per step, not a filter): that raises.
+    terms = adj.terms if (type(adj) is Contraction and adj.red_op is None
+                          and adj.bin_op is ops.add) else (adj,)
+    left, right, const = [], [], []
+    for t in terms:
+        reals = {n for n, d in t.inputs.items() if d.dtype == "real"}
+        bints = set(t.inputs) - reals
+        if type(t) in (Tensor, Number) and not reals and bints <= set(batch):
+            const.append(t)
+        elif type(t) is Gaussian and bints <= set(batch) and reals <= first | glob:
+            left.append(t)
+        elif type(t) is Gaussian and bints <= set(batch) and reals <= last | glob:
+            right.append(t)
+        else:
+            raise _unsupported(
+                f"a Gaussian MarkovProduct whose adjoint has a {type(t).__name__} over "
+                f"{sorted(t.inputs)} (a smoother needs factors of the first states "
+                f"{sorted(first)} apart from those of the last states {sorted(last)}, and "
+                f"only the chain's batch inputs {sorted(batch)})", ring)
+    return left, right, const
+
+
 # The backward rule of each recorded term class. The tape records exactly these classes; any
 # other term is evaluated through (its subterms, if built through the interpreter, are seen).
 BACKWARD = {
@@ -313,4 +377,5 @@ BACKWARD = {
     Scatter: backward_scatter,
     Cat: backward_cat,
     Align: backward_align,
+    MarkovProduct: backward_markov_product,
 }

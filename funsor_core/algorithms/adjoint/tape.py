@@ -7,7 +7,13 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 ``Contraction`` of more than two terms is run along its contraction plan
 (``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
 messages through the same small intermediates as the forward pass (variable elimination both
-ways). Nothing changes when no tape is active: the tape is just another interpretation.
+ways). A Markov product of Tensors is run as its pairwise contractions likewise; any other
+``MarkovProduct`` is recorded whole, and its backward rule is the Kalman smoother of a
+Gaussian chain (``chains.gaussian_smooth``). A term without a backward rule that a rule
+computed on arrays from recorded values or atoms (a ``Stack``, say) is recorded too: the
+adjoints behind it are unknown, and reading one raises ``NotImplementedError`` naming it
+(instead of a silent zero). Nothing changes when no tape is active: the tape is just
+another interpretation.
 
 ``tape.adjoint(sum_op, prod_op, root)`` then walks the record backwards from ``root``: each
 recorded term passes its adjoint to its arguments by its backward rule, and an argument's
@@ -37,12 +43,15 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.chains.discrete_plan import tensor_factors
+from funsor_core.algorithms.chains.evaluate import markov_terms
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.engine.protocol import terms_in
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
@@ -92,6 +101,20 @@ class Adjoints(dict):
         super().__init__()
         self._zero = zero
         self._index: dict = {}
+        self._blocked: dict = {}  # canonical key -> why its adjoint is unknown
+
+    def block(self, key, blocked: str, ring) -> None:
+        """Mark the adjoint of the funsor of canonical key ``key`` as unknown: it passes
+        through ``blocked``, a term without a backward rule; reading it raises
+        ``NotImplementedError``."""
+        self._blocked[key] = _blocked_message(blocked, ring)
+
+    def __getitem__(self, key):
+        if self._blocked and isinstance(key, Funsor):
+            message = self._blocked.get(canonical_key(key))
+            if message is not None:
+                raise NotImplementedError(message)
+        return dict.__getitem__(self, key)
 
     def add(self, key: Funsor, value, sum_op) -> None:
         canon = canonical_key(key)
@@ -111,6 +134,13 @@ class Adjoints(dict):
 
     def get(self, key, default=None):
         return self[key] if key in self else default
+
+
+def _blocked_message(blocked: str, ring) -> str:
+    return (f"this adjoint passes through a {blocked}, which has no backward rule in the "
+            f"semiring ({ring.sum_op}, {ring.prod_op}); the forward computation may use sum_op "
+            "and prod_op (and their reductions), substitution, Cat, Scatter, Align and "
+            "Markov products")
 
 
 def _planned(args: tuple) -> bool:
@@ -162,13 +192,32 @@ class AdjointTape(Interpretation):
             if node is not None:
                 self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
             return result
+        if cls is MarkovProduct and tensor_factors(args[2], args[1]) is not None:
+            # A discrete chain is run as its pairwise contractions (a parallel scan, or a
+            # left fold for a sequential chain), each built through the interpreter and
+            # recorded, so that the backward pass runs through the same steps. Any other
+            # chain is recorded whole: its backward rule smooths a Gaussian chain and
+            # raises for the others.
+            sum_op, prod_op, trans, time, step, step_names, strategy = args
+            return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
         if cls not in BACKWARD:
-            return self.defer(cls, args)
+            result = self.defer(cls, args)
+            if self._opaque(result, args):
+                self._record(result, cls, args)  # no backward rule: reading past it raises
+            return result
         # Evaluate below the tape: the rules' own intermediate terms are not recorded.
         with self.rest():
             result = self.defer(cls, args)
         self._record(result, cls, args)
         return result
+
+    def _opaque(self, result, args: tuple) -> bool:
+        # A term without a backward rule whose value was computed on arrays (not by recorded
+        # terms) from recorded values or atoms: the adjoint cannot pass it to them.
+        if not isinstance(result, Funsor) or canonical_key(result) in self._producer:
+            return False
+        return any(canonical_key(f) in self._producer or (type(f)._atom and type(f) is not Number)
+                   for f in terms_in(args))
 
     def _lazy_of(self, x: Funsor) -> Funsor:
         node = self._producer.get(canonical_key(x))
@@ -222,13 +271,27 @@ class AdjointTape(Interpretation):
             start = -1
         else:
             node_adj[start] = one
+        # What lies behind a term without a backward rule (that received an adjoint): the
+        # names of those terms, by node index and by leaf key.
+        blocked_nodes: dict = {}
+        blocked_leaves: dict = {}
         for index in range(start, -1, -1):
+            node = self.tape[index]
             adj = node_adj.get(index)
-            if adj is None:
+            rule = BACKWARD.get(node.cls)
+            blocked = blocked_nodes.get(index) or (
+                node.cls.__name__ if rule is None and adj is not None else None)
+            if blocked:
+                for arg in terms_in(node.args):
+                    parent = node.parents.get(id(arg))
+                    if parent is None:
+                        blocked_leaves[canonical_key(arg)] = blocked
+                    else:
+                        blocked_nodes[parent] = blocked
+            if adj is None or rule is None:
                 continue  # not on a path to the root: its adjoint is zero
             adj = node_adj[index] = _evaluate(adj)
-            node = self.tape[index]
-            for arg, factors in BACKWARD[node.cls](ring, adj, node.output, *node.args):
+            for arg, factors in rule(ring, adj, node.output, *node.args):
                 share = _contract(ring, arg, factors)
                 parent = node.parents.get(id(arg))
                 if parent is None:
@@ -241,6 +304,12 @@ class AdjointTape(Interpretation):
                     old = node_adj.get(parent)
                     node_adj[parent] = share if old is None else _accumulate(ring, old, share)
         result = Adjoints(zero)
+        for index, blocked in blocked_nodes.items():
+            node = self.tape[index]
+            for key in (node.lazy, node.output, *node.aliases):
+                result.block(canonical_key(key), blocked, ring)
+        for key, blocked in blocked_leaves.items():
+            result.block(key, blocked, ring)
         for leaf, adj in leaf_adj.values():
             result.add(leaf, _evaluate(adj), ring.arith)
         for index, adj in node_adj.items():

@@ -40,6 +40,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
     _tree,
     canonical_rank,
     compose,
+    diverged,
     gaussian_chain_parts,
     gaussian_result,
 )
@@ -48,7 +49,10 @@ from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
-__all__ = ["contract_markov_gaussian"]
+__all__ = ["boundary_arrays", "contract_markov_gaussian"]
+
+_DIVERGED = ("cannot marginalize the chain's inner states: their precision is singular "
+             "somewhere (the integral diverges); add information on them")
 
 
 def _classify(others, fp, fc, glob, batch, reduced_vars):
@@ -76,10 +80,16 @@ def _classify(others, fp, fc, glob, batch, reduced_vars):
     return use_left, use_right, left, right, rest
 
 
-def _boundary(terms, layout: dict, proto, rank_low: int):
-    # The sum of Gaussian ``terms`` as (w, s, k) arrays over ``layout`` (batch dims, then
-    # the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
-    # information) where there is no term.
+def boundary_arrays(terms, layout: dict, proto, rank_low: int):
+    """The sum of Gaussian ``terms`` as ``(w, s, k)`` arrays over ``layout`` (batch dims,
+    then the rows in the filter carry's order), of rank at least ``rank_low``; flat (no
+    information) where there is no term.
+
+    Example:
+        >>> w, s, k = boundary_arrays([], {"x": fc.Real}, np.zeros(1), 0)
+        >>> s.shape
+        (1, 0)
+    """
     batch = tuple(d.size for d in layout.values() if d.dtype != "real")
     dim = sum(d.num_elements for d in layout.values() if d.dtype == "real")
     ws, ss = [], []
@@ -245,18 +255,20 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
         states = [(free[n], chain.reals[n]) for n in states]
         # Rows in the filter carry's order: [glob, state] forward, [state, glob] backward.
         rows = globs + states if forward else states + globs
-        bounds.append(_boundary(terms, {**chain.batch, **dict(rows)}, proto, 0))
+        bounds.append(boundary_arrays(terms, {**chain.batch, **dict(rows)}, proto, 0))
     left_arr, right_arr = bounds
     backend = backend_of(proto)
     batch_size = math.prod(d.size for d in chain.batch.values())
     problem = chain_problem(proto, dp, batch_size, chain.duration, True, True)
     strategy = resolve_strategy(mp.strategy, problem)
+    label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
     if backend.COMPILES:
         w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right, backend)(
             chain.w, chain.s, chain.k, left_arr, right_arr)
-        _check_finite(k)
+        if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does
+            _run(strategy, label, None, chain, left_arr, right_arr)
+            raise ValueError(_DIVERGED)
     else:
-        label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
         w, s, k = _run(strategy, label, None, chain, left_arr, right_arr)
     # The carry's rows: [glob, curr] after a forward filter, [prev, glob] after a backward
     # one, [glob] with both boundaries.
@@ -272,10 +284,3 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     value = gaussian_result(w, s, k, chain.batch, reals)
     summed = (fp if use_left else set()) | (fc if use_right else set())
     return value, rest, reduced_vars - summed
-
-
-def _check_finite(k) -> None:
-    # Eager jax computes the chain compiled, where a divergent integral is +inf; say so.
-    if ops.is_concrete(k) and bool(ops.any(k == math.inf)):
-        raise ValueError("cannot marginalize the chain's inner states: their precision is "
-                         "singular somewhere (the integral diverges); add information on them")

@@ -34,14 +34,15 @@ from funsor_core import ops
 from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
-from funsor_core.atoms.gaussian.algebra import is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
+from funsor_core.terms.base import Binary, Number
 
-__all__ = ["GaussianChain", "gaussian_chain_parts", "markov_gaussian", "compose",
-           "canonical_rank", "gaussian_result"]
+__all__ = ["GaussianChain", "gaussian_chain_parts", "gaussian_terms", "markov_gaussian",
+           "compose", "canonical_rank", "diverged", "gaussian_result"]
 
 
 class GaussianChain:
@@ -76,31 +77,32 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
     """
     if sum_op not in (ops.logaddexp, ops.sample) or prod_op is not ops.add or not step:
         return None
-    if isinstance(trans, Gaussian):
-        gaussians, dense = [trans], []
-    elif is_gaussian_sum(trans):
-        gaussians, dense = split_gaussian_sum(trans)
-    else:
+    split = gaussian_terms(trans)
+    if split is None:
         return None
-    if len(gaussians) != 1:
-        return None
-    g = gaussians[0]
+    gaussians, dense = split
     names = [n for pair in step for n in pair]
-    if any(g.inputs.get(n) is None or g.inputs[n].dtype != "real" for n in names):
+    reals_of = {}
+    for g in gaussians:
+        reals_of.update((n, d) for n, d in g.inputs.items() if d.dtype == "real")
+    if any(reals_of.get(n) is None for n in names):
         return None
     tname, duration = time.name, time.output.size
     prevs, currs = [p for p, _ in step], [c for _, c in step]
-    glob = [n for n, d in g.inputs.items() if d.dtype == "real" and n not in names]
+    glob = [n for n in reals_of if n not in names]
     bints = {}
-    for term in (g, *dense):
+    for term in (*gaussians, *dense):
         for n, d in term.inputs.items():
             if d.dtype != "real" and n != tname:
                 bints.setdefault(n, d)
     has_time = tname in trans.inputs
     head = {tname: time.output} if has_time else {}
     layout = {**head, **bints}
-    layout.update((n, g.inputs[n]) for n in prevs + glob + currs)
-    w, s = align_gaussian(layout, g, expand=True)
+    layout.update((n, reals_of[n]) for n in prevs + glob + currs)
+    # A sum of Gaussians is the concatenation of their square roots (rows stacked).
+    aligned = [align_gaussian(layout, g, expand=True) for g in gaussians]
+    w = aligned[0][0] if len(aligned) == 1 else ops.cat([a[0] for a in aligned], -1)
+    s = aligned[0][1] if len(aligned) == 1 else ops.cat([a[1] for a in aligned], -1)
     if not has_time:
         w, s = w[None], s[None]
     shape = tuple(s.shape[:-2])
@@ -110,13 +112,42 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
             k = ops.add(k, ops.reshape(align_tensor({**head, **bints}, t, expand=True), shape))
         else:
             k = ops.add(k, t.data)
-    dp = sum(g.inputs[n].num_elements for n in prevs)
-    dg = sum(g.inputs[n].num_elements for n in glob)
+    dp = sum(reals_of[n].num_elements for n in prevs)
+    dg = sum(reals_of[n].num_elements for n in glob)
     # Rank between dp (a filter step always has enough rows) and the dim (compressed).
     w, s, k = canonical_rank(w, s, k, dp, 2 * dp + dg)
     power = None if has_time or duration == 1 else duration
-    reals = {n: g.inputs[n] for n in prevs + glob + currs}
+    reals = {n: reals_of[n] for n in prevs + glob + currs}
     return GaussianChain(w, s, k, dp, dg, power, bints, reals, duration)
+
+
+def gaussian_terms(trans) -> tuple[list, list] | None:
+    """``(gaussians, dense)``: the Gaussian and the Tensor/Number terms of a step that is a
+    sum of them with at least one Gaussian, built eagerly (a ``Contraction``) or under
+    ``lazy`` (a tree of ``Binary(add)``); None for any other term.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> with lazy:
+        ...     step = g + g + fc.Number(1.0)
+        >>> [len(part) for part in gaussian_terms(step)]
+        [2, 1]
+    """
+    gaussians, dense, todo = [], [], [trans]
+    while todo:
+        term = todo.pop()
+        if isinstance(term, Gaussian):
+            gaussians.append(term)
+        elif isinstance(term, (Tensor, Number)):
+            dense.append(term)
+        elif type(term) is Binary and term.op is ops.add:
+            todo += [term.rhs, term.lhs]
+        elif is_gaussian_sum(term):
+            todo += reversed(term.terms)
+        else:
+            return None
+    return (gaussians, dense) if gaussians else None
 
 
 def canonical_rank(w, s, k, low: int, high: int):
@@ -162,13 +193,15 @@ def _embed(s, blocks: tuple, sizes: dict, order: tuple):
 
 
 def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, check,
-            optimistic: bool = False):
+            optimistic: bool = False, maximize: bool = False):
     """Integrate block ``"m"`` out of the sum of factors ``a`` and ``b``.
 
     Each factor is ``(w, s, k)``; ``a_blocks``/``b_blocks`` name the blocks of its rows in
     order, ``out`` the blocks of the result's rows; ``sizes`` maps blocks to their sizes.
     ``check``: None to give ``+inf`` where the integral diverges, else a label for the
-    ``ValueError`` raised on concrete arrays. ``optimistic``: see ``arrays.marginalize``
+    ``ValueError`` raised on concrete arrays. ``maximize``: the max over ``"m"`` instead of
+    the integral (the same elimination, less the integral's ``0.5 dm log 2 pi -
+    log|R_m|``). ``optimistic``: see ``arrays.marginalize``
     (traced arrays: a NaN constant where the rank tests would have had to run).
 
     Example:
@@ -191,12 +224,23 @@ def compose(a, a_blocks: tuple, b, b_blocks: tuple, out: tuple, sizes: dict, che
         return w2, s2, ops.add(ops.add(ka, kb), shift)
     w2, s2, log_norm = gm.marginalize(w, s, range(dm), check=check is not None, names=check,
                                       optimistic=optimistic)
+    if maximize:
+        log_norm = _max_constant(log_norm, s[..., :dm, :], dm)
     return w2, s2, ops.add(ops.add(ka, kb), log_norm)
 
 
+def _max_constant(log_norm, s_m, dm: int):
+    # max_m f = log int exp f dm - 0.5 dm log 2 pi + 0.5 log det(S_m S_m'); +inf stays +inf
+    # (a direction of m that nothing bounds).
+    half_logdet = ops.mul(0.5, ops.logdet(ops.matmul(s_m, ops.transpose(s_m, -1, -2))))
+    value = ops.add(ops.sub(log_norm, 0.5 * dm * math.log(2 * math.pi)), half_logdet)
+    return ops.where(log_norm == math.inf, log_norm, value)
+
+
 # -- the two strategies ------------------------------------------------------------------------
-def _mm(a, b, sizes, check):
-    return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, check)
+def _mm(a, b, sizes, check, maximize: bool = False):
+    return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, check,
+                   maximize=maximize)
 
 
 def _index(f, t):
@@ -278,17 +322,32 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
     batch = math.prod(d.size for d in chain.batch.values())
     problem = chain_problem(w, chain.dp, batch, chain.duration, False, True)
     strategy = resolve_strategy(strategy, problem)
+    label = f"the chain's inner states ({', '.join(c for _, c in step)})"
     if backend.COMPILES:
         w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power, backend)(
             chain.w, chain.s, chain.k)
+        if diverged(k2):  # eager jax: rerun with the checks, to raise as numpy does
+            _run(strategy, label, None, chain)
+            raise ValueError(f"cannot marginalize {label}: the integral diverges")
     else:
-        curr = ", ".join(c for _, c in step)
-        w2, s2, k2 = _run(strategy, f"the chain's inner states ({curr})", None, chain)
+        w2, s2, k2 = _run(strategy, label, None, chain)
     free = {}
     for (p, c), (fp, fcurr) in zip(step, step_names):
         free[p], free[c] = fp, fcurr
     reals = {free.get(n, n): d for n, d in chain.reals.items()}
     return gaussian_result(w2, s2, k2, chain.batch, reals)
+
+
+def diverged(k) -> bool:
+    """Whether a compiled chain's constant ``k`` is concrete (eager, not traced under
+    ``jax.jit``) and ``+inf`` somewhere: an integral diverged, which the compiled kernel does
+    not check (a traced value cannot raise), but an eager array can and must.
+
+    Example:
+        >>> diverged(np.array([0.0, np.inf])), diverged(np.zeros(2))
+        (True, False)
+    """
+    return ops.is_concrete(k) and bool(ops.any(k == math.inf))
 
 
 def gaussian_result(w, s, k, batch: dict, reals: dict):
