@@ -37,7 +37,7 @@ from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, pair
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
+__all__ = ["UNIT", "log_sum", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
            "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
@@ -71,11 +71,44 @@ def semiring_mm(sum_op, prod_op, a, b):
             batch = _LETTERS[:max(na, nb)]
             return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
                         batch[len(batch) - nb:] + "yz", batch + "xz")
-    return ops.REDUCE_OPS[sum_op](prod_op(a[..., :, :, None], b[..., None, :, :]), axis=-2)
+    return _reduce(sum_op, prod_op(a[..., :, :, None], b[..., None, :, :]), -2)
 
 
-def _reduce(sum_op, x, axis: int):
+def _reduce(sum_op, x, axis):
+    if sum_op is ops.logaddexp:
+        return log_sum(x, axis)
     return ops.REDUCE_OPS[sum_op](x, axis=axis)
+
+
+def log_sum(x, axis):
+    """``logsumexp`` over ``axis`` whose derivative is finite where a whole slice is
+    ``-inf`` (a state no path reaches): the backends' kernels differentiate as
+    ``exp(x - out)``, ``exp(-inf + inf)`` = NaN there, which turns even a zero cotangent
+    into NaN rows of a gradient. Traced, the sum is taken with the maximum's shift guarded
+    (``where(isfinite(m), m, 0)``, as a logsumexp does) and ``log 0`` kept off the
+    derivative: a few elementwise ops that the compiler fuses. Eagerly the backend's kernel
+    runs, and a result with a ``-inf`` on a differentiable backend is recomputed guarded.
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([[0.0, 0.0], [-np.inf, -np.inf]], requires_grad=True)
+        >>> out = log_sum(x, -1)
+        >>> torch.logsumexp(out, 0).backward()
+        >>> x.grad.tolist()  # the unreachable row gets a zero gradient, not NaN
+        [[0.5, 0.5], [0.0, 0.0]]
+    """
+    if ops.is_concrete(x):
+        out = ops.logsumexp(x, axis=axis)
+        if not (backend_of(x).DIFFERENTIABLE and bool(ops.any(out == -math.inf))):
+            return out
+    m = ops.amax(ops.detach(x), axis=axis, keepdims=True)
+    m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
+    s = ops.sum(ops.exp(x - m), axis=axis)
+    # ``s == 0``, not ``s > 0``: a NaN must stay NaN.
+    zero = s == 0
+    out = ops.where(zero, ops.full_like(s, -math.inf),
+                    ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
+    return out + ops.reshape(m, tuple(s.shape))
 
 
 def semiring_vm(sum_op, prod_op, v, a):
@@ -112,7 +145,7 @@ def _mm(sum_op, prod_op, a, b):
     # round (the size test and the dispatch are a fair part of a small round's time).
     if sum_op is ops.logaddexp and prod_op is ops.add and (
             a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
-        return ops.logsumexp(a[..., :, :, None] + b[..., None, :, :], axis=-2)
+        return log_sum(a[..., :, :, None] + b[..., None, :, :], -2)
     return semiring_mm(sum_op, prod_op, a, b)
 
 
