@@ -494,17 +494,22 @@ def _left_to_right_oracle(init, a, o):
 
 
 def _left_to_right_log_z(init, a, o, strategy):
+    # strategy "terms": funsor's sequential_sum_product, pairwise contractions of terms.
     duration, k = o.shape
     i = fc.Tensor(init, {"x": fc.Bint[k]})
     trans = fc.Tensor(a, {"x": fc.Bint[k], "y": fc.Bint[k]})
     obs = fc.Tensor(o, {"t": fc.Bint[duration], "y": fc.Bint[k]})
+    if strategy == "terms":
+        chain = sequential_sum_product(ops.logaddexp, ops.add, trans + obs,
+                                       fc.Variable("t", fc.Bint[duration]), {"x": "y"})
+        return (i + chain).reduce(ops.logaddexp, frozenset({"x", "y"})).data
     with lazy:
         chain = MarkovProduct(ops.logaddexp, ops.add, trans + obs, "t", {"x": "y"},
                               strategy=strategy)
     return (i + chain).reduce(ops.logaddexp, frozenset({"x", "y"})).data
 
 
-@pytest.mark.parametrize("strategy", [None, "parallel", "sequential"])
+@pytest.mark.parametrize("strategy", [None, "parallel", "sequential", "terms"])
 @pytest.mark.parametrize("backend", ["torch", "jax", "jax.jit"])
 def test_filtered_log_z_gradient_where_unreachable(backend, strategy):
     with np.errstate(divide="ignore"):
