@@ -37,7 +37,7 @@ from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, log_sum, pa
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["UNIT", "log_sum", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
+__all__ = ["UNIT", "log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
            "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
