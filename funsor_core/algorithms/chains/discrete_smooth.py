@@ -119,19 +119,24 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         >>> round(float(pairs.data.sum()), 6)  # one pair per step
         2.0
     """
+    return _marginals(sum_op, prod_op, trans, time, step, factors, strategy, "markov_marginals")
+
+
+def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what: str):
+    # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(time, Variable):
         domain = _inputs(trans, prod_op).get(time.name)
         if time.output.dtype == "real" or time.output.shape:
-            raise ValueError(f"markov_marginals: time '{time.name}' must be Bint[T], got "
+            raise ValueError(f"{what}: time '{time.name}' must be Bint[T], got "
                              f"{time.output}")
         if domain is None:
             trans = _with_time(trans, time, prod_op)
         elif domain is not time.output:
-            raise ValueError(f"markov_marginals: time '{time.name}' is {time.output} but the "
+            raise ValueError(f"{what}: time '{time.name}' is {time.output} but the "
                              f"chain has '{time.name}': {domain}")
     time = _time_name(time)
     fn, inputs, shape, proto, backend, batch = _probed(sum_op, prod_op, trans, time, dict(step),
-                                                      factors, strategy, "markov_marginals")
+                                                      factors, strategy, what)
     value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
     batch_inputs = {n: inputs[n] for n in batch}
     return Tensor(value, batch_inputs), Tensor(grad, inputs)
@@ -163,8 +168,7 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None):
         ``(score, path)``: the best path's score (a Tensor over the batch names), and for
         each prev name of ``step`` a Tensor over the batch names and ``time`` extended to
         ``Bint[T + 1]`` with the state at each time (the prev state of each step, then the
-        last curr state). Ties between equally good paths are broken by the backend's
-        gradient of ``max``.
+        last curr state). Where several paths are best, one of them.
 
     Example:
         >>> import torch
@@ -175,7 +179,8 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None):
         >>> float(score.data), path["x"].data.tolist()  # stay in state 1 throughout
         (0.0, [1, 1, 1, 1])
     """
-    total, pairs = markov_marginals(ops.max, ops.add, trans, time, step, factors, strategy)
+    total, pairs = _marginals(ops.max, ops.add, trans, time, step, factors, strategy,
+                              "markov_map")
     return total, decode_path(pairs, _time_name(time), step)
 
 
@@ -196,8 +201,20 @@ def decode_path(pairs: Tensor, time: str, step: dict) -> dict:
     sizes = [pairs.inputs[p].size for p in prevs]
     states = math.prod(sizes)
     flat = ops.reshape(data, (duration,) + data.shape[1:1 + nb] + (states, states))
-    prev_state = ops.argmax(ops.sum(flat, axis=-1), -1)  # (T, *batch)
+    # Where paths tie, ``pairs`` spreads over all the optimal ones, so a per-time argmax may
+    # mix two of them. ``pairs`` is a unit flow along optimal edges (the derivative of a max
+    # goes to its maximizers), so every edge of positive weight lies on an optimal path:
+    # backtrack as Viterbi does, from a best last state through a positive edge into it.
     last = ops.argmax(ops.sum(flat[duration - 1], axis=-2), -1)  # (*batch)
+    index = ops.new_arange(last, 0, states, 1)
+
+    def back(curr, pair):  # pair (*batch, P, C) -> the prev of curr, (*batch)
+        into = ops.where((index == curr[..., None])[..., None, :], pair,
+                         ops.full_like(pair, 0.0))
+        prev = ops.argmax(ops.sum(into, axis=-1), -1)
+        return prev, prev
+
+    _, prev_state = backend_of(flat).scan(back, last, flat, reverse=True)  # (T, *batch)
     path = ops.cat([prev_state, last[None]], 0)  # (T + 1, *batch)
     out = {}
     inputs = {time: Bint[duration + 1]}

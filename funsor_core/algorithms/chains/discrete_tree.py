@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, pair
+from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, log_sum, pair
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
@@ -71,10 +71,12 @@ def semiring_mm(sum_op, prod_op, a, b):
             batch = _LETTERS[:max(na, nb)]
             return pair(sum_op, prod_op, a, batch[len(batch) - na:] + "xy", b,
                         batch[len(batch) - nb:] + "yz", batch + "xz")
-    return ops.REDUCE_OPS[sum_op](prod_op(a[..., :, :, None], b[..., None, :, :]), axis=-2)
+    return _reduce(sum_op, prod_op(a[..., :, :, None], b[..., None, :, :]), -2)
 
 
-def _reduce(sum_op, x, axis: int):
+def _reduce(sum_op, x, axis):
+    if sum_op is ops.logaddexp:
+        return log_sum(x, axis)
     return ops.REDUCE_OPS[sum_op](x, axis=axis)
 
 
@@ -112,7 +114,7 @@ def _mm(sum_op, prod_op, a, b):
     # round (the size test and the dispatch are a fair part of a small round's time).
     if sum_op is ops.logaddexp and prod_op is ops.add and (
             a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
-        return ops.logsumexp(a[..., :, :, None] + b[..., None, :, :], axis=-2)
+        return log_sum(a[..., :, :, None] + b[..., None, :, :], -2)
     return semiring_mm(sum_op, prod_op, a, b)
 
 

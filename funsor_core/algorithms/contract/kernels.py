@@ -31,8 +31,9 @@ import math
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.engine.backend import backend_of
 
-__all__ = ["SEMIRINGS", "pair", "reduce_dims", "align_dims", "ascii_equation",
+__all__ = ["SEMIRINGS", "pair", "reduce_dims", "log_sum", "align_dims", "ascii_equation",
            "linear_pair", "BROADCAST_LIMIT", "log_pair_spec", "log_pair_run"]
 
 # The semirings with a kernel: (sum_op, prod_op). Each has its unit (``ops.UNITS``) and
@@ -92,9 +93,53 @@ def reduce_dims(x, letters: str, out: str, sum_op):
         return _unit_like(x, out, sum_op, sizes)
     axes = tuple(i for i, c in enumerate(letters) if c not in out)
     if axes:
-        x = ops.REDUCE_OPS[sum_op](x, axis=axes)
+        x = log_sum(x, axes) if sum_op is ops.logaddexp else ops.REDUCE_OPS[sum_op](x, axis=axes)
         letters = "".join(c for c in letters if c in out)
     return align_dims(x, letters, out)
+
+
+def log_sum(x, axis):
+    """``logsumexp`` over ``axis`` whose derivative is finite where a whole slice is
+    ``-inf`` (a state no path reaches): the backends' kernels differentiate as
+    ``exp(x - out)``, ``exp(-inf + inf)`` = NaN there, which turns even a zero cotangent
+    into NaN rows of a gradient. Without derivatives (numpy, torch without
+    ``requires_grad``) the backend's kernel runs alone; traced (jax), the sum is taken with
+    the maximum's shift guarded (``where(isfinite(m), m, 0)``, as a logsumexp does) and
+    ``log 0`` kept off the derivative, a few elementwise ops that the compiler fuses;
+    eagerly with gradients, the kernel runs and only a result with a ``-inf`` is recomputed
+    with those slices set to 0 (then put back to ``-inf``, by a constant).
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([[0.0, 0.0], [-np.inf, -np.inf]], requires_grad=True)
+        >>> out = log_sum(x, -1)
+        >>> torch.logsumexp(out, 0).backward()
+        >>> x.grad.tolist()  # the unreachable row gets a zero gradient, not NaN
+        [[0.5, 0.5], [0.0, 0.0]]
+    """
+    if not backend_of(x).tracks_gradients(x):
+        return ops.logsumexp(x, axis=axis)
+    if ops.is_concrete(x):
+        out = ops.logsumexp(x, axis=axis, keepdims=True)
+        dead = out == -math.inf
+        if bool(ops.any(dead)):
+            out = ops.where(dead, ops.full_like(out, -math.inf),
+                            ops.logsumexp(ops.where(dead, ops.full_like(out, 0.0), x),
+                                          axis=axis, keepdims=True))
+        return ops.reshape(out, _reduced_shape(x.shape, axis))
+    m = ops.amax(ops.detach(x), axis=axis, keepdims=True)
+    m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
+    s = ops.sum(ops.exp(x - m), axis=axis)
+    # ``s == 0``, not ``s > 0``: a NaN must stay NaN.
+    zero = s == 0
+    out = ops.where(zero, ops.full_like(s, -math.inf),
+                    ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
+    return out + ops.reshape(m, tuple(s.shape))
+
+
+def _reduced_shape(shape: tuple, axis) -> tuple:
+    axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 def ascii_equation(union: str, lx: str, ly: str, out: str) -> str | None:
@@ -251,7 +296,7 @@ def log_pair_run(spec: tuple, x, y):
         y = ops.permute(y, py)
     if iy is not None:
         y = y[iy]
-    z = ops.logsumexp(x + y, axis=axes)
+    z = log_sum(x + y, axes)
     return z if final is None else ops.permute(z, final)
 
 

@@ -5,6 +5,8 @@ for both strategies, on torch and under ``jax.jit``.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -109,8 +111,10 @@ def test_marginals_and_viterbi_jax_jit():
 
 def test_numpy_chains_say_they_need_autodiff():
     i, step = _chain(np.zeros(2), np.zeros((2, 2)), np.zeros((3, 1, 2)))
-    with pytest.raises(NotImplementedError, match="numpy arrays have no autodiff"):
+    with pytest.raises(NotImplementedError, match="^markov_marginals .*no autodiff"):
         markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i])
+    with pytest.raises(NotImplementedError, match="^markov_map .*no autodiff"):  # was
+        markov_map(step, "t", {"x": "y"}, [i])  # "markov_marginals reads ..."
 
 
 @pytest.mark.parametrize("time,step,match", [
@@ -136,3 +140,186 @@ def test_marginals_errors_name_the_mistake(time, step, match):
         fc.set_backend("numpy")
     np.testing.assert_allclose(pairs.align(("t", "b", "x", "y")).data.numpy(),
                                np.full((3, 1, 2, 2), 0.25))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ties and unreachable states: chains of small integer scores, where several paths are often
+# best, and chains with -inf entries (a left-to-right HMM). Oracle: every path enumerated in
+# numpy. markov_map must return a path whose score is the best one (it used to mix two tied
+# paths); markov_marginals must give 0, not NaN, where a state is unreachable.
+def _enumerate(init, mats):
+    # init (B, S), mats (T, B, S, S): per sequence the best score, log Z and the pair
+    # marginals (T, B, S, S), and every path (N, T + 1) with its scores (B, N).
+    duration, batch, k = mats.shape[0], mats.shape[1], mats.shape[-1]
+    paths = np.array(list(itertools.product(range(k), repeat=duration + 1)))
+    scores = init[:, paths[:, 0]]
+    for t in range(duration):
+        scores = scores + mats[t][:, paths[:, t], paths[:, t + 1]]
+    log_z = np.logaddexp.reduce(scores, axis=1)
+    pairs = np.zeros_like(mats)
+    for b in range(batch):
+        w = np.exp(scores[b] - log_z[b])
+        for t in range(duration):
+            np.add.at(pairs[t, b], (paths[:, t], paths[:, t + 1]), w)
+    return scores.max(1), log_z, pairs, paths, scores
+
+
+def _path_scores(init, mats, path):
+    # The score of the decoded path (T + 1, B) of each sequence.
+    batch = np.arange(init.shape[0])
+    score = init[batch, path[0]]
+    for t in range(mats.shape[0]):
+        score = score + mats[t, batch, path[t], path[t + 1]]
+    return score
+
+
+def _tied_chains(seed, duration, batch, sizes, unreachable):
+    # Integer scores in {-2, -1, 0}: ties between best paths are common. The joint state of
+    # several variables (sizes) is flattened in C order, as markov_map's step names sorted.
+    rng = np.random.default_rng(seed)
+    k = int(np.prod(sizes))
+    init = rng.integers(-2, 1, size=(batch, k)).astype(float)
+    mats = rng.integers(-2, 1, size=(duration, batch, k, k)).astype(float)
+    if unreachable:  # a left-to-right chain over the joint states, from state 0
+        mats[:, :, np.tril_indices(k, -1)[0], np.tril_indices(k, -1)[1]] = -np.inf
+        init[:, 1:] = -np.inf
+    return init, mats
+
+
+def _tied_terms(init, mats, sizes, convert):
+    names = ("u", "x")[-len(sizes):]  # prev names, sorted; currs "v", "y"
+    currs = {"u": "v", "x": "y"}
+    duration, batch = mats.shape[:2]
+    state_inputs = {n: fc.Bint[s] for n, s in zip(names, sizes)}
+    i = fc.Tensor(convert(init.reshape((batch,) + sizes)), {"b": fc.Bint[batch], **state_inputs})
+    inputs = {"t": fc.Bint[duration], "b": fc.Bint[batch], **state_inputs}
+    inputs.update((currs[n], fc.Bint[s]) for n, s in zip(names, sizes))
+    trans = fc.Tensor(convert(mats.reshape((duration, batch) + sizes + sizes)), inputs)
+    return i, trans, {n: currs[n] for n in names}
+
+
+def _joint_path(decoded, sizes):
+    names = ("u", "x")[-len(sizes):]
+    path = 0
+    for n, s in zip(names, sizes):
+        path = path * s + np.asarray(decoded[n].align(("t", "b")).data)
+    return path
+
+
+@pytest.mark.parametrize("sizes", [(3,), (2, 2)], ids=["one-name", "two-names"])
+@pytest.mark.parametrize("unreachable", [False, True], ids=["finite", "left-to-right"])
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+def test_markov_map_ties_torch(strategy, unreachable, sizes):
+    torch = pytest.importorskip("torch")
+    init, mats = _tied_chains(5, 3, 40, sizes, unreachable)
+    best, _, _, _, _ = _enumerate(init, mats)
+    fc.set_backend("torch")
+    try:
+        i, trans, step = _tied_terms(init, mats, sizes, torch.tensor)
+        score, decoded = markov_map(trans, "t", step, [i], strategy=strategy)
+    finally:
+        fc.set_backend("numpy")
+    path = _joint_path(decoded, sizes)
+    np.testing.assert_array_equal(score.align(("b",)).data.numpy(), best)
+    np.testing.assert_array_equal(_path_scores(init, mats, path), best)
+
+
+@pytest.mark.parametrize("unreachable", [False, True], ids=["finite", "left-to-right"])
+def test_markov_map_ties_jax_jit(unreachable):
+    jax = pytest.importorskip("jax")
+    sizes = (3,)
+    init, mats = _tied_chains(6, 4, 40, sizes, unreachable)
+    best, _, _, _, _ = _enumerate(init, mats)
+
+    def decode(init, mats):
+        i, trans, step = _tied_terms(init, mats, sizes, lambda x: x)
+        out = []
+        for strategy in ("parallel", "sequential"):
+            score, decoded = markov_map(trans, "t", step, [i], strategy=strategy)
+            out += [score.align(("b",)).data, decoded["x"].align(("t", "b")).data]
+        return out
+
+    fc.set_backend("jax")
+    try:
+        out = jax.jit(decode)(jax.numpy.asarray(init), jax.numpy.asarray(mats))
+    finally:
+        fc.set_backend("numpy")
+    for score, path in zip(out[0::2], out[1::2]):
+        np.testing.assert_array_equal(np.asarray(score), best)
+        np.testing.assert_array_equal(_path_scores(init, mats, np.asarray(path)), best)
+
+
+def test_markov_map_issue_example_both_backends():
+    # init [0, -1], one step [[-2, -1], [0, -2]]: the best paths [0, 1] and [1, 0] score -1;
+    # the per-time argmax of the split derivative returned [0, 0], which scores -2.
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    init, mats = np.array([[0.0, -1.0]]), np.array([[[[-2.0, -1.0], [0.0, -2.0]]]])
+    best, _, _, _, _ = _enumerate(init, mats)
+    for name, convert in (("torch", torch.tensor), ("jax", jax.numpy.asarray)):
+        fc.set_backend(name)
+        try:
+            i, trans, step = _tied_terms(init, mats, (2,), convert)
+            for strategy in ("parallel", "sequential"):
+                score, decoded = markov_map(trans, "t", step, [i], strategy=strategy)
+                path = _joint_path(decoded, (2,))
+                assert float(score.align(("b",)).data[0]) == best[0] == -1.0
+                assert _path_scores(init, mats, path)[0] == -1.0
+        finally:
+            fc.set_backend("numpy")
+
+
+def _left_to_right(duration, batch, seed):
+    # The issue's HMM (init [0, -inf, -inf], transitions [[.6, .4, 0], [0, .6, .4],
+    # [0, 0, 1]]) and random observation weights, some of them -inf.
+    rng = np.random.default_rng(seed)
+    with np.errstate(divide="ignore"):
+        a = np.log(np.array([[0.6, 0.4, 0.0], [0.0, 0.6, 0.4], [0.0, 0.0, 1.0]]))
+    o = rng.normal(size=(duration, batch, 3))
+    o[0, 0, 1] = o[2, 1 % batch, 0] = -np.inf
+    return np.array([0.0, -np.inf, -np.inf]), a, o
+
+
+@pytest.mark.parametrize("strategy", [None, "parallel", "sequential"])
+def test_marginals_zero_where_unreachable_torch(strategy):
+    torch = pytest.importorskip("torch")
+    init, a, o = _left_to_right(5, 2, 2)
+    mats = a[None, None] + o[:, :, None, :]
+    _, log_z, pairs, _, _ = _enumerate(np.broadcast_to(init, (2, 3)), mats)
+    fc.set_backend("torch")
+    try:
+        i, step = _chain(*(torch.tensor(x) for x in (init, a, o)))
+        total, actual = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i],
+                                         strategy=strategy)
+    finally:
+        fc.set_backend("numpy")
+    actual = actual.align(("t", "b", "x", "y")).data.numpy()
+    assert np.isfinite(actual).all()
+    np.testing.assert_allclose(total.align(("b",)).data.numpy(), log_z, rtol=1e-12)
+    np.testing.assert_allclose(actual, pairs, rtol=1e-9, atol=1e-15)
+
+
+def test_marginals_zero_where_unreachable_jax_jit():
+    jax = pytest.importorskip("jax")
+    init, a, o = _left_to_right(6, 3, 3)
+    mats = a[None, None] + o[:, :, None, :]
+    _, log_z, pairs, _, _ = _enumerate(np.broadcast_to(init, (3, 3)), mats)
+
+    def smooth(init, a, o):
+        i, step = _chain(init, a, o)
+        out = []
+        for strategy in (None, "parallel", "sequential"):
+            total, marg = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i],
+                                           strategy=strategy)
+            out += [total.align(("b",)).data, marg.align(("t", "b", "x", "y")).data]
+        return out
+
+    fc.set_backend("jax")
+    try:
+        out = jax.jit(smooth)(*(jax.numpy.asarray(x) for x in (init, a, o)))
+    finally:
+        fc.set_backend("numpy")
+    for total, marg in zip(out[0::2], out[1::2]):
+        assert np.isfinite(np.asarray(marg)).all()
+        np.testing.assert_allclose(np.asarray(total), log_z, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(marg), pairs, rtol=1e-9, atol=1e-15)

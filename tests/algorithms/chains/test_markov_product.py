@@ -473,3 +473,74 @@ def test_prev_curr_domain_mismatch_names_the_inputs():
         with pytest.raises(ValueError, match=pattern) as info:
             scan(ops.logaddexp, ops.add, trans, "t", {"x": "y"})
         assert "_drop" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Unreachable states (#27 item 2): the gradient of a filtered log Z of a lazily built chain
+# with respect to its observation weights is the filtering marginal p(x_t | y_1..T), 0 where
+# a state is unreachable, not NaN (the backends' logsumexp differentiates to NaN on a slice
+# of -inf). A left-to-right HMM, eagerly and under jax.jit, every strategy. Oracle: every path
+# enumerated in numpy.
+def _left_to_right_oracle(init, a, o):
+    duration, k = o.shape
+    paths = np.array(list(itertools.product(range(k), repeat=duration + 1)))
+    score = init[paths[:, 0]] + sum(a[paths[:, t], paths[:, t + 1]] + o[t, paths[:, t + 1]]
+                                    for t in range(duration))
+    log_z = np.logaddexp.reduce(score)
+    grad = np.zeros_like(o)
+    for t in range(duration):
+        np.add.at(grad[t], paths[:, t + 1], np.exp(score - log_z))
+    return log_z, grad
+
+
+def _left_to_right_log_z(init, a, o, strategy):
+    # strategy "terms": funsor's sequential_sum_product, pairwise contractions of terms.
+    duration, k = o.shape
+    i = fc.Tensor(init, {"x": fc.Bint[k]})
+    trans = fc.Tensor(a, {"x": fc.Bint[k], "y": fc.Bint[k]})
+    obs = fc.Tensor(o, {"t": fc.Bint[duration], "y": fc.Bint[k]})
+    if strategy == "terms":
+        chain = sequential_sum_product(ops.logaddexp, ops.add, trans + obs,
+                                       fc.Variable("t", fc.Bint[duration]), {"x": "y"})
+        return (i + chain).reduce(ops.logaddexp, frozenset({"x", "y"})).data
+    with lazy:
+        chain = MarkovProduct(ops.logaddexp, ops.add, trans + obs, "t", {"x": "y"},
+                              strategy=strategy)
+    return (i + chain).reduce(ops.logaddexp, frozenset({"x", "y"})).data
+
+
+@pytest.mark.parametrize("strategy", [None, "parallel", "sequential", "terms"])
+@pytest.mark.parametrize("backend", ["torch", "jax", "jax.jit"])
+def test_filtered_log_z_gradient_where_unreachable(backend, strategy):
+    with np.errstate(divide="ignore"):
+        a = np.log(np.array([[0.6, 0.4, 0.0], [0.0, 0.6, 0.4], [0.0, 0.0, 1.0]]))
+    init = np.array([0.0, -np.inf, -np.inf])
+    rng = np.random.default_rng(4)
+    cases = [np.zeros((3, 3)), rng.normal(size=(5, 3))]  # the issue's, and observed weights
+    cases[1][1, 0] = -np.inf  # a -inf column of a step
+    for o in cases:
+        log_z, expected = _left_to_right_oracle(init, a, o)
+        if backend == "torch":
+            torch = pytest.importorskip("torch")
+            obs = torch.tensor(o, requires_grad=True)
+            fc.set_backend("torch")
+            try:
+                value = _left_to_right_log_z(torch.tensor(init), torch.tensor(a), obs, strategy)
+            finally:
+                fc.set_backend("numpy")
+            value.backward()
+            value, grad = value.item(), obs.grad.numpy()
+        else:
+            jax = pytest.importorskip("jax")
+            ji, ja = jax.numpy.asarray(init), jax.numpy.asarray(a)
+            fn = jax.value_and_grad(lambda o, ji=ji, ja=ja: _left_to_right_log_z(ji, ja, o,
+                                                                                strategy))
+            fc.set_backend("jax")
+            try:
+                value, grad = (jax.jit(fn) if backend == "jax.jit" else fn)(jax.numpy.asarray(o))
+            finally:
+                fc.set_backend("numpy")
+            value, grad = float(value), np.asarray(grad)
+        assert np.isfinite(grad).all()
+        np.testing.assert_allclose(value, log_z, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(grad, expected, rtol=1e-9, atol=1e-15)
