@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
@@ -95,6 +97,34 @@ def _reduction(fn):
 
     kernel.__name__ = f"_{fn.__name__}"
     return kernel
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _lse_kept(x, axis):
+    return jax.nn.logsumexp(x, axis=axis, keepdims=True)
+
+
+@_lse_kept.defjvp
+def _lse_kept_jvp(axis, primals, tangents):
+    # d logsumexp(x) = sum(softmax(x) * dx). A slice that is all -inf (log 0: a state no
+    # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
+    # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
+    # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
+    (x,), (dx,) = primals, tangents
+    out = _lse_kept(x, axis)
+    w = jnp.exp(x - jnp.where(out == -jnp.inf, jnp.zeros_like(out), out))
+    return out, jnp.sum(w * dx, axis=axis, keepdims=True)
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    # jax.nn.logsumexp's value (the forward pass compiles as before) with a derivative that
+    # is finite on all -inf slices (``LOGSUMEXP_GRAD_FINITE`` in jax_facts).
+    if axis == ():
+        return x
+    axes = tuple(range(x.ndim)) if axis is None else (
+        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
+    out = _lse_kept(x, axes)
+    return out if keepdims else jnp.squeeze(out, axis=axes)
 
 
 def _moment(fn):
@@ -323,7 +353,7 @@ KERNELS = {
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
     ops.flip: _flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(jnp.sum), ops.prod: _reduction(jnp.prod),
-    ops.logsumexp: _reduction(jax.nn.logsumexp), ops.amax: _extremum(jnp.max, -jnp.inf),
+    ops.logsumexp: _logsumexp, ops.amax: _extremum(jnp.max, -jnp.inf),
     ops.amin: _extremum(jnp.min, jnp.inf), ops.argmax: _arg_reduction(jnp.argmax),
     ops.argmin: _arg_reduction(jnp.argmin), ops.all: _reduction(jnp.all),
     ops.any: _reduction(jnp.any), ops.mean: _reduction(jnp.mean), ops.std: _moment(jnp.std),

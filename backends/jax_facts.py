@@ -12,13 +12,16 @@ import jax
 import jax.numpy as jnp  # noqa: F401  (the doctests use it)
 import numpy as np
 
-__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
+__all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
+           "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "is_raw_key", "seed_values",
            "tracks_gradients"]
 
 # A key is a value, split for every draw so that no key is used twice (also under jit).
 SPLITS_RNG_KEYS = True
+# ops.logsumexp differentiates to 0, not NaN, on a slice that is all -inf (a custom jvp).
+LOGSUMEXP_GRAD_FINITE = True
 # XLA:CPU hands even a small dot to a slower library: a small batched matmul is faster as a
 # broadcast product (the size limit is the core's, ``small_linalg.SMALL_PRODUCT``).
 BROADCAST_SMALL_MATMUL = True

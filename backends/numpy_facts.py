@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_EINSUM_BACKEND", "FUNSOR_LOGSUMEXP_BACKEND",
+__all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
+           "FUNSOR_EINSUM_BACKEND", "FUNSOR_LOGSUMEXP_BACKEND",
            "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS", "SPLITS_RNG_KEYS", "array_literal",
            "as_rng_key", "is_raw_key", "seed_values", "tracks_gradients"]
 
 # A key is a Generator that advances itself (jax's keys are values, split for every draw).
 SPLITS_RNG_KEYS = False
+# numpy has no derivatives; the fact is read with tracks_gradients, always False here.
+LOGSUMEXP_GRAD_FINITE = False
 # Whether a small batched matmul is faster as a broadcast product (XLA:CPU only).
 BROADCAST_SMALL_MATMUL = False
 # Pyro's einsum reads operands' dim names from a ``_pyro_dims`` attribute (torch only).

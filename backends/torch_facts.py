@@ -11,13 +11,16 @@ from __future__ import annotations
 import numpy as np
 import torch  # noqa: F401  (the doctests use it)
 
-__all__ = ["BROADCAST_SMALL_MATMUL", "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
+__all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
+           "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
            "seed_values", "tracks_gradients"]
 
 # A key is a torch.Generator that advances itself (jax's keys are values, split per draw).
 SPLITS_RNG_KEYS = False
+# torch.logsumexp differentiates to NaN on a slice that is all -inf (the core repairs it).
+LOGSUMEXP_GRAD_FINITE = False
 # Whether a small batched matmul is faster as a broadcast product (XLA:CPU only).
 BROADCAST_SMALL_MATMUL = False
 # Pyro's einsum reads operands' dim names from a ``_pyro_dims`` attribute.

@@ -103,11 +103,10 @@ def log_sum(x, axis):
     ``-inf`` (a state no path reaches): the backends' kernels differentiate as
     ``exp(x - out)``, ``exp(-inf + inf)`` = NaN there, which turns even a zero cotangent
     into NaN rows of a gradient. Without derivatives (numpy, torch without
-    ``requires_grad``) the backend's kernel runs alone; traced (jax), the sum is taken with
-    the maximum's shift guarded (``where(isfinite(m), m, 0)``, as a logsumexp does) and
-    ``log 0`` kept off the derivative, a few elementwise ops that the compiler fuses;
-    eagerly with gradients, the kernel runs and only a result with a ``-inf`` is recomputed
-    with those slices set to 0 (then put back to ``-inf``, by a constant).
+    ``requires_grad``), or where the backend's kernel already differentiates to 0 there
+    (jax's, by a custom jvp: ``LOGSUMEXP_GRAD_FINITE``), the kernel runs alone; eagerly
+    with gradients (torch), it runs and only a result with a ``-inf`` is recomputed with
+    those slices set to 0 (then put back to ``-inf``, by a constant).
 
     Example:
         >>> import torch
@@ -117,24 +116,16 @@ def log_sum(x, axis):
         >>> x.grad.tolist()  # the unreachable row gets a zero gradient, not NaN
         [[0.5, 0.5], [0.0, 0.0]]
     """
-    if not backend_of(x).tracks_gradients(x):
+    backend = backend_of(x)
+    if backend.LOGSUMEXP_GRAD_FINITE or not backend.tracks_gradients(x):
         return ops.logsumexp(x, axis=axis)
-    if ops.is_concrete(x):
-        out = ops.logsumexp(x, axis=axis, keepdims=True)
-        dead = out == -math.inf
-        if bool(ops.any(dead)):
-            out = ops.where(dead, ops.full_like(out, -math.inf),
-                            ops.logsumexp(ops.where(dead, ops.full_like(out, 0.0), x),
-                                          axis=axis, keepdims=True))
-        return ops.reshape(out, _reduced_shape(x.shape, axis))
-    m = ops.amax(ops.detach(x), axis=axis, keepdims=True)
-    m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
-    s = ops.sum(ops.exp(x - m), axis=axis)
-    # ``s == 0``, not ``s > 0``: a NaN must stay NaN.
-    zero = s == 0
-    out = ops.where(zero, ops.full_like(s, -math.inf),
-                    ops.log(ops.where(zero, ops.full_like(s, 1.0), s)))
-    return out + ops.reshape(m, tuple(s.shape))
+    out = ops.logsumexp(x, axis=axis, keepdims=True)
+    dead = out == -math.inf
+    if bool(ops.any(dead)):
+        out = ops.where(dead, ops.full_like(out, -math.inf),
+                        ops.logsumexp(ops.where(dead, ops.full_like(out, 0.0), x),
+                                      axis=axis, keepdims=True))
+    return ops.reshape(out, _reduced_shape(x.shape, axis))
 
 
 def _reduced_shape(shape: tuple, axis) -> tuple:
