@@ -477,15 +477,30 @@ def _validate(cls, params: tuple) -> None:
         if isinstance(p, Tensor):
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
-                _raise_if_bad(cls, name, param.constraint.describe, p,
-                              param.constraint.check(ops.detach(p.data)))
+                ok = param.constraint.check(ops.detach(p.data))
+                if not concrete(ok):
+                    ok = param.constraint.check(ops.to_numpy(p.data))
+                _raise_if_bad(cls, name, param.constraint.describe, p, ok)
     for name, describe, fn in cls.relations:
         if len(arrays) == len(cls.params) and concrete(*(t.data for t in arrays.values())):
-            inputs = merge_all_inputs(arrays.values())
-            nb = max(len(t.shape) - cls.params[k].event_ndim for k, t in arrays.items())
-            lined_up = {k: aligned(t, inputs, nb, cls.params[k].event_ndim)
-                        for k, t in arrays.items()}
-            _raise_if_bad(cls, name, describe, None, fn(**lined_up), inputs)
+            ok, inputs = _relation_ok(cls, fn, arrays)
+            if not concrete(ok):
+                ok, inputs = _relation_ok(cls, fn, _on_host(arrays))
+            _raise_if_bad(cls, name, describe, None, ok, inputs)
+
+
+# Under jax.jit every op is staged, even on a concrete array the traced function closed over,
+# so a check of such an array answers with a tracer. The array itself has values: the check
+# is redone on a numpy copy (only then), and a bad closed-over parameter still raises.
+def _on_host(arrays: dict) -> dict:
+    return {k: Tensor.make(ops.to_numpy(t.data), t.inputs, t.dtype) for k, t in arrays.items()}
+
+
+def _relation_ok(cls, fn, arrays: dict) -> tuple:
+    inputs = merge_all_inputs(arrays.values())
+    nb = max(len(t.shape) - cls.params[k].event_ndim for k, t in arrays.items())
+    lined_up = {k: aligned(t, inputs, nb, cls.params[k].event_ndim) for k, t in arrays.items()}
+    return fn(**lined_up), inputs
 
 
 def _raise_if_bad(cls, name, describe, tensor: Tensor | None, ok, inputs=None) -> None:
