@@ -360,18 +360,20 @@ def _bind(cls, args: tuple, kwargs: dict) -> dict:
 
 
 def _prototype(values) -> Any:
-    """A floating array among the arguments (new parameter arrays follow its backend and
-    dtype), else a float of the active backend."""
+    """A floating array among the arguments (Python numbers follow its backend and dtype),
+    else None (they stay Numbers: backend-free, see ``with_arrays``)."""
     for v in values:
         data = getattr(v, "data", v) if isinstance(v, Tensor) else v
         if is_array(data) and ops.is_floating(data):
             return data
-    return backend_module().asarray(0.0, "real")
+    return None
 
 
 def _as_real_array(x, proto):
     if is_array(x):
         return x if ops.is_floating(x) else ops.astype(x, "real")
+    if proto is None:
+        proto = backend_module().asarray(0.0, "real")
     if isinstance(x, numbers.Number):
         return ops.new_full(proto, (), float(x))
     x = ops.new_array(proto, x)  # a list: on the prototype's backend
@@ -384,7 +386,7 @@ def _param_funsor(cls, name: str, x, proto) -> Funsor:
             raise TypeError(f"{cls.__name__}: parameter '{name}' must be real, got a funsor "
                             f"of output {x.output}")
         if type(x) is Number:
-            return Tensor(ops.new_full(proto, (), float(x.data)))
+            return x if proto is None else Tensor(ops.new_full(proto, (), float(x.data)))
         return x
     if isinstance(x, str):
         if cls.params[name].event_ndim != 0:
@@ -392,6 +394,8 @@ def _param_funsor(cls, name: str, x, proto) -> Funsor:
                             f"'{x}' does not give its domain; pass a Variable, e.g. "
                             f"Variable('{x}', Reals[3])")
         return Variable(x, Real)
+    if isinstance(x, numbers.Number) and proto is None and cls.params[name].event_ndim in (0, None):
+        return Number(float(x))
     if isinstance(x, (list, tuple)) or is_array(x) or isinstance(x, numbers.Number):
         return Tensor(_as_real_array(x, proto))
     raise TypeError(f"{cls.__name__}: parameter '{name}' must be a funsor, number or array, "
@@ -415,9 +419,13 @@ def _value_funsor(cls, value, domain: Domain, proto) -> Funsor:
     if isinstance(value, Funsor) and type(value) is not Number:
         return value
     data = value.data if isinstance(value, Number) else value
+    if proto is None and domain is Real and isinstance(data, numbers.Number):
+        return Number(float(data))  # backend-free, as the parameters (see ``with_arrays``)
     if domain.dtype == "real":
         array = _as_real_array(data, proto)
     else:
+        if proto is None and not is_array(data):
+            proto = backend_module().asarray(0.0, "real")
         array = data if is_array(data) else ops.astype(ops.new_array(proto, data), "int")
     if tuple(array.shape) != domain.shape:
         try:
@@ -471,9 +479,12 @@ def infer_domains(cls, param_domains: tuple, value_domain: Domain | None) -> tup
 
 # -- validation ------------------------------------------------------------------------------
 def _validate(cls, params: tuple) -> None:
-    """Raise ValueError for a concrete Tensor parameter that breaks its family's constraint."""
-    arrays = {}
+    """Raise ValueError for a concrete Tensor (or Number) parameter that breaks its family's
+    constraint."""
+    arrays, numbers_in = {}, False
     for (name, param), p in zip(cls.params.items(), params):
+        if type(p) is Number:  # checked on a numpy copy: a Number holds no backend's array
+            p, numbers_in = Tensor.make(np.asarray(p.data, dtype=np.float64), {}), True
         if isinstance(p, Tensor):
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
@@ -483,6 +494,8 @@ def _validate(cls, params: tuple) -> None:
                 _raise_if_bad(cls, name, param.constraint.describe, p, ok)
     for name, describe, fn in cls.relations:
         if len(arrays) == len(cls.params) and concrete(*(t.data for t in arrays.values())):
+            if numbers_in:  # beside a Number's numpy copy, every array on numpy too
+                arrays = _on_host(arrays)
             ok, inputs = _relation_ok(cls, fn, arrays)
             if not concrete(ok):
                 ok, inputs = _relation_ok(cls, fn, _on_host(arrays))

@@ -25,7 +25,7 @@ from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.distribution.array_math import normalizer
+from funsor_core.distribution.array_math import normalizer, with_arrays
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
@@ -41,10 +41,20 @@ def exact_distribution_tensors(cls, *args):
     return cls.eager_log_density(*args)
 
 
+# cls(..., Number, ...) = cls(..., Tensor, ...): Python numbers stay backend-free Numbers in
+# a term until a number is demanded; then they follow the other arrays (or the backend).
+def exact_distribution_numbers(cls, *args):
+    tensors = with_arrays(args)
+    return None if tensors is args else cls(*tensors)
+
+
 def _register_family(cls) -> None:
     rule = functools.partial(exact_distribution_tensors, cls)
     functools.update_wrapper(rule, exact_distribution_tensors)
     exact.register(cls, *(Tensor,) * len(cls.fields))(rule)
+    rule = functools.partial(exact_distribution_numbers, cls)
+    functools.update_wrapper(rule, exact_distribution_numbers)
+    exact.register(cls, *(Funsor,) * len(cls.fields))(rule)
 
 
 on_family(_register_family)

@@ -65,7 +65,8 @@ def test_issue_repro_mvn_closed_over_scale_tril():
     np.testing.assert_allclose(float(fn(jnp.zeros(2))), expected.logpdf(np.ones(2)), rtol=1e-10)
 
 
-LOW, HIGH, BAD_TRIL = jnp.array(1.0), jnp.array(0.0), jnp.diag(jnp.array([1.0, -1.0]))  # built outside the jit
+# Built outside the jit: closed over as they are (an op inside the trace gives a tracer).
+LOW, HIGH, BAD_TRIL = jnp.array(1.0), jnp.array(0.0), jnp.diag(jnp.array([1.0, -1.0]))
 
 
 @pytest.mark.parametrize("make, match", [
