@@ -489,7 +489,7 @@ def _validate(cls, params: tuple) -> None:
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
                 ok = param.constraint.check(ops.detach(p.data))
-                if not concrete(ok):
+                if not ops.is_concrete(ok):
                     ok = param.constraint.check(ops.to_numpy(p.data))
                 _raise_if_bad(cls, name, param.constraint.describe, p, ok)
     for name, describe, fn in cls.relations:
