@@ -55,11 +55,13 @@ def with_arrays(args: tuple) -> tuple:
         >>> with_arrays((fc.Number(2.0), fc.Tensor(np.ones(2, dtype=np.float32))))[0].data
         array(2., dtype=float32)
     """
-    if not any(type(a) is Number for a in args):
+    if Number not in map(type, args):
         return args
-    proto = next((a.data for a in args if isinstance(a, Tensor) and ops.is_floating(a.data)),
-                 None)
-    if proto is None:
+    for a in args:
+        if isinstance(a, Tensor) and ops.is_floating(a.data):
+            proto = a.data
+            break
+    else:
         proto = backend_module().asarray(0.0, "real")
     return tuple(Tensor.make(ops.new_full(proto, (), float(a.data)), {}) if type(a) is Number
                  else a for a in args)
