@@ -483,8 +483,15 @@ def _validate(cls, params: tuple) -> None:
     constraint."""
     arrays, numbers_in = {}, False
     for (name, param), p in zip(cls.params.items(), params):
-        if type(p) is Number:  # checked on a numpy copy: a Number holds no backend's array
-            p, numbers_in = Tensor.make(np.asarray(p.data, dtype=np.float64), {}), True
+        if type(p) is Number:  # a Number holds no backend's array: checked on numpy
+            numbers_in = True
+            if not param.constraint.trivial and not _number_ok(param.constraint, p.data):
+                host = Tensor.make(np.asarray(p.data, dtype=np.float64), {})
+                _raise_if_bad(cls, name, param.constraint.describe, host,
+                              param.constraint.check(host.data))
+            if cls.relations:
+                arrays[name] = Tensor.make(np.asarray(p.data, dtype=np.float64), {})
+            continue
         if isinstance(p, Tensor):
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
@@ -500,6 +507,12 @@ def _validate(cls, params: tuple) -> None:
             if not concrete(ok):
                 ok, inputs = _relation_ok(cls, fn, _on_host(arrays))
             _raise_if_bad(cls, name, describe, None, ok, inputs)
+
+
+@cached("distribution.number_ok", maxsize=1024, fast=True)
+def _number_ok(constraint: Constraint, x: float) -> bool:
+    # Models repeat their constants (1.0, 0.5): one check per constraint and value.
+    return bool(np.all(constraint.check(np.asarray(x, dtype=np.float64))))
 
 
 # Under jax.jit every op is staged, even on a concrete array the traced function closed over,
