@@ -16,6 +16,10 @@ by default, numbers and arrays converted, shapes checked), parameter validation,
 evaluation of all-Tensor arguments to a Tensor of log densities, substitution, sampling and
 printing. Rules live in ``interpretations/exact/distribution.py``.
 
+Python numbers follow the arrays given with them (backend and float dtype); given with no
+array, they stay backend-free ``Number`` terms until a number is demanded, so a template
+built under ``lazy`` and pickled evaluates on whatever backend is active then.
+
 Shapes: each parameter has ``event_ndim`` trailing output dims that belong to one
 distribution (a probability vector, a Cholesky factor); its other output dims are batch dims,
 broadcast across parameters and ``value``. The value's domain is the broadcast batch shape
