@@ -273,10 +273,18 @@ def _matmul(a, b):
     # torch.matmul runs a batch of products of one batch size as bmm behind an expand and
     # two reshapes of each side: three more autograd nodes a side, and a third of the time of
     # a small product, forward and backward.
-    if a.dim() == 3 and getattr(b, "dim", None) is not None and b.dim() == 3 and (
-            a.shape[0] == b.shape[0]):
-        return torch.bmm(a, b)
-    return torch.matmul(a, b)
+    try:
+        if a.dim() == 3 and getattr(b, "dim", None) is not None and b.dim() == 3 and (
+                a.shape[0] == b.shape[0]):
+            return torch.bmm(a, b)
+        return torch.matmul(a, b)
+    except RuntimeError:
+        if a.dtype == b.dtype:
+            raise
+    # numpy and jax promote float32 @ float64 to float64, torch raises (issue #27 item 18);
+    # only a failed product pays for the check.
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    return _matmul(a.to(dtype), b.to(dtype))
 
 
 def _cat(parts, axis=0):

@@ -20,11 +20,11 @@ from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.random import Rng
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_of
+from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
-__all__ = ["concrete", "nan_invalid", "aligned", "aligned_arrays", "shapes",
+__all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
            "log_density_tensor", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
@@ -43,6 +43,28 @@ def concrete(*arrays) -> bool:
         True
     """
     return all(ops.is_concrete(a) for a in arrays)
+
+
+def with_arrays(args: tuple) -> tuple:
+    """``args`` with each Number made a 0-d Tensor in the float dtype and backend of the first
+    array among ``args`` (else of the active backend). A Python number given to a family stays
+    a Number while no array is given with it, so that a template built under ``lazy`` holds
+    no backend's array until a number is demanded (issue #27 item 17).
+
+    Example:
+        >>> with_arrays((fc.Number(2.0), fc.Tensor(np.ones(2, dtype=np.float32))))[0].data
+        array(2., dtype=float32)
+    """
+    if Number not in map(type, args):
+        return args
+    for a in args:
+        if isinstance(a, Tensor) and ops.is_floating(a.data):
+            proto = a.data
+            break
+    else:
+        proto = backend_module().asarray(0.0, "real")
+    return tuple(Tensor.make(ops.new_full(proto, (), float(a.data)), {}) if type(a) is Number
+                 else a for a in args)
 
 
 def nan_invalid(cls, arrays: dict) -> dict:
@@ -174,6 +196,7 @@ def moment_tensor(cls, args: tuple, which: int) -> Tensor:
         ...               1).data
         array(3.)
     """
+    args = with_arrays(args)
     params = args[:-1]
     if not all(isinstance(p, Tensor) for p in params):
         raise NotImplementedError(f"{cls.__name__}.mean()/variance() need Tensor parameters, "
@@ -194,6 +217,7 @@ def enumerate_tensor(cls, args: tuple, expand: bool) -> Tensor:
         >>> enumerate_tensor(BernoulliProbs, (fc.Tensor(np.array(0.5)), v), False).data
         array([0., 1.])
     """
+    args = with_arrays(args)
     value = args[-1]
     size = value.output.dtype
     proto = next(t.data for t in args if isinstance(t, Tensor) and ops.is_floating(t.data))
@@ -280,7 +304,8 @@ def sample_distribution(d, names: frozenset, sample_inputs: dict, rng_key=None):
         NotImplementedError: when ``names`` include parameters' inputs, or the parameters
             are not Tensors (lazy ones can be evaluated first, e.g. by substitution).
     """
-    cls, value, params = type(d), d.value, d._args[:-1]
+    cls, args = type(d), with_arrays(d._args)
+    value, params = args[-1], args[:-1]
     param_inputs = merge_all_inputs(params)
     in_value = isinstance(value, Variable) and value.name in names
     if not in_value or names & param_inputs.keys():
@@ -294,10 +319,10 @@ def sample_distribution(d, names: frozenset, sample_inputs: dict, rng_key=None):
             names=[value.name], family=cls.__name__, value=value,
             why=f"Its parameters are {[type(p).__name__ for p in params]}; substitute values "
                 "for their free inputs first."))
-    arrays = aligned_arrays(cls, d._args, param_inputs, with_value=False)
+    arrays = aligned_arrays(cls, args, param_inputs, with_value=False)
     lead = (1,) * len(sample_inputs)
     arrays = {k: ops.reshape(a, lead + tuple(a.shape)) for k, a in arrays.items()}
-    out_batch, _ = shapes(cls, d._args)
+    out_batch, _ = shapes(cls, args)
     batch = tuple(v.size for v in sample_inputs.values()) + tuple(
         v.size for v in param_inputs.values()) + out_batch
     proto = next(p.data for p in params if ops.is_floating(p.data))

@@ -16,6 +16,10 @@ by default, numbers and arrays converted, shapes checked), parameter validation,
 evaluation of all-Tensor arguments to a Tensor of log densities, substitution, sampling and
 printing. Rules live in ``interpretations/exact/distribution.py``.
 
+Python numbers follow the arrays given with them (backend and float dtype); given with no
+array, they stay backend-free ``Number`` terms until a number is demanded, so a template
+built under ``lazy`` and pickled evaluates on whatever backend is active then.
+
 Shapes: each parameter has ``event_ndim`` trailing output dims that belong to one
 distribution (a probability vector, a Cholesky factor); its other output dims are batch dims,
 broadcast across parameters and ``value``. The value's domain is the broadcast batch shape
@@ -360,18 +364,20 @@ def _bind(cls, args: tuple, kwargs: dict) -> dict:
 
 
 def _prototype(values) -> Any:
-    """A floating array among the arguments (new parameter arrays follow its backend and
-    dtype), else a float of the active backend."""
+    """A floating array among the arguments (Python numbers follow its backend and dtype),
+    else None (they stay Numbers: backend-free, see ``with_arrays``)."""
     for v in values:
         data = getattr(v, "data", v) if isinstance(v, Tensor) else v
         if is_array(data) and ops.is_floating(data):
             return data
-    return backend_module().asarray(0.0, "real")
+    return None
 
 
 def _as_real_array(x, proto):
     if is_array(x):
         return x if ops.is_floating(x) else ops.astype(x, "real")
+    if proto is None:
+        proto = backend_module().asarray(0.0, "real")
     if isinstance(x, numbers.Number):
         return ops.new_full(proto, (), float(x))
     x = ops.new_array(proto, x)  # a list: on the prototype's backend
@@ -384,7 +390,7 @@ def _param_funsor(cls, name: str, x, proto) -> Funsor:
             raise TypeError(f"{cls.__name__}: parameter '{name}' must be real, got a funsor "
                             f"of output {x.output}")
         if type(x) is Number:
-            return Tensor(ops.new_full(proto, (), float(x.data)))
+            return x if proto is None else Tensor(ops.new_full(proto, (), float(x.data)))
         return x
     if isinstance(x, str):
         if cls.params[name].event_ndim != 0:
@@ -392,6 +398,8 @@ def _param_funsor(cls, name: str, x, proto) -> Funsor:
                             f"'{x}' does not give its domain; pass a Variable, e.g. "
                             f"Variable('{x}', Reals[3])")
         return Variable(x, Real)
+    if isinstance(x, numbers.Number) and proto is None and cls.params[name].event_ndim in (0, None):
+        return Number(float(x))
     if isinstance(x, (list, tuple)) or is_array(x) or isinstance(x, numbers.Number):
         return Tensor(_as_real_array(x, proto))
     raise TypeError(f"{cls.__name__}: parameter '{name}' must be a funsor, number or array, "
@@ -415,9 +423,13 @@ def _value_funsor(cls, value, domain: Domain, proto) -> Funsor:
     if isinstance(value, Funsor) and type(value) is not Number:
         return value
     data = value.data if isinstance(value, Number) else value
+    if proto is None and domain is Real and isinstance(data, numbers.Number):
+        return Number(float(data))  # backend-free, as the parameters (see ``with_arrays``)
     if domain.dtype == "real":
         array = _as_real_array(data, proto)
     else:
+        if proto is None and not is_array(data):
+            proto = backend_module().asarray(0.0, "real")
         array = data if is_array(data) else ops.astype(ops.new_array(proto, data), "int")
     if tuple(array.shape) != domain.shape:
         try:
@@ -471,21 +483,54 @@ def infer_domains(cls, param_domains: tuple, value_domain: Domain | None) -> tup
 
 # -- validation ------------------------------------------------------------------------------
 def _validate(cls, params: tuple) -> None:
-    """Raise ValueError for a concrete Tensor parameter that breaks its family's constraint."""
-    arrays = {}
+    """Raise ValueError for a concrete Tensor (or Number) parameter that breaks its family's
+    constraint."""
+    arrays, numbers_in = {}, False
     for (name, param), p in zip(cls.params.items(), params):
+        if type(p) is Number:  # a Number holds no backend's array: checked on numpy
+            numbers_in = True
+            if not param.constraint.trivial and not _number_ok(param.constraint, p.data):
+                host = Tensor.make(np.asarray(p.data, dtype=np.float64), {})
+                _raise_if_bad(cls, name, param.constraint.describe, host,
+                              param.constraint.check(host.data))
+            if cls.relations:
+                arrays[name] = Tensor.make(np.asarray(p.data, dtype=np.float64), {})
+            continue
         if isinstance(p, Tensor):
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
-                _raise_if_bad(cls, name, param.constraint.describe, p,
-                              param.constraint.check(ops.detach(p.data)))
+                ok = param.constraint.check(ops.detach(p.data))
+                if not ops.is_concrete(ok):
+                    ok = param.constraint.check(ops.to_numpy(p.data))
+                _raise_if_bad(cls, name, param.constraint.describe, p, ok)
     for name, describe, fn in cls.relations:
         if len(arrays) == len(cls.params) and concrete(*(t.data for t in arrays.values())):
-            inputs = merge_all_inputs(arrays.values())
-            nb = max(len(t.shape) - cls.params[k].event_ndim for k, t in arrays.items())
-            lined_up = {k: aligned(t, inputs, nb, cls.params[k].event_ndim)
-                        for k, t in arrays.items()}
-            _raise_if_bad(cls, name, describe, None, fn(**lined_up), inputs)
+            if numbers_in:  # beside a Number's numpy copy, every array on numpy too
+                arrays = _on_host(arrays)
+            ok, inputs = _relation_ok(cls, fn, arrays)
+            if not concrete(ok):
+                ok, inputs = _relation_ok(cls, fn, _on_host(arrays))
+            _raise_if_bad(cls, name, describe, None, ok, inputs)
+
+
+@cached("distribution.number_ok", maxsize=1024, fast=True)
+def _number_ok(constraint: Constraint, x: float) -> bool:
+    # Models repeat their constants (1.0, 0.5): one check per constraint and value.
+    return bool(np.all(constraint.check(np.asarray(x, dtype=np.float64))))
+
+
+# Under jax.jit every op is staged, even on a concrete array the traced function closed over,
+# so a check of such an array answers with a tracer. The array itself has values: the check
+# is redone on a numpy copy (only then), and a bad closed-over parameter still raises.
+def _on_host(arrays: dict) -> dict:
+    return {k: Tensor.make(ops.to_numpy(t.data), t.inputs, t.dtype) for k, t in arrays.items()}
+
+
+def _relation_ok(cls, fn, arrays: dict) -> tuple:
+    inputs = merge_all_inputs(arrays.values())
+    nb = max(len(t.shape) - cls.params[k].event_ndim for k, t in arrays.items())
+    lined_up = {k: aligned(t, inputs, nb, cls.params[k].event_ndim) for k, t in arrays.items()}
+    return fn(**lined_up), inputs
 
 
 def _raise_if_bad(cls, name, describe, tensor: Tensor | None, ok, inputs=None) -> None:

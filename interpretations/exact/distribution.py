@@ -25,13 +25,13 @@ from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.distribution.array_math import normalizer
+from funsor_core.distribution.array_math import normalizer, with_arrays
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
-from funsor_core.engine.interpreter import Tuple
-from funsor_core.terms.base import Funsor, Reduce, Variable
+from funsor_core.engine.interpreter import Tuple, interpret
+from funsor_core.terms.base import Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
@@ -41,10 +41,26 @@ def exact_distribution_tensors(cls, *args):
     return cls.eager_log_density(*args)
 
 
+# cls(..., Number, ...) = cls(..., Tensor, ...): Python numbers stay backend-free Numbers in
+# a term until a number is demanded; then they follow the other arrays (or the backend).
+# All Tensors then: the log density at once. Else the term with them, under the active
+# interpretation; its arguments were checked when the Numbers were (same values, domains).
+def exact_distribution_numbers(cls, *args):
+    tensors = with_arrays(args)
+    if tensors is args:
+        return None
+    if all(isinstance(t, Tensor) for t in tensors):
+        return cls.eager_log_density(*tensors)
+    return interpret(cls, tensors)
+
+
 def _register_family(cls) -> None:
     rule = functools.partial(exact_distribution_tensors, cls)
     functools.update_wrapper(rule, exact_distribution_tensors)
     exact.register(cls, *(Tensor,) * len(cls.fields))(rule)
+    rule = functools.partial(exact_distribution_numbers, cls)
+    functools.update_wrapper(rule, exact_distribution_numbers)
+    exact.register(cls, *(Funsor,) * len(cls.fields))(rule)
 
 
 on_family(_register_family)
@@ -62,6 +78,13 @@ def exact_normal_affine(loc, scale, value):
     if not _affine_reals(loc, value):
         return None
     return normal_to_gaussian(loc, scale, value)
+
+
+@exact.register(Normal, Funsor, Number, Funsor)
+def exact_normal_affine_number_scale(loc, scale, value):
+    if not _affine_reals(loc, value):
+        return None
+    return normal_to_gaussian(*with_arrays((loc, scale, value)))
 
 
 @exact.register(MultivariateNormal, Funsor, Tensor, Funsor)

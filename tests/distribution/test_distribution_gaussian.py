@@ -220,3 +220,50 @@ def test_conversion_under_jit_matches_eager():
     expected = st.norm(0.0, math.sqrt(1.25)).logpdf(0.3)
     assert float(eager) == pytest.approx(expected, rel=1e-10)
     assert float(jitted) == pytest.approx(expected, rel=1e-10)
+
+
+# Mixed float32 / float64 (issue #27 item 18): a Normal of Python numbers (the backend's
+# default float) against a Normal of arrays of the other precision, in every Gaussian
+# reduction, against the closed forms: E_p[log q], E_q[log p] and log ∫ p q.
+def _mixed_closed_forms(m, s):
+    from funsor_core.integrate import Integrate
+
+    c = -0.5 * math.log(2 * math.pi)
+    return [
+        (lambda p, q, x: Integrate(p, q, x), c - 0.5 * (s * s + m * m)),
+        (lambda p, q, x: Integrate(q, p, x), c - math.log(s) - (1 + m * m) / (2 * s * s)),
+        (lambda p, q, x: (p + q).reduce(ops.logaddexp, x),
+         st.norm(0.0, math.sqrt(1 + s * s)).logpdf(m)),
+    ]
+
+
+@pytest.mark.parametrize("array_dtype, default_dtype", [
+    ("float64", "float32"),  # the issue's program: torch's own default is float32
+    ("float32", "float64"),
+])
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_python_floats_beside_other_precision_in_gaussian_integrate(backend, array_dtype,
+                                                                     default_dtype):
+    import torch
+
+    m, s = 0.4, 0.7
+    x = fc.Variable("x", Real)
+    saved = torch.get_default_dtype()
+    fc.set_backend(backend)
+    torch.set_default_dtype(getattr(torch, default_dtype))
+    try:
+        arrays = [_to(backend, np.array(v, dtype=array_dtype)) for v in (m, s)]
+        arrays = [a.to(getattr(torch, array_dtype)) if backend == "torch"
+                  else a.astype(array_dtype) for a in arrays]
+        forms = _mixed_closed_forms(m, s)
+
+        def values(loc, scale):
+            p, q = D.Normal(loc, scale, value=x), D.Normal(0.0, 1.0, value=x)
+            return [reduce(p, q, "x").data for reduce, _ in forms]
+
+        actual = (jax.jit(values) if backend == "jax" else values)(*arrays)
+        for value, (_, expected) in zip(actual, forms):
+            assert float(_np(value)) == pytest.approx(expected, rel=1e-5)
+    finally:
+        torch.set_default_dtype(saved)
+        fc.set_backend("numpy")

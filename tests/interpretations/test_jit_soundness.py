@@ -197,3 +197,97 @@ def test_rank_deficient_marginal_is_inf_under_jit_not_a_finite_guess(householder
     with pytest.raises(ValueError, match="cannot marginalize y"):
         fn(*args)
     assert float(jax.jit(fn)(*args)) == math.inf
+
+
+# ---------------------------------------------------------------------------------------------
+# e. Concrete arrays the traced function closes over (issue #27 item 15): under jit every op
+# on them is staged, so a check that reads them must read the array, not an op's result.
+_RNG = np.random.default_rng(27)
+_K, _T = 3, 4
+_TRANS = np.log(_RNG.uniform(0.1, 1.0, (_K, _K)))
+_OBS = _RNG.standard_normal((_T, _K))
+_Y = _RNG.standard_normal(_T).cumsum()
+
+
+def _hmm_log_z(z):
+    """Forward algorithm by hand: init z + log(1/K), steps _TRANS + _OBS[t] (x_prev, x_curr)."""
+    alpha = np.full(_K, z - math.log(_K))
+    for t in range(_T):
+        m = alpha[:, None] + _TRANS + _OBS[t][None]
+        alpha = np.log(np.exp(m - m.max()).sum(0)) + m.max()
+    return float(np.log(np.exp(alpha - alpha.max()).sum()) + alpha.max())
+
+
+def _closure_cases():
+    from scipy.special import logsumexp
+    from scipy.stats import multivariate_normal, norm
+
+    from funsor_core.distribution import MultivariateNormal, Normal
+    from funsor_core.sum_product import MarkovProduct, sum_product
+
+    trans, obs, y = jnp.asarray(_TRANS), jnp.asarray(_OBS), jnp.asarray(_Y)
+    tril = jnp.array([[1.0, 0.0], [0.3, 1.2]])
+    mean, var = jnp.array(0.3), jnp.array(0.7)
+    xs = fc.Variable("x", fc.Real), fc.Variable("x2", fc.Reals[2])
+    xp, xc = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+
+    def tensor_atom(z):
+        t = fc.Tensor(trans, {"i": fc.Bint[_K], "j": fc.Bint[_K]})
+        return (t + z).reduce(ops.logaddexp)
+
+    def gaussian_atom(z):
+        return (_gaussian(mean, var) + z).reduce(ops.logaddexp, "x")
+
+    def normal_as_gaussian(z):  # closed-over parameters, a Variable value: Gaussian form
+        return (Normal(mean, var, xs[0]) + Normal(xs[0], 1.0, z)).reduce(ops.logaddexp, "x")
+
+    def mvn_as_gaussian(z):
+        d = MultivariateNormal(jnp.zeros(2), tril, xs[1]) + Normal(xs[1][0], 1.0, z)
+        return d.reduce(ops.logaddexp, "x2")
+
+    def closed_value(z):  # the value closed over, a parameter traced
+        return Normal(z, var, mean)
+
+    def plated_sum_product(z):
+        f = [fc.Tensor(trans + z, {"a": fc.Bint[_K], "b": fc.Bint[_K]}),
+             fc.Tensor(obs, {"n": fc.Bint[_T], "b": fc.Bint[_K]})]
+        return sum_product(ops.logaddexp, ops.add, f, eliminate=frozenset({"a", "b", "n"}),
+                           plates=frozenset({"n"}))
+
+    def hmm(z):
+        init = fc.Tensor(jnp.full(_K, -math.log(_K)) + z, {"x_prev": fc.Bint[_K]})
+        step = fc.Tensor(trans[None] + obs[:, None], {"t": fc.Bint[_T], "x_prev": fc.Bint[_K],
+                                                      "x_curr": fc.Bint[_K]})
+        chain = MarkovProduct(ops.logaddexp, ops.add, step, "t", {"x_prev": "x_curr"})
+        return (init + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
+
+    def kalman(z):
+        walk = Normal(xp, 1.0, xc) + Normal(xc, 0.5, fc.Tensor(y, {"t": fc.Bint[_T]}))
+        chain = MarkovProduct(ops.logaddexp, ops.add, walk, "t", {"x_prev": "x_curr"})
+        return (Normal(z, 1.0, xp) + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
+
+    # y_t = x_0 + t unit steps + noise: covariance 1 + min(s, t) + 0.25 [s = t], s, t >= 1.
+    steps = np.arange(1, _T + 1)
+    kalman_cov = 1.0 + np.minimum.outer(steps, steps) + 0.25 * np.eye(_T)
+    m, v, L = 0.3, 0.7, np.asarray(tril)
+    return {
+        "tensor_atom": (tensor_atom, lambda z: float(logsumexp(_TRANS + z))),
+        "gaussian_atom": (gaussian_atom, lambda z: 0.5 * math.log(2 * math.pi * v) + z),
+        "normal_as_gaussian": (normal_as_gaussian,
+                               lambda z: norm(m, math.sqrt(v * v + 1.0)).logpdf(z)),
+        "mvn_as_gaussian": (mvn_as_gaussian,
+                            lambda z: norm(0.0, math.sqrt((L @ L.T)[0, 0] + 1.0)).logpdf(z)),
+        "closed_value": (closed_value, lambda z: norm(z, v).logpdf(m)),
+        "plated_sum_product": (plated_sum_product, lambda z: float(
+            logsumexp(_TRANS + z + _OBS.sum(0)[None]))),
+        "hmm": (hmm, _hmm_log_z),
+        "kalman": (kalman, lambda z: multivariate_normal(np.full(_T, z), kalman_cov).logpdf(_Y)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_closure_cases()))
+def test_closed_over_concrete_arrays_under_jit(name):
+    fn, oracle = _closure_cases()[name]
+    z = 0.4  # only the jitted run: eager jax arrays are the ordinary case, tested elsewhere
+    jitted = float(jax.jit(lambda z: _data(fn(z)))(jnp.array(z)))
+    np.testing.assert_allclose(jitted, oracle(z), rtol=1e-10)
