@@ -28,10 +28,10 @@ from funsor_core.atoms.gaussian.atom import (
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.terms.base import Funsor, Number
-from funsor_core.terms.reshaping import Stack
+from funsor_core.terms.base import Funsor, Number, merge_inputs
+from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["reduce_logaddexp_terms", "stack_gaussians"]
+__all__ = ["cat_gaussians", "reduce_logaddexp_terms", "stack_gaussians"]
 
 
 def stack_gaussians(name: str, parts) -> Funsor | None:
@@ -45,6 +45,58 @@ def stack_gaussians(name: str, parts) -> Funsor | None:
         >>> stack_gaussians("i", (g, g * 4.0)).precision[:, 0, 0]
         array([1., 4.])
     """
+    split = _split_parts(parts)
+    if split is None:
+        return None
+    gaussians, denses = split
+    inputs = merge_gaussian_inputs(*gaussians)
+    batch = gaussian_batch_inputs(inputs)
+    whites, roots = _padded([align_gaussian(inputs, g, expand=True) for g in gaussians])
+    new_inputs = {name: Bint[len(parts)], **batch,
+                  **{k: d for k, d in inputs.items() if d.dtype == "real"}}
+    stacked = Gaussian(ops.stack(whites, 0), ops.stack(roots, 0), tuple(new_inputs.items()))
+    if all(d is None for d in denses):
+        return stacked
+    proto = whites[0]  # Numbers become arrays, so that the Stack is a Tensor
+    dense = Stack(name, tuple(
+        Tensor.make(ops.new_full(proto, (), 0.0 if d is None else float(d.data)), {})
+        if d is None or isinstance(d, Number) else d for d in denses))
+    return gaussian_sum(stacked, dense) if isinstance(dense, Tensor) else None
+
+
+def cat_gaussians(name: str, parts, part_name: str) -> Funsor | None:
+    """``Cat(name, parts, part_name)`` for parts that are each one Gaussian (plus Tensors or
+    Numbers): one Gaussian whose batch over ``name`` is the parts' batches over ``part_name``
+    laid end to end (a part lacking another input is broadcast over it, a real input it lacks
+    gets zero rows), plus the Cat of the dense parts. None for any other part.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.eye(1),
+        ...                 inputs={"u": fc.Bint[2], "x": fc.Real})
+        >>> cat_gaussians("u", (g, g * 4.0), "u").precision[:, 0, 0]
+        array([1., 1., 4., 4.])
+    """
+    split = _split_parts(parts)
+    if split is None:
+        return None
+    gaussians, denses = split
+    sizes = [p.inputs[part_name].size for p in parts]
+    rest = _merge_without(gaussians, part_name)
+    whites, roots = _padded([align_gaussian({part_name: Bint[n], **rest}, g, expand=True)
+                             for g, n in zip(gaussians, sizes)])
+    new_inputs = {name: Bint[sum(sizes)], **rest}
+    joined = Gaussian(ops.cat(whites, 0), ops.cat(roots, 0), tuple(new_inputs.items()))
+    if all(d is None for d in denses):
+        return joined
+    # Each dense part as a Tensor over part_name (zeros + d broadcasts d), then one Cat.
+    dense = Cat(name, tuple(
+        Tensor.make(ops.new_zeros(whites[0], (n,)), {part_name: Bint[n]})
+        + (Number(0.0) if d is None else d) for d, n in zip(denses, sizes)), part_name)
+    return gaussian_sum(joined, dense) if isinstance(dense, Tensor) else None
+
+
+def _split_parts(parts) -> tuple[list, list] | None:
+    # Each part's one Gaussian and its dense sum (None where it has none), or None.
     gaussians, denses = [], []
     for part in parts:
         if not isinstance(part, Funsor):
@@ -57,29 +109,34 @@ def stack_gaussians(name: str, parts) -> Funsor | None:
             return None
         gaussians.append(more_g[0])
         denses.append(dense_sum(more_d))
-    inputs = merge_gaussian_inputs(*gaussians)
-    batch = gaussian_batch_inputs(inputs)
-    rank = max(g.rank for g in gaussians)
-    whites, roots = [], []
+    return gaussians, denses
+
+
+def _merge_without(gaussians, part_name: str) -> dict:
+    # The union of the Gaussians' inputs but part_name (whose size differs between parts):
+    # Bint inputs first, then real ones.
+    inputs: dict = {}
     for g in gaussians:
-        white_vec, prec_sqrt = align_gaussian(inputs, g, expand=True)
-        if g.rank < rank:  # zero columns: -0.5 * ||x @ 0 - 0||^2 = 0
-            pad = tuple(white_vec.shape[:-1]) + (rank - g.rank,)
-            white_vec = ops.cat([white_vec, ops.new_zeros(white_vec, pad)], -1)
-            prec_sqrt = ops.cat([prec_sqrt, ops.new_zeros(prec_sqrt, tuple(
-                prec_sqrt.shape[:-1]) + (rank - g.rank,))], -1)
+        inputs = merge_inputs(inputs, {k: d for k, d in g.inputs.items() if k != part_name},
+                              "cat")
+    batch = gaussian_batch_inputs(inputs)
+    return {**batch, **{k: d for k, d in inputs.items() if d.dtype == "real"}}
+
+
+def _padded(aligned) -> tuple[list, list]:
+    # Ranks differ by zero columns, which add nothing: -0.5 * ||x @ 0 - 0||^2 = 0.
+    rank = max(int(root.shape[-1]) for _, root in aligned)
+    whites, roots = [], []
+    for white_vec, prec_sqrt in aligned:
+        missing = rank - int(prec_sqrt.shape[-1])
+        if missing:
+            white_vec = ops.cat([white_vec, ops.new_zeros(
+                white_vec, tuple(white_vec.shape[:-1]) + (missing,))], -1)
+            prec_sqrt = ops.cat([prec_sqrt, ops.new_zeros(
+                prec_sqrt, tuple(prec_sqrt.shape[:-1]) + (missing,))], -1)
         whites.append(white_vec)
         roots.append(prec_sqrt)
-    new_inputs = {name: Bint[len(parts)], **batch,
-                  **{k: d for k, d in inputs.items() if d.dtype == "real"}}
-    stacked = Gaussian(ops.stack(whites, 0), ops.stack(roots, 0), tuple(new_inputs.items()))
-    if all(d is None for d in denses):
-        return stacked
-    proto = whites[0]  # Numbers become arrays, so that the Stack is a Tensor
-    dense = Stack(name, tuple(
-        Tensor.make(ops.new_full(proto, (), 0.0 if d is None else float(d.data)), {})
-        if d is None or isinstance(d, Number) else d for d in denses))
-    return gaussian_sum(stacked, dense) if isinstance(dense, Tensor) else None
+    return whites, roots
 
 
 def reduce_logaddexp_terms(reduced_vars: frozenset, terms) -> Funsor | None:
