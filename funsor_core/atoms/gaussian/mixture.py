@@ -26,12 +26,14 @@ from funsor_core.atoms.gaussian.atom import (
     gaussian_batch_inputs,
     merge_gaussian_inputs,
 )
+from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Funsor, Number, merge_inputs
 from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["cat_gaussians", "reduce_logaddexp_terms", "stack_gaussians"]
+__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars",
+           "reduce_logaddexp_terms", "stack_gaussians", "would_compress"]
 
 
 def stack_gaussians(name: str, parts) -> Funsor | None:
@@ -137,6 +139,57 @@ def _padded(aligned) -> tuple[list, list]:
         whites.append(white_vec)
         roots.append(prec_sqrt)
     return whites, roots
+
+
+def mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
+    """The reduced Bint names that some Gaussian of ``terms`` depends on."""
+    return frozenset(v for t in terms if isinstance(t, Gaussian)
+                     for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
+
+
+def would_compress(gaussians) -> bool:
+    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
+    reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
+    dim = sum(d.num_elements for d in reals.values())
+    return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
+
+
+def collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
+    """``collapse_mixture``'s arguments: the real names of ``reduced_vars`` that a Gaussian
+    has are integrated in its QR; names only the weights have are summed there (exactly)."""
+    exact_vars = reduced_vars - mixed
+    g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
+    real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
+    return g, tuple(dense), mixed | (exact_vars - real), real
+
+
+def collapse_sum(reduced_vars: frozenset, terms) -> Funsor | None:
+    """``Contraction(logaddexp, add, reduced_vars, terms)`` of Gaussians, Tensors and Numbers
+    moment-matched: the real names of ``reduced_vars`` integrated and the Bint names a
+    Gaussian depends on collapsed to one Gaussian per remaining assignment (the rule of
+    ``moment_matching``, and the window of ``windowed_filter``). None where there is no
+    mixture or a component has no moments.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> gaussian, log_weight = collapse_sum(frozenset("i"), (g,)).terms
+        >>> float(gaussian.covariance[0, 0])
+        2.0
+    """
+    mixed = mixture_vars(reduced_vars, terms)
+    if not mixed:
+        return None
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
+    if len(gaussians) > 1 and would_compress(gaussians):  # their sum is compressed first
+        gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
+    if not gaussians:
+        return None
+    # Several Gaussians are aligned and concatenated inside the collapse (their sum,
+    # uncompressed, is that concatenation): the joint is never built as a term. One QR per
+    # component integrates the real names and gives the moments.
+    return collapse_mixture(*collapse_args(reduced_vars, mixed, gaussians, dense))
 
 
 def reduce_logaddexp_terms(reduced_vars: frozenset, terms) -> Funsor | None:
