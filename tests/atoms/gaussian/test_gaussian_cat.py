@@ -137,3 +137,26 @@ def test_cat_gaussians_on_every_backend_and_under_jit():
     expected = -0.5 * np.sum((arrays[2][0] - 1.0 * arrays[3][0, 0]) ** 2)
     for value in values_on_every_backend(fn, *arrays):
         assert np.isclose(value, expected)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "gaussian_plus_tensor"])
+@pytest.mark.parametrize("subs", ["int", "slice", "tensor", "variable", "real"])
+def test_stack_of_the_parts_then_substitute_equals_the_cat(kind, subs):
+    # The same five components stacked one by one: every substitution evaluates, and agrees
+    # with the oracle at each position.
+    parts = _parts(kind)
+    stack = fc.Stack("u", tuple(p(u=k) for p in parts for k in range(p.inputs["u"].size)))
+    value, positions = {
+        "int": (fc.Number(3, 5), [3]),
+        "slice": (fc.Slice("u", 1, 5, 2, 5), [1, 3]),
+        "tensor": (fc.Tensor(np.array([4, 0]), {"u": fc.Bint[2]}, 5), [4, 0]),
+        "variable": (fc.Variable("u", fc.Bint[5]), list(range(5))),
+        "real": (None, list(range(5))),
+    }[subs]
+    result = stack(z=0.7) if value is None else stack(u=value)
+    assert not isinstance(result, (fc.Stack, fc.Subs))
+    for k, u in enumerate(positions):
+        at = {"u": k} if "u" in result.inputs else {}
+        got = result(**at, j=1, **{n: v for n, v in (("z", 0.7), ("y", -0.4))
+                                    if n in result.inputs})
+        assert np.isclose(float(to_np(got.data)), _oracle(parts, u, 1, 0.7, -0.4))
