@@ -100,20 +100,26 @@ def guarded(fn, args, safe):
         >>> float(jax.grad(lambda x: guarded(f, (x,), (jnp.ones(()),))[0])(0.0))
         0.0
     """
+    # ``safe`` goes in as arguments, never closed over: a custom_jvp rule that closes over
+    # tracers of an enclosing trace leaks them into the jaxpr as constants under jax.grad
+    # ("No constant handler for type: DynamicJaxprTracer", issue 27 item 16).
+    n = len(args)
+
     @jax.custom_jvp
     def run(*xs):
-        return fn(*xs)
+        return fn(*xs[:n])
 
     @run.defjvp
     def run_jvp(primals, tangents):
-        out, ok = fn(*primals)
-        xs = [jnp.where(ok, x, s) for x, s in zip(primals, safe)]
+        xs, safe_xs, tangents = primals[:n], primals[n:], tangents[:n]
+        out, ok = fn(*xs)
+        xs = [jnp.where(ok, x, s) for x, s in zip(xs, safe_xs)]
         dxs = [jnp.where(ok, t, jnp.zeros_like(t)) for t in tangents]
         _, d_out = jax.jvp(lambda *a: fn(*a)[0], xs, dxs)
         d_out = jax.tree_util.tree_map(lambda t: jnp.where(ok, t, jnp.zeros_like(t)), d_out)
         return (out, ok), (d_out, np.zeros(jnp.shape(ok), jax.dtypes.float0))
 
-    return run(*args)
+    return run(*args, *safe)
 
 
 def differentiate_as(fn, reference, args):

@@ -84,8 +84,12 @@ from funsor_core.terms.product import Product, Tuple
 from funsor_core.terms.reshaping import Cat, Function, Independent, Lambda, Slice, Stack
 from funsor_core.terms.traversal import reinterpret, substitute
 
-set_default_interpretation(_interpretations.exact)
-apply_optimizer = _interpretations.apply_optimizer
+# Submodules, not attributes of the package: when a user imports ``interpretations`` first,
+# that package is still half-initialized here (issue 27, item 14).
+from interpretations.exact import exact as _exact  # noqa: E402
+from interpretations.optimize import apply_optimizer  # noqa: E402
+
+set_default_interpretation(_exact)
 
 
 # ``fc.einsum`` and ``fc.sum_product`` are the modules, as in funsor (``funsor.einsum.einsum``,

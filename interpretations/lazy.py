@@ -18,7 +18,7 @@ from __future__ import annotations
 from funsor_core.engine.interpreter import Interpretation, reflect
 from funsor_core.terms.base import Align, Funsor, Number, Reduce, Subs, Variable
 from funsor_core.terms.markov import MarkovProduct
-from funsor_core.terms.reshaping import Slice, Stack
+from funsor_core.terms.reshaping import Cat, Slice, Stack
 from funsor_core.terms.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]
@@ -80,6 +80,52 @@ def lazy_subs_stack(arg, subs):
         parts = arg.parts[start:stop:step]
         return Stack(index.name, tuple(_subs_part(p, values) for p in parts))
     return None
+
+
+# Cat(i, parts, j)(i=n) is the part holding n, at j = n - (the sizes before it); a Variable
+# renames i, a Slice selects from each part the stretch it covers. Other values (a Tensor
+# index) stay a Subs, unless the parts concatenate into one atom (Tensors, Gaussians).
+@lazy.register(Subs, Cat, tuple)
+def lazy_subs_cat(arg, subs):
+    values = dict(subs)
+    index = values.pop(arg.name, None)
+    part_name = arg.part_name
+    if part_name != arg.name and any(part_name in v.inputs for v in values.values()):
+        return None  # a value would be captured by the bound part_name: leave it to the atom
+    sizes = [p.inputs[part_name].size for p in arg.parts]
+    if type(index) is Number:
+        k, local = _cat_position(sizes, index.data)
+        return _subs_part(arg.parts[k], {**values, part_name: Number(local, sizes[k])})
+    if type(index) is Variable:
+        return Cat(index.name, tuple(_subs_part(p, values) for p in arg.parts), part_name)
+    if type(index) is Slice:
+        pieces = _cat_slices(sizes, *index.slice_args)
+        parts = tuple(_subs_part(arg.parts[k], {**values, part_name: Slice(
+            part_name, start, stop, index.slice_args[2], sizes[k])}) for k, start, stop in pieces)
+        return Cat(index.name, parts, part_name) if parts else None
+    return None
+
+
+def _cat_position(sizes, n):
+    # The part holding position n of the concatenation, and n's position within it.
+    for k, size in enumerate(sizes):
+        if n < size:
+            return k, n
+        n -= size
+    raise AssertionError("Number index out of range")  # Number checks its own range
+
+
+def _cat_slices(sizes, start, stop, step):
+    # range(start, stop, step) over the concatenation, as (part, local start, local stop).
+    pieces, offset = [], 0
+    for k, size in enumerate(sizes):
+        first = max(start, offset)
+        first += (start - first) % step  # the first position >= offset on the progression
+        last = min(stop, offset + size)
+        if first < last:
+            pieces.append((k, first - offset, last - offset))
+        offset += size
+    return pieces
 
 
 # Slice(i, start, stop, step)(i=v) is start + step * v: a Number or a Variable (a rename)

@@ -28,9 +28,14 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
-from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
+from funsor_core.atoms.gaussian.mixture import (
+    collapse_args,
+    collapse_sum,
+    mixture_vars,
+    would_compress,
+)
+from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
@@ -44,28 +49,6 @@ moment_matching = Interpretation("moment_matching", fallback=exact)
 MOMENTMATCHING = moment_matching
 
 
-def _mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
-    """The reduced Bint names that some Gaussian of ``terms`` depends on."""
-    return frozenset(v for t in terms if isinstance(t, Gaussian)
-                     for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
-
-
-def _compressed(gaussians) -> bool:
-    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
-    reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
-    dim = sum(d.num_elements for d in reals.values())
-    return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
-
-
-def _collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
-    """``collapse_mixture``'s arguments: the real names of ``reduced_vars`` that a Gaussian
-    has are integrated in its QR; names only the weights have are summed there (exactly)."""
-    exact_vars = reduced_vars - mixed
-    g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
-    real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
-    return g, tuple(dense), mixed | (exact_vars - real), real
-
-
 # logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum
 # the names only t has (exactly), then collapse the mixture over the rest to one Gaussian per
 # remaining assignment, of the same normalizer, mean and covariance.
@@ -74,20 +57,12 @@ def _collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, d
 def moment_matching_contraction_gaussians(red_op, bin_op, reduced_vars, terms):
     if red_op is not ops.logaddexp or bin_op not in (ops.add, None):
         return None
-    mixed = _mixture_vars(reduced_vars, terms)
+    mixed = mixture_vars(reduced_vars, terms)
     if not mixed:
         return None
-    gaussians = [t for t in terms if isinstance(t, Gaussian)]
-    dense = [t for t in terms if not isinstance(t, Gaussian)]
-    if len(gaussians) > 1 and _compressed(gaussians):  # their sum is compressed first
-        gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
-    if gaussians:
-        # Several Gaussians are aligned and concatenated inside the collapse (their sum,
-        # uncompressed, is that concatenation): the joint is never built as a term. One QR
-        # per component integrates the real names and gives the moments.
-        result = collapse_mixture(*_collapse_args(reduced_vars, mixed, gaussians, dense))
-        if result is not None:
-            return result
+    result = collapse_sum(reduced_vars, terms)
+    if result is not None:
+        return result
     exact_vars = reduced_vars - mixed
     if exact_vars:  # the general way: exact reduces the rest, then this rule collapses
         inner = Contraction(red_op, bin_op, exact_vars, terms)
@@ -104,12 +79,12 @@ def _collapse_request(reduced_vars: frozenset, terms: tuple):
 
     The rule's registered ``"collapse"`` implementation (``engine.fast_path``), read by
     code that repeats one collapse on arrays (``windowed_filter``'s fused steps)."""
-    mixed = _mixture_vars(reduced_vars, terms)
+    mixed = mixture_vars(reduced_vars, terms)
     gaussians = [t for t in terms if isinstance(t, Gaussian)]
-    if not mixed or len(gaussians) > 1 and _compressed(gaussians):
+    if not mixed or len(gaussians) > 1 and would_compress(gaussians):
         return None
     dense = [t for t in terms if not isinstance(t, Gaussian)]
-    g, ds, names, real = _collapse_args(reduced_vars, mixed, gaussians, dense)
+    g, ds, names, real = collapse_args(reduced_vars, mixed, gaussians, dense)
     gs = g if isinstance(g, tuple) else (g,)
     return (gs, ds, names, real) if collapse_layout(gs, ds, names, real) is not None else None
 

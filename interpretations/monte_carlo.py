@@ -50,6 +50,7 @@ from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.expectation import expectable
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Domain
+from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.sampling.draw import extract_samples, sample
 from funsor_core.sampling.keys import KeyStream
@@ -174,14 +175,16 @@ def _real_names(term: Funsor, names) -> frozenset:
 @MonteCarlo.register(Integrate, Funsor, Funsor, frozenset)
 def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
     if any(isinstance(t, Delta) for t in _terms(log_measure)):
-        return None  # exact substitutes the points; what is left comes back here
+        # exact substitutes the points; what is left comes back here
+        return _with_sample_inputs(mc, mc.defer(Integrate, (log_measure, integrand,
+                                                            reduced_vars)))
     if isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure):
         result = mc.defer(Integrate, (log_measure, integrand, reduced_vars))
         if not isinstance(result, Integrate):
-            return result  # a closed form (or a reduction exact did partly)
+            return _with_sample_inputs(mc, result)  # a closed form (or a partial reduction)
         names = _real_names(log_measure, reduced_vars)
         if not names:
-            return result
+            return _with_sample_inputs(mc, result)
         closed, sampled = _split_closed_form(names, integrand)
         if closed is not None and sampled is not None:
             # Linearity: the parts with a closed form stay exact, integrated together (one
@@ -198,6 +201,45 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
     if drawn is log_measure:
         return None
     return Integrate(drawn, integrand, reduced_vars)
+
+
+def _with_sample_inputs(mc, result: Funsor) -> Funsor:
+    """``result`` broadcast over the sample inputs it lacks: a closed form is the same for
+    every particle, and a program that asked for ``particle`` reduces over it afterwards
+    (funsor's ``Integrate(q, p - q, "z").reduce(ops.mean, "particle")``). The arrays are
+    expanded (a view where the backend has one), not copied.
+
+    Example:
+        >>> mc = MonteCarlo(particle=fc.Bint[3])
+        >>> _with_sample_inputs(mc, fc.Number(2.0)).inputs
+        {'particle': Bint[3]}
+    """
+    missing = {k: d for k, d in mc.sample_inputs.items() if k not in result.inputs}
+    if not missing:
+        return result
+    sizes = tuple(d.size for d in missing.values())
+    if isinstance(result, Number):
+        data = backend_module().asarray(result.data, "real" if result.dtype == "real" else "int")
+        return Tensor.make(ops.expand(data, sizes), dict(missing), result.dtype)
+    if isinstance(result, Tensor):
+        data = ops.expand(result.data, sizes + tuple(result.data.shape))
+        return Tensor.make(data, {**missing, **result.inputs}, result.dtype)
+    if isinstance(result, Gaussian):
+        return Gaussian.make(ops.expand(result.white_vec, sizes + tuple(result.white_vec.shape)),
+                             ops.expand(result.prec_sqrt, sizes + tuple(result.prec_sqrt.shape)),
+                             {**missing, **result.inputs})
+    if is_gaussian_sum(result):
+        # Broadcast one summand (the dense one if any): the sum then has every input.
+        terms = list(result.terms)
+        at = next((i for i, t in enumerate(terms) if not isinstance(t, Gaussian)), 0)
+        terms[at] = _with_sample_inputs(mc, terms[at])
+        return dense_sum(terms)
+    if isinstance(result, Integrate):
+        return result  # still lazy: the sample inputs appear where it is evaluated
+    # Any other closed form (a product of a Gaussian sum and a density, say): add a zero
+    # broadcast over the sample inputs, which changes no value.
+    zero = ops.expand(backend_module().asarray(0.0, "real"), sizes)
+    return result + Tensor.make(zero, dict(missing), "real")
 
 
 # logaddexp_V (g + e) with real names of V in the Gaussian g and e not integrable in closed

@@ -316,3 +316,56 @@ def test_core_never_names_a_backend():
     assert not found, ("funsor_core compares a backend's name (ask the backend for a fact or "
                        "a function instead, e.g. backend_of(x).SPLITS_RNG_KEYS):\n"
                        + "\n".join(found))
+
+
+# Every order in which a user may import the public packages (issue 27, item 14): each runs in
+# a fresh interpreter, evaluates a small term, and prints the rule tables, which must not
+# depend on the order.
+_IMPORT_ORDERS = [
+    "import interpretations; import funsor_core; import backends",
+    "import interpretations; import backends; import funsor_core",
+    "import funsor_core; import interpretations; import backends",
+    "import funsor_core; import backends; import interpretations",
+    "import backends; import interpretations; import funsor_core",
+    "import backends; import funsor_core; import interpretations",
+    "from interpretations import lazy; import funsor_core",
+    "from interpretations.lazy import lazy; import funsor_core",
+    "from backends import get_default_dtype; import funsor_core",
+]
+
+_RULE_TABLES = """
+import numpy as np
+import funsor_core as fc
+import interpretations
+from funsor_core.engine.interpreter import Interpretation
+with interpretations.lazy:
+    lazy_sum = fc.Tensor(np.ones(3), {"i": fc.Bint[3]}).reduce(fc.ops.add, "i")
+assert fc.get_interpretation() is interpretations.exact
+assert float(fc.reinterpret(lazy_sum).data) == 3.0
+def kinds(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from kinds(sub)
+for kind in sorted(kinds(Interpretation), key=lambda k: k.__qualname__):
+    for term, dispatcher in sorted(kind._dispatchers.items(), key=lambda kv: kv[0].__name__):
+        for sig, fns in sorted(dispatcher.funcs.items(), key=repr):
+            print(kind.__qualname__, term.__name__, repr(sig), [f.__qualname__ for f in fns])
+"""
+
+
+def _tables_after(order: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", order + "\n" + _RULE_TABLES], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{order!r} failed:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_every_public_import_order_works_and_loads_the_same_rules():
+    tables = {order: _tables_after(order) for order in _IMPORT_ORDERS}
+    reference = tables[_IMPORT_ORDERS[2]]  # funsor_core first: the usual order
+    assert reference.count("\n") > 100
+    differ = [order for order, table in tables.items() if table != reference]
+    assert not differ, f"these import orders load other rules than `import funsor_core`: {differ}"

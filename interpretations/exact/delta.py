@@ -13,12 +13,16 @@ from funsor_core.atoms.delta import (
     reduce_delta_plates,
     subs_delta,
 )
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import Op
 from funsor_core.terms.base import Binary, Funsor, Reduce, Subs, Variable
 from funsor_core.terms.contraction import Contraction
-from funsor_core.terms.reshaping import Independent
+from funsor_core.terms.reshaping import Cat, Independent, Stack
 from interpretations.exact import exact
+from interpretations.exact.number_stack import is_number_stack
 
 AddOp = type(ops.add)
 
@@ -89,3 +93,59 @@ def _substitute_delta(op, delta, other, left):
         return None
     other = other(**subs)
     return op(delta, other) if left else op(other, delta)
+
+
+# Stack(i, (Delta(x=p_0, l_0), Delta(x=p_1, l_1), ...)) = Delta(x=Stack(i, p), Stack(i, l)):
+# the k-th part is the point mass at p_k; the same for Cat along a Bint input. Parts must
+# name the same variables in the same order.
+@exact.register(Stack, str, Tuple[Delta, ...])
+def exact_stack_deltas(name, parts):
+    names = _shared_names(parts)
+    if names is None:
+        return None
+    return Delta(tuple((n, (_stack(name, tuple(_point(p, n) for p in parts)),
+                            _stack(name, tuple(_log_density(p, n) for p in parts))))
+                       for n in names))
+
+
+def _stack(name, terms):
+    # A Stack of Numbers stays a Stack (see number_stack.py); a Delta's field wants a Tensor.
+    stacked = Stack(name, terms)
+    if not is_number_stack(stacked):
+        return stacked
+    return Tensor(stacked.data, {name: stacked.inputs[name]}, stacked.output.dtype)
+
+
+@exact.register(Cat, str, Tuple[Delta, ...], str)
+def exact_cat_deltas(name, parts, part_name):
+    names = _shared_names(parts)
+    if names is None:
+        return None
+    sizes = [p.inputs[part_name].size for p in parts]
+
+    def cat(field, n):
+        return Cat(name, tuple(_over(field(p, n), part_name, size)
+                               for p, size in zip(parts, sizes)), part_name)
+
+    return Delta(tuple((n, (cat(_point, n), cat(_log_density, n))) for n in names))
+
+
+def _shared_names(parts):
+    names = tuple(n for n, _ in parts[0].terms)
+    return names if all(tuple(n for n, _ in p.terms) == names for p in parts) else None
+
+
+def _point(delta, name):
+    return dict(delta.terms)[name][0]
+
+
+def _log_density(delta, name):
+    return dict(delta.terms)[name][1]
+
+
+def _over(term, part_name, size):
+    # term broadcast over part_name (a Cat part must have it): term + 0 over Bint[size].
+    if part_name in term.inputs:
+        return term
+    zeros = Tensor(backend_module().asarray([0.0] * size, "real"), {part_name: Bint[size]})
+    return term + zeros

@@ -11,14 +11,18 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian import algebra as ga
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
-from funsor_core.atoms.gaussian.mixture import reduce_logaddexp_terms, stack_gaussians
+from funsor_core.atoms.gaussian.mixture import (
+    cat_gaussians,
+    reduce_logaddexp_terms,
+    stack_gaussians,
+)
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
-from funsor_core.terms.reshaping import Stack
+from funsor_core.terms.reshaping import Cat, Stack
 from interpretations.exact import exact
 
 __all__ = ["CHECK_RANK"]
@@ -103,6 +107,12 @@ def exact_contraction_logaddexp_gaussians(red_op, bin_op, reduced_vars, terms):
 @exact.register(Stack, str, Tuple[(Gaussian, Contraction), ...])
 def exact_stack_gaussians(name, parts):
     return stack_gaussians(name, parts)
+
+
+# Cat(i, (g_0, g_1, ...), j) is one Gaussian whose batch over i lays the parts' j end to end.
+@exact.register(Cat, str, Tuple[(Gaussian, Contraction), ...], str)
+def exact_cat_gaussians(name, parts, part_name):
+    return cat_gaussians(name, parts, part_name)
 
 
 # Gaussians among other terms (Deltas, lazy terms): add the Gaussians together first.

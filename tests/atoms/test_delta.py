@@ -341,3 +341,59 @@ def test_integrate_delta_over_name_and_batch(weighted):
     for f, values in cases:
         actual = fc.Integrate(delta, f, {"x", "i"})
         assert np.allclose(actual.data, (w * values).sum())
+
+
+# Stack/Cat of Deltas along a Bint input is one Delta, so substitutions of ints, slices,
+# Tensor indices and reals evaluate (issue 27, item 10's sweep). Oracle: numpy, the k-th
+# part's point mass read at the concatenated position.
+def _cat_parts():
+    p0, l0 = np.array([0.5, 1.5]), np.array([0.1, 0.2])
+    p1, l1 = np.array([1.5, 2.5, 3.5]), np.array([0.3, 0.4, 0.5])
+    parts = (fc.Delta("x", _tensor(p0, "u"), _tensor(l0, "u")),
+             fc.Delta("x", _tensor(p1, "u"), _tensor(l1, "u")))
+    return parts, np.concatenate([p0, p1]), np.concatenate([l0, l1])
+
+
+@pytest.mark.parametrize("how", ["cat", "stack"])
+def test_cat_and_stack_of_deltas_then_substitute(backend, how):
+    parts, points, lds = _cat_parts()
+    if how == "cat":
+        joined = fc.Cat("u", parts)
+    else:
+        joined = fc.Stack("u", tuple(p(u=k) for p in parts for k in range(p.inputs["u"].size)))
+    assert isinstance(joined, fc.Delta) and joined.inputs["u"] == fc.Bint[5]
+    for x in (1.5, 2.0):
+        expected = np.where(points == x, lds, -np.inf)
+        assert np.array_equal(ops.to_numpy(joined(x=x).data), expected)
+        for u in range(5):
+            assert float(joined(u=u, x=x).data) == expected[u]
+        sliced = joined(u=fc.Slice("u", 1, 5, 2, 5))(x=x)
+        assert np.array_equal(ops.to_numpy(sliced.data), expected[1:5:2])
+        index = fc.Tensor(np.array([4, 0, 2]), {"k": fc.Bint[3]}, 5)
+        picked = joined(u=index)(x=x)
+        assert isinstance(picked, fc.Tensor)
+        assert np.array_equal(ops.to_numpy(picked.data), expected[[4, 0, 2]])
+
+
+def test_cat_of_deltas_with_number_fields_broadcasts():
+    # A part whose log density lacks the Cat's index is broadcast over it.
+    parts = (fc.Delta("x", _tensor([1.0, 1.0], "u"), 0.0),
+             fc.Delta("x", _tensor([2.0, 3.0], "u"), _tensor([0.5, 0.6], "u")))
+    joined = fc.Cat("u", parts)
+    assert isinstance(joined, fc.Delta)
+    expected = np.where(np.array([1.0, 1.0, 2.0, 3.0]) == 2.0, [0.0, 0.0, 0.5, 0.6], -np.inf)
+    assert np.array_equal(ops.to_numpy(joined(x=2.0).data), expected)
+
+
+def test_cat_of_delta_sums_selects_a_part():
+    # Delta + Tensor parts do not concatenate into one atom: an int or a Slice index still
+    # selects (the lazy rule for Subs of Cat); the values are the part's own.
+    parts, points, lds = _cat_parts()
+    extra = np.array([0.25, 0.5, 0.75, 1.0, 1.25])
+    parts = (parts[0] + _tensor(extra[:2], "u"), parts[1] + _tensor(extra[2:], "u"))
+    joined = fc.Cat("u", parts)
+    expected = np.where(points == 1.5, lds + extra, -np.inf)
+    for u in range(5):
+        assert float(joined(u=u, x=1.5).data) == expected[u]
+    sliced = joined(u=fc.Slice("u", 1, 5, 2, 5))
+    assert [float(sliced(u=k, x=1.5).data) for k in range(2)] == list(expected[1:5:2])

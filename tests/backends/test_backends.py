@@ -876,3 +876,21 @@ def test_loop_fns_oracle(backend):
     assert_same(fns.max1(xa), a.max(axis=-1, keepdims=True))
     assert_same(fns.sum(xa, -1, True), a.sum(-1, keepdims=True))
     assert fns.smallest(xa) == a.min()
+
+
+def test_jax_guarded_takes_safe_inputs_that_are_tracers_under_grad():
+    # The safe inputs of ``guarded`` are often made from traced arrays (zeros like the log
+    # weights); closed over by the custom derivative they leaked into the jaxpr under
+    # jax.grad ("No constant handler for type: DynamicJaxprTracer", issue 27 item 16).
+    # Oracle: d/dx 3 sqrt(x) = 1.5 / sqrt(x), and its composition through a scan.
+    from backends.jax_control import guarded
+
+    def fn(y):
+        return jnp.sqrt(y), y > 0
+
+    inner = jax.jit(lambda y: guarded(fn, (y,), (jnp.full_like(y, 1.0) + 0.0 * y,))[0] * 3.0)
+    assert np.isclose(float(jax.grad(inner)(4.0)), 1.5 / 2.0)
+    twice = jax.grad(lambda x: jax.lax.scan(lambda c, _: (inner(c), None), x,
+                                            jnp.arange(2))[0])(4.0)
+    # d/dx 3 sqrt(3 sqrt(x)) = 3 / (2 sqrt(3 sqrt(x))) * 1.5 / sqrt(x)
+    assert np.isclose(float(twice), 3 / (2 * np.sqrt(6.0)) * 0.75)

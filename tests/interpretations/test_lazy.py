@@ -1,6 +1,7 @@
 """``lazy`` records terms; ``reinterpret`` under ``exact`` gives the eager result."""
 
 import numpy as np
+import pytest
 
 import funsor_core as fc
 from funsor_core import ops
@@ -114,3 +115,27 @@ def test_lazy_reduce_merges_and_drops():
         assert isinstance(r, fc.Reduce) and r.reduced_vars == frozenset({"i", "j"})
         assert fc.Reduce(ops.add, a, frozenset()) is a
     assert_close(fc.reinterpret(r), fc.Number(float(a.data.sum())) + 0 * a.reduce(ops.add))
+
+
+# Subs of a lazy Cat: an int selects the part holding it, a Slice selects from each part the
+# stretch it covers, a Variable renames (issue 27, item 10). Oracle: numpy concatenation.
+@pytest.mark.parametrize("index", [0, 2, 4, (0, 5, 1), (1, 5, 2), (0, 5, 3), (2, 4, 1), "v"])
+def test_lazy_subs_cat(index):
+    a = random_tensor({"u": Bint[2], "i": Bint[2]})
+    b = random_tensor({"u": Bint[3], "i": Bint[2]})
+    full = np.concatenate([ops.to_numpy(a.align(("u", "i")).data),
+                           ops.to_numpy(b.align(("u", "i")).data)])
+    if isinstance(index, int):
+        value, expected = fc.Number(index, 5), full[index]
+    elif isinstance(index, tuple):
+        value, expected = fc.Slice("u", *index, 5), full[slice(*index)]
+    else:
+        value, expected = fc.Variable("v", Bint[5]), full
+    with lazy:
+        cat = fc.Cat("u", (a, b))
+        result = cat(u=value)
+    assert type(cat) is fc.Cat  # the Subs went into the parts, past the Cat
+    assert not (isinstance(result, fc.Subs) and isinstance(result.arg, fc.Cat))
+    result = fc.reinterpret(result)
+    names = tuple(n for n in ("u", "v", "i") if n in result.inputs)
+    assert_close(ops.to_numpy(result.align(names).data), expected)

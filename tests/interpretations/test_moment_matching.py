@@ -449,12 +449,17 @@ def test_slds_window_matches_numpy_gpb(window):
     np.testing.assert_allclose(actual.data, _numpy_gpb(p, window), rtol=1e-9)
 
 
-def test_slds_under_exact_keeps_the_mixture_lazy():
+def test_slds_under_exact_collapses_as_moment_matching():
+    # The window is windowed_filter's promise: under exact too, a switch state leaving it is
+    # collapsed by matching moments (issue 27, item 13; the mixture used to stay lazy and its
+    # components multiplied with every step).
     p = _slds(seed=2, T=3, K=2, d=1, obs_dim=1)
     init, trans = _slds_factors(p, "numpy")
     with exact:
         msg = windowed_filter(ops.logaddexp, ops.add, trans, "time", STEP, init, 1)
-    assert not isinstance(msg, (fc.Tensor, fc.Gaussian))  # a lazy mixture, no number made up
+    assert isinstance(msg, fc.Contraction) and all(
+        isinstance(x, (fc.Gaussian, fc.Tensor)) for x in msg.terms)
+    np.testing.assert_allclose(msg.reduce(ops.logaddexp).data, _numpy_gpb(p, 1), rtol=1e-9)
 
 
 def test_slds_under_jit_equals_eager():

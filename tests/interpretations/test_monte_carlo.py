@@ -110,7 +110,9 @@ def test_reduction_with_a_factor_exact_cannot_integrate():
 
 
 def test_analytic_parts_stay_exact():
-    # A marginal, a Gaussian expectation and a point mass have closed forms: no particles.
+    # A marginal, a Gaussian expectation and a point mass have closed forms: no draws. The
+    # integrals keep the particle input that was asked for (one value broadcast over it,
+    # issue 27 item 12); the reductions have none, as in funsor.
     g = fc.Gaussian(mean=np.array([1.0, -1.0]), covariance=np.array([[2.0, 0.5], [0.5, 1.0]]),
                     inputs={"x": fc.Real, "y": fc.Real})
     x = fc.Variable("x", fc.Real)
@@ -120,10 +122,13 @@ def test_analytic_parts_stay_exact():
         moment = fc.Integrate(g, x * x, {"x", "y"})
         point = fc.Integrate(d, x * 3.0, "x")
         tensor_sum = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]}).reduce(ops.logaddexp, "i")
-    for value in (marginal, moment, point, tensor_sum):
+    for value in (marginal, tensor_sum):
         assert "particle" not in value.inputs
-    assert fc.to_data(point) == 6.0
-    np.testing.assert_allclose(moment.data, fc.Integrate(g, x * x, {"x", "y"}).data)
+    for value in (moment, point):
+        assert value.inputs == {"particle": fc.Bint[10]}
+    assert np.all(point.data == 6.0)
+    np.testing.assert_allclose(moment.data, np.broadcast_to(
+        fc.Integrate(g, x * x, {"x", "y"}).data, (10,)))
 
 
 def test_linear_parts_are_exact_and_the_rest_sampled():
@@ -262,11 +267,13 @@ def test_gaussian_elbo_is_exact_under_monte_carlo():
     expected = fc.Integrate(q, p - q, "x")
     with MonteCarlo(rng_key=0, particle=fc.Bint[100]):
         actual = fc.Integrate(q, p - q, "x")
-    assert isinstance(expected, fc.Tensor) and "particle" not in actual.inputs
+    assert isinstance(expected, fc.Tensor) and actual.inputs == {"particle": fc.Bint[100]}
     # closed form: E_q[log p] + H(q) with p unnormalized: -0.5 ((m - mp)^2 + v) / vp + H
     h = 0.5 * np.log(2 * np.pi * np.e * 0.7)
     np.testing.assert_allclose(actual.data, -0.5 * (0.4 ** 2 + 0.7) / 2.0 + h, rtol=1e-12)
     np.testing.assert_allclose(actual.data, expected.data, rtol=1e-12)
+    mean = actual.reduce(ops.mean, "particle")  # funsor's idiom
+    np.testing.assert_allclose(mean.data, expected.data, rtol=1e-12)
 
 
 def _logistic_elbo_quadrature(m, s):
@@ -532,3 +539,82 @@ def test_elbo_guide_must_have_every_approximated_variable():
         Elbo(q, {"x", "y"})
     with pytest.raises(TypeError, match="the guide must be a funsor"):
         Elbo(np.zeros(2), {"x"})
+
+
+# ---------------------------------------------------------------------------------------------
+# A closed form keeps the sample inputs asked for (issue 27, item 12): funsor's idiom
+# ``Integrate(q, p - q, "z").reduce(ops.mean, "particle")`` works whatever MonteCarlo computed
+# exactly. Oracle: the KL divergence of two normals, and closed-form moments.
+def _neg_kl(mq, sq, mp, sp):
+    # E_q[log p - log q] = -KL(q || p) for normalized q = N(mq, sq^2), p = N(mp, sp^2).
+    return -(np.log(sp / sq) + (sq ** 2 + (mq - mp) ** 2) / (2 * sp ** 2) - 0.5)
+
+
+def test_closed_form_elbo_keeps_the_particle_input(backend):
+    from funsor_core.distribution import Normal
+
+    def elbo(key, loc):
+        q = Normal(loc[0], 0.8, value="z")
+        p = Normal(0.0, 1.3, value="z")
+        with MonteCarlo(rng_key=key, particle=fc.Bint[7]):
+            est = fc.Integrate(q, p - q, "z")
+        assert est.inputs == {"particle": fc.Bint[7]}
+        return est.reduce(ops.mean, "particle").data, est.data
+
+    mean, each = _run(backend, elbo, [0.3])
+    np.testing.assert_allclose(_np(mean), _neg_kl(0.3, 0.8, 0.0, 1.3), rtol=1e-10)
+    np.testing.assert_allclose(_np(each), np.full(7, _neg_kl(0.3, 0.8, 0.0, 1.3)), rtol=1e-10)
+
+
+def test_every_closed_form_keeps_the_sample_inputs():
+    # A Tensor result with its own batch input, a Gaussian + Tensor sum left after a partial
+    # integral, point masses: each is broadcast over both sample inputs, with the exact value
+    # at every particle.
+    g = fc.Gaussian(mean=np.array([[1.0, -1.0], [0.5, 0.0]]),
+                    covariance=np.array([[2.0, 0.5], [0.5, 1.0]]),
+                    inputs={"b": fc.Bint[2], "x": fc.Real, "y": fc.Real})
+    x = fc.Variable("x", fc.Real)
+    cases = {
+        "tensor": lambda: fc.Integrate(g, x * x, {"x", "y"}),
+        "gaussian_plus_tensor": lambda: fc.Integrate(g, x * x, {"x"}),
+        "delta": lambda: fc.Integrate(fc.Delta("x", fc.Number(2.0)), x * 3.0, "x"),
+        "delta_with_batch": lambda: fc.Integrate(
+            fc.Delta("x", fc.Tensor(np.array([1.0, 2.0]), {"b": fc.Bint[2]})), x * 3.0, "x"),
+    }
+    samples = {"particle": fc.Bint[3], "chain": fc.Bint[2]}
+    for name, build in cases.items():
+        exact_value = build()
+        with MonteCarlo(rng_key=0, **samples):
+            actual = build()
+        assert actual.inputs == {**samples, **exact_value.inputs}, name
+        # A Number becomes a Tensor over the sample inputs; anything else keeps its type.
+        assert type(actual) is type(exact_value) or type(exact_value) is fc.Number, name
+        point = {k: v for k, v in (("x", 0.3), ("y", -0.2)) if k in exact_value.inputs}
+        expected = exact_value(**point) if point else exact_value
+        for p in range(3):
+            for c in range(2):
+                at = actual(particle=p, chain=c, **point)
+                if expected.inputs:
+                    at = at.align(tuple(expected.inputs))
+                np.testing.assert_allclose(np.asarray(at.data), np.asarray(expected.data),
+                                           err_msg=name)
+
+
+def test_a_gaussian_result_is_broadcast_over_the_sample_inputs():
+    from interpretations.monte_carlo import _with_sample_inputs
+
+    g = fc.Gaussian(mean=np.array([[1.0], [0.5]]), covariance=np.array([[2.0]]),
+                    inputs={"b": fc.Bint[2], "x": fc.Real})
+    actual = _with_sample_inputs(MonteCarlo(particle=fc.Bint[3]), g)
+    assert type(actual) is fc.Gaussian
+    assert actual.inputs == {"particle": fc.Bint[3], "b": fc.Bint[2], "x": fc.Real}
+    for p in range(3):
+        np.testing.assert_allclose(actual(particle=p, x=0.4).data, g(x=0.4).data)
+
+
+def test_closed_form_under_monte_carlo_is_a_broadcast_not_a_copy():
+    g = fc.Gaussian(mean=np.array([0.5]), covariance=np.array([[2.0]]), inputs={"x": fc.Real})
+    x = fc.Variable("x", fc.Real)
+    with MonteCarlo(rng_key=0, particle=fc.Bint[1000]):
+        actual = fc.Integrate(g, x * x, "x")
+    assert actual.data.shape == (1000,) and actual.data.strides == (0,)

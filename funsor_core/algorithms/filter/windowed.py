@@ -8,13 +8,14 @@ is kept as an input of the message for ``window`` steps (the message depends on 
 
 Under ``exact`` with Tensor factors this is the forward algorithm (the window changes the
 cost, not the value). With discrete and Gaussian factors (a switching linear dynamical
-system) summing a switch state out of a Gaussian gives a mixture, which ``exact`` keeps
-lazy; under ``moment_matching`` each such sum collapses to one Gaussian per assignment of
-the states still in the window: window 1 is the generalized pseudo-Bayes / interacting
-multiple model filter, and a window of all the chain's states (``T``, counting the first) is
-exact enumeration of the ``K^T`` switch paths (the final collapse keeps the total mass). A
-step costs ``O(K^(window + 1))`` Gaussian operations for ``K`` switch values, so the filter
-is ``O(T K^(window + 1))``.
+system) summing a switch state out of a Gaussian gives a mixture, which ``exact`` alone would
+keep lazy (its components multiply with every step); the filter collapses each such sum to
+one Gaussian per assignment of the states still in the window by matching moments, under
+``exact`` as under ``moment_matching`` (whose rule does it first): window 1 is the
+generalized pseudo-Bayes / interacting multiple model filter, and a window of all the chain's
+states (``T``, counting the first) is exact enumeration of the ``K^T`` switch paths (the final
+collapse keeps the total mass). A step costs ``O(K^(window + 1))`` Gaussian operations for
+``K`` switch values, so the filter is ``O(T K^(window + 1))``.
 
 Under ``moment_matching`` the steps whose structure repeats run on arrays, the layout of the
 collapse planned once (``filter.fused``); on a compiling backend they run as one compiled
@@ -38,6 +39,7 @@ import math
 from funsor_core import ops
 from funsor_core.algorithms.filter.fused import FusedCollapses
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
@@ -164,11 +166,42 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
                 and msg.bin_op is prod_op else (msg,))
         terms = (*flat, *factors(t))
         reduced = reduced_names(t, terms)
-        msg = Contraction(sum_op if reduced else None, prod_op, reduced, terms)
+        msg = _collapsed(Contraction(sum_op if reduced else None, prod_op, reduced, terms))
         if each_step is not None:
             each_step(t, current(msg, t))
         t += 1
     return current(msg, size - 1)
+
+
+_NO_MOMENTS = (
+    "windowed_filter: summing the switch state(s) {names} out of the message leaves a mixture "
+    "of Gaussians with no moments to match (a component is flat along some direction of the "
+    "real states {reals}: no information on it yet), so the window cannot collapse it. Give "
+    "the first state a proper prior, e.g. init = prior(x_prev) + ..., so that every "
+    "component has a mean and a covariance.")
+
+
+def _collapsed(msg: Funsor) -> Funsor:
+    """A step's message, its mixture collapsed where the active interpretation left it lazy.
+
+    The window is what ``windowed_filter`` promises: a Bint state leaving it is summed out of
+    a Gaussian message by matching moments (``collapse_sum``: one Gaussian per assignment of
+    the states still in the window), whatever the interpretation. ``moment_matching`` has
+    collapsed it already; ``exact`` leaves it a lazy mixture of atoms, whose components would
+    multiply with every step (``K^T`` switch paths: memory runs out at K = 3, T = 20). A term
+    of non-atoms (under ``lazy``, say) is recorded as it is.
+    """
+    if not (isinstance(msg, Contraction) and msg.red_op is ops.logaddexp
+            and msg.bin_op is ops.add
+            and all(isinstance(x, (Gaussian, Tensor, Number)) for x in msg.terms)
+            and mixture_vars(msg.reduced_vars, msg.terms)):
+        return msg
+    result = collapse_sum(msg.reduced_vars, msg.terms)
+    if result is None:
+        reals = sorted({k for x in msg.terms for k, d in x.inputs.items() if d.dtype == "real"})
+        raise ValueError(_NO_MOMENTS.format(
+            names=sorted(mixture_vars(msg.reduced_vars, msg.terms)), reals=reals))
+    return result
 
 
 class _StepFactors:

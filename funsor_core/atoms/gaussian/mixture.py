@@ -26,12 +26,14 @@ from funsor_core.atoms.gaussian.atom import (
     gaussian_batch_inputs,
     merge_gaussian_inputs,
 )
+from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.terms.base import Funsor, Number
-from funsor_core.terms.reshaping import Stack
+from funsor_core.terms.base import Funsor, Number, merge_inputs
+from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["reduce_logaddexp_terms", "stack_gaussians"]
+__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars",
+           "reduce_logaddexp_terms", "stack_gaussians", "would_compress"]
 
 
 def stack_gaussians(name: str, parts) -> Funsor | None:
@@ -45,6 +47,58 @@ def stack_gaussians(name: str, parts) -> Funsor | None:
         >>> stack_gaussians("i", (g, g * 4.0)).precision[:, 0, 0]
         array([1., 4.])
     """
+    split = _split_parts(parts)
+    if split is None:
+        return None
+    gaussians, denses = split
+    inputs = merge_gaussian_inputs(*gaussians)
+    batch = gaussian_batch_inputs(inputs)
+    whites, roots = _padded([align_gaussian(inputs, g, expand=True) for g in gaussians])
+    new_inputs = {name: Bint[len(parts)], **batch,
+                  **{k: d for k, d in inputs.items() if d.dtype == "real"}}
+    stacked = Gaussian(ops.stack(whites, 0), ops.stack(roots, 0), tuple(new_inputs.items()))
+    if all(d is None for d in denses):
+        return stacked
+    proto = whites[0]  # Numbers become arrays, so that the Stack is a Tensor
+    dense = Stack(name, tuple(
+        Tensor.make(ops.new_full(proto, (), 0.0 if d is None else float(d.data)), {})
+        if d is None or isinstance(d, Number) else d for d in denses))
+    return gaussian_sum(stacked, dense) if isinstance(dense, Tensor) else None
+
+
+def cat_gaussians(name: str, parts, part_name: str) -> Funsor | None:
+    """``Cat(name, parts, part_name)`` for parts that are each one Gaussian (plus Tensors or
+    Numbers): one Gaussian whose batch over ``name`` is the parts' batches over ``part_name``
+    laid end to end (a part lacking another input is broadcast over it, a real input it lacks
+    gets zero rows), plus the Cat of the dense parts. None for any other part.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.eye(1),
+        ...                 inputs={"u": fc.Bint[2], "x": fc.Real})
+        >>> cat_gaussians("u", (g, g * 4.0), "u").precision[:, 0, 0]
+        array([1., 1., 4., 4.])
+    """
+    split = _split_parts(parts)
+    if split is None:
+        return None
+    gaussians, denses = split
+    sizes = [p.inputs[part_name].size for p in parts]
+    rest = _merge_without(gaussians, part_name)
+    whites, roots = _padded([align_gaussian({part_name: Bint[n], **rest}, g, expand=True)
+                             for g, n in zip(gaussians, sizes)])
+    new_inputs = {name: Bint[sum(sizes)], **rest}
+    joined = Gaussian(ops.cat(whites, 0), ops.cat(roots, 0), tuple(new_inputs.items()))
+    if all(d is None for d in denses):
+        return joined
+    # Each dense part as a Tensor over part_name (zeros + d broadcasts d), then one Cat.
+    dense = Cat(name, tuple(
+        Tensor.make(ops.new_zeros(whites[0], (n,)), {part_name: Bint[n]})
+        + (Number(0.0) if d is None else d) for d, n in zip(denses, sizes)), part_name)
+    return gaussian_sum(joined, dense) if isinstance(dense, Tensor) else None
+
+
+def _split_parts(parts) -> tuple[list, list] | None:
+    # Each part's one Gaussian and its dense sum (None where it has none), or None.
     gaussians, denses = [], []
     for part in parts:
         if not isinstance(part, Funsor):
@@ -57,29 +111,85 @@ def stack_gaussians(name: str, parts) -> Funsor | None:
             return None
         gaussians.append(more_g[0])
         denses.append(dense_sum(more_d))
-    inputs = merge_gaussian_inputs(*gaussians)
-    batch = gaussian_batch_inputs(inputs)
-    rank = max(g.rank for g in gaussians)
-    whites, roots = [], []
+    return gaussians, denses
+
+
+def _merge_without(gaussians, part_name: str) -> dict:
+    # The union of the Gaussians' inputs but part_name (whose size differs between parts):
+    # Bint inputs first, then real ones.
+    inputs: dict = {}
     for g in gaussians:
-        white_vec, prec_sqrt = align_gaussian(inputs, g, expand=True)
-        if g.rank < rank:  # zero columns: -0.5 * ||x @ 0 - 0||^2 = 0
-            pad = tuple(white_vec.shape[:-1]) + (rank - g.rank,)
-            white_vec = ops.cat([white_vec, ops.new_zeros(white_vec, pad)], -1)
-            prec_sqrt = ops.cat([prec_sqrt, ops.new_zeros(prec_sqrt, tuple(
-                prec_sqrt.shape[:-1]) + (rank - g.rank,))], -1)
+        inputs = merge_inputs(inputs, {k: d for k, d in g.inputs.items() if k != part_name},
+                              "cat")
+    batch = gaussian_batch_inputs(inputs)
+    return {**batch, **{k: d for k, d in inputs.items() if d.dtype == "real"}}
+
+
+def _padded(aligned) -> tuple[list, list]:
+    # Ranks differ by zero columns, which add nothing: -0.5 * ||x @ 0 - 0||^2 = 0.
+    rank = max(int(root.shape[-1]) for _, root in aligned)
+    whites, roots = [], []
+    for white_vec, prec_sqrt in aligned:
+        missing = rank - int(prec_sqrt.shape[-1])
+        if missing:
+            white_vec = ops.cat([white_vec, ops.new_zeros(
+                white_vec, tuple(white_vec.shape[:-1]) + (missing,))], -1)
+            prec_sqrt = ops.cat([prec_sqrt, ops.new_zeros(
+                prec_sqrt, tuple(prec_sqrt.shape[:-1]) + (missing,))], -1)
         whites.append(white_vec)
         roots.append(prec_sqrt)
-    new_inputs = {name: Bint[len(parts)], **batch,
-                  **{k: d for k, d in inputs.items() if d.dtype == "real"}}
-    stacked = Gaussian(ops.stack(whites, 0), ops.stack(roots, 0), tuple(new_inputs.items()))
-    if all(d is None for d in denses):
-        return stacked
-    proto = whites[0]  # Numbers become arrays, so that the Stack is a Tensor
-    dense = Stack(name, tuple(
-        Tensor.make(ops.new_full(proto, (), 0.0 if d is None else float(d.data)), {})
-        if d is None or isinstance(d, Number) else d for d in denses))
-    return gaussian_sum(stacked, dense) if isinstance(dense, Tensor) else None
+    return whites, roots
+
+
+def mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
+    """The reduced Bint names that some Gaussian of ``terms`` depends on."""
+    return frozenset(v for t in terms if isinstance(t, Gaussian)
+                     for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
+
+
+def would_compress(gaussians) -> bool:
+    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
+    reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
+    dim = sum(d.num_elements for d in reals.values())
+    return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
+
+
+def collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
+    """``collapse_mixture``'s arguments: the real names of ``reduced_vars`` that a Gaussian
+    has are integrated in its QR; names only the weights have are summed there (exactly)."""
+    exact_vars = reduced_vars - mixed
+    g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
+    real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))
+    return g, tuple(dense), mixed | (exact_vars - real), real
+
+
+def collapse_sum(reduced_vars: frozenset, terms) -> Funsor | None:
+    """``Contraction(logaddexp, add, reduced_vars, terms)`` of Gaussians, Tensors and Numbers
+    moment-matched: the real names of ``reduced_vars`` integrated and the Bint names a
+    Gaussian depends on collapsed to one Gaussian per remaining assignment (the rule of
+    ``moment_matching``, and the window of ``windowed_filter``). None where there is no
+    mixture or a component has no moments.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> gaussian, log_weight = collapse_sum(frozenset("i"), (g,)).terms
+        >>> float(gaussian.covariance[0, 0])
+        2.0
+    """
+    mixed = mixture_vars(reduced_vars, terms)
+    if not mixed:
+        return None
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
+    if len(gaussians) > 1 and would_compress(gaussians):  # their sum is compressed first
+        gaussians, dense = split_gaussian_sum(gaussian_sum(*terms))
+    if not gaussians:
+        return None
+    # Several Gaussians are aligned and concatenated inside the collapse (their sum,
+    # uncompressed, is that concatenation): the joint is never built as a term. One QR per
+    # component integrates the real names and gives the moments.
+    return collapse_mixture(*collapse_args(reduced_vars, mixed, gaussians, dense))
 
 
 def reduce_logaddexp_terms(reduced_vars: frozenset, terms) -> Funsor | None:

@@ -334,3 +334,35 @@ def test_eager_jax_scan_of_a_singular_step_raises_as_numpy(scans):
             fc.set_backend("numpy")
     assert scans, "the jax run did not try the compiled loop"
     assert errors[0] == errors[1]
+
+
+def test_jax_gradients_eagerly_and_under_jit_equal_finite_differences():
+    # jax.grad through the fused steps (their lax.scan and the guarded normal equations) used
+    # to fail with "No constant handler for type: DynamicJaxprTracer" (issue 27, item 16):
+    # the guard's custom derivative closed over tracers. Oracle: central differences of the
+    # numpy GPB filter in theta, log weights of the switches. Short: compiling is the cost.
+    import jax
+    import jax.numpy as jnp
+
+    p = _slds(seed=8, T=3, K=2, d=1, obs_dim=1)
+
+    def loglik(theta):
+        init, trans = _slds_factors(p, "jax")
+        trans = trans + fc.Tensor(theta, {"s_curr": fc.Bint[2]})
+        return _total(_filter(init, trans, 1))
+
+    theta0 = np.array([0.3, -0.2])
+    fc.set_backend("jax")
+    try:
+        eager = jax.grad(loglik)(jnp.asarray(theta0))
+        jitted = jax.jit(jax.grad(loglik))(jnp.asarray(theta0))
+    finally:
+        fc.set_backend("numpy")
+
+    def gpb(theta):
+        return _numpy_gpb(dict(p, trans=p["trans"] * np.exp(theta)[None, :]), 1)
+
+    eps = 1e-6
+    numeric = [(gpb(theta0 + eps * e) - gpb(theta0 - eps * e)) / (2 * eps) for e in np.eye(2)]
+    np.testing.assert_allclose(np.asarray(eager), numeric, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jitted), numeric, rtol=1e-6)
