@@ -7,7 +7,9 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 ``Contraction`` of more than two terms is run along its contraction plan
 (``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
 messages through the same small intermediates as the forward pass (variable elimination both
-ways). A Markov product of Tensors is run as its pairwise contractions likewise; any other
+ways). A Markov product of Tensors is run as its pairwise contractions likewise, on a tape
+of its own kept with the chain (exact messages run back through it; points, the MAP or
+posterior paths, are placed along the whole path at once by ``chain_paths``); any other
 ``MarkovProduct`` is recorded whole, and its backward rule is the Kalman smoother of a
 Gaussian chain (``chains.gaussian_smooth``). A term without a backward rule that a rule
 computed on arrays from recorded values or atoms (a ``Stack``, say) is recorded too: the
@@ -41,6 +43,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
+from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
@@ -61,15 +64,16 @@ class _Node:
     """One recorded term: its value, class and arguments, the tape position of the node that
     produced each funsor argument (None: a leaf), and its lazy form (for lookups)."""
 
-    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases")
+    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub")
 
-    def __init__(self, output, cls, args, parents, lazy) -> None:
+    def __init__(self, output, cls, args, parents, lazy, sub=None) -> None:
         self.output = output
         self.cls = cls
         self.args = args
         self.parents = parents
         self.lazy = lazy
         self.aliases: list = []
+        self.sub = sub  # a chain's own tape of its pairwise steps
 
 
 def canonical_key(x: Funsor) -> Any:
@@ -195,11 +199,15 @@ class AdjointTape(Interpretation):
         if cls is MarkovProduct and tensor_factors(args[2], args[1]) is not None:
             # A discrete chain is run as its pairwise contractions (a parallel scan, or a
             # left fold for a sequential chain), each built through the interpreter and
-            # recorded, so that the backward pass runs through the same steps. Any other
-            # chain is recorded whole: its backward rule smooths a Gaussian chain and
-            # raises for the others.
-            sum_op, prod_op, trans, time, step, step_names, strategy = args
-            return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
+            # recorded on a tape of its own, kept with the chain's node: exact messages run
+            # back through the same steps, and points (MAP, samples) are placed along the
+            # whole path at once (``chain_paths``). Any other chain is recorded whole: its
+            # backward rule smooths a Gaussian chain and raises for the others.
+            sub = AdjointTape()
+            with self.rest(), sub:
+                result = markov_terms(*args)
+            self._record(result, cls, args, sub)
+            return result
         if cls not in BACKWARD:
             result = self.defer(cls, args)
             if self._opaque(result, args):
@@ -223,11 +231,11 @@ class AdjointTape(Interpretation):
         node = self._producer.get(canonical_key(x))
         return x if node is None else self.tape[node].lazy
 
-    def _record(self, result, cls: type, args: tuple) -> None:
+    def _record(self, result, cls: type, args: tuple, sub=None) -> None:
         parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
         lazy = build(cls, map_args(args, self._lazy_of))
         self._producer[canonical_key(result)] = len(self.tape)
-        self.tape.append(_Node(result, cls, args, parents, lazy))
+        self.tape.append(_Node(result, cls, args, parents, lazy, sub))
 
     # -- the backward pass ----------------------------------------------------------------------
     def adjoint(self, sum_op, prod_op, root: Funsor, targets=None, *,
@@ -261,16 +269,39 @@ class AdjointTape(Interpretation):
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
                         approximate=(approximation_active() if approximate is None
                                      else approximate))
+        start = self._producer.get(canonical_key(root))
+        node_adj, leaf_adj, blocked_nodes, blocked_leaves = self._backward(
+            ring, root, -1 if start is None else start, one)
+        result = Adjoints(zero)
+        for index, blocked in blocked_nodes.items():
+            node = self.tape[index]
+            for key in (node.lazy, node.output, *node.aliases):
+                result.block(canonical_key(key), blocked, ring)
+        for key, blocked in blocked_leaves.items():
+            result.block(key, blocked, ring)
+        for leaf, adj in leaf_adj.values():
+            result.add(leaf, _evaluate(adj), ring.arith)
+        for index, adj in node_adj.items():
+            adj = _evaluate(adj)
+            node = self.tape[index]
+            keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
+            for key in keys.values():
+                result.add(key, adj, ring.arith)
+        if targets is None:
+            return result
+        return {target: result[target] for target in targets}
+
+    def _backward(self, ring: Semiring, root: Funsor, start: int, seed: Funsor) -> tuple:
+        """Run the record backwards from node ``start`` (-1: ``root`` is a leaf), whose
+        adjoint is ``seed``: ``(node_adj, leaf_adj, blocked_nodes, blocked_leaves)``."""
         # A share stays a lazy Scatter (from backward_subs) until read, so that a second one
         # for the same argument is written into the same array (``_accumulate``).
         node_adj: dict = {}
         leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
-        start = self._producer.get(canonical_key(root))
-        if start is None:
-            leaf_adj[canonical_key(root)] = [root, one]
-            start = -1
+        if start < 0:
+            leaf_adj[canonical_key(root)] = [root, seed]
         else:
-            node_adj[start] = one
+            node_adj[start] = seed
         # What lies behind a term without a backward rule (that received an adjoint): the
         # names of those terms, by node index and by leaf key.
         blocked_nodes: dict = {}
@@ -291,9 +322,13 @@ class AdjointTape(Interpretation):
             if adj is None or rule is None:
                 continue  # not on a path to the root: its adjoint is zero
             adj = node_adj[index] = _evaluate(adj)
-            for arg, factors in rule(ring, adj, node.output, *node.args):
+            shares = (_chain_shares(ring, adj, node) if node.sub is not None
+                      else rule(ring, adj, node.output, *node.args))
+            for arg, factors in shares:
                 share = _contract(ring, arg, factors)
                 parent = node.parents.get(id(arg))
+                if parent is None and node.sub is not None:
+                    parent = self._producer.get(canonical_key(arg))
                 if parent is None:
                     entry = leaf_adj.get(canonical_key(arg))
                     if entry is None:
@@ -303,25 +338,7 @@ class AdjointTape(Interpretation):
                 else:
                     old = node_adj.get(parent)
                     node_adj[parent] = share if old is None else _accumulate(ring, old, share)
-        result = Adjoints(zero)
-        for index, blocked in blocked_nodes.items():
-            node = self.tape[index]
-            for key in (node.lazy, node.output, *node.aliases):
-                result.block(canonical_key(key), blocked, ring)
-        for key, blocked in blocked_leaves.items():
-            result.block(key, blocked, ring)
-        for leaf, adj in leaf_adj.values():
-            result.add(leaf, _evaluate(adj), ring.arith)
-        for index, adj in node_adj.items():
-            adj = _evaluate(adj)
-            node = self.tape[index]
-            keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
-            for key in keys.values():
-                result.add(key, adj, ring.arith)
-        if targets is None:
-            return result
-        return {target: result[target] for target in targets}
-
+        return node_adj, leaf_adj, blocked_nodes, blocked_leaves
 
 _BATCH_NAME_TAKEN = (
     "the sample (batch) input '{name}' is also a name that the forward computation eliminates "
@@ -341,6 +358,19 @@ def _check_batch_vars_of(tape: AdjointTape, root: Funsor, batch_vars) -> None:
             if taken:
                 name = min(taken)
                 raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
+
+
+def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
+    # A discrete chain: under an approximation, points along its whole path at once
+    # (``chain_paths``: its pairwise steps would give each step's points apart, in messages
+    # that no Scatter over time can stack); else its exact messages, through its own tape of
+    # pairwise steps seeded with the chain's adjoint.
+    if ring.approximate:
+        return chain_path_shares(ring, adj, node.output, *node.args)
+    sub = node.sub
+    start = sub._producer.get(canonical_key(node.output))
+    _, leaf_adj, _, _ = sub._backward(ring, node.output, -1 if start is None else start, adj)
+    return [(leaf, (_evaluate(share),)) for leaf, share in leaf_adj.values()]
 
 
 def _evaluate(share: Funsor) -> Funsor:
