@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
@@ -104,6 +105,9 @@ def chain_path_shares(ring, adj: Funsor, output: Funsor, sum_op, prod_op, trans,
         raise _cannot(time, step, f"paths are placed in (max | logaddexp | sample, add), the "
                       f"chain is ({sum_op}, {prod_op}) and the pass ({ring.sum_op}, "
                       f"{ring.prod_op})")
+    if tensor_factors(trans, prod_op) is None:
+        raise _cannot(time, step, "its steps are not all Tensors (a switching chain: its "
+                      "real states have no path of points here; use exact marginals)")
     tname, duration = time.name, time.output.size
     if tname not in trans.inputs:
         raise _cannot(time, step, "its step factor has no input "

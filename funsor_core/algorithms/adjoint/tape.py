@@ -9,9 +9,12 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 messages through the same small intermediates as the forward pass (variable elimination both
 ways). A Markov product of Tensors is run as its pairwise contractions likewise, on a tape
 of its own kept with the chain (exact messages run back through it; points, the MAP or
-posterior paths, are placed along the whole path at once by ``chain_paths``); any other
-``MarkovProduct`` is recorded whole, and its backward rule is the Kalman smoother of a
-Gaussian chain (``chains.gaussian_smooth``). A term without a backward rule that a rule
+posterior paths, are placed along the whole path at once by ``chain_paths``); a switching
+chain (a discrete step pair beside real ones) runs as its T steps in order on such a tape,
+so that the rules of its steps apply (exact marginals: mixtures, evaluated at points), and
+the messages of its steps are stacked back along time; any other ``MarkovProduct`` is
+recorded whole, and its backward rule is the Kalman smoother of a Gaussian chain
+(``chains.gaussian_smooth``). A term without a backward rule that a rule
 computed on arrays from recorded values or atoms (a ``Stack``, say) is recorded too: the
 adjoints behind it are unknown, and reading one raises ``NotImplementedError`` naming it
 (instead of a silent zero). Nothing changes when no tape is active: the tape is just
@@ -55,6 +58,7 @@ from funsor_core.engine.protocol import terms_in
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.reshaping import Stack
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
@@ -87,7 +91,14 @@ def canonical_key(x: Funsor) -> Any:
         True
     """
     cons = type(x)._cons_key
-    return id(x) if cons is None else (type(x), cons(x._args))
+    if cons is not None:
+        return (type(x), cons(x._args))
+    if type(x) is Contraction and all(type(t)._atom for t in x.terms):
+        # A value that is a sum (or product) of atoms, as Gaussian + Tensor: the same sum of
+        # equal atoms rebuilt by ``reinterpret`` is the same funsor.
+        return (Contraction, x.red_op, x.bin_op, x.reduced_vars,
+                tuple(canonical_key(t) for t in x.terms))
+    return id(x)
 
 
 class Adjoints(dict):
@@ -196,18 +207,20 @@ class AdjointTape(Interpretation):
             if node is not None:
                 self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
             return result
-        if cls is MarkovProduct and tensor_factors(args[2], args[1]) is not None:
-            # A discrete chain is run as its pairwise contractions (a parallel scan, or a
-            # left fold for a sequential chain), each built through the interpreter and
-            # recorded on a tape of its own, kept with the chain's node: exact messages run
-            # back through the same steps, and points (MAP, samples) are placed along the
-            # whole path at once (``chain_paths``). Any other chain is recorded whole: its
-            # backward rule smooths a Gaussian chain and raises for the others.
-            sub = AdjointTape()
-            with self.rest(), sub:
-                result = markov_terms(*args)
-            self._record(result, cls, args, sub)
-            return result
+        if cls is MarkovProduct:
+            steps = _chain_steps(args)
+            if steps is not None:
+                # A discrete chain is run as its pairwise contractions (a parallel scan, or
+                # a left fold for a sequential chain), a switching chain as its T steps in
+                # order, each built through the interpreter and recorded on a tape of its
+                # own, kept with the chain's node: exact messages run back through the same
+                # steps, and points (MAP, samples) of a discrete chain are placed along the
+                # whole path at once (``chain_paths``). A Gaussian chain is recorded whole:
+                # its backward rule is the Kalman smoother.
+                result, sub = _run_steps(self, args, steps)
+                if sub is not None:
+                    self._record(result, cls, args, sub)
+                    return result
         if cls not in BACKWARD:
             result = self.defer(cls, args)
             if self._opaque(result, args):
@@ -360,6 +373,35 @@ def _check_batch_vars_of(tape: AdjointTape, root: Funsor, batch_vars) -> None:
                 raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
 
 
+def _chain_steps(args: tuple):
+    # The strategy by which the tape runs a chain as its steps: a discrete chain by its own;
+    # a chain with a discrete step pair and other factors (a switching linear dynamical
+    # system, whose Gaussian smoother would need every switch path) as its T steps in order
+    # (the generic fallback: any backward rule then applies to each step). None: a Gaussian
+    # chain, recorded whole.
+    sum_op, prod_op, trans, time, step, step_names, strategy = args
+    if tensor_factors(trans, prod_op) is not None:
+        return "auto" if strategy is None else strategy
+    if any(trans.inputs[p].dtype != "real" for p, _ in step if p in trans.inputs):
+        return "sequential"
+    return None
+
+
+def _run_steps(tape: AdjointTape, args: tuple, strategy) -> tuple:
+    # (result, its tape) of the chain run as its steps below ``tape``; (None, None) where a
+    # switching chain's steps cannot be composed apart from its boundaries (moment matching
+    # a mixture over a state that only a boundary informs): the chain is then recorded
+    # whole, and its backward pass raises naming it.
+    sub = AdjointTape()
+    try:
+        with tape.rest(), sub:
+            return markov_terms(*args[:6], strategy), sub
+    except (ValueError, NotImplementedError):
+        if tensor_factors(args[2], args[1]) is not None:
+            raise
+        return None, None
+
+
 def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
     # A discrete chain: under an approximation, points along its whole path at once
     # (``chain_paths``: its pairwise steps would give each step's points apart, in messages
@@ -369,14 +411,54 @@ def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
         return chain_path_shares(ring, adj, node.output, *node.args)
     sub = node.sub
     start = sub._producer.get(canonical_key(node.output))
-    _, leaf_adj, _, _ = sub._backward(ring, node.output, -1 if start is None else start, adj)
-    return [(leaf, (_evaluate(share),)) for leaf, share in leaf_adj.values()]
+    try:
+        _, leaf_adj, _, _ = sub._backward(ring, node.output, -1 if start is None else start,
+                                          adj)
+        return [(leaf, (_evaluate(share),)) for leaf, share in leaf_adj.values()]
+    except (ValueError, NotImplementedError) as e:
+        if tensor_factors(node.args[2], node.args[1]) is not None:
+            raise
+        # e.g. moment matching a backward message, a likelihood that is no density
+        raise NotImplementedError(
+            f"the adjoint cannot run back through this switching MarkovProduct over "
+            f"'{node.args[3].name}' with step {dict(node.args[4])} as its steps: {e}") from e
 
 
 def _evaluate(share: Funsor) -> Funsor:
     # A transposed substitution comes as a Scatter built lazily (``backward_subs``): built
     # through the interpreter here, where the message is the argument's first share.
-    return Scatter(*share._args) if type(share) is Scatter else share
+    if type(share) is Scatter:
+        return Scatter(*share._args)
+    if type(share) is Contraction and share.red_op is None and len(share.terms) > 1:
+        stacked = _stacked(share)
+        if stacked is not None:
+            return stacked
+    return share
+
+
+def _stacked(share: Contraction):
+    # The sum_op of Scatters of one message per index of a name (the steps of a chain run
+    # as its steps, each a Gaussian, say, that no array Scatter writes into): each is its
+    # source at its index and the unit of sum_op elsewhere, so together they are the Stack
+    # of the sources along the name. None unless they cover the name's values once each.
+    # A part that lacks an input is constant along it (Stack broadcasts it).
+    parts: dict = {}
+    name = None
+    for t in share.terms:
+        if type(t) is not Scatter or t.op is not share.bin_op or t.reduced_vars:
+            return None
+        if len(t.subs) != 1 or type(t.subs[0][1]) is not Number:
+            return None
+        key, index = t.subs[0]
+        if name not in (None, key) or key in t.source.inputs:
+            return None
+        name = key
+        parts[index.data] = t.source
+    size = share.terms[0].subs[0][1].dtype
+    if not isinstance(size, int) or sorted(parts) != list(range(size)):
+        return None
+    stacked = Stack(name, tuple(parts[k] for k in range(size)))
+    return None if type(stacked) is Stack else stacked  # no rule: keep the Scatters
 
 
 def _accumulate(ring: Semiring, old: Funsor, share: Funsor) -> Funsor:
