@@ -52,6 +52,7 @@ from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
 from funsor_core.algorithms.contract.plan import plan_terms
+from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.engine.protocol import terms_in
@@ -492,10 +493,41 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
     for f in factors:
         names.update(f.inputs)
     reduced = frozenset(names - set(arg.inputs) - ring.keep)
+    if reduced and ring.prod_op is ops.add and any(type(f) is Delta for f in factors):
+        factors, reduced = _eliminate_points(factors, reduced)
     if len(factors) == 1:
         (f,) = factors
         return f.reduce(ring.arith, reduced) if reduced else f
     return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
+
+
+def _eliminate_points(factors: tuple, reduced: frozenset) -> tuple:
+    # S_x [Delta(x = p, y = q) + f(x, y)] = Delta(y = q) + f(p, y) for S = max or
+    # logaddexp (a point mass of log weight 0): substitute the points of the reduced names
+    # into the other factors, so that the points of the kept names stay points (a reduction
+    # of the Delta itself would tabulate them into a dense indicator).
+    points: dict = {}
+    out: list = []
+    for f in factors:
+        if type(f) is not Delta:
+            out.append(f)
+            continue
+        rest = []
+        for name, (point, log_density) in f.terms:
+            if name in reduced and type(log_density) is Number and log_density.data == 0.0:
+                points[name] = point
+            else:
+                rest.append((name, (point, log_density)))
+        if rest:
+            out.append(Delta(tuple(rest)))
+    if not points:
+        return factors, reduced
+    out = [f(**{k: v for k, v in points.items() if k in f.inputs})
+           if not points.keys().isdisjoint(f.inputs) else f for f in out]
+    names = set()
+    for f in out:
+        names.update(f.inputs)
+    return tuple(out) or (Number(0.0),), frozenset(reduced - points.keys()) & names
 
 
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,

@@ -213,3 +213,27 @@ def test_tensor_markov_product_map_paths_through_a_plate():
         for m in range(M):
             best = _paths(ini[m], tr[:, m])[1].max()
             assert np.isclose(_score(ini[m], tr[:, m], path[:, m]), best)
+
+
+def test_map_path_of_a_lazily_built_step(backend):
+    # The README's HMM idiom (a shared transition matrix plus per-step observation scores,
+    # added under lazy): the observation factor's adjoint carries the MAP states over time
+    # (was: a dense indicator, extract_samples {}), along the brute-force best path.
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    init_data, tr = _integer_chain(4)
+    T, K = tr.shape[:2]
+    scores = np.random.default_rng(4).integers(-2, 1, (T, K)).astype(float)
+    shared = fc.Tensor(_arr(tr[0]), {"x": fc.Bint[K], "y": fc.Bint[K]})
+    obs = fc.Tensor(_arr(scores), {"t": fc.Bint[T], "y": fc.Bint[K]})
+    init = fc.Tensor(_arr(init_data), {"x": fc.Bint[K]})
+    strategy = "sequential" if backend == "jax" else None
+    with lazy:
+        mp = MarkovProduct(ops.max, ops.add, shared + obs, "t", {"x": "y"}, strategy=strategy)
+        root = (init + mp).reduce(ops.max, frozenset("xy"))
+    with argmax_approximate:
+        _, adj = forward_backward(ops.max, ops.add, root)
+    states = _np(fc.extract_samples(adj[obs])["y"].align(("t",)).data)
+    x0 = int(_np(fc.extract_samples(adj[init])["x"].data))
+    steps = tr[0][None] + scores[:, None, :]
+    assert np.isclose(_score(init_data, steps, np.append(x0, states)),
+                      _paths(init_data, steps)[1].max())
