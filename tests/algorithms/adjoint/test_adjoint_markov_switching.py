@@ -83,10 +83,18 @@ def _pair_at(p, backend, v1, v2):
 V1, V2 = np.array([0.3, -0.2]), np.array([0.1, 0.4])
 
 
-def test_switching_markov_product_marginals_by_enumeration(backend):
+# jax runs under jit (below): eager jax compiles each Gaussian op per shape (~9 s here), and
+# the house plan has jax tests jit what they can.
+@pytest.mark.parametrize("backend_name", ["numpy", "torch"])
+def test_switching_markov_product_marginals_by_enumeration(backend_name):
     # Was: NotImplementedError from the adjoint (a chain with a discrete and a real pair).
-    p = _slds(seed=0, T=4, K=2, d=2, obs_dim=1)
-    log_z, pair = _pair_at(p, backend, V1, V2)
+    pytest.importorskip(backend_name)
+    fc.set_backend(backend_name)
+    try:
+        p = _slds(seed=0, T=4, K=2, d=2, obs_dim=1)
+        log_z, pair = _pair_at(p, backend_name, V1, V2)
+    finally:
+        fc.set_backend("numpy")
     expected_z, expected = _pair_density(p, V1, V2)
     assert np.allclose(_np(log_z), expected_z)
     assert np.allclose(_np(pair), expected)
