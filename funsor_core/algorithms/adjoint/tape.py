@@ -7,9 +7,14 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 ``Contraction`` of more than two terms is run along its contraction plan
 (``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
 messages through the same small intermediates as the forward pass (variable elimination both
-ways). A Markov product of Tensors is run as its pairwise contractions likewise; any other
-``MarkovProduct`` is recorded whole, and its backward rule is the Kalman smoother of a
-Gaussian chain (``chains.gaussian_smooth``). A term without a backward rule that a rule
+ways). A Markov product of Tensors is run as its pairwise contractions likewise, on a tape
+of its own kept with the chain (exact messages run back through it; points, the MAP or
+posterior paths, are placed along the whole path at once by ``chain_paths``); a switching
+chain (a discrete step pair beside real ones) runs as its T steps in order on such a tape,
+so that the rules of its steps apply (exact marginals: mixtures, evaluated at points), and
+the messages of its steps are stacked back along time; any other ``MarkovProduct`` is
+recorded whole, and its backward rule is the Kalman smoother of a Gaussian chain
+(``chains.gaussian_smooth``). A term without a backward rule that a rule
 computed on arrays from recorded values or atoms (a ``Stack``, say) is recorded too: the
 adjoints behind it are unknown, and reading one raises ``NotImplementedError`` naming it
 (instead of a silent zero). Nothing changes when no tape is active: the tape is just
@@ -41,17 +46,20 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
+from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
 from funsor_core.algorithms.contract.plan import plan_terms
+from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.engine.protocol import terms_in
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.reshaping import Stack
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
@@ -61,15 +69,16 @@ class _Node:
     """One recorded term: its value, class and arguments, the tape position of the node that
     produced each funsor argument (None: a leaf), and its lazy form (for lookups)."""
 
-    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases")
+    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub")
 
-    def __init__(self, output, cls, args, parents, lazy) -> None:
+    def __init__(self, output, cls, args, parents, lazy, sub=None) -> None:
         self.output = output
         self.cls = cls
         self.args = args
         self.parents = parents
         self.lazy = lazy
         self.aliases: list = []
+        self.sub = sub  # a chain's own tape of its pairwise steps
 
 
 def canonical_key(x: Funsor) -> Any:
@@ -83,7 +92,14 @@ def canonical_key(x: Funsor) -> Any:
         True
     """
     cons = type(x)._cons_key
-    return id(x) if cons is None else (type(x), cons(x._args))
+    if cons is not None:
+        return (type(x), cons(x._args))
+    if type(x) is Contraction and all(type(t)._atom for t in x.terms):
+        # A value that is a sum (or product) of atoms, as Gaussian + Tensor: the same sum of
+        # equal atoms rebuilt by ``reinterpret`` is the same funsor.
+        return (Contraction, x.red_op, x.bin_op, x.reduced_vars,
+                tuple(canonical_key(t) for t in x.terms))
+    return id(x)
 
 
 class Adjoints(dict):
@@ -192,14 +208,20 @@ class AdjointTape(Interpretation):
             if node is not None:
                 self.tape[node].aliases.append(build(cls, map_args(args, self._lazy_of)))
             return result
-        if cls is MarkovProduct and tensor_factors(args[2], args[1]) is not None:
-            # A discrete chain is run as its pairwise contractions (a parallel scan, or a
-            # left fold for a sequential chain), each built through the interpreter and
-            # recorded, so that the backward pass runs through the same steps. Any other
-            # chain is recorded whole: its backward rule smooths a Gaussian chain and
-            # raises for the others.
-            sum_op, prod_op, trans, time, step, step_names, strategy = args
-            return markov_terms(sum_op, prod_op, trans, time, step, step_names, strategy)
+        if cls is MarkovProduct:
+            steps = _chain_steps(args)
+            if steps is not None:
+                # A discrete chain is run as its pairwise contractions (a parallel scan, or
+                # a left fold for a sequential chain), a switching chain as its T steps in
+                # order, each built through the interpreter and recorded on a tape of its
+                # own, kept with the chain's node: exact messages run back through the same
+                # steps, and points (MAP, samples) of a discrete chain are placed along the
+                # whole path at once (``chain_paths``). A Gaussian chain is recorded whole:
+                # its backward rule is the Kalman smoother.
+                result, sub = _run_steps(self, args, steps)
+                if sub is not None:
+                    self._record(result, cls, args, sub)
+                    return result
         if cls not in BACKWARD:
             result = self.defer(cls, args)
             if self._opaque(result, args):
@@ -223,11 +245,11 @@ class AdjointTape(Interpretation):
         node = self._producer.get(canonical_key(x))
         return x if node is None else self.tape[node].lazy
 
-    def _record(self, result, cls: type, args: tuple) -> None:
+    def _record(self, result, cls: type, args: tuple, sub=None) -> None:
         parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
         lazy = build(cls, map_args(args, self._lazy_of))
         self._producer[canonical_key(result)] = len(self.tape)
-        self.tape.append(_Node(result, cls, args, parents, lazy))
+        self.tape.append(_Node(result, cls, args, parents, lazy, sub))
 
     # -- the backward pass ----------------------------------------------------------------------
     def adjoint(self, sum_op, prod_op, root: Funsor, targets=None, *,
@@ -261,16 +283,39 @@ class AdjointTape(Interpretation):
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
                         approximate=(approximation_active() if approximate is None
                                      else approximate))
+        start = self._producer.get(canonical_key(root))
+        node_adj, leaf_adj, blocked_nodes, blocked_leaves = self._backward(
+            ring, root, -1 if start is None else start, one)
+        result = Adjoints(zero)
+        for index, blocked in blocked_nodes.items():
+            node = self.tape[index]
+            for key in (node.lazy, node.output, *node.aliases):
+                result.block(canonical_key(key), blocked, ring)
+        for key, blocked in blocked_leaves.items():
+            result.block(key, blocked, ring)
+        for leaf, adj in leaf_adj.values():
+            result.add(leaf, _evaluate(adj), ring.arith)
+        for index, adj in node_adj.items():
+            adj = _evaluate(adj)
+            node = self.tape[index]
+            keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
+            for key in keys.values():
+                result.add(key, adj, ring.arith)
+        if targets is None:
+            return result
+        return {target: result[target] for target in targets}
+
+    def _backward(self, ring: Semiring, root: Funsor, start: int, seed: Funsor) -> tuple:
+        """Run the record backwards from node ``start`` (-1: ``root`` is a leaf), whose
+        adjoint is ``seed``: ``(node_adj, leaf_adj, blocked_nodes, blocked_leaves)``."""
         # A share stays a lazy Scatter (from backward_subs) until read, so that a second one
         # for the same argument is written into the same array (``_accumulate``).
         node_adj: dict = {}
         leaf_adj: dict = {}  # canonical key -> [leaf, adjoint]
-        start = self._producer.get(canonical_key(root))
-        if start is None:
-            leaf_adj[canonical_key(root)] = [root, one]
-            start = -1
+        if start < 0:
+            leaf_adj[canonical_key(root)] = [root, seed]
         else:
-            node_adj[start] = one
+            node_adj[start] = seed
         # What lies behind a term without a backward rule (that received an adjoint): the
         # names of those terms, by node index and by leaf key.
         blocked_nodes: dict = {}
@@ -291,9 +336,13 @@ class AdjointTape(Interpretation):
             if adj is None or rule is None:
                 continue  # not on a path to the root: its adjoint is zero
             adj = node_adj[index] = _evaluate(adj)
-            for arg, factors in rule(ring, adj, node.output, *node.args):
+            shares = (_chain_shares(ring, adj, node) if node.sub is not None
+                      else rule(ring, adj, node.output, *node.args))
+            for arg, factors in shares:
                 share = _contract(ring, arg, factors)
                 parent = node.parents.get(id(arg))
+                if parent is None and node.sub is not None:
+                    parent = self._producer.get(canonical_key(arg))
                 if parent is None:
                     entry = leaf_adj.get(canonical_key(arg))
                     if entry is None:
@@ -303,25 +352,7 @@ class AdjointTape(Interpretation):
                 else:
                     old = node_adj.get(parent)
                     node_adj[parent] = share if old is None else _accumulate(ring, old, share)
-        result = Adjoints(zero)
-        for index, blocked in blocked_nodes.items():
-            node = self.tape[index]
-            for key in (node.lazy, node.output, *node.aliases):
-                result.block(canonical_key(key), blocked, ring)
-        for key, blocked in blocked_leaves.items():
-            result.block(key, blocked, ring)
-        for leaf, adj in leaf_adj.values():
-            result.add(leaf, _evaluate(adj), ring.arith)
-        for index, adj in node_adj.items():
-            adj = _evaluate(adj)
-            node = self.tape[index]
-            keys = {canonical_key(k): k for k in (node.lazy, node.output, *node.aliases)}
-            for key in keys.values():
-                result.add(key, adj, ring.arith)
-        if targets is None:
-            return result
-        return {target: result[target] for target in targets}
-
+        return node_adj, leaf_adj, blocked_nodes, blocked_leaves
 
 _BATCH_NAME_TAKEN = (
     "the sample (batch) input '{name}' is also a name that the forward computation eliminates "
@@ -343,10 +374,92 @@ def _check_batch_vars_of(tape: AdjointTape, root: Funsor, batch_vars) -> None:
                 raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
 
 
+def _chain_steps(args: tuple):
+    # The strategy by which the tape runs a chain as its steps: a discrete chain by its own;
+    # a chain with a discrete step pair and other factors (a switching linear dynamical
+    # system, whose Gaussian smoother would need every switch path) as its T steps in order
+    # (the generic fallback: any backward rule then applies to each step). None: a Gaussian
+    # chain, recorded whole.
+    sum_op, prod_op, trans, time, step, step_names, strategy = args
+    if tensor_factors(trans, prod_op) is not None:
+        return "auto" if strategy is None else strategy
+    if any(trans.inputs[p].dtype != "real" for p, _ in step if p in trans.inputs):
+        return "sequential"
+    return None
+
+
+def _run_steps(tape: AdjointTape, args: tuple, strategy) -> tuple:
+    # (result, its tape) of the chain run as its steps below ``tape``; (None, None) where a
+    # switching chain's steps cannot be composed apart from its boundaries (moment matching
+    # a mixture over a state that only a boundary informs): the chain is then recorded
+    # whole, and its backward pass raises naming it.
+    sub = AdjointTape()
+    try:
+        with tape.rest(), sub:
+            return markov_terms(*args[:6], strategy), sub
+    except (ValueError, NotImplementedError):
+        if tensor_factors(args[2], args[1]) is not None:
+            raise
+        return None, None
+
+
+def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
+    # A discrete chain: under an approximation, points along its whole path at once
+    # (``chain_paths``: its pairwise steps would give each step's points apart, in messages
+    # that no Scatter over time can stack); else its exact messages, through its own tape of
+    # pairwise steps seeded with the chain's adjoint.
+    if ring.approximate:
+        return chain_path_shares(ring, adj, node.output, *node.args)
+    sub = node.sub
+    start = sub._producer.get(canonical_key(node.output))
+    try:
+        _, leaf_adj, _, _ = sub._backward(ring, node.output, -1 if start is None else start,
+                                          adj)
+        return [(leaf, (_evaluate(share),)) for leaf, share in leaf_adj.values()]
+    except (ValueError, NotImplementedError) as e:
+        if tensor_factors(node.args[2], node.args[1]) is not None:
+            raise
+        # e.g. moment matching a backward message, a likelihood that is no density
+        raise NotImplementedError(
+            f"the adjoint cannot run back through this switching MarkovProduct over "
+            f"'{node.args[3].name}' with step {dict(node.args[4])} as its steps: {e}") from e
+
+
 def _evaluate(share: Funsor) -> Funsor:
     # A transposed substitution comes as a Scatter built lazily (``backward_subs``): built
     # through the interpreter here, where the message is the argument's first share.
-    return Scatter(*share._args) if type(share) is Scatter else share
+    if type(share) is Scatter:
+        return Scatter(*share._args)
+    if type(share) is Contraction and share.red_op is None and len(share.terms) > 1:
+        stacked = _stacked(share)
+        if stacked is not None:
+            return stacked
+    return share
+
+
+def _stacked(share: Contraction):
+    # The sum_op of Scatters of one message per index of a name (the steps of a chain run
+    # as its steps, each a Gaussian, say, that no array Scatter writes into): each is its
+    # source at its index and the unit of sum_op elsewhere, so together they are the Stack
+    # of the sources along the name. None unless they cover the name's values once each.
+    # A part that lacks an input is constant along it (Stack broadcasts it).
+    parts: dict = {}
+    name = None
+    for t in share.terms:
+        if type(t) is not Scatter or t.op is not share.bin_op or t.reduced_vars:
+            return None
+        if len(t.subs) != 1 or type(t.subs[0][1]) is not Number:
+            return None
+        key, index = t.subs[0]
+        if name not in (None, key) or key in t.source.inputs:
+            return None
+        name = key
+        parts[index.data] = t.source
+    size = share.terms[0].subs[0][1].dtype
+    if not isinstance(size, int) or sorted(parts) != list(range(size)):
+        return None
+    stacked = Stack(name, tuple(parts[k] for k in range(size)))
+    return None if type(stacked) is Stack else stacked  # no rule: keep the Scatters
 
 
 def _accumulate(ring: Semiring, old: Funsor, share: Funsor) -> Funsor:
@@ -380,10 +493,41 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
     for f in factors:
         names.update(f.inputs)
     reduced = frozenset(names - set(arg.inputs) - ring.keep)
+    if reduced and ring.prod_op is ops.add and any(type(f) is Delta for f in factors):
+        factors, reduced = _eliminate_points(factors, reduced)
     if len(factors) == 1:
         (f,) = factors
         return f.reduce(ring.arith, reduced) if reduced else f
     return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
+
+
+def _eliminate_points(factors: tuple, reduced: frozenset) -> tuple:
+    # S_x [Delta(x = p, y = q) + f(x, y)] = Delta(y = q) + f(p, y) for S = max or
+    # logaddexp (a point mass of log weight 0): substitute the points of the reduced names
+    # into the other factors, so that the points of the kept names stay points (a reduction
+    # of the Delta itself would tabulate them into a dense indicator).
+    points: dict = {}
+    out: list = []
+    for f in factors:
+        if type(f) is not Delta:
+            out.append(f)
+            continue
+        rest = []
+        for name, (point, log_density) in f.terms:
+            if name in reduced and type(log_density) is Number and log_density.data == 0.0:
+                points[name] = point
+            else:
+                rest.append((name, (point, log_density)))
+        if rest:
+            out.append(Delta(tuple(rest)))
+    if not points:
+        return factors, reduced
+    out = [f(**{k: v for k, v in points.items() if k in f.inputs})
+           if not points.keys().isdisjoint(f.inputs) else f for f in out]
+    names = set()
+    for f in out:
+        names.update(f.inputs)
+    return tuple(out) or (Number(0.0),), frozenset(reduced - points.keys()) & names
 
 
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,

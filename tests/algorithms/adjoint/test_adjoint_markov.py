@@ -319,25 +319,41 @@ def test_gaussian_markov_product_max_marginals(backend, strategy):
     assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
 
 
-@pytest.mark.parametrize("case", ["mixed_pairs", "gaussian_sample"])
-def test_markov_product_the_adjoint_cannot_smooth_raises(case):
-    # A chain with a discrete and a real step pair, or posterior samples of a Gaussian chain:
-    # no silent zero adjoint for the steps; the backward pass names the MarkovProduct.
+def test_gaussian_markov_product_samples_raise():
+    # Posterior samples of a Gaussian chain: no silent zero adjoint for the steps; the
+    # backward pass names the MarkovProduct.
     trans, obs, init, _, _ = _kalman(8, T=3)
-    sum_op, step, pairs = ops.logaddexp, trans + obs, {"x_prev": "x_curr"}
-    if case == "mixed_pairs":
-        d = fc.Tensor(_arr(np.random.default_rng(0).normal(size=(3, 2, 2))),
-                      {"t": fc.Bint[3], "i": fc.Bint[2], "j": fc.Bint[2]})
-        step, pairs = step + d, {"x_prev": "x_curr", "i": "j"}
-        init = init + fc.Tensor(_arr(np.zeros(2)), {"i": fc.Bint[2]})
     with lazy:
-        mp = MarkovProduct(sum_op, ops.add, step, "t", pairs)
-        root = (init + mp).reduce(sum_op, frozenset(mp.inputs))
+        mp = MarkovProduct(ops.logaddexp, ops.add, trans + obs, "t", {"x_prev": "x_curr"})
+        root = (init + mp).reduce(ops.logaddexp, frozenset(mp.inputs))
     with pytest.raises(NotImplementedError, match="MarkovProduct"):
-        if case == "gaussian_sample":
-            forward_backward(ops.sample, ops.add, root, rng_key=0, sample_inputs={})
-        else:
-            forward_backward(sum_op, ops.add, root)
+        forward_backward(ops.sample, ops.add, root, rng_key=0, sample_inputs={})
+
+
+def test_markov_product_with_a_discrete_and_a_real_pair(backend):
+    # A step with a Gaussian pair and an independent discrete pair (was: NotImplementedError):
+    # run on the tape as its steps; the real marginals are the RTS smoother, the discrete
+    # pair marginals those of enumeration. (A switching chain: test_adjoint_markov_switching.)
+    trans, obs, init, means, covs = _kalman(8, T=3)
+    tr = np.random.default_rng(0).normal(size=(3, 2, 2))
+    d = fc.Tensor(_arr(tr), {"t": fc.Bint[3], "i": fc.Bint[2], "j": fc.Bint[2]})
+    step = trans + obs + d
+    init = init + fc.Tensor(_arr(np.zeros(2)), {"i": fc.Bint[2]})
+    with lazy:
+        mp = MarkovProduct(ops.logaddexp, ops.add, step, "t", {"x_prev": "x_curr", "i": "j"})
+        root = (init + mp).reduce(ops.logaddexp, frozenset(mp.inputs))
+    log_z, adj = forward_backward(ops.logaddexp, ops.add, root)
+    pair = adj[step] + step - log_z
+    g = _gaussian_of(pair.reduce(ops.logaddexp, frozenset({"x_prev", "i", "j"})))
+    assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
+    discrete = pair.reduce(ops.logaddexp, frozenset({"x_prev", "x_curr"}))
+    actual = np.exp(_np(discrete.align(("t", "i", "j")).data))
+    paths, scores = _paths(np.zeros(2), tr)
+    expected = np.zeros((3, 2, 2))
+    for t, a, b in itertools.product(range(3), range(2), range(2)):
+        hit = (paths[:, t] == a) & (paths[:, t + 1] == b)
+        expected[t, a, b] = np.exp(np.logaddexp.reduce(scores[hit]) - np.logaddexp.reduce(scores))
+    assert np.allclose(actual, expected)
 
 
 # A term without a backward rule (here a Stack, computed on arrays) on the path from a leaf
