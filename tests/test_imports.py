@@ -319,8 +319,8 @@ def test_core_never_names_a_backend():
 
 
 # Each public package imported first, and the submodule forms (issue 27, item 14; what follows
-# the first import is already loaded by it): each runs in a fresh interpreter, evaluates a small term, and prints the rule tables, which must not
-# depend on the order.
+# the first import is already loaded by it): each runs in a fresh interpreter, evaluates a
+# small term, and prints the rule tables, which must not depend on the order.
 _IMPORT_ORDERS = [
     "import interpretations; import funsor_core; import backends",
     "import funsor_core; import interpretations; import backends",
