@@ -509,8 +509,13 @@ def _left_to_right_log_z(init, a, o, strategy):
     return (i + chain).reduce(ops.logaddexp, frozenset({"x", "y"})).data
 
 
-@pytest.mark.parametrize("strategy", [None, "parallel", "sequential", "terms"])
-@pytest.mark.parametrize("backend", ["torch", "jax", "jax.jit"])
+# Eager jax differentiates op by op (a compile each): the term route runs on torch and jit.
+UNREACHABLE_CASES = [(b, s) for b in ("torch", "jax", "jax.jit")
+                     for s in (None, "parallel", "sequential", "terms")
+                     if (b, s) != ("jax", "terms")]
+
+
+@pytest.mark.parametrize("backend, strategy", UNREACHABLE_CASES)
 def test_filtered_log_z_gradient_where_unreachable(backend, strategy):
     with np.errstate(divide="ignore"):
         a = np.log(np.array([[0.6, 0.4, 0.0], [0.0, 0.6, 0.4], [0.0, 0.0, 1.0]]))
