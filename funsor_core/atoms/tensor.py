@@ -36,7 +36,8 @@ from funsor_core.terms.reshaping import Slice
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
            "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
            "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
-           "numeric_array", "tensordot", "fold_axes", "null_set_product"]
+           "numeric_array", "tensordot", "fold_axes", "null_set_product",
+           "null_set_mul"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -357,7 +358,18 @@ def null_set_product(weights: Funsor, integrand: Funsor) -> Funsor:
     inputs, (w, f) = align_tensors(weights, integrand)
     if len(f.shape) > len(w.shape):  # the integrand's output dims
         w = w[(...,) + (None,) * (len(f.shape) - len(w.shape))]
-    return Tensor.make(w * ops.where(w > 0, f, 0.0), inputs, integrand.dtype)
+    return Tensor.make(null_set_mul(w, f), inputs, integrand.dtype)
+
+
+def null_set_mul(w, f):
+    """The arrays' ``w * f`` with ``f`` set to 0 where ``w`` is 0 (see ``null_set_product``):
+    masked before the product, since the gradient of ``w * f`` at ``w = 0`` is ``f``.
+
+    Example:
+        >>> null_set_mul(np.array([0.5, 0.0]), np.array([2.0, -np.inf]))
+        array([1., 0.])
+    """
+    return w * ops.where(w > 0, f, 0.0)
 
 
 def backend_of(*terms):

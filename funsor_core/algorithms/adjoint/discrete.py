@@ -48,7 +48,7 @@ from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approxi
 from funsor_core.algorithms.adjoint.points import extract_samples
 from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
-from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number
@@ -329,10 +329,7 @@ def _expectation(p: Funsor, f: Funsor) -> Funsor:
         inputs.setdefault(k, d)
     pd = align_tensor(inputs, p, expand=True) if isinstance(p, Tensor) else p.data
     fd = align_tensor(inputs, f, expand=True)
-    # f masked before the product (not after): the gradient of p * f at p = 0 is f, so a
-    # masked -inf would still send 0 * -inf = NaN back through p.
-    term = ops.mul(pd, ops.where(ops.gt(pd, 0.0), fd, ops.full_like(fd, 0.0)))
-    return Tensor(ops.sum(term, None), {})
+    return Tensor(ops.sum(null_set_mul(pd, fd), None), {})
 
 
 def _aligned(t: Funsor, names: tuple) -> Funsor:
