@@ -28,6 +28,7 @@ from funsor_core.algorithms.filter.windowed import windowed_filter
 from funsor_core.analysis.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.summary import Moments, moments
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import (
     REDUCE_OP_TO_NUMERIC,
@@ -126,7 +127,8 @@ __all__ = [
     "reinterpret", "set_backend", "set_debug", "set_default_interpretation", "substitute",
     "to_data", "to_funsor", "Contraction", "Delta", "Integrate", "einsum", "naive_einsum",
     "naive_plated_einsum", "naive_sequential_sum_product", "partial_sum_product",
-    "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "extract_affine",
+    "sequential_sum_product", "sum_product", "Gaussian", "align_gaussian", "Moments", "moments",
+    "extract_affine",
     "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
