@@ -28,6 +28,7 @@ from funsor_core.algorithms.chains.cost_model import (
     set_markov_strategy,
 )
 from funsor_core.algorithms.chains.discrete_smooth import markov_map, markov_marginals
+from funsor_core.algorithms.chains.masks import markov_product, masked_steps
 from funsor_core.algorithms.chains.term_scans import (
     mixed_sequential_sum_product,
     naive_sarkka_bilmes_product,
@@ -54,4 +55,5 @@ __all__ = ["MarkovProduct", "markov_marginals", "markov_map", "markov_strategy",
            "PlateError", "PRODUCT_TO_POWER", "dynamic_partial_sum_product",
            "mixed_sequential_sum_product", "modified_partial_sum_product",
            "naive_sarkka_bilmes_product", "naive_sequential_sum_product", "partial_sum_product",
-           "partial_unroll", "sarkka_bilmes_product", "sequential_sum_product", "sum_product"]
+           "partial_unroll", "sarkka_bilmes_product", "sequential_sum_product", "sum_product",
+           "markov_product", "masked_steps"]

@@ -26,6 +26,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.algorithms.chains.masks import masked_steps
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
@@ -90,7 +91,8 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
     return total_of, probe_inputs, shape, proto, backend, batch
 
 
-def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strategy=None):
+def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strategy=None, *,
+                     lengths=None, mask=None):
     """The chain's total and its derivative with respect to each step: posterior pair
     marginals for ``(logaddexp, add)``, the best path's indicator for ``(max, add)``.
 
@@ -102,10 +104,16 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         factors: boundary factors (an initial distribution over the prev names), multiplied
             in before every state is summed.
         strategy: as in ``MarkovProduct``.
+        lengths, mask: ragged sequences (``masked_steps``): step ``t`` of batch entry ``b``
+            counts iff ``t < lengths[b]`` (and ``mask[t, b]``); a masked step is the identity
+            transition, so the state is carried and the boundary ``factors`` of the curr
+            names meet the state after the last valid step.
 
     Returns:
         ``(total, pairs)``: a Tensor over the batch names, and a Tensor over ``time``, the
         batch, prev and curr names: ``pairs[t, prev, curr] = d total / d step_t[prev, curr]``.
+        At a masked step ``pairs`` is diagonal: ``pairs[t, k, k]`` is the marginal of the
+        carried state (in ``(max, add)``, the best path staying put), 0 off the diagonal.
 
     Raises:
         NotImplementedError: the chain holds numpy arrays (no autodiff).
@@ -119,11 +127,16 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         >>> round(float(pairs.data.sum()), 6)  # one pair per step
         2.0
     """
-    return _marginals(sum_op, prod_op, trans, time, step, factors, strategy, "markov_marginals")
+    return _marginals(sum_op, prod_op, trans, time, step, factors, strategy, "markov_marginals",
+                      lengths, mask)
 
 
-def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what: str):
+def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what: str,
+               lengths=None, mask=None):
     # markov_marginals, its errors naming the public function called (``what``).
+    if lengths is not None or mask is not None:
+        trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask, what)
+        time = _time_name(time)
     if isinstance(time, Variable):
         domain = _inputs(trans, prod_op).get(time.name)
         if time.output.dtype == "real" or time.output.shape:
@@ -159,7 +172,8 @@ def _with_time(trans, time: Variable, prod_op):
         return trans + zero
 
 
-def markov_map(trans, time, step: dict, factors=(), strategy=None):
+def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=None,
+               mask=None):
     """The most probable path of a chain (Viterbi), from the derivative of its best score.
 
     Args: as in ``markov_marginals`` (the chain is read in ``(max, add)``: log potentials).
@@ -168,7 +182,9 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None):
         ``(score, path)``: the best path's score (a Tensor over the batch names), and for
         each prev name of ``step`` a Tensor over the batch names and ``time`` extended to
         ``Bint[T + 1]`` with the state at each time (the prev state of each step, then the
-        last curr state). Where several paths are best, one of them.
+        last curr state). Where several paths are best, one of them. With ``lengths``
+        (or ``mask``) the masked steps carry the state: ``path[t]`` for ``t > lengths[b]``
+        repeats the state at ``lengths[b]``, the last valid one.
 
     Example:
         >>> import torch
@@ -180,7 +196,7 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None):
         (0.0, [1, 1, 1, 1])
     """
     total, pairs = _marginals(ops.max, ops.add, trans, time, step, factors, strategy,
-                              "markov_map")
+                              "markov_map", lengths, mask)
     return total, decode_path(pairs, _time_name(time), step)
 
 

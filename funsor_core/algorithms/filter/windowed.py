@@ -38,6 +38,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.filter.fused import FusedCollapses
+from funsor_core.algorithms.filter.masked import masked_filter
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -88,7 +89,7 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
 
 
 def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor,
-                    window: int = 1, each_step=None) -> Funsor:
+                    window: int = 1, each_step=None, *, lengths=None, mask=None) -> Funsor:
     """The forward message of a chain after its last step (see the module docstring).
 
     Args:
@@ -102,6 +103,10 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         each_step: optional ``each_step(t, message)``, called after step ``t`` with the
             filtering message of that step over its curr names (lags summed out), e.g. to
             record filtered marginals; it costs one more sum per step.
+        lengths, mask: a ragged batch (``filter.masked``): step ``t`` of batch entry ``b``
+            counts iff ``t < lengths[b]`` (a Tensor over batch names) and ``mask[t, b]``
+            (a 0/1 Tensor, Tensor chains only); the result of entry ``b`` is its message
+            after its last valid step.
 
     Returns:
         A factor of the curr names of the last step (and the batch and global inputs):
@@ -116,6 +121,9 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         >>> windowed_filter(ops.add, ops.mul, t, "t", {"a": "b"}, fc.Number(1.0)).data
         array([16., 16.])
     """
+    if lengths is not None or mask is not None:
+        return masked_filter(sum_op, prod_op, trans, time, step, init, window, lengths, mask,
+                             windowed_filter)
     time = time.name if isinstance(time, Variable) else time
     step = dict(step)
     _check(trans, time, step, init, window)

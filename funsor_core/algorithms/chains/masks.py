@@ -1,0 +1,218 @@
+"""Ragged chains: masks and lengths over the steps of a discrete Markov chain.
+
+A batch of sequences of different lengths, padded to a common ``T``, is a chain whose steps
+past each sequence's length must not count. ``masked_steps`` replaces every masked step by
+the semiring's identity transition (the product's unit on the diagonal ``prev == curr``,
+the sum's unit elsewhere: ``0`` and ``-inf`` in ``(logaddexp, add)`` and ``(max, add)``), so
+a masked step carries the state unchanged and adds nothing to the total::
+
+    step'[t, b, prev, curr] = step[t, b, prev, curr]   if mask[t, b]
+                            = 1[prev == curr]           otherwise (in the semiring)
+
+With ``lengths[b]``, ``mask[t, b] = t < lengths[b]``: the chain of sequence ``b`` ends after
+its step ``lengths[b] - 1``, so the last curr names of a Markov product are its state at
+time ``lengths[b]`` (0 gives the identity). The mask is data (``ops.where`` on arrays), read
+by no Python branch, so traced lengths work under ``jax.jit``; the values are checked
+(``0 <= lengths <= T``, a mask of 0/1) where they are concrete.
+
+Example:
+    >>> t = fc.Tensor(np.zeros((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2], "y": fc.Bint[2]})
+    >>> n = fc.Tensor(np.array([1, 3]), {"b": fc.Bint[2]}, dtype=4)
+    >>> m = masked_steps(ops.logaddexp, ops.add, t, "t", {"x": "y"}, lengths=n)
+    >>> m.data[2, 0].tolist(), m.data[2, 1].tolist()  # sequence 0 ended after step 0
+    ([[0.0, -inf], [-inf, 0.0]], [[0.0, 0.0], [0.0, 0.0]])
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.markov import MarkovProduct, _pairs, time_variable
+
+__all__ = ["masked_steps", "markov_product", "step_mask"]
+
+_NOT_TENSOR = (
+    "{what}: masking replaces a masked step by the identity transition, which needs the steps "
+    "as Tensors (or a lazily built sum of Tensors), got {kind}. For Gaussian or switching "
+    "chains filter with windowed_filter(..., lengths=...), which selects the carried message.")
+
+
+def _batch_names(inputs: dict, time: str, pairs: tuple) -> list:
+    return tensor_layout(inputs, time, pairs)[1]
+
+
+def _check_names(arg: str, f, allowed: list, time: str, pairs: tuple, what: str) -> None:
+    if not isinstance(f, Tensor):
+        raise TypeError(f"{what}: {arg} must be a Tensor over (some of) the chain's batch "
+                        f"inputs {allowed}, got {type(f).__name__}")
+    steps = sorted(n for pair in pairs for n in pair if n in f.inputs)
+    if steps:
+        raise ValueError(f"{what}: {arg} has the step names {steps} as inputs; it may depend "
+                         f"on the batch inputs {allowed} only")
+    extra = [n for n in f.inputs if n not in allowed]
+    if extra:
+        raise ValueError(f"{what}: {arg} has inputs {extra}; it may depend on the batch "
+                         f"inputs {allowed} only")
+    if f.output.shape:
+        raise ValueError(f"{what}: {arg} must hold one number per batch entry, got output "
+                         f"{f.output}")
+
+
+def _check_values(arg: str, data, low: int, high: int, what: str, time: str) -> None:
+    # Read only where the values are concrete: a traced array decides nothing here.
+    if not ops.is_concrete(data):
+        return
+    values = ops.to_numpy(data)
+    if values.size == 0:
+        return
+    if arg == "mask":
+        ok = ((values == 0) | (values == 1)).all()
+        if not ok:
+            raise ValueError(f"{what}: mask must hold 0/1 (or booleans) per step of '{time}' "
+                             f"and batch entry, got values {sorted(set(values.ravel()))[:5]}")
+        return
+    bad = (values < low) | (values > high) | (values != values.round())
+    if bad.any():
+        raise ValueError(f"{what}: lengths must be integers in 0..{high} (the number of "
+                         f"steps of '{time}': Bint[{high}]), got {values[bad].ravel()[:5]}")
+
+
+def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=None,
+              what: str = "masked_steps"):
+    """A boolean array over ``(T, *batch)`` (the batch names of ``inputs`` in order): True
+    where a step counts. ``lengths`` (a Tensor over batch names) keeps ``t < lengths``;
+    ``mask`` (a 0/1 Tensor over ``time`` and batch names) keeps its ones; both: both.
+
+    Example:
+        >>> n = fc.Tensor(np.array([0, 2]), {"b": fc.Bint[2]})
+        >>> step_mask({"b": fc.Bint[2]}, fc.Variable("t", fc.Bint[3]), (), lengths=n).tolist()
+        [[False, True], [False, True], [False, False]]
+    """
+    name, duration = time.name, time.output.size
+    batch = _batch_names(inputs, name, pairs)
+    layout = {name: time.output, **{n: inputs[n] for n in batch}}
+    shape = tuple(d.size for d in layout.values())
+    keep = None
+    if lengths is not None:
+        _check_names("lengths", lengths, batch, name, pairs, what)  # not over time
+        _check_values("lengths", lengths.data, 0, duration, what, name)
+        n = align_tensor(layout, lengths)  # (1, *batch) with size-1 dims
+        index = ops.new_arange(lengths.data, 0, duration, 1)
+        index = ops.reshape(index, (duration,) + (1,) * len(batch))
+        keep = index < n
+    if mask is not None:
+        _check_names("mask", mask, [name] + batch, name, pairs, what)
+        _check_values("mask", mask.data, 0, 1, what, name)
+        kept = align_tensor(layout, mask) != 0
+        keep = kept if keep is None else keep & kept
+    if keep is None:
+        raise ValueError(f"{what}: give lengths= or mask=")
+    return ops.expand(keep, shape)
+
+
+def _identity(data, sizes: list, unit_prod, unit_sum):
+    # The identity transition over the trailing (*prevs, *currs) dims of data, broadcast to
+    # its shape: unit_prod where every prev equals its curr, unit_sum elsewhere.
+    npairs = len(sizes)
+    eye = None
+    for i, k in enumerate(sizes):
+        shape = [1] * (2 * npairs)
+        shape[i] = shape[npairs + i] = k
+        e = ops.reshape(ops.new_eye(data, k), tuple(shape)) > 0.5
+        eye = e if eye is None else eye & e
+    return ops.where(eye, ops.full_like(data, unit_prod), ops.full_like(data, unit_sum))
+
+
+def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
+                 mask=None, what: str = "masked_steps") -> Tensor:
+    """The steps of a discrete chain with the masked ones replaced by the identity
+    transition (see the module docstring): one Tensor over ``time``, the batch names, the
+    prev and the curr names, for ``MarkovProduct``, ``markov_marginals``, ``markov_map``
+    or ``windowed_filter``.
+
+    Args:
+        sum_op, prod_op: the semiring (its units make the identity).
+        trans: a Tensor, or a lazily built sum of Tensors (a shared transition plus
+            observations per step), with the inputs ``time`` (optional), the names of
+            ``step`` and batch names.
+        time, step: as in ``MarkovProduct``.
+        lengths: a Tensor over (some of) the batch names: step ``t`` of entry ``b`` counts
+            iff ``t < lengths[b]`` (``0 <= lengths <= T``).
+        mask: a 0/1 Tensor over ``time`` and (some of) the batch names: the steps that
+            count. With ``lengths``, a step counts where both say so.
+
+    Raises:
+        TypeError: ``trans`` is not made of Tensors, or ``lengths``/``mask`` is no Tensor.
+        ValueError: ``lengths`` or ``mask`` has inputs the chain lacks, or (concrete values)
+            a length outside ``0..T`` or a mask value other than 0/1.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(8.0).reshape(2, 2, 2),
+        ...               {"t": fc.Bint[2], "x": fc.Bint[2], "y": fc.Bint[2]})
+        >>> mask = fc.Tensor(np.array([1, 0]), {"t": fc.Bint[2]})
+        >>> masked_steps(ops.add, ops.mul, t, "t", {"x": "y"}, mask=mask).data[1].tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    pieces = tensor_factors(trans, prod_op)
+    if pieces is None:
+        raise TypeError(_NOT_TENSOR.format(what=what, kind=type(trans).__name__))
+    time = time_variable(trans, time, what)
+    pairs = _pairs(step)
+    inputs: dict = {}
+    for f in pieces:
+        inputs.update(f.inputs)
+    # lengths or mask over a batch name the steps lack (a transition shared by every
+    # sequence) give the masked steps that batch input.
+    for arg in (lengths, mask):
+        if isinstance(arg, Tensor):
+            inputs.update((n, d) for n, d in arg.inputs.items()
+                          if n != time.name and n not in inputs and d.dtype != "real")
+    missing = [n for pair in pairs for n in pair if n not in inputs]
+    if missing:
+        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
+                         f"inputs are {list(inputs)}")
+    order, batch, prevs, currs = tensor_layout({**inputs, time.name: time.output},
+                                               time.name, pairs)
+    layout = {n: (time.output if n == time.name else inputs[n]) for n in order}
+    shape = tuple(d.size for d in layout.values())
+    data = None
+    for f in pieces:
+        part = align_tensor(layout, f) if isinstance(f, Tensor) else f.data
+        data = part if data is None else prod_op(data, part)
+    proto = next(f.data for f in pieces if isinstance(f, Tensor))
+    data = ops.expand(ops.add(data, ops.new_zeros(proto, (1,) * len(shape))), shape)
+    keep = step_mask(layout, time, pairs, lengths, mask, what)
+    ident = _identity(data, [layout[p].size for p in prevs], ops.UNITS[prod_op],
+                      ops.UNITS[sum_op])
+    keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (2 * len(prevs)))
+    return Tensor(ops.where(keep, data, ident), layout)
+
+
+def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
+                   strategy=None, *, lengths=None, mask=None) -> Funsor:
+    """``MarkovProduct`` of a batch of ragged chains: the steps past ``lengths`` (or where
+    ``mask`` is 0) are identity transitions (``masked_steps``), so for each batch entry
+    ``b`` the result is its chain of ``lengths[b]`` steps, a function of its first prev
+    state and its state after step ``lengths[b] - 1`` (exposed under the curr names).
+    Without ``lengths`` and ``mask`` it is ``MarkovProduct``.
+
+    Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
+        semiring; for Gaussian chains use ``windowed_filter(..., lengths=...)``.
+
+    Example:
+        >>> a = fc.Tensor(np.log(np.array([[0.9, 0.1], [0.2, 0.8]])),
+        ...               {"x": fc.Bint[2], "y": fc.Bint[2]})
+        >>> n = fc.Tensor(np.array([1, 4]), {"b": fc.Bint[2]})
+        >>> mp = markov_product(ops.logaddexp, ops.add, a, fc.Variable("t", fc.Bint[4]),
+        ...                     {"x": "y"}, lengths=n)
+        >>> np.allclose(np.exp(mp.data[0]), np.exp(a.data))  # one step for b = 0
+        True
+    """
+    if lengths is not None or mask is not None:
+        trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask,
+                             "markov_product")
+        time = time.name if isinstance(time, Variable) else time
+    return MarkovProduct(sum_op, prod_op, trans, time, step, step_names, strategy=strategy)
+

@@ -1,0 +1,212 @@
+"""Ragged batches of discrete chains (``lengths=``, ``mask=``): ``markov_product``,
+``markov_marginals`` and ``markov_map`` of a padded batch against the forward, smoothing
+and Viterbi recursions in numpy run one sequence at a time on its unpadded steps, in the
+sum and max semirings, on numpy, torch and under ``jax.jit`` with traced lengths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.sum_product import markov_map, markov_marginals, markov_product, masked_steps
+from interpretations import lazy
+
+T, K = 6, 3
+LENGTHS = np.array([1, T, 3, 0])  # a length-1, a full-length and an empty sequence
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=K), rng.normal(size=(K, K)),
+            rng.normal(size=(T, len(LENGTHS), K)))
+
+
+def _reduce(sum_op):
+    return np.logaddexp.reduce if sum_op is ops.logaddexp else np.max
+
+
+def _numpy_product(sum_op, a, o, b, n):
+    # The semiring product of the first n steps a + o[t, b], (K, K); the identity for n = 0.
+    red = _reduce(sum_op)
+    out = np.where(np.eye(K) > 0, 0.0, -np.inf)
+    for t in range(n):
+        out = red(out[:, :, None] + (a + o[t, b][None, :])[None], axis=1)
+    return out
+
+
+def _numpy_smoother(init, a, o):
+    # (log Z, pairs (n, K, K), last-state marginal) of one unpadded sequence o (n, K).
+    n = o.shape[0]
+    alpha = [init]
+    for t in range(n):
+        alpha.append(np.logaddexp.reduce(alpha[-1][:, None] + a, axis=0) + o[t])
+    beta = [np.zeros(K)]
+    for t in range(n - 1, -1, -1):
+        beta.insert(0, np.logaddexp.reduce(a + (o[t] + beta[0])[None, :], axis=1))
+    log_z = np.logaddexp.reduce(alpha[-1])
+    pairs = np.array([np.exp(alpha[t][:, None] + a + (o[t] + beta[t + 1])[None] - log_z)
+                      for t in range(n)]).reshape(n, K, K)
+    return log_z, pairs, np.exp(alpha[-1] - log_z)
+
+
+def _numpy_viterbi(init, a, o):
+    delta, back = init.copy(), []
+    for t in range(o.shape[0]):
+        cand = delta[:, None] + a + o[t][None, :]
+        back.append(cand.argmax(0))
+        delta = cand.max(0)
+    path = [int(delta.argmax())]
+    for t in range(o.shape[0] - 1, -1, -1):
+        path.insert(0, int(back[t][path[0]]))
+    return delta.max(), path
+
+
+def _chain(a, o, init=None):
+    at = fc.Tensor(a, {"x": fc.Bint[K], "y": fc.Bint[K]})
+    ot = fc.Tensor(o, {"t": fc.Bint[T], "b": fc.Bint[len(LENGTHS)], "y": fc.Bint[K]})
+    with lazy:
+        step = at + ot
+    return step if init is None else (fc.Tensor(init, {"x": fc.Bint[K]}), step)
+
+
+def _as(backend, x):
+    if backend == "torch":
+        import torch
+        return torch.tensor(x)
+    if backend == "jax":
+        import jax.numpy as jnp
+        return jnp.asarray(x)
+    return x
+
+
+def _lengths(backend):
+    return fc.Tensor(_as(backend, LENGTHS), {"b": fc.Bint[len(LENGTHS)]}, dtype=T + 1)
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "sequential"])
+@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max])
+def test_markov_product_ragged(backend, sum_op, strategy):
+    _, a, o = _data()
+    step = _chain(_as(backend, a), _as(backend, o))
+    mp = markov_product(sum_op, ops.add, step, "t", {"x": "y"}, strategy=strategy,
+                        lengths=_lengths(backend))
+    actual = ops.to_numpy(mp.align(("b", "x", "y")).data)
+    for b, n in enumerate(LENGTHS):
+        np.testing.assert_allclose(actual[b], _numpy_product(sum_op, a, o, b, n), rtol=1e-10)
+
+
+def test_markov_product_mask_skips_steps():
+    # A 0/1 mask over (t, b) that skips steps in the middle: the product of the kept steps.
+    _, a, o = _data(1)
+    rng = np.random.default_rng(2)
+    keep = rng.integers(0, 2, size=(T, len(LENGTHS)))
+    mask = fc.Tensor(keep, {"t": fc.Bint[T], "b": fc.Bint[len(LENGTHS)]}, dtype=2)
+    mp = markov_product(ops.logaddexp, ops.add, _chain(a, o), "t", {"x": "y"}, mask=mask)
+    for b in range(len(LENGTHS)):
+        kept = o[keep[:, b] == 1, b][:, None]
+        expected = _numpy_product(ops.logaddexp, a, kept, 0, kept.shape[0])
+        np.testing.assert_allclose(mp.align(("b", "x", "y")).data[b], expected, rtol=1e-10)
+
+
+def test_marginals_and_viterbi_ragged_torch():
+    torch = pytest.importorskip("torch")
+    init, a, o = _data(3)
+    fc.set_backend("torch")
+    try:
+        i, step = _chain(*(torch.tensor(x) for x in (a, o)), init=torch.tensor(init))
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i],
+                                        lengths=_lengths("torch"))
+        best, path = markov_map(step, "t", {"x": "y"}, [i], lengths=_lengths("torch"))
+    finally:
+        fc.set_backend("numpy")
+    _check_smoothing(init, a, o, total.align(("b",)).data.numpy(),
+                     pairs.align(("t", "b", "x", "y")).data.numpy())
+    _check_viterbi(init, a, o, best.align(("b",)).data.numpy(),
+                   path["x"].align(("t", "b")).data.numpy())
+
+
+def test_marginals_and_viterbi_ragged_jax_jit_traced_lengths():
+    jax = pytest.importorskip("jax")
+    init, a, o = _data(4)
+
+    def smooth(init, a, o, lengths):
+        i, step = _chain(a, o, init=init)
+        n = fc.Tensor(lengths, {"b": fc.Bint[len(LENGTHS)]}, dtype=T + 1)
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i],
+                                        lengths=n)
+        best, path = markov_map(step, "t", {"x": "y"}, [i], lengths=n, strategy="parallel")
+        return (total.align(("b",)).data, pairs.align(("t", "b", "x", "y")).data,
+                best.align(("b",)).data, path["x"].align(("t", "b")).data)
+
+    fc.set_backend("jax")
+    try:
+        out = jax.jit(smooth)(*(jax.numpy.asarray(x) for x in (init, a, o, LENGTHS)))
+    finally:
+        fc.set_backend("numpy")
+    _check_smoothing(init, a, o, np.asarray(out[0]), np.asarray(out[1]))
+    _check_viterbi(init, a, o, np.asarray(out[2]), np.asarray(out[3]))
+
+
+def _check_smoothing(init, a, o, total, pairs):
+    for b, n in enumerate(LENGTHS):
+        log_z, expected, last = _numpy_smoother(init, a, o[:n, b])
+        np.testing.assert_allclose(total[b], log_z, rtol=1e-10)
+        np.testing.assert_allclose(pairs[:n, b], expected, rtol=1e-9, atol=1e-12)
+        # Past the length the state is carried: the last state's marginal on the diagonal.
+        for t in range(n, T):
+            np.testing.assert_allclose(pairs[t, b], np.diag(last), rtol=1e-9, atol=1e-12)
+
+
+def _check_viterbi(init, a, o, best, path):
+    for b, n in enumerate(LENGTHS):
+        score, expected = _numpy_viterbi(init, a, o[:n, b])
+        np.testing.assert_allclose(best[b], score, rtol=1e-12)
+        np.testing.assert_array_equal(path[:n + 1, b], expected)
+        np.testing.assert_array_equal(path[n + 1:, b], expected[-1])  # the last valid state
+
+
+def test_masked_steps_shared_transition_gains_the_batch():
+    # lengths over a batch name the steps lack: the masked steps gain it.
+    a = np.log(np.array([[0.9, 0.1], [0.2, 0.8]]))
+    step = fc.Tensor(a, {"x": fc.Bint[2], "y": fc.Bint[2]})
+    n = fc.Tensor(np.array([2, 0]), {"b": fc.Bint[2]})
+    m = masked_steps(ops.logaddexp, ops.add, step, fc.Variable("t", fc.Bint[2]), {"x": "y"},
+                     lengths=n)
+    assert m.inputs == {"t": fc.Bint[2], "b": fc.Bint[2], "x": fc.Bint[2], "y": fc.Bint[2]}
+    np.testing.assert_array_equal(m.data[:, 0], [a, a])
+    np.testing.assert_array_equal(m.data[0, 1], np.where(np.eye(2) > 0, 0.0, -np.inf))
+
+
+@pytest.mark.parametrize("lengths,match", [
+    (np.array([1, 7, 3, 0]), r"lengths must be integers in 0\.\.6 .*'t'.*\[7\]"),
+    (np.array([1, -1, 3, 0]), r"lengths must be integers in 0\.\.6 .*\[-1\]"),
+])
+def test_bad_lengths_are_named(lengths, match):
+    _, a, o = _data()
+    n = fc.Tensor(lengths, {"b": fc.Bint[4]})
+    with pytest.raises(ValueError, match=match):
+        markov_product(ops.logaddexp, ops.add, _chain(a, o), "t", {"x": "y"}, lengths=n)
+
+
+def test_bad_inputs_are_named():
+    _, a, o = _data()
+    step = _chain(a, o)
+    over_state = fc.Tensor(np.ones(K, dtype=int), {"x": fc.Bint[K]})
+    with pytest.raises(ValueError, match=r"lengths has the step names \['x'\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, lengths=over_state)
+    over_time = fc.Tensor(np.ones(T, dtype=int), {"t": fc.Bint[T]})
+    with pytest.raises(ValueError, match=r"lengths has inputs \['t'\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, lengths=over_time)
+    with pytest.raises(TypeError, match="lengths must be a Tensor"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, lengths=[1, 2, 3, 4])
+    twos = fc.Tensor(np.full((T, 4), 2), {"t": fc.Bint[T], "b": fc.Bint[4]})
+    with pytest.raises(ValueError, match="mask must hold 0/1"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, mask=twos)
+    g = fc.Gaussian(mean=np.zeros((T, 2)), covariance=np.broadcast_to(np.eye(2), (T, 2, 2)),
+                    inputs={"t": fc.Bint[T], "u": fc.Real, "v": fc.Real})
+    with pytest.raises(TypeError, match="needs the steps as Tensors.*windowed_filter"):
+        markov_product(ops.logaddexp, ops.add, g, "t", {"u": "v"},
+                       lengths=fc.Tensor(np.array([1, 2]), {"b": fc.Bint[2]}))
