@@ -112,8 +112,8 @@ def select(keep, keep_inputs: dict, new: Funsor, old: Funsor) -> Funsor:
     """
     g_new, d_new = _parts(new)
     g_old, d_old = _parts(old)
-    proto = next(f.data for f in (*g_new, *g_old, *d_new, *d_old)
-                 if not isinstance(f, Number))
+    proto = next(f.white_vec if isinstance(f, Gaussian) else f.data
+                 for f in (*g_new, *g_old, *d_new, *d_old) if not isinstance(f, Number))
     zeros = ops.new_zeros(proto, tuple(keep.shape))
     keep_t = Tensor(ops.where(keep, ops.full_like(zeros, 1.0), zeros), keep_inputs)
     dense = _select_dense(keep_t, d_new, d_old, proto)
