@@ -316,11 +316,150 @@ def kalman(steps_list, check):
               f" | {_ratio(row['core'], row['dyn'])} |", flush=True)
 
 
+# -- ragged batches -------------------------------------------------------------------------------
+def _ragged_lengths(T: int, B: int):
+    # Lengths 1..T, one sequence of length 1 and one full.
+    n = np.random.default_rng(1).integers(1, T + 1, size=B)
+    n[0], n[-1] = 1, T
+    return n
+
+
+def _core_ragged(init, trans, obs, lengths):
+    from funsor_core import ops
+    from funsor_core.sum_product import markov_product
+    from interpretations import lazy
+
+    T, B, K = obs.shape
+    i = fc.Tensor(init, {"x_prev": fc.Bint[K]})
+    a = fc.Tensor(trans, {"x_prev": fc.Bint[K], "x_curr": fc.Bint[K]})
+    o = fc.Tensor(obs, {"time": fc.Bint[T], "b": fc.Bint[B], "x_curr": fc.Bint[K]})
+    n = fc.Tensor(lengths, {"b": fc.Bint[B]}, dtype=T + 1)
+    with lazy:  # kept whole, so that exact contracts it with init as a filter
+        chain = markov_product(ops.logaddexp, ops.add, a + o, "time", {"x_prev": "x_curr"},
+                               lengths=n)
+    return (i + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"}).data
+
+
+def _torch_ragged(init, trans, obs, lengths):
+    # Hand-written: the forward recursion keeping the carried alpha past each length.
+    import torch
+
+    alpha = init.expand(obs.shape[1], -1)
+    for t in range(obs.shape[0]):
+        new = torch.logsumexp(alpha[:, :, None] + trans, dim=-2) + obs[t]
+        alpha = torch.where((t < lengths)[:, None], new, alpha)
+    return torch.logsumexp(alpha, dim=-1)
+
+
+def _jax_ragged(init, trans, obs, lengths):
+    import jax
+    import jax.numpy as jnp
+
+    def step(alpha, xs):
+        t, o = xs
+        new = jax.nn.logsumexp(alpha[:, :, None] + trans, axis=-2) + o
+        return jnp.where((t < lengths)[:, None], new, alpha), None
+
+    alpha0 = jnp.broadcast_to(init, (obs.shape[1], init.shape[0]))
+    alpha, _ = jax.lax.scan(step, alpha0, (jnp.arange(obs.shape[0]), obs))
+    return jax.nn.logsumexp(alpha, axis=-1)
+
+
+def _funsor_ragged(backend: str):
+    # funsor 0.4.8 has no lengths: what practitioners wrote, steps padded by hand with the
+    # log-identity (0 on the diagonal, -inf elsewhere) past each length.
+    if peers.funsor_hmm(backend) is None:
+        return None
+    from collections import OrderedDict
+
+    import funsor
+    import torch
+    from funsor.sum_product import MarkovProduct
+
+    def padded(init, trans, obs, lengths):
+        T, B, K = obs.shape
+        eye = torch.where(torch.eye(K) > 0, 0.0, -torch.inf)
+        keep = (torch.arange(T)[:, None] < lengths[None])[:, :, None, None]
+        steps = torch.where(keep, trans + obs[:, :, None, :], eye)
+        i = funsor.Tensor(init, OrderedDict(x_prev=funsor.Bint[K]))
+        s = funsor.Tensor(steps, OrderedDict(time=funsor.Bint[T], b=funsor.Bint[B],
+                                             x_prev=funsor.Bint[K], x_curr=funsor.Bint[K]))
+        chain = MarkovProduct(funsor.ops.logaddexp, funsor.ops.add, s, "time",
+                              {"x_prev": "x_curr"}).reduce(funsor.ops.logaddexp, "x_curr")
+        return (i + chain).reduce(funsor.ops.logaddexp, "x_prev").data
+
+    return padded
+
+
+def ragged(configs, check):
+    """The cost of a mask: a ragged batch (lengths 1..T) against the same batch unmasked,
+    torch eager, with the hand-written masked recursion and funsor 0.4.8's hand padding."""
+    import torch
+
+    torch.set_default_dtype(torch.float64)
+    fc.set_backend("torch")
+    core = peers.funsor_core_hmm()
+    old = _funsor_ragged("torch")
+    fc.set_backend("torch")
+    print("\n## Ragged HMM batches, torch eager (ms): lengths= against the unmasked batch")
+    print("| K | T | B | core unmasked | core ragged | mask cost | hand ragged | core / hand | "
+          "funsor 0.4.8 padded by hand | core / 0.4.8 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for K, T, B in configs:
+        args = tuple(torch.tensor(x) for x in hmm_data(K, T, B))
+        n = torch.tensor(_ragged_lengths(T, B))
+        progs = {"core": _core_ragged, "hand": _torch_ragged, "old": old}
+        if check:
+            ni, nt, no = hmm_data(K, T, B)
+            expected = [peers.numpy_hmm_oracle(ni, nt, no[:int(n[b]), b:b + 1])[0]
+                        for b in range(B)]
+            for name, prog in progs.items():
+                if prog is not None:
+                    np.testing.assert_allclose(prog(*args, n).numpy(), expected, rtol=1e-9,
+                                               err_msg=name)
+        fns = {"full": lambda a=args: core(*a)}
+        fns.update((name, None if prog is None else lambda p=prog, a=args, n=n: p(*a, n))
+                   for name, prog in progs.items())
+        row = measure_row(fns)
+        print(f"| {K} | {T} | {B} | {_fmt(row['full'])} | {_fmt(row['core'])} | "
+              f"{_ratio(row['core'], row['full'])} | {_fmt(row['hand'])} | "
+              f"{_ratio(row['core'], row['hand'])} | {_fmt(row['old'])} | "
+              f"{_ratio(row['core'], row['old'])} |", flush=True)
+    ragged_jax(configs, check)
+
+
+def ragged_jax(configs, check):
+    import jax
+    import jax.numpy as jnp
+
+    fc.set_backend("jax")
+    core = jax.jit(peers.funsor_core_hmm())
+    ragged_core = jax.jit(_core_ragged)
+    hand = jax.jit(_jax_ragged)
+    print("\n## Ragged HMM batches, jax.jit (ms), traced lengths")
+    print("| K | T | B | core unmasked | core ragged | mask cost | hand ragged | core / hand |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for K, T, B in configs:
+        args = tuple(jnp.asarray(x) for x in hmm_data(K, T, B))
+        n = jnp.asarray(_ragged_lengths(T, B))
+        if check:
+            np.testing.assert_allclose(np.asarray(ragged_core(*args, n)),
+                                       np.asarray(hand(*args, n)), rtol=1e-9)
+        fns = {"full": lambda a=args: jax.block_until_ready(core(*a)),
+               "core": lambda a=args, n=n: jax.block_until_ready(ragged_core(*a, n)),
+               "hand": lambda a=args, n=n: jax.block_until_ready(hand(*a, n))}
+        row = measure_row(fns)
+        print(f"| {K} | {T} | {B} | {_fmt(row['full'])} | {_fmt(row['core'])} | "
+              f"{_ratio(row['core'], row['full'])} | {_fmt(row['hand'])} | "
+              f"{_ratio(row['core'], row['hand'])} |", flush=True)
+    fc.set_backend("numpy")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="a small grid (smoke test)")
     ap.add_argument("--only", default="", help="comma-separated sections: rounds, torch, "
-                    "jax, first, kalman")
+                    "jax, first, kalman, ragged")
     args = ap.parse_args()
     import jax
 
@@ -344,6 +483,9 @@ def main():
         first_call()
     if not only or "kalman" in only:
         kalman(steps, check=True)
+    if not only or "ragged" in only:
+        ragged([(4, 100, 16)] if args.quick else [(4, 100, 16), (4, 1000, 16), (32, 1000, 16)],
+               check=True)
 
 
 if __name__ == "__main__":

@@ -112,17 +112,18 @@ def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=Non
     return ops.expand(keep, shape)
 
 
-def _identity(data, sizes: list, unit_prod, unit_sum):
-    # The identity transition over the trailing (*prevs, *currs) dims of data, broadcast to
-    # its shape: unit_prod where every prev equals its curr, unit_sum elsewhere.
+def _identity(proto, sizes: list, unit_prod, unit_sum):
+    # The identity transition over (*prevs, *currs), small (it broadcasts against the
+    # steps): unit_prod where every prev equals its curr, unit_sum elsewhere.
     npairs = len(sizes)
     eye = None
     for i, k in enumerate(sizes):
         shape = [1] * (2 * npairs)
         shape[i] = shape[npairs + i] = k
-        e = ops.reshape(ops.new_eye(data, k), tuple(shape)) > 0.5
+        e = ops.reshape(ops.new_eye(proto, k), tuple(shape)) > 0.5
         eye = e if eye is None else eye & e
-    return ops.where(eye, ops.full_like(data, unit_prod), ops.full_like(data, unit_sum))
+    zeros = ops.new_zeros(proto, tuple(sizes) * 2)
+    return ops.where(eye, ops.add(zeros, unit_prod), ops.add(zeros, unit_sum))
 
 
 def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
@@ -182,12 +183,16 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
         part = align_tensor(layout, f) if isinstance(f, Tensor) else f.data
         data = part if data is None else prod_op(data, part)
     proto = next(f.data for f in pieces if isinstance(f, Tensor))
-    data = ops.expand(ops.add(data, ops.new_zeros(proto, (1,) * len(shape))), shape)
     keep = step_mask(layout, time, pairs, lengths, mask, what)
-    ident = _identity(data, [layout[p].size for p in prevs], ops.UNITS[prod_op],
+    ident = _identity(proto, [layout[p].size for p in prevs], ops.UNITS[prod_op],
                       ops.UNITS[sum_op])
     keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (2 * len(prevs)))
-    return Tensor(ops.where(keep, data, ident), layout)
+    # One pass over the (T, *batch, *prevs, *currs) result: the where broadcasts its
+    # operands (the steps' pieces summed as they are aligned, the small identity).
+    out = ops.where(keep, data, ident)
+    if tuple(out.shape) != shape:  # a chain of no prev/curr-free pieces: fill the rest
+        out = ops.expand(out, shape)
+    return Tensor(out, layout)
 
 
 def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
