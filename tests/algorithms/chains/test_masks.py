@@ -90,10 +90,17 @@ def _lengths(backend):
 @pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max])
 def test_markov_product_ragged(backend, sum_op, strategy):
     _, a, o = _data()
-    step = _chain(_as(backend, a), _as(backend, o))
-    mp = markov_product(sum_op, ops.add, step, "t", {"x": "y"}, strategy=strategy,
-                        lengths=_lengths(backend))
-    actual = ops.to_numpy(mp.align(("b", "x", "y")).data)
+
+    def product(a, o, lengths):
+        n = fc.Tensor(lengths, {"b": fc.Bint[len(LENGTHS)]}, dtype=T + 1)
+        mp = markov_product(sum_op, ops.add, _chain(a, o), "t", {"x": "y"}, strategy=strategy,
+                            lengths=n)
+        return mp.align(("b", "x", "y")).data
+
+    if backend == "jax":  # under jit, the lengths traced (eager jax compiles op by op)
+        import jax
+        product = jax.jit(product)
+    actual = ops.to_numpy(product(*(_as(backend, x) for x in (a, o, LENGTHS))))
     for b, n in enumerate(LENGTHS):
         np.testing.assert_allclose(actual[b], _numpy_product(sum_op, a, o, b, n), rtol=1e-10)
 
@@ -210,3 +217,28 @@ def test_bad_inputs_are_named():
     with pytest.raises(TypeError, match="needs the steps as Tensors.*windowed_filter"):
         markov_product(ops.logaddexp, ops.add, g, "t", {"u": "v"},
                        lengths=fc.Tensor(np.array([1, 2]), {"b": fc.Bint[2]}))
+
+
+@pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max])
+def test_ragged_filter_total_under_jit_traced_lengths(sum_op):
+    # (init + markov_product(lengths=n)) summed over the states: the forward algorithm (or
+    # the best score) of each unpadded sequence, with lengths traced by jax.jit.
+    jax = pytest.importorskip("jax")
+    init, a, o = _data(5)
+
+    def total(init, a, o, lengths):
+        i, step = _chain(a, o, init=init)
+        n = fc.Tensor(lengths, {"b": fc.Bint[len(LENGTHS)]}, dtype=T + 1)
+        with lazy:
+            chain = markov_product(sum_op, ops.add, step, "t", {"x": "y"}, lengths=n)
+        return (i + chain).reduce(sum_op, {"x", "y"}).align(("b",)).data
+
+    fc.set_backend("jax")
+    try:
+        out = np.asarray(jax.jit(total)(*(jax.numpy.asarray(x) for x in (init, a, o, LENGTHS))))
+    finally:
+        fc.set_backend("numpy")
+    red = _reduce(sum_op)
+    for b, n in enumerate(LENGTHS):
+        expected = red(init[:, None] + _numpy_product(sum_op, a, o, b, n), axis=None)
+        np.testing.assert_allclose(out[b], expected, rtol=1e-10)
