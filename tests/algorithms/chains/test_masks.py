@@ -242,3 +242,21 @@ def test_ragged_filter_total_under_jit_traced_lengths(sum_op):
     for b, n in enumerate(LENGTHS):
         expected = red(init[:, None] + _numpy_product(sum_op, a, o, b, n), axis=None)
         np.testing.assert_allclose(out[b], expected, rtol=1e-10)
+
+
+def test_marginals_with_a_mask_equal_lengths():
+    # A prefix mask is the same as its lengths.
+    torch = pytest.importorskip("torch")
+    init, a, o = _data(6)
+    keep = (np.arange(T)[:, None] < LENGTHS[None]).astype(int)
+    fc.set_backend("torch")
+    try:
+        i, step = _chain(*(torch.tensor(x) for x in (a, o)), init=torch.tensor(init))
+        mask = fc.Tensor(torch.tensor(keep), {"t": fc.Bint[T], "b": fc.Bint[len(LENGTHS)]},
+                         dtype=2)
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i],
+                                        mask=mask)
+    finally:
+        fc.set_backend("numpy")
+    _check_smoothing(init, a, o, total.align(("b",)).data.numpy(),
+                     pairs.align(("t", "b", "x", "y")).data.numpy())

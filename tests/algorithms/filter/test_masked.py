@@ -166,3 +166,18 @@ def test_masked_filter_errors_name_the_mistake():
     with pytest.raises(ValueError, match=r"windowed_filter: lengths has the step names \['y'\]"):
         windowed_filter(ops.logaddexp, ops.add, t, "t", {"x": "y"}, i,
                         lengths=fc.Tensor(np.ones(K, dtype=int), {"y": fc.Bint[K]}))
+
+
+def test_discrete_filter_mask_skips_steps():
+    # A 0/1 mask over (t, b) on a Tensor chain: the filter of the kept steps only.
+    rng = np.random.default_rng(7)
+    trans, init = rng.normal(size=(T, B, K, K)), rng.normal(size=K)
+    keep = rng.integers(0, 2, size=(T, B))
+    t, i = _discrete(trans, init)
+    mask = fc.Tensor(keep, {"t": fc.Bint[T], "b": fc.Bint[B]}, dtype=2)
+    msg = windowed_filter(ops.logaddexp, ops.add, t, "t", {"x": "y"}, i, mask=mask)
+    for b in range(B):
+        alpha = init
+        for s in np.flatnonzero(keep[:, b]):
+            alpha = np.logaddexp.reduce(alpha[:, None] + trans[s, b], axis=0)
+        np.testing.assert_allclose(msg.align(("b", "y")).data[b], alpha, rtol=1e-10)
