@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.algorithms.chains.select import select
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Variable
-from funsor_core.terms.markov import MarkovProduct, _pairs, time_variable
+from funsor_core.terms.markov import MarkovProduct, _free_names, _pairs, time_variable
 
 __all__ = ["masked_steps", "markov_product", "step_mask"]
 
@@ -204,7 +205,10 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     Without ``lengths`` and ``mask`` it is ``MarkovProduct``.
 
     Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
-        semiring; for Gaussian chains use ``windowed_filter(..., lengths=...)``.
+        semiring take ``lengths`` and ``mask``. Chains with no identity transition (Gaussian
+        steps) take ``lengths >= 1``: the partial products are built one step at a time
+        (``T`` term operations) and each entry keeps its own (``chains.select``); to filter
+        such a chain, ``windowed_filter(..., lengths=...)`` carries a message instead.
 
     Example:
         >>> a = fc.Tensor(np.log(np.array([[0.9, 0.1], [0.2, 0.8]])),
@@ -215,9 +219,58 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
         >>> np.allclose(np.exp(mp.data[0]), np.exp(a.data))  # one step for b = 0
         True
     """
+    if (lengths is not None or mask is not None) and tensor_factors(trans, prod_op) is None:
+        return _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, mask)
     if lengths is not None or mask is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask,
                              "markov_product")
         time = time.name if isinstance(time, Variable) else time
     return MarkovProduct(sum_op, prod_op, trans, time, step, step_names, strategy=strategy)
+
+
+_NO_EMPTY = (
+    "markov_product: a Gaussian chain of 0 steps is the identity x_curr = x_prev, which is no "
+    "density; lengths must be >= 1 for a Gaussian chain, got {bad}")
+
+
+def _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, mask):
+    # A chain with no identity transition (Gaussian steps): the partial products of steps
+    # 0..t, one step at a time, each entry keeping its product after its last valid step.
+    # T term operations (unrolled under jax.jit): for moderate T.
+    what = "markov_product"
+    if mask is not None:
+        raise NotImplementedError(_NOT_TENSOR.format(what=what, kind=type(trans).__name__)
+                                  + " markov_product of such steps takes lengths=, not mask=.")
+    time = time_variable(trans, time, what)
+    pairs = _pairs(step)
+    bints = {k: d for k, d in trans.inputs.items() if d.dtype != "real"}
+    bints.setdefault(time.name, time.output)
+    keep = step_mask(bints, time, pairs, lengths, None, what)
+    if ops.is_concrete(lengths.data):
+        low = ops.to_numpy(lengths.data)
+        if (low < 1).any():
+            raise ValueError(_NO_EMPTY.format(bad=sorted(set(low[low < 1].tolist()))))
+    names = {n for pair in pairs for n in pair}
+    keep_inputs = {k: d for k, d in bints.items() if k != time.name and k not in names}
+    mids = {c: _fresh(c, set(trans.inputs)) for _, c in pairs}
+    at = (lambda t: trans(**{time.name: t})) if time.name in trans.inputs else (lambda t: trans)
+    product = at(0)
+    for t in range(1, time.output.size):
+        head = product(**mids)
+        tail = at(t)(**{p: mids[c] for p, c in pairs})
+        new = prod_op(head, tail).reduce(sum_op, frozenset(mids.values()))
+        product = select(keep[t], keep_inputs, new, product)
+    rename = {}
+    for (p, c), (fp, fc_) in zip(pairs, _free_names(pairs, step_names)):
+        rename.update({p: fp, c: fc_})
+    rename = {k: v for k, v in rename.items() if k != v}
+    return product(**rename) if rename else product
+
+
+def _fresh(name: str, taken: set) -> str:
+    new = f"{name}__mid"
+    while new in taken:
+        new += "_"
+    taken.add(new)
+    return new
 
