@@ -35,7 +35,8 @@ REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
            "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
-           "compress_gaussians", "optimize", "OPTIMIZE", "optimize_base", "apply_optimizer", "argmax_approximate",
+           "compress_gaussians", "optimize", "OPTIMIZE", "optimize_base", "apply_optimizer",
+           "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
            "MOMENTMATCHING", "Elbo"]
