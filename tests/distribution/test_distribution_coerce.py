@@ -94,3 +94,19 @@ def test_torch_distribution_classes():
         assert np.allclose(float(actual.data), float(expected))
     finally:
         fc.set_backend("numpy")  # the coercion sets its backend on first use, as in funsor
+
+
+def test_jax_arrays_under_jit():
+    # numpyro's collapse coerces inside jitted SVI steps: traced scales build the family too.
+    jax = pytest.importorskip("jax")
+    coerce = CoerceDistributionToFunsor("jax")
+
+    def log_density(scale, value):
+        d = coerce(FakeNormal, ("x",), {"scale": scale})
+        return d(x=fc.Tensor(jax.numpy.asarray(0.3)), value=fc.Tensor(value)).data
+
+    try:
+        actual = jax.jit(log_density)(jax.numpy.asarray(2.0), jax.numpy.asarray(1.1))
+    finally:
+        fc.set_backend("numpy")
+    assert np.allclose(np.asarray(actual), scipy.stats.norm(0.3, 2.0).logpdf(1.1))

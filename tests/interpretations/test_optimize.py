@@ -125,6 +125,28 @@ def test_optimize_base_evaluates_the_plan_under_the_entered_interpretation(eq, b
     assert_close(fc.reinterpret(planned), value, atol=1e-9, rtol=1e-9)
 
 
+def test_optimize_base_under_jax_jit():
+    # Planned and evaluated at trace time: the jitted function equals opt_einsum.
+    jax = pytest.importorskip("jax")
+    eq = "a,ab,bc,cd,de->e"
+    terms = operands(eq, seed=3)
+
+    def run(arrays):
+        tensors = [fc.Tensor(a, t.inputs) for a, t in zip(arrays, terms)]
+        with normalize:
+            normal = fc.reinterpret(lazy_expression(eq, tensors, ops.logaddexp, ops.add))
+        with optimize_base:
+            return fc.reinterpret(normal).data
+
+    fc.set_backend("jax")
+    try:
+        actual = jax.jit(run)([jax.numpy.asarray(t.data) for t in terms])
+    finally:
+        fc.set_backend("numpy")
+    expected = np.log(opt_einsum.contract(eq, *[np.exp(t.data) for t in terms]))
+    assert np.allclose(np.asarray(actual), expected)
+
+
 @pytest.mark.parametrize("eq", EQUATIONS)
 def test_apply_optimizer_equals_opt_einsum(eq):
     terms = operands(eq, seed=1)
