@@ -101,9 +101,11 @@ class FunsorModule(types.ModuleType):
     modules for it (``__funsor_core_sources__``) and kept."""
 
     def __getattr__(self, name: str):
+        sources = self.__dict__["__funsor_core_sources__"]
+        if name == "__all__":  # `from funsor.X import *`: the public names of its first source
+            return list(getattr(importlib.import_module(sources[0]), "__all__", ()))
         if name.startswith("__"):
             raise AttributeError(name)
-        sources = self.__dict__["__funsor_core_sources__"]
         for source in sources:
             value = getattr(importlib.import_module(source), name, _ABSENT)
             if value is not _ABSENT:
@@ -137,6 +139,10 @@ class _FunsorFinder:
         module = FunsorModule(spec.name, f"funsor{'.' + sub if sub else ''} (funsor-core)")
         module.__funsor_core_sources__ = _sources(sub)
         module.__path__ = []
+        # Tools that read a module's file (inspect, tracebacks) see its first source's.
+        origin = importlib.util.find_spec(module.__funsor_core_sources__[0]).origin
+        if origin:
+            module.__file__ = origin
         return module
 
     def exec_module(self, module) -> None:
