@@ -115,6 +115,23 @@ _expose_module(_adjoint_module)  # fc.adjoint(...) and fc.adjoint.AdjointTape bo
 _expose_module(_einsum_module)
 _expose_module(_sum_product_module)
 
+
+
+def install_as_funsor():
+    """Serve ``import funsor`` (and funsor 0.4.8's ``funsor.*`` modules) from funsor-core in
+    this process; opt-in, see ``funsor_core.install``. Returns the ``funsor`` module.
+
+    Example (in a fresh process; see ``funsor_core.install`` for the command line):
+        >>> from funsor_core.install import ENVIRONMENT_SWITCH
+        >>> ENVIRONMENT_SWITCH  # the variable a written sitecustomize honours
+        'FUNSOR_CORE_AS_FUNSOR'
+    """
+    # Imported on call: ``python -m funsor_core.install`` runs that module as __main__.
+    from funsor_core.install import install_as_funsor as install
+
+    return install()
+
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -135,5 +152,5 @@ __all__ = [
     "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
-    "MarkovProduct", "windowed_filter", "cache_info", "clear_caches",
+    "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
 ]

@@ -28,14 +28,15 @@ from interpretations.memoize import Memoize, memoize
 from interpretations.moment_matching import MOMENTMATCHING, moment_matching
 from interpretations.monte_carlo import MONTECARLO, MonteCarlo, extract_samples, monte_carlo
 from interpretations.normalize import NORMALIZE, normalize
-from interpretations.optimize import OPTIMIZE, apply_optimizer, optimize
+from interpretations.optimize import OPTIMIZE, apply_optimizer, optimize, optimize_base
 from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
 
 REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
            "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
-           "compress_gaussians", "optimize", "OPTIMIZE", "apply_optimizer", "argmax_approximate",
+           "compress_gaussians", "optimize", "OPTIMIZE", "optimize_base", "apply_optimizer",
+           "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
            "MOMENTMATCHING", "Elbo"]

@@ -12,6 +12,11 @@ it falls back to ``lazy``, so the result is an optimized lazy expression. Plans 
 structure (names, domains), so a same-shaped expression pays no planning again; under
 ``jax.jit`` planning happens at trace time.
 
+``optimize_base`` (funsor's name) plans the same contractions but falls back to whatever was
+active when it was entered, so under the default ``exact`` each pairwise step is evaluated as
+it is built: ``with normalize: e = reinterpret(x)`` then ``with optimize_base:
+reinterpret(e)`` computes ``x`` along the plan (Pyro's ``TraceEnum_ELBO`` does this).
+
 ``apply_optimizer(expr)`` is the usual entry point: it rewrites ``expr`` into sum-product
 normal form (``normalize``: products flattened, reductions merged into one ``Contraction``
 each), plans it under ``optimize``, then rebuilds the planned expression under the
@@ -40,29 +45,41 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.analysis.sign import distributes
-from funsor_core.engine.interpreter import Interpretation
+from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
 from interpretations.lazy import lazy
 from interpretations.normalize import normalize
 
-__all__ = ["optimize", "OPTIMIZE", "apply_optimizer"]
+__all__ = ["optimize", "OPTIMIZE", "optimize_base", "apply_optimizer"]
 
 # Falls back to lazy, not normalize: normalize would merge the nested pairwise steps back
 # into one Contraction (pulling inner reductions out), undoing the plan.
 optimize = Interpretation("optimize", fallback=lazy)
 OPTIMIZE = optimize
+# The same plans, each step built under the interpretation active at entry (funsor's
+# ``optimize_base``): under ``exact`` a planned contraction is computed step by step.
+optimize_base = Interpretation("optimize_base", fallback=ENTERED)
+
+
+def _pairwise(red_op, bin_op, reduced_vars, terms):
+    if (red_op is None or len(terms) < 3 or (red_op, bin_op) not in ops.DISTRIBUTIVE_OPS
+            or not distributes(red_op, bin_op, terms)):
+        return None
+    plan = plan_terms(terms, reduced_vars)
+    return plan.run_terms(red_op, bin_op, reduced_vars, terms)
 
 
 # sum_V (t1 * t2 * ... * tn) = nested pairwise contractions along a plan, when sum distributes
 # over * (for (max, mul) and (min, mul): only over factors known to be nonnegative).
 @optimize.register(Contraction, object, object, frozenset, tuple)
 def optimize_contraction_plan(red_op, bin_op, reduced_vars, terms):
-    if (red_op is None or len(terms) < 3 or (red_op, bin_op) not in ops.DISTRIBUTIVE_OPS
-            or not distributes(red_op, bin_op, terms)):
-        return None
-    plan = plan_terms(terms, reduced_vars)
-    return plan.run_terms(red_op, bin_op, reduced_vars, terms)
+    return _pairwise(red_op, bin_op, reduced_vars, terms)
+
+
+@optimize_base.register(Contraction, object, object, frozenset, tuple)
+def optimize_base_contraction_plan(red_op, bin_op, reduced_vars, terms):
+    return _pairwise(red_op, bin_op, reduced_vars, terms)
 
 
 def apply_optimizer(expr: Any) -> Any:

@@ -24,6 +24,7 @@ from funsor_core.distribution.base import (
     Param,
     infer_domains,
 )
+from funsor_core.distribution.coerce import CoerceDistributionToFunsor
 from funsor_core.distribution.constraints import Constraint
 from funsor_core.distribution.continuous import (
     Beta,
@@ -59,6 +60,7 @@ from funsor_core.distribution.discrete import (
 
 __all__ = [
     "BACKEND_TO_DISTRIBUTIONS_BACKEND", "FAMILIES", "Distribution", "Param", "Constraint",
+    "CoerceDistributionToFunsor",
     "infer_domains",
     "Normal", "LogNormal", "MultivariateNormal", "Gamma", "Beta", "Dirichlet", "Exponential",
     "Laplace", "StudentT", "Uniform", "VonMises", "NonreparameterizedNormal",

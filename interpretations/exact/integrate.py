@@ -1,4 +1,4 @@
-"""Exact rules for Integrate against Tensor and Delta measures.
+"""Exact rules for Integrate against Tensor, Number and Delta measures.
 
 Gaussian measures are handled by the Gaussian rules; nothing here matches them.
 """
@@ -36,6 +36,17 @@ def exact_integrate_tensor(log_measure, integrand, reduced_vars):
     product = null_set_product(weights, integrand)
     result = product.reduce(ops.add, reduced_vars & product.inputs.keys())
     return result * shift.exp()
+
+
+# Integrate(c, f, V) for a constant log measure c = exp(c) * sum_V f: nothing to integrate
+# (V empty, a site with no enumerated inputs in an ELBO), or a sum of a discrete integrand.
+@exact.register(Integrate, Number, Funsor, frozenset)
+def exact_integrate_number(log_measure, integrand, reduced_vars):
+    if not reduced_vars:
+        return log_measure.exp() * integrand
+    if not isinstance(integrand, (Tensor, Number)):
+        return None
+    return log_measure.exp() * integrand.reduce(ops.add, reduced_vars & integrand.inputs.keys())
 
 
 # Integrate(Delta(x=p, log_density=w), f, {x}) = exp(w) * f(x=p).

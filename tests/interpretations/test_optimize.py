@@ -14,7 +14,16 @@ from funsor_core import ops
 from funsor_core.algorithms.contract import plan as plan_module
 from funsor_core.terms.contraction import Contraction
 from funsor_core.testing import assert_close, random_gaussian, random_tensor
-from interpretations import OPTIMIZE, apply_optimizer, exact, lazy, memoize, normalize, optimize
+from interpretations import (
+    OPTIMIZE,
+    apply_optimizer,
+    exact,
+    lazy,
+    memoize,
+    normalize,
+    optimize,
+    optimize_base,
+)
 
 SIZES = {"a": 2, "b": 3, "c": 2, "d": 4, "e": 3, "f": 2}
 EQUATIONS = ["ab,bc,cd->", "ab,bc,cd->ad", "a,ab,bc,cd,de->e", "ab,ac,ad,ae->a",
@@ -91,6 +100,51 @@ def test_planned_equals_unplanned_under_every_chain(eq, sum_op, prod_op, backend
         second = apply_optimizer(expr)
     assert first is second
     assert_close(first, unplanned, atol=1e-9, rtol=1e-9)
+
+
+# funsor's optimize_base: the same plan, built under the interpretation active at entry, so
+# under exact the normal form is evaluated (as Pyro's TraceEnum_ELBO uses it); opt_einsum is
+# the oracle, and under lazy the result is the pairwise plan.
+@pytest.mark.parametrize("eq", EQUATIONS)
+def test_optimize_base_evaluates_the_plan_under_the_entered_interpretation(eq, backend):
+    terms = operands(eq, seed=2, positive=True)
+    expr = lazy_expression(eq, terms, ops.logaddexp, ops.add)
+    with normalize:
+        normal = fc.reinterpret(expr)
+    assert optimize_base.chain() == ["optimize_base"]
+    with optimize_base:
+        value = fc.reinterpret(normal)
+    assert optimize_base.chain() == ["optimize_base"]  # entering it left nothing behind
+    expected = np.log(opt_einsum.contract(eq, *[np.exp(ops.to_numpy(t.data)) for t in terms]))
+    assert isinstance(value, fc.Tensor)
+    output = eq.split("->")[1]
+    assert np.allclose(ops.to_numpy(value.align(tuple(output)).data), expected)
+    with lazy, optimize_base:
+        planned = fc.reinterpret(normal)
+    assert pairwise_only(planned)
+    assert_close(fc.reinterpret(planned), value, atol=1e-9, rtol=1e-9)
+
+
+def test_optimize_base_under_jax_jit():
+    # Planned and evaluated at trace time: the jitted function equals opt_einsum.
+    jax = pytest.importorskip("jax")
+    eq = "a,ab,bc,cd,de->e"
+    terms = operands(eq, seed=3)
+
+    def run(arrays):
+        tensors = [fc.Tensor(a, t.inputs) for a, t in zip(arrays, terms)]
+        with normalize:
+            normal = fc.reinterpret(lazy_expression(eq, tensors, ops.logaddexp, ops.add))
+        with optimize_base:
+            return fc.reinterpret(normal).data
+
+    fc.set_backend("jax")
+    try:
+        actual = jax.jit(run)([jax.numpy.asarray(t.data) for t in terms])
+    finally:
+        fc.set_backend("numpy")
+    expected = np.log(opt_einsum.contract(eq, *[np.exp(t.data) for t in terms]))
+    assert np.allclose(np.asarray(actual), expected)
 
 
 @pytest.mark.parametrize("eq", EQUATIONS)

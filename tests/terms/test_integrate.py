@@ -4,6 +4,7 @@ import numpy as np
 
 import funsor_core as fc
 from funsor_core import ops
+from tests.backend_values import values_on_every_backend
 
 
 def test_integrate_tensor_measure(backend):
@@ -47,3 +48,26 @@ def test_integrate_over_absent_variable_repeats_the_measure():
     k = fc.Variable("k", fc.Bint[3])
     # sum over (j, k) of p_j f_j: three copies of the expectation.
     np.testing.assert_allclose(fc.Integrate(log_p, f, {"j", k}).data, 3 * (p @ [4.0, 8.0]))
+
+
+# Integrate(c, f, V) for a constant log measure c: exp(c) * sum_V f (f itself when V is empty);
+# numpy by hand on every backend and under jax.jit.
+def test_integrate_number_measure_on_every_backend():
+    f = np.random.default_rng(1).normal(size=3)
+
+    def integrals(data):
+        fn = fc.Tensor(data, {"i": fc.Bint[3]})
+        kept = fc.Integrate(fc.Number(0.3), fn, frozenset())
+        summed = fc.Integrate(fc.Number(0.3), fn, "i")
+        assert isinstance(kept, fc.Tensor) and isinstance(summed, fc.Tensor)
+        return ops.cat([kept.align(("i",)).data, ops.reshape(summed.data, (1,))], 0)
+
+    expected = np.exp(0.3) * np.concatenate([f, [f.sum()]])
+    for actual in values_on_every_backend(integrals, f):
+        assert np.allclose(actual, expected)
+
+
+def test_integrate_number_measure_with_a_lazy_integrand():
+    x = fc.Variable("x", fc.Real)
+    r = fc.Integrate(fc.Number(-0.5), x * 2.0, frozenset())
+    assert np.allclose(r(x=3.0).data, np.exp(-0.5) * 6.0)
