@@ -118,7 +118,8 @@ def slds_program(lib, p: dict):
     ri = np.linalg.inv(np.linalg.cholesky(p["R"])).T
     qi = np.stack([np.linalg.inv(np.linalg.cholesky(q)).T for q in p["Q"]])
     switch = lib.Tensor(np.log(p["trans"]), {"s_prev": lib.Bint[K], "s_curr": lib.Bint[K]})
-    dyn = lib.Gaussian(np.zeros((K, D)), np.concatenate([-np.swapaxes(p["A"], -1, -2) @ qi, qi], -2),
+    roots = np.concatenate([-np.swapaxes(p["A"], -1, -2) @ qi, qi], -2)
+    dyn = lib.Gaussian(np.zeros((K, D)), roots,
                        {"s_curr": lib.Bint[K], "x_prev": lib.Reals[D], "x_curr": lib.Reals[D]})
     dyn = dyn + lib.Tensor(np.array([-0.5 * np.linalg.slogdet(2 * np.pi * q)[1] for q in p["Q"]]),
                            {"s_curr": lib.Bint[K]})
@@ -345,7 +346,9 @@ def main():
     assert not peer or abs(peer["slds_value"] - ours["slds_value"]) < 1e-6 * abs(ours["slds_value"])
 
     def peer_cell(key, base):
-        return f"{peer[key]:10.2f} {peer[key] / base:6.1f}x" if key in peer else f"{'-':>10} {'-':>7}"
+        if key not in peer:
+            return f"{'-':>10} {'-':>7}"
+        return f"{peer[key]:10.2f} {peer[key] / base:6.1f}x"
 
     print(f"funsor idioms (one thread, ms; K = {K}, T = {T}, state {D}, obs {OBS}; "
           f"{PARTICLES:,} particles)")
