@@ -29,10 +29,12 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from funsor_core import ops
-from funsor_core.atoms.gaussian.atom import Gaussian
+from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
 
@@ -93,8 +95,21 @@ def _collapsed(reduced: frozenset, terms: tuple) -> Funsor:
     return result
 
 
-def _at(terms: tuple, time: str, t: int, size: int) -> tuple:
-    return tuple(x(**{time: Number(t, size)}) if time in x.inputs else x for x in terms)
+def _slicer(term: Funsor, time: str, size: int) -> Callable[[int], Funsor]:
+    """``at(t) = term(time=t)``. An atom's time axis is moved to the front once and a step's
+    atom is built from ``array[t]`` (what substituting a constant into its Bint input
+    computes); other terms are substituted."""
+    if time not in term.inputs:
+        return lambda t: term
+    rest = tuple((k, d) for k, d in term._ikey if k != time) if hasattr(term, "_ikey") else ()
+    order = {time: term.inputs[time], **dict(rest)}
+    if isinstance(term, Gaussian):
+        white_vec, prec_sqrt = align_gaussian(order, term, expand=True)
+        return lambda t: Gaussian.make(white_vec[t], prec_sqrt[t], ikey=rest)
+    if isinstance(term, Tensor) and term.dtype == "real":
+        data = align_tensor(order, term)
+        return lambda t: Tensor.make(data[t], dict(rest), ikey=rest)
+    return lambda t: term(**{time: Number(t, size)})
 
 
 def imm_filter(trans: Funsor, time: str, step: dict, init: Funsor, each_step=None) -> Funsor:
@@ -115,22 +130,33 @@ def imm_filter(trans: Funsor, time: str, step: dict, init: Funsor, each_step=Non
         >>> imm_filter(g, "time", {"x_prev": "x_curr"}, prior).inputs
         {'x_curr': Real}
     """
-    discrete_prev = frozenset(p for p in step if trans.inputs[p].dtype != "real")
-    real_prev = frozenset(step) - discrete_prev
-    switch, model = _split_factor(trans, discrete_prev)
     size = trans.inputs[time].size
-    back = {c: Variable(p, trans.inputs[p]) for p, c in step.items()}
+    # Step t uses version t % 2 of the factor: version 1 swaps the prev and curr names, so
+    # the message alternates between them and is never renamed (one renaming of the factor).
+    swap = {**{p: Variable(c, trans.inputs[c]) for p, c in step.items()},
+            **{c: Variable(p, trans.inputs[p]) for p, c in step.items()}}
+    versions = []
+    for v, factor in enumerate((trans, trans(**swap) if size > 1 else trans)):
+        prev = frozenset(step) if v == 0 else frozenset(step.values())
+        mixed = frozenset(n for n in prev if factor.inputs[n].dtype != "real")
+        switch, model = _split_factor(factor, mixed)
+        versions.append(([_slicer(x, time, size) for x in switch],
+                         [_slicer(x, time, size) for x in model], mixed, prev - mixed))
     msg = init
     for t in range(size):
-        terms = (*_terms(msg), *_at(switch, time, t, size))
+        switch, model, mixed_names, real_names = versions[t % 2]
+        terms = (*_terms(msg), *(at(t) for at in switch))
         present = frozenset().union(*(x.inputs.keys() for x in terms))
-        mixed = _collapsed(discrete_prev & present, terms)  # mix before predicting
-        terms = (*_terms(mixed), *_at(model, time, t, size))
+        mixed = _collapsed(mixed_names & present, terms)  # mix before predicting
+        terms = (*_terms(mixed), *(at(t) for at in model))
         present = frozenset().union(*(x.inputs.keys() for x in terms))
-        reduced = real_prev & present
+        reduced = real_names & present
         msg = Contraction(ops.logaddexp if reduced else None, ops.add, reduced, terms)
         if each_step is not None:
-            each_step(t, msg)
-        if t + 1 < size:
-            msg = msg(**{c: v for c, v in back.items() if c in msg.inputs})
-    return msg
+            each_step(t, msg if t % 2 == 0 else _renamed(msg, swap))
+    return msg if (size - 1) % 2 == 0 else _renamed(msg, swap)
+
+
+def _renamed(msg: Funsor, swap: dict) -> Funsor:
+    """A message over the prev names, renamed to the curr names (after an odd step)."""
+    return msg(**{k: v for k, v in swap.items() if k in msg.inputs})

@@ -139,16 +139,19 @@ def test_each_step_sees_the_filtered_message():
         np.testing.assert_allclose(total, _numpy_imm(dict(p, y=p["y"][:t + 2])), rtol=1e-9)
 
 
-def test_a_tensor_chain_is_the_forward_algorithm():
+@pytest.mark.parametrize("steps", [1, 4, 5])
+def test_a_tensor_chain_is_the_forward_algorithm(steps):
+    # Odd and even numbers of steps: the message alternates names inside, ends on the curr one.
     rng = np.random.default_rng(25)
-    logits = rng.normal(size=(4, 3, 3))
-    trans = fc.Tensor(logits, {"time": fc.Bint[4], "a": fc.Bint[3], "b": fc.Bint[3]})
+    logits = rng.normal(size=(steps, 3, 3))
+    trans = fc.Tensor(logits, {"time": fc.Bint[steps], "a": fc.Bint[3], "b": fc.Bint[3]})
     init = fc.Tensor(rng.normal(size=3), {"a": fc.Bint[3]})
     alpha = init.data
-    for t in range(4):
+    for t in range(steps):
         alpha = logsumexp(alpha[:, None] + logits[t], axis=0)
     msg = windowed_filter(ops.logaddexp, ops.add, trans, "time", {"a": "b"}, init, 1,
                           method="imm")
+    assert msg.inputs == {"b": fc.Bint[3]}
     np.testing.assert_allclose(msg.align(("b",)).data, alpha, rtol=1e-12)
 
 
