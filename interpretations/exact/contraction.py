@@ -98,7 +98,8 @@ def exact_subs_contraction(arg, subs):
     for term in arg.terms:
         own = tuple(pair for pair in subs if pair[0] in term.inputs)
         parts.append(Subs(term, own) if own else term)
-    if arg.bin_op is ops.add and all(isinstance(t, (Gaussian, Tensor, Number)) for t in parts):
+    if (arg.bin_op is ops.add and any(type(t) is Gaussian for t in parts)
+            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in parts)):
         return gaussian_sum(*parts)  # the sum's normal form at once (a renamed message)
     result = parts[0]
     for term in parts[1:]:
