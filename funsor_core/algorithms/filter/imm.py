@@ -135,13 +135,18 @@ def imm_filter(trans: Funsor, time: str, step: dict, init: Funsor, each_step=Non
     # the message alternates between them and is never renamed (one renaming of the factor).
     swap = {**{p: Variable(c, trans.inputs[c]) for p, c in step.items()},
             **{c: Variable(p, trans.inputs[p]) for p, c in step.items()}}
+    mixed = frozenset(p for p in step if trans.inputs[p].dtype != "real")
+    switch, model = _split_factor(trans, mixed)
     versions = []
-    for v, factor in enumerate((trans, trans(**swap) if size > 1 else trans)):
+    for v in range(2 if size > 1 else 1):
+        # Each summand renamed alone, so that a lazy renaming keeps the split.
+        if v:
+            switch, model = ([x(**{k: u for k, u in swap.items() if k in x.inputs}) for x in xs]
+                             for xs in (switch, model))
         prev = frozenset(step) if v == 0 else frozenset(step.values())
-        mixed = frozenset(n for n in prev if factor.inputs[n].dtype != "real")
-        switch, model = _split_factor(factor, mixed)
+        names = mixed if v == 0 else frozenset(step[p] for p in mixed)
         versions.append(([_slicer(x, time, size) for x in switch],
-                         [_slicer(x, time, size) for x in model], mixed, prev - mixed))
+                         [_slicer(x, time, size) for x in model], names, prev - names))
     msg = init
     for t in range(size):
         switch, model, mixed_names, real_names = versions[t % 2]

@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.filter.windowed import windowed_filter
-from interpretations import exact, moment_matching
+from interpretations import exact, lazy, moment_matching
 from tests.backend_values import as_backend_array, to_numpy
 from tests.interpretations.test_moment_matching import STEP, _slds, _slds_factors
 
@@ -126,6 +126,18 @@ def test_every_backend_and_jit(backend):
     np.testing.assert_allclose(to_numpy(imm), _numpy_imm(p), rtol=1e-9)
     np.testing.assert_allclose(to_numpy(gpb2), _numpy_gpb2(p), rtol=1e-9)
 
+
+
+def test_lazy_records_and_moment_matching_evaluates():
+    p = _slds(seed=27, T=5, K=2, d=2, obs_dim=1)
+    init, trans = _slds_factors(p, "numpy")
+    with lazy:
+        msg = windowed_filter(ops.logaddexp, ops.add, trans, "time", STEP, init, 1,
+                              method="imm")
+    assert not isinstance(msg, (fc.Tensor, fc.Gaussian))
+    with moment_matching:
+        total = fc.reinterpret(msg).reduce(ops.logaddexp)
+    np.testing.assert_allclose(total.data, _numpy_imm(p), rtol=1e-9)
 
 def test_each_step_sees_the_filtered_message():
     p = _slds(seed=24, T=4, K=2, d=1, obs_dim=1)
