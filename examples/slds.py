@@ -4,7 +4,8 @@ A 2-d latent state follows one of K = 3 linear dynamics (slow rotation, fast rot
 noisy drift); a Markov chain picks the dynamics at each step; a noisy 2-d observation is
 seen. Exact filtering sums over all K^T switch paths. Under ``moment_matching``,
 ``windowed_filter`` keeps the last L switch states exact and collapses older ones (L = 1 is
-the interacting-multiple-model / GPB filter): O(T K^(L+1)) work.
+the generalized pseudo-Bayes filter GPB2; ``method="imm"`` gives the interacting-multiple-
+model filter): O(T K^(L+1)) work.
 
 Printed: the log likelihood of T = 150 synthetic steps for each L, and on a short copy
 (T = 8, 3^8 = 6561 paths) the same beside exact enumeration, computed two ways: with a window

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.algebra import gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.array_math import concrete
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
-from funsor_core.terms.base import Funsor
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -79,11 +80,33 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
     prec_sqrt = ops.diag_embed(1.0 / s)
+    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
+    rows = _constant_loc(loc, scale, value, sizes, n)
+    if rows is not None:
+        # value is x itself and loc a constant: ||x / s - loc / s||^2 is the Gaussian over x
+        # at once (white vector loc / s), no change of variables to substitute.
+        inputs = tuple(scale.inputs.items()) + ((value.name, value.output),)
+        return gaussian_sum(Gaussian(rows / s, prec_sqrt, inputs), log_norm)
     white_vec = ops.new_zeros(s, sizes + (n,))
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
-    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
     return g(**{z: value - loc}) + log_norm
+
+
+def _constant_loc(loc: Funsor, scale: Tensor, value: Funsor, sizes: tuple, n: int):
+    """``loc`` as an array of shape ``sizes + (n,)`` (``scale``'s batch, the flattened value)
+    when ``value`` is a Variable and ``loc`` a Number or a Tensor of no inputs or exactly
+    ``scale``'s (in its order); None otherwise (the general affine path)."""
+    if type(value) is not Variable or value.name in scale.inputs:
+        return None
+    if type(loc) is Number:
+        return ops.new_full(scale.data, sizes + (n,), float(loc.data))
+    if type(loc) is not Tensor or loc.inputs and tuple(loc.inputs) != tuple(scale.inputs):
+        return None
+    data, _ = _batch(loc, value.output.shape)
+    if not loc.inputs and sizes:
+        data = ops.expand(data, sizes + tuple(value.output.shape))
+    return ops.reshape(data, sizes + (n,))
 
 
 def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:

@@ -20,6 +20,7 @@ from funsor_core.algorithms.contract.dense import (
 )
 from funsor_core.algorithms.contract.replay import contract_planned_arrays
 from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.gaussian.algebra import gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import array_program
@@ -93,9 +94,14 @@ def exact_contraction_partial(red_op, bin_op, reduced_vars, terms):
 def exact_subs_contraction(arg, subs):
     if arg.reduced_vars or arg.bin_op is None or not all(type(t)._atom for t in arg.terms):
         return None
-    result = None
+    parts = []
     for term in arg.terms:
         own = tuple(pair for pair in subs if pair[0] in term.inputs)
-        term = Subs(term, own) if own else term
-        result = term if result is None else arg.bin_op(result, term)
+        parts.append(Subs(term, own) if own else term)
+    if (arg.bin_op is ops.add and any(type(t) is Gaussian for t in parts)
+            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in parts)):
+        return gaussian_sum(*parts)  # the sum's normal form at once (a renamed message)
+    result = parts[0]
+    for term in parts[1:]:
+        result = arg.bin_op(result, term)
     return result

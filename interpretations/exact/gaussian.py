@@ -137,6 +137,11 @@ def exact_contraction_scale_gaussian(red_op, bin_op, reduced_vars, terms):
 # Variables rename; affine functions of other real inputs change variables.
 @exact.register(Subs, Gaussian, tuple)
 def exact_subs_gaussian(arg, subs):
+    if all(type(v) is Variable and v.output == arg.inputs[k] for k, v in subs):
+        # A renaming (Bint and real names alike) only relabels the inputs: no array changes.
+        renamed = ga.rename_gaussian(arg, {k: v.name for k, v in subs})
+        if renamed is not None:
+            return renamed
     bint = tuple((k, v) for k, v in subs if arg.inputs[k].dtype != "real")
     real = {k: v for k, v in subs if arg.inputs[k].dtype == "real"}
     if bint:

@@ -129,6 +129,27 @@ def test_normal_with_batch_output_dims_and_scalar_scale():
     assert g(x=xs).item() == pytest.approx(expected, rel=1e-12)
 
 
+
+@pytest.mark.parametrize("loc_kind", ["number", "tensor", "batched", "event"])
+def test_normal_of_a_variable_with_constant_loc(loc_kind):
+    # Normal(loc, scale, value="x") with a constant loc (funsor's guide idiom) is built as a
+    # Gaussian over x at once; its density equals scipy's for every batch entry.
+    rng = np.random.default_rng(5)
+    scale_data = rng.uniform(0.5, 2.0, size=3)
+    scale = fc.Tensor(scale_data, {"b": Bint[3]})
+    event = (2,) if loc_kind == "event" else ()
+    loc_data = {"number": np.full(3, 0.7), "tensor": np.full(3, -0.4),
+                "batched": rng.normal(size=3), "event": rng.normal(size=(3, 2))}[loc_kind]
+    loc = {"number": fc.Number(0.7), "tensor": fc.Tensor(np.array(-0.4)),
+           "batched": fc.Tensor(loc_data, {"b": Bint[3]}),
+           "event": fc.Tensor(loc_data, {"b": Bint[3]}, "real")}[loc_kind]
+    f = D.Normal(loc, scale, value=fc.Variable("x", Reals[event]))
+    assert _is_gaussian_form(f)
+    point = rng.normal(size=event)
+    for b in range(3):
+        expected = st.norm(loc_data[b], scale_data[b]).logpdf(point).sum()
+        np.testing.assert_allclose(_np(f(b=b, x=point).data), expected, rtol=1e-12)
+
 def test_lazy_scale_or_nonaffine_loc_stays_a_distribution():
     x = fc.Variable("x", Real)
     assert isinstance(D.Normal(x.exp(), 1.0, 0.5), D.Normal)

@@ -12,7 +12,8 @@ system) summing a switch state out of a Gaussian gives a mixture, which ``exact`
 keep lazy (its components multiply with every step); the filter collapses each such sum to
 one Gaussian per assignment of the states still in the window by matching moments, under
 ``exact`` as under ``moment_matching`` (whose rule does it first): window 1 is the
-generalized pseudo-Bayes / interacting multiple model filter, and a window of all the chain's
+generalized pseudo-Bayes filter GPB2 (``method="imm"`` gives the interacting multiple model
+filter instead, which mixes before predicting: ``filter.imm``), and a window of all the chain's
 states (``T``, counting the first) is exact enumeration of the ``K^T`` switch paths (the final
 collapse keeps the total mass). A step costs ``O(K^(window + 1))`` Gaussian operations for
 ``K`` switch values, so the filter is ``O(T K^(window + 1))``.
@@ -38,6 +39,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.filter.fused import FusedCollapses
+from funsor_core.algorithms.filter.imm import imm_filter
 from funsor_core.algorithms.filter.masked import masked_filter
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
@@ -89,7 +91,8 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
 
 
 def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor,
-                    window: int = 1, each_step=None, *, lengths=None, mask=None) -> Funsor:
+                    window: int = 1, each_step=None, method: str = "gpb2", *, lengths=None,
+                    mask=None) -> Funsor:
     """The forward message of a chain after its last step (see the module docstring).
 
     Args:
@@ -107,6 +110,12 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
             counts iff ``t < lengths[b]`` (a Tensor over batch names) and ``mask[t, b]``
             (a 0/1 Tensor, Tensor chains only); the result of entry ``b`` is its message
             after its last valid step.
+        method: with ``window=1`` and Gaussian factors, which collapse: ``"gpb2"`` (the
+            default: predict and update every (previous, next) switch pair, then collapse
+            over the previous switch) or ``"imm"`` (interacting multiple model: mix the
+            previous switch's posteriors first, then predict and update once per next
+            switch; ``filter.imm``). They give different numbers; a chain of Tensors gets
+            the exact forward algorithm from both.
 
     Returns:
         A factor of the curr names of the last step (and the batch and global inputs):
@@ -114,7 +123,9 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
 
     Raises:
         ValueError: a name of ``step`` is not an input of ``trans``, prev and curr domains
-            differ, ``init`` has inputs of the curr names or ``time``, or ``window < 1``.
+            differ, ``init`` has inputs of the curr names or ``time``, or ``window < 1``;
+            ``method="imm"`` with a window other than 1, another semiring than
+            ``(logaddexp, add)``, or a real factor over a previous switch state.
 
     Example:
         >>> t = fc.Tensor(np.ones((4, 2, 2)), {"t": fc.Bint[4], "a": fc.Bint[2], "b": fc.Bint[2]})
@@ -122,11 +133,17 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         array([16., 16.])
     """
     if lengths is not None or mask is not None:
+        if method != "gpb2":
+            raise NotImplementedError(f"windowed_filter(method={method!r}) of a ragged batch "
+                                      "(lengths= or mask=): only the default GPB2 collapse "
+                                      "takes lengths so far")
         return masked_filter(sum_op, prod_op, trans, time, step, init, window, lengths, mask,
                              windowed_filter)
     time = time.name if isinstance(time, Variable) else time
     step = dict(step)
     _check(trans, time, step, init, window)
+    if method != "gpb2":
+        return _imm(sum_op, prod_op, trans, time, step, init, window, each_step, method)
     discrete = [p for p in step if trans.inputs[p].dtype != "real"]
     slots = _slot_names(step, discrete, window, set(trans.inputs) | set(init.inputs))
     # At step t a discrete state's prev is slot t and its curr slot t + 1 (mod window + 1),
@@ -179,6 +196,16 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
             each_step(t, current(msg, t))
         t += 1
     return current(msg, size - 1)
+
+
+def _imm(sum_op, prod_op, trans, time, step, init, window, each_step, method):
+    if method != "imm":
+        raise ValueError(f"windowed_filter: method must be 'gpb2' or 'imm', got {method!r}")
+    if window != 1 or sum_op is not ops.logaddexp or prod_op is not ops.add:
+        raise ValueError(f"windowed_filter(method='imm') keeps one Gaussian per switch value "
+                         f"of log densities: it needs window=1 and the semiring (ops.logaddexp, "
+                         f"ops.add), got window={window}, ({sum_op}, {prod_op})")
+    return imm_filter(trans, time, step, init, each_step)
 
 
 _NO_MOMENTS = (

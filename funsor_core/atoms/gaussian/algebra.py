@@ -456,7 +456,7 @@ def subs_gaussian_batch(g: Gaussian, subs: tuple) -> Gaussian | None:
 
 
 def rename_gaussian(g: Gaussian, mapping: dict) -> Gaussian | None:
-    """Rename real inputs by ``mapping`` (old -> new name), or None when two names would
+    """Rename inputs (real or Bint) by ``mapping`` (old -> new name), or None when two names would
     merge (a diagonal substitution, which is an affine change of variables instead).
 
     Example:

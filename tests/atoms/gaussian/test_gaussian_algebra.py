@@ -101,6 +101,24 @@ def test_rename_and_batch_substitution():
     np.testing.assert_allclose(picked(x=0.5).data, -0.5 * (0.5 - 2.0) ** 2)
 
 
+
+def test_renaming_a_sum_relabels_bint_and_real_inputs():
+    # msg(s_curr="s_prev", x_curr="x_prev") on a Gaussian + Tensor message (the per-step
+    # idiom of a filter): the arrays are kept, only the names change; values checked
+    # pointwise against the original at the same (renamed) points.
+    rng = np.random.default_rng(3)
+    g = fc.Gaussian(mean=rng.normal(size=(3, 2)), covariance=np.eye(2) * 0.5,
+                    inputs={"s": fc.Bint[3], "x": fc.Reals[2]})
+    msg = g + fc.Tensor(rng.normal(size=3), {"s": fc.Bint[3]})
+    renamed = msg(s="r", x="y")
+    assert renamed.inputs == {"r": fc.Bint[3], "y": fc.Reals[2]}
+    gaussians, _ = ga.split_gaussian_sum(renamed)
+    assert gaussians[0].white_vec is g.white_vec  # relabelled, not copied
+    point = rng.normal(size=2)
+    for k in range(3):
+        np.testing.assert_allclose(renamed(r=k, y=point).data, msg(s=k, x=point).data,
+                                   rtol=1e-12)
+
 def test_gaussian_sum_normal_form():
     g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
     total = ga.gaussian_sum(g, fc.Number(1.0), fc.Tensor(np.array(2.0)), g)
