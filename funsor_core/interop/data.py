@@ -144,8 +144,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             return result
         x = backend_module().asarray(x)
     dtype = "real" if output is None else output.dtype
-    if output is None:
-        dtype = "real"
+    if dtype != "real" and ops.is_floating(x):
+        # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
+        # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
+        # itself still refuses float data for a Bint dtype.
+        x = ops.astype(x, "int")
     out_shape = () if output is None else output.shape
     if dim_to_name is None:
         if output is not None and tuple(x.shape) != out_shape:
