@@ -77,15 +77,7 @@ def _masked(raw, dim_to_name, reinterpreted, convert):
                 "a mask that varies over dims an enclosing Independent sums has no funsor "
                 f"form here (mask batch shape {batch}, {reinterpreted} reinterpreted dims)")
         mask = outer
-    return _named(mask, dim_to_name) * base
-
-
-def _named(x, dim_to_name: dict):
-    """A Tensor of the batch array ``x``: dims of size 1 stay unnamed (as in funsor 0.4.8's
-    conversion), so a mask broadcast over a named dim does not claim that name at size 1."""
-    n = len(x.shape)
-    names = {d: name for d, name in dim_to_name.items() if -n <= d < 0 and x.shape[d] != 1}
-    return to_funsor(x, Real, names)
+    return to_funsor(mask, Real, dim_to_name) * base
 
 
 def _expanded(raw, dim_to_name, reinterpreted, convert):

@@ -164,9 +164,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     keep = []
     for i, size in enumerate(batch_shape):
         name = dim_to_name.get(i - nb)
-        if name is None:
-            if size != 1:
-                raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+        if name is None and size != 1:
+            raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+        if size == 1:
+            # A dim of size 1 broadcasts: it names no input, even when named (as in funsor
+            # 0.4.8), so a value broadcast over a plate does not claim the plate at size 1.
             continue
         names.append((name, Bint[size]))
         keep.append(i)

@@ -154,3 +154,14 @@ def test_to_funsor_float_data_for_a_bint_output():
 
     for actual in values_on_every_backend(convert, values):
         np.testing.assert_array_equal(actual, values[:, 0].astype(int))
+
+
+# to_funsor: a batch dim of size 1 names no input even when dim_to_name names it (it
+# broadcasts, as in funsor 0.4.8); to_data puts it back as a size-1 dim.
+def test_to_funsor_size_one_dims_name_no_input(backend):
+    from tests.backend_values import as_backend_array, to_numpy
+
+    x = np.arange(3.0).reshape(3, 1, 1)
+    t = fc.to_funsor(as_backend_array(x), fc.Real, {-3: "a", -2: "b", -1: "c"})
+    assert t.inputs == {"a": fc.Bint[3]}
+    np.testing.assert_array_equal(to_numpy(fc.to_data(t, {"a": -3})), x)
