@@ -63,21 +63,30 @@ def _masked(raw, dim_to_name, reinterpreted, convert):
     mask = raw._mask
     if isinstance(mask, bool):  # Pyro keeps a Python bool as it is
         return base if mask else 0.0 * base
-    batch = tuple(raw.batch_shape)
     mask = ops.astype(mask, "real")
-    if tuple(mask.shape) != batch:
-        mask = ops.expand(mask, batch)
     if reinterpreted:
-        # Masking entries an Independent sums over cannot be a factor on the sum; masking
-        # whole outer entries can (the mask is constant over the reinterpreted dims).
-        inner = tuple(range(len(batch) - reinterpreted, len(batch)))
-        outer = ops.amax(mask, inner)
-        if not bool(ops.all(ops.amin(mask, inner) == outer)):
-            raise NotImplementedError(
-                "a mask that varies over dims an enclosing Independent sums has no funsor "
-                f"form here (mask batch shape {batch}, {reinterpreted} reinterpreted dims)")
-        mask = outer
+        mask = _outer_mask(mask, tuple(raw.batch_shape), reinterpreted)
     return to_funsor(mask, Real, dim_to_name) * base
+
+
+def _outer_mask(mask, batch: tuple, reinterpreted: int):
+    """The mask over the outer batch dims, when it is constant over the ``reinterpreted``
+    rightmost ones (an Independent sums those: a mask varying inside an event is no factor
+    on the sum)."""
+    outer = len(batch) - reinterpreted
+    shape = (1,) * (len(batch) - len(mask.shape)) + tuple(mask.shape)
+    mask = ops.reshape(mask, shape)
+    inner = tuple(range(outer, len(batch)))
+    if any(shape[d] != 1 for d in inner):
+        # Pyro stores masks expanded to the batch shape, so the shape alone rarely decides;
+        # the values do (distribution objects hold concrete torch arrays).
+        top = ops.amax(mask, inner)
+        if not bool(ops.all(ops.amin(mask, inner) == top)):
+            raise NotImplementedError(
+                f"a mask varies over the {reinterpreted} rightmost batch dims of {batch} that "
+                "an enclosing Independent sums: no funsor form here; mask whole events")
+        return top
+    return ops.reshape(mask, shape[:outer])
 
 
 def _expanded(raw, dim_to_name, reinterpreted, convert):

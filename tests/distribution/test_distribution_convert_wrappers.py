@@ -142,3 +142,10 @@ def test_pyro_masked_independent_masks_whole_events():
     f = fc.to_funsor(raw, Real, {-1: "i"})
     value = torch.randn(2, 3, dtype=torch.float64)
     np.testing.assert_allclose(_log_prob(f, value, "i"), raw.log_prob(value), rtol=1e-12)
+
+
+def test_mask_varying_inside_an_event_raises():
+    raw = td.Independent(Masked(td.Poisson(torch.ones(2, 3)), torch.tensor([True, False, True])),
+                         1)
+    with pytest.raises(NotImplementedError, match=r"mask varies over the 1 rightmost batch dims"):
+        fc.to_funsor(raw, Real, {-1: "i"})
