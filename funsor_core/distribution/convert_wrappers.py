@@ -90,7 +90,10 @@ def _outer_mask(mask, batch: tuple, reinterpreted: int):
 
 
 def _expanded(raw, dim_to_name, reinterpreted, convert):
-    expanded = raw.base_dist.expand(raw.batch_shape)
+    try:
+        expanded = raw.base_dist.expand(raw.batch_shape)
+    except NotImplementedError:  # torch's default: the base cannot expand itself
+        expanded = raw
     if type(expanded) is not type(raw):  # the base broadcast its own parameters
         return convert(expanded, dim_to_name, reinterpreted)
     if reinterpreted:
@@ -107,9 +110,12 @@ def _expanded(raw, dim_to_name, reinterpreted, convert):
 
 
 def _any_array(dist):
+    # An array the distribution (or what it wraps) holds: the type and device of new zeros.
     for value in vars(dist).values():
         if hasattr(value, "shape") and hasattr(value, "dtype"):
             return value
+    if hasattr(dist, "base_dist"):
+        return _any_array(dist.base_dist)
     raise NotImplementedError(f"{type(dist).__name__} holds no array to take a type from")
 
 

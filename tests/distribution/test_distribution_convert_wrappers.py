@@ -149,3 +149,38 @@ def test_mask_varying_inside_an_event_raises():
                          1)
     with pytest.raises(NotImplementedError, match=r"mask varies over the 1 rightmost batch dims"):
         fc.to_funsor(raw, Real, {-1: "i"})
+
+
+@pytest.mark.parametrize("name", ["Beta", "Gamma", "Dirichlet"])
+def test_pyro_nonreparameterized_fakes(name):
+    fakes = pytest.importorskip("pyro.distributions.testing.fakes")
+    a = torch.rand(2, 3, dtype=torch.float64) + 0.5
+    b = torch.rand(2, 3, dtype=torch.float64) + 0.5
+    raw = getattr(fakes, "Nonreparameterized" + name)(*((a,) if name == "Dirichlet" else
+                                                        (a[:, 0], b[:, 0])))
+    with lazy:
+        f = fc.to_funsor(raw, Real, {-1: "i"})
+    assert type(f) is getattr(D, "Nonreparameterized" + name)
+    value = raw.sample()
+    np.testing.assert_allclose(_log_prob(f, value, "i"), raw.log_prob(value), rtol=1e-10)
+
+
+class Expanded(td.Distribution):
+    """An expansion wrapper known by its attributes (as Pyro's ExpandedDistribution)."""
+
+    def __init__(self, base_dist, batch_shape):
+        self.base_dist, self._expanded_sizes = base_dist, tuple(batch_shape)
+        super().__init__(torch.Size(batch_shape), base_dist.event_shape, validate_args=False)
+
+    def log_prob(self, value):
+        return self.base_dist.log_prob(value).expand(self.batch_shape)
+
+
+def test_expanded_wrapper_of_a_base_that_cannot_expand_itself():
+    rate = torch.tensor(1.7, dtype=torch.float64)
+    raw = Expanded(Masked(td.Poisson(rate), True), (3,))  # torch's expand raises for Masked
+    f = fc.to_funsor(raw, Real, {-1: "i"})
+    assert f.inputs["i"] == Bint[3]
+    value = torch.tensor([0.0, 1.0, 4.0], dtype=torch.float64)
+    np.testing.assert_allclose(_log_prob(f, value, "i"), td.Poisson(rate).log_prob(value),
+                               rtol=1e-12)
