@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import operator
 
 import numpy as np
 
@@ -117,6 +118,10 @@ class Tensor(Funsor):
         if len({name for name, _ in inputs}) != n:
             raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
         if dtype != "real":
+            if not isinstance(dtype, int) and hasattr(dtype, "__index__"):
+                # A 0-d integer array as the bound (a size read under torch.jit.trace), as
+                # Bint[...] accepts one.
+                dtype = operator.index(dtype)
             if isinstance(dtype, bool) or not isinstance(dtype, int):
                 raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
             if ops.is_floating(data):

@@ -30,6 +30,7 @@ import numbers
 from types import ModuleType
 
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
 from funsor_core.engine.backend import BackendTable, backend_of
@@ -79,18 +80,31 @@ def torch_class(name: str, backend: ModuleType | None = None):
     return getattr(_library(backend), torch_name)
 
 
-def _family_of(raw):
-    name = type(raw).__name__
+def _family_of(raw, td: ModuleType):
+    # By inheritance: the first class in the MRO that the library itself defines (a subclass
+    # from elsewhere, e.g. Pyro's Normal, converts as its torch.distributions base does).
+    for cls in type(raw).__mro__:
+        if getattr(td, cls.__name__, None) is cls:
+            name = cls.__name__
+            break
+    else:
+        return None
     if name in _BY_PARAM:
         logits, probs = _BY_PARAM[name]
         return FAMILIES[logits if "logits" in vars(raw) else probs]
-    if name in TORCH_NAMES.values() and name in FAMILIES:
-        return FAMILIES[name]
-    return None
+    if name not in TORCH_NAMES.values() or name not in FAMILIES:
+        return None
+    # A subclass that draws without reparameterization (Pyro's NonreparameterizedNormal)
+    # keeps that: Monte Carlo estimates differ (score function instead of pathwise).
+    if not getattr(raw, "has_rsample", True) and "Nonreparameterized" + name in FAMILIES:
+        return FAMILIES["Nonreparameterized" + name]
+    return FAMILIES[name]
 
 
 def object_to_funsor(raw, output=None, dim_to_name=None):
-    """``to_funsor`` of a ``torch.distributions`` object (None for any other object).
+    """``to_funsor`` of a ``torch.distributions`` object, or of a subclass of one (None for
+    any other object). Wrappers that hold another distribution (masks, expansions, point
+    masses; see ``convert_wrappers``) are converted by what they hold.
 
     Example:
         >>> import torch
@@ -113,15 +127,28 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
         return None
     if output is not None and output is not Real:
         raise DomainError(f"a distribution is a log density, of output Real; got {output}")
-    reinterpreted = 0
-    while isinstance(raw, td.Independent):
-        reinterpreted += raw.reinterpreted_batch_ndims
-        raw = raw.base_dist
-    family = _family_of(raw)
+
+    def convert(raw, dim_to_name, reinterpreted):
+        while isinstance(raw, td.Independent):
+            reinterpreted += raw.reinterpreted_batch_ndims
+            raw = raw.base_dist
+        wrapped = wrapper_to_funsor(raw, dim_to_name, reinterpreted, convert)
+        if wrapped is not None:
+            return wrapped
+        return _family_to_funsor(raw, td, dim_to_name, reinterpreted)
+
+    return convert(raw, dim_to_name or {}, 0)
+
+
+def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int):
+    family = _family_of(raw, td)
     if family is None:
         known = sorted(set(TORCH_NAMES.values()))
-        raise NotImplementedError(f"cannot convert torch.distributions.{type(raw).__name__} "
-                                  f"to a funsor: convertible are {known}")
+        cls = type(raw)
+        where = td.__name__ if getattr(td, cls.__name__, None) is cls else cls.__module__
+        raise NotImplementedError(f"cannot convert {where}.{cls.__name__} to a funsor: "
+                                  f"convertible are {known}, their subclasses, and masked, "
+                                  "expanded and point-mass wrappers")
     batch = tuple(raw.batch_shape)
     out_batch = batch[len(batch) - reinterpreted:]
     params = []
@@ -131,7 +158,7 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
             params.append(float(x))
             continue
         event = tuple(x.shape[len(batch):])
-        params.append(to_funsor(x, Reals[out_batch + event], dim_to_name or {}))
+        params.append(to_funsor(x, Reals[out_batch + event], dim_to_name))
     return family(*params)
 
 

@@ -139,8 +139,19 @@ def backend_names(aliases: bool = False) -> tuple[str, ...]:
     return tuple(_BACKENDS) + (tuple(_ALIASES) if aliases else ())
 
 
+def _root_backend_of_type(typ: type) -> str | None:
+    # By inheritance: a subclass defined elsewhere (a distribution of a library built on
+    # torch.distributions, a user's array subclass) belongs to the backend of the first
+    # class in its MRO that a backend's library defines. Paid once per type (callers cache).
+    for cls in typ.__mro__:
+        name = _ROOTS.get(cls.__module__.split(".", 1)[0])
+        if name is not None:
+            return name
+    return None
+
+
 def _backend_name_of_type(typ: type) -> str | None:
-    name = _ROOTS.get(typ.__module__.split(".", 1)[0])
+    name = _root_backend_of_type(typ)
     if name is None and issubclass(typ, (int, float)):
         name = _HOST
     return name
@@ -161,7 +172,7 @@ def backend_name_of(array) -> str:
 
 def _load_backend_of_type(typ: type) -> bool:
     # The hook behind ops' first sight of an array type: torch and jax load on demand.
-    name = _ROOTS.get(typ.__module__.split(".", 1)[0])
+    name = _root_backend_of_type(typ)
     if name is None or name in _MODULES:
         return False
     backend_module(name)

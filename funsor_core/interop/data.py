@@ -144,8 +144,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             return result
         x = backend_module().asarray(x)
     dtype = "real" if output is None else output.dtype
-    if output is None:
-        dtype = "real"
+    if dtype != "real" and ops.is_floating(x):
+        # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
+        # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
+        # itself still refuses float data for a Bint dtype.
+        x = ops.astype(x, "int")
     out_shape = () if output is None else output.shape
     if dim_to_name is None:
         if output is not None and tuple(x.shape) != out_shape:
@@ -161,9 +164,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     keep = []
     for i, size in enumerate(batch_shape):
         name = dim_to_name.get(i - nb)
-        if name is None:
-            if size != 1:
-                raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+        if name is None and size != 1:
+            raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+        if size == 1:
+            # A dim of size 1 broadcasts: it names no input, even when named (as in funsor
+            # 0.4.8), so a value broadcast over a plate does not claim the plate at size 1.
             continue
         names.append((name, Bint[size]))
         keep.append(i)

@@ -499,7 +499,8 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         x: a Funsor, Python number, array, or a string (a Variable of domain ``output``).
         output: the expected output domain; checked for funsors, used for the rest.
         dim_to_name: for arrays, a mapping from batch dims (negative ints, counted from the
-            left of the output shape) to input names; unnamed batch dims must have size 1.
+            left of the output shape) to input names; unnamed batch dims must have size 1,
+            and dims of size 1 name no input (they broadcast, as in funsor).
 
     Example:
         >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-2: "i"}).inputs

@@ -228,6 +228,15 @@ def test_float_data_for_a_bint_tensor_raises(backend):
     assert ok.dtype == 3
 
 
+def test_bint_bound_given_as_a_zero_dim_integer_array(backend):
+    # Pyro's plates under torch.jit.trace read their size as a 0-d tensor.
+    from tests.backend_values import as_backend_array
+
+    bound = as_backend_array(np.array(3))
+    t = fc.Tensor(as_backend_array(np.array([0, 2])), {"k": Bint[2]}, bound)
+    assert t.dtype == 3 and type(t.dtype) is int and t.output == Bint[3]
+
+
 @pytest.mark.parametrize("dtype", ["real", 5])
 @pytest.mark.parametrize("exponent", [-1, -2, 2])
 def test_integer_tensor_power_is_real(dtype, exponent):

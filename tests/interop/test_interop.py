@@ -137,3 +137,31 @@ def test_to_data_of_a_stack_of_numbers(backend, dtype):
         np.testing.assert_array_equal(to_numpy(actual), expected)
         np.testing.assert_array_equal(to_numpy(actual), to_numpy(fc.to_data(tensor, name_to_dim)))
         assert type(actual) is type(tensor.data)
+
+
+# ---------------------------------------------------------------------------------------------
+# to_funsor of whole numbers held as floats with a Bint output (Pyro enumerates Bernoulli sites
+# as 0.0/1.0) gives the integer Tensor, on every backend and under jax.jit.
+def test_to_funsor_float_data_for_a_bint_output():
+    from tests.backend_values import values_on_every_backend
+
+    values = np.array([[0.0], [1.0], [1.0]])
+
+    def convert(x):
+        t = fc.to_funsor(x, fc.Bint[2], {-2: "x"})
+        assert t.inputs == {"x": fc.Bint[3]} and t.dtype == 2 and not ops.is_floating(t.data)
+        return t.data
+
+    for actual in values_on_every_backend(convert, values):
+        np.testing.assert_array_equal(actual, values[:, 0].astype(int))
+
+
+# to_funsor: a batch dim of size 1 names no input even when dim_to_name names it (it
+# broadcasts, as in funsor 0.4.8); to_data puts it back as a size-1 dim.
+def test_to_funsor_size_one_dims_name_no_input(backend):
+    from tests.backend_values import as_backend_array, to_numpy
+
+    x = np.arange(3.0).reshape(3, 1, 1)
+    t = fc.to_funsor(as_backend_array(x), fc.Real, {-3: "a", -2: "b", -1: "c"})
+    assert t.inputs == {"a": fc.Bint[3]}
+    np.testing.assert_array_equal(to_numpy(fc.to_data(t, {"a": -3})), x)
