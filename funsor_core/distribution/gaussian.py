@@ -29,11 +29,11 @@ import math
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
-from funsor_core.terms.base import Funsor
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -78,12 +78,63 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     s = ops.reshape(s, sizes + (n,))
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
+    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
+    g = _difference_gaussian(loc, scale.inputs, s, value)
+    if g is not None:
+        return g + log_norm
     prec_sqrt = ops.diag_embed(1.0 / s)
     white_vec = ops.new_zeros(s, sizes + (n,))
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
-    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
     return g(**{z: value - loc}) + log_norm
+
+
+def _term_parts(t: Funsor, shape: tuple):
+    # ``t`` as (real Variable name or None, constant or None), when it is a Variable of the
+    # value's domain or holds no real input (a constant); None otherwise.
+    if isinstance(t, Variable):
+        return (t.name, None) if t.output.shape == shape else None
+    if isinstance(t, (Tensor, Number)) and t.output.shape == shape and all(
+            d.dtype != "real" for d in t.inputs.values()):
+        return None, t
+    return None
+
+
+def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
+    """The Gaussian ``-0.5 ||(value - loc) / s||^2`` built directly, when ``value`` and
+    ``loc`` are real Variables of the value's domain or constants (the common
+    ``Normal(x_prev, sd, x_curr)``, ``Normal(x, sd, y_obs)``); None otherwise, for the
+    general affine substitution. The same arrays as that substitution: square-root precision
+    ``+-diag(1 / s)`` per variable (value +, loc -), white vector ``-c / s`` with ``c`` the
+    constant of ``value - loc``; inputs in the substitution's order (batch, then reals)."""
+    shape = value.output.shape
+    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
+    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
+        return None
+    inputs = dict(batch)
+    for _, const in parts:
+        if const is not None:
+            inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
+    full = tuple(d.size for d in inputs.values())
+    n = math.prod(shape)
+    inv = ops.expand(ops.reshape(1.0 / s, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
+        batch)) + (n,)), full + (n,))
+    blocks, reals, white = [], {}, None
+    for (name, const), sign in zip(parts, (1.0, -1.0)):
+        if name is not None:
+            blocks.append(ops.diag_embed(inv if sign > 0 else -inv))
+            reals[name] = Domain("real", shape)
+            continue
+        if const.inputs:
+            c = align_tensor(inputs, const)
+            c = ops.reshape(c, tuple(c.shape[:len(inputs)]) + (n,))
+        else:
+            c = ops.reshape(ops.new_array(s, const.data) if isinstance(const, Number)
+                            else const.data, (n,))
+        white = ops.mul(-sign, ops.mul(c, inv))  # -c / s, c = sign * const
+    prec_sqrt = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -2)
+    white_vec = ops.new_zeros(s, full + (n,)) if white is None else ops.expand(white, full + (n,))
+    return Gaussian(white_vec, prec_sqrt, tuple(inputs.items()) + tuple(reals.items()))
 
 
 def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:
