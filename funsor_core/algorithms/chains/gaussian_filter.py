@@ -11,7 +11,8 @@ the carry and stay free.
 
 The parallel strategy composes the steps by ``scan_gaussian``'s tree, then the boundaries.
 Under jax the whole computation is one compiled kernel (``lax.scan`` for the filter),
-cached by its static structure.
+cached by its static structure; the first eager call of a structure on host arrays runs in
+numpy instead (a program run once never earns back seconds of compilation).
 
 Example:
     >>> from interpretations import lazy
@@ -219,6 +220,62 @@ def _compiled(strategy, dp, dg, power, has_left, has_right, backend):
     return backend.jit(optimistic)
 
 
+# The first eager (untraced) call of a compiling backend's chain kernel on host arrays of a
+# new structure (shapes included), up to this many entries, runs op by op in numpy; later
+# calls of that structure compile it. Compiling costs seconds per new shape (a 100-step
+# Kalman filter: 2-3 s of XLA against 10 ms of numpy), which a program run once never earns
+# back; a loop earns it back from its second call on. benchmarks/latency.py has the rows.
+HOST_EAGER_MAX = 1 << 20
+
+
+@cached("chains.gaussian_filter.sightings", maxsize=256)
+def _sightings(key) -> list:
+    return [0]  # how many eager calls of this structure have run
+
+
+def _leaves(arrays) -> list:
+    out = []
+    for a in arrays:
+        if isinstance(a, (tuple, list)):
+            out.extend(_leaves(a))
+        elif a is not None:
+            out.append(a)
+    return out
+
+
+def _host_eager(problem, structure: tuple, arrays) -> bool:
+    # Whether this eager call runs in numpy: a first sighting of concrete host arrays.
+    if problem.device != "cpu":
+        return False
+    leaves = _leaves(arrays)
+    if not all(ops.is_concrete(a) for a in leaves):
+        return False
+    shapes = tuple(tuple(a.shape) for a in leaves)
+    if sum(math.prod(shape) for shape in shapes) > HOST_EAGER_MAX:
+        return False
+    seen = _sightings(structure + shapes + tuple(str(a.dtype) for a in leaves))
+    seen[0] += 1
+    return seen[0] == 1
+
+
+def _to_host(a):
+    if isinstance(a, (tuple, list)):
+        return type(a)(_to_host(x) for x in a)
+    return None if a is None else ops.to_numpy(a)
+
+
+def _run_on_host(chain, left, right, label, batch_size, requested):
+    # The numpy kernel on host copies (the same _run the numpy backend calls, with numpy's
+    # strategy), its results returned as arrays of the chain's backend and dtype.
+    proto = chain.w
+    host = [_to_host(a) for a in (chain.w, chain.s, chain.k, left, right)]
+    copy = GaussianChain(*host[:3], chain.dp, chain.dg, chain.power, None, None, None)
+    problem = chain_problem(host[0], chain.dp, batch_size, chain.duration, True, True)
+    strategy = resolve_strategy(requested, problem)
+    return tuple(ops.new_array(proto, a) for a in _run(strategy, label, None, copy, host[3],
+                                                       host[4]))
+
+
 def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
     """``Contraction(red_op, bin_op, reduced_vars, (mp, *others))`` for a Gaussian chain whose
     first prev or last curr states are integrated out, with the Gaussian factors of those
@@ -262,7 +319,11 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     problem = chain_problem(proto, dp, batch_size, chain.duration, True, True)
     strategy = resolve_strategy(mp.strategy, problem)
     label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
-    if backend.COMPILES:
+    structure = (strategy, dp, dg, chain.power, use_left, use_right, backend.NAME)
+    if backend.COMPILES and _host_eager(problem, structure, (chain.w, chain.s, chain.k,
+                                                             left_arr, right_arr)):
+        w, s, k = _run_on_host(chain, left_arr, right_arr, label, batch_size, mp.strategy)
+    elif backend.COMPILES:
         w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right, backend)(
             chain.w, chain.s, chain.k, left_arr, right_arr)
         if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does

@@ -419,3 +419,52 @@ def test_uninformed_coordinate_raises_on_every_backend(backend):
             mp = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"xp": "xc"}, strategy=strategy)
         with pytest.raises(ValueError, match=r"xc\)\[1\]"):
             (prior + mp).reduce(ops.logaddexp, frozenset({"xp"}))
+
+
+@pytest.mark.parametrize("case", ["well", "singular"])
+def test_eager_jax_chain_runs_on_the_host_without_compiling(monkeypatch, case):
+    # The first eager jax call of a chain structure on concrete host arrays runs the kernel in
+    # numpy (compiling it for each new shape costs seconds); it equals the numpy result,
+    # raises as numpy does, and returns jax arrays. The next eager call of that structure
+    # compiles (a loop earns the compilation back); under jax.jit and jax.grad the values
+    # are traced and the compiled kernel runs.
+    jax = pytest.importorskip("jax")
+    from funsor_core.algorithms.chains import gaussian_filter
+
+    rng = np.random.default_rng(3)
+    d, duration = 2, 9
+    lq = np.eye(d) / 0.7
+    trans_sqrt = np.concatenate([-(0.9 * lq), lq], 0)
+    if case == "singular":
+        trans_sqrt = np.zeros_like(trans_sqrt)
+    h = rng.normal(size=(1, d))
+    args = (trans_sqrt, rng.normal(size=(duration, 1)),
+            np.broadcast_to(h.T[None], (duration, d, 1)).copy(), rng.normal(size=d), np.eye(d))
+    run = _kalman_program(d, duration)
+    compiled = gaussian_filter._compiled
+    gaussian_filter._sightings.cache_clear()
+    fc.set_backend("jax")
+    try:
+        xs = [jax.numpy.asarray(x) for x in args]
+        monkeypatch.setattr(gaussian_filter, "_compiled", None)  # first call: never reached
+        if case == "singular":
+            with pytest.raises(ValueError, match="cannot marginalize"):
+                run(*xs)
+            return
+        eager = run(*xs)
+        assert isinstance(eager, jax.Array)
+        monkeypatch.setattr(gaussian_filter, "_compiled", compiled)
+        calls = []
+        monkeypatch.setattr(gaussian_filter, "_compiled",
+                            lambda *a: calls.append(a) or compiled(*a))
+        again = run(*xs)
+        assert calls, "the second eager call of a structure compiles"
+        jitted = jax.jit(run)(*xs)
+        grad = jax.grad(lambda v: run(xs[0], v, *xs[2:]))(xs[1])
+    finally:
+        fc.set_backend("numpy")
+    expected = float(run(*args))
+    np.testing.assert_allclose(float(eager), expected, rtol=1e-10)
+    np.testing.assert_allclose(float(again), expected, rtol=1e-9)
+    np.testing.assert_allclose(float(jitted), expected, rtol=1e-9)
+    assert np.isfinite(np.asarray(grad)).all()
