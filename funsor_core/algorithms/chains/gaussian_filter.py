@@ -220,17 +220,23 @@ def _compiled(strategy, dp, dg, power, has_left, has_right, backend):
     return backend.jit(optimistic)
 
 
-# The first eager (untraced) call of a compiling backend's chain kernel on host arrays of a
-# new structure (shapes included), up to this many entries, runs op by op in numpy; later
-# calls of that structure compile it. Compiling costs seconds per new shape (a 100-step
-# Kalman filter: 2-3 s of XLA against 10 ms of numpy), which a program run once never earns
-# back; a loop earns it back from its second call on. benchmarks/latency.py has the rows.
+# Eager (untraced) calls of a compiling backend's chain kernel on host arrays run op by op
+# in numpy until they have done about one compilation's worth of work; then the structure
+# (shapes included) compiles. Compiling costs seconds per new shape (a 100-step Kalman
+# filter: 2-3 s of XLA against 10 ms of numpy), which a program run a few times never earns
+# back, and a loop earns back once it has paid as much on the host (ski rental: at most
+# twice the cost of the better choice in hindsight). Decided by counts of array entries, not
+# clocks, so a program takes the same route on every machine. The first call of a structure
+# runs on the host up to HOST_EAGER_MAX entries; later ones while the host runs of that
+# structure stay within HOST_BUDGET entries in all (a 100-step scalar chain: ~100 calls,
+# about a second of numpy). benchmarks/latency.py has the rows.
 HOST_EAGER_MAX = 1 << 20
+HOST_BUDGET = 1 << 16
 
 
-@cached("chains.gaussian_filter.sightings", maxsize=256)
-def _sightings(key) -> list:
-    return [0]  # how many eager calls of this structure have run
+@cached("chains.gaussian_filter.host_runs", maxsize=256)
+def _host_runs(key) -> list:
+    return [0, 0]  # eager calls of this structure run on the host, and their entries in all
 
 
 def _leaves(arrays) -> list:
@@ -244,18 +250,21 @@ def _leaves(arrays) -> list:
 
 
 def _host_eager(problem, structure: tuple, arrays) -> bool:
-    # Whether this eager call runs in numpy: a first sighting of concrete host arrays.
+    # Whether this eager call runs in numpy (see HOST_BUDGET).
     if problem.device != "cpu":
         return False
     leaves = _leaves(arrays)
     if not all(ops.is_concrete(a) for a in leaves):
         return False
     shapes = tuple(tuple(a.shape) for a in leaves)
-    if sum(math.prod(shape) for shape in shapes) > HOST_EAGER_MAX:
+    entries = sum(math.prod(shape) for shape in shapes)
+    runs = _host_runs(structure + shapes + tuple(str(a.dtype) for a in leaves))
+    limit = HOST_EAGER_MAX if runs[0] == 0 else HOST_BUDGET
+    if runs[1] + entries > limit:
         return False
-    seen = _sightings(structure + shapes + tuple(str(a.dtype) for a in leaves))
-    seen[0] += 1
-    return seen[0] == 1
+    runs[0] += 1
+    runs[1] += entries
+    return True
 
 
 def _to_host(a):

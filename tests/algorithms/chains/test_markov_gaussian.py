@@ -423,11 +423,11 @@ def test_uninformed_coordinate_raises_on_every_backend(backend):
 
 @pytest.mark.parametrize("case", ["well", "singular"])
 def test_eager_jax_chain_runs_on_the_host_without_compiling(monkeypatch, case):
-    # The first eager jax call of a chain structure on concrete host arrays runs the kernel in
-    # numpy (compiling it for each new shape costs seconds); it equals the numpy result,
-    # raises as numpy does, and returns jax arrays. The next eager call of that structure
-    # compiles (a loop earns the compilation back); under jax.jit and jax.grad the values
-    # are traced and the compiled kernel runs.
+    # Eager jax calls of a chain structure on concrete host arrays run the kernel in numpy
+    # (compiling it for each new shape costs seconds) until their work reaches the budget;
+    # they equal the numpy result, raise as numpy does, and return jax arrays. Past the
+    # budget the structure compiles (a loop earns the compilation back); under jax.jit and
+    # jax.grad the values are traced and the compiled kernel runs.
     jax = pytest.importorskip("jax")
     from funsor_core.algorithms.chains import gaussian_filter
 
@@ -442,29 +442,30 @@ def test_eager_jax_chain_runs_on_the_host_without_compiling(monkeypatch, case):
             np.broadcast_to(h.T[None], (duration, d, 1)).copy(), rng.normal(size=d), np.eye(d))
     run = _kalman_program(d, duration)
     compiled = gaussian_filter._compiled
-    gaussian_filter._sightings.cache_clear()
+    gaussian_filter._host_runs.cache_clear()
     fc.set_backend("jax")
     try:
         xs = [jax.numpy.asarray(x) for x in args]
-        monkeypatch.setattr(gaussian_filter, "_compiled", None)  # first call: never reached
+        monkeypatch.setattr(gaussian_filter, "_compiled", None)  # on the host: never reached
         if case == "singular":
             with pytest.raises(ValueError, match="cannot marginalize"):
                 run(*xs)
             return
-        eager = run(*xs)
+        eager, eager2 = run(*xs), run(*xs)  # within the budget
         assert isinstance(eager, jax.Array)
-        monkeypatch.setattr(gaussian_filter, "_compiled", compiled)
+        monkeypatch.setattr(gaussian_filter, "HOST_BUDGET", 0)  # spent
         calls = []
         monkeypatch.setattr(gaussian_filter, "_compiled",
                             lambda *a: calls.append(a) or compiled(*a))
         again = run(*xs)
-        assert calls, "the second eager call of a structure compiles"
+        assert calls, "past the host budget, an eager call of the structure compiles"
         jitted = jax.jit(run)(*xs)
         grad = jax.grad(lambda v: run(xs[0], v, *xs[2:]))(xs[1])
     finally:
         fc.set_backend("numpy")
     expected = float(run(*args))
     np.testing.assert_allclose(float(eager), expected, rtol=1e-10)
+    assert float(eager2) == float(eager)
     np.testing.assert_allclose(float(again), expected, rtol=1e-9)
     np.testing.assert_allclose(float(jitted), expected, rtol=1e-9)
     assert np.isfinite(np.asarray(grad)).all()
