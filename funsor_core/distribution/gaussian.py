@@ -122,7 +122,9 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
     blocks, reals, white = [], {}, None
     for (name, const), sign in zip(parts, (1.0, -1.0)):
         if name is not None:
-            blocks.append(ops.diag_embed(inv if sign > 0 else -inv))
+            block = inv if sign > 0 else ops.neg(inv)
+            # a 1x1 diagonal is a reshape (eager jax compiles each op per shape: 1 not 5)
+            blocks.append(ops.reshape(block, full + (1, 1)) if n == 1 else ops.diag_embed(block))
             reals[name] = Domain("real", shape)
             continue
         if const.inputs:

@@ -7,8 +7,10 @@ is recorded on an ``AdjointTape``; its backward pass gives every answer:
 
 - ``marginals``: ``(logaddexp, add)``; a variable's marginal is read off the smallest factor
   that has it: ``exp(adjoint(f) + f - log Z)``, summed over the factor's other variables.
-- ``map``: ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment
-  (Viterbi on a chain), with its score.
+- ``map``: on concrete Tensor factors, the k-best replay below with k = 1 (the same search,
+  without building point masses); under ``jax.jit`` (traced factors) or with lazy factors,
+  ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment (Viterbi
+  on a chain). Either returns a most probable assignment (ties: any of the best).
 - ``kbest``: the max-product tape replayed in the k-max semiring (``kbest.py``).
 - ``sample``: ``(logaddexp, add)`` under ``PosteriorSample``: exact joint samples (forward
   filtering, backward sampling).
