@@ -99,7 +99,8 @@ def _fresh(python: str, code: str) -> dict | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return {k: float(v) for k, v in (line.split() for line in out.strip().splitlines()
-                                     if line.split()[0] in ("first", "second", "third"))}
+                                     if line.split()[0] in ("first", "second", "third",
+                                                            "normal"))}
 
 
 def first_calls() -> None:
@@ -159,7 +160,7 @@ def normal_build() -> None:
     fc.set_backend("numpy")
     r = _fresh(PEER, _PEER_NORMAL) if os.path.exists(PEER) else None
     if r is not None:
-        print(f"| torch, funsor 0.4.8 | {r['normal']:.1f} | - | - |")
+        print(f"| torch, funsor 0.4.8 | {r['normal']:.1f} | - | - | - | - |")
 
 
 # -- MAP against k best with k = 1 ----------------------------------------------------------------
