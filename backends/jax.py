@@ -209,6 +209,11 @@ def _qr_r(x):
     return jnp.linalg.qr(x, mode="r")
 
 
+# Composite kernels jitted whole: eager jax compiles each op once per new shape, so one
+# program instead of three to five shortens a small program's first call; a cached call
+# costs one dispatch (diag_embed of a 4x3 array 1.1-2.0 ms eagerly before, 26-34 us; the
+# diagonal 340-610 us before, 7-19 us). Under an outer jit they inline.
+@functools.partial(jax.jit, static_argnums=(1, 2))
 def _diagonal(x, dim1=-2, dim2=-1):
     # A strided slice of the flattened matrix ((i, i) is entry i (m + 1)), where
     # jnp.diagonal gathers: XLA keeps the gather's index arrays as kernels of their own
@@ -228,6 +233,7 @@ def _triangular_inv(x, upper=False):
     return _triangular_solve(eye, x, upper=upper)
 
 
+@jax.jit
 def _diag_embed(x):
     # A select, not x * eye: an infinite entry must leave zeros off the diagonal.
     eye = jnp.eye(x.shape[-1], dtype=bool)

@@ -30,7 +30,7 @@ import math
 from funsor_core import ops
 from funsor_core.atoms.gaussian.algebra import gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
@@ -79,34 +79,65 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     s = ops.reshape(s, sizes + (n,))
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
-    prec_sqrt = ops.diag_embed(1.0 / s)
     log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
-    rows = _constant_loc(loc, scale, value, sizes, n)
-    if rows is not None:
-        # value is x itself and loc a constant: ||x / s - loc / s||^2 is the Gaussian over x
-        # at once (white vector loc / s), no change of variables to substitute.
-        inputs = tuple(scale.inputs.items()) + ((value.name, value.output),)
-        return gaussian_sum(Gaussian(rows / s, prec_sqrt, inputs), log_norm)
+    g = _difference_gaussian(loc, scale.inputs, s, value)
+    if g is not None:
+        return gaussian_sum(g, log_norm)
+    prec_sqrt = ops.diag_embed(1.0 / s)
     white_vec = ops.new_zeros(s, sizes + (n,))
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
     return g(**{z: value - loc}) + log_norm
 
 
-def _constant_loc(loc: Funsor, scale: Tensor, value: Funsor, sizes: tuple, n: int):
-    """``loc`` as an array of shape ``sizes + (n,)`` (``scale``'s batch, the flattened value)
-    when ``value`` is a Variable and ``loc`` a Number or a Tensor of no inputs or exactly
-    ``scale``'s (in its order); None otherwise (the general affine path)."""
-    if type(value) is not Variable or value.name in scale.inputs:
+def _term_parts(t: Funsor, shape: tuple):
+    # ``t`` as (real Variable name or None, constant or None), when it is a Variable of the
+    # value's domain or holds no real input (a constant); None otherwise.
+    if isinstance(t, Variable):
+        return (t.name, None) if t.output.shape == shape else None
+    if isinstance(t, (Tensor, Number)) and t.output.shape == shape and all(
+            d.dtype != "real" for d in t.inputs.values()):
+        return None, t
+    return None
+
+
+def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
+    """The Gaussian ``-0.5 ||(value - loc) / s||^2`` built directly, when ``value`` and
+    ``loc`` are real Variables of the value's domain or constants (the common
+    ``Normal(x_prev, sd, x_curr)``, ``Normal(x, sd, y_obs)``); None otherwise, for the
+    general affine substitution. The same arrays as that substitution: square-root precision
+    ``+-diag(1 / s)`` per variable (value +, loc -), white vector ``-c / s`` with ``c`` the
+    constant of ``value - loc``; inputs in the substitution's order (batch, then reals)."""
+    shape = value.output.shape
+    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
+    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
         return None
-    if type(loc) is Number:
-        return ops.new_full(scale.data, sizes + (n,), float(loc.data))
-    if type(loc) is not Tensor or loc.inputs and tuple(loc.inputs) != tuple(scale.inputs):
-        return None
-    data, _ = _batch(loc, value.output.shape)
-    if not loc.inputs and sizes:
-        data = ops.expand(data, sizes + tuple(value.output.shape))
-    return ops.reshape(data, sizes + (n,))
+    inputs = dict(batch)
+    for _, const in parts:
+        if const is not None:
+            inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
+    full = tuple(d.size for d in inputs.values())
+    n = math.prod(shape)
+    inv = ops.expand(ops.reshape(1.0 / s, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
+        batch)) + (n,)), full + (n,))
+    blocks, reals, white = [], {}, None
+    for (name, const), sign in zip(parts, (1.0, -1.0)):
+        if name is not None:
+            block = inv if sign > 0 else ops.neg(inv)
+            # a 1x1 diagonal is a reshape (eager jax compiles each op per shape: 1 not 5)
+            blocks.append(ops.reshape(block, full + (1, 1)) if n == 1 else ops.diag_embed(block))
+            reals[name] = Domain("real", shape)
+            continue
+        if const.inputs:
+            c = align_tensor(inputs, const)
+            c = ops.reshape(c, tuple(c.shape[:len(inputs)]) + (n,))
+        else:
+            c = ops.reshape(ops.new_array(s, const.data) if isinstance(const, Number)
+                            else const.data, (n,))
+        white = ops.mul(-sign, ops.mul(c, inv))  # -c / s, c = sign * const
+    prec_sqrt = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -2)
+    white_vec = ops.new_zeros(s, full + (n,)) if white is None else ops.expand(white, full + (n,))
+    return Gaussian(white_vec, prec_sqrt, tuple(inputs.items()) + tuple(reals.items()))
 
 
 def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:

@@ -64,6 +64,49 @@ def test_normal_affine_density_at_random_points(backend):
     np.testing.assert_allclose(actual, expected, rtol=1e-10)
 
 
+# Variables and constants as loc and value (Normal(x_prev, sd, x_curr), Normal(x, sd, y_obs)):
+# built directly as a Gaussian, with the constants' batch inputs after the scale's.
+VARIABLE_FORMS = ["var-var", "var-const", "const-var", "vector var-var", "vector const-var"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("form", VARIABLE_FORMS)
+def test_normal_of_variables_and_constants_at_random_points(backend, form):
+    rng = np.random.default_rng(len(form))
+    dim = 3 if form.startswith("vector") else 1
+    shape = (dim,) if dim > 1 else ()
+    scale = rng.uniform(0.5, 2.0, (2,) + shape)
+    const = rng.standard_normal((4,) + shape)
+    xs, ys = rng.standard_normal((5,) + shape), rng.standard_normal((5,) + shape)
+    i, t, n = {"i": Bint[2]}, {"t": Bint[4]}, {"n": Bint[5]}
+    dom = Reals[dim] if dim > 1 else Real
+    x, y = fc.Variable("x", dom), fc.Variable("y", dom)
+
+    def density(scale, const, xs, ys):
+        c = fc.Tensor(const, t, "real")
+        loc, value = {"var-var": (x, y), "var-const": (x, c), "const-var": (c, y),
+                      "vector var-var": (x, y), "vector const-var": (c, y)}[form]
+        g = D.Normal(loc, fc.Tensor(scale, i, "real"), value)
+        assert _is_gaussian_form(g), g
+        subs = {k: fc.Tensor(v, n, "real") for k, v in (("x", xs), ("y", ys)) if k in g.inputs}
+        out = g(**subs)
+        names = tuple(k for k in ("i", "t", "n") if k in out.inputs)
+        return out.align(names).data
+
+    actual = _run(backend, density, scale, const, xs, ys)
+    sc = scale[:, None, None]  # dims (i, t, n) + event; coordinates are independent
+    loc = {"var-var": xs[None, None], "var-const": xs[None, None],
+           "const-var": const[None, :, None], "vector var-var": xs[None, None],
+           "vector const-var": const[None, :, None]}[form]
+    value = {"var-const": const[None, :, None]}.get(form, ys[None, None])
+    expected = st.norm(loc, sc).logpdf(value)
+    if dim > 1:
+        expected = expected.sum(-1)
+    if form in ("var-var", "vector var-var"):
+        expected = expected[:, 0]  # no t input
+    np.testing.assert_allclose(actual, expected, rtol=1e-10)
+
+
 # funsor's affine forms: each equals Normal(x, scale, y) as a function of x and y.
 AFFINE_FORMS = [
     lambda x, y, s: D.Normal(x + 2, s, y + 2),

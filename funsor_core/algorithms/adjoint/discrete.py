@@ -7,8 +7,10 @@ is recorded on an ``AdjointTape``; its backward pass gives every answer:
 
 - ``marginals``: ``(logaddexp, add)``; a variable's marginal is read off the smallest factor
   that has it: ``exp(adjoint(f) + f - log Z)``, summed over the factor's other variables.
-- ``map``: ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment
-  (Viterbi on a chain), with its score.
+- ``map``: on concrete Tensor factors, the k-best replay below with k = 1 (the same search,
+  without building point masses); under ``jax.jit`` (traced factors) or with lazy factors,
+  ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment (Viterbi
+  on a chain). Either returns a most probable assignment (ties: any of the best).
 - ``kbest``: the max-product tape replayed in the k-max semiring (``kbest.py``).
 - ``sample``: ``(logaddexp, add)`` under ``PosteriorSample``: exact joint samples (forward
   filtering, backward sampling).
@@ -201,10 +203,17 @@ class DiscreteModel:
     def map(self) -> dict:
         """The most probable joint assignment: a Tensor of values per variable (inputs: its
         plates). ``map_score()`` is its log score."""
+        if self._replayable():  # the k-best replay with k = 1: the same search, no Deltas
+            return self._best(1, None, "map", "the most probable assignment")[1]
         with argmax_approximate:
             _, adj = self._forward_backward(ops.max, "map", "the most probable assignment")
         return self._points(adj, {})
 
+    def _replayable(self) -> bool:
+        # The k-best replay reads concrete Tensor factors on the host; traced arrays (inside
+        # jax.jit) and lazy factors take the argmax adjoint instead. Decided structurally.
+        return all(isinstance(f, Number) or (isinstance(f, Tensor) and ops.is_concrete(f.data))
+                   for f in self._live)
     def map_score(self) -> Funsor:
         """The log score (sum of log factors) of the MAP assignment."""
         return reinterpret(self._expr(ops.max))
@@ -228,6 +237,11 @@ class DiscreteModel:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
         self._check_name("rank_name", rank_name)
+        return self._best(k, rank_name, "kbest", "a best assignment")
+
+    def _best(self, k: int, rank_name: str | None, query: str, what: str) -> tuple:
+        # kbest's answer; ``query`` and ``what`` name the query in the zero-mass error. With
+        # no ``rank_name`` (MAP, k = 1) the values have no rank input.
         if self._live:
             with AdjointTape() as tape:
                 root = reinterpret(self._expr(ops.max))
@@ -235,21 +249,20 @@ class DiscreteModel:
         else:  # only empty plates: one assignment (of empty arrays), of score log 1
             scores, found = np.zeros(1), {}
         if not len(scores) or scores[0] == -math.inf:  # no assignment, or none of mass
-            raise ZeroMassError(_ZERO_MASS.format(query="kbest", what="a best assignment"))
+            raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
         proto = _proto(self.factors)
-        n = len(scores)
-        rank = {rank_name: Bint[n]}
+        rank = {} if rank_name is None else {rank_name: Bint[len(scores)]}
         out = {}
         for name in self.variables:
             if name in self._empty_vars:
                 out[name] = self._empty(name, rank, value=True)
                 continue
             values, plates = found[name]
-            data = ops.new_array(proto, values.copy())
+            data = ops.new_array(proto, values[0].copy() if rank_name is None else values.copy())
             inputs = {**rank, **{p: Bint[values.shape[1 + j]] for j, p in enumerate(plates)}}
             t = Tensor(ops.astype(data, "int") if ops.is_floating(data) else data, inputs,
                        self.variables[name].size)
-            out[name] = _aligned(t, (rank_name,) + tuple(self._batch(name)))
+            out[name] = _aligned(t, tuple(rank) + tuple(self._batch(name)))
         scores_t = Tensor(ops.new_array(proto, scores.copy().astype(float)), rank)
         return scores_t, out
 

@@ -11,7 +11,8 @@ the carry and stay free.
 
 The parallel strategy composes the steps by ``scan_gaussian``'s tree, then the boundaries.
 Under jax the whole computation is one compiled kernel (``lax.scan`` for the filter),
-cached by its static structure.
+cached by its static structure; the first eager call of a structure on host arrays runs in
+numpy instead (a program run once never earns back seconds of compilation).
 
 Example:
     >>> from interpretations import lazy
@@ -219,6 +220,71 @@ def _compiled(strategy, dp, dg, power, has_left, has_right, backend):
     return backend.jit(optimistic)
 
 
+# Eager (untraced) calls of a compiling backend's chain kernel on host arrays run op by op
+# in numpy until they have done about one compilation's worth of work; then the structure
+# (shapes included) compiles. Compiling costs seconds per new shape (a 100-step Kalman
+# filter: 2-3 s of XLA against 10 ms of numpy), which a program run a few times never earns
+# back, and a loop earns back once it has paid as much on the host (ski rental: at most
+# twice the cost of the better choice in hindsight). Decided by counts of array entries, not
+# clocks, so a program takes the same route on every machine. The first call of a structure
+# runs on the host up to HOST_EAGER_MAX entries; later ones while the host runs of that
+# structure stay within HOST_BUDGET entries in all (a 100-step scalar chain: ~100 calls,
+# about a second of numpy). benchmarks/latency.py has the rows.
+HOST_EAGER_MAX = 1 << 20
+HOST_BUDGET = 1 << 16
+
+
+@cached("chains.gaussian_filter.host_runs", maxsize=256)
+def _host_runs(key) -> list:
+    return [0, 0]  # eager calls of this structure run on the host, and their entries in all
+
+
+def _leaves(arrays) -> list:
+    out = []
+    for a in arrays:
+        if isinstance(a, (tuple, list)):
+            out.extend(_leaves(a))
+        elif a is not None:
+            out.append(a)
+    return out
+
+
+def _host_eager(problem, structure: tuple, arrays) -> bool:
+    # Whether this eager call runs in numpy (see HOST_BUDGET).
+    if problem.device != "cpu":
+        return False
+    leaves = _leaves(arrays)
+    if not all(ops.is_concrete(a) for a in leaves):
+        return False
+    shapes = tuple(tuple(a.shape) for a in leaves)
+    entries = sum(math.prod(shape) for shape in shapes)
+    runs = _host_runs(structure + shapes + tuple(str(a.dtype) for a in leaves))
+    limit = HOST_EAGER_MAX if runs[0] == 0 else HOST_BUDGET
+    if runs[1] + entries > limit:
+        return False
+    runs[0] += 1
+    runs[1] += entries
+    return True
+
+
+def _to_host(a):
+    if isinstance(a, (tuple, list)):
+        return type(a)(_to_host(x) for x in a)
+    return None if a is None else ops.to_numpy(a)
+
+
+def _run_on_host(chain, left, right, label, batch_size, requested):
+    # The numpy kernel on host copies (the same _run the numpy backend calls, with numpy's
+    # strategy), its results returned as arrays of the chain's backend and dtype.
+    proto = chain.w
+    host = [_to_host(a) for a in (chain.w, chain.s, chain.k, left, right)]
+    copy = GaussianChain(*host[:3], chain.dp, chain.dg, chain.power, None, None, None)
+    problem = chain_problem(host[0], chain.dp, batch_size, chain.duration, True, True)
+    strategy = resolve_strategy(requested, problem)
+    return tuple(ops.new_array(proto, a) for a in _run(strategy, label, None, copy, host[3],
+                                                       host[4]))
+
+
 def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others: list):
     """``Contraction(red_op, bin_op, reduced_vars, (mp, *others))`` for a Gaussian chain whose
     first prev or last curr states are integrated out, with the Gaussian factors of those
@@ -262,7 +328,11 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     problem = chain_problem(proto, dp, batch_size, chain.duration, True, True)
     strategy = resolve_strategy(mp.strategy, problem)
     label = f"the chain's states ({', '.join(c for _, c in mp.step)})"
-    if backend.COMPILES:
+    structure = (strategy, dp, dg, chain.power, use_left, use_right, backend.NAME)
+    if backend.COMPILES and _host_eager(problem, structure, (chain.w, chain.s, chain.k,
+                                                             left_arr, right_arr)):
+        w, s, k = _run_on_host(chain, left_arr, right_arr, label, batch_size, mp.strategy)
+    elif backend.COMPILES:
         w, s, k = _compiled(strategy, dp, dg, chain.power, use_left, use_right, backend)(
             chain.w, chain.s, chain.k, left_arr, right_arr)
         if diverged(k):  # eager jax: rerun with the checks, to raise as numpy does

@@ -434,3 +434,58 @@ def test_entropy_gradient_with_a_zero_probability_state(backend):
         value, grad = (jax.jit(fn) if backend == "jit" else fn)(jnp.asarray(log_f))
     assert float(value) == pytest.approx(expected_h, rel=1e-12)
     np.testing.assert_allclose(np.asarray(grad), expected_grad, rtol=1e-10, atol=1e-15)
+
+
+def _brute_map(copies, joint, ordinal, assignment):
+    # The argmax of the unrolled joint, read off per copy; random real factors have no ties.
+    best = np.unravel_index(np.argmax(joint), joint.shape)
+    for a, copy in enumerate(copies):
+        assert _np(assignment[copy[0]])[_index(copy, ordinal)] == best[a], copy
+
+
+@pytest.mark.parametrize("backend_name, seed", [(b, s) for b in ("numpy", "torch")
+                                                for s in range(10, 16)])
+def test_map_equals_kbest_one_and_brute_force(use_backend, monkeypatch, backend_name, seed):
+    # MAP replays the max-product tape in the k-max semiring with k = 1 on concrete Tensors;
+    # the argmax adjoint (its route under jax.jit and for lazy factors) must agree with it,
+    # with kbest(k=1) and with brute force, values, dtypes and inputs alike.
+    pytest.importorskip(backend_name)
+    use_backend(backend_name)
+    tables, plate_size, size, ordinal = random_graph(seed)
+    copies, joint = brute_force(tables, plate_size, size, ordinal)
+    model = DiscreteModel(funsor_factors(tables, plate_size, size), used_plates(tables))
+    by_replay = infer_discrete(model.factors, model.plates, query="map")
+    _, top = infer_discrete(model.factors, model.plates, query="kbest", k=1)
+    monkeypatch.setattr(DiscreteModel, "_replayable", lambda self: False)
+    by_adjoint = model.map()
+    _brute_map(copies, joint, ordinal, by_replay)
+    for name, value in by_replay.items():
+        assert value.inputs == by_adjoint[name].inputs and value.output == by_adjoint[
+            name].output, name
+        assert ops.to_numpy(value.data).dtype == ops.to_numpy(by_adjoint[name].data).dtype
+        np.testing.assert_array_equal(_np(value), _np(by_adjoint[name]))
+        np.testing.assert_array_equal(_np(value), _np(top[name])[0])
+
+
+@pytest.mark.parametrize("seed", range(10, 13))
+def test_map_under_jax_jit_equals_eager_kbest_one(use_backend, seed):
+    # Under jax.jit the factors are traced: MAP takes the argmax adjoint, and equals the eager
+    # k-best replay with k = 1 and brute force.
+    jax = pytest.importorskip("jax")
+    use_backend("jax")
+    tables, plate_size, size, ordinal = random_graph(seed)
+    copies, joint = brute_force(tables, plate_size, size, ordinal)
+    plates = used_plates(tables)
+
+    @jax.jit
+    def map_of(arrays):
+        factors = [fc.Tensor(a, f.inputs) for a, f in
+                   zip(arrays, funsor_factors(tables, plate_size, size))]
+        return {k: v.data for k, v in DiscreteModel(factors, plates).map().items()}
+
+    arrays = [jax.numpy.asarray(t) for _, _, t in tables]
+    traced = map_of(arrays)
+    _, top = DiscreteModel(funsor_factors(tables, plate_size, size), plates).kbest(1)
+    _brute_map(copies, joint, ordinal, {k: fc.Tensor(v, {}) for k, v in traced.items()})
+    for name, value in traced.items():
+        np.testing.assert_array_equal(np.asarray(value), _np(top[name])[0])

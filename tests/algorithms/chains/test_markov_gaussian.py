@@ -419,3 +419,53 @@ def test_uninformed_coordinate_raises_on_every_backend(backend):
             mp = MarkovProduct(ops.logaddexp, ops.add, g, "t", {"xp": "xc"}, strategy=strategy)
         with pytest.raises(ValueError, match=r"xc\)\[1\]"):
             (prior + mp).reduce(ops.logaddexp, frozenset({"xp"}))
+
+
+@pytest.mark.parametrize("case", ["well", "singular"])
+def test_eager_jax_chain_runs_on_the_host_without_compiling(monkeypatch, case):
+    # Eager jax calls of a chain structure on concrete host arrays run the kernel in numpy
+    # (compiling it for each new shape costs seconds) until their work reaches the budget;
+    # they equal the numpy result, raise as numpy does, and return jax arrays. Past the
+    # budget the structure compiles (a loop earns the compilation back); under jax.jit and
+    # jax.grad the values are traced and the compiled kernel runs.
+    jax = pytest.importorskip("jax")
+    from funsor_core.algorithms.chains import gaussian_filter
+
+    rng = np.random.default_rng(3)
+    d, duration = 2, 9
+    lq = np.eye(d) / 0.7
+    trans_sqrt = np.concatenate([-(0.9 * lq), lq], 0)
+    if case == "singular":
+        trans_sqrt = np.zeros_like(trans_sqrt)
+    h = rng.normal(size=(1, d))
+    args = (trans_sqrt, rng.normal(size=(duration, 1)),
+            np.broadcast_to(h.T[None], (duration, d, 1)).copy(), rng.normal(size=d), np.eye(d))
+    run = _kalman_program(d, duration)
+    compiled = gaussian_filter._compiled
+    gaussian_filter._host_runs.cache_clear()
+    fc.set_backend("jax")
+    try:
+        xs = [jax.numpy.asarray(x) for x in args]
+        monkeypatch.setattr(gaussian_filter, "_compiled", None)  # on the host: never reached
+        if case == "singular":
+            with pytest.raises(ValueError, match="cannot marginalize"):
+                run(*xs)
+            return
+        eager, eager2 = run(*xs), run(*xs)  # within the budget
+        assert isinstance(eager, jax.Array)
+        monkeypatch.setattr(gaussian_filter, "HOST_BUDGET", 0)  # spent
+        calls = []
+        monkeypatch.setattr(gaussian_filter, "_compiled",
+                            lambda *a: calls.append(a) or compiled(*a))
+        again = run(*xs)
+        assert calls, "past the host budget, an eager call of the structure compiles"
+        jitted = jax.jit(run)(*xs)
+        grad = jax.grad(lambda v: run(xs[0], v, *xs[2:]))(xs[1])
+    finally:
+        fc.set_backend("numpy")
+    expected = float(run(*args))
+    np.testing.assert_allclose(float(eager), expected, rtol=1e-10)
+    assert float(eager2) == float(eager)
+    np.testing.assert_allclose(float(again), expected, rtol=1e-9)
+    np.testing.assert_allclose(float(jitted), expected, rtol=1e-9)
+    assert np.isfinite(np.asarray(grad)).all()

@@ -1,0 +1,232 @@
+"""Latency of the practitioners' small programs (issue #28, item 4), one thread:
+
+- eager jax first calls in a fresh process (compilation included): a 100-step Gaussian chain
+  (a lazily built ``MarkovProduct`` of ``Normal`` steps, integrated out) and a 1-d Normal
+  integral, beside the same programs on numpy and a hand-written eager jax Kalman filter;
+- building ``Normal(x_prev, sd, x_curr)`` (a Gaussian in both) against building the same
+  ``Gaussian(...)`` directly, on numpy and torch, and funsor 0.4.8's torch ``Normal``;
+- ``infer_discrete(query="map")`` against ``query="kbest", k=1`` and a hand-written numpy
+  Viterbi, on a 30-step chain with plated observations.
+
+funsor 0.4.8 runs in a subprocess of its own python (``FUNSOR_PEER_PYTHON``, by default the
+clients' virtualenv), so both sides are timed in one invocation.
+
+Run: ``OMP_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false python
+benchmarks/latency.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from timing import best_us
+
+import funsor_core as fc
+from funsor_core import ops
+
+PEER = os.environ.get("FUNSOR_PEER_PYTHON",
+                      "/root/.cache/funsor-core-clients/venv/bin/python")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# -- eager jax, first call in a fresh process -----------------------------------------------------
+_FIRST = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    import numpy as np
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import funsor_core as fc
+    from funsor_core import ops
+    from funsor_core.distribution import Normal
+    from funsor_core.sum_product import MarkovProduct
+    from interpretations import lazy
+    fc.set_backend({backend!r})
+    y_np = np.random.RandomState(0).randn(100).cumsum()
+
+    def chain():
+        x_prev, x_curr = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+        y = fc.Tensor(fc.numeric_array(y_np), {{"t": fc.Bint[100]}})
+        walk = Normal(x_prev, 1.0, x_curr) + Normal(x_curr, 0.5, y)
+        with lazy:
+            kalman = MarkovProduct(ops.logaddexp, ops.add, walk, "t", {{"x_prev": "x_curr"}})
+        prior = Normal(0.0, 1.0, x_prev)
+        return (prior + kalman).reduce(ops.logaddexp, {{"x_prev", "x_curr"}}).data
+
+    def normal():
+        return Normal(0.0, 1.0, fc.Variable("x", fc.Real)).reduce(ops.logaddexp, "x").data
+
+    def hand():  # a scalar Kalman filter's log likelihood, op by op in eager jax
+        import jax.numpy as jnp
+        m, p, ll = jnp.asarray(0.0), jnp.asarray(1.0), jnp.asarray(0.0)
+        for y in jnp.asarray(y_np):
+            p = p + 1.0
+            s = p + 0.25
+            ll = ll - 0.5 * (jnp.log(2 * jnp.pi * s) + (y - m) ** 2 / s)
+            m, p = m + p / s * (y - m), p - p * p / s
+        return ll
+
+    prog = {prog}
+    for label in ("first", "second", "third"):
+        t0 = time.perf_counter()
+        np.asarray(prog())
+        print(label, time.perf_counter() - t0)
+""")
+
+_PEER_FIRST = textwrap.dedent("""
+    import time
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import funsor
+    funsor.set_backend("jax")
+    import funsor.ops as ops
+    from funsor.jax.distributions import Normal
+    for label in ("first", "second", "third"):
+        t0 = time.perf_counter()
+        x = funsor.Variable("x", funsor.Real)
+        funsor.to_data(Normal(0.0, 1.0, x).reduce(ops.logaddexp, "x"))
+        print(label, time.perf_counter() - t0)
+""")
+
+
+def _fresh(python: str, code: str) -> dict | None:
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ), check=True, timeout=600).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {k: float(v) for k, v in (line.split() for line in out.strip().splitlines()
+                                     if line.split()[0] in ("first", "second", "third",
+                                                            "normal"))}
+
+
+def first_calls() -> None:
+    print("\n## Eager first call in a fresh process (s), compilation included")
+    print("| program | backend | first call | second call | third call |")
+    print("|---|---|---:|---:|---:|")
+    rows = [("100-step Gaussian chain", "jax", "chain"), ("100-step Gaussian chain", "numpy",
+                                                          "chain"),
+            ("hand-written Kalman loop, eager jax", "jax", "hand"),
+            ("1-d Normal integral", "jax", "normal"), ("1-d Normal integral", "numpy", "normal")]
+    for name, backend, prog in rows:
+        r = _fresh(sys.executable, _FIRST.format(root=ROOT, backend=backend, prog=prog))
+        print(f"| {name} | {backend} | {r['first']:.3g} | {r['second']:.3g} | "
+              f"{r['third']:.3g} |", flush=True)
+    r = _fresh(PEER, _PEER_FIRST) if os.path.exists(PEER) else None
+    if r is not None:
+        print(f"| 1-d Normal integral, funsor 0.4.8 | jax | {r['first']:.3g} | "
+              f"{r['second']:.3g} | {r['third']:.3g} |")
+
+
+# -- Normal with affine arguments against the same Gaussian ---------------------------------------
+_PEER_NORMAL = textwrap.dedent("""
+    import timeit
+    import funsor
+    funsor.set_backend("torch")
+    from funsor.torch.distributions import Normal
+    x_prev, x_curr = funsor.Variable("x_prev", funsor.Real), funsor.Variable("x_curr", funsor.Real)
+    fn = lambda: Normal(x_prev, 1.0, x_curr)
+    fn()
+    print("normal", min(timeit.repeat(fn, number=300, repeat=5)) / 300 * 1e6)
+""")
+
+
+def normal_build() -> None:
+    from funsor_core.distribution import Normal
+
+    print("\n## Building Normal(x_prev, 1.0, x_curr) against the same Gaussian (us)")
+    print("| backend | Normal(x_prev, 1.0, x_curr) | Gaussian(white_vec, prec_sqrt) | ratio | "
+          "Gaussian(mean, covariance) + Tensor | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    x_prev, x_curr = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+    for backend in ("numpy", "torch"):
+        fc.set_backend(backend)
+        g = Normal(x_prev, 1.0, x_curr).terms[0]
+        w, p, inputs = g.white_vec, g.prec_sqrt, g.inputs
+        mean, cov = fc.numeric_array(np.zeros(2)), fc.numeric_array(np.eye(2) + 1.0)
+        const = fc.numeric_array(np.array(-0.9189))
+        normal = best_us(lambda: Normal(x_prev, 1.0, x_curr), number=300)
+        # fresh arrays each call: the same arrays would hit the cons-hash cache
+        sqrt = best_us(lambda w=w, p=p, inputs=inputs: fc.Gaussian(w * 1.0, p * 1.0, inputs),
+                       number=300)
+        moments = best_us(lambda mean=mean, cov=cov, inputs=inputs, const=const: fc.Gaussian(
+            mean=mean * 1.0, covariance=cov * 1.0, inputs=inputs) + fc.Tensor(const * 1.0),
+            number=300)
+        print(f"| {backend} | {normal:.1f} | {sqrt:.1f} | {normal / sqrt:.1f} | {moments:.1f} | "
+              f"{normal / moments:.1f} |", flush=True)
+    fc.set_backend("numpy")
+    r = _fresh(PEER, _PEER_NORMAL) if os.path.exists(PEER) else None
+    if r is not None:
+        print(f"| torch, funsor 0.4.8 | {r['normal']:.1f} | - | - | - | - |")
+
+
+# -- MAP against k best with k = 1 ----------------------------------------------------------------
+def _chain_model(T: int = 30, N: int = 5, K: int = 4):
+    rng = np.random.default_rng(0)
+    init = rng.normal(size=K)
+    trans = rng.normal(size=(T - 1, K, K))
+    obs = rng.normal(size=(T - 1, N, K))
+    return init, trans, obs
+
+
+def _factors(init, trans, obs):
+    K, N = len(init), obs.shape[1]
+    a = fc.numeric_array
+    fs = [fc.Tensor(a(init), {"x0": fc.Bint[K]})]
+    for t in range(1, len(trans) + 1):
+        fs.append(fc.Tensor(a(trans[t - 1]), {f"x{t - 1}": fc.Bint[K], f"x{t}": fc.Bint[K]}))
+        fs.append(fc.Tensor(a(obs[t - 1]), {"n": fc.Bint[N], f"x{t}": fc.Bint[K]}))
+    return fs
+
+
+def _viterbi(init, trans, obs):
+    score, back = init, []
+    for t in range(len(trans)):
+        cand = score[:, None] + trans[t]
+        back.append(cand.argmax(0))
+        score = cand.max(0) + obs[t].sum(0)
+    path = [int(score.argmax())]
+    for b in reversed(back):
+        path.append(int(b[path[-1]]))
+    return path[::-1]
+
+
+def map_vs_kbest() -> None:
+    from funsor_core.algorithms.adjoint import infer_discrete
+
+    model = _chain_model()
+    print("\n## infer_discrete MAP, 30-step chain K = 4 with plated observations (ms)")
+    print("| backend | query='map' | query='kbest', k=1 | hand-written numpy Viterbi | "
+          "map / kbest |")
+    print("|---|---:|---:|---:|---:|")
+    hand = best_us(lambda: _viterbi(*model), number=20) / 1e3
+    for backend in ("numpy", "torch"):
+        fc.set_backend(backend)
+        fs = _factors(*model)
+        best = infer_discrete(fs, {"n"}, query="map")
+        assert [int(ops.to_numpy(best[f"x{t}"].data)) for t in range(len(best))] == \
+            _viterbi(*model)
+        m = best_us(lambda fs=fs: infer_discrete(fs, {"n"}, query="map"), number=5) / 1e3
+        k = best_us(lambda fs=fs: infer_discrete(fs, {"n"}, query="kbest", k=1),
+                    number=5) / 1e3
+        print(f"| {backend} | {m:.2f} | {k:.2f} | {hand:.3f} | {m / k:.2f} |", flush=True)
+    fc.set_backend("numpy")
+
+
+if __name__ == "__main__":
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    which = sys.argv[1:] or ["first", "normal", "map"]
+    if "normal" in which:
+        normal_build()
+    if "map" in which:
+        map_vs_kbest()
+    if "first" in which:
+        first_calls()
