@@ -238,3 +238,50 @@ def test_map_path_of_a_lazily_built_step(backend):
     steps = tr[0][None] + scores[:, None, :]
     assert np.isclose(_score(init_data, steps, np.append(x0, states)),
                       _paths(init_data, steps)[1].max())
+
+
+def _idiom_viterbi(tr, ini, sizes):
+    # funsor's idiom: sequential_sum_product under lazy, the argmax adjoint, the points read
+    # back as flat states (T + 1, m) of the two step pairs (x, y) and (u, v).
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    from funsor_core.sum_product import sequential_sum_product
+    T, M = tr.shape[:2]
+    (kx, ku) = sizes
+    inputs = {"t": fc.Bint[T], "m": fc.Bint[M], "x": fc.Bint[kx], "u": fc.Bint[ku],
+              "y": fc.Bint[kx], "v": fc.Bint[ku]}
+    trans = fc.Tensor(tr, inputs)
+    init = fc.Tensor(ini, {"m": fc.Bint[M], "x": fc.Bint[kx], "u": fc.Bint[ku]})
+    with lazy:
+        chain = sequential_sum_product(ops.max, ops.add, trans, "t", {"x": "y", "u": "v"})
+        root = (init + chain).reduce(ops.max, frozenset("xyuv")).reduce(ops.add, "m")
+    with argmax_approximate:
+        _, adj = forward_backward(ops.max, ops.add, root)
+    pts = fc.extract_samples(adj[trans])
+    order = ("t", "m")
+    x, u = pts["x"].align(order).data, pts["u"].align(order).data
+    y, v = pts["y"].align(order).data, pts["v"].align(order).data
+    return x * ku + u, y * ku + v
+
+
+def test_viterbi_through_sequential_sum_product(backend):
+    # The Viterbi path by funsor's sequential_sum_product idiom (two step pairs, a plate of
+    # chains), placed by one vectorized backtrack: each chain's path scores its brute-force
+    # optimum, eagerly on every backend and under jax.jit.
+    rng = np.random.default_rng(7)
+    T, M, sizes = 4, 2, (2, 2)
+    tr = rng.normal(size=(T, M) + sizes + sizes)
+    ini = rng.normal(size=(M,) + sizes)
+    flat = tr.reshape(T, M, 4, 4)
+    if backend == "jax":
+        import jax
+        run = jax.jit(lambda a, b: _idiom_viterbi(a, b, sizes))
+    else:
+        def run(a, b):
+            return _idiom_viterbi(a, b, sizes)
+    prev, curr = run(_arr(tr), _arr(ini))
+    prev, curr = _np(prev), _np(curr)
+    assert (prev[1:] == curr[:-1]).all()
+    path = np.concatenate([prev, curr[-1:]], 0)
+    for m in range(M):
+        best = _paths(ini[m].reshape(-1), flat[:, m])[1].max()
+        assert np.isclose(_score(ini[m].reshape(-1), flat[:, m], path[:, m]), best)
