@@ -101,3 +101,29 @@ def test_sequential_sum_product_stays_one_term_under_lazy():
                                _fold(np.max, np.add, mats))
     np.testing.assert_allclose(np.asarray(fc.reinterpret(root).align(("b",)).data),
                                _fold(np.max, np.add, mats).max(axis=(-2, -1)))
+
+
+@pytest.mark.parametrize("case", ["zeros", "spread"])
+def test_sequential_sum_product_under_jit_keeps_every_digit(case):
+    # Under jax.jit the log normalizer runs in linear space, checked on the device: true
+    # zeros (a left-to-right chain) and products whose entries span more than the float
+    # range send it to the exact log-space tree; both agree with the numpy fold.
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        data, inputs, step, mats = _chain(2, 21, 1, 2, False)
+        if case == "zeros":
+            data = np.where(np.triu(np.ones((2, 2))) > 0, data, -np.inf)
+        else:
+            data = data * np.array([1.0, 900.0])  # exp(-900) underflows in linear space
+        mats = data.reshape(mats.shape)
+
+        def product(x):
+            return sequential_sum_product(ops.logaddexp, ops.add, fc.Tensor(x, inputs), "t",
+                                          step).align(("b", "p0", "c0")).data
+
+        actual = np.asarray(jax.jit(product)(fc.numeric_array(data)))
+        expected = _fold(np.logaddexp.reduce, np.add, mats)
+        np.testing.assert_allclose(actual, expected, rtol=1e-9)
+    finally:
+        fc.set_backend("numpy")
