@@ -204,7 +204,7 @@ def _flat_state(proto, batch_inputs: dict, values: list, sizes: list):
 
 
 def _select(onehot_of, values, axis: int):
-    # values at the index onehot_of marks along ``axis`` (a gather without backend indexing).
+    # values at the index onehot_of marks along ``axis`` (a gather by a mask).
     return ops.sum(ops.where(onehot_of, values, ops.full_like(values, 0)), axis)
 
 
@@ -213,16 +213,38 @@ def _backtrack(mats, index, start, stop):
     alpha = _select((index == start[..., None])[..., None], mats[0], -2)
     if mats.shape[0] == 1:
         return ops.stack([start, stop], 0)
-    scan = backend_of(mats).scan
 
     def forward(alpha, m):  # alpha (*batch, S) over the prev state of m
         score = alpha[..., :, None] + m
         return ops.amax(score, -2), ops.argmax(score, -2)
 
-    def backward(curr, ptr):  # ptr (*batch, S): the best prev of each curr
-        prev = _select(index == curr[..., None], ptr, -1)
-        return prev, prev
-
-    _, ptrs = scan(forward, alpha, mats[1:])
-    _, interior = scan(backward, stop, ptrs, reverse=True)
+    _, ptrs = backend_of(mats).scan(forward, alpha, mats[1:])  # (T - 1, *batch, S)
+    interior = _gather(_suffix_maps(ptrs), stop)
     return ops.cat([start[None], interior, stop[None]], 0)
+
+
+def _gather(maps, states):
+    # maps[..., states] per row: maps (n, *batch, S), states (n or 1, *batch) -> (n, *batch).
+    size = maps.shape[-1]
+    flat = ops.reshape(maps, (-1, size))
+    rows = ops.new_arange(states, 0, flat.shape[0], 1)
+    cols = ops.reshape(ops.expand(states, tuple(maps.shape[:-1])), (-1,))
+    return ops.reshape(ops.getitem(flat, (rows, cols)), tuple(maps.shape[:-1]))
+
+
+def _suffix_maps(ptrs):
+    # ptrs[t] maps the state at t + 2 to the best one at t + 1; the suffix compositions
+    # ptrs[t] o ptrs[t + 1] o ... o ptrs[n - 1] by pointer doubling: ceil(log2 n) rounds of
+    # one gather each, where a backtrack would take n sequential steps.
+    n, shift = ptrs.shape[0], 1
+    while shift < n:
+        head = ptrs[:n - shift]
+        tail = ptrs[shift:]
+        size = head.shape[-1]
+        flat = ops.reshape(head, (-1, size))
+        rows = ops.new_arange(tail, 0, flat.shape[0], 1)[:, None]
+        cols = ops.reshape(tail, (-1, size))
+        composed = ops.reshape(ops.getitem(flat, (rows, cols)), tuple(head.shape))
+        ptrs = ops.cat([composed, ptrs[n - shift:]], 0)
+        shift *= 2
+    return ptrs

@@ -191,14 +191,14 @@ def guarded_log_tree(mats, cond):
                 lambda _: log_tree(ops.logaddexp, ops.add, mats)[0], None)
 
 
-def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, cond=None):
+def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled=None):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
     summed out, as ``discrete.chain_product`` returns it: by rounds of pairwise
     products. ``eager_log``: an eager ``(logaddexp, add)`` chain, computed in linear space
-    (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost. ``cond`` (a
-    compiling backend's): a compiled ``(logaddexp, add)`` product without boundaries, by
-    ``guarded_log_tree``.
+    (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost. ``compiled``
+    (a compiling backend): a ``(logaddexp, add)`` product without boundaries takes its
+    value from ``guarded_log_tree`` and its derivative from the exact log-space tree.
 
     Example:
         >>> parallel_chain(ops.add, ops.mul, np.ones((3, 2, 2)), np.ones(2), None, False).tolist()
@@ -216,11 +216,14 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, cond=Non
                 return total
             left, right = with_units(prod_op, left, right, mats, tuple(mats.shape[1:-1]))
         return _tree_chain(sum_op, prod_op, mats, left, right, flat_mats)
-    if (cond is not None and left is None and right is None and sum_op is ops.logaddexp
+    if (compiled is not None and left is None and right is None and sum_op is ops.logaddexp
             and prod_op is ops.add):
         # funsor's sequential_sum_product under jax.jit (benchmarks/idioms.py, K = 4 and
-        # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step.
-        return guarded_log_tree(mats, cond)
+        # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step. The
+        # derivative of the linear-space branch would meet log(0) where cond discards it.
+        return compiled.differentiate_as(
+            lambda m: guarded_log_tree(m, compiled.cond),
+            lambda m: log_tree(ops.logaddexp, ops.add, m)[0], (mats,))
     return _tree_chain(sum_op, prod_op, mats, left, right, None)
 
 
