@@ -285,3 +285,27 @@ def test_viterbi_through_sequential_sum_product(backend):
     for m in range(M):
         best = _paths(ini[m].reshape(-1), flat[:, m])[1].max()
         assert np.isclose(_score(ini[m].reshape(-1), flat[:, m], path[:, m]), best)
+
+
+def test_chain_recorded_under_argmax_still_gives_exact_max_marginals():
+    # A chain recorded under argmax_approximate is evaluated by its kernel (points need only
+    # its value); exact messages asked of the same tape still come, through its steps: the
+    # max-marginal of every step pair against brute force over every path.
+    from funsor_core.adjoint import AdjointTape
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    from funsor_core.sum_product import sequential_sum_product
+    init_data, tr = _integer_chain(5)
+    T, K = tr.shape[:2]
+    trans = fc.Tensor(tr, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+    init = fc.Tensor(init_data, {"x": fc.Bint[K]})
+    with argmax_approximate, AdjointTape() as tape:
+        chain = sequential_sum_product(ops.max, ops.add, trans, "t", {"x": "y"})
+        z = (init + chain).reduce(ops.max, frozenset("xy"))
+    adj = tape.adjoint(ops.max, ops.add, z, (trans,), approximate=False)[trans]
+    actual = _np((adj + trans).align(("t", "x", "y")).data)
+    paths, scores = _paths(init_data, tr)
+    for t in range(T):
+        for x in range(K):
+            for y in range(K):
+                through = (paths[:, t] == x) & (paths[:, t + 1] == y)
+                assert np.isclose(actual[t, x, y], scores[through].max())
