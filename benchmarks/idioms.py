@@ -174,6 +174,7 @@ def api(lib: str):
     import funsor.util
     from funsor.adjoint import AdjointTape, adjoint
     from funsor.approximations import argmax_approximate
+    from funsor.gaussian import Gaussian
     from funsor.interpretations import lazy
     from funsor.montecarlo import extract_samples
     from funsor.sum_product import sequential_sum_product
@@ -186,7 +187,7 @@ def api(lib: str):
             funsor.util._JAX_COMPILED_FUNCTION_TYPE = type(jax.jit(lambda: 0))
 
     return SimpleNamespace(Tensor=funsor.Tensor, Variable=funsor.Variable, Bint=funsor.Bint,
-                           Reals=funsor.Reals, Gaussian=funsor.Gaussian, ops=funsor.ops,
+                           Reals=funsor.Reals, Gaussian=Gaussian, ops=funsor.ops,
                            ssp=sequential_sum_product, lazy=lazy, argmax=argmax_approximate,
                            adjoint=adjoint, extract=extract_samples, AdjointTape=AdjointTape,
                            set_backend=set_backend)
@@ -344,12 +345,17 @@ def run_rows(lib: str, quick: bool) -> dict:
     data = _array("torch", np.random.default_rng(1).normal(size=(VITERBI_T, VITERBI_K,
                                                                   VITERBI_K)))
     fn = adjoint_viterbi(F, VITERBI_K, VITERBI_T)
-    prev, curr = fn(data)
-    path = np.append(np.asarray(prev), np.asarray(curr)[-1])
     slow = lib == "funsor"
-    if not (quick and slow):
-        out["argmax adjoint Viterbi K=16 T=1000 torch"] = (
-            measure(lambda: fn(data), 1 if slow else 5), [path_score(data, path)])
+    if quick and slow:
+        return out
+    try:
+        prev, curr = fn(data)
+    except NotImplementedError as e:  # funsor 0.4.8: compute_argmax of a Cat of Tensors
+        print(f"Viterbi by the argmax adjoint fails on {lib}: {e!r}", file=sys.stderr)
+        return out
+    path = np.append(np.asarray(prev), np.asarray(curr)[-1])
+    out["argmax adjoint Viterbi K=16 T=1000 torch"] = (
+        measure(lambda: fn(data), 1 if slow else 5), [path_score(data, path)])
     return out
 
 
@@ -387,7 +393,7 @@ def hand_rows(quick: bool) -> dict:
                                                                     ADJOINT_K)))
     value = torch_autograd_marginals(logits)
     out["adjoint marginals K=16 T=1000 torch"] = (
-        measure(lambda: torch_autograd_marginals(logits), 5), [float(value.exp().sum())],
+        measure(lambda: torch_autograd_marginals(logits), 5), [float(value.sum())],
         "autograd, log-depth")
     data = _array("torch", np.random.default_rng(1).normal(size=(VITERBI_T, VITERBI_K,
                                                                   VITERBI_K)))
