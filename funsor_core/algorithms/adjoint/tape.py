@@ -63,6 +63,7 @@ from funsor_core.terms.reshaping import Stack
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
+_LATER = "steps later"  # the sub of a chain recorded under an approximation (_run_steps)
 
 
 class _Node:
@@ -393,6 +394,10 @@ def _run_steps(tape: AdjointTape, args: tuple, strategy) -> tuple:
     # switching chain's steps cannot be composed apart from its boundaries (moment matching
     # a mixture over a state that only a boundary informs): the chain is then recorded
     # whole, and its backward pass raises naming it.
+    if approximation_active() and tensor_factors(args[2], args[1]) is not None:
+        # Points along it (chain_paths) need its value only; a tape of steps when asked for.
+        with tape.rest():
+            return tape.defer(MarkovProduct, args), _LATER
     sub = AdjointTape()
     try:
         with tape.rest(), sub:
@@ -410,6 +415,10 @@ def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
     # pairwise steps seeded with the chain's adjoint.
     if ring.approximate:
         return chain_path_shares(ring, adj, node.output, *node.args)
+    if node.sub is _LATER:
+        with AdjointTape() as node.sub:
+            markov_terms(*node.args[:6], _chain_steps(node.args))
+        node.sub._producer.setdefault(canonical_key(node.output), len(node.sub.tape) - 1)
     sub = node.sub
     start = sub._producer.get(canonical_key(node.output))
     try:

@@ -455,7 +455,7 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
     duration = max(f.shape[0] for f in factors)
     if kernel == "tree":
         return parallel_chain(sum_op, prod_op, _materialize(step, factors, duration), left,
-                              right, eager_log)
+                              right, eager_log, backend if backend.COMPILES else None)
     args = (factors, left, right)
 
     def exact(f, lt, rt):

@@ -34,48 +34,13 @@ from funsor_core.algorithms.chains.cost_model import (
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.chains.discrete_tree import UNIT
 from funsor_core.algorithms.chains.evaluate import chain_strategy
+from funsor_core.algorithms.chains.factors import tensor_factors
 from funsor_core.analysis.sign import distributes
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Real
 from funsor_core.engine.cache import cached
-from funsor_core.terms.base import Binary, Number
-from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.base import Number
 
 __all__ = ["tensor_factors", "tensor_layout", "markov_tensor", "contract_markov_tensor"]
-
-
-def tensor_factors(trans, prod_op) -> list | None:
-    """The factors of a discrete chain's step: ``[trans]`` for a real Tensor, the terms of a
-    ``prod_op``-product of Tensors and Numbers (a ``Binary`` tree or a ``Contraction``, as
-    built lazily, so that a shared transition matrix and per-step observation vectors stay
-    apart); None for anything else.
-
-    Example:
-        >>> from interpretations import lazy
-        >>> a = fc.Tensor(np.zeros((2, 2)), {"x": fc.Bint[2], "y": fc.Bint[2]})
-        >>> o = fc.Tensor(np.zeros((5, 2)), {"t": fc.Bint[5], "y": fc.Bint[2]})
-        >>> with lazy:
-        ...     step = a + o + 1.0
-        >>> [type(f).__name__ for f in tensor_factors(step, ops.add)]
-        ['Tensor', 'Tensor', 'Number']
-    """
-    if type(trans) is Tensor:
-        return [trans] if trans.output is Real else None
-    factors, todo = [], [trans]
-    while todo:
-        term = todo.pop()
-        if isinstance(term, Binary) and term.op is prod_op:
-            todo += [term.rhs, term.lhs]
-        elif (isinstance(term, Contraction) and term.red_op is None
-              and term.bin_op is prod_op and not term.reduced_vars):
-            todo += reversed(term.terms)
-        elif isinstance(term, (Tensor, Number)) and term.output is Real:
-            factors.append(term)
-        else:
-            return None
-    if not any(isinstance(t, Tensor) for t in factors):
-        return None
-    return factors
 
 
 def tensor_layout(inputs, time: str, step: tuple) -> tuple:

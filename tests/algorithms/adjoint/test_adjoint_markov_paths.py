@@ -238,3 +238,74 @@ def test_map_path_of_a_lazily_built_step(backend):
     steps = tr[0][None] + scores[:, None, :]
     assert np.isclose(_score(init_data, steps, np.append(x0, states)),
                       _paths(init_data, steps)[1].max())
+
+
+def _idiom_viterbi(tr, ini, sizes):
+    # funsor's idiom: sequential_sum_product under lazy, the argmax adjoint, the points read
+    # back as flat states (T + 1, m) of the two step pairs (x, y) and (u, v).
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    from funsor_core.sum_product import sequential_sum_product
+    T, M = tr.shape[:2]
+    (kx, ku) = sizes
+    inputs = {"t": fc.Bint[T], "m": fc.Bint[M], "x": fc.Bint[kx], "u": fc.Bint[ku],
+              "y": fc.Bint[kx], "v": fc.Bint[ku]}
+    trans = fc.Tensor(tr, inputs)
+    init = fc.Tensor(ini, {"m": fc.Bint[M], "x": fc.Bint[kx], "u": fc.Bint[ku]})
+    with lazy:
+        chain = sequential_sum_product(ops.max, ops.add, trans, "t", {"x": "y", "u": "v"})
+        root = (init + chain).reduce(ops.max, frozenset("xyuv")).reduce(ops.add, "m")
+    with argmax_approximate:
+        _, adj = forward_backward(ops.max, ops.add, root)
+    pts = fc.extract_samples(adj[trans])
+    order = ("t", "m")
+    x, u = pts["x"].align(order).data, pts["u"].align(order).data
+    y, v = pts["y"].align(order).data, pts["v"].align(order).data
+    return x * ku + u, y * ku + v
+
+
+def test_viterbi_through_sequential_sum_product(backend):
+    # The Viterbi path by funsor's sequential_sum_product idiom (two step pairs, a plate of
+    # chains), placed by one vectorized backtrack: each chain's path scores its brute-force
+    # optimum, eagerly on every backend and under jax.jit.
+    rng = np.random.default_rng(7)
+    T, M, sizes = 4, 2, (2, 2)
+    tr = rng.normal(size=(T, M) + sizes + sizes)
+    ini = rng.normal(size=(M,) + sizes)
+    flat = tr.reshape(T, M, 4, 4)
+    if backend == "jax":
+        import jax
+        run = jax.jit(lambda a, b: _idiom_viterbi(a, b, sizes))
+    else:
+        def run(a, b):
+            return _idiom_viterbi(a, b, sizes)
+    prev, curr = run(_arr(tr), _arr(ini))
+    prev, curr = _np(prev), _np(curr)
+    assert (prev[1:] == curr[:-1]).all()
+    path = np.concatenate([prev, curr[-1:]], 0)
+    for m in range(M):
+        best = _paths(ini[m].reshape(-1), flat[:, m])[1].max()
+        assert np.isclose(_score(ini[m].reshape(-1), flat[:, m], path[:, m]), best)
+
+
+def test_chain_recorded_under_argmax_still_gives_exact_max_marginals():
+    # A chain recorded under argmax_approximate is evaluated by its kernel (points need only
+    # its value); exact messages asked of the same tape still come, through its steps: the
+    # max-marginal of every step pair against brute force over every path.
+    from funsor_core.adjoint import AdjointTape
+    from funsor_core.algorithms.adjoint import argmax_approximate
+    from funsor_core.sum_product import sequential_sum_product
+    init_data, tr = _integer_chain(5)
+    T, K = tr.shape[:2]
+    trans = fc.Tensor(tr, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+    init = fc.Tensor(init_data, {"x": fc.Bint[K]})
+    with argmax_approximate, AdjointTape() as tape:
+        chain = sequential_sum_product(ops.max, ops.add, trans, "t", {"x": "y"})
+        z = (init + chain).reduce(ops.max, frozenset("xy"))
+    adj = tape.adjoint(ops.max, ops.add, z, (trans,), approximate=False)[trans]
+    actual = _np((adj + trans).align(("t", "x", "y")).data)
+    paths, scores = _paths(init_data, tr)
+    for t in range(T):
+        for x in range(K):
+            for y in range(K):
+                through = (paths[:, t] == x) & (paths[:, t + 1] == y)
+                assert np.isclose(actual[t, x, y], scores[through].max())
