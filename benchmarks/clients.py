@@ -60,10 +60,13 @@ def clients_paths(args) -> tuple[Path, Path] | None:
     return python, shim
 
 
-def run_side(python: Path, shim: Path, argv: list[str], core: bool, timeout: int) -> dict:
+def run_side(python: Path, shim: Path, argv: list[str], core: bool, args) -> dict:
     """One workload on one side: its JSON line, or ``{"error": reason}``."""
     env = {k: v for k, v in os.environ.items() if k not in ("FUNSOR_SHIM", "PROJECT")}
-    env.update(SINGLE_THREAD, PYTHONPATH=str(shim))
+    env.update(SINGLE_THREAD, PYTHONPATH=str(shim), CLIENTS_CLOCK=args.clock)
+    timeout = args.timeout
+    if args.repeat:
+        argv = [*argv, "--repeat", str(args.repeat)]
     if core:
         env.update(FUNSOR_SHIM="1", PROJECT=str(ROOT))
     try:
@@ -118,7 +121,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the smaller configurations")
     ap.add_argument("--only", default="", help="workloads whose label contains this")
-    ap.add_argument("--timeout", type=int, default=600, help="seconds per workload and side")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per workload and side")
+    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
+                    help="process CPU time (default: robust to other processes' load) or wall")
+    ap.add_argument("--repeat", type=int, help="best of this many (default: per workload)")
     ap.add_argument("--python", help="the clients' python (FUNSOR_CLIENTS_PYTHON)")
     ap.add_argument("--clients-dir", help="shared/tools/clients (FUNSOR_CLIENTS_DIR)")
     args = ap.parse_args()
@@ -126,12 +132,13 @@ def main() -> None:
     if paths is None:
         return
     chosen = [w for w in WORKLOADS if args.only in w[0] and (w[2] or not args.quick)]
+    print(f"{args.clock} seconds, best of repeats, one thread", file=sys.stderr)
     rows = ["| workload | timed | funsor 0.4.8 | funsor-core | 0.4.8 / core |",
             "| --- | --- | ---: | ---: | ---: |"]
     checks = []
     for label, argv, _ in chosen:
         print(f"running {label} ...", file=sys.stderr, flush=True)
-        peer, ours = (run_side(*paths, argv, core, args.timeout) for core in (False, True))
+        peer, ours = (run_side(*paths, argv, core, args) for core in (False, True))
         rows += table_rows(label, peer, ours)
         checks += check_lines(label, peer, ours)
         print("\n".join(rows[-len(table_rows(label, peer, ours)):]), file=sys.stderr, flush=True)
