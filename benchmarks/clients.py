@@ -11,7 +11,7 @@ and the run goes on.
 
     python benchmarks/clients.py                 # everything (about 10 minutes)
     python benchmarks/clients.py --quick         # the smaller configurations
-    python benchmarks/clients.py --only pyro     # workloads whose label contains "pyro"
+    python benchmarks/clients.py --only "pyro T"  # the workloads whose label contains this
 
 The clients' environment is built by ``../shared/tools/clients/run`` (its README); without it
 this script says so and exits 0. ``FUNSOR_CLIENTS_PYTHON`` and ``FUNSOR_CLIENTS_DIR`` point
@@ -120,7 +120,8 @@ def check_lines(label: str, peer: dict, ours: dict) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the smaller configurations")
-    ap.add_argument("--only", default="", help="workloads whose label contains this")
+    ap.add_argument("--only", default="",
+                    help="workloads whose label contains this ('pyro T': Pyro's only)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per workload and side")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="process CPU time (default: robust to other processes' load) or wall")
