@@ -338,7 +338,7 @@ def test_markov_product_with_a_discrete_and_a_real_pair(backend):
     # A step with a Gaussian pair and an independent discrete pair (was: NotImplementedError):
     # run on the tape as its steps; the real marginals are the RTS smoother, the discrete
     # pair marginals those of enumeration. (A switching chain: test_adjoint_markov_switching.)
-    # jax runs under jit: eagerly the tape compiled op by op (6 s) for the same code.
+    # jax runs under jit: eagerly the tape compiled op by op (11 s) for the same code.
     trans, obs, init, means, covs = _kalman(8, T=3)
     tr = np.random.default_rng(0).normal(size=(3, 2, 2))
 
