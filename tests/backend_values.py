@@ -25,13 +25,15 @@ def to_numpy(x) -> np.ndarray:
     return np.asarray(x.detach() if hasattr(x, "detach") else x)
 
 
-def values_on_every_backend(fn, *args) -> list[np.ndarray]:
+def values_on_every_backend(fn, *args, eager_jax: bool = True) -> list[np.ndarray]:
     """``fn`` (arrays -> array) on numpy, torch, jax, and jax under ``jax.jit``, as numpy.
 
-    The numpy backend is active again afterwards."""
+    ``eager_jax=False`` leaves out eager jax (jit only), for programs whose eager run compiles
+    op by op for seconds and runs the same code as the jitted one. The numpy backend is active
+    again afterwards."""
     jax = pytest.importorskip("jax")
     out = []
-    for name in ("numpy", "torch", "jax"):
+    for name in ("numpy", "torch", "jax")[:None if eager_jax else 2]:
         fc.set_backend(name)
         try:
             out.append(to_numpy(fn(*(as_backend_array(a, name) for a in args))))

@@ -45,9 +45,9 @@ def test_beta_binomial_marginal_against_quadrature():
     a, b, n = 2.5, 1.5, 7.0
     m = _marginal(D.Beta(a, b, P), D.Binomial(n, P), "p")
     assert isinstance(m, D.BetaBinomial)
-    for k in range(8):
+    for k in range(8):  # scipy's functions, not frozen distributions built per evaluation
         integral, _ = scipy.integrate.quad(
-            lambda p, k=k: st.beta(a, b).pdf(p) * st.binom(n, p).pmf(k), 0, 1)
+            lambda p, k=k: st.beta.pdf(p, a, b) * st.binom.pmf(k, n, p), 0, 1)
         assert m(value=float(k)).item() == pytest.approx(math.log(integral), rel=1e-8)
 
 
@@ -75,7 +75,7 @@ def test_gamma_poisson_marginal_against_quadrature():
     assert isinstance(m, D.GammaPoisson)
     for k in range(5):
         integral, _ = scipy.integrate.quad(
-            lambda lam, k=k: st.gamma(a, scale=1 / r).pdf(lam) * st.poisson(lam).pmf(k), 0,
+            lambda lam, k=k: st.gamma.pdf(lam, a, scale=1 / r) * st.poisson.pmf(k, lam), 0,
             np.inf)
         assert m(value=float(k)).item() == pytest.approx(math.log(integral), rel=1e-7)
 
