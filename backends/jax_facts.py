@@ -15,7 +15,8 @@ import numpy as np
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
-           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "is_raw_key", "seed_values",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
+           "seed_values",
            "tracks_gradients"]
 
 # A key is a value, split for every draw so that no key is used twice (also under jit).
@@ -88,3 +89,19 @@ def array_literal(x) -> str:
     """
     data = np.asarray(x)
     return f"jnp.array({data.tolist()!r}, dtype=jnp.{data.dtype})"
+
+
+def distributions():
+    """``numpyro.distributions``, the library of distribution objects on jax that
+    ``to_funsor`` and ``to_data`` convert (numpyro is optional: an ImportError names it).
+
+    Example:
+        >>> distributions().Normal.__name__  # doctest: +SKIP
+        'Normal'
+    """
+    try:
+        import numpyro.distributions
+    except ImportError as e:  # jax has no distribution objects of its own
+        raise ImportError("converting distribution objects on jax needs numpyro "
+                          "(pip install numpyro)") from e
+    return numpyro.distributions

@@ -29,6 +29,9 @@ from __future__ import annotations
 import numbers
 from types import ModuleType
 
+import numpy as np
+
+from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
@@ -54,6 +57,11 @@ TORCH_NAMES = {
 # torch class -> family, where the family depends on which parameter was given.
 _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),
              "Bernoulli": ("BernoulliLogits", "BernoulliProbs")}
+# numpyro's classes that are named by their parameter (its Bernoulli, Categorical, Binomial
+# are functions choosing one) -> family.
+_PARAM_CLASSES = {"BernoulliProbs": "BernoulliProbs", "BernoulliLogits": "BernoulliLogits",
+                  "CategoricalProbs": "Categorical", "CategoricalLogits": "CategoricalLogits",
+                  "BinomialProbs": "Binomial", "MultinomialProbs": "Multinomial"}
 
 
 def _library(backend: ModuleType | None = None) -> ModuleType:
@@ -92,6 +100,8 @@ def _family_of(raw, td: ModuleType):
     if name in _BY_PARAM:
         logits, probs = _BY_PARAM[name]
         return FAMILIES[logits if "logits" in vars(raw) else probs]
+    if name in _PARAM_CLASSES:
+        return FAMILIES[_PARAM_CLASSES[name]]
     if name not in TORCH_NAMES.values() or name not in FAMILIES:
         return None
     # A subclass that draws without reparameterization (Pyro's NonreparameterizedNormal)
@@ -135,12 +145,13 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
         wrapped = wrapper_to_funsor(raw, dim_to_name, reinterpreted, convert)
         if wrapped is not None:
             return wrapped
-        return _family_to_funsor(raw, td, dim_to_name, reinterpreted)
+        return _family_to_funsor(raw, td, dim_to_name, reinterpreted, backend)
 
     return convert(raw, dim_to_name or {}, 0)
 
 
-def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int):
+def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int,
+                      backend: ModuleType):
     family = _family_of(raw, td)
     if family is None:
         known = sorted(set(TORCH_NAMES.values()))
@@ -154,10 +165,18 @@ def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int
     params = []
     for name in family.params:
         x = getattr(raw, name)
+        if type(x) is np.ndarray and backend_of(x, None) is not backend:
+            # numpyro keeps parameters given as numbers (Beta(0.5, 1.5), Binomial's
+            # total_count) as host arrays: constants, moved to the object's backend.
+            x = backend.asarray(x)
         if isinstance(x, numbers.Number):
             params.append(float(x))
             continue
+        if not ops.is_floating(x):  # numpyro's integer total_count: a real parameter here
+            x = ops.astype(x, "real")
         event = tuple(x.shape[len(batch):])
+        if tuple(x.shape[:len(batch)]) != batch:  # numpyro keeps size-1 batch dims
+            x = ops.expand(x, batch + event)
         params.append(to_funsor(x, Reals[out_batch + event], dim_to_name))
     return family(*params)
 

@@ -38,7 +38,8 @@ __all__ = ["get_backend", "set_backend", "set_default_backend", "backend_module"
 _BACKENDS = {"numpy": "backends.numpy", "torch": "backends.torch", "jax": "backends.jax"}
 _ALIASES = {"jax.numpy": "jax", "np": "numpy", "pytorch": "torch"}
 # The first component of an array type's module -> its backend (jax tracers live in jaxlib).
-_ROOTS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "jaxlib": "jax"}
+# numpyro's distribution objects hold jax arrays: they convert on the jax backend.
+_ROOTS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "jaxlib": "jax", "numpyro": "jax"}
 _HOST = "numpy"  # the backend of host arrays: numpy is funsor_core's one array dependency
 _DEFAULT = [_HOST]  # the process default: the backend of contexts that chose none
 # Loaded backend modules by name, and backends by array type: lookups on hot paths stay one
