@@ -160,8 +160,10 @@ class ArrayProgram:
     def run(self, arrays, interp=None) -> list | None:
         """The results' arrays from the factors' arrays (in the planned order), or None where
         the fast path may not stand in for the terms under ``interp`` (the caller builds
-        them): a guard declines, or the arrays are of several types (the terms would
-        report the mix)."""
+        them): a guard declines, there are no factors, or the arrays are of several types
+        (the terms would report the mix)."""
+        if not arrays:
+            return None
         kind = type(arrays[0])
         for x in arrays:
             if type(x) is not kind:

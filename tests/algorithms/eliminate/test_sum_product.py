@@ -5,7 +5,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.sum_product import PlateError
+from funsor_core.sum_product import PlateError, partial_sum_product, sum_product
 
 
 def _t(data, names, sizes):
@@ -187,3 +187,13 @@ def test_sum_product_max_mul_plates():
     negative = fc.Tensor(-ab, {"a": fc.Bint[2], "b": fc.Bint[3]})
     with pytest.raises(ValueError, match=r"\(ops.max, ops.mul\) needs nonnegative factors"):
         fc.sum_product(ops.max, ops.mul, [fa, negative], frozenset("ab"), frozenset("b"))
+
+
+@pytest.mark.parametrize("sum_op,prod_op,unit", [(ops.logaddexp, ops.add, 0.0),
+                                                 (ops.add, ops.mul, 1.0)])
+def test_sum_product_of_no_factors_is_the_unit(sum_op, prod_op, unit):
+    # Pyro's TraceMarkovEnum_ELBO asks for the product of a plate level with no factors; the
+    # empty product is the semiring's one (a Number), as in funsor.
+    assert partial_sum_product(sum_op, prod_op, [], frozenset(), frozenset()) == []
+    result = sum_product(sum_op, prod_op, [], frozenset(), frozenset("i"))
+    assert isinstance(result, fc.Number) and result.data == unit
