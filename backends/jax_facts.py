@@ -96,7 +96,7 @@ def distributions():
     ``to_funsor`` and ``to_data`` convert (numpyro is optional: an ImportError names it).
 
     Example:
-        >>> distributions().Normal.__name__  # doctest: +SKIP
+        >>> distributions().Normal.__name__
         'Normal'
     """
     try:
