@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import opt_einsum
@@ -254,22 +255,34 @@ def _plan(operands: tuple, sizes: tuple, output: tuple) -> ContractionPlan:
         shapes = [_Shape(tuple(max(size[n], 1) for n in names)) for names in operands]
         path, _ = opt_einsum.contract_path(eq, *shapes, shapes=False, optimize="auto")
     # Track operands by identity: opt_einsum's positions index the current list, from which a
-    # step removes its operands and to which it appends its result.
+    # step removes its operands and to which it appends its result. ``count`` holds how many
+    # current operands have each name, so a step's kept names cost its own names, not a scan
+    # of every operand (a 1,000-step chain's plan was quadratic).
     current = list(enumerate(operands))
+    count = Counter(n for names in operands for n in set(names))
     fresh = len(operands)
     steps = []
     out_set = set(output)
     for step in path:
         uids = [current[p][0] for p in step]
+        first = True
         # A step of k > 2 operands (rare) becomes k - 1 pairwise steps.
         while uids:
-            pos = [k for k, (uid, _) in enumerate(current) if uid in uids[:2]]
-            others = [c for k, c in enumerate(current) if k not in pos]
-            need = out_set.union(*(set(names) for _, names in others))
-            union = tuple(dict.fromkeys(n for k in pos for n in current[k][1]))
-            keep = tuple(n for n in union if n in need)
+            if first:
+                pos = sorted(step[:2])
+            else:
+                pos = [k for k, (uid, _) in enumerate(current) if uid in uids[:2]]
+            first = False
+            names = [current[k][1] for k in pos]
+            for ns in names:
+                count.subtract(set(ns))
+            union = tuple(dict.fromkeys(n for ns in names for n in ns))
+            keep = tuple(n for n in union if n in out_set or count[n] > 0)
             steps.append((pos[0], pos[1] if len(pos) > 1 else None, keep))
-            current = others + [(fresh, keep)]
+            for k in reversed(pos):
+                del current[k]
+            current.append((fresh, keep))
+            count.update(set(keep))
             uids = [fresh] + uids[2:] if len(uids) > 2 else []
             fresh += 1
     return ContractionPlan(operands, output, tuple(steps), symbols, size)
