@@ -31,10 +31,10 @@ from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.protocol import pending_setup
 from funsor_core.terms.backend_check import check_backends
-from funsor_core.terms.base import Funsor, Number, merge_all_inputs, to_funsor
+from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
 
-__all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms"]
+__all__ = ["Contraction", "COMMUTATIVE_OPS", "term_sort_key", "sort_terms", "sum_addends"]
 
 # bin_ops whose terms may be reordered (every associative op of ops.ASSOCIATIVE_OPS is also
 # commutative).
@@ -173,3 +173,24 @@ class Contraction(Funsor):
                     n *= d.size
             out = reduce_domain(red_op, out, n)
         self.output = out
+
+
+def sum_addends(f) -> list:
+    """The addends of a sum, in order, built eagerly (a Contraction ``(None, add)`` without
+    reduction) or lazily (a tree of ``Binary(ops.add)``); ``[f]`` for anything else.
+
+    Example:
+        >>> len(sum_addends(fc.Number(1.0)))
+        1
+    """
+    todo, found = [f], []
+    while todo:
+        term = todo.pop()
+        if isinstance(term, Binary) and term.op is ops.add:
+            todo += [term.rhs, term.lhs]
+        elif (isinstance(term, Contraction) and term.red_op is None
+              and term.bin_op is ops.add and not term.reduced_vars):
+            todo += reversed(term.terms)
+        else:
+            found.append(term)
+    return found

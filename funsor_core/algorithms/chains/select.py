@@ -21,8 +21,8 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian, merge_gaussian_inputs
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.terms.base import Binary, Funsor, Number
-from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import sum_addends
 
 __all__ = ["select"]
 
@@ -33,15 +33,9 @@ _NOT_SELECTABLE = (
 
 def _parts(f: Funsor) -> tuple[list, list]:
     # The Gaussians and the Tensors/Numbers of a sum (eager or lazy); others are refused.
-    todo, gaussians, dense = [f], [], []
-    while todo:
-        term = todo.pop()
-        if isinstance(term, Binary) and term.op is ops.add:
-            todo += [term.rhs, term.lhs]
-        elif (isinstance(term, Contraction) and term.red_op is None
-              and term.bin_op is ops.add and not term.reduced_vars):
-            todo += list(term.terms)
-        elif isinstance(term, Gaussian):
+    gaussians, dense = [], []
+    for term in sum_addends(f):
+        if isinstance(term, Gaussian):
             gaussians.append(term)
         elif isinstance(term, (Tensor, Number)):
             dense.append(term)

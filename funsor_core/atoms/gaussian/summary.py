@@ -34,8 +34,8 @@ from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian, real_offse
 from funsor_core.atoms.gaussian.moments import _labels, component_moments
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Real
-from funsor_core.terms.base import Binary, Funsor, Number
-from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import sum_addends
 
 __all__ = ["Moments", "moments"]
 
@@ -93,16 +93,7 @@ def _terms(f: Funsor) -> tuple:
     # reduction) or lazily (a Binary tree of ops.add).
     if isinstance(f, Gaussian):
         return f, []
-    todo, found = [f], []
-    while todo:
-        term = todo.pop()
-        if isinstance(term, Binary) and term.op is ops.add:
-            todo += [term.rhs, term.lhs]
-        elif (isinstance(term, Contraction) and term.red_op is None
-              and term.bin_op is ops.add and not term.reduced_vars):
-            todo += reversed(term.terms)
-        else:
-            found.append(term)
+    found = sum_addends(f)
     gaussians = [t for t in found if isinstance(t, Gaussian)]
     weights = [t for t in found if not isinstance(t, Gaussian)]
     bad = [t for t in weights if not isinstance(t, (Tensor, Number)) or t.output is not Real
