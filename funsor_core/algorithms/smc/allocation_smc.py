@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.smc.model import AllocationModel, predictive_factors
-from funsor_core.algorithms.smc.sweep import run_sweep
+from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
 from funsor_core.sampling.draw import extract_samples
@@ -113,32 +114,40 @@ def _one_hot(model: AllocationModel, fa: tuple, values: dict, proto):
     return ops.astype(out, "float") if ops.is_floating(proto) else out
 
 
-def allocation_step(model: AllocationModel, num_particles: int):
-    """The step of the sweep: ``(tables, x, key) -> (tables, log_u)`` for one token whose
-    visible cell is ``x`` (ints, in the order of ``model.visible``)."""
-    hidden = frozenset(model.hidden)
-    batch = {"particle": fc.Bint[num_particles]}
+def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
+    """The fully adapted proposal of one token whose visible cell is ``x`` (ints, in the order of
+    ``model.visible``): ``weigh`` sums the predictive factor graph over the hidden indices
+    (``log u`` per particle, and the joint log factor kept as ``aux``); ``move`` draws the
+    hidden indices from it (Deltas) and adds the token to every family's urn."""
+    hidden = tuple(model.hidden)
+    batch = {"particle": Bint[num_particles]}
 
-    def step(state: tuple, x, key):
-        tables = dict(zip(model.names, state))
-        point = {v: ops.reshape(x[k:k + 1], ()) for k, v in enumerate(model.visible)}
+    def visible_point(x) -> dict:
+        return {v: ops.reshape(x[k:k + 1], ()) for k, v in enumerate(model.visible)}
+
+    def weigh(state: tuple, x):
+        point = visible_point(x)
         joint = None
-        for f in predictive_factors(model, tables, batch):
-            subs = {v: fc.Tensor(point[v], {}, model.cards[v]) for v in f.inputs if v in point}
+        for f in predictive_factors(model, dict(zip(model.names, state)), batch):
+            subs = {v: Tensor(point[v], {}, model.cards[v]) for v in f.inputs if v in point}
             f = f(**subs) if subs else f
             joint = f if joint is None else joint + f
-        if hidden:
-            drawn = extract_samples(joint.sample(hidden, rng_key=key))
-            point.update({n: drawn[n].align(("particle",)).data for n in model.hidden})
-            log_u = joint.reduce(ops.logaddexp, hidden)
-        else:
-            log_u = joint
+        log_u = joint.reduce(ops.logaddexp, frozenset(hidden)) if hidden else joint
         log_u = ops.expand(log_u.align(("particle",)).data, (num_particles,))
-        state = tuple(ops.add(tables[n], _one_hot(model, fa, point, tables[n]))
-                      for n, fa in model.families.items())
-        return state, log_u
+        if not hidden:
+            return log_u, ()
+        return log_u, (joint.align(("particle",) + hidden).data,)
 
-    return step
+    def move(state: tuple, aux: tuple, x, key):
+        point = visible_point(x)
+        if hidden:
+            joint = Tensor(aux[0], {**batch, **{n: Bint[model.cards[n]] for n in hidden}})
+            drawn = extract_samples(joint.sample(frozenset(hidden), rng_key=key))
+            point.update({n: drawn[n].align(("particle",)).data for n in hidden})
+        return tuple(ops.add(table, _one_hot(model, fa, point, table))
+                     for table, fa in zip(state, model.families.values()))
+
+    return Proposal(weigh, move)
 
 
 def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float):

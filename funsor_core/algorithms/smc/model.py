@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.smc.urns import (
     compositions,
@@ -33,6 +32,8 @@ from funsor_core.algorithms.smc.urns import (
     log_total_count,
     num_completions,
 )
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
 
 __all__ = ["AllocationModel", "log_marginal_complete_graph"]
 
@@ -213,7 +214,7 @@ class AllocationModel:
         Example:
             >>> nmf = AllocationModel({"k": (), "i": ("k",), "j": ("k",)},
             ...                       {"i": 2, "j": 2, "k": 1}, ("i", "j"), 1.0, 1.0)
-            >>> round(nmf.log_marginal_exact(np.array([[2, 1], [0, 1]])), 5)  # K=1: i, j independent
+            >>> round(nmf.log_marginal_exact(np.array([[2, 1], [0, 1]])), 5)  # K=1: i, j indep.
             -7.97684
         """
         X = self._check_shape(X, self.visible, "X")
@@ -293,6 +294,6 @@ def predictive_factors(model: AllocationModel, tables: Mapping, batch_inputs: Ma
     for n, fa in model.families.items():
         table = tables[n]
         log_table = ops.sub(ops.log(table), ops.log(ops.sum(table, nb, True)))
-        inputs = {**batch_inputs, **{m: fc.Bint[model.cards[m]] for m in fa}}
-        out.append(fc.Tensor(log_table, inputs))
+        inputs = {**batch_inputs, **{m: Bint[model.cards[m]] for m in fa}}
+        out.append(Tensor(log_table, inputs))
     return out

@@ -3,10 +3,17 @@ systematic resampling under an effective-sample-size threshold, and the running 
 unbiased evidence estimate ``Z-hat``, as one backend ``scan`` (``lax.scan`` on jax, compiled
 once per structure by the caller; a Python loop on numpy and torch).
 
-A model supplies ``step(state, x, key) -> (state, log_u)``: ``state`` is a tuple of arrays
-with a leading particle axis, ``x`` the step's slice of ``xs`` and ``log_u`` the incremental
-log weight of every particle (for a fully adapted proposal, the log one-step predictive
-``log p(y_t | particle's past)``). With normalized weights ``w``,
+A model supplies a fully adapted ``Proposal`` of two functions on ``state`` (a tuple of
+arrays with a leading particle axis) and the step's slice ``x`` of ``xs``:
+
+- ``weigh(state, x) -> (log_u, aux)``: the incremental log weight of every particle, which for a
+  fully adapted proposal depends only on the particle's past (``log p(y_t | past)``), and
+  per-particle arrays ``aux`` (e.g. the one-step posterior's log factor) for ``move``;
+- ``move(state, aux, x, key) -> state``: draw the step's new values from that posterior.
+
+The particles are weighted, resampled if the effective sample size is low, and only then
+moved (the auxiliary particle filter's order): resampled duplicates draw their new values
+independently, which keeps more diversity than moving first. With normalized weights ``w``,
 
     Z-hat = prod_t sum_m w_{t-1,m} u_{t,m}
 
@@ -14,8 +21,8 @@ is unbiased for Z whatever the resampling decisions (Del Moral, 2004). Resamplin
 per step by a mask (``where``), not a branch, so the same program runs under ``jax.jit``.
 
 Example:
-    >>> def step(state, x, key):  # every particle gains log weight x: Z-hat = exp(sum x)
-    ...     return state, state[0] * 0.0 + x
+    >>> step = Proposal(lambda state, x: (state[0] * 0.0 + x, ()),  # u = exp(x) for all
+    ...                 lambda state, aux, x, key: state)
     >>> out = run_sweep(step, (np.zeros(4),), np.array([-1.0, -2.0]), 4, rng_key=0)
     >>> float(out.log_z), out.ess.tolist()
     (-3.0, [4.0, 4.0])
@@ -24,12 +31,21 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.sampling.draw import backend_and_key
 
-__all__ = ["SweepResult", "ess_of", "run_sweep", "systematic_resample"]
+__all__ = ["Proposal", "SweepResult", "ess_of", "run_sweep", "systematic_resample"]
+
+
+class Proposal(NamedTuple):
+    """A fully adapted proposal: ``weigh(state, x) -> (log_u, aux)`` and
+    ``move(state, aux, x, key) -> state`` (see the module docstring)."""
+
+    weigh: Callable
+    move: Callable
 
 
 class SweepResult(NamedTuple):
@@ -81,14 +97,14 @@ def _gather(state: tuple, index) -> tuple:
     return tuple(ops.getitem(leaf, (index,)) for leaf in state)
 
 
-def run_sweep(step: Callable, state: tuple, xs, num_particles: int, rng_key=None,
+def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
               ess_threshold: float = 0.5) -> SweepResult:
     """Run ``step`` over the leading axis of ``xs`` (an array or a tuple of arrays) with
     ``num_particles`` particles, resampling systematically whenever the effective sample size
     falls below ``ess_threshold * num_particles`` (0 never resamples: plain SIS; 1 always).
 
     Args:
-        step: ``(state, x, key) -> (state, log_u)`` (see the module docstring).
+        step: a ``Proposal`` (see the module docstring).
         state: the particles' initial arrays, each with leading axis ``num_particles``.
         xs: the per-step inputs; their backend is the sweep's backend.
         rng_key: an int seed, None, a numpy/torch Generator or a jax key.
@@ -113,7 +129,7 @@ def run_sweep(step: Callable, state: tuple, xs, num_particles: int, rng_key=None
             key_now, k_step, k_res = module.split_key(key_now, 3)
         else:
             k_step = k_res = key_now
-        state, log_u = step(state, x, k_step)
+        log_u, aux = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
         inc = ops.logsumexp(log_w, -1)
         log_w = ops.sub(log_w, inc)
@@ -121,7 +137,8 @@ def run_sweep(step: Callable, state: tuple, xs, num_particles: int, rng_key=None
         flag = ops.lt(ess, ess_threshold * num_particles)
         ancestors = systematic_resample(log_w, draw_uniform(k_res))
         index = ops.where(flag, ancestors, ops.new_arange(ancestors, 0, num_particles, 1))
-        state = _gather(state, index)
+        state, aux = _gather(state, index), _gather(aux, index)
+        state = step.move(state, aux, x, k_step)
         log_w = ops.where(flag, ops.full_like(log_w, -math.log(num_particles)), log_w)
         # One array per step: the loop scans of numpy and torch stack ys as one array.
         trace = ops.stack((ess, ops.astype(flag, "float")), 0)
