@@ -28,6 +28,7 @@ from funsor_core import ops
 from funsor_core.algorithms.smc.urns import (
     compositions,
     lgamma,
+    lgamma_shifted,
     log_dirichlet_multinomial,
     log_total_count,
     num_completions,
@@ -149,11 +150,13 @@ class AllocationModel:
             >>> sorted(m.log_family_factors(np.array([[2, 1], [0, 1]])))
             ['i', 'j', 'tokens', 'total']
         """
-        S = self._check_shape(S, self.names, "S", batch_ndim).astype(np.float64)
+        S = self._check_shape(S, self.names, "S", batch_ndim)
+        if S.dtype.kind not in "iu" and np.array_equal(S, np.round(S)):
+            S = S.astype(np.int64)  # integer counts take the lgamma table
         cells = tuple(range(batch_ndim, S.ndim))
         total = S.sum(cells)
         out = {"total": log_total_count(total, self.a, self.b),
-               "tokens": lgamma(total + 1.0) - lgamma(S + 1.0).sum(cells)}
+               "tokens": lgamma_shifted(1.0, total) - lgamma_shifted(1.0, S).sum(cells)}
         for n, counts in self.family_counts(S, batch_ndim).items():
             out[n] = log_dirichlet_multinomial(counts, self.alpha[n], 0, batch_ndim)
         return out
