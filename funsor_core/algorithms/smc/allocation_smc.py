@@ -39,7 +39,6 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
-from funsor_core.sampling.draw import extract_samples
 
 __all__ = ["SMCResult", "allocation_step", "initial_tables", "smc", "token_sequence"]
 
@@ -116,9 +115,11 @@ def _one_hot(model: AllocationModel, fa: tuple, values: dict, proto):
 
 def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
     """The fully adapted proposal of one token whose visible cell is ``x`` (ints, in the order of
-    ``model.visible``): ``weigh`` sums the predictive factor graph over the hidden indices
-    (``log u`` per particle, and the joint log factor kept as ``aux``); ``move`` draws the
-    hidden indices from it (Deltas) and adds the token to every family's urn."""
+    ``model.visible``): ``weigh`` substitutes ``x`` into the predictive factors (Tensors over
+    ``particle`` and the family indices) and sums their product over the hidden indices
+    (``log u``), keeping the joint over the hidden indices flattened row-major as the new
+    values; ``assign`` unravels a drawn value into the hidden indices and adds the token to
+    every family's urn."""
     hidden = tuple(model.hidden)
     batch = {"particle": Bint[num_particles]}
 
@@ -135,27 +136,27 @@ def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
         log_u = joint.reduce(ops.logaddexp, frozenset(hidden)) if hidden else joint
         log_u = ops.expand(log_u.align(("particle",)).data, (num_particles,))
         if not hidden:
-            return log_u, ()
-        return log_u, (joint.align(("particle",) + hidden).data,)
+            return log_u, log_u[:, None]
+        log_joint = joint.align(("particle",) + hidden).data
+        return log_u, ops.reshape(log_joint, (num_particles, -1))
 
-    def move(state: tuple, aux: tuple, x, key):
+    def assign(state: tuple, value, x):
         point = visible_point(x)
-        if hidden:
-            joint = Tensor(aux[0], {**batch, **{n: Bint[model.cards[n]] for n in hidden}})
-            drawn = extract_samples(joint.sample(frozenset(hidden), rng_key=key))
-            point.update({n: drawn[n].align(("particle",)).data for n in hidden})
+        for n in reversed(hidden):  # row-major: the last hidden index varies fastest
+            point[n] = ops.mod(value, model.cards[n])
+            value = ops.floordiv(value, model.cards[n])
         return tuple(ops.add(table, _one_hot(model, fa, point, table))
                      for table, fa in zip(state, model.families.values()))
 
-    return Proposal(weigh, move)
+    return Proposal(weigh, assign)
 
 
-def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float):
+def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str):
     step = allocation_step(model, num_particles)
 
     def run(proto, tokens, key):
         state = initial_tables(model, proto, num_particles)
-        return run_sweep(step, state, tokens, num_particles, key, ess_threshold)
+        return run_sweep(step, state, tokens, num_particles, key, ess_threshold, scheme)
 
     return run
 
@@ -166,7 +167,8 @@ def _model_key(model: AllocationModel) -> tuple:
 
 
 def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
-        ess_threshold: float = 0.5, order: str = "shuffle") -> SMCResult:
+        ess_threshold: float = 0.5, order: str = "shuffle",
+        scheme: str = "adaptive") -> SMCResult:
     """Estimate ``log p(X)`` under ``model`` by sequential Monte Carlo (BAM-SIS-R).
 
     Args:
@@ -177,6 +179,9 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         rng_key: an int seed, None, a Generator or a jax key.
         ess_threshold: resample when ESS < ``ess_threshold * num_particles``.
         order: the token order, ``"shuffle"`` (seeded by an int ``rng_key``) or ``"cells"``.
+        scheme: ``"adaptive"`` (BAM-SIS-R: resample under the ESS threshold, then draw the
+            hidden indices) or ``"joint"`` (resample and draw jointly, systematically, at
+            every token); see ``sweep.py``.
 
     Returns:
         an ``SMCResult`` (unpacks as ``(log_z, ess_trace)``).
@@ -202,9 +207,10 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
     if len(tokens) == 0:
         return SMCResult(ops.new_full(proto, (), const), xs[:0, 0], xs[:0, 0] > 0,
                          {}, ops.new_full(proto, (num_particles,), 0.0))
-    run = _sweep_fn(model, num_particles, ess_threshold)
+    run = _sweep_fn(model, num_particles, ess_threshold, scheme)
     if module.COMPILES and module.SPLITS_RNG_KEYS:
-        key = (_model_key(model), num_particles, ess_threshold, len(tokens), module.NAME)
+        key = (_model_key(model), num_particles, ess_threshold, scheme, len(tokens),
+               module.NAME)
         fn = _COMPILED.get(key)
         if fn is None:
             fn = _COMPILED[key] = module.jit(run)

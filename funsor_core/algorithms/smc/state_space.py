@@ -31,7 +31,6 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
-from funsor_core.sampling.draw import extract_samples
 
 __all__ = ["hmm_smc"]
 
@@ -48,7 +47,7 @@ def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
     return k, log_obs.shape[0]
 
 
-def _hmm_sweep(k: int, num_particles: int, ess_threshold: float):
+def _hmm_sweep(k: int, num_particles: int, ess_threshold: float, scheme: str):
     batch = {"particle": Bint[num_particles]}
 
     def run(log_init, log_trans, log_obs, key):
@@ -59,22 +58,20 @@ def _hmm_sweep(k: int, num_particles: int, ess_threshold: float):
         def weigh(state, obs):
             joint = trans(prev=Tensor(state[0], batch, k + 1)) + Tensor(obs, {"x": Bint[k]})
             log_u = joint.reduce(ops.logaddexp, "x").align(("particle",)).data
-            return log_u, (joint.align(("particle", "x")).data,)
+            return log_u, joint.align(("particle", "x")).data
 
-        def move(state, aux, obs, key_now):
-            joint = Tensor(aux[0], {**batch, "x": Bint[k]})
-            drawn = extract_samples(joint.sample(frozenset({"x"}), rng_key=key_now))["x"]
-            return (drawn.align(("particle",)).data,)
+        def assign(state, value, obs):
+            return (value,)
 
         start = ops.new_full(ops.astype(log_obs[0], "int"), (num_particles,), k)
-        return run_sweep(Proposal(weigh, move), (start,), log_obs, num_particles, key,
-                         ess_threshold)
+        return run_sweep(Proposal(weigh, assign), (start,), log_obs, num_particles, key,
+                         ess_threshold, scheme)
 
     return run
 
 
 def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = None,
-            ess_threshold: float = 0.5) -> SMCResult:
+            ess_threshold: float = 0.5, scheme: str = "joint") -> SMCResult:
     """Fully adapted SMC estimate of ``log p(y_{0:T-1})`` for a discrete HMM.
 
     Args:
@@ -82,6 +79,8 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
         log_trans: ``(K, K)`` log transition probabilities, rows the previous state.
         log_obs: ``(T, K)`` emission log likelihoods ``log p(y_t | x_t)``.
         num_particles, rng_key, ess_threshold: as for ``smc``.
+        scheme: ``"joint"`` (default: the states drawn systematically, value-major, at every
+            step) or ``"adaptive"`` (ESS-triggered resampling, independent draws).
 
     Returns:
         an ``SMCResult`` whose ``counts`` is ``{"x": final states}``; unpacks as
@@ -94,9 +93,9 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
     """
     k, steps = _check(log_init, log_trans, log_obs)
     module = backend_of(log_obs)
-    run = _hmm_sweep(k, num_particles, ess_threshold)
+    run = _hmm_sweep(k, num_particles, ess_threshold, scheme)
     if module.COMPILES and module.SPLITS_RNG_KEYS:
-        key = (k, steps, num_particles, ess_threshold, module.NAME)
+        key = (k, steps, num_particles, ess_threshold, scheme, module.NAME)
         fn = _COMPILED.get(key)
         if fn is None:
             fn = _COMPILED[key] = module.jit(run)
