@@ -1,5 +1,6 @@
 """Bayesian allocation models (Cemgil et al.): the public face of
-``funsor_core.algorithms.smc.model``.
+``funsor_core.algorithms.smc`` (``model``, the variational baseline ``vb`` and the KL-NTF
+multiplicative updates ``ntf``; the SMC estimators are in ``funsor_core.smc``).
 
 Example:
     >>> from funsor_core.allocation import AllocationModel
@@ -13,5 +14,8 @@ from funsor_core.algorithms.smc.model import (
     log_marginal_complete_graph,
     predictive_factors,
 )
+from funsor_core.algorithms.smc.ntf import kl_divergence, kl_ntf
+from funsor_core.algorithms.smc.vb import VBResult, expected_statistics, vb, vb_elbo
 
-__all__ = ["AllocationModel", "log_marginal_complete_graph", "predictive_factors"]
+__all__ = ["AllocationModel", "VBResult", "expected_statistics", "kl_divergence", "kl_ntf",
+           "log_marginal_complete_graph", "predictive_factors", "vb", "vb_elbo"]

@@ -281,11 +281,14 @@ def log_marginal_complete_graph(S, a: float, b: float) -> float:
                  + log_dirichlet_multinomial(flat, a / flat.size))
 
 
-def predictive_factors(model: AllocationModel, tables: Mapping, batch_inputs: Mapping) -> list:
+def predictive_factors(model: AllocationModel, tables: Mapping, batch_inputs: Mapping,
+                       link=ops.log) -> list:
     """The predictive factors of (4.1) as funsor Tensors, one per family: ``log A_n -
     log sum_{i_n} A_n`` over the family's indices (and ``batch_inputs`` first), where
     ``tables[n]`` holds ``alpha_fa(n) + S_fa(n)`` (arrays of any backend, family axes in the
-    order ``(n, *parents)``). Their sum is the log predictive of a whole cell.
+    order ``(n, *parents)``). Their sum is the log predictive of a whole cell. With
+    ``link=ops.digamma`` they are the mean-field factors ``E log theta`` of
+    variational Bayes (Appendix D), the same graph with another link.
 
     Example:
         >>> m = AllocationModel({"i": ()}, {"i": 2}, "i", 1.0, 1.0)
@@ -296,7 +299,7 @@ def predictive_factors(model: AllocationModel, tables: Mapping, batch_inputs: Ma
     nb = len(batch_inputs)
     for n, fa in model.families.items():
         table = tables[n]
-        log_table = ops.sub(ops.log(table), ops.log(ops.sum(table, nb, True)))
+        log_table = ops.sub(link(table), link(ops.sum(table, nb, True)))
         inputs = {**batch_inputs, **{m: Bint[model.cards[m]] for m in fa}}
         out.append(Tensor(log_table, inputs))
     return out
