@@ -82,18 +82,25 @@ def ess_of(log_w):
 
 
 def _cumsum(x):
-    """Inclusive cumulative sum over the last axis, as a product with an upper-triangular
-    matrix of ones (no cumsum kernel on every backend; a millisecond at 1,000 entries)."""
-    n = x.shape[-1]
-    arange = ops.new_arange(x, 0, n, 1)
-    return ops.matmul(x, ops.astype(ops.le(arange[:, None], arange[None, :]), "float"))
+    """Inclusive cumulative sum over the last axis by log-depth doubling (Hillis-Steele):
+    ``ceil(log2 n)`` shifted adds of the whole array, as there is no cumsum kernel on every
+    backend; static shapes, so it traces under ``jax.jit``."""
+    n, shift = x.shape[-1], 1
+    while shift < n:
+        pad = ops.new_zeros(x, tuple(x.shape[:-1]) + (shift,))
+        x = ops.add(x, ops.cat((pad, x[..., : n - shift]), -1))
+        shift *= 2
+    return x
 
 
 def systematic_resample(log_w, uniform, num: int | None = None):
     """``num`` (default: as many as weights) indices into the normalized log weights
     ``log_w`` by systematic resampling: draw ``k`` takes the first index whose cumulative
-    weight passes ``(k + u) / num`` for one ``u ~ U(0, 1)``. A 2-d ``log_w`` is read in
-    row-major order (its flat indices are returned); rows cost ``O(rows * cols^2)``.
+    weight ``c`` passes ``(k + u) / num`` for one ``u ~ U(0, 1)``. A 2-d ``log_w`` is read in
+    row-major order (its flat indices are returned).
+
+    No search: ``N_j = ceil(num * c_j - u)`` draws fall below ``c_j``, so draw ``k`` takes index
+    ``#{j : N_j <= k}``, a histogram of the ``N_j`` (``scatter_add``) and its cumulative sum.
 
     Example:
         >>> systematic_resample(np.array([-0.7, -np.inf, -0.7]), np.array(0.5)).tolist()
@@ -108,10 +115,11 @@ def systematic_resample(log_w, uniform, num: int | None = None):
         cum = _cumsum(w)
     size = cum.shape[0]
     num = size if num is None else num
-    arange = ops.astype(ops.new_arange(cum, 0, num, 1), "float")
-    positions = ops.truediv(ops.add(arange, uniform), float(num))
-    below = ops.lt(cum[None, :], positions[:, None])
-    return ops.clamp(ops.sum(ops.astype(below, "int"), -1), 0, size - 1)
+    # ceil(y) = -floor(-y), with floor as float floordiv by one.
+    ceil = ops.neg(ops.floordiv(ops.sub(uniform, ops.mul(cum, float(num))), 1.0))
+    below = ops.clamp(ops.astype(ceil, "int"), 0, num)
+    hist = ops.scatter_add(ops.new_zeros(below, (num + 1,)), below, ops.full_like(below, 1))
+    return ops.clamp(_cumsum(hist[:num]), 0, size - 1)
 
 
 def _gather(state: tuple, index) -> tuple:

@@ -71,6 +71,20 @@ def test_smc_no_hidden_index_is_exact_and_thresholds():
         smc(model, X1, 5)
 
 
+def test_systematic_resample_matches_searchsorted():
+    # Oracle: draw k takes the first index whose cumulative weight exceeds (k + u) / num.
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        m, u = int(rng.integers(1, 20)), rng.random()
+        w = rng.dirichlet(np.full(3 * m, 0.3))
+        for log_w, num in ((np.log(w[:m] / w[:m].sum()), m), (np.log(w.reshape(3, m)), m)):
+            cum = np.cumsum(np.exp(log_w).reshape(-1))
+            expected = np.minimum(np.searchsorted(cum, (np.arange(num) + u) / num, "right"),
+                                  cum.size - 1)
+            np.testing.assert_array_equal(systematic_resample(log_w, np.array(u), num),
+                                          expected)
+
+
 def test_systematic_resample_counts():
     # Each particle's number of copies is floor or ceil of M * w (the systematic property).
     rng = np.random.default_rng(0)
