@@ -10,8 +10,12 @@ Rows: time per run, and bias and standard deviation of log Z-hat against exact e
   particles): ``hmm_smc`` (jax, jit; joint and adaptive schemes) against a hand-written numpy
   bootstrap filter and a hand-written numpy fully adapted filter. The ``particles`` package is
   not installed here, so its bootstrap filter has no row.
+- Figure 10 (``--only fig10``): PARAFAC (CP, ``r -> i1, i2, i3``) rank selection on a synthetic
+  20x25x30 tensor of 500 tokens from rank 5 (a = 30): SMC's log-evidence (jax, joint scheme)
+  and the VB bound for R = 1..8; then the time of one SMC run and one VB fit against the
+  tensor's size (4^3 .. 32^3 cells, 1,000 tokens).
 
-    python benchmarks/smc.py [--quick]
+    python benchmarks/smc.py [--quick] [--only bam|hmm|fig10]
 """
 
 from __future__ import annotations
@@ -179,16 +183,60 @@ def bench_hmm(runs: int, np_runs: int, M: int = 100):
                   f"{ratio.mean():7.4f} ± {ratio.std() / np.sqrt(n):.4f} {sec * 1e3:8.2f}")
 
 
+def cp_model(shape, R, a, T):
+    parents = {"r": (), "i1": ("r",), "i2": ("r",), "i3": ("r",)}
+    cards = {"r": R, "i1": shape[0], "i2": shape[1], "i3": shape[2]}
+    return AllocationModel(parents, cards, ("i1", "i2", "i3"), a, a / T)
+
+
+def cp_tensor(rng, shape, R, T, a):
+    """T tokens of the BAM CP model with BDeu Dirichlets (equivalent sample size a)."""
+    topic = rng.dirichlet(np.full(R, a / R))
+    factors = [rng.dirichlet(np.full(n, a / (R * n)), R) for n in shape]
+    X = np.zeros(shape, dtype=np.int64)
+    for r in rng.choice(R, size=T, p=topic):
+        X[tuple(rng.choice(n, p=f[r]) for n, f in zip(shape, factors))] += 1
+    return X
+
+
+def bench_fig10(M: int = 256, ranks=range(1, 9)):
+    from funsor_core.allocation import vb
+
+    X = cp_tensor(np.random.default_rng(0), (20, 25, 30), 5, 500, 30.0)
+    print(f"\nFigure 10a: CP rank selection, 20x25x30, {X.sum()} tokens from R = 5, a = 30; "
+          f"SMC {M} particles (jax, joint), mean of 3; VB best of 3 restarts")
+    for R in ranks:
+        model = cp_model(X.shape, R, 30.0, X.sum())
+        est = [float(smc(model, jnp.asarray(X), M, rng_key=s, scheme="joint").log_z)
+               for s in range(3)]
+        bound = vb(model, X, num_iters=300, num_restarts=3, rng_key=0).elbo
+        print(f"  R={R}: SMC {np.mean(est):10.2f} (std {np.std(est):.2f})   VB {bound:10.2f}")
+    print("Figure 10b: seconds per run against size (R = 5, 1,000 tokens; SMC after compile)")
+    for n in (4, 8, 16, 32):
+        X = cp_tensor(np.random.default_rng(1), (n, n, n), 5, 1000, 30.0)
+        model = cp_model(X.shape, 5, 30.0, X.sum())
+        Xj = jnp.asarray(X)
+        float(smc(model, Xj, M, rng_key=0, scheme="joint").log_z)
+        t0 = time.perf_counter()
+        float(smc(model, Xj, M, rng_key=1, scheme="joint").log_z)
+        t1 = time.perf_counter()
+        vb(model, X, num_iters=100, rng_key=0, tol=-1.0)
+        t2 = time.perf_counter()
+        print(f"  {n}^3 cells: SMC {t1 - t0:7.3f} s   VB (100 iterations) {t2 - t1:7.3f} s")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=("bam", "hmm", "fig10"))
     args = parser.parse_args()
-    if args.quick:
-        bench_bam(runs=2, M=200)
-        bench_hmm(runs=20, np_runs=5)
-    else:
-        bench_bam(runs=5, M=1000)
-        bench_hmm(runs=1000, np_runs=100)
+    quick = args.quick
+    if args.only in (None, "bam"):
+        bench_bam(runs=2, M=200) if quick else bench_bam(runs=5, M=1000)
+    if args.only in (None, "hmm"):
+        bench_hmm(runs=20, np_runs=5) if quick else bench_hmm(runs=1000, np_runs=100)
+    if args.only in (None, "fig10"):
+        bench_fig10(M=64, ranks=(4, 5)) if quick else bench_fig10()
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def initial_tables(model: AllocationModel, proto, num_particles: int) -> tuple:
                               model.alpha[n]) for n, fa in model.families.items())
 
 
-def _one_hot(model: AllocationModel, fa: tuple, values: dict, proto):
+def _one_hot(model: AllocationModel, fa: tuple, values: dict):
     """The indicator of the cell ``values`` over a family's axes, ``(particle, *family)``:
     visible values are scalars, hidden ones one per particle."""
     out = None
@@ -110,7 +110,7 @@ def _one_hot(model: AllocationModel, fa: tuple, values: dict, proto):
             mask = ops.eq(arange, value)
         mask = ops.reshape(ops.astype(mask, "float"), tuple(shape))
         out = mask if out is None else ops.mul(out, mask)
-    return ops.astype(out, "float") if ops.is_floating(proto) else out
+    return out
 
 
 def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
@@ -145,7 +145,7 @@ def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
         for n in reversed(hidden):  # row-major: the last hidden index varies fastest
             point[n] = ops.mod(value, model.cards[n])
             value = ops.floordiv(value, model.cards[n])
-        return tuple(ops.add(table, _one_hot(model, fa, point, table))
+        return tuple(ops.add(table, _one_hot(model, fa, point))
                      for table, fa in zip(state, model.families.values()))
 
     return Proposal(weigh, assign)
