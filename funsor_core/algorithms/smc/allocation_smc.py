@@ -154,16 +154,16 @@ def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
 def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str):
     step = allocation_step(model, num_particles)
 
-    def run(proto, tokens, key):
-        state = initial_tables(model, proto, num_particles)
+    def run(state, tokens, key):
         return run_sweep(step, state, tokens, num_particles, key, ess_threshold, scheme)
 
     return run
 
 
 def _model_key(model: AllocationModel) -> tuple:
-    return (tuple(model.parents.items()), tuple(model.cards.items()), model.visible,
-            tuple(model.alpha.items()))
+    # Structure only: the pseudo-counts (a) enter through the initial tables, an argument,
+    # so a sweep over a compiles once.
+    return (tuple(model.parents.items()), tuple(model.cards.items()), model.visible)
 
 
 def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
@@ -217,8 +217,8 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         rng_key = module.new_rng_key(rng_key) if isinstance(rng_key, int) else rng_key
         if rng_key is None:
             rng_key = module.new_rng_key(0)
-        out = fn(proto, xs, rng_key)
+        out = fn(initial_tables(model, proto, num_particles), xs, rng_key)
     else:
-        out = run(proto, xs, rng_key)
+        out = run(initial_tables(model, proto, num_particles), xs, rng_key)
     counts = {n: ops.sub(t, model.alpha[n]) for n, t in zip(model.names, out.state)}
     return SMCResult(ops.add(out.log_z, const), out.ess, out.resampled, counts, out.log_weights)
