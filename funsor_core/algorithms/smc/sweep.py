@@ -1,0 +1,201 @@
+"""The particle sweep shared by every sequential Monte Carlo estimator here: weights,
+systematic resampling, and the running log of the unbiased evidence estimate ``Z-hat``, as
+one backend ``scan`` (``lax.scan`` on jax, compiled once per structure by the caller; a
+Python loop on numpy and torch).
+
+A model supplies a fully adapted ``Proposal``: two functions of ``state`` (a tuple of arrays
+with a leading particle axis) and the step's slice ``x`` of ``xs``:
+
+- ``weigh(state, x) -> (log_u, log_joint)``: ``log_joint[m, v]`` is particle ``m``'s one-step
+  log factor over the step's new values ``v`` (flattened), and ``log_u = logsumexp_v
+  log_joint`` its incremental log weight (``log p(y_t | past)``, independent of ``v``);
+- ``assign(state, v, x) -> state``: the state once each particle takes the new value ``v``.
+
+Two schemes share it. ``"adaptive"`` (BAM-SIS-R, Algorithm 3 of Cemgil et al.): weigh,
+resample systematically when the effective sample size falls below ``ess_threshold * M``, then
+draw every particle's ``v`` from its one-step posterior (a Delta funsor drawn from the Tensor
+``log_joint``; the auxiliary filter's order, so resampled duplicates move independently).
+``"joint"``: every step, draw ``M`` pairs ``(m, v)`` systematically from the expanded system
+``w_m exp(log_joint[m, v])`` ordered by ``v`` first, which stratifies the new values across
+particles (an unbiased resampling of the exhaustive expansion; far lower variance of
+``log Z-hat`` for small state spaces, see benchmarks/smc.py). Either way, with normalized
+weights ``w``,
+
+    Z-hat = prod_t sum_m w_{t-1,m} u_{t,m}
+
+is unbiased for Z whatever the resampling decisions (Del Moral, 2004). Resampling is decided
+per step by a mask (``where``), not a branch, so the same program runs under ``jax.jit``.
+
+Example:
+    >>> step = Proposal(lambda state, x: (state[0] * 0.0 + x, state[0][:, None] * 0.0 + x),
+    ...                 lambda state, v, x: state)  # u = exp(x) for every particle
+    >>> out = run_sweep(step, (np.zeros(4),), np.array([-1.0, -2.0]), 4, rng_key=0)
+    >>> float(out.log_z), out.ess.tolist()
+    (-3.0, [4.0, 4.0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+from funsor_core.sampling.draw import backend_and_key, extract_samples
+
+__all__ = ["Proposal", "SCHEMES", "SweepResult", "ess_of", "run_sweep", "systematic_resample"]
+
+SCHEMES = ("adaptive", "joint")
+
+
+class Proposal(NamedTuple):
+    """A fully adapted proposal: ``weigh(state, x) -> (log_u, log_joint)`` and
+    ``assign(state, v, x) -> state`` (see the module docstring)."""
+
+    weigh: Callable
+    assign: Callable
+
+
+class SweepResult(NamedTuple):
+    """What ``run_sweep`` returns: ``log_z`` (a scalar array), ``ess`` (the effective sample
+    size after each step's weighting, before resampling), ``resampled`` (bool per step),
+    ``state`` (the particles' final state) and ``log_weights`` (their normalized log
+    weights)."""
+
+    log_z: Any
+    ess: Any
+    resampled: Any
+    state: tuple
+    log_weights: Any
+
+
+def ess_of(log_w):
+    """``1 / sum w^2`` of normalized log weights ``log_w`` (last axis).
+
+    Example:
+        >>> float(ess_of(np.log(np.full(4, 0.25))))
+        4.0
+    """
+    return ops.exp(ops.neg(ops.logsumexp(ops.add(log_w, log_w), -1)))
+
+
+def _cumsum(x):
+    """Inclusive cumulative sum over the last axis by log-depth doubling (Hillis-Steele):
+    ``ceil(log2 n)`` shifted adds of the whole array, as there is no cumsum kernel on every
+    backend; static shapes, so it traces under ``jax.jit``."""
+    n, shift = x.shape[-1], 1
+    while shift < n:
+        pad = ops.new_zeros(x, tuple(x.shape[:-1]) + (shift,))
+        x = ops.add(x, ops.cat((pad, x[..., : n - shift]), -1))
+        shift *= 2
+    return x
+
+
+def systematic_resample(log_w, uniform, num: int | None = None):
+    """``num`` (default: as many as weights) indices into the normalized log weights
+    ``log_w`` by systematic resampling: draw ``k`` takes the first index whose cumulative
+    weight ``c`` passes ``(k + u) / num`` for one ``u ~ U(0, 1)``. A 2-d ``log_w`` is read in
+    row-major order (its flat indices are returned).
+
+    No search: ``N_j = ceil(num * c_j - u)`` draws fall below ``c_j``, so draw ``k`` takes index
+    ``#{j : N_j <= k}``, a histogram of the ``N_j`` (``scatter_add``) and its cumulative sum.
+
+    Example:
+        >>> systematic_resample(np.array([-0.7, -np.inf, -0.7]), np.array(0.5)).tolist()
+        [0, 2, 2]
+    """
+    w = ops.exp(log_w)
+    if len(w.shape) == 2:
+        within = _cumsum(w)  # (rows, cols)
+        offsets = ops.sub(_cumsum(within[:, -1]), within[:, -1])  # exclusive, over rows
+        cum = ops.reshape(ops.add(within, offsets[:, None]), (-1,))
+    else:
+        cum = _cumsum(w)
+    size = cum.shape[0]
+    num = size if num is None else num
+    # ceil(y) = -floor(-y), with floor as float floordiv by one.
+    ceil = ops.neg(ops.floordiv(ops.sub(uniform, ops.mul(cum, float(num))), 1.0))
+    below = ops.clamp(ops.astype(ceil, "int"), 0, num)
+    hist = ops.scatter_add(ops.new_zeros(below, (num + 1,)), below, ops.full_like(below, 1))
+    return ops.clamp(_cumsum(hist[:num]), 0, size - 1)
+
+
+def _gather(state: tuple, index) -> tuple:
+    return tuple(ops.getitem(leaf, (index,)) for leaf in state)
+
+
+def _draw(log_joint, key, num_particles: int):
+    """One new value per particle from its one-step posterior: a Delta drawn from the Tensor
+    ``log_joint`` over ``(particle, value)``."""
+    values = Bint[log_joint.shape[-1]]
+    joint = Tensor(log_joint, {"particle": Bint[num_particles], "value": values})
+    drawn = extract_samples(joint.sample(frozenset({"value"}), rng_key=key))["value"]
+    return drawn.align(("particle",)).data
+
+
+def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
+              ess_threshold: float = 0.5, scheme: str = "adaptive") -> SweepResult:
+    """Run ``step`` over the leading axis of ``xs`` with ``num_particles`` particles.
+
+    Args:
+        step: a ``Proposal`` (see the module docstring).
+        state: the particles' initial arrays, each with leading axis ``num_particles``.
+        xs: the per-step inputs (an array); the state's backend is the sweep's backend.
+        rng_key: an int seed, None, a numpy/torch Generator or a jax key.
+        ess_threshold: ``"adaptive"`` resamples when ESS < ``ess_threshold * num_particles``
+            (0 never: plain SIS; 1 always).
+        scheme: ``"adaptive"`` or ``"joint"`` (see the module docstring).
+
+    Returns:
+        a ``SweepResult``.
+    """
+    if num_particles < 1:
+        raise ValueError(f"num_particles must be >= 1, got {num_particles}")
+    if not 0.0 <= ess_threshold <= 1.0:
+        raise ValueError(f"ess_threshold must lie in [0, 1], got {ess_threshold}")
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    proto = ops.astype(state[0], "float")  # the weights' dtype and backend
+    module, key = backend_and_key(proto, rng_key)
+    splits = module.SPLITS_RNG_KEYS
+    full_log_m = -math.log(num_particles)
+
+    def body(carry, x):
+        state, log_w, log_z, key_now = carry
+        if splits:
+            key_now, k_move, k_res = module.split_key(key_now, 3)
+        else:
+            k_move = k_res = key_now
+        uniform = ops.new_array(proto, module.rand((), k_res))
+        log_u, log_joint = step.weigh(state, x)
+        log_w = ops.add(log_w, log_u)
+        inc = ops.logsumexp(log_w, -1)
+        log_w = ops.sub(log_w, inc)
+        ess = ess_of(log_w)
+        if scheme == "joint":
+            # (value, particle) grid, value-major: the systematic draw stratifies the values.
+            grid = ops.transpose(ops.add(ops.sub(log_joint, log_u[:, None]), log_w[:, None]),
+                                 0, 1)
+            flat = systematic_resample(grid, uniform, num_particles)
+            state = _gather(state, ops.mod(flat, num_particles))
+            value = ops.floordiv(flat, num_particles)
+            flag = ops.ge(ess, 0.0)  # resampled at every step
+            log_w = ops.full_like(log_w, full_log_m)
+        else:
+            flag = ops.lt(ess, ess_threshold * num_particles)
+            ancestors = systematic_resample(log_w, uniform)
+            index = ops.where(flag, ancestors, ops.new_arange(ancestors, 0, num_particles, 1))
+            state = _gather(state, index)
+            value = _draw(ops.getitem(log_joint, (index,)), k_move, num_particles)
+            log_w = ops.where(flag, ops.full_like(log_w, full_log_m), log_w)
+        state = step.assign(state, value, x)
+        # One array per step: the loop scans of numpy and torch stack ys as one array.
+        trace = ops.stack((ess, ops.astype(flag, "float")), 0)
+        return (state, log_w, ops.add(log_z, inc), key_now), trace
+
+    log_w = ops.new_full(proto, (num_particles,), full_log_m)
+    log_z = ops.new_full(proto, (), 0.0)
+    (state, log_w, log_z, _), trace = module.scan(body, (state, log_w, log_z, key), xs)
+    return SweepResult(log_z, trace[:, 0], ops.gt(trace[:, 1], 0.5), state, log_w)
