@@ -23,6 +23,12 @@ from funsor_core.algorithms.adjoint import (
     infer_discrete,
 )
 from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.compiled import (
+    MemoryBudgetError,
+    functional,
+    memory_budget,
+    plan,
+)
 from funsor_core.algorithms.contract.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.algorithms.filter.windowed import windowed_filter
 from funsor_core.analysis.affine import extract_affine, is_affine
@@ -153,4 +159,5 @@ __all__ = [
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
+    "functional", "plan", "compile", "cost", "memory_budget", "MemoryBudgetError",
 ]
