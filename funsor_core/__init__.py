@@ -25,6 +25,8 @@ from funsor_core.algorithms.adjoint import (
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.compiled import (
     MemoryBudgetError,
+    compile,
+    cost,
     functional,
     memory_budget,
     plan,

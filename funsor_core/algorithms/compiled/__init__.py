@@ -15,6 +15,7 @@ from funsor_core.algorithms.compiled.cost import (
     get_memory_budget,
     memory_budget,
 )
+from funsor_core.algorithms.compiled.expression import Program, compile, cost
 from funsor_core.algorithms.compiled.functional import (
     Functional,
     FunctionalError,
@@ -24,5 +25,5 @@ from funsor_core.algorithms.compiled.functional import (
 )
 from funsor_core.algorithms.compiled.program import Plan, plan
 
-__all__ = ["Functional", "FunctionalError", "MemoryBudgetError", "Plan", "eliminate_functional",
+__all__ = ["Program", "compile", "cost", "Functional", "FunctionalError", "MemoryBudgetError", "Plan", "eliminate_functional",
            "functional", "get_memory_budget", "index_table", "memory_budget", "plan"]

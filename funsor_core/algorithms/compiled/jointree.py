@@ -197,7 +197,7 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
 
     Example:
         >>> tree_from_order([("a", "b"), ("b", "c"), ("c",)], ["a", "b", "c"], {"a": 2, "b": 2, "c": 2})
-        [(), (), (), (0, 1), (3, 2)]
+        [(), (), (), (0, 1), (2, 3)]
     """
     logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
     children = [()] * len(leaf_scope)
@@ -326,7 +326,7 @@ def build_jointree(scopes: Sequence[Sequence[str]], functional: Sequence[str | N
     Example:
         >>> t = build_jointree([("a", "b"), ("b", "c")], [None, None], {"a": 2, "b": 3, "c": 2})
         >>> t.children, t.seps
-        ((), (), (0, 1)), (('b',), ('b',), ())
+        (((), (), (0, 1)), (('b',), ('b',), ()))
     """
     keep = tuple(keep)
     names = dict.fromkeys(n for s in scopes for n in s)

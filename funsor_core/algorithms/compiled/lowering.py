@@ -92,6 +92,13 @@ def _shift(x, axis):
     return ops.clamp(m, min=_FLOOR)
 
 
+def _log(x):
+    # log without a warning (or a nan derivative) where a sum is exactly 0: -inf there.
+    alive = x > 0
+    return ops.where(alive, ops.log(ops.where(alive, x, ops.full_like(x, 1.0))),
+                     ops.full_like(x, -math.inf))
+
+
 def run_pair(spec: PairSpec, a, b, log: bool):
     """Run one binary contraction planned by ``pair_spec`` on arrays (any backend).
 
@@ -110,7 +117,7 @@ def run_pair(spec: PairSpec, a, b, log: bool):
     b = ops.reshape(b, spec.shape_b)
     if log:
         ma, mb = _shift(a, -1), _shift(b, -2)
-        out = ops.log(ops.matmul(ops.exp(a - ma), ops.exp(b - mb))) + ma + mb
+        out = _log(ops.matmul(ops.exp(a - ma), ops.exp(b - mb))) + ma + mb
     else:
         out = ops.matmul(a, b)
     return ops.reshape(out, spec.out_shape)

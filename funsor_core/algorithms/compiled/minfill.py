@@ -54,7 +54,7 @@ def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
     Example:
         >>> min_fill_order([("x", "y"), ("y", "z"), ("x", "z")], {"x": 2, "y": 3, "z": 2},
         ...                {"y", "z"})
-        ['z', 'y']
+        ['y', 'z']
     """
     names = list(dict.fromkeys(n for scope in scopes for n in scope))
     todo = {n for n in eliminate if n in set(names)}
