@@ -63,7 +63,9 @@ class Functional:
         self.term = term
         self.out = out
         self.log = bool(log)
-        self.parents = tuple(k for k in term.inputs if k != out)
+        # The discrete inputs other than out (a symbolic factor's parameter inputs are not).
+        self.parents = tuple(k for k, d in term.inputs.items()
+                             if k != out and d.dtype != "real")
 
     @property
     def inputs(self) -> dict:
@@ -77,11 +79,10 @@ def _check_domains(term: Funsor, out: str) -> None:
     if out not in term.inputs:
         raise FunctionalError(f"functional(..., out={out!r}): {out!r} is not an input of the "
                               f"factor; its inputs are {dict(term.inputs)}.")
-    bad = {k: d for k, d in term.inputs.items() if not isinstance(d, type(Bint[2]))
-           or d.dtype == "real"}
-    if bad:
-        raise FunctionalError(f"functional(..., out={out!r}): every input must be a Bint, "
-                              f"but {bad} are not.")
+    domain = term.inputs[out]
+    if domain.dtype == "real" or domain.shape:
+        raise FunctionalError(f"functional(..., out={out!r}): {out!r} must be a Bint, but it is "
+                              f"{domain}.")
     if term.output.shape:
         raise FunctionalError(f"functional(..., out={out!r}): the factor must be scalar "
                               f"valued, but its output is {term.output}.")
@@ -95,7 +96,7 @@ def _first_bad(table: np.ndarray, log: bool) -> str | None:
     stray = ~(is_one | is_zero)
     if stray.any():
         row, col = np.argwhere(stray)[0]
-        return f"entry {table[row, col]!r} is neither {zero} nor {one}", row
+        return f"entry {float(table[row, col])!r} is neither {zero} nor {one}", row
     counts = is_one.sum(-1)
     bad = np.flatnonzero(counts != 1)
     if bad.size:

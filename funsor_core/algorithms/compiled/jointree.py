@@ -89,10 +89,6 @@ class JoinTree:
         return out
 
 
-def _log2size(names, sizes) -> float:
-    return sum(math.log2(max(sizes[n], 1)) for n in names)
-
-
 def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     """``nodes`` (names of the replicated network), ``jointree_nodes``, ``max_rank`` (most
     names in a cluster), ``max_binary_rank`` (log2 of the largest cluster), the same two on
@@ -100,31 +96,30 @@ def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     ``flops`` (multiply-adds of the binary contractions and leaf sums), ``peak_bytes`` (most
     message bytes alive at once, executing in post-order), ``largest_cluster``."""
     sizes = tree.sizes
-
-    def size(names):
-        return math.prod(sizes[n] for n in names)
-
+    logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
     clusters = tree.clusters()
+    weights = [sum(map(logs.__getitem__, c)) for c in clusters]
     old = tree.clusters(tree.unshrunk)
-    biggest = max(clusters, key=lambda c: (_log2size(c, sizes), len(c)))
-    flops = total = peak = live = 0
+    big = max(range(len(clusters)), key=lambda i: (weights[i], len(clusters[i])))
+    out = [math.prod(map(sizes.__getitem__, sep)) for sep in tree.seps]
+    flops = sum(math.prod(map(sizes.__getitem__, c)) for c in clusters)
+    total = sum(out)
+    peak = live = 0
     for i, kids in enumerate(tree.children):
-        out = size(tree.seps[i])
-        flops += size(clusters[i])
-        total += out
-        live += out
-        peak = max(peak, live)
+        live += out[i]
+        if live > peak:
+            peak = live
         for c in kids:
-            live -= size(tree.seps[c])
+            live -= out[c]
     return {
         "nodes": tree.num_vars, "leaves": len(tree.leaf_factor),
         "jointree_nodes": len(tree.children),
         "max_rank": max(map(len, clusters)),
-        "max_binary_rank": round(max(_log2size(c, sizes) for c in clusters), 6),
+        "max_binary_rank": round(weights[big], 6),
         "unshrunk_max_rank": max(map(len, old)),
-        "unshrunk_max_binary_rank": round(max(_log2size(c, sizes) for c in old), 6),
+        "unshrunk_max_binary_rank": round(max(sum(map(logs.__getitem__, c)) for c in old), 6),
         "total_size": total, "flops": 2 * flops, "peak_bytes": itemsize * peak,
-        "largest_cluster": {n: sizes[n] for n in biggest},
+        "largest_cluster": {n: sizes[n] for n in clusters[big]},
     }
 
 
@@ -208,26 +203,32 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
             holders.setdefault(n, set()).add(i)
     active = set(range(len(leaf_scope)))
 
+    def pair(a: int, b: int) -> int:
+        node = len(children)
+        children.append((a, b))
+        names = open_names[a] | open_names[b]
+        open_names.append(names)
+        active.difference_update((a, b))
+        active.add(node)
+        for n in names:
+            h = holders.get(n)
+            if h is not None:  # None: the name being eliminated
+                h.discard(a)
+                h.discard(b)
+                h.add(node)
+        return node
+
     def join(group) -> int:
-        heap = [(_tree_weight(open_names[t], logs), t) for t in sorted(group)]
+        group = sorted(group)
+        if len(group) <= 2:  # chains and trees: no heap
+            return group[0] if len(group) == 1 else pair(group[0], group[1])
+        heap = [(_tree_weight(open_names[t], logs), t) for t in group]
         heapq.heapify(heap)
         while len(heap) > 1:
             _, a = heapq.heappop(heap)
             _, b = heapq.heappop(heap)
-            node = len(children)
-            children.append((a, b))
-            names = open_names[a] | open_names[b]
-            open_names.append(names)
-            active.difference_update((a, b))
-            active.add(node)
-            for n in names:
-                h = holders.get(n)
-                if h is None:  # the name being eliminated
-                    continue
-                h.discard(a)
-                h.discard(b)
-                h.add(node)
-            heapq.heappush(heap, (_tree_weight(names, logs), node))
+            node = pair(a, b)
+            heapq.heappush(heap, (_tree_weight(open_names[node], logs), node))
         return heap[0][1]
 
     for name in order:

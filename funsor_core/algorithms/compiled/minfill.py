@@ -46,6 +46,27 @@ def _fill(adj: list[int], v: int) -> int:
     return sum((nbrs & ~adj[u]).bit_count() - 1 for u in _bits(nbrs))
 
 
+def _peel(adj: list[int], alive: list[bool], names: list[str]) -> list[str]:
+    # Eliminate names of at most one neighbour first, in a linear-time sweep: no fill, a
+    # cluster of at most two names, so min-fill would choose them too (trees and chains are
+    # ordered here entirely, without the heap).
+    order = []
+    stack = [v for v in range(len(names) - 1, -1, -1) if alive[v] and adj[v] & (adj[v] - 1) == 0]
+    while stack:
+        v = stack.pop()
+        if not alive[v]:
+            continue
+        alive[v] = False
+        order.append(names[v])
+        u = adj[v].bit_length() - 1
+        adj[v] = 0
+        if u >= 0:
+            adj[u] &= ~(1 << v)
+            if alive[u] and adj[u] & (adj[u] - 1) == 0:
+                stack.append(u)
+    return order
+
+
 def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
                    eliminate: Iterable[str]) -> list[str]:
     """Order ``eliminate`` by min-fill (ties: the smaller cluster, in log2 of its size, then
@@ -57,7 +78,7 @@ def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
         ['y', 'z']
     """
     names = list(dict.fromkeys(n for scope in scopes for n in scope))
-    todo = {n for n in eliminate if n in set(names)}
+    todo = frozenset(eliminate)
     adj = _graph(scopes, names)
     alive = [n in todo for n in names]
     # The cluster weight (log2 of its size) by popcounts over masks of equal-sized names.
@@ -70,12 +91,12 @@ def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
     def score(v: int) -> tuple:
         group = adj[v] | (1 << v)
         weight = sum(w * (group & m).bit_count() for w, m in masks)
-        return (_fill(adj, v), round(weight, 9), v)
+        return (_fill(adj, v), weight, v)
 
+    order = _peel(adj, alive, names)
     version = [0] * len(names)
     heap = [(*score(v), 0) for v in range(len(names)) if alive[v]]
     heapq.heapify(heap)
-    order = []
     while heap:
         fill, _, v, ver = heapq.heappop(heap)
         if not alive[v] or ver != version[v]:
