@@ -5,7 +5,8 @@ and run many times, and costs known before running.
 
 Example:
     >>> u = fc.Tensor(np.array([0.25, 0.75]), {"u": fc.Bint[2]})
-    >>> x = fc.functional(fc.Tensor(np.eye(2)[::-1].copy(), {"u": fc.Bint[2], "x": fc.Bint[2]}), "x")
+    >>> flip = fc.Tensor(np.eye(2)[::-1].copy(), {"u": fc.Bint[2], "x": fc.Bint[2]})
+    >>> x = fc.functional(flip, "x")
     >>> fc.plan([u, x], frozenset({"u"}))([u, x]).data
     array([0.75, 0.25])
 """
@@ -25,5 +26,6 @@ from funsor_core.algorithms.compiled.functional import (
 )
 from funsor_core.algorithms.compiled.program import Plan, plan
 
-__all__ = ["Program", "compile", "cost", "Functional", "FunctionalError", "MemoryBudgetError", "Plan", "eliminate_functional",
-           "functional", "get_memory_budget", "index_table", "memory_budget", "plan"]
+__all__ = ["Functional", "FunctionalError", "MemoryBudgetError", "Plan", "Program", "compile",
+           "cost", "eliminate_functional", "functional", "get_memory_budget", "index_table",
+           "memory_budget", "plan"]

@@ -45,58 +45,80 @@ def _unsupported(what: str, hint: str = "") -> NotImplementedError:
     return NotImplementedError(_UNSUPPORTED.format(what=what, hint=hint))
 
 
-def _flatten(term: Funsor, bin_op) -> list:
-    # The factors of a product (Binary or Contraction without reduction) of bin_op.
-    out, stack = [], [term]
+def _semiring_of(expr: Funsor):
+    # The (sum_op, prod_op) of the outermost reduction (or product) of the expression.
+    from funsor_core import ops
+
+    stack = [expr]
     while stack:
         t = stack.pop()
-        if isinstance(t, Binary) and t.op is bin_op:
-            stack.extend((t.rhs, t.lhs))
-        elif isinstance(t, Contraction) and t.bin_op is bin_op and not t.reduced_vars:
-            stack.extend(reversed(t.terms))
+        if isinstance(t, Contraction) and t.red_op is not None and t.reduced_vars:
+            return t.red_op, t.bin_op
+        if isinstance(t, Reduce):
+            sum_op = t.op
+            prod = next((p for s, p in SEMIRINGS if s is sum_op), None)
+            return sum_op, prod
+        if isinstance(t, Contraction):
+            stack.extend(t.terms)
+        elif isinstance(t, Binary):
+            stack.extend((t.lhs, t.rhs))
+    if isinstance(expr, (Binary, Contraction)):
+        op = expr.op if isinstance(expr, Binary) else expr.bin_op
+        return next(((s, p) for s, p in SEMIRINGS if p is op), (None, op))
+    return ops.add, ops.mul
+
+
+def _collect(expr: Funsor, sum_op, prod_op):
+    # Flatten nested products and reductions of one semiring: the terms, the names reduced
+    # anywhere, and per nested reduction its names and the range of terms it covers.
+    terms, reduced, scopes = [], set(), []
+    stack = [(expr, None)]
+    while stack:
+        t, mark = stack.pop()
+        if mark is not None:  # the end of a nested reduction: its terms are [start, now)
+            scopes.append((mark[0], mark[1], len(terms)))
+            continue
+        names = frozenset()
+        if isinstance(t, Contraction) and t.bin_op is prod_op and \
+                (not t.reduced_vars or t.red_op is sum_op):
+            names, children = t.reduced_vars, t.terms
+        elif isinstance(t, Reduce) and t.op is sum_op:
+            names, children = t.reduced_vars, (t.arg,)
+        elif isinstance(t, Binary) and t.op is prod_op:
+            children = (t.lhs, t.rhs)
         else:
-            out.append(t)
-    return out
+            terms.append(t)
+            continue
+        names = frozenset(n.name if isinstance(n, Variable) else n for n in names)
+        if names:
+            reduced |= names
+            stack.append((None, (names, len(terms))))
+        stack.extend((c, None) for c in reversed(children))
+    return terms, frozenset(reduced), scopes
 
 
 def extract_elimination(expr: Funsor):
-    """``(sum_op, prod_op, reduced_vars, terms)`` of a lazy sum-product expression.
+    """``(sum_op, prod_op, reduced_vars, terms)`` of a lazy sum-product expression (nested
+    products and reductions of one semiring flattened, as ``sum_product`` nests them per
+    connected component).
 
     Example:
         >>> t = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
         >>> extract_elimination(t)[3] == (t,)
         True
     """
-    if isinstance(expr, Contraction) and expr.red_op is not None:
-        sum_op, prod_op, reduced = expr.red_op, expr.bin_op, expr.reduced_vars
-        terms = [u for t in expr.terms for u in _flatten(t, prod_op)]
-    elif isinstance(expr, Reduce):
-        sum_op, reduced = expr.op, expr.reduced_vars
-        prod_op = ops_of(expr.arg, sum_op)
-        terms = _flatten(expr.arg, prod_op)
-    else:
-        sum_op = None
-        prod_op = ops_of(expr, None)
-        reduced = frozenset()
-        terms = _flatten(expr, prod_op)
-    names = frozenset(n.name if isinstance(n, Variable) else n for n in reduced)
-    if sum_op is None:
-        sum_op = next(s for s, p in SEMIRINGS if p is prod_op)
+    sum_op, prod_op = _semiring_of(expr)
     if (sum_op, prod_op) not in SEMIRINGS:
         raise _unsupported(f"a ({sum_op}, {prod_op}) elimination",
                            "Plates and Markov products are not compiled yet (issue 30).")
-    return sum_op, prod_op, names, tuple(terms)
-
-
-def ops_of(term: Funsor, sum_op):
-    """The product op of a term (``mul`` for linear sums, ``add`` for log sums)."""
-    from funsor_core import ops
-
-    if isinstance(term, (Binary, Contraction)):
-        op = term.op if isinstance(term, Binary) else term.bin_op
-        if op in (ops.mul, ops.add):
-            return op
-    return ops.add if sum_op is ops.logaddexp else ops.mul
+    terms, reduced, scopes = _collect(expr, sum_op, prod_op)
+    for names, start, stop in scopes:  # a bound name reused outside its reduction: refuse
+        outside = [t for k, t in enumerate(terms) if not start <= k < stop]
+        clash = names & frozenset(n for t in outside for n in t.inputs)
+        if clash:
+            raise _unsupported(f"{expr}: the reduced names {sorted(clash)} are also used "
+                               "outside their reduction", "Rename the bound names apart.")
+    return sum_op, prod_op, reduced, tuple(terms)
 
 
 def _leaf(term: Funsor):
@@ -155,6 +177,9 @@ class Program:
 def _build(expr: Funsor, functional: dict | None, method: str):
     sum_op, prod_op, reduced, terms = extract_elimination(expr)
     log = _semiring(sum_op, prod_op)
+    if reduced & frozenset(expr.inputs):
+        raise _unsupported(f"{expr}: {sorted(reduced & frozenset(expr.inputs))} are both "
+                           "reduced and free", "Rename the bound names apart.")
     declared = {}
     for out, term in (functional or {}).items():
         if isinstance(term, Tensor):

@@ -25,7 +25,6 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
 from funsor_core.terms.base import Funsor
 
 __all__ = ["Functional", "FunctionalError", "functional", "index_table", "eliminate_functional"]

@@ -191,7 +191,8 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
     Returns the children per node (leaves first, then internal nodes in creation order).
 
     Example:
-        >>> tree_from_order([("a", "b"), ("b", "c"), ("c",)], ["a", "b", "c"], {"a": 2, "b": 2, "c": 2})
+        >>> sizes = {"a": 2, "b": 2, "c": 2}
+        >>> tree_from_order([("a", "b"), ("b", "c"), ("c",)], ["a", "b", "c"], sizes)
         [(), (), (), (0, 1), (2, 3)]
     """
     logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
