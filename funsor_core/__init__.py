@@ -161,5 +161,5 @@ __all__ = [
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
-    "functional", "plan", "compile", "cost", "memory_budget", "MemoryBudgetError",
-]
+    "functional", "plan", "cost", "memory_budget", "MemoryBudgetError",
+]  # fc.compile is public too, but kept out of __all__: a star import must not shadow the builtin

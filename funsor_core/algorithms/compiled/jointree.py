@@ -60,7 +60,7 @@ class JoinTree:
         self.seps = tuple(map(tuple, seps))
         self.sizes = dict(sizes)
         self.num_vars = num_vars
-        self.unshrunk = tuple(map(tuple, unshrunk))
+        self.unshrunk = self.seps if unshrunk is seps else tuple(map(tuple, unshrunk))
         self._stats = None
 
     @property
@@ -99,7 +99,8 @@ def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
     clusters = tree.clusters()
     weights = [sum(map(logs.__getitem__, c)) for c in clusters]
-    old = tree.clusters(tree.unshrunk)
+    same = tree.unshrunk is tree.seps
+    old = clusters if same else tree.clusters(tree.unshrunk)
     big = max(range(len(clusters)), key=lambda i: (weights[i], len(clusters[i])))
     out = [math.prod(map(sizes.__getitem__, sep)) for sep in tree.seps]
     flops = sum(math.prod(map(sizes.__getitem__, c)) for c in clusters)
@@ -117,7 +118,8 @@ def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
         "max_rank": max(map(len, clusters)),
         "max_binary_rank": round(weights[big], 6),
         "unshrunk_max_rank": max(map(len, old)),
-        "unshrunk_max_binary_rank": round(max(sum(map(logs.__getitem__, c)) for c in old), 6),
+        "unshrunk_max_binary_rank": round(weights[big] if same else
+                                          max(sum(map(logs.__getitem__, c)) for c in old), 6),
         "total_size": total, "flops": 2 * flops, "peak_bytes": itemsize * peak,
         "largest_cluster": {n: sizes[n] for n in clusters[big]},
     }
@@ -339,19 +341,41 @@ def build_jointree(scopes: Sequence[Sequence[str]], functional: Sequence[str | N
         scopes, functional, eliminate)
     rep_sizes = dict(sizes)
     rep_sizes.update((r, sizes[x]) for r, x in original.items())
-    if order is None:
-        order = min_fill_order(leaf_scope, rep_sizes, eliminate | frozenset(original))
+    todo = eliminate | frozenset(original)
+    replicated = (leaf_factor, leaf_scope, leaf_out, original)
+    if order is not None:
+        return _finish(replicated, order, names, sizes, keep, shrink)
+    tree = _finish(replicated, min_fill_order(leaf_scope, rep_sizes, todo), names, sizes,
+                   keep, shrink)
+    if keep:
+        # A kept name is in every message above the leaves that hold it, whatever the order.
+        # In the graph it ties a query to its neighbours (good for a query such as a label);
+        # a batch of evidence it would tie to every observed name (bad): try the order
+        # without kept names too, and keep the cheaper tree.
+        kept = frozenset(keep)
+        graph = [tuple(n for n in s if n not in kept) for s in leaf_scope]
+        other = _finish(replicated, min_fill_order(graph, rep_sizes, todo), names, sizes,
+                        keep, shrink)
+        if other.stats()["flops"] < tree.stats()["flops"]:
+            tree = other
+    return tree
+
+
+def _finish(replicated, order, names, sizes, keep, shrink) -> JoinTree:
+    # The tree of one elimination order, its separators, shrunk (or not).
+    leaf_factor, leaf_scope, leaf_out, original = replicated
+    rep_sizes = dict(sizes)
+    rep_sizes.update((r, sizes[x]) for r, x in original.items())
     children = tree_from_order(leaf_scope, order, rep_sizes)
     scope_back = [tuple(original.get(n, n) for n in s) for s in leaf_scope]
     seps = separators(children, scope_back, keep)
     unshrunk = seps
-    if any(out is not None for out in leaf_out):
+    if shrink and any(out is not None for out in leaf_out):
         seps = shrink_separators(children, seps, leaf_out, frozenset(keep), sizes)
-    if not shrink:
-        seps = unshrunk
     rank = {n: i for i, n in enumerate(names)}
     ordered = [tuple(sorted(s, key=rank.__getitem__)) for s in seps]
     ordered[-1] = tuple(n for n in keep if n in seps[-1])
     num_vars = len(names) + len(original) - len({original[r] for r in original})
-    return JoinTree(leaf_factor, scope_back, children, ordered, sizes, num_vars,
-                    [tuple(sorted(s, key=rank.__getitem__)) for s in unshrunk])
+    old = ordered if seps is unshrunk else [tuple(sorted(s, key=rank.__getitem__))
+                                            for s in unshrunk]
+    return JoinTree(leaf_factor, scope_back, children, ordered, sizes, num_vars, old)

@@ -71,13 +71,11 @@ class Plan:
         self.tree = tree
         self.method = method
         self.runs = 0
-        self._steps, names = self._lower(tree)
-        self._final = tuple(names.index(n) for n in output)
-        if self._final == tuple(range(len(output))):
-            self._final = None
+        self._steps = self._final = None  # lowered on the first run: planning stays structural
 
-    def _lower(self, tree: JoinTree):
+    def _lower(self) -> None:
         # Per node, its array call: ("leaf", factor, axes) or ("pair", c1, c2, spec).
+        tree = self.tree
         steps, names = [], []
         for i, kids in enumerate(tree.children):
             if not kids:
@@ -90,7 +88,9 @@ class Plan:
                 spec = pair_spec(names[a], names[b], tree.seps[i], self.sizes)
                 steps.append(("pair", a, b, spec))
                 names.append(spec.out_names)
-        return tuple(steps), names[-1]
+        final = tuple(names[-1].index(n) for n in self.output)
+        self._final = None if final == tuple(range(len(final))) else final
+        self._steps = tuple(steps)
 
     def stats(self) -> dict:
         """``nodes``, ``max_rank``, ``max_binary_rank``, ``flops``, ``peak_bytes`` and more:
@@ -107,6 +107,8 @@ class Plan:
         """Run on one array per factor (dims in each factor's order); the result's dims are
         ``output``. Only array calls: no term is built."""
         self.runs += 1
+        if self._steps is None:
+            self._lower()
         messages = [None] * len(self._steps)
         for i, step in enumerate(self._steps):
             if step[0] == "leaf":
