@@ -60,6 +60,7 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/slds.py
 	$(SINGLE_THREAD) $(VPY) examples/variational.py
 	$(SINGLE_THREAD) $(VPY) examples/allocation.py
+	$(SINGLE_THREAD) $(VPY) examples/compiled_rectangle.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
 # still run and report the peer as missing. The installed numpy/jax/torch are frozen while

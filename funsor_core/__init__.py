@@ -23,6 +23,14 @@ from funsor_core.algorithms.adjoint import (
     infer_discrete,
 )
 from funsor_core.algorithms.adjoint.scatter import Scatter
+from funsor_core.algorithms.compiled import (
+    MemoryBudgetError,
+    compile,
+    cost,
+    functional,
+    memory_budget,
+    plan,
+)
 from funsor_core.algorithms.contract.einsum import naive_einsum, naive_plated_einsum
 from funsor_core.algorithms.filter.windowed import windowed_filter
 from funsor_core.analysis.affine import extract_affine, is_affine
@@ -153,4 +161,5 @@ __all__ = [
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
-]
+    "functional", "plan", "cost", "memory_budget", "MemoryBudgetError",
+]  # fc.compile is public too, but kept out of __all__: a star import must not shadow the builtin

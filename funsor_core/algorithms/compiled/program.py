@@ -1,0 +1,259 @@
+"""Plans as data: a contraction tree (a jointree or opt_einsum's path) lowered to a list of
+array calls, computed once per structure and run any number of times.
+
+``plan(factors, eliminate)`` looks only at structure (each factor's input names and sizes,
+which factors are functional, the names kept): the result is cached under that key, and
+calling it on factors of the same structure runs only array code (one reduce per leaf that
+sums something, one batched matmul per internal node), so it runs under ``jax.jit`` and
+differentiates on torch and jax.
+
+Example:
+    >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> g = fc.Tensor(np.ones((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
+    >>> p = plan([f, g], frozenset({"j", "k"}))
+    >>> p([f, g]).data
+    array([12., 12.])
+    >>> p.stats()["max_rank"]
+    2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from funsor_core import ops
+from funsor_core.algorithms.compiled.cost import check_budget
+from funsor_core.algorithms.compiled.functional import Functional
+from funsor_core.algorithms.compiled.jointree import (
+    JoinTree,
+    build_jointree,
+    separators,
+)
+from funsor_core.algorithms.compiled.lowering import (
+    SEMIRINGS,
+    pair_spec,
+    reduce_spec,
+    run_pair,
+    run_reduce,
+)
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+from funsor_core.engine.cache import cached
+
+__all__ = ["Plan", "plan", "plan_structure", "METHODS"]
+
+METHODS = ("auto", "jointree", "opt_einsum", "cotengra")
+_AUTO_OPT_EINSUM = 64  # up to this many factors "auto" without functional factors asks opt_einsum
+
+_NO_COTENGRA = ("plan(method='cotengra') needs the optional package cotengra (with cotengrust "
+                "and kahypar for large graphs), which is not installed: pip install cotengra. "
+                "method='jointree' (min-fill) or 'opt_einsum' plan without it.")
+_BAD_STRUCTURE = ("this plan was made for factors over {expected}; factor {k} is over {got}. "
+                  "A plan runs only on factors of the structure it was planned for (names, "
+                  "sizes and order); call plan(...) again for another structure.")
+
+
+class Plan:
+    """A compiled elimination: a contraction tree and the array calls of each node.
+
+    Attributes:
+        scopes: each factor's input names, in its own order.
+        sizes: the size of each name.
+        output: the names of the result, in order.
+        tree: the ``JoinTree`` (``tree.seps`` are the message names of each node).
+        method: the planner that made the tree.
+    """
+
+    def __init__(self, scopes, sizes, output, tree: JoinTree, method: str) -> None:
+        self.scopes = scopes
+        self.sizes = sizes
+        self.output = output
+        self.tree = tree
+        self.method = method
+        self.runs = 0
+        self._steps = self._final = None  # lowered on the first run: planning stays structural
+
+    def _lower(self) -> None:
+        # Per node, its array call: ("leaf", factor, axes) or ("pair", c1, c2, spec).
+        tree = self.tree
+        steps, names = [], []
+        for i, kids in enumerate(tree.children):
+            if not kids:
+                k = tree.leaf_factor[i]
+                axes, kept = reduce_spec(self.scopes[k], tree.seps[i])
+                steps.append(("leaf", k, axes))
+                names.append(kept)
+            else:
+                a, b = kids
+                spec = pair_spec(names[a], names[b], tree.seps[i], self.sizes)
+                steps.append(("pair", a, b, spec))
+                names.append(spec.out_names)
+        final = tuple(names[-1].index(n) for n in self.output)
+        self._final = None if final == tuple(range(len(final))) else final
+        self._steps = tuple(steps)
+
+    def stats(self) -> dict:
+        """``nodes``, ``max_rank``, ``max_binary_rank``, ``flops``, ``peak_bytes`` and more:
+        see ``jointree.tree_stats``.
+
+        Example:
+            >>> f = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+            >>> sorted(plan([f], frozenset()).stats())[:3]
+            ['flops', 'jointree_nodes', 'largest_cluster']
+        """
+        return self.tree.stats()
+
+    def run_arrays(self, arrays: Sequence, log: bool):
+        """Run on one array per factor (dims in each factor's order); the result's dims are
+        ``output``. Only array calls: no term is built."""
+        self.runs += 1
+        if self._steps is None:
+            self._lower()
+        messages = [None] * len(self._steps)
+        for i, step in enumerate(self._steps):
+            if step[0] == "leaf":
+                messages[i] = run_reduce(step[2], arrays[step[1]], log)
+            else:
+                _, a, b, spec = step
+                messages[i] = run_pair(spec, messages[a], messages[b], log)
+                messages[a] = messages[b] = None
+        out = messages[-1]
+        return out if self._final is None else ops.permute(out, self._final)
+
+    def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
+        """Eliminate with this plan: ``factors`` have the structure it was planned for."""
+        log = _semiring(sum_op, prod_op)
+        arrays = []
+        for k, f in enumerate(factors):
+            f = f.term if isinstance(f, Functional) else f
+            names = tuple(f.inputs)
+            if names != self.scopes[k] or any(f.inputs[n].size != self.sizes[n] for n in names):
+                raise ValueError(_BAD_STRUCTURE.format(expected=self.scopes, k=k,
+                                                       got=dict(f.inputs)))
+            arrays.append(f.data)
+        data = self.run_arrays(arrays, log)
+        return Tensor(data, {n: Bint[self.sizes[n]] for n in self.output})
+
+    def __repr__(self) -> str:
+        s = self.stats()
+        return (f"Plan({self.method}, {len(self.scopes)} factors, max_binary_rank="
+                f"{s['max_binary_rank']:.1f}, flops={s['flops']:.3g})")
+
+
+def _semiring(sum_op, prod_op) -> bool:
+    try:
+        return SEMIRINGS[sum_op, prod_op]
+    except KeyError:
+        raise NotImplementedError(
+            f"compiled elimination lowers to matmuls in the semirings (add, mul) and "
+            f"(logaddexp, add); got ({sum_op}, {prod_op}). Use fc.sum_product for others."
+        ) from None
+
+
+def _opt_einsum_tree(scopes, sizes, keep) -> JoinTree:
+    from funsor_core.algorithms.contract.plan import plan_contraction
+
+    steps = plan_contraction(tuple(scopes), dict(sizes), tuple(keep)).steps
+    children = [()] * len(scopes)
+    live = list(range(len(scopes)))
+    for i, j, _ in steps:
+        if j is None:
+            live.append(live.pop(i))  # a one-operand reduce: the tree's nodes sum as needed
+            continue
+        a, b = live[i], live[j]
+        for k in sorted((i, j), reverse=True):
+            del live[k]
+        children.append((a, b))
+        live.append(len(children) - 1)
+    while len(live) > 1:  # operands that share nothing
+        children.append((live.pop(0), live.pop(0)))
+        live.append(len(children) - 1)
+    if live[0] != len(children) - 1:  # the root must be the last node
+        raise AssertionError("opt_einsum tree: root out of order")
+    seps = separators(children, scopes, frozenset(keep))
+    rank = {n: i for i, n in enumerate(sizes)}
+    ordered = [tuple(sorted(s, key=rank.__getitem__)) for s in seps]
+    ordered[-1] = tuple(n for n in keep if n in seps[-1])
+    return JoinTree(range(len(scopes)), scopes, children, ordered, sizes,
+                    len(sizes), ordered)
+
+
+@cached("compiled.plans", maxsize=256)
+def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
+                   method: str) -> Plan:
+    """The cached plan of one structure (hashable arguments; see ``plan``)."""
+    size = dict(sizes)
+    if method == "cotengra":
+        try:
+            import cotengra  # noqa: F401
+        except ImportError as e:
+            raise ImportError(_NO_COTENGRA) from e
+        raise NotImplementedError("plan(method='cotengra'): the cotengra path is not wired "
+                                  "in yet (issue 30); use 'jointree' or 'opt_einsum'.")
+    if method == "auto":
+        method = ("jointree" if any(functional) or len(scopes) > _AUTO_OPT_EINSUM
+                  else "opt_einsum")
+    if method == "jointree":
+        tree = build_jointree(scopes, functional, size, keep)
+    elif method == "opt_einsum":
+        tree = _opt_einsum_tree(scopes, size, keep)
+    else:
+        raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
+    return Plan(scopes, size, keep, tree, method)
+
+
+def _structure(factors: Sequence):
+    scopes, sizes, functional = [], {}, []
+    for k, f in enumerate(factors):
+        out = f.out if isinstance(f, Functional) else None
+        term = f.term if isinstance(f, Functional) else f
+        if term.output.shape or term.output.dtype != "real":
+            raise ValueError(f"plan(): factor {k} must be real scalar valued, but its output "
+                             f"is {term.output}")
+        for n, d in term.inputs.items():
+            if d.dtype == "real":
+                raise ValueError(f"plan(): factor {k} has a real input {n!r}: {d}; compiled "
+                                 f"elimination takes factors of Bint inputs only")
+            if sizes.setdefault(n, d.size) != d.size:
+                raise ValueError(f"plan(): input {n!r} is Bint[{sizes[n]}] in one factor but "
+                                 f"Bint[{d.size}] in factor {k}; a name has one domain.")
+        scopes.append(tuple(term.inputs))
+        functional.append(out)
+    return tuple(scopes), sizes, tuple(functional)
+
+
+def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(),
+         method: str = "auto", *, memory_budget: int | None = None,
+         itemsize: int = 8) -> Plan:
+    """Plan the elimination of ``eliminate`` from the product of ``factors`` (Tensors or
+    ``functional(...)`` declarations; only their structure is read).
+
+    Args:
+        factors: factors over Bint inputs; ``functional`` ones are replicated and used to
+            shrink separators when ``method`` is "jointree" (or "auto" picks it).
+        eliminate: the names summed out; every other input is kept, in order of appearance.
+        plates: not compiled yet (NotImplementedError); use ``fc.sum_product``.
+        method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
+            "auto" path search) or "cotengra" (optional, when installed).
+        memory_budget: bytes; a plan whose messages need more raises ``MemoryBudgetError``
+            naming the largest cluster (default: ``memory_budget`` context or free memory).
+        itemsize: bytes per entry for the memory figures.
+
+    Example:
+        >>> u = fc.Tensor(np.array([0.3, 0.7]), {"u": fc.Bint[2]})
+        >>> g = fc.functional(fc.Tensor(np.eye(2), {"u": fc.Bint[2], "x": fc.Bint[2]}), "x")
+        >>> p = plan([u, g], frozenset({"u"}), method="jointree")
+        >>> p([u, g]).data
+        array([0.3, 0.7])
+    """
+    if plates:
+        raise NotImplementedError(
+            f"plan(plates={set(plates)}): plated elimination is not compiled yet (issue 30); "
+            "fc.sum_product(sum_op, prod_op, factors, eliminate, plates) handles plates.")
+    if method not in METHODS:
+        raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
+    scopes, sizes, functional = _structure(factors)
+    keep = tuple(n for n in sizes if n not in eliminate)
+    result = plan_structure(scopes, tuple(sizes.items()), functional, keep, method)
+    check_budget(result.tree.stats(itemsize), memory_budget)
+    return result
