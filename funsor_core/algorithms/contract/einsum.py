@@ -312,7 +312,7 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
         if key is not None and entry.domains is not None:
             _EINSUM_STRUCTURES[key] = entry
     else:
-        replay = _ARRAY_PROGRAMS.get(key) if entry.plates else None
+        replay = _ARRAY_PROGRAMS.get(key) if entry.arrays else None
         if replay is not None:
             # Arrays in, an array out, where building the terms would only make these calls.
             results = replay.program.run(operands)
@@ -320,13 +320,15 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
                 data = results[0]
                 return data if replay.perm is None else ops.permute(data, replay.perm)
         tensors = [o if d is None else Tensor(o, d) for o, d in zip(operands, entry.domains)]
+    if (entry.arrays and key is not None and entry.domains is not None
+            and key not in _ARRAY_PROGRAMS and len(tensors) > 1):
+        # From the second call, arrays in run the elimination's array program (a contraction
+        # of one connected graph is one step of it), with no Tensor built.
+        _keep_array_program(key, entry, tensors)
     if entry.order is not None:
         tensors = [tensors[k] for k in entry.order]
     if entry.plates:
         result = sum_product(entry.sum_op, entry.prod_op, tensors, entry.reduced, entry.plates)
-        if (entry.arrays and key is not None and entry.domains is not None
-                and key not in _ARRAY_PROGRAMS):
-            _keep_array_program(key, entry, tensors)
     else:
         result = _contract(entry.sum_op, entry.prod_op, tensors, entry.reduced)
     return _finish(result, entry.output, entry.arrays)
@@ -355,13 +357,18 @@ class EinsumReplay(NamedTuple):
 
 _MAX_EINSUM_STRUCTURES = 4096
 _EINSUM_STRUCTURES = Cache("contract.einsum_structures", _MAX_EINSUM_STRUCTURES)
-# Plated einsums of arrays whose elimination runs on the arrays: structure key -> EinsumReplay.
+# Einsums of arrays whose elimination runs on the arrays: structure key -> EinsumReplay (None:
+# the terms are built).
 _ARRAY_PROGRAMS = Cache("contract.einsum_array_programs", _MAX_EINSUM_STRUCTURES)
 
 
 def _keep_array_program(key, entry: EinsumStructure, tensors) -> None:
+    # None is kept too: a structure with no program is not planned again on every call.
+    _ARRAY_PROGRAMS[key] = None
+    if not entry.plates and not entry.reduced:
+        return  # a plain product: one Contraction of all operands, no elimination schedule
     program = recorded_program(entry.sum_op, entry.prod_op, tensors, entry.reduced,
-                               entry.plates)
+                               entry.plates or frozenset())
     if program is None or len(program.outputs) != 1:
         return  # no program, or results that sum_product multiplies by terms
     names = [n for n, _ in program.out_ikeys[0]]
@@ -377,14 +384,20 @@ def _keep_array_program(key, entry: EinsumStructure, tensors) -> None:
 
 def _structure_key(eq, operands, plates, backend, modulo_total):
     # None (no reuse) for operands other than arrays and Tensors, e.g. lazy terms.
-    parts = []
+    # One lookup per operand type, not per operand: a 1,000-variable graph has 2,000
+    # operands of one type. Shapes are tuples (torch.Size is one) and key as they are.
+    parts, kinds = [], {}
     for o in operands:
-        if type(o) is Tensor:
+        kind = type(o)
+        if kind is Tensor:
             parts.append((Tensor, o._ikey, o.output))
-        elif is_array(o):
-            parts.append((type(o), tuple(o.shape)))
-        else:
+            continue
+        known = kinds.get(kind)
+        if known is None:
+            known = kinds[kind] = is_array(o)
+        if not known:
             return None
+        parts.append((kind, o.shape))
     try:
         return (eq, plates, backend, modulo_total, tuple(parts))
     except TypeError:  # an unhashable argument: checked (and reported) by the slow path

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import opt_einsum
 
 from funsor_core import ops
+from funsor_core.algorithms.contract.forest import FOREST_SEMIRINGS, plan_forest, run_forest
 from funsor_core.algorithms.contract.kernels import (
     ascii_equation,
     log_pair_run,
@@ -76,7 +77,7 @@ class ContractionPlan:
     """
 
     __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
-                 "_scaled", "_log_specs")
+                 "_scaled", "_log_specs", "_forest")
 
     def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
                  sizes: dict | None = None) -> None:
@@ -96,6 +97,21 @@ class ContractionPlan:
         # the step's shape.)
         self._scaled = sum(1 for _, j, _ in steps if j is not None) > 1
         self._log_specs = None  # per step, kernels.log_pair_spec: worked out on first use
+        self._forest = False  # algorithms.contract.forest's level plan (None: not a forest)
+
+    @property
+    def forest(self):
+        """The level-batched plan (``algorithms.contract.forest``) of this contraction, or
+        None where it is not tree-shaped or batching by level saves no array calls.
+
+        Example:
+            >>> ops_ = (("a", "b"), ("a", "c"), ("a", "d"), ("b",), ("c",), ("d",))
+            >>> plan_contraction(ops_, dict.fromkeys("abcd", 2), ()).forest
+            ForestPlan(4 dims, 1 levels)
+        """
+        if self._forest is False:
+            self._forest = plan_forest(self.operands, self.sizes, self.output)
+        return self._forest
 
     def _log_step_specs(self) -> tuple:
         # The log-space steps that kernels.pair would compute by broadcasting, with their
@@ -153,6 +169,12 @@ class ContractionPlan:
         letters, items = list(operand_letters), list(arrays)
         if len(items) != len(letters):
             raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
+        if prod_op is ops.add and sum_op in FOREST_SEMIRINGS and len(items) > 8:
+            # A tree-shaped graph: a few batched calls per level instead of one per step.
+            forest = self.forest
+            if (forest is not None and forest.pays(len(steps)) and ops.is_floating(items[0])
+                    and len({x.dtype for x in items}) == 1):
+                return run_forest(forest, sum_op, items)
         if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
                 and all(map(ops.is_concrete, items))):
             # Linear space with tracked scales when the dtype's range provably holds it
