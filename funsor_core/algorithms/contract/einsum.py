@@ -32,8 +32,9 @@ from typing import Any, NamedTuple
 from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_contraction, plan_tensors
-from funsor_core.algorithms.contract.replay import check_of
+from funsor_core.algorithms.contract.replay import CONTRACT, check_of, compile_elimination
 from funsor_core.algorithms.eliminate.plated import recorded_program, sum_product
+from funsor_core.algorithms.eliminate.schedule import structure_of
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
@@ -365,10 +366,17 @@ _ARRAY_PROGRAMS = Cache("contract.einsum_array_programs", _MAX_EINSUM_STRUCTURES
 def _keep_array_program(key, entry: EinsumStructure, tensors) -> None:
     # None is kept too: a structure with no program is not planned again on every call.
     _ARRAY_PROGRAMS[key] = None
-    if not entry.plates and not entry.reduced:
-        return  # a plain product: one Contraction of all operands, no elimination schedule
-    program = recorded_program(entry.sum_op, entry.prod_op, tensors, entry.reduced,
-                               entry.plates or frozenset())
+    if entry.plates:
+        program = recorded_program(entry.sum_op, entry.prod_op, tensors, entry.reduced,
+                                   entry.plates)
+    elif entry.reduced:
+        # One Contraction of all operands (``_contract``): a program of that one step.
+        structure = structure_of(entry.sum_op, entry.prod_op, tensors)
+        program = None if structure is None else compile_elimination(
+            entry.sum_op, entry.prod_op, structure,
+            ((CONTRACT, tuple(range(len(tensors))), entry.reduced),), (len(tensors),))
+    else:
+        return  # a plain product: Binary terms, no kernel call
     if program is None or len(program.outputs) != 1:
         return  # no program, or results that sum_product multiplies by terms
     names = [n for n, _ in program.out_ikeys[0]]

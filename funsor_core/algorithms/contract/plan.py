@@ -113,6 +113,22 @@ class ContractionPlan:
             self._forest = plan_forest(self.operands, self.sizes, self.output)
         return self._forest
 
+    def level_batched(self, sum_op, prod_op) -> bool:
+        """Whether ``run_arrays`` contracts floating arrays in this semiring level by level
+        (``algorithms.contract.forest``): a tree-shaped graph, a semiring with a batched
+        kernel, and fewer array calls than one per step.
+
+        Example:
+            >>> star = [("r", c) for c in "abcdefghij"] + [(c,) for c in "rabcdefghij"]
+            >>> plan = plan_contraction(star, dict.fromkeys("rabcdefghij", 2), ())
+            >>> plan.level_batched(ops.logaddexp, ops.add), plan.level_batched(ops.add, ops.mul)
+            (True, False)
+        """
+        if prod_op is not ops.add or sum_op not in FOREST_SEMIRINGS or len(self.operands) < 9:
+            return False
+        forest = self.forest
+        return forest is not None and forest.pays(len(self.steps))
+
     def _log_step_specs(self) -> tuple:
         # The log-space steps that kernels.pair would compute by broadcasting, with their
         # letters worked out (None for the other steps, left to kernels.pair).
@@ -169,12 +185,10 @@ class ContractionPlan:
         letters, items = list(operand_letters), list(arrays)
         if len(items) != len(letters):
             raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
-        if prod_op is ops.add and sum_op in FOREST_SEMIRINGS and len(items) > 8:
+        if (self.level_batched(sum_op, prod_op) and ops.is_floating(items[0])
+                and len({x.dtype for x in items}) == 1):
             # A tree-shaped graph: a few batched calls per level instead of one per step.
-            forest = self.forest
-            if (forest is not None and forest.pays(len(steps)) and ops.is_floating(items[0])
-                    and len({x.dtype for x in items}) == 1):
-                return run_forest(forest, sum_op, items)
+            return run_forest(self._forest, sum_op, items)
         if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
                 and all(map(ops.is_concrete, items))):
             # Linear space with tracked scales when the dtype's range provably holds it
