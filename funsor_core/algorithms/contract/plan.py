@@ -40,7 +40,7 @@ from funsor_core.algorithms.contract.kernels import (
     pair,
     reduce_dims,
 )
-from funsor_core.algorithms.contract.linear_space import run_log_plan
+from funsor_core.algorithms.contract.linear_space import run_log_plan, run_log_plan_traced
 from funsor_core.engine.cache import FastCache, cached
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
@@ -181,21 +181,40 @@ class ContractionPlan:
             >>> float(plan.run_arrays(ops.logaddexp, ops.add, [np.zeros(2), np.zeros(2)]))
             0.6931471805599453
         """
-        operand_letters, steps, output = self._letters
-        letters, items = list(operand_letters), list(arrays)
-        if len(items) != len(letters):
-            raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
+        items = list(arrays)
+        if len(items) != len(self.operands):
+            raise ValueError(f"this plan contracts {len(self.operands)} operands, got "
+                             f"{len(items)}")
         if (self.level_batched(sum_op, prod_op) and ops.is_floating(items[0])
                 and len({x.dtype for x in items}) == 1):
             # A tree-shaped graph: a few batched calls per level instead of one per step.
             return run_forest(self._forest, sum_op, items)
-        if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
-                and all(map(ops.is_concrete, items))):
+        if sum_op is ops.logaddexp and prod_op is ops.add and self._scaled:
             # Linear space with tracked scales when the dtype's range provably holds it
-            # (algorithms.scaled); else the exact log-space kernel at every step.
-            result = run_log_plan(self, items)
+            # (algorithms.contract.linear_space); else the exact log-space kernel at every
+            # step. Under jax.jit, where some step is too large to broadcast, the same choice
+            # by a traced bound and backend.cond.
+            if all(map(ops.is_concrete, items)):
+                result = run_log_plan(self, items)
+            elif self._has_large_log_step():
+                result = run_log_plan_traced(
+                    self, items, lambda xs: self._run_steps(sum_op, prod_op, xs))
+            else:
+                result = None
             if result is not None:
                 return result
+        return self._run_steps(sum_op, prod_op, items)
+
+    def _has_large_log_step(self) -> bool:
+        # A pairwise step that kernels.pair would not compute by one small broadcast.
+        specs = self._log_specs or self._log_step_specs()
+        return any(spec is None and j is not None
+                   for spec, (_, j, _) in zip(specs, self._letters[1]))
+
+    def _run_steps(self, sum_op, prod_op, items: list):
+        # The plan's steps, each by the semiring's pairwise kernel.
+        operand_letters, steps, output = self._letters
+        letters, items = list(operand_letters), list(items)
         log = sum_op is ops.logaddexp and prod_op is ops.add
         specs = (self._log_specs or self._log_step_specs()) if log else (None,) * len(steps)
         for (i, j, keep), (equation, _), spec in zip(steps, self._equations, specs):
