@@ -181,11 +181,17 @@ class ContractionPlan:
             >>> float(plan.run_arrays(ops.logaddexp, ops.add, [np.zeros(2), np.zeros(2)]))
             0.6931471805599453
         """
-        items = list(arrays)
-        if len(items) != len(self.operands):
+        if len(arrays) != len(self.operands):
             raise ValueError(f"this plan contracts {len(self.operands)} operands, got "
-                             f"{len(items)}")
-        if (self.level_batched(sum_op, prod_op) and ops.is_floating(items[0])
+                             f"{len(arrays)}")
+        if len(arrays) == 2 and sum_op is ops.logaddexp and prod_op is ops.add:
+            # One log-space step (each step of a plated elimination): its precomputed
+            # broadcast, where it has one and its dims come out in the output's order.
+            spec = (self._log_specs or self._log_step_specs())[0]
+            if spec is not None and self._letters[1][0][2] == self._letters[2]:
+                return log_pair_run(spec, arrays[0], arrays[1])
+        items = list(arrays)
+        if (len(items) > 8 and self.level_batched(sum_op, prod_op) and ops.is_floating(items[0])
                 and len({x.dtype for x in items}) == 1):
             # A tree-shaped graph: a few batched calls per level instead of one per step.
             return run_forest(self._forest, sum_op, items)
