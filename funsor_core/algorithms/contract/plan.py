@@ -191,8 +191,7 @@ class ContractionPlan:
             if spec is not None and self._letters[1][0][2] == self._letters[2]:
                 return log_pair_run(spec, arrays[0], arrays[1])
         items = list(arrays)
-        if (len(items) > 8 and self.level_batched(sum_op, prod_op) and ops.is_floating(items[0])
-                and len({x.dtype for x in items}) == 1):
+        if len(items) > 8 and self.level_batched(sum_op, prod_op) and ops.is_floating(items[0]):
             # A tree-shaped graph: a few batched calls per level instead of one per step.
             return run_forest(self._forest, sum_op, items)
         if sum_op is ops.logaddexp and prod_op is ops.add and self._scaled:
