@@ -25,20 +25,22 @@ Workloads (log semiring, ``logaddexp``/``add``, unless a row says otherwise):
   eager, and every side under ``jax.jit``.
 
 Every peer's value is checked against ours before it is timed. Run with one thread:
-``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/contraction.py``).
+``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/contraction.py``); ``--cpu`` times
+by CPU time, for a loaded machine.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+import timeit
 import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
-from timing import best_us  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
@@ -68,17 +70,28 @@ def timed(fn, budget_us: float = 2e5) -> float:
     return interleaved({"fn": fn}, budget_us)["fn"]
 
 
+# ``--cpu``: time by the process's CPU time instead of the wall clock. On a machine shared by
+# more runnable threads than cores, wall-clock times of one-thread code stretch by how long
+# the process waits for a core; its CPU time does not (XLA's threads count too).
+TIMER = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
+def _best_us(fn, number: int) -> float:
+    fn()
+    return timeit.repeat(fn, number=number, repeat=1, timer=TIMER)[0] / number * 1e6
+
+
 def interleaved(fns: dict, budget_us: float = 1e5, rounds: int = 7) -> dict:
     """Best mean time of each fn() in microseconds, measured in alternating rounds, so that
     load on a shared machine hits every candidate alike."""
     numbers = {}
     for name, fn in fns.items():
-        first = best_us(fn, number=1, repeat=1)
+        first = _best_us(fn, 1)
         numbers[name] = max(1, min(2000, int(budget_us / max(first, 1.0))))
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
-            best[name] = min(best[name], best_us(fn, number=numbers[name], repeat=1))
+            best[name] = min(best[name], _best_us(fn, numbers[name]))
     return best
 
 
