@@ -5,9 +5,10 @@
 (or, with plates, the plated elimination of ``sum_product``). ``exact`` evaluates a
 Contraction of Tensors with a cached contraction plan (``algorithms.plan``) and the semiring
 kernels of ``algorithms.kernels``; ``lazy`` records it; any other interpretation (a tape, an
-optimizer) sees it and may replace it. A plated einsum of arrays replays its recorded
-elimination on the arrays from its second call, where the interpreter shows that building the
-terms would make the same kernel calls and nothing else (``algorithms.contract.replay``).
+optimizer) sees it and may replace it. An einsum of arrays replays its recorded elimination
+(unplated: its one Contraction) on the arrays from its second call, building no Tensor, where
+the interpreter shows that building the terms would make the same kernel calls and nothing
+else (``algorithms.contract.replay``).
 Operands are funsors whose inputs are named by the equation's letters, or arrays (then the
 result is an array). ``backend`` picks the semiring by funsor's strings (``"numpy"``,
 ``"torch"``, ``"jax.numpy"``; ``"pyro.ops.einsum.torch_log"``, ``"funsor.einsum.numpy_log"``;

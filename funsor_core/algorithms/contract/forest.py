@@ -15,8 +15,8 @@ from structure alone (names, sizes, output), the order of the dims by height and
 where its pair factors and beliefs sit; ``run_forest`` then costs a fixed handful of array
 calls per level: the beliefs start as a scatter-sum of the stacked unary factors, and each
 level is one broadcast product, one reduction and one scatter of the messages into their
-parents' beliefs. A 1,000-dim random tree is about 20 levels: some 80 array calls instead of
-2,000 einsums.
+parents' beliefs. A random tree of 1,000 dims rooted at its center has 14 levels: some 60
+array calls instead of 2,000 einsums.
 
 Only semirings whose product is ``add`` have it (``(logaddexp, add)``, ``(max, add)``,
 ``(min, add)``): combining messages into beliefs is then a scatter-add. Each level of the log
