@@ -6,33 +6,41 @@ Workloads (log semiring, ``logaddexp``/``add``, unless a row says otherwise):
 - a tree-shaped discrete Bayesian network of 20, 100 and 1,000 variables of domain 4: a root
   prior, one conditional table per edge (each node's parent drawn uniformly among the nodes
   before it, seed 0) and one evidence likelihood per node, in [0.5, 1], so that the
-  partition function is finite even in probability space. funsor-core's ``einsum`` (and
-  ``sum_product``) on Tensors of the log factors, second call (the plan is cached), against
-  ``opt_einsum.contract_expression`` (a precomputed path) on the probabilities: the
-  hand-written way, which overflows or underflows on larger graphs where the log semiring
-  does not. Also the linear semiring on both sides (the same arithmetic), Pyro's
-  ``torch_log`` backend through the same precomputed path (log space on torch), pgmpy's
-  variable elimination (a fixed leaves-first order), and funsor 0.4.8 where installed;
-- a plated model: a global variable z, plate i (100) with a local variable x_i, plate j
-  (100) inside it with observations of x_i; domain 16. ``einsum("z,izx,ijx->",
-  plates="ij")`` against the hand-written computation (sum over j, logsumexp over x, sum
-  over i, logsumexp over z): torch and numpy eager, and both sides under ``jax.jit``.
+  partition function is finite even in probability space. funsor-core's ``einsum``,
+  ``sum_product`` and ``apply_optimizer`` (of the lazy ``sum_product``) on Tensors of the log
+  factors built inside the timed call, as users do, and ``einsum`` of the arrays themselves;
+  second call on (plans are cached). Against the hand-written code: opt_einsum's
+  ``contract_expression`` (a precomputed path) on the probabilities, on this backend and on
+  numpy (linear space: it overflows or underflows on larger graphs where the log semiring
+  does not), and a level-by-level batched elimination in log space written here
+  (``level_batched``: per level of the tree one broadcast ``logsumexp`` and one scatter-add).
+  Also the linear semiring on our side, Pyro's ``torch_log`` backend through the same
+  precomputed path, pgmpy's variable elimination, and funsor 0.4.8, where installed;
+- a plated model: a global variable z, plate i with a local variable x_i, plate j inside it
+  with observations of x_i; (domain, I, J) = (16, 100, 100) and (4, 10, 10). ``einsum("z,
+  izx,ijx->", plates="ij")`` on the arrays, ``sum_product`` and ``apply_optimizer`` on
+  Tensors built in the call, against the hand-written computation, exact (sum over j,
+  logsumexp over x, sum over i, logsumexp over z) and in linear space with one max shift
+  per factor (one einsum over (i, z, x)), the faster taken as reference: numpy and torch
+  eager, and every side under ``jax.jit``.
 
 Every peer's value is checked against ours before it is timed. Run with one thread:
-``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/contraction.py``).
+``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/contraction.py``); ``--cpu`` times
+by CPU time, for a loaded machine.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+import timeit
 import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
-from timing import best_us  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
@@ -62,17 +70,28 @@ def timed(fn, budget_us: float = 2e5) -> float:
     return interleaved({"fn": fn}, budget_us)["fn"]
 
 
+# ``--cpu``: time by the process's CPU time instead of the wall clock. On a machine shared by
+# more runnable threads than cores, wall-clock times of one-thread code stretch by how long
+# the process waits for a core; its CPU time does not (XLA's threads count too).
+TIMER = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
+def _best_us(fn, number: int) -> float:
+    fn()
+    return timeit.repeat(fn, number=number, repeat=1, timer=TIMER)[0] / number * 1e6
+
+
 def interleaved(fns: dict, budget_us: float = 1e5, rounds: int = 7) -> dict:
     """Best mean time of each fn() in microseconds, measured in alternating rounds, so that
     load on a shared machine hits every candidate alike."""
     numbers = {}
     for name, fn in fns.items():
-        first = best_us(fn, number=1, repeat=1)
+        first = _best_us(fn, 1)
         numbers[name] = max(1, min(2000, int(budget_us / max(first, 1.0))))
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
-            best[name] = min(best[name], best_us(fn, number=numbers[name], repeat=1))
+            best[name] = min(best[name], _best_us(fn, numbers[name]))
     return best
 
 
@@ -100,7 +119,52 @@ def tree_rows(backend: str) -> list:
     return rows
 
 
+def level_batched(parents, backend: str):
+    """The hand-written level-by-level elimination of the tree in log space: the structure
+    (depths, the nodes and parents of each level) is worked out once, as a user would; each
+    call stacks the factors (the tables in level order), then per level one broadcast
+    ``logsumexp`` for all its nodes and one scatter-add of the messages into the parents."""
+    n = len(parents)
+    depth = [0] * n
+    for k in range(1, n):
+        depth[k] = depth[parents[k]] + 1
+    levels = [[k for k in range(1, n) if depth[k] == d] for d in range(max(depth), 0, -1)]
+    order = [k for level in levels for k in level]
+    bounds, start = [], 0
+    for level in levels:
+        bounds.append((start, start + len(level)))
+        start += len(level)
+    if backend == "torch":
+        import torch
+
+        nodes = [torch.tensor(level) for level in levels]
+        ups = [torch.tensor([parents[k] for k in level]) for level in levels]
+
+        def run(arrays):
+            tables = torch.stack([arrays[k] for k in order])  # (n - 1, parent, child)
+            b = torch.stack(arrays[n:])  # (n, D): each node's evidence
+            for (s, e), nd, up in zip(bounds, nodes, ups):
+                b.index_add_(0, up, torch.logsumexp(tables[s:e] + b[nd][:, None, :], -1))
+            return torch.logsumexp(b[0] + arrays[0], 0)
+    else:
+        from scipy.special import logsumexp
+
+        nodes = [np.array(level) for level in levels]
+        ups = [np.array([parents[k] for k in level]) for level in levels]
+
+        def run(arrays):
+            tables = np.stack([arrays[k] for k in order])
+            b = np.stack(arrays[n:])
+            for (s, e), nd, up in zip(bounds, nodes, ups):
+                np.add.at(b, up, logsumexp(tables[s:e] + b[nd][:, None, :], -1))
+            return logsumexp(b[0] + arrays[0], 0)
+    return run
+
+
 def tree_row(backend: str, n: int) -> dict:
+    from interpretations import lazy
+    from interpretations.optimize import apply_optimizer
+
     torch = peer("torch") if backend == "torch" else None
     pyro_log = peer("pyro.ops.einsum.torch_log") if torch is not None else None
     funsor = peer("funsor")
@@ -109,32 +173,60 @@ def tree_row(backend: str, n: int) -> dict:
     convert = torch.tensor if torch is not None else np.asarray
     p_arrays = [convert(p) for p in probs]
     l_arrays = [convert(np.log(p)) for p in probs]
-    tensors = [fc.Tensor(a, {c: fc.Bint[DOMAIN] for c in ins})
-               for ins, a in zip(inputs, l_arrays)]
-    linear_tensors = [fc.Tensor(a, t.inputs) for a, t in zip(p_arrays, tensors)]
+    domains = [{c: fc.Bint[DOMAIN] for c in ins} for ins in inputs]
     expr = opt_einsum.contract_expression(eq, *[p.shape for p in probs])
-    names = frozenset().union(*(t.inputs for t in tensors))
+    names = frozenset(opt_einsum.get_symbol(k) for k in range(n))
+    hand = level_batched(parents, backend)
+    Tensor = fc.Tensor
 
+    # Our side builds its Tensors inside the timed call, as users do.
     def oe_linear():
         return expr(*p_arrays)
 
+    def oe_numpy():
+        return expr(*probs)
+
+    def hand_levels():
+        return hand(l_arrays)
+
     def ours_log():
-        return fc.einsum(eq, *tensors, backend="log").data
+        return fc.einsum(eq, *[Tensor(a, d) for a, d in zip(l_arrays, domains)],
+                         backend="log").data
+
+    def ours_arrays():
+        return fc.einsum(eq, *l_arrays, backend="log")
 
     def ours_linear():
-        return fc.einsum(eq, *linear_tensors, backend=backend).data
+        return fc.einsum(eq, *[Tensor(a, d) for a, d in zip(p_arrays, domains)],
+                         backend=backend).data
 
     def ours_sum_product():
-        return sum_product(ops.logaddexp, ops.add, tensors, names).data
+        ts = [Tensor(a, d) for a, d in zip(l_arrays, domains)]
+        return sum_product(ops.logaddexp, ops.add, ts, names).data
 
-    expected = np.log(float(np.asarray(oe_linear())))
+    def ours_optimizer():
+        ts = [Tensor(a, d) for a, d in zip(l_arrays, domains)]
+        with lazy:
+            e = sum_product(ops.logaddexp, ops.add, ts, names)
+        return apply_optimizer(e).data
+
+    expected = np.log(float(np.asarray(oe_numpy())))
     close(ours_log(), expected, f"einsum log n={n}")
+    close(ours_arrays(), expected, f"einsum log arrays n={n}")
     close(ours_linear(), np.exp(expected), f"einsum linear n={n}")
     close(ours_sum_product(), expected, f"sum_product n={n}")
+    close(ours_optimizer(), expected, f"apply_optimizer n={n}")
+    close(hand_levels(), expected, f"level-batched hand code n={n}")
     row = {"backend": backend, "n": n}
-    row.update(interleaved({"oe": oe_linear, "log": ours_log, "linear": ours_linear,
-                            "sum_product": ours_sum_product}))
-    if pyro_log is not None:
+    fns = {"oe": oe_linear, "hand": hand_levels, "log": ours_log, "arrays": ours_arrays,
+           "linear": ours_linear, "sum_product": ours_sum_product, "optimizer": ours_optimizer}
+    if backend != "numpy":
+        fns["oe_numpy"] = oe_numpy
+    row.update(interleaved(fns))
+    # The Acceptance's reference: opt_einsum (the faster of this backend's and numpy's) for
+    # 20 and 100 variables, the level-batched hand code for 1,000.
+    row["ref"] = row["hand"] if n >= 1000 else min(row["oe"], row.get("oe_numpy", row["oe"]))
+    if pyro_log is not None and n <= 100:
         def pyro():
             return expr(*l_arrays, backend="pyro.ops.einsum.torch_log")
 
@@ -198,81 +290,122 @@ def pgmpy_tree(inputs, probs, parents, expected):
 # ---------------------------------------------------------------------------------------------
 # The plated model.
 PLATE_I, PLATE_J, PLATED_DOMAIN = 100, 100, 16
+PLATED_SIZES = ((16, 100, 100), (4, 10, 10))  # (domain, plate i, plate j)
 
 
-def plated_arrays(seed: int = 1):
+def plated_arrays(seed: int = 1, size: tuple = (PLATED_DOMAIN, PLATE_I, PLATE_J)):
+    d, i, j = size
     rng = np.random.default_rng(seed)
-    prior = np.log(rng.dirichlet(np.ones(PLATED_DOMAIN)))
-    trans = np.log(rng.dirichlet(np.ones(PLATED_DOMAIN), size=(PLATE_I, PLATED_DOMAIN)))
-    obs = rng.normal(size=(PLATE_I, PLATE_J, PLATED_DOMAIN)) - 2.0
+    prior = np.log(rng.dirichlet(np.ones(d)))
+    trans = np.log(rng.dirichlet(np.ones(d), size=(i, d)))
+    obs = rng.normal(size=(i, j, d)) - 2.0
     return prior, trans, obs
 
 
 def plated_rows() -> list:
     rows = []
-    for backend in ("numpy", "torch", "jax"):
-        if peer(backend) is not None:
-            fc.set_backend(backend)
-            rows.append(plated_row(backend))
+    for size in PLATED_SIZES:
+        for backend in ("numpy", "torch", "jax"):
+            if peer(backend) is not None:
+                fc.set_backend(backend)
+                rows.append(plated_row(backend, size))
     fc.set_backend("numpy")
     return rows
 
 
-def plated_row(backend: str) -> dict:
-    from scipy.special import logsumexp
-
-    prior, trans, obs = plated_arrays()
-    a = obs.sum(1)
-    expected = logsumexp(logsumexp(trans + a[:, None, :], axis=-1).sum(0) + prior)
+def plated_hand(backend: str) -> dict:
+    """The hand-written computations, exact in log space and in linear space with one max
+    shift per factor (the issue's: sum the observations over j, one shifted einsum over
+    (z, x, i), log, sum over i, logsumexp over z)."""
     if backend == "torch":
         import torch
 
-        arrays = [torch.tensor(x) for x in (prior, trans, obs)]
+        lse, xp = torch.logsumexp, torch
 
-        def hand(prior, trans, obs):
-            a = obs.sum(1)
-            b = torch.logsumexp(trans + a[:, None, :], -1).sum(0) + prior
-            return torch.logsumexp(b, 0)
+        def amax(x):
+            return x.max()
     elif backend == "jax":
-        import jax.numpy as jnp
+        import jax.numpy as xp
         from jax.scipy.special import logsumexp as jlse
 
-        arrays = [jnp.asarray(x) for x in (prior, trans, obs)]
+        def lse(x, axis):
+            return jlse(x, axis=axis)
 
-        def hand(prior, trans, obs):
-            a = obs.sum(1)
-            return jlse(jlse(trans + a[:, None, :], axis=-1).sum(0) + prior)
+        def amax(x):
+            return x.max()
     else:
-        arrays = [prior, trans, obs]
+        from scipy.special import logsumexp
 
-        def hand(prior, trans, obs):
-            a = obs.sum(1)
-            return logsumexp(logsumexp(trans + a[:, None, :], axis=-1).sum(0) + prior)
+        xp = np
 
-    def ours(prior, trans, obs):
+        def lse(x, axis):
+            return logsumexp(x, axis=axis)
+
+        def amax(x):
+            return x.max()
+
+    def exact(prior, trans, obs):
+        a = obs.sum(1)
+        return lse(lse(trans + a[:, None, :], -1).sum(0) + prior, 0)
+
+    def shifted(prior, trans, obs):
+        a = obs.sum(1)
+        ma, mt = amax(a), amax(trans)
+        b = xp.log(xp.einsum("izx,ix->iz", xp.exp(trans - mt), xp.exp(a - ma))) + (ma + mt)
+        return lse(b.sum(0) + prior, 0)
+
+    return {"hand_exact": exact, "hand_shifted": shifted}
+
+
+def plated_row(backend: str, size: tuple) -> dict:
+    from scipy.special import logsumexp
+
+    from interpretations import lazy
+    from interpretations.optimize import apply_optimizer
+
+    d, ni, nj = size
+    prior, trans, obs = plated_arrays(size=size)
+    a = obs.sum(1)
+    expected = logsumexp(logsumexp(trans + a[:, None, :], axis=-1).sum(0) + prior)
+    convert = {"torch": lambda x: __import__("torch").tensor(x),
+               "jax": lambda x: __import__("jax").numpy.asarray(x)}.get(backend, np.asarray)
+    arrays = [convert(x) for x in (prior, trans, obs)]
+    B = fc.Bint
+    domains = ({"z": B[d]}, {"i": B[ni], "z": B[d], "x": B[d]},
+               {"i": B[ni], "j": B[nj], "x": B[d]})
+    names = frozenset("zxij")
+
+    def einsum(prior, trans, obs):
         return fc.einsum("z,izx,ijx->", prior, trans, obs, plates="ij", backend="log")
 
+    def by_sum_product(*xs):
+        ts = [fc.Tensor(x, dom) for x, dom in zip(xs, domains)]
+        return sum_product(ops.logaddexp, ops.add, ts, names, frozenset("ij")).data
+
+    def by_optimizer(*xs):
+        ts = [fc.Tensor(x, dom) for x, dom in zip(xs, domains)]
+        with lazy:
+            e = sum_product(ops.logaddexp, ops.add, ts, names, frozenset("ij"))
+        return apply_optimizer(e).data
+
+    fns = {**plated_hand(backend), "einsum": einsum, "sum_product": by_sum_product,
+           "optimizer": by_optimizer}
     if backend == "jax":
         import jax
 
-        hand_jit, ours_jit = jax.jit(hand), jax.jit(ours)
-
-        def run_hand():
-            return hand_jit(*arrays).block_until_ready()
-
-        def run_ours():
-            return ours_jit(*arrays).block_until_ready()
+        def runner(fn):
+            jitted = jax.jit(fn)
+            return lambda: jitted(*arrays).block_until_ready()
     else:
-        def run_hand():
-            return hand(*arrays)
+        def runner(fn):
+            return lambda: fn(*arrays)
 
-        def run_ours():
-            return ours(*arrays)
-
-    close(run_hand(), expected, f"hand-written {backend}")
-    close(run_ours(), expected, f"funsor-core {backend}")
-    row = {"backend": backend + (" (jit)" if backend == "jax" else "")}
-    row.update(interleaved({"hand": run_hand, "ours": run_ours}))
+    runs = {name: runner(fn) for name, fn in fns.items()}
+    for name, run in runs.items():
+        close(run(), expected, f"{name} {backend} {size}")
+    row = {"backend": backend + (" (jit)" if backend == "jax" else ""), "size": size}
+    row.update(interleaved(runs))
+    row["hand"] = min(row["hand_exact"], row["hand_shifted"])
     funsor = peer("funsor")
     if funsor is not None and backend in ("numpy", "torch"):
         row["funsor"] = funsor_plated(funsor, backend, arrays, expected)
@@ -308,31 +441,40 @@ def fmt(value, base=None) -> str:
 
 def main() -> dict:
     result = {"trees": [], "plated": []}
-    print("Tree-shaped network, domain 4, milliseconds per call (second call); ratios to "
-          "opt_einsum with a precomputed path on the probabilities")
-    header = (f"{'backend':>8} {'n':>5} {'opt_einsum':>10} {'einsum log':>19} "
-              f"{'einsum linear':>19} {'sum_product':>19} {'pyro torch_log':>19} "
-              f"{'pgmpy VE':>21} {'funsor 0.4.8':>21}")
-    print(header)
+    print("Tree-shaped network, domain 4, milliseconds per call (our Tensors built in the call; "
+          "'arrays': einsum of the arrays); ratios to opt_einsum with a precomputed path on the "
+          "probabilities (the faster of this backend's and numpy's) for n <= 100, to the "
+          "level-batched hand code for n = 1000")
+    print(f"{'backend':>8} {'n':>5} {'opt_einsum':>10} {'oe numpy':>10} {'levels':>10} "
+          f"{'einsum log':>19} {'einsum arrays':>19} {'sum_product':>19} "
+          f"{'apply_optimizer':>19} {'einsum linear':>19} {'pyro torch_log':>19} "
+          f"{'pgmpy VE':>19}")
     for backend in ("numpy", "torch"):
         if backend == "torch" and peer("torch") is None:
             continue
         for row in tree_rows(backend):
             result["trees"].append(row)
-            base = row["oe"]
-            print(f"{row['backend']:>8} {row['n']:>5} {fmt(base):>10} "
-                  f"{fmt(row['log'], base):>19} {fmt(row['linear'], base):>19} "
-                  f"{fmt(row['sum_product'], base):>19} {fmt(row.get('pyro_log'), base):>19} "
-                  f"{fmt(row.get('pgmpy'), base):>21} {fmt(row.get('funsor'), base):>21}",
+            base = row["ref"]
+            print(f"{row['backend']:>8} {row['n']:>5} {fmt(row['oe']):>10} "
+                  f"{fmt(row.get('oe_numpy', row['oe'])):>10} {fmt(row['hand']):>10} "
+                  f"{fmt(row['log'], base):>19} {fmt(row['arrays'], base):>19} "
+                  f"{fmt(row['sum_product'], base):>19} "
+                  f"{fmt(row['optimizer'], base):>19} {fmt(row['linear'], base):>19} "
+                  f"{fmt(row.get('pyro_log'), base):>19} {fmt(row.get('pgmpy'), base):>19}",
                   flush=True)
     print()
-    print(f"Plated model (plates {PLATE_I} x {PLATE_J}, domain {PLATED_DOMAIN}), milliseconds "
-          "per call; ratios to the hand-written computation")
-    print(f"{'backend':>10} {'hand-written':>12} {'funsor-core':>19} {'funsor 0.4.8':>19}")
+    print("Plated model (z global, x in plate i, observations in plates i x j), milliseconds "
+          "per call; ratios to the faster hand-written computation (exact or shifted)")
+    print(f"{'backend':>10} {'D,I,J':>10} {'hand exact':>10} {'shifted':>10} {'einsum':>19} "
+          f"{'sum_product':>19} {'apply_optimizer':>19} {'funsor 0.4.8':>19}")
     for row in plated_rows():
         result["plated"].append(row)
-        print(f"{row['backend']:>10} {fmt(row['hand']):>12} {fmt(row['ours'], row['hand']):>19} "
-              f"{fmt(row.get('funsor'), row['hand']):>19}", flush=True)
+        base = row["hand"]
+        print(f"{row['backend']:>10} {','.join(map(str, row['size'])):>10} "
+              f"{fmt(row['hand_exact']):>10} {fmt(row['hand_shifted']):>10} "
+              f"{fmt(row['einsum'], base):>19} {fmt(row['sum_product'], base):>19} "
+              f"{fmt(row['optimizer'], base):>19} {fmt(row.get('funsor'), base):>19}",
+              flush=True)
     return result
 
 

@@ -45,6 +45,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.algorithms.contract.plan import plan_terms
 from funsor_core.analysis.sign import distributes
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
@@ -67,6 +68,8 @@ def _pairwise(red_op, bin_op, reduced_vars, terms):
             or not distributes(red_op, bin_op, terms)):
         return None
     plan = plan_terms(terms, reduced_vars)
+    if plan.level_batched(red_op, bin_op) and all(type(t) is Tensor for t in terms):
+        return None  # a tree of Tensors: the exact rule batches it by level, in one term
     return plan.run_terms(red_op, bin_op, reduced_vars, terms)
 
 

@@ -22,8 +22,13 @@ step by step from bounds, without reading the arrays:
 When a bound is about to leave its range, the two operands of the step are rescaled by their
 actual maxima and their actual smallest nonzero entries are measured (two reductions), which
 resets the bounds; if the measured range is still too wide for the dtype, the plan gives up
-(``None``) and the caller contracts exactly, step by step (``kernels.pair``). Under
-``jax.jit`` nothing can be measured, so the caller never comes here.
+(``None``) and the caller contracts exactly, step by step (``kernels.pair``).
+
+Under ``jax.jit`` nothing can be read, so ``run_log_plan_traced`` proves the same bounds once
+for the whole plan, without rescaling: every intermediate's ``lo`` is at least the sum of all
+operands' ``lo`` (each is at most 0), and its ``hi`` at most the sum of all steps' ``log(n)``,
+a structural number. The first is a traced scalar, so ``backend.cond`` picks the linear-space
+run where it is at least the floor, and the exact step-by-step kernels otherwise.
 
 Example:
     >>> from funsor_core.algorithms.contract.plan import plan_contraction
@@ -42,8 +47,9 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import linear_pair, reduce_dims
+from funsor_core.engine.backend import backend_of
 
-__all__ = ["run_log_plan", "log_limits"]
+__all__ = ["run_log_plan", "run_log_plan_traced", "log_limits"]
 
 _LIMITS: dict = {}
 
@@ -170,3 +176,63 @@ def run_log_plan(plan, arrays: Sequence):
     zero = result == 0
     logs = ops.log(ops.where(zero, ops.full_like(result, 1.0), result))
     return ops.where(zero, ops.full_like(result, -math.inf), logs + shift)
+
+
+def run_log_plan_traced(plan, arrays: Sequence, exact):
+    """``log sum exp`` of the sum of traced ``arrays`` along ``plan``: in linear space where
+    the operands' ranges prove it exact (a traced check, ``backend.cond``), else by
+    ``exact(arrays)``; None where the plan's structure alone rules linear space out (its
+    sums could overflow the dtype), and the caller runs ``exact`` itself.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from funsor_core.algorithms.contract.plan import plan_contraction
+        >>> plan = plan_contraction((("a",), ("a", "b"), ("b",)), {"a": 2, "b": 3}, ())
+        >>> f = jax.jit(lambda *xs: run_log_plan_traced(plan, xs, None))
+        >>> round(float(f(jnp.zeros(2), jnp.zeros((2, 3)), jnp.zeros(3))), 6)  # log(2 * 3)
+        1.791759
+    """
+    operand_letters, steps, output = plan._letters
+    floor, ceiling = log_limits(arrays[0].dtype)
+    if sum(log_n for _, log_n in plan._equations) > ceiling:
+        return None
+    tops, lows = [], []
+    for x in arrays:
+        top = ops.detach(ops.amax(x))
+        finite = ops.where(ops.isfinite(x), x, ops.full_like(x, math.inf))
+        tops.append(top)
+        lows.append(ops.amin(finite) - top)
+    tops, lows = ops.stack(tops), ops.stack(lows)
+    # Linear space is exact when every maximum is finite and the widest product of nonzero
+    # entries, exp(sum of the lows), stays above tiny / eps.
+    ok = ops.all(ops.isfinite(tops)) & (ops.sum(lows) >= floor)
+
+    def linear(xs):
+        return _run_scaled(plan, xs, ops.where(ops.isfinite(tops), tops,
+                                                ops.full_like(tops, 0.0)))
+
+    if exact is None:  # the linear run alone (the doctest above)
+        return linear(arrays)
+    return backend_of(arrays[0]).cond(ok, linear, exact, list(arrays))
+
+
+def _run_scaled(plan, arrays, tops):
+    # The plan's steps on exp(x - max x), with no check: run_log_plan_traced proved them.
+    operand_letters, steps, output = plan._letters
+    work = [[ops.exp(x - tops[k]), letters]
+            for k, (x, letters) in enumerate(zip(arrays, operand_letters))]
+    for (i, j, keep), (equation, _) in zip(steps, plan._equations):
+        if j is None:
+            x, lx = work.pop(i)
+            work.append([reduce_dims(x, lx, keep, ops.add), keep])
+            continue
+        a, b = work[i], work[j]
+        for k in sorted((i, j), reverse=True):
+            del work[k]
+        z = (ops.einsum(equation, a[0], b[0]) if equation is not None
+             else linear_pair(a[0], a[1], b[0], b[1], keep))
+        work.append([z, keep])
+    result = reduce_dims(work[0][0], work[0][1], output, ops.add)
+    zero = result == 0
+    logs = ops.log(ops.where(zero, ops.full_like(result, 1.0), result))
+    return ops.where(zero, ops.full_like(result, -math.inf), logs + ops.sum(tops))

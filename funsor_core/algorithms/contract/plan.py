@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import opt_einsum
 
 from funsor_core import ops
+from funsor_core.algorithms.contract.forest import FOREST_SEMIRINGS, plan_forest, run_forest
 from funsor_core.algorithms.contract.kernels import (
     ascii_equation,
     log_pair_run,
@@ -39,7 +40,7 @@ from funsor_core.algorithms.contract.kernels import (
     pair,
     reduce_dims,
 )
-from funsor_core.algorithms.contract.linear_space import run_log_plan
+from funsor_core.algorithms.contract.linear_space import run_log_plan, run_log_plan_traced
 from funsor_core.engine.cache import FastCache, cached
 from funsor_core.terms.base import Funsor
 from funsor_core.terms.contraction import Contraction
@@ -76,7 +77,7 @@ class ContractionPlan:
     """
 
     __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
-                 "_scaled", "_log_specs")
+                 "_scaled", "_log_specs", "_forest")
 
     def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
                  sizes: dict | None = None) -> None:
@@ -96,6 +97,37 @@ class ContractionPlan:
         # the step's shape.)
         self._scaled = sum(1 for _, j, _ in steps if j is not None) > 1
         self._log_specs = None  # per step, kernels.log_pair_spec: worked out on first use
+        self._forest = False  # algorithms.contract.forest's level plan (None: not a forest)
+
+    @property
+    def forest(self):
+        """The level-batched plan (``algorithms.contract.forest``) of this contraction, or
+        None where it is not tree-shaped or batching by level saves no array calls.
+
+        Example:
+            >>> ops_ = (("a", "b"), ("a", "c"), ("a", "d"), ("b",), ("c",), ("d",))
+            >>> plan_contraction(ops_, dict.fromkeys("abcd", 2), ()).forest
+            ForestPlan(4 dims, 1 levels)
+        """
+        if self._forest is False:
+            self._forest = plan_forest(self.operands, self.sizes, self.output)
+        return self._forest
+
+    def level_batched(self, sum_op, prod_op) -> bool:
+        """Whether ``run_arrays`` contracts floating arrays in this semiring level by level
+        (``algorithms.contract.forest``): a tree-shaped graph, a semiring with a batched
+        kernel, and fewer array calls than one per step.
+
+        Example:
+            >>> star = [("r", c) for c in "abcdefghij"] + [(c,) for c in "rabcdefghij"]
+            >>> plan = plan_contraction(star, dict.fromkeys("rabcdefghij", 2), ())
+            >>> plan.level_batched(ops.logaddexp, ops.add), plan.level_batched(ops.add, ops.mul)
+            (True, False)
+        """
+        if prod_op is not ops.add or sum_op not in FOREST_SEMIRINGS or len(self.operands) < 9:
+            return False
+        forest = self.forest
+        return forest is not None and forest.pays(len(self.steps))
 
     def _log_step_specs(self) -> tuple:
         # The log-space steps that kernels.pair would compute by broadcasting, with their
@@ -149,17 +181,45 @@ class ContractionPlan:
             >>> float(plan.run_arrays(ops.logaddexp, ops.add, [np.zeros(2), np.zeros(2)]))
             0.6931471805599453
         """
-        operand_letters, steps, output = self._letters
-        letters, items = list(operand_letters), list(arrays)
-        if len(items) != len(letters):
-            raise ValueError(f"this plan contracts {len(letters)} operands, got {len(items)}")
-        if (sum_op is ops.logaddexp and prod_op is ops.add and self._scaled
-                and all(map(ops.is_concrete, items))):
+        if len(arrays) != len(self.operands):
+            raise ValueError(f"this plan contracts {len(self.operands)} operands, got "
+                             f"{len(arrays)}")
+        if len(arrays) == 2 and sum_op is ops.logaddexp and prod_op is ops.add:
+            # One log-space step (each step of a plated elimination): its precomputed
+            # broadcast, where it has one and its dims come out in the output's order.
+            spec = (self._log_specs or self._log_step_specs())[0]
+            if spec is not None and self._letters[1][0][2] == self._letters[2]:
+                return log_pair_run(spec, arrays[0], arrays[1])
+        items = list(arrays)
+        if len(items) > 8 and self.level_batched(sum_op, prod_op) and ops.is_floating(items[0]):
+            # A tree-shaped graph: a few batched calls per level instead of one per step.
+            return run_forest(self._forest, sum_op, items)
+        if sum_op is ops.logaddexp and prod_op is ops.add and self._scaled:
             # Linear space with tracked scales when the dtype's range provably holds it
-            # (algorithms.scaled); else the exact log-space kernel at every step.
-            result = run_log_plan(self, items)
+            # (algorithms.contract.linear_space); else the exact log-space kernel at every
+            # step. Under jax.jit, where some step is too large to broadcast, the same choice
+            # by a traced bound and backend.cond.
+            if all(map(ops.is_concrete, items)):
+                result = run_log_plan(self, items)
+            elif self._has_large_log_step():
+                result = run_log_plan_traced(
+                    self, items, lambda xs: self._run_steps(sum_op, prod_op, xs))
+            else:
+                result = None
             if result is not None:
                 return result
+        return self._run_steps(sum_op, prod_op, items)
+
+    def _has_large_log_step(self) -> bool:
+        # A pairwise step that kernels.pair would not compute by one small broadcast.
+        specs = self._log_specs or self._log_step_specs()
+        return any(spec is None and j is not None
+                   for spec, (_, j, _) in zip(specs, self._letters[1]))
+
+    def _run_steps(self, sum_op, prod_op, items: list):
+        # The plan's steps, each by the semiring's pairwise kernel.
+        operand_letters, steps, output = self._letters
+        letters, items = list(operand_letters), list(items)
         log = sum_op is ops.logaddexp and prod_op is ops.add
         specs = (self._log_specs or self._log_step_specs()) if log else (None,) * len(steps)
         for (i, j, keep), (equation, _), spec in zip(steps, self._equations, specs):

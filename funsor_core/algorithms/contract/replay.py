@@ -164,10 +164,8 @@ class ArrayProgram:
         (the terms would report the mix)."""
         if not arrays:
             return None
-        kind = type(arrays[0])
-        for x in arrays:
-            if type(x) is not kind:
-                return None
+        if len(set(map(type, arrays))) != 1:
+            return None
         impls = self.bind(interp)
         if impls is None:
             return None

@@ -211,3 +211,27 @@ def test_scaled_log_run_rescales_long_chains(dtype, steps, monkeypatch):
         alpha = logsumexp(alpha[:, None] + m, axis=0)
     tol = 1e-5 if dtype == "float32" else 1e-11
     np.testing.assert_allclose(float(result), logsumexp(alpha), rtol=tol)
+
+
+def test_traced_log_run_chooses_by_cond_and_stays_exact():
+    # Under jax.jit a plan with a matrix-matrix step chooses by lax.cond between linear space
+    # (moderate ranges) and the exact steps (factors spanning 1e-300..1e300, whose shifted
+    # products underflow to zero in linear space: only the exact branch gets them right).
+    # One compiled function for both; brute force in float64.
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    D = 48  # a step of D**3 > kernels.BROADCAST_LIMIT: too large to broadcast exactly
+    plan = plan_contraction((("a", "b"), ("b", "c"), ("c", "d")), dict.fromkeys("abcd", D),
+                            ("a", "d"))
+
+    def contract(*xs):
+        return plan.run_arrays(ops.logaddexp, ops.add, list(xs))
+
+    run = jax.jit(contract)
+    for scale in (3.0, 690.0):
+        xs = [rng.uniform(-scale, scale, size=(D, D)) for _ in range(3)]
+        ab = logsumexp(xs[0][:, :, None] + xs[1][None], 1)
+        expected = logsumexp(ab[:, :, None] + xs[2][None], 1)
+        actual = np.asarray(run(*[jax.numpy.asarray(x) for x in xs]))
+        np.testing.assert_allclose(actual, expected, rtol=1e-12)
+    assert "cond" in str(jax.make_jaxpr(contract)(*[jax.numpy.asarray(x) for x in xs]))

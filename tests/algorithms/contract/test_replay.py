@@ -270,3 +270,24 @@ def test_array_programs_cache_is_keyed_by_structure():
     # Other values of the same structure share the entry.
     key = einsum_module._structure_key(eq, random_operands(eq, seed=5), plates, "log", False)
     assert key in einsum_module._ARRAY_PROGRAMS, "the plated einsum of arrays was not kept"
+
+
+def test_unplated_einsum_of_arrays_replays_and_steps_aside_under_lazy(monkeypatch):
+    # An einsum of arrays without plates runs its contraction's array program from the
+    # second call (no Tensor or Contraction built); under lazy it still builds the term.
+    rng = np.random.default_rng(5)
+    eq = "a,ab,bc,bd,c->a"
+    operands = [rng.normal(size=(2,) * len(s)) for s in eq.split("->")[0].split(",")]
+    expected = fc.einsum(eq, *operands, backend="log")
+    calls = _count_terms(monkeypatch, Contraction)
+    tensors = _count_terms(monkeypatch, fc.Tensor)
+    again = fc.einsum(eq, *operands, backend="log")
+    assert calls == [] and tensors == []
+    assert_close(again, expected, atol=0, rtol=0)
+    brute = (operands[0][:, None, None, None] + operands[1][:, :, None, None]
+             + operands[2][None, :, :, None] + operands[3][None, :, None, :]
+             + operands[4][None, None, :, None])
+    assert_close(expected, np.log(np.exp(brute).sum((1, 2, 3))), rtol=1e-12)
+    with lazy:
+        term = fc.einsum(eq, *operands, backend="log")
+    assert not isinstance(term, np.ndarray) and calls
