@@ -1,0 +1,112 @@
+"""SPMD glue of the jax backend for ``funsor_core.algorithms.sharding``: a function of local
+blocks run on every device of a ``jax.sharding.Mesh`` by ``jax.shard_map``, followed by ONE
+collective (an all-reduce, or an all-gather of one small summary per device); and the
+collectives of a compiled program, read from its HLO. ``backends.jax`` re-exports them, so
+the core finds them on the backend module and never imports jax.
+
+Example:
+    >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    >>> float(shard_all_reduce(mesh, lambda a: a.sum(0), [jnp.arange(4.0)], [("x",)], ("x",),
+    ...                        ops.add))
+    6.0
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp  # noqa: F401  (the doctests use it)
+import numpy as np  # noqa: F401  (the doctests use it)
+from jax.sharding import PartitionSpec
+
+from funsor_core import ops
+
+__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather",
+           "compiled_collectives"]
+
+# This backend runs a program over a device mesh (``jax.shard_map``, jax >= 0.6 spells it
+# ``jax.shard_map``; older jax had only ``jax.experimental.shard_map.shard_map``).
+SHARDS = True
+_shard_map = getattr(jax, "shard_map", None)
+if _shard_map is None:  # pragma: no cover  (jax < 0.6)
+    from jax.experimental.shard_map import shard_map as _shard_map
+
+# The all-reduce of each reduction op that XLA has one for.
+_ALL_REDUCE = {ops.add: jax.lax.psum, ops.max: jax.lax.pmax, ops.min: jax.lax.pmin}
+# HLO instructions that move data between devices.
+_COLLECTIVE = re.compile(r"=\s*(\S+)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|"
+                         r"collective-permute|collective-broadcast)(?:-start)?\(")
+
+
+def mesh_sizes(mesh) -> dict:
+    """``{axis name: number of devices}`` of a ``jax.sharding.Mesh``.
+
+    Example:
+        >>> mesh_sizes(jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",)))
+        {'x': 1}
+    """
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"sharded(mesh, ...) needs a jax.sharding.Mesh, got {type(mesh).__name__}")
+    return dict(mesh.shape)
+
+
+def _specs(specs: Sequence[tuple]) -> tuple:
+    return tuple(PartitionSpec(*spec) for spec in specs)
+
+
+def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, specs: Sequence[tuple],
+                     axes: tuple, op) -> object:
+    """``op``-reduce over the mesh ``axes`` of ``fn(*blocks)``: each device runs ``fn`` on its
+    blocks of ``arrays`` (``specs[i][d]`` names the mesh axes that split dim ``d`` of array
+    ``i``, or None), then one all-reduce (``psum``, ``pmax``, ``pmin``); the result is the
+    same on every device.
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> float(shard_all_reduce(mesh, lambda a: a.max(0), [jnp.arange(4.0)], [("x",)],
+        ...                        ("x",), ops.max))
+        3.0
+    """
+    reduce = _ALL_REDUCE[op]
+
+    def local(*blocks):
+        return reduce(fn(*blocks), axes)
+
+    return _shard_map(local, mesh=mesh, in_specs=_specs(specs),
+                      out_specs=PartitionSpec())(*arrays)
+
+
+def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
+                     specs: Sequence[tuple], axes: tuple) -> object:
+    """``combine(stack of fn(*blocks) over the devices of the mesh axes)``: each device runs
+    ``fn`` on its blocks, ONE all-gather stacks the results along a new leading axis (in
+    mesh order), and every device combines the stack (an invariant gather: the backward pass
+    needs no second collective).
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> float(shard_all_gather(mesh, lambda a: a.sum(0), lambda s: s.sum(0),
+        ...                        [jnp.arange(4.0)], [("x",)], ("x",)))
+        6.0
+    """
+    def local(*blocks):
+        stack = jax.lax.all_gather(fn(*blocks), axes, to="invarying")
+        return combine(stack)
+
+    return _shard_map(local, mesh=mesh, in_specs=_specs(specs),
+                      out_specs=PartitionSpec())(*arrays)
+
+
+def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:
+    """``[(kind, result shape)]`` of the collectives in the compiled program of
+    ``jax.jit(fn)(*args)``, read from its HLO text (``all-reduce``, ``all-gather``, ...).
+
+    Example:
+        >>> compiled_collectives(lambda x: x + 1, jnp.zeros(2))
+        []
+    """
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return [(m.group(2), m.group(1)) for m in _COLLECTIVE.finditer(text)]
+

@@ -1,0 +1,64 @@
+"""Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
+``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
+reduction over a sharded plate is the local reduction plus one collective; a Markov product
+of Tensors over a sharded time is the three-phase scan. Everything else declines, to the
+interpretation that was active when ``sharded`` was entered.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    >>> x = fc.Tensor(jnp.arange(6.0), {"data": fc.Bint[6]})
+    >>> with sharded(mesh, plates={"data": "x"}):
+    ...     total = x.reduce(ops.add, "data")
+    >>> float(total.data)
+    15.0
+"""
+
+from __future__ import annotations
+
+from funsor_core.algorithms.chains.factors import tensor_factors
+from funsor_core.algorithms.sharding.chains import shard_markov_tensor
+from funsor_core.algorithms.sharding.kind import Sharded, sharded
+from funsor_core.algorithms.sharding.plates import shard_plate_reduction
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.ops import AssociativeOp, Op
+from funsor_core.terms.base import Funsor, Reduce, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
+
+__all__ = ["Sharded", "sharded"]
+
+_GAUSSIAN_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
+                   "inputs {reals} (a Gaussian or mixed chain); sharding those over time is not "
+                   "implemented yet (issue #33). Leave '{name}' out of time={{...}} to run it on "
+                   "one device")
+
+
+# red_{V} (t_1 * ... * t_n) with a sharded plate i in V = red over devices of the same
+# reduction on each device's block of i (one collective).
+@Sharded.register(Contraction, object, object, frozenset, tuple)
+def sharded_contraction_plate(interp, red_op, bin_op, reduced_vars, terms):
+    return shard_plate_reduction(interp, red_op, bin_op, reduced_vars, terms)
+
+
+# red_V t with a sharded plate in V: the same, for a single Tensor.
+@Sharded.register(Reduce, Op, Tensor, frozenset)
+def sharded_reduce_tensor_plate(interp, op, arg, reduced_vars):
+    return shard_plate_reduction(interp, op, None, reduced_vars, (arg,))
+
+
+# M_1 ... M_T over a sharded t = S_1 ... S_P, S_p the product of device p's block of steps.
+@Sharded.register(MarkovProduct, AssociativeOp, AssociativeOp, Funsor, Variable, tuple, tuple,
+                  object)
+def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, step_names,
+                                  strategy):
+    if time.name not in interp.time:
+        return None
+    factors = tensor_factors(trans, prod_op) if step else None
+    if factors is None:
+        reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
+        if reals:
+            raise NotImplementedError(_GAUSSIAN_CHAIN.format(name=time.name, reals=reals))
+        return None
+    return shard_markov_tensor(interp, sum_op, prod_op, factors, time, step, step_names,
+                               strategy)
