@@ -6,18 +6,19 @@ the core finds them on the backend module and never imports jax.
 
 Example:
     >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-    >>> float(shard_all_reduce(mesh, lambda a: a.sum(0), [jnp.arange(4.0)], [("x",)], ("x",),
+    >>> float(shard_all_reduce(mesh, lambda i, a: a.sum(0), [jnp.arange(4.0)], [0], ("x",),
     ...                        ops.add))
     6.0
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.numpy as jnp  # noqa: F401  (the doctests use it)
+import jax.numpy as jnp
 import numpy as np  # noqa: F401  (the doctests use it)
 from jax.sharding import PartitionSpec
 
@@ -52,51 +53,70 @@ def mesh_sizes(mesh) -> dict:
     return dict(mesh.shape)
 
 
-def _specs(specs: Sequence[tuple]) -> tuple:
-    return tuple(PartitionSpec(*spec) for spec in specs)
+def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) -> tuple:
+    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along ``dims[i]`` to
+    # ``P * ceil(n / P)`` where the devices do not divide ``n``; ``fn`` masks the padding,
+    # knowing ``index``) and the in_specs splitting dim ``dims[i]`` (None: replicated)
+    # over the mesh ``axes``.
+    count = math.prod(mesh.shape[a] for a in axes)
+    specs, padded = [], []
+    for x, d in zip(arrays, dims):
+        spec = [None] * x.ndim
+        if d is not None:
+            spec[d] = axes
+            extra = -x.shape[d] % count
+            if extra:
+                pad = [(0, 0)] * x.ndim
+                pad[d] = (0, extra)
+                x = jnp.pad(x, pad)
+        specs.append(PartitionSpec(*spec))
+        padded.append(x)
+
+    def local(*blocks):
+        return fn(jax.lax.axis_index(axes), *blocks)
+
+    return local, tuple(specs), padded
 
 
-def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, specs: Sequence[tuple],
-                     axes: tuple, op) -> object:
-    """``op``-reduce over the mesh ``axes`` of ``fn(*blocks)``: each device runs ``fn`` on its
-    blocks of ``arrays`` (``specs[i][d]`` names the mesh axes that split dim ``d`` of array
-    ``i``, or None), then one all-reduce (``psum``, ``pmax``, ``pmin``); the result is the
-    same on every device.
+def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple,
+                     op) -> object:
+    """``op``-reduce over the devices of the mesh ``axes`` of ``fn(index, *blocks)``: each
+    device runs ``fn`` on its blocks of ``arrays`` (dim ``dims[i]`` of array ``i`` split
+    into ``ceil(n / P)``-long blocks, the last ones padded with zeros; None: the whole
+    array) and its ``index`` along ``axes``, then one all-reduce (``psum``, ``pmax``,
+    ``pmin``); the result is the same on every device.
 
     Example:
         >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-        >>> float(shard_all_reduce(mesh, lambda a: a.max(0), [jnp.arange(4.0)], [("x",)],
+        >>> float(shard_all_reduce(mesh, lambda i, a: a.max(0), [jnp.arange(4.0)], [0],
         ...                        ("x",), ops.max))
         3.0
     """
     reduce = _ALL_REDUCE[op]
-
-    def local(*blocks):
-        return reduce(fn(*blocks), axes)
-
-    return _shard_map(local, mesh=mesh, in_specs=_specs(specs),
+    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    return _shard_map(lambda *xs: reduce(local(*xs), axes), mesh=mesh, in_specs=specs,
                       out_specs=PartitionSpec())(*arrays)
 
 
 def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
-                     specs: Sequence[tuple], axes: tuple) -> object:
-    """``combine(stack of fn(*blocks) over the devices of the mesh axes)``: each device runs
-    ``fn`` on its blocks, ONE all-gather stacks the results along a new leading axis (in
-    mesh order), and every device combines the stack (an invariant gather: the backward pass
-    needs no second collective).
+                     dims: Sequence, axes: tuple) -> object:
+    """``combine(stack of fn(index, *blocks) over the devices of the mesh axes)``: the blocks
+    as in ``shard_all_reduce``; ONE all-gather stacks the results along a new leading axis
+    (in mesh order), and every device combines the stack (an invariant gather: the backward
+    pass needs no second collective).
 
     Example:
         >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-        >>> float(shard_all_gather(mesh, lambda a: a.sum(0), lambda s: s.sum(0),
-        ...                        [jnp.arange(4.0)], [("x",)], ("x",)))
+        >>> float(shard_all_gather(mesh, lambda i, a: a.sum(0), lambda s: s.sum(0),
+        ...                        [jnp.arange(4.0)], [0], ("x",)))
         6.0
     """
-    def local(*blocks):
-        stack = jax.lax.all_gather(fn(*blocks), axes, to="invarying")
-        return combine(stack)
+    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
 
-    return _shard_map(local, mesh=mesh, in_specs=_specs(specs),
-                      out_specs=PartitionSpec())(*arrays)
+    def gathered(*xs):
+        return combine(jax.lax.all_gather(local(*xs), axes, to="invarying"))
+
+    return _shard_map(gathered, mesh=mesh, in_specs=specs, out_specs=PartitionSpec())(*arrays)
 
 
 def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:

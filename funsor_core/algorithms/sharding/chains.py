@@ -6,8 +6,9 @@ with the steps split into ``P`` contiguous blocks ``B_1..B_P`` it is ``S_1 S_2 .
 kernel (``chains.discrete.chain_product``, parallel or sequential as the cost model picks),
 ONE all-gather brings the ``P`` summaries (``P x batch x K x K``, never a time-length array)
 to every device, and each multiplies them in order (a scan of ``P`` steps). A ``T`` not
-divisible by ``P`` is padded with identity matrices (``prod_op``'s unit on the diagonal,
-``sum_op``'s unit elsewhere), which leave the product unchanged.
+divisible by ``P`` gives the last devices padded blocks, whose padding each masks with
+identity matrices (``prod_op``'s unit on the diagonal, ``sum_op``'s unit elsewhere), which
+leave the product unchanged.
 
 The fix-up phase (each device's prefixes times the product of the blocks before it) is what
 filtering and smoothing marginals need; the adjoint through a sharded chain is not
@@ -25,6 +26,7 @@ import math
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.chains.discrete_plan import chain_operands
+from funsor_core.algorithms.sharding.plates import block_mask
 from funsor_core.atoms.tensor import Tensor
 
 __all__ = ["identity_steps", "shard_markov_tensor"]
@@ -72,21 +74,22 @@ def shard_markov_tensor(interp, sum_op, prod_op, factors: list, time, step: tupl
     proto = next(f.data for f in factors if type(f) is Tensor)
     backend, (shards,) = interp.spmd(proto, [time.name])
     mats = _steps(plan, prod_op, arrays)
-    padded = shards * math.ceil(plan.duration / shards)
-    if padded > plan.duration:
-        fill = identity_steps(mats, sum_op, prod_op, padded - plan.duration, plan.bshape)
-        mats = ops.cat([mats, fill], 0)
+    size = plan.duration
+    block = math.ceil(size / shards)
     kernel = plan.strategy(strategy, sum_op, prod_op, factors, proto, False)
     axes = interp.mesh_axes(time.name)
 
-    def local(block):
-        return chain_product(sum_op, prod_op, (block,), kernel)
+    def local(index, steps):
+        if block * shards != size:  # the padding of the last blocks: identity steps
+            keep = block_mask(steps, index, block, size, 0, len(steps.shape))
+            steps = ops.where(keep, steps, identity_steps(steps, sum_op, prod_op, block,
+                                                          plan.bshape))
+        return chain_product(sum_op, prod_op, (steps,), kernel)
 
     def combine(summaries):
         return chain_product(sum_op, prod_op, (summaries,), "sequential")
 
-    spec = (axes,) + (None,) * (len(mats.shape) - 1)
-    out = backend.shard_all_gather(interp.mesh, local, combine, [mats], [spec], axes)
+    out = backend.shard_all_gather(interp.mesh, local, combine, [mats], [0], axes)
     if tuple(out.shape) != plan.out_shape:
         out = ops.reshape(out, plan.out_shape)
     return Tensor.make(out, plan.out_inputs, "real", ikey=plan.out_ikey)

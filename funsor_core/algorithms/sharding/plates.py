@@ -3,17 +3,20 @@ collective (``kind``'s module docstring says which).
 
 ``red_V prod(terms)`` splits over the blocks ``B_1..B_P`` of a plate ``i`` in ``V`` because
 ``red`` is associative and commutative: ``red_V = red_{p} red_{V, i in B_p}``. Each device
-evaluates the same Contraction on its block (the plate's domain becomes ``Bint[n / P]``)
+evaluates the same Contraction on its block (the plate's domain becomes ``Bint[ceil(n/P)]``)
 with the interpretations below ``sharded``, and the collective applies ``red`` over ``p``.
-A plate of ``n`` not divisible by ``P`` is padded to ``P * ceil(n / P)`` with the unit of
-``red``, which is exact when the padded entries' product is that unit: one term, or a
-semiring whose zero absorbs (``-inf + x``, ``0 * x``), or ``red = prod`` with the plate in
-every term (``0 + 0``); otherwise the reduction is left to the next interpretation.
+Other sharded plates reduced in the same Contraction are reduced whole on each device.
+
+A plate of ``n`` entries not divisible by ``P`` gives the last devices padded blocks, whose
+padding each device masks with the unit of ``red`` in every term that has the plate. That is
+exact when the masked entries' product is that unit: one term, a semiring whose zero absorbs
+(``-inf + x``, ``0 * x``), or ``red = prod`` with the plate in every term (``0 + 0``);
+otherwise the reduction is left to the next interpretation.
 
 Example:
-    >>> _pad_exact(ops.logaddexp, ops.add, [True, False])
+    >>> _mask_exact(ops.logaddexp, ops.add, [True, False])
     True
-    >>> _pad_exact(ops.add, ops.add, [True, False])  # sum_i (a_i + b): padding adds b
+    >>> _mask_exact(ops.add, ops.add, [True, False])  # sum_i (a_i + b): padding adds b
     False
 """
 
@@ -27,13 +30,13 @@ from funsor_core.domains import Bint
 from funsor_core.terms.base import Number
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["ALL_REDUCE_OPS", "GATHER_OPS", "shard_plate_reduction"]
+__all__ = ["ALL_REDUCE_OPS", "GATHER_OPS", "block_mask", "shard_plate_reduction"]
 
 # Reductions with an all-reduce of their own, and those combined after one all-gather.
 ALL_REDUCE_OPS = (ops.add, ops.max, ops.min)
 GATHER_OPS = {ops.logaddexp: ops.logsumexp, ops.mul: ops.prod}
-# (red, bin) pairs whose reduction unit absorbs under bin: red's unit padded in any term
-# makes the padded product that unit.
+# (red, bin) pairs whose reduction unit absorbs under bin: red's unit in any term makes
+# the product that unit.
 _ABSORBING = frozenset({(ops.logaddexp, ops.add), (ops.add, ops.mul), (ops.max, ops.add),
                         (ops.min, ops.add)})
 
@@ -42,43 +45,45 @@ class _NotLocal(Exception):
     """The local evaluation did not give a Tensor (a lazy chain below ``sharded``)."""
 
 
-def _pad_exact(red_op, bin_op, has_plate: list) -> bool:
+def _mask_exact(red_op, bin_op, has_plate: list) -> bool:
     return (len(has_plate) == 1 or (red_op, bin_op) in _ABSORBING
             or (red_op is bin_op and all(has_plate)))
 
 
-def _pad(data, axis: int, size: int, value):
-    # ``data`` grown along ``axis`` to ``size`` with ``value``.
-    missing = size - data.shape[axis]
-    if not missing:
-        return data
-    shape = tuple(missing if d == axis else s for d, s in enumerate(data.shape))
-    return ops.cat([data, ops.new_full(data, shape, value)], axis)
+def block_mask(proto, index, block: int, size: int, dim: int, ndim: int):
+    """Which entries of device ``index``'s ``block``-long block (of ``size`` in all) are
+    real, shaped to broadcast along ``dim`` of an ``ndim``-dim array.
+
+    Example:
+        >>> block_mask(np.zeros(1), 1, 3, 5, 0, 2).ravel().tolist()
+        [True, True, False]
+    """
+    keep = ops.new_arange(proto, block) < size - index * block
+    shape = [1] * ndim
+    shape[dim] = block
+    return ops.reshape(keep, tuple(shape))
 
 
-def _layout(tensors, padded, shards, interp, unit):
-    # Per Tensor: its array padded with ``unit``, the mesh axes of each dim, its local inputs.
-    arrays, specs, local_inputs = [], [], []
-    for t in tensors:
-        data, spec, inputs = t.data, [None] * len(t.data.shape), {}
-        for d, (k, dom) in enumerate(t.inputs.items()):
-            if k in padded:
-                data = _pad(data, d, padded[k], unit)
-                spec[d] = interp.mesh_axes(k)
-                inputs[k] = Bint[padded[k] // shards[k]]
-            else:
-                inputs[k] = dom
-        arrays.append(data)
-        specs.append(tuple(spec))
-        local_inputs.append(inputs)
-    return arrays, specs, local_inputs
+def _local_inputs(tensors, name: str, block: int) -> list:
+    return [{k: Bint[block] if k == name else d for k, d in t.inputs.items()} for t in tensors]
+
+
+def _local_terms(terms: tuple, blocks) -> tuple:
+    # The terms on one device: each Tensor on its block (``blocks`` yields them in order).
+    out = []
+    for t in terms:
+        if type(t) is Tensor:
+            data, inputs = next(blocks)
+            t = Tensor(data, inputs, t.dtype)
+        out.append(t)
+    return tuple(out)
 
 
 def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms: tuple):
-    """``Contraction(red_op, bin_op, reduced_vars, terms)`` with its sharded plates split over
+    """``Contraction(red_op, bin_op, reduced_vars, terms)`` with a sharded plate split over
     the mesh of ``interp`` (a ``Sharded``); None where it does not apply (no sharded plate
-    reduced, a term that is not a Tensor or Number, a reduction with no collective, padding
-    that would change the value).
+    reduced, a term that is not a Tensor or Number, a reduction with no collective, uneven
+    blocks whose masking would change the value).
 
     Example:
         >>> shard_plate_reduction(None, ops.add, None, frozenset(), ()) is None  # nothing sharded
@@ -93,19 +98,24 @@ def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms
                    if any(n in t.inputs for t in tensors))
     if not names:
         return None
-    backend, counts = interp.spmd(tensors[0].data, names)
-    shards = dict(zip(names, counts))
-    sizes = {n: next(t.inputs[n].size for t in tensors if n in t.inputs) for n in names}
-    padded = {n: shards[n] * math.ceil(sizes[n] / shards[n]) for n in names}
-    if padded != sizes and not _pad_exact(red_op, bin_op,
-                                         [bool(t.inputs.keys() & padded) for t in terms]):
+    name = names[0]
+    backend, (count,) = interp.spmd(tensors[0].data, [name])
+    size = next(t.inputs[name].size for t in tensors if name in t.inputs)
+    block = math.ceil(size / count)
+    uneven = block * count != size
+    if uneven and not _mask_exact(red_op, bin_op, [name in t.inputs for t in terms]):
         return None
-    arrays, specs, local_inputs = _layout(tensors, padded, shards, interp, ops.UNITS[red_op])
+    dims = [list(t.inputs).index(name) if name in t.inputs else None for t in tensors]
+    local_inputs = _local_inputs(tensors, name, block)
+    unit = ops.UNITS[red_op]
     out: list = []
 
-    def local(*blocks):
-        it = iter(zip(blocks, local_inputs, tensors))
-        local_terms = tuple(t if type(t) is Number else _local_tensor(next(it)) for t in terms)
+    def local(index, *blocks):
+        if uneven:
+            blocks = [x if d is None else ops.where(
+                block_mask(x, index, block, size, d, len(x.shape)), x,
+                ops.new_full(x, tuple(x.shape), unit)) for x, d in zip(blocks, dims)]
+        local_terms = _local_terms(terms, iter(zip(blocks, local_inputs)))
         with interp.rest():
             result = Contraction(red_op, bin_op, reduced_vars, local_terms)
         if type(result) is not Tensor:
@@ -113,20 +123,15 @@ def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms
         out.append(result)
         return result.data
 
-    axes = tuple(a for n in names for a in interp.mesh_axes(n))
+    arrays = [t.data for t in tensors]
+    axes = interp.mesh_axes(name)
     try:
         if red_op in ALL_REDUCE_OPS:
-            data = backend.shard_all_reduce(interp.mesh, local, arrays, specs, axes, red_op)
+            data = backend.shard_all_reduce(interp.mesh, local, arrays, dims, axes, red_op)
         else:
             combine = GATHER_OPS[red_op]
             data = backend.shard_all_gather(interp.mesh, local, lambda s: combine(s, 0), arrays,
-                                            specs, axes)
+                                            dims, axes)
     except _NotLocal:
         return None
     return Tensor(data, dict(out[0].inputs), out[0].dtype)
-
-
-def _local_tensor(item) -> Tensor:
-    block, inputs, t = item
-    return Tensor(block, inputs, t.dtype)
-

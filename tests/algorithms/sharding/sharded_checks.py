@@ -1,0 +1,151 @@
+"""The multi-device checks of ``test_sharded.py``, run in ONE subprocess whose jax sees 8
+emulated CPU devices (``--xla_force_host_platform_device_count=8`` must be set before jax
+starts, which the test session's jax already has). Prints one JSON object of errors and
+collectives; the tests assert on it.
+
+Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
+``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
+(sum-product, local z), its max-product, a log-space and a max-plus Tensor chain; and the
+gradient of a random weighting of them. ``N = T = 12``: blocks are even on 1, 2 and 4
+devices and uneven (masked) on 8. Oracles: the same program on one device without
+``sharded``, and numpy brute force for the values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+N, T, K = 12, 12, 3
+
+
+def _numpy_oracles(logits, locs, data, trans):
+    from scipy.special import logsumexp
+
+    joint = logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2
+    out = [logsumexp(joint, 1).sum(), joint.max(1).sum()]
+    for combine in (lambda a: logsumexp(a, 1), lambda a: a.max(1)):
+        m = trans[0]
+        for t in range(1, T):  # (i, j) <- combine_k m[i, k] + trans[t][k, j]
+            m = combine(m[:, :, None] + trans[t][None])
+        out.append(m)
+    return out
+
+
+def _programs(mesh):
+    import jax.numpy as jnp
+
+    import funsor_core as fc
+    from funsor_core import ops
+    from funsor_core.sharding import sharded
+    from funsor_core.sum_product import sum_product
+
+    def mixture(logits, locs, data, sum_op):
+        prior = fc.Tensor(jnp.broadcast_to(logits, (N, K)), {"data": fc.Bint[N], "z": fc.Bint[K]})
+        lik = fc.Tensor(-0.5 * (data[:, None] - locs[None]) ** 2,
+                        {"data": fc.Bint[N], "z": fc.Bint[K]})
+        return sum_product(sum_op, ops.add, [prior, lik], frozenset({"data", "z"}),
+                           frozenset({"data"})).data
+
+    def chain(trans, sum_op):
+        time = fc.Bint[trans.shape[0]]
+        t = fc.Tensor(trans, {"t": time, "x": fc.Bint[K], "y": fc.Bint[K]})
+        mp = fc.MarkovProduct(sum_op, ops.add, t, fc.Variable("t", time), {"x": "y"})
+        return mp.align(("x", "y")).data
+
+    def everything(logits, locs, data, trans):
+        return (mixture(logits, locs, data, ops.logaddexp), mixture(logits, locs, data, ops.max),
+                chain(trans, ops.logaddexp), chain(trans, ops.max))
+
+    def under(fn, plates=True, time=True):
+        if mesh is None:
+            return fn
+
+        def wrapped(*args):
+            with sharded(mesh, plates={"data": "x"} if plates else None,
+                         time={"t": "x"} if time else None):
+                return fn(*args)
+        return wrapped
+
+    return everything, under, mixture, chain
+
+
+def _errors(n, args, weights, oracle, reference):
+    import jax
+    import numpy as np
+
+    everything, under, _, _ = _programs(_mesh(n))
+    fn = under(everything)
+
+    def loss(*a):
+        return sum((w * v).sum() for w, v in zip(weights, fn(*a)))
+
+    values, grads = jax.jit(lambda *a: (fn(*a), jax.grad(loss, (0, 1, 3))(*a)))(*args)
+    ref_values, ref_grads = reference
+    return {
+        "vs_numpy": max(float(np.abs(np.asarray(v) - o).max()) for v, o in zip(values, oracle)),
+        "vs_one_device": max(float(np.abs(np.asarray(v) - np.asarray(r)).max())
+                             for v, r in zip(values, ref_values)),
+        "grad_vs_one_device": max(float(np.abs(np.asarray(g) - np.asarray(r)).max())
+                                  for g, r in zip(grads, ref_grads)),
+    }
+
+
+def _mesh(n):
+    import jax
+    import numpy as np
+
+    return None if n is None else jax.sharding.Mesh(np.array(jax.devices()[:n]), ("x",))
+
+
+def _collectives(args):
+    from backends.jax_sharding import compiled_collectives
+
+    _, under, mixture, chain = _programs(_mesh(8))
+    import jax
+
+    from funsor_core import ops
+    plate = under(lambda lg, lc, d: mixture(lg, lc, d, ops.logaddexp), time=False)
+    plate_max = under(lambda lg, lc, d: mixture(lg, lc, d, ops.max), time=False)
+    hmm = under(lambda tr: chain(tr, ops.logaddexp), plates=False)
+    return {
+        "plate_logaddexp": compiled_collectives(plate, *args[:3]),
+        "plate_max": compiled_collectives(plate_max, *args[:3]),
+        "chain": compiled_collectives(hmm, args[3]),
+        # Even T: the gradient stays split like the steps. (An uneven T's gradient of a
+        # replicated input is gathered back: jax cannot shard an array unevenly.)
+        "chain_grad_even": compiled_collectives(jax.grad(lambda tr: hmm(tr).sum()),
+                                                jax.numpy.concatenate([args[3]] * 2)[:16]),
+    }
+
+
+def main() -> None:
+    import jax
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)
+    import funsor_core as fc
+
+    fc.set_backend("jax")
+    rng = np.random.default_rng(0)
+    host = (rng.normal(size=K), rng.normal(size=K), np.linspace(-2.0, 2.0, N),
+            rng.normal(size=(T, K, K)))
+    args = tuple(jax.numpy.asarray(a) for a in host)
+    weights = [rng.normal(size=s) for s in ((), (), (K, K), (K, K))]
+    oracle = _numpy_oracles(*host)
+    everything, _, _, _ = _programs(None)
+
+    def loss(*a):
+        return sum((w * v).sum() for w, v in zip(weights, everything(*a)))
+
+    reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3))(*a)))(*args)
+    report = {"devices": len(jax.devices()),
+              "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
+              "collectives": _collectives(args)}
+    json.dump(report, sys.stdout)
+
+
+if __name__ == "__main__":
+    assert "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    main()

@@ -1,0 +1,99 @@
+"""``sharded(mesh, plates=..., time=...)``: values and gradients on 1, 2, 4 and 8 devices
+equal one device (and numpy brute force), and the compiled programs hold one collective of
+the expected size. The multi-device part runs in ONE subprocess with 8 emulated CPU devices
+(``sharded_checks.py``: jax reads the device count once, at start-up); the rest here on the
+suite's single device."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import funsor_core as fc  # noqa: E402
+from funsor_core import ops  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+K = 3
+
+
+@pytest.fixture(scope="module")
+def report():
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("sharded_checks.py"))],
+                         env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("devices", ["1", "2", "4", "8"])
+def test_sharded_values_and_gradients_equal_one_device(report, devices):
+    # plated sum- and max-product, log-space and max-plus chains; 8 devices: uneven blocks
+    assert report["devices"] == 8
+    errors = report["errors"][devices]
+    assert errors["vs_numpy"] < 1e-12
+    assert errors["vs_one_device"] < 1e-12
+    assert errors["grad_vs_one_device"] < 1e-12
+
+
+def test_sharded_plate_is_one_all_reduce_of_the_reduced_size(report):
+    # the plated mixture's log-likelihood is a scalar: one all-reduce of f64[]
+    for key in ("plate_logaddexp", "plate_max"):
+        assert report["collectives"][key] == [["all-reduce", "f64[]"]]
+
+
+def test_sharded_chain_is_one_gather_of_one_summary_per_device(report):
+    # one all-gather of P x K x K (P = 8), forward and backward; no time-length collective
+    for key in ("chain", "chain_grad_even"):
+        assert [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][key]] == [
+            ("all-gather", f"f64[8,{K},{K}]")]
+
+
+def _mesh():
+    return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+
+
+def test_sharded_one_device_in_process_matches_exact():
+    # no subprocess: a mesh of the suite's one device; Reduce and einsum-style Contraction
+    x = np.random.default_rng(1).normal(size=(5, 4))
+    fc.set_backend("jax")
+    try:
+        t = fc.Tensor(jax.numpy.asarray(x), {"data": fc.Bint[5], "z": fc.Bint[4]})
+        with sharded(_mesh(), plates={"data": "x"}):
+            total = t.reduce(ops.logaddexp, frozenset({"data", "z"}))
+        from scipy.special import logsumexp
+        np.testing.assert_allclose(float(total.data), logsumexp(x), rtol=1e-12)
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_sharded_errors_name_what_is_missing():
+    g = fc.Gaussian(mean=np.zeros((3, 2)), covariance=np.broadcast_to(np.eye(2), (3, 2, 2)),
+                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    with pytest.raises(NotImplementedError, match="Gaussian or mixed chain"):
+        with sharded(_mesh(), time={"t": "x"}):
+            fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
+    with pytest.raises(NotImplementedError, match="particles"):
+        sharded(_mesh(), particles={"particle": "x"})
+    with pytest.raises(NotImplementedError, match="Singh"):
+        partitioned_mcmc()
+    t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
+    with pytest.raises(TypeError, match="numpy backend cannot"):
+        with sharded(_mesh(), plates={"data": "x"}):
+            t.reduce(ops.add, "data")
+    with pytest.raises(ValueError, match="mesh axis 'y'"):
+        with sharded(_mesh(), plates={"data": "y"}):
+            fc.Tensor(jax.numpy.ones(4), {"data": fc.Bint[4]}).reduce(ops.add, "data")
+    with pytest.raises(ValueError, match="both as plates and as time"):
+        sharded(_mesh(), plates={"t": "x"}, time={"t": "x"})
