@@ -5,10 +5,10 @@ collectives; the tests assert on it.
 
 Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
 ``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
-(sum-product, local z), its max-product, a log-space and a max-plus Tensor chain; and the
-gradient of a random weighting of them. ``N = T = 12``: blocks are even on 1, 2 and 4
-devices and uneven (masked) on 8. Oracles: the same program on one device without
-``sharded``, and numpy brute force for the values.
+(sum-product, local z), its max-product, a ``Reduce(logaddexp)`` over the plate, a
+log-space and a max-plus Tensor chain; and the gradient of a random weighting of them.
+``N = T = 12``: blocks are even on 1, 2 and 4 devices and uneven (masked) on 8.
+Oracles: the same program on one device without ``sharded``, and numpy brute force.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _numpy_oracles(logits, locs, data, trans):
     from scipy.special import logsumexp
 
     joint = logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2
-    out = [logsumexp(joint, 1).sum(), joint.max(1).sum()]
+    out = [logsumexp(joint, 1).sum(), joint.max(1).sum(), logsumexp(joint)]
     for combine in (lambda a: logsumexp(a, 1), lambda a: a.max(1)):
         m = trans[0]
         for t in range(1, T):  # (i, j) <- combine_k m[i, k] + trans[t][k, j]
@@ -54,9 +54,14 @@ def _programs(mesh):
         mp = fc.MarkovProduct(sum_op, ops.add, t, fc.Variable("t", time), {"x": "y"})
         return mp.align(("x", "y")).data
 
+    def joint(logits, locs, data):  # Reduce(logaddexp) over the plate: an all-gather
+        t = fc.Tensor(logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2,
+                      {"data": fc.Bint[N], "z": fc.Bint[K]})
+        return t.reduce(ops.logaddexp, frozenset({"data", "z"})).data
+
     def everything(logits, locs, data, trans):
         return (mixture(logits, locs, data, ops.logaddexp), mixture(logits, locs, data, ops.max),
-                chain(trans, ops.logaddexp), chain(trans, ops.max))
+                joint(logits, locs, data), chain(trans, ops.logaddexp), chain(trans, ops.max))
 
     def under(fn, plates=True, time=True):
         if mesh is None:
@@ -132,7 +137,7 @@ def main() -> None:
     host = (rng.normal(size=K), rng.normal(size=K), np.linspace(-2.0, 2.0, N),
             rng.normal(size=(T, K, K)))
     args = tuple(jax.numpy.asarray(a) for a in host)
-    weights = [rng.normal(size=s) for s in ((), (), (K, K), (K, K))]
+    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K))]
     oracle = _numpy_oracles(*host)
     everything, _, _, _ = _programs(None)
 
