@@ -1,8 +1,8 @@
 """Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
 ``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
 reduction over a sharded plate is the local reduction plus one collective; a Markov product
-of Tensors over a sharded time is the three-phase scan. Everything else declines, to the
-interpretation that was active when ``sharded`` was entered.
+of Tensors or of Gaussians over a sharded time is the three-phase scan. Everything else
+declines, to the interpretation that was active when ``sharded`` was entered.
 
 Example:
     >>> import jax, jax.numpy as jnp
@@ -17,7 +17,9 @@ Example:
 from __future__ import annotations
 
 from funsor_core.algorithms.chains.factors import tensor_factors
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.sharding.chains import shard_markov_tensor
+from funsor_core.algorithms.sharding.gaussian_chains import shard_markov_gaussian
 from funsor_core.algorithms.sharding.kind import Sharded, sharded
 from funsor_core.algorithms.sharding.plates import shard_plate_reduction
 from funsor_core.atoms.tensor import Tensor
@@ -28,10 +30,11 @@ from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["Sharded", "sharded"]
 
-_GAUSSIAN_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
-                   "inputs {reals} (a Gaussian or mixed chain); sharding those over time is not "
-                   "implemented yet (issue #33). Leave '{name}' out of time={{...}} to run it on "
-                   "one device")
+_MIXED_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
+                "inputs {reals} but is not a Gaussian chain in (logaddexp, add): a mixed chain "
+                "(discrete and real states) or a max-plus Gaussian chain; sharding those over "
+                "time is not implemented yet (issue #33). Leave '{name}' out of time={{...}} "
+                "to run it on one device")
 
 
 # red_{V} (t_1 * ... * t_n) with a sharded plate i in V = red over devices of the same
@@ -55,10 +58,13 @@ def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, st
     if time.name not in interp.time:
         return None
     factors = tensor_factors(trans, prod_op) if step else None
-    if factors is None:
-        reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
-        if reals:
-            raise NotImplementedError(_GAUSSIAN_CHAIN.format(name=time.name, reals=reals))
-        return None
-    return shard_markov_tensor(interp, sum_op, prod_op, factors, time, step, step_names,
-                               strategy)
+    if factors is not None:
+        return shard_markov_tensor(interp, sum_op, prod_op, factors, time, step, step_names,
+                                   strategy)
+    parts = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
+    if parts is not None:
+        return shard_markov_gaussian(interp, parts, time, step, step_names, strategy)
+    reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
+    if reals:
+        raise NotImplementedError(_MIXED_CHAIN.format(name=time.name, reals=reals))
+    return None

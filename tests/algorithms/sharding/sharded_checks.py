@@ -6,7 +6,8 @@ collectives; the tests assert on it.
 Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
 ``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
 (sum-product, local z), its max-product, a ``Reduce(logaddexp)`` over the plate, a
-log-space and a max-plus Tensor chain; and the gradient of a random weighting of them.
+log-space and a max-plus Tensor chain, a Gaussian chain; and the gradient of a random
+weighting of them.
 ``N = T = 12``: blocks are even on 1, 2 and 4 devices and uneven (masked) on 8.
 Oracles: the same program on one device without ``sharded``, and numpy brute force.
 """
@@ -20,7 +21,30 @@ import sys
 N, T, K = 12, 12, 3
 
 
-def _numpy_oracles(logits, locs, data, trans):
+def _gaussian_oracle(mean, cov, a, b):
+    """log of the integral over x_1..x_{T-1} of prod_t exp(-q_t / 2), q_t the quadratic form
+    of ((x_t, x_{t+1}) - mean_t) in cov_t^{-1}, at
+    x_0 = a, x_T = b (scalar states): the joint quadratic form, inner block integrated."""
+    import numpy as np
+
+    n = T + 1
+    J, h, c = np.zeros((n, n)), np.zeros(n), 0.0
+    for t in range(T):
+        P = np.linalg.inv(cov[t])
+        idx = [t, t + 1]
+        J[np.ix_(idx, idx)] += P
+        h[idx] += P @ mean[t]
+        c += -0.5 * mean[t] @ P @ mean[t]  # fc.Gaussian is unnormalized: exp(-q / 2)
+    inner, outer = list(range(1, T)), [0, T]
+    x = np.array([a, b])
+    g = h[inner] - J[np.ix_(inner, outer)] @ x
+    Jii = J[np.ix_(inner, inner)]
+    return (c + h[outer] @ x - 0.5 * x @ J[np.ix_(outer, outer)] @ x
+            + 0.5 * len(inner) * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(Jii)[1]
+            + 0.5 * g @ np.linalg.solve(Jii, g))
+
+
+def _numpy_oracles(logits, locs, data, trans, mean, cov):
     from scipy.special import logsumexp
 
     joint = logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2
@@ -30,6 +54,7 @@ def _numpy_oracles(logits, locs, data, trans):
         for t in range(1, T):  # (i, j) <- combine_k m[i, k] + trans[t][k, j]
             m = combine(m[:, :, None] + trans[t][None])
         out.append(m)
+    out.append(_gaussian_oracle(mean, cov, 0.5, -0.3))
     return out
 
 
@@ -59,9 +84,16 @@ def _programs(mesh):
                       {"data": fc.Bint[N], "z": fc.Bint[K]})
         return t.reduce(ops.logaddexp, frozenset({"data", "z"})).data
 
-    def everything(logits, locs, data, trans):
+    def kalman(mean, cov):  # a Gaussian chain, evaluated at its two ends
+        time = fc.Bint[mean.shape[0]]
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={"t": time, "x": fc.Real, "y": fc.Real})
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", time), {"x": "y"})
+        return mp(x=0.5, y=-0.3).data
+
+    def everything(logits, locs, data, trans, mean, cov):
         return (mixture(logits, locs, data, ops.logaddexp), mixture(logits, locs, data, ops.max),
-                joint(logits, locs, data), chain(trans, ops.logaddexp), chain(trans, ops.max))
+                joint(logits, locs, data), chain(trans, ops.logaddexp), chain(trans, ops.max),
+                kalman(mean, cov))
 
     def under(fn, plates=True, time=True):
         if mesh is None:
@@ -73,20 +105,20 @@ def _programs(mesh):
                 return fn(*args)
         return wrapped
 
-    return everything, under, mixture, chain
+    return everything, under, mixture, chain, kalman
 
 
 def _errors(n, args, weights, oracle, reference):
     import jax
     import numpy as np
 
-    everything, under, _, _ = _programs(_mesh(n))
+    everything, under, *_ = _programs(_mesh(n))
     fn = under(everything)
 
     def loss(*a):
         return sum((w * v).sum() for w, v in zip(weights, fn(*a)))
 
-    values, grads = jax.jit(lambda *a: (fn(*a), jax.grad(loss, (0, 1, 3))(*a)))(*args)
+    values, grads = jax.jit(lambda *a: (fn(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
     ref_values, ref_grads = reference
     return {
         "vs_numpy": max(float(np.abs(np.asarray(v) - o).max()) for v, o in zip(values, oracle)),
@@ -107,7 +139,7 @@ def _mesh(n):
 def _collectives(args):
     from backends.jax_sharding import compiled_collectives
 
-    _, under, mixture, chain = _programs(_mesh(8))
+    _, under, mixture, chain, kalman = _programs(_mesh(8))
     import jax
 
     from funsor_core import ops
@@ -118,6 +150,7 @@ def _collectives(args):
         "plate_logaddexp": compiled_collectives(plate, *args[:3]),
         "plate_max": compiled_collectives(plate_max, *args[:3]),
         "chain": compiled_collectives(hmm, args[3]),
+        "gaussian_chain": compiled_collectives(under(kalman, plates=False), *args[4:]),
         # Even T: the gradient stays split like the steps. (An uneven T's gradient of a
         # replicated input is gathered back: jax cannot shard an array unevenly.)
         "chain_grad_even": compiled_collectives(jax.grad(lambda tr: hmm(tr).sum()),
@@ -134,17 +167,19 @@ def main() -> None:
 
     fc.set_backend("jax")
     rng = np.random.default_rng(0)
+    root = rng.normal(size=(T, 2, 2))
     host = (rng.normal(size=K), rng.normal(size=K), np.linspace(-2.0, 2.0, N),
-            rng.normal(size=(T, K, K)))
+            rng.normal(size=(T, K, K)), rng.normal(size=(T, 2)),
+            root @ root.transpose(0, 2, 1) + np.eye(2))
     args = tuple(jax.numpy.asarray(a) for a in host)
-    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K))]
+    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K), ())]
     oracle = _numpy_oracles(*host)
-    everything, _, _, _ = _programs(None)
+    everything, *_ = _programs(None)
 
     def loss(*a):
         return sum((w * v).sum() for w, v in zip(weights, everything(*a)))
 
-    reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3))(*a)))(*args)
+    reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
     report = {"devices": len(jax.devices()),
               "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
               "collectives": _collectives(args)}

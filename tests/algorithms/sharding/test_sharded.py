@@ -40,7 +40,7 @@ def report():
 @pytest.mark.parametrize("devices", ["1", "2", "4", "8"])
 def test_sharded_values_and_gradients_equal_one_device(report, devices):
     # plated sum- and max-product, Reduce(logaddexp) over the plate, log-space and max-plus
-    # chains; 8 devices: uneven blocks
+    # Tensor chains, a Gaussian chain; 8 devices: uneven blocks
     assert report["devices"] == 8
     errors = report["errors"][devices]
     assert errors["vs_numpy"] < 1e-12
@@ -61,6 +61,12 @@ def test_sharded_chain_is_one_gather_of_one_summary_per_device(report):
             ("all-gather", f"f64[8,{K},{K}]")]
 
 
+def test_sharded_gaussian_chain_is_one_gather_of_one_packed_summary(report):
+    # state dim 1: D = 2, a summary packs w (2), s (2 x 2), k and a flag: 8 numbers per device
+    assert [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][
+        "gaussian_chain"]] == [("all-gather", "f64[8,8]")]
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
@@ -68,9 +74,9 @@ def _mesh():
 def test_sharded_errors_name_what_is_missing():
     g = fc.Gaussian(mean=np.zeros((3, 2)), covariance=np.broadcast_to(np.eye(2), (3, 2, 2)),
                     inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
-    with pytest.raises(NotImplementedError, match="Gaussian or mixed chain"):
-        with sharded(_mesh(), time={"t": "x"}):
-            fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
+    with pytest.raises(NotImplementedError, match="mixed chain"):
+        with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
+            fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
     with pytest.raises(NotImplementedError, match="particles"):
         sharded(_mesh(), particles={"particle": "x"})
     with pytest.raises(NotImplementedError, match="Singh"):
