@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,14 +28,36 @@ K = 3
 
 @pytest.fixture(scope="module")
 def report():
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["OMP_NUM_THREADS"] = "1"
     out = subprocess.run([sys.executable, str(Path(__file__).with_name("sharded_checks.py"))],
-                         env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+                         env=_env(8), capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
+
+
+def _env(devices: int) -> dict:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "")
+                        + f" --xla_force_host_platform_device_count={devices}")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def test_sharded_over_two_processes_by_jax_distributed():
+    # two hosts on localhost (2 CPU devices each, gloo collectives), one 4-device mesh
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = str(s.getsockname()[1])
+    worker = str(Path(__file__).with_name("distributed_worker.py"))
+    procs = [subprocess.Popen([sys.executable, worker, str(i), port], env=_env(2), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        result = json.loads(out.strip().splitlines()[-1])
+        assert (result["devices"], result["local"]) == (4, 2)
+        assert result["chain"] < 1e-12 and result["plate"] < 1e-12
 
 
 @pytest.mark.parametrize("devices", ["1", "2", "4", "8"])
