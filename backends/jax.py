@@ -552,6 +552,7 @@ from backends.jax_control import (  # noqa: E402, F401
 from backends.jax_sharding import (  # noqa: E402, F401
     SHARDS,
     compiled_collectives,
+    hlo_collectives,
     mesh_sizes,
     shard_all_gather,
     shard_all_reduce,

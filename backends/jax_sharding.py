@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec
 from funsor_core import ops
 
 __all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather",
-           "compiled_collectives"]
+           "compiled_collectives", "hlo_collectives"]
 
 # This backend runs a program over a device mesh (``jax.shard_map``, jax >= 0.6 spells it
 # ``jax.shard_map``; older jax had only ``jax.experimental.shard_map.shard_map``).
@@ -127,6 +127,16 @@ def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:
         >>> compiled_collectives(lambda x: x + 1, jnp.zeros(2))
         []
     """
-    text = jax.jit(fn).lower(*args).compile().as_text()
+    return hlo_collectives(jax.jit(fn).lower(*args).compile().as_text())
+
+
+def hlo_collectives(text: str) -> list[tuple[str, str]]:
+    """``[(kind, result shape)]`` of the collectives in the HLO ``text`` of a compiled program
+    (``jax.jit(f).lower(...).compile().as_text()``).
+
+    Example:
+        >>> hlo_collectives("%x = f64[8,3]{1,0} all-gather(%y), dimensions={0}")
+        [('all-gather', 'f64[8,3]{1,0}')]
+    """
     return [(m.group(2), m.group(1)) for m in _COLLECTIVE.finditer(text)]
 

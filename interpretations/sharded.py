@@ -68,3 +68,28 @@ def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, st
     if reals:
         raise NotImplementedError(_MIXED_CHAIN.format(name=time.name, reals=reals))
     return None
+
+
+def _evaluated(interp, term):
+    # A MarkovProduct over a sharded time, built lazily (``reflect``), evaluated by the rule
+    # above; any other term as it is.
+    if type(term) is MarkovProduct and term.time.name in interp.time:
+        return MarkovProduct(*(getattr(term, f) for f in MarkovProduct.fields))
+    return term
+
+
+# red_V (chain over sharded t) = red_V (its three-phase product): a chain built lazily and
+# then reduced (the filter form ``exact`` would run on one device), as ``markov_marginals``
+# and ``markov_map`` build it, so that their derivatives run sharded too.
+@Sharded.register(Reduce, Op, MarkovProduct, frozenset)
+def sharded_reduce_markov_product(interp, op, arg, reduced_vars):
+    value = _evaluated(interp, arg)
+    return None if value is arg else value.reduce(op, reduced_vars)
+
+
+@Sharded.register(Contraction, object, object, frozenset, tuple)
+def sharded_contraction_markov_product(interp, red_op, bin_op, reduced_vars, terms):
+    values = tuple(_evaluated(interp, t) for t in terms)
+    if all(v is t for v, t in zip(values, terms)):
+        return None
+    return Contraction(red_op, bin_op, reduced_vars, values)

@@ -158,6 +158,42 @@ def _collectives(args):
     }
 
 
+def _adjoint(args):
+    """Posterior pair marginals and the Viterbi path (``markov_marginals``, ``markov_map``:
+    derivatives of the chain's total) on 8 devices against one device, in one compiled
+    program whose collectives are read too."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+    from funsor_core.sharding import sharded
+    from funsor_core.sum_product import markov_map, markov_marginals
+
+    mesh = _mesh(8)
+    time = fc.Variable("t", fc.Bint[T])
+
+    def both(trans, logits):
+        t = fc.Tensor(trans, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+        init = [fc.Tensor(logits, {"x": fc.Bint[K]})]
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, t, time, {"x": "y"}, init)
+        score, path = markov_map(t, time, {"x": "y"}, init)
+        return total.data, pairs.align(("t", "x", "y")).data, score.data, path["x"].data
+
+    def program(trans, logits):
+        with sharded(mesh, time={"t": "x"}):
+            sharded_out = both(trans, logits)
+        return sharded_out, both(trans, logits)
+
+    compiled = jax.jit(program).lower(args[3], args[0]).compile()
+    many, one = compiled(args[3], args[0])
+    return {"marginals": max(float(np.abs(np.asarray(a) - np.asarray(b)).max())
+                             for a, b in zip(many[:3], one[:3])),
+            "same_path": bool(np.array_equal(np.asarray(many[3]), np.asarray(one[3]))),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
 def main() -> None:
     import jax
     import numpy as np
@@ -182,7 +218,7 @@ def main() -> None:
     reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
     report = {"devices": len(jax.devices()),
               "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
-              "collectives": _collectives(args)}
+              "collectives": _collectives(args), "adjoint": _adjoint(args)}
     json.dump(report, sys.stdout)
 
 

@@ -90,6 +90,14 @@ def test_sharded_gaussian_chain_is_one_gather_of_one_packed_summary(report):
         "gaussian_chain"]] == [("all-gather", "f64[8,8]")]
 
 
+def test_sharded_marginals_and_viterbi_equal_one_device(report):
+    # markov_marginals / markov_map differentiate the chain's total: through the sharded scan
+    adjoint = report["adjoint"]
+    assert adjoint["marginals"] < 1e-12 and adjoint["same_path"]
+    gathers = [shape.split("{")[0] for kind, shape in adjoint["collectives"]]
+    assert f"f64[8,{K},{K}]" in gathers  # the chain's summaries: the sharded path ran
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
