@@ -11,16 +11,19 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   size for ``add``/``max``/``min``, an all-gather of one reduced-size block per device for
   ``logaddexp`` (each device's log-sum, combined after a max shift: one collective instead
   of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``;
-- a ``MarkovProduct`` of Tensors over a sharded time axis runs as a three-phase scan: each
-  device multiplies its block of steps with the library's chain kernel, ONE all-gather
-  brings the ``K x K`` summary of every device to all of them, and a scan over the ``P``
-  summaries gives the product (the fix-up phase, which spreads the prefixes back into each
-  block, is what marginals need; they are not sharded yet).
+- a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
+  a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
+  with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every
+  device (for a Gaussian: its square root, packed) to all of them, and a scan over the ``P``
+  summaries gives the product. The fix-up phase is the derivative of that program: the
+  marginals and Viterbi paths of ``markov_marginals`` / ``markov_map`` (derivatives of the
+  chain's total) run through it, with no further collective when ``T`` splits evenly.
 
-Sizes not divisible by the number of devices are padded with the semiring's identity (the
-reduction's unit for a plate, identity matrices for a chain), which changes no value. The
-interpretation falls back to whatever was active when it was entered (``exact`` by
-default), so what it does not shard is computed as before.
+Sizes not divisible by the number of devices leave the last devices' blocks padded, and each
+masks its padding (the reduction's unit for a plate, identity matrices for a chain, a carry
+kept in place for a Gaussian chain), which changes no value. The interpretation falls back
+to whatever was active when it was entered (``exact`` by default), so what it does not shard
+is computed as before.
 
 Alternatives considered: a context setting read by the algorithms (``sum_product`` asking
 where a plate lives) would put device logic in every algorithm; sharding the input arrays
@@ -29,9 +32,17 @@ propagation, which cannot split a sequential scan over time; a mesh axis per ter
 (penzai's named axes) needs every term to carry placement. An interpretation keeps the
 language unchanged: the same program, entered under ``sharded(...)``.
 
-Not implemented (each raises NotImplementedError): Gaussian and mixed chains over a sharded
-time axis, the adjoint (marginals, samples, Viterbi paths) through a sharded chain, sharded
-Monte Carlo particles (``particles=``) and Singh's partitioned MCMC (issue #33).
+Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
+Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``) and
+Singh's partitioned MCMC (``partitioned_mcmc``; issue #33). The funsor adjoint's tape
+(``AdjointTape``, posterior samples) is not tested under ``sharded``.
+
+Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
+address, num_processes, process_id)`` before anything else touches jax (on CPU hosts also
+``jax.config.update("jax_cpu_collectives_implementation", "gloo")``), builds the mesh over
+``jax.devices()`` (all hosts' devices), and runs the same program with the same inputs;
+the results are replicated, each process reads its copy (``x.addressable_data(0)``).
+``tests/algorithms/sharding`` runs two processes on localhost this way.
 
 Example:
     >>> s = sharded("a mesh", plates={"data": "x"}, time={"t": ("y", "z")})
