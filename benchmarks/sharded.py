@@ -11,7 +11,8 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
 - a ``logaddexp`` plate reduction: one collective of ``m`` as well (an all-gather of ``P m``
   elements here: the price of one collective instead of a max then a sum);
 - a chain of ``T`` steps with ``K`` states: one collective of ``P K^2`` (each device's block
-  summary; nothing of length ``T``).
+  summary; nothing of length ``T``); a Gaussian chain over ``D = 2 dp`` reals, one of
+  ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant).
 
 No peer shards inference (issue #33: numpyro, blackjax, dynamax, funsor 0.4.8 leave it to
 the user), so there is no peer row. Weak and strong scaling need a multi-GPU machine.
@@ -60,6 +61,17 @@ def _chain(sum_op, t_len, k):
     return fn, (jnp.zeros((t_len, k, k)),), "t"
 
 
+def _gaussian_chain(t_len, dp):
+    def fn(mean, cov):
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={
+            "t": fc.Bint[t_len], "x": fc.Reals[dp], "y": fc.Reals[dp]})
+        time = fc.Variable("t", fc.Bint[t_len])
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, time, {"x": "y"})
+        return mp(x=jnp.zeros(dp), y=jnp.zeros(dp)).data
+    eye = jnp.broadcast_to(jnp.eye(2 * dp), (t_len, 2 * dp, 2 * dp))
+    return fn, (jnp.zeros((t_len, 2 * dp)), 2.0 * eye), "t"
+
+
 def _row(label, build, minimum, devices):
     fn, args, name = build
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
@@ -85,6 +97,9 @@ def main() -> None:
         _row("plate max, n=100,001, m=4 (uneven)", _plate(ops.max, 100_001, 4), 4, p)
         _row("chain logaddexp, T=10,000, K=8", _chain(ops.logaddexp, 10_000, 8), p * 64, p)
         _row("chain max, T=10,001, K=8 (uneven)", _chain(ops.max, 10_001, 8), p * 64, p)
+        # a Gaussian summary over (first prev, last curr), D = 4: the information form's
+        # D + D (D + 1) / 2 + 1 = 15 numbers; sent: w (D), the square root (D^2), k, a flag
+        _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
 
 
 if __name__ == "__main__":
