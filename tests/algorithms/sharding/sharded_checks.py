@@ -6,8 +6,8 @@ collectives; the tests assert on it.
 Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
 ``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
 (sum-product, local z), its max-product, a ``Reduce(logaddexp)`` over the plate, a
-log-space and a max-plus Tensor chain, a Gaussian chain; and the gradient of a random
-weighting of them.
+log-space and a max-plus Tensor chain, a Gaussian chain, an ``einsum`` over the plate; and
+the gradient of a random weighting of them.
 ``N = T = 12``: blocks are even on 1, 2 and 4 devices and uneven (masked) on 8.
 Oracles: the same program on one device without ``sharded``, and numpy brute force.
 """
@@ -45,6 +45,7 @@ def _gaussian_oracle(mean, cov, a, b):
 
 
 def _numpy_oracles(logits, locs, data, trans, mean, cov):
+    import numpy as np
     from scipy.special import logsumexp
 
     joint = logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2
@@ -55,6 +56,7 @@ def _numpy_oracles(logits, locs, data, trans, mean, cov):
             m = combine(m[:, :, None] + trans[t][None])
         out.append(m)
     out.append(_gaussian_oracle(mean, cov, 0.5, -0.3))
+    out.append(np.einsum("dz,zw->w", joint, trans[0]))
     return out
 
 
@@ -63,6 +65,7 @@ def _programs(mesh):
 
     import funsor_core as fc
     from funsor_core import ops
+    from funsor_core.einsum import einsum
     from funsor_core.sharding import sharded
     from funsor_core.sum_product import sum_product
 
@@ -90,22 +93,27 @@ def _programs(mesh):
         mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", time), {"x": "y"})
         return mp(x=0.5, y=-0.3).data
 
+    def product(logits, locs, data, trans):  # einsum "dz,zw->w": (add, mul) over plate d
+        t = fc.Tensor(logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2,
+                      {"d": fc.Bint[N], "z": fc.Bint[K]})
+        return einsum("dz,zw->w", t, fc.Tensor(trans[0], {"z": fc.Bint[K], "w": fc.Bint[K]})).data
+
     def everything(logits, locs, data, trans, mean, cov):
         return (mixture(logits, locs, data, ops.logaddexp), mixture(logits, locs, data, ops.max),
                 joint(logits, locs, data), chain(trans, ops.logaddexp), chain(trans, ops.max),
-                kalman(mean, cov))
+                kalman(mean, cov), product(logits, locs, data, trans))
 
     def under(fn, plates=True, time=True):
         if mesh is None:
             return fn
 
         def wrapped(*args):
-            with sharded(mesh, plates={"data": "x"} if plates else None,
+            with sharded(mesh, plates={"data": "x", "d": "x"} if plates else None,
                          time={"t": "x"} if time else None):
                 return fn(*args)
         return wrapped
 
-    return everything, under, mixture, chain, kalman
+    return everything, under, mixture, chain, kalman, joint, product
 
 
 def _errors(n, args, weights, oracle, reference):
@@ -139,7 +147,7 @@ def _mesh(n):
 def _collectives(args):
     from backends.jax_sharding import compiled_collectives
 
-    _, under, mixture, chain, kalman = _programs(_mesh(8))
+    _, under, mixture, chain, kalman, joint, product = _programs(_mesh(8))
     import jax
 
     from funsor_core import ops
@@ -149,6 +157,8 @@ def _collectives(args):
     return {
         "plate_logaddexp": compiled_collectives(plate, *args[:3]),
         "plate_max": compiled_collectives(plate_max, *args[:3]),
+        "reduce_logaddexp": compiled_collectives(under(joint, time=False), *args[:3]),
+        "einsum": compiled_collectives(under(product, time=False), *args[:4]),
         "chain": compiled_collectives(hmm, args[3]),
         "gaussian_chain": compiled_collectives(under(kalman, plates=False), *args[4:]),
         # Even T: the gradient stays split like the steps. (An uneven T's gradient of a
@@ -208,7 +218,7 @@ def main() -> None:
             rng.normal(size=(T, K, K)), rng.normal(size=(T, 2)),
             root @ root.transpose(0, 2, 1) + np.eye(2))
     args = tuple(jax.numpy.asarray(a) for a in host)
-    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K), ())]
+    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K), (), (K,))]
     oracle = _numpy_oracles(*host)
     everything, *_ = _programs(None)
 

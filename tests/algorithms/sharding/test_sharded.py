@@ -77,6 +77,15 @@ def test_sharded_plate_is_one_all_reduce_of_the_reduced_size(report):
         assert report["collectives"][key] == [["all-reduce", "f64[]"]]
 
 
+def test_sharded_logaddexp_and_einsum_reductions_are_one_collective(report):
+    # Reduce(logaddexp) to a scalar: each device's log-sum gathered (8 numbers); einsum
+    # "dz,zw->w" over the sharded d: one all-reduce of the output's K numbers
+    found = {key: [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][key]]
+             for key in ("reduce_logaddexp", "einsum")}
+    assert found == {"reduce_logaddexp": [("all-gather", "f64[8]")],
+                     "einsum": [("all-reduce", f"f64[{K}]")]}
+
+
 def test_sharded_chain_is_one_gather_of_one_summary_per_device(report):
     # one all-gather of P x K x K (P = 8), forward and backward; no time-length collective
     for key in ("chain", "chain_grad_even"):
