@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np  # noqa: F401  (the doctests use it)
-from jax.sharding import PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 from funsor_core import ops
 
@@ -57,7 +57,9 @@ def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) ->
     # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along ``dims[i]`` to
     # ``P * ceil(n / P)`` where the devices do not divide ``n``; ``fn`` masks the padding,
     # knowing ``index``) and the in_specs splitting dim ``dims[i]`` (None: replicated)
-    # over the mesh ``axes``.
+    # over the mesh ``axes``. A padded array is first constrained to be replicated: left
+    # free, XLA's partitioner may split it over part of the mesh and then reshuffle the
+    # padded blocks between devices (a collective-permute on a 4 x 2 mesh).
     count = math.prod(mesh.shape[a] for a in axes)
     specs, padded = [], []
     for x, d in zip(arrays, dims):
@@ -65,10 +67,11 @@ def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) ->
         if d is not None:
             spec[d] = axes
             extra = -x.shape[d] % count
-            if extra:
+            if extra:  # padded from a replicated copy, which each device slices locally
                 pad = [(0, 0)] * x.ndim
                 pad[d] = (0, extra)
-                x = jnp.pad(x, pad)
+                whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
+                x = jnp.pad(whole, pad)
         specs.append(PartitionSpec(*spec))
         padded.append(x)
 

@@ -204,6 +204,30 @@ def _adjoint(args):
             "collectives": hlo_collectives(compiled.as_text())}
 
 
+def _mesh_2d(args, oracle):
+    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8): one
+    program, values against numpy, and its collectives."""
+    import jax
+    import numpy as np
+
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core.sharding import sharded
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+    _, _, _, chain, _, joint, _ = _programs(None)
+    from funsor_core import ops
+
+    def program(logits, locs, data, trans):
+        with sharded(mesh, plates={"data": "x"}, time={"t": ("x", "y")}):
+            return joint(logits, locs, data), chain(trans, ops.logaddexp)
+
+    compiled = jax.jit(program).lower(*args[:4]).compile()
+    values = compiled(*args[:4])
+    return {"error": max(float(np.abs(np.asarray(v) - o).max())
+                         for v, o in zip(values, (oracle[2], oracle[3]))),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
 def main() -> None:
     import jax
     import numpy as np
@@ -228,7 +252,8 @@ def main() -> None:
     reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
     report = {"devices": len(jax.devices()),
               "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
-              "collectives": _collectives(args), "adjoint": _adjoint(args)}
+              "collectives": _collectives(args), "adjoint": _adjoint(args),
+              "mesh_2d": _mesh_2d(args, oracle)}
     json.dump(report, sys.stdout)
 
 

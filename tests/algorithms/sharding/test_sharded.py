@@ -107,6 +107,14 @@ def test_sharded_marginals_and_viterbi_equal_one_device(report):
     assert f"f64[8,{K},{K}]" in gathers  # the chain's summaries: the sharded path ran
 
 
+def test_sharded_on_a_two_dimensional_mesh(report):
+    # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8
+    result = report["mesh_2d"]
+    assert result["error"] < 1e-12
+    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == [
+        "f64[4]", f"f64[8,{K},{K}]"]
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
@@ -130,3 +138,15 @@ def test_sharded_errors_name_what_is_missing():
             fc.Tensor(jax.numpy.ones(4), {"data": fc.Bint[4]}).reduce(ops.add, "data")
     with pytest.raises(ValueError, match="both as plates and as time"):
         sharded(_mesh(), plates={"t": "x"}, time={"t": "x"})
+
+
+def test_sharded_under_lazy_stays_lazy():
+    # the local evaluation below sharded is lazy: the rule declines, the reduction is recorded
+    from interpretations import lazy
+
+    t = fc.Tensor(jax.numpy.ones((4, 2)), {"data": fc.Bint[4], "z": fc.Bint[2]})
+    with lazy:
+        with sharded(_mesh(), plates={"data": "x"}):
+            r = t.reduce(ops.add, "data")
+    assert type(r) is fc.Reduce
+    np.testing.assert_allclose(np.asarray(fc.reinterpret(r).data), [4.0, 4.0])
