@@ -37,8 +37,9 @@ if _shard_map is None:  # pragma: no cover  (jax < 0.6)
 # The all-reduce of each reduction op that XLA has one for.
 _ALL_REDUCE = {ops.add: jax.lax.psum, ops.max: jax.lax.pmax, ops.min: jax.lax.pmin}
 # HLO instructions that move data between devices.
-_COLLECTIVE = re.compile(r"=\s*(\S+)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|"
-                         r"collective-permute|collective-broadcast)(?:-start)?\(")
+# (A result is one shape, or a tuple of them where XLA combined several collectives into one.)
+_COLLECTIVE = re.compile(r"=\s*(\([^)]*\)|\S+)\s+(all-reduce|all-gather|reduce-scatter|"
+                         r"all-to-all|collective-permute|collective-broadcast)(?:-start)?\(")
 
 
 def mesh_sizes(mesh) -> dict:
@@ -140,6 +141,8 @@ def hlo_collectives(text: str) -> list[tuple[str, str]]:
     Example:
         >>> hlo_collectives("%x = f64[8,3]{1,0} all-gather(%y), dimensions={0}")
         [('all-gather', 'f64[8,3]{1,0}')]
+        >>> hlo_collectives("%z = (f64[], f64[3]{0}) all-reduce(%a, %b), to_apply=%add")
+        [('all-reduce', '(f64[], f64[3]{0})')]
     """
     return [(m.group(2), m.group(1)) for m in _COLLECTIVE.finditer(text)]
 

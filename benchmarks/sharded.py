@@ -42,8 +42,9 @@ from funsor_core.sharding import sharded  # noqa: E402
 
 
 def _elements(shape: str) -> int:
-    dims = re.search(r"\[([\d,]*)\]", shape).group(1)
-    return math.prod(int(d) for d in dims.split(",") if d)
+    # all the shapes of a result (a tuple where XLA combined collectives)
+    return sum(math.prod(int(d) for d in dims.split(",") if d)
+               for dims in re.findall(r"\[([\d,]*)\]", shape))
 
 
 def _plate(red_op, n, m):
@@ -83,7 +84,7 @@ def _row(label, build, minimum, devices):
 
     found = compiled_collectives(sharded_fn, *args)
     sent = sum(_elements(s) for _, s in found)
-    kinds = ", ".join(f"{k} {s.split('{')[0]}" for k, s in found)
+    kinds = ", ".join(f"{k} {re.sub(r'[{][^}]*[}]', '', s)}" for k, s in found)
     print(f"| {label} | {devices} | {len(found)} | {kinds} | {sent} | 1 x {minimum} |")
 
 
