@@ -206,25 +206,40 @@ def _adjoint(args):
 
 def _mesh_2d(args, oracle):
     """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8): one
-    program, values against numpy, and its collectives."""
+    program, values against numpy (a batched chain whose step is built lazily from a shared
+    matrix and observations: against one device), and its collectives."""
     import jax
     import numpy as np
 
+    import funsor_core as fc
     from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
     from funsor_core.sharding import sharded
 
     mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
     _, _, _, chain, _, joint, _ = _programs(None)
-    from funsor_core import ops
+
+    def factored(trans, logits):  # a batch input b and a step built lazily: A_b + obs_t
+        from interpretations import lazy
+
+        a = fc.Tensor(trans[:2], {"b": fc.Bint[2], "x": fc.Bint[K], "y": fc.Bint[K]})
+        obs = fc.Tensor(trans[:, 1], {"t": fc.Bint[T], "y": fc.Bint[K]})
+        with lazy:
+            step = a + obs + logits[0]
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, step, fc.Variable("t", fc.Bint[T]),
+                              {"x": "y"})
+        return mp.align(("b", "x", "y")).data
 
     def program(logits, locs, data, trans):
         with sharded(mesh, plates={"data": "x"}, time={"t": ("x", "y")}):
-            return joint(logits, locs, data), chain(trans, ops.logaddexp)
+            out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
+                   factored(trans, logits))
+        return out, factored(trans, logits)
 
     compiled = jax.jit(program).lower(*args[:4]).compile()
-    values = compiled(*args[:4])
+    values, batch_one = compiled(*args[:4])
     return {"error": max(float(np.abs(np.asarray(v) - o).max())
-                         for v, o in zip(values, (oracle[2], oracle[3]))),
+                         for v, o in zip(values, (oracle[2], oracle[3], batch_one))),
             "collectives": hlo_collectives(compiled.as_text())}
 
 

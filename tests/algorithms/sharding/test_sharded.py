@@ -108,11 +108,12 @@ def test_sharded_marginals_and_viterbi_equal_one_device(report):
 
 
 def test_sharded_on_a_two_dimensional_mesh(report):
-    # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8
+    # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8;
+    # a batched chain of two factors (B = 2): one summary of B x K x K per device
     result = report["mesh_2d"]
     assert result["error"] < 1e-12
     assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == [
-        "f64[4]", f"f64[8,{K},{K}]"]
+        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]"]
 
 
 def _mesh():
