@@ -61,6 +61,7 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/variational.py
 	$(SINGLE_THREAD) $(VPY) examples/allocation.py
 	$(SINGLE_THREAD) $(VPY) examples/compiled_rectangle.py
+	$(SINGLE_THREAD) $(VPY) examples/sharded.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks
 # still run and report the peer as missing. The installed numpy/jax/torch are frozen while

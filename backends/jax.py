@@ -547,3 +547,13 @@ from backends.jax_control import (  # noqa: E402, F401
     scan,
     value_and_vjp,
 )
+
+# SPMD over a device mesh (``funsor_core.algorithms.sharding`` asks for these by name).
+from backends.jax_sharding import (  # noqa: E402, F401
+    SHARDS,
+    compiled_collectives,
+    hlo_collectives,
+    mesh_sizes,
+    shard_all_gather,
+    shard_all_reduce,
+)

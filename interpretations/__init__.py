@@ -30,12 +30,14 @@ from interpretations.monte_carlo import MONTECARLO, MonteCarlo, extract_samples,
 from interpretations.normalize import NORMALIZE, normalize
 from interpretations.optimize import OPTIMIZE, apply_optimizer, optimize, optimize_base
 from interpretations.sequential import SEQUENTIAL, die, eager_or_die, sequential
+from interpretations.sharded import Sharded, sharded
 
 REFLECT = reflect
 
 __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "normalize",
            "NORMALIZE", "memoize", "Memoize", "sequential", "SEQUENTIAL", "eager_or_die", "die",
-           "compress_gaussians", "optimize", "OPTIMIZE", "optimize_base", "apply_optimizer",
+           "compress_gaussians", "Sharded", "sharded",
+           "optimize", "OPTIMIZE", "optimize_base", "apply_optimizer",
            "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",

@@ -40,7 +40,8 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Number
 
-__all__ = ["tensor_factors", "tensor_layout", "markov_tensor", "contract_markov_tensor"]
+__all__ = ["tensor_factors", "tensor_layout", "markov_tensor", "contract_markov_tensor",
+           "chain_operands"]
 
 
 def tensor_layout(inputs, time: str, step: tuple) -> tuple:
@@ -196,6 +197,23 @@ def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right)
     if tuple(out.shape) != plan.out_shape:
         out = ops.reshape(out, plan.out_shape)
     return Tensor.make(out, plan.out_inputs, "real", ikey=plan.out_ikey)
+
+
+def chain_operands(factors: list, time, step: tuple, step_names: tuple) -> tuple:
+    """``(plan, arrays)``: the cached plan of a discrete chain whose step is the product of
+    ``factors`` and its kernel operands ``(T or 1, *batch, P or 1, C or 1)``, for callers
+    that run the kernel themselves (``algorithms.sharding``, per device block).
+
+    Example:
+        >>> t = fc.Tensor(np.ones((3, 2, 2)), {"t": fc.Bint[3], "x": fc.Bint[2],
+        ...                                    "y": fc.Bint[2]})
+        >>> plan, arrays = chain_operands([t], fc.Variable("t", fc.Bint[3]), (("x", "y"),),
+        ...                               (("x", "y"),))
+        >>> arrays[0].shape, plan.out_inputs
+        ((3, 2, 2), {'x': Bint[2], 'y': Bint[2]})
+    """
+    plan = _chain_plan(time, step, step_names, tuple(map(_signature, factors)), False, False)
+    return plan, plan.arrays(factors, _proto(factors))
 
 
 def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names: tuple,

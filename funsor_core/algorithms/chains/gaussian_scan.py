@@ -42,7 +42,7 @@ from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Binary, Number
 
 __all__ = ["GaussianChain", "gaussian_chain_parts", "gaussian_terms", "markov_gaussian",
-           "compose", "canonical_rank", "diverged", "gaussian_result"]
+           "compose", "canonical_rank", "diverged", "gaussian_result", "block_product"]
 
 
 class GaussianChain:
@@ -303,6 +303,24 @@ def _compiled(strategy, dp, dg, power, backend):
         return _run(strategy, None, backend.scan, chain)
 
     return backend.jit(fn)
+
+
+def block_product(w, s, k, dp: int, dg: int, strategy: str) -> tuple:
+    """The product ``(w, s, k)`` of the steps of a Gaussian chain given as arrays with a
+    leading time axis (rows ``[prev, glob, curr]``), by this module's kernel (compiled once
+    per structure where the backend compiles), for callers that split the time themselves
+    (``algorithms.sharding``).
+
+    Example:
+        >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
+        >>> r = block_product(w[None], s[None], np.zeros(1), 1, 0, "sequential")
+        >>> r[1].shape
+        (2, 2)
+    """
+    backend = backend_of(w)
+    if backend.COMPILES:
+        return _compiled(strategy, dp, dg, None, backend)(w, s, k)
+    return _run(strategy, None, None, GaussianChain(w, s, k, dp, dg, None, None, None, None))
 
 
 def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strategy):

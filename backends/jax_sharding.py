@@ -1,0 +1,148 @@
+"""SPMD glue of the jax backend for ``funsor_core.algorithms.sharding``: a function of local
+blocks run on every device of a ``jax.sharding.Mesh`` by ``jax.shard_map``, followed by ONE
+collective (an all-reduce, or an all-gather of one small summary per device); and the
+collectives of a compiled program, read from its HLO. ``backends.jax`` re-exports them, so
+the core finds them on the backend module and never imports jax.
+
+Example:
+    >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    >>> float(shard_all_reduce(mesh, lambda i, a: a.sum(0), [jnp.arange(4.0)], [0], ("x",),
+    ...                        ops.add))
+    6.0
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np  # noqa: F401  (the doctests use it)
+from jax.sharding import NamedSharding, PartitionSpec
+
+from funsor_core import ops
+
+__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather",
+           "compiled_collectives", "hlo_collectives"]
+
+# This backend runs a program over a device mesh (``jax.shard_map``, jax >= 0.6 spells it
+# ``jax.shard_map``; older jax had only ``jax.experimental.shard_map.shard_map``).
+SHARDS = True
+_shard_map = getattr(jax, "shard_map", None)
+if _shard_map is None:  # pragma: no cover  (jax < 0.6)
+    from jax.experimental.shard_map import shard_map as _shard_map
+
+# The all-reduce of each reduction op that XLA has one for.
+_ALL_REDUCE = {ops.add: jax.lax.psum, ops.max: jax.lax.pmax, ops.min: jax.lax.pmin}
+# HLO instructions that move data between devices.
+# (A result is one shape, or a tuple of them where XLA combined several collectives into one.)
+_COLLECTIVE = re.compile(r"=\s*(\([^)]*\)|\S+)\s+(all-reduce|all-gather|reduce-scatter|"
+                         r"all-to-all|collective-permute|collective-broadcast)(?:-start)?\(")
+
+
+def mesh_sizes(mesh) -> dict:
+    """``{axis name: number of devices}`` of a ``jax.sharding.Mesh``.
+
+    Example:
+        >>> mesh_sizes(jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",)))
+        {'x': 1}
+    """
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"sharded(mesh, ...) needs a jax.sharding.Mesh, got {type(mesh).__name__}")
+    return dict(mesh.shape)
+
+
+def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) -> tuple:
+    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along ``dims[i]`` to
+    # ``P * ceil(n / P)`` where the devices do not divide ``n``; ``fn`` masks the padding,
+    # knowing ``index``) and the in_specs splitting dim ``dims[i]`` (None: replicated)
+    # over the mesh ``axes``. A padded array is first constrained to be replicated: left
+    # free, XLA's partitioner may split it over part of the mesh and then reshuffle the
+    # padded blocks between devices (a collective-permute on a 4 x 2 mesh).
+    count = math.prod(mesh.shape[a] for a in axes)
+    specs, padded = [], []
+    for x, d in zip(arrays, dims):
+        spec = [None] * x.ndim
+        if d is not None:
+            spec[d] = axes
+            extra = -x.shape[d] % count
+            if extra:  # padded from a replicated copy, which each device slices locally
+                pad = [(0, 0)] * x.ndim
+                pad[d] = (0, extra)
+                whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
+                x = jnp.pad(whole, pad)
+        specs.append(PartitionSpec(*spec))
+        padded.append(x)
+
+    def local(*blocks):
+        return fn(jax.lax.axis_index(axes), *blocks)
+
+    return local, tuple(specs), padded
+
+
+def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple,
+                     op) -> object:
+    """``op``-reduce over the devices of the mesh ``axes`` of ``fn(index, *blocks)``: each
+    device runs ``fn`` on its blocks of ``arrays`` (dim ``dims[i]`` of array ``i`` split
+    into ``ceil(n / P)``-long blocks, the last ones padded with zeros; None: the whole
+    array) and its ``index`` along ``axes``, then one all-reduce (``psum``, ``pmax``,
+    ``pmin``); the result is the same on every device.
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> float(shard_all_reduce(mesh, lambda i, a: a.max(0), [jnp.arange(4.0)], [0],
+        ...                        ("x",), ops.max))
+        3.0
+    """
+    reduce = _ALL_REDUCE[op]
+    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    return _shard_map(lambda *xs: reduce(local(*xs), axes), mesh=mesh, in_specs=specs,
+                      out_specs=PartitionSpec())(*arrays)
+
+
+def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
+                     dims: Sequence, axes: tuple) -> object:
+    """``combine(stack of fn(index, *blocks) over the devices of the mesh axes)``: the blocks
+    as in ``shard_all_reduce``; ONE all-gather stacks the results along a new leading axis
+    (in mesh order), and every device combines the stack (an invariant gather: the backward
+    pass needs no second collective).
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> float(shard_all_gather(mesh, lambda i, a: a.sum(0), lambda s: s.sum(0),
+        ...                        [jnp.arange(4.0)], [0], ("x",)))
+        6.0
+    """
+    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+
+    def gathered(*xs):
+        return combine(jax.lax.all_gather(local(*xs), axes, to="invarying"))
+
+    return _shard_map(gathered, mesh=mesh, in_specs=specs, out_specs=PartitionSpec())(*arrays)
+
+
+def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:
+    """``[(kind, result shape)]`` of the collectives in the compiled program of
+    ``jax.jit(fn)(*args)``, read from its HLO text (``all-reduce``, ``all-gather``, ...).
+
+    Example:
+        >>> compiled_collectives(lambda x: x + 1, jnp.zeros(2))
+        []
+    """
+    return hlo_collectives(jax.jit(fn).lower(*args).compile().as_text())
+
+
+def hlo_collectives(text: str) -> list[tuple[str, str]]:
+    """``[(kind, result shape)]`` of the collectives in the HLO ``text`` of a compiled program
+    (``jax.jit(f).lower(...).compile().as_text()``).
+
+    Example:
+        >>> hlo_collectives("%x = f64[8,3]{1,0} all-gather(%y), dimensions={0}")
+        [('all-gather', 'f64[8,3]{1,0}')]
+        >>> hlo_collectives("%z = (f64[], f64[3]{0}) all-reduce(%a, %b), to_apply=%add")
+        [('all-reduce', '(f64[], f64[3]{0})')]
+    """
+    return [(m.group(2), m.group(1)) for m in _COLLECTIVE.finditer(text)]
+

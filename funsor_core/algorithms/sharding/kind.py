@@ -1,0 +1,166 @@
+"""``sharded(mesh, plates={name: mesh_axis}, time={name: mesh_axis})``: the interpretation
+under which reductions over plates and Markov products over time named here run split over
+the devices of a device mesh (a ``jax.sharding.Mesh``), with the values of one device.
+
+Each named dimension lives on one mesh axis (or a tuple of them). Inside the block, and under
+``jax.jit``:
+
+- a reduction (``Reduce``, a ``Contraction``: what ``sum_product``, ``einsum`` and
+  ``Funsor.reduce`` build) over a sharded plate runs as the local reduction on each device's
+  block, then ONE collective: an all-reduce (``psum``/``pmax``/``pmin``) of the reduced
+  size for ``add``/``max``/``min``, an all-gather of one reduced-size block per device for
+  ``logaddexp`` (each device's log-sum, combined after a max shift: one collective instead
+  of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``;
+- a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
+  a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
+  with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every
+  device (for a Gaussian: its square root, packed) to all of them, and a scan over the ``P``
+  summaries gives the product. The fix-up phase is the derivative of that program: the
+  marginals and Viterbi paths of ``markov_marginals`` / ``markov_map`` (derivatives of the
+  chain's total) run through it, with no further collective when ``T`` splits evenly.
+
+Sizes not divisible by the number of devices leave the last devices' blocks padded, and each
+masks its padding (the reduction's unit for a plate, identity matrices for a chain, a carry
+kept in place for a Gaussian chain), which changes no value. The interpretation falls back
+to whatever was active when it was entered (``exact`` by default), so what it does not shard
+is computed as before.
+
+Alternatives considered: a context setting read by the algorithms (``sum_product`` asking
+where a plate lives) would put device logic in every algorithm; sharding the input arrays
+alone (``NamedSharding``) leaves the partitioning of reductions and scans to XLA's
+propagation, which cannot split a sequential scan over time; a mesh axis per term field
+(penzai's named axes) needs every term to carry placement. An interpretation keeps the
+language unchanged: the same program, entered under ``sharded(...)``.
+
+Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
+Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``) and
+Singh's partitioned MCMC (``partitioned_mcmc``; issue #33). The funsor adjoint's tape
+(``AdjointTape``, posterior samples) is not tested under ``sharded``.
+
+Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
+address, num_processes, process_id)`` before anything else touches jax (on CPU hosts also
+``jax.config.update("jax_cpu_collectives_implementation", "gloo")``), builds the mesh over
+``jax.devices()`` (all hosts' devices), and runs the same program with the same inputs;
+the results are replicated, each process reads its copy (``x.addressable_data(0)``).
+``tests/algorithms/sharding`` runs two processes on localhost this way.
+
+Example:
+    >>> s = sharded("a mesh", plates={"data": "x"}, time={"t": ("y", "z")})
+    >>> s.plates, s.time, s.chain()[0]
+    ({'data': ('x',)}, {'t': ('y', 'z')}, 'sharded')
+"""
+
+from __future__ import annotations
+
+from funsor_core.engine.backend import backend_of
+from funsor_core.engine.interpreter import ENTERED, Interpretation
+
+__all__ = ["Sharded", "sharded"]
+
+_PARTICLES = ("sharded(..., particles=...): Monte Carlo particles and MCMC chains over a mesh "
+              "axis (each device with its own keys) are not implemented yet (issue #33); "
+              "shard the data plate or the time axis instead")
+_PARTITIONED_MCMC = ("partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: it needs "
+                     "the loopy-graph Gibbs sampler (issue #33)")
+_NO_SPMD = ("sharded(...) splits arrays over a device mesh, which the {backend} backend cannot "
+            "do: build the factors from jax arrays (fc.set_backend('jax'))")
+_BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but the mesh has "
+             "axes {sizes}; map it to one of them, e.g. {example}={{'{name}': "
+             "'{first}'}}")
+_SHARED_AXIS = ("sharded(...): '{a}' and '{b}' are reduced together but both live on mesh axis "
+                "{axis!r}; one array dim per mesh axis: map them to different axes")
+
+
+def _axes_map(what: str, mapping) -> dict:
+    out = {}
+    for name, axes in dict(mapping or {}).items():
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        if not axes or not all(isinstance(a, str) for a in axes):
+            raise TypeError(f"sharded(...): {what} '{name}' needs a mesh axis name (or a tuple "
+                            f"of them), got {axes!r}")
+        out[name] = axes
+    return out
+
+
+class Sharded(Interpretation):
+    """Reductions over sharded plates and chains over sharded time as local blocks plus one
+    collective (see the module docstring); falls back to what was active when entered.
+
+    Args:
+        mesh: a device mesh (``jax.sharding.Mesh``).
+        plates: ``{plate name: mesh axis or tuple of mesh axes}``.
+        time: ``{time name: mesh axis or tuple of mesh axes}`` of Markov products.
+        particles: not implemented (NotImplementedError).
+
+    Example:
+        >>> Sharded("a mesh", plates={"i": "x"}).mesh_axes("i")
+        ('x',)
+    """
+
+    stateful = True
+
+    def __init__(self, mesh, plates: dict | None = None, time: dict | None = None,
+                 particles: dict | None = None) -> None:
+        super().__init__("sharded", fallback=ENTERED)
+        if particles:
+            raise NotImplementedError(_PARTICLES)
+        self.mesh = mesh
+        self.plates = _axes_map("plate", plates)
+        self.time = _axes_map("time", time)
+        both = sorted(self.plates.keys() & self.time.keys())
+        if both:
+            raise ValueError(f"sharded(...): {both} named both as plates and as time; a name "
+                             "is one or the other")
+
+    def mesh_axes(self, name: str) -> tuple:
+        """The mesh axes that split ``name`` (a plate or a time name)."""
+        return self.plates.get(name) or self.time[name]
+
+    def spmd(self, array, names: list[str]):
+        """The backend of ``array`` and the number of devices splitting each of ``names``,
+        checked: the backend runs over a mesh, the axes exist, no two names share one."""
+        backend = backend_of(array)
+        if not getattr(backend, "SHARDS", False):
+            raise TypeError(_NO_SPMD.format(backend=backend.__name__.rsplit(".", 1)[-1]))
+        sizes = backend.mesh_sizes(self.mesh)
+        seen: dict = {}
+        shards = []
+        for name in names:
+            count = 1
+            for axis in self.mesh_axes(name):
+                if axis not in sizes:
+                    what, example = (("plate", "plates") if name in self.plates
+                                     else ("time", "time"))
+                    raise ValueError(_BAD_AXIS.format(what=what, name=name, axis=axis,
+                                                      sizes=sizes, example=example,
+                                                      first=next(iter(sizes))))
+                if axis in seen:
+                    raise ValueError(_SHARED_AXIS.format(a=seen[axis], b=name, axis=axis))
+                seen[axis] = name
+                count *= sizes[axis]
+            shards.append(count)
+        return backend, shards
+
+
+def sharded(mesh, plates: dict | None = None, time: dict | None = None,
+            particles: dict | None = None) -> Sharded:
+    """The ``Sharded`` interpretation for ``mesh`` (see the module docstring).
+
+    Example:
+        >>> with sharded("a mesh", plates={"data": "x"}) as s:
+        ...     s.chain()[-1]
+        'reflect'
+    """
+    return Sharded(mesh, plates=plates, time=time, particles=particles)
+
+
+def partitioned_mcmc(*args, **kwargs):
+    """Synchronously partitioned MCMC over a mesh (Singh's thesis, ch. 4): not implemented.
+
+    Example:
+        >>> partitioned_mcmc()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: ...
+    """
+    raise NotImplementedError(_PARTITIONED_MCMC)

@@ -1,0 +1,95 @@
+"""Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
+``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
+reduction over a sharded plate is the local reduction plus one collective; a Markov product
+of Tensors or of Gaussians over a sharded time is the three-phase scan. Everything else
+declines, to the interpretation that was active when ``sharded`` was entered.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    >>> x = fc.Tensor(jnp.arange(6.0), {"data": fc.Bint[6]})
+    >>> with sharded(mesh, plates={"data": "x"}):
+    ...     total = x.reduce(ops.add, "data")
+    >>> float(total.data)
+    15.0
+"""
+
+from __future__ import annotations
+
+from funsor_core.algorithms.chains.factors import tensor_factors
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
+from funsor_core.algorithms.sharding.chains import shard_markov_tensor
+from funsor_core.algorithms.sharding.gaussian_chains import shard_markov_gaussian
+from funsor_core.algorithms.sharding.kind import Sharded, sharded
+from funsor_core.algorithms.sharding.plates import shard_plate_reduction
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.ops import AssociativeOp, Op
+from funsor_core.terms.base import Funsor, Reduce, Variable
+from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
+
+__all__ = ["Sharded", "sharded"]
+
+_MIXED_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
+                "inputs {reals} but is not a Gaussian chain in (logaddexp, add): a mixed chain "
+                "(discrete and real states) or a max-plus Gaussian chain; sharding those over "
+                "time is not implemented yet (issue #33). Leave '{name}' out of time={{...}} "
+                "to run it on one device")
+
+
+# red_{V} (t_1 * ... * t_n) with a sharded plate i in V = red over devices of the same
+# reduction on each device's block of i (one collective).
+@Sharded.register(Contraction, object, object, frozenset, tuple)
+def sharded_contraction_plate(interp, red_op, bin_op, reduced_vars, terms):
+    return shard_plate_reduction(interp, red_op, bin_op, reduced_vars, terms)
+
+
+# red_V t with a sharded plate in V: the same, for a single Tensor.
+@Sharded.register(Reduce, Op, Tensor, frozenset)
+def sharded_reduce_tensor_plate(interp, op, arg, reduced_vars):
+    return shard_plate_reduction(interp, op, None, reduced_vars, (arg,))
+
+
+# M_1 ... M_T over a sharded t = S_1 ... S_P, S_p the product of device p's block of steps.
+@Sharded.register(MarkovProduct, AssociativeOp, AssociativeOp, Funsor, Variable, tuple, tuple,
+                  object)
+def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, step_names,
+                                  strategy):
+    if time.name not in interp.time:
+        return None
+    factors = tensor_factors(trans, prod_op) if step else None
+    if factors is not None:
+        return shard_markov_tensor(interp, sum_op, prod_op, factors, time, step, step_names,
+                                   strategy)
+    parts = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
+    if parts is not None:
+        return shard_markov_gaussian(interp, parts, time, step, step_names, strategy)
+    reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
+    if reals:
+        raise NotImplementedError(_MIXED_CHAIN.format(name=time.name, reals=reals))
+    return None
+
+
+def _evaluated(interp, term):
+    # A MarkovProduct over a sharded time, built lazily (``reflect``), evaluated by the rule
+    # above; any other term as it is.
+    if type(term) is MarkovProduct and term.time.name in interp.time:
+        return MarkovProduct(*(getattr(term, f) for f in MarkovProduct.fields))
+    return term
+
+
+# red_V (chain over sharded t) = red_V (its three-phase product): a chain built lazily and
+# then reduced (the filter form ``exact`` would run on one device), as ``markov_marginals``
+# and ``markov_map`` build it, so that their derivatives run sharded too.
+@Sharded.register(Reduce, Op, MarkovProduct, frozenset)
+def sharded_reduce_markov_product(interp, op, arg, reduced_vars):
+    value = _evaluated(interp, arg)
+    return None if value is arg else value.reduce(op, reduced_vars)
+
+
+@Sharded.register(Contraction, object, object, frozenset, tuple)
+def sharded_contraction_markov_product(interp, red_op, bin_op, reduced_vars, terms):
+    values = tuple(_evaluated(interp, t) for t in terms)
+    if all(v is t for v, t in zip(values, terms)):
+        return None
+    return Contraction(red_op, bin_op, reduced_vars, values)

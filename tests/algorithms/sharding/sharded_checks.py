@@ -1,0 +1,277 @@
+"""The multi-device checks of ``test_sharded.py``, run in ONE subprocess whose jax sees 8
+emulated CPU devices (``--xla_force_host_platform_device_count=8`` must be set before jax
+starts, which the test session's jax already has). Prints one JSON object of errors and
+collectives; the tests assert on it.
+
+Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
+``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
+(sum-product, local z), its max-product, a ``Reduce(logaddexp)`` over the plate, a
+log-space and a max-plus Tensor chain, a Gaussian chain, an ``einsum`` over the plate; and
+the gradient of a random weighting of them.
+``N = T = 12``: blocks are even on 1, 2 and 4 devices and uneven (masked) on 8.
+Oracles: the same program on one device without ``sharded``, and numpy brute force.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+N, T, K = 12, 12, 3
+
+
+def _gaussian_oracle(mean, cov, a, b):
+    """log of the integral over x_1..x_{T-1} of prod_t exp(-q_t / 2), q_t the quadratic form
+    of ((x_t, x_{t+1}) - mean_t) in cov_t^{-1}, at
+    x_0 = a, x_T = b (scalar states): the joint quadratic form, inner block integrated."""
+    import numpy as np
+
+    n = T + 1
+    J, h, c = np.zeros((n, n)), np.zeros(n), 0.0
+    for t in range(T):
+        P = np.linalg.inv(cov[t])
+        idx = [t, t + 1]
+        J[np.ix_(idx, idx)] += P
+        h[idx] += P @ mean[t]
+        c += -0.5 * mean[t] @ P @ mean[t]  # fc.Gaussian is unnormalized: exp(-q / 2)
+    inner, outer = list(range(1, T)), [0, T]
+    x = np.array([a, b])
+    g = h[inner] - J[np.ix_(inner, outer)] @ x
+    Jii = J[np.ix_(inner, inner)]
+    return (c + h[outer] @ x - 0.5 * x @ J[np.ix_(outer, outer)] @ x
+            + 0.5 * len(inner) * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(Jii)[1]
+            + 0.5 * g @ np.linalg.solve(Jii, g))
+
+
+def _numpy_oracles(logits, locs, data, trans, mean, cov):
+    import numpy as np
+    from scipy.special import logsumexp
+
+    joint = logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2
+    out = [logsumexp(joint, 1).sum(), joint.max(1).sum(), logsumexp(joint)]
+    for combine in (lambda a: logsumexp(a, 1), lambda a: a.max(1)):
+        m = trans[0]
+        for t in range(1, T):  # (i, j) <- combine_k m[i, k] + trans[t][k, j]
+            m = combine(m[:, :, None] + trans[t][None])
+        out.append(m)
+    out.append(_gaussian_oracle(mean, cov, 0.5, -0.3))
+    out.append(np.einsum("dz,zw->w", joint, trans[0]))
+    return out
+
+
+def _programs(mesh):
+    import jax.numpy as jnp
+
+    import funsor_core as fc
+    from funsor_core import ops
+    from funsor_core.einsum import einsum
+    from funsor_core.sharding import sharded
+    from funsor_core.sum_product import sum_product
+
+    def mixture(logits, locs, data, sum_op):
+        prior = fc.Tensor(jnp.broadcast_to(logits, (N, K)), {"data": fc.Bint[N], "z": fc.Bint[K]})
+        lik = fc.Tensor(-0.5 * (data[:, None] - locs[None]) ** 2,
+                        {"data": fc.Bint[N], "z": fc.Bint[K]})
+        return sum_product(sum_op, ops.add, [prior, lik], frozenset({"data", "z"}),
+                           frozenset({"data"})).data
+
+    def chain(trans, sum_op):
+        time = fc.Bint[trans.shape[0]]
+        t = fc.Tensor(trans, {"t": time, "x": fc.Bint[K], "y": fc.Bint[K]})
+        mp = fc.MarkovProduct(sum_op, ops.add, t, fc.Variable("t", time), {"x": "y"})
+        return mp.align(("x", "y")).data
+
+    def joint(logits, locs, data):  # Reduce(logaddexp) over the plate: an all-gather
+        t = fc.Tensor(logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2,
+                      {"data": fc.Bint[N], "z": fc.Bint[K]})
+        return t.reduce(ops.logaddexp, frozenset({"data", "z"})).data
+
+    def kalman(mean, cov):  # a Gaussian chain, evaluated at its two ends
+        time = fc.Bint[mean.shape[0]]
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={"t": time, "x": fc.Real, "y": fc.Real})
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", time), {"x": "y"})
+        return mp(x=0.5, y=-0.3).data
+
+    def product(logits, locs, data, trans):  # einsum "dz,zw->w": (add, mul) over plate d
+        t = fc.Tensor(logits[None] - 0.5 * (data[:, None] - locs[None]) ** 2,
+                      {"d": fc.Bint[N], "z": fc.Bint[K]})
+        return einsum("dz,zw->w", t, fc.Tensor(trans[0], {"z": fc.Bint[K], "w": fc.Bint[K]})).data
+
+    def everything(logits, locs, data, trans, mean, cov):
+        return (mixture(logits, locs, data, ops.logaddexp), mixture(logits, locs, data, ops.max),
+                joint(logits, locs, data), chain(trans, ops.logaddexp), chain(trans, ops.max),
+                kalman(mean, cov), product(logits, locs, data, trans))
+
+    def under(fn, plates=True, time=True):
+        if mesh is None:
+            return fn
+
+        def wrapped(*args):
+            with sharded(mesh, plates={"data": "x", "d": "x"} if plates else None,
+                         time={"t": "x"} if time else None):
+                return fn(*args)
+        return wrapped
+
+    return everything, under, mixture, chain, kalman, joint, product
+
+
+def _errors(n, args, weights, oracle, reference):
+    import jax
+    import numpy as np
+
+    everything, under, *_ = _programs(_mesh(n))
+    fn = under(everything)
+
+    def loss(*a):
+        return sum((w * v).sum() for w, v in zip(weights, fn(*a)))
+
+    values, grads = jax.jit(lambda *a: (fn(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
+    ref_values, ref_grads = reference
+    return {
+        "vs_numpy": max(float(np.abs(np.asarray(v) - o).max()) for v, o in zip(values, oracle)),
+        "vs_one_device": max(float(np.abs(np.asarray(v) - np.asarray(r)).max())
+                             for v, r in zip(values, ref_values)),
+        "grad_vs_one_device": max(float(np.abs(np.asarray(g) - np.asarray(r)).max())
+                                  for g, r in zip(grads, ref_grads)),
+    }
+
+
+def _mesh(n):
+    import jax
+    import numpy as np
+
+    return None if n is None else jax.sharding.Mesh(np.array(jax.devices()[:n]), ("x",))
+
+
+def _collectives(args):
+    from backends.jax_sharding import compiled_collectives
+
+    _, under, mixture, chain, kalman, joint, product = _programs(_mesh(8))
+    import jax
+
+    from funsor_core import ops
+    plate = under(lambda lg, lc, d: mixture(lg, lc, d, ops.logaddexp), time=False)
+    plate_max = under(lambda lg, lc, d: mixture(lg, lc, d, ops.max), time=False)
+    hmm = under(lambda tr: chain(tr, ops.logaddexp), plates=False)
+    return {
+        "plate_logaddexp": compiled_collectives(plate, *args[:3]),
+        "plate_max": compiled_collectives(plate_max, *args[:3]),
+        "reduce_logaddexp": compiled_collectives(under(joint, time=False), *args[:3]),
+        "einsum": compiled_collectives(under(product, time=False), *args[:4]),
+        "chain": compiled_collectives(hmm, args[3]),
+        "gaussian_chain": compiled_collectives(under(kalman, plates=False), *args[4:]),
+        # Even T: the gradient stays split like the steps. (An uneven T's gradient of a
+        # replicated input is gathered back: jax cannot shard an array unevenly.)
+        "chain_grad_even": compiled_collectives(jax.grad(lambda tr: hmm(tr).sum()),
+                                                jax.numpy.concatenate([args[3]] * 2)[:16]),
+    }
+
+
+def _adjoint(args):
+    """Posterior pair marginals and the Viterbi path (``markov_marginals``, ``markov_map``:
+    derivatives of the chain's total) on 8 devices against one device, in one compiled
+    program whose collectives are read too."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+    from funsor_core.sharding import sharded
+    from funsor_core.sum_product import markov_map, markov_marginals
+
+    mesh = _mesh(8)
+    time = fc.Variable("t", fc.Bint[T])
+
+    def both(trans, logits):
+        t = fc.Tensor(trans, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+        init = [fc.Tensor(logits, {"x": fc.Bint[K]})]
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, t, time, {"x": "y"}, init)
+        score, path = markov_map(t, time, {"x": "y"}, init)
+        return total.data, pairs.align(("t", "x", "y")).data, score.data, path["x"].data
+
+    def program(trans, logits):
+        with sharded(mesh, time={"t": "x"}):
+            sharded_out = both(trans, logits)
+        return sharded_out, both(trans, logits)
+
+    compiled = jax.jit(program).lower(args[3], args[0]).compile()
+    many, one = compiled(args[3], args[0])
+    return {"marginals": max(float(np.abs(np.asarray(a) - np.asarray(b)).max())
+                             for a, b in zip(many[:3], one[:3])),
+            "same_path": bool(np.array_equal(np.asarray(many[3]), np.asarray(one[3]))),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
+def _mesh_2d(args, oracle):
+    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8): one
+    program, values against numpy (a batched chain whose step is built lazily from a shared
+    matrix and observations: against one device), and its collectives."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+    from funsor_core.sharding import sharded
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+    _, _, _, chain, _, joint, _ = _programs(None)
+
+    def factored(trans, logits):  # a batch input b and a step built lazily: A_b + obs_t
+        from interpretations import lazy
+
+        a = fc.Tensor(trans[:2], {"b": fc.Bint[2], "x": fc.Bint[K], "y": fc.Bint[K]})
+        obs = fc.Tensor(trans[:, 1], {"t": fc.Bint[T], "y": fc.Bint[K]})
+        with lazy:
+            step = a + obs + logits[0]
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, step, fc.Variable("t", fc.Bint[T]),
+                              {"x": "y"})
+        return mp.align(("b", "x", "y")).data
+
+    def program(logits, locs, data, trans):
+        with sharded(mesh, plates={"data": "x"}, time={"t": ("x", "y")}):
+            out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
+                   factored(trans, logits))
+        return out, factored(trans, logits)
+
+    compiled = jax.jit(program).lower(*args[:4]).compile()
+    values, batch_one = compiled(*args[:4])
+    return {"error": max(float(np.abs(np.asarray(v) - o).max())
+                         for v, o in zip(values, (oracle[2], oracle[3], batch_one))),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
+def main() -> None:
+    import jax
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)
+    import funsor_core as fc
+
+    fc.set_backend("jax")
+    rng = np.random.default_rng(0)
+    root = rng.normal(size=(T, 2, 2))
+    host = (rng.normal(size=K), rng.normal(size=K), np.linspace(-2.0, 2.0, N),
+            rng.normal(size=(T, K, K)), rng.normal(size=(T, 2)),
+            root @ root.transpose(0, 2, 1) + np.eye(2))
+    args = tuple(jax.numpy.asarray(a) for a in host)
+    weights = [rng.normal(size=s) for s in ((), (), (), (K, K), (K, K), (), (K,))]
+    oracle = _numpy_oracles(*host)
+    everything, *_ = _programs(None)
+
+    def loss(*a):
+        return sum((w * v).sum() for w, v in zip(weights, everything(*a)))
+
+    reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
+    report = {"devices": len(jax.devices()),
+              "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
+              "collectives": _collectives(args), "adjoint": _adjoint(args),
+              "mesh_2d": _mesh_2d(args, oracle)}
+    json.dump(report, sys.stdout)
+
+
+if __name__ == "__main__":
+    assert "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    main()

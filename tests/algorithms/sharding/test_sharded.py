@@ -1,0 +1,153 @@
+"""``sharded(mesh, plates=..., time=...)``: values and gradients on 1, 2, 4 and 8 devices
+equal one device (and numpy brute force), and the compiled programs hold one collective of
+the expected size. The multi-device part runs in ONE subprocess with 8 emulated CPU devices
+(``sharded_checks.py``: jax reads the device count once, at start-up); the rest here on the
+suite's single device."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import funsor_core as fc  # noqa: E402
+from funsor_core import ops  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+K = 3
+
+
+@pytest.fixture(scope="module")
+def report():
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("sharded_checks.py"))],
+                         env=_env(8), capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _env(devices: int) -> dict:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "")
+                        + f" --xla_force_host_platform_device_count={devices}")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def test_sharded_over_two_processes_by_jax_distributed():
+    # two hosts on localhost (2 CPU devices each, gloo collectives), one 4-device mesh
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = str(s.getsockname()[1])
+    worker = str(Path(__file__).with_name("distributed_worker.py"))
+    procs = [subprocess.Popen([sys.executable, worker, str(i), port], env=_env(2), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        result = json.loads(out.strip().splitlines()[-1])
+        assert (result["devices"], result["local"]) == (4, 2)
+        assert result["chain"] < 1e-12 and result["plate"] < 1e-12
+
+
+@pytest.mark.parametrize("devices", ["1", "2", "4", "8"])
+def test_sharded_values_and_gradients_equal_one_device(report, devices):
+    # plated sum- and max-product, Reduce(logaddexp) over the plate, log-space and max-plus
+    # Tensor chains, a Gaussian chain; 8 devices: uneven blocks
+    assert report["devices"] == 8
+    errors = report["errors"][devices]
+    assert errors["vs_numpy"] < 1e-12
+    assert errors["vs_one_device"] < 1e-12
+    assert errors["grad_vs_one_device"] < 1e-12
+
+
+def test_sharded_plate_is_one_all_reduce_of_the_reduced_size(report):
+    # the plated mixture's log-likelihood is a scalar: one all-reduce of f64[]
+    for key in ("plate_logaddexp", "plate_max"):
+        assert report["collectives"][key] == [["all-reduce", "f64[]"]]
+
+
+def test_sharded_logaddexp_and_einsum_reductions_are_one_collective(report):
+    # Reduce(logaddexp) to a scalar: each device's log-sum gathered (8 numbers); einsum
+    # "dz,zw->w" over the sharded d: one all-reduce of the output's K numbers
+    found = {key: [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][key]]
+             for key in ("reduce_logaddexp", "einsum")}
+    assert found == {"reduce_logaddexp": [("all-gather", "f64[8]")],
+                     "einsum": [("all-reduce", f"f64[{K}]")]}
+
+
+def test_sharded_chain_is_one_gather_of_one_summary_per_device(report):
+    # one all-gather of P x K x K (P = 8), forward and backward; no time-length collective
+    for key in ("chain", "chain_grad_even"):
+        assert [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][key]] == [
+            ("all-gather", f"f64[8,{K},{K}]")]
+
+
+def test_sharded_gaussian_chain_is_one_gather_of_one_packed_summary(report):
+    # state dim 1: D = 2, a summary packs w (2), s (2 x 2), k and a flag: 8 numbers per device
+    assert [(kind, shape.split("{")[0]) for kind, shape in report["collectives"][
+        "gaussian_chain"]] == [("all-gather", "f64[8,8]")]
+
+
+def test_sharded_marginals_and_viterbi_equal_one_device(report):
+    # markov_marginals / markov_map differentiate the chain's total: through the sharded scan
+    adjoint = report["adjoint"]
+    assert adjoint["marginals"] < 1e-12 and adjoint["same_path"]
+    gathers = [shape.split("{")[0] for kind, shape in adjoint["collectives"]]
+    assert f"f64[8,{K},{K}]" in gathers  # the chain's summaries: the sharded path ran
+
+
+def test_sharded_on_a_two_dimensional_mesh(report):
+    # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8;
+    # a batched chain of two factors (B = 2): one summary of B x K x K per device
+    result = report["mesh_2d"]
+    assert result["error"] < 1e-12
+    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == [
+        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]"]
+
+
+def _mesh():
+    return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+
+
+def test_sharded_errors_name_what_is_missing():
+    g = fc.Gaussian(mean=np.zeros((3, 2)), covariance=np.broadcast_to(np.eye(2), (3, 2, 2)),
+                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    with pytest.raises(NotImplementedError, match="mixed chain"):
+        with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
+            fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
+    with pytest.raises(NotImplementedError, match="particles"):
+        sharded(_mesh(), particles={"particle": "x"})
+    with pytest.raises(NotImplementedError, match="Singh"):
+        partitioned_mcmc()
+    t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
+    with pytest.raises(TypeError, match="numpy backend cannot"):
+        with sharded(_mesh(), plates={"data": "x"}):
+            t.reduce(ops.add, "data")
+    with pytest.raises(ValueError, match="mesh axis 'y'"):
+        with sharded(_mesh(), plates={"data": "y"}):
+            fc.Tensor(jax.numpy.ones(4), {"data": fc.Bint[4]}).reduce(ops.add, "data")
+    with pytest.raises(ValueError, match="both as plates and as time"):
+        sharded(_mesh(), plates={"t": "x"}, time={"t": "x"})
+
+
+def test_sharded_under_lazy_stays_lazy():
+    # the local evaluation below sharded is lazy: the rule declines, the reduction is recorded
+    from interpretations import lazy
+
+    t = fc.Tensor(jax.numpy.ones((4, 2)), {"data": fc.Bint[4], "z": fc.Bint[2]})
+    with lazy:
+        with sharded(_mesh(), plates={"data": "x"}):
+            r = t.reduce(ops.add, "data")
+    assert type(r) is fc.Reduce
+    np.testing.assert_allclose(np.asarray(fc.reinterpret(r).data), [4.0, 4.0])
