@@ -81,7 +81,7 @@ class FactorGraph:
     colors: np.ndarray  # (V,) a proper colouring of the interaction graph
 
     @classmethod
-    def build(cls, factors, batch=()) -> "FactorGraph":
+    def build(cls, factors, batch=()) -> FactorGraph:
         """The factor graph of ``factors`` (discrete log-factor Tensors); inputs named in
         ``batch`` index independent copies of the model.
 
@@ -143,7 +143,7 @@ class FactorGraph:
         sizes = np.array(self.sizes, dtype=np.int64)
         return np.arange(self.D)[None, :] < sizes[self.edge_var][:, None]
 
-    def with_tables(self, tables) -> "FactorGraph":
+    def with_tables(self, tables) -> FactorGraph:
         """The same structure with new padded group tables (e.g. traced under ``jax.jit``).
 
         Example:
@@ -194,7 +194,7 @@ def _padded_table(f: Tensor, vars_: tuple, batch_domains: dict, bshape: tuple, D
     data = ops.reshape(data, shape)
     if any(s == 1 for s in shape[len(vars_):]) and bshape:
         data = ops.expand(data, tuple(data.shape[: len(vars_)]) + bshape)
-    for axis, v in enumerate(vars_):
+    for axis in range(len(vars_)):
         d = data.shape[axis]
         if d < D:
             pad_shape = tuple(data.shape[:axis]) + (D - d,) + tuple(data.shape[axis + 1:])
