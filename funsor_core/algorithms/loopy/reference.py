@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.sum_product import sum_product
+from funsor_core.algorithms.eliminate.plated import sum_product
 
 __all__ = ["exact_marginals", "marginal_errors", "METRICS"]
 
