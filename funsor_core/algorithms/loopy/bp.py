@@ -278,6 +278,8 @@ def _traced_loop(graph, semiring, sweep, f2v, tol, max_iters) -> BPResult:
     def body(carry, it):
         f2v, done, count = carry
         new, res, _ = sweep(f2v, it)
+        if tol <= 0:  # it never converges: every iteration runs, nothing to freeze
+            return (new, done, count + 1.0), res
         f2v = ops.where(done, f2v, new)
         count = count + ops.where(done, 0.0, 1.0)
         return (f2v, ops.or_(done, res < tol), count), res

@@ -105,12 +105,11 @@ class FactorGraph:
             by_arity.setdefault(len(vs), []).append(a)
         groups, edge_var, edge_factor, start = [], [], [], 0
         for k in sorted(by_arity):
-            ids = by_arity[k]
+            ids, table = _group_table(factors, by_arity[k], factor_vars, batch_domains,
+                                      bshape, D)
             var_index = np.array([[index[v] for v in factor_vars[a]] for a in ids],
                                  dtype=np.int64).reshape(len(ids), k)
-            tables = [_padded_table(factors[a], factor_vars[a], batch_domains, bshape, D)
-                      for a in ids]
-            groups.append(FactorGroup(k, np.array(ids), var_index, ops.stack(tables, 0), start))
+            groups.append(FactorGroup(k, np.array(ids), var_index, table, start))
             edge_var.append(var_index.reshape(-1))
             edge_factor.append(np.repeat(np.array(ids, dtype=np.int64), k))
             start += var_index.size
@@ -132,6 +131,11 @@ class FactorGraph:
     @property
     def bshape(self) -> tuple:
         return tuple(d.size for d in self.batch.values())
+
+    @property
+    def uniform_degree(self) -> bool:
+        """Whether every variable has the same number of edges (edge lists need no padding)."""
+        return bool(self.degree.size) and bool((self.degree == self.degree[0]).all())
 
     @property
     def ragged(self) -> bool:
@@ -182,19 +186,44 @@ def _domains(factors, batch) -> tuple:
     return domains, {k: batch_domains[k] for k in batch if k in batch_domains}
 
 
-def _padded_table(f: Tensor, vars_: tuple, batch_domains: dict, bshape: tuple, D: int):
-    """``f``'s log table as ``(D, ..., D, *B)``: variables first, batch last, padded states
-    and ``-inf`` entries at ``NEG``."""
-    present = tuple(b for b in batch_domains if b in f.inputs)
-    data = f.align(vars_ + present).data
+def _group_table(factors, ids, factor_vars, batch_domains, bshape, D) -> tuple:
+    """The factors ``ids`` of one arity as one padded table ``(F_k, D, .., D, *B)``, and their
+    order in it. Factors of one shape and batch pattern are stacked and padded together:
+    array calls per shape, not per factor (a backend that compiles each call, such as jax
+    eagerly, would otherwise compile thousands of small programs)."""
+    by_layout: dict = {}
+    for a in ids:
+        f = factors[a]
+        present = tuple(b for b in batch_domains if b in f.inputs)
+        data = f.align(factor_vars[a] + present).data
+        by_layout.setdefault((tuple(data.shape), present), []).append((a, data))
+    order, parts = [], []
+    for (_, present), members in by_layout.items():
+        order.extend(a for a, _ in members)
+        stacked = _stack_chunked([d for _, d in members])
+        parts.append(_padded(stacked, len(factor_vars[members[0][0]]), present,
+                             batch_domains, bshape, D))
+    return order, parts[0] if len(parts) == 1 else ops.cat(parts, 0)
+
+
+def _stack_chunked(arrays: list, chunk: int = 64):
+    # One stack of thousands of operands compiles for minutes on jax: stack in chunks.
+    if len(arrays) <= chunk:
+        return ops.stack(arrays, 0)
+    return ops.cat([ops.stack(arrays[i: i + chunk], 0)
+                    for i in range(0, len(arrays), chunk)], 0)
+
+
+def _padded(data, k: int, present: tuple, batch_domains: dict, bshape: tuple, D: int):
+    """Stacked tables ``(F, d_1 .. d_k, *present)`` as ``(F, D, .., D, *B)``: missing batch
+    names broadcast, padded states and ``-inf`` entries at ``NEG``."""
     data = ops.clamp(data, min=NEG)
-    # Missing batch names broadcast: a size-1 axis for each, then expand.
-    shape = tuple(data.shape[: len(vars_)]) + tuple(
-        batch_domains[b].size if b in f.inputs else 1 for b in batch_domains)
+    lead = tuple(data.shape[: 1 + k])
+    shape = lead + tuple(batch_domains[b].size if b in present else 1 for b in batch_domains)
     data = ops.reshape(data, shape)
-    if any(s == 1 for s in shape[len(vars_):]) and bshape:
-        data = ops.expand(data, tuple(data.shape[: len(vars_)]) + bshape)
-    for axis in range(len(vars_)):
+    if bshape and len(present) < len(batch_domains):
+        data = ops.expand(data, lead + bshape)
+    for axis in range(1, 1 + k):
         d = data.shape[axis]
         if d < D:
             pad_shape = tuple(data.shape[:axis]) + (D - d,) + tuple(data.shape[axis + 1:])

@@ -71,12 +71,15 @@ def _with_zero_slot(m):
 
 def variable_sums(graph: FactorGraph, f2v, var_edges):
     """``bsum`` ``(V, D, *B)``: each variable's incoming messages, summed."""
+    if graph.uniform_degree:  # no padded edge lists: skip the copy that appends the zeros
+        return ops.sum(f2v[var_edges], axis=1)
     return ops.sum(_with_zero_slot(f2v)[var_edges], axis=1)
 
 
 def var_to_factor(semiring: Semiring, bsum, f2v, edge_var):
-    """``v2f`` ``(E, D, *B)``: ``bsum_i - f2v[a -> i]``, normalized."""
-    return normalize(semiring, bsum[edge_var] - f2v)
+    """``v2f`` ``(E, D, *B)``: ``bsum_i - f2v[a -> i]``. Not normalized: it is a sum of
+    normalized messages, so bounded, and ``f2v'`` is normalized after the reduction."""
+    return bsum[edge_var] - f2v
 
 
 def _expand(m, pos: int, k: int, nb: int):
