@@ -110,7 +110,10 @@ def _gumbel(module, shape, key):
 def _update(plan, flat, x, c, kernel, key, inv_t, module, sizes):
     logits = conditional_logits(plan, flat, x, c) * inv_t
     C, n_c, D = logits.shape
-    if kernel == "gibbs":
+    if kernel == "gibbs" and D == 2:  # one uniform per variable: u < p(1) = sigmoid(l1 - l0)
+        up = module.rand((C, n_c), rng_key=key) < ops.sigmoid(logits[..., 1] - logits[..., 0])
+        new = ops.where(up, ops.new_full(x, (), 1), ops.new_zeros(x, ()))
+    elif kernel == "gibbs":  # Gumbel-max
         new = ops.argmax(logits + _gumbel(module, (C, n_c, D), key), axis=-1)
     else:
         u = module.rand((C, n_c, 2), rng_key=key)
@@ -126,9 +129,10 @@ def _update(plan, flat, x, c, kernel, key, inv_t, module, sizes):
 
 
 def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
-               temperatures=None, rng_key=None):
+               temperatures=None, rng_key=None, keep_all: bool = True):
     """``(num_rounds, C, V)``: the states after each round of blocked updates of ``C`` chains
-    started at ``init`` ``(C, V)``; ``temperatures`` one per round (None: all 1).
+    started at ``init`` ``(C, V)``; ``temperatures`` one per round (None: all 1);
+    ``keep_all=False``: only the last states ``(C, V)``.
 
     Example:
         >>> f = fc.Tensor(np.log(np.eye(2) + 1e-300), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -157,13 +161,13 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
         subkeys = module.split_key(k, ncol) if splits else [key] * ncol
         for c in range(ncol):
             x = _update(plan, flat, x, c, kernel, subkeys[c], inv_t[it], module, sizes)
-        return x, x
+        return x, (x if keep_all else None)
 
     rounds = ops.new_array(flat, np.arange(num_rounds))
     x0 = ops.new_array(flat, np.asarray(init, dtype=np.int64)) if not _is_backend_int(
         init, flat) else init
-    _, states = module.scan(body, x0, (rounds, keys if splits else rounds))
-    return states
+    last, states = module.scan(body, x0, (rounds, keys if splits else rounds))
+    return states if keep_all else last
 
 
 def _is_backend_int(x, proto) -> bool:

@@ -148,3 +148,16 @@ def test_empirical_marginals_and_counters():
         gibbs(factors, 0)
     with pytest.raises(ValueError, match="unknown kernel"):
         run_chains(SamplerPlan(FactorGraph.build(factors)), np.zeros((1, 5), int), 1, "hmc")
+
+
+def test_gumbel_max_draws_for_more_than_two_states():
+    # a (3 states) and b (2 states): with b fixed at 1, one round draws a from p(a | b = 1).
+    t = np.log(np.array([[1.0, 2.0], [3.0, 1.0], [1.0, 5.0]]))
+    f = fc.Tensor(t, {"a": fc.Bint[3], "b": fc.Bint[2]})
+    plan = SamplerPlan(FactorGraph.build([f]))
+    x = run_chains(plan, np.tile([0, 1], (20000, 1)), 1, rng_key=3, keep_all=False)
+    assert x.shape == (20000, 2)
+    # colour 0 is a (updated from b = 1), then b from p(b | new a): check a's frequencies.
+    freq = np.bincount(x[:, 0], minlength=3) / len(x)
+    p = np.exp(t[:, 1]) / np.exp(t[:, 1]).sum()
+    assert np.abs(freq - p).max() < 0.015
