@@ -27,7 +27,8 @@ __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains"]
 
 def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping: float = 0.0,
              tol: float = 1e-8, max_iters: int = 1000, *, temperature: float = 1.0,
-             batch=(), rng_key=0) -> BPResult:
+             batch=(), rng_key=0, domains=None, sparsity_threshold=None, clusters=None,
+             compression=None) -> BPResult:
     """Belief propagation over discrete log factors (Singh 2014, chapter 6; libDAI's options).
 
     Args:
@@ -41,6 +42,10 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
         batch: names that index independent copies of the model (one run for all).
         rng_key: an int seed for ``schedule="random"``.
+        domains, sparsity_threshold, clusters, compression: anytime BP on sparse domains,
+            single-value sparsity and cluster BP with compressed messages (Singh 2014,
+            chapters 7-8) are not implemented yet: anything but None raises
+            ``NotImplementedError``.
 
     Returns:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
@@ -54,8 +59,29 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
+    _not_yet(domains=domains, sparsity_threshold=sparsity_threshold, clusters=clusters,
+              compression=compression)
     graph = FactorGraph.build(_checked(factors), batch=batch)
     return run_bp(graph, sum_op, schedule, damping, tol, max_iters, temperature, rng_key)
+
+
+_NOT_YET = {
+    "domains": "anytime BP on sparse domains (Singh 2014 ch. 7.2: fixed and dynamic "
+               "priorities, domains grown by substituting index Tensors)",
+    "sparsity_threshold": "single-value sparsity (ch. 7.1: a confident variable becomes a "
+                          "Delta, revocably)",
+    "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
+    "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
+                   "FRAK)",
+    "subsample": "MCMCMC (ch. 5.1: the acceptance test on a subsample of a plate of factors)",
+}
+
+
+def _not_yet(**options) -> None:
+    for name, value in options.items():
+        if value is not None:
+            raise NotImplementedError(f"{name}=: {_NOT_YET[name]} is not implemented yet "
+                                      "(issue #31); leave it None")
 
 
 def _checked(factors) -> list:
@@ -86,8 +112,10 @@ class Samples(dict):
 
 def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 1,
                   rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
-                  init=None) -> Samples:
-    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``); ``gibbs`` and ``mh`` are the faces."""
+                  init=None, subsample=None) -> Samples:
+    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``); ``gibbs`` and ``mh`` are the faces.
+    ``subsample`` (MCMCMC) is not implemented yet."""
+    _not_yet(subsample=subsample)
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
@@ -136,7 +164,7 @@ def gibbs(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_k
 
 
 def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None, *,
-       thin: int = 1, temperature=1.0, init=None) -> Samples:
+       thin: int = 1, temperature=1.0, init=None, subsample=None) -> Samples:
     """Blocked Metropolis-Hastings: a uniform proposal per variable, accepted with
     ``min(1, p(x') / p(x))`` computed from its Markov blanket (arguments as ``gibbs``).
 
@@ -146,4 +174,4 @@ def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=
         True
     """
     return sample_chains(factors, num_samples, warmup, num_chains, rng_key, kernel="mh",
-                         thin=thin, temperature=temperature, init=init)
+                         thin=thin, temperature=temperature, init=init, subsample=subsample)

@@ -163,6 +163,9 @@ def test_errors_name_the_problem():
         loopy_bp([f], sum_op=ops.add)
     with pytest.raises(ValueError, match="damping"):
         loopy_bp([f], damping=1.0)
+    for option in ("domains", "sparsity_threshold", "clusters", "compression"):
+        with pytest.raises(NotImplementedError, match=f"{option}=: .* not implemented yet"):
+            loopy_bp([f], **{option: 1})
 
 
 def _real():
