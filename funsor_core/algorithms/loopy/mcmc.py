@@ -7,9 +7,8 @@ its own factors, indexed at the current values of their other variables,
 
     log p(x_i = s | x_-i) = sum_{a ∋ i} log psi_a(x_a[i := s]) + const,
 
-each edge's table arranged once (other variables' joint state, own state), then per round a
-one-hot selection by the other variables' states and a sum over each variable's (padded)
-edge list. Gibbs draws from it by Gumbel-max;
+one gather from the concatenated flattened tables for every edge of the colour and state
+``s``, then a sum over each variable's (padded) edge list. Gibbs draws from it by Gumbel-max;
 MH proposes a uniform state and accepts with ``min(1, p(s') / p(s))`` (both at temperature
 ``T``: ``1 / T`` scales the log densities, annealing toward a MAP as ``T -> 0``).
 
@@ -54,7 +53,6 @@ class SamplerPlan:
             size += width * len(g.factor_ids)
         self.zero_offset = size  # D zeros appended after all tables
         rmax = max([g.arity for g in graph.groups] + [1])
-        self.max_arity = rmax
         off = np.full(E + 1, size, np.int64)
         stride = np.ones(E + 1, np.int64)
         other_var = np.full((E + 1, max(rmax - 1, 1)), V, np.int64)
@@ -80,27 +78,6 @@ class SamplerPlan:
             pos[vs] = np.arange(len(vs))
             self.pos.append(pos)
 
-    @property
-    def num_other_states(self) -> int:
-        """``D ** (max arity - 1)``: the joint states of an edge's other variables."""
-        return self.graph.D ** self.other_var.shape[1] if self.max_arity > 1 else 1
-
-    def colour_tables(self, flat) -> list:
-        """Per colour, ``(n_c * deg, M, D)``: each edge's factor table with the other
-        variables' joint state first and the edge's own variable last (one gather, hoisted
-        out of the sampling loop)."""
-        D, M = self.graph.D, self.num_other_states
-        out = []
-        for edges in self.colour_edges:
-            e = edges.reshape(-1)
-            o = np.arange(M)
-            index = self.off[e][:, None, None] + self.stride[e][:, None, None] * np.arange(D)
-            for m in range(self.other_var.shape[1]):
-                digit = (o // D ** m) % D
-                index = index + (self.other_stride[e, m][:, None] * digit)[:, :, None]
-            out.append(flat[index])
-        return out
-
     def flat_table(self):
         """All tables flattened and concatenated, then ``D`` zeros (the padding edge's row)."""
         g = self.graph
@@ -109,24 +86,18 @@ class SamplerPlan:
         return ops.cat(parts, 0)
 
 
-def conditional_logits(plan: SamplerPlan, tables, x, c: int):
+def conditional_logits(plan: SamplerPlan, flat, x, c: int):
     """``(C, n_c, D)``: the unnormalized log conditionals of colour ``c``'s variables given
-    states ``x`` ``(C, V)`` (integers), from their Markov blankets only; ``tables`` is
-    ``plan.colour_tables(plan.flat_table())``."""
-    D, M = plan.graph.D, plan.num_other_states
+    states ``x`` ``(C, V)`` (integers), from their Markov blankets only."""
+    D = plan.graph.D
     x_ext = ops.cat([x, ops.new_zeros(x, (x.shape[0], 1))], 1)  # index V reads state 0
     edges = plan.colour_edges[c].reshape(-1)  # (n_c * deg,)
-    table = tables[c]  # (n_c * deg, M, D)
-    if M == 1:
-        values = table[None, :, 0, :]
-    else:
-        # The joint state of each edge's other variables selects a row of its table: a
-        # one-hot sum, dense (a gather per state from the big table was 3-4x slower).
-        other = ops.new_zeros(x, (x.shape[0], edges.size))
-        for m in range(plan.other_var.shape[1]):
-            other = other + x_ext[:, plan.other_var[edges, m]] * (D ** m)
-        onehot = other[:, :, None] == ops.new_array(x, np.arange(M))
-        values = ops.sum(ops.where(onehot[..., None], table[None], 0.0), axis=2)
+    base = ops.new_array(x, plan.off[edges])
+    for m in range(plan.other_var.shape[1]):
+        base = base + x_ext[:, plan.other_var[edges, m]] * ops.new_array(
+            x, plan.other_stride[edges, m])
+    index = base[:, :, None] + ops.new_array(x, plan.stride[edges][:, None] * np.arange(D))
+    values = flat[index]  # (C, n_c * deg, D)
     n_c, deg = plan.colour_edges[c].shape
     return ops.sum(ops.reshape(values, (x.shape[0], n_c, deg, D)), axis=2)
 
@@ -136,8 +107,8 @@ def _gumbel(module, shape, key):
     return -ops.log(-ops.log(ops.clamp(u, min=1e-300)))
 
 
-def _update(plan, tables, x, c, kernel, key, inv_t, module, sizes):
-    logits = conditional_logits(plan, tables, x, c) * inv_t
+def _update(plan, flat, x, c, kernel, key, inv_t, module, sizes):
+    logits = conditional_logits(plan, flat, x, c) * inv_t
     C, n_c, D = logits.shape
     if kernel == "gibbs" and D == 2:  # one uniform per variable: u < p(1) = sigmoid(l1 - l0)
         up = module.rand((C, n_c), rng_key=key) < ops.sigmoid(logits[..., 1] - logits[..., 0])
@@ -175,7 +146,6 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
     graph = plan.graph
     module = backend_of_graph(graph)
     flat = plan.flat_table()
-    tables = plan.colour_tables(flat)
     sizes = np.array(graph.sizes)
     ncol = len(plan.colour_vars)
     temps = np.ones(num_rounds) if temperatures is None else np.asarray(temperatures, float)
@@ -190,7 +160,7 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
         it, k = xs
         subkeys = module.split_key(k, ncol) if splits else [key] * ncol
         for c in range(ncol):
-            x = _update(plan, tables, x, c, kernel, subkeys[c], inv_t[it], module, sizes)
+            x = _update(plan, flat, x, c, kernel, subkeys[c], inv_t[it], module, sizes)
         return x, (x if keep_all else None)
 
     rounds = ops.new_array(flat, np.arange(num_rounds))

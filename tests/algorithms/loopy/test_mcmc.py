@@ -66,7 +66,7 @@ def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel):
     factors, tables, sizes = _loopy_binary(np.random.default_rng(0))
     plan = SamplerPlan(FactorGraph.build(factors))
     assert len(plan.colour_vars) >= 3  # an odd cycle needs three colours
-    flat = plan.colour_tables(plan.flat_table())
+    flat = plan.flat_table()
     j = joint(tables, sizes).reshape(-1)  # states in the same (v0 .. v4) order
     pi = np.exp(j - np.logaddexp.reduce(j))
     K = _round_kernel(plan, flat, kernel)
@@ -89,7 +89,7 @@ def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel):
 def test_sampler_draws_from_the_kernel(kernel):
     factors, tables, sizes = _loopy_binary(np.random.default_rng(1), n=4)
     plan = SamplerPlan(FactorGraph.build(factors))
-    K = _round_kernel(plan, plan.colour_tables(plan.flat_table()), kernel)
+    K = _round_kernel(plan, plan.flat_table(), kernel)
     start, chains = 5, 20000
     init = np.tile(_states(4)[start], (chains, 1))
     x = run_chains(plan, init, 1, kernel, rng_key=0)[0]
