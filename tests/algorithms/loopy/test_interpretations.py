@@ -52,3 +52,16 @@ def test_gibbs_approximate_is_an_empirical_measure():
     with Gibbs(10, rng_key=0):  # a model with inputs outside V: declined, left as it is
         kept = Approximate(ops.logaddexp, model, model, frozenset({"a"}))
     assert not isinstance(kept, fc.Delta)
+
+
+def test_loopy_bp_kept_names_are_a_batch_even_in_a_factor_of_no_reduced_name():
+    rng = np.random.default_rng(2)
+    f = fc.Tensor(rng.normal(size=(2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+    g = fc.Tensor(rng.normal(size=(4,)), {"c": fc.Bint[4]})  # only kept names: arity 0
+    h = fc.Tensor(rng.normal(size=(3, 4)), {"b": fc.Bint[3], "c": fc.Bint[4]})
+    with LoopyBP():
+        z = (f + g + h).reduce(ops.logaddexp, frozenset({"a", "b"}))
+    j = f.data[:, :, None] + g.data[None, None, :] + h.data[None, :, :]
+    expected = np.log(np.exp(j).sum(axis=(0, 1)))
+    assert z.inputs == {"c": fc.Bint[4]}
+    np.testing.assert_allclose(z.data, expected, atol=1e-12)
