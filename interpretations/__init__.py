@@ -24,6 +24,7 @@ from interpretations.compress import compress_gaussians
 from interpretations.elbo import Elbo
 from interpretations.exact import EXACT, eager, exact
 from interpretations.lazy import LAZY, lazy
+from interpretations.loopy import Gibbs, LoopyBP
 from interpretations.memoize import Memoize, memoize
 from interpretations.moment_matching import MOMENTMATCHING, moment_matching
 from interpretations.monte_carlo import MONTECARLO, MonteCarlo, extract_samples, monte_carlo
@@ -41,4 +42,4 @@ __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "nor
            "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
-           "MOMENTMATCHING", "Elbo"]
+           "MOMENTMATCHING", "Elbo", "LoopyBP", "Gibbs"]

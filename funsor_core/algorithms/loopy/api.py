@@ -1,0 +1,177 @@
+"""The plain functions of loopy inference: ``loopy_bp``, ``gibbs`` and ``mh``.
+
+They take a list of discrete log-factor Tensors (the terms of a sum), build the factor graph
+once and run on it; ``funsor_core.loopy`` is the public face, and
+``interpretations.LoopyBP`` / ``interpretations.Gibbs`` the interpretation forms.
+
+Example:
+    >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+    ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+    >>> np.exp(loopy_bp([f]).beliefs["a"].data).round(3).tolist()
+    [0.3, 0.7]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.loopy.bp import BPResult, run_bp
+from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+
+__all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains"]
+
+
+def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping: float = 0.0,
+             tol: float = 1e-8, max_iters: int = 1000, *, temperature: float = 1.0,
+             batch=(), rng_key=0, domains=None, sparsity_threshold=None, clusters=None,
+             compression=None) -> BPResult:
+    """Belief propagation over discrete log factors (Singh 2014, chapter 6; libDAI's options).
+
+    Args:
+        factors: discrete Tensors (log potentials) whose sum is the model.
+        sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product).
+        schedule: ``"flooding"`` (``"parallel"``), ``"sequential"``, ``"random"`` or
+            ``"residual"``.
+        damping: weight of the old message in log space, in ``[0, 1)``.
+        tol, max_iters: stop once no message changes more than ``tol`` (eagerly), or after
+            ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``).
+        temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
+        batch: names that index independent copies of the model (one run for all).
+        rng_key: an int seed for ``schedule="random"``.
+        domains, sparsity_threshold, clusters, compression: anytime BP on sparse domains,
+            single-value sparsity and cluster BP with compressed messages (Singh 2014,
+            chapters 7-8) are not implemented yet: anything but None raises
+            ``NotImplementedError``.
+
+    Returns:
+        A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
+        with respect to a factor's log table is that factor's belief), ``.residuals``,
+        ``.num_iters``, ``.num_messages``, ``.num_message_entries``, ``.map_assignment()``.
+
+    Example:
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> r = loopy_bp([f], sum_op=ops.max)
+        >>> float(np.exp(r.log_z.data)), r.map_assignment()
+        (4.0, {'a': 1, 'b': 1})
+    """
+    _not_yet(domains=domains, sparsity_threshold=sparsity_threshold, clusters=clusters,
+              compression=compression)
+    graph = FactorGraph.build(_checked(factors), batch=batch)
+    return run_bp(graph, sum_op, schedule, damping, tol, max_iters, temperature, rng_key)
+
+
+_NOT_YET = {
+    "domains": "anytime BP on sparse domains (Singh 2014 ch. 7.2: fixed and dynamic "
+               "priorities, domains grown by substituting index Tensors)",
+    "sparsity_threshold": "single-value sparsity (ch. 7.1: a confident variable becomes a "
+                          "Delta, revocably)",
+    "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
+    "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
+                   "FRAK)",
+    "subsample": "MCMCMC (ch. 5.1: the acceptance test on a subsample of a plate of factors)",
+}
+
+
+def _not_yet(**options) -> None:
+    for name, value in options.items():
+        if value is not None:
+            raise NotImplementedError(f"{name}=: {_NOT_YET[name]} is not implemented yet "
+                                      "(issue #31); leave it None")
+
+
+def _checked(factors) -> list:
+    factors = list(factors)
+    if not factors:
+        raise ValueError("loopy inference needs at least one factor")
+    return factors
+
+
+class Samples(dict):
+    """Samples by variable name: each an int Tensor over ``particle`` (and ``chain`` when
+    there are several chains), with counters ``num_updates`` (variable updates) and
+    ``num_factors_scored`` (factor table entries read)."""
+
+    num_updates: int = 0
+    num_factors_scored: int = 0
+
+    def marginals(self) -> dict:
+        """Each variable's empirical log marginal over all particles and chains."""
+        out = {}
+        for name, t in self.items():
+            x = np.asarray(ops.to_numpy(t.data)).reshape(-1)
+            counts = np.bincount(x, minlength=t.dtype).astype(float)
+            with np.errstate(divide="ignore"):
+                out[name] = Tensor(np.log(counts / counts.sum()), {name: Bint[t.dtype]})
+        return out
+
+
+def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 1,
+                  rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
+                  init=None, subsample=None) -> Samples:
+    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``); ``gibbs`` and ``mh`` are the faces.
+    ``subsample`` (MCMCMC) is not implemented yet."""
+    _not_yet(subsample=subsample)
+    if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
+        raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
+                         f"got {num_samples}, {warmup}, {num_chains}, {thin}")
+    plan = SamplerPlan(FactorGraph.build(_checked(factors)))
+    graph = plan.graph
+    rounds = warmup + num_samples * thin
+    temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0
+             else np.asarray(temperature, float))
+    if init is None:
+        init = np.zeros((num_chains, len(graph.names)), np.int64)
+    states = run_chains(plan, init, rounds, kernel, temps, rng_key)
+    states = states[warmup::thin]  # (S, C, V)
+    out = Samples()
+    inputs = {"particle": Bint[num_samples]}
+    if num_chains > 1:
+        inputs["chain"] = Bint[num_chains]
+    for i, name in enumerate(graph.names):
+        data = states[:, :, i] if num_chains > 1 else states[:, 0, i]
+        out[name] = Tensor(data, dict(inputs), graph.sizes[i])
+    out.num_updates = rounds * num_chains * len(graph.names)
+    out.num_factors_scored = rounds * num_chains * graph.num_edges * graph.D
+    return out
+
+
+def gibbs(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None, *,
+          thin: int = 1, temperature=1.0, init=None) -> Samples:
+    """Blocked Gibbs sampling of the model ``sum(factors)`` (Markov blankets only; the
+    variables of one colour of a graph colouring updated together).
+
+    Args:
+        factors: discrete log-factor Tensors.
+        num_samples, warmup, thin: rounds kept, rounds dropped first, keep every ``thin``-th.
+        num_chains: independent chains, run as one array program.
+        rng_key: an int seed (the same draws on each backend's generator) or a jax key.
+        temperature: a number, or one per round (annealing toward a MAP as it goes to 0).
+        init: ``(num_chains, V)`` initial states (default all zeros).
+
+    Example:
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})
+        >>> s = gibbs([f], 2000, rng_key=0)
+        >>> s["b"].inputs, bool(abs(s["b"].data.mean() - 0.75) < 0.05)
+        ({'particle': Bint[2000]}, True)
+    """
+    return sample_chains(factors, num_samples, warmup, num_chains, rng_key, kernel="gibbs",
+                         thin=thin, temperature=temperature, init=init)
+
+
+def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None, *,
+       thin: int = 1, temperature=1.0, init=None, subsample=None) -> Samples:
+    """Blocked Metropolis-Hastings: a uniform proposal per variable, accepted with
+    ``min(1, p(x') / p(x))`` computed from its Markov blanket (arguments as ``gibbs``).
+
+    Example:
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})
+        >>> bool(abs(mh([f], 4000, rng_key=0)["b"].data.mean() - 0.75) < 0.05)
+        True
+    """
+    return sample_chains(factors, num_samples, warmup, num_chains, rng_key, kernel="mh",
+                         thin=thin, temperature=temperature, init=init, subsample=subsample)

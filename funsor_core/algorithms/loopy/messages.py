@@ -1,0 +1,180 @@
+"""The array math of belief propagation on a ``FactorGraph``: pure functions of message arrays.
+
+Messages are log arrays ``(E, D, *B)`` indexed by edge (factor ``a``, variable ``i``):
+``f2v[e]`` is the message ``a -> i``. In a semiring with reduction ``R`` (``logsumexp`` for
+sum-product, ``amax`` for max-product, ``T * logsumexp(x / T)`` at temperature ``T``):
+
+    bsum_i       = sum_{a ∋ i} f2v[a -> i]                          (one gather + sum)
+    v2f[i -> a]  = bsum_i - f2v[a -> i]                             (one gather)
+    f2v'[a -> i] = R_{x_a \\ x_i} (log psi_a(x_a) + sum_{j ∈ a, j != i} v2f[j -> a](x_j))
+
+each normalized so that ``R_x m(x) = 0``. The Bethe log partition function in message form,
+
+    log Z = sum_a R_{x_a}(log psi_a + sum_{i ∈ a} v2f[i -> a]) + sum_i (1 - d_i) R_{x_i} bsum_i,
+
+is invariant to rescaling the messages, equals the Bethe free energy at a fixed point, and is
+the exact ``log Z`` (``log max`` for max-product) on a tree. Its messages are detached, so its
+gradient with respect to ``log psi_a`` is the factor belief ``b_a`` exactly, which at a fixed
+point is also the derivative of the converged Bethe ``log Z`` (stationarity).
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
+
+__all__ = ["Semiring", "variable_sums", "var_to_factor", "factor_to_var", "bethe_log_z",
+           "factor_log_beliefs", "normalize"]
+
+
+class Semiring:
+    """The reduction of a message semiring: ``sum_op`` (``ops.logaddexp`` or ``ops.max``)
+    at ``temperature`` (``0`` is max-product; ``1`` sum-product).
+
+    Example:
+        >>> Semiring(ops.max).reduce(np.array([[0.0, 2.0]]), (1,))
+        array([2.])
+    """
+
+    def __init__(self, sum_op=ops.logaddexp, temperature: float = 1.0) -> None:
+        if sum_op is ops.max:
+            temperature = 0.0
+        elif sum_op is not ops.logaddexp:
+            raise ValueError(f"loopy BP runs in the (logaddexp, add) or (max, add) semiring, got "
+                             f"sum_op={sum_op!r}; pass ops.logaddexp or ops.max")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.temperature = float(temperature)
+
+    @property
+    def is_max(self) -> bool:
+        return self.temperature == 0.0
+
+    def reduce(self, x, axes: tuple, keepdims: bool = False):
+        if axes and all(x.shape[a] <= _UNROLL for a in axes):
+            return self._unrolled(x, axes, keepdims)
+        if self.is_max:
+            return ops.amax(x, axis=axes, keepdims=keepdims)
+        t = self.temperature
+        if t == 1.0:
+            return ops.logsumexp(x, axis=axes, keepdims=keepdims)
+        return ops.logsumexp(x / t, axis=axes, keepdims=keepdims) * t
+
+
+    def _unrolled(self, x, axes: tuple, keepdims: bool):
+        # Reductions over tiny static axes (binary variables) as elementwise ops on slices:
+        # XLA:CPU runs a reduce over a size-2 minor axis as a scalar loop, 2-3x slower.
+        for a in sorted(axes, reverse=True):
+            parts = [x[(slice(None),) * a + (k,)] for k in range(x.shape[a])]
+            acc = parts[0]
+            for part in parts[1:]:
+                acc = self._combine(acc, part)
+            x = acc[(slice(None),) * a + (None,)] if keepdims else acc
+        return x
+
+    def _combine(self, a, b):
+        if self.is_max:
+            return ops.max(a, b)
+        t = self.temperature
+        return ops.logaddexp(a, b) if t == 1.0 else ops.logaddexp(a / t, b / t) * t
+
+
+_UNROLL = 2  # reduce axes of at most this size by elementwise ops
+
+
+def normalize(semiring: Semiring, m):
+    """``m - R_x m`` over the state axis 1."""
+    return m - semiring.reduce(m, (1,), keepdims=True)
+
+
+def _with_zero_slot(m):
+    # A slot of zeros at index E: padded edge lists gather it and add nothing.
+    return ops.cat([m, ops.new_zeros(m, (1,) + tuple(m.shape[1:]))], 0)
+
+
+def variable_sums(graph: FactorGraph, f2v, var_edges):
+    """``bsum`` ``(V, D, *B)``: each variable's incoming messages, summed."""
+    if graph.uniform_degree:  # no padded edge lists: skip the copy that appends the zeros
+        return ops.sum(f2v[var_edges], axis=1)
+    return ops.sum(_with_zero_slot(f2v)[var_edges], axis=1)
+
+
+def var_to_factor(semiring: Semiring, bsum, f2v, edge_var):
+    """``v2f`` ``(E, D, *B)``: ``bsum_i - f2v[a -> i]``. Not normalized: it is a sum of
+    normalized messages, so bounded, and ``f2v'`` is normalized after the reduction."""
+    return bsum[edge_var] - f2v
+
+
+def _expand(m, pos: int, k: int, nb: int):
+    # (F, D, *B) -> (F, 1, .., D at 1 + pos, .., 1, *B)
+    index = ((slice(None),) + tuple(slice(None) if p == pos else None for p in range(k))
+             + (slice(None),) * nb)
+    return m[index]
+
+
+def _incoming(group, v2f):
+    # The group's v2f messages by position: k arrays (F_k, D, *B).
+    k = group.arity
+    block = v2f[group.edge_start: group.edge_start + group.num_edges]
+    block = ops.reshape(block, (len(group.factor_ids), k) + tuple(block.shape[1:]))
+    return [block[:, p] for p in range(k)]
+
+
+def factor_to_var(semiring: Semiring, graph: FactorGraph, v2f):
+    """``f2v'`` ``(E, D, *B)``: every factor's messages to its variables, group by group."""
+    nb = len(graph.bshape)
+    out = []
+    for group in graph.groups:
+        k = group.arity
+        if k == 0:
+            continue
+        incoming = _incoming(group, v2f)
+        per_pos = []
+        for j in range(k):
+            t = group.table
+            for p in range(k):
+                if p != j:
+                    t = t + _expand(incoming[p], p, k, nb)
+            axes = tuple(1 + p for p in range(k) if p != j)
+            per_pos.append(semiring.reduce(t, axes) if axes else t)
+        msgs = ops.stack(per_pos, 1)  # (F_k, k, D, *B)
+        out.append(ops.reshape(msgs, (group.num_edges,) + tuple(msgs.shape[2:])))
+    f2v = out[0] if len(out) == 1 else ops.cat(out, 0)
+    return normalize(semiring, f2v)
+
+
+def factor_log_beliefs(semiring: Semiring, graph: FactorGraph, group, v2f, normalized=True):
+    """The group's unnormalized (or normalized) log factor beliefs ``(F_k, D, .., D, *B)``:
+    ``log psi_a + sum_i v2f[i -> a]``."""
+    k, nb = group.arity, len(graph.bshape)
+    t = group.table
+    if k:
+        for p, m in enumerate(_incoming(group, v2f)):
+            t = t + _expand(m, p, k, nb)
+    if not normalized or not k:
+        return t
+    axes = tuple(range(1, 1 + k))
+    return t - semiring.reduce(t, axes, keepdims=True)
+
+
+def bethe_log_z(semiring: Semiring, graph: FactorGraph, f2v):
+    """The Bethe ``log Z`` ``(*B)`` in message form (see the module docstring)."""
+    f2v = ops.detach(f2v)
+    bsum = variable_sums(graph, f2v, graph.var_edges)
+    v2f = bsum[graph.edge_var] - f2v  # unnormalized: log Z_ai = log Z_i needs it
+    total = 0.0
+    for group in graph.groups:
+        t = factor_log_beliefs(semiring, graph, group, v2f, normalized=False)
+        axes = tuple(range(1, 1 + group.arity))
+        log_za = semiring.reduce(t, axes) if axes else t
+        total = total + ops.sum(log_za, axis=0)
+    log_zi = semiring.reduce(bsum, (1,))  # (V, *B)
+    weights = 1.0 - graph.degree.astype(float)
+    weights = ops.new_array(bsum, weights)
+    weights = ops.reshape(weights, (len(graph.names),) + (1,) * len(graph.bshape))
+    return total + ops.sum(log_zi * weights, axis=0)
+
+
+def neg_floor(x):
+    """``x`` with ``-inf`` (and anything below) raised to ``NEG``."""
+    return ops.clamp(x, min=NEG)

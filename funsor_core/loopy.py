@@ -1,0 +1,19 @@
+"""Loopy graphs: belief propagation and MCMC over discrete factors (Singh 2014).
+
+A thin face; the implementation lives in ``funsor_core.algorithms.loopy``. The interpretation
+forms are ``interpretations.LoopyBP`` and ``interpretations.Gibbs``.
+
+Example:
+    >>> from funsor_core.loopy import loopy_bp
+    >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    >>> float(np.exp(loopy_bp([f]).log_z.data))
+    4.0
+"""
+
+from funsor_core.algorithms.loopy.api import Samples, gibbs, loopy_bp, mh
+from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult
+from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
+
+__all__ = ["loopy_bp", "gibbs", "mh", "Samples", "BPResult", "SCHEDULES", "FactorGraph",
+           "exact_marginals", "marginal_errors", "METRICS"]

@@ -1,0 +1,150 @@
+"""``LoopyBP`` and ``Gibbs``: loopy inference over discrete factors as interpretations.
+
+Both are stateful interpretation kinds that fall back to the interpretation that was active
+when they were entered, so every term they do not rewrite is left to it (Singh 2014: the
+approximation is chosen by the interpretation, the model stays a term).
+
+- ``LoopyBP(...)`` keeps a sum of discrete Tensors lazy (the factor list; the joint table is
+  what BP avoids) and rewrites ``Contraction(logaddexp | max, add, V, tensors)``: a sum of
+  at least two discrete Tensors reduced over ``V``. The names not in ``V`` index independent
+  models (``loopy_bp``'s batch), so the result is the Bethe ``log Z`` (``log max`` for
+  ``ops.max``) as a Tensor over them: exact on trees. The run is kept as ``.result``.
+- ``Gibbs(num_samples, ...)`` rewrites ``Approximate(logaddexp | sample, model, guide, V)``
+  whose model is a discrete Tensor or a sum of them over exactly ``V`` (sums of discrete
+  Tensors stay lazy under it too): the result is the
+  empirical measure ``Delta(V = x_p)`` over a ``particle`` input (``num_samples * num_chains``
+  draws of blocked Gibbs, chains after one another). MCMC does not estimate the normalizer:
+  each particle weighs ``0`` in log space, so ``Integrate(result, f, V)`` averaged over
+  ``particle`` is the estimate of ``E_p[f]``.
+
+Anything else (real inputs, a single Tensor under ``LoopyBP``, other ops) declines.
+
+Example:
+    >>> from interpretations import LoopyBP
+    >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    >>> g = fc.Tensor(np.zeros((2, 3)), {"b": fc.Bint[2], "c": fc.Bint[3]})
+    >>> with LoopyBP():
+    ...     z = (f + g).reduce(ops.logaddexp, frozenset({"a", "b", "c"}))
+    >>> round(float(np.exp(z.data)), 6)
+    12.0
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.algorithms.loopy.api import loopy_bp, sample_chains
+from funsor_core.atoms.delta import Delta
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Bint
+from funsor_core.engine.interpreter import ENTERED, Interpretation, Tuple, reflect
+from funsor_core.terms.approximate import Approximate
+from funsor_core.terms.base import Binary, Funsor, Number
+from funsor_core.terms.contraction import Contraction
+
+__all__ = ["LoopyBP", "Gibbs"]
+
+
+class LoopyBP(Interpretation):
+    """Belief propagation for discrete sum-product contractions (see the module docstring);
+    the arguments are ``loopy_bp``'s.
+
+    Example:
+        >>> LoopyBP(schedule="residual").options["schedule"]
+        'residual'
+    """
+
+    stateful = True
+
+    def __init__(self, schedule: str = "flooding", damping: float = 0.0, tol: float = 1e-8,
+                 max_iters: int = 1000, temperature: float = 1.0) -> None:
+        super().__init__("loopy_bp", fallback=ENTERED)
+        self.options = dict(schedule=schedule, damping=damping, tol=tol, max_iters=max_iters,
+                            temperature=temperature)
+        self.result = None
+
+
+class Gibbs(Interpretation):
+    """Blocked Gibbs sampling for ``Approximate`` over discrete models (see the module
+    docstring); the arguments are ``gibbs``'s.
+
+    Example:
+        >>> Gibbs(100, rng_key=0).num_samples
+        100
+    """
+
+    stateful = True
+
+    def __init__(self, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None,
+                 thin: int = 1, kernel: str = "gibbs") -> None:
+        super().__init__("gibbs", fallback=ENTERED)
+        self.num_samples, self.warmup, self.num_chains = num_samples, warmup, num_chains
+        self.rng_key, self.thin, self.kernel = rng_key, thin, kernel
+
+
+# f + g of discrete Tensors (or lazy sums of them) stays the lazy sum: the factor list that
+# BP runs on, never the joint table that exact would form.
+@LoopyBP.register(Binary, object, Funsor, Funsor)
+def loopy_bp_binary_add(bp, op, lhs, rhs):
+    return _lazy_sum(op, lhs, rhs)
+
+
+@Gibbs.register(Binary, object, Funsor, Funsor)
+def gibbs_binary_add(gb, op, lhs, rhs):
+    return _lazy_sum(op, lhs, rhs)
+
+
+def _lazy_sum(op, lhs, rhs):
+    if op is not ops.add:
+        return None
+    lhs_terms, rhs_terms = _tensor_terms(lhs), _tensor_terms(rhs)
+    if lhs_terms is None or rhs_terms is None:
+        return None
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(),
+                                           tuple(lhs_terms + rhs_terms)))
+
+
+# logaddexp_V sum(tensors) ~ Bethe log Z over the names outside V (exact on trees).
+@LoopyBP.register(Contraction, object, object, frozenset, Tuple[Tensor, ...])
+def loopy_bp_contraction_tensors(bp, red_op, bin_op, reduced_vars, terms):
+    if red_op not in (ops.logaddexp, ops.max) or bin_op is not ops.add or len(terms) < 2:
+        return None
+    reduced = frozenset(_name(v) for v in reduced_vars)
+    if not reduced:
+        return None
+    batch = tuple(dict.fromkeys(k for t in terms for k in t.inputs if k not in reduced))
+    bp.result = loopy_bp(list(terms), red_op, batch=batch, **bp.options)
+    return bp.result.log_z
+
+
+# Approximate(logaddexp | sample, m, g, V) ~ Delta(V = x_p), x_p from blocked Gibbs on m.
+@Gibbs.register(Approximate, (type(ops.logaddexp), type(ops.sample)), Funsor, Funsor,
+                frozenset)
+def gibbs_approximate(gb, op, model, guide, approx_vars):
+    terms = _tensor_terms(model)
+    names = frozenset(_name(v) for v in approx_vars)
+    if terms is None or frozenset(k for t in terms for k in t.inputs) != names:
+        return None
+    s = sample_chains(terms, gb.num_samples, gb.warmup, gb.num_chains, gb.rng_key,
+                      kernel=gb.kernel, thin=gb.thin)
+    n = gb.num_samples * gb.num_chains
+    points = []
+    for name, t in s.items():
+        data = ops.reshape(t.data, (n,))
+        points.append((name, (Tensor(data, {"particle": Bint[n]}, t.dtype), Number(0.0))))
+    return Delta(tuple(points))
+
+
+def _name(v) -> str:
+    return v if isinstance(v, str) else v.name
+
+
+def _tensor_terms(model):
+    if isinstance(model, Tensor):
+        return [model]
+    if isinstance(model, Binary) and model.op is ops.add:
+        lhs, rhs = _tensor_terms(model.lhs), _tensor_terms(model.rhs)
+        return None if lhs is None or rhs is None else lhs + rhs
+    if (isinstance(model, Contraction) and model.red_op is None and model.bin_op is ops.add
+            and all(isinstance(t, Tensor) for t in model.terms)):
+        return list(model.terms)
+    return None

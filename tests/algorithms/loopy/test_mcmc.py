@@ -1,0 +1,165 @@
+"""Blocked Gibbs and MH: exact one-round transition matrices leave the exact distribution
+invariant (enumeration), the samplers draw from those kernels, seeds reproduce runs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.mcmc import SamplerPlan, conditional_logits, run_chains
+from funsor_core.loopy import gibbs, mh
+from tests.algorithms.loopy.models import joint
+from tests.backend_values import as_backend_array
+
+
+def _loopy_binary(rng, n=5):
+    # A cycle over n binary variables, unary factors and one ternary factor.
+    sizes = {f"v{i}": 2 for i in range(n)}
+    scopes = [(f"v{i}",) for i in range(n)] + [(f"v{i}", f"v{(i + 1) % n}") for i in range(n)]
+    scopes.append(("v0", "v2", "v3"))
+    tables = [(s, rng.normal(size=(2,) * len(s))) for s in scopes]
+    factors = [fc.Tensor(t, {v: fc.Bint[2] for v in s}) for s, t in tables]
+    return factors, tables, sizes
+
+
+def _states(n):
+    return np.array(list(itertools.product(range(2), repeat=n)), dtype=np.int64)
+
+
+def _round_kernel(plan, flat, kernel):
+    """The exact one-round transition matrix (colour after colour), built from the sampler's
+    own Markov-blanket conditionals."""
+    n = len(plan.graph.names)
+    states = _states(n)
+    code = {tuple(s): k for k, s in enumerate(states)}
+    K = np.eye(len(states))
+    for c, vs in enumerate(plan.colour_vars):
+        logits = conditional_logits(plan, flat, states, c)  # (S, n_c, 2)
+        Kc = np.zeros_like(K)
+        for k, x in enumerate(states):
+            per_var = []
+            for m, v in enumerate(vs):
+                lg = logits[k, m]
+                if kernel == "gibbs":
+                    p = np.exp(lg - np.logaddexp.reduce(lg))
+                else:  # uniform proposal over 2 states, accept min(1, ratio)
+                    p = np.zeros(2)
+                    for s in range(2):
+                        if s != x[v]:
+                            p[s] = 0.5 * min(1.0, np.exp(lg[s] - lg[x[v]]))
+                    p[x[v]] = 1.0 - p.sum()
+                per_var.append(p)
+            for ys in itertools.product(range(2), repeat=len(vs)):
+                y = x.copy()
+                y[vs] = ys
+                Kc[k, code[tuple(y)]] = np.prod([per_var[m][ys[m]] for m in range(len(vs))])
+        K = K @ Kc
+    return K
+
+
+@pytest.mark.parametrize("kernel", ["gibbs", "mh"])
+def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel):
+    factors, tables, sizes = _loopy_binary(np.random.default_rng(0))
+    plan = SamplerPlan(FactorGraph.build(factors))
+    assert len(plan.colour_vars) >= 3  # an odd cycle needs three colours
+    flat = plan.flat_table()
+    j = joint(tables, sizes).reshape(-1)  # states in the same (v0 .. v4) order
+    pi = np.exp(j - np.logaddexp.reduce(j))
+    K = _round_kernel(plan, flat, kernel)
+    np.testing.assert_allclose(K.sum(1), 1.0, atol=1e-12)
+    assert np.abs(pi @ K - pi).max() < 1e-12
+    # The Markov-blanket conditionals equal the joint's conditionals.
+    states = _states(len(sizes))
+    for c, vs in enumerate(plan.colour_vars):
+        logits = conditional_logits(plan, flat, states, c)
+        for m, v in enumerate(vs):
+            flip = states.copy()
+            flip[:, v] = 1 - flip[:, v]
+            idx = flip @ (2 ** np.arange(len(sizes))[::-1])
+            got = logits[np.arange(len(states)), m, 1 - states[:, v]] - logits[
+                np.arange(len(states)), m, states[:, v]]
+            np.testing.assert_allclose(got, j[idx] - j, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["gibbs", "mh"])
+def test_sampler_draws_from_the_kernel(kernel):
+    factors, tables, sizes = _loopy_binary(np.random.default_rng(1), n=4)
+    plan = SamplerPlan(FactorGraph.build(factors))
+    K = _round_kernel(plan, plan.flat_table(), kernel)
+    start, chains = 5, 20000
+    init = np.tile(_states(4)[start], (chains, 1))
+    x = run_chains(plan, init, 1, kernel, rng_key=0)[0]
+    freq = np.bincount(x @ (2 ** np.arange(4)[::-1]), minlength=16) / chains
+    assert 0.5 * np.abs(freq - K[start]).sum() < 0.02
+
+
+def test_same_seed_same_run_on_every_backend():
+    jax = pytest.importorskip("jax")
+    factors, tables, _ = _loopy_binary(np.random.default_rng(2), n=4)
+    domains = [dict(f.inputs) for f in factors]
+    for name in ("numpy", "torch"):
+        fc.set_backend(name)
+        try:
+            fs = [fc.Tensor(as_backend_array(t, name), d) for (_, t), d in zip(tables, domains)]
+            a, b = (gibbs(fs, 30, warmup=3, num_chains=2, rng_key=7) for _ in range(2))
+            c = mh(fs, 30, num_chains=2, rng_key=8)
+            assert a["v1"].inputs == {"particle": fc.Bint[30], "chain": fc.Bint[2]}
+            for v in a:
+                assert (np.asarray(a[v].data) == np.asarray(b[v].data)).all()
+            assert c["v0"].dtype == 2
+        finally:
+            fc.set_backend("numpy")
+    fc.set_backend("jax")
+    try:  # jax: the eager run and the jitted run of one seed are identical
+        def fn(*arrays):  # two of the factors: a smaller program to compile twice
+            fs = [fc.Tensor(x, d) for x, d in zip(arrays, domains[4:6])]
+            return gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data
+        arrays = [as_backend_array(t, "jax") for _, t in tables[4:6]]
+        assert (np.asarray(jax.jit(fn)(*arrays)) == np.asarray(fn(*arrays))).all()
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_annealing_reaches_the_map():
+    factors, tables, sizes = _loopy_binary(np.random.default_rng(3), n=6)
+    j = joint(tables, sizes)
+    best = np.unravel_index(np.argmax(j), j.shape)
+    temps = np.geomspace(2.0, 0.01, 60)
+    s = gibbs(factors, 1, warmup=59, num_chains=8, rng_key=0, temperature=temps)
+    for i, v in enumerate(sizes):
+        assert (np.asarray(s[v].data) == best[i]).all()
+
+
+def test_empirical_marginals_and_counters():
+    factors, tables, sizes = _loopy_binary(np.random.default_rng(4), n=5)
+    j = joint(tables, sizes)
+    p = np.exp(j - np.logaddexp.reduce(j.reshape(-1)))
+    s = gibbs(factors, 500, warmup=20, num_chains=16, rng_key=1)
+    m = s.marginals()
+    for i, v in enumerate(sizes):
+        exact = p.sum(axis=tuple(a for a in range(len(sizes)) if a != i))
+        assert np.abs(np.exp(m[v].data) - exact).max() < 0.03
+    assert s.num_updates == 520 * 16 * 5
+    with pytest.raises(ValueError, match="num_samples >= 1"):
+        gibbs(factors, 0)
+    with pytest.raises(NotImplementedError, match="MCMCMC"):
+        mh(factors, 10, subsample=0.5)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        run_chains(SamplerPlan(FactorGraph.build(factors)), np.zeros((1, 5), int), 1, "hmc")
+
+
+def test_gumbel_max_draws_for_more_than_two_states():
+    # a (3 states) and b (2 states): with b fixed at 1, one round draws a from p(a | b = 1).
+    t = np.log(np.array([[1.0, 2.0], [3.0, 1.0], [1.0, 5.0]]))
+    f = fc.Tensor(t, {"a": fc.Bint[3], "b": fc.Bint[2]})
+    plan = SamplerPlan(FactorGraph.build([f]))
+    x = run_chains(plan, np.tile([0, 1], (20000, 1)), 1, rng_key=3, keep_all=False)
+    assert x.shape == (20000, 2)
+    # colour 0 is a (updated from b = 1), then b from p(b | new a): check a's frequencies.
+    freq = np.bincount(x[:, 0], minlength=3) / len(x)
+    p = np.exp(t[:, 1]) / np.exp(t[:, 1]).sum()
+    assert np.abs(freq - p).max() < 0.015
