@@ -93,7 +93,8 @@ class FunsorMeta(type):
         return super().__new__(mcs, name, bases, ns, **kwargs)
 
     def __call__(cls, *args, **kwargs):
-        args = cls._prepare(*args, **kwargs)
+        # (A plain call when there are no keywords: the hot path of every eager op.)
+        args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
         state = _STATE.get(None)
         interp = _DEFAULT[0] if state is None else state[0]
         if cls._stash is None:

@@ -130,6 +130,12 @@ class Funsor(Term):
         """Substitute values for inputs, by name or positionally in the order of ``inputs``."""
         if not args:
             inputs = self.inputs
+            if len(kwargs) == 1:  # the hot case f(i=0): no generator, no loop
+                ((k, v),) = kwargs.items()
+                domain = inputs.get(k)
+                if domain is None:
+                    return self
+                return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
             pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
             return Subs(self, pairs) if pairs else self
@@ -214,12 +220,13 @@ class Funsor(Term):
 
 # Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
 def _binary_method(op, reflected: bool):
+    # A funsor operand skips to_funsor's call: this is the hot path of every eager op.
     if reflected:
         def method(self, other):
-            return Binary(op, to_funsor(other), self)
+            return Binary(op, other if isinstance(other, Funsor) else to_funsor(other), self)
     else:
         def method(self, other):
-            return Binary(op, self, to_funsor(other))
+            return Binary(op, self, other if isinstance(other, Funsor) else to_funsor(other))
     method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
     return method
 
@@ -375,7 +382,9 @@ class Binary(Funsor):
         # Check here, under every interpretation, so a lazy term cannot hide a mistake. The
         # inputs and output computed for the check are kept for _setup (a term built right
         # after, from these very arguments, reuses them instead of computing them again).
-        inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
+        inputs = lhs.inputs
+        if inputs is not rhs.inputs and inputs != rhs.inputs:  # (equal: the common case)
+            inputs = merge_inputs(inputs, rhs.inputs, op.name)
         output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
                   if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
         pending_setup()[0] = (op, lhs, rhs, inputs, output)
@@ -506,6 +515,10 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-2: "i"}).inputs
         {'i': Bint[2]}
     """
+    if type(x) is int and output is not None:  # f(i=0): a Bint Number built before
+        number = _BINT_NUMBERS.data.get((x, output))
+        if number is not None:
+            return number
     if isinstance(x, Funsor):
         if output is not None and x.output is not output:
             raise DomainError(f"expected a funsor of output {output}, got {x.output}")
@@ -522,7 +535,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
             return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
-        key = (x, output.dtype)
+        key = (x, output)
         number = _BINT_NUMBERS.data.get(key) if type(x) is int else None
         if number is None:
             number = Number(x, output.dtype)
