@@ -135,6 +135,10 @@ class Funsor(Term):
                 domain = inputs.get(k)
                 if domain is None:
                     return self
+                if type(v) is int:  # a Bint Number built before, without to_funsor's call
+                    number = _BINT_NUMBERS.data.get((v, domain))
+                    if number is not None:
+                        return Subs(self, ((k, number),))
                 return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
             pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
@@ -449,6 +453,10 @@ class Subs(Funsor):
         if type(subs) is dict:
             subs = tuple(subs.items())
         inputs = arg.inputs
+        if len(subs) == 1 and type(subs) is tuple:  # f(i=0): a checked Number, as it is
+            name, value = subs[0]
+            if type(value) is Number and inputs.get(name) is value.output:
+                return arg, subs
         pairs, arrays = [], False
         for name, value in subs:
             domain = inputs.get(name)
