@@ -18,7 +18,7 @@ from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
 
 __all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook", "pending_setup",
-           "children", "terms_in"]
+           "pending_slot", "children", "terms_in"]
 
 # What a class's ``_prepare`` computed for its checks, kept for ``_setup`` (Binary,
 # Contraction): a one-item list per context (thread, asyncio task), never shared by threads.
@@ -26,6 +26,9 @@ _PENDING: contextvars.ContextVar[list] = contextvars.ContextVar("funsor_core.pen
 
 
 _pending = _PENDING.get
+pending_slot = _PENDING.get
+"""``pending_slot(None)``: this context's ``pending_setup()`` list, or None before its first
+use; one C call where the hot path cannot afford ``pending_setup``'s frame."""
 
 
 def pending_setup() -> list:

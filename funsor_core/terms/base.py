@@ -26,6 +26,7 @@ from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     TypeHints,
     _hook,
     pending_setup,
+    pending_slot,
     register_term_hook,
 )
 from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
@@ -391,12 +392,12 @@ class Binary(Funsor):
             inputs = merge_inputs(inputs, rhs.inputs, op.name)
         output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
                   if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
-        pending_setup()[0] = (op, lhs, rhs, inputs, output)
+        (pending_slot(None) or pending_setup())[0] = (op, lhs, rhs, inputs, output)
         return op, lhs, rhs
 
     def _setup(self):
         op, lhs, rhs = self._args
-        stash = pending_setup()[0]
+        stash = (pending_slot(None) or pending_setup())[0]
         # The slot is this context's; a term built by a rule in between has other arguments.
         if stash is not None and stash[0] is op and stash[1] is lhs and stash[2] is rhs:
             self.inputs, self.output = stash[3], stash[4]

@@ -96,12 +96,13 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    ld, rd = lhs.data, rhs.data
     ikey = lhs._ikey
-    if (ikey is rhs._ikey or ikey == rhs._ikey) and len(ld.shape) == len(rd.shape):
+    if (ikey is rhs._ikey or ikey == rhs._ikey) and len(lhs.output.shape) == len(
+            rhs.output.shape):
         # The same inputs in the same order and outputs of one rank: the arrays broadcast
-        # as they are, and the result shares the left's inputs (terms are immutable).
-        return Tensor.make(op(ld, rd), lhs.inputs, out.dtype, ikey, out)
+        # as they are, and the result shares the left's inputs (terms are immutable). (The
+        # ranks from the domains: a torch .shape is an object built per access.)
+        return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, ikey, out)
     inputs, ikey, ld, rd = align_binary(lhs, rhs)
     return Tensor.make(op(ld, rd), inputs, out.dtype, ikey, out)
 
