@@ -42,7 +42,8 @@ def _logsumexp(x, axis=None, keepdims=False):
                            -np.inf)
     # ufunc.reduce directly: np.amax/np.sum wrappers cost more than the math on small arrays.
     m = np.maximum.reduce(x, axis=axis, keepdims=True)
-    if not np.isfinite(m).all():
+    # (The ufunc's reduce: ndarray.all's Python wrapper costs more than the test.)
+    if not np.logical_and.reduce(np.isfinite(m), axis=None):
         # A slice of all -inf sums to -inf: shift it by 0 instead of by -inf (which gives nan).
         m = np.where(np.isfinite(m), m, 0.0)
         with np.errstate(divide="ignore"):
@@ -50,7 +51,7 @@ def _logsumexp(x, axis=None, keepdims=False):
     else:
         result = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True)) + m
     if not keepdims:
-        result = np.squeeze(result, axis=axis) if axis is not None else result.reshape(())
+        result = result.squeeze(axis) if axis is not None else result.reshape(())
     return np.asarray(result)
 
 

@@ -1,21 +1,32 @@
 """Per-operation overhead of eager funsors on tiny arrays, as ratios to the raw array op.
 
 Measures ``Tensor + Tensor``, ``.reduce(ops.logaddexp, "i")`` and ``t(i=0)`` on 3x3 arrays
-with numpy and torch, beside funsor 0.4.8 (numpy backend) when it is installed.
-Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/overhead.py``).
+with numpy and torch, each beside the raw array op it stands for (``a + b``, a hand-written
+logsumexp over axis 0, ``a[0]``) in the same run, and beside funsor 0.4.8 doing the same op
+on both backends, in a subprocess of its own python (``FUNSOR_PYTHON``, default the clients'
+virtualenv) that times the raw ops again, so that each peer ratio compares times taken in
+the same window of a shared machine. Issue #29's target: every funsor-core ratio within 3x.
+
+Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/overhead.py``);
+``--quick`` times fewer calls.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-from timing import best_us  # noqa: E402
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
 
-import funsor_core as fc  # noqa: E402
-from funsor_core import ops  # noqa: E402
+import numpy as np  # noqa: E402
+
+FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
+                               "/root/.cache/funsor-core-clients/venv/bin/python")
+OPS = ("Tensor + Tensor", "reduce(logaddexp, i)", "t(i=0)")
 
 
 def np_logsumexp0(a):
@@ -23,61 +34,92 @@ def np_logsumexp0(a):
     return np.log(np.exp(a - m).sum(0)) + m
 
 
-def cases_numpy():
-    a, b = np.random.randn(3, 3), np.random.randn(3, 3)
+def raw_cases(backend: str):
+    """The arrays and the raw array ops, by op name."""
+    if backend == "numpy":
+        a, b = np.random.randn(3, 3), np.random.randn(3, 3)
+        lse = lambda: np_logsumexp0(a)  # noqa: E731
+    else:
+        import torch
+
+        torch.set_num_threads(1)
+        a, b = torch.randn(3, 3), torch.randn(3, 3)
+        lse = lambda: torch.logsumexp(a, 0)  # noqa: E731
+    return a, b, dict(zip(OPS, (lambda: a + b, lse, lambda: a[0])))
+
+
+def our_cases(a, b) -> dict:
+    import funsor_core as fc
+    from funsor_core import ops
+
     inputs = {"i": fc.Bint[3], "j": fc.Bint[3]}
     x, y = fc.Tensor(a, inputs), fc.Tensor(b, inputs)
-    return [
-        ("Tensor + Tensor", lambda: a + b, lambda: x + y),
-        ("reduce(logaddexp, i)", lambda: np_logsumexp0(a), lambda: x.reduce(ops.logaddexp, "i")),
-        ("t(i=0)", lambda: a[0], lambda: x(i=0)),
-    ]
+    return dict(zip(OPS, (lambda: x + y, lambda: x.reduce(ops.logaddexp, "i"),
+                          lambda: x(i=0))))
 
 
-def cases_torch():
-    import torch
-
-    torch.set_num_threads(1)
-    a, b = torch.randn(3, 3), torch.randn(3, 3)
-    inputs = {"i": fc.Bint[3], "j": fc.Bint[3]}
-    x, y = fc.Tensor(a, inputs), fc.Tensor(b, inputs)
-    return [
-        ("Tensor + Tensor", lambda: a + b, lambda: x + y),
-        ("reduce(logaddexp, i)", lambda: torch.logsumexp(a, 0),
-         lambda: x.reduce(ops.logaddexp, "i")),
-        ("t(i=0)", lambda: a[0], lambda: x(i=0)),
-    ]
-
-
-def cases_funsor_numpy():
-    try:
-        import funsor
-    except ImportError:
-        return None
+def funsor_cases(backend: str, a, b) -> dict:
     from collections import OrderedDict
 
-    funsor.set_backend("numpy")
-    a, b = np.random.randn(3, 3), np.random.randn(3, 3)
+    import funsor
+
+    funsor.set_backend(backend)
     inputs = OrderedDict(i=funsor.Bint[3], j=funsor.Bint[3])
     x, y = funsor.Tensor(a, inputs), funsor.Tensor(b, inputs)
-    return [
-        lambda: x + y,
-        lambda: x.reduce(funsor.ops.logaddexp, "i"),
-        lambda: x(i=0),
-    ]
+    return dict(zip(OPS, (lambda: x + y, lambda: x.reduce(funsor.ops.logaddexp, "i"),
+                          lambda: x(i=0))))
+
+
+def measure(cases: dict, number: int, repeat: int) -> dict:
+    from timing import best_us
+
+    return {name: best_us(fn, number, repeat) for name, fn in cases.items()}
+
+
+def peer_rows(quick: bool) -> dict | None:
+    """funsor 0.4.8's times and the raw times of its process, per backend; None if absent."""
+    if not os.path.exists(FUNSOR_PYTHON):
+        return None
+    args = [FUNSOR_PYTHON, os.path.abspath(__file__), "--peer"] + (["--quick"] if quick else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1200,
+                          cwd=os.path.dirname(os.path.abspath(__file__)))
+    if done.returncode:
+        print("funsor 0.4.8 failed:", done.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls per timing")
+    parser.add_argument("--peer", action="store_true", help="(internal) funsor 0.4.8's rows")
+    args = parser.parse_args()
+    number, repeat = (2000, 5) if args.quick else (20000, 7)
+    if args.peer:
+        out = {}
+        for backend in ("numpy", "torch"):
+            a, b, raw = raw_cases(backend)
+            out[backend] = dict(raw=measure(raw, number, repeat),
+                                funsor=measure(funsor_cases(backend, a, b), number // 10,
+                                               repeat))
+        print(json.dumps(out))
+        return []
+    # This checkout's funsor_core, not whichever one the virtualenv installed.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    peer = peer_rows(args.quick)
     rows = []
-    peer = cases_funsor_numpy()
-    for backend, cases in (("numpy", cases_numpy()), ("torch", cases_torch())):
-        for k, (name, raw, ours) in enumerate(cases):
-            raw_us, our_us = best_us(raw, 20000, 7), best_us(ours, 20000, 7)
-            row = dict(backend=backend, op=name, raw_us=raw_us, ours_us=our_us,
-                       ratio=our_us / raw_us)
-            if backend == "numpy" and peer is not None:
-                peer_us = best_us(peer[k], number=2000, repeat=7)
-                row.update(funsor_us=peer_us, funsor_ratio=peer_us / raw_us)
+    for backend in ("numpy", "torch"):
+        a, b, raw = raw_cases(backend)
+        raw_us = measure(raw, number, repeat)
+        our_us = measure(our_cases(a, b), number, repeat)
+        for name in OPS:
+            row = dict(backend=backend, op=name, raw_us=raw_us[name], ours_us=our_us[name],
+                       ratio=our_us[name] / raw_us[name])
+            if peer is not None:
+                p = peer[backend]
+                row.update(funsor_us=p["funsor"][name],
+                           funsor_ratio=p["funsor"][name] / p["raw"][name])
             rows.append(row)
     print(f"{'backend':8} {'op':22} {'raw us':>8} {'ours us':>8} {'ratio':>6} "
           f"{'funsor us':>10} {'funsor ratio':>12}")

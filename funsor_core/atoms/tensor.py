@@ -23,6 +23,7 @@ from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's na
     REDUCE_OP_TO_NUMERIC,
     Einsum,
     Getitem,
+    fold_axes,
     get_default_prototype,
     numeric_array,
     tensordot,
@@ -35,7 +36,8 @@ from funsor_core.terms.base import DomainError, Funsor, Number, Variable
 from funsor_core.terms.reshaping import Slice
 
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
-           "index_tensor_numbers", "INDEX_TYPES", "getitem_tensor", "name_output_dim",
+           "index_tensor_numbers", "index_tensor_number", "INDEX_TYPES", "getitem_tensor",
+           "name_output_dim",
            "REDUCE_OP_TO_NUMERIC", "Einsum", "Getitem", "get_default_prototype",
            "numeric_array", "tensordot", "fold_axes", "null_set_product",
            "null_set_mul"]
@@ -204,29 +206,6 @@ class Tensor(Funsor):
         subs = {name: self.new_arange(name, d.size) for name, d in x.inputs.items()
                 if d.dtype != "real"}
         return x(**subs) if subs else x
-
-
-def fold_axes(op, data, axes: tuple):
-    """Reduce ``data`` over ``axes`` by the elementwise binary ``op``, folding each axis in
-    halves (log depth, basic slicing only, so every backend and ``jit`` can run it): for ops
-    such as bitwise ``or_`` that have no array reduction of their own.
-
-    Example:
-        >>> int(fold_axes(ops.or_, np.array([[1, 2], [4, 1]]), (0, 1)))
-        7
-    """
-    for axis in sorted(axes, reverse=True):
-        lead = (slice(None),) * axis
-        while data.shape[axis] > 1:
-            n = data.shape[axis]
-            half = n // 2
-            folded = op(data[lead + (slice(0, 2 * half, 2),)],
-                        data[lead + (slice(1, 2 * half, 2),)])
-            if n % 2:
-                folded = ops.cat([folded, data[lead + (slice(n - 1, n),)]], axis)
-            data = folded
-        data = data[lead + (0,)]
-    return data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,16 +377,42 @@ def index_tensor_numbers(t: Tensor, values: dict) -> Tensor:
         >>> index_tensor_numbers(t, {"j": fc.Number(2, 3)}).data
         array([2., 5.])
     """
-    if len(values) == 1:  # the hot case f(i=0): one leading run of full slices
+    if len(values) == 1:  # the hot case f(i=0)
         ((name, value),) = values.items()
-        pos = list(t.inputs).index(name)
-        index = (slice(None),) * pos + (value.data,) if pos else value.data
-        inputs = dict(t.inputs)
-        del inputs[name]
-        return Tensor.make(t.data[index], inputs, t.dtype, output=t.output)
+        return index_tensor_number(t, name, value.data)
     index = tuple(values[n].data if n in values else slice(None) for n in t.inputs)
     inputs = {n: d for n, d in t.inputs.items() if n not in values}
     return Tensor.make(t.data[index], inputs, t.dtype, output=t.output)
+
+
+# (input signature, name) -> (position, remaining inputs, their ikey). Bounded: fresh input
+# names make fresh keys. The inputs dict is shared by every result (terms are immutable).
+_ONE_INDEX_CACHE = FastCache("tensor.index_one", 4096)
+_ONE_INDEX = _ONE_INDEX_CACHE.data  # read directly on the hot path
+
+
+def index_tensor_number(t: Tensor, name: str, value: int) -> Tensor:
+    """Select ``t`` at the integer ``value`` of its input ``name``: one basic index on that
+    input's axis (a view where the backend makes views). ``value`` must be in range.
+
+    Example:
+        >>> t = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> index_tensor_number(t, "j", 2).data
+        array([2., 5.])
+    """
+    ikey = t._ikey
+    recipe = _ONE_INDEX.get((ikey, name))
+    if recipe is None:
+        recipe = _ONE_INDEX_CACHE.put((ikey, name), _one_index_recipe(ikey, name))
+    lead, inputs, new_ikey = recipe
+    data = t.data[value] if lead is None else t.data[lead + (value,)]
+    return Tensor.make(data, inputs, t.output.dtype, new_ikey, t.output)
+
+
+def _one_index_recipe(ikey: tuple, name: str) -> tuple:
+    pos = [n for n, _ in ikey].index(name)
+    new_ikey = ikey[:pos] + ikey[pos + 1:]
+    return ((slice(None),) * pos if pos else None), dict(new_ikey), new_ikey
 
 
 def index_tensor(t: Tensor, values: dict) -> Tensor | None:

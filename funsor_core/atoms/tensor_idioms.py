@@ -35,7 +35,7 @@ from funsor_core.terms.reshaping import Cat, Lambda, Stack
 from funsor_core.terms.traversal import bound_name
 
 __all__ = ["Getitem", "Finitary", "Einsum", "tensordot", "numeric_array", "get_default_prototype",
-           "REDUCE_OP_TO_NUMERIC", "getitem_funsor"]
+           "REDUCE_OP_TO_NUMERIC", "getitem_funsor", "fold_axes"]
 
 # The array reduction applied by ``Reduce(op, ...)`` for each associative op, named as in funsor.
 REDUCE_OP_TO_NUMERIC = dict(ops.REDUCE_OPS)
@@ -355,3 +355,26 @@ def _register_builders():
 
 
 _register_builders()
+
+
+def fold_axes(op, data, axes: tuple):
+    """Reduce ``data`` over ``axes`` by the elementwise binary ``op``, folding each axis in
+    halves (log depth, basic slicing only, so every backend and ``jit`` can run it): for ops
+    such as bitwise ``or_`` that have no array reduction of their own.
+
+    Example:
+        >>> int(fold_axes(ops.or_, np.array([[1, 2], [4, 1]]), (0, 1)))
+        7
+    """
+    for axis in sorted(axes, reverse=True):
+        lead = (slice(None),) * axis
+        while data.shape[axis] > 1:
+            n = data.shape[axis]
+            half = n // 2
+            folded = op(data[lead + (slice(0, 2 * half, 2),)],
+                        data[lead + (slice(1, 2 * half, 2),)])
+            if n % 2:
+                folded = ops.cat([folded, data[lead + (slice(n - 1, n),)]], axis)
+            data = folded
+        data = data[lead + (0,)]
+    return data

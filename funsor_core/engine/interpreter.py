@@ -333,7 +333,16 @@ class Interpretation:
 
     def interpret(self, cls: type, args: tuple) -> Any:
         """Build ``cls(*args)`` under this interpretation."""
-        key = (cls, *map(type, args)) if not cls._deep_key else type_key(cls, args)
+        if cls._deep_key:
+            key = type_key(cls, args)
+        elif len(args) == 3:  # most terms: spelled out, half the time of a map
+            a, b, c = args
+            key = (cls, type(a), type(b), type(c))
+        elif len(args) == 2:
+            a, b = args
+            key = (cls, type(a), type(b))
+        else:
+            key = (cls, *map(type, args))
         entry = self._cache.get(key)
         if entry is None:
             entry = self._resolve(key)

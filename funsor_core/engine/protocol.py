@@ -18,7 +18,7 @@ from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
 
 __all__ = ["Term", "FunsorMeta", "TERM_HOOKS", "register_term_hook", "pending_setup",
-           "children", "terms_in"]
+           "pending_slot", "children", "terms_in"]
 
 # What a class's ``_prepare`` computed for its checks, kept for ``_setup`` (Binary,
 # Contraction): a one-item list per context (thread, asyncio task), never shared by threads.
@@ -26,6 +26,9 @@ _PENDING: contextvars.ContextVar[list] = contextvars.ContextVar("funsor_core.pen
 
 
 _pending = _PENDING.get
+pending_slot = _PENDING.get
+"""``pending_slot(None)``: this context's ``pending_setup()`` list, or None before its first
+use; one C call where the hot path cannot afford ``pending_setup``'s frame."""
 
 
 def pending_setup() -> list:
@@ -93,7 +96,8 @@ class FunsorMeta(type):
         return super().__new__(mcs, name, bases, ns, **kwargs)
 
     def __call__(cls, *args, **kwargs):
-        args = cls._prepare(*args, **kwargs)
+        # (A plain call when there are no keywords: the hot path of every eager op.)
+        args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
         state = _STATE.get(None)
         interp = _DEFAULT[0] if state is None else state[0]
         if cls._stash is None:

@@ -252,6 +252,8 @@ class BinaryOp(Op):
                 self._cache_box.put(key, fn)
         if self.params:
             kwargs = {**dict(self.params), **kwargs}
+        elif not kwargs:
+            return fn(lhs, rhs)  # the hot path: a plain call, no keyword dict to unpack
         return fn(lhs, rhs, **kwargs)
 
     def _resolve(self, args: tuple) -> Callable:
@@ -402,6 +404,9 @@ def make_op(name: str, family: type = UnaryOp) -> Op:
     return cls(name)
 
 
+_NO_ARG = object()  # cast_bool_args' kernels: no second argument was given
+
+
 def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
     """Wrap an array kernel so that arguments of dtype ``bool_dtype`` are ``cast(a)`` first.
 
@@ -416,12 +421,14 @@ def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
         array([2])
     """
 
-    def kernel(x, *rest):
-        if getattr(x, "dtype", None) is not bool_dtype and (
-                not rest or getattr(rest[0], "dtype", None) is not bool_dtype) and len(rest) < 2:
-            return fn(x, *rest)
-        return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a
-                    for a in (x, *rest)))
+    def kernel(x, y=_NO_ARG, *rest):
+        if getattr(x, "dtype", None) is not bool_dtype and not rest:
+            if y is _NO_ARG:
+                return fn(x)
+            if getattr(y, "dtype", None) is not bool_dtype:
+                return fn(x, y)
+        args = (x,) if y is _NO_ARG else (x, y, *rest)
+        return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a for a in args))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel

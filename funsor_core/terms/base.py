@@ -26,6 +26,7 @@ from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     TypeHints,
     _hook,
     pending_setup,
+    pending_slot,
     register_term_hook,
 )
 from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
@@ -130,6 +131,16 @@ class Funsor(Term):
         """Substitute values for inputs, by name or positionally in the order of ``inputs``."""
         if not args:
             inputs = self.inputs
+            if len(kwargs) == 1:  # the hot case f(i=0): no generator, no loop
+                ((k, v),) = kwargs.items()
+                domain = inputs.get(k)
+                if domain is None:
+                    return self
+                if type(v) is int:  # a Bint Number built before, without to_funsor's call
+                    number = _BINT_NUMBERS.data.get((v, domain))
+                    if number is not None:
+                        return Subs(self, ((k, number),))
+                return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
             pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
             return Subs(self, pairs) if pairs else self
@@ -214,12 +225,13 @@ class Funsor(Term):
 
 # Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
 def _binary_method(op, reflected: bool):
+    # A funsor operand skips to_funsor's call: this is the hot path of every eager op.
     if reflected:
         def method(self, other):
-            return Binary(op, to_funsor(other), self)
+            return Binary(op, other if isinstance(other, Funsor) else to_funsor(other), self)
     else:
         def method(self, other):
-            return Binary(op, self, to_funsor(other))
+            return Binary(op, self, other if isinstance(other, Funsor) else to_funsor(other))
     method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
     return method
 
@@ -375,15 +387,17 @@ class Binary(Funsor):
         # Check here, under every interpretation, so a lazy term cannot hide a mistake. The
         # inputs and output computed for the check are kept for _setup (a term built right
         # after, from these very arguments, reuses them instead of computing them again).
-        inputs = merge_inputs(lhs.inputs, rhs.inputs, op.name)
+        inputs = lhs.inputs
+        if inputs is not rhs.inputs and inputs != rhs.inputs:  # (equal: the common case)
+            inputs = merge_inputs(inputs, rhs.inputs, op.name)
         output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
                   if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
-        pending_setup()[0] = (op, lhs, rhs, inputs, output)
+        (pending_slot(None) or pending_setup())[0] = (op, lhs, rhs, inputs, output)
         return op, lhs, rhs
 
     def _setup(self):
         op, lhs, rhs = self._args
-        stash = pending_setup()[0]
+        stash = (pending_slot(None) or pending_setup())[0]
         # The slot is this context's; a term built by a rule in between has other arguments.
         if stash is not None and stash[0] is op and stash[1] is lhs and stash[2] is rhs:
             self.inputs, self.output = stash[3], stash[4]
@@ -440,6 +454,10 @@ class Subs(Funsor):
         if type(subs) is dict:
             subs = tuple(subs.items())
         inputs = arg.inputs
+        if len(subs) == 1 and type(subs) is tuple:  # f(i=0): a checked Number, as it is
+            name, value = subs[0]
+            if type(value) is Number and inputs.get(name) is value.output:
+                return arg, subs
         pairs, arrays = [], False
         for name, value in subs:
             domain = inputs.get(name)
@@ -506,6 +524,10 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         >>> fc.to_funsor(np.zeros((2, 1, 3)), fc.Reals[3], {-2: "i"}).inputs
         {'i': Bint[2]}
     """
+    if type(x) is int and output is not None:  # f(i=0): a Bint Number built before
+        number = _BINT_NUMBERS.data.get((x, output))
+        if number is not None:
+            return number
     if isinstance(x, Funsor):
         if output is not None and x.output is not output:
             raise DomainError(f"expected a funsor of output {output}, got {x.output}")
@@ -522,7 +544,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
             return Number(x)
         if output.shape:
             raise DomainError(f"a scalar cannot have output {output}")
-        key = (x, output.dtype)
+        key = (x, output)
         number = _BINT_NUMBERS.data.get(key) if type(x) is int else None
         if number is None:
             number = Number(x, output.dtype)

@@ -15,9 +15,11 @@ from funsor_core.atoms.tensor import (
     align_tensors,
     fold_axes,
     index_tensor,
+    index_tensor_number,
     index_tensor_numbers,
 )
 from funsor_core.domains import Bint
+from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import array_program
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
 from funsor_core.terms.backend_check import check_backends
@@ -93,8 +95,15 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
             return Binary(op, *new)
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
-    inputs, ikey, ld, rd = align_binary(lhs, rhs)
     out = ops.infer_domain(op, lhs.output, rhs.output)
+    ikey = lhs._ikey
+    if (ikey is rhs._ikey or ikey == rhs._ikey) and len(lhs.output.shape) == len(
+            rhs.output.shape):
+        # The same inputs in the same order and outputs of one rank: the arrays broadcast
+        # as they are, and the result shares the left's inputs (terms are immutable). (The
+        # ranks from the domains: a torch .shape is an object built per access.)
+        return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, ikey, out)
+    inputs, ikey, ld, rd = align_binary(lhs, rhs)
     return Tensor.make(op(ld, rd), inputs, out.dtype, ikey, out)
 
 
@@ -157,28 +166,47 @@ def _dot(lhs, rhs):
 @exact.register(Reduce, Op, Tensor, frozenset)
 @array_program("reduce", reduce_array)
 def exact_reduce_tensor(op, arg, reduced_vars):
-    names = list(arg.inputs)
-    axes = tuple(i for i, n in enumerate(names) if n in reduced_vars)
+    ikey = arg._ikey
+    recipe = _REDUCE_RECIPES.get((ikey, reduced_vars))
+    if recipe is None:
+        recipe = _REDUCE_CACHE.put((ikey, reduced_vars), _reduce_recipe(ikey, reduced_vars))
+    axes, inputs, new_ikey, count = recipe
     if not axes:
         return arg
-    if ((op is ops.or_ or op is ops.and_) and arg.dtype not in ("real", 2)
-            and all(arg.data.shape[a] for a in axes)):
-        data = fold_axes(op, arg.data, axes)  # bitwise on integers, not a truth test
-    else:
-        data = ops.REDUCE_OPS[op](arg.data, axis=axes)
-    inputs = {n: d for n, d in arg.inputs.items() if n not in reduced_vars}
     out = arg.output
-    if out.dtype != "real":  # integer sums and products widen the Bint bound
-        out = reduce_domain(op, out, math.prod(arg.inputs[n].size for n in reduced_vars))
-    return Tensor.make(data, inputs, out.dtype, output=out)
+    if out.dtype == "real":
+        data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+    else:
+        if ((op is ops.or_ or op is ops.and_) and out.dtype != 2
+                and all(arg.data.shape[a] for a in axes)):
+            data = fold_axes(op, arg.data, axes)  # bitwise on integers, not a truth test
+        else:
+            data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+        out = reduce_domain(op, out, count)  # integer sums and products widen the bound
+    return Tensor.make(data, inputs, out.dtype, new_ikey, out)
+
+
+# (input signature, reduced names) -> (axes, kept inputs, their ikey, number of reduced
+# values). Bounded: fresh names make fresh keys. The inputs dict is shared by the results.
+_REDUCE_CACHE = FastCache("exact.reduce_tensor", 4096)
+_REDUCE_RECIPES = _REDUCE_CACHE.data  # read directly on the hot path
+
+
+def _reduce_recipe(ikey: tuple, reduced_vars: frozenset) -> tuple:
+    axes = tuple(i for i, (n, _) in enumerate(ikey) if n in reduced_vars)
+    new_ikey = tuple((n, d) for n, d in ikey if n not in reduced_vars)
+    count = math.prod(d.size for n, d in ikey if n in reduced_vars)
+    return axes, dict(new_ikey), new_ikey, count
 
 
 # Substituting into a tensor is indexing: numbers select, variables rename, slices slice,
 # and Bint-valued tensors index by advanced indexing (broadcasting by name).
 @exact.register(Subs, Tensor, tuple)
 def exact_subs_tensor(arg, subs):
-    if len(subs) == 1 and type(subs[0][1]) is Number:
-        return index_tensor_numbers(arg, dict(subs))
+    if len(subs) == 1:
+        name, value = subs[0]
+        if type(value) is Number:  # f(i=0): one index on the known axis
+            return index_tensor_number(arg, name, value.data)
     values = dict(subs)
     if not all(isinstance(v, INDEX_TYPES) for v in values.values()):
         values = {k: _materialized(arg, v) for k, v in values.items()}

@@ -137,7 +137,8 @@ def test_library_caches_are_registered_under_their_names():
 
 def test_clear_caches_empties_every_registered_cache():
     x = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
-    (x + x).reduce(fc.ops.logaddexp, "i")  # fills dispatch, domain and alignment caches
+    y = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})  # other inputs than x's: aligned
+    (x + y).reduce(fc.ops.logaddexp, "i")  # fills dispatch, domain and alignment caches
     mine = FastCache(next(_NAMES), 4)
     mine.put("k", 1)
     info = fc.cache_info()
