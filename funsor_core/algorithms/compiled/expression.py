@@ -31,6 +31,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import Getitem
 from funsor_core.terms.base import Binary, Funsor, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["Program", "compile", "cost", "extract_elimination"]
 
@@ -123,6 +124,11 @@ def extract_elimination(expr: Funsor):
 
 def _leaf(term: Funsor):
     """``(kind, value, names, sizes)``: a constant Tensor, or a parameter and its indices."""
+    if not isinstance(term, (Tensor, Getitem, Variable)) and all(
+            d.dtype != "real" for d in term.inputs.values()):
+        # A ground subterm (``t.log()`` recorded under ``lazy``) is a constant: evaluate it
+        # once, under the interpretation active at compile time.
+        term = reinterpret(term)
     if isinstance(term, Tensor):
         if term.output.shape:
             raise _unsupported(f"a Tensor of output {term.output}")

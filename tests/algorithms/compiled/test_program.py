@@ -215,3 +215,20 @@ def test_compile_funsor_runs_a_sum_product():
         plated = sum_product(ops.logaddexp, ops.add, factors, frozenset("xyz"), frozenset("z"))
     with pytest.raises(NotImplementedError, match="compile"):
         compile_funsor(plated)
+
+
+def test_ground_subterms_recorded_under_lazy_are_constants():
+    # ``t.log()`` under ``lazy`` is Unary(log, Tensor): compile evaluates it once.
+    rng = np.random.default_rng(3)
+    a, ab = rng.random(3), rng.random((3, 2))
+    ta = fc.Tensor(a, {"a": fc.Bint[3]})
+    tab = fc.Tensor(ab, {"a": fc.Bint[3], "b": fc.Bint[2]})
+    v = fc.Variable("v", fc.Reals[3, 2])["a", "b"]
+    with lazy:
+        const = (ta.log() + tab.log()).reduce(ops.logaddexp, "a")
+        param = (ta.log() + v).reduce(ops.logaddexp, frozenset({"a", "b"}))
+    expected = np.log(np.einsum("a,ab->b", a, ab))
+    assert np.allclose(np.asarray(fc.compile(const)()), expected, rtol=1e-12)
+    w = rng.normal(size=(3, 2))
+    expected = np.log(np.sum(a[:, None] * np.exp(w)))
+    assert np.allclose(float(fc.compile(param)(v=w)), expected, rtol=1e-12)
