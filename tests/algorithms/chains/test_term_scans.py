@@ -127,3 +127,49 @@ def test_sequential_sum_product_under_jit_keeps_every_digit(case):
         np.testing.assert_allclose(actual, expected, rtol=1e-9)
     finally:
         fc.set_backend("numpy")
+
+
+def _lazy_step(torch, duration, k, plate):
+    # Pyro's TraceMarkovEnum_ELBO step, built under lazy: a transition matrix whose prev
+    # name is renamed (a lazy Subs) plus observations summed over a plate (a lazy Reduce).
+    rng = np.random.default_rng(3)
+    mat = torch.tensor(rng.normal(size=(k, k)), requires_grad=True)
+    obs = torch.tensor(rng.normal(size=(duration, k, plate)))
+    with lazy:
+        step = (fc.Tensor(mat, {"raw": fc.Bint[k], "x": fc.Bint[k]})(raw="_PREV_x")
+                + fc.Tensor(obs, {"t": fc.Bint[duration], "x": fc.Bint[k], "i": fc.Bint[plate]})
+                .reduce(ops.add, "i"))
+    return mat, obs, step
+
+
+@pytest.mark.parametrize("scan", ["sequential", "sarkka_bilmes"])
+def test_lazy_tensor_step_is_one_markov_product(scan):
+    # A step still lazy but made of Tensors is one MarkovProduct (evaluated once by the chain
+    # kernels, not log2(T) rounds of substitutions into the lazy step): the same value as a
+    # torch fold of the step matrices written here, and the same gradient.
+    from funsor_core.sum_product import sarkka_bilmes_product
+
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        mat, obs, step = _lazy_step(torch, 13, 3, 4)
+        with lazy:
+            if scan == "sequential":
+                chain = sequential_sum_product(ops.logaddexp, ops.add, step, "t",
+                                               {"_PREV_x": "x"})
+                assert isinstance(chain, MarkovProduct)
+            else:
+                chain = sarkka_bilmes_product(ops.logaddexp, ops.add, step,
+                                              fc.Variable("t", fc.Bint[13]))
+        actual = fc.reinterpret(chain).align(("_PREV_x", "x")).data
+        total = mat + obs.sum(-1)[:, None, :]  # (t, prev, curr)
+        expected = total[0]
+        for m in total[1:]:
+            expected = torch.logsumexp(expected[:, :, None] + m[None], dim=1)
+        np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(),
+                                   rtol=1e-10)
+        grad, = torch.autograd.grad(actual.logsumexp((0, 1)), mat)
+        want, = torch.autograd.grad(expected.logsumexp((0, 1)), mat)
+        np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
