@@ -60,6 +60,7 @@ from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
 from funsor_core.algorithms.chains.cost_model import (
     RECOMPUTE_ELEMENTS,
     VECMAT_BROADCAST,
+    ChainChoice,
     choose_discrete_kernel,
     record_choice,
 )
@@ -71,6 +72,7 @@ from funsor_core.algorithms.chains.discrete_tree import (
     semiring_mm,
     semiring_mv,
     semiring_vm,
+    single_precision,
     with_units,
 )
 from funsor_core.algorithms.chains.power import repeated_squaring
@@ -501,7 +503,7 @@ _CHOICES = Cache("chains.discrete.choices", maxsize=1024)
 
 def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compiles: bool):
     # The cost model's kernel for this chain, from static facts only (shapes, structure).
-    key = (sum_op, prod_op, strategy, duration, compiles,
+    key = (sum_op, prod_op, strategy, duration, compiles, factors[0].dtype,
            left if left is None or left is UNIT else left.shape, *[f.shape for f in factors])
     choice = _CHOICES.get(key)
     if choice is None:
@@ -511,6 +513,10 @@ def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compil
 
 
 def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles):
+    if (duration == 2 and left is None and sum_op is ops.logaddexp and prod_op is ops.add
+            and single_precision(factors[0].dtype)):
+        # One pair in float32, rounded as funsor's pairs and the longer float32 chains are.
+        return ChainChoice(strategy, "tree", "T = 2 in float32: one pair, as funsor rounds it")
     states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
     kinds = tuple(_kind(f, states) for f in factors)
     filter_form = bool(left is not None and sum_op is ops.logaddexp and prod_op is ops.add

@@ -38,7 +38,8 @@ from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
 __all__ = ["UNIT", "guarded_log_tree", "log_tree", "parallel_chain", "scaled_log_chain",
-           "scaled_log_tree", "semiring_mm", "semiring_mv", "semiring_vm", "with_units"]
+           "scaled_log_tree", "semiring_mm", "semiring_mv", "semiring_vm", "shifted_log_tree",
+           "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
 # with the boundary vector: a vector-matrix product costs a few microseconds, a round (pair
@@ -191,6 +192,77 @@ def guarded_log_tree(mats, cond):
                 lambda _: log_tree(ops.logaddexp, ops.add, mats)[0], None)
 
 
+def single_precision(dtype) -> bool:
+    """Whether ``dtype`` is a float of at most 32 bits (numpy's, jax's or torch's dtype).
+
+    Example:
+        >>> single_precision(np.float32), single_precision(np.float64)
+        (True, False)
+    """
+    bits = _BITS.get(dtype)
+    if bits is None:
+        # numpy and jax dtypes are numpy's; torch's (torch.float32) is read by its name.
+        name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
+        bits = _BITS[dtype] = np.finfo(name).bits
+    return bits <= 32
+
+
+_BITS: dict = {}
+# The largest float32 chain (T x batch x K^2 numbers) rounded as funsor's: under jax.jit its
+# value costs as guarded_log_tree's at T = 200, K = 8 (167 against 170 us) but 2.4x more at
+# T = 1,000, K = 16 (3.5 against 1.5 ms), where NumPyro's scans and unrolled models differ
+# by more than rounding anyway.
+FUNSOR_ROUNDING = 1 << 14
+
+
+def shifted_log_tree(mats, cond=None):
+    """``log_tree(ops.logaddexp, ops.add, mats)[0]`` rounded as funsor 0.4.8 rounds its
+    ``sequential_sum_product``: the same rounds (steps (0, 1), (2, 3), ..., an odd last step
+    passed on), and each pair as funsor's log-space einsum computes it: both operands shifted
+    by their maxima over the summed states, exponentiated, one matrix product, its log plus
+    the shifts. In float32 that keeps NumPyro's scans equal to its unrolled models (what
+    NumPyro's tests compare to 1e-7). A product whose smallest entry is below ``tiny / eps``
+    (a digit lost to underflow, a true zero, a NaN) sends the chain to the exact broadcast
+    tree: read eagerly, or by ``cond`` on a compiling backend (nothing read on the host).
+
+    Example:
+        >>> mats = np.log(np.full((5, 2, 2), 0.5, dtype=np.float32))
+        >>> np.exp(shifted_log_tree(mats)).tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
+    """
+    if mats.shape[0] == 1:
+        return mats[0]
+    if isinstance(mats, np.ndarray):  # -inf - -inf is found by the check, silently
+        with np.errstate(all="ignore"):
+            fast, smallest = _shifted_rounds(mats)
+    else:
+        fast, smallest = _shifted_rounds(mats)
+    floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
+
+    def exact(_):
+        return log_tree(ops.logaddexp, ops.add, mats)[0]
+
+    if cond is not None:
+        return cond(smallest >= floor, lambda _: fast, exact, None)
+    return fast if bool(smallest >= floor) else exact(None)
+
+
+def _shifted_rounds(mats):
+    p, smallest = mats, None
+    while p.shape[0] > 1:
+        n = p.shape[0]
+        a, b = (p[0:n - 1:2], p[1::2]) if n % 2 else (p[0::2], p[1::2])
+        # Detached shifts: the value is shift-invariant, so its derivative is the exp path's.
+        sa = ops.amax(ops.detach(a), -1, keepdims=True)
+        sb = ops.amax(ops.detach(b), -2, keepdims=True)
+        q = ops.matmul(ops.exp(a - sa), ops.exp(b - sb))
+        low = ops.amin(ops.detach(q))
+        smallest = low if smallest is None else ops.min(smallest, low)
+        q = (sa + sb) + ops.log(q)
+        p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
+    return p[0], smallest
+
+
 def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled=None):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
@@ -204,6 +276,11 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
         >>> parallel_chain(ops.add, ops.mul, np.ones((3, 2, 2)), np.ones(2), None, False).tolist()
         [8.0, 8.0]
     """
+    funsor_rounding = (left is None and right is None and sum_op is ops.logaddexp
+                       and prod_op is ops.add and math.prod(mats.shape) <= FUNSOR_ROUNDING
+                       and single_precision(mats.dtype))
+    if eager_log and funsor_rounding:
+        return shifted_log_tree(mats)
     if eager_log:
         # Batch dims of size 1 go: a batch of matrix products is then one plain call (and
         # one node of torch's graph, not six).
@@ -221,8 +298,10 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
         # funsor's sequential_sum_product under jax.jit (benchmarks/idioms.py, K = 4 and
         # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step. The
         # derivative of the linear-space branch would meet log(0) where cond discards it.
+        # In float32, funsor's rounding (``shifted_log_tree``) instead.
+        guarded = shifted_log_tree if funsor_rounding else guarded_log_tree
         return compiled.differentiate_as(
-            lambda m: guarded_log_tree(m, compiled.cond),
+            lambda m: guarded(m, compiled.cond),
             lambda m: log_tree(ops.logaddexp, ops.add, m)[0], (mats,))
     return _tree_chain(sum_op, prod_op, mats, left, right, None)
 

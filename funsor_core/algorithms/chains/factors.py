@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
-from funsor_core.terms.base import Binary, Number
+from funsor_core.engine.protocol import children
+from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["tensor_factors"]
+__all__ = ["tensor_factors", "tensor_expression"]
+
+# The generic terms that exact evaluates on Tensor arguments to a Tensor.
+_TENSOR_OPS = (Binary, Unary, Reduce, Subs, Align, Contraction)
 
 
 def tensor_factors(trans, prod_op) -> list | None:
@@ -51,3 +55,40 @@ def tensor_factors(trans, prod_op) -> list | None:
     if not any(isinstance(t, Tensor) for t in factors):
         return None
     return factors
+
+
+def tensor_expression(trans) -> bool:
+    """Whether ``trans`` is a lazy expression that ``exact`` evaluates to one real Tensor: its
+    inputs are all ``Bint``, and it is built by elementwise ops, reductions, substitutions and
+    contractions from Tensors, Numbers and ``Bint`` Variables (as Pyro's enumeration builds a
+    step under ``lazy``: a renamed transition matrix plus observations reduced over a plate).
+
+    Example:
+        >>> from interpretations import lazy
+        >>> a = fc.Tensor(np.zeros((2, 2)), {"x": fc.Bint[2], "y": fc.Bint[2]})
+        >>> o = fc.Tensor(np.zeros((5, 2, 3)), {"t": fc.Bint[5], "y": fc.Bint[2],
+        ...                                     "i": fc.Bint[3]})
+        >>> with lazy:
+        ...     step = a + o.reduce(ops.add, "i")
+        >>> tensor_expression(step), tensor_expression(step + fc.Variable("z", fc.Real))
+        (True, False)
+    """
+    if trans.output is not Real or not all(isinstance(d.dtype, int)
+                                           for d in trans.inputs.values()):
+        return False
+    seen, todo, tensors = set(), [trans], 0
+    while todo:
+        term = todo.pop()
+        if id(term) in seen:
+            continue
+        seen.add(id(term))
+        if type(term) is Tensor:
+            tensors += 1
+        elif isinstance(term, Variable):
+            if not isinstance(term.output.dtype, int):
+                return False
+        elif isinstance(term, _TENSOR_OPS):
+            todo += children(term)
+        elif not isinstance(term, Number):
+            return False
+    return tensors > 0

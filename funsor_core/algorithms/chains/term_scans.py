@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.factors import tensor_factors
+from funsor_core.algorithms.chains.factors import tensor_expression, tensor_factors
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.analysis.sign import check_distributes
 from funsor_core.atoms.tensor import Tensor, is_array
@@ -203,11 +203,14 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     time, step, duration = _chain_args(trans, time, step, sum_op, prod_op)
     if time not in trans.inputs:
         return compose_power(sum_op, prod_op, trans, step, duration)
-    if step and tensor_factors(trans, prod_op) is not None:
+    if step and (tensor_factors(trans, prod_op) is not None or tensor_expression(trans)):
         # A chain of Tensors is the Markov product term: ``exact`` runs it on pre-aligned
         # arrays (the chain kernels, one program under jax.jit, no term per round), an
         # adjoint tape runs it as its steps and places paths along it whole, and ``lazy``
         # keeps it as one term. (benchmarks/idioms.py: 6x faster eagerly at K=4, T=1000.)
+        # A step still lazy but made of Tensors (Pyro's TraceMarkovEnum_ELBO builds it under
+        # ``lazy``) is the same term: its step is evaluated once, when the term is, instead
+        # of log2(T) rounds of substitutions into the lazy step (benchmarks/clients.py).
         return MarkovProduct(sum_op, prod_op, trans, Variable(time, trans.inputs[time]), step)
     return parallel_steps(sum_op, prod_op, trans, time, step)
 

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.algorithms.contract.einsum import SEMIRINGS, contract_tensors
 from funsor_core.algorithms.contract.plan import plan_terms, step_costs
@@ -75,6 +77,11 @@ def contract_dense(red_op, bin_op, reduced_vars, terms) -> Funsor:
         if len(tensors) > 2 and distributes(red_op, bin_op, tensors):
             plan = plan_terms(tensors, reduced_vars)
             return plan.run_terms(red_op, bin_op, reduced_vars, tensors)
+    if len(tensors) > 2:
+        # Smallest operands first (stable): the broadcast to the largest shape happens once,
+        # at the end, and a sum of per-step factors with a transition factor rounds as
+        # funsor's does (NumPyro's scan against its unrolled model: (s1 + s2) + trans).
+        tensors = sorted(tensors, key=lambda t: math.prod(t.data.shape))
     result = fold(bin_op, tensors)
     if red_op is not None and reduced_vars:
         result = result.reduce(red_op, reduced_vars)

@@ -127,3 +127,129 @@ def test_sequential_sum_product_under_jit_keeps_every_digit(case):
         np.testing.assert_allclose(actual, expected, rtol=1e-9)
     finally:
         fc.set_backend("numpy")
+
+
+def _lazy_step(torch, duration, k, plate):
+    # Pyro's TraceMarkovEnum_ELBO step, built under lazy: a transition matrix whose prev
+    # name is renamed (a lazy Subs) plus observations summed over a plate (a lazy Reduce).
+    rng = np.random.default_rng(3)
+    mat = torch.tensor(rng.normal(size=(k, k)), requires_grad=True)
+    obs = torch.tensor(rng.normal(size=(duration, k, plate)))
+    with lazy:
+        step = (fc.Tensor(mat, {"raw": fc.Bint[k], "x": fc.Bint[k]})(raw="_PREV_x")
+                + fc.Tensor(obs, {"t": fc.Bint[duration], "x": fc.Bint[k], "i": fc.Bint[plate]})
+                .reduce(ops.add, "i"))
+    return mat, obs, step
+
+
+@pytest.mark.parametrize("scan", ["sequential", "sarkka_bilmes"])
+def test_lazy_tensor_step_is_one_markov_product(scan):
+    # A step still lazy but made of Tensors is one MarkovProduct (evaluated once by the chain
+    # kernels, not log2(T) rounds of substitutions into the lazy step): the same value as a
+    # torch fold of the step matrices written here, and the same gradient.
+    from funsor_core.sum_product import sarkka_bilmes_product
+
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        mat, obs, step = _lazy_step(torch, 13, 3, 4)
+        with lazy:
+            if scan == "sequential":
+                chain = sequential_sum_product(ops.logaddexp, ops.add, step, "t",
+                                               {"_PREV_x": "x"})
+                assert isinstance(chain, MarkovProduct)
+            else:
+                chain = sarkka_bilmes_product(ops.logaddexp, ops.add, step,
+                                              fc.Variable("t", fc.Bint[13]))
+        actual = fc.reinterpret(chain).align(("_PREV_x", "x")).data
+        total = mat + obs.sum(-1)[:, None, :]  # (t, prev, curr)
+        expected = total[0]
+        for m in total[1:]:
+            expected = torch.logsumexp(expected[:, :, None] + m[None], dim=1)
+        np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(),
+                                   rtol=1e-10)
+        grad, = torch.autograd.grad(actual.logsumexp((0, 1)), mat)
+        want, = torch.autograd.grad(expected.logsumexp((0, 1)), mat)
+        np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
+
+
+def _funsor_rounding(backend, m):
+    # funsor 0.4.8's sequential_sum_product written out in the backend's own array calls:
+    # rounds pairing steps (0, 1), (2, 3), ... (an odd last step passed on), each pair by
+    # funsor's log-space einsum: both operands shifted by their maxima over the summed
+    # states, exponentiated, a matrix product, its log, plus the two shifts.
+    if backend == "torch":
+        import torch as xp
+
+        def amax(x, d):
+            return x.amax(d, keepdim=True)
+        cat = xp.cat
+    else:
+        xp = pytest.importorskip("jax.numpy") if backend == "jax" else np
+
+        def amax(x, d):
+            return x.max(d, keepdims=True)
+        cat = xp.concatenate
+    while m.shape[0] > 1:
+        n = m.shape[0]
+        a, b = m[0:n - 1:2], m[1::2]
+        sa, sb = amax(a, -1), amax(b, -2)
+        q = (sa + sb) + xp.log(xp.matmul(xp.exp(a - sa), xp.exp(b - sb)))
+        m = cat([q, m[n - 1:]]) if n % 2 else q
+    return m[0]
+
+
+def test_float32_chain_rounds_as_funsor(backend):
+    # NumPyro compares its scans with its unrolled models to 1e-7: float32 chains keep
+    # funsor's association and its pairs' rounding, to the bit, eagerly and under jax.jit.
+    # (jax: one compiled program each side; eagerly the chain runs the same program.)
+    for duration in (7,) if backend == "jax" else (2, 7):
+        data, inputs, step, _ = _chain(duration, duration, 1, 2, False)
+        x = fc.numeric_array((3.0 * data).astype(np.float32))
+
+        def product(x, inputs=inputs, step=step):
+            trans = fc.Tensor(x, inputs)
+            return sequential_sum_product(ops.logaddexp, ops.add, trans, "t", step).align(
+                ("b", "p0", "c0")).data
+
+        def oracle(x):
+            return _funsor_rounding(backend, x)
+
+        if backend == "jax":
+            import jax
+            product, oracle = jax.jit(product), jax.jit(oracle)
+        expected = np.asarray(oracle(x))
+        assert np.array_equal(np.asarray(ops.to_numpy(product(x))), expected)
+
+
+def test_float32_chain_keeps_its_digits_where_funsor_rounding_cannot(backend):
+    # True zeros (a left-to-right chain) and products spanning more than float32's range:
+    # funsor's shifted pairs would lose digits (or give log 0), so the chain takes the
+    # exact log-space tree: against a float64 numpy fold.
+    data, inputs, step, mats = _chain(4, 9, 1, 2, False)
+    data = np.where(np.triu(np.ones((2, 2))) > 0, data, -np.inf) * np.array([1.0, 60.0])
+    mats = data.reshape(mats.shape)
+    trans = fc.Tensor(fc.numeric_array(data.astype(np.float32)), inputs)
+    result = sequential_sum_product(ops.logaddexp, ops.add, trans, "t", step)
+    actual = np.asarray(ops.to_numpy(result.align(("b", "p0", "c0")).data))
+    np.testing.assert_allclose(actual, _fold(np.logaddexp.reduce, np.add, mats), rtol=1e-5)
+
+
+def test_float32_chain_gradient():
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        data, inputs, step, _ = _chain(5, 11, 1, 2, False)
+        x = torch.tensor(data, dtype=torch.float32, requires_grad=True)
+        total = sequential_sum_product(ops.logaddexp, ops.add, fc.Tensor(x, inputs), "t", step)
+        grad, = torch.autograd.grad(total.data.logsumexp((0, 1, 2)), x)
+        x64 = torch.tensor(data, requires_grad=True)
+        fold = x64[0]  # x64 is (t, b, p0, c0)
+        for step_mat in x64[1:]:
+            fold = torch.logsumexp(fold[..., :, :, None] + step_mat[..., None, :, :], dim=-2)
+        want, = torch.autograd.grad(fold.logsumexp((0, 1, 2)), x64)
+        np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+    finally:
+        fc.set_backend("numpy")
