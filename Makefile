@@ -21,8 +21,9 @@ SINGLE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 PYTEST_ARGS ?=
 # The suite runs in two processes (pytest-xdist), one per core of the 2-core machines, each
 # single-threaded: 4-5 minutes for 4,800 tests (conftest.py compiles the suite's jax programs
-# without LLVM's expensive passes). `make test PYTEST_WORKERS=` runs it in one.
-PYTEST_WORKERS ?= -n 2
+# without LLVM's expensive passes); a worker that runs dry steals the other's queued tests, so
+# a long test near the end does not leave one core idle. `make test PYTEST_WORKERS=` runs it in one.
+PYTEST_WORKERS ?= -n 2 --dist worksteal
 
 .PHONY: venv test lint demo bench clean distclean
 

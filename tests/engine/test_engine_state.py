@@ -245,19 +245,41 @@ def _fresh_step(k, data, other, vector):
         fc.to_funsor(k, Bint[k + 1])  # an integer constant of a fresh Bint size
 
 
+def _shrink_caches(bound):
+    """Bound every registered cache (and each member of a cache family) by ``bound``; returns
+    a function that restores the old bounds."""
+    from funsor_core.engine.cache import CacheFamily, get_cache
+
+    saved = []
+    for name in fc.cache_info():
+        cache = get_cache(name)
+        members = list(cache._members) if isinstance(cache, CacheFamily) else []
+        for c in [cache, *members]:
+            saved.append((c, c.maxsize))
+            c.maxsize = min(c.maxsize, bound)
+
+    def restore():
+        for c, maxsize in saved:
+            c.maxsize = maxsize
+    return restore
+
+
 def test_memory_stays_flat_over_fresh_names():
     data, other = np.ones(2), fc.Tensor(np.ones(2), {"j": Bint[2]})
     vector = fc.Variable("v", Reals[100_000])
-    # Start from empty caches, whatever ran before (a long chain leaves large entries that
-    # the fresh steps below would evict, or not, depending on each cache's bound), then fill
-    # every bounded cache: the align cache meets a fresh key every 8th step, so 8 x 4,096
-    # steps fill it (and the others, which meet one more often).
+    # Every cache bounded by 512 (the property does not depend on the bound; smaller bounds
+    # fill in fewer steps). Start from empty caches, whatever ran before (a long chain leaves
+    # large entries that the fresh steps below would evict, or not, depending on each
+    # cache's bound), then fill every bounded cache: the align cache meets a fresh key every
+    # 8th step, so 8 x 512 steps fill it (and the others, which meet one more often).
     # Traced from before the warm-up, so that an entry evicted later counts as freed.
+    bound, extra = 512, 5_000
+    restore = _shrink_caches(bound)
     fc.clear_caches()
     gc.collect()
     tracemalloc.start()
     try:
-        warm = 8 * 4096 + 8
+        warm = 8 * bound + 8
         for k in range(warm):
             _fresh_step(k, data, other, vector)
         info = fc.cache_info()
@@ -265,15 +287,17 @@ def test_memory_stays_flat_over_fresh_names():
             assert info[name].size == info[name].maxsize, info[name]  # the premise: full
         gc.collect()
         after_small = tracemalloc.get_traced_memory()[0]
-        for k in range(warm, warm + 20_000):
+        for k in range(warm, warm + extra):
             _fresh_step(k, data, other, vector)
         gc.collect()
         after_large = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    # 20,000 more fresh names: an unbounded cache would grow by an entry of a name, a key
-    # and a value per step (100 bytes or more: 2 MB and up); bounded ones, full, stay full.
-    assert after_large - after_small < 1_000_000, (after_small, after_large)
+        restore()
+        fc.clear_caches()
+    # 5,000 more fresh names: an unbounded cache would grow by an entry of a name, a key and
+    # a value per step (100 bytes or more: 500 kB and up); bounded ones, full, stay full.
+    assert after_large - after_small < 250_000, (after_small, after_large)
 
 
 def test_bound_ops_are_interned_while_alive():
