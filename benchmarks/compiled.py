@@ -32,6 +32,7 @@ import opt_einsum  # noqa: E402
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
 from funsor_core.algorithms.compiled.jointree import replicate_functional  # noqa: E402
+from funsor_core.algorithms.compiled.models import random_network  # noqa: E402
 from funsor_core.algorithms.compiled.program import plan_structure  # noqa: E402
 from interpretations.lazy import lazy  # noqa: E402
 
@@ -72,27 +73,6 @@ def planning():
         print(f"{name:8} {a:9.1f} {b:18.1f} {b / a:6.1f}")
 
 
-def random_network(rng, n=100, max_parents=5, frac=0.5):
-    cards = {f"v{i}": int(rng.integers(2, 4)) for i in range(n)}
-    names = list(cards)
-    factors = []
-    for i, x in enumerate(names):
-        k = int(rng.integers(0, min(i, max_parents) + 1))
-        parents = [str(p) for p in rng.choice(names[:i], size=k, replace=False)] if k else []
-        shape = [cards[p] for p in parents] + [cards[x]]
-        inputs = {p: fc.Bint[cards[p]] for p in parents}
-        inputs[x] = fc.Bint[cards[x]]
-        if parents and rng.random() < frac:
-            table = np.zeros(shape)
-            np.put_along_axis(table, rng.integers(0, cards[x], size=shape[:-1])[..., None],
-                              1.0, -1)
-            factors.append(fc.functional(fc.Tensor(table, inputs), x))
-        else:
-            table = rng.random(shape)
-            factors.append(fc.Tensor(table / table.sum(-1, keepdims=True), inputs))
-    return factors, cards
-
-
 def _term(f):
     return f.term if isinstance(f, fc.algorithms.compiled.Functional) else f
 
@@ -104,7 +84,7 @@ def table_5(quick):
     for frac in (0.25, 0.5, 0.8):
         plain, shrunk = [], []
         for _ in range(3 if quick else 10):
-            factors, cards = random_network(rng, frac=frac)
+            factors, cards = random_network(rng, 100, frac, 5, evidence=0.0, shuffle=False)
             terms = [_term(f) for f in factors]
             plain.append(fc.plan(terms, frozenset(cards), method="jointree",
                                  memory_budget=2 ** 62).stats()["max_binary_rank"])
@@ -144,7 +124,7 @@ def _einsum_by_hand(program, arrays):
 
 def _fitting_network(rng, frac, limit=2 ** 22):
     while True:
-        factors, cards = random_network(rng, frac=frac)
+        factors, cards = random_network(rng, 100, frac, 5, evidence=0.0, shuffle=False)
         stats = fc.plan(factors, frozenset(cards), method="jointree",
                         memory_budget=2 ** 62).stats()
         if stats["peak_bytes"] <= 8 * limit and stats["max_binary_rank"] <= 16:

@@ -24,25 +24,8 @@ import numpy as np
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.compiled.jointree import build_jointree
+from funsor_core.algorithms.compiled.models import rectangle_structure as structure
 from interpretations.lazy import lazy
-
-
-def structure(n):
-    """(scopes, functional outs, sizes) of the model's factors."""
-    sizes = {"label": 2, "row": n, "col": n, "height": n, "width": n}
-    scopes = [("label",), ("row",), ("col",), ("label", "row", "height"),
-              ("label", "col", "width")]
-    outs = [None] * 5
-    for i in range(n):
-        sizes[f"r{i}"] = sizes[f"c{i}"] = 2
-        scopes += [("row", "height", f"r{i}"), ("col", "width", f"c{i}")]
-        outs += [f"r{i}", f"c{i}"]
-    for i in range(n):
-        for j in range(n):
-            sizes[f"p{i}_{j}"] = 2
-            scopes.append((f"r{i}", f"c{j}", f"p{i}_{j}"))
-            outs.append(None)
-    return scopes, outs, sizes
 
 
 def table_1(sizes_n):
