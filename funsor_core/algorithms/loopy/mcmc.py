@@ -7,10 +7,15 @@ its own factors, indexed at the current values of their other variables,
 
     log p(x_i = s | x_-i) = sum_{a ∋ i} log psi_a(x_a[i := s]) + const,
 
-one gather from the concatenated flattened tables for every edge of the colour and state
-``s``, then a sum over each variable's (padded) edge list. Gibbs draws from it by Gumbel-max;
-MH proposes a uniform state and accepts with ``min(1, p(s') / p(s))`` (both at temperature
-``T``: ``1 / T`` scales the log densities, annealing toward a MAP as ``T -> 0``).
+computed for a whole colour by ``blocks`` (the colour's variables stored contiguously, its
+edges a padded neighbour table: a read of the neighbours' states and ``where`` selects from
+tables gathered once per run). A round is one step of the backend's ``scan``, with one
+random draw for all colours. Gibbs draws binary variables by one uniform against the
+sigmoid of the log odds and others by Gumbel-max; MH proposes a uniform state (or a draw
+from a user's ``q(y | x)``) per variable and accepts with
+``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` (the same single-site kernel for every variable
+of a colour: they are independent given the rest). Both run at temperature ``T`` (``1 / T``
+scales the log densities, annealing toward a MAP as ``T -> 0``).
 
 Example:
     >>> f = fc.Tensor(np.log(np.array([[4.0, 1.0], [1.0, 4.0]])),
@@ -25,10 +30,11 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.loopy.blocks import ColourBlocks, block_logits, block_values
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
 from funsor_core.sampling.keys import KeyStream
 
-__all__ = ["SamplerPlan", "run_chains", "conditional_logits", "KERNELS"]
+__all__ = ["SamplerPlan", "run_chains", "sweep_rounds", "conditional_logits", "KERNELS"]
 
 KERNELS = ("gibbs", "mh")
 
@@ -38,7 +44,8 @@ class SamplerPlan:
 
     For every edge ``e = (a, i at position j)``: the flat offset of ``a``'s table, the stride
     of position ``j``, and the (variable, stride) pairs of the other positions; per colour,
-    its variables and their padded edge lists (the padding edge reads a row of zeros)."""
+    its variables and their padded edge lists (the padding edge reads a row of zeros); and
+    ``blocks``, the colour-block layout the sweeps run on."""
 
     def __init__(self, graph: FactorGraph) -> None:
         if graph.bshape:
@@ -71,12 +78,8 @@ class SamplerPlan:
         colors = graph.colors
         self.colour_vars = tuple(np.flatnonzero(colors == c) for c in range(int(colors.max()) + 1))
         self.colour_edges = tuple(graph.var_edges[vs] for vs in self.colour_vars)  # E = pad
-        # pos[c][v]: v's slot among colour c's variables (any valid slot for the others).
-        self.pos = []
-        for vs in self.colour_vars:
-            pos = np.zeros(V, np.int64)
-            pos[vs] = np.arange(len(vs))
-            self.pos.append(pos)
+        self.blocks = ColourBlocks(graph, self.colour_vars, off, stride, other_var,
+                                   other_stride, size)
 
     def flat_table(self):
         """All tables flattened and concatenated, then ``D`` zeros (the padding edge's row)."""
@@ -88,51 +91,57 @@ class SamplerPlan:
 
 def conditional_logits(plan: SamplerPlan, flat, x, c: int):
     """``(C, n_c, D)``: the unnormalized log conditionals of colour ``c``'s variables given
-    states ``x`` ``(C, V)`` (integers), from their Markov blankets only."""
-    D = plan.graph.D
-    x_ext = ops.cat([x, ops.new_zeros(x, (x.shape[0], 1))], 1)  # index V reads state 0
-    edges = plan.colour_edges[c].reshape(-1)  # (n_c * deg,)
-    base = ops.new_array(x, plan.off[edges])
-    for m in range(plan.other_var.shape[1]):
-        base = base + x_ext[:, plan.other_var[edges, m]] * ops.new_array(
-            x, plan.other_stride[edges, m])
-    index = base[:, :, None] + ops.new_array(x, plan.stride[edges][:, None] * np.arange(D))
-    values = flat[index]  # (C, n_c * deg, D)
-    n_c, deg = plan.colour_edges[c].shape
-    return ops.sum(ops.reshape(values, (x.shape[0], n_c, deg, D)), axis=2)
+    states ``x`` ``(C, V)`` (integers, variables in the graph's order), from their Markov
+    blankets only."""
+    values = block_values(plan.blocks, flat)
+    return block_logits(plan.blocks, values, x[:, plan.blocks.order], c)
 
 
-def _gumbel(module, shape, key):
-    u = module.rand(shape, rng_key=key)
+def log_odds(values: tuple) -> tuple:
+    """Per-colour values of the log odds ``log p(1) - log p(0)`` of binary variables."""
+    return tuple((None if t is None else t[..., 1] - t[..., 0], u[..., 1] - u[..., 0], n)
+                 for t, u, n in values)
+
+
+def _gumbel(u):
     return -ops.log(-ops.log(ops.clamp(u, min=1e-300)))
 
 
-def _update(plan, flat, x, c, kernel, key, inv_t, module, sizes):
-    logits = conditional_logits(plan, flat, x, c) * inv_t
-    C, n_c, D = logits.shape
-    if kernel == "gibbs" and D == 2:  # one uniform per variable: u < p(1) = sigmoid(l1 - l0)
-        up = module.rand((C, n_c), rng_key=key) < ops.sigmoid(logits[..., 1] - logits[..., 0])
-        new = ops.where(up, ops.new_full(x, (), 1), ops.new_zeros(x, ()))
-    elif kernel == "gibbs":  # Gumbel-max
-        new = ops.argmax(logits + _gumbel(module, (C, n_c, D), key), axis=-1)
-    else:
-        u = module.rand((C, n_c, 2), rng_key=key)
-        d = ops.new_array(u, sizes[plan.colour_vars[c]].astype(float))
+def _gibbs_binary(blocks, odds, xs, c, inv_t, u):
+    # One uniform per variable: x = 1 iff u < p(1) = sigmoid(log odds).
+    return u < ops.sigmoid(block_logits(blocks, odds, xs, c) * inv_t)
+
+
+def _gibbs(blocks, values, xs, c, inv_t, u):
+    # Gumbel-max: argmax_s (logit_s / T + G_s) is a draw from the conditional at T.
+    return ops.argmax(block_logits(blocks, values, xs, c) * inv_t + _gumbel(u), axis=-1)
+
+
+def _mh(blocks, values, xs, c, inv_t, u, sizes, log_q):
+    """A proposal per variable, accepted with ``min(1, p(y) q(x | y) / (p(x) q(y | x)))``;
+    uniform over the variable's states when ``log_q`` is None, else a draw from row ``x``
+    of ``log_q`` ``(D, D)`` (log q(y | x))."""
+    logits = block_logits(blocks, values, xs, c) * inv_t
+    cur = xs[:, blocks.starts[c]: blocks.starts[c + 1]]
+    states = ops.new_array(cur, np.arange(logits.shape[-1]))
+    if log_q is None:
+        d = ops.new_array(u, sizes[blocks.starts[c]: blocks.starts[c + 1]].astype(float))
         proposal = ops.astype(u[..., 0] * d, "int")  # floor: uniform on the d_i states
-        states = ops.new_array(x, np.arange(D))
-        cur = x[:, plan.colour_vars[c]]
-        gain = (ops.sum(ops.where(states == proposal[..., None], logits, 0.0), axis=-1)
-                - ops.sum(ops.where(states == cur[..., None], logits, 0.0), axis=-1))
-        new = ops.where(ops.log(u[..., 1]) < gain, proposal, cur)
-    in_colour = ops.new_array(x, plan.graph.colors == c)
-    return ops.where(in_colour[None, :], new[:, plan.pos[c]], x)
+        correction = 0.0
+    else:
+        proposal = ops.argmax(log_q[cur] + _gumbel(u[..., :-1]), axis=-1)
+        correction = log_q[proposal, cur] - log_q[cur, proposal]
+    gain = (ops.sum(ops.where(states == proposal[..., None], logits, 0.0), axis=-1)
+            - ops.sum(ops.where(states == cur[..., None], logits, 0.0), axis=-1))
+    return ops.where(ops.log(u[..., -1]) < gain + correction, proposal, cur)
 
 
 def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
-               temperatures=None, rng_key=None, keep_all: bool = True):
+               temperatures=None, rng_key=None, keep_all: bool = True, *, proposal=None):
     """``(num_rounds, C, V)``: the states after each round of blocked updates of ``C`` chains
     started at ``init`` ``(C, V)``; ``temperatures`` one per round (None: all 1);
-    ``keep_all=False``: only the last states ``(C, V)``.
+    ``keep_all=False``: only the last states ``(C, V)``; ``proposal`` (MH only): a ``(D, D)``
+    array of log proposal probabilities ``log q(y | x)`` (rows ``x``), None for uniform.
 
     Example:
         >>> f = fc.Tensor(np.log(np.eye(2) + 1e-300), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -143,31 +152,74 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
     """
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
-    graph = plan.graph
-    module = backend_of_graph(graph)
     flat = plan.flat_table()
-    sizes = np.array(graph.sizes)
-    ncol = len(plan.colour_vars)
     temps = np.ones(num_rounds) if temperatures is None else np.asarray(temperatures, float)
     if temps.shape != (num_rounds,):
         raise ValueError(f"temperatures: one per round ({num_rounds}), got shape {temps.shape}")
-    inv_t = ops.new_array(flat, 1.0 / temps)
+    log_q = None if proposal is None else checked_proposal(plan, proposal, flat)
     key = KeyStream(rng_key).next(flat)
+    x0 = init if _is_backend_int(init, flat) else ops.new_array(
+        flat, np.asarray(init, dtype=np.int64))
+    return sweep_rounds(plan, flat, x0, ops.new_array(flat, 1.0 / temps), key, kernel,
+                        keep_all, log_q)
+
+
+def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all: bool,
+                 log_q=None):
+    """``run_chains`` past its checks: every argument an array (or a key) of the backend, so
+    that a compiled runner can take them as arguments (``api``'s cache)."""
+    graph, blocks = plan.graph, plan.blocks
+    module = backend_of_graph(graph)
+    values = block_values(blocks, flat)
+    binary = kernel == "gibbs" and graph.D == 2
+    if binary:
+        values = log_odds(values)
+    sizes = np.array(graph.sizes)[blocks.order]
+    width = (() if binary else (graph.D,) if kernel == "gibbs"
+             else (2,) if log_q is None else (graph.D + 1,))
+    C, V = x0.shape[0], len(graph.names)
     splits = module.SPLITS_RNG_KEYS and key is not None
+    num_rounds = inv_t.shape[0]
     keys = ops.stack(module.split_key(key, num_rounds), 0) if splits else None
 
-    def body(x, xs):
-        it, k = xs
-        subkeys = module.split_key(k, ncol) if splits else [key] * ncol
-        for c in range(ncol):
-            x = _update(plan, flat, x, c, kernel, subkeys[c], inv_t[it], module, sizes)
-        return x, (x if keep_all else None)
+    def body(xs, step):
+        it, k = step
+        u = module.rand((C, V) + width, rng_key=k if splits else key)
+        for c in range(blocks.num_colours):
+            lo, hi = blocks.starts[c], blocks.starts[c + 1]
+            if binary:
+                new = _gibbs_binary(blocks, values, xs, c, inv_t[it], u[:, lo:hi])
+            elif kernel == "gibbs":
+                new = _gibbs(blocks, values, xs, c, inv_t[it], u[:, lo:hi])
+            else:
+                new = _mh(blocks, values, xs, c, inv_t[it], u[:, lo:hi], sizes, log_q)
+            xs = ops.cat([xs[:, :lo], ops.astype(new, "int"), xs[:, hi:]], 1)
+        return xs, (xs if keep_all else None)
 
     rounds = ops.new_array(flat, np.arange(num_rounds))
-    x0 = ops.new_array(flat, np.asarray(init, dtype=np.int64)) if not _is_backend_int(
-        init, flat) else init
+    x0 = ops.astype(x0[:, blocks.order], "int")
     last, states = module.scan(body, x0, (rounds, keys if splits else rounds))
-    return states if keep_all else last
+    rank = blocks.rank
+    return states[..., rank] if keep_all else last[:, rank]
+
+
+_PROPOSAL = ("proposal: a ({D}, {D}) array of log probabilities log q(y | x) (row x, each "
+             "row normalized), for variables that all have {D} states; got {what}")
+
+
+def checked_proposal(plan: SamplerPlan, proposal, proto):
+    """The proposal as an array of ``proto``'s backend, checked where it can be read."""
+    D = plan.graph.D
+    if tuple(getattr(proposal, "shape", np.shape(proposal))) != (D, D):
+        raise ValueError(_PROPOSAL.format(D=D, what=f"shape {np.shape(proposal)}"))
+    if any(s != D for s in plan.graph.sizes):
+        raise ValueError(_PROPOSAL.format(D=D, what=f"domain sizes {plan.graph.sizes}"))
+    log_q = ops.new_array(proto, proposal)
+    if ops.is_concrete(log_q):
+        rows = np.logaddexp.reduce(np.asarray(ops.to_numpy(ops.detach(log_q)), float), axis=1)
+        if np.abs(rows).max() > 1e-6:
+            raise ValueError(_PROPOSAL.format(D=D, what=f"row sums {np.exp(rows)}"))
+    return log_q
 
 
 def _is_backend_int(x, proto) -> bool:
