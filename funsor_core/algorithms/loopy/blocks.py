@@ -12,8 +12,9 @@ variable ``i`` of colour ``c`` the log conditional is
 variables, the most of any edge of the colour), ``t_e = sum_m x_{other_m} * D^(M-1-m)``
 their joint state (an edge with fewer others ignores the last digits: its table repeats).
 The edges are a padded neighbour table ``(n_c, deg_c)``: ``t_e`` needs only a read of the
-neighbours' states (one gather of small integers per other position); ``T_e[s, t_e]`` is a chain of ``K - 1``
-``where`` selects (no gather of table entries) when ``K <= SELECT_MAX``, else one row gather.
+neighbours' states (one gather of small integers per other position); ``T_e[s, t_e]`` is
+a chain of ``K - 1`` ``where`` selects (no gather of table entries) when
+``K <= SELECT_MAX``, else one row gather.
 Padding edges have zero tables and read the state of variable 0 (their value is 0 for any
 state). The tables are gathered from the factor tables once per run, outside the sweep.
 
