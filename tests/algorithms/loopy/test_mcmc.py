@@ -163,3 +163,28 @@ def test_gumbel_max_draws_for_more_than_two_states():
     freq = np.bincount(x[:, 0], minlength=3) / len(x)
     p = np.exp(t[:, 1]) / np.exp(t[:, 1]).sum()
     assert np.abs(freq - p).max() < 0.015
+
+
+def test_block_conditionals_of_ternary_factors_and_ragged_domains():
+    # A ternary factor over 3-state variables: K = 9 joint states of the others, so the
+    # tables are picked by a row gather (K > SELECT_MAX); b has 2 states of D = 3 (padding).
+    from funsor_core.algorithms.loopy.blocks import SELECT_MAX
+
+    rng = np.random.default_rng(5)
+    sizes = {"a": 3, "b": 2, "c": 3, "d": 3}
+    scopes = [("a",), ("a", "b"), ("a", "c", "d"), ("b", "c"), ("d",)]
+    tables = [(s, rng.normal(size=tuple(sizes[v] for v in s))) for s in scopes]
+    factors = [fc.Tensor(t, {v: fc.Bint[sizes[v]] for v in s}) for s, t in tables]
+    plan = SamplerPlan(FactorGraph.build(factors))
+    assert max(plan.blocks.K) > SELECT_MAX
+    j = joint(tables, sizes)
+    states = np.array(list(itertools.product(*[range(d) for d in sizes.values()])))
+    for c, vs in enumerate(plan.colour_vars):
+        logits = conditional_logits(plan, plan.flat_table(), states, c)  # (S, n_c, 3)
+        for m, v in enumerate(vs):
+            for s in range(list(sizes.values())[v]):
+                moved = states.copy()
+                moved[:, v] = s
+                expected = j[tuple(moved.T)] - j[tuple(states.T)]
+                got = logits[:, m, s] - logits[np.arange(len(states)), m, states[:, v]]
+                np.testing.assert_allclose(got, expected, atol=1e-12)
