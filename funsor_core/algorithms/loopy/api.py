@@ -19,6 +19,7 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
+from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
@@ -119,7 +120,7 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
-    plan = SamplerPlan(FactorGraph.build(_checked(factors)))
+    plan = cached_plan(FactorGraph.build(_checked(factors)), SamplerPlan)
     graph = plan.graph
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0

@@ -40,6 +40,7 @@ from funsor_core.algorithms.loopy.messages import (
     var_to_factor,
     variable_sums,
 )
+from funsor_core.algorithms.loopy.runners import compiled, uses_compiled
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
@@ -69,13 +70,26 @@ class BPResult:
     def num_message_entries(self):
         return self.num_messages * self.graph.D * int(np.prod(self.graph.bshape, dtype=int))
 
+    def _compute(self, name: str, fn):
+        """``fn(semiring, graph, f2v)``, through a program compiled once per structure on a
+        backend that compiles (eager jax would compile each of its small ops on first use:
+        the Bethe log Z alone took 4 s)."""
+        g, f2v, semiring = self.graph, self.f2v, self.semiring
+        if not uses_compiled(g, f2v):
+            return fn(semiring, g, f2v)
+        t = semiring.temperature
+        run = compiled(g, name, (t,), lambda: lambda tables, m: fn(
+            Semiring(ops.logaddexp, t) if t else Semiring(ops.max), g.with_tables(tables), m))
+        return run([grp.table for grp in g.groups], f2v)
+
     @cached_property
     def _bsum(self):
-        return variable_sums(self.graph, self.f2v, self.graph.var_edges)
+        return self._compute("bp_sums", lambda s, g, m: variable_sums(g, m, g.var_edges))
 
     @cached_property
     def beliefs(self) -> dict:
-        b = normalize(self.semiring, self._bsum)
+        b = self._compute("bp_beliefs", lambda s, g, m: normalize(
+            s, variable_sums(g, m, g.var_edges)))
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
 
     @cached_property
@@ -93,7 +107,7 @@ class BPResult:
 
     @cached_property
     def log_z(self) -> Tensor:
-        return Tensor(bethe_log_z(self.semiring, self.graph, self.f2v), dict(self.graph.batch))
+        return Tensor(self._compute("bethe_log_z", bethe_log_z), dict(self.graph.batch))
 
     def map_assignment(self) -> dict:
         """A maximizing assignment decoded from the factor beliefs (best run with
@@ -160,11 +174,28 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     # Uniform messages, unnormalized (messages are scale-free; every update normalizes):
     # normalizing a constant makes XLA fold it at compile time, 40 s at E*D*B = 4e6.
     f2v = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape)
-    sweep = _SWEEPS["flooding" if schedule == "parallel" else schedule](
-        graph, semiring, damping, proto, rng_key, max_iters)
+    schedule = "flooding" if schedule == "parallel" else schedule
+    options = (sum_op, semiring.temperature, schedule, damping, rng_key, max_iters)
+    if uses_compiled(graph):
+        # Eager jax: one compiled sweep per structure and options, the tables its argument.
+        step = compiled(graph, "bp_sweep", options, lambda: _compiled_sweep(graph, *options))
+        tables = [g.table for g in graph.groups]
+        return _eager_loop(graph, semiring, lambda m, it: step(tables, m, it), f2v, tol,
+                           max_iters)
+    sweep = _SWEEPS[schedule](graph, semiring, damping, proto, rng_key, max_iters)
     if ops.is_concrete(proto):
         return _eager_loop(graph, semiring, sweep, f2v, tol, max_iters)
     return _traced_loop(graph, semiring, sweep, f2v, tol, max_iters)
+
+
+def _compiled_sweep(graph, sum_op, temperature, schedule, damping, rng_key, max_iters):
+    def step(tables, f2v, it):
+        g = graph.with_tables(tables)
+        sweep = _SWEEPS[schedule](g, Semiring(sum_op, temperature), damping, g.prototype(),
+                                  rng_key, max_iters)
+        new, res, _ = sweep(f2v, it)
+        return new, res
+    return step
 
 
 def _candidates(graph, semiring, damping, f2v):
@@ -265,9 +296,9 @@ _SWEEPS = {"flooding": _flooding, "sequential": _sequential, "random": _random,
 def _eager_loop(graph, semiring, sweep, f2v, tol, max_iters) -> BPResult:
     residuals, messages, it = [], 0, 0
     for it in range(max_iters):  # noqa: B007
-        f2v, res, n = sweep(f2v, it)
+        f2v, res = sweep(f2v, it)[:2]
         residuals.append(float(ops.detach(res)))
-        messages += n
+        messages += sweep_messages(graph)
         if residuals[-1] < tol:
             break
     return BPResult(graph, semiring, f2v, residuals, it + 1 if max_iters else 0, messages, tol)

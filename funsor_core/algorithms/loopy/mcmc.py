@@ -27,11 +27,14 @@ Example:
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.blocks import ColourBlocks, block_logits, block_values
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.runners import compiled, uses_compiled
 from funsor_core.sampling.keys import KeyStream
 
 __all__ = ["SamplerPlan", "run_chains", "sweep_rounds", "conditional_logits", "KERNELS"]
@@ -152,16 +155,30 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
     """
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
-    flat = plan.flat_table()
+    graph = plan.graph
+    proto = graph.prototype()
     temps = np.ones(num_rounds) if temperatures is None else np.asarray(temperatures, float)
     if temps.shape != (num_rounds,):
         raise ValueError(f"temperatures: one per round ({num_rounds}), got shape {temps.shape}")
-    log_q = None if proposal is None else checked_proposal(plan, proposal, flat)
-    key = KeyStream(rng_key).next(flat)
-    x0 = init if _is_backend_int(init, flat) else ops.new_array(
-        flat, np.asarray(init, dtype=np.int64))
-    return sweep_rounds(plan, flat, x0, ops.new_array(flat, 1.0 / temps), key, kernel,
-                        keep_all, log_q)
+    log_q = None if proposal is None else checked_proposal(plan, proposal, proto)
+    key = KeyStream(rng_key).next(proto)
+    x0 = init if _is_backend_int(init, proto) else ops.new_array(
+        proto, np.asarray(init, dtype=np.int64))
+    inv_t = ops.new_array(proto, 1.0 / temps)
+    if key is not None and uses_compiled(graph, x0, key):
+        # Eager jax: one compiled program per structure and options, tables as arguments.
+        fn = compiled(graph, "run_chains", (kernel, keep_all, log_q is None),
+                      lambda: _compiled_rounds(plan, kernel, keep_all))
+        return fn([g.table for g in graph.groups], x0, inv_t, key, log_q)
+    return sweep_rounds(plan, plan.flat_table(), x0, inv_t, key, kernel, keep_all, log_q)
+
+
+def _compiled_rounds(plan: SamplerPlan, kernel: str, keep_all: bool):
+    def run(tables, x0, inv_t, key, log_q):
+        p = copy.copy(plan)
+        p.graph = plan.graph.with_tables(tables)
+        return sweep_rounds(p, p.flat_table(), x0, inv_t, key, kernel, keep_all, log_q)
+    return run
 
 
 def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all: bool,
