@@ -13,9 +13,13 @@ approximation is chosen by the interpretation, the model stays a term).
   whose model is a discrete Tensor or a sum of them over exactly ``V`` (sums of discrete
   Tensors stay lazy under it too): the result is the
   empirical measure ``Delta(V = x_p)`` over a ``particle`` input (``num_samples * num_chains``
-  draws of blocked Gibbs, chains after one another). MCMC does not estimate the normalizer:
+  draws of blocked Gibbs, chains after one another; ``kernel="mh"``: Metropolis-Hastings,
+  with a uniform or a user's ``proposal``). MCMC does not estimate the normalizer:
   each particle weighs ``0`` in log space, so ``Integrate(result, f, V)`` averaged over
-  ``particle`` is the estimate of ``E_p[f]``.
+  ``particle`` is the estimate of ``E_p[f]``. ``Integrate(model, f, V)`` itself is
+  rewritten so: ``f`` at each particle, a Tensor over ``particle`` as ``MonteCarlo`` gives
+  (equal to ``MonteCarlo``'s estimate when ``model`` is normalized; otherwise it is the
+  normalized expectation, where ``MonteCarlo`` would also carry ``Z``).
 
 Anything else (real inputs, a single Tensor under ``LoopyBP``, other ops) declines.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.api import loopy_bp, sample_chains
+from funsor_core.algorithms.loopy.mcmc import KERNELS
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
@@ -40,6 +45,7 @@ from funsor_core.engine.interpreter import ENTERED, Interpretation, Tuple, refle
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Binary, Funsor, Number
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 
 __all__ = ["LoopyBP", "Gibbs"]
 
@@ -75,10 +81,12 @@ class Gibbs(Interpretation):
     stateful = True
 
     def __init__(self, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None,
-                 thin: int = 1, kernel: str = "gibbs") -> None:
+                 thin: int = 1, kernel: str = "gibbs", proposal=None) -> None:
         super().__init__("gibbs", fallback=ENTERED)
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
         self.num_samples, self.warmup, self.num_chains = num_samples, warmup, num_chains
-        self.rng_key, self.thin, self.kernel = rng_key, thin, kernel
+        self.rng_key, self.thin, self.kernel, self.proposal = rng_key, thin, kernel, proposal
 
 
 # f + g of discrete Tensors (or lazy sums of them) stays the lazy sum: the factor list that
@@ -116,16 +124,30 @@ def loopy_bp_contraction_tensors(bp, red_op, bin_op, reduced_vars, terms):
     return bp.result.log_z
 
 
-# Approximate(logaddexp | sample, m, g, V) ~ Delta(V = x_p), x_p from blocked Gibbs on m.
+# Approximate(logaddexp | sample, m, g, V) ~ Delta(V = x_p), x_p from blocked MCMC on m.
 @Gibbs.register(Approximate, (type(ops.logaddexp), type(ops.sample)), Funsor, Funsor,
                 frozenset)
 def gibbs_approximate(gb, op, model, guide, approx_vars):
+    return _empirical(gb, model, approx_vars)
+
+
+# Integrate(m, f, V) ~ Integrate(Delta(V = x_p), f, V) = f(x_p): per particle, E_p[f] on
+# average over them (p proportional to exp(m); MCMC has no normalizer, as for Approximate).
+@Gibbs.register(Integrate, Funsor, Funsor, frozenset)
+def gibbs_integrate(gb, log_measure, integrand, reduced_vars):
+    points = _empirical(gb, log_measure, reduced_vars)
+    return None if points is None else Integrate(points, integrand, reduced_vars)
+
+
+def _empirical(gb, model, names):
+    """The empirical measure of ``gb``'s chains on ``model`` (a discrete Tensor or a sum of
+    them over exactly ``names``), or None to decline."""
     terms = _tensor_terms(model)
-    names = frozenset(_name(v) for v in approx_vars)
+    names = frozenset(_name(v) for v in names)
     if terms is None or frozenset(k for t in terms for k in t.inputs) != names:
         return None
     s = sample_chains(terms, gb.num_samples, gb.warmup, gb.num_chains, gb.rng_key,
-                      kernel=gb.kernel, thin=gb.thin)
+                      kernel=gb.kernel, thin=gb.thin, proposal=gb.proposal)
     n = gb.num_samples * gb.num_chains
     points = []
     for name, t in s.items():

@@ -113,9 +113,9 @@ class Samples(dict):
 
 def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 1,
                   rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
-                  init=None, subsample=None) -> Samples:
-    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``); ``gibbs`` and ``mh`` are the faces.
-    ``subsample`` (MCMCMC) is not implemented yet."""
+                  init=None, subsample=None, proposal=None) -> Samples:
+    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` for MH); ``gibbs``
+    and ``mh`` are the faces. ``subsample`` (MCMCMC) is not implemented yet."""
     _not_yet(subsample=subsample)
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
@@ -127,7 +127,10 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
              else np.asarray(temperature, float))
     if init is None:
         init = np.zeros((num_chains, len(graph.names)), np.int64)
-    states = run_chains(plan, init, rounds, kernel, temps, rng_key)
+    if proposal is not None and kernel != "mh":
+        raise ValueError(f"proposal= is for kernel='mh'; kernel={kernel!r} draws from the "
+                         "exact conditionals")
+    states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal)
     states = states[warmup::thin]  # (S, C, V)
     out = Samples()
     inputs = {"particle": Bint[num_samples]}
@@ -165,9 +168,12 @@ def gibbs(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_k
 
 
 def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=None, *,
-       thin: int = 1, temperature=1.0, init=None, subsample=None) -> Samples:
-    """Blocked Metropolis-Hastings: a uniform proposal per variable, accepted with
-    ``min(1, p(x') / p(x))`` computed from its Markov blanket (arguments as ``gibbs``).
+       thin: int = 1, temperature=1.0, init=None, subsample=None, proposal=None) -> Samples:
+    """Single-site Metropolis-Hastings, the variables of a colour updated together (they are
+    independent given the rest): a proposal per variable, uniform over its states or drawn
+    from ``proposal`` (a ``(D, D)`` array of ``log q(y | x)``, rows ``x``), accepted with
+    ``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` from its Markov blanket (the other arguments
+    as ``gibbs``).
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})
@@ -175,4 +181,5 @@ def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=
         True
     """
     return sample_chains(factors, num_samples, warmup, num_chains, rng_key, kernel="mh",
-                         thin=thin, temperature=temperature, init=init, subsample=subsample)
+                         thin=thin, temperature=temperature, init=init, subsample=subsample,
+                         proposal=proposal)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.loopy import loopy_bp
+from funsor_core.algorithms.loopy.api import sample_chains
+from funsor_core.loopy import loopy_bp, mh
 from funsor_core.terms.approximate import Approximate
 from interpretations import Gibbs, LoopyBP, lazy
 from tests.algorithms.loopy.models import brute_force, grid_model, joint, reduce, tree_model
@@ -65,3 +67,31 @@ def test_loopy_bp_kept_names_are_a_batch_even_in_a_factor_of_no_reduced_name():
     expected = np.log(np.exp(j).sum(axis=(0, 1)))
     assert z.inputs == {"c": fc.Bint[4]}
     np.testing.assert_allclose(z.data, expected, atol=1e-12)
+
+
+def test_gibbs_integrate_is_the_average_over_particles():
+    # E_p[f] for p ∝ exp(f1 + f2) over (a, b, c), f over (a, c): the enumerated expectation.
+    rng = np.random.default_rng(3)
+    t1, t2, tf = (rng.normal(size=(2, 2)) for _ in range(3))
+    f1 = fc.Tensor(t1, {"a": fc.Bint[2], "b": fc.Bint[2]})
+    f2 = fc.Tensor(t2, {"b": fc.Bint[2], "c": fc.Bint[2]})
+    f = fc.Tensor(tf, {"a": fc.Bint[2], "c": fc.Bint[2]})
+    p = np.exp(t1[:, :, None] + t2[None])
+    exact = (p * tf[:, None, :]).sum() / p.sum()
+    with lazy:
+        model = f1 + f2
+    log_q = np.log(np.array([[0.2, 0.8], [0.6, 0.4]]))
+    for kernel, proposal in (("gibbs", None), ("mh", None), ("mh", log_q)):
+        with Gibbs(1000, warmup=10, num_chains=4, rng_key=0, kernel=kernel, proposal=proposal):
+            estimate = fc.Integrate(model, f, frozenset({"a", "b", "c"}))
+        assert estimate.inputs == {"particle": fc.Bint[4000]}
+        assert abs(float(estimate.reduce(ops.mean, "particle").data) - exact) < 0.05
+    with Gibbs(10, rng_key=0):  # names of the measure outside V: declined, left lazy
+        kept = fc.Integrate(model, f, frozenset({"a", "b"}))
+    assert isinstance(kept, fc.Integrate)
+    with pytest.raises(ValueError, match="for variables that all have 3 states"):
+        mh([f1, fc.Tensor(np.zeros(3), {"d": fc.Bint[3]})], 5, proposal=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="row sums"):
+        mh([f1], 5, proposal=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="proposal= is for kernel='mh'"):
+        sample_chains([f1], 5, kernel="gibbs", proposal=log_q)

@@ -30,9 +30,24 @@ def _states(n):
     return np.array(list(itertools.product(range(2), repeat=n)), dtype=np.int64)
 
 
+# A user's MH proposal for binary variables: log q(y | x), rows x (far from uniform).
+LOG_Q = np.log(np.array([[0.3, 0.7], [0.9, 0.1]]))
+
+
+def _mh_step(lg, x, log_q):
+    # Single-site MH from state x: propose y ~ q(. | x), accept min(1, p(y) q(x|y) / p(x) q(y|x)).
+    p = np.zeros(2)
+    for y in range(2):
+        if y != x:
+            q_xy, q_yx = np.exp(log_q[x, y]), np.exp(log_q[y, x])
+            p[y] = q_xy * min(1.0, np.exp(lg[y] - lg[x]) * q_yx / q_xy)
+    p[x] = 1.0 - p.sum()
+    return p
+
+
 def _round_kernel(plan, flat, kernel):
     """The exact one-round transition matrix (colour after colour), built from the sampler's
-    own Markov-blanket conditionals."""
+    own Markov-blanket conditionals; ``"mh-q"``: MH with the proposal ``LOG_Q``."""
     n = len(plan.graph.names)
     states = _states(n)
     code = {tuple(s): k for k, s in enumerate(states)}
@@ -46,12 +61,9 @@ def _round_kernel(plan, flat, kernel):
                 lg = logits[k, m]
                 if kernel == "gibbs":
                     p = np.exp(lg - np.logaddexp.reduce(lg))
-                else:  # uniform proposal over 2 states, accept min(1, ratio)
-                    p = np.zeros(2)
-                    for s in range(2):
-                        if s != x[v]:
-                            p[s] = 0.5 * min(1.0, np.exp(lg[s] - lg[x[v]]))
-                    p[x[v]] = 1.0 - p.sum()
+                else:  # uniform proposal over 2 states, or LOG_Q
+                    p = _mh_step(lg, x[v], LOG_Q if kernel == "mh-q" else np.log(np.full(
+                        (2, 2), 0.5)))
                 per_var.append(p)
             for ys in itertools.product(range(2), repeat=len(vs)):
                 y = x.copy()
@@ -61,9 +73,9 @@ def _round_kernel(plan, flat, kernel):
     return K
 
 
-@pytest.mark.parametrize("kernel", ["gibbs", "mh"])
-def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel):
-    factors, tables, sizes = _loopy_binary(np.random.default_rng(0))
+@pytest.mark.parametrize("kernel, n", [("gibbs", 5), ("mh", 5), ("mh-q", 6)])
+def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel, n):
+    factors, tables, sizes = _loopy_binary(np.random.default_rng(0), n)
     plan = SamplerPlan(FactorGraph.build(factors))
     assert len(plan.colour_vars) >= 3  # an odd cycle needs three colours
     flat = plan.flat_table()
@@ -85,14 +97,16 @@ def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel):
             np.testing.assert_allclose(got, j[idx] - j, atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", ["gibbs", "mh"])
+@pytest.mark.parametrize("kernel", ["gibbs", "mh", "mh-q"])
 def test_sampler_draws_from_the_kernel(kernel):
     factors, tables, sizes = _loopy_binary(np.random.default_rng(1), n=4)
     plan = SamplerPlan(FactorGraph.build(factors))
     K = _round_kernel(plan, plan.flat_table(), kernel)
     start, chains = 5, 20000
     init = np.tile(_states(4)[start], (chains, 1))
-    x = run_chains(plan, init, 1, kernel, rng_key=0)[0]
+    proposal = LOG_Q if kernel == "mh-q" else None
+    x = run_chains(plan, init, 1, "mh" if kernel == "mh-q" else kernel, rng_key=0,
+                   proposal=proposal)[0]
     freq = np.bincount(x @ (2 ** np.arange(4)[::-1]), minlength=16) / chains
     assert 0.5 * np.abs(freq - K[start]).sum() < 0.02
 
@@ -106,10 +120,11 @@ def test_same_seed_same_run_on_every_backend():
         try:
             fs = [fc.Tensor(as_backend_array(t, name), d) for (_, t), d in zip(tables, domains)]
             a, b = (gibbs(fs, 30, warmup=3, num_chains=2, rng_key=7) for _ in range(2))
-            c = mh(fs, 30, num_chains=2, rng_key=8)
+            c, d = (mh(fs, 30, num_chains=2, rng_key=8, proposal=LOG_Q) for _ in range(2))
             assert a["v1"].inputs == {"particle": fc.Bint[30], "chain": fc.Bint[2]}
             for v in a:
                 assert (np.asarray(a[v].data) == np.asarray(b[v].data)).all()
+                assert (np.asarray(c[v].data) == np.asarray(d[v].data)).all()
             assert c["v0"].dtype == 2
         finally:
             fc.set_backend("numpy")
@@ -117,9 +132,11 @@ def test_same_seed_same_run_on_every_backend():
     try:  # jax: the eager run and the jitted run of one seed are identical
         def fn(*arrays):  # two of the factors: a smaller program to compile twice
             fs = [fc.Tensor(x, d) for x, d in zip(arrays, domains[4:6])]
-            return gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data
+            return (gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data,
+                    mh(fs, 5, num_chains=2, rng_key=7, proposal=LOG_Q)["v1"].data)
         arrays = [as_backend_array(t, "jax") for _, t in tables[4:6]]
-        assert (np.asarray(jax.jit(fn)(*arrays)) == np.asarray(fn(*arrays))).all()
+        for traced, eager in zip(jax.jit(fn)(*arrays), fn(*arrays)):
+            assert (np.asarray(traced) == np.asarray(eager)).all()
     finally:
         fc.set_backend("numpy")
 
