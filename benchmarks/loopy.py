@@ -15,10 +15,13 @@ interleaved rounds, best kept (a shared machine's load hits every method alike):
 - MAP: 50 RBMs of 8 + 8 units (weights and biases N(0, 1)), brute force over 2^16 states;
   a recovery is a decoded state whose value equals the maximum (ties count).
 - Gibbs: 64x64 Ising grid (open boundary, couplings 0.3, fields N(0, 0.1)), 400 rounds, 1 and
-  16 chains: ``run_chains`` (generic: Markov-blanket gathers from the factor tables) against
-  a hand-written checkerboard sampler (shifted neighbour sums), both under ``jax.jit``.
+  16 chains: ``run_chains`` (generic: the colour-block layout, a padded neighbour table)
+  against a hand-written checkerboard sampler (shifted neighbour sums) and THRML 0.1.4's
+  block Gibbs (``IsingEBM``; set ``THRML_PATH``), interleaved, all under
+  ``jax.jit``; and eager calls on new values of one structure (first call, later calls).
 
-``python benchmarks/loopy.py`` (``--quick``: fewer rounds, no batch-100 PGMax row).
+``python benchmarks/loopy.py`` (``--quick``: fewer rounds, no batch-100 PGMax row;
+``--gibbs``: only the Gibbs and eager rows; ``--cpu-time``: CPU seconds, see ``CLOCK``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ def evidence(rng, bh, bv, batch):
     return uh.astype(np.float32), uv.astype(np.float32)
 
 
+# ``--cpu-time``: this process's CPU seconds instead of wall seconds (every row runs on one
+# thread, so they agree on an idle machine; on a loaded shared one the CPU time is steadier).
+CLOCK = time.process_time if "--cpu-time" in sys.argv else time.perf_counter
+
+
 def best_of(fns: dict, rounds: int) -> dict:
     """Interleaved rounds of every fn (after one warm-up call each); best seconds by name."""
     import jax
@@ -64,9 +72,9 @@ def best_of(fns: dict, rounds: int) -> dict:
     best = {k: float("inf") for k in fns}
     for _ in range(rounds):
         for k, fn in fns.items():
-            t = time.perf_counter()
+            t = CLOCK()
             jax.block_until_ready(fn())
-            best[k] = min(best[k], time.perf_counter() - t)
+            best[k] = min(best[k], CLOCK() - t)
     return best
 
 
@@ -323,9 +331,101 @@ def hand_gibbs(field, coupling, rounds, chains):
     return lambda: run(key)
 
 
+def thrml_gibbs(field, coupling, sweeps, chains):
+    """THRML's block Gibbs (``IsingEBM``, checkerboard blocks, ``jax.vmap`` over chains) on
+    the same grid, or None: spins +-1, ``p ∝ exp(beta (sum b s + sum J s s'))``, ``beta = 1``.
+    Imported in this process (interleaved rounds) from ``THRML_PATH``, a folder holding
+    ``pip install --no-deps --target DIR thrml equinox jaxtyping wadler_lindig``."""
+    path = os.environ.get("THRML_PATH")
+    if not path:
+        return None
+    if path not in sys.path:
+        sys.path.append(path)
+    import jax
+    import jax.numpy as jnp
+    from thrml import Block, SamplingSchedule, SpinNode, sample_states
+    from thrml.models import IsingEBM, IsingSamplingProgram, hinton_init
+
+    n = field.shape[0]
+    nodes = [[SpinNode() for _ in range(n)] for _ in range(n)]
+    flat = [x for row in nodes for x in row]
+    edges = [(nodes[i][j], nodes[i][j + 1]) for i in range(n) for j in range(n - 1)]
+    edges += [(nodes[i][j], nodes[i + 1][j]) for i in range(n - 1) for j in range(n)]
+    model = IsingEBM(flat, edges, jnp.asarray(field.ravel(), jnp.float32),
+                     jnp.full((len(edges),), coupling, jnp.float32), jnp.array(1.0))
+    blocks = [Block([nodes[i][j] for i in range(n) for j in range(n) if (i + j) % 2 == c])
+              for c in (0, 1)]
+    program = IsingSamplingProgram(model, blocks, clamped_blocks=[])
+    schedule = SamplingSchedule(n_warmup=sweeps - 1, n_samples=1, steps_per_sample=1)
+    keys = jax.random.split(jax.random.key(0), chains)
+    init = jax.vmap(lambda k: hinton_init(k, model, blocks, ()))(keys)
+    run = jax.jit(jax.vmap(lambda k, s: sample_states(k, program, schedule, s, [],
+                                                      [Block(flat)])))
+    return lambda: run(keys, init)
+
+
+# -- eager calls: one compiled program per structure ------------------------------------------
+def eager_calls(rounds):
+    """Seconds of eager jax calls on new values of one structure (a 3-variable cycle): the
+    first call (compiles) and the best of later ones, next to numpy's calls."""
+    import jax.numpy as jnp
+
+    import funsor_core as fc
+    from funsor_core.loopy import gibbs, loopy_bp
+
+    rng = np.random.default_rng(1)
+    scopes = [("a", "b"), ("b", "c"), ("a", "c")]
+
+    def model(to_array):
+        return [fc.Tensor(to_array(rng.normal(size=(2, 2))), {v: fc.Bint[2] for v in s})
+                for s in scopes]
+
+    calls = {"gibbs (200 samples)": lambda fs: np.asarray(gibbs(fs, 200, rng_key=0)["a"].data),
+             "loopy_bp (+ log Z, beliefs)": lambda fs: (float(loopy_bp(fs).log_z.data),
+                                                        loopy_bp(fs).beliefs)}
+    out = {}
+    for name, call in calls.items():
+        row = {}
+        for backend, to_array in (("jax", jnp.asarray), ("numpy", np.asarray)):
+            fc.set_backend(backend)
+            t = time.perf_counter()
+            call(model(to_array))
+            first = time.perf_counter() - t
+            later = float("inf")
+            for _ in range(rounds):
+                fs = model(to_array)
+                t = time.perf_counter()
+                call(fs)
+                later = min(later, time.perf_counter() - t)
+            row[backend] = (first, later)
+        fc.set_backend("numpy")
+        out[name] = row
+    return out
+
+
 # -- main -------------------------------------------------------------------------------------
+def gibbs_rows(rounds: int, quick: bool) -> None:
+    field, coupling = ising()
+    sweeps = 100 if quick else 400
+    print(f"Gibbs on a 64x64 Ising grid, {sweeps} rounds (M spin updates / s, best)")
+    for chains in (1, 16):
+        fns = {"ours": ours_gibbs(field, coupling, sweeps, chains),
+               "hand": hand_gibbs(field, coupling, sweeps, chains),
+               "THRML": thrml_gibbs(field, coupling, sweeps, chains)}
+        t = best_of({k: f for k, f in fns.items() if f is not None}, rounds)
+        rate = {k: 64 * 64 * sweeps * chains / v / 1e6 for k, v in t.items()}
+        shown = "  ".join(f"{k} {v:6.1f}" for k, v in rate.items())
+        print(f"  chains {chains:>2}: {shown}  hand/ours {rate['hand'] / rate['ours']:5.2f}")
+    print("Eager calls on new values of one structure (s: first call, best later call)")
+    for name, row in eager_calls(rounds + 2).items():
+        shown = "  ".join(f"{b} {f:.3f} / {later:.4f}" for b, (f, later) in row.items())
+        print(f"  {name:28} {shown}")
+
+
 def main(quick: bool) -> None:
     rounds = 2 if quick else 3
+    if "--gibbs" in sys.argv:
+        return gibbs_rows(rounds, quick)
     rng = np.random.default_rng(0)
     W, bh, bv = rbm_params(rng)
     ev1, ev100 = evidence(rng, bh, bv, 1), evidence(rng, bh, bv, 100)
@@ -344,15 +444,7 @@ def main(quick: bool) -> None:
     peer_hits = recoveries(small, peer["maps"]) if peer else None
     print(f"exact MAP recoveries on 50 RBMs of 8+8 units: ours {ours_hits}, PGMax "
           f"{peer_hits if peer else '-'} (issue's anchor {PGMAX_ANCHORS['map_recoveries']})")
-    field, coupling = ising()
-    sweeps = 100 if quick else 400
-    print(f"Gibbs on a 64x64 Ising grid, {sweeps} rounds (M spin updates / s, best)")
-    for chains in (1, 16):
-        t = best_of({"ours": ours_gibbs(field, coupling, sweeps, chains),
-                     "hand": hand_gibbs(field, coupling, sweeps, chains)}, rounds)
-        rate = {k: 64 * 64 * sweeps * chains / v / 1e6 for k, v in t.items()}
-        print(f"  chains {chains:>2}: ours {rate['ours']:7.1f}  hand-written checkerboard "
-              f"{rate['hand']:7.1f}  hand/ours {rate['hand'] / rate['ours']:5.1f}")
+    gibbs_rows(rounds, quick)
     if not peer:
         print(f"PGMax not run (set PGMAX_PATH); the issue's anchors: {PGMAX_ANCHORS}")
 
