@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
@@ -43,10 +44,12 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
         batch: names that index independent copies of the model (one run for all).
         rng_key: an int seed for ``schedule="random"``.
-        domains, sparsity_threshold, clusters, compression: anytime BP on sparse domains,
-            single-value sparsity and cluster BP with compressed messages (Singh 2014,
-            chapters 7-8) are not implemented yet: anything but None raises
-            ``NotImplementedError``.
+        domains: sparse domains, ``{name: states}`` (Singh 2014 ch. 7.2): BP on the model
+            truncated to them (beliefs keep the full domains, 0 outside); the variables not
+            named keep theirs. ``anytime_bp`` grows them step by step.
+        sparsity_threshold, clusters, compression: single-value sparsity and cluster BP
+            with compressed messages (chapters 7.1 and 8) are not implemented yet: anything
+            but None raises ``NotImplementedError``.
 
     Returns:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
@@ -60,15 +63,16 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
-    _not_yet(domains=domains, sparsity_threshold=sparsity_threshold, clusters=clusters,
-              compression=compression)
+    _not_yet(sparsity_threshold=sparsity_threshold, clusters=clusters,
+             compression=compression)
     graph = FactorGraph.build(_checked(factors), batch=batch)
+    if domains is not None:
+        return sparse_bp(graph, domains, sum_op, schedule=schedule, damping=damping, tol=tol,
+                         max_iters=max_iters, temperature=temperature, rng_key=rng_key)
     return run_bp(graph, sum_op, schedule, damping, tol, max_iters, temperature, rng_key)
 
 
 _NOT_YET = {
-    "domains": "anytime BP on sparse domains (Singh 2014 ch. 7.2: fixed and dynamic "
-               "priorities, domains grown by substituting index Tensors)",
     "sparsity_threshold": "single-value sparsity (ch. 7.1: a confident variable becomes a "
                           "Delta, revocably)",
     "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",

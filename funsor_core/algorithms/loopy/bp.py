@@ -157,8 +157,9 @@ def _decode(graph, factor_beliefs, beliefs) -> dict:
 
 def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
            damping: float = 0.0, tol: float = 1e-8, max_iters: int = 1000,
-           temperature: float = 1.0, rng_key=0) -> BPResult:
+           temperature: float = 1.0, rng_key=0, *, init=None) -> BPResult:
     """Belief propagation on ``graph`` (see the module docstring); ``loopy_bp`` is the face.
+    ``init``: starting factor-to-variable messages ``(E, D, *B)`` (default uniform).
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -173,7 +174,8 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     proto = graph.prototype()
     # Uniform messages, unnormalized (messages are scale-free; every update normalizes):
     # normalizing a constant makes XLA fold it at compile time, 40 s at E*D*B = 4e6.
-    f2v = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape)
+    f2v = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape) if init is None \
+        else init
     schedule = "flooding" if schedule == "parallel" else schedule
     options = (sum_op, semiring.temperature, schedule, damping, rng_key, max_iters)
     if uses_compiled(graph):

@@ -163,7 +163,11 @@ def test_errors_name_the_problem():
         loopy_bp([f], sum_op=ops.add)
     with pytest.raises(ValueError, match="damping"):
         loopy_bp([f], damping=1.0)
-    for option in ("domains", "sparsity_threshold", "clusters", "compression"):
+    with pytest.raises(ValueError, match="variable 'a' is Bint\\[2\\], so its sparse domain"):
+        loopy_bp([f], domains={"a": [2]})
+    with pytest.raises(ValueError, match="'z' is not a variable of the model"):
+        loopy_bp([f], domains={"z": [0]})
+    for option in ("sparsity_threshold", "clusters", "compression"):
         with pytest.raises(NotImplementedError, match=f"{option}=: .* not implemented yet"):
             loopy_bp([f], **{option: 1})
 
