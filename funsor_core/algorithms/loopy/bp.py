@@ -70,26 +70,28 @@ class BPResult:
     def num_message_entries(self):
         return self.num_messages * self.graph.D * int(np.prod(self.graph.bshape, dtype=int))
 
-    def _compute(self, name: str, fn):
-        """``fn(semiring, graph, f2v)``, through a program compiled once per structure on a
-        backend that compiles (eager jax would compile each of its small ops on first use:
-        the Bethe log Z alone took 4 s)."""
-        g, f2v, semiring = self.graph, self.f2v, self.semiring
+    @cached_property
+    def _compiled(self):
+        """``(bsum, beliefs, log Z)`` from one program compiled once per structure on a
+        backend that compiles (eager jax compiles each small op on its first use: the Bethe
+        log Z alone took 4 s); None elsewhere (each is computed when asked)."""
+        g, f2v, t = self.graph, self.f2v, self.semiring.temperature
         if not uses_compiled(g, f2v):
-            return fn(semiring, g, f2v)
-        t = semiring.temperature
-        run = compiled(g, name, (t,), lambda: lambda tables, m: fn(
+            return None
+        run = compiled(g, "bp_summary", (t,), lambda: lambda tables, m: _summary(
             Semiring(ops.logaddexp, t) if t else Semiring(ops.max), g.with_tables(tables), m))
         return run([grp.table for grp in g.groups], f2v)
 
     @cached_property
     def _bsum(self):
-        return self._compute("bp_sums", lambda s, g, m: variable_sums(g, m, g.var_edges))
+        if self._compiled is not None:
+            return self._compiled[0]
+        return variable_sums(self.graph, self.f2v, self.graph.var_edges)
 
     @cached_property
     def beliefs(self) -> dict:
-        b = self._compute("bp_beliefs", lambda s, g, m: normalize(
-            s, variable_sums(g, m, g.var_edges)))
+        b = self._compiled[1] if self._compiled is not None else normalize(self.semiring,
+                                                                          self._bsum)
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
 
     @cached_property
@@ -107,7 +109,9 @@ class BPResult:
 
     @cached_property
     def log_z(self) -> Tensor:
-        return Tensor(self._compute("bethe_log_z", bethe_log_z), dict(self.graph.batch))
+        z = self._compiled[2] if self._compiled is not None else bethe_log_z(
+            self.semiring, self.graph, self.f2v)
+        return Tensor(z, dict(self.graph.batch))
 
     def map_assignment(self) -> dict:
         """A maximizing assignment decoded from the factor beliefs (best run with
@@ -120,6 +124,11 @@ class BPResult:
                                       "inputs first (e.g. run loopy_bp per batch element)")
         return _decode(g, [ops.to_numpy(ops.detach(f.data)) for f in self.factor_beliefs],
                        {k: ops.to_numpy(ops.detach(b.data)) for k, b in self.beliefs.items()})
+
+
+def _summary(semiring, graph, f2v):
+    bsum = variable_sums(graph, f2v, graph.var_edges)
+    return bsum, normalize(semiring, bsum), bethe_log_z(semiring, graph, f2v)
 
 
 def _bint(graph, name):

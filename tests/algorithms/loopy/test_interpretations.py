@@ -82,7 +82,7 @@ def test_gibbs_integrate_is_the_average_over_particles():
         model = f1 + f2
     log_q = np.log(np.array([[0.2, 0.8], [0.6, 0.4]]))
     for kernel, proposal in (("gibbs", None), ("mh", None), ("mh", log_q)):
-        with Gibbs(1000, warmup=10, num_chains=4, rng_key=0, kernel=kernel, proposal=proposal):
+        with Gibbs(250, warmup=10, num_chains=16, rng_key=0, kernel=kernel, proposal=proposal):
             estimate = fc.Integrate(model, f, frozenset({"a", "b", "c"}))
         assert estimate.inputs == {"particle": fc.Bint[4000]}
         assert abs(float(estimate.reduce(ops.mean, "particle").data) - exact) < 0.05

@@ -132,11 +132,9 @@ def test_same_seed_same_run_on_every_backend():
     try:  # jax: the eager run and the jitted run of one seed are identical
         def fn(*arrays):  # two of the factors: a smaller program to compile twice
             fs = [fc.Tensor(x, d) for x, d in zip(arrays, domains[4:6])]
-            return (gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data,
-                    mh(fs, 5, num_chains=2, rng_key=7, proposal=LOG_Q)["v1"].data)
+            return gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data
         arrays = [as_backend_array(t, "jax") for _, t in tables[4:6]]
-        for traced, eager in zip(jax.jit(fn)(*arrays), fn(*arrays)):
-            assert (np.asarray(traced) == np.asarray(eager)).all()
+        assert (np.asarray(jax.jit(fn)(*arrays)) == np.asarray(fn(*arrays))).all()
     finally:
         fc.set_backend("numpy")
 

@@ -8,9 +8,10 @@ import pytest
 
 import funsor_core as fc
 from funsor_core.engine.cache import cache_info
-from funsor_core.loopy import gibbs, loopy_bp
+from funsor_core.loopy import loopy_bp, mh
 
 SCOPES = [("a", "b"), ("b", "c"), ("a", "c"), ("c",)]
+LOG_Q = np.log(np.array([[0.3, 0.7], [0.9, 0.1]]))  # MH with a user's proposal
 
 
 def _cycle(rng, to_array):
@@ -28,12 +29,12 @@ def test_eager_jax_reuses_one_compiled_program_per_structure():
     fc.set_backend("jax")
     try:
         factors, _ = _cycle(rng, jax.numpy.asarray)
-        gibbs(factors, 20, num_chains=3, rng_key=1)
+        mh(factors, 20, num_chains=3, rng_key=1, proposal=LOG_Q)
         first = loopy_bp(factors)
         assert first.beliefs and first.log_z is not None
         before = _compiled_count()
         factors, tables = _cycle(rng, jax.numpy.asarray)  # new values, same structure
-        got = gibbs(factors, 20, num_chains=3, rng_key=1)["b"].data
+        got = mh(factors, 20, num_chains=3, rng_key=1, proposal=LOG_Q)["b"].data
         r = loopy_bp(factors, tol=1e-12)
         beliefs = {v: np.asarray(r.beliefs[v].data) for v in "abc"}
         log_z = float(r.log_z.data)
@@ -42,7 +43,7 @@ def test_eager_jax_reuses_one_compiled_program_per_structure():
         # Oracle: the uncached path, traced inside the user's jit, with the same seed.
         def traced(*arrays):
             fs = [fc.Tensor(x, dict(f.inputs)) for x, f in zip(arrays, factors)]
-            return gibbs(fs, 20, num_chains=3, rng_key=1)["b"].data
+            return mh(fs, 20, num_chains=3, rng_key=1, proposal=LOG_Q)["b"].data
         expected = jax.jit(traced)(*[f.data for f in factors])
         assert (np.asarray(expected) == np.asarray(got)).all()
     finally:
