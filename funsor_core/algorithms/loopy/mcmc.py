@@ -100,7 +100,7 @@ def conditional_logits(plan: SamplerPlan, flat, x, c: int):
     return block_logits(plan.blocks, values, x[:, plan.blocks.order], c)
 
 
-def log_odds(values: tuple) -> tuple:
+def _log_odds(values: tuple) -> tuple:
     """Per-colour values of the log odds ``log p(1) - log p(0)`` of binary variables."""
     return tuple((None if t is None else t[..., 1] - t[..., 0], u[..., 1] - u[..., 0], n)
                  for t, u, n in values)
@@ -184,13 +184,13 @@ def _compiled_rounds(plan: SamplerPlan, kernel: str, keep_all: bool):
 def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all: bool,
                  log_q=None):
     """``run_chains`` past its checks: every argument an array (or a key) of the backend, so
-    that a compiled runner can take them as arguments (``api``'s cache)."""
+    that a compiled runner (``runners``' cache) can take them as arguments."""
     graph, blocks = plan.graph, plan.blocks
     module = backend_of_graph(graph)
     values = block_values(blocks, flat)
     binary = kernel == "gibbs" and graph.D == 2
     if binary:
-        values = log_odds(values)
+        values = _log_odds(values)
     sizes = np.array(graph.sizes)[blocks.order]
     width = (() if binary else (graph.D,) if kernel == "gibbs"
              else (2,) if log_q is None else (graph.D + 1,))
