@@ -125,7 +125,16 @@ def _edge_table_index(m_edges, off, stride, other_stride, others, zero_offset, D
 def block_values(blocks: ColourBlocks, flat) -> tuple:
     """Per colour ``(tables (n_c, deg_c, K_c, D), unary (n_c, D), neighbour slots)``, the
     tables gathered from ``flat`` (the concatenated flat factor tables, ``D`` zeros last) and
-    the slots as arrays of its backend: once per run, outside the sweep."""
+    the slots as arrays of its backend: once per run, outside the sweep.
+
+    Example:
+        >>> from funsor_core.algorithms.loopy.mcmc import SamplerPlan
+        >>> f = fc.Tensor(np.arange(4.0).reshape(2, 2), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([f]))
+        >>> tables, unary, nbrs = block_values(plan.blocks, plan.flat_table())[0]
+        >>> tables[0, 0].tolist()  # T[t, s]: rows t = b's state, columns s = a's
+        [[0.0, 2.0], [1.0, 3.0]]
+    """
     out = []
     for tidx, uidx, nbr in zip(blocks.tidx, blocks.uidx, blocks.nbr):
         tables = flat[ops.new_array(flat, tidx)] if tidx.size else None
@@ -139,7 +148,16 @@ def block_logits(blocks: ColourBlocks, values: tuple, xs, c: int):
     """``(C, n_c, *rest)``: colour ``c``'s log conditionals given the states ``xs`` ``(C, V)``
     in colour order; ``values[c]`` as ``block_values`` gives them (``rest = (D,)``), or any
     per-state function of them of the same leading shape (``rest = ()``: e.g. the log odds
-    ``T[..., 1] - T[..., 0]`` of binary variables)."""
+    ``T[..., 1] - T[..., 0]`` of binary variables).
+
+    Example:
+        >>> from funsor_core.algorithms.loopy.mcmc import SamplerPlan
+        >>> f = fc.Tensor(np.arange(4.0).reshape(2, 2), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([f]))
+        >>> values = block_values(plan.blocks, plan.flat_table())
+        >>> block_logits(plan.blocks, values, np.array([[0, 1]]), 0).tolist()  # psi(., b=1)
+        [[[1.0, 3.0]]]
+    """
     tables, unary, nbrs = values[c]
     if tables is None:
         return ops.expand(unary, (xs.shape[0],) + tuple(unary.shape))

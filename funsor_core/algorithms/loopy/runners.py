@@ -61,14 +61,27 @@ def cached_plan(graph: FactorGraph, make):
 
 def uses_compiled(graph: FactorGraph, *arrays) -> bool:
     """Whether to run a cached compiled program: the backend compiles and the values are
-    concrete (under the user's ``jax.jit`` the caller's trace is the compilation)."""
+    concrete (under the user's ``jax.jit`` the caller's trace is the compilation).
+
+    Example:
+        >>> uses_compiled(FactorGraph.build([fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})]))
+        False
+    """
     module = backend_of_graph(graph)
     return bool(getattr(module, "COMPILES", False)) and all(
         ops.is_concrete(a) for a in (graph.prototype(),) + arrays if a is not None)
 
 
 def compiled(graph: FactorGraph, name: str, options: tuple, make):
-    """The backend's compiled ``make()`` for ``graph``'s structure and ``options``, cached."""
+    """The backend's compiled ``make()`` for ``graph``'s structure and ``options``, cached
+    (on a backend that does not compile, ``jit`` is the identity).
+
+    Example:
+        >>> g = FactorGraph.build([fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})])
+        >>> double = compiled(g, "doc.double", (), lambda: lambda x: 2 * x)
+        >>> double(3), compiled(g, "doc.double", (), None) is double
+        (6, True)
+    """
     key = (name, structure_key(graph), options)
     fn = _RUNNERS.get(key)
     if fn is None:
