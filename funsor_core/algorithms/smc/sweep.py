@@ -41,21 +41,26 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from funsor_core import ops
-from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
-from funsor_core.sampling.draw import backend_and_key, extract_samples
+from funsor_core.sampling.draw import backend_and_key
 
-__all__ = ["Proposal", "SCHEMES", "SweepResult", "ess_of", "run_sweep", "systematic_resample"]
+__all__ = ["Proposal", "SCHEMES", "SweepResult", "categorical", "ess_of", "run_sweep",
+           "systematic_resample"]
 
 SCHEMES = ("adaptive", "joint")
 
 
 class Proposal(NamedTuple):
-    """A fully adapted proposal: ``weigh(state, x) -> (log_u, log_joint)`` and
-    ``assign(state, v, x) -> state`` (see the module docstring)."""
+    """A fully adapted proposal: ``weigh(state, x) -> (log_u, log_root[, messages])`` and
+    ``assign(state, v, x) -> state`` (see the module docstring). Where the step's new values
+    are more than the root ``v`` drawn from ``log_root``, ``complete(messages, index, v,
+    uniforms)`` draws the rest for the particles' ancestors ``index`` from the ``messages``
+    of ``weigh`` (backward sampling), given uniform arrays of the shapes ``draws``, and
+    ``assign`` receives what it returns."""
 
     weigh: Callable
     assign: Callable
+    complete: Callable | None = None
+    draws: tuple = ()
 
 
 class SweepResult(NamedTuple):
@@ -122,17 +127,21 @@ def systematic_resample(log_w, uniform, num: int | None = None):
     return ops.clamp(_cumsum(hist[:num]), 0, size - 1)
 
 
+def categorical(log_p, uniform):
+    """One draw per row of the log weights ``log_p`` ``(rows, values)`` (unnormalized), by
+    the Gumbel-max trick ``argmax(log_p - log(-log U))`` (the law of the library's Tensor
+    sampler, ``sampling.draw.sample_tensor``), with ``uniform`` of the same shape.
+
+    Example:
+        >>> categorical(np.array([[0.0, -np.inf], [-np.inf, 0.0]]), np.full((2, 2), 0.5))
+        array([0, 1])
+    """
+    gumbel = ops.neg(ops.log(ops.neg(ops.log(uniform))))
+    return ops.argmax(ops.add(log_p, gumbel), -1)
+
+
 def _gather(state: tuple, index) -> tuple:
     return tuple(ops.getitem(leaf, (index,)) for leaf in state)
-
-
-def _draw(log_joint, key, num_particles: int):
-    """One new value per particle from its one-step posterior: a Delta drawn from the Tensor
-    ``log_joint`` over ``(particle, value)``."""
-    values = Bint[log_joint.shape[-1]]
-    joint = Tensor(log_joint, {"particle": Bint[num_particles], "value": values})
-    drawn = extract_samples(joint.sample(frozenset({"value"}), rng_key=key))["value"]
-    return drawn.align(("particle",)).data
 
 
 def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
@@ -162,34 +171,46 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
     splits = module.SPLITS_RNG_KEYS
     full_log_m = -math.log(num_particles)
 
+    arange = ops.new_arange(ops.astype(proto, "int"), 0, num_particles, 1)
+
     def body(carry, x):
         state, log_w, log_z, key_now = carry
         if splits:
-            key_now, k_move, k_res = module.split_key(key_now, 3)
+            key_now, k_move, k_res, *k_fill = module.split_key(key_now, 3 + len(step.draws))
         else:
             k_move = k_res = key_now
+            k_fill = [key_now] * len(step.draws)
         uniform = ops.new_array(proto, module.rand((), k_res))
-        log_u, log_joint = step.weigh(state, x)
+        log_u, log_root, *messages = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
         inc = ops.logsumexp(log_w, -1)
         log_w = ops.sub(log_w, inc)
         ess = ess_of(log_w)
         if scheme == "joint":
             # (value, particle) grid, value-major: the systematic draw stratifies the values.
-            grid = ops.transpose(ops.add(ops.sub(log_joint, log_u[:, None]), log_w[:, None]),
+            grid = ops.transpose(ops.add(ops.sub(log_root, log_u[:, None]), log_w[:, None]),
                                  0, 1)
             flat = systematic_resample(grid, uniform, num_particles)
-            state = _gather(state, ops.mod(flat, num_particles))
+            index = ops.mod(flat, num_particles)
             value = ops.floordiv(flat, num_particles)
             flag = ops.ge(ess, 0.0)  # resampled at every step
             log_w = ops.full_like(log_w, full_log_m)
         else:
             flag = ops.lt(ess, ess_threshold * num_particles)
-            ancestors = systematic_resample(log_w, uniform)
-            index = ops.where(flag, ancestors, ops.new_arange(ancestors, 0, num_particles, 1))
+            if ops.is_concrete(flag) and not bool(flag):
+                index = arange  # eager and above the threshold: no ancestors to draw
+            else:
+                ancestors = systematic_resample(log_w, uniform)
+                index = ops.where(flag, ancestors, arange)
+                log_w = ops.where(flag, ops.full_like(log_w, full_log_m), log_w)
+            noise = ops.new_array(proto, module.rand(tuple(log_root.shape), k_move))
+            value = categorical(ops.getitem(log_root, (index,)), noise)
+        if index is not arange:
             state = _gather(state, index)
-            value = _draw(ops.getitem(log_joint, (index,)), k_move, num_particles)
-            log_w = ops.where(flag, ops.full_like(log_w, full_log_m), log_w)
+        if step.complete is not None:
+            uniforms = [ops.new_array(proto, module.rand(shape, k))
+                        for shape, k in zip(step.draws, k_fill)]
+            value = step.complete(messages[0], index, value, uniforms)
         state = step.assign(state, value, x)
         # One array per step: the loop scans of numpy and torch stack ys as one array.
         trace = ops.stack((ess, ops.astype(flag, "float")), 0)
