@@ -100,10 +100,35 @@ def _plan_steps(scopes: tuple, sizes: dict, num: int) -> tuple:
     return tuple(steps)
 
 
+def _sum_child(table):
+    """``A(pa, +)``: the sum over axis 1 (the child) of ``(particle, child, *parents)``, as a
+    matmul by ones (numpy's reduction over a short axis costs 10-100x more)."""
+    shape = tuple(table.shape)
+    flat = ops.reshape(table, (shape[0], shape[1], math.prod(shape[2:])))
+    ones = ops.new_full(table, (1, shape[1]), 1.0)
+    return ops.reshape(ops.matmul(ones, flat), (shape[0],) + shape[2:])
+
+
+def _logsumexp_last(x):
+    """``log sum exp`` over the last (short) axis of finite log weights: the maximum folded
+    over the slices, the sum as a matmul by ones (see ``_sum_child``)."""
+    size = x.shape[-1]
+    if size == 1:
+        return x[..., 0]
+    if size > 8:
+        top = ops.amax(x, -1)
+    else:
+        top = x[..., 0]
+        for k in range(1, size):
+            top = ops.max(top, x[..., k])
+    total = ops.matmul(ops.exp(ops.sub(x, top[..., None])), ops.new_full(x, (size,), 1.0))
+    return ops.add(ops.log(total), top)
+
+
 def _put(x, perm: tuple, shape: tuple):
-    if perm != tuple(range(len(perm))):
+    if perm and perm != tuple(range(len(perm))):
         x = ops.permute(x, perm)
-    return ops.reshape(x, shape)
+    return x if tuple(x.shape) == shape else ops.reshape(x, shape)
 
 
 class TokenPlan:
@@ -154,19 +179,18 @@ class TokenPlan:
         log A_n(c_pa, +)``, an array over ``(particle, *its hidden names)``."""
         out = []
         for table, fam in zip(state, self.families):
-            parent = ops.sum(table, 1)  # A_n(pa, +): the family's child axis is axis 1
-            index = (slice(None),) + tuple(slice(None) if pos is None else x[pos]
-                                           for _, pos in fam)
-            num = ops.log(ops.getitem(table, index))
-            den = ops.log(ops.getitem(parent, (index[0],) + index[2:]))
-            if fam[0][1] is None:  # a hidden child: the denominator lacks its axis
-                den = ops.reshape(den, (den.shape[0], 1) + tuple(den.shape[1:]))
-            out.append(ops.sub(num, den))
+            parent = _sum_child(table)
+            index = tuple(slice(None) if pos is None else x[pos] for _, pos in fam)
+            # A hidden child: the denominator gets a unit axis for it.
+            lead = (slice(None), None) if fam[0][1] is None else (slice(None),)
+            num = ops.getitem(table, (slice(None),) + index)
+            out.append(ops.log(ops.truediv(num, ops.getitem(parent, lead + index[1:]))))
         return out
 
     def eliminate(self, factors: list) -> tuple:
         """``(log_u, messages)``: the log sum of the factors' product over the hidden indices
-        (``(particle,)``) and each step's table ``(particle, *keep, prod summed)``."""
+        (``(particle,)``) and each step's table ``(particle, *keep, prod summed)`` (None for a
+        step that sums nothing)."""
         const = None
         for k, f in enumerate(factors):
             if k not in self.scoped:
@@ -179,9 +203,13 @@ class TokenPlan:
                 x = ops.add(x, _put(current[step.j], step.perm_j, step.shape_j))
             for k in sorted((step.i,) if step.j is None else (step.i, step.j), reverse=True):
                 del current[k]
-            table = ops.reshape(x, step.flat)  # the broadcast covers every axis of the step
-            messages.append(table)
-            current.append(ops.logsumexp(table, -1) if step.summed else table[..., 0])
+            if step.summed:
+                table = _put(x, (), step.flat)  # the broadcast covers every axis of the step
+                messages.append(table)
+                current.append(_logsumexp_last(table))
+            else:
+                messages.append(None)
+                current.append(x)
         log_u = current[0] if current else None
         if const is not None:
             log_u = const if log_u is None else ops.add(log_u, const)
@@ -195,7 +223,9 @@ class TokenPlan:
         if not self.root:
             return log_u, ops.reshape(log_u, (self.num, 1)), messages
         root = messages[-1]
-        return log_u, ops.add(root, ops.sub(log_u, ops.logsumexp(root, -1))[:, None]), messages
+        if len(self.scoped) < len(self.families):  # the families without hidden indices
+            root = ops.add(root, ops.sub(log_u, _logsumexp_last(root))[:, None])
+        return log_u, root, messages
 
     def complete(self, messages: list, index, root, uniforms) -> dict:
         """Every hidden index's value per particle (``(particle,)`` ints): the root's from its
@@ -223,20 +253,23 @@ class TokenPlan:
         """The urns once particle ``m`` adds the token at the cell ``(x, values[.][m])``: one
         scatter per family on its flattened table (each particle has its own row, so the
         indices are distinct and a set of ``A + 1`` is the add)."""
+        rows = ops.new_arange(ops.astype(state[0], "int"), 0, self.num, 1)
         out = []
         for table, fam in zip(state, self.families):
             size, strides = self.strides[fam]
-            flat = None
+            flat = ops.mul(rows, size)
             for (n, pos), stride in zip(fam, strides):
                 v = x[pos] if pos is not None else values[n]
-                term = ops.mul(v, stride) if stride != 1 else v
-                flat = term if flat is None else ops.add(flat, term)
-            rows_start = ops.new_arange(ops.astype(flat, "int"), 0, self.num * size, size)
-            flat = ops.add(rows_start, flat)
-            rows = ops.reshape(table, (-1,))
-            rows = ops.scatter_set(rows, (flat,), ops.add(ops.getitem(rows, (flat,)), 1.0))
-            out.append(ops.reshape(rows, tuple(table.shape)))
+                flat = ops.add(flat, ops.mul(v, stride) if stride != 1 else v)
+            out.append(_bump(table, flat))
         return tuple(out)
+
+
+def _bump(table, flat):
+    """``table`` plus one at the flat indices ``flat`` (distinct)."""
+    cells = ops.reshape(table, (-1,))
+    cells = ops.scatter_set(cells, (flat,), ops.add(ops.getitem(cells, (flat,)), 1.0))
+    return ops.reshape(cells, tuple(table.shape))
 
 
 def token_plan(key: tuple, model, num_particles: int) -> TokenPlan:
