@@ -33,6 +33,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.smc.model import AllocationModel
+from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
 from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
 from funsor_core.algorithms.smc.token_plan import token_plan
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
@@ -112,11 +113,18 @@ def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
     return Proposal(plan.weigh, plan.assign, plan.complete, tuple(plan.uniform_shapes()))
 
 
-def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str):
+def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str,
+              moves: int):
     step = allocation_step(model, num_particles)
+    plan = token_plan(_model_key(model), model, num_particles)
 
     def run(state, tokens, key):
-        return run_sweep(step, state, tokens, num_particles, key, ess_threshold, scheme)
+        proposal = step
+        if moves:
+            proposal = step._replace(
+                move=lambda s, x, u: rejuvenate(plan, s, tokens, x, u),
+                move_draws=move_draws(plan), moves=moves)
+        return run_sweep(proposal, state, tokens, num_particles, key, ess_threshold, scheme)
 
     return run
 
@@ -129,7 +137,7 @@ def _model_key(model: AllocationModel) -> tuple:
 
 def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         ess_threshold: float = 0.5, order: str = "shuffle",
-        scheme: str = "adaptive") -> SMCResult:
+        scheme: str = "adaptive", moves: int = 0) -> SMCResult:
     """Estimate ``log p(X)`` under ``model`` by sequential Monte Carlo (BAM-SIS-R).
 
     Args:
@@ -143,6 +151,9 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         scheme: ``"adaptive"`` (BAM-SIS-R: resample under the ESS threshold, then draw the
             hidden indices) or ``"joint"`` (resample and draw jointly, systematically, at
             every token); see ``sweep.py``.
+        moves: Gibbs moves per token on the particles' past allocations (``rejuvenate``:
+            resample-move; 0, the default, is plain BAM-SIS-R). Long token sequences need
+            them (benchmarks/README.md, Figure 10a).
 
     Returns:
         an ``SMCResult`` (unpacks as ``(log_z, ess_trace)``).
@@ -161,25 +172,33 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
                          f"{host.shape}")
     tokens = token_sequence(host, order, rng_key if isinstance(rng_key, int) else 0)
     proto = ops.new_zeros(ops.astype(module.asarray(np.zeros(1)), "float"), ())
-    xs = ops.astype(module.asarray(tokens), "int")
+    # Each token's visible cell, then its position (what a move's history update reads).
+    positions = np.arange(len(tokens))[:, None]
+    xs = ops.astype(module.asarray(np.concatenate([tokens, positions], 1)), "int")
     total = float(host.sum())
     const = float(log_total_count(total, model.a, model.b) + lgamma(total + 1.0)
                   - lgamma(host.astype(np.float64) + 1.0).sum())
     if len(tokens) == 0:
         return SMCResult(ops.new_full(proto, (), const), xs[:0, 0], xs[:0, 0] > 0,
                          {}, ops.new_full(proto, (num_particles,), 0.0))
-    run = _sweep_fn(model, num_particles, ess_threshold, scheme)
+    if moves < 0:
+        raise ValueError(f"moves must be >= 0, got {moves}")
+    run = _sweep_fn(model, num_particles, ess_threshold, scheme, moves)
+    state = initial_tables(model, proto, num_particles)
+    if moves:  # each hidden index's allocation of every token, per particle
+        zeros = ops.new_zeros(ops.astype(xs, "int"), (num_particles, len(tokens)))
+        state = state + (zeros,) * len(model.hidden)
     if module.COMPILES and module.SPLITS_RNG_KEYS:
         key = (_model_key(model), num_particles, ess_threshold, scheme, len(tokens),
-               module.NAME)
+               moves, module.NAME)
         fn = _COMPILED.get(key)
         if fn is None:
             fn = _COMPILED[key] = module.jit(run)
         rng_key = module.new_rng_key(rng_key) if isinstance(rng_key, int) else rng_key
         if rng_key is None:
             rng_key = module.new_rng_key(0)
-        out = fn(initial_tables(model, proto, num_particles), xs, rng_key)
+        out = fn(state, xs, rng_key)
     else:
-        out = run(initial_tables(model, proto, num_particles), xs, rng_key)
+        out = run(state, xs, rng_key)
     counts = {n: ops.sub(t, model.alpha[n]) for n, t in zip(model.names, out.state)}
     return SMCResult(ops.add(out.log_z, const), out.ess, out.resampled, counts, out.log_weights)

@@ -55,12 +55,18 @@ class Proposal(NamedTuple):
     are more than the root ``v`` drawn from ``log_root``, ``complete(messages, index, v,
     uniforms)`` draws the rest for the particles' ancestors ``index`` from the ``messages``
     of ``weigh`` (backward sampling), given uniform arrays of the shapes ``draws``, and
-    ``assign`` receives what it returns."""
+    ``assign`` receives what it returns. ``move(state, x, uniforms) -> state``, applied
+    ``moves`` times after ``assign`` with uniforms of the shapes ``move_draws``, is an MCMC
+    kernel that leaves the step's target invariant (resample-move; the weights are not
+    touched)."""
 
     weigh: Callable
     assign: Callable
     complete: Callable | None = None
     draws: tuple = ()
+    move: Callable | None = None
+    move_draws: tuple = ()
+    moves: int = 0
 
 
 class SweepResult(NamedTuple):
@@ -183,14 +189,16 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
     full_log_m = -math.log(num_particles)
 
     arange = ops.new_arange(ops.astype(proto, "int"), 0, num_particles, 1)
+    move_draws = step.move_draws if step.move is not None and step.moves > 0 else ()
 
     def body(carry, x):
         state, log_w, log_z, key_now = carry
         if splits:
-            key_now, k_move, k_res, *k_fill = module.split_key(key_now, 3 + len(step.draws))
+            key_now, k_move, k_res, *k_fill = module.split_key(
+                key_now, 3 + len(step.draws) + len(move_draws))
         else:
             k_move = k_res = key_now
-            k_fill = [key_now] * len(step.draws)
+            k_fill = [key_now] * (len(step.draws) + len(move_draws))
         uniform = ops.new_array(proto, module.rand((), k_res))
         log_u, log_root, *messages = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
@@ -223,6 +231,10 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
                         for shape, k in zip(step.draws, k_fill)]
             value = step.complete(messages[0], index, value, uniforms)
         state = step.assign(state, value, x)
+        if move_draws:
+            stacks = tuple(ops.new_array(proto, module.rand((step.moves,) + tuple(shape), k))
+                           for shape, k in zip(move_draws, k_fill[len(step.draws):]))
+            state, _ = module.scan(lambda s, u: (step.move(s, x, list(u)), None), state, stacks)
         # One array per step: the loop scans of numpy and torch stack ys as one array.
         trace = ops.stack((ess, ops.astype(flag, "float")), 0)
         return (state, log_w, ops.add(log_z, inc), key_now), trace

@@ -250,25 +250,40 @@ class TokenPlan:
         return out
 
     def assign(self, state: tuple, values: dict, x) -> tuple:
-        """The urns once particle ``m`` adds the token at the cell ``(x, values[.][m])``: one
-        scatter per family on its flattened table (each particle has its own row, so the
-        indices are distinct and a set of ``A + 1`` is the add)."""
+        """The state once particle ``m`` adds the token ``x`` at the hidden cell
+        ``values[.][m]``: its urns (``update``), and, where the state carries each hidden
+        index's allocation history ``(particle, T)`` after the urns, column ``x[-1]`` (the
+        token's position) of it."""
+        count = len(self.families)
+        tables = self.update(state[:count], values, x, 1.0)
+        if len(state) == count:
+            return tables
         rows = ops.new_arange(ops.astype(state[0], "int"), 0, self.num, 1)
+        column = ops.add(ops.mul(rows, 0), x[-1])
+        history = tuple(ops.scatter_set(h, (rows, column), values[n])
+                        for h, n in zip(state[count:], self.hidden))
+        return tables + history
+
+    def update(self, tables: tuple, values: dict, x, delta: float) -> tuple:
+        """The urns with ``delta`` tokens added at the cell ``(x, values[.][m])`` of particle
+        ``m``: one scatter per family on its flattened table (each particle has its own row,
+        so the indices are distinct and a set of ``A + delta`` is the add)."""
+        rows = ops.new_arange(ops.astype(tables[0], "int"), 0, self.num, 1)
         out = []
-        for table, fam in zip(state, self.families):
+        for table, fam in zip(tables, self.families):
             size, strides = self.strides[fam]
             flat = ops.mul(rows, size)
             for (n, pos), stride in zip(fam, strides):
                 v = x[pos] if pos is not None else values[n]
                 flat = ops.add(flat, ops.mul(v, stride) if stride != 1 else v)
-            out.append(_bump(table, flat))
+            out.append(_bump(table, flat, delta))
         return tuple(out)
 
 
-def _bump(table, flat):
-    """``table`` plus one at the flat indices ``flat`` (distinct)."""
+def _bump(table, flat, delta: float):
+    """``table`` plus ``delta`` at the flat indices ``flat`` (distinct)."""
     cells = ops.reshape(table, (-1,))
-    cells = ops.scatter_set(cells, (flat,), ops.add(ops.getitem(cells, (flat,)), 1.0))
+    cells = ops.scatter_set(cells, (flat,), ops.add(ops.getitem(cells, (flat,)), delta))
     return ops.reshape(cells, tuple(table.shape))
 
 

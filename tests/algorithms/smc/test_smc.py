@@ -44,6 +44,18 @@ def test_smc_unbiased_in_z(scheme):
     assert ratios.std() > 0  # the hidden index was sampled
 
 
+def test_smc_with_gibbs_moves_unbiased_in_z():
+    # Resample-move: the moves leave each step's target invariant, so E[Z-hat] = Z still.
+    X = np.array([[1, 0], [1, 1]])
+    model = AllocationModel(NMF, {"i": 2, "j": 2, "k": 2}, ("i", "j"), 0.5, 0.2)
+    exact = model.log_marginal_exact(X)
+    ratios = np.exp([float(smc(model, X, 2, rng_key=s, ess_threshold=1.0, moves=2).log_z)
+                     - exact for s in range(50)])
+    assert abs(ratios.mean() - 1.0) < 4 * ratios.std() / np.sqrt(len(ratios)) + 1e-3
+    with pytest.raises(ValueError, match="moves must be >= 0"):
+        smc(model, X, 2, moves=-1)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 def test_smc_backends_agree_with_exact(backend):
     model = AllocationModel(NMF, {"i": 3, "j": 4, "k": 2}, ("i", "j"), 1.0, 1.0 / 12)

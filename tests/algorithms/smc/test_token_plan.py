@@ -14,6 +14,7 @@ import opt_einsum
 from scipy.special import gammaln, logsumexp
 from scipy.stats import nbinom
 
+from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
 from funsor_core.algorithms.smc.sweep import categorical
 from funsor_core.algorithms.smc.token_plan import TokenPlan
 from funsor_core.allocation import AllocationModel
@@ -114,3 +115,40 @@ def test_smc_on_a_wide_hidden_chain():
     assert runs.std() > 0  # the third token's weight depends on the hidden cells drawn
     ratios = np.exp(runs - exact)
     assert abs(ratios.mean() - 1.0) < 4 * ratios.std() / 2 + 0.01
+
+
+def test_rejuvenate_converges_to_the_allocation_posterior():
+    # Gibbs moves on N independent particles from a fixed start: the histories' law tends to
+    # p(h | c) ∝ pi(S(h)) prod S(h)! (the sequence probability; pi is checked against the
+    # paper's golden values), by enumerating the 2^3 histories; the urns stay the counts.
+    model = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 2},
+                            ("i", "j"), 1.0, 1.0)
+    cells = np.array([[0, 0], [0, 1], [1, 1]])
+    tokens = np.concatenate([cells, np.arange(3)[:, None]], 1)
+    N = 4000
+    plan = TokenPlan(model, N)
+    rng = np.random.default_rng(1)
+    tables = tuple(np.full((N,) + tuple(model.cards[n] for n in fa), model.alpha[n])
+                   for n, fa in model.families.items())
+    for x in tokens:
+        tables = plan.update(tables, {"k": np.zeros(N, dtype=np.int64)}, x, 1.0)
+    state = tables + (np.zeros((N, 3), dtype=np.int64),)
+    for _ in range(25):
+        uniforms = [rng.random(shape) for shape in move_draws(plan)]
+        state = rejuvenate(plan, state, tokens, tokens[-1], uniforms)
+    history = state[-1]
+    S = np.zeros((N, 2, 2, 2))  # (particle, k, i, j): model.names order
+    for t, (i, j) in enumerate(cells):
+        S[np.arange(N), history[:, t], i, j] += 1
+    np.testing.assert_allclose(state[0] - model.alpha["k"], S.sum((2, 3)))
+    np.testing.assert_allclose(state[1] - model.alpha["i"], S.sum(3).transpose(0, 2, 1))
+    paths = list(itertools.product(range(2), repeat=3))
+    log_p = []
+    for path in paths:
+        s = np.zeros((2, 2, 2), dtype=np.int64)
+        for (i, j), k in zip(cells, path):
+            s[k, i, j] += 1
+        log_p.append(model.log_marginal_allocation(s) + gammaln(s + 1.0).sum())
+    p = np.exp(np.array(log_p) - logsumexp(log_p))
+    freq = np.bincount(history @ np.array([4, 2, 1]), minlength=8) / N
+    assert np.all(np.abs(freq - p) < 4.5 * np.sqrt(p * (1 - p) / N) + 0.005)
