@@ -11,9 +11,9 @@ Rows: time per run, and bias and standard deviation of log Z-hat against exact e
   bootstrap filter and a hand-written numpy fully adapted filter. The ``particles`` package is
   not installed here, so its bootstrap filter has no row.
 - Figure 10 (``--only fig10``): PARAFAC (CP, ``r -> i1, i2, i3``) rank selection on a synthetic
-  20x25x30 tensor of 500 tokens from rank 5 (a = 30): SMC's log-evidence (jax, joint scheme)
-  and the VB bound for R = 1..8; then the time of one SMC run and one VB fit against the
-  tensor's size (4^3 .. 32^3 cells, 1,000 tokens).
+  20x25x30 tensor of 500 tokens from rank 5 (a = 30): SMC's log-evidence (jax, joint scheme,
+  without and with Gibbs rejuvenation moves) and the VB bound for R = 1..8; then the time
+  of one SMC run and one VB fit against the tensor's size (4^3 .. 32^3 cells, 1,000 tokens).
 
     python benchmarks/smc.py [--quick] [--only bam|hmm|fig10]
 """
@@ -206,18 +206,22 @@ def cp_tensor(rng, shape, R, T, a):
     return X
 
 
-def bench_fig10(M: int = 256, ranks=range(1, 9)):
+def bench_fig10(M: int = 256, ranks=range(1, 9), moves: int = 20):
     from funsor_core.allocation import vb
 
     X = cp_tensor(np.random.default_rng(0), (20, 25, 30), 5, 500, 30.0)
     print(f"\nFigure 10a: CP rank selection, 20x25x30, {X.sum()} tokens from R = 5, a = 30; "
-          f"SMC {M} particles (jax, joint), mean of 3; VB best of 3 restarts")
+          f"SMC {M} particles (jax, joint), mean (std) of 3 runs, without and with {moves} "
+          f"Gibbs moves per token; VB best of 3 restarts")
     for R in ranks:
         model = cp_model(X.shape, R, 30.0, X.sum())
-        est = [float(smc(model, jnp.asarray(X), M, rng_key=s, scheme="joint").log_z)
-               for s in range(3)]
+        cols = []
+        for k in (0, moves):
+            est = [float(smc(model, jnp.asarray(X), M, rng_key=s, scheme="joint",
+                             moves=k).log_z) for s in range(3)]
+            cols.append(f"{np.mean(est):10.2f} ({np.std(est):5.2f})")
         bound = vb(model, X, num_iters=300, num_restarts=3, rng_key=0).elbo
-        print(f"  R={R}: SMC {np.mean(est):10.2f} (std {np.std(est):.2f})   VB {bound:10.2f}")
+        print(f"  R={R}: SMC {cols[0]}   SMC + moves {cols[1]}   VB {bound:10.2f}")
     print("Figure 10b: seconds per run against size (R = 5, 1,000 tokens; SMC after compile)")
     for n in (4, 8, 16, 32):
         X = cp_tensor(np.random.default_rng(1), (n, n, n), 5, 1000, 30.0)
