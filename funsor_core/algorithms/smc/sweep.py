@@ -6,15 +6,20 @@ Python loop on numpy and torch).
 A model supplies a fully adapted ``Proposal``: two functions of ``state`` (a tuple of arrays
 with a leading particle axis) and the step's slice ``x`` of ``xs``:
 
-- ``weigh(state, x) -> (log_u, log_joint)``: ``log_joint[m, v]`` is particle ``m``'s one-step
-  log factor over the step's new values ``v`` (flattened), and ``log_u = logsumexp_v
-  log_joint`` its incremental log weight (``log p(y_t | past)``, independent of ``v``);
-- ``assign(state, v, x) -> state``: the state once each particle takes the new value ``v``.
+- ``weigh(state, x) -> (log_u, log_joint[, messages])``: ``log_joint[m, v]`` is particle
+  ``m``'s one-step log factor over the step's new values ``v`` (flattened), and ``log_u =
+  logsumexp_v log_joint`` its incremental log weight (``log p(y_t | past)``, independent of
+  ``v``); where the new values are many (an allocation model's hidden indices), ``v`` is
+  only the *root* of them and ``complete`` draws the rest from ``messages`` (backward
+  sampling through an elimination, ``token_plan.py``), so no joint table is formed;
+- ``assign(state, v, x) -> state``: the state once each particle takes the new value ``v``;
+- optionally ``move``: an MCMC kernel applied after ``assign`` (resample-move).
 
 Two schemes share it. ``"adaptive"`` (BAM-SIS-R, Algorithm 3 of Cemgil et al.): weigh,
 resample systematically when the effective sample size falls below ``ess_threshold * M``, then
-draw every particle's ``v`` from its one-step posterior (a Delta funsor drawn from the Tensor
-``log_joint``; the auxiliary filter's order, so resampled duplicates move independently).
+draw every particle's ``v`` from its one-step posterior (Gumbel-max on ``log_joint``, the law
+of the library's Tensor sampler; the auxiliary filter's order, so resampled duplicates move
+independently). Eagerly, above the threshold, no resampling work is done.
 ``"joint"``: every step, draw ``M`` pairs ``(m, v)`` systematically from the expanded system
 ``w_m exp(log_joint[m, v])`` ordered by ``v`` first, which stratifies the new values across
 particles (an unbiased resampling of the exhaustive expansion; far lower variance of
