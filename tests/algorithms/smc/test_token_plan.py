@@ -16,7 +16,7 @@ from scipy.stats import nbinom
 
 from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
 from funsor_core.algorithms.smc.sweep import categorical
-from funsor_core.algorithms.smc.token_plan import TokenPlan
+from funsor_core.algorithms.smc.token_plan import TokenPlan, _sum_child
 from funsor_core.allocation import AllocationModel
 from funsor_core.smc import smc
 
@@ -152,3 +152,11 @@ def test_rejuvenate_converges_to_the_allocation_posterior():
     p = np.exp(np.array(log_p) - logsumexp(log_p))
     freq = np.bincount(history @ np.array([4, 2, 1]), minlength=8) / N
     assert np.all(np.abs(freq - p) < 4.5 * np.sqrt(p * (1 - p) / N) + 0.005)
+
+
+def test_sum_child_every_layout():
+    # The three layouts of the child sum (no parent; a short child; a long one) against np.sum.
+    rng = np.random.default_rng(4)
+    for shape in ((5, 2), (5, 3, 4), (5, 10, 3, 2)):
+        table = rng.random(shape)
+        np.testing.assert_allclose(_sum_child(table), table.sum(1), rtol=1e-12)
