@@ -160,3 +160,18 @@ def test_sum_child_every_layout():
     for shape in ((5, 2), (5, 3, 4), (5, 10, 3, 2)):
         table = rng.random(shape)
         np.testing.assert_allclose(_sum_child(table), table.sum(1), rtol=1e-12)
+
+
+def test_smc_loopy_hidden_graph_torch():
+    # Several backward steps on torch (advanced indexing of the step tables by the particles'
+    # ancestors and kept values), against opt_einsum over the three tokens' hidden indices.
+    import torch
+
+    model = AllocationModel(CYCLE, CYCLE_CARDS, ("v", "w"), 1.0, 0.5)
+    X = np.array([[1, 0, 1], [0, 1, 0]])
+    cells = [{"v": 0, "w": 0}, {"v": 0, "w": 2}, {"v": 1, "w": 1}]
+    exact = (nbinom(model.a, model.b / (model.b + 1)).logpmf(3) + gammaln(4.0)
+             + _tokens_evidence(model, cells))
+    runs = np.array([float(smc(model, torch.as_tensor(X), 200, rng_key=s).log_z)
+                     for s in range(2)])
+    np.testing.assert_allclose(runs, exact, atol=0.05)
