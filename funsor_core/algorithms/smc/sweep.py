@@ -116,7 +116,8 @@ def _cumsum(x):
     if b * b > n:
         x = ops.cat((x, ops.new_zeros(x, lead + (b * b - n,))), -1)
     arange = ops.new_arange(ops.astype(x, "int"), 0, b, 1)
-    upper = ops.astype(ops.ge(arange[None, :], arange[:, None]), "float")
+    # In x's dtype: a bool matrix cast to the default float would not match a float32 x.
+    upper = ops.mul(ops.new_full(x, (b, b), 1.0), ops.ge(arange[None, :], arange[:, None]))
     within = ops.matmul(ops.reshape(x, lead + (b, b)), upper)
     totals = within[..., -1]
     before = ops.sub(ops.matmul(totals, upper), totals)  # exclusive: the blocks before
