@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.smc.model import AllocationModel, predictive_factors
+from funsor_core.algorithms.smc.model import AllocationModel
+from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
 from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
+from funsor_core.algorithms.smc.token_plan import token_plan
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
-from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
 
@@ -94,68 +94,37 @@ def initial_tables(model: AllocationModel, proto, num_particles: int) -> tuple:
                               model.alpha[n]) for n, fa in model.families.items())
 
 
-def _one_hot(model: AllocationModel, fa: tuple, values: dict):
-    """The indicator of the cell ``values`` over a family's axes, ``(particle, *family)``:
-    visible values are scalars, hidden ones one per particle."""
-    out = None
-    for axis, m in enumerate(fa):
-        size, value = model.cards[m], values[m]
-        arange = ops.new_arange(value, 0, size, 1)
-        shape = [1] * (len(fa) + 1)
-        shape[axis + 1] = size
-        if len(value.shape):  # per particle
-            shape[0] = value.shape[0]
-            mask = ops.eq(arange[None, :], value[:, None])
-        else:
-            mask = ops.eq(arange, value)
-        mask = ops.reshape(ops.astype(mask, "float"), tuple(shape))
-        out = mask if out is None else ops.mul(out, mask)
-    return out
-
-
 def allocation_step(model: AllocationModel, num_particles: int) -> Proposal:
     """The fully adapted proposal of one token whose visible cell is ``x`` (ints, in the order of
-    ``model.visible``): ``weigh`` substitutes ``x`` into the predictive factors (Tensors over
-    ``particle`` and the family indices) and sums their product over the hidden indices
-    (``log u``), keeping the joint over the hidden indices flattened row-major as the new
-    values; ``assign`` unravels a drawn value into the hidden indices and adds the token to
-    every family's urn."""
-    hidden = tuple(model.hidden)
-    batch = {"particle": Bint[num_particles]}
+    ``model.visible``), from the model's ``TokenPlan``: ``weigh`` eliminates the hidden indices
+    from the token's predictive factors along the planned order (``log u`` per particle and
+    the root's table), ``complete`` draws the other hidden indices backwards through the
+    elimination, and ``assign`` adds the token to every family's urn.
 
-    def visible_point(x) -> dict:
-        return {v: ops.reshape(x[k:k + 1], ()) for k, v in enumerate(model.visible)}
-
-    def weigh(state: tuple, x):
-        point = visible_point(x)
-        joint = None
-        for f in predictive_factors(model, dict(zip(model.names, state)), batch):
-            subs = {v: Tensor(point[v], {}, model.cards[v]) for v in f.inputs if v in point}
-            f = f(**subs) if subs else f
-            joint = f if joint is None else joint + f
-        log_u = joint.reduce(ops.logaddexp, frozenset(hidden)) if hidden else joint
-        log_u = ops.expand(log_u.align(("particle",)).data, (num_particles,))
-        if not hidden:
-            return log_u, log_u[:, None]
-        log_joint = joint.align(("particle",) + hidden).data
-        return log_u, ops.reshape(log_joint, (num_particles, -1))
-
-    def assign(state: tuple, value, x):
-        point = visible_point(x)
-        for n in reversed(hidden):  # row-major: the last hidden index varies fastest
-            point[n] = ops.mod(value, model.cards[n])
-            value = ops.floordiv(value, model.cards[n])
-        return tuple(ops.add(table, _one_hot(model, fa, point))
-                     for table, fa in zip(state, model.families.values()))
-
-    return Proposal(weigh, assign)
+    Example:
+        >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)},
+        ...                     {"i": 2, "j": 2, "k": 3}, ("i", "j"), 1.0, 1.0)
+        >>> log_u, log_root, _ = allocation_step(m, 2).weigh(
+        ...     initial_tables(m, np.zeros(()), 2), np.array([0, 1]))
+        >>> log_root.shape  # (particle, k)
+        (2, 3)
+    """
+    plan = token_plan(_model_key(model), model, num_particles)
+    return Proposal(plan.weigh, plan.assign, plan.complete, tuple(plan.uniform_shapes()))
 
 
-def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str):
+def _sweep_fn(model: AllocationModel, num_particles: int, ess_threshold: float, scheme: str,
+              moves: int):
     step = allocation_step(model, num_particles)
+    plan = token_plan(_model_key(model), model, num_particles)
 
     def run(state, tokens, key):
-        return run_sweep(step, state, tokens, num_particles, key, ess_threshold, scheme)
+        proposal = step
+        if moves:
+            proposal = step._replace(
+                move=lambda s, x, u: rejuvenate(plan, s, tokens, x, u),
+                move_draws=move_draws(plan), moves=moves)
+        return run_sweep(proposal, state, tokens, num_particles, key, ess_threshold, scheme)
 
     return run
 
@@ -168,7 +137,7 @@ def _model_key(model: AllocationModel) -> tuple:
 
 def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         ess_threshold: float = 0.5, order: str = "shuffle",
-        scheme: str = "adaptive") -> SMCResult:
+        scheme: str = "adaptive", moves: int = 0) -> SMCResult:
     """Estimate ``log p(X)`` under ``model`` by sequential Monte Carlo (BAM-SIS-R).
 
     Args:
@@ -182,6 +151,9 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         scheme: ``"adaptive"`` (BAM-SIS-R: resample under the ESS threshold, then draw the
             hidden indices) or ``"joint"`` (resample and draw jointly, systematically, at
             every token); see ``sweep.py``.
+        moves: Gibbs moves per token on the particles' past allocations (``rejuvenate``:
+            resample-move; 0, the default, is plain BAM-SIS-R). Long token sequences need
+            them (benchmarks/README.md, Figure 10a).
 
     Returns:
         an ``SMCResult`` (unpacks as ``(log_z, ess_trace)``).
@@ -200,25 +172,33 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
                          f"{host.shape}")
     tokens = token_sequence(host, order, rng_key if isinstance(rng_key, int) else 0)
     proto = ops.new_zeros(ops.astype(module.asarray(np.zeros(1)), "float"), ())
-    xs = ops.astype(module.asarray(tokens), "int")
+    # Each token's visible cell, then its position (what a move's history update reads).
+    positions = np.arange(len(tokens))[:, None]
+    xs = ops.astype(module.asarray(np.concatenate([tokens, positions], 1)), "int")
     total = float(host.sum())
     const = float(log_total_count(total, model.a, model.b) + lgamma(total + 1.0)
                   - lgamma(host.astype(np.float64) + 1.0).sum())
     if len(tokens) == 0:
         return SMCResult(ops.new_full(proto, (), const), xs[:0, 0], xs[:0, 0] > 0,
                          {}, ops.new_full(proto, (num_particles,), 0.0))
-    run = _sweep_fn(model, num_particles, ess_threshold, scheme)
+    if moves < 0:
+        raise ValueError(f"moves must be >= 0, got {moves}")
+    run = _sweep_fn(model, num_particles, ess_threshold, scheme, moves)
+    state = initial_tables(model, proto, num_particles)
+    if moves:  # each hidden index's allocation of every token, per particle
+        zeros = ops.new_zeros(ops.astype(xs, "int"), (num_particles, len(tokens)))
+        state = state + (zeros,) * len(model.hidden)
     if module.COMPILES and module.SPLITS_RNG_KEYS:
         key = (_model_key(model), num_particles, ess_threshold, scheme, len(tokens),
-               module.NAME)
+               moves, module.NAME)
         fn = _COMPILED.get(key)
         if fn is None:
             fn = _COMPILED[key] = module.jit(run)
         rng_key = module.new_rng_key(rng_key) if isinstance(rng_key, int) else rng_key
         if rng_key is None:
             rng_key = module.new_rng_key(0)
-        out = fn(initial_tables(model, proto, num_particles), xs, rng_key)
+        out = fn(state, xs, rng_key)
     else:
-        out = run(initial_tables(model, proto, num_particles), xs, rng_key)
+        out = run(state, xs, rng_key)
     counts = {n: ops.sub(t, model.alpha[n]) for n, t in zip(model.names, out.state)}
     return SMCResult(ops.add(out.log_z, const), out.ess, out.resampled, counts, out.log_weights)

@@ -10,7 +10,9 @@ weights do not depend on the drawn state, so the variance of ``log Z-hat`` comes
 resampling alone: far below a bootstrap filter's at equal particle counts.
 
 The initial step is a transition from an extra state ``K`` whose row is ``log pi``, so every
-step is the same program (one ``lax.scan`` under ``jax.jit`` on jax).
+step is the same program (one ``lax.scan`` under ``jax.jit`` on jax). Transitions may vary
+with time (a ``(T - 1, K, K)`` array, or a lazy ``MarkovProduct``'s steps): the scan then
+reads one extended transition per step.
 
 Example:
     >>> log_a = np.log(np.full((2, 2), 0.5))
@@ -31,41 +33,79 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
+from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["hmm_smc"]
 
 _COMPILED = Cache("smc.state_space.programs", maxsize=32)
 
+_SHAPES = ("hmm_smc needs log_init (K,), log_trans (K, K) (homogeneous) or (T - 1, K, K) (step t "
+           "uses log_trans[t - 1]) or a lazy MarkovProduct, and log_obs (T, K); got {}")
+
 
 def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
     k = log_init.shape[-1] if len(log_init.shape) == 1 else -1
-    if k < 1 or tuple(log_trans.shape) != (k, k) or len(log_obs.shape) != 2 \
-            or log_obs.shape[1] != k:
-        raise ValueError(f"hmm_smc needs log_init (K,), log_trans (K, K) and log_obs (T, K); "
-                         f"got {tuple(log_init.shape)}, {tuple(log_trans.shape)}, "
-                         f"{tuple(log_obs.shape)}")
-    return k, log_obs.shape[0]
+    shapes = f"{tuple(log_init.shape)}, {tuple(log_trans.shape)}, {tuple(log_obs.shape)}"
+    if k < 1 or len(log_obs.shape) != 2 or log_obs.shape[1] != k:
+        raise ValueError(_SHAPES.format(shapes))
+    steps = log_obs.shape[0]
+    if tuple(log_trans.shape) not in ((k, k), (max(steps - 1, 0), k, k)):
+        raise ValueError(_SHAPES.format(shapes))
+    return k, steps
 
 
-def _hmm_sweep(k: int, num_particles: int, ess_threshold: float, scheme: str):
+def _chain_arrays(chain, log_obs):
+    """``(log_trans (T', K, K), log_obs (T' + 1, K))`` of a lazy ``MarkovProduct`` of log
+    factors over ``(time, prev, curr)`` (emissions may be folded into its steps): its steps
+    are the transitions into states 1..T'; state 0 has the initial factor only."""
+    if chain.sum_op is not ops.logaddexp or chain.prod_op is not ops.add:
+        raise ValueError(f"hmm_smc needs a MarkovProduct in the (logaddexp, add) semiring, got "
+                         f"({chain.sum_op}, {chain.prod_op})")
+    if len(chain.step) != 1 or not isinstance(chain.trans, Tensor):
+        raise ValueError(f"hmm_smc needs a MarkovProduct of one state (step {chain.step}) whose "
+                         f"trans is a Tensor, got {type(chain.trans).__name__}")
+    (prev, curr), = chain.step
+    names = (chain.time.name, prev, curr)
+    if set(chain.trans.inputs) != set(names):
+        raise ValueError(f"the MarkovProduct's trans must have exactly the inputs {names}, "
+                         f"got {tuple(chain.trans.inputs)}")
+    log_trans = chain.trans.align(names).data
+    if log_obs is None:
+        shape = (log_trans.shape[0] + 1, log_trans.shape[-1])
+        log_obs = ops.new_zeros(log_trans, shape)
+    return log_trans, log_obs
+
+
+def _hmm_sweep(k: int, num_particles: int, ess_threshold: float, scheme: str, varying: bool):
     batch = {"particle": Bint[num_particles]}
 
+    def weigh(trans, state, obs):
+        joint = trans(prev=Tensor(state[0], batch, k + 1)) + Tensor(obs, {"x": Bint[k]})
+        log_u = joint.reduce(ops.logaddexp, "x").align(("particle",)).data
+        return log_u, joint.align(("particle", "x")).data
+
+    def assign(state, value, x):
+        return (value,)
+
     def run(log_init, log_trans, log_obs, key):
-        # Row k of the extended transition is the initial distribution (the start state).
-        trans = Tensor(ops.cat((log_trans, log_init[None, :]), 0),
-                          {"prev": Bint[k + 1], "x": Bint[k]})
-
-        def weigh(state, obs):
-            joint = trans(prev=Tensor(state[0], batch, k + 1)) + Tensor(obs, {"x": Bint[k]})
-            log_u = joint.reduce(ops.logaddexp, "x").align(("particle",)).data
-            return log_u, joint.align(("particle", "x")).data
-
-        def assign(state, value, obs):
-            return (value,)
-
         start = ops.new_full(ops.astype(log_obs[0], "int"), (num_particles,), k)
-        return run_sweep(Proposal(weigh, assign), (start,), log_obs, num_particles, key,
-                         ess_threshold, scheme)
+        if not varying:
+            # Row k of the extended transition is the initial distribution (the start state).
+            trans = Tensor(ops.cat((log_trans, log_init[None, :]), 0),
+                           {"prev": Bint[k + 1], "x": Bint[k]})
+            step = Proposal(lambda state, obs: weigh(trans, state, obs), assign)
+            return run_sweep(step, (start,), log_obs, num_particles, key, ess_threshold,
+                             scheme)
+        # One extended transition per step: step 0 reads row k (the initial distribution),
+        # step t >= 1 reads log_trans[t - 1] from the previous state.
+        first = ops.expand(log_init[None, None, :], (1, k, k))
+        rows = ops.expand(log_init[None, None, :], (log_obs.shape[0], 1, k))
+        ext = ops.cat((ops.cat((first, log_trans), 0), rows), 1)  # (T, k + 1, k)
+        step = Proposal(lambda state, x: weigh(Tensor(x[0], {"prev": Bint[k + 1],
+                                                             "x": Bint[k]}), state, x[1]),
+                        assign)
+        return run_sweep(step, (start,), (ext, log_obs), num_particles, key, ess_threshold,
+                         scheme)
 
     return run
 
@@ -76,8 +116,13 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
 
     Args:
         log_init: ``(K,)`` initial log probabilities.
-        log_trans: ``(K, K)`` log transition probabilities, rows the previous state.
-        log_obs: ``(T, K)`` emission log likelihoods ``log p(y_t | x_t)``.
+        log_trans: log transition probabilities, rows the previous state: ``(K, K)`` for a
+            homogeneous chain; ``(T - 1, K, K)`` for a time-varying one (step ``t`` uses
+            ``log_trans[t - 1]``); or a lazy ``MarkovProduct`` (logaddexp, add) of one state
+            whose ``trans`` Tensor has the inputs ``(time, prev, curr)``: its ``T'`` steps are
+            the transitions into states ``1..T'`` (emissions may be folded into them).
+        log_obs: ``(T, K)`` emission log likelihoods ``log p(y_t | x_t)``; with a
+            ``MarkovProduct``, None means zeros (``T = T' + 1``).
         num_particles, rng_key, ess_threshold: as for ``smc``.
         scheme: ``"joint"`` (default: the states drawn systematically, value-major, at every
             step) or ``"adaptive"`` (ESS-triggered resampling, independent draws).
@@ -90,12 +135,18 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
         >>> log_z, ess = hmm_smc(np.zeros(1), np.zeros((1, 1)), np.zeros((3, 1)), 4)
         >>> float(log_z), ess.tolist()
         (0.0, [4.0, 4.0, 4.0])
+        >>> log_z, _ = hmm_smc(np.zeros(1), np.zeros((2, 1, 1)), np.zeros((3, 1)), 4)
+        >>> float(log_z)  # time-varying: T - 1 = 2 transitions
+        0.0
     """
+    if isinstance(log_trans, MarkovProduct):
+        log_trans, log_obs = _chain_arrays(log_trans, log_obs)
     k, steps = _check(log_init, log_trans, log_obs)
+    varying = len(log_trans.shape) == 3
     module = backend_of(log_obs)
-    run = _hmm_sweep(k, num_particles, ess_threshold, scheme)
+    run = _hmm_sweep(k, num_particles, ess_threshold, scheme, varying)
     if module.COMPILES and module.SPLITS_RNG_KEYS:
-        key = (k, steps, num_particles, ess_threshold, scheme, module.NAME)
+        key = (k, steps, num_particles, ess_threshold, scheme, varying, module.NAME)
         fn = _COMPILED.get(key)
         if fn is None:
             fn = _COMPILED[key] = module.jit(run)

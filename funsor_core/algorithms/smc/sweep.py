@@ -6,15 +6,20 @@ Python loop on numpy and torch).
 A model supplies a fully adapted ``Proposal``: two functions of ``state`` (a tuple of arrays
 with a leading particle axis) and the step's slice ``x`` of ``xs``:
 
-- ``weigh(state, x) -> (log_u, log_joint)``: ``log_joint[m, v]`` is particle ``m``'s one-step
-  log factor over the step's new values ``v`` (flattened), and ``log_u = logsumexp_v
-  log_joint`` its incremental log weight (``log p(y_t | past)``, independent of ``v``);
-- ``assign(state, v, x) -> state``: the state once each particle takes the new value ``v``.
+- ``weigh(state, x) -> (log_u, log_joint[, messages])``: ``log_joint[m, v]`` is particle
+  ``m``'s one-step log factor over the step's new values ``v`` (flattened), and ``log_u =
+  logsumexp_v log_joint`` its incremental log weight (``log p(y_t | past)``, independent of
+  ``v``); where the new values are many (an allocation model's hidden indices), ``v`` is
+  only the *root* of them and ``complete`` draws the rest from ``messages`` (backward
+  sampling through an elimination, ``token_plan.py``), so no joint table is formed;
+- ``assign(state, v, x) -> state``: the state once each particle takes the new value ``v``;
+- optionally ``move``: an MCMC kernel applied after ``assign`` (resample-move).
 
 Two schemes share it. ``"adaptive"`` (BAM-SIS-R, Algorithm 3 of Cemgil et al.): weigh,
 resample systematically when the effective sample size falls below ``ess_threshold * M``, then
-draw every particle's ``v`` from its one-step posterior (a Delta funsor drawn from the Tensor
-``log_joint``; the auxiliary filter's order, so resampled duplicates move independently).
+draw every particle's ``v`` from its one-step posterior (Gumbel-max on ``log_joint``, the law
+of the library's Tensor sampler; the auxiliary filter's order, so resampled duplicates move
+independently). Eagerly, above the threshold, no resampling work is done.
 ``"joint"``: every step, draw ``M`` pairs ``(m, v)`` systematically from the expanded system
 ``w_m exp(log_joint[m, v])`` ordered by ``v`` first, which stratifies the new values across
 particles (an unbiased resampling of the exhaustive expansion; far lower variance of
@@ -41,21 +46,32 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from funsor_core import ops
-from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
-from funsor_core.sampling.draw import backend_and_key, extract_samples
+from funsor_core.sampling.draw import backend_and_key
 
-__all__ = ["Proposal", "SCHEMES", "SweepResult", "ess_of", "run_sweep", "systematic_resample"]
+__all__ = ["Proposal", "SCHEMES", "SweepResult", "categorical", "ess_of", "run_sweep",
+           "systematic_resample"]
 
 SCHEMES = ("adaptive", "joint")
 
 
 class Proposal(NamedTuple):
-    """A fully adapted proposal: ``weigh(state, x) -> (log_u, log_joint)`` and
-    ``assign(state, v, x) -> state`` (see the module docstring)."""
+    """A fully adapted proposal: ``weigh(state, x) -> (log_u, log_root[, messages])`` and
+    ``assign(state, v, x) -> state`` (see the module docstring). Where the step's new values
+    are more than the root ``v`` drawn from ``log_root``, ``complete(messages, index, v,
+    uniforms)`` draws the rest for the particles' ancestors ``index`` from the ``messages``
+    of ``weigh`` (backward sampling), given uniform arrays of the shapes ``draws``, and
+    ``assign`` receives what it returns. ``move(state, x, uniforms) -> state``, applied
+    ``moves`` times after ``assign`` with uniforms of the shapes ``move_draws``, is an MCMC
+    kernel that leaves the step's target invariant (resample-move; the weights are not
+    touched)."""
 
     weigh: Callable
     assign: Callable
+    complete: Callable | None = None
+    draws: tuple = ()
+    move: Callable | None = None
+    move_draws: tuple = ()
+    moves: int = 0
 
 
 class SweepResult(NamedTuple):
@@ -82,15 +98,31 @@ def ess_of(log_w):
 
 
 def _cumsum(x):
-    """Inclusive cumulative sum over the last axis by log-depth doubling (Hillis-Steele):
-    ``ceil(log2 n)`` shifted adds of the whole array, as there is no cumsum kernel on every
-    backend; static shapes, so it traces under ``jax.jit``."""
-    n, shift = x.shape[-1], 1
-    while shift < n:
-        pad = ops.new_zeros(x, tuple(x.shape[:-1]) + (shift,))
-        x = ops.add(x, ops.cat((pad, x[..., : n - shift]), -1))
-        shift *= 2
-    return x
+    """Inclusive cumulative sum over the last axis of a float array, as two matmuls by an
+    upper-triangular ``b x b`` ones matrix (``b = ceil(sqrt n)``): the sums within blocks of
+    ``b``, then the blocks' running totals. There is no cumsum kernel on every backend; this
+    is O(n sqrt n) flops in a fixed number of array calls (log-depth doubling took
+    ``4 log2 n``), with static shapes, so it traces under ``jax.jit``.
+
+    Example:
+        >>> _cumsum(np.arange(5.0)).tolist()
+        [0.0, 1.0, 3.0, 6.0, 10.0]
+    """
+    n = x.shape[-1]
+    if n <= 1:
+        return x
+    lead = tuple(x.shape[:-1])
+    b = math.isqrt(n - 1) + 1
+    if b * b > n:
+        x = ops.cat((x, ops.new_zeros(x, lead + (b * b - n,))), -1)
+    arange = ops.new_arange(ops.astype(x, "int"), 0, b, 1)
+    # In x's dtype: a bool matrix cast to the default float would not match a float32 x.
+    upper = ops.mul(ops.new_full(x, (b, b), 1.0), ops.ge(arange[None, :], arange[:, None]))
+    within = ops.matmul(ops.reshape(x, lead + (b, b)), upper)
+    totals = within[..., -1]
+    before = ops.sub(ops.matmul(totals, upper), totals)  # exclusive: the blocks before
+    out = ops.reshape(ops.add(within, before[..., None]), lead + (b * b,))
+    return out[..., :n]
 
 
 def systematic_resample(log_w, uniform, num: int | None = None):
@@ -106,33 +138,33 @@ def systematic_resample(log_w, uniform, num: int | None = None):
         >>> systematic_resample(np.array([-0.7, -np.inf, -0.7]), np.array(0.5)).tolist()
         [0, 2, 2]
     """
-    w = ops.exp(log_w)
-    if len(w.shape) == 2:
-        within = _cumsum(w)  # (rows, cols)
-        offsets = ops.sub(_cumsum(within[:, -1]), within[:, -1])  # exclusive, over rows
-        cum = ops.reshape(ops.add(within, offsets[:, None]), (-1,))
-    else:
-        cum = _cumsum(w)
+    cum = _cumsum(ops.reshape(ops.exp(log_w), (-1,)))
     size = cum.shape[0]
     num = size if num is None else num
     # ceil(y) = -floor(-y), with floor as float floordiv by one.
     ceil = ops.neg(ops.floordiv(ops.sub(uniform, ops.mul(cum, float(num))), 1.0))
     below = ops.clamp(ops.astype(ceil, "int"), 0, num)
-    hist = ops.scatter_add(ops.new_zeros(below, (num + 1,)), below, ops.full_like(below, 1))
-    return ops.clamp(_cumsum(hist[:num]), 0, size - 1)
+    hist = ops.scatter_add(ops.new_zeros(cum, (num + 1,)), below, ops.full_like(cum, 1.0))
+    # The counts are exact in floating point (below 2^24), and round to ints.
+    index = ops.astype(ops.add(_cumsum(hist[:num]), 0.5), "int")
+    return ops.clamp(index, 0, size - 1)
+
+
+def categorical(log_p, uniform):
+    """One draw per row of the log weights ``log_p`` ``(rows, values)`` (unnormalized), by
+    the Gumbel-max trick ``argmax(log_p - log(-log U))`` (the law of the library's Tensor
+    sampler, ``sampling.draw.sample_tensor``), with ``uniform`` of the same shape.
+
+    Example:
+        >>> categorical(np.array([[0.0, -np.inf], [-np.inf, 0.0]]), np.full((2, 2), 0.5))
+        array([0, 1])
+    """
+    gumbel = ops.neg(ops.log(ops.neg(ops.log(uniform))))
+    return ops.argmax(ops.add(log_p, gumbel), -1)
 
 
 def _gather(state: tuple, index) -> tuple:
     return tuple(ops.getitem(leaf, (index,)) for leaf in state)
-
-
-def _draw(log_joint, key, num_particles: int):
-    """One new value per particle from its one-step posterior: a Delta drawn from the Tensor
-    ``log_joint`` over ``(particle, value)``."""
-    values = Bint[log_joint.shape[-1]]
-    joint = Tensor(log_joint, {"particle": Bint[num_particles], "value": values})
-    drawn = extract_samples(joint.sample(frozenset({"value"}), rng_key=key))["value"]
-    return drawn.align(("particle",)).data
 
 
 def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
@@ -162,35 +194,53 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
     splits = module.SPLITS_RNG_KEYS
     full_log_m = -math.log(num_particles)
 
+    arange = ops.new_arange(ops.astype(proto, "int"), 0, num_particles, 1)
+    move_draws = step.move_draws if step.move is not None and step.moves > 0 else ()
+
     def body(carry, x):
         state, log_w, log_z, key_now = carry
         if splits:
-            key_now, k_move, k_res = module.split_key(key_now, 3)
+            key_now, k_move, k_res, *k_fill = module.split_key(
+                key_now, 3 + len(step.draws) + len(move_draws))
         else:
             k_move = k_res = key_now
+            k_fill = [key_now] * (len(step.draws) + len(move_draws))
         uniform = ops.new_array(proto, module.rand((), k_res))
-        log_u, log_joint = step.weigh(state, x)
+        log_u, log_root, *messages = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
         inc = ops.logsumexp(log_w, -1)
         log_w = ops.sub(log_w, inc)
         ess = ess_of(log_w)
         if scheme == "joint":
             # (value, particle) grid, value-major: the systematic draw stratifies the values.
-            grid = ops.transpose(ops.add(ops.sub(log_joint, log_u[:, None]), log_w[:, None]),
+            grid = ops.transpose(ops.add(ops.sub(log_root, log_u[:, None]), log_w[:, None]),
                                  0, 1)
             flat = systematic_resample(grid, uniform, num_particles)
-            state = _gather(state, ops.mod(flat, num_particles))
+            index = ops.mod(flat, num_particles)
             value = ops.floordiv(flat, num_particles)
             flag = ops.ge(ess, 0.0)  # resampled at every step
             log_w = ops.full_like(log_w, full_log_m)
         else:
             flag = ops.lt(ess, ess_threshold * num_particles)
-            ancestors = systematic_resample(log_w, uniform)
-            index = ops.where(flag, ancestors, ops.new_arange(ancestors, 0, num_particles, 1))
+            if ops.is_concrete(flag) and not bool(flag):
+                index = arange  # eager and above the threshold: no ancestors to draw
+            else:
+                ancestors = systematic_resample(log_w, uniform)
+                index = ops.where(flag, ancestors, arange)
+                log_w = ops.where(flag, ops.full_like(log_w, full_log_m), log_w)
+            noise = ops.new_array(proto, module.rand(tuple(log_root.shape), k_move))
+            value = categorical(ops.getitem(log_root, (index,)), noise)
+        if index is not arange:
             state = _gather(state, index)
-            value = _draw(ops.getitem(log_joint, (index,)), k_move, num_particles)
-            log_w = ops.where(flag, ops.full_like(log_w, full_log_m), log_w)
+        if step.complete is not None:
+            uniforms = [ops.new_array(proto, module.rand(shape, k))
+                        for shape, k in zip(step.draws, k_fill)]
+            value = step.complete(messages[0], index, value, uniforms)
         state = step.assign(state, value, x)
+        if move_draws:
+            stacks = tuple(ops.new_array(proto, module.rand((step.moves,) + tuple(shape), k))
+                           for shape, k in zip(move_draws, k_fill[len(step.draws):]))
+            state, _ = module.scan(lambda s, u: (step.move(s, x, list(u)), None), state, stacks)
         # One array per step: the loop scans of numpy and torch stack ys as one array.
         trace = ops.stack((ess, ops.astype(flag, "float")), 0)
         return (state, log_w, ops.add(log_z, inc), key_now), trace

@@ -139,7 +139,8 @@ def test_exact_sis_expectation():
         tables = [np.array(t) for t in initial_tables(model, np.zeros(()), 1)]
         log_q = log_w = 0.0
         for (i, j), k in zip(tokens, path):
-            log_u, log_joint = allocation_step(model, 1).weigh(tuple(tables), np.array([i, j]))
+            step = allocation_step(model, 1)
+            log_u, log_joint = step.weigh(tuple(tables), np.array([i, j]))[:2]
             log_q += log_joint[0, k] - log_u[0]
             log_w += log_u[0]
             cell = {"i": i, "j": j, "k": k}

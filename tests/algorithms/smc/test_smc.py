@@ -44,6 +44,18 @@ def test_smc_unbiased_in_z(scheme):
     assert ratios.std() > 0  # the hidden index was sampled
 
 
+def test_smc_with_gibbs_moves_unbiased_in_z():
+    # Resample-move: the moves leave each step's target invariant, so E[Z-hat] = Z still.
+    X = np.array([[1, 0], [1, 1]])
+    model = AllocationModel(NMF, {"i": 2, "j": 2, "k": 2}, ("i", "j"), 0.5, 0.2)
+    exact = model.log_marginal_exact(X)
+    ratios = np.exp([float(smc(model, X, 2, rng_key=s, ess_threshold=1.0, moves=2).log_z)
+                     - exact for s in range(50)])
+    assert abs(ratios.mean() - 1.0) < 4 * ratios.std() / np.sqrt(len(ratios)) + 1e-3
+    with pytest.raises(ValueError, match="moves must be >= 0"):
+        smc(model, X, 2, moves=-1)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 def test_smc_backends_agree_with_exact(backend):
     model = AllocationModel(NMF, {"i": 3, "j": 4, "k": 2}, ("i", "j"), 1.0, 1.0 / 12)
@@ -122,4 +134,60 @@ def test_hmm_smc_jax_jit_small_std():
     runs = np.array([float(hmm_smc(*args, 100, rng_key=s).log_z) for s in range(20)])
     assert abs(runs.mean() - exact) < 4 * runs.std() / np.sqrt(len(runs)) + 0.01
     # The joint scheme's claim (benchmarks/smc.py: <= 0.05 at 100 steps, 100 particles).
+    assert runs.std() < 0.05
+
+
+def _forward(log_init, log_trans, log_obs):
+    """The forward algorithm of a time-varying chain (``log_trans[t - 1]`` into step t)."""
+    alpha = log_init + log_obs[0]
+    for t in range(1, len(log_obs)):
+        alpha = logsumexp(alpha[:, None] + log_trans[t - 1], 0) + log_obs[t]
+    return logsumexp(alpha)
+
+
+def test_hmm_smc_time_varying_unbiased_numpy():
+    rng = np.random.default_rng(2)
+    K, T = 3, 6
+    log_init = np.log(rng.dirichlet(np.ones(K)))
+    log_trans = np.log(rng.dirichlet(np.ones(K) * 0.5, (T - 1, K)))
+    log_obs = np.log(rng.dirichlet(np.ones(K), T))
+    exact = _forward(log_init, log_trans, log_obs)
+    runs = np.array([float(hmm_smc(log_init, log_trans, log_obs, 4, rng_key=s,
+                                   scheme=("joint", "adaptive")[s % 2]).log_z)
+                     for s in range(60)])
+    ratios = np.exp(runs - exact)
+    assert abs(ratios.mean() - 1.0) < 4 * ratios.std() / np.sqrt(len(ratios)) + 1e-3
+    with pytest.raises(ValueError, match=r"\(T - 1, K, K\)"):
+        hmm_smc(log_init, log_trans[:-1], log_obs, 4)
+
+
+def test_hmm_smc_markov_product_jax_jit():
+    # A MarkovProduct with the emissions folded into its steps, against its own exact
+    # elimination (the library's scan) and the numpy forward algorithm.
+    import jax.numpy as jnp
+
+    import funsor_core as fc
+    from interpretations import lazy
+
+    rng = np.random.default_rng(3)
+    K, T = 3, 25
+    log_init = np.log(rng.dirichlet(np.ones(K)))
+    log_trans = np.log(rng.dirichlet(np.ones(K), (T - 1, K)))
+    log_obs = np.log(rng.dirichlet(np.ones(K), T))
+    steps = log_trans + log_obs[1:, None, :]
+    chains = []
+    for data in (steps, jnp.asarray(steps)):
+        trans = fc.Tensor(data, {"t": fc.Bint[T - 1], "prev": fc.Bint[K], "curr": fc.Bint[K]})
+        with lazy:
+            chains.append(fc.MarkovProduct(ops.logaddexp, ops.add, trans, "t",
+                                           {"prev": "curr"}))
+    init = fc.Tensor(log_init + log_obs[0], {"prev": fc.Bint[K]})
+    eliminated = float((init + chains[0].reduce(ops.logaddexp, "curr"))
+                       .reduce(ops.logaddexp).data)
+    exact = _forward(log_init, log_trans, log_obs)
+    assert abs(eliminated - exact) < 1e-9
+    first = jnp.asarray(np.vstack([log_obs[:1], np.zeros((T - 1, K))]))
+    runs = np.array([float(hmm_smc(jnp.asarray(log_init), chains[1], first, 100,
+                                   rng_key=s).log_z) for s in range(8)])
+    assert abs(runs.mean() - exact) < 4 * runs.std() / np.sqrt(len(runs)) + 0.01
     assert runs.std() < 0.05
