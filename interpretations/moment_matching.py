@@ -28,18 +28,20 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.mixture import (
     collapse_args,
     collapse_sum,
     mixture_vars,
+    pending_sum,
     would_compress,
 )
 from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
-from funsor_core.terms.base import Number
+from funsor_core.terms.base import Binary, Number, Reduce
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
@@ -47,6 +49,29 @@ __all__ = ["moment_matching", "MOMENTMATCHING"]
 
 moment_matching = Interpretation("moment_matching", fallback=exact)
 MOMENTMATCHING = moment_matching
+
+AddOp, LogaddexpOp = type(ops.add), type(ops.logaddexp)
+
+
+# g1 + g2 + t (+ ...) keeps its summands side by side: under moment matching a sum of
+# Gaussians is integrated and collapsed next, and the collapse places each summand in its
+# own layout once (``moments.collapse_mixture``), so aligning and concatenating them here
+# would be done twice. A sum that exact would compress (rank past the threshold) is exact's.
+@moment_matching.register(Binary, AddOp, (Gaussian, Contraction),
+                          (Gaussian, Contraction, Tensor, Number))
+@moment_matching.register(Binary, AddOp, (Tensor, Number), (Gaussian, Contraction))
+def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
+    return pending_sum(lhs, rhs)
+
+
+# logaddexp_V (g + t + ...) straight to the collapse (the rule below, without first building
+# the Contraction that normalize would make of the Reduce).
+@moment_matching.register(Reduce, LogaddexpOp, (Gaussian, Contraction), frozenset)
+def moment_matching_reduce_gaussian_sum(op, arg, reduced_vars):
+    if isinstance(arg, Contraction) and not is_gaussian_sum(arg):
+        return None
+    terms = arg.terms if isinstance(arg, Contraction) else (arg,)
+    return collapse_sum(reduced_vars, terms)
 
 
 # logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum

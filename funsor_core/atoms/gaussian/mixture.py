@@ -29,11 +29,17 @@ from funsor_core.atoms.gaussian.atom import (
 from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, merge_inputs
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars",
+__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars", "pending_sum",
            "reduce_logaddexp_terms", "stack_gaussians", "would_compress"]
+
+# A pending sum sums its dense summands once it holds more than this many (a loop that adds
+# Tensors to a Gaussian and never reduces would otherwise grow its term without bound).
+_MAX_DENSE = 4
 
 
 def stack_gaussians(name: str, parts) -> Funsor | None:
@@ -152,6 +158,38 @@ def would_compress(gaussians) -> bool:
     reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
     dim = sum(d.num_elements for d in reals.values())
     return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
+
+
+def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
+    """``lhs + rhs`` for Gaussians, Tensors, Numbers and sums of them, as the sum of their
+    summands side by side: ``Contraction(None, add, {}, (g1, g2, ..., t1, ...))``, nothing
+    aligned or concatenated (``collapse_mixture`` places each Gaussian in its layout). None
+    where ``gaussian_sum`` would compress the Gaussians (exact's, then), for a sum that is no
+    Gaussian sum, or for no Gaussian.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> h = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"y": fc.Real})
+        >>> [type(t).__name__ for t in pending_sum(g, h).terms]
+        ['Gaussian', 'Gaussian']
+    """
+    terms = _summands(lhs) + _summands(rhs)
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    if not gaussians or len(gaussians) + sum(isinstance(t, (Tensor, Number)) for t in terms) \
+            != len(terms):
+        return None
+    if len(gaussians) > 1 and would_compress(gaussians):
+        return None
+    if len(terms) - len(gaussians) > _MAX_DENSE:
+        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
+    with reflect:
+        return Contraction(None, ops.add, frozenset(), terms)
+
+
+def _summands(term: Funsor) -> tuple:
+    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
+        return term.terms
+    return (term,)
 
 
 def collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
