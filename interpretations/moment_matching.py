@@ -35,13 +35,14 @@ from funsor_core.atoms.gaussian.mixture import (
     collapse_sum,
     mixture_vars,
     pending_sum,
+    rename_gaussian_sum,
     would_compress,
 )
 from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
-from funsor_core.terms.base import Binary, Number, Reduce
+from funsor_core.terms.base import Binary, Number, Reduce, Subs
 from funsor_core.terms.contraction import Contraction
 from interpretations.exact import exact
 
@@ -62,6 +63,12 @@ AddOp, LogaddexpOp = type(ops.add), type(ops.logaddexp)
 @moment_matching.register(Binary, AddOp, (Tensor, Number), (Gaussian, Contraction))
 def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
     return pending_sum(lhs, rhs)
+
+
+# (g + t + ...)(x=y): renaming a sum renames each summand's labels; no array changes.
+@moment_matching.register(Subs, Contraction, tuple)
+def moment_matching_subs_gaussian_sum_rename(arg, subs):
+    return rename_gaussian_sum(arg, subs) if is_gaussian_sum(arg) else None
 
 
 # logaddexp_V (g + t + ...) straight to the collapse (the rule below, without first building
