@@ -11,8 +11,18 @@ algorithm builds: the steps of ``sequential_sum_product``, ``sum_product``, or t
 ``funsor_core.algorithms.filter.windowed.windowed_filter``, where a switching linear dynamical
 system keeps ``window`` switch states exact and collapses older ones.
 
+A sum of Gaussians (``g1 + g2 + t``) keeps its summands side by side under ``moment_matching``
+(``mixture.pending_sum``), where ``exact`` aligns and concatenates them into one Gaussian at
+once: the sum is what a reduction collapses next, and the collapse places each summand in its
+own layout once (its Gram matrix at its own batch shape). The value is the same; the term is a
+``Contraction(None, add, {}, (g1, g2, t))`` of several Gaussians, which ``exact``'s rules
+reduce and substitute into as before (a sum that ``exact`` would compress is ``exact``'s at
+once); ``Integrate`` against it adds the summands into one first (a rule below). Code that
+needs exactly one Gaussian (sampling, the argmax and precondition adjoints) must do the same,
+``gaussian_sum(*term.terms)``. Renaming a sum relabels its summands.
+
 The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
-the rule is the same under ``jax.jit``.
+the rules are the same under ``jax.jit``.
 
 Example:
     >>> from interpretations import moment_matching
@@ -28,7 +38,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import gaussian_sum, is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.mixture import (
     collapse_args,
@@ -42,8 +52,9 @@ from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
-from funsor_core.terms.base import Binary, Number, Reduce, Subs
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Subs
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from interpretations.exact import exact
 
 __all__ = ["moment_matching", "MOMENTMATCHING"]
@@ -69,6 +80,15 @@ def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
 @moment_matching.register(Subs, Contraction, tuple)
 def moment_matching_subs_gaussian_sum_rename(arg, subs):
     return rename_gaussian_sum(arg, subs) if is_gaussian_sum(arg) else None
+
+
+# Integrate(g1 + g2 + t, f, V): exact's rules integrate against one Gaussian, so the summands
+# are added into one first (as exact would have added them).
+@moment_matching.register(Integrate, Contraction, Funsor, frozenset)
+def moment_matching_integrate_gaussian_sum(log_measure, integrand, reduced_vars):
+    if not is_gaussian_sum(log_measure) or len(split_gaussian_sum(log_measure)[0]) < 2:
+        return None
+    return Integrate(gaussian_sum(*log_measure.terms), integrand, reduced_vars)
 
 
 # logaddexp_V (g + t + ...) straight to the collapse (the rule below, without first building

@@ -137,3 +137,12 @@ def test_a_sum_past_the_compression_threshold_is_exacts():
     assert [len(split_gaussian_sum(x)[0]) for x in (two, three, four)] == [2, 1, 2]
     value = sum(-0.5 * np.sum((0.4 * s[0] - w) ** 2) for _, w, s in parts)
     np.testing.assert_allclose(four(x=0.4).data, value, rtol=1e-12)
+
+
+def test_integrating_against_a_sum_adds_its_gaussians():
+    g1, g2, t, density, log_integral = _sum_parts(3)
+    with moment_matching:
+        total = g1 + g2 + t
+        mass = fc.Integrate(total, fc.Number(1.0), frozenset({"x", "y"}))
+    np.testing.assert_allclose(mass.align(("i",)).data, np.exp([log_integral(i) for i in range(3)]),
+                               rtol=1e-10)
