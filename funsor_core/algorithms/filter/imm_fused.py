@@ -9,8 +9,10 @@ the first are the same array program every time, and ``ImmSteps`` runs them on a
 - mixing: the message's components over ``s_prev`` weighted by ``w_i + switch_t(i, j)``,
   collapsed per ``s_curr = j`` (``moments.collapse_system``, as the moment-matching rule);
 - predict and update: the mixed Gaussian's system over ``x_prev`` placed beside the model's
-  over ``(x_prev, x_curr)`` (their sum), compressed where ``add_gaussians`` would compress it,
-  and ``x_prev`` integrated (``sqrt_info.marginalize``, as ``marginalize_gaussian``).
+  over ``(x_prev, x_curr)`` (their sum), and ``x_prev`` integrated: by the normal equations
+  (``normal_equations.marginal_gram``; the model's Gram matrices formed once for all steps)
+  where their check shows they lose nothing, else compressed where ``add_gaussians`` would
+  compress it and integrated by ``sqrt_info.marginalize``, as ``marginalize_gaussian`` does.
 
 The step atoms are aligned once, their time axis in front; the message is a term only before
 the first array step and after the last. The numbers are those of the term-by-term fold to
@@ -28,6 +30,8 @@ from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import CHECK_RANK, gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.moments import collapse_system
+from funsor_core.atoms.gaussian.normal_equations import marginal_gram, system_rows
+from funsor_core.atoms.gaussian.small_linalg import matmul
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.fast_path import fast_path
@@ -83,6 +87,7 @@ class ImmSteps:
         self.switch = _switch_arrays(switch, time, s_prev, s_curr, k_dom)
         self.model = _model_arrays(model, time, s_curr, k_dom, reals, step, x_doms)
         self.ok = self.switch is not None and self.model is not None
+        self.gram = _model_gram(self.model) if self.ok else None
 
     def accepts(self, mix_args: tuple, integrate_args: tuple) -> bool:
         """Whether the two Contractions of a step (their prepared arguments) would be built
@@ -114,7 +119,8 @@ class ImmSteps:
             return None
         inputs = {lay.s_from: Bint[self.k], **{x: self.x_doms[p] for x, p in
                                                 zip(lay.x_from, self.layouts[0].x_from)}}
-        if set(msg.inputs) != set(inputs) or gs[0].inputs[lay.s_from] != Bint[self.k]:
+        if msg.inputs.keys() != inputs.keys() or any(msg.inputs[k] != d
+                                                     for k, d in inputs.items()):
             return None
         if any(t.dtype != "real" or t.output.shape for t in ts):
             return None
@@ -136,6 +142,13 @@ class ImmSteps:
         # Predict and update: the sum with the model over (x_from, x_to), x_from integrated.
         mw, ms, timed, compress = self.model
         white_vec, prec_sqrt = gm.pad_dims(white_vec, prec_sqrt, 0, dim)
+        if self.gram is not None:  # by normal equations where they lose nothing
+            _, m = system_rows(white_vec, prec_sqrt, None)
+            out = marginal_gram(matmul(m, m.swapaxes(-1, -2)) + self.gram[t if timed else 0],
+                                dim, dim + int(ms.shape[-1]))
+            if out is not None:
+                white_vec, prec_sqrt, norm = out
+                return white_vec, prec_sqrt, ops.add(log_const, norm)
         white_vec = ops.cat([white_vec, mw[t] if timed else mw], -1)
         prec_sqrt = ops.cat([prec_sqrt, ms[t] if timed else ms], -1)
         if compress:
@@ -152,6 +165,18 @@ class ImmSteps:
         reals = tuple((x, self.x_doms[p]) for x, p in zip(lay.x_to, self.layouts[0].x_from))
         return gaussian_sum(Gaussian.make(white_vec, prec_sqrt, ikey=batch + reals),
                             Tensor.make(log_const, dict(batch), ikey=batch))
+
+
+def _model_gram(model: tuple) -> Any:
+    """The model's part of ``M M'`` (``normal_equations.system_rows``: a Gram matrix of a
+    system of column blocks is the sum of theirs), time in front (one entry when static), or
+    None where the normal equations cannot run (not float64, or traced)."""
+    mw, ms, timed, _ = model
+    if ms.dtype.itemsize != 8 or not ops.is_concrete(ms):
+        return None
+    _, m = system_rows(mw, ms, None)
+    gram = matmul(m, m.swapaxes(-1, -2))
+    return gram if timed else gram[None]
 
 
 def _domain(name: str, terms: tuple):
