@@ -148,3 +148,13 @@ def test_integrating_against_a_sum_adds_its_gaussians():
         mass = fc.Integrate(total, fc.Number(1.0), frozenset({"x", "y"}))
     np.testing.assert_allclose(mass.align(("i",)).data, np.exp([log_integral(i) for i in range(3)]),
                                rtol=1e-10)
+
+
+def test_moments_of_a_sum_add_its_gaussians():
+    g1, g2, t, _, _ = _sum_parts(4)
+    with moment_matching:
+        total = g1 + g2 + t
+    expected = fc.moments(g1 + g2 + t)  # exact: one Gaussian already
+    actual = fc.moments(total)
+    np.testing.assert_allclose(actual.covariance.data, expected.covariance.data, rtol=1e-10)
+    np.testing.assert_allclose(actual.log_mass.data, expected.log_mass.data, rtol=1e-10)
