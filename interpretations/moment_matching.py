@@ -17,9 +17,10 @@ once: the sum is what a reduction collapses next, and the collapse places each s
 own layout once (its Gram matrix at its own batch shape). The value is the same; the term is a
 ``Contraction(None, add, {}, (g1, g2, t))`` of several Gaussians, which ``exact``'s rules
 reduce and substitute into as before (a sum that ``exact`` would compress is ``exact``'s at
-once); ``Integrate`` against it adds the summands into one first (a rule below). Code that
-needs exactly one Gaussian (sampling, the argmax and precondition adjoints) must do the same,
-``gaussian_sum(*term.terms)``. Renaming a sum relabels its summands.
+once); ``Integrate`` against it (a rule below), sampling it and ``fc.moments`` of it add the
+summands into one first. Code that needs exactly one Gaussian (the argmax and precondition
+adjoints) must do the same, ``gaussian_sum(*term.terms)``. Renaming a sum relabels its
+summands.
 
 The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
 the rules are the same under ``jax.jit``.

@@ -158,3 +158,14 @@ def test_moments_of_a_sum_add_its_gaussians():
     actual = fc.moments(total)
     np.testing.assert_allclose(actual.covariance.data, expected.covariance.data, rtol=1e-10)
     np.testing.assert_allclose(actual.log_mass.data, expected.log_mass.data, rtol=1e-10)
+
+
+def test_sampling_a_sum_adds_its_gaussians():
+    # A draw keeps the sum's mass as its weight: log Z of each particle, in closed form.
+    g1, g2, t, _, log_integral = _sum_parts(5)
+    with moment_matching:
+        total = g1 + g2 + t
+    draw = total.sample(frozenset({"x", "y"}), {"n": fc.Bint[2]}, rng_key=0)
+    mass = draw.reduce(ops.logaddexp, frozenset({"x", "y"})).align(("n", "i"))
+    expected = np.array([log_integral(i) for i in range(3)])
+    np.testing.assert_allclose(mass.data, np.broadcast_to(expected, (2, 3)), rtol=1e-10)
