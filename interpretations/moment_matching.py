@@ -11,8 +11,19 @@ algorithm builds: the steps of ``sequential_sum_product``, ``sum_product``, or t
 ``funsor_core.algorithms.filter.windowed.windowed_filter``, where a switching linear dynamical
 system keeps ``window`` switch states exact and collapses older ones.
 
+A sum of Gaussians (``g1 + g2 + t``) keeps its summands side by side under ``moment_matching``
+(``mixture.pending_sum``), where ``exact`` aligns and concatenates them into one Gaussian at
+once: the sum is what a reduction collapses next, and the collapse places each summand in its
+own layout once (its Gram matrix at its own batch shape). The value is the same; the term is a
+``Contraction(None, add, {}, (g1, g2, t))`` of several Gaussians, which ``exact``'s rules
+reduce and substitute into as before (a sum that ``exact`` would compress is ``exact``'s at
+once); ``Integrate`` against it (a rule below), sampling it and ``fc.moments`` of it add the
+summands into one first. Code that needs exactly one Gaussian (the argmax and precondition
+adjoints) must do the same, ``gaussian_sum(*term.terms)``. Renaming a sum relabels its
+summands.
+
 The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
-the rule is the same under ``jax.jit``.
+the rules are the same under ``jax.jit``.
 
 Example:
     >>> from interpretations import moment_matching
@@ -28,25 +39,67 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.algebra import gaussian_sum, is_gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.mixture import (
     collapse_args,
     collapse_sum,
     mixture_vars,
+    pending_sum,
+    rename_gaussian_sum,
     would_compress,
 )
 from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
-from funsor_core.terms.base import Number
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Subs
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from interpretations.exact import exact
 
 __all__ = ["moment_matching", "MOMENTMATCHING"]
 
 moment_matching = Interpretation("moment_matching", fallback=exact)
 MOMENTMATCHING = moment_matching
+
+AddOp, LogaddexpOp = type(ops.add), type(ops.logaddexp)
+
+
+# g1 + g2 + t (+ ...) keeps its summands side by side: under moment matching a sum of
+# Gaussians is integrated and collapsed next, and the collapse places each summand in its
+# own layout once (``moments.collapse_mixture``), so aligning and concatenating them here
+# would be done twice. A sum that exact would compress (rank past the threshold) is exact's.
+@moment_matching.register(Binary, AddOp, (Gaussian, Contraction),
+                          (Gaussian, Contraction, Tensor, Number))
+@moment_matching.register(Binary, AddOp, (Tensor, Number), (Gaussian, Contraction))
+def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
+    return pending_sum(lhs, rhs)
+
+
+# (g + t + ...)(x=y): renaming a sum renames each summand's labels; no array changes.
+@moment_matching.register(Subs, Contraction, tuple)
+def moment_matching_subs_gaussian_sum_rename(arg, subs):
+    return rename_gaussian_sum(arg, subs) if is_gaussian_sum(arg) else None
+
+
+# Integrate(g1 + g2 + t, f, V): exact's rules integrate against one Gaussian, so the summands
+# are added into one first (as exact would have added them).
+@moment_matching.register(Integrate, Contraction, Funsor, frozenset)
+def moment_matching_integrate_gaussian_sum(log_measure, integrand, reduced_vars):
+    if not is_gaussian_sum(log_measure) or len(split_gaussian_sum(log_measure)[0]) < 2:
+        return None
+    return Integrate(gaussian_sum(*log_measure.terms), integrand, reduced_vars)
+
+
+# logaddexp_V (g + t + ...) straight to the collapse (the rule below, without first building
+# the Contraction that normalize would make of the Reduce).
+@moment_matching.register(Reduce, LogaddexpOp, (Gaussian, Contraction), frozenset)
+def moment_matching_reduce_gaussian_sum(op, arg, reduced_vars):
+    if isinstance(arg, Contraction) and not is_gaussian_sum(arg):
+        return None
+    terms = arg.terms if isinstance(arg, Contraction) else (arg,)
+    return collapse_sum(reduced_vars, terms)
 
 
 # logaddexp_V (t + g) with V holding Bint inputs of g: integrate the real names of V and sum

@@ -41,7 +41,12 @@ from funsor_core import ops
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
-from funsor_core.atoms.gaussian.algebra import CHECK_RANK, is_gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import (
+    CHECK_RANK,
+    gaussian_sum,
+    is_gaussian_sum,
+    split_gaussian_sum,
+)
 from funsor_core.atoms.gaussian.atom import Gaussian, real_offsets
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_of
@@ -168,6 +173,10 @@ def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict
     other contraction declines (None)."""
     if not is_gaussian_sum(term):
         return None
+    if len(split_gaussian_sum(term)[0]) > 1:  # a sum moment_matching kept side by side
+        term = gaussian_sum(*term.terms)
+        if isinstance(term, Gaussian):
+            return sample_gaussian_term(term, names, sample_inputs, rng_key)
     if not _all_real(term, names):
         return sample_joint(term, names, sample_inputs, rng_key)
     # Sample g, keep t as a weight. The weights join the sample's own weight before it meets

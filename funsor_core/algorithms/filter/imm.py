@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from funsor_core import ops
+from funsor_core.algorithms.filter.imm_fused import ImmSteps
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -137,6 +138,8 @@ def imm_filter(trans: Funsor, time: str, step: dict, init: Funsor, each_step=Non
             **{c: Variable(p, trans.inputs[p]) for p, c in step.items()}}
     mixed = frozenset(p for p in step if trans.inputs[p].dtype != "real")
     switch, model = _split_factor(trans, mixed)
+    # After the first step, the steps may run on arrays (filter.imm_fused).
+    fused = ImmSteps(switch, model, time, step) if each_step is None and size > 1 else None
     versions = []
     for v in range(2 if size > 1 else 1):
         # Each summand renamed alone, so that a lazy renaming keeps the split.
@@ -152,14 +155,32 @@ def imm_filter(trans: Funsor, time: str, step: dict, init: Funsor, each_step=Non
         switch, model, mixed_names, real_names = versions[t % 2]
         terms = (*_terms(msg), *(at(t) for at in switch))
         present = frozenset().union(*(x.inputs.keys() for x in terms))
-        mixed = _collapsed(mixed_names & present, terms)  # mix before predicting
-        terms = (*_terms(mixed), *(at(t) for at in model))
-        present = frozenset().union(*(x.inputs.keys() for x in terms))
+        mixing = mixed_names & present
+        mixed = _collapsed(mixing, terms)  # mix before predicting
+        model_terms = (*_terms(mixed), *(at(t) for at in model))
+        present = frozenset().union(*(x.inputs.keys() for x in model_terms))
         reduced = real_names & present
-        msg = Contraction(ops.logaddexp if reduced else None, ops.add, reduced, terms)
+        msg = Contraction(ops.logaddexp if reduced else None, ops.add, reduced, model_terms)
         if each_step is not None:
             each_step(t, msg if t % 2 == 0 else _renamed(msg, swap))
+        if fused is not None:
+            rest = _fused_rest(fused, msg, t, size, mixing, terms, reduced, model_terms)
+            fused = None
+            if rest is not None:
+                msg = rest
+                break
     return msg if (size - 1) % 2 == 0 else _renamed(msg, swap)
+
+
+def _fused_rest(fused: ImmSteps, msg: Funsor, t: int, size: int, mixing: frozenset,
+                terms: tuple, reduced: frozenset, model_terms: tuple) -> Funsor | None:
+    """The message after the last step, steps ``t + 1 ..`` run on arrays where step ``t``
+    (built as terms) shows that they may (``ImmSteps.accepts``), else None."""
+    if not (fused.ok and mixing and reduced and t + 1 < size):
+        return None
+    args = (Contraction._prepare(ops.logaddexp, ops.add, mixing, terms),
+            Contraction._prepare(ops.logaddexp, ops.add, reduced, model_terms))
+    return fused.run(msg, t + 1, size) if fused.accepts(*args) else None
 
 
 def _renamed(msg: Funsor, swap: dict) -> Funsor:

@@ -29,11 +29,18 @@ from funsor_core.atoms.gaussian.atom import (
 from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.terms.base import Funsor, Number, merge_inputs
+from funsor_core.engine.cache import cached
+from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars",
-           "reduce_logaddexp_terms", "stack_gaussians", "would_compress"]
+__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars", "pending_sum",
+           "reduce_logaddexp_terms", "rename_gaussian_sum", "stack_gaussians", "would_compress"]
+
+# A pending sum sums its dense summands once it holds more than this many (a loop that adds
+# Tensors to a Gaussian and never reduces would otherwise grow its term without bound).
+_MAX_DENSE = 4
 
 
 def stack_gaussians(name: str, parts) -> Funsor | None:
@@ -149,9 +156,80 @@ def mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
 
 def would_compress(gaussians) -> bool:
     """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
-    reals = {k: d for g in gaussians for k, d in g.inputs.items() if d.dtype == "real"}
+    return _would_compress(tuple(g._ikey for g in gaussians), sum(g.rank for g in gaussians),
+                           Gaussian.compression_threshold)
+
+
+@cached("gaussian.mixture.would_compress", maxsize=512, fast=True)
+def _would_compress(ikeys: tuple, rank: int, threshold: float) -> bool:
+    reals = {k: d for ikey in ikeys for k, d in ikey if d.dtype == "real"}
     dim = sum(d.num_elements for d in reals.values())
-    return dim == 0 or sum(g.rank for g in gaussians) > Gaussian.compression_threshold * dim
+    return dim == 0 or rank > threshold * dim
+
+
+def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
+    """``lhs + rhs`` for Gaussians, Tensors, Numbers and sums of them, as the sum of their
+    summands side by side: ``Contraction(None, add, {}, (g1, g2, ..., t1, ...))``, nothing
+    aligned or concatenated (``collapse_mixture`` places each Gaussian in its layout). None
+    where ``gaussian_sum`` would compress the Gaussians (exact's, then), for a sum that is no
+    Gaussian sum, or for no Gaussian.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> h = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"y": fc.Real})
+        >>> [type(t).__name__ for t in pending_sum(g, h).terms]
+        ['Gaussian', 'Gaussian']
+    """
+    terms = _summands(lhs) + _summands(rhs)
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    if not gaussians or len(gaussians) + sum(isinstance(t, (Tensor, Number)) for t in terms) \
+            != len(terms):
+        return None
+    if len(gaussians) > 1 and would_compress(gaussians):
+        return None
+    if len(terms) - len(gaussians) > _MAX_DENSE:
+        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
+    with reflect:
+        return Contraction(None, ops.add, frozenset(), terms)
+
+
+def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
+    """``term(**dict(subs))`` for a sum of Gaussians, Tensors and Numbers when every value
+    is a Variable of its input's domain and no two names merge: each summand relabelled (no
+    array changes), the sum rebuilt as it was. None for any other substitution.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> s = pending_sum(g, fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}))
+        >>> rename_gaussian_sum(s, (("i", fc.Variable("j", fc.Bint[2])),)).inputs
+        {'j': Bint[2], 'x': Real}
+    """
+    inputs = term.inputs
+    mapping = {}
+    for k, v in subs:
+        if type(v) is not Variable or v.output != inputs.get(k):
+            return None
+        mapping[k] = v.name
+    new = set(mapping.values())
+    if len(new) != len(mapping) or not new.isdisjoint(inputs.keys() - mapping.keys()):
+        return None
+    parts = []
+    for t in term.terms:
+        if isinstance(t, Number):
+            parts.append(t)
+            continue
+        ikey = tuple((mapping.get(k, k), d) for k, d in t._ikey)
+        parts.append(Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey) if isinstance(t, Gaussian)
+                     else Tensor.make(t.data, dict(ikey), t.dtype, ikey, t.output))
+    with reflect:
+        return Contraction(None, ops.add, frozenset(), tuple(parts))
+
+
+def _summands(term: Funsor) -> tuple:
+    if isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add:
+        return term.terms
+    return (term,)
 
 
 def collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):

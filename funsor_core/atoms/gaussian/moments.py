@@ -49,11 +49,14 @@ from funsor_core.atoms.gaussian.atom import (
     real_offsets,
 )
 from funsor_core.atoms.gaussian.normal_equations import (
+    FAST_NORMAL_EQUATIONS,
     collapse_gram,
     collapse_normal,
     mixture_rows,
+    system_rows,
 )
 from funsor_core.atoms.gaussian.rank import fix_constant, rank_tests, rank_tolerance
+from funsor_core.atoms.gaussian.small_linalg import matmul
 from funsor_core.atoms.gaussian.sqrt_info import covariance, from_mean_covariance  # noqa: F401
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import cached
@@ -230,12 +233,39 @@ def collapse_mixture(g: Gaussian | tuple, dense: Funsor | tuple | None, names: f
     plan = collapse_layout(gs, ds, names, integrate)
     if plan is None:
         return None
+    logits = _logits(ds, plan, gs[0].white_vec)
+    if len(gs) > 1 and plan.rank >= plan.dim and FAST_NORMAL_EQUATIONS[0] and all(
+            x.prec_sqrt.dtype.itemsize == 8 for x in gs):
+        # The Gram matrix of the joint system is the sum of the summands' own, each formed
+        # at its own batch shape (broadcast, never expanded over the other's inputs): the
+        # joint system is built only where the QR path runs.
+        out = collapse_planned_gram(plan, logits, _block_gram(gs, plan),
+                                    lambda: _joint_system(gs, plan))
+    else:
+        out = collapse_planned(plan, logits, *_joint_system(gs, plan))
+    return collapse_result(plan, *out)
+
+
+def _joint_system(gs: tuple, plan: _Plan):
+    """The Gaussians' systems in the plan's layout, side by side (their sum's system)."""
     parts = [_aligned_system(x, p, plan) for x, p in zip(gs, plan.gaussians)]
-    white_vec, prec_sqrt = parts[0] if len(parts) == 1 else (
-        ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1))
-    log_const, new_white_vec, new_prec_sqrt = collapse_planned(
-        plan, _logits(ds, plan, white_vec), white_vec, prec_sqrt)
-    return collapse_result(plan, log_const, new_white_vec, new_prec_sqrt)
+    if len(parts) == 1:
+        return parts[0]
+    return ops.cat([w for w, _ in parts], -1), ops.cat([s for _, s in parts], -1)
+
+
+def _block_gram(gs: tuple, plan: _Plan) -> Array:
+    """``M M'`` of the joint system (``normal_equations.system_rows``), batch kept + (n,):
+    the sum of each Gaussian's ``M_k M_k'`` over its own batch inputs."""
+    total = None
+    for x, p in zip(gs, plan.gaussians):
+        _, m = system_rows(*place_system(x.white_vec, x.prec_sqrt, p, plan), plan.index)
+        mm = matmul(m, m.swapaxes(-1, -2))
+        total = mm if total is None else total + mm
+    full = plan.gaussians[0][2]
+    if tuple(total.shape[:-2]) != full:  # an input that no Gaussian has broadcasts
+        total = ops.expand(total, full + tuple(total.shape[-2:]))
+    return ops.reshape(total, plan.kshape + (plan.n,) + tuple(total.shape[-2:]))
 
 
 def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqrt: Array):

@@ -66,7 +66,7 @@ from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
 __all__ = ["FAST_NORMAL_EQUATIONS", "FAST_RTOL", "RANK_MARGIN", "collapse_gram",
-           "collapse_normal", "mixture_rows", "system_rows"]
+           "collapse_normal", "marginal_gram", "mixture_rows", "system_rows"]
 
 Array = Any
 
@@ -153,6 +153,42 @@ def collapse_gram(log_weights: Array, mm: Array, d_b: int, rank: int,
             la.expand(ops.new_eye(gram, dim + 1), tuple(gram.shape[:-2]), 2))
     out, ok = backend.guarded(lambda lw, g: _traced(lw, g, plan), (log_weights, gram), safe)
     return backend.cond(ok, lambda _: out, lambda _: fallback(), None)
+
+
+def marginal_gram(mm: Array, d_b: int, rank: int):
+    """``sqrt_info.marginalize`` of the first ``d_b`` coordinates from ``M M'`` of a float64
+    system (``system_rows`` with ``index=None``: rows ``b``, then ``a``, then ``w``) of
+    ``rank >= dim`` columns, by the Cholesky factor ``L = [[L_bb, 0, 0], [L_ab, L_aa, 0],
+    [z_b', z_a', c]]`` of ``M M' + e e'``: the marginal is ``-0.5 ||x_a L_aa - z_a'||^2`` plus
+    ``-0.5 (c^2 - 1) + 0.5 d_b log 2π - log|det L_bb|``. Eager arrays only, and only where the
+    check of the module docstring passes (its rank margin over every coordinate, so no rank
+    test of the QR path could fire); None otherwise, and the caller runs the QR path.
+
+    Returns:
+        ``(white_vec, prec_sqrt, norm)`` as ``sqrt_info.marginalize`` returns them (a lower
+        triangular ``prec_sqrt``: another square root of the same precision).
+
+    Example:
+        >>> d_b, m = system_rows(np.zeros(2), np.eye(2), None)
+        >>> w, s, norm = marginal_gram(m @ m.T, 1, 2)
+        >>> s.tolist(), bool(np.isclose(norm, 0.5 * np.log(2 * np.pi)))
+        ([[1.0]], True)
+    """
+    dim = mm.shape[-1] - 1
+    if (not FAST_NORMAL_EQUATIONS[0] or rank < dim or mm.dtype.itemsize != 8
+            or not ops.is_concrete(mm)):
+        return None
+    gram = mm + ops.new_array(mm, _last_unit(dim + 1))
+    chol = _cholesky(gram)
+    if chol is None:
+        return None
+    chol_inv = ops.triangular_inv(chol, upper=False)
+    if not _well_conditioned(_host(gram), _host(chol_inv), dim, _tolerance(dim, rank)):
+        return None
+    diag = _diagonal(chol)
+    c = diag[..., dim]
+    norm = (0.5 * d_b * _LOG_2PI - 0.5 * (c * c - 1.0)) - ops.log(diag[..., :d_b]).sum(-1)
+    return chol[..., dim, d_b:dim], chol[..., d_b:dim, d_b:dim], norm
 
 
 @cached("gaussian.normal_equations.tolerance", maxsize=256, fast=True)

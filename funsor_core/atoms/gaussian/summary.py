@@ -30,6 +30,7 @@ import math
 from typing import NamedTuple
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian, real_offsets
 from funsor_core.atoms.gaussian.moments import _labels, component_moments
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -98,6 +99,9 @@ def _terms(f: Funsor) -> tuple:
     weights = [t for t in found if not isinstance(t, Gaussian)]
     bad = [t for t in weights if not isinstance(t, (Tensor, Number)) or t.output is not Real
            or any(d.dtype == "real" for d in t.inputs.values())]
+    if len(gaussians) > 1 and not bad:  # a sum kept side by side (moment_matching): add it up
+        gaussians, more = split_gaussian_sum(gaussian_sum(*gaussians))
+        weights = weights + more
     if len(gaussians) != 1 or bad:
         what = type(f).__name__ if len(gaussians) == 1 else (
             f"{len(gaussians)} Gaussians in {type(f).__name__}")

@@ -328,3 +328,33 @@ def test_cholesky_failure_is_none_or_nan(backend):
         assert not ne._well_conditioned(np.asarray(g), np.asarray(inv))
     else:
         assert chol is None
+
+
+def _marginal_by_hand(w, s, d_b):
+    """The marginal over the coordinates after ``d_b`` as (constant, precision, info), in
+    numpy from P = S S' and b = S w (Schur complements)."""
+    p, b = s @ np.swapaxes(s, -1, -2), (s @ w[..., None])[..., 0]
+    pbb, pab, bb = p[..., :d_b, :d_b], p[..., d_b:, :d_b], b[..., :d_b]
+    sol = np.linalg.solve(pbb, np.concatenate([bb[..., None], np.swapaxes(pab, -1, -2)], -1))
+    const = (-0.5 * (w ** 2).sum(-1) + 0.5 * (bb * sol[..., 0]).sum(-1)
+             + 0.5 * d_b * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(pbb)[1])
+    info = b[..., d_b:] - (pab @ sol[..., :1])[..., 0]
+    return const, p[..., d_b:, d_b:] - pab @ sol[..., 1:], info
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_marginal_gram_is_the_marginal(backend):
+    _, w, s = _system(np.random.default_rng(8), batch=(3,), dim=4, rank=6)
+    _, m = ne.system_rows(_to(backend, w), _to(backend, s), None)
+    w2, s2, norm = ne.marginal_gram(m @ m.swapaxes(-1, -2), 2, 6)
+    actual = _invariants(*(np.asarray(ops.to_numpy(x)) for x in (norm, w2, s2)))
+    _assert_same(actual, _marginal_by_hand(w, s, 2), rtol=1e-10)
+
+
+def test_marginal_gram_declines_where_the_qr_path_decides():
+    rng = np.random.default_rng(9)
+    _, w, s = _ill("cond12", rng)
+    _, m = ne.system_rows(w, s, None)
+    assert ne.marginal_gram(m @ m.swapaxes(-1, -2), 1, s.shape[-1]) is None  # ill-conditioned
+    _, m = ne.system_rows(w.astype(np.float32), s.astype(np.float32), None)
+    assert ne.marginal_gram(m @ m.swapaxes(-1, -2), 1, s.shape[-1]) is None  # float32
