@@ -27,14 +27,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.distribution.array_math import concrete
+from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
+from funsor_core.engine.backend import backend_module
+from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -61,11 +65,11 @@ def _batch(scale: Tensor, event: tuple):
     return data, sizes
 
 
-def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
+def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Funsor:
     """``Normal(loc, scale, value)`` as ``Gaussian + Tensor`` (see the module docstring).
 
     ``loc`` and ``value`` are affine real funsors (``value`` of the value's full domain),
-    ``scale`` a Tensor whose output broadcasts to it.
+    ``scale`` a Tensor whose output broadcasts to it, or a positive Number.
 
     Example:
         >>> x = fc.Variable("x", fc.Reals[2])
@@ -75,19 +79,33 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     """
     shape = value.output.shape
     n = math.prod(shape)
+    if type(scale) is Number:
+        direct = _constant_scale_gaussian(loc, float(scale.data), value)
+        if direct is not None:
+            return direct
+        loc, scale, value = with_arrays((loc, scale, value))
     s, sizes = _batch(scale, shape)
     s = ops.reshape(s, sizes + (n,))
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
-    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
+    # -sum log s - n log(2 pi) / 2, built from arrays this rule computed: no checks needed.
+    log_norm = Tensor.make(ops.sub(ops.neg(ops.sum(ops.log(s), -1)), 0.5 * n * LOG_2PI),
+                           scale.inputs)
     g = _difference_gaussian(loc, scale.inputs, s, value)
     if g is not None:
-        return gaussian_sum(g, log_norm)
+        return _plus_normalizer(g, log_norm)
     prec_sqrt = ops.diag_embed(1.0 / s)
     white_vec = ops.new_zeros(s, sizes + (n,))
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
     return g(**{z: value - loc}) + log_norm
+
+
+def _plus_normalizer(g: Gaussian, log_norm: Tensor) -> Funsor:
+    """``g + log_norm``, already the normal form ``Contraction(None, add, {}, (g, t))``: built
+    under reflect, as ``gaussian_sum`` does, with nothing to split or merge first."""
+    with reflect:
+        return Contraction(None, ops.add, frozenset(), (g, log_norm))
 
 
 def _term_parts(t: Funsor, shape: tuple):
@@ -101,6 +119,43 @@ def _term_parts(t: Funsor, shape: tuple):
     return None
 
 
+def _difference_parts(loc: Funsor, value: Funsor, shape: tuple):
+    """``[(value's name, constant), (loc's name, constant)]`` when the density is
+    ``-0.5 ||(value - loc) / s||^2`` with Variables or constants on both sides and at least
+    one real Variable; None otherwise (the general affine substitution)."""
+    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
+    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
+        return None
+    return parts
+
+
+def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | None:
+    """``Normal(loc, sd, value)`` for a Python-number ``sd`` (validated positive when the
+    Normal was built), ``loc`` and ``value`` Variables or Numbers: every array is a constant,
+    computed on the host and converted once (eager jax compiles nothing for it). None for
+    other arguments. The same arrays as ``_difference_gaussian``."""
+    shape = value.output.shape
+    parts = _difference_parts(loc, value, shape)
+    if parts is None or any(c is not None and type(c) is not Number for _, c in parts):
+        return None
+    n = math.prod(shape)
+    inv = 1.0 / sd
+    blocks, reals, white = [], {}, np.zeros(n)
+    for (name, const), sign in zip(parts, (1.0, -1.0)):
+        if name is None:
+            white = np.full(n, -sign * inv * float(const.data))  # -c / s, c = sign * const
+        else:
+            blocks.append(np.eye(n) * (sign * inv))
+            reals[name] = Domain("real", shape)
+    as_real = backend_module().asarray
+    g = Gaussian.make(as_real(white, "real"), as_real(np.concatenate(blocks, 0), "real"),
+                      ikey=tuple(reals.items()))
+    if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
+        object.__setattr__(g, "_triangular", "upper")
+    log_norm = as_real(-n * math.log(sd) - 0.5 * n * LOG_2PI, "real")
+    return _plus_normalizer(g, Tensor.make(log_norm, {}))
+
+
 def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
     """The Gaussian ``-0.5 ||(value - loc) / s||^2`` built directly, when ``value`` and
     ``loc`` are real Variables of the value's domain or constants (the common
@@ -109,8 +164,8 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
     ``+-diag(1 / s)`` per variable (value +, loc -), white vector ``-c / s`` with ``c`` the
     constant of ``value - loc``; inputs in the substitution's order (batch, then reals)."""
     shape = value.output.shape
-    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
-    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
+    parts = _difference_parts(loc, value, shape)
+    if parts is None:
         return None
     inputs = dict(batch)
     for _, const in parts:
@@ -118,8 +173,10 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
     full = tuple(d.size for d in inputs.values())
     n = math.prod(shape)
-    inv = ops.expand(ops.reshape(1.0 / s, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
-        batch)) + (n,)), full + (n,))
+    inv = 1.0 / s
+    if len(inputs) > len(batch) or tuple(s.shape[:-1]) != full:
+        inv = ops.expand(ops.reshape(inv, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
+            batch)) + (n,)), full + (n,))
     blocks, reals, white = [], {}, None
     for (name, const), sign in zip(parts, (1.0, -1.0)):
         if name is not None:
@@ -131,13 +188,21 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
         if const.inputs:
             c = align_tensor(inputs, const)
             c = ops.reshape(c, tuple(c.shape[:len(inputs)]) + (n,))
+        elif isinstance(const, Number):  # a Python number: one array call, no conversion
+            white = ops.mul(inv, -sign * float(const.data))  # -c / s, c = sign * const
+            continue
         else:
-            c = ops.reshape(ops.new_array(s, const.data) if isinstance(const, Number)
-                            else const.data, (n,))
-        white = ops.mul(-sign, ops.mul(c, inv))  # -c / s, c = sign * const
+            c = ops.reshape(const.data, (n,))
+        white = ops.mul(-sign, ops.mul(c, inv))
     prec_sqrt = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -2)
-    white_vec = ops.new_zeros(s, full + (n,)) if white is None else ops.expand(white, full + (n,))
-    return Gaussian(white_vec, prec_sqrt, tuple(inputs.items()) + tuple(reals.items()))
+    if white is None:
+        white_vec = ops.new_zeros(s, full + (n,))
+    else:
+        white_vec = white if tuple(white.shape) == full + (n,) else ops.expand(white, full + (n,))
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(inputs.items()) + tuple(reals.items()))
+    if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
+        object.__setattr__(g, "_triangular", "upper")
+    return g
 
 
 def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:
