@@ -27,11 +27,11 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, null_set_mul, null_set_product
 from funsor_core.terms.base import Binary, Funsor, Number, Unary
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["signed_gaussian_expectation"]
+__all__ = ["signed_gaussian_expectation", "weigh_by_mass"]
 
 
 def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None:
@@ -68,6 +68,29 @@ def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None
     for sign, t in late:
         result = result + t if sign > 0 else result - t
     return result
+
+
+def weigh_by_mass(log_mass: Funsor, t, value: Funsor) -> Funsor:
+    """``exp(log_mass + t) * value``, 0 where the mass is 0 (``null_set_product``): on the
+    arrays when ``log_mass`` is a Tensor and ``t`` (a Tensor, Number or None) and ``value``
+    real scalars over its inputs (``t`` also over none), else by name.
+
+    Example:
+        >>> lm = fc.Tensor(np.array([np.log(2.0), -np.inf]), {"i": fc.Bint[2]})
+        >>> f = fc.Tensor(np.array([3.0, np.inf]), {"i": fc.Bint[2]})
+        >>> weigh_by_mass(lm, fc.Number(0.0), f).data
+        array([6., 0.])
+    """
+    ikey = log_mass._ikey if isinstance(log_mass, Tensor) else None
+    if (ikey is not None and isinstance(value, Tensor) and value._ikey == ikey
+            and not value.output.shape
+            and (t is None or type(t) is Number or (
+                isinstance(t, Tensor) and not t.output.shape and t._ikey in (ikey, ())))):
+        lm = log_mass.data if t is None else ops.add(log_mass.data, t.data)
+        return Tensor.make(null_set_mul(ops.exp(lm), value.data), log_mass.inputs, ikey=ikey)
+    if t is not None:
+        log_mass = log_mass + t
+    return null_set_product(ops.exp(log_mass), value)
 
 
 def _signed_parts(f: Funsor, sign: float, out: list) -> bool:
