@@ -140,33 +140,56 @@ def _difference_parts(loc: Funsor, value: Funsor, shape: tuple):
 
 def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | None:
     """``Normal(loc, sd, value)`` for a Python-number ``sd`` (validated positive when the
-    Normal was built), ``loc`` and ``value`` Variables or Numbers: every array is a constant,
-    computed on the host and converted once (eager jax compiles nothing for it). None for
-    other arguments. The same arrays as ``_difference_gaussian``."""
+    Normal was built) and ``loc``, ``value`` Variables or constants: the square-root
+    precision and the normalizer depend on ``sd`` alone, so they are computed on the host and
+    converted once (eager jax compiles nothing for them); a Tensor constant costs one array
+    call, ``-c / sd``. None for other arguments, and where the float dtype is not float64
+    (the host's rounding of ``1 / sd`` would then differ from the array path's). The same
+    arrays as ``_difference_gaussian``."""
     shape = value.output.shape
     parts = _difference_parts(loc, value, shape)
-    if parts is None or any(c is not None and type(c) is not Number for _, c in parts):
+    if parts is None:
         return None
     n = math.prod(shape)
     inv = 1.0 / sd
-    blocks, reals, white = [], [], 0.0
-    for (name, const), sign in zip(parts, (1.0, -1.0)):
-        if name is None:
-            white = -sign * inv * float(const.data)  # -c / s, c = sign * const
-        else:
+    blocks, reals, white, const = [], [], 0.0, None
+    for (name, c), sign in zip(parts, (1.0, -1.0)):
+        if name is not None:
             blocks.append(sign * inv)
             reals.append((name, value.output))
-    if n == 1:  # nested lists convert faster than numpy arrays
-        white_vec, prec_sqrt = [white], [[b] for b in blocks]
+        elif type(c) is Number:
+            white = -sign * inv * float(c.data)  # -c / s, c = sign * const
+        else:
+            const = (c, -sign * inv)
+    if n == 1:
+        prec_sqrt = np.array([[b] for b in blocks])
     else:
-        white_vec = np.full(n, white)
         prec_sqrt = np.concatenate([np.eye(n) * b for b in blocks], 0)
-    as_real = backend_module().asarray
-    g = Gaussian.make(as_real(white_vec, "real"), as_real(prec_sqrt, "real"), ikey=tuple(reals))
+    log_norm = np.array(-n * math.log(sd) - 0.5 * n * LOG_2PI)
+    if const is None:
+        # float64 numpy arrays: eager jax converts them without compiling (lists and Python
+        # floats compile a conversion per shape)
+        batch, as_real = (), backend_module().asarray
+        white_vec, prec_sqrt = as_real(np.full(n, white), "real"), as_real(prec_sqrt, "real")
+        log_norm = as_real(log_norm, "real")
+    else:
+        t, factor = const
+        if not ops.is_floating(t.data) or t.data.dtype.itemsize != 8:
+            return None
+        batch = t._ikey
+        full = tuple(d.size for _, d in batch)
+        data = t.data  # batch + shape, as the white vector's batch + (n,)
+        if tuple(data.shape) != full + (n,):
+            data = ops.reshape(data, full + (n,))
+        white_vec = ops.mul(data, factor)
+        prec_sqrt = ops.new_array(t.data, np.broadcast_to(prec_sqrt, full + prec_sqrt.shape))
+        log_norm = ops.new_array(t.data, log_norm)
+    if prec_sqrt.dtype.itemsize != 8:
+        return None
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(batch) + tuple(reals))
     if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
         object.__setattr__(g, "_triangular", "upper")
-    log_norm = as_real(-n * math.log(sd) - 0.5 * n * LOG_2PI, "real")
-    return _plus_normalizer(g, Tensor.make(log_norm, {}))
+    return _plus_normalizer(g, Tensor.make(log_norm, {}, ikey=()))
 
 
 def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
