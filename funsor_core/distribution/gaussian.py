@@ -227,9 +227,11 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
         elif isinstance(const, Number):  # a Python number: one array call, no conversion
             white = ops.mul(inv, -sign * float(const.data))  # -c / s, c = sign * const
             continue
-        else:
-            c = ops.reshape(const.data, (n,))
-        white = ops.mul(-sign, ops.mul(c, inv))
+        else:  # a 0-d constant broadcasts as it is
+            c = const.data if not const.data.shape else ops.reshape(const.data, (n,))
+        white = ops.mul(c, inv)  # -sign * c / s: a negation for a constant value, else as is
+        if sign > 0:
+            white = ops.neg(white)
     prec_sqrt = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -2)
     if white is None:
         white_vec = ops.new_zeros(s, full + (n,))

@@ -23,8 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
-
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor, null_set_mul, null_set_product
@@ -114,8 +112,14 @@ def _gaussian_terms(g: Gaussian, gaussians: list):
     inputs: the formula of the module docstring on the stacked columns of the ``S_i``."""
     s, w = g.prec_sqrt, g.white_vec
     dim = s.shape[-2]
+    gaussians = sorted(gaussians, key=lambda st: -st[0])  # added first, then subtracted
     s_all = _cat([t.prec_sqrt for _, t in gaussians], -1)
     w_all = _cat([t.white_vec for _, t in gaussians], -1)
+    if tuple(s.shape[-2:]) == (1, 1):
+        # One coordinate, one row: R = S, so R^-T S_all = S_all / S and m S_all = w S_all / S.
+        spread = ops.getitem(ops.truediv(s_all, s), (Ellipsis, 0, slice(None)))
+        resid = ops.sub(ops.mul(w, spread), w_all)
+        return _signed_sum(gaussians, ops.add(ops.mul(resid, resid), ops.mul(spread, spread)), s)
     if getattr(g, "_triangular", None) == "upper" and s.shape[-1] == dim:
         # S upper, R = S' (lower): R m = S' m = w, and R^-T X = S^-1 X.
         mean = _solve(s, ops.getitem(w, (Ellipsis, slice(None), None)), upper=True,
@@ -131,12 +135,21 @@ def _gaussian_terms(g: Gaussian, gaussians: list):
     resid = ops.sub(ops.getitem(ops.matmul(ops.transpose(mean, -1, -2), s_all),
                                 (Ellipsis, 0, slice(None))), w_all)
     per_column = ops.add(ops.mul(resid, resid), ops.sum(ops.mul(spread, spread), -2))
+    return _signed_sum(gaussians, per_column, s)
+
+
+def _signed_sum(gaussians: list, per_column, proto):
+    """``-0.5 sum_j sign_j per_column_j``, ``sign_j`` that of the Gaussian of column ``j``."""
     if all(sign > 0 for sign, _ in gaussians):
         return ops.mul(ops.sum(per_column, -1), -0.5)
     if all(sign < 0 for sign, _ in gaussians):
         return ops.mul(ops.sum(per_column, -1), 0.5)
-    signs = np.concatenate([np.full(t.prec_sqrt.shape[-1], -0.5 * sign) for sign, t in gaussians])
-    return ops.sum(ops.mul(per_column, ops.new_array(s, signs)), -1)
+    # Columns of added Gaussians first (see _gaussian_terms): -0.5 on those, 0.5 on the rest,
+    # made in the arrays' dtype.
+    k = sum(t.prec_sqrt.shape[-1] for sign, t in gaussians if sign > 0)
+    signs = ops.cat([ops.new_full(proto, (k,), -0.5),
+                     ops.new_full(proto, (per_column.shape[-1] - k,), 0.5)], -1)
+    return ops.sum(ops.mul(per_column, signs), -1)
 
 
 def _cat(arrays: list, axis: int):
