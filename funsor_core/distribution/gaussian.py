@@ -141,55 +141,66 @@ def _difference_parts(loc: Funsor, value: Funsor, shape: tuple):
 def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | None:
     """``Normal(loc, sd, value)`` for a Python-number ``sd`` (validated positive when the
     Normal was built) and ``loc``, ``value`` Variables or constants: the square-root
-    precision and the normalizer depend on ``sd`` alone, so they are computed on the host and
-    converted once (eager jax compiles nothing for them); a Tensor constant costs one array
-    call, ``-c / sd``. None for other arguments, and where the float dtype is not float64
-    (the host's rounding of ``1 / sd`` would then differ from the array path's). The same
-    arrays as ``_difference_gaussian``."""
+    precision and the normalizer depend on ``sd`` alone, so they are computed on the host, in
+    the float dtype of the arrays they join (the array path's roundings: ``sd`` rounded to
+    it, then ``1 / s``, ``log s``), and converted once (eager jax compiles nothing for numpy
+    arrays); a Tensor constant costs one array call, ``-c / s``. None for other arguments.
+    The same arrays as ``_difference_gaussian`` (``log s`` within an ulp: numpy's log)."""
     shape = value.output.shape
     parts = _difference_parts(loc, value, shape)
     if parts is None:
         return None
+    const = next((c for name, c in parts if name is None and type(c) is not Number), None)
+    if const is None:
+        as_real = backend_module().asarray
+        proto = as_real(np.zeros(()), "real")
+    elif ops.is_floating(const.data):
+        proto = const.data
+    else:
+        return None
+    ft = _HOST_FLOAT.get(proto.dtype.itemsize)
+    if ft is None:
+        return None
     n = math.prod(shape)
-    inv = 1.0 / sd
-    blocks, reals, white, const = [], [], 0.0, None
+    inv = ft(1.0) / ft(sd)
+    blocks, reals, white, factor = [], [], ft(0.0), None
     for (name, c), sign in zip(parts, (1.0, -1.0)):
         if name is not None:
             blocks.append(sign * inv)
             reals.append((name, value.output))
         elif type(c) is Number:
-            white = -sign * inv * float(c.data)  # -c / s, c = sign * const
+            white = -sign * (ft(c.data) * inv)  # -c / s, c = sign * const
         else:
-            const = (c, -sign * inv)
+            factor = float(-sign * inv)  # exact in ft: the array's dtype keeps it
     if n == 1:
-        prec_sqrt = np.array([[b] for b in blocks])
+        prec_sqrt = np.array([[b] for b in blocks], dtype=ft)
+        log_norm = np.array(-0.5 * LOG_2PI - np.log(ft(sd)), dtype=ft)
     else:
-        prec_sqrt = np.concatenate([np.eye(n) * b for b in blocks], 0)
-    log_norm = np.array(-n * math.log(sd) - 0.5 * n * LOG_2PI)
+        prec_sqrt = np.concatenate([np.eye(n, dtype=ft) * b for b in blocks], 0)
+        log_norm = np.array(-np.sum(np.full(n, np.log(ft(sd)), dtype=ft)) - 0.5 * n * LOG_2PI,
+                            dtype=ft)
     if const is None:
-        # float64 numpy arrays: eager jax converts them without compiling (lists and Python
-        # floats compile a conversion per shape)
-        batch, as_real = (), backend_module().asarray
-        white_vec, prec_sqrt = as_real(np.full(n, white), "real"), as_real(prec_sqrt, "real")
+        batch = ()
+        white_vec, prec_sqrt = as_real(np.full(n, white, dtype=ft), "real"), as_real(prec_sqrt,
+                                                                                     "real")
         log_norm = as_real(log_norm, "real")
     else:
-        t, factor = const
-        if not ops.is_floating(t.data) or t.data.dtype.itemsize != 8:
-            return None
-        batch = t._ikey
+        batch = const._ikey
         full = tuple(d.size for _, d in batch)
-        data = t.data  # batch + shape, as the white vector's batch + (n,)
+        data = const.data  # batch + shape, as the white vector's batch + (n,)
         if tuple(data.shape) != full + (n,):
             data = ops.reshape(data, full + (n,))
         white_vec = ops.mul(data, factor)
-        prec_sqrt = ops.new_array(t.data, np.broadcast_to(prec_sqrt, full + prec_sqrt.shape))
-        log_norm = ops.new_array(t.data, log_norm)
-    if prec_sqrt.dtype.itemsize != 8:
-        return None
+        prec_sqrt = ops.new_array(proto, np.ascontiguousarray(  # a writable copy, for torch
+            np.broadcast_to(prec_sqrt, full + prec_sqrt.shape)))
+        log_norm = ops.new_array(proto, log_norm)
     g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(batch) + tuple(reals))
     if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
         object.__setattr__(g, "_triangular", "upper")
     return _plus_normalizer(g, Tensor.make(log_norm, {}, ikey=()))
+
+
+_HOST_FLOAT = {8: np.float64, 4: np.float32}  # itemsize -> the host's float of that size
 
 
 def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
