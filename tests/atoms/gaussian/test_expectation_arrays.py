@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import scipy.stats as st
 
 import funsor_core as fc
 from funsor_core import ops
@@ -118,26 +117,3 @@ def test_other_integrands_are_left_to_the_general_path():
     assert signed_gaussian_expectation(q, q + x * x) is None  # a polynomial
     result = Integrate(q, q + x * x, "x")  # the general path: E[q] + E[x^2] = -0.5 + 1
     assert float(result.data) == pytest.approx(math.sqrt(2 * math.pi) * 0.5, rel=1e-12)
-
-
-def test_normal_of_a_number_scale_is_built_on_the_host():
-    # Normal(loc, sd, value) with a Python-number sd: the same density as scipy's, square
-    # root precision +-diag(1/sd) (one block: triangular), vector values included.
-    rng = np.random.default_rng(1)
-    x, y = fc.Variable("x", fc.Reals[2]), fc.Variable("y", fc.Reals[2])
-    xs, ys = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
-    n = {"n": fc.Bint[4]}
-    for loc, value, at, expected in [
-        (x, y, {"x": xs, "y": ys}, st.norm(xs, 0.5).logpdf(ys).sum(-1)),
-        (1.5, y, {"y": ys}, st.norm(1.5, 0.5).logpdf(ys).sum(-1)),
-        (x, -0.5, {"x": xs}, st.norm(xs, 0.5).logpdf(-0.5).sum(-1)),
-    ]:
-        d = Normal(loc, 0.5, value)
-        g = d.terms[0]
-        assert isinstance(g, fc.Gaussian)
-        assert g._triangular == ("upper" if len(at) == 1 else None)
-        actual = d(**{k: fc.Tensor(v, n) for k, v in at.items()}).data
-        np.testing.assert_allclose(actual, expected, rtol=1e-12)
-        if len(at) == 1:  # the triangular log normalizer: log ∫ exp(density) = 0
-            assert float((g + d.terms[1]).reduce(ops.logaddexp).data) == pytest.approx(
-                0.0, abs=1e-12)
