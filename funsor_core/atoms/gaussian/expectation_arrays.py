@@ -59,7 +59,7 @@ def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None
             value = ops.add(value, sign * float(t.data))
         elif (isinstance(t, Tensor) and not t.output.shape and t.dtype == "real"
               and (not t.inputs or tuple(t.inputs.items()) == batch)):
-            value = ops.add(value, t.data if sign > 0 else ops.neg(t.data))
+            value = ops.add(value, t.data) if sign > 0 else ops.sub(value, t.data)
         else:
             late.append((sign, t))  # other inputs or shapes: added by name below
     result = Tensor.make(value, dict(batch), ikey=batch)
