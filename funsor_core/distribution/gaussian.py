@@ -96,7 +96,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     else:
         log_norm = -0.5 * LOG_2PI - ops.log(s)
         s = ops.reshape(s, sizes + (1,))
-    log_norm = Tensor.make(log_norm, scale.inputs, ikey=scale._ikey)
+    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey)
     g = _difference_gaussian(loc, scale.inputs, s, value)
     if g is not None:
         return _plus_normalizer(g, log_norm)

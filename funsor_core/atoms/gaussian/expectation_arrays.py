@@ -85,7 +85,7 @@ def weigh_by_mass(log_mass: Funsor, t, value: Funsor) -> Funsor:
             and (t is None or type(t) is Number or (
                 isinstance(t, Tensor) and not t.output.shape and t._ikey in (ikey, ())))):
         lm = log_mass.data if t is None else ops.add(log_mass.data, t.data)
-        return Tensor.make(null_set_mul(ops.exp(lm), value.data), log_mass.inputs, ikey=ikey)
+        return Tensor.make(null_set_mul(ops.exp(lm), value.data), dict(ikey), ikey=ikey)
     if t is not None:
         log_mass = log_mass + t
     return null_set_product(ops.exp(log_mass), value)
