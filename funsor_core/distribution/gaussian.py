@@ -27,14 +27,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.distribution.array_math import concrete
+from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain
+from funsor_core.engine.backend import backend_module
+from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
+from funsor_core.terms.contraction import Contraction, sort_terms
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -55,17 +59,18 @@ def _batch(scale: Tensor, event: tuple):
     sizes = tuple(d.size for d in scale.inputs.values())
     data = scale.data
     out = tuple(data.shape[len(sizes):])
-    data = ops.reshape(data, sizes + (1,) * (len(event) - len(out)) + out)
+    if out != tuple(event):
+        data = ops.reshape(data, sizes + (1,) * (len(event) - len(out)) + out)
     if tuple(data.shape) != sizes + tuple(event):
         data = ops.expand(data, sizes + tuple(event))
     return data, sizes
 
 
-def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
+def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Funsor:
     """``Normal(loc, scale, value)`` as ``Gaussian + Tensor`` (see the module docstring).
 
     ``loc`` and ``value`` are affine real funsors (``value`` of the value's full domain),
-    ``scale`` a Tensor whose output broadcasts to it.
+    ``scale`` a Tensor whose output broadcasts to it, or a positive Number.
 
     Example:
         >>> x = fc.Variable("x", fc.Reals[2])
@@ -75,14 +80,26 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     """
     shape = value.output.shape
     n = math.prod(shape)
+    if type(scale) is Number:
+        direct = _constant_scale_gaussian(loc, float(scale.data), value)
+        if direct is not None:
+            return direct
+        loc, scale, value = with_arrays((loc, scale, value))
     s, sizes = _batch(scale, shape)
-    s = ops.reshape(s, sizes + (n,))
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
-    log_norm = Tensor(-ops.sum(ops.log(s), -1) - 0.5 * n * LOG_2PI, scale.inputs)
+    # -sum log s - n log(2 pi) / 2 (one scale: the same rounding, two array calls fewer), a
+    # Tensor of arrays this rule computed: no checks needed.
+    if shape:
+        s = ops.reshape(s, sizes + (n,))
+        log_norm = ops.sub(ops.neg(ops.sum(ops.log(s), -1)), 0.5 * n * LOG_2PI)
+    else:
+        log_norm = -0.5 * LOG_2PI - ops.log(s)
+        s = ops.reshape(s, sizes + (1,))
+    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey)
     g = _difference_gaussian(loc, scale.inputs, s, value)
     if g is not None:
-        return gaussian_sum(g, log_norm)
+        return _plus_normalizer(g, log_norm)
     prec_sqrt = ops.diag_embed(1.0 / s)
     white_vec = ops.new_zeros(s, sizes + (n,))
     z = _fresh(loc, scale, value)
@@ -90,15 +107,100 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor, value: Funsor) -> Funsor:
     return g(**{z: value - loc}) + log_norm
 
 
+def _plus_normalizer(g: Gaussian, log_norm: Tensor) -> Funsor:
+    """``g + log_norm``, already the normal form ``Contraction(None, add, {}, (g, t))``, which
+    every exact rule declines (as ``gaussian_sum`` builds it): the arguments are prepared
+    here (the terms in canonical order; one backend, inputs agreeing by construction) and
+    handed to reflect, which cons-hashes them."""
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), sort_terms((g, log_norm))))
+
+
 def _term_parts(t: Funsor, shape: tuple):
     # ``t`` as (real Variable name or None, constant or None), when it is a Variable of the
     # value's domain or holds no real input (a constant); None otherwise.
     if isinstance(t, Variable):
         return (t.name, None) if t.output.shape == shape else None
-    if isinstance(t, (Tensor, Number)) and t.output.shape == shape and all(
+    if type(t) is Number:  # a Python number broadcasts over the value's shape
+        return None, t
+    if isinstance(t, Tensor) and t.output.shape == shape and all(
             d.dtype != "real" for d in t.inputs.values()):
         return None, t
     return None
+
+
+def _difference_parts(loc: Funsor, value: Funsor, shape: tuple):
+    """``[(value's name, constant), (loc's name, constant)]`` when the density is
+    ``-0.5 ||(value - loc) / s||^2`` with Variables or constants on both sides and at least
+    one real Variable; None otherwise (the general affine substitution)."""
+    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
+    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
+        return None
+    return parts
+
+
+def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | None:
+    """``Normal(loc, sd, value)`` for a Python-number ``sd`` (validated positive when the
+    Normal was built) and ``loc``, ``value`` Variables or constants: the square-root
+    precision and the normalizer depend on ``sd`` alone, so they are computed on the host, in
+    the float dtype of the arrays they join (the array path's roundings: ``sd`` rounded to
+    it, then ``1 / s``, ``log s``), and converted once (eager jax compiles nothing for numpy
+    arrays); a Tensor constant costs one array call, ``-c / s``. None for other arguments.
+    The same arrays as ``_difference_gaussian`` (``log s`` within an ulp: numpy's log)."""
+    shape = value.output.shape
+    parts = _difference_parts(loc, value, shape)
+    if parts is None:
+        return None
+    const = next((c for name, c in parts if name is None and type(c) is not Number), None)
+    if const is None:
+        as_real = backend_module().asarray
+        proto = as_real(np.zeros(()), "real")
+    elif ops.is_floating(const.data):
+        proto = const.data
+    else:
+        return None
+    ft = _HOST_FLOAT.get(proto.dtype.itemsize)
+    if ft is None:
+        return None
+    n = math.prod(shape)
+    inv = ft(1.0) / ft(sd)
+    blocks, reals, white, factor = [], [], ft(0.0), None
+    for (name, c), sign in zip(parts, (1.0, -1.0)):
+        if name is not None:
+            blocks.append(sign * inv)
+            reals.append((name, value.output))
+        elif type(c) is Number:
+            white = -sign * (ft(c.data) * inv)  # -c / s, c = sign * const
+        else:
+            factor = float(-sign * inv)  # exact in ft: the array's dtype keeps it
+    if n == 1:
+        prec_sqrt = np.array([[b] for b in blocks], dtype=ft)
+        log_norm = np.array(-0.5 * LOG_2PI - np.log(ft(sd)), dtype=ft)
+    else:
+        prec_sqrt = np.concatenate([np.eye(n, dtype=ft) * b for b in blocks], 0)
+        log_norm = np.array(-np.sum(np.full(n, np.log(ft(sd)), dtype=ft)) - 0.5 * n * LOG_2PI,
+                            dtype=ft)
+    if const is None:
+        batch = ()
+        white_vec, prec_sqrt = as_real(np.full(n, white, dtype=ft), "real"), as_real(prec_sqrt,
+                                                                                     "real")
+        log_norm = as_real(log_norm, "real")
+    else:
+        batch = const._ikey
+        full = tuple(d.size for _, d in batch)
+        data = const.data  # batch + shape, as the white vector's batch + (n,)
+        if tuple(data.shape) != full + (n,):
+            data = ops.reshape(data, full + (n,))
+        white_vec = ops.mul(data, factor)
+        prec_sqrt = ops.new_array(proto, np.ascontiguousarray(  # a writable copy, for torch
+            np.broadcast_to(prec_sqrt, full + prec_sqrt.shape)))
+        log_norm = ops.new_array(proto, log_norm)
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(batch) + tuple(reals))
+    if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
+        object.__setattr__(g, "_triangular", "upper")
+    return _plus_normalizer(g, Tensor.make(log_norm, {}, ikey=()))
+
+
+_HOST_FLOAT = {8: np.float64, 4: np.float32}  # itemsize -> the host's float of that size
 
 
 def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian | None:
@@ -109,8 +211,8 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
     ``+-diag(1 / s)`` per variable (value +, loc -), white vector ``-c / s`` with ``c`` the
     constant of ``value - loc``; inputs in the substitution's order (batch, then reals)."""
     shape = value.output.shape
-    parts = [_term_parts(value, shape), _term_parts(loc, shape)]
-    if None in parts or parts[0][0] == parts[1][0]:  # also two constants: no real input
+    parts = _difference_parts(loc, value, shape)
+    if parts is None:
         return None
     inputs = dict(batch)
     for _, const in parts:
@@ -118,8 +220,10 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
     full = tuple(d.size for d in inputs.values())
     n = math.prod(shape)
-    inv = ops.expand(ops.reshape(1.0 / s, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
-        batch)) + (n,)), full + (n,))
+    inv = 1.0 / s
+    if len(inputs) > len(batch) or tuple(s.shape[:-1]) != full:
+        inv = ops.expand(ops.reshape(inv, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
+            batch)) + (n,)), full + (n,))
     blocks, reals, white = [], {}, None
     for (name, const), sign in zip(parts, (1.0, -1.0)):
         if name is not None:
@@ -131,13 +235,23 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
         if const.inputs:
             c = align_tensor(inputs, const)
             c = ops.reshape(c, tuple(c.shape[:len(inputs)]) + (n,))
-        else:
-            c = ops.reshape(ops.new_array(s, const.data) if isinstance(const, Number)
-                            else const.data, (n,))
-        white = ops.mul(-sign, ops.mul(c, inv))  # -c / s, c = sign * const
+        elif isinstance(const, Number):  # a Python number: one array call, no conversion
+            white = ops.mul(inv, -sign * float(const.data))  # -c / s, c = sign * const
+            continue
+        else:  # a 0-d constant broadcasts as it is
+            c = const.data if not const.data.shape else ops.reshape(const.data, (n,))
+        white = ops.mul(c, inv)  # -sign * c / s: a negation for a constant value, else as is
+        if sign > 0:
+            white = ops.neg(white)
     prec_sqrt = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -2)
-    white_vec = ops.new_zeros(s, full + (n,)) if white is None else ops.expand(white, full + (n,))
-    return Gaussian(white_vec, prec_sqrt, tuple(inputs.items()) + tuple(reals.items()))
+    if white is None:
+        white_vec = ops.new_zeros(s, full + (n,))
+    else:
+        white_vec = white if tuple(white.shape) == full + (n,) else ops.expand(white, full + (n,))
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(inputs.items()) + tuple(reals.items()))
+    if len(blocks) == 1:  # +-diag(1 / s): square and (upper) triangular
+        object.__setattr__(g, "_triangular", "upper")
+    return g
 
 
 def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:

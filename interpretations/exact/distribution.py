@@ -84,7 +84,7 @@ def exact_normal_affine(loc, scale, value):
 def exact_normal_affine_number_scale(loc, scale, value):
     if not _affine_reals(loc, value):
         return None
-    return normal_to_gaussian(*with_arrays((loc, scale, value)))
+    return normal_to_gaussian(loc, scale, value)  # a constant scale: host arrays where it can
 
 
 @exact.register(MultivariateNormal, Funsor, Tensor, Funsor)

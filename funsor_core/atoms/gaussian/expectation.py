@@ -37,7 +37,11 @@ from funsor_core.analysis.affine import polynomial_degree
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
-from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_product
+from funsor_core.atoms.gaussian.expectation_arrays import (
+    signed_gaussian_expectation,
+    weigh_by_mass,
+)
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Binary, Funsor, Number, Unary, Variable
 from funsor_core.terms.contraction import Contraction
@@ -64,16 +68,18 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
     if not names or not expectable(names, integrand):
         return None  # decided by structure, before any array work
     log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
-    moments = _Moments.of(g, names)
-    if moments is None:
-        return None
-    value = _expectation(moments, integrand)
+    value = None
+    if len(names) == sum(d.dtype == "real" for d in g.inputs.values()):
+        value = signed_gaussian_expectation(g, integrand)  # on arrays: an ELBO's p - q
     if value is None:
-        return None
-    if t is not None:
-        log_mass = log_mass + t
+        moments = _Moments.of(g, names)
+        if moments is None:
+            return None
+        value = _expectation(moments, integrand)
+        if value is None:
+            return None
     # 0 where the mass is 0, whatever E_q[f] is there (0 log 0 = 0 in an ELBO).
-    result = null_set_product(ops.exp(log_mass), value)
+    result = weigh_by_mass(log_mass, t, value)
     bint = frozenset(v for v in reduced_vars - names if v in result.inputs)
     return result.reduce(ops.add, bint) if bint else result
 
