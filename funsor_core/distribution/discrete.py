@@ -92,9 +92,32 @@ def _take_last(table, index):
     """
     n = table.shape[-1]
     if not ops.is_floating(index) and ops.is_floating(table):
-        return ops.getitem(table, _broadcast_index(table, ops.clamp(index, 0, n - 1)))
+        index = ops.clamp(index, 0, n - 1)
+        taken = _take_apart(table, index)
+        if taken is not None:
+            return taken
+        return ops.getitem(table, _broadcast_index(table, index))
     hit = ops.eq(ops.new_arange(index, 0, n, 1), index[..., None])
     return ops.sum(ops.where(hit, table, ops.full_like(table, 0.0)), -1)
+
+
+def _take_apart(table, index):
+    # Where no dim of the batch is > 1 in both table and index (Pyro's enumerated steps:
+    # probs over (x_prev, time), the value over x_curr), the gather is a take of the flat
+    # index along the last dim, (*table batch, m), whose dims are then interleaved: a
+    # 1-d index is several times faster than one advanced index per dim. None otherwise.
+    ndim = max(len(table.shape) - 1, len(index.shape))
+    tb = (1,) * (ndim - len(table.shape) + 1) + tuple(table.shape[:-1])
+    ib = (1,) * (ndim - len(index.shape)) + tuple(index.shape)
+    if any(t > 1 and i > 1 for t, i in zip(tb, ib)):
+        return None
+    taken = ops.reshape(ops.getitem(table, (Ellipsis, ops.reshape(index, (-1,)))), tb + ib)
+    shape = tuple(max(t, i) for t, i in zip(tb, ib))
+    last_table = max((k for k, t in enumerate(tb) if t > 1), default=-1)
+    if all(i == 1 for i in ib[:last_table + 1]):
+        return ops.reshape(taken, shape)  # the index's dims all follow the table's
+    axes = tuple(a for k in range(ndim) for a in (k, ndim + k))
+    return ops.reshape(ops.permute(taken, axes), shape)
 
 
 def _broadcast_index(table, index) -> tuple:
