@@ -2,7 +2,8 @@
 a one-hot sum: checked against numpy indexing where the value and the probabilities each
 have batch inputs the other lacks (Pyro's enumerated HMM steps; a take of the flat index,
 with the dims in either order) or share one (one advanced index per dim), on numpy, torch
-and under ``jax.jit``, and the torch gradient against its closed form."""
+and under ``jax.jit``, and the torch gradient against its closed form (every size gathers
+here: ``GATHER_ABOVE`` is 0)."""
 
 import jax
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 
 import funsor_core as fc
 from funsor_core import distribution as D
+from funsor_core.distribution import discrete
 from funsor_core.distribution.discrete import _take_last
 from funsor_core.domains import Bint
 
@@ -18,6 +20,12 @@ jax.config.update("jax_enable_x64", True)
 SIZES, K = {"a": 3, "b": 4}, 5
 # (inputs of probs, inputs of the value): apart (in both orders of the names), shared
 LAYOUTS = [("a", "b"), ("b", "a"), ("ab", "b")]
+
+
+@pytest.fixture(autouse=True)
+def _always_gather(monkeypatch):
+    # Small cases keep the one-hot sum (fewer array calls); these test the gather.
+    monkeypatch.setattr(discrete, "GATHER_ABOVE", 0)
 
 
 def _case(probs_names, value_names):
