@@ -55,6 +55,8 @@ def chain_messages(mats, root):
         >>> np.exp(chain_messages(mats, np.zeros((2, 2))))[1].round(6).tolist()  # 1^T m_0
         [[4.0, 4.0], [6.0, 6.0]]
     """
+    if mats.shape[0] == 1:
+        return root[None]  # one step: its adjoint is the product's
     if ops.is_concrete(mats) and ops.is_concrete(root):
         if isinstance(mats, np.ndarray):  # NaN and infinities are found by the check
             with np.errstate(all="ignore"):

@@ -96,3 +96,15 @@ def test_tape_messages_of_a_chain_with_two_pairs_and_a_batch(eager):
     mats = tr.reshape(T, B, 4, 4)
     root = first.reshape(B, 4, 1) + last.reshape(1, 1, 4)
     assert np.allclose(actual.reshape(T, B, 4, 4), _enumerated(mats, root))
+
+
+def test_chain_messages_of_an_adjoint_with_impossible_ends(eager):
+    # A root of -inf over some end states (a boundary with zeros), all of them for one batch
+    # entry: exact messages, -inf where no path is possible, and no NaN.
+    for T in (1, 4):
+        mats, root = _chain(T)
+        root[0, 1:, :] = -np.inf
+        root[1] = -np.inf
+        actual = _np(chain_messages(_arr(mats), _arr(root)))
+        assert not np.isnan(actual).any()
+        assert np.allclose(np.exp(actual), np.exp(_enumerated(mats, root)))
