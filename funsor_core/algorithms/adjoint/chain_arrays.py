@@ -4,7 +4,9 @@ A ``MarkovProduct`` in ``(logaddexp, add)`` whose step is one Tensor over time s
 step the message ``msg_t(prev, curr)``: the log sum over the chain's end states of its
 adjoint times the products of the steps before and after ``t`` (``msg_t + step_t`` is the
 unnormalized log pair marginal). ``chains.discrete_adjoint.chain_messages`` computes all of
-them at once, as the reverse mode of the chain's log-depth tree, instead of sending terms
+them at once, as the reverse mode of the chain's log-depth tree (``chain_vector_messages``
+where the adjoint lacks the first or the last states, as after a reduction: a forward and a
+backward vector per step), instead of sending terms
 back through the chain's pairwise steps (a tape of ``2 log2 T`` recorded contractions, each
 message a term through the interpreter). The tape then evaluates such a chain by its kernel
 and keeps no tape of its steps; another semiring or an approximation asks for them later.
@@ -25,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.discrete_adjoint import chain_messages
+from funsor_core.algorithms.chains.discrete_adjoint import chain_messages, chain_vector_messages
 from funsor_core.algorithms.chains.discrete_plan import tensor_layout
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Number
@@ -66,21 +68,34 @@ def chain_array_shares(ring, adj, output, sum_op, prod_op, trans, time, step, st
     if ring.keep & ({time.name} | set(prevs) | set(currs)):
         return None
     free = dict(p for pair in zip(step, step_names) for p in zip(*pair))
-    root_inputs = {**{n: trans.inputs[n] for n in batch},
-                   **{free[n]: trans.inputs[n] for n in prevs + currs}}
     data = trans.align(tuple(order)).data
     duration = data.shape[0]
     lead = tuple(data.shape[:1 + len(batch)])
     states = data.shape[-1] if len(prevs) == 1 else _size(trans, prevs)
     mats = ops.reshape(data, lead + (states, states))
-    root = (ops.new_full(data, lead[1:] + (states, states), float(adj.data))
-            if type(adj) is Number else
-            ops.reshape(align_tensor(root_inputs, adj, expand=True),
-                        lead[1:] + (states, states)))
-    messages = chain_messages(mats, root)
+    batch_inputs = {n: trans.inputs[n] for n in batch}
+    firsts = {free[n]: trans.inputs[n] for n in prevs}
+    lasts = {free[n]: trans.inputs[n] for n in currs}
+    if adj.inputs.keys().isdisjoint(firsts) or adj.inputs.keys().isdisjoint(lasts):
+        # The adjoint lacks the first or the last states: a sum of two vectors.
+        on_first = adj.inputs.keys().isdisjoint(lasts)
+        vector = _array(adj, {**batch_inputs, **(firsts if on_first else lasts)}, data,
+                        lead[1:] + (states,))
+        zero = ops.new_zeros(data, lead[1:] + (states,))
+        messages = chain_vector_messages(mats, *((vector, zero) if on_first else (zero, vector)))
+    else:
+        root = _array(adj, {**batch_inputs, **firsts, **lasts}, data, lead[1:] + (states, states))
+        messages = chain_messages(mats, root)
     message = Tensor(ops.reshape(messages, (duration,) + tuple(data.shape[1:])),
                      {n: trans.inputs[n] for n in order})
     return [(trans, (message,))]
+
+
+def _array(adj, inputs: dict, proto, shape: tuple):
+    # adj's data over ``inputs`` (broadcast where it lacks one), reshaped to ``shape``.
+    if type(adj) is Number:
+        return ops.new_full(proto, shape, float(adj.data))
+    return ops.reshape(align_tensor(inputs, adj, expand=True), shape)
 
 
 def _size(trans, names) -> int:

@@ -37,7 +37,7 @@ from funsor_core.algorithms.chains.discrete_tree import semiring_mm
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["chain_messages"]
+__all__ = ["chain_messages", "chain_vector_messages"]
 
 
 def chain_messages(mats, root):
@@ -68,6 +68,32 @@ def chain_messages(mats, root):
     return _log_messages(mats, root)
 
 
+def chain_vector_messages(mats, left, right):
+    """``chain_messages`` of a root that is a sum ``left(x_0) + right(x_T)`` (a chain whose
+    adjoint lacks its first or its last states): the messages are sums of a forward and a
+    backward vector, sent down the tree as vectors.
+
+    Args:
+        mats: ``(T, *batch, K, K)`` log step matrices.
+        left, right: ``(*batch, K)`` log vectors over the first and the last states.
+
+    Example:
+        >>> mats = np.log(np.array([[[1.0, 2.0], [3.0, 4.0]]] * 2))
+        >>> np.exp(chain_vector_messages(mats, np.zeros(2), np.zeros(2)))[1].tolist()
+        [[4.0, 4.0], [6.0, 6.0]]
+    """
+    if mats.shape[0] > 1 and ops.is_concrete(mats) and ops.is_concrete(left) and (
+            ops.is_concrete(right)):
+        if isinstance(mats, np.ndarray):
+            with np.errstate(all="ignore"):
+                out = _scaled_vector_messages(mats, left, right)
+        else:
+            out = _scaled_vector_messages(mats, left, right)
+        if out is not None:
+            return out
+    return chain_messages(mats, left[..., :, None] + right[..., None, :])
+
+
 def _pairs(x, n: int):
     # The left and right operands of one round: (0, 1), (2, 3), ...; an odd last one waits.
     return x[0:n - 1:2], x[1:n:2]
@@ -79,9 +105,9 @@ def _interleave(a, b, rest):
     return both if rest.shape[0] == 0 else ops.cat([both, rest], 0)
 
 
-def _scaled_messages(mats, root):
-    # Each matrix is p * exp(c), p of maximum 1 and c (.., 1, 1) its log scale; None where a
-    # product falls below the floor (see the module docstring).
+def _scaled_levels(mats) -> list | None:
+    # The operands of each forward round, each matrix p * exp(c), p of maximum 1 and c
+    # (.., 1, 1) its log scale; None where a product falls below the floor.
     xp = backend_of(mats).LOOP_FNS
     floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
     c = xp.max2(mats)
@@ -98,6 +124,17 @@ def _scaled_messages(mats, root):
         p, c = q / s, (ca + cb) + xp.log(s)
         if n % 2:
             p, c = xp.cat([p, levels[-1][0][n - 1:]]), xp.cat([c, levels[-1][1][n - 1:]])
+    return levels
+
+
+def _scaled_messages(mats, root):
+    # The general root: 2 (T - 1) matrix products back down the levels. None where a
+    # product falls below the floor (see the module docstring).
+    xp = backend_of(mats).LOOP_FNS
+    floor = math.exp(log_limits(mats.dtype)[0])
+    levels = _scaled_levels(mats)
+    if levels is None:
+        return None
     gc = xp.max2(root)
     g, gc = xp.exp(root - gc)[None], gc[None]
     for p, c in reversed(levels):
@@ -113,6 +150,37 @@ def _scaled_messages(mats, root):
         g = _interleave(ga / sa, gb / sb, g[half:])
         gc = _interleave((gcq + cb) + xp.log(sa), (gcq + ca) + xp.log(sb), gc[half:])
     return xp.log(g) + gc
+
+
+def _scaled_vector_messages(mats, left, right):
+    # A root left(x_0) + right(x_T): msg_t(a, b) = alpha_t(a) + beta_t(b), the forward
+    # message into step t and the backward one out of it, sent down the levels as vectors
+    # (a node's left child gets its alpha, the right child alpha times the left product;
+    # mirrored for beta): K^2 per node instead of the general root's 2 K^3.
+    xp = backend_of(mats).LOOP_FNS
+    floor = math.exp(log_limits(mats.dtype)[0])
+    levels = _scaled_levels(mats)
+    if levels is None:
+        return None
+    ua, va = xp.max2(left[..., None, :]), xp.max2(right[..., :, None])
+    u, v = xp.exp(left[..., None, :] - ua)[None], xp.exp(right[..., :, None] - va)[None]
+    ua, va = ua[None], va[None]
+    for p, c in reversed(levels):
+        n = p.shape[0]
+        half = n // 2
+        (a, b), (ca, cb) = _pairs(p, n), _pairs(c, n)
+        ub = xp.matmul(u[:half], a)  # (.., 1, K): into the right child
+        vb = xp.matmul(b, v[:half])  # (.., K, 1): out of the left child
+        if not (xp.smallest(ub) >= floor and xp.smallest(vb) >= floor):
+            return None
+        su, sv = xp.max2(ub), xp.max2(vb)
+        u, ua = (_interleave(u[:half], ub / su, u[half:]),
+                 _interleave(ua[:half], (ua[:half] + ca) + xp.log(su), ua[half:]))
+        v, va = (_interleave(vb / sv, v[:half], v[half:]),
+                 _interleave((va[:half] + cb) + xp.log(sv), va[:half], va[half:]))
+    alpha = ops.transpose(xp.log(u) + ua, -2, -1)  # (T, .., K, 1)
+    beta = ops.transpose(xp.log(v) + va, -2, -1)  # (T, .., 1, K)
+    return alpha + beta
 
 
 def _log_messages(mats, root):

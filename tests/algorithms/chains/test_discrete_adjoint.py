@@ -1,5 +1,6 @@
 """The adjoint of a chain's log-space product on arrays (``chains.discrete_adjoint``) against
-enumeration of every path: the linear-space tree, its exact log-space fallback (true zeros,
+enumeration of every path: the linear-space tree (a general root, and a root that is a sum
+of vectors over the first and last states), its exact log-space fallback (true zeros,
 traced values under ``jax.jit``), on every backend; and the adjoint tape's messages through
 it (``adjoint.chain_arrays``) for a chain of two step pairs with a batch input and factors on
 both ends, against enumeration."""
@@ -13,7 +14,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.adjoint import AdjointTape
 from funsor_core.algorithms.chains import discrete_adjoint
-from funsor_core.algorithms.chains.discrete_adjoint import chain_messages
+from funsor_core.algorithms.chains.discrete_adjoint import chain_messages, chain_vector_messages
 from funsor_core.sum_product import MarkovProduct
 
 
@@ -108,3 +109,17 @@ def test_chain_messages_of_an_adjoint_with_impossible_ends(eager):
         actual = _np(chain_messages(_arr(mats), _arr(root)))
         assert not np.isnan(actual).any()
         assert np.allclose(np.exp(actual), np.exp(_enumerated(mats, root)))
+
+
+def test_chain_vector_messages_by_enumeration(eager):
+    # left(x_0) + right(x_T), with -inf in left for one batch entry (the exact fallback).
+    for T, impossible in ((5, False), (4, True)):
+        mats, _ = _chain(T)
+        rng = np.random.default_rng(T)
+        left, right = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+        if impossible:
+            left[1, :2] = -np.inf
+        actual = _np(chain_vector_messages(_arr(mats), _arr(left), _arr(right)))
+        expected = _enumerated(mats, left[:, :, None] + right[:, None, :])
+        assert not np.isnan(actual).any()
+        assert np.allclose(np.exp(actual), np.exp(expected))
