@@ -53,7 +53,7 @@ from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.reshaping import Cat, Slice
 
-__all__ = ["BACKWARD", "Semiring", "arith_op", "same_sum"]
+__all__ = ["BACKWARD", "Semiring", "arith_op", "check_batch_vars", "same_sum"]
 
 _FRESH = itertools.count(1)
 
@@ -101,6 +101,32 @@ class Semiring:
         if not self.batch_vars:
             return self.root_names
         return self.root_names | {getattr(v, "name", v) for v in self.batch_vars}
+
+
+_BATCH_NAME_TAKEN = (
+    "the sample (batch) input '{name}' is also a name that the forward computation eliminates "
+    "(as {domain!r}): the draws would be indexed by it instead of crossed with it. Give the "
+    "sample input a name of its own, e.g. '{name}_sample'.")
+
+
+def check_batch_vars(terms, root: Funsor, batch_vars) -> None:
+    """Raise ``ValueError`` where a batch name of a backward pass is also a name that the
+    recorded ``terms`` eliminate (the root lacks it).
+
+    Example:
+        >>> x = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> check_batch_vars([x], x.reduce(ops.add), {"particle"})  # not taken: no error
+    """
+    # A batch name shared with a free input of the root is funsor's shared-particle idiom;
+    # shared with an eliminated name (a plate, a summed variable) it silently merges the two.
+    names = frozenset(getattr(v, "name", v) for v in batch_vars) - root.inputs.keys()
+    if not names:
+        return
+    for term in terms:
+        taken = names & term.inputs.keys()
+        if taken:
+            name = min(taken)
+            raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
 
 
 def _unsupported(what: str, ring: Semiring) -> NotImplementedError:

@@ -45,11 +45,11 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_argmax import max_path
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_of
 from funsor_core.sampling.draw import extract_samples
 from funsor_core.terms.approximate import Approximate
 from funsor_core.terms.base import Funsor, Number, Variable
@@ -161,10 +161,11 @@ def _placed_path(ring, trans, tname: str, time, step, first: dict, last: dict) -
 def _viterbi_path(trans, tname: str, step, first: dict, last: dict) -> dict | None:
     # Under max the only placement is the argmax (argmax_approximate is the one approximation
     # of max; the ends were placed by it above), so the interior of the path is Viterbi's
-    # backtrack, on arrays: ptr_t(x) = argmax_w alpha_t(w) + step_t(w, x) in one scan
-    # forwards, x_t = ptr_t(x_{t+1}) in one scan backwards. Each x_t is then a best
-    # predecessor of x_{t+1} given x_0, as the placed path's. None where the step is not one
-    # Tensor or an end point varies over inputs the step lacks: the placed path handles it.
+    # backtrack, on arrays (``chains.discrete_argmax``: alpha_t from the max-plus tree,
+    # ptr_t(x) = argmax_w alpha_t(w) + step_t(w, x) at once, x_t = ptr_t(x_{t+1}) by pointer
+    # doubling). Each x_t is then a best predecessor of x_{t+1} given x_0, as the placed
+    # path's. None where the step is not one Tensor or an end point varies over inputs the
+    # step lacks: the placed path handles it.
     order, batch, prevs, currs = tensor_layout(trans.inputs, tname, step)
     ends = list(first.values()) + list(last.values())
     if type(trans) is not Tensor or not all(
@@ -180,7 +181,7 @@ def _viterbi_path(trans, tname: str, step, first: dict, last: dict) -> dict | No
     index = ops.new_arange(mats, 0, states, 1)
     start = _flat_state(index, batch_inputs, [first[p] for p in prevs], sizes)
     stop = _flat_state(index, batch_inputs, [last[p] for p in prevs], sizes)
-    path = _backtrack(mats, index, start, stop)  # (T + 1, *batch)
+    path = max_path(mats, start, stop)  # (T + 1, *batch)
     inputs = {tname: Bint[duration], **batch_inputs}
     out, stride = {}, states
     for (p, c), size in zip(step, sizes):
@@ -201,50 +202,3 @@ def _flat_state(proto, batch_inputs: dict, values: list, sizes: list):
         x = ops.reshape(x, shape)
         flat = x if flat is None else flat * size + x
     return flat
-
-
-def _select(onehot_of, values, axis: int):
-    # values at the index onehot_of marks along ``axis`` (a gather by a mask).
-    return ops.sum(ops.where(onehot_of, values, ops.full_like(values, 0)), axis)
-
-
-def _backtrack(mats, index, start, stop):
-    # Viterbi between fixed ends: mats (T, *batch, S, S), start and stop (*batch) states.
-    alpha = _select((index == start[..., None])[..., None], mats[0], -2)
-    if mats.shape[0] == 1:
-        return ops.stack([start, stop], 0)
-
-    def forward(alpha, m):  # alpha (*batch, S) over the prev state of m
-        score = alpha[..., :, None] + m
-        return ops.amax(score, -2), ops.argmax(score, -2)
-
-    _, ptrs = backend_of(mats).scan(forward, alpha, mats[1:])  # (T - 1, *batch, S)
-    interior = _gather(_suffix_maps(ptrs), stop)
-    return ops.cat([start[None], interior, stop[None]], 0)
-
-
-def _gather(maps, states):
-    # maps[..., states] per row: maps (n, *batch, S), states (n or 1, *batch) -> (n, *batch).
-    size = maps.shape[-1]
-    flat = ops.reshape(maps, (-1, size))
-    rows = ops.new_arange(states, 0, flat.shape[0], 1)
-    cols = ops.reshape(ops.expand(states, tuple(maps.shape[:-1])), (-1,))
-    return ops.reshape(ops.getitem(flat, (rows, cols)), tuple(maps.shape[:-1]))
-
-
-def _suffix_maps(ptrs):
-    # ptrs[t] maps the state at t + 2 to the best one at t + 1; the suffix compositions
-    # ptrs[t] o ptrs[t + 1] o ... o ptrs[n - 1] by pointer doubling: ceil(log2 n) rounds of
-    # one gather each, where a backtrack would take n sequential steps.
-    n, shift = ptrs.shape[0], 1
-    while shift < n:
-        head = ptrs[:n - shift]
-        tail = ptrs[shift:]
-        size = head.shape[-1]
-        flat = ops.reshape(head, (-1, size))
-        rows = ops.new_arange(tail, 0, flat.shape[0], 1)[:, None]
-        cols = ops.reshape(tail, (-1, size))
-        composed = ops.reshape(ops.getitem(flat, (rows, cols)), tuple(head.shape))
-        ptrs = ops.cat([composed, ptrs[n - shift:]], 0)
-        shift *= 2
-    return ptrs

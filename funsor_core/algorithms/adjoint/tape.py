@@ -7,15 +7,16 @@ contractions, substitutions, ``Cat``, ``Scatter``, ``Align``: ``backward.BACKWAR
 ``Contraction`` of more than two terms is run along its contraction plan
 (``algorithms.plan``), so that each pairwise step is recorded and the backward pass sends
 messages through the same small intermediates as the forward pass (variable elimination both
-ways). A Markov product of Tensors is run as its pairwise contractions likewise, on a tape
-of its own kept with the chain (exact messages run back through it; points, the MAP or
-posterior paths, are placed along the whole path at once by ``chain_paths``); a switching
-chain (a discrete step pair beside real ones) runs as its T steps in order on such a tape,
-so that the rules of its steps apply (exact marginals: mixtures, evaluated at points), and
-the messages of its steps are stacked back along time; any other ``MarkovProduct`` is
-recorded whole, and its backward rule is the Kalman smoother of a Gaussian chain
-(``chains.gaussian_smooth``). A term without a backward rule that a rule
-computed on arrays from recorded values or atoms (a ``Stack``, say) is recorded too: the
+ways). A ``(logaddexp, add)`` chain of one step Tensor is evaluated by its kernel, and its
+exact messages computed on arrays (``chain_arrays``); another Markov product of Tensors is
+run as its pairwise contractions, on a tape of its own kept with the chain (exact messages
+run back through it; points, the MAP or posterior paths, are placed along the whole path at
+once by ``chain_paths``); a switching chain (a discrete step pair beside real ones) runs as
+its T steps in order on such a tape, so that the rules of its steps apply, and the messages
+of its steps are stacked back along time; any other ``MarkovProduct`` is recorded whole,
+and its backward rule is the Kalman smoother of a Gaussian chain (``chains.gaussian_smooth``).
+A term without a backward rule that a rule computed on arrays from recorded values or atoms
+(a ``Stack``, say) is recorded too: the
 adjoints behind it are unknown, and reading one raises ``NotImplementedError`` naming it
 (instead of a silent zero). Nothing changes when no tape is active: the tape is just
 another interpretation.
@@ -45,7 +46,8 @@ from __future__ import annotations
 from typing import Any
 
 from funsor_core import ops
-from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring
+from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring, check_batch_vars
+from funsor_core.algorithms.adjoint.chain_arrays import chain_array_shares, has_array_backward
 from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
 from funsor_core.algorithms.adjoint.scatter import Scatter
@@ -63,7 +65,7 @@ from funsor_core.terms.reshaping import Stack
 from funsor_core.terms.traversal import map_args, reinterpret
 
 __all__ = ["AdjointTape", "Adjoints", "adjoint", "canonical_key", "forward_backward"]
-_LATER = "steps later"  # the sub of a chain recorded under an approximation (_run_steps)
+_LATER = "steps later"  # the sub of a chain evaluated by its kernel (_run_steps)
 
 
 class _Node:
@@ -278,7 +280,8 @@ class AdjointTape(Interpretation):
             funsor that received nothing maps to the unit of ``sum_op`` (a ``defaultdict``).
         """
         if batch_vars:
-            _check_batch_vars_of(self, root, batch_vars)
+            check_batch_vars((t for n in self.tape for t in (n.output, *terms_in(n.args))),
+                             root, batch_vars)
         zero = Number(ops.UNITS[sum_op])
         one = Number(ops.UNITS[prod_op])
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
@@ -355,25 +358,6 @@ class AdjointTape(Interpretation):
                     node_adj[parent] = share if old is None else _accumulate(ring, old, share)
         return node_adj, leaf_adj, blocked_nodes, blocked_leaves
 
-_BATCH_NAME_TAKEN = (
-    "the sample (batch) input '{name}' is also a name that the forward computation eliminates "
-    "(as {domain!r}): the draws would be indexed by it instead of crossed with it. Give the "
-    "sample input a name of its own, e.g. '{name}_sample'.")
-
-
-def _check_batch_vars_of(tape: AdjointTape, root: Funsor, batch_vars) -> None:
-    # A batch name shared with a free input of the root is funsor's shared-particle idiom;
-    # shared with an eliminated name (a plate, a summed variable) it silently merges the two.
-    names = frozenset(getattr(v, "name", v) for v in batch_vars) - root.inputs.keys()
-    if not names:
-        return
-    for node in tape.tape:
-        for term in (node.output, *terms_in(node.args)):
-            taken = names & term.inputs.keys()
-            if taken:
-                name = min(taken)
-                raise ValueError(_BATCH_NAME_TAKEN.format(name=name, domain=term.inputs[name]))
-
 
 def _chain_steps(args: tuple):
     # The strategy by which the tape runs a chain as its steps: a discrete chain by its own;
@@ -394,8 +378,10 @@ def _run_steps(tape: AdjointTape, args: tuple, strategy) -> tuple:
     # switching chain's steps cannot be composed apart from its boundaries (moment matching
     # a mixture over a state that only a boundary informs): the chain is then recorded
     # whole, and its backward pass raises naming it.
-    if approximation_active() and tensor_factors(args[2], args[1]) is not None:
-        # Points along it (chain_paths) need its value only; a tape of steps when asked for.
+    if has_array_backward(args) or (approximation_active()
+                                    and tensor_factors(args[2], args[1]) is not None):
+        # Its exact messages on arrays (chain_arrays) and points along it (chain_paths) need
+        # its value only; a tape of steps when another semiring asks for one.
         with tape.rest():
             return tape.defer(MarkovProduct, args), _LATER
     sub = AdjointTape()
@@ -411,10 +397,12 @@ def _run_steps(tape: AdjointTape, args: tuple, strategy) -> tuple:
 def _chain_shares(ring: Semiring, adj: Funsor, node: _Node) -> list:
     # A discrete chain: under an approximation, points along its whole path at once
     # (``chain_paths``: its pairwise steps would give each step's points apart, in messages
-    # that no Scatter over time can stack); else its exact messages, through its own tape of
-    # pairwise steps seeded with the chain's adjoint.
-    if ring.approximate:
-        return chain_path_shares(ring, adj, node.output, *node.args)
+    # that no Scatter over time can stack); else its exact messages on arrays
+    # (``chain_arrays``) or through its own tape of pairwise steps, seeded with its adjoint.
+    shares = (chain_path_shares if ring.approximate else chain_array_shares)(
+        ring, adj, node.output, *node.args)
+    if shares is not None:
+        return shares
     if node.sub is _LATER:
         with AdjointTape() as node.sub:
             markov_terms(*node.args[:6], _chain_steps(node.args))
