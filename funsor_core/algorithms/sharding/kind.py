@@ -32,9 +32,13 @@ propagation, which cannot split a sequential scan over time; a mesh axis per ter
 (penzai's named axes) needs every term to carry placement. An interpretation keeps the
 language unchanged: the same program, entered under ``sharded(...)``.
 
+Singh's synchronously partitioned MCMC (ch. 4) is a function of its own,
+``partitioned_mcmc`` (``.partitioned_mcmc``): its partitions are a batch sharded over a mesh
+axis, one all-gather of the moved values per round.
+
 Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
-Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``) and
-Singh's partitioned MCMC (``partitioned_mcmc``; issue #33). The funsor adjoint's tape
+Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``;
+issue #33). The funsor adjoint's tape
 (``AdjointTape``, posterior samples) is not tested under ``sharded``.
 
 Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
@@ -60,8 +64,6 @@ __all__ = ["Sharded", "sharded"]
 _PARTICLES = ("sharded(..., particles=...): Monte Carlo particles and MCMC chains over a mesh "
               "axis (each device with its own keys) are not implemented yet (issue #33); "
               "shard the data plate or the time axis instead")
-_PARTITIONED_MCMC = ("partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: it needs "
-                     "the loopy-graph Gibbs sampler (issue #33)")
 _NO_SPMD = ("sharded(...) splits arrays over a device mesh, which the {backend} backend cannot "
             "do: build the factors from jax arrays (fc.set_backend('jax'))")
 _BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but the mesh has "
@@ -152,15 +154,3 @@ def sharded(mesh, plates: dict | None = None, time: dict | None = None,
         'reflect'
     """
     return Sharded(mesh, plates=plates, time=time, particles=particles)
-
-
-def partitioned_mcmc(*args, **kwargs):
-    """Synchronously partitioned MCMC over a mesh (Singh's thesis, ch. 4): not implemented.
-
-    Example:
-        >>> partitioned_mcmc()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: ...
-    """
-    raise NotImplementedError(_PARTITIONED_MCMC)

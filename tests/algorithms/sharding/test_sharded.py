@@ -116,6 +116,15 @@ def test_sharded_on_a_two_dimensional_mesh(report):
         "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]"]
 
 
+def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
+    # the same key: the same samples (6 partitions padded to 8, one per device), the chains
+    # moved, and one all-gather per round of P x 1 x chains x active values (8 x 1 x 4 x 3)
+    result = report["partitioned_mcmc"]
+    assert result["same_as_one_device"] and result["moved"] > 0.2
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "s64[8,1,4,3]")]
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
@@ -128,8 +137,8 @@ def test_sharded_errors_name_what_is_missing():
             fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
     with pytest.raises(NotImplementedError, match="particles"):
         sharded(_mesh(), particles={"particle": "x"})
-    with pytest.raises(NotImplementedError, match="Singh"):
-        partitioned_mcmc()
+    with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
+        partitioned_mcmc([fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})], 1, _mesh(), "y")
     t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
     with pytest.raises(TypeError, match="numpy backend cannot"):
         with sharded(_mesh(), plates={"data": "x"}):
