@@ -24,7 +24,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from funsor_core import ops
 
-__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather",
+__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather", "shard_per_key",
            "compiled_collectives", "hlo_collectives"]
 
 # This backend runs a program over a device mesh (``jax.shard_map``, jax >= 0.6 spells it
@@ -121,6 +121,36 @@ def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
         return combine(jax.lax.all_gather(local(*xs), axes, to="invarying"))
 
     return _shard_map(gathered, mesh=mesh, in_specs=specs, out_specs=PartitionSpec())(*arrays)
+
+
+def shard_per_key(mesh, fn: Callable, key, count: int, operands, axes: tuple) -> object:
+    """``stack([fn(fold_in(key, i), operands) for i < count])`` with the ``i`` split over the
+    devices of the mesh ``axes``: each device makes the keys of its own block of ``i`` (no
+    communication; padded where the devices do not divide ``count``, then dropped) and
+    ``vmap``s ``fn`` over them, ``operands`` (a pytree: funsor terms are) replicated. The
+    result ``(count, ...)`` stays split along its first axis, so what reduces it afterwards
+    runs where it lies.
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> key = jax.random.PRNGKey(0)
+        >>> out = shard_per_key(mesh, lambda k, a: k + a, key, 3, 1, ("x",))
+        >>> bool((out[2] == jax.random.fold_in(key, 2) + 1).all())
+        True
+    """
+    shards = math.prod(mesh.shape[a] for a in axes)
+    block = -(-count // shards)
+    leaves, tree = jax.tree_util.tree_flatten(operands)
+
+    def local(key, *leaves):
+        args = jax.tree_util.tree_unflatten(tree, leaves)
+        first = jax.lax.axis_index(axes) * block
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(block))
+        return jax.vmap(lambda k: fn(k, args))(keys)
+
+    out = _shard_map(local, mesh=mesh, in_specs=(PartitionSpec(),) * (1 + len(leaves)),
+                     out_specs=PartitionSpec(axes))(key, *leaves)
+    return out[:count] if block * shards != count else out
 
 
 def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:

@@ -36,9 +36,14 @@ Singh's synchronously partitioned MCMC (ch. 4) is a function of its own,
 ``partitioned_mcmc`` (``.partitioned_mcmc``): its partitions are a batch sharded over a mesh
 axis, one all-gather of the moved values per round.
 
+- Monte Carlo particles (``particles={"particle": "x"}``, entered INSIDE ``MonteCarlo(rng_key,
+  particle=Bint[N])``): an ``Integrate`` is estimated particle by particle, each with its
+  own key split from the Monte Carlo's, each device its own block of particles, with no
+  communication until the estimate is reduced (``.particles`` says how; the same key gives
+  the same estimate on every mesh).
+
 Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
-Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``;
-issue #33). The funsor adjoint's tape
+Gaussian chains over a sharded time axis (issue #33). The funsor adjoint's tape
 (``AdjointTape``, posterior samples) is not tested under ``sharded``.
 
 Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
@@ -61,9 +66,6 @@ from funsor_core.engine.interpreter import ENTERED, Interpretation
 
 __all__ = ["Sharded", "sharded"]
 
-_PARTICLES = ("sharded(..., particles=...): Monte Carlo particles and MCMC chains over a mesh "
-              "axis (each device with its own keys) are not implemented yet (issue #33); "
-              "shard the data plate or the time axis instead")
 _NO_SPMD = ("sharded(...) splits arrays over a device mesh, which the {backend} backend cannot "
             "do: build the factors from jax arrays (fc.set_backend('jax'))")
 _BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but the mesh has "
@@ -92,7 +94,8 @@ class Sharded(Interpretation):
         mesh: a device mesh (``jax.sharding.Mesh``).
         plates: ``{plate name: mesh axis or tuple of mesh axes}``.
         time: ``{time name: mesh axis or tuple of mesh axes}`` of Markov products.
-        particles: not implemented (NotImplementedError).
+        particles: ``{sample input name: mesh axis or tuple of mesh axes}`` of a Monte Carlo
+            interpretation entered outside this one (``.particles``).
 
     Example:
         >>> Sharded("a mesh", plates={"i": "x"}).mesh_axes("i")
@@ -104,19 +107,21 @@ class Sharded(Interpretation):
     def __init__(self, mesh, plates: dict | None = None, time: dict | None = None,
                  particles: dict | None = None) -> None:
         super().__init__("sharded", fallback=ENTERED)
-        if particles:
-            raise NotImplementedError(_PARTICLES)
         self.mesh = mesh
         self.plates = _axes_map("plate", plates)
         self.time = _axes_map("time", time)
-        both = sorted(self.plates.keys() & self.time.keys())
-        if both:
-            raise ValueError(f"sharded(...): {both} named both as plates and as time; a name "
-                             "is one or the other")
+        self.particles = _axes_map("particles", particles)
+        for (a, x), (b, y) in ((("plates", self.plates), ("time", self.time)),
+                               (("plates", self.plates), ("particles", self.particles)),
+                               (("time", self.time), ("particles", self.particles))):
+            both = sorted(x.keys() & y.keys())
+            if both:
+                raise ValueError(f"sharded(...): {both} named both as {a} and as {b}; a name "
+                                 "is one of plates, time or particles")
 
     def mesh_axes(self, name: str) -> tuple:
         """The mesh axes that split ``name`` (a plate or a time name)."""
-        return self.plates.get(name) or self.time[name]
+        return self.plates.get(name) or self.time.get(name) or self.particles[name]
 
     def spmd(self, array, names: list[str]):
         """The backend of ``array`` and the number of devices splitting each of ``names``,
@@ -131,8 +136,9 @@ class Sharded(Interpretation):
             count = 1
             for axis in self.mesh_axes(name):
                 if axis not in sizes:
-                    what, example = (("plate", "plates") if name in self.plates
-                                     else ("time", "time"))
+                    what, example = (("plate", "plates") if name in self.plates else
+                                     ("time", "time") if name in self.time else
+                                     ("particles", "particles"))
                     raise ValueError(_BAD_AXIS.format(what=what, name=name, axis=axis,
                                                       sizes=sizes, example=example,
                                                       first=next(iter(sizes))))

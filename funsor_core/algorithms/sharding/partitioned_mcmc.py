@@ -24,7 +24,7 @@ partitions as a batch on one device, on any backend.
 Example:
     >>> f = fc.Tensor(np.log(np.array([[3.0, 1.0], [1.0, 3.0]])),
     ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
-    >>> s = partitioned_mcmc([f], 3000, num_partitions=1, rng_key=0)
+    >>> s = partitioned_mcmc([f], 100, num_partitions=1, num_chains=50, rng_key=0)
     >>> bool(abs((s["a"].data == s["b"].data).mean() - 0.75) < 0.05)
     True
 """
@@ -217,7 +217,7 @@ def partitioned_mcmc(factors, num_samples: int, mesh=None, axis="x", *,
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})
-        >>> s = partitioned_mcmc([f], 2000, rng_key=0)
+        >>> s = partitioned_mcmc([f], 100, num_chains=50, rng_key=0)
         >>> bool(abs(s["b"].data.mean() - 0.75) < 0.05)
         True
     """

@@ -125,6 +125,14 @@ def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
         ("all-gather", "s64[8,1,4,3]")]
 
 
+def test_sharded_monte_carlo_particles_equal_one_device(report):
+    # 12 particles on 8 devices (padded): estimate and gradient = one device's one-particle
+    # estimates with the same keys; one all-reduce (value and gradient combined), no gather
+    result = report["particles"]
+    assert result["value"] < 1e-12 and result["grad"] < 1e-12
+    assert [kind for kind, _ in result["collectives"]] == ["all-reduce"]
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
@@ -135,8 +143,8 @@ def test_sharded_errors_name_what_is_missing():
     with pytest.raises(NotImplementedError, match="mixed chain"):
         with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
             fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
-    with pytest.raises(NotImplementedError, match="particles"):
-        sharded(_mesh(), particles={"particle": "x"})
+    with pytest.raises(ValueError, match="both as time and as particles"):
+        sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
     with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
         partitioned_mcmc([fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})], 1, _mesh(), "y")
     t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
