@@ -54,32 +54,38 @@ def mesh_sizes(mesh) -> dict:
     return dict(mesh.shape)
 
 
-def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) -> tuple:
-    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along ``dims[i]`` to
+def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes) -> tuple:
+    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along a split dim to
     # ``P * ceil(n / P)`` where the devices do not divide ``n``; ``fn`` masks the padding,
-    # knowing ``index``) and the in_specs splitting dim ``dims[i]`` (None: replicated)
-    # over the mesh ``axes``. A padded array is first constrained to be replicated: left
-    # free, XLA's partitioner may split it over part of the mesh and then reshuffle the
-    # padded blocks between devices (a collective-permute on a 4 x 2 mesh).
-    count = math.prod(mesh.shape[a] for a in axes)
+    # knowing ``index``), the in_specs and the mesh axes of all the splits. One split:
+    # ``axes`` a tuple of mesh axis names, ``dims[i]`` the dim of array ``i`` it splits (None:
+    # replicated), ``index`` the device's place along ``axes``. Several (one per sharded
+    # plate): ``axes`` a list of such tuples, ``dims[i]`` a tuple of one dim (or None) per
+    # split, ``index`` a tuple of places. A padded array is first constrained to be
+    # replicated: left free, XLA's partitioner may split it over part of the mesh and then
+    # reshuffle the padded blocks between devices (a collective-permute on a 4 x 2 mesh).
+    several = not (axes and isinstance(axes[0], str))
+    groups = list(axes) if several else [tuple(axes)]
+    counts = [math.prod(mesh.shape[a] for a in g) for g in groups]
     specs, padded = [], []
-    for x, d in zip(arrays, dims):
-        spec = [None] * x.ndim
-        if d is not None:
-            spec[d] = axes
-            extra = -x.shape[d] % count
-            if extra:  # padded from a replicated copy, which each device slices locally
-                pad = [(0, 0)] * x.ndim
-                pad[d] = (0, extra)
-                whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
-                x = jnp.pad(whole, pad)
+    for x, ds in zip(arrays, dims):
+        ds = tuple(ds) if several else (ds,)
+        spec, pad = [None] * x.ndim, [(0, 0)] * x.ndim
+        for group, count, d in zip(groups, counts, ds):
+            if d is not None:
+                spec[d] = group
+                pad[d] = (0, -x.shape[d] % count)
+        if any(p[1] for p in pad):  # padded from a replicated copy, sliced on each device
+            whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
+            x = jnp.pad(whole, pad)
         specs.append(PartitionSpec(*spec))
         padded.append(x)
 
     def local(*blocks):
-        return fn(jax.lax.axis_index(axes), *blocks)
+        index = tuple(jax.lax.axis_index(g) for g in groups)
+        return fn(index if several else index[0], *blocks)
 
-    return local, tuple(specs), padded
+    return local, tuple(specs), padded, tuple(a for g in groups for a in g)
 
 
 def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple,
@@ -88,7 +94,9 @@ def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes:
     device runs ``fn`` on its blocks of ``arrays`` (dim ``dims[i]`` of array ``i`` split
     into ``ceil(n / P)``-long blocks, the last ones padded with zeros; None: the whole
     array) and its ``index`` along ``axes``, then one all-reduce (``psum``, ``pmax``,
-    ``pmin``); the result is the same on every device.
+    ``pmin``); the result is the same on every device. Several splits (sharded plates): a
+    list of ``axes`` tuples, ``dims[i]`` a tuple per array and ``index`` a tuple; the
+    all-reduce runs over all their axes at once.
 
     Example:
         >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
@@ -97,7 +105,7 @@ def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes:
         3.0
     """
     reduce = _ALL_REDUCE[op]
-    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    local, specs, arrays, axes = _split(mesh, fn, arrays, dims, axes)
     return _shard_map(lambda *xs: reduce(local(*xs), axes), mesh=mesh, in_specs=specs,
                       out_specs=PartitionSpec())(*arrays)
 
@@ -115,7 +123,7 @@ def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
         ...                        [jnp.arange(4.0)], [0], ("x",)))
         6.0
     """
-    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    local, specs, arrays, axes = _split(mesh, fn, arrays, dims, axes)
 
     def gathered(*xs):
         return combine(jax.lax.all_gather(local(*xs), axes, to="invarying"))

@@ -205,9 +205,10 @@ def _adjoint(args):
 
 
 def _mesh_2d(args, oracle):
-    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8): one
-    program, values against numpy (a batched chain whose step is built lazily from a shared
-    matrix and observations: against one device), and its collectives."""
+    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8), and two
+    plates reduced at once ("data" on "x", "g" on "y"): one program, values
+    against numpy (a batched chain whose step is built lazily from a shared matrix and
+    observations: against one device), and its collectives."""
     import jax
     import numpy as np
 
@@ -230,16 +231,28 @@ def _mesh_2d(args, oracle):
                               {"x": "y"})
         return mp.align(("b", "x", "y")).data
 
+    def two_plates(logits, locs, data):  # "data" on "x" (4 devices), "g" on "y" (4 on 2)
+        t = fc.Tensor(logits[None, None] - 0.5 * (data[:, None, None] - locs[None, None]) ** 2
+                      + jax.numpy.arange(4.0)[None, :, None],
+                      {"data": fc.Bint[N], "g": fc.Bint[4], "z": fc.Bint[K]})
+        return (t.reduce(ops.logaddexp, frozenset({"data", "g", "z"})).data,
+                t.reduce(ops.add, frozenset({"data", "g"})).data)
+
     def program(logits, locs, data, trans):
-        with sharded(mesh, plates={"data": "x"}, time={"t": ("x", "y")}):
+        with sharded(mesh, plates={"data": "x", "g": "y"}, time={"t": ("x", "y")}):
             out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
-                   factored(trans, logits))
+                   factored(trans, logits)) + two_plates(logits, locs, data)
         return out, factored(trans, logits)
 
     compiled = jax.jit(program).lower(*args[:4]).compile()
     values, batch_one = compiled(*args[:4])
+    lg, lc, d = (np.asarray(a) for a in args[:3])
+    cube = (lg[None, None] - 0.5 * (d[:, None, None] - lc[None, None]) ** 2
+            + np.arange(4.0)[None, :, None])
+    from scipy.special import logsumexp
+    oracles = (oracle[2], oracle[3], batch_one, logsumexp(cube), cube.sum((0, 1)))
     return {"error": max(float(np.abs(np.asarray(v) - o).max())
-                         for v, o in zip(values, (oracle[2], oracle[3], batch_one))),
+                         for v, o in zip(values, oracles)),
             "collectives": hlo_collectives(compiled.as_text())}
 
 

@@ -109,11 +109,13 @@ def test_sharded_marginals_and_viterbi_equal_one_device(report):
 
 def test_sharded_on_a_two_dimensional_mesh(report):
     # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8;
-    # a batched chain of two factors (B = 2): one summary of B x K x K per device
+    # a batched chain of two factors (B = 2): one summary of B x K x K per device; two plates
+    # reduced at once ("data" on "x", "g" on "y"): logaddexp, the 8 devices' log-sums
+    # gathered; add to the K-vector over z, one all-reduce of K
     result = report["mesh_2d"]
     assert result["error"] < 1e-12
-    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == [
-        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]"]
+    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == sorted([
+        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]", "f64[8]", f"f64[{K}]"])
 
 
 def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
