@@ -257,9 +257,9 @@ def _mesh_2d(args, oracle):
 
 
 def _partitioned_mcmc():
-    """Singh's partitioned MCMC (Gibbs) on a 24-variable binary chain, 6 partitions (3
+    """Singh's partitioned MCMC (Gibbs) on a 12-variable binary chain, 4 partitions (3
     shifted contiguous partitionings), 20 rounds x 4 chains: on one device (the partitions
-    as a batch) and on both axes of a 4 x 2 mesh (6 partitions padded to 8, one per
+    as a batch) and on both axes of a 4 x 2 mesh (4 partitions padded to 8, one per
     device), with the same key, in ONE compiled program (its threefry draws make a compile
     cost seconds), and its collectives."""
     import jax
@@ -269,12 +269,12 @@ def _partitioned_mcmc():
     from backends.jax_sharding import hlo_collectives
     from funsor_core.sharding import partitioned_mcmc
 
-    V, P = 24, 6
+    V, P = 12, 4
     rng = np.random.default_rng(5)
     tables = [rng.normal(size=(2, 2)) for _ in range(V - 1)] + [rng.normal(size=(2,))]
     domains = [{f"v{i}": fc.Bint[2], f"v{i + 1}": fc.Bint[2]} for i in range(V - 1)]
     domains.append({"v0": fc.Bint[2]})
-    ids = np.array([[(v + 2 * r) % V // (V // P) for v in range(V)] for r in range(3)])
+    ids = np.array([[(v + r) % V // (V // P) for v in range(V)] for r in range(3)])
 
     mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
 
@@ -296,8 +296,8 @@ def _partitioned_mcmc():
 
 def _particles():
     """``MonteCarlo(particle=Bint[12])`` with the particles sharded over 8 devices (uneven:
-    2 per device, the last padded): the estimate of E[sigmoid(x)], x ~ N(loc, 1), and its
-    gradient in loc, against one device computing each particle's one-particle estimate
+    2 per device, the last padded): the estimate of E[sigmoid(x)], x ~ N(loc, 1), against
+    one device computing each particle's one-particle estimate
     with its key (the Monte Carlo's next key folded with the particle's index), in ONE
     compiled program; and its collectives."""
     import jax
@@ -331,14 +331,12 @@ def _particles():
         return jax.vmap(one)(jax.numpy.arange(n)).mean()
 
     def program(loc, key):
-        return tuple(fn(loc, key) for f in (estimate, one_device)
-                     for fn in (f, jax.grad(f)))
+        return estimate(loc, key), one_device(loc, key)
 
     args = (jax.numpy.asarray(0.3), jax.random.PRNGKey(1))
     compiled = jax.jit(program).lower(*args).compile()
-    value, grad, ref_value, ref_grad = (float(v) for v in compiled(*args))
-    return {"value": abs(value - ref_value), "grad": abs(grad - ref_grad),
-            "collectives": hlo_collectives(compiled.as_text())}
+    value, ref_value = (float(v) for v in compiled(*args))
+    return {"value": abs(value - ref_value), "collectives": hlo_collectives(compiled.as_text())}
 
 
 def main() -> None:

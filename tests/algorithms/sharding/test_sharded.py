@@ -119,20 +119,23 @@ def test_sharded_on_a_two_dimensional_mesh(report):
 
 
 def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
-    # the same key: the same samples (6 partitions padded to 8, one per device), the chains
-    # moved, and one all-gather per round of P x 1 x chains x active values (8 x 1 x 4 x 3)
+    # the same key: the same samples (4 partitions padded to 8, one per device), the chains
+    # moved, and one all-gather per round of P x 1 x chains x the most active values of one
+    # partition (8 x 1 x 4 x 2: a block's middle, or both ends of the chain in one block)
     result = report["partitioned_mcmc"]
     assert result["same_as_one_device"] and result["moved"] > 0.2
     assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
-        ("all-gather", "s64[8,1,4,3]")]
+        ("all-gather", "s64[8,1,4,2]")]
 
 
 def test_sharded_monte_carlo_particles_equal_one_device(report):
-    # 12 particles on 8 devices (padded): estimate and gradient = one device's one-particle
-    # estimates with the same keys; one all-reduce (value and gradient combined), no gather
+    # 12 particles on 8 devices (padded): the estimate = one device's one-particle estimates
+    # with the same keys; one all-reduce of the mean, nothing gathered (the gradient: see
+    # benchmarks/sharded.py, one all-reduce with the value)
     result = report["particles"]
-    assert result["value"] < 1e-12 and result["grad"] < 1e-12
-    assert [kind for kind, _ in result["collectives"]] == ["all-reduce"]
+    assert result["value"] < 1e-12
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-reduce", "f64[]")]
 
 
 def _mesh():
