@@ -10,7 +10,10 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   block, then ONE collective: an all-reduce (``psum``/``pmax``/``pmin``) of the reduced
   size for ``add``/``max``/``min``, an all-gather of one reduced-size block per device for
   ``logaddexp`` (each device's log-sum, combined after a max shift: one collective instead
-  of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``;
+  of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``; several sharded
+  plates reduced together are split at once, each over its own mesh axes, and the one
+  collective runs over all of them; a reduction with a term that is not a Tensor (a plated
+  Gaussian) is left unsharded;
 - a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
   a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
   with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every
@@ -40,7 +43,9 @@ axis, one all-gather of the moved values per round.
   particle=Bint[N])``): an ``Integrate`` is estimated particle by particle, each with its
   own key split from the Monte Carlo's, each device its own block of particles, with no
   communication until the estimate is reduced (``.particles`` says how; the same key gives
-  the same estimate on every mesh).
+  the same estimate on every mesh). The order matters: entered outside ``MonteCarlo``,
+  ``sharded`` never sees the ``Integrate`` (Monte Carlo draws first), and the particles are
+  drawn on one device, with the same values as without ``sharded``.
 
 Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
 Gaussian chains over a sharded time axis (issue #33). The funsor adjoint's tape
