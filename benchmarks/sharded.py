@@ -15,6 +15,7 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
   ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant);
 - a round of partitioned MCMC (``partitioned_mcmc``, Singh ch. 4) with ``C`` chains: one
   collective of ``C x`` (the variables updated in the round): each moved value once;
+- several plates reduced together: one collective over all their mesh axes, as for one;
 - a Monte Carlo estimate averaged over sharded particles: one all-reduce of the estimate's
   size (here a scalar; with its gradient, XLA combines both into one all-reduce).
 
@@ -116,6 +117,19 @@ def _partitioned_row(v, chains, devices):
            chains * active)
 
 
+def _two_plates_row(red_op, n, g, m):
+    # "data" on mesh axis "x" (4 devices) and "g" on "y" (2), reduced together
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+
+    def fn(x):
+        t = fc.Tensor(x, {"data": fc.Bint[n], "g": fc.Bint[g], "z": fc.Bint[m]})
+        with sharded(mesh, plates={"data": "x", "g": "y"}):
+            return t.reduce(red_op, frozenset({"data", "g"})).data
+
+    found = compiled_collectives(fn, jnp.ones((n, g, m)))
+    _print(f"two plates {red_op.__name__}, n={n:,} on x, g={g} on y, m={m}", 8, found, m)
+
+
 def _particles_row(n, devices):
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
 
@@ -146,6 +160,8 @@ def main() -> None:
         _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
         _partitioned_row(400, 4, p)
         _particles_row(100_000, p)
+    _two_plates_row(ops.add, 100_000, 8, 4)
+    _two_plates_row(ops.logaddexp, 100_000, 8, 4)
 
 
 if __name__ == "__main__":
