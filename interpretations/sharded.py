@@ -21,9 +21,11 @@ from funsor_core.algorithms.chains.factors import tensor_factors
 from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.sharding.chains import shard_markov_tensor
 from funsor_core.algorithms.sharding.gaussian_chains import shard_markov_gaussian
+from funsor_core.algorithms.sharding.gaussian_plates import shard_plate_gaussian
 from funsor_core.algorithms.sharding.kind import Sharded, sharded
 from funsor_core.algorithms.sharding.particles import one_particle_each
 from funsor_core.algorithms.sharding.plates import shard_plate_reduction
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Funsor, Reduce, Variable
@@ -51,6 +53,12 @@ def sharded_contraction_plate(interp, red_op, bin_op, reduced_vars, terms):
 @Sharded.register(Reduce, Op, Tensor, frozenset)
 def sharded_reduce_tensor_plate(interp, op, arg, reduced_vars):
     return shard_plate_reduction(interp, op, None, reduced_vars, (arg,))
+
+
+# sum_{i in plate} g_i for Gaussians g_i = the concatenation of each device's block sum (rows).
+@Sharded.register(Reduce, Op, Gaussian, frozenset)
+def sharded_reduce_gaussian_plate(interp, op, arg, reduced_vars):
+    return shard_plate_gaussian(interp, op, arg, reduced_vars)
 
 
 # M_1 ... M_T over a sharded t = S_1 ... S_P, S_p the product of device p's block of steps.

@@ -12,8 +12,10 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   ``logaddexp`` (each device's log-sum, combined after a max shift: one collective instead
   of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``; several sharded
   plates reduced together are split at once, each over its own mesh axes, and the one
-  collective runs over all of them; a reduction with a term that is not a Tensor (a plated
-  Gaussian) is left unsharded;
+  collective runs over all of them; a product of Gaussians over a sharded plate
+  (``Reduce(add, g, plates)``) gathers each device's partial product, compressed to at
+  most ``n`` rows (``.gaussian_plates``); a Contraction with a Gaussian among its terms is
+  left unsharded;
 - a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
   a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
   with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every

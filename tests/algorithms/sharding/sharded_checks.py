@@ -206,7 +206,8 @@ def _adjoint(args):
 
 def _mesh_2d(args, oracle):
     """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8), and two
-    plates reduced at once ("data" on "x", "g" on "y"): one program, values
+    plates reduced at once ("data" on "x", "g" on "y"), a product of Gaussians over a plate
+    on both axes (12 on 8 devices: uneven): one program, values
     against numpy (a batched chain whose step is built lazily from a shared matrix and
     observations: against one device), and its collectives."""
     import jax
@@ -238,10 +239,17 @@ def _mesh_2d(args, oracle):
         return (t.reduce(ops.logaddexp, frozenset({"data", "g", "z"})).data,
                 t.reduce(ops.add, frozenset({"data", "g"})).data)
 
+    def gaussian_plate(trans):  # prod_i N(x; m_i, 1) over "d8" on ("x", "y"): 12 on 8
+        g = fc.Gaussian(mean=trans[:, :1, 0], covariance=jax.numpy.ones((T, 1, 1)),
+                        inputs={"d8": fc.Bint[T], "x": fc.Real})
+        return g.reduce(ops.add, "d8")(x=0.3).data
+
     def program(logits, locs, data, trans):
-        with sharded(mesh, plates={"data": "x", "g": "y"}, time={"t": ("x", "y")}):
+        with sharded(mesh, plates={"data": "x", "g": "y", "d8": ("x", "y")},
+                     time={"t": ("x", "y")}):
             out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
-                   factored(trans, logits)) + two_plates(logits, locs, data)
+                   factored(trans, logits)) + two_plates(logits, locs, data) + (
+                gaussian_plate(trans),)
         return out, factored(trans, logits)
 
     compiled = jax.jit(program).lower(*args[:4]).compile()
@@ -250,7 +258,8 @@ def _mesh_2d(args, oracle):
     cube = (lg[None, None] - 0.5 * (d[:, None, None] - lc[None, None]) ** 2
             + np.arange(4.0)[None, :, None])
     from scipy.special import logsumexp
-    oracles = (oracle[2], oracle[3], batch_one, logsumexp(cube), cube.sum((0, 1)))
+    oracles = (oracle[2], oracle[3], batch_one, logsumexp(cube), cube.sum((0, 1)),
+               -0.5 * ((0.3 - np.asarray(args[3])[:, 0, 0]) ** 2).sum())  # unnormalized
     return {"error": max(float(np.abs(np.asarray(v) - o).max())
                          for v, o in zip(values, oracles)),
             "collectives": hlo_collectives(compiled.as_text())}
