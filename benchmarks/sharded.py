@@ -16,6 +16,8 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
 - a round of partitioned MCMC (``partitioned_mcmc``, Singh ch. 4) with ``C`` chains: one
   collective of ``C x`` (the variables updated in the round): each moved value once;
 - several plates reduced together: one collective over all their mesh axes, as for one;
+- a product of Gaussians over a plate (dim ``d``): one collective of ``P (d + d (d + 1) / 2
+  + 1)`` (each device's partial product in information form);
 - a Monte Carlo estimate averaged over sharded particles: one all-reduce of the estimate's
   size (here a scalar; with its gradient, XLA combines both into one all-reduce).
 
@@ -130,6 +132,14 @@ def _two_plates_row(red_op, n, g, m):
     _print(f"two plates {red_op.__name__}, n={n:,} on x, g={g} on y, m={m}", 8, found, m)
 
 
+def _gaussian_plate(n, d):
+    def fn(mean):
+        cov = jnp.broadcast_to(jnp.eye(d), (n, d, d))
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={"data": fc.Bint[n], "x": fc.Reals[d]})
+        return g.reduce(ops.add, "data")(x=jnp.zeros(d)).data
+    return fn, (jnp.zeros((n, d)),), "data"
+
+
 def _particles_row(n, devices):
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
 
@@ -158,6 +168,9 @@ def main() -> None:
         # a Gaussian summary over (first prev, last curr), D = 4: the information form's
         # D + D (D + 1) / 2 + 1 = 15 numbers; sent: w (D), the square root (D^2), k, a flag
         _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
+        # a product of Gaussians over dim d = 2: information form d + d (d + 1) / 2 + 1 = 6
+        # per device; sent: the square root (d + 1) x d rows and the constant, 7
+        _row("Gaussian plate product, n=100,000, dim 2", _gaussian_plate(100_000, 2), p * 6, p)
         _partitioned_row(400, 4, p)
         _particles_row(100_000, p)
     _two_plates_row(ops.add, 100_000, 8, 4)

@@ -23,6 +23,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.sharding.plates import block_mask
+from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.sqrt_info import compress
 from funsor_core.atoms.tensor import Tensor
@@ -32,10 +33,29 @@ from funsor_core.terms.base import Reduce
 __all__ = ["shard_plate_gaussian"]
 
 
-def _pack(g: Gaussian):
+def _parts(result):
+    # A local product as (its Gaussian, its constant or None): a Gaussian, or the sum
+    # Gaussian + Tensor that a compressed product is (the constant over the batch inputs).
+    if type(result) is Gaussian:
+        return result, None
+    if not is_gaussian_sum(result):
+        return None, None
+    gaussians = [t for t in result.terms if type(t) is Gaussian]
+    rest = [t for t in result.terms if type(t) is not Gaussian]
+    if len(gaussians) != 1 or any(type(t) is not Tensor for t in rest):
+        return None, None
+    batch = tuple(k for k, d in gaussians[0].inputs.items() if d.dtype != "real")
+    const = sum(t.align(batch).data if batch else t.data for t in rest)
+    return gaussians[0], const
+
+
+def _pack(g: Gaussian, const):
     # (*batch, (n + 1) r + 1): the density compressed to rank r <= n (QR; the constant it
-    # splits off kept as the last number), white vector above the square root, flattened.
+    # splits off, plus the product's own, as the last number), white vector above the
+    # square root, flattened.
     w, s, shift = compress(g.white_vec, g.prec_sqrt)
+    if const is not None:
+        shift = shift + const
     rows = ops.cat([w[..., None, :], s], -2)
     batch = tuple(rows.shape[:-2])
     flat = ops.reshape(rows, batch + (rows.shape[-2] * rows.shape[-1],))
@@ -87,10 +107,12 @@ def shard_plate_gaussian(interp, op, arg, reduced_vars: frozenset):
             s = ops.where(block_mask(s, index, block, size, dim, len(s.shape)), s, 0.0)
         with interp.rest():
             result = Reduce(op, Gaussian.make(w, s, local_inputs), reduced_vars)
-        if type(result) is not Gaussian:
+        g, const = _parts(result)
+        if g is None or (const is not None and tuple(const.shape) != tuple(g.white_vec.shape[
+                :-1])):
             raise _NotLocal
-        out.append(result)
-        return _pack(result)
+        out.append(g)
+        return _pack(g, const)
 
     n = arg.prec_sqrt.shape[-2]
     try:
@@ -107,4 +129,4 @@ def shard_plate_gaussian(interp, op, arg, reduced_vars: frozenset):
 
 
 class _NotLocal(Exception):
-    """The local product was not a Gaussian."""
+    """The local product was not a Gaussian (plus a constant over its batch inputs)."""

@@ -242,14 +242,18 @@ def _mesh_2d(args, oracle):
     def gaussian_plate(trans):  # prod_i N(x; m_i, 1) over "d8" on ("x", "y"): 12 on 8
         g = fc.Gaussian(mean=trans[:, :1, 0], covariance=jax.numpy.ones((T, 1, 1)),
                         inputs={"d8": fc.Bint[T], "x": fc.Real})
-        return g.reduce(ops.add, "d8")(x=0.3).data
+        big = fc.Gaussian(mean=jax.numpy.linspace(-1.0, 1.0, 203)[:, None] + trans[0, 0, :1],
+                          covariance=jax.numpy.ones((203, 1, 1)),
+                          inputs={"e8": fc.Bint[203], "x": fc.Real})  # blocks compressed
+        return (g.reduce(ops.add, "d8")(x=0.3).data, big.reduce(ops.add, "e8")(x=0.3).data)
 
     def program(logits, locs, data, trans):
-        with sharded(mesh, plates={"data": "x", "g": "y", "d8": ("x", "y")},
+        with sharded(mesh, plates={"data": "x", "g": "y", "d8": ("x", "y"),
+                                     "e8": ("x", "y")},
                      time={"t": ("x", "y")}):
             out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
                    factored(trans, logits)) + two_plates(logits, locs, data) + (
-                gaussian_plate(trans),)
+                gaussian_plate(trans))
         return out, factored(trans, logits)
 
     compiled = jax.jit(program).lower(*args[:4]).compile()
@@ -259,7 +263,8 @@ def _mesh_2d(args, oracle):
             + np.arange(4.0)[None, :, None])
     from scipy.special import logsumexp
     oracles = (oracle[2], oracle[3], batch_one, logsumexp(cube), cube.sum((0, 1)),
-               -0.5 * ((0.3 - np.asarray(args[3])[:, 0, 0]) ** 2).sum())  # unnormalized
+               -0.5 * ((0.3 - np.asarray(args[3])[:, 0, 0]) ** 2).sum(),  # unnormalized
+               -0.5 * ((0.3 - np.linspace(-1, 1, 203) - float(args[3][0, 0, 0])) ** 2).sum())
     return {"error": max(float(np.abs(np.asarray(v) - o).max())
                          for v, o in zip(values, oracles)),
             "collectives": hlo_collectives(compiled.as_text())}

@@ -112,12 +112,14 @@ def test_sharded_on_a_two_dimensional_mesh(report):
     # a batched chain of two factors (B = 2): one summary of B x K x K per device; two plates
     # reduced at once ("data" on "x", "g" on "y"): logaddexp, the 8 devices' log-sums
     # gathered; add to the K-vector over z, one all-reduce of K; a product of 12 Gaussians
-    # (one real) over a plate on both axes (uneven): each device's compressed partial sum,
-    # 3 numbers (white vector, square root, constant), gathered: 8 x 3
+    # (one real) over a plate on both axes (uneven), and of 203 (each device's block
+    # compressed by QR): each device's partial sum, 3 numbers (white vector, square root,
+    # constant), gathered: 8 x 3 each
     result = report["mesh_2d"]
     assert result["error"] < 1e-12
     assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == sorted([
-        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]", "f64[8]", f"f64[{K}]", "f64[8,3]"])
+        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]", "f64[8]", f"f64[{K}]", "f64[8,3]",
+        "f64[8,3]"])
 
 
 def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
