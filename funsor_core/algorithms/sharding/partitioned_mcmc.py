@@ -67,7 +67,6 @@ class PartitionedSampler:
         self.plan = SamplerPlan(graph)
         self.parts = PartitionPlan(graph, ids, num_partitions, multiple)
         self.kernel = kernel
-        V = len(graph.names)
         E = graph.num_edges
         # One more variable (index V, state 0) whose edges are all the padding edge E.
         self.var_edges = np.concatenate([graph.var_edges, np.full((1, graph.var_edges.shape[1]),
@@ -75,7 +74,6 @@ class PartitionedSampler:
         self.sizes = np.array(list(graph.sizes) + [1], dtype=np.int64)
         self.ncol = self.parts.local_vars.shape[2]
         self.colour_of = [self.parts.colors == c for c in range(self.ncol)]
-        self.V = V
 
     def logits(self, flat, x, variables):
         """``(C, n, D)``: the log conditionals of ``variables`` ``(n,)`` (an index array,

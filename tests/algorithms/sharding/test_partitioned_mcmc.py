@@ -13,6 +13,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.mcmc import conditional_logits
 from funsor_core.algorithms.sharding.partitioned_mcmc import (
     PartitionedSampler,
     partitioned_mcmc,
@@ -105,6 +106,19 @@ def test_partitioned_sampler_draws_from_the_exact_round(kernel):
     x = run_partitioned(sampler, np.tile(states[start], (chains, 1)), 1, rng_key=0)[0]
     freq = np.bincount(x @ (2 ** np.arange(N)[::-1]), minlength=2 ** N) / chains
     assert 0.5 * np.abs(freq - K[start]).sum() < 0.02
+
+
+def test_partitioned_blanket_logits_equal_the_gibbs_samplers():
+    # the partitions' gather (any list of variables, padded with V) reads the same Markov
+    # blanket conditionals as loopy.mcmc's colour by colour
+    factors, _, _ = _cycle(np.random.default_rng(5))
+    sampler = PartitionedSampler(FactorGraph.build(factors), IDS, 2)
+    flat = sampler.plan.flat_table()
+    x = np.random.default_rng(6).integers(0, 2, size=(7, N))
+    for c, vs in enumerate(sampler.plan.colour_vars):
+        got = sampler.logits(flat, x, np.concatenate([vs, [N]]))
+        np.testing.assert_allclose(got[:, :-1], conditional_logits(sampler.plan, flat, x, c),
+                                   atol=1e-12)
 
 
 def test_partitioned_marginals_match_enumeration():
