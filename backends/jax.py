@@ -556,4 +556,5 @@ from backends.jax_sharding import (  # noqa: E402, F401
     mesh_sizes,
     shard_all_gather,
     shard_all_reduce,
+    shard_per_key,
 )

@@ -24,7 +24,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from funsor_core import ops
 
-__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather",
+__all__ = ["SHARDS", "mesh_sizes", "shard_all_reduce", "shard_all_gather", "shard_per_key",
            "compiled_collectives", "hlo_collectives"]
 
 # This backend runs a program over a device mesh (``jax.shard_map``, jax >= 0.6 spells it
@@ -54,32 +54,38 @@ def mesh_sizes(mesh) -> dict:
     return dict(mesh.shape)
 
 
-def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple) -> tuple:
-    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along ``dims[i]`` to
+def _split(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes) -> tuple:
+    # ``fn(index, *blocks)`` on each device, the arrays (zero-padded along a split dim to
     # ``P * ceil(n / P)`` where the devices do not divide ``n``; ``fn`` masks the padding,
-    # knowing ``index``) and the in_specs splitting dim ``dims[i]`` (None: replicated)
-    # over the mesh ``axes``. A padded array is first constrained to be replicated: left
-    # free, XLA's partitioner may split it over part of the mesh and then reshuffle the
-    # padded blocks between devices (a collective-permute on a 4 x 2 mesh).
-    count = math.prod(mesh.shape[a] for a in axes)
+    # knowing ``index``), the in_specs and the mesh axes of all the splits. One split:
+    # ``axes`` a tuple of mesh axis names, ``dims[i]`` the dim of array ``i`` it splits (None:
+    # replicated), ``index`` the device's place along ``axes``. Several (one per sharded
+    # plate): ``axes`` a list of such tuples, ``dims[i]`` a tuple of one dim (or None) per
+    # split, ``index`` a tuple of places. A padded array is first constrained to be
+    # replicated: left free, XLA's partitioner may split it over part of the mesh and then
+    # reshuffle the padded blocks between devices (a collective-permute on a 4 x 2 mesh).
+    several = not (axes and isinstance(axes[0], str))
+    groups = list(axes) if several else [tuple(axes)]
+    counts = [math.prod(mesh.shape[a] for a in g) for g in groups]
     specs, padded = [], []
-    for x, d in zip(arrays, dims):
-        spec = [None] * x.ndim
-        if d is not None:
-            spec[d] = axes
-            extra = -x.shape[d] % count
-            if extra:  # padded from a replicated copy, which each device slices locally
-                pad = [(0, 0)] * x.ndim
-                pad[d] = (0, extra)
-                whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
-                x = jnp.pad(whole, pad)
+    for x, ds in zip(arrays, dims):
+        ds = tuple(ds) if several else (ds,)
+        spec, pad = [None] * x.ndim, [(0, 0)] * x.ndim
+        for group, count, d in zip(groups, counts, ds):
+            if d is not None:
+                spec[d] = group
+                pad[d] = (0, -x.shape[d] % count)
+        if any(p[1] for p in pad):  # padded from a replicated copy, sliced on each device
+            whole = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec()))
+            x = jnp.pad(whole, pad)
         specs.append(PartitionSpec(*spec))
         padded.append(x)
 
     def local(*blocks):
-        return fn(jax.lax.axis_index(axes), *blocks)
+        index = tuple(jax.lax.axis_index(g) for g in groups)
+        return fn(index if several else index[0], *blocks)
 
-    return local, tuple(specs), padded
+    return local, tuple(specs), padded, tuple(a for g in groups for a in g)
 
 
 def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes: tuple,
@@ -88,7 +94,9 @@ def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes:
     device runs ``fn`` on its blocks of ``arrays`` (dim ``dims[i]`` of array ``i`` split
     into ``ceil(n / P)``-long blocks, the last ones padded with zeros; None: the whole
     array) and its ``index`` along ``axes``, then one all-reduce (``psum``, ``pmax``,
-    ``pmin``); the result is the same on every device.
+    ``pmin``); the result is the same on every device. Several splits (sharded plates): a
+    list of ``axes`` tuples, ``dims[i]`` a tuple per array and ``index`` a tuple; the
+    all-reduce runs over all their axes at once.
 
     Example:
         >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
@@ -97,7 +105,7 @@ def shard_all_reduce(mesh, fn: Callable, arrays: Sequence, dims: Sequence, axes:
         3.0
     """
     reduce = _ALL_REDUCE[op]
-    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    local, specs, arrays, axes = _split(mesh, fn, arrays, dims, axes)
     return _shard_map(lambda *xs: reduce(local(*xs), axes), mesh=mesh, in_specs=specs,
                       out_specs=PartitionSpec())(*arrays)
 
@@ -115,12 +123,42 @@ def shard_all_gather(mesh, fn: Callable, combine: Callable, arrays: Sequence,
         ...                        [jnp.arange(4.0)], [0], ("x",)))
         6.0
     """
-    local, specs, arrays = _split(mesh, fn, arrays, dims, axes)
+    local, specs, arrays, axes = _split(mesh, fn, arrays, dims, axes)
 
     def gathered(*xs):
         return combine(jax.lax.all_gather(local(*xs), axes, to="invarying"))
 
     return _shard_map(gathered, mesh=mesh, in_specs=specs, out_specs=PartitionSpec())(*arrays)
+
+
+def shard_per_key(mesh, fn: Callable, key, count: int, operands, axes: tuple) -> object:
+    """``stack([fn(fold_in(key, i), operands) for i < count])`` with the ``i`` split over the
+    devices of the mesh ``axes``: each device makes the keys of its own block of ``i`` (no
+    communication; padded where the devices do not divide ``count``, then dropped) and
+    ``vmap``s ``fn`` over them, ``operands`` (a pytree: funsor terms are) replicated. The
+    result ``(count, ...)`` stays split along its first axis, so what reduces it afterwards
+    runs where it lies.
+
+    Example:
+        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+        >>> key = jax.random.PRNGKey(0)
+        >>> out = shard_per_key(mesh, lambda k, a: k + a, key, 3, 1, ("x",))
+        >>> bool((out[2] == jax.random.fold_in(key, 2) + 1).all())
+        True
+    """
+    shards = math.prod(mesh.shape[a] for a in axes)
+    block = -(-count // shards)
+    leaves, tree = jax.tree_util.tree_flatten(operands)
+
+    def local(key, *leaves):
+        args = jax.tree_util.tree_unflatten(tree, leaves)
+        first = jax.lax.axis_index(axes) * block
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(block))
+        return jax.vmap(lambda k: fn(k, args))(keys)
+
+    out = _shard_map(local, mesh=mesh, in_specs=(PartitionSpec(),) * (1 + len(leaves)),
+                     out_specs=PartitionSpec(axes))(key, *leaves)
+    return out[:count] if block * shards != count else out
 
 
 def compiled_collectives(fn: Callable, *args) -> list[tuple[str, str]]:

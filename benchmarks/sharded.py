@@ -12,7 +12,14 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
   elements here: the price of one collective instead of a max then a sum);
 - a chain of ``T`` steps with ``K`` states: one collective of ``P K^2`` (each device's block
   summary; nothing of length ``T``); a Gaussian chain over ``D = 2 dp`` reals, one of
-  ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant).
+  ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant);
+- a round of partitioned MCMC (``partitioned_mcmc``, Singh ch. 4) with ``C`` chains: one
+  collective of ``C x`` (the variables updated in the round): each moved value once;
+- several plates reduced together: one collective over all their mesh axes, as for one;
+- a product of Gaussians over a plate (dim ``d``): one collective of ``P (d + d (d + 1) / 2
+  + 1)`` (each device's partial product in information form);
+- a Monte Carlo estimate averaged over sharded particles: one all-reduce of the estimate's
+  size (here a scalar; with its gradient, XLA combines both into one all-reduce).
 
 No peer shards inference (issue #33: numpyro, blackjax, dynamax, funsor 0.4.8 leave it to
 the user), so there is no peer row. Weak and strong scaling need a multi-GPU machine.
@@ -38,7 +45,8 @@ jax.config.update("jax_enable_x64", True)
 import funsor_core as fc  # noqa: E402
 from backends.jax_sharding import compiled_collectives  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.sharding import sharded  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+from interpretations import MonteCarlo  # noqa: E402
 
 
 def _elements(shape: str) -> int:
@@ -82,10 +90,69 @@ def _row(label, build, minimum, devices):
         with sharded(mesh, **where):
             return fn(*a)
 
-    found = compiled_collectives(sharded_fn, *args)
+    _print(label, devices, compiled_collectives(sharded_fn, *args), minimum)
+
+
+def _print(label, devices, found, minimum):
     sent = sum(_elements(s) for _, s in found)
     kinds = ", ".join(f"{k} {re.sub(r'[{][^}]*[}]', '', s)}" for k, s in found)
     print(f"| {label} | {devices} | {len(found)} | {kinds} | {sent} | 1 x {minimum} |")
+
+
+def _partitioned_row(v, chains, devices):
+    # a binary chain of v variables in P = devices contiguous blocks (two shifted
+    # partitionings); per round, the active variables (blanket inside the block) move
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
+    size = v // devices
+    ids = np.array([[(i + r * size // 2) % v // size for i in range(v)] for r in range(2)])
+    domains = [{f"v{i}": fc.Bint[2], f"v{i + 1}": fc.Bint[2]} for i in range(v - 1)]
+
+    def fn(table):
+        fs = [fc.Tensor(table, d) for d in domains]
+        s = partitioned_mcmc(fs, 10, mesh, "x", partitions=ids, num_chains=chains, rng_key=0)
+        return s["v1"].data
+
+    found = compiled_collectives(fn, jnp.zeros((2, 2)))
+    active = sum(int((row[max(i - 1, 0)] == row[i]) & (row[min(i + 1, v - 1)] == row[i]))
+                 for row in ids[:1] for i in range(v))
+    _print(f"partitioned Gibbs round, V={v:,} chain, C={chains}", devices, found,
+           chains * active)
+
+
+def _two_plates_row(red_op, n, g, m):
+    # "data" on mesh axis "x" (4 devices) and "g" on "y" (2), reduced together
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+
+    def fn(x):
+        t = fc.Tensor(x, {"data": fc.Bint[n], "g": fc.Bint[g], "z": fc.Bint[m]})
+        with sharded(mesh, plates={"data": "x", "g": "y"}):
+            return t.reduce(red_op, frozenset({"data", "g"})).data
+
+    found = compiled_collectives(fn, jnp.ones((n, g, m)))
+    _print(f"two plates {red_op.__name__}, n={n:,} on x, g={g} on y, m={m}", 8, found, m)
+
+
+def _gaussian_plate(n, d):
+    def fn(mean):
+        cov = jnp.broadcast_to(jnp.eye(d), (n, d, d))
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={"data": fc.Bint[n], "x": fc.Reals[d]})
+        return g.reduce(ops.add, "data")(x=jnp.zeros(d)).data
+    return fn, (jnp.zeros((n, d)),), "data"
+
+
+def _particles_row(n, devices):
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
+
+    def fn(loc):
+        g = fc.Gaussian(mean=loc[None], covariance=jnp.eye(1), inputs={"x": fc.Real})
+        with MonteCarlo(rng_key=jax.random.PRNGKey(0), particle=fc.Bint[n]):
+            with sharded(mesh, particles={"particle": "x"}):
+                e = fc.Integrate(g - g.log_normalizer, fc.Variable("x", fc.Real).sigmoid(),
+                                 "x")
+        return e.reduce(ops.mean, "particle").data
+
+    found = compiled_collectives(jax.value_and_grad(fn), jnp.asarray(0.3))
+    _print(f"Monte Carlo value and gradient, N={n:,} particles", devices, found, 2)
 
 
 def main() -> None:
@@ -101,6 +168,13 @@ def main() -> None:
         # a Gaussian summary over (first prev, last curr), D = 4: the information form's
         # D + D (D + 1) / 2 + 1 = 15 numbers; sent: w (D), the square root (D^2), k, a flag
         _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
+        # a product of Gaussians over dim d = 2: information form d + d (d + 1) / 2 + 1 = 6
+        # per device; sent: the square root (d + 1) x d rows and the constant, 7
+        _row("Gaussian plate product, n=100,000, dim 2", _gaussian_plate(100_000, 2), p * 6, p)
+        _partitioned_row(400, 4, p)
+        _particles_row(100_000, p)
+    _two_plates_row(ops.add, 100_000, 8, 4)
+    _two_plates_row(ops.logaddexp, 100_000, 8, 4)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
 ``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
 reduction over a sharded plate is the local reduction plus one collective; a Markov product
-of Tensors or of Gaussians over a sharded time is the three-phase scan. Everything else
+of Tensors or of Gaussians over a sharded time is the three-phase scan; an ``Integrate``
+with sharded particles, one estimate per particle split over the devices. Everything else
 declines, to the interpretation that was active when ``sharded`` was entered.
 
 Example:
@@ -20,12 +21,16 @@ from funsor_core.algorithms.chains.factors import tensor_factors
 from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.sharding.chains import shard_markov_tensor
 from funsor_core.algorithms.sharding.gaussian_chains import shard_markov_gaussian
+from funsor_core.algorithms.sharding.gaussian_plates import shard_plate_gaussian
 from funsor_core.algorithms.sharding.kind import Sharded, sharded
+from funsor_core.algorithms.sharding.particles import one_particle_each
 from funsor_core.algorithms.sharding.plates import shard_plate_reduction
+from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Funsor, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.integrate import Integrate
 from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["Sharded", "sharded"]
@@ -48,6 +53,12 @@ def sharded_contraction_plate(interp, red_op, bin_op, reduced_vars, terms):
 @Sharded.register(Reduce, Op, Tensor, frozenset)
 def sharded_reduce_tensor_plate(interp, op, arg, reduced_vars):
     return shard_plate_reduction(interp, op, None, reduced_vars, (arg,))
+
+
+# sum_{i in plate} g_i for Gaussians g_i = the concatenation of each device's block sum (rows).
+@Sharded.register(Reduce, Op, Gaussian, frozenset)
+def sharded_reduce_gaussian_plate(interp, op, arg, reduced_vars):
+    return shard_plate_gaussian(interp, op, arg, reduced_vars)
 
 
 # M_1 ... M_T over a sharded t = S_1 ... S_P, S_p the product of device p's block of steps.
@@ -93,3 +104,12 @@ def sharded_contraction_markov_product(interp, red_op, bin_op, reduced_vars, ter
     if all(v is t for v, t in zip(values, terms)):
         return None
     return Contraction(red_op, bin_op, reduced_vars, values)
+
+
+# E_m[f] with N particles of a sharded sample input = the N one-particle estimates, each with
+# its own key, split over the devices (no collective until the estimate is reduced).
+@Sharded.register(Integrate, Funsor, Funsor, frozenset)
+def sharded_integrate_particles(interp, log_measure, integrand, reduced_vars):
+    if not interp.particles:
+        return None
+    return one_particle_each(interp, log_measure, integrand, reduced_vars)

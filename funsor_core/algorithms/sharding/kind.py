@@ -10,7 +10,12 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   block, then ONE collective: an all-reduce (``psum``/``pmax``/``pmin``) of the reduced
   size for ``add``/``max``/``min``, an all-gather of one reduced-size block per device for
   ``logaddexp`` (each device's log-sum, combined after a max shift: one collective instead
-  of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``;
+  of the two dependent all-reduces of ``pmax`` then ``psum``) and ``mul``; several sharded
+  plates reduced together are split at once, each over its own mesh axes, and the one
+  collective runs over all of them; a product of Gaussians over a sharded plate
+  (``Reduce(add, g, plates)``) gathers each device's partial product, compressed to at
+  most ``n`` rows (``.gaussian_plates``); a Contraction with a Gaussian among its terms is
+  left unsharded;
 - a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
   a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
   with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every
@@ -32,9 +37,20 @@ propagation, which cannot split a sequential scan over time; a mesh axis per ter
 (penzai's named axes) needs every term to carry placement. An interpretation keeps the
 language unchanged: the same program, entered under ``sharded(...)``.
 
+Singh's synchronously partitioned MCMC (ch. 4) is a function of its own,
+``partitioned_mcmc`` (``.partitioned_mcmc``): its partitions are a batch sharded over a mesh
+axis, one all-gather of the moved values per round.
+
+- Monte Carlo particles (``particles={"particle": "x"}``, entered INSIDE ``MonteCarlo(rng_key,
+  particle=Bint[N])``): an ``Integrate`` is estimated particle by particle, each with its
+  own key split from the Monte Carlo's, each device its own block of particles, with no
+  communication until the estimate is reduced (``.particles`` says how; the same key gives
+  the same estimate on every mesh). The order matters: entered outside ``MonteCarlo``,
+  ``sharded`` never sees the ``Integrate`` (Monte Carlo draws first), and the particles are
+  drawn on one device, with the same values as without ``sharded``.
+
 Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
-Gaussian chains over a sharded time axis, sharded Monte Carlo particles (``particles=``) and
-Singh's partitioned MCMC (``partitioned_mcmc``; issue #33). The funsor adjoint's tape
+Gaussian chains over a sharded time axis (issue #33). The funsor adjoint's tape
 (``AdjointTape``, posterior samples) is not tested under ``sharded``.
 
 Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
@@ -57,11 +73,6 @@ from funsor_core.engine.interpreter import ENTERED, Interpretation
 
 __all__ = ["Sharded", "sharded"]
 
-_PARTICLES = ("sharded(..., particles=...): Monte Carlo particles and MCMC chains over a mesh "
-              "axis (each device with its own keys) are not implemented yet (issue #33); "
-              "shard the data plate or the time axis instead")
-_PARTITIONED_MCMC = ("partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: it needs "
-                     "the loopy-graph Gibbs sampler (issue #33)")
 _NO_SPMD = ("sharded(...) splits arrays over a device mesh, which the {backend} backend cannot "
             "do: build the factors from jax arrays (fc.set_backend('jax'))")
 _BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but the mesh has "
@@ -90,7 +101,8 @@ class Sharded(Interpretation):
         mesh: a device mesh (``jax.sharding.Mesh``).
         plates: ``{plate name: mesh axis or tuple of mesh axes}``.
         time: ``{time name: mesh axis or tuple of mesh axes}`` of Markov products.
-        particles: not implemented (NotImplementedError).
+        particles: ``{sample input name: mesh axis or tuple of mesh axes}`` of a Monte Carlo
+            interpretation entered outside this one (``.particles``).
 
     Example:
         >>> Sharded("a mesh", plates={"i": "x"}).mesh_axes("i")
@@ -102,19 +114,21 @@ class Sharded(Interpretation):
     def __init__(self, mesh, plates: dict | None = None, time: dict | None = None,
                  particles: dict | None = None) -> None:
         super().__init__("sharded", fallback=ENTERED)
-        if particles:
-            raise NotImplementedError(_PARTICLES)
         self.mesh = mesh
         self.plates = _axes_map("plate", plates)
         self.time = _axes_map("time", time)
-        both = sorted(self.plates.keys() & self.time.keys())
-        if both:
-            raise ValueError(f"sharded(...): {both} named both as plates and as time; a name "
-                             "is one or the other")
+        self.particles = _axes_map("particles", particles)
+        for (a, x), (b, y) in ((("plates", self.plates), ("time", self.time)),
+                               (("plates", self.plates), ("particles", self.particles)),
+                               (("time", self.time), ("particles", self.particles))):
+            both = sorted(x.keys() & y.keys())
+            if both:
+                raise ValueError(f"sharded(...): {both} named both as {a} and as {b}; a name "
+                                 "is one of plates, time or particles")
 
     def mesh_axes(self, name: str) -> tuple:
         """The mesh axes that split ``name`` (a plate or a time name)."""
-        return self.plates.get(name) or self.time[name]
+        return self.plates.get(name) or self.time.get(name) or self.particles[name]
 
     def spmd(self, array, names: list[str]):
         """The backend of ``array`` and the number of devices splitting each of ``names``,
@@ -129,8 +143,9 @@ class Sharded(Interpretation):
             count = 1
             for axis in self.mesh_axes(name):
                 if axis not in sizes:
-                    what, example = (("plate", "plates") if name in self.plates
-                                     else ("time", "time"))
+                    what, example = (("plate", "plates") if name in self.plates else
+                                     ("time", "time") if name in self.time else
+                                     ("particles", "particles"))
                     raise ValueError(_BAD_AXIS.format(what=what, name=name, axis=axis,
                                                       sizes=sizes, example=example,
                                                       first=next(iter(sizes))))
@@ -152,15 +167,3 @@ def sharded(mesh, plates: dict | None = None, time: dict | None = None,
         'reflect'
     """
     return Sharded(mesh, plates=plates, time=time, particles=particles)
-
-
-def partitioned_mcmc(*args, **kwargs):
-    """Synchronously partitioned MCMC over a mesh (Singh's thesis, ch. 4): not implemented.
-
-    Example:
-        >>> partitioned_mcmc()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: partitioned MCMC over a mesh (Singh, ch. 4) is not implemented: ...
-    """
-    raise NotImplementedError(_PARTITIONED_MCMC)

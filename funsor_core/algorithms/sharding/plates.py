@@ -5,7 +5,8 @@ collective (``kind``'s module docstring says which).
 ``red`` is associative and commutative: ``red_V = red_{p} red_{V, i in B_p}``. Each device
 evaluates the same Contraction on its block (the plate's domain becomes ``Bint[ceil(n/P)]``)
 with the interpretations below ``sharded``, and the collective applies ``red`` over ``p``.
-Other sharded plates reduced in the same Contraction are reduced whole on each device.
+Several sharded plates reduced in one Contraction are split at once, each over its own mesh
+axes (a block per device of each), and the one collective runs over all their axes.
 
 A plate of ``n`` entries not divisible by ``P`` gives the last devices padded blocks, whose
 padding each device masks with the unit of ``red`` in every term that has the plate. That is
@@ -64,8 +65,20 @@ def block_mask(proto, index, block: int, size: int, dim: int, ndim: int):
     return ops.reshape(keep, tuple(shape))
 
 
-def _local_inputs(tensors, name: str, block: int) -> list:
-    return [{k: Bint[block] if k == name else d for k, d in t.inputs.items()} for t in tensors]
+def _local_inputs(tensors, blocks: dict) -> list:
+    return [{k: Bint[blocks[k]] if k in blocks else d for k, d in t.inputs.items()}
+            for t in tensors]
+
+
+def _masked(x, dims: tuple, index: tuple, splits: list, unit):
+    # ``x`` with the padded entries of every unevenly split plate set to the reduction's unit;
+    # ``splits``: (block, size, uneven) per plate, ``dims``: x's dim of each (None: absent).
+    keep = None
+    for d, i, (block, size, uneven) in zip(dims, index, splits):
+        if d is not None and uneven:
+            mask = block_mask(x, i, block, size, d, len(x.shape))
+            keep = mask if keep is None else keep & mask
+    return x if keep is None else ops.where(keep, x, ops.new_full(x, tuple(x.shape), unit))
 
 
 def _local_terms(terms: tuple, blocks) -> tuple:
@@ -80,10 +93,11 @@ def _local_terms(terms: tuple, blocks) -> tuple:
 
 
 def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms: tuple):
-    """``Contraction(red_op, bin_op, reduced_vars, terms)`` with a sharded plate split over
-    the mesh of ``interp`` (a ``Sharded``); None where it does not apply (no sharded plate
-    reduced, a term that is not a Tensor or Number, a reduction with no collective, uneven
-    blocks whose masking would change the value).
+    """``Contraction(red_op, bin_op, reduced_vars, terms)`` with its sharded plates split over
+    the mesh of ``interp`` (a ``Sharded``), each over its own mesh axes, and one collective
+    over all of them; None where it does not apply (no sharded plate reduced, a term that is
+    not a Tensor or Number, a reduction with no collective, uneven blocks whose masking
+    would change the value).
 
     Example:
         >>> shard_plate_reduction(None, ops.add, None, frozenset(), ()) is None  # nothing sharded
@@ -98,24 +112,26 @@ def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms
                    if any(n in t.inputs for t in tensors))
     if not names:
         return None
-    name = names[0]
-    backend, (count,) = interp.spmd(tensors[0].data, [name])
-    size = next(t.inputs[name].size for t in tensors if name in t.inputs)
-    block = math.ceil(size / count)
-    uneven = block * count != size
-    if uneven and not _mask_exact(red_op, bin_op, [name in t.inputs for t in terms]):
+    backend, counts = interp.spmd(tensors[0].data, names)
+    sizes = [next(t.inputs[n].size for t in tensors if n in t.inputs) for n in names]
+    blocks = [math.ceil(size / count) for size, count in zip(sizes, counts)]
+    uneven = [b * c != size for b, size, c in zip(blocks, sizes, counts)]
+    splits = list(zip(blocks, sizes, uneven))
+    if not all(_mask_exact(red_op, bin_op, [n in t.inputs for t in terms])
+               for n, u in zip(names, uneven) if u):
         return None
-    dims = [list(t.inputs).index(name) if name in t.inputs else None for t in tensors]
-    local_inputs = _local_inputs(tensors, name, block)
+    dims = [tuple(list(t.inputs).index(n) if n in t.inputs else None for n in names)
+            for t in tensors]
+    local_inputs = _local_inputs(tensors, dict(zip(names, blocks)))
     unit = ops.UNITS[red_op]
+    several = len(names) > 1
     out: list = []
 
-    def local(index, *blocks):
-        if uneven:
-            blocks = [x if d is None else ops.where(
-                block_mask(x, index, block, size, d, len(x.shape)), x,
-                ops.new_full(x, tuple(x.shape), unit)) for x, d in zip(blocks, dims)]
-        local_terms = _local_terms(terms, iter(zip(blocks, local_inputs)))
+    def local(index, *parts):
+        index = index if several else (index,)
+        if any(uneven):
+            parts = [_masked(x, d, index, splits, unit) for x, d in zip(parts, dims)]
+        local_terms = _local_terms(terms, iter(zip(parts, local_inputs)))
         with interp.rest():
             result = Contraction(red_op, bin_op, reduced_vars, local_terms)
         if type(result) is not Tensor:
@@ -124,14 +140,16 @@ def shard_plate_reduction(interp, red_op, bin_op, reduced_vars: frozenset, terms
         return result.data
 
     arrays = [t.data for t in tensors]
-    axes = interp.mesh_axes(name)
+    axes = [interp.mesh_axes(n) for n in names] if several else interp.mesh_axes(names[0])
+    split_dims = dims if several else [d[0] for d in dims]
     try:
         if red_op in ALL_REDUCE_OPS:
-            data = backend.shard_all_reduce(interp.mesh, local, arrays, dims, axes, red_op)
+            data = backend.shard_all_reduce(interp.mesh, local, arrays, split_dims, axes,
+                                            red_op)
         else:
             combine = GATHER_OPS[red_op]
             data = backend.shard_all_gather(interp.mesh, local, lambda s: combine(s, 0), arrays,
-                                            dims, axes)
+                                            split_dims, axes)
     except _NotLocal:
         return None
     return Tensor(data, dict(out[0].inputs), out[0].dtype)

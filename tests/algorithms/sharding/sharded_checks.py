@@ -205,9 +205,11 @@ def _adjoint(args):
 
 
 def _mesh_2d(args, oracle):
-    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8): one
-    program, values against numpy (a batched chain whose step is built lazily from a shared
-    matrix and observations: against one device), and its collectives."""
+    """A 4 x 2 mesh: the plate on axis "x" (4 devices), the time on ("x", "y") (8), and two
+    plates reduced at once ("data" on "x", "g" on "y"), a product of Gaussians over a plate
+    on both axes (12 on 8 devices: uneven): one program, values
+    against numpy (a batched chain whose step is built lazily from a shared matrix and
+    observations: against one device), and its collectives."""
     import jax
     import numpy as np
 
@@ -230,17 +232,125 @@ def _mesh_2d(args, oracle):
                               {"x": "y"})
         return mp.align(("b", "x", "y")).data
 
+    def two_plates(logits, locs, data):  # "data" on "x" (4 devices), "g" on "y" (4 on 2)
+        t = fc.Tensor(logits[None, None] - 0.5 * (data[:, None, None] - locs[None, None]) ** 2
+                      + jax.numpy.arange(4.0)[None, :, None],
+                      {"data": fc.Bint[N], "g": fc.Bint[4], "z": fc.Bint[K]})
+        return (t.reduce(ops.logaddexp, frozenset({"data", "g", "z"})).data,
+                t.reduce(ops.add, frozenset({"data", "g"})).data)
+
+    def gaussian_plate(trans):  # prod_i N(x; m_i, 1) over "d8" on ("x", "y"): 12 on 8
+        g = fc.Gaussian(mean=trans[:, :1, 0], covariance=jax.numpy.ones((T, 1, 1)),
+                        inputs={"d8": fc.Bint[T], "x": fc.Real})
+        big = fc.Gaussian(mean=jax.numpy.linspace(-1.0, 1.0, 203)[:, None] + trans[0, 0, :1],
+                          covariance=jax.numpy.ones((203, 1, 1)),
+                          inputs={"e8": fc.Bint[203], "x": fc.Real})  # blocks compressed
+        return (g.reduce(ops.add, "d8")(x=0.3).data, big.reduce(ops.add, "e8")(x=0.3).data)
+
     def program(logits, locs, data, trans):
-        with sharded(mesh, plates={"data": "x"}, time={"t": ("x", "y")}):
+        with sharded(mesh, plates={"data": "x", "g": "y", "d8": ("x", "y"),
+                                     "e8": ("x", "y")},
+                     time={"t": ("x", "y")}):
             out = (joint(logits, locs, data), chain(trans, ops.logaddexp),
-                   factored(trans, logits))
+                   factored(trans, logits)) + two_plates(logits, locs, data) + (
+                gaussian_plate(trans))
         return out, factored(trans, logits)
 
     compiled = jax.jit(program).lower(*args[:4]).compile()
     values, batch_one = compiled(*args[:4])
+    lg, lc, d = (np.asarray(a) for a in args[:3])
+    cube = (lg[None, None] - 0.5 * (d[:, None, None] - lc[None, None]) ** 2
+            + np.arange(4.0)[None, :, None])
+    from scipy.special import logsumexp
+    oracles = (oracle[2], oracle[3], batch_one, logsumexp(cube), cube.sum((0, 1)),
+               -0.5 * ((0.3 - np.asarray(args[3])[:, 0, 0]) ** 2).sum(),  # unnormalized
+               -0.5 * ((0.3 - np.linspace(-1, 1, 203) - float(args[3][0, 0, 0])) ** 2).sum())
     return {"error": max(float(np.abs(np.asarray(v) - o).max())
-                         for v, o in zip(values, (oracle[2], oracle[3], batch_one))),
+                         for v, o in zip(values, oracles)),
             "collectives": hlo_collectives(compiled.as_text())}
+
+
+def _partitioned_mcmc():
+    """Singh's partitioned MCMC (Gibbs) on a 12-variable binary chain, 4 partitions (3
+    shifted contiguous partitionings), 20 rounds x 4 chains: on one device (the partitions
+    as a batch) and on both axes of a 4 x 2 mesh (4 partitions padded to 8, one per
+    device), with the same key, in ONE compiled program (its threefry draws make a compile
+    cost seconds), and its collectives."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core.sharding import partitioned_mcmc
+
+    V, P = 12, 4
+    rng = np.random.default_rng(5)
+    tables = [rng.normal(size=(2, 2)) for _ in range(V - 1)] + [rng.normal(size=(2,))]
+    domains = [{f"v{i}": fc.Bint[2], f"v{i + 1}": fc.Bint[2]} for i in range(V - 1)]
+    domains.append({"v0": fc.Bint[2]})
+    ids = np.array([[(v + r) % V // (V // P) for v in range(V)] for r in range(3)])
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+
+    def run(mesh, axis, fs):
+        s = partitioned_mcmc(fs, 20, mesh, axis, num_partitions=P, partitions=ids,
+                             num_chains=4, rng_key=jax.random.PRNGKey(3))
+        return jax.numpy.stack([s[f"v{i}"].data for i in range(V)], -1)
+
+    def program(*arrays):
+        fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
+        return run(None, "x", fs), run(mesh, ("x", "y"), fs)
+
+    compiled = jax.jit(program).lower(*tables).compile()
+    one, eight = (np.asarray(x) for x in compiled(*tables))
+    return {"same_as_one_device": bool(np.array_equal(eight, one)),
+            "moved": float((one != one[:1]).mean()),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
+def _particles():
+    """``MonteCarlo(particle=Bint[12])`` with the particles sharded over 8 devices (uneven:
+    2 per device, the last padded): the estimate of E[sigmoid(x)], x ~ N(loc, 1), against
+    one device computing each particle's one-particle estimate
+    with its key (the Monte Carlo's next key folded with the particle's index), in ONE
+    compiled program; and its collectives."""
+    import jax
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+    from funsor_core.sampling.keys import KeyStream
+    from funsor_core.sharding import sharded
+    from interpretations import MonteCarlo
+
+    n, mesh = 12, _mesh(8)
+
+    def model(loc):
+        g = fc.Gaussian(mean=loc[None], covariance=jax.numpy.eye(1), inputs={"x": fc.Real})
+        return g - g.log_normalizer, fc.Variable("x", fc.Real).sigmoid()
+
+    def estimate(loc, key):
+        with MonteCarlo(rng_key=key, particle=fc.Bint[n]):
+            with sharded(mesh, particles={"particle": "x"}):
+                e = fc.Integrate(*model(loc), "x")
+        return e.reduce(ops.mean, "particle").data
+
+    def one_device(loc, key):  # (vmapped over the keys: one random program to compile)
+        measure, f = model(loc)
+        first = KeyStream(key).next(measure)
+
+        def one(i):
+            with MonteCarlo(rng_key=jax.random.fold_in(first, i)):
+                return fc.Integrate(measure, f, "x").data
+        return jax.vmap(one)(jax.numpy.arange(n)).mean()
+
+    def program(loc, key):
+        return estimate(loc, key), one_device(loc, key)
+
+    args = (jax.numpy.asarray(0.3), jax.random.PRNGKey(1))
+    compiled = jax.jit(program).lower(*args).compile()
+    value, ref_value = (float(v) for v in compiled(*args))
+    return {"value": abs(value - ref_value), "collectives": hlo_collectives(compiled.as_text())}
 
 
 def main() -> None:
@@ -268,7 +378,8 @@ def main() -> None:
     report = {"devices": len(jax.devices()),
               "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
               "collectives": _collectives(args), "adjoint": _adjoint(args),
-              "mesh_2d": _mesh_2d(args, oracle)}
+              "mesh_2d": _mesh_2d(args, oracle), "partitioned_mcmc": _partitioned_mcmc(),
+              "particles": _particles()}
     json.dump(report, sys.stdout)
 
 

@@ -109,11 +109,37 @@ def test_sharded_marginals_and_viterbi_equal_one_device(report):
 
 def test_sharded_on_a_two_dimensional_mesh(report):
     # plate on mesh axis "x" (4 devices): its 4 log-sums gathered; time on ("x", "y"): 8;
-    # a batched chain of two factors (B = 2): one summary of B x K x K per device
+    # a batched chain of two factors (B = 2): one summary of B x K x K per device; two plates
+    # reduced at once ("data" on "x", "g" on "y"): logaddexp, the 8 devices' log-sums
+    # gathered; add to the K-vector over z, one all-reduce of K; a product of 12 Gaussians
+    # (one real) over a plate on both axes (uneven), and of 203 (each device's block
+    # compressed by QR): each device's partial sum, 3 numbers (white vector, square root,
+    # constant), gathered: 8 x 3 each
     result = report["mesh_2d"]
     assert result["error"] < 1e-12
-    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == [
-        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]"]
+    assert sorted(shape.split("{")[0] for _, shape in result["collectives"]) == sorted([
+        "f64[4]", f"f64[8,2,{K},{K}]", f"f64[8,{K},{K}]", "f64[8]", f"f64[{K}]", "f64[8,3]",
+        "f64[8,3]"])
+
+
+def test_partitioned_mcmc_on_eight_devices_equals_one_device(report):
+    # the same key: the same samples (4 partitions padded to 8, one per device), the chains
+    # moved, and one all-gather per round of P x 1 x chains x the most active values of one
+    # partition (8 x 1 x 4 x 2: a block's middle, or both ends of the chain in one block)
+    result = report["partitioned_mcmc"]
+    assert result["same_as_one_device"] and result["moved"] > 0.2
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "s64[8,1,4,2]")]
+
+
+def test_sharded_monte_carlo_particles_equal_one_device(report):
+    # 12 particles on 8 devices (padded): the estimate = one device's one-particle estimates
+    # with the same keys; one all-reduce of the mean, nothing gathered (the gradient: see
+    # benchmarks/sharded.py, one all-reduce with the value)
+    result = report["particles"]
+    assert result["value"] < 1e-12
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-reduce", "f64[]")]
 
 
 def _mesh():
@@ -126,10 +152,10 @@ def test_sharded_errors_name_what_is_missing():
     with pytest.raises(NotImplementedError, match="mixed chain"):
         with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
             fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
-    with pytest.raises(NotImplementedError, match="particles"):
-        sharded(_mesh(), particles={"particle": "x"})
-    with pytest.raises(NotImplementedError, match="Singh"):
-        partitioned_mcmc()
+    with pytest.raises(ValueError, match="both as time and as particles"):
+        sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
+    with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
+        partitioned_mcmc([fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})], 1, _mesh(), "y")
     t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
     with pytest.raises(TypeError, match="numpy backend cannot"):
         with sharded(_mesh(), plates={"data": "x"}):
