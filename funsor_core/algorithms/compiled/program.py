@@ -27,7 +27,7 @@ from funsor_core.algorithms.compiled.functional import Functional
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
     build_jointree,
-    separators,
+    jointree_from_children,
 )
 from funsor_core.algorithms.compiled.lowering import (
     SEMIRINGS,
@@ -170,12 +170,8 @@ def _opt_einsum_tree(scopes, sizes, keep) -> JoinTree:
         live.append(len(children) - 1)
     if live[0] != len(children) - 1:  # the root must be the last node
         raise AssertionError("opt_einsum tree: root out of order")
-    seps = separators(children, scopes, frozenset(keep))
-    rank = {n: i for i, n in enumerate(sizes)}
-    ordered = [tuple(sorted(s, key=rank.__getitem__)) for s in seps]
-    ordered[-1] = tuple(n for n in keep if n in seps[-1])
-    return JoinTree(range(len(scopes)), scopes, children, ordered, sizes,
-                    len(sizes), ordered)
+    return jointree_from_children(range(len(scopes)), scopes, children, sizes, keep, sizes,
+                                  len(sizes))
 
 
 @cached("compiled.plans", maxsize=256)
