@@ -228,7 +228,8 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
         factors: factors over Bint inputs; ``functional`` ones are replicated and used to
             shrink separators when ``method`` is "jointree" (or "auto" picks it).
         eliminate: the names summed out; every other input is kept, in order of appearance.
-        plates: not compiled yet (NotImplementedError); use ``fc.sum_product``.
+        plates: not planned from factors (NotImplementedError): compile a plated
+            ``sum_product`` built under ``lazy`` with ``fc.compile`` instead.
         method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
             "auto" path search) or "cotengra" (optional, when installed).
         memory_budget: bytes; a plan whose messages need more raises ``MemoryBudgetError``
@@ -244,8 +245,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
     """
     if plates:
         raise NotImplementedError(
-            f"plan(plates={set(plates)}): plated elimination is not compiled yet (issue 30); "
-            "fc.sum_product(sum_op, prod_op, factors, eliminate, plates) handles plates.")
+            f"plan(plates={set(plates)}): plan() takes no plates; build the plated "
+            "elimination under lazy, expr = fc.sum_product(sum_op, prod_op, factors, "
+            "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
     scopes, sizes, functional = _structure(factors)
