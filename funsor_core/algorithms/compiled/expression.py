@@ -33,8 +33,9 @@ from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import Getitem
-from funsor_core.terms.base import Binary, Funsor, Reduce, Variable
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["Program", "compile", "cost", "extract_elimination"]
@@ -44,6 +45,12 @@ _UNSUPPORTED = ("compile(): cannot compile {what}. Compiled elimination takes a 
                 "add): each factor a Tensor, a scalar parameter Variable, or a parameter "
                 "indexed by discrete names, Variable('f', Reals[2, 3])['u', 'x']. "
                 "{hint}")
+
+
+_MARKOV_HINT = ("Markov products are not compiled yet (issue 30): build the chain under lazy "
+                "with a parameter over time, fc.sequential_sum_product(..., Variable('t', "
+                "Reals[T, K, K])['time', 'prev', 'curr'], 'time', {'prev': 'curr'}), which "
+                "unrolls into steps that compile, or evaluate it with fc.sum_product.")
 
 
 def _unsupported(what: str, hint: str = "") -> NotImplementedError:
@@ -142,17 +149,25 @@ def _leaf(term: Funsor):
             raise _unsupported(f"a Tensor of output {term.output}")
         names = tuple(term.inputs)
         return "const", term.data, names, {n: term.inputs[n].size for n in names}
-    names, t = [], term
+    # Indices from the outside in: a name, or a constant (a lazily unrolled chain's step
+    # ``t[3, "prev", "curr"]``), taken as a static slice of the parameter when it runs.
+    index, t = [], term
     while isinstance(t, Getitem):
-        if t.offset != 0 or not isinstance(t.index, Variable):
+        if t.offset != 0 or not isinstance(t.index, (Variable, Number)):
             raise _unsupported(f"the index {t.index} of {term}")
-        names.insert(0, t.index.name)
+        index.insert(0, t.index.name if isinstance(t.index, Variable) else int(t.index.data))
         t = t.arg
     if not isinstance(t, Variable) or t.output.dtype != "real":
-        raise _unsupported(f"the term {term}")
-    if len(t.output.shape) != len(names):
+        raise _unsupported(f"the term {term}", _MARKOV_HINT if isinstance(t, MarkovProduct)
+                           else "")
+    if len(t.output.shape) != len(index):
         raise _unsupported(f"{term}: a parameter must be indexed down to a scalar")
-    return "param", t.name, tuple(names), dict(zip(names, t.output.shape))
+    names = tuple(i for i in index if isinstance(i, str))
+    sizes = {i: s for i, s in zip(index, t.output.shape) if isinstance(i, str)}
+    if len(names) == len(index):
+        return "param", t.name, names, sizes
+    at = tuple(slice(None) if isinstance(i, str) else i for i in index)
+    return "param_at", (t.name, at), names, sizes
 
 
 class Program:
@@ -173,6 +188,8 @@ class Program:
         for kind, v in leaves:
             if kind == "param":
                 names.append(v)
+            elif kind == "param_at":
+                names.append(v[0])
             elif kind == "plate":
                 names.extend(v[0].inputs)
         self.inputs = tuple(dict.fromkeys(names))
@@ -185,6 +202,7 @@ class Program:
             raise ValueError(f"this program needs the parameters {sorted(missing)}")
         self.runs += 1
         arrays = [params[v] if kind == "param" else v if kind == "const"
+                  else params[v[0]][v[1]] if kind == "param_at"
                   else self._plate(v, params) for kind, v in self._leaves]
         return self.plan.run_arrays(arrays, self.log)
 
