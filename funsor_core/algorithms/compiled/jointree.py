@@ -130,6 +130,21 @@ def _sizer(names, sizes):
     return lambda many: [math.prod([s ** (b & m).bit_count() for s, m in pairs]) for b in many]
 
 
+def _weigher(names, sizes):
+    # bits -> a number ordered as the product of the sizes (with one size class, the count
+    # of names: s ** k is increasing in k), for comparing subtrees without the powers.
+    classes: dict[int, int] = {}
+    for i, n in enumerate(names):
+        s = sizes[n]
+        if s != 1:
+            classes[s] = classes.get(s, 0) | (1 << i)
+    if len(classes) == 1:
+        ((_, m),) = classes.items()
+        return lambda bits: (bits & m).bit_count()
+    pairs = tuple(classes.items())
+    return lambda bits: math.prod([s ** (bits & m).bit_count() for s, m in pairs])
+
+
 def _to_bits(scopes, index) -> list[int]:
     out = []
     for scope in scopes:
@@ -265,7 +280,7 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
     """
     names = tuple(dict.fromkeys(n for s in leaf_scope for n in s))
     index = {n: i for i, n in enumerate(names)}
-    size = _sizer(names, sizes)
+    weight = _weigher(names, sizes)
     n_leaves = len(leaf_scope)
     children: list[tuple] = [()] * n_leaves
     open_bits = _to_bits(leaf_scope, index)  # per subtree, its names not yet eliminated
@@ -294,25 +309,29 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
     def join(group: list) -> int:
         if len(group) <= 2:  # chains and trees: no heap
             return group[0] if len(group) == 1 else pair(group[0], group[1])
-        heap = list(zip(size([open_bits[t] for t in group]), group))
+        heap = [(weight(open_bits[t]), t) for t in group]
         if len(heap) == 3:  # a binary tree's inner names: the heap's pairing, unrolled
             (_, a), (_, b), last = sorted(heap)
             node = pair(a, b)
-            first = (size([open_bits[node]])[0], node)
+            first = (weight(open_bits[node]), node)
             return pair(first[1], last[1]) if first < last else pair(last[1], first[1])
         heapq.heapify(heap)
         while len(heap) > 1:
             _, a = heapq.heappop(heap)
             _, b = heapq.heappop(heap)
             node = pair(a, b)
-            heapq.heappush(heap, (size([open_bits[node]])[0], node))
+            heapq.heappush(heap, (weight(open_bits[node]), node))
         return heap[0][1]
 
     for name in order:
         leaves = holders.pop(name, None)
         if not leaves:
             continue
-        top = join(sorted({top_of(leaf) for leaf in leaves}))
+        if len(leaves) == 2:  # a chain's names: two subtrees, or one already
+            a, b = top_of(leaves[0]), top_of(leaves[1])
+            top = a if a == b else pair(a, b) if a < b else pair(b, a)
+        else:
+            top = join(sorted({top_of(leaf) for leaf in leaves}))
         open_bits[top] &= ~(1 << index[name])
     tops = sorted({top_of(leaf) for leaf in range(n_leaves)})
     if len(tops) > 1 or not children:
