@@ -269,6 +269,76 @@ def under_jit(quick):
                   f"{t_ours / t_hand:6.2f}")
 
 
+def _scalar_graph(program, arrays):
+    # Table 6's scalar graph: the same jointree as an arithmetic circuit, every multiply an
+    # explicit pair of gathered scalars and every sum a segment sum into its output scalar
+    # (one store of all values; executed one jointree node at a time, vectorized inside a
+    # node, so the count of numpy calls matches the tensor graph's). Returns an evaluator.
+    tree, scopes, sizes = program.plan.tree, program.plan.scopes, program.plan.sizes
+    offsets, total = [], 0
+    for a in arrays:
+        offsets.append(total)
+        total += int(np.size(a))
+    nodes, where, names = [], [], []
+    for i, kids in enumerate(tree.children):
+        out = tree.seps[i]
+        ins = [(scopes[tree.leaf_factor[i]], offsets[tree.leaf_factor[i]])] if not kids \
+            else [(names[c], where[c]) for c in kids]
+        union = tuple(dict.fromkeys(n for ns, _ in ins for n in ns))
+        grid = np.indices([sizes[n] for n in union]).reshape(len(union), -1) if union \
+            else np.zeros((0, 1), dtype=np.int64)
+        pos = {n: k for k, n in enumerate(union)}
+
+        def flat(ns, grid=grid, pos=pos):
+            if not ns:
+                return np.zeros(grid.shape[1], dtype=np.int64)
+            return np.ravel_multi_index([grid[pos[n]] for n in ns], [sizes[n] for n in ns])
+
+        gathers = [off + flat(ns) for ns, off in ins]
+        n_out = math.prod(sizes[n] for n in out)
+        nodes.append((gathers, flat(out), total, n_out))
+        where.append(total)
+        names.append(out)
+        total += n_out
+    perm = [names[-1].index(n) for n in program.output]
+
+    def run(arrays):
+        values = np.empty(total)
+        for a, off in zip(arrays, offsets):
+            values[off:off + np.size(a)] = np.ravel(a)
+        for gathers, segment, start, n_out in nodes:
+            weights = values[gathers[0]] if len(gathers) == 1 else \
+                values[gathers[0]] * values[gathers[1]]
+            values[start:start + n_out] = np.bincount(segment, weights, minlength=n_out)
+        root = values[nodes[-1][2]:nodes[-1][2] + nodes[-1][3]]
+        return np.transpose(root.reshape([sizes[n] for n in names[-1]]), perm)
+
+    return run
+
+
+def table_6(quick):
+    print("\n## Table 6's direction: tensor graph (the compiled program) vs scalar graph (the")
+    print("same jointree as an arithmetic circuit of gathered scalars), numpy, ms, best of 5")
+    print(f"{'network':>22} {'flops':>8} {'tensor':>8} {'scalar':>8} {'scalar/tensor':>13}")
+    rng = np.random.default_rng(3)
+    for n, frac in ((30, 0.5), (60, 0.5)) if not quick else ((30, 0.5),):
+        while True:
+            factors, cards = random_network(rng, n, frac, 4, evidence=0.0, shuffle=False)
+            stats = fc.plan(factors, frozenset(cards), method="jointree").stats()
+            if 1e5 < stats["flops"] < 2e7:
+                break
+        program, params, _ = _network_program(factors, cards, [], 1, rng)
+        arrays = [params[v] if kind == "param" else v for kind, v in program._leaves]
+        scalar = _scalar_graph(program, arrays)
+        expected = program(**params)
+        assert np.allclose(scalar(arrays), expected, rtol=1e-9)
+        t_tensor = best_ms(lambda p=program, kw=params: p(**kw))
+        t_scalar = best_ms(lambda f=scalar, a=arrays: f(a))
+        flops = program.stats()["flops"]
+        print(f"{f'{n} nodes, {frac:.0%} funct.':>22} {flops:8.1e} {t_tensor:8.2f} "
+              f"{t_scalar:8.2f} {t_scalar / t_tensor:13.1f}")
+
+
 def _base(term):
     while not isinstance(term, fc.Variable):
         term = term.arg
@@ -278,10 +348,11 @@ def _base(term):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("planning", "table5", "batched", "jit"))
+    parser.add_argument("--only", choices=("planning", "table5", "batched", "jit", "table6"))
     args = parser.parse_args()
     steps = {"planning": lambda: planning(), "table5": lambda: table_5(args.quick),
-             "batched": lambda: batched(args.quick), "jit": lambda: under_jit(args.quick)}
+             "batched": lambda: batched(args.quick), "jit": lambda: under_jit(args.quick),
+             "table6": lambda: table_6(args.quick)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()
