@@ -43,6 +43,7 @@ from funsor_core.engine.cache import cached
 __all__ = ["Plan", "plan", "plan_structure", "METHODS"]
 
 METHODS = ("auto", "jointree", "opt_einsum", "cotengra")
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _AUTO_OPT_EINSUM = 64  # up to this many factors "auto" without functional factors asks opt_einsum
 
 _NO_COTENGRA = ("plan(method='cotengra') needs the optional package cotengra (with cotengrust "
@@ -72,6 +73,7 @@ class Plan:
         self.method = method
         self.runs = 0
         self._steps = self._final = None  # lowered on the first run: planning stays structural
+        self._einsums = False  # the traced lowering (``_lower_einsums``), on first use
 
     def _lower(self) -> None:
         # Per node, its array call: ("leaf", factor, axes) or ("pair", c1, c2, spec).
@@ -92,6 +94,38 @@ class Plan:
         self._final = None if final == tuple(range(len(final))) else final
         self._steps = tuple(steps)
 
+    def _lower_einsums(self):
+        # Per node one einsum from its inputs' names to its separator, in the separator's
+        # order (None where a node has more names than einsum has letters).
+        tree, equations = self.tree, []
+        for i, kids in enumerate(tree.children):
+            ins = [self.scopes[tree.leaf_factor[i]]] if not kids else [tree.seps[c] for c in kids]
+            letters = dict.fromkeys(n for names in ins for n in names)
+            if len(letters) > len(_LETTERS):
+                self._einsums = None
+                return None
+            letters = dict(zip(letters, _LETTERS))
+            equations.append(",".join("".join(map(letters.get, names)) for names in ins)
+                             + "->" + "".join(map(letters.get, tree.seps[i])))
+        final = tuple(tree.seps[-1].index(n) for n in self.output)
+        self._einsums = (tuple(equations), None if final == tuple(range(len(final))) else final)
+        return self._einsums
+
+    def _run_einsums(self, arrays: Sequence):
+        # Traced (under jax.jit), linear space: one einsum per node, whose dots the compiler
+        # lays out itself (benchmarks/compiled.py, "under jax.jit").
+        equations, final = self._einsums
+        tree, messages = self.tree, [None] * len(equations)
+        for i, (kids, eq) in enumerate(zip(tree.children, equations)):
+            if not kids:
+                messages[i] = ops.einsum(eq, arrays[tree.leaf_factor[i]])
+            else:
+                a, b = kids
+                messages[i] = ops.einsum(eq, messages[a], messages[b])
+                messages[a] = messages[b] = None
+        out = messages[-1]
+        return out if final is None else ops.permute(out, final)
+
     def stats(self) -> dict:
         """``nodes``, ``max_rank``, ``max_binary_rank``, ``flops``, ``peak_bytes`` and more:
         see ``jointree.tree_stats``.
@@ -107,6 +141,9 @@ class Plan:
         """Run on one array per factor (dims in each factor's order); the result's dims are
         ``output``. Only array calls: no term is built."""
         self.runs += 1
+        if not log and not all(map(ops.is_concrete, arrays)) and (
+                self._einsums or self._einsums is False and self._lower_einsums()):
+            return self._run_einsums(arrays)
         if self._steps is None:
             self._lower()
         messages = [None] * len(self._steps)
