@@ -3,7 +3,9 @@
 A plan knows, before any array is allocated, the bytes its messages need at their peak
 (``stats()["peak_bytes"]``). A plan above the budget raises ``MemoryBudgetError`` naming its
 largest cluster. The budget is, in order: the ``memory_budget=`` argument, the innermost
-``memory_budget(...)`` context, the machine's available memory.
+``memory_budget(...)`` context, the machine's available memory. Ordinary contraction plans
+(``algorithms.contract.plan``) check their largest intermediate the same way
+(``check_intermediate``) before contracting.
 
 Example:
     >>> with memory_budget(1024):
@@ -45,7 +47,9 @@ def get_memory_budget() -> int:
 
 @contextlib.contextmanager
 def memory_budget(nbytes: int) -> Iterator[None]:
-    """Limit compiled eliminations inside the block to ``nbytes`` of messages at a time.
+    """Limit eliminations inside the block: compiled ones to ``nbytes`` of messages at a
+    time, ordinary contractions (``fc.sum_product``, ``fc.einsum``) to ``nbytes`` for their
+    largest intermediate; either raises ``MemoryBudgetError`` before allocating.
 
     Example:
         >>> with memory_budget(2 ** 20):
