@@ -11,7 +11,8 @@ batched (a discrete name that is not eliminated, e.g. an evidence batch, is a ke
 under ``jax.jit``, and differentiates on torch and jax. A plated ``sum_product`` compiles
 too: each plate's product ``Reduce(prod_op, inner, plates)`` is a sub-program of ``inner``
 keeping the plates as batch dims, reduced over them inside the program (nested plates
-nest). Markov products are not compiled yet (NotImplementedError).
+nest). A ``MarkovProduct`` of one parameter over ``(time, prev, curr)`` is one call to the
+chain kernel (``algorithms.chains``); other Markov products raise NotImplementedError.
 
 Example:
     >>> from interpretations.lazy import lazy
@@ -27,6 +28,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.compiled.cost import check_budget
 from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.lowering import SEMIRINGS
@@ -47,10 +49,11 @@ _UNSUPPORTED = ("compile(): cannot compile {what}. Compiled elimination takes a 
                 "{hint}")
 
 
-_MARKOV_HINT = ("Markov products are not compiled yet (issue 30): build the chain under lazy "
-                "with a parameter over time, fc.sequential_sum_product(..., Variable('t', "
-                "Reals[T, K, K])['time', 'prev', 'curr'], 'time', {'prev': 'curr'}), which "
-                "unrolls into steps that compile, or evaluate it with fc.sum_product.")
+_MARKOV_HINT = ("Other Markov products are not compiled yet (issue 30): build the chain "
+                "under lazy with a parameter over time, fc.sequential_sum_product(..., "
+                "Variable('t', Reals[T, K, K])['time', 'prev', 'curr'], 'time', {'prev': "
+                "'curr'}), which unrolls into steps that compile, or evaluate it with "
+                "fc.sum_product.")
 
 
 def _unsupported(what: str, hint: str = "") -> NotImplementedError:
@@ -149,6 +152,8 @@ def _leaf(term: Funsor):
             raise _unsupported(f"a Tensor of output {term.output}")
         names = tuple(term.inputs)
         return "const", term.data, names, {n: term.inputs[n].size for n in names}
+    if isinstance(term, MarkovProduct):
+        return _markov_leaf(term)
     # Indices from the outside in: a name, or a constant (a lazily unrolled chain's step
     # ``t[3, "prev", "curr"]``), taken as a static slice of the parameter when it runs.
     index, t = [], term
@@ -158,8 +163,7 @@ def _leaf(term: Funsor):
         index.insert(0, t.index.name if isinstance(t.index, Variable) else int(t.index.data))
         t = t.arg
     if not isinstance(t, Variable) or t.output.dtype != "real":
-        raise _unsupported(f"the term {term}", _MARKOV_HINT if isinstance(t, MarkovProduct)
-                           else "")
+        raise _unsupported(f"the term {term}")
     if len(t.output.shape) != len(index):
         raise _unsupported(f"{term}: a parameter must be indexed down to a scalar")
     names = tuple(i for i in index if isinstance(i, str))
@@ -168,6 +172,22 @@ def _leaf(term: Funsor):
         return "param", t.name, names, sizes
     at = tuple(slice(None) if isinstance(i, str) else i for i in index)
     return "param_at", (t.name, at), names, sizes
+
+
+def _markov_leaf(term: MarkovProduct):
+    # A MarkovProduct of a parameter over (time, prev, curr): one call to the chain kernel
+    # of ``algorithms.chains`` when the program runs, a factor over the free step names.
+    kind, name, names, sizes = _leaf(term.trans)
+    (prev, curr), (free_prev, free_curr) = term.step[0], term.step_names[0]
+    time = term.time.name
+    if kind != "param" or len(term.step) != 1 or set(names) != {time, prev, curr}:
+        raise _unsupported(f"{term}", "A Markov product compiles when its transition is one "
+                           "parameter indexed by exactly (time, prev, curr). " + _MARKOV_HINT)
+    perm = tuple(names.index(n) for n in (time, prev, curr))
+    strategy = "sequential" if term.strategy == "sequential" else "parallel"
+    value = (name, None if perm == (0, 1, 2) else perm, term.sum_op, term.prod_op, strategy)
+    return "markov", value, (free_prev, free_curr), {free_prev: sizes[prev],
+                                                      free_curr: sizes[curr]}
 
 
 class Program:
@@ -188,7 +208,7 @@ class Program:
         for kind, v in leaves:
             if kind == "param":
                 names.append(v)
-            elif kind == "param_at":
+            elif kind in ("param_at", "markov"):
                 names.append(v[0])
             elif kind == "plate":
                 names.extend(v[0].inputs)
@@ -203,8 +223,15 @@ class Program:
         self.runs += 1
         arrays = [params[v] if kind == "param" else v if kind == "const"
                   else params[v[0]][v[1]] if kind == "param_at"
+                  else self._markov(v, params) if kind == "markov"
                   else self._plate(v, params) for kind, v in self._leaves]
         return self.plan.run_arrays(arrays, self.log)
+
+    @staticmethod
+    def _markov(value, params):
+        name, perm, sum_op, prod_op, strategy = value
+        x = params[name] if perm is None else ops.permute(params[name], perm)
+        return chain_product(sum_op, prod_op, (x,), strategy)
 
     def _plate(self, sub, params):
         # A plate's product: its program keeps the plate names as batch dims, then one
