@@ -37,19 +37,21 @@ from funsor_core.algorithms.compiled.program import plan_structure  # noqa: E402
 from interpretations.lazy import lazy  # noqa: E402
 
 
-def best_ms(fn, repeat=5):
+def best_ms(fn, repeat=5, clock=time.perf_counter):
     fn()
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return 1e3 * min(times)
 
 
 def planning():
-    print("## planning 1,000 factors (ms, best of 7)")
-    print(f"{'graph':8} {'fc.plan':>9} {'opt_einsum greedy':>18} {'ratio':>6}")
+    # Wall time and this process's CPU time: on a shared machine the CPU time is what the
+    # code costs, the wall time adds the waits for a core.
+    print("## planning 1,000 factors (ms, best of 15; wall / CPU)")
+    print(f"{'graph':8} {'fc.plan':>13} {'opt_einsum greedy':>18} {'ratio':>6}")
     sizes = 3
     shapes = {"chain": [(f"x{i}", f"x{i + 1}") for i in range(1000)],
               "tree": [(f"x{(i - 1) // 2}", f"x{i}") for i in range(1, 1001)]}
@@ -69,8 +71,9 @@ def planning():
         def peer(eq=eq, shapes_=shapes_):
             opt_einsum.contract_path(eq, *shapes_, shapes=True, optimize="greedy")
 
-        a, b = best_ms(ours, 7), best_ms(peer, 7)
-        print(f"{name:8} {a:9.1f} {b:18.1f} {b / a:6.1f}")
+        a, b = best_ms(ours, 15), best_ms(peer, 7)
+        cpu = best_ms(ours, 15, time.process_time)
+        print(f"{name:8} {a:6.1f} / {cpu:4.1f} {b:18.1f} {b / a:6.1f}")
 
 
 def _term(f):
@@ -104,8 +107,8 @@ def _equation(*groups) -> str:
     return ",".join(parts[:-1]) + "->" + parts[-1]
 
 
-def _einsum_by_hand(program, arrays):
-    # The same tree as the program, each node one np.einsum (numpy's C loop, no path search).
+def _einsum_by_hand(program, arrays, einsum=np.einsum, transpose=np.transpose):
+    # The same tree as the program, each node one einsum (numpy's C loop, no path search).
     tree = program.plan.tree
     scopes = program.plan.scopes
     msgs, names = [], []
@@ -113,13 +116,13 @@ def _einsum_by_hand(program, arrays):
         out = tree.seps[i]
         if not kids:
             k = tree.leaf_factor[i]
-            msgs.append(np.einsum(_equation(scopes[k], out), arrays[k]))
+            msgs.append(einsum(_equation(scopes[k], out), arrays[k]))
         else:
             a, b = kids
-            msgs.append(np.einsum(_equation(names[a], names[b], out), msgs[a], msgs[b]))
+            msgs.append(einsum(_equation(names[a], names[b], out), msgs[a], msgs[b]))
             msgs[a] = msgs[b] = None
         names.append(out)
-    return np.transpose(msgs[-1], [names[-1].index(n) for n in program.output])
+    return transpose(msgs[-1], [names[-1].index(n) for n in program.output])
 
 
 def _fitting_network(rng, frac, limit=2 ** 22):
@@ -169,20 +172,7 @@ def batched(quick):
     factors, cards = _fitting_network(rng, 0.5)
     observed = [f"v{i}" for i in rng.choice(range(50, 100), size=10, replace=False)]
     for batch in (1, 10, 100):
-        terms, params, declared = [], {}, {}
-        for k, f in enumerate(factors):
-            t = _term(f)
-            p = fc.Variable(f"f{k}", fc.Reals[t.data.shape])[tuple(t.inputs)]
-            params[f"f{k}"] = t.data
-            terms.append(p)
-            if t is not f:
-                declared[f.out] = p
-        for v in observed:
-            terms.append(fc.Variable(f"e_{v}", fc.Reals[batch, cards[v]])["b", v])
-            params[f"e_{v}"] = np.eye(cards[v])[rng.integers(0, cards[v], size=batch)]
-        with lazy:
-            expr = fc.sum_product(ops.add, ops.mul, terms, frozenset(cards))
-        program = fc.compile(expr, functional=declared)
+        program, params, declared = _network_program(factors, cards, observed, batch, rng)
         plan = program.plan
         arrays = [params[v] if kind == "param" else v for kind, v in program._leaves]
         expected = program(**params)
@@ -220,6 +210,138 @@ def batched(quick):
           f"the original factors fits; pgmpy {'installed' if has_pgmpy else 'not installed'})")
 
 
+def _network_program(factors, cards, observed, batch, rng):
+    # The network's factors as parameters, evidence on ``observed`` for ``batch`` sets as a
+    # kept axis "b"; the compiled program, its parameters and the functional declarations.
+    terms, params, declared = [], {}, {}
+    for k, f in enumerate(factors):
+        t = _term(f)
+        p = fc.Variable(f"f{k}", fc.Reals[t.data.shape])[tuple(t.inputs)]
+        params[f"f{k}"] = t.data
+        terms.append(p)
+        if t is not f:
+            declared[f.out] = p
+    for v in observed:
+        terms.append(fc.Variable(f"e_{v}", fc.Reals[batch, cards[v]])["b", v])
+        params[f"e_{v}"] = np.eye(cards[v])[rng.integers(0, cards[v], size=batch)]
+    with lazy:
+        expr = fc.sum_product(ops.add, ops.mul, terms, frozenset(cards))
+    return fc.compile(expr, functional=declared), params, declared
+
+
+def under_jit(quick):
+    print("\n## under jax.jit: compiled program vs jnp.einsum per node of the same tree, both")
+    print("jitted (float64, repeat calls after the compile; ms, best of 9, wall / CPU time;")
+    print("ratio = ours / hand in CPU time, what each costs on a shared machine)")
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    print(f"{'network':>22} {'batch':>5} {'compiled':>15} {'jnp.einsum':>15} {'ratio':>6}")
+    rng = np.random.default_rng(1)
+    cases = [("100 nodes, 50% funct.", _fitting_network(rng, 0.5))]
+    if not quick:
+        cases.append(("100 nodes, 80% funct.", _fitting_network(rng, 0.8)))
+    for label, (factors, cards) in cases:
+        observed = [f"v{i}" for i in rng.choice(range(50, 100), size=10, replace=False)]
+        for batch in (1, 10):
+            program, params, _ = _network_program(factors, cards, observed, batch, rng)
+            expected = program(**params)
+            fc.set_backend("jax")
+            try:
+                jparams = {k: jnp.asarray(v) for k, v in params.items()}
+                order = [v if kind == "param" else None for kind, v in program._leaves]
+                consts = [jnp.asarray(v) if kind == "const" else None
+                          for kind, v in program._leaves]
+                ours = jax.jit(lambda kw, p=program: p(**kw))
+
+                def by_hand(kw, p=program, order=order, consts=consts):
+                    arrays = [kw[v] if v is not None else c for v, c in zip(order, consts)]
+                    return _einsum_by_hand(p, arrays, jnp.einsum, jnp.transpose)
+
+                hand = jax.jit(by_hand)
+                assert np.allclose(np.asarray(ours(jparams)), expected, rtol=1e-9)
+                assert np.allclose(np.asarray(hand(jparams)), expected, rtol=1e-9)
+                times = [best_ms(lambda f=f, kw=jparams: f(kw).block_until_ready(), 9, clock)
+                         for clock in (time.perf_counter, time.process_time)
+                         for f in (ours, hand)]
+            finally:
+                fc.set_backend("numpy")
+            w_ours, w_hand, c_ours, c_hand = times
+            print(f"{label:>22} {batch:5d} {w_ours:7.2f} / {c_ours:5.2f} "
+                  f"{w_hand:7.2f} / {c_hand:5.2f} {c_ours / c_hand:6.2f}")
+
+
+def _scalar_graph(program, arrays):
+    # Table 6's scalar graph: the same jointree as an arithmetic circuit, every multiply an
+    # explicit pair of gathered scalars and every sum a segment sum into its output scalar
+    # (one store of all values; executed one jointree node at a time, vectorized inside a
+    # node, so the count of numpy calls matches the tensor graph's). Returns an evaluator.
+    tree, scopes, sizes = program.plan.tree, program.plan.scopes, program.plan.sizes
+    offsets, total = [], 0
+    for a in arrays:
+        offsets.append(total)
+        total += int(np.size(a))
+    nodes, where, names = [], [], []
+    for i, kids in enumerate(tree.children):
+        out = tree.seps[i]
+        ins = [(scopes[tree.leaf_factor[i]], offsets[tree.leaf_factor[i]])] if not kids \
+            else [(names[c], where[c]) for c in kids]
+        union = tuple(dict.fromkeys(n for ns, _ in ins for n in ns))
+        grid = np.indices([sizes[n] for n in union]).reshape(len(union), -1) if union \
+            else np.zeros((0, 1), dtype=np.int64)
+        pos = {n: k for k, n in enumerate(union)}
+
+        def flat(ns, grid=grid, pos=pos):
+            if not ns:
+                return np.zeros(grid.shape[1], dtype=np.int64)
+            return np.ravel_multi_index([grid[pos[n]] for n in ns], [sizes[n] for n in ns])
+
+        gathers = [off + flat(ns) for ns, off in ins]
+        n_out = math.prod(sizes[n] for n in out)
+        nodes.append((gathers, flat(out), total, n_out))
+        where.append(total)
+        names.append(out)
+        total += n_out
+    perm = [names[-1].index(n) for n in program.output]
+
+    def run(arrays):
+        values = np.empty(total)
+        for a, off in zip(arrays, offsets):
+            values[off:off + np.size(a)] = np.ravel(a)
+        for gathers, segment, start, n_out in nodes:
+            weights = values[gathers[0]] if len(gathers) == 1 else \
+                values[gathers[0]] * values[gathers[1]]
+            values[start:start + n_out] = np.bincount(segment, weights, minlength=n_out)
+        root = values[nodes[-1][2]:nodes[-1][2] + nodes[-1][3]]
+        return np.transpose(root.reshape([sizes[n] for n in names[-1]]), perm)
+
+    return run
+
+
+def table_6(quick):
+    print("\n## Table 6's direction: tensor graph (the compiled program) vs scalar graph (the")
+    print("same jointree as an arithmetic circuit of gathered scalars), numpy, ms, best of 5")
+    print(f"{'network':>22} {'flops':>8} {'tensor':>8} {'scalar':>8} {'scalar/tensor':>13}")
+    rng = np.random.default_rng(3)
+    for n, frac in ((30, 0.5), (60, 0.5)) if not quick else ((30, 0.5),):
+        while True:
+            factors, cards = random_network(rng, n, frac, 4, evidence=0.0, shuffle=False)
+            stats = fc.plan(factors, frozenset(cards), method="jointree").stats()
+            if 1e5 < stats["flops"] < 2e7:
+                break
+        program, params, _ = _network_program(factors, cards, [], 1, rng)
+        arrays = [params[v] if kind == "param" else v for kind, v in program._leaves]
+        scalar = _scalar_graph(program, arrays)
+        expected = program(**params)
+        assert np.allclose(scalar(arrays), expected, rtol=1e-9)
+        t_tensor = best_ms(lambda p=program, kw=params: p(**kw))
+        t_scalar = best_ms(lambda f=scalar, a=arrays: f(a))
+        flops = program.stats()["flops"]
+        print(f"{f'{n} nodes, {frac:.0%} funct.':>22} {flops:8.1e} {t_tensor:8.2f} "
+              f"{t_scalar:8.2f} {t_scalar / t_tensor:13.1f}")
+
+
 def _base(term):
     while not isinstance(term, fc.Variable):
         term = term.arg
@@ -229,10 +351,14 @@ def _base(term):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=("planning", "table5", "batched", "jit", "table6"))
     args = parser.parse_args()
-    planning()
-    table_5(args.quick)
-    batched(args.quick)
+    steps = {"planning": lambda: planning(), "table5": lambda: table_5(args.quick),
+             "batched": lambda: batched(args.quick), "jit": lambda: under_jit(args.quick),
+             "table6": lambda: table_6(args.quick)}
+    for name, step in steps.items():
+        if args.only in (None, name):
+            step()
 
 
 if __name__ == "__main__":

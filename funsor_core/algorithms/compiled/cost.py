@@ -3,7 +3,9 @@
 A plan knows, before any array is allocated, the bytes its messages need at their peak
 (``stats()["peak_bytes"]``). A plan above the budget raises ``MemoryBudgetError`` naming its
 largest cluster. The budget is, in order: the ``memory_budget=`` argument, the innermost
-``memory_budget(...)`` context, the machine's available memory.
+``memory_budget(...)`` context, the machine's available memory. Ordinary contraction plans
+(``algorithms.contract.plan``) check their largest intermediate the same way
+(``check_intermediate``) before contracting.
 
 Example:
     >>> with memory_budget(1024):
@@ -14,12 +16,16 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Iterator
 
-__all__ = ["MemoryBudgetError", "memory_budget", "get_memory_budget", "check_budget"]
+__all__ = ["MemoryBudgetError", "memory_budget", "get_memory_budget", "check_budget",
+           "check_intermediate", "BUDGETS"]
 
-_BUDGET: list[int] = []
+# The active ``memory_budget`` contexts, innermost last (a hot path reads its truth value).
+BUDGETS: list[int] = []
+_BUDGET = BUDGETS
 
 
 class MemoryBudgetError(MemoryError):
@@ -41,7 +47,9 @@ def get_memory_budget() -> int:
 
 @contextlib.contextmanager
 def memory_budget(nbytes: int) -> Iterator[None]:
-    """Limit compiled eliminations inside the block to ``nbytes`` of messages at a time.
+    """Limit eliminations inside the block: compiled ones to ``nbytes`` of messages at a
+    time, ordinary contractions (``fc.sum_product``, ``fc.einsum``) to ``nbytes`` for their
+    largest intermediate; either raises ``MemoryBudgetError`` before allocating.
 
     Example:
         >>> with memory_budget(2 ** 20):
@@ -88,3 +96,30 @@ def check_budget(stats: dict, budget: int | None = None) -> None:
         "Declare deterministic factors with fc.functional(...) so the jointree planner can "
         "shrink clusters, try plan(..., method='jointree'), or raise the budget with "
         "memory_budget=... or `with fc.memory_budget(nbytes):`.")
+
+
+# Below this many bytes an intermediate is not checked against the machine's free memory (a
+# system call) unless a ``memory_budget`` context is active: small contractions pay nothing.
+_UNCHECKED_BYTES = 1 << 28
+
+
+def check_intermediate(entries: int, cluster: dict, itemsize: int = 8) -> None:
+    """Raise ``MemoryBudgetError`` before contracting when the largest intermediate
+    (``entries`` numbers, of the step whose names and sizes are ``cluster``) is over the
+    budget: the ``memory_budget`` context, else (from 256 MiB) the free memory.
+
+    Example:
+        >>> with memory_budget(1024):
+        ...     check_intermediate(2 ** 10, {"i": 32, "j": 32})
+        Traceback (most recent call last):
+        ...
+        funsor_core.algorithms.compiled.cost.MemoryBudgetError: this elimination needs 8.0 KiB ...
+    """
+    need = entries * itemsize
+    if _BUDGET:
+        if need <= _BUDGET[-1]:
+            return
+    elif need <= _UNCHECKED_BYTES:
+        return
+    rank = math.log2(max(math.prod(cluster.values()), 1))
+    check_budget({"peak_bytes": need, "largest_cluster": cluster, "max_binary_rank": rank})

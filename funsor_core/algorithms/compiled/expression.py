@@ -8,7 +8,11 @@ structure once, plans it (cached by structure: a second expression of the same s
 reuses the plan) and returns a program that takes the parameters' arrays by name and runs
 only array calls: no term is built, no rule fires (``program.runs`` counts runs). It runs
 batched (a discrete name that is not eliminated, e.g. an evidence batch, is a kept axis),
-under ``jax.jit``, and differentiates on torch and jax.
+under ``jax.jit``, and differentiates on torch and jax. A plated ``sum_product`` compiles
+too: each plate's product ``Reduce(prod_op, inner, plates)`` is a sub-program of ``inner``
+keeping the plates as batch dims, reduced over them inside the program (nested plates
+nest). A ``MarkovProduct`` of one parameter over ``(time, prev, curr)`` is one call to the
+chain kernel (``algorithms.chains``); other Markov products raise NotImplementedError.
 
 Example:
     >>> from interpretations.lazy import lazy
@@ -23,14 +27,17 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core import ops
+from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.compiled.cost import check_budget
 from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import Getitem
-from funsor_core.terms.base import Binary, Funsor, Reduce, Variable
+from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["Program", "compile", "cost", "extract_elimination"]
@@ -42,20 +49,31 @@ _UNSUPPORTED = ("compile(): cannot compile {what}. Compiled elimination takes a 
                 "{hint}")
 
 
+_MARKOV_HINT = ("Other Markov products are not compiled yet (issue 30): build the chain "
+                "under lazy with a parameter over time, fc.sequential_sum_product(..., "
+                "Variable('t', Reals[T, K, K])['time', 'prev', 'curr'], 'time', {'prev': "
+                "'curr'}), which unrolls into steps that compile, or evaluate it with "
+                "fc.sum_product.")
+
+
 def _unsupported(what: str, hint: str = "") -> NotImplementedError:
     return NotImplementedError(_UNSUPPORTED.format(what=what, hint=hint))
 
 
 def _semiring_of(expr: Funsor):
-    # The (sum_op, prod_op) of the outermost reduction (or product) of the expression.
-    from funsor_core import ops
-
+    # The (sum_op, prod_op) of the outermost reduction (or product) of the expression. A
+    # Reduce by ops.add is a sum in linear space or a plate's product in log space: look
+    # inside it for a reduction that tells; one by ops.mul is a plate's product in linear.
     stack = [expr]
     while stack:
         t = stack.pop()
         if isinstance(t, Contraction) and t.red_op is not None and t.reduced_vars:
             return t.red_op, t.bin_op
-        if isinstance(t, Reduce):
+        if isinstance(t, Reduce) and t.op in (ops.add, ops.mul):
+            if t.op is ops.mul:
+                return ops.add, ops.mul
+            stack.append(t.arg)
+        elif isinstance(t, Reduce):
             sum_op = t.op
             prod = next((p for s, p in SEMIRINGS if s is sum_op), None)
             return sum_op, prod
@@ -98,20 +116,20 @@ def _collect(expr: Funsor, sum_op, prod_op):
     return terms, frozenset(reduced), scopes
 
 
-def extract_elimination(expr: Funsor):
+def extract_elimination(expr: Funsor, semiring: tuple | None = None):
     """``(sum_op, prod_op, reduced_vars, terms)`` of a lazy sum-product expression (nested
     products and reductions of one semiring flattened, as ``sum_product`` nests them per
-    connected component).
+    connected component; a plate's product, ``Reduce(prod_op, ...)``, stays one term).
 
     Example:
         >>> t = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
         >>> extract_elimination(t)[3] == (t,)
         True
     """
-    sum_op, prod_op = _semiring_of(expr)
+    sum_op, prod_op = _semiring_of(expr) if semiring is None else semiring
     if (sum_op, prod_op) not in SEMIRINGS:
         raise _unsupported(f"a ({sum_op}, {prod_op}) elimination",
-                           "Plates and Markov products are not compiled yet (issue 30).")
+                           "Markov products are not compiled yet (issue 30).")
     terms, reduced, scopes = _collect(expr, sum_op, prod_op)
     for names, start, stop in scopes:  # a bound name reused outside its reduction: refuse
         outside = [t for k, t in enumerate(terms) if not start <= k < stop]
@@ -134,17 +152,42 @@ def _leaf(term: Funsor):
             raise _unsupported(f"a Tensor of output {term.output}")
         names = tuple(term.inputs)
         return "const", term.data, names, {n: term.inputs[n].size for n in names}
-    names, t = [], term
+    if isinstance(term, MarkovProduct):
+        return _markov_leaf(term)
+    # Indices from the outside in: a name, or a constant (a lazily unrolled chain's step
+    # ``t[3, "prev", "curr"]``), taken as a static slice of the parameter when it runs.
+    index, t = [], term
     while isinstance(t, Getitem):
-        if t.offset != 0 or not isinstance(t.index, Variable):
+        if t.offset != 0 or not isinstance(t.index, (Variable, Number)):
             raise _unsupported(f"the index {t.index} of {term}")
-        names.insert(0, t.index.name)
+        index.insert(0, t.index.name if isinstance(t.index, Variable) else int(t.index.data))
         t = t.arg
     if not isinstance(t, Variable) or t.output.dtype != "real":
         raise _unsupported(f"the term {term}")
-    if len(t.output.shape) != len(names):
+    if len(t.output.shape) != len(index):
         raise _unsupported(f"{term}: a parameter must be indexed down to a scalar")
-    return "param", t.name, tuple(names), dict(zip(names, t.output.shape))
+    names = tuple(i for i in index if isinstance(i, str))
+    sizes = {i: s for i, s in zip(index, t.output.shape) if isinstance(i, str)}
+    if len(names) == len(index):
+        return "param", t.name, names, sizes
+    at = tuple(slice(None) if isinstance(i, str) else i for i in index)
+    return "param_at", (t.name, at), names, sizes
+
+
+def _markov_leaf(term: MarkovProduct):
+    # A MarkovProduct of a parameter over (time, prev, curr): one call to the chain kernel
+    # of ``algorithms.chains`` when the program runs, a factor over the free step names.
+    kind, name, names, sizes = _leaf(term.trans)
+    (prev, curr), (free_prev, free_curr) = term.step[0], term.step_names[0]
+    time = term.time.name
+    if kind != "param" or len(term.step) != 1 or set(names) != {time, prev, curr}:
+        raise _unsupported(f"{term}", "A Markov product compiles when its transition is one "
+                           "parameter indexed by exactly (time, prev, curr). " + _MARKOV_HINT)
+    perm = tuple(names.index(n) for n in (time, prev, curr))
+    strategy = "sequential" if term.strategy == "sequential" else "parallel"
+    value = (name, None if perm == (0, 1, 2) else perm, term.sum_op, term.prod_op, strategy)
+    return "markov", value, (free_prev, free_curr), {free_prev: sizes[prev],
+                                                      free_curr: sizes[curr]}
 
 
 class Program:
@@ -161,7 +204,15 @@ class Program:
         self.plan = plan
         self.log = log
         self._leaves = leaves
-        self.inputs = tuple(dict.fromkeys(v for kind, v in leaves if kind == "param"))
+        names = []
+        for kind, v in leaves:
+            if kind == "param":
+                names.append(v)
+            elif kind in ("param_at", "markov"):
+                names.append(v[0])
+            elif kind == "plate":
+                names.extend(v[0].inputs)
+        self.inputs = tuple(dict.fromkeys(names))
         self.output = plan.output
         self.runs = 0
 
@@ -170,34 +221,79 @@ class Program:
         if missing:
             raise ValueError(f"this program needs the parameters {sorted(missing)}")
         self.runs += 1
-        arrays = [params[v] if kind == "param" else v for kind, v in self._leaves]
+        arrays = [params[v] if kind == "param" else v if kind == "const"
+                  else params[v[0]][v[1]] if kind == "param_at"
+                  else self._markov(v, params) if kind == "markov"
+                  else self._plate(v, params) for kind, v in self._leaves]
         return self.plan.run_arrays(arrays, self.log)
+
+    @staticmethod
+    def _markov(value, params):
+        name, perm, sum_op, prod_op, strategy = value
+        x = params[name] if perm is None else ops.permute(params[name], perm)
+        return chain_product(sum_op, prod_op, (x,), strategy)
+
+    def _plate(self, sub, params):
+        # A plate's product: its program keeps the plate names as batch dims, then one
+        # reduction over them (a sum of logs in log space).
+        program, axes = sub
+        x = program(**params)
+        return ops.sum(x, axes) if self.log else ops.prod(x, axes)
 
     def stats(self) -> dict:
         return self.plan.stats()
+
+    def programs(self):
+        """This program, then the sub-programs of its plates (depth first)."""
+        yield self
+        for kind, v in self._leaves:
+            if kind == "plate":
+                yield from v[0].programs()
 
     def __repr__(self) -> str:
         return f"Program(inputs={self.inputs}, output={self.output}, {self.plan!r})"
 
 
-def _build(expr: Funsor, functional: dict | None, method: str):
-    sum_op, prod_op, reduced, terms = extract_elimination(expr)
-    log = _semiring(sum_op, prod_op)
-    if reduced & frozenset(expr.inputs):
-        raise _unsupported(f"{expr}: {sorted(reduced & frozenset(expr.inputs))} are both "
-                           "reduced and free", "Rename the bound names apart.")
+def _declare(functional: dict | None, log: bool) -> dict:
+    # {id(term): name} of the declared functional factors; Tensor tables checked once here.
     declared = {}
     for out, term in (functional or {}).items():
         if isinstance(term, Tensor):
             declare(term, out, log=log)  # checked on concrete data
         declared[id(term)] = out
+    return declared
+
+
+def _plate_leaf(term: Reduce, declared: dict, method: str, semiring: tuple):
+    # ``Reduce(prod_op, inner, plates)``: ``inner`` compiled with the plates kept (a batch
+    # dim each), the product over them done in the program; a leaf over the other names.
+    plates = frozenset(n.name if isinstance(n, Variable) else n for n in term.reduced_vars)
+    sub = _build(term.arg, declared, method, semiring)
+    missing = plates - frozenset(sub.output)
+    if missing:
+        raise _unsupported(f"{term}: the plates {sorted(missing)} index no factor")
+    axes = tuple(i for i, n in enumerate(sub.output) if n in plates)
+    names = tuple(n for n in sub.output if n not in plates)
+    return ("plate", (sub, axes)), names, {n: sub.plan.sizes[n] for n in names}
+
+
+def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = None):
+    sum_op, prod_op, reduced, terms = extract_elimination(expr, semiring)
+    log = _semiring(sum_op, prod_op)
+    if reduced & frozenset(expr.inputs):
+        raise _unsupported(f"{expr}: {sorted(reduced & frozenset(expr.inputs))} are both "
+                           "reduced and free", "Rename the bound names apart.")
     leaves, scopes, outs, sizes = [], [], [], {}
     for term in terms:
-        kind, value, names, term_sizes = _leaf(term)
+        if isinstance(term, Reduce) and term.op is prod_op:
+            leaf, names, term_sizes = _plate_leaf(term, declared, method, (sum_op, prod_op))
+        else:
+            kind, value, names, term_sizes = _leaf(term)
+            leaf = (kind, value)
         for n, s in term_sizes.items():
             if sizes.setdefault(n, s) != s:
                 raise ValueError(f"compile(): {n!r} has sizes {sizes[n]} and {s}")
-        leaves.append((kind, value))
+        leaves.append(leaf)
         scopes.append(names)
         outs.append(declared.get(id(term)))
     keep = tuple(n for n in sizes if n not in reduced)
@@ -205,12 +301,19 @@ def _build(expr: Funsor, functional: dict | None, method: str):
     return Program(plan, tuple(leaves), log)
 
 
+def _compile(expr: Funsor, functional: dict | None, method: str) -> Program:
+    semiring = _semiring_of(expr)
+    log = SEMIRINGS.get(semiring, False)
+    return _build(expr, _declare(functional, log), method, semiring)
+
+
 def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto",
             memory_budget: int | None = None, itemsize: int = 8) -> Program:
     """Compile a lazy sum-product expression to a reusable ``Program``.
 
     Args:
-        expr: a ``Contraction`` or ``Reduce`` of a product, built under ``lazy``.
+        expr: a ``Contraction`` or ``Reduce`` of a product, built under ``lazy`` (a plated
+            ``sum_product`` included).
         functional: ``{name: term}``: the term (one of the expression's factors) that is a
             function giving ``name``; Tensor terms are checked, parameters trusted.
         method: the planner, as for ``fc.plan``.
@@ -224,15 +327,17 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
         >>> round(float(compile(expr)(f=np.zeros(3))), 4)
         1.0986
     """
-    program = _build(expr, functional, method)
-    check_budget(program.plan.tree.stats(itemsize), memory_budget)
+    program = _compile(expr, functional, method)
+    for p in program.programs():
+        check_budget(p.plan.tree.stats(itemsize), memory_budget)
     return program
 
 
 def cost(expr: Funsor, *, functional: dict | None = None, method: str = "auto",
          itemsize: int = 8) -> dict:
     """The plan's costs without running it (or allocating): ``flops``, ``peak_bytes``,
-    ``max_rank``, ``max_binary_rank``, ``largest_cluster`` and the rest of ``stats()``.
+    ``max_rank``, ``max_binary_rank``, ``largest_cluster`` and the rest of ``stats()``; a
+    plated expression's sub-programs (one per plate's product) under ``"plates"``.
 
     Example:
         >>> from interpretations.lazy import lazy
@@ -242,4 +347,9 @@ def cost(expr: Funsor, *, functional: dict | None = None, method: str = "auto",
         >>> cost(expr)["peak_bytes"], cost(expr)["flops"]  # messages: 3 float64 sums of 4
         (24, 24)
     """
-    return _build(expr, functional, method).plan.tree.stats(itemsize)
+    program = _compile(expr, functional, method)
+    out = program.plan.tree.stats(itemsize)
+    subs = list(program.programs())[1:]
+    if subs:
+        out["plates"] = [p.plan.tree.stats(itemsize) for p in subs]
+    return out

@@ -32,8 +32,8 @@ from collections.abc import Sequence
 
 from funsor_core.algorithms.compiled.minfill import min_fill_order
 
-__all__ = ["JoinTree", "build_jointree", "replicate_functional", "tree_from_order",
-           "separators", "shrink_separators"]
+__all__ = ["JoinTree", "build_jointree", "jointree_from_children", "replicate_functional",
+           "tree_from_order", "separators", "separator_bits", "shrink_separators", "shrink_bits"]
 
 
 class JoinTree:
@@ -50,18 +50,44 @@ class JoinTree:
         unshrunk: the separators before SHRINK_SEP, on the same tree.
     """
 
-    __slots__ = ("leaf_factor", "leaf_scope", "children", "seps", "sizes", "num_vars",
-                 "unshrunk", "_stats")
+    __slots__ = ("leaf_factor", "leaf_scope", "children", "sizes", "num_vars", "_seps",
+                 "_unshrunk", "_root_names", "_stats", "_bits")
 
-    def __init__(self, leaf_factor, leaf_scope, children, seps, sizes, num_vars, unshrunk):
+    def __init__(self, leaf_factor, leaf_scope, children, seps, sizes, num_vars, unshrunk,
+                 bits=None, root_names=None):
         self.leaf_factor = tuple(leaf_factor)
         self.leaf_scope = tuple(map(tuple, leaf_scope))
         self.children = tuple(children)
-        self.seps = tuple(map(tuple, seps))
         self.sizes = dict(sizes)
         self.num_vars = num_vars
-        self.unshrunk = self.seps if unshrunk is seps else tuple(map(tuple, unshrunk))
         self._stats = None
+        self._bits = bits  # (names, leaf bits, sep bits, unshrunk sep bits), or None
+        self._root_names = root_names
+        # Given as bits only: the names are spelled out when first asked for (lowering).
+        self._seps = None if seps is None else tuple(map(tuple, seps))
+        self._unshrunk = (None if unshrunk is None else self._seps if unshrunk is seps
+                          else tuple(map(tuple, unshrunk)))
+
+    @property
+    def seps(self) -> tuple:
+        if self._seps is None:
+            names, _, seps, _ = self._bits
+            out = [_names_of(s, names) for s in seps]
+            out[-1] = self._root_names
+            self._seps = tuple(out)
+        return self._seps
+
+    @property
+    def unshrunk(self) -> tuple:
+        if self._unshrunk is None:
+            names, _, seps, unshrunk = self._bits
+            if unshrunk is seps:
+                self._unshrunk = self.seps
+            else:
+                out = [_names_of(s, names) for s in unshrunk]
+                out[-1] = self._root_names
+                self._unshrunk = tuple(out)
+        return self._unshrunk
 
     @property
     def root(self) -> int:
@@ -89,6 +115,55 @@ class JoinTree:
         return out
 
 
+def _sizer(names, sizes):
+    # [bits] -> [the product of the sizes of the names set in bits], by popcounts over one
+    # mask per distinct size (a network has few), so a cluster costs a few word operations.
+    classes: dict[int, int] = {}
+    for i, n in enumerate(names):
+        s = sizes[n]
+        if s != 1:
+            classes[s] = classes.get(s, 0) | (1 << i)
+    if len(classes) == 1:
+        ((s, m),) = classes.items()
+        return lambda many: [s ** (b & m).bit_count() for b in many]
+    pairs = tuple(classes.items())
+    return lambda many: [math.prod([s ** (b & m).bit_count() for s, m in pairs]) for b in many]
+
+
+def _weigher(names, sizes):
+    # bits -> a number ordered as the product of the sizes (with one size class, the count
+    # of names: s ** k is increasing in k), for comparing subtrees without the powers.
+    classes: dict[int, int] = {}
+    for i, n in enumerate(names):
+        s = sizes[n]
+        if s != 1:
+            classes[s] = classes.get(s, 0) | (1 << i)
+    if len(classes) == 1:
+        ((_, m),) = classes.items()
+        return lambda bits: (bits & m).bit_count()
+    pairs = tuple(classes.items())
+    return lambda bits: math.prod([s ** (bits & m).bit_count() for s, m in pairs])
+
+
+def _to_bits(scopes, index) -> list[int]:
+    out = []
+    for scope in scopes:
+        b = 0
+        for n in scope:
+            b |= 1 << index[n]
+        out.append(b)
+    return out
+
+
+def _names_of(bits: int, names) -> tuple:
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(names[low.bit_length() - 1])
+        bits ^= low
+    return tuple(out)
+
+
 def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     """``nodes`` (names of the replicated network), ``jointree_nodes``, ``max_rank`` (most
     names in a cluster), ``max_binary_rank`` (log2 of the largest cluster), the same two on
@@ -96,15 +171,20 @@ def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     ``flops`` (multiply-adds of the binary contractions and leaf sums), ``peak_bytes`` (most
     message bytes alive at once, executing in post-order), ``largest_cluster``."""
     sizes = tree.sizes
-    logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
-    clusters = tree.clusters()
-    weights = [sum(map(logs.__getitem__, c)) for c in clusters]
-    same = tree.unshrunk is tree.seps
-    old = clusters if same else tree.clusters(tree.unshrunk)
-    big = max(range(len(clusters)), key=lambda i: (weights[i], len(clusters[i])))
-    out = [math.prod(map(sizes.__getitem__, sep)) for sep in tree.seps]
-    flops = sum(math.prod(map(sizes.__getitem__, c)) for c in clusters)
-    total = sum(out)
+    if tree._bits is None:
+        names = tuple(sizes)
+        index = {n: i for i, n in enumerate(names)}
+        seps = _to_bits(tree.seps, index)
+        tree._bits = (names, _to_bits(tree.leaf_scope, index), seps,
+                      seps if tree._unshrunk is tree._seps else _to_bits(tree.unshrunk, index))
+    names, leaves, seps, unshrunk = tree._bits
+    size = _sizer(names, sizes)
+    clusters = _cluster_bits(tree.children, leaves, seps)
+    csizes = size(clusters)
+    ranks = [c.bit_count() for c in clusters]
+    _, _, big = max(zip(csizes, ranks, range(len(clusters))))
+    old = clusters if unshrunk is seps else _cluster_bits(tree.children, leaves, unshrunk)
+    out = size(seps)
     peak = live = 0
     for i, kids in enumerate(tree.children):
         live += out[i]
@@ -115,14 +195,19 @@ def tree_stats(tree: JoinTree, itemsize: int = 8) -> dict:
     return {
         "nodes": tree.num_vars, "leaves": len(tree.leaf_factor),
         "jointree_nodes": len(tree.children),
-        "max_rank": max(map(len, clusters)),
-        "max_binary_rank": round(weights[big], 6),
-        "unshrunk_max_rank": max(map(len, old)),
-        "unshrunk_max_binary_rank": round(weights[big] if same else
-                                          max(sum(map(logs.__getitem__, c)) for c in old), 6),
-        "total_size": total, "flops": 2 * flops, "peak_bytes": itemsize * peak,
-        "largest_cluster": {n: sizes[n] for n in clusters[big]},
+        "max_rank": max(ranks),
+        "max_binary_rank": round(math.log2(max(csizes[big], 1)), 6),
+        "unshrunk_max_rank": max(c.bit_count() for c in old),
+        "unshrunk_max_binary_rank": round(math.log2(max(
+            csizes[big] if old is clusters else max(size(old)), 1)), 6),
+        "total_size": sum(out), "flops": 2 * sum(csizes), "peak_bytes": itemsize * peak,
+        "largest_cluster": {n: sizes[n] for n in _names_of(clusters[big], names)},
     }
+
+
+def _cluster_bits(children, leaves, seps) -> list[int]:
+    return [seps[i] | seps[kids[0]] | seps[kids[1]] if kids else leaves[i]
+            for i, kids in enumerate(children)]
 
 
 def _topological(outs: dict) -> list[str]:
@@ -182,10 +267,6 @@ def replicate_functional(scopes, functional, eliminate):
     return leaf_factor, leaf_scope, leaf_out, original
 
 
-def _tree_weight(names, logs) -> float:
-    return sum(logs.get(n, 0.0) for n in names)
-
-
 def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: dict):
     """Join leaves into a binary tree following an elimination order: for each name, the
     subtrees mentioning it are joined, the two smallest (in their open names) first.
@@ -197,114 +278,133 @@ def tree_from_order(leaf_scope: Sequence[tuple], order: Sequence[str], sizes: di
         >>> tree_from_order([("a", "b"), ("b", "c"), ("c",)], ["a", "b", "c"], sizes)
         [(), (), (), (0, 1), (2, 3)]
     """
-    logs = {n: math.log2(max(s, 1)) for n, s in sizes.items()}
-    children = [()] * len(leaf_scope)
-    open_names = [frozenset(s) for s in leaf_scope]
-    holders: dict[str, set] = {}
+    names = tuple(dict.fromkeys(n for s in leaf_scope for n in s))
+    index = {n: i for i, n in enumerate(names)}
+    weight = _weigher(names, sizes)
+    n_leaves = len(leaf_scope)
+    children: list[tuple] = [()] * n_leaves
+    open_bits = _to_bits(leaf_scope, index)  # per subtree, its names not yet eliminated
+    up = list(range(n_leaves))  # union-find: each node's merged subtree (itself at a top)
+    holders: dict[str, list] = {}
     for i, scope in enumerate(leaf_scope):
         for n in scope:
-            holders.setdefault(n, set()).add(i)
-    active = set(range(len(leaf_scope)))
+            holders.setdefault(n, []).append(i)
+
+    def top_of(x: int) -> int:
+        root = x
+        while up[root] != root:
+            root = up[root]
+        while up[x] != root:
+            up[x], x = root, up[x]
+        return root
 
     def pair(a: int, b: int) -> int:
         node = len(children)
         children.append((a, b))
-        names = open_names[a] | open_names[b]
-        open_names.append(names)
-        active.difference_update((a, b))
-        active.add(node)
-        for n in names:
-            h = holders.get(n)
-            if h is not None:  # None: the name being eliminated
-                h.discard(a)
-                h.discard(b)
-                h.add(node)
+        open_bits.append(open_bits[a] | open_bits[b])
+        up.append(node)
+        up[a] = up[b] = node
         return node
 
-    def join(group) -> int:
-        group = sorted(group)
+    def join(group: list) -> int:
         if len(group) <= 2:  # chains and trees: no heap
             return group[0] if len(group) == 1 else pair(group[0], group[1])
-        heap = [(_tree_weight(open_names[t], logs), t) for t in group]
+        heap = [(weight(open_bits[t]), t) for t in group]
+        if len(heap) == 3:  # a binary tree's inner names: the heap's pairing, unrolled
+            (_, a), (_, b), last = sorted(heap)
+            node = pair(a, b)
+            first = (weight(open_bits[node]), node)
+            return pair(first[1], last[1]) if first < last else pair(last[1], first[1])
         heapq.heapify(heap)
         while len(heap) > 1:
             _, a = heapq.heappop(heap)
             _, b = heapq.heappop(heap)
             node = pair(a, b)
-            heapq.heappush(heap, (_tree_weight(open_names[node], logs), node))
+            heapq.heappush(heap, (weight(open_bits[node]), node))
         return heap[0][1]
 
     for name in order:
-        group = holders.pop(name, ())
-        if not group:
+        leaves = holders.pop(name, None)
+        if not leaves:
             continue
-        top = join(group)
-        open_names[top] = open_names[top] - {name}
-    if len(active) > 1 or not children:
-        join(active)
+        if len(leaves) == 2:  # a chain's names: two subtrees, or one already
+            a, b = top_of(leaves[0]), top_of(leaves[1])
+            top = a if a == b else pair(a, b) if a < b else pair(b, a)
+        else:
+            top = join(sorted({top_of(leaf) for leaf in leaves}))
+        open_bits[top] &= ~(1 << index[name])
+    tops = sorted({top_of(leaf) for leaf in range(n_leaves)})
+    if len(tops) > 1 or not children:
+        join(tops)
     return children
 
 
 def separators(children, leaf_scope, keep) -> list[frozenset]:
     """Per node, the names both below it and outside it (or kept); the root's: ``keep``.
 
-    A name's nodes are the paths from its leaves up to their lowest common ancestor (up to
-    and including the root for a kept name), so the work is the size of the separators,
-    not the depth of the tree times the names (chains of 1,000 factors stay linear).
+    Example:
+        >>> sorted(separators(((), (), (0, 1)), (("a", "b"), ("b",)), frozenset({"a"}))[0])
+        ['a', 'b']
     """
+    names = tuple(dict.fromkeys(n for s in leaf_scope for n in s))
+    index = {n: i for i, n in enumerate(names)}
+    keep_bits = _to_bits([[n for n in keep if n in index]], index)[0]
+    seps = separator_bits(children, _to_bits(leaf_scope, index), keep_bits)
+    return [frozenset(_names_of(s, names)) for s in seps]
+
+
+def separator_bits(children, leaves: list[int], keep: int) -> list[int]:
+    """``separators`` on bitsets: two linear passes, ``below(i)`` up the tree and
+    ``outside(c) = outside(i) | below(sibling)`` down it; ``sep(i) = below(i) & (outside(i)
+    | keep)``, so chains of 1,000 factors cost a few word operations per node."""
     n = len(children)
-    parent = [n] * n
-    for i, kids in enumerate(children):
-        for c in kids:
-            parent[c] = i
-    depth = [0] * n
-    for i in range(n - 2, -1, -1):
-        depth[i] = depth[parent[i]] + 1
-    holders: dict[str, list] = {}
-    for i, scope in enumerate(leaf_scope):
-        for name in scope:
-            holders.setdefault(name, []).append(i)
-    seps: list[set] = [set() for _ in range(n)]
-    root = n - 1
-    for name, leaves in holders.items():
-        if name in keep:
-            top = n  # above the root: the root keeps it
-        else:
-            top = leaves[0]
-            for b in leaves[1:]:
-                a = top
-                while a != b:
-                    if depth[a] < depth[b]:
-                        b = parent[b]
-                    else:
-                        a = parent[a]
-                top = a
-        for node in leaves:
-            while node != top and name not in seps[node]:
-                seps[node].add(name)
-                node = parent[node] if node != root else top
-    return [frozenset(s) for s in seps]
+    below = list(leaves) + [0] * (n - len(leaves))
+    for i in range(len(leaves), n):
+        a, b = children[i]
+        below[i] = below[a] | below[b]
+    outside = [0] * n
+    seps = [0] * n
+    for i in range(n - 1, -1, -1):
+        kids = children[i]
+        seps[i] = below[i] & (outside[i] | keep)
+        if kids:
+            a, b = kids
+            outside[a] = outside[i] | below[b]
+            outside[b] = outside[i] | below[a]
+    return seps
 
 
 def shrink_separators(children, seps, leaf_out, keep, sizes) -> list[frozenset]:
     """SHRINK_SEP (Figure 3): top down, drop a functional name with copies under both
     children from one child's separator, then keep in each child only what its sibling or
-    parent still needs."""
+    parent still needs.
+
+    Example:
+        >>> shrink_separators(((), (), (0, 1)), [{"x"}, {"x"}, set()], ["x", "x"], set(),
+        ...                   {"x": 2})
+        [frozenset(), frozenset(), frozenset()]
+    """
+    names = tuple(dict.fromkeys(n for s in seps for n in s))
+    names += tuple(n for n in dict.fromkeys(leaf_out) if n is not None and n not in names)
+    index = {n: i for i, n in enumerate(names)}
+    out_bits = [0 if o is None or o in keep else 1 << index[o] for o in leaf_out]
+    shrunk = shrink_bits(children, _to_bits(seps, index), out_bits, _sizer(names, sizes))
+    return [frozenset(_names_of(s, names)) for s in shrunk]
+
+
+def shrink_bits(children, seps: list[int], leaf_out: list[int], size) -> list[int]:
+    """``shrink_separators`` on bitsets (``leaf_out``: per leaf the bit of the name it is
+    functional for, 0 if none or kept; ``size``: [bits] -> [instantiations])."""
     seps = list(seps)
-    n_leaves = len(leaf_out)
-    fvars: list[frozenset] = []
-    weight: list[float] = []  # instantiations of the separators at or below a node
+    fvars: list[int] = []
+    weight = size(seps)  # then: instantiations of the separators at or below a node
     for i, kids in enumerate(children):
-        own = math.prod(sizes[n] for n in seps[i])
         if not kids:
-            out = leaf_out[i] if i < n_leaves else None
-            fvars.append(frozenset((out,)) if out is not None and out not in keep
-                         else frozenset())
-            weight.append(own)
+            fvars.append(leaf_out[i] if i < len(leaf_out) else 0)
         else:
             a, b = kids
             fvars.append(fvars[a] | fvars[b])
-            weight.append(own + weight[a] + weight[b])
+            weight[i] += weight[a] + weight[b]
     stack = [len(children) - 1]
     while stack:
         i = stack.pop()
@@ -314,9 +414,9 @@ def shrink_separators(children, seps, leaf_out, keep, sizes) -> list[frozenset]:
         shared = fvars[a] & fvars[b]
         if shared:
             c = a if weight[a] >= weight[b] else b
-            seps[c] = seps[c] - shared
-        seps[a] = seps[a] & (seps[b] | seps[i])
-        seps[b] = seps[b] & (seps[a] | seps[i])
+            seps[c] &= ~shared
+        seps[a] &= seps[b] | seps[i]
+        seps[b] &= seps[a] | seps[i]
         stack.extend((a, b))
     return seps
 
@@ -368,14 +468,25 @@ def _finish(replicated, order, names, sizes, keep, shrink) -> JoinTree:
     rep_sizes.update((r, sizes[x]) for r, x in original.items())
     children = tree_from_order(leaf_scope, order, rep_sizes)
     scope_back = [tuple(original.get(n, n) for n in s) for s in leaf_scope]
-    seps = separators(children, scope_back, keep)
-    unshrunk = seps
-    if shrink and any(out is not None for out in leaf_out):
-        seps = shrink_separators(children, seps, leaf_out, frozenset(keep), sizes)
-    rank = {n: i for i, n in enumerate(names)}
-    ordered = [tuple(sorted(s, key=rank.__getitem__)) for s in seps]
-    ordered[-1] = tuple(n for n in keep if n in seps[-1])
-    num_vars = len(names) + len(original) - len({original[r] for r in original})
-    old = ordered if seps is unshrunk else [tuple(sorted(s, key=rank.__getitem__))
-                                            for s in unshrunk]
-    return JoinTree(leaf_factor, scope_back, children, ordered, sizes, num_vars, old)
+    num_vars = len(names) + len(original) - len(set(original.values()))
+    return jointree_from_children(leaf_factor, scope_back, children, sizes, keep, names,
+                                  num_vars, leaf_out if shrink else None)
+
+
+def jointree_from_children(leaf_factor, leaf_scope, children, sizes, keep, names, num_vars,
+                           leaf_out=None) -> JoinTree:
+    """The ``JoinTree`` of a tree shape: its separators (on bitsets over ``names``, which
+    fixes the order of each message's names), shrunk when ``leaf_out`` names functional
+    leaves; the root's message lists ``keep`` in its order."""
+    names = tuple(names)
+    index = {n: i for i, n in enumerate(names)}
+    leaves = _to_bits(leaf_scope, index)
+    keep_bits = _to_bits([[n for n in keep if n in index]], index)[0]
+    unshrunk = separator_bits(children, leaves, keep_bits)
+    seps = unshrunk
+    if leaf_out is not None and any(out is not None for out in leaf_out):
+        out_bits = [0 if o is None or o in keep else 1 << index[o] for o in leaf_out]
+        seps = shrink_bits(children, unshrunk, out_bits, _sizer(names, sizes))
+    root = tuple(n for n in keep if n in index and seps[-1] >> index[n] & 1)
+    return JoinTree(leaf_factor, leaf_scope, children, None, sizes, num_vars, None,
+                    (names, leaves, seps, unshrunk), root)

@@ -43,6 +43,7 @@ class PairSpec(NamedTuple):
     out_shape: tuple  # the sizes of C + X + Y, one per name
     out_names: tuple  # C + X + Y
     flops: int
+    equation: str | None = None  # the same contraction as one einsum (None: over 52 names)
 
 
 def _perm(names: tuple, target: tuple) -> tuple | None:
@@ -78,7 +79,20 @@ def pair_spec(a_names: tuple, b_names: tuple, out_names, sizes: dict) -> PairSpe
     return PairSpec(a_sum, b_sum, _perm(a_keep, c + x + s), _perm(b_keep, c + s + y),
                     (size(c), size(x), size(s)), (size(c), size(s), size(y)),
                     tuple(sizes[n] for n in c + x + y), c + x + y,
-                    size(c) * size(x) * size(s) * size(y))
+                    size(c) * size(x) * size(s) * size(y),
+                    _equation(a_names, b_names, c + x + y))
+
+
+def _equation(a_names: tuple, b_names: tuple, out_names: tuple) -> str | None:
+    letters = {n: None for n in a_names + b_names}
+    if len(letters) > len(_LETTERS):
+        return None
+    letters = dict(zip(letters, _LETTERS))
+    return (f"{''.join(map(letters.get, a_names))},{''.join(map(letters.get, b_names))}"
+            f"->{''.join(map(letters.get, out_names))}")
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _sum(x, axes, log: bool):
@@ -107,6 +121,10 @@ def run_pair(spec: PairSpec, a, b, log: bool):
         >>> float(run_pair(spec, np.zeros(3), np.zeros(3), log=True))
         1.0986122886681098
     """
+    if not log and spec.equation is not None and not ops.is_concrete(a):
+        # Traced (under jax.jit): one einsum, whose dot the compiler lays out itself; the
+        # explicit permutes below cost copies there (benchmarks/compiled.py, "under jax.jit").
+        return ops.einsum(spec.equation, a, b)
     a = _sum(a, spec.a_sum, log)
     b = _sum(b, spec.b_sum, log)
     if spec.perm_a is not None:

@@ -81,7 +81,15 @@ def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
     todo = frozenset(eliminate)
     adj = _graph(scopes, names)
     alive = [n in todo for n in names]
-    # The cluster weight (log2 of its size) by popcounts over masks of equal-sized names.
+    order = _peel(adj, alive, names)
+    if any(alive):
+        order += _min_fill_rest(adj, alive, names, sizes)
+    return order
+
+
+def _min_fill_rest(adj: list[int], alive: list[bool], names: list[str], sizes) -> list[str]:
+    # What peeling left: a heap of (fill, weight, index) with lazy invalidation. The cluster
+    # weight (log2 of its size) by popcounts over masks of equal-sized names.
     classes: dict[float, int] = {}
     for i, n in enumerate(names):
         key = math.log2(max(sizes[n], 1))
@@ -93,7 +101,7 @@ def min_fill_order(scopes: Sequence[Iterable[str]], sizes: dict[str, int],
         weight = sum(w * (group & m).bit_count() for w, m in masks)
         return (_fill(adj, v), weight, v)
 
-    order = _peel(adj, alive, names)
+    order = []
     version = [0] * len(names)
     heap = [(*score(v), 0) for v in range(len(names)) if alive[v]]
     heapq.heapify(heap)

@@ -27,7 +27,7 @@ from funsor_core.algorithms.compiled.functional import Functional
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
     build_jointree,
-    separators,
+    jointree_from_children,
 )
 from funsor_core.algorithms.compiled.lowering import (
     SEMIRINGS,
@@ -43,6 +43,7 @@ from funsor_core.engine.cache import cached
 __all__ = ["Plan", "plan", "plan_structure", "METHODS"]
 
 METHODS = ("auto", "jointree", "opt_einsum", "cotengra")
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _AUTO_OPT_EINSUM = 64  # up to this many factors "auto" without functional factors asks opt_einsum
 
 _NO_COTENGRA = ("plan(method='cotengra') needs the optional package cotengra (with cotengrust "
@@ -72,6 +73,7 @@ class Plan:
         self.method = method
         self.runs = 0
         self._steps = self._final = None  # lowered on the first run: planning stays structural
+        self._einsums = False  # the traced lowering (``_lower_einsums``), on first use
 
     def _lower(self) -> None:
         # Per node, its array call: ("leaf", factor, axes) or ("pair", c1, c2, spec).
@@ -92,6 +94,38 @@ class Plan:
         self._final = None if final == tuple(range(len(final))) else final
         self._steps = tuple(steps)
 
+    def _lower_einsums(self):
+        # Per node one einsum from its inputs' names to its separator, in the separator's
+        # order (None where a node has more names than einsum has letters).
+        tree, equations = self.tree, []
+        for i, kids in enumerate(tree.children):
+            ins = [self.scopes[tree.leaf_factor[i]]] if not kids else [tree.seps[c] for c in kids]
+            letters = dict.fromkeys(n for names in ins for n in names)
+            if len(letters) > len(_LETTERS):
+                self._einsums = None
+                return None
+            letters = dict(zip(letters, _LETTERS))
+            equations.append(",".join("".join(map(letters.get, names)) for names in ins)
+                             + "->" + "".join(map(letters.get, tree.seps[i])))
+        final = tuple(tree.seps[-1].index(n) for n in self.output)
+        self._einsums = (tuple(equations), None if final == tuple(range(len(final))) else final)
+        return self._einsums
+
+    def _run_einsums(self, arrays: Sequence):
+        # Traced (under jax.jit), linear space: one einsum per node, whose dots the compiler
+        # lays out itself (benchmarks/compiled.py, "under jax.jit").
+        equations, final = self._einsums
+        tree, messages = self.tree, [None] * len(equations)
+        for i, (kids, eq) in enumerate(zip(tree.children, equations)):
+            if not kids:
+                messages[i] = ops.einsum(eq, arrays[tree.leaf_factor[i]])
+            else:
+                a, b = kids
+                messages[i] = ops.einsum(eq, messages[a], messages[b])
+                messages[a] = messages[b] = None
+        out = messages[-1]
+        return out if final is None else ops.permute(out, final)
+
     def stats(self) -> dict:
         """``nodes``, ``max_rank``, ``max_binary_rank``, ``flops``, ``peak_bytes`` and more:
         see ``jointree.tree_stats``.
@@ -107,6 +141,9 @@ class Plan:
         """Run on one array per factor (dims in each factor's order); the result's dims are
         ``output``. Only array calls: no term is built."""
         self.runs += 1
+        if not log and not all(map(ops.is_concrete, arrays)) and (
+                self._einsums or self._einsums is False and self._lower_einsums()):
+            return self._run_einsums(arrays)
         if self._steps is None:
             self._lower()
         messages = [None] * len(self._steps)
@@ -170,12 +207,8 @@ def _opt_einsum_tree(scopes, sizes, keep) -> JoinTree:
         live.append(len(children) - 1)
     if live[0] != len(children) - 1:  # the root must be the last node
         raise AssertionError("opt_einsum tree: root out of order")
-    seps = separators(children, scopes, frozenset(keep))
-    rank = {n: i for i, n in enumerate(sizes)}
-    ordered = [tuple(sorted(s, key=rank.__getitem__)) for s in seps]
-    ordered[-1] = tuple(n for n in keep if n in seps[-1])
-    return JoinTree(range(len(scopes)), scopes, children, ordered, sizes,
-                    len(sizes), ordered)
+    return jointree_from_children(range(len(scopes)), scopes, children, sizes, keep, sizes,
+                                  len(sizes))
 
 
 @cached("compiled.plans", maxsize=256)
@@ -232,7 +265,8 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
         factors: factors over Bint inputs; ``functional`` ones are replicated and used to
             shrink separators when ``method`` is "jointree" (or "auto" picks it).
         eliminate: the names summed out; every other input is kept, in order of appearance.
-        plates: not compiled yet (NotImplementedError); use ``fc.sum_product``.
+        plates: not planned from factors (NotImplementedError): compile a plated
+            ``sum_product`` built under ``lazy`` with ``fc.compile`` instead.
         method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
             "auto" path search) or "cotengra" (optional, when installed).
         memory_budget: bytes; a plan whose messages need more raises ``MemoryBudgetError``
@@ -248,8 +282,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
     """
     if plates:
         raise NotImplementedError(
-            f"plan(plates={set(plates)}): plated elimination is not compiled yet (issue 30); "
-            "fc.sum_product(sum_op, prod_op, factors, eliminate, plates) handles plates.")
+            f"plan(plates={set(plates)}): plan() takes no plates; build the plated "
+            "elimination under lazy, expr = fc.sum_product(sum_op, prod_op, factors, "
+            "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
     scopes, sizes, functional = _structure(factors)

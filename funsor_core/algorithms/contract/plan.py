@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import opt_einsum
 
 from funsor_core import ops
+from funsor_core.algorithms.compiled.cost import BUDGETS, check_intermediate
 from funsor_core.algorithms.contract.forest import FOREST_SEMIRINGS, plan_forest, run_forest
 from funsor_core.algorithms.contract.kernels import (
     ascii_equation,
@@ -49,6 +50,9 @@ __all__ = ["ContractionPlan", "plan_contraction", "plan_tensors", "plan_terms",
            "contraction_cost", "step_costs", "STEP_COST"]
 
 _MAX_PLANS = 1024
+# Plans whose largest intermediate is below this many entries skip the memory check unless
+# a ``memory_budget`` context is active (``compiled.cost``: free memory from 256 MiB).
+_UNCHECKED_ENTRIES = 1 << 25
 
 
 class _Shape:
@@ -77,7 +81,7 @@ class ContractionPlan:
     """
 
     __slots__ = ("operands", "output", "steps", "symbols", "sizes", "_letters", "_equations",
-                 "_scaled", "_log_specs", "_forest")
+                 "_scaled", "_log_specs", "_forest", "_peak", "_peak_step")
 
     def __init__(self, operands: tuple, output: tuple, steps: tuple, symbols: dict,
                  sizes: dict | None = None) -> None:
@@ -90,6 +94,8 @@ class ContractionPlan:
         operand_letters = tuple("".join(map(sym, names)) for names in operands)
         letter_steps = tuple((i, j, "".join(map(sym, keep))) for i, j, keep in steps)
         self._letters = (operand_letters, letter_steps, "".join(map(sym, output)))
+        self._peak = 0  # entries of the largest step result, and that step's letters
+        self._peak_step = ""
         self._equations = self._step_equations(operand_letters, letter_steps)
         # Whether a log-semiring run goes through linear space (algorithms.scaled): for two
         # or more pairwise steps, one exp per operand instead of one logsumexp per step. (A
@@ -166,6 +172,9 @@ class ContractionPlan:
                 equation = ascii_equation(union, lx, ly, keep)
             log_n = math.log(math.prod(size.get(c, 1) for c in union if c not in keep))
             out.append((equation, log_n))
+            entries = math.prod(size.get(c, 1) for c in keep)
+            if entries > self._peak:
+                self._peak, self._peak_step = entries, union
             letters.append(keep)
         return tuple(out)
 
@@ -184,6 +193,8 @@ class ContractionPlan:
         if len(arrays) != len(self.operands):
             raise ValueError(f"this plan contracts {len(self.operands)} operands, got "
                              f"{len(arrays)}")
+        if self._peak > _UNCHECKED_ENTRIES or BUDGETS:
+            self.check_memory(getattr(getattr(arrays[0], "dtype", None), "itemsize", 8))
         if len(arrays) == 2 and sum_op is ops.logaddexp and prod_op is ops.add:
             # One log-space step (each step of a plated elimination): its precomputed
             # broadcast, where it has one and its dims come out in the output's order.
@@ -209,6 +220,25 @@ class ContractionPlan:
             if result is not None:
                 return result
         return self._run_steps(sum_op, prod_op, items)
+
+    def check_memory(self, itemsize: int = 8) -> None:
+        """Raise ``MemoryBudgetError`` (naming the largest step's names) when the largest
+        intermediate of this plan is over the memory budget (``fc.memory_budget``, else the
+        free memory): ``run_arrays`` asks before contracting anything.
+
+        Example:
+            >>> plan = plan_contraction((("i", "j"), ("j", "k")), {"i": 64, "j": 2, "k": 64},
+            ...                         ("i", "k"))
+            >>> try:
+            ...     with fc.memory_budget(1024):
+            ...         plan.check_memory()
+            ... except fc.MemoryBudgetError as e:
+            ...     print(str(e)[:31])
+            this elimination needs 32.0 KiB
+        """
+        names = {v: k for k, v in self.symbols.items()}
+        cluster = {names[c]: self.sizes.get(names[c], 1) for c in self._peak_step}
+        check_intermediate(self._peak, cluster, itemsize)
 
     def _has_large_log_step(self) -> bool:
         # A pairwise step that kernels.pair would not compute by one small broadcast.
