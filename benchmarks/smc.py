@@ -8,8 +8,11 @@ Rows: time per run, and bias and standard deviation of log Z-hat against exact e
   numpy BAM-SIS-R of the same model (Algorithm 3, vectorized over particles).
 - HMM (4 states, 100 steps, random Dirichlet(1) transitions and emissions over 5 symbols, 100
   particles): ``hmm_smc`` (jax, jit; joint and adaptive schemes) against a hand-written numpy
-  bootstrap filter and a hand-written numpy fully adapted filter. The ``particles`` package is
-  not installed here, so its bootstrap filter has no row.
+  bootstrap filter and a hand-written numpy fully adapted filter, and the bootstrap filter of
+  the ``particles`` package (Chopin's; default settings: systematic resampling when the ESS
+  falls below N/2) where it imports. It is not a dependency: install it beside the venv with
+  ``pip install --no-deps --target DIR particles numba llvmlite joblib cloudpickle`` and set
+  ``PARTICLES_PATH=DIR``.
 - Figure 10 (``--only fig10``): PARAFAC (CP, ``r -> i1, i2, i3``) rank selection on a synthetic
   20x25x30 tensor of 500 tokens from rank 5 (a = 30): SMC's log-evidence (jax, joint scheme,
   without and with Gibbs rejuvenation moves) and the VB bound for R = 1..8; then the time
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -119,6 +123,46 @@ def numpy_adapted(li, la, lg, M, rng):
     return log_z
 
 
+def particles_bootstrap(li, la, lg, M):
+    """The bootstrap filter of the ``particles`` package on the same HMM, or None when it does
+    not import. Observations enter through their log likelihoods ``lg[t]`` (a distribution
+    whose ``logpdf`` returns them), so the filter sees exactly the model the other rows see."""
+    if os.environ.get("PARTICLES_PATH"):
+        sys.path.insert(0, os.environ["PARTICLES_PATH"])
+    try:
+        import particles
+        from particles import distributions as dists
+        from particles import state_space_models as ssm
+    except ImportError:
+        return None
+    p0, pa = np.exp(li), np.exp(la)
+
+    class Known(dists.ProbDist):
+        def __init__(self, w):
+            self.w = w
+
+        def logpdf(self, y):
+            return self.w
+
+    class HMM(ssm.StateSpaceModel):
+        def PX0(self):
+            return dists.Categorical(p=p0)
+
+        def PX(self, t, xp):
+            return dists.Categorical(p=pa[xp])
+
+        def PY(self, t, xp, x):
+            return Known(lg[t][x])
+
+    def run(s):
+        np.random.seed(s)  # particles draws from numpy's global generator
+        pf = particles.SMC(fk=ssm.Bootstrap(ssm=HMM(), data=list(range(len(lg)))), N=M)
+        pf.run()
+        return float(pf.logLt)
+
+    return run
+
+
 def _stats(fn, runs):
     """The values of ``runs`` runs and the fastest run's seconds (the machine is shared: the
     minimum is the least disturbed)."""
@@ -141,7 +185,7 @@ def _bam_rows(model, X, K, a, b, M):
 
 def _hmm_rows(li, la, lg, M, runs, np_runs):
     args = [jnp.asarray(v) for v in (li, la, lg)]
-    return {
+    rows = {
         "ours jax joint": (lambda s: float(hmm_smc(*args, M, rng_key=s).log_z), runs),
         "ours jax adaptive": (lambda s: float(hmm_smc(*args, M, rng_key=s,
                                                       scheme="adaptive").log_z), runs),
@@ -151,6 +195,10 @@ def _hmm_rows(li, la, lg, M, runs, np_runs):
         "numpy bootstrap": (lambda s: numpy_bootstrap(li, la, lg, M, np.random.default_rng(s)),
                             np_runs),
     }
+    peer = particles_bootstrap(li, la, lg, M)
+    if peer is not None:
+        rows["particles bootstrap"] = (peer, np_runs)
+    return rows
 
 
 def bench_bam(runs: int, M: int):
