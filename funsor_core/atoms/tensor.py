@@ -72,6 +72,7 @@ class Tensor(Funsor):
     __slots__ = ("data", "_ikey")
     fields = ("data", "inputs", "dtype")
     arrays = ("data",)
+    plain = ("inputs", "dtype")  # (name, Bint) pairs and a bound: no child terms to walk
     _atom = True
     sort_rank = 70
 
