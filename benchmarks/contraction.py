@@ -51,6 +51,8 @@ FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
                                "/root/.cache/funsor-core-clients/venv/bin/python")
 PEER = "--peer" in sys.argv
 if not PEER:
+    # This checkout's funsor_core, not whichever one the virtualenv installed.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import funsor_core as fc
     from funsor_core import ops
     from funsor_core.sum_product import sum_product
