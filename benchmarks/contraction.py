@@ -39,12 +39,23 @@ import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import json  # noqa: E402
+import subprocess  # noqa: E402
+
 import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
 
-import funsor_core as fc  # noqa: E402
-from funsor_core import ops  # noqa: E402
-from funsor_core.sum_product import sum_product  # noqa: E402
+# funsor 0.4.8's rows run in a subprocess of its own python (as overhead.py's), which times
+# funsor alone: ``--peer`` is that process, and it never imports funsor_core.
+FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
+                               "/root/.cache/funsor-core-clients/venv/bin/python")
+PEER = "--peer" in sys.argv
+if not PEER:
+    # This checkout's funsor_core, not whichever one the virtualenv installed.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import funsor_core as fc
+    from funsor_core import ops
+    from funsor_core.sum_product import sum_product
 
 DOMAIN = 4
 SIZES = (20, 100, 1000)
@@ -96,7 +107,7 @@ def interleaved(fns: dict, budget_us: float = 1e5, rounds: int = 7) -> dict:
 
 
 def close(a, b, what: str, rtol: float = 1e-6) -> None:
-    a, b = float(np.asarray(ops.to_numpy(a))), float(np.asarray(ops.to_numpy(b)))
+    a, b = (float(np.asarray(x.detach() if hasattr(x, "detach") else x)) for x in (a, b))
     if not np.isclose(a, b, rtol=rtol):
         raise AssertionError(f"{what}: {a} != {b}")
 
@@ -167,7 +178,6 @@ def tree_row(backend: str, n: int) -> dict:
 
     torch = peer("torch") if backend == "torch" else None
     pyro_log = peer("pyro.ops.einsum.torch_log") if torch is not None else None
-    funsor = peer("funsor")
     inputs, probs, parents = tree(n)
     eq = ",".join(inputs) + "->"
     convert = torch.tensor if torch is not None else np.asarray
@@ -232,16 +242,22 @@ def tree_row(backend: str, n: int) -> dict:
 
         close(pyro(), expected, f"pyro torch_log n={n}")
         row["pyro_log"] = timed(pyro)
-    if funsor is not None and n <= 100:
-        row["funsor"] = funsor_tree(funsor, backend, eq, inputs, l_arrays, expected)
+    if PEER_ROWS and n <= 100:
+        row["funsor"] = PEER_ROWS["trees"].get(f"{backend} {n}")
     if backend == "numpy":
         row["pgmpy"] = pgmpy_tree(inputs, probs, parents, expected)
     return row
 
 
-def funsor_tree(funsor, backend, eq, inputs, arrays, expected):
+def funsor_tree(funsor, backend, n):
+    """funsor 0.4.8's log-space ``einsum`` of the tree (in the ``--peer`` process)."""
     from collections import OrderedDict
 
+    inputs, probs, _ = tree(n)
+    eq = ",".join(inputs) + "->"
+    expected = np.log(float(opt_einsum.contract(eq, *probs)))
+    convert = __import__("torch").tensor if backend == "torch" else np.asarray
+    arrays = [convert(np.log(p)) for p in probs]
     funsor.set_backend(backend)
     ts = [funsor.Tensor(a, OrderedDict((c, funsor.Bint[DOMAIN]) for c in ins))
           for ins, a in zip(inputs, arrays)]
@@ -406,18 +422,25 @@ def plated_row(backend: str, size: tuple) -> dict:
     row = {"backend": backend + (" (jit)" if backend == "jax" else ""), "size": size}
     row.update(interleaved(runs))
     row["hand"] = min(row["hand_exact"], row["hand_shifted"])
-    funsor = peer("funsor")
-    if funsor is not None and backend in ("numpy", "torch"):
-        row["funsor"] = funsor_plated(funsor, backend, arrays, expected)
+    if PEER_ROWS and backend in ("numpy", "torch"):
+        row["funsor"] = PEER_ROWS["plated"].get(f"{backend} {size}")
     return row
 
 
-def funsor_plated(funsor, backend, arrays, expected):
+def funsor_plated(funsor, backend, size):
+    """funsor 0.4.8's plated log-space ``einsum`` (in the ``--peer`` process)."""
     from collections import OrderedDict
 
+    from scipy.special import logsumexp
+
+    d, ni, nj = size
+    prior, trans, obs = plated_arrays(size=size)
+    expected = logsumexp(logsumexp(trans + obs.sum(1)[:, None, :], axis=-1).sum(0) + prior)
+    convert = __import__("torch").tensor if backend == "torch" else np.asarray
+    arrays = [convert(x) for x in (prior, trans, obs)]
     funsor.set_backend(backend)
     names = ("z", "izx", "ijx")
-    sizes = {"z": PLATED_DOMAIN, "x": PLATED_DOMAIN, "i": PLATE_I, "j": PLATE_J}
+    sizes = {"z": d, "x": d, "i": ni, "j": nj}
     ts = [funsor.Tensor(a, OrderedDict((c, funsor.Bint[sizes[c]]) for c in ns))
           for ns, a in zip(names, arrays)]
     log_backend = "pyro.ops.einsum.torch_log" if backend == "torch" else \
@@ -439,7 +462,44 @@ def fmt(value, base=None) -> str:
     return f"{value / 1e3:9.3f} ({value / base:5.2f}x)"
 
 
+def peer_main() -> dict:
+    """funsor 0.4.8's rows, printed as one line of JSON (the ``--peer`` process)."""
+    funsor = peer("funsor")
+    out: dict = {"trees": {}, "plated": {}}
+    for backend in ("numpy", "torch"):
+        if backend == "torch":
+            __import__("torch").set_num_threads(1)
+        for n in SIZES[:2]:
+            out["trees"][f"{backend} {n}"] = funsor_tree(funsor, backend, n)
+        for size in PLATED_SIZES:
+            out["plated"][f"{backend} {size}"] = funsor_plated(funsor, backend, size)
+    print(json.dumps(out))
+    return out
+
+
+def peer_rows() -> dict | None:
+    """funsor 0.4.8's times from a subprocess of ``FUNSOR_PYTHON``; None if it is absent."""
+    if not os.path.exists(FUNSOR_PYTHON):
+        return None
+    args = [FUNSOR_PYTHON, os.path.abspath(__file__), "--peer"] + (
+        ["--cpu"] if "--cpu" in sys.argv else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800,
+                          cwd=os.path.dirname(os.path.abspath(__file__)))
+    if done.returncode:
+        print("funsor 0.4.8 failed:", done.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+PEER_ROWS: dict | None = None
+
+
 def main() -> dict:
+    global PEER_ROWS
+    if PEER:
+        return peer_main()
+    PEER_ROWS = peer_rows()
     result = {"trees": [], "plated": []}
     print("Tree-shaped network, domain 4, milliseconds per call (our Tensors built in the call; "
           "'arrays': einsum of the arrays); ratios to opt_einsum with a precomputed path on the "
@@ -448,7 +508,7 @@ def main() -> dict:
     print(f"{'backend':>8} {'n':>5} {'opt_einsum':>10} {'oe numpy':>10} {'levels':>10} "
           f"{'einsum log':>19} {'einsum arrays':>19} {'sum_product':>19} "
           f"{'apply_optimizer':>19} {'einsum linear':>19} {'pyro torch_log':>19} "
-          f"{'pgmpy VE':>19}")
+          f"{'pgmpy VE':>19} {'funsor 0.4.8':>19}")
     for backend in ("numpy", "torch"):
         if backend == "torch" and peer("torch") is None:
             continue
@@ -460,7 +520,8 @@ def main() -> dict:
                   f"{fmt(row['log'], base):>19} {fmt(row['arrays'], base):>19} "
                   f"{fmt(row['sum_product'], base):>19} "
                   f"{fmt(row['optimizer'], base):>19} {fmt(row['linear'], base):>19} "
-                  f"{fmt(row.get('pyro_log'), base):>19} {fmt(row.get('pgmpy'), base):>19}",
+                  f"{fmt(row.get('pyro_log'), base):>19} {fmt(row.get('pgmpy'), base):>19} "
+                  f"{fmt(row.get('funsor'), base):>19}",
                   flush=True)
     print()
     print("Plated model (z global, x in plate i, observations in plates i x j), milliseconds "

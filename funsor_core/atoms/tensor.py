@@ -14,11 +14,9 @@ Example:
 from __future__ import annotations
 
 import copy
-import operator
-
-import numpy as np
 
 from funsor_core import ops
+from funsor_core.atoms.tensor_checks import KNOWN_INPUTS, check_dtype, check_tensor_args
 from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's names live here too)
     REDUCE_OP_TO_NUMERIC,
     Einsum,
@@ -42,19 +40,6 @@ __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array"
            "numeric_array", "tensordot", "fold_axes", "null_set_product",
            "null_set_mul"]
 
-_SHAPE_MISMATCH = (
-    "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
-    "the inputs' sizes {sizes}, followed by the output shape.\n"
-    "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
-)
-
-_FLOAT_BINT = (
-    "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
-    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
-    "or leave dtype='real' for real values."
-)
-
-
 def is_array(x) -> bool:
     """Whether ``x`` is an array of a loaded backend.
 
@@ -65,12 +50,9 @@ def is_array(x) -> bool:
     return is_array_type(type(x))
 
 
-def _as_inputs(inputs) -> tuple:
-    if inputs is None:
-        return ()
-    if isinstance(inputs, dict):
-        return tuple(inputs.items())
-    return tuple(inputs)
+# (dtype, output shape) -> Domain, for Tensors built by their constructor.
+_OUTPUTS_CACHE = FastCache("tensor.outputs", 4096)
+_OUTPUTS = _OUTPUTS_CACHE.data
 
 
 class Tensor(Funsor):
@@ -90,56 +72,50 @@ class Tensor(Funsor):
     __slots__ = ("data", "_ikey")
     fields = ("data", "inputs", "dtype")
     arrays = ("data",)
+    plain = ("inputs", "dtype")  # (name, Bint) pairs and a bound: no child terms to walk
     _atom = True
     sort_rank = 70
 
     @classmethod
     def _prepare(cls, data, inputs=None, dtype="real"):
-        if not is_array(data):
-            module = backend_module()
-            if (dtype == "real" and isinstance(data, np.floating)
-                    and isinstance(data, module.ARRAY_TYPES)):
-                data = module.asarray(data)  # a numpy float32 scalar stays float32 on numpy
-            else:
-                data = module.asarray(data, "real" if dtype == "real" else "int")
-        inputs = _as_inputs(inputs)
-        if isinstance(dtype, Domain):
-            dtype = dtype.dtype
-        shape = tuple(data.shape)
-        n = len(inputs)
-        for name, domain in inputs:
-            if not isinstance(name, str) or not isinstance(domain, Domain):
-                raise TypeError(f"Tensor inputs map names to domains, got {name!r}: {domain!r}")
-            if domain.dtype == "real" or domain.shape:
-                raise DomainError(f"Tensor input '{name}' must be a Bint[n], got {domain}; real "
-                                  "inputs belong to Gaussian or lazy terms")
-        sizes = tuple(d.dtype for _, d in inputs)
-        if shape[:n] != sizes or len(shape) < n:
-            raise DomainError(_SHAPE_MISMATCH.format(shape=shape, inputs=dict(inputs),
-                                                     sizes=sizes))
-        if len({name for name, _ in inputs}) != n:
-            raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
-        if dtype != "real":
-            if not isinstance(dtype, int) and hasattr(dtype, "__index__"):
-                # A 0-d integer array as the bound (a size read under torch.jit.trace), as
-                # Bint[...] accepts one.
-                dtype = operator.index(dtype)
-            if isinstance(dtype, bool) or not isinstance(dtype, int):
-                raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
-            if ops.is_floating(data):
-                raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
-        return data, inputs, dtype
+        # The common case, checked in one dict lookup: an array of a loaded backend and a
+        # mapping of inputs seen before (then already validated, its key tuple interned, so
+        # that rules compare input signatures with ``is``); only the shape is compared.
+        if is_array_type(type(data)) and (inputs is None or isinstance(inputs, dict)):
+            try:
+                known = KNOWN_INPUTS.get(tuple(inputs.items()) if inputs else ())
+            except TypeError:  # an unhashable domain: the full check names it
+                known = None
+            if known is not None:
+                ikey, sizes = known
+                if data.shape[:len(sizes)] == sizes:
+                    if type(dtype) is str and dtype == "real":
+                        return data, ikey, dtype
+                    return data, ikey, check_dtype(data, dtype)
+        return check_tensor_args(data, inputs, dtype)
 
     @staticmethod
     def _cons_key(args):
         data, inputs, dtype = args
         return (id(data), inputs, dtype)
 
-    def _setup(self):
-        data, inputs, dtype = self._args
+    def _init(self, data, inputs, dtype) -> None:
+        # Term._init and _setup in one frame: a Tensor is built per factor of every model.
+        self._args = (data, inputs, dtype)
+        self.data = data
         self._ikey = inputs
         self.inputs = dict(inputs)
-        self.output = Domain(dtype, tuple(data.shape[len(inputs):]))
+        shape = data.shape
+        n = len(inputs)
+        # Output domains by (dtype, output shape), so that no Domain is built per Tensor.
+        key = (dtype, shape[n:] if len(shape) > n else ())
+        output = _OUTPUTS.get(key)
+        if output is None:
+            output = _OUTPUTS_CACHE.put(key, Domain(dtype, tuple(key[1])))
+        self.output = output
+
+    def _setup(self):
+        self._init(*self._args)
 
     @classmethod
     def make(cls, data, inputs: dict, dtype="real", ikey: tuple | None = None,

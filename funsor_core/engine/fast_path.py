@@ -11,6 +11,11 @@ wrapping construction, no debug log) and the first of them registered an impleme
 ``kind``. A user rule registered ahead of the built-in one, ``lazy``, a tape, or the debug log
 thus turn the fast path off, and the terms are built again.
 
+The eager operators (``f + g``, ``f(i=0)``, ``f.reduce(op, "i")``) take the same guard per
+call through ``eager_rules``: when building their term would only call its rules, they make
+the checks of the term's ``_prepare`` and call the rules themselves, skipping the constructor
+and the interpreter's frames; the rules (and so every interpretation's semantics) are the same.
+
 This is the only place that decides whether a fast path may run; callers never inspect
 ``rules[0]`` themselves.
 
@@ -35,9 +40,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from funsor_core.engine.interpreter import Interpretation, get_interpretation
+from funsor_core.engine.cons import build
+from funsor_core.engine.interpreter import _DEFAULT, _STATE, Interpretation, get_interpretation
 
-__all__ = ["array_program", "builds_as_is", "fast_path", "register_array_program"]
+__all__ = ["array_program", "builds_as_is", "eager_rules", "fast_path",
+           "register_array_program", "run_rules"]
 
 # rule function -> {kind: array implementation}. A registry, not a cache: one entry per rule
 # that declares an implementation, never evicted.
@@ -111,3 +118,51 @@ def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:
         True
     """
     return (interp or get_interpretation()).direct_rules(key) == ()
+
+
+_MISSING = object()
+
+
+def eager_rules(key: tuple) -> tuple | None:
+    """``direct_rules(key)`` of the active interpretation, cached per instance and type key
+    (resolved once, then one dict lookup): the rules that building a term of dispatch key
+    ``key`` would call, in order, when that is all it would do; None or ``()`` otherwise.
+
+    A caller holding arguments that passed the term's ``_prepare`` unchanged may call the
+    rules in order and, when all decline, build the term with its constructor (which tries
+    them again). Classes whose dispatch looks inside tuples (``_deep_key``) get None.
+
+    Example:
+        >>> from interpretations import exact, lazy
+        >>> key = (fc.Binary, type(ops.add), fc.Tensor, fc.Tensor)
+        >>> rules = eager_rules(key)
+        >>> with lazy:
+        ...     lazy_rules = eager_rules(key)
+        >>> rules[0].__name__, rules is exact.direct_rules(key), lazy_rules
+        ('exact_binary_tensor_tensor', True, ())
+    """
+    state = _STATE.get(None)
+    interp = _DEFAULT[0] if state is None else state[0]
+    rules = interp._direct.get(key, _MISSING)
+    if rules is _MISSING:
+        rules = None if key[0]._deep_key else interp.direct_rules(key)
+        interp._direct_box.put(key, rules)
+    return rules
+
+
+def run_rules(rules: tuple, cls: type, args: tuple) -> Any:
+    """Build ``cls(*args)`` as the interpreter does for a type key whose ``eager_rules`` are
+    ``rules``: the first rule's result that is not None, else the term as it is (cons-hashed).
+    ``args`` must be what the class's ``_prepare`` returns for them.
+
+    Example:
+        >>> x = fc.Tensor(np.arange(2.0), {"i": fc.Bint[2]})
+        >>> rules = eager_rules((fc.Unary, type(ops.exp), fc.Tensor))
+        >>> run_rules(rules, fc.Unary, (ops.exp, x)).data
+        array([1.        , 2.71828183])
+    """
+    for rule in rules:
+        result = rule(*args)
+        if result is not None:
+            return result
+    return build(cls, args)

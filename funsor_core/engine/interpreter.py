@@ -49,6 +49,7 @@ from multipledispatch import Dispatcher
 from multipledispatch.utils import expand_tuples
 
 from funsor_core.engine.cache import CacheFamily, FastCache
+from funsor_core.engine.cons import _hashable, build  # noqa: F401  (re-exported)
 from funsor_core.engine.patterns import (
     MAX_CACHE,
     Tuple,
@@ -75,6 +76,7 @@ def set_debug(on: bool = True) -> None:
         >>> set_debug(False)
     """
     _DEBUG[0] = bool(on)
+    _clear_all_caches()  # the cached direct_rules answers depend on the switch
     if on:
         logging.basicConfig()
         _LOG.setLevel(logging.DEBUG)
@@ -162,6 +164,9 @@ class Interpretation:
         self.base = None if self.fallback is ENTERED else self.fallback
         self._cache_box: FastCache = _DISPATCH.new()
         self._cache: dict = self._cache_box.data  # read directly; written through the box
+        # direct_rules per type key (engine/fast_path.py ``eager_rules``), cleared with _cache.
+        self._direct_box: FastCache = _DISPATCH.new()
+        self._direct: dict = self._direct_box.data
         self._entered: list = []
         self._dependents: weakref.WeakSet = weakref.WeakSet()
 
@@ -468,6 +473,7 @@ def _clear_dependents(interp: Interpretation) -> None:
             continue
         seen.add(id(x))
         x._cache.clear()
+        x._direct.clear()
         stack.extend(x._dependents)
         x._dependents = weakref.WeakSet()
 
@@ -482,64 +488,7 @@ def _short(term: Any) -> str:
     return text if len(text) < 200 else text[:197] + "..."
 
 
-# -- reflect: build the term as it is, cons-hashed ----------------------------------------------
-# The cons-hash table of terms, one weak map per term class. Not a registered cache: an entry
-# lives exactly as long as its term, and clearing it would make an equal term built later a
-# different object (``is`` between terms is what rules and plans key on).
-_CONS: dict[type, weakref.WeakValueDictionary] = {}
-
-
-def _hashable(arg: Any) -> Any:
-    typ = type(arg)
-    if typ is str or typ is frozenset:
-        return arg
-    if typ is tuple:
-        return tuple(map(_hashable, arg))
-    if typ in (int, float, bool):
-        return (typ, arg)
-    if typ is dict:
-        return tuple((k, _hashable(v)) for k, v in arg.items())
-    try:
-        hash(arg)
-    except TypeError:
-        return (typ, id(arg))
-    if getattr(typ, "_is_funsor", False) or not _plain_hashable(typ):
-        return (typ, id(arg))
-    return arg
-
-
-_PLAIN = FastCache("engine.plain_hashable", MAX_CACHE)  # per argument type
-
-
-def _plain_hashable(typ: type) -> bool:
-    # Objects hashed by value (domains, ops, None) are keys themselves; anything whose __eq__
-    # is not a plain equality (arrays, funsors) is keyed by identity.
-    result = _PLAIN.data.get(typ)
-    if result is None:
-        result = typ.__eq__ is object.__eq__ or typ.__module__ in (
-            "builtins", "funsor_core.domains")
-        _PLAIN.put(typ, result)
-    return result
-
-
-def build(cls: type, args: tuple) -> Any:
-    """Build ``cls(*args)`` with no rewriting, cons-hashed by argument identity.
-
-    Only the interpreter calls this (it is what ``reflect`` does); rules build terms with
-    the constructors, so the active interpretation sees every term.
-    """
-    key = cls._cons_key(args) if cls._cons_key is not None else tuple(map(_hashable, args))
-    cache = _CONS.get(cls)
-    if cache is None:
-        cache = _CONS[cls] = weakref.WeakValueDictionary()
-    obj = cache.get(key)
-    if obj is None:
-        obj = object.__new__(cls)
-        obj._init(*args)
-        cache[key] = obj
-    return obj
-
-
+# -- reflect: build the term as it is, cons-hashed (engine/cons.py) ------------------------------
 reflect = Interpretation("reflect")
 
 _STATE: contextvars.ContextVar = contextvars.ContextVar("funsor_core_interpretation")

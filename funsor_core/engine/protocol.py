@@ -183,6 +183,7 @@ class Term(metaclass=FunsorMeta):
             fields = ("op", "arg", "reduced_vars")   # constructor args, stored as attributes
             binds = ("reduced_vars",)                # fields naming variables bound inside
             arrays = ()                              # fields holding backend arrays
+            plain = ()                               # fields never holding terms
 
     and defines ``_prepare`` (normalize and check the arguments; runs at construction under
     every interpretation) and ``_setup`` (compute ``inputs`` and ``output`` and any derived
@@ -200,6 +201,7 @@ class Term(metaclass=FunsorMeta):
     fields: tuple[str, ...] = ()
     binds: tuple[str, ...] = ()
     arrays: tuple[str, ...] = ()
+    plain: tuple[str, ...] = ()  # fields that never hold terms (names, domains): not walked
     _cons_key = None
     _stash = None  # True where _prepare fills pending_setup(); see FunsorMeta.__call__
     _is_funsor = True
@@ -239,7 +241,7 @@ class Term(metaclass=FunsorMeta):
         slots -= _RESERVED
         cls._slot_names = frozenset(slots)
         pos = {name: i for i, name in enumerate(cls.fields)}
-        for group in ("binds", "arrays"):
+        for group in ("binds", "arrays", "plain"):
             unknown = set(getattr(cls, group)) - pos.keys()
             if unknown:
                 raise TypeError(f"{cls.__name__}.{group} names {sorted(unknown)}, which are "
@@ -248,8 +250,9 @@ class Term(metaclass=FunsorMeta):
         cls._derived = tuple(sorted(slots - set(cls.fields)))
         cls._bind_pos = tuple(pos[f] for f in cls.binds)
         cls._leaf_args = tuple(pos[f] for f in cls.arrays) if cls.arrays else None
-        # Where child terms may sit: every field but the arrays (see ``children``).
-        cls._kid_pos = tuple(i for i, f in enumerate(cls.fields) if f not in cls.arrays)
+        # Where child terms may sit: every field but the arrays and the plain ones (``children``).
+        cls._kid_pos = tuple(i for i, f in enumerate(cls.fields)
+                             if f not in cls.arrays and f not in cls.plain)
         announce_term_class(cls)
 
     # -- derived protocol: pytrees and pickling ------------------------------------------------

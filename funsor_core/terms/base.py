@@ -19,6 +19,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.engine.cache import FastCache
+from funsor_core.engine.fast_path import eager_rules, run_rules
 from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
     FunsorMeta,
@@ -138,8 +139,12 @@ class Funsor(Term):
                     return self
                 if type(v) is int:  # a Bint Number built before, without to_funsor's call
                     number = _BINT_NUMBERS.data.get((v, domain))
-                    if number is not None:
-                        return Subs(self, ((k, number),))
+                    if number is not None and number.output is domain:
+                        # Subs._prepare keeps these args as they are: run the rules directly.
+                        subs = ((k, number),)
+                        rules = eager_rules((Subs, type(self), tuple))
+                        return (run_rules(rules, Subs, (self, subs)) if rules
+                                else Subs(self, subs))
                 return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
             pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
@@ -173,6 +178,12 @@ class Funsor(Term):
         names, absent = split_reduced_vars(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
             return reduce_moment(self, op, names)
+        if names and not absent and op in ops.REDUCE_OPS:
+            # Reduce._prepare's checks have passed (a reduction op, input names): when the
+            # interpretation only runs its rules, run them directly.
+            rules = eager_rules((Reduce, type(op), type(self), frozenset))
+            if rules:
+                return run_rules(rules, Reduce, (op, self, names))
         result = Reduce(op, self, names) if names else self
         return reduce_constant(result, op, absent) if absent else result
 
@@ -225,15 +236,41 @@ class Funsor(Term):
 
 # Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
 def _binary_method(op, reflected: bool):
-    # A funsor operand skips to_funsor's call: this is the hot path of every eager op.
-    if reflected:
-        def method(self, other):
-            return Binary(op, other if isinstance(other, Funsor) else to_funsor(other), self)
-    else:
-        def method(self, other):
-            return Binary(op, self, other if isinstance(other, Funsor) else to_funsor(other))
+    # The hot path of every eager op. A funsor operand skips to_funsor's call; when the
+    # interpretation would only run its rules (engine/fast_path.py), Binary._prepare's checks
+    # are made here and the rules run directly, without the constructor's and interpreter's
+    # frames: the same rules, the same errors, the same term.
+    op_type = type(op)
+
+    def method(self, other):
+        if not isinstance(other, Funsor):
+            other = to_funsor(other)
+        lhs, rhs = (other, self) if reflected else (self, other)
+        rules = eager_rules((Binary, op_type, type(lhs), type(rhs)))
+        if not rules:
+            return Binary(op, lhs, rhs)
+        binary_domains(op, lhs, rhs)
+        return run_rules(rules, Binary, (op, lhs, rhs))
+
     method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
     return method
+
+
+def binary_domains(op, lhs, rhs) -> tuple:
+    """``(inputs, output)`` of ``Binary(op, lhs, rhs)``: Binary's checks, raising on inputs
+    of one name with two domains or outputs that do not broadcast.
+
+    Example:
+        >>> x = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+        >>> binary_domains(ops.add, x, fc.Number(1.0))
+        ({'i': Bint[2]}, Real)
+    """
+    inputs = lhs.inputs
+    if inputs is not rhs.inputs and inputs != rhs.inputs:  # (equal: the common case)
+        inputs = merge_inputs(inputs, rhs.inputs, op.name)
+    output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
+              if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
+    return inputs, output
 
 
 def _reduction_method(op, default_axis=None):
@@ -244,8 +281,13 @@ def _reduction_method(op, default_axis=None):
 
 
 def _unary_method(op):
+    op_type = type(op)
+
     def method(self):
-        return Unary(op, self)
+        # Unary has no checks of its own: the rules run directly (see _binary_method).
+        rules = eager_rules((Unary, op_type, type(self)))
+        return run_rules(rules, Unary, (op, self)) if rules else Unary(op, self)
+
     method.__doc__ = f"``ops.{op.name}`` elementwise."
     return method
 
@@ -387,11 +429,7 @@ class Binary(Funsor):
         # Check here, under every interpretation, so a lazy term cannot hide a mistake. The
         # inputs and output computed for the check are kept for _setup (a term built right
         # after, from these very arguments, reuses them instead of computing them again).
-        inputs = lhs.inputs
-        if inputs is not rhs.inputs and inputs != rhs.inputs:  # (equal: the common case)
-            inputs = merge_inputs(inputs, rhs.inputs, op.name)
-        output = (ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
-                  if type(rhs) is Number else ops.infer_domain(op, lhs.output, rhs.output))
+        inputs, output = binary_domains(op, lhs, rhs)
         (pending_slot(None) or pending_setup())[0] = (op, lhs, rhs, inputs, output)
         return op, lhs, rhs
 

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from funsor_core.engine.fast_path import eager_rules
 from funsor_core.engine.protocol import children
 from funsor_core.terms.base import Funsor, Subs, Variable
 
@@ -55,11 +56,17 @@ def reinterpret(expr: Any) -> Any:
         if id(node) in memo:
             stack.pop()
             continue
-        pending = [c for c in children(node) if id(c) not in memo]
+        kids = children(node)
+        pending = [c for c in kids if id(c) not in memo]
         if pending:
             stack.extend(pending)
             continue
         stack.pop()
+        if not kids and eager_rules((type(node), *map(type, node._args))) == ():
+            # A leaf (a Tensor, a Variable) that no rule, hook or tape would see is built
+            # again as it is: keep it (apply_optimizer's three passes rebuilt every leaf).
+            memo[id(node)] = node
+            continue
         memo[id(node)] = type(node)(*map_args(node._args, lambda c: memo[id(c)]))
     return memo[id(expr)]
 

@@ -1,0 +1,116 @@
+"""The checks of a Tensor's constructor arguments, with their errors.
+
+``check_tensor_args`` runs every check; input signatures it has validated are remembered in
+``KNOWN_INPUTS``, so that ``Tensor._prepare`` validates a mapping of inputs seen before with
+one dict lookup, and compares only the data's shape with the inputs' sizes. The interned key
+tuple it returns is shared by every Tensor of that signature, so rules compare signatures with
+``is`` before ``==``.
+
+Example:
+    >>> data, ikey, dtype = check_tensor_args(np.zeros((2, 3)), {"i": fc.Bint[2]}, "real")
+    >>> ikey, dtype, KNOWN_INPUTS[ikey][1]
+    ((('i', Bint[2]),), 'real', (2,))
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.domains import Domain
+from funsor_core.engine.backend import backend_module
+from funsor_core.engine.cache import FastCache
+from funsor_core.ops.op import is_array_type
+from funsor_core.terms.inputs import DomainError
+
+__all__ = ["KNOWN_INPUTS", "check_dtype", "check_tensor_args"]
+
+_SHAPE_MISMATCH = (
+    "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
+    "the inputs' sizes {sizes}, followed by the output shape.\n"
+    "For example Tensor(np.zeros((2, 3)), {{'i': Bint[2]}}) has output Reals[3]."
+)
+
+_FLOAT_BINT = (
+    "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
+    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
+    "or leave dtype='real' for real values."
+)
+
+# Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
+# Bounded: a loop over fresh names makes fresh keys; an evicted one is checked again.
+_KNOWN_CACHE = FastCache("tensor.known_inputs", 4096)
+KNOWN_INPUTS = _KNOWN_CACHE.data  # read directly on the hot path
+
+
+def check_tensor_args(data, inputs, dtype) -> tuple:
+    """``(data, ikey, dtype)`` of a Tensor, normalized, or the error naming what is wrong:
+    data converted to an array of the active backend, inputs as an interned tuple of
+    ``(name, Bint[n])`` pairs whose sizes lead the data's shape, dtype ``"real"`` or an int.
+
+    Example:
+        >>> check_tensor_args(np.zeros(3), {"i": fc.Bint[2]}, "real")
+        Traceback (most recent call last):
+        ...
+        funsor_core.terms.inputs.DomainError: Tensor data of shape (3,) does not match ...
+        For example Tensor(np.zeros((2, 3)), {'i': Bint[2]}) has output Reals[3].
+    """
+    if not is_array_type(type(data)):
+        module = backend_module()
+        if (dtype == "real" and isinstance(data, np.floating)
+                and isinstance(data, module.ARRAY_TYPES)):
+            data = module.asarray(data)  # a numpy float32 scalar stays float32 on numpy
+        else:
+            data = module.asarray(data, "real" if dtype == "real" else "int")
+    inputs = _as_inputs(inputs)
+    shape = tuple(data.shape)
+    n = len(inputs)
+    for name, domain in inputs:
+        if not isinstance(name, str) or not isinstance(domain, Domain):
+            raise TypeError(f"Tensor inputs map names to domains, got {name!r}: {domain!r}")
+        if domain.dtype == "real" or domain.shape:
+            raise DomainError(f"Tensor input '{name}' must be a Bint[n], got {domain}; real "
+                              "inputs belong to Gaussian or lazy terms")
+    sizes = tuple(d.dtype for _, d in inputs)
+    if shape[:n] != sizes or len(shape) < n:
+        raise DomainError(_SHAPE_MISMATCH.format(shape=shape, inputs=dict(inputs),
+                                                 sizes=sizes))
+    if len({name for name, _ in inputs}) != n:
+        raise DomainError(f"Tensor inputs repeat a name: {[name for name, _ in inputs]}")
+    if all(type(name) is str for name, _ in inputs):  # (a str subclass is not a key)
+        known = KNOWN_INPUTS.get(inputs)
+        if known is None:
+            known = _KNOWN_CACHE.put(inputs, (inputs, sizes))
+        inputs = known[0]
+    return data, inputs, check_dtype(data, dtype)
+
+
+def check_dtype(data, dtype):
+    """``"real"``, or the int bound ``n`` of integer ``data`` (values ``0 .. n-1``).
+
+    Example:
+        >>> check_dtype(np.arange(3), fc.Bint[3]), check_dtype(np.zeros(2), "real")
+        (3, 'real')
+    """
+    if isinstance(dtype, Domain):
+        dtype = dtype.dtype
+    if dtype != "real":
+        if not isinstance(dtype, int) and hasattr(dtype, "__index__"):
+            # A 0-d integer array as the bound (a size read under torch.jit.trace), as
+            # Bint[...] accepts one.
+            dtype = operator.index(dtype)
+        if isinstance(dtype, bool) or not isinstance(dtype, int):
+            raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
+        if ops.is_floating(data):
+            raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
+    return dtype
+
+
+def _as_inputs(inputs) -> tuple:
+    if inputs is None:
+        return ()
+    if isinstance(inputs, dict):
+        return tuple(inputs.items())
+    return tuple(inputs)

@@ -1,0 +1,92 @@
+"""The cons-hash table: terms built as they are (what ``reflect`` does), shared by identity.
+
+Two constructions with the same class and the same arguments (arrays and terms by identity,
+names, domains and ops by value) give the same object while it lives.
+
+Example:
+    >>> x = fc.Variable("cons_x", fc.Real)
+    >>> build(fc.Variable, ("cons_x", fc.Real)) is x
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any
+
+from funsor_core.engine.cache import FastCache
+from funsor_core.engine.patterns import MAX_CACHE
+
+__all__ = ["build"]
+
+# The cons-hash table of terms, one map per term class from a term's key to a weak reference
+# to it. Not a registered cache: an entry lives exactly as long as its term, and clearing it
+# would make an equal term built later a different object (``is`` between terms is what rules
+# and plans key on). Plain dicts of ``weakref.ref``s with a C-level callback instead of
+# ``WeakValueDictionary``, whose Python-level get and set cost 2 us of every Tensor built.
+_CONS: dict[type, dict] = {}
+_ref = weakref.ref
+_partial = functools.partial
+
+
+def _forget(table: dict, key: Any, ref: weakref.ref) -> None:
+    # A term died: drop its entry, unless an equal term built since has taken the key.
+    if table.get(key) is ref:
+        del table[key]
+
+
+def _hashable(arg: Any) -> Any:
+    typ = type(arg)
+    if typ is str or typ is frozenset:
+        return arg
+    if typ is tuple:
+        return tuple(map(_hashable, arg))
+    if typ in (int, float, bool):
+        return (typ, arg)
+    if typ is dict:
+        return tuple((k, _hashable(v)) for k, v in arg.items())
+    try:
+        hash(arg)
+    except TypeError:
+        return (typ, id(arg))
+    if getattr(typ, "_is_funsor", False) or not _plain_hashable(typ):
+        return (typ, id(arg))
+    return arg
+
+
+_PLAIN = FastCache("engine.plain_hashable", MAX_CACHE)  # per argument type
+
+
+def _plain_hashable(typ: type) -> bool:
+    # Objects hashed by value (domains, ops, None) are keys themselves; anything whose __eq__
+    # is not a plain equality (arrays, funsors) is keyed by identity.
+    result = _PLAIN.data.get(typ)
+    if result is None:
+        result = typ.__eq__ is object.__eq__ or typ.__module__ in (
+            "builtins", "funsor_core.domains")
+        _PLAIN.put(typ, result)
+    return result
+
+
+def build(cls: type, args: tuple) -> Any:
+    """Build ``cls(*args)`` with no rewriting, cons-hashed by argument identity.
+
+    Only the interpreter calls this (it is what ``reflect`` does); rules build terms with
+    the constructors, so the active interpretation sees every term.
+    """
+    key = cls._cons_key(args) if cls._cons_key is not None else tuple(map(_hashable, args))
+    table = _CONS.get(cls)
+    if table is None:
+        table = _CONS[cls] = {}
+    ref = table.get(key)
+    if ref is not None:
+        obj = ref()
+        if obj is not None:
+            return obj
+    obj = object.__new__(cls)
+    obj._init(*args)
+    table[key] = _ref(obj, _partial(_forget, table, key))
+    return obj
+
+
