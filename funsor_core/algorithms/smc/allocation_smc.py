@@ -164,6 +164,12 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         -7.97684
     """
     module = backend_of(X, None)
+    if module is not None and not ops.is_concrete(X):
+        # The tokens (and so the sweep's length) are read from the counts' values.
+        raise ValueError("smc: the counts X must be concrete (the number of tokens is read "
+                         "from their values); call smc outside jax.jit, with the counts as "
+                         "an array: its sweep is compiled once per model structure and "
+                         "token count")
     host = np.asarray(X) if module is None else np.asarray(ops.to_numpy(X))
     module = module or backend_of(host)
     want = tuple(model.cards[v] for v in model.visible)

@@ -191,3 +191,12 @@ def test_hmm_smc_markov_product_jax_jit():
                                    rng_key=s).log_z) for s in range(8)])
     assert abs(runs.mean() - exact) < 4 * runs.std() / np.sqrt(len(runs)) + 0.01
     assert runs.std() < 0.05
+
+
+def test_smc_refuses_traced_counts_with_a_clear_error():
+    # The token count (the sweep's length) is read from the counts' values: under a user's
+    # jax.jit they are unknown, so smc says so instead of failing inside numpy.
+    jax = pytest.importorskip("jax")
+    m = AllocationModel({"i": (), "j": ()}, {"i": 2, "j": 2}, "ij", 1.0, 1.0)
+    with pytest.raises(ValueError, match="concrete"):
+        jax.jit(lambda x: smc(m, x, 4, rng_key=0).log_z)(jax.numpy.asarray([[2, 1], [0, 1]]))
