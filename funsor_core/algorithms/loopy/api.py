@@ -21,6 +21,7 @@ from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
+from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
@@ -47,9 +48,11 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         domains: sparse domains, ``{name: states}`` (Singh 2014 ch. 7.2): BP on the model
             truncated to them (beliefs keep the full domains, 0 outside); the variables not
             named keep theirs. ``anytime_bp`` grows them step by step.
-        sparsity_threshold, clusters, compression: single-value sparsity and cluster BP
-            with compressed messages (chapters 7.1 and 8) are not implemented yet: anything
-            but None raises ``NotImplementedError``.
+        sparsity_threshold: single-value sparsity (ch. 7.1, ``sparse_value_bp``): a
+            variable whose marginal's mode reaches this probability is fixed to it (its
+            belief a point mass), revocably; above 1 it is plain BP. Not with ``domains``.
+        clusters, compression: cluster BP with compressed messages (chapter 8) is not
+            implemented yet: anything but None raises ``NotImplementedError``.
 
     Returns:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
@@ -63,9 +66,15 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
-    _not_yet(sparsity_threshold=sparsity_threshold, clusters=clusters,
-             compression=compression)
+    _not_yet(clusters=clusters, compression=compression)
     graph = FactorGraph.build(_checked(factors), batch=batch)
+    if sparsity_threshold is not None:
+        if domains is not None:
+            raise ValueError("pass either domains= (sparse domains) or sparsity_threshold= "
+                             "(single-value sparsity), not both")
+        return sparse_value_bp(graph, sparsity_threshold, sum_op, schedule=schedule,
+                               damping=damping, tol=tol, max_iters=max_iters,
+                               temperature=temperature, rng_key=rng_key)
     if domains is not None:
         return sparse_bp(graph, domains, sum_op, schedule=schedule, damping=damping, tol=tol,
                          max_iters=max_iters, temperature=temperature, rng_key=rng_key)
@@ -73,8 +82,6 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
 
 
 _NOT_YET = {
-    "sparsity_threshold": "single-value sparsity (ch. 7.1: a confident variable becomes a "
-                          "Delta, revocably)",
     "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
     "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
                    "FRAK)",
