@@ -85,7 +85,6 @@ _NOT_YET = {
     "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
     "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
                    "FRAK)",
-    "subsample": "MCMCMC (ch. 5.1: the acceptance test on a subsample of a plate of factors)",
 }
 
 
@@ -125,9 +124,8 @@ class Samples(dict):
 def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 1,
                   rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
                   init=None, subsample=None, proposal=None) -> Samples:
-    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` for MH); ``gibbs``
-    and ``mh`` are the faces. ``subsample`` (MCMCMC) is not implemented yet."""
-    _not_yet(subsample=subsample)
+    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
+    for MH); ``gibbs`` and ``mh`` are the faces."""
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
@@ -141,7 +139,8 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     if proposal is not None and kernel != "mh":
         raise ValueError(f"proposal= is for kernel='mh'; kernel={kernel!r} draws from the "
                          "exact conditionals")
-    states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal)
+    states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
+                        subsample=subsample)
     states = states[warmup::thin]  # (S, C, V)
     out = Samples()
     inputs = {"particle": Bint[num_samples]}
@@ -184,7 +183,9 @@ def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=
     independent given the rest): a proposal per variable, uniform over its states or drawn
     from ``proposal`` (a ``(D, D)`` array of ``log q(y | x)``, rows ``x``), accepted with
     ``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` from its Markov blanket (the other arguments
-    as ``gibbs``).
+    as ``gibbs``). ``subsample``: MCMCMC (Singh 2014 ch. 5.1), each acceptance test scores
+    a uniform subsample of this fraction of the variable's factors, scaled up (eq. 5.2):
+    faster per step, but the chain's stationary distribution is no longer exact below 1.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})

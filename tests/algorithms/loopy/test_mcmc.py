@@ -161,8 +161,8 @@ def test_empirical_marginals_and_counters():
     assert s.num_updates == 520 * 16 * 5
     with pytest.raises(ValueError, match="num_samples >= 1"):
         gibbs(factors, 0)
-    with pytest.raises(NotImplementedError, match="MCMCMC"):
-        mh(factors, 10, subsample=0.5)
+    with pytest.raises(ValueError, match="subsample: the fraction .* got 1.5"):
+        mh(factors, 10, subsample=1.5)
     with pytest.raises(ValueError, match="unknown kernel"):
         run_chains(SamplerPlan(FactorGraph.build(factors)), np.zeros((1, 5), int), 1, "hmc")
 
