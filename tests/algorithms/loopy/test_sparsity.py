@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
+from funsor_core import ops
 from funsor_core.loopy import loopy_bp
+from interpretations import LoopyBP
 from tests.algorithms.loopy.models import _model, grid_model, joint
 from tests.backend_values import as_backend_array
 
@@ -82,6 +84,9 @@ def test_threshold_above_one_is_loopy_bp_and_fixing_is_revocable():
     expected = _conditionals(tables, {v: 2 for v in "abcd"}, r.fixed)
     for v in "abc":
         np.testing.assert_allclose(np.exp(r.beliefs[v].data), expected[v], atol=1e-10)
+    with LoopyBP(sparsity_threshold=0.95):  # the interpretation form: the same Bethe log Z
+        lazy_z = sum(fs[1:], fs[0]).reduce(ops.logaddexp)
+    assert abs(float(lazy_z.data) - float(r.log_z.data)) < 1e-12
     with pytest.raises(ValueError, match="either domains= .* or sparsity_threshold="):
         loopy_bp(fs, sparsity_threshold=0.9, domains={"a": [0]})
     with pytest.raises(ValueError, match="sparsity_threshold must be a probability"):
