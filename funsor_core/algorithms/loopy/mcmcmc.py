@@ -60,36 +60,56 @@ def _ix(ref, index: np.ndarray):
     return ops.new_array(ref, np.asarray(index, dtype=np.int64))
 
 
-def _edge_values(plan, flat, xs_ext, c: int):
-    # (C, n_c, deg, D): T_e[s] for colour c's edges given the others' states.
-    edges = plan.colour_edges[c]
-    D = plan.graph.D
-    base = plan.off[edges][..., None] + plan.stride[edges][..., None] * np.arange(D)
-    idx = ops.new_array(xs_ext, base)[None]
-    for m in range(plan.other_var.shape[1]):
-        mult = ops.new_array(xs_ext, plan.other_stride[edges, m])
-        idx = idx + (xs_ext[:, _ix(xs_ext, plan.other_var[edges, m])] * mult)[..., None]
+class _Colour:
+    """Colour ``c``'s index arrays as arrays of ``ref``'s backend, built once per run (the
+    round body only reads them): its variables ``vs``, the base flat index of each edge's
+    table entries ``(n_c, deg, D)``, per other position the slot read and its stride, which
+    edges are real, ``|S_i|`` and ``|F_i| / |S_i|``, and where its new values go."""
+
+    def __init__(self, plan, c: int, p: float, ref) -> None:
+        graph, D, V = plan.graph, plan.graph.D, len(plan.graph.names)
+        vs, edges = plan.colour_vars[c], plan.colour_edges[c]
+        self.deg = edges.shape[1]
+        self.vs = _ix(ref, vs)
+        base = plan.off[edges][..., None] + plan.stride[edges][..., None] * np.arange(D)
+        self.base = _ix(ref, base)[None]
+        self.others = [(_ix(ref, plan.other_var[edges, m]), _ix(ref, plan.other_stride[edges, m]))
+                       for m in range(plan.other_var.shape[1])]
+        real = edges < graph.num_edges
+        size = subsample_sizes(plan, c, p)
+        self.real = ops.new_array(ref, real.astype(float)) > 0.5
+        self.size = ops.new_array(ref, size.astype(float))[..., None]
+        self.scale = ops.new_array(ref, np.where(size > 0, real.sum(1) / np.maximum(size, 1),
+                                                 0.0))
+        self.num_states = ops.new_array(ref, np.array(graph.sizes)[vs].astype(float))
+        self.in_c = ops.new_array(ref, np.isin(np.arange(V), vs).astype(float)) > 0.5
+        position = np.zeros(V, np.int64)
+        position[vs] = np.arange(len(vs))
+        self.position = _ix(ref, position)
+
+
+def _edge_values(col: _Colour, flat, xs_ext):
+    # (C, n_c, deg, D): T_e[s] for the colour's edges given the others' states.
+    idx = col.base
+    for slot, mult in col.others:
+        idx = idx + (xs_ext[:, slot] * mult)[..., None]
     return flat[idx]
 
 
-def _selected(u, deg_real, size):
+def _selected(u, real, size):
     # (C, n_c, deg) True at the `size` real edges of smallest key u: rank by comparisons.
-    keys = ops.where(deg_real, u, 2.0)
+    keys = ops.where(real, u, 2.0)
     rank = ops.sum(ops.astype(keys[..., None, :] < keys[..., :, None], "real"), axis=-1)
-    return rank < size[..., None]
+    return rank < size
 
 
-def _update(plan, flat, xs, c, inv_t, u, p, log_q):
-    graph, D = plan.graph, plan.graph.D
-    vs, edges = plan.colour_vars[c], plan.colour_edges[c]
-    deg = edges.shape[1]
+def _update(col: _Colour, flat, xs, inv_t, u, states, log_q):
+    deg, D = col.deg, states.shape[0]
     xs_ext = ops.cat([xs, ops.new_zeros(xs, (xs.shape[0], 1))], 1)
-    vals = _edge_values(plan, flat, xs_ext, c)  # (C, n_c, deg, D)
-    cur = xs[:, _ix(xs, vs)]
-    states = ops.new_array(u, np.arange(D))
+    vals = _edge_values(col, flat, xs_ext)  # (C, n_c, deg, D)
+    cur = xs[:, col.vs]
     if log_q is None:
-        d = ops.new_array(u, np.array(graph.sizes)[vs].astype(float))
-        proposal = ops.astype(u[..., deg] * d, "int")
+        proposal = ops.astype(u[..., deg] * col.num_states, "int")  # uniform on d_i states
         correction = 0.0
     else:
         g = -ops.log(-ops.log(ops.clamp(u[..., deg: deg + D], min=1e-300)))
@@ -97,12 +117,8 @@ def _update(plan, flat, xs, c, inv_t, u, p, log_q):
         correction = log_q[proposal, cur] - log_q[cur, proposal]
     at = (lambda y: ops.sum(ops.where(states == y[..., None, None], vals, 0.0), axis=-1))
     diff = at(proposal) - at(cur)  # (C, n_c, deg): each factor's log ratio
-    real = edges < graph.num_edges
-    size = subsample_sizes(plan, c, p)
-    scale = np.where(size > 0, real.sum(1) / np.maximum(size, 1), 0.0)
-    is_real = ops.new_array(u, real.astype(float)) > 0.5
-    chosen = _selected(u[..., :deg], is_real, ops.new_array(u, size.astype(float)))
-    pi_s = ops.sum(ops.where(chosen, diff, 0.0), axis=-1) * ops.new_array(u, scale)
+    chosen = _selected(u[..., :deg], col.real, col.size)
+    pi_s = ops.sum(ops.where(chosen, diff, 0.0), axis=-1) * col.scale
     accept = ops.log(u[..., -1]) < pi_s * inv_t + correction
     return ops.where(accept, proposal, cur)
 
@@ -128,22 +144,18 @@ def mcmcmc_rounds(plan, flat, x0, inv_t, key, p: float, log_q=None):
     splits = module.SPLITS_RNG_KEYS and key is not None
     num_rounds = inv_t.shape[0]
     keys = ops.stack(module.split_key(key, num_rounds), 0) if splits else None
-    # Per colour: where each variable's new value sits among the colour's (0 elsewhere).
-    position = [np.zeros(V, np.int64) for _ in plan.colour_vars]
-    for pos, vs in zip(position, plan.colour_vars):
-        pos[vs] = np.arange(len(vs))
+    colours = [_Colour(plan, c, p, flat) for c in range(len(plan.colour_vars))]
+    state_ids = ops.new_array(flat, np.arange(graph.D))
+    extra = graph.D if log_q is not None else 0
 
     def body(xs, step):
         it, k = step
         u = module.rand((C, V, W), rng_key=k if splits else key)
-        for c, vs in enumerate(plan.colour_vars):
-            deg = plan.colour_edges[c].shape[1]
-            uv = u[:, _ix(u, vs)]
-            uc = ops.cat([uv[..., :deg + 1 + (graph.D if log_q is not None else 0)],
-                          uv[..., -1:]], -1)
-            new = ops.astype(_update(plan, flat, xs, c, inv_t[it], uc, p, log_q), "int")
-            in_c = ops.new_array(xs, np.isin(np.arange(V), vs))
-            xs = ops.where(in_c, new[:, _ix(new, position[c])], xs)
+        for col in colours:
+            uv = u[:, col.vs]
+            uc = ops.cat([uv[..., :col.deg + 1 + extra], uv[..., -1:]], -1)
+            new = ops.astype(_update(col, flat, xs, inv_t[it], uc, state_ids, log_q), "int")
+            xs = ops.where(col.in_c, new[:, col.position], xs)
         return xs, xs
 
     rounds = ops.new_array(flat, np.arange(num_rounds))

@@ -90,7 +90,8 @@ def test_subsampled_acceptance_breaks_invariance_less_as_the_subsample_grows():
 def test_sampler_draws_from_the_enumerated_kernel(backend):
     pytest.importorskip(backend)
     factors, tables = _plated_chain(np.random.default_rng(0))
-    K = _kernel(tables, SamplerPlan(FactorGraph.build(factors)).colour_vars, 0.2)
+    # p = 0.4: |S| = 2 of a's and c's 5 factors, 3 of b's 6 (scales 2.5 and 2)
+    K = _kernel(tables, SamplerPlan(FactorGraph.build(factors)).colour_vars, 0.4)
     start, chains = 5, 20000
     fc.set_backend(backend)
     try:
@@ -98,7 +99,7 @@ def test_sampler_draws_from_the_enumerated_kernel(backend):
               for (_, t), f in zip(tables, factors)]
         plan = SamplerPlan(FactorGraph.build(fs))
         init = np.tile(np.array([1, 0, 1]), (chains, 1))  # state 5
-        x = np.asarray(run_chains(plan, init, 1, "mh", rng_key=0, subsample=0.2)[0])
+        x = np.asarray(run_chains(plan, init, 1, "mh", rng_key=0, subsample=0.4)[0])
         a, b = (mh(fs, 20, num_chains=2, rng_key=3, subsample=0.5) for _ in range(2))
     finally:
         fc.set_backend("numpy")
