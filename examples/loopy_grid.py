@@ -12,6 +12,12 @@ from one state per variable and grows the domains by fixed or dynamic priorities
 a converged BP on its sparse domains, and the L2 error of its marginals against LoopyBP's on
 the full domains falls as message entries are spent.
 
+Single-value sparsity (ch. 7.1) on a 30-variable chain with domain 10: the lower the
+threshold, the more variables are fixed (their beliefs point masses) and the larger the error
+against the exact marginals; above 1 it is LoopyBP. MCMCMC (ch. 5.1, Fig 5.2 in small): one
+binary variable with 100 unary factors, MH scoring a fraction ``p`` of them per proposal:
+below ``p = 1`` the marginal error stops falling (the chain's stationary law is biased).
+
 Run: ``python examples/loopy_grid.py`` (part of ``make demo``). Writes
 ``examples/out/loopy_grid.png`` when matplotlib is installed.
 """
@@ -23,7 +29,14 @@ from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.loopy import anytime_bp, exact_marginals, gibbs, loopy_bp, marginal_errors
+from funsor_core.loopy import (
+    anytime_bp,
+    exact_marginals,
+    gibbs,
+    loopy_bp,
+    marginal_errors,
+    mh,
+)
 from interpretations import LoopyBP
 
 N, COUPLING = 4, 0.8
@@ -65,6 +78,38 @@ def anytime_demo(rng, n=3, domain=12) -> None:
         print(f"  {priority:8} entries: L2 error  " + ", ".join(shown))
 
 
+def sparsity_demo(rng, n=30, domain=10) -> None:
+    names = [f"c{i}" for i in range(n)]
+    factors = [fc.Tensor(rng.normal(size=domain) * rng.choice([0.5, 4.0]), {v: fc.Bint[domain]})
+               for v in names]
+    factors += [fc.Tensor(rng.normal(size=(domain, domain)),
+                          {a: fc.Bint[domain], b: fc.Bint[domain]})
+                for a, b in zip(names, names[1:])]
+    _, exact = exact_marginals(factors)
+    print(f"single-value sparsity, chain of {n}, domain {domain}:")
+    for threshold in (1.01, 0.999, 0.99, 0.9):
+        r = loopy_bp(factors, tol=1e-10, sparsity_threshold=threshold)
+        tv = marginal_errors(r.beliefs, exact)["tv"]
+        print(f"  threshold {threshold:<5}: {len(r.fixed):>2} fixed, {r.num_iters:>3} sweeps, "
+              f"mean total variation {tv:.1e}")
+
+
+def mcmcmc_demo(rng, num_factors=30) -> None:
+    # The thesis's scores (N(+-0.5, 1)) make the exact marginal all but certain; smaller
+    # ones keep it near 0.3 so that the bias shows.
+    scores = rng.normal(0.0, 0.5, size=(num_factors, 2))
+    factors = [fc.Tensor(s, {"y": fc.Bint[2]}) for s in scores]
+    exact = np.exp(exact_marginals(factors)[1]["y"].data)
+    print(f"MCMCMC, one variable, {num_factors} factors: L1 error of the marginal")
+    for p in (0.05, 0.2, 1.0):
+        errors = []
+        for n in (100, 1000):
+            s = mh(factors, n, warmup=10, num_chains=32, rng_key=0, subsample=p)
+            errors.append(np.abs(np.exp(s.marginals()["y"].data) - exact).sum())
+        print(f"  p = {p:<4}: " + ", ".join(f"{32 * n} samples {e:.1e}"
+                                           for n, e in zip((100, 1000), errors)))
+
+
 def main() -> None:
     factors = grid_factors(np.random.default_rng(0))
     log_z, exact = exact_marginals(factors)
@@ -83,6 +128,8 @@ def main() -> None:
         print(f"Gibbs {4 * n:>6} samples: mean total variation {gibbs_tv[-1]:.2e}"
               f"{'  (below BP)' if gibbs_tv[-1] < bp_tv else ''}")
     anytime_demo(np.random.default_rng(2))
+    sparsity_demo(np.random.default_rng(3))
+    mcmcmc_demo(np.random.default_rng(4))
     plt = pyplot()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(5, 3.5))

@@ -62,10 +62,11 @@ class LoopyBP(Interpretation):
     stateful = True
 
     def __init__(self, schedule: str = "flooding", damping: float = 0.0, tol: float = 1e-8,
-                 max_iters: int = 1000, temperature: float = 1.0) -> None:
+                 max_iters: int = 1000, temperature: float = 1.0,
+                 sparsity_threshold: float | None = None) -> None:
         super().__init__("loopy_bp", fallback=ENTERED)
         self.options = dict(schedule=schedule, damping=damping, tol=tol, max_iters=max_iters,
-                            temperature=temperature)
+                            temperature=temperature, sparsity_threshold=sparsity_threshold)
         self.result = None
 
 

@@ -21,6 +21,7 @@ from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
+from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
@@ -47,9 +48,11 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         domains: sparse domains, ``{name: states}`` (Singh 2014 ch. 7.2): BP on the model
             truncated to them (beliefs keep the full domains, 0 outside); the variables not
             named keep theirs. ``anytime_bp`` grows them step by step.
-        sparsity_threshold, clusters, compression: single-value sparsity and cluster BP
-            with compressed messages (chapters 7.1 and 8) are not implemented yet: anything
-            but None raises ``NotImplementedError``.
+        sparsity_threshold: single-value sparsity (ch. 7.1, ``sparse_value_bp``): a
+            variable whose marginal's mode reaches this probability is fixed to it (its
+            belief a point mass), revocably; above 1 it is plain BP. Not with ``domains``.
+        clusters, compression: cluster BP with compressed messages (chapter 8) is not
+            implemented yet: anything but None raises ``NotImplementedError``.
 
     Returns:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
@@ -63,9 +66,15 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
-    _not_yet(sparsity_threshold=sparsity_threshold, clusters=clusters,
-             compression=compression)
+    _not_yet(clusters=clusters, compression=compression)
     graph = FactorGraph.build(_checked(factors), batch=batch)
+    if sparsity_threshold is not None:
+        if domains is not None:
+            raise ValueError("pass either domains= (sparse domains) or sparsity_threshold= "
+                             "(single-value sparsity), not both")
+        return sparse_value_bp(graph, sparsity_threshold, sum_op, schedule=schedule,
+                               damping=damping, tol=tol, max_iters=max_iters,
+                               temperature=temperature, rng_key=rng_key)
     if domains is not None:
         return sparse_bp(graph, domains, sum_op, schedule=schedule, damping=damping, tol=tol,
                          max_iters=max_iters, temperature=temperature, rng_key=rng_key)
@@ -73,12 +82,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
 
 
 _NOT_YET = {
-    "sparsity_threshold": "single-value sparsity (ch. 7.1: a confident variable becomes a "
-                          "Delta, revocably)",
     "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
     "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
                    "FRAK)",
-    "subsample": "MCMCMC (ch. 5.1: the acceptance test on a subsample of a plate of factors)",
 }
 
 
@@ -118,9 +124,8 @@ class Samples(dict):
 def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 1,
                   rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
                   init=None, subsample=None, proposal=None) -> Samples:
-    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` for MH); ``gibbs``
-    and ``mh`` are the faces. ``subsample`` (MCMCMC) is not implemented yet."""
-    _not_yet(subsample=subsample)
+    """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
+    for MH); ``gibbs`` and ``mh`` are the faces."""
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
@@ -134,7 +139,8 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     if proposal is not None and kernel != "mh":
         raise ValueError(f"proposal= is for kernel='mh'; kernel={kernel!r} draws from the "
                          "exact conditionals")
-    states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal)
+    states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
+                        subsample=subsample)
     states = states[warmup::thin]  # (S, C, V)
     out = Samples()
     inputs = {"particle": Bint[num_samples]}
@@ -177,7 +183,9 @@ def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=
     independent given the rest): a proposal per variable, uniform over its states or drawn
     from ``proposal`` (a ``(D, D)`` array of ``log q(y | x)``, rows ``x``), accepted with
     ``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` from its Markov blanket (the other arguments
-    as ``gibbs``).
+    as ``gibbs``). ``subsample``: MCMCMC (Singh 2014 ch. 5.1), each acceptance test scores
+    a uniform subsample of this fraction of the variable's factors, scaled up (eq. 5.2):
+    faster per step, but the chain's stationary distribution is no longer exact below 1.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})

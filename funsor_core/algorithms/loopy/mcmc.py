@@ -34,6 +34,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.loopy.blocks import ColourBlocks, block_logits, block_values
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.mcmcmc import checked_fraction, mcmcmc_rounds
 from funsor_core.algorithms.loopy.runners import compiled, uses_compiled
 from funsor_core.sampling.keys import KeyStream
 
@@ -140,11 +141,14 @@ def _mh(blocks, values, xs, c, inv_t, u, sizes, log_q):
 
 
 def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
-               temperatures=None, rng_key=None, keep_all: bool = True, *, proposal=None):
+               temperatures=None, rng_key=None, keep_all: bool = True, *, proposal=None,
+               subsample=None):
     """``(num_rounds, C, V)``: the states after each round of blocked updates of ``C`` chains
     started at ``init`` ``(C, V)``; ``temperatures`` one per round (None: all 1);
     ``keep_all=False``: only the last states ``(C, V)``; ``proposal`` (MH only): a ``(D, D)``
-    array of log proposal probabilities ``log q(y | x)`` (rows ``x``), None for uniform.
+    array of log proposal probabilities ``log q(y | x)`` (rows ``x``), None for uniform;
+    ``subsample`` (MH only): MCMCMC, the fraction of each variable's factors that scores a
+    proposal (``mcmcmc``; not invariant below 1).
 
     Example:
         >>> f = fc.Tensor(np.log(np.eye(2) + 1e-300), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -165,12 +169,32 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
     x0 = init if _is_backend_int(init, proto) else ops.new_array(
         proto, np.asarray(init, dtype=np.int64))
     inv_t = ops.new_array(proto, 1.0 / temps)
+    if subsample is not None:
+        if kernel != "mh":
+            raise ValueError(f"subsample= (MCMCMC) subsamples the MH acceptance test: use "
+                             f"kernel='mh', not {kernel!r}")
+        frac = checked_fraction(subsample)
+        if key is not None and uses_compiled(graph, x0, key):  # eager jax: compiled once
+            fn = compiled(graph, "mcmcmc", (frac, log_q is None),
+                          lambda: _compiled_mcmcmc(plan, frac))
+            states = fn([g.table for g in graph.groups], x0, inv_t, key, log_q)
+        else:
+            states = mcmcmc_rounds(plan, plan.flat_table(), x0, inv_t, key, frac, log_q)
+        return states if keep_all else states[-1]
     if key is not None and uses_compiled(graph, x0, key):
         # Eager jax: one compiled program per structure and options, tables as arguments.
         fn = compiled(graph, "run_chains", (kernel, keep_all, log_q is None),
                       lambda: _compiled_rounds(plan, kernel, keep_all))
         return fn([g.table for g in graph.groups], x0, inv_t, key, log_q)
     return sweep_rounds(plan, plan.flat_table(), x0, inv_t, key, kernel, keep_all, log_q)
+
+
+def _compiled_mcmcmc(plan: SamplerPlan, frac: float):
+    def run(tables, x0, inv_t, key, log_q):
+        p = copy.copy(plan)
+        p.graph = plan.graph.with_tables(tables)
+        return mcmcmc_rounds(p, p.flat_table(), x0, inv_t, key, frac, log_q)
+    return run
 
 
 def _compiled_rounds(plan: SamplerPlan, kernel: str, keep_all: bool):

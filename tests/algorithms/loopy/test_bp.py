@@ -167,7 +167,7 @@ def test_errors_name_the_problem():
         loopy_bp([f], domains={"a": [2]})
     with pytest.raises(ValueError, match="'z' is not a variable of the model"):
         loopy_bp([f], domains={"z": [0]})
-    for option in ("sparsity_threshold", "clusters", "compression"):
+    for option in ("clusters", "compression"):
         with pytest.raises(NotImplementedError, match=f"{option}=: .* not implemented yet"):
             loopy_bp([f], **{option: 1})
 

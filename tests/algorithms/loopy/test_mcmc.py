@@ -161,8 +161,8 @@ def test_empirical_marginals_and_counters():
     assert s.num_updates == 520 * 16 * 5
     with pytest.raises(ValueError, match="num_samples >= 1"):
         gibbs(factors, 0)
-    with pytest.raises(NotImplementedError, match="MCMCMC"):
-        mh(factors, 10, subsample=0.5)
+    with pytest.raises(ValueError, match="subsample: the fraction .* got 1.5"):
+        mh(factors, 10, subsample=1.5)
     with pytest.raises(ValueError, match="unknown kernel"):
         run_chains(SamplerPlan(FactorGraph.build(factors)), np.zeros((1, 5), int), 1, "hmc")
 
@@ -203,3 +203,28 @@ def test_block_conditionals_of_ternary_factors_and_ragged_domains():
                 expected = j[tuple(moved.T)] - j[tuple(states.T)]
                 got = logits[:, m, s] - logits[np.arange(len(states)), m, states[:, v]]
                 np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
+    # A 4 x 6 binary grid. For N independent draws 2 N KL(p || p_hat) -> chi^2 with d - 1 = 1
+    # degree of freedom per variable (mean 1); Gibbs draws are correlated, so N counts
+    # N / tau effective draws: the bound 4 / N allows an autocorrelation time tau up to 8
+    # (about 1.5 here) and halves with each doubling of the budget.
+    from funsor_core.loopy import exact_marginals, marginal_errors
+    from tests.algorithms.loopy.models import _model
+
+    rows, cols = 4, 6
+    sizes = {f"x{i}{j}": 2 for i in range(rows) for j in range(cols)}
+    scopes = [(v,) for v in sizes]
+    scopes += [(f"x{i}{j}", f"x{i}{j + 1}") for i in range(rows) for j in range(cols - 1)]
+    scopes += [(f"x{i}{j}", f"x{i + 1}{j}") for i in range(rows - 1) for j in range(cols)]
+    factors, _, _ = _model(np.random.default_rng(6), sizes, scopes, False, scale=0.5)
+    _, exact = exact_marginals(factors)  # by the library's elimination
+    assert len(exact) == 24
+    kls = []
+    for chains, n in [(8, 100), (32, 400)]:
+        s = gibbs(factors, n, warmup=20, num_chains=chains, rng_key=0)
+        kl = marginal_errors(s.marginals(), exact)["kl"]
+        assert kl < 4.0 / (chains * n)
+        kls.append(kl)
+    assert kls[1] < kls[0] / 4
