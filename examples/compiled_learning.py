@@ -26,12 +26,11 @@ import argparse
 import time
 
 import numpy as np
+from compiled_rectangle import cpts, sample_images  # examples/ is on the path
 
 import funsor_core as fc
 from funsor_core import ops
 from interpretations.lazy import lazy
-
-from compiled_rectangle import cpts, sample_images  # noqa: E402  (examples/ is on the path)
 
 
 def parameters(n):
@@ -51,7 +50,7 @@ def compile_model(n, batch, tied):
     for name, names, shape in parameters(n):
         terms.append(fc.Variable("th_" + name, fc.Reals[shape])[names])
         if tied and name[0] in "rc" and name[1:].isdigit():
-            declared[name] = terms[-1]  # keyed by the name it determines  # trusted: its values arrive at run time
+            declared[name] = terms[-1]  # trusted: its values arrive at run time
     for i in range(n):
         for j in range(n):
             noise = "th_noise" if tied else f"th_noise{i}_{j}"
