@@ -13,9 +13,14 @@
    imports: not a dependency; ``PGMPY_PATH=DIR`` puts a ``pip install --target DIR pgmpy``
    on the path). pgmpy answers one evidence set per query, on the original factors, in our
    min-fill order: a batch of B costs B queries. Times in ms, best of repeats; ratios are
-   peer / compiled.
+   peer / compiled. ``--only small``: the same on a 40-node network (at most 3 parents),
+   where pgmpy's classical clusters fit.
+4. Under ``jax.jit`` and Table 6's direction (tensor graph vs scalar graph).
+5. ``--only paths``: path quality (log10 flops, log2 largest tensor) of opt_einsum's greedy,
+   cotengra's HyperOptimizer (where it imports; ``COTENGRA_PATH=DIR`` as for pgmpy) and
+   our jointree, classical and with functional factors, on random 100-node networks.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/compiled.py [--quick]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/compiled.py [--quick] [--only SECTION]``.
 """
 
 from __future__ import annotations
@@ -409,6 +414,54 @@ def table_6(quick):
               f"{t_scalar:8.2f} {t_scalar / t_tensor:13.1f}")
 
 
+def _import_cotengra():
+    if os.environ.get("COTENGRA_PATH"):
+        sys.path.insert(0, os.environ["COTENGRA_PATH"])
+    try:
+        import cotengra
+    except ImportError:
+        return None
+    return cotengra
+
+
+def path_quality(quick):
+    # Each planner's tree for the same network: log10 of its flops and log2 of its largest
+    # tensor (opt_einsum and cotengra: the largest intermediate of their pairwise path on the
+    # original factors; ours: the largest cluster, classical and replicated + shrunk).
+    ctg = _import_cotengra()
+    seconds = 2 if quick else 10
+    print("\n## path quality on random 100-node networks (at most 4 parents, 50% functional):")
+    print(f"log10 flops / log2 largest tensor; cotengra: HyperOptimizer, greedy + labels, "
+          f"{seconds} s of search ({'installed' if ctg else 'not installed: COTENGRA_PATH'})")
+    print(f"{'network':>7} {'oe greedy':>12} {'cotengra':>12} {'jointree':>12} "
+          f"{'functional':>12} {'ctg s':>6}")
+    rng = np.random.default_rng(5)
+    for k in range(2 if quick else 4):
+        factors, cards = random_network(rng, 100, 0.5, 4, evidence=0.0, shuffle=False)
+        terms = [_term(f) for f in factors]
+        scopes = [tuple(t.inputs) for t in terms]
+        eq, arrays = _einsum_operands(scopes, [t.data for t in terms], ())
+        shapes = [a.shape for a in arrays]
+        _, info = opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="greedy")
+        oe = f"{math.log10(info.opt_cost):.1f} / {math.log2(info.largest_intermediate):.1f}"
+        cg, secs = "n/a", "-"
+        if ctg is not None:
+            t0 = time.perf_counter()
+            opt = ctg.HyperOptimizer(max_time=seconds, max_repeats=10 ** 6, progbar=False,
+                                     methods=["greedy", "labels"], optlib="random")
+            inputs, output = eq.split("->")
+            tree = ctg.array_contract_tree([tuple(i) for i in inputs.split(",")], tuple(output),
+                                           {c: n for i, a in zip(inputs.split(","), arrays)
+                                            for c, n in zip(i, a.shape)}, optimize=opt)
+            secs = f"{time.perf_counter() - t0:.0f}"
+            cg = f"{math.log10(tree.total_flops()):.1f} / {tree.contraction_width():.1f}"
+        ours = []
+        for fs in (terms, factors):
+            st = fc.plan(fs, frozenset(cards), method="jointree", memory_budget=2 ** 62).stats()
+            ours.append(f"{math.log10(st['flops']):.1f} / {st['max_binary_rank']:.1f}")
+        print(f"{k:7d} {oe:>12} {cg:>12} {ours[0]:>12} {ours[1]:>12} {secs:>6}")
+
+
 def _base(term):
     while not isinstance(term, fc.Variable):
         term = term.arg
@@ -419,12 +472,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("planning", "table5", "batched", "small", "jit",
-                                           "table6"))
+                                           "table6", "paths"))
     args = parser.parse_args()
     steps = {"planning": lambda: planning(), "table5": lambda: table_5(args.quick),
              "batched": lambda: batched(args.quick),
              "small": lambda: batched(args.quick, 40, 3), "jit": lambda: under_jit(args.quick),
-             "table6": lambda: table_6(args.quick)}
+             "table6": lambda: table_6(args.quick), "paths": lambda: path_quality(args.quick)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()
