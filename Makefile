@@ -63,6 +63,8 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/variational.py
 	$(SINGLE_THREAD) $(VPY) examples/allocation.py
 	$(SINGLE_THREAD) $(VPY) examples/compiled_rectangle.py
+	$(SINGLE_THREAD) $(VPY) examples/compiled_digits.py --sizes 8 10 --batch 50
+	$(SINGLE_THREAD) $(VPY) examples/compiled_learning.py --train 25 50 --steps 15
 	$(SINGLE_THREAD) $(VPY) examples/sharded.py
 
 # Peers (funsor 0.4.8, dynamax, pgmpy) are optional: if one will not install, the benchmarks

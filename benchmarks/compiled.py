@@ -9,10 +9,18 @@
 3. Batched evaluation (1, 10, 100 evidence sets on 10 nodes) of random 100-node networks
    whose compiled plan fits: the compiled program against hand-written numpy (``np.einsum``
    per node of the same tree), opt_einsum's ``contract_expression`` (path searched once,
-   "auto-hq"), our eager ``fc.sum_product`` and pgmpy's variable elimination (when
-   installed). Times in ms, best of repeats; ratios are peer / compiled.
+   "auto-hq"), our eager ``fc.sum_product`` and pgmpy's variable elimination (when it
+   imports: not a dependency; ``PGMPY_PATH=DIR`` puts a ``pip install --target DIR pgmpy``
+   on the path). pgmpy answers one evidence set per query, on the original factors, in our
+   min-fill order: a batch of B costs B queries. Times in ms, best of repeats; ratios are
+   peer / compiled. ``--only small``: the same on a 40-node network (at most 3 parents),
+   where pgmpy's classical clusters fit.
+4. Under ``jax.jit`` and Table 6's direction (tensor graph vs scalar graph).
+5. ``--only paths``: path quality (log10 flops, log2 largest tensor) of opt_einsum's greedy,
+   cotengra's HyperOptimizer (where it imports; ``COTENGRA_PATH=DIR`` as for pgmpy) and
+   our jointree, classical and with functional factors, on random 100-node networks.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/compiled.py [--quick]``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/compiled.py [--quick] [--only SECTION]``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,7 +40,11 @@ import opt_einsum  # noqa: E402
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.algorithms.compiled.jointree import replicate_functional  # noqa: E402
+from funsor_core.algorithms.compiled.jointree import (  # noqa: E402
+    build_jointree,
+    replicate_functional,
+)
+from funsor_core.algorithms.compiled.minfill import min_fill_order  # noqa: E402
 from funsor_core.algorithms.compiled.models import random_network  # noqa: E402
 from funsor_core.algorithms.compiled.program import plan_structure  # noqa: E402
 from interpretations.lazy import lazy  # noqa: E402
@@ -125,9 +138,9 @@ def _einsum_by_hand(program, arrays, einsum=np.einsum, transpose=np.transpose):
     return transpose(msgs[-1], [names[-1].index(n) for n in program.output])
 
 
-def _fitting_network(rng, frac, limit=2 ** 22):
+def _fitting_network(rng, frac, limit=2 ** 22, n=100, max_parents=5):
     while True:
-        factors, cards = random_network(rng, 100, frac, 5, evidence=0.0, shuffle=False)
+        factors, cards = random_network(rng, n, frac, max_parents, evidence=0.0, shuffle=False)
         stats = fc.plan(factors, frozenset(cards), method="jointree",
                         memory_budget=2 ** 62).stats()
         if stats["peak_bytes"] <= 8 * limit and stats["max_binary_rank"] <= 16:
@@ -155,22 +168,19 @@ def _peer_row(eq, arrays, expected, limit=2 ** 24, optimize="auto"):
     return best_ms(lambda: expression(*arrays)), cost
 
 
-def batched(quick):
-    print("\n## batched evaluation of a 100-node network, 50% functional (ms, best of 5)")
+def batched(quick, n=100, max_parents=5):
+    print(f"\n## batched evaluation of a {n}-node network (at most {max_parents} parents), 50% "
+          "functional (ms, best of 5)")
     print("opt_einsum ('auto' path) runs on the original factors when its largest intermediate")
     print("fits in 2^24 entries, and on the replicated factors (our Theorem 4 rewrite given to")
     print("it); 'by hand': np.einsum per node of our tree (the same order and separators)")
     print(f"{'batch':>5} {'compiled':>9} {'by hand':>8} {'ratio':>6} "
           f"{'oe original':>12} {'oe replicated':>14} {'ratio':>6} {'sum_product':>12} "
-          f"{'pgmpy':>6}")
-    try:
-        import pgmpy  # noqa: F401
-        has_pgmpy = True
-    except ImportError:
-        has_pgmpy = False
+          f"{'pgmpy':>10}")
+    has_pgmpy = _import_pgmpy() is not None
     rng = np.random.default_rng(1)
-    factors, cards = _fitting_network(rng, 0.5)
-    observed = [f"v{i}" for i in rng.choice(range(50, 100), size=10, replace=False)]
+    factors, cards = _fitting_network(rng, 0.5, n=n, max_parents=max_parents)
+    observed = [f"v{i}" for i in rng.choice(range(n // 2, n), size=10, replace=False)]
     for batch in (1, 10, 100):
         program, params, declared = _network_program(factors, cards, observed, batch, rng)
         plan = program.plan
@@ -191,6 +201,8 @@ def batched(quick):
         rep_arrays = [arrays[k] for k in rep_factor]
         eq_rep, _ = _einsum_operands(rep_scopes, rep_arrays, program.output)
         t_rep, c_rep = _peer_row(eq_rep, rep_arrays, expected)
+        t_pg = "n/a" if not has_pgmpy else "-" if batch > 10 and quick else \
+            _pgmpy_row(plan, arrays, program, cards, observed, params, expected)
         t_sp = "-"
         if t_orig is not None:
             tensors = [fc.Tensor(a, {n: fc.Bint[plan.sizes[n]] for n in s})
@@ -203,11 +215,71 @@ def batched(quick):
         ratio = f"{t_rep / t_ours:.2f}" if t_rep is not None else "-"
         print(f"{batch:5d} {t_ours:9.2f} {t_hand:8.2f} {t_hand / t_ours:6.2f} "
               f"{orig:>12} {rep:>14} {ratio:>6} {t_sp:>12} "
-              f"{'n/a' if not has_pgmpy else 'todo':>6}")
+              f"{t_pg:>10}")
     stats = program.stats()
     print(f"(compiled plan: max binary rank {stats['max_binary_rank']:.1f}, log10 flops "
           f"{math.log10(stats['flops']):.1f}; sum_product runs only when opt_einsum's path on "
           f"the original factors fits; pgmpy {'installed' if has_pgmpy else 'not installed'})")
+
+
+def _import_pgmpy():
+    if os.environ.get("PGMPY_PATH"):
+        sys.path.insert(0, os.environ["PGMPY_PATH"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pgmpy.factors.discrete import DiscreteFactor
+            from pgmpy.inference import VariableElimination
+            from pgmpy.models import DiscreteMarkovNetwork
+    except ImportError:
+        return None
+    return DiscreteFactor, VariableElimination, DiscreteMarkovNetwork
+
+
+def _pgmpy_row(plan, arrays, program, cards, observed, params, expected, limit=24):
+    # pgmpy's VE on the network's own factors (no replication), hard evidence from the
+    # one-hot evidence sets, one query per set; the elimination order: our min-fill on the
+    # same factors, so its clusters are the classical jointree's. Skipped (its need named)
+    # when that tree's largest cluster is over 2^limit entries.
+    factor_of = [k for k, (kind, v) in enumerate(program._leaves)
+                 if kind != "param" or not v.startswith("e_")]
+    scopes = [plan.scopes[k] for k in factor_of]
+    # pgmpy drops the observed names from the factors first: plan on what is left.
+    reduced = [tuple(n for n in s if n not in observed) for s in scopes]
+    sizes = {n: cards[n] for n in cards if n not in observed}
+    rank = build_jointree([s for s in reduced if s], [None] * sum(map(bool, reduced)),
+                          sizes).stats()["max_binary_rank"]
+    if rank > limit:
+        return f"needs 2^{rank:.0f}"
+    DiscreteFactor, VariableElimination, DiscreteMarkovNetwork = _import_pgmpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DiscreteMarkovNetwork()
+        model.add_nodes_from(list(cards))
+        model.add_edges_from({(a, b) for s in scopes for a in s for b in s if a < b})
+        model.add_factors(*[DiscreteFactor(list(s), [cards[n] for n in s], arrays[k])
+                            for s, k in zip(scopes, factor_of)])
+        infer = VariableElimination(model)
+    query = next(n for n in cards if n not in observed)
+    order = min_fill_order([s for s in reduced if s], sizes, set(sizes) - {query})
+    states = np.stack([params[f"e_{v}"].argmax(1) for v in observed], 1)
+    # pgmpy's VE drops a factor whose names are all observed (a scalar once reduced): right
+    # for its normalized posteriors; for the evidence's weight we multiply them back in.
+    closed = [(k, [observed.index(n) for n in s])
+              for k, s, r in zip(factor_of, scopes, reduced) if not r]
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [infer.query([query], evidence=dict(zip(observed, map(int, row))),
+                                elimination_order=order, joint=True,
+                                show_progress=False).values.sum()
+                    * math.prod(arrays[k][tuple(row[at])] for k, at in closed)
+                    for row in states]
+
+    got = run()
+    assert np.allclose(got, expected, rtol=1e-9), (got[:3], expected[:3])
+    return f"{best_ms(run, 2):.2f}"
 
 
 def _network_program(factors, cards, observed, batch, rng):
@@ -342,6 +414,54 @@ def table_6(quick):
               f"{t_scalar:8.2f} {t_scalar / t_tensor:13.1f}")
 
 
+def _import_cotengra():
+    if os.environ.get("COTENGRA_PATH"):
+        sys.path.insert(0, os.environ["COTENGRA_PATH"])
+    try:
+        import cotengra
+    except ImportError:
+        return None
+    return cotengra
+
+
+def path_quality(quick):
+    # Each planner's tree for the same network: log10 of its flops and log2 of its largest
+    # tensor (opt_einsum and cotengra: the largest intermediate of their pairwise path on the
+    # original factors; ours: the largest cluster, classical and replicated + shrunk).
+    ctg = _import_cotengra()
+    seconds = 2 if quick else 10
+    print("\n## path quality on random 100-node networks (at most 4 parents, 50% functional):")
+    print(f"log10 flops / log2 largest tensor; cotengra: HyperOptimizer, greedy + labels, "
+          f"{seconds} s of search ({'installed' if ctg else 'not installed: COTENGRA_PATH'})")
+    print(f"{'network':>7} {'oe greedy':>12} {'cotengra':>12} {'jointree':>12} "
+          f"{'functional':>12} {'ctg s':>6}")
+    rng = np.random.default_rng(5)
+    for k in range(2 if quick else 4):
+        factors, cards = random_network(rng, 100, 0.5, 4, evidence=0.0, shuffle=False)
+        terms = [_term(f) for f in factors]
+        scopes = [tuple(t.inputs) for t in terms]
+        eq, arrays = _einsum_operands(scopes, [t.data for t in terms], ())
+        shapes = [a.shape for a in arrays]
+        _, info = opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="greedy")
+        oe = f"{math.log10(info.opt_cost):.1f} / {math.log2(info.largest_intermediate):.1f}"
+        cg, secs = "n/a", "-"
+        if ctg is not None:
+            t0 = time.perf_counter()
+            opt = ctg.HyperOptimizer(max_time=seconds, max_repeats=10 ** 6, progbar=False,
+                                     methods=["greedy", "labels"], optlib="random")
+            inputs, output = eq.split("->")
+            tree = ctg.array_contract_tree([tuple(i) for i in inputs.split(",")], tuple(output),
+                                           {c: n for i, a in zip(inputs.split(","), arrays)
+                                            for c, n in zip(i, a.shape)}, optimize=opt)
+            secs = f"{time.perf_counter() - t0:.0f}"
+            cg = f"{math.log10(tree.total_flops()):.1f} / {tree.contraction_width():.1f}"
+        ours = []
+        for fs in (terms, factors):
+            st = fc.plan(fs, frozenset(cards), method="jointree", memory_budget=2 ** 62).stats()
+            ours.append(f"{math.log10(st['flops']):.1f} / {st['max_binary_rank']:.1f}")
+        print(f"{k:7d} {oe:>12} {cg:>12} {ours[0]:>12} {ours[1]:>12} {secs:>6}")
+
+
 def _base(term):
     while not isinstance(term, fc.Variable):
         term = term.arg
@@ -351,11 +471,13 @@ def _base(term):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("planning", "table5", "batched", "jit", "table6"))
+    parser.add_argument("--only", choices=("planning", "table5", "batched", "small", "jit",
+                                           "table6", "paths"))
     args = parser.parse_args()
     steps = {"planning": lambda: planning(), "table5": lambda: table_5(args.quick),
-             "batched": lambda: batched(args.quick), "jit": lambda: under_jit(args.quick),
-             "table6": lambda: table_6(args.quick)}
+             "batched": lambda: batched(args.quick),
+             "small": lambda: batched(args.quick, 40, 3), "jit": lambda: under_jit(args.quick),
+             "table6": lambda: table_6(args.quick), "paths": lambda: path_quality(args.quick)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

@@ -126,6 +126,10 @@ def _sizer(names, sizes):
     if len(classes) == 1:
         ((s, m),) = classes.items()
         return lambda many: [s ** (b & m).bit_count() for b in many]
+    if len(classes) == 2:  # the common mixed case (sizes 2 and 3): no inner list per cluster
+        (s1, m1), (s2, m2) = classes.items()
+        return lambda many: [s1 ** (b & m1).bit_count() * s2 ** (b & m2).bit_count()
+                             for b in many]
     pairs = tuple(classes.items())
     return lambda many: [math.prod([s ** (b & m).bit_count() for s, m in pairs]) for b in many]
 

@@ -46,9 +46,10 @@ class PairSpec(NamedTuple):
     equation: str | None = None  # the same contraction as one einsum (None: over 52 names)
 
 
-def _perm(names: tuple, target: tuple) -> tuple | None:
-    perm = tuple(names.index(n) for n in target)
-    return None if perm == tuple(range(len(perm))) else perm
+def _perm(names, target: tuple) -> tuple | None:
+    if tuple(names) == target:
+        return None
+    return tuple([names.index(n) for n in target])
 
 
 def pair_spec(a_names: tuple, b_names: tuple, out_names, sizes: dict) -> PairSpec:
@@ -59,28 +60,36 @@ def pair_spec(a_names: tuple, b_names: tuple, out_names, sizes: dict) -> PairSpe
         >>> pair_spec(("c", "x", "s"), ("s", "c"), ("c", "x"), {"c": 2, "x": 3, "s": 4}).out_names
         ('c', 'x')
     """
-    out = frozenset(out_names)
-    a_set, b_set = frozenset(a_names), frozenset(b_names)
+    out, a_set, b_set = set(out_names), set(a_names), set(b_names)
     if not out <= a_set | b_set:
         raise ValueError(f"pair_spec: kept names {sorted(out - a_set - b_set)} are in "
                          f"neither operand {a_names} nor {b_names}")
-    a_keep = tuple(n for n in a_names if n in b_set or n in out)
-    b_keep = tuple(n for n in b_names if n in a_set or n in out)
-    a_sum = tuple(i for i, n in enumerate(a_names) if n not in a_keep)
-    b_sum = tuple(i for i, n in enumerate(b_names) if n not in b_keep)
-    c = tuple(n for n in a_keep if n in b_set and n in out)
-    x = tuple(n for n in a_keep if n not in b_set)
-    s = tuple(n for n in a_keep if n in b_set and n not in out)
-    y = tuple(n for n in b_keep if n not in a_set)
-
-    def size(names):
-        return math.prod(sizes[n] for n in names)
-
-    return PairSpec(a_sum, b_sum, _perm(a_keep, c + x + s), _perm(b_keep, c + s + y),
-                    (size(c), size(x), size(s)), (size(c), size(s), size(y)),
-                    tuple(sizes[n] for n in c + x + y), c + x + y,
-                    size(c) * size(x) * size(s) * size(y),
-                    _equation(a_names, b_names, c + x + y))
+    # One pass per operand sorts its names into C, X, S (left) or Y (right), or summed first.
+    c, x, s, y, a_keep, a_sum, b_keep, b_sum = [], [], [], [], [], [], [], []
+    for i, n in enumerate(a_names):
+        if n in b_set:
+            a_keep.append(n)
+            (c if n in out else s).append(n)
+        elif n in out:
+            a_keep.append(n)
+            x.append(n)
+        else:
+            a_sum.append(i)
+    for i, n in enumerate(b_names):
+        if n in a_set:
+            b_keep.append(n)
+        elif n in out:
+            b_keep.append(n)
+            y.append(n)
+        else:
+            b_sum.append(i)
+    c, x, s, y = tuple(c), tuple(x), tuple(s), tuple(y)
+    nc, nx, ns, ny = (math.prod([sizes[n] for n in g]) for g in (c, x, s, y))
+    cxy = c + x + y
+    return PairSpec(tuple(a_sum), tuple(b_sum), _perm(a_keep, c + x + s),
+                    _perm(b_keep, c + s + y), (nc, nx, ns), (nc, ns, ny),
+                    tuple([sizes[n] for n in cxy]), cxy, nc * nx * ns * ny,
+                    _equation(a_names, b_names, cxy))
 
 
 def _equation(a_names: tuple, b_names: tuple, out_names: tuple) -> str | None:

@@ -42,8 +42,13 @@ def _bits(x: int):
 
 def _fill(adj: list[int], v: int) -> int:
     # Number of missing edges among v's neighbours (each counted twice, which keeps order).
-    nbrs = adj[v]
-    return sum((nbrs & ~adj[u]).bit_count() - 1 for u in _bits(nbrs))
+    nbrs = rest = adj[v]
+    total = 0
+    while rest:  # the bits of nbrs inline: this is min-fill's innermost loop
+        low = rest & -rest
+        total += (nbrs & ~adj[low.bit_length() - 1]).bit_count() - 1
+        rest ^= low
+    return total
 
 
 def _peel(adj: list[int], alive: list[bool], names: list[str]) -> list[str]:

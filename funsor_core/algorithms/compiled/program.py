@@ -191,12 +191,20 @@ def _opt_einsum_tree(scopes, sizes, keep) -> JoinTree:
     from funsor_core.algorithms.contract.plan import plan_contraction
 
     steps = plan_contraction(tuple(scopes), dict(sizes), tuple(keep)).steps
+    return _path_tree([(i,) if j is None else (i, j) for i, j, _ in steps], scopes, sizes,
+                      keep)
+
+
+def _path_tree(path, scopes, sizes, keep) -> JoinTree:
+    # A pairwise path in opt_einsum's linear format (each step's operands are removed by
+    # position, its result appended) as a binary tree over the factors.
     children = [()] * len(scopes)
     live = list(range(len(scopes)))
-    for i, j, _ in steps:
-        if j is None:
-            live.append(live.pop(i))  # a one-operand reduce: the tree's nodes sum as needed
+    for step in path:
+        if len(step) == 1:
+            live.append(live.pop(step[0]))  # a one-operand reduce: the tree's nodes sum
             continue
+        i, j = step
         a, b = live[i], live[j]
         for k in sorted((i, j), reverse=True):
             del live[k]
@@ -206,9 +214,34 @@ def _opt_einsum_tree(scopes, sizes, keep) -> JoinTree:
         children.append((live.pop(0), live.pop(0)))
         live.append(len(children) - 1)
     if live[0] != len(children) - 1:  # the root must be the last node
-        raise AssertionError("opt_einsum tree: root out of order")
+        raise AssertionError("path tree: root out of order")
     return jointree_from_children(range(len(scopes)), scopes, children, sizes, keep, sizes,
                                   len(sizes))
+
+
+def _cotengra_tree(scopes, sizes, keep, max_time: float = 5.0) -> tuple[JoinTree, str]:
+    # cotengra's hyper-optimizer (greedy and label partitions, plus kahypar where it
+    # imports), then never worse than opt_einsum's path: the tree of fewer flops wins, and
+    # the planner that made it is returned with it.
+    try:
+        import cotengra
+    except ImportError as e:
+        raise ImportError(_NO_COTENGRA) from e
+    methods = ["greedy", "labels"]
+    try:
+        import kahypar  # noqa: F401
+        methods.append("kahypar")
+    except ImportError:
+        pass
+    opt = cotengra.HyperOptimizer(methods=methods, max_repeats=128, max_time=max_time,
+                                  optlib="random", progbar=False)
+    tree = cotengra.array_contract_tree([tuple(s) for s in scopes], tuple(keep), dict(sizes),
+                                        optimize=opt)
+    ours = _path_tree(tree.get_path(), scopes, sizes, keep)
+    greedy = _opt_einsum_tree(scopes, sizes, keep)
+    if greedy.stats()["flops"] < ours.stats()["flops"]:
+        return greedy, "opt_einsum"
+    return ours, "cotengra"
 
 
 @cached("compiled.plans", maxsize=256)
@@ -217,12 +250,8 @@ def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
     """The cached plan of one structure (hashable arguments; see ``plan``)."""
     size = dict(sizes)
     if method == "cotengra":
-        try:
-            import cotengra  # noqa: F401
-        except ImportError as e:
-            raise ImportError(_NO_COTENGRA) from e
-        raise NotImplementedError("plan(method='cotengra'): the cotengra path is not wired "
-                                  "in yet (issue 30); use 'jointree' or 'opt_einsum'.")
+        tree, method = _cotengra_tree(scopes, size, keep)
+        return Plan(scopes, size, keep, tree, method)
     if method == "auto":
         method = ("jointree" if any(functional) or len(scopes) > _AUTO_OPT_EINSUM
                   else "opt_einsum")
@@ -268,7 +297,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
         plates: not planned from factors (NotImplementedError): compile a plated
             ``sum_product`` built under ``lazy`` with ``fc.compile`` instead.
         method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
-            "auto" path search) or "cotengra" (optional, when installed).
+            "auto" path search) or "cotengra" (its hyper-optimizer, ~5 s of search, when
+            installed; opt_einsum's path instead where that has fewer flops: ``plan.method``
+            says which).
         memory_budget: bytes; a plan whose messages need more raises ``MemoryBudgetError``
             naming the largest cluster (default: ``memory_budget`` context or free memory).
         itemsize: bytes per entry for the memory figures.

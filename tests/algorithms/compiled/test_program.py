@@ -234,3 +234,37 @@ def test_ground_subterms_recorded_under_lazy_are_constants():
     w = rng.normal(size=(3, 2))
     expected = np.log(np.sum(a[:, None] * np.exp(w)))
     assert np.allclose(float(fc.compile(param)(v=w)), expected, rtol=1e-12)
+
+
+class _FakeCotengra:
+    # Stands in for cotengra (not a dependency): its optimizer returns a fixed path, so the
+    # test checks how a path becomes a tree and the never-worse-than-greedy choice.
+    def __init__(self, path):
+        self.path = path
+
+    def HyperOptimizer(self, **kwargs):  # noqa: N802  (cotengra's name)
+        return kwargs
+
+    def array_contract_tree(self, inputs, output, size_dict, optimize):
+        return type("Tree", (), {"get_path": lambda _self: self.path})()
+
+
+def test_cotengra_path_becomes_a_tree_never_worse_than_greedy(monkeypatch):
+    from funsor_core.algorithms.compiled.program import plan_structure
+
+    b = fc.Bint
+    rng = np.random.default_rng(4)
+    fs = [fc.Tensor(rng.random((2, 3)), {"a": b[2], "b": b[3]}),
+          fc.Tensor(rng.random((4, 5)), {"c": b[4], "d": b[5]}),
+          fc.Tensor(rng.random((3, 4)), {"b": b[3], "c": b[4]})]
+    cards = {"a": 2, "b": 3, "c": 4, "d": 5}
+    expected = brute_force(fs, cards, ("a",))
+    # A good path (A.C, then with B) is kept; a bad one (the outer product A x B first) loses
+    # to opt_einsum's path, and the plan says so.
+    for path, method in (([(0, 2), (0, 1)], "cotengra"), ([(0, 1), (0, 1)], "opt_einsum")):
+        plan_structure.cache_clear()
+        monkeypatch.setitem(__import__("sys").modules, "cotengra", _FakeCotengra(path))
+        plan = fc.plan(fs, frozenset("bcd"), method="cotengra")
+        assert plan.method == method
+        assert np.allclose(plan(fs).data, expected, rtol=1e-12)
+    plan_structure.cache_clear()
