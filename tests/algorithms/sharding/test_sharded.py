@@ -99,6 +99,20 @@ def test_sharded_gaussian_chain_is_one_gather_of_one_packed_summary(report):
         "gaussian_chain"]] == [("all-gather", "f64[8,8]")]
 
 
+def test_sharded_max_plus_gaussian_chain_equals_one_device(report):
+    # Viterbi over a Gaussian chain, T = 12 on 8 devices (uneven): = the numpy max of the
+    # joint quadratic form and one device; the same one all-gather of the packed summary
+    result = report["gaussian_max_chain"]
+    mean, cov = np.array(result["mean"]), np.array(result["cov"])
+    g = fc.Gaussian(mean=mean, covariance=cov,
+                    inputs={"t": fc.Bint[len(mean)], "x": fc.Real, "y": fc.Real})
+    one = fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[len(mean)]),
+                           {"x": "y"})(x=0.5, y=-0.3)  # one device, numpy
+    assert result["vs_numpy"] < 1e-12 and abs(float(one.data) - result["value"]) < 1e-12
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "f64[8,8]")]
+
+
 def test_sharded_marginals_and_viterbi_equal_one_device(report):
     # markov_marginals / markov_map differentiate the chain's total: through the sharded scan
     adjoint = report["adjoint"]
@@ -158,11 +172,14 @@ def _mesh():
 
 
 def test_sharded_errors_name_what_is_missing():
-    g = fc.Gaussian(mean=np.zeros((3, 2)), covariance=np.broadcast_to(np.eye(2), (3, 2, 2)),
-                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    g = fc.Gaussian(mean=jax.numpy.zeros((3, 2, 2, 2)),
+                    covariance=jax.numpy.broadcast_to(jax.numpy.eye(2), (3, 2, 2, 2, 2)),
+                    inputs={"t": fc.Bint[3], "a": fc.Bint[2], "b": fc.Bint[2], "x": fc.Real,
+                            "y": fc.Real})
     with pytest.raises(NotImplementedError, match="mixed chain"):
-        with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
-            fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
+        with sharded(_mesh(), time={"t": "x"}):  # a switching (discrete x Gaussian) chain
+            fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
+                             {"a": "b", "x": "y"})
     with pytest.raises(ValueError, match="both as time and as particles"):
         sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
     with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
