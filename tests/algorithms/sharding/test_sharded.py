@@ -172,8 +172,8 @@ def _mesh():
 
 
 def test_sharded_errors_name_what_is_missing():
-    g = fc.Gaussian(mean=jax.numpy.zeros((3, 2, 2, 2)),
-                    covariance=jax.numpy.broadcast_to(jax.numpy.eye(2), (3, 2, 2, 2, 2)),
+    g = fc.Gaussian(mean=np.zeros((3, 2, 2, 2)),
+                    covariance=np.broadcast_to(np.eye(2), (3, 2, 2, 2, 2)),
                     inputs={"t": fc.Bint[3], "a": fc.Bint[2], "b": fc.Bint[2], "x": fc.Real,
                             "y": fc.Real})
     with pytest.raises(NotImplementedError, match="mixed chain"):
