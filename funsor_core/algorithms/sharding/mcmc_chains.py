@@ -78,14 +78,19 @@ def sharded_chains(factors, num_samples: int, mesh, axis="x", *, kernel: str = "
         ``Samples`` as ``gibbs`` returns them (over ``particle``, and ``chain`` when ``C > 1``),
         their arrays split over the devices along the chains.
 
+    Raises:
+        TypeError: the factors' backend cannot split arrays over a mesh (not jax).
+        ValueError: no ``rng_key``, an axis the mesh lacks, an ``init`` not ``(C, V)``.
+
     Example:
-        >>> import jax
-        >>> mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-        >>> f = fc.Tensor(jax.numpy.log(jax.numpy.eye(2) + 1e-300),
-        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
-        >>> s = sharded_chains([f], 3, mesh, num_chains=4, rng_key=0)
-        >>> s["b"].inputs, bool((s["a"].data == s["b"].data).all())
-        ({'particle': Bint[3], 'chain': Bint[4]}, True)
+        (A run on 8 devices, checked against one: ``examples/sharded.py``; a compile costs
+        ~1 s, too long for a doctest. The factors must be jax arrays:)
+
+        >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> sharded_chains([f], 100, "a mesh", num_chains=64, rng_key=0)
+        Traceback (most recent call last):
+        ...
+        TypeError: sharded_chains(...) splits the chains over a device mesh, which the numpy ...
     """
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")

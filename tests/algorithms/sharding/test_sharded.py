@@ -20,7 +20,7 @@ jax = pytest.importorskip("jax")
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded, sharded_chains  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 K = 3
@@ -184,6 +184,13 @@ def test_sharded_errors_name_what_is_missing():
         sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
     with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
         partitioned_mcmc([fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})], 1, _mesh(), "y")
+    f = fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})
+    with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
+        sharded_chains([f], 1, _mesh(), "y", rng_key=0)
+    with pytest.raises(ValueError, match="needs rng_key"):
+        sharded_chains([f], 1, _mesh())
+    with pytest.raises(ValueError, match=r"init: one row of states per chain, \(num_chains, V\)"):
+        sharded_chains([f], 1, _mesh(), num_chains=3, rng_key=0, init=np.zeros((2, 1), int))
     t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
     with pytest.raises(TypeError, match="numpy backend cannot"):
         with sharded(_mesh(), plates={"data": "x"}):
