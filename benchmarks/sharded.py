@@ -12,12 +12,15 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
   elements here: the price of one collective instead of a max then a sum);
 - a chain of ``T`` steps with ``K`` states: one collective of ``P K^2`` (each device's block
   summary; nothing of length ``T``); a Gaussian chain over ``D = 2 dp`` reals, one of
-  ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant);
+  ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant),
+  in either semiring (max-plus: Viterbi);
 - a round of partitioned MCMC (``partitioned_mcmc``, Singh ch. 4) with ``C`` chains: one
   collective of ``C x`` (the variables updated in the round): each moved value once;
 - several plates reduced together: one collective over all their mesh axes, as for one;
 - a product of Gaussians over a plate (dim ``d``): one collective of ``P (d + d (d + 1) / 2
   + 1)`` (each device's partial product in information form);
+- independent MCMC chains (``sharded_chains``): nothing (the chains share only the model;
+  an uneven chain count returns its padded samples gathered, as jax cannot shard them);
 - a Monte Carlo estimate averaged over sharded particles: one all-reduce of the estimate's
   size (here a scalar; with its gradient, XLA combines both into one all-reduce).
 
@@ -45,7 +48,7 @@ jax.config.update("jax_enable_x64", True)
 import funsor_core as fc  # noqa: E402
 from backends.jax_sharding import compiled_collectives  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded, sharded_chains  # noqa: E402
 from interpretations import MonteCarlo  # noqa: E402
 
 
@@ -70,12 +73,12 @@ def _chain(sum_op, t_len, k):
     return fn, (jnp.zeros((t_len, k, k)),), "t"
 
 
-def _gaussian_chain(t_len, dp):
+def _gaussian_chain(t_len, dp, sum_op=ops.logaddexp):
     def fn(mean, cov):
         g = fc.Gaussian(mean=mean, covariance=cov, inputs={
             "t": fc.Bint[t_len], "x": fc.Reals[dp], "y": fc.Reals[dp]})
         time = fc.Variable("t", fc.Bint[t_len])
-        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, time, {"x": "y"})
+        mp = fc.MarkovProduct(sum_op, ops.add, g, time, {"x": "y"})
         return mp(x=jnp.zeros(dp), y=jnp.zeros(dp)).data
     eye = jnp.broadcast_to(jnp.eye(2 * dp), (t_len, 2 * dp, 2 * dp))
     return fn, (jnp.zeros((t_len, 2 * dp)), 2.0 * eye), "t"
@@ -117,6 +120,20 @@ def _partitioned_row(v, chains, devices):
                  for row in ids[:1] for i in range(v))
     _print(f"partitioned Gibbs round, V={v:,} chain, C={chains}", devices, found,
            chains * active)
+
+
+def _chains_row(v, chains, devices):
+    # sharded_chains: independent Gibbs chains of a binary chain of v variables, 10 rounds;
+    # the chains share nothing, so the minimum is no collective
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
+    domains = [{f"v{i}": fc.Bint[2], f"v{i + 1}": fc.Bint[2]} for i in range(v - 1)]
+
+    def fn(table):
+        fs = [fc.Tensor(table, d) for d in domains]
+        return sharded_chains(fs, 10, mesh, num_chains=chains, rng_key=0)["v1"].data
+
+    found = compiled_collectives(fn, jnp.zeros((2, 2)))
+    _print(f"sharded Gibbs chains, V={v:,} chain, C={chains}", devices, found, 0)
 
 
 def _two_plates_row(red_op, n, g, m):
@@ -168,11 +185,15 @@ def main() -> None:
         # a Gaussian summary over (first prev, last curr), D = 4: the information form's
         # D + D (D + 1) / 2 + 1 = 15 numbers; sent: w (D), the square root (D^2), k, a flag
         _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
+        _row("Gaussian chain max, T=10,001, state dim 2",
+             _gaussian_chain(10_001, 2, ops.max), p * 15, p)
         # a product of Gaussians over dim d = 2: information form d + d (d + 1) / 2 + 1 = 6
         # per device; sent: the square root (d + 1) x d rows and the constant, 7
         _row("Gaussian plate product, n=100,000, dim 2", _gaussian_plate(100_000, 2), p * 6, p)
         _partitioned_row(400, 4, p)
         _particles_row(100_000, p)
+        _chains_row(400, 64, p)
+        _chains_row(400, 100, p)
     _two_plates_row(ops.add, 100_000, 8, 4)
     _two_plates_row(ops.logaddexp, 100_000, 8, 4)
 

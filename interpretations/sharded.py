@@ -1,7 +1,8 @@
 """Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
 ``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
 reduction over a sharded plate is the local reduction plus one collective; a Markov product
-of Tensors or of Gaussians over a sharded time is the three-phase scan; an ``Integrate``
+of Tensors or of Gaussians (sum-product or max-plus) over a sharded time is the three-phase
+scan; an ``Integrate``
 with sharded particles, one estimate per particle split over the devices. Everything else
 declines, to the interpretation that was active when ``sharded`` was entered.
 
@@ -17,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core import ops
 from funsor_core.algorithms.chains.factors import tensor_factors
 from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
 from funsor_core.algorithms.sharding.chains import shard_markov_tensor
@@ -36,10 +38,10 @@ from funsor_core.terms.markov import MarkovProduct
 __all__ = ["Sharded", "sharded"]
 
 _MIXED_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
-                "inputs {reals} but is not a Gaussian chain in (logaddexp, add): a mixed chain "
-                "(discrete and real states) or a max-plus Gaussian chain; sharding those over "
-                "time is not implemented yet (issue #33). Leave '{name}' out of time={{...}} "
-                "to run it on one device")
+                "inputs {reals} but is not a Gaussian chain in (logaddexp, add) or (max, add): "
+                "a mixed chain (discrete and real states, e.g. a switching linear dynamical "
+                "system) or another semiring; sharding those over time is not implemented yet "
+                "(issue #33). Leave '{name}' out of time={{...}} to run it on one device")
 
 
 # red_{V} (t_1 * ... * t_n) with a sharded plate i in V = red over devices of the same
@@ -72,9 +74,12 @@ def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, st
     if factors is not None:
         return shard_markov_tensor(interp, sum_op, prod_op, factors, time, step, step_names,
                                    strategy)
-    parts = gaussian_chain_parts(sum_op, prod_op, trans, time, step)
+    maximize = sum_op is ops.max and prod_op is ops.add
+    # (the chain's arrays are the same in both semirings; only the elimination differs)
+    parts = gaussian_chain_parts(ops.logaddexp if maximize else sum_op, prod_op, trans, time,
+                                 step)
     if parts is not None:
-        return shard_markov_gaussian(interp, parts, time, step, step_names, strategy)
+        return shard_markov_gaussian(interp, parts, time, step, step_names, strategy, maximize)
     reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
     if reals:
         raise NotImplementedError(_MIXED_CHAIN.format(name=time.name, reals=reals))

@@ -1,5 +1,7 @@
 """Gaussian Markov products over a sharded time axis: the three-phase scan of ``chains``
-with Gaussian steps in square-root form.
+with Gaussian steps in square-root form, in either semiring: ``(logaddexp, add)`` integrates
+the inner states, ``(max, add)`` maximizes them (the same QR elimination less the integral's
+``0.5 d log 2 pi - log |R|``), so the summary and the one all-gather are the same size.
 
 Each device composes its block of steps (``chains.gaussian_scan.block_product``: each step
 of rank exactly ``D = 2 dp + dg``, so every product has rank ``D``) into one summary
@@ -80,10 +82,12 @@ def _fill(steps: tuple, keep, dim: int) -> tuple:
 
 
 def shard_markov_gaussian(interp, chain: GaussianChain, time, step: tuple, step_names: tuple,
-                          strategy):
+                          strategy, maximize: bool = False):
     """The Markov product of the Gaussian ``chain`` (from ``gaussian_chain_parts``) with its
     time split over the mesh of ``interp`` (a ``Sharded``): ``Gaussian + Tensor`` as
     ``markov_gaussian`` gives; None for a chain whose one step repeats (``power``).
+    ``maximize``: the max-plus product (Viterbi: ``max`` over the inner states instead of
+    the integral; ``compose(maximize=True)``), each block composed by the masked scan.
 
     Example:
         >>> shard_markov_gaussian(None, None, fc.Variable("t", fc.Bint[2]), (), (), None)
@@ -100,10 +104,11 @@ def shard_markov_gaussian(interp, chain: GaussianChain, time, step: tuple, step_
     sizes = {"p": dp, "g": dg, "m": dp, "c": dp}
 
     def mm(a, b):
-        return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, None)
+        return compose(a, ("p", "g", "m"), b, ("m", "g", "c"), ("p", "g", "c"), sizes, None,
+                       maximize=maximize)
 
     def local(index, w, s, k):
-        if block * shards == size:
+        if block * shards == size and not maximize:  # (block_product integrates)
             return _pack(block_product(w, s, k, dp, dg, kernel), ops.new_full(k, (), 1.0))[0]
         keep = ops.new_arange(k, block) < size - index * block
         summary = _masked_product(_fill((w, s, k), keep, dim), keep, mm, backend.scan)

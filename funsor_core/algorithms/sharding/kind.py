@@ -16,13 +16,14 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   (``Reduce(add, g, plates)``) gathers each device's partial product, compressed to at
   most ``n`` rows (``.gaussian_plates``); a Contraction with a Gaussian among its terms is
   left unsharded;
-- a ``MarkovProduct`` of Tensors (either semiring) or of Gaussians (``logaddexp, add``) over
-  a sharded time axis runs as a three-phase scan: each device multiplies its block of steps
-  with the library's chain kernel, ONE all-gather brings the ``K x K`` summary of every
-  device (for a Gaussian: its square root, packed) to all of them, and a scan over the ``P``
-  summaries gives the product. The fix-up phase is the derivative of that program: the
-  marginals and Viterbi paths of ``markov_marginals`` / ``markov_map`` (derivatives of the
-  chain's total) run through it, with no further collective when ``T`` splits evenly.
+- a ``MarkovProduct`` of Tensors or of Gaussians (either semiring: ``logaddexp, add`` or
+  ``max, add``, Viterbi) over a sharded time axis runs as a three-phase scan: each device
+  multiplies its block of steps with the library's chain kernel, ONE all-gather brings the
+  ``K x K`` summary of every device (for a Gaussian: its square root, packed) to all of
+  them, and a scan over the ``P`` summaries gives the product. The fix-up phase is the
+  derivative of that program: the marginals and Viterbi paths of ``markov_marginals`` /
+  ``markov_map`` (derivatives of the chain's total) run through it, with no further
+  collective when ``T`` splits evenly.
 
 Sizes not divisible by the number of devices leave the last devices' blocks padded, and each
 masks its padding (the reduction's unit for a plate, identity matrices for a chain, a carry
@@ -49,8 +50,11 @@ axis, one all-gather of the moved values per round.
   ``sharded`` never sees the ``Integrate`` (Monte Carlo draws first), and the particles are
   drawn on one device, with the same values as without ``sharded``.
 
-Not implemented (each raises NotImplementedError): mixed (discrete and real) and max-plus
-Gaussian chains over a sharded time axis (issue #33). The funsor adjoint's tape
+Independent MCMC chains of the loopy-graph sampler split over a mesh axis are a function of
+their own too, ``sharded_chains`` (``.mcmc_chains``): each chain its own key, no collective.
+
+Not implemented (raises NotImplementedError): mixed (discrete and real: switching) chains
+over a sharded time axis (issue #33). The funsor adjoint's tape
 (``AdjointTape``, posterior samples) is not tested under ``sharded``.
 
 Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator

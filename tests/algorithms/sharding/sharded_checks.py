@@ -21,10 +21,12 @@ import sys
 N, T, K = 12, 12, 3
 
 
-def _gaussian_oracle(mean, cov, a, b):
+def _gaussian_oracle(mean, cov, a, b, maximize=False):
     """log of the integral over x_1..x_{T-1} of prod_t exp(-q_t / 2), q_t the quadratic form
     of ((x_t, x_{t+1}) - mean_t) in cov_t^{-1}, at
-    x_0 = a, x_T = b (scalar states): the joint quadratic form, inner block integrated."""
+    x_0 = a, x_T = b (scalar states): the joint quadratic form, inner block integrated
+    (``maximize``: its max over the inner block, the same less the Gaussian integral's
+    ``0.5 n log 2 pi - 0.5 log det J_ii``)."""
     import numpy as np
 
     n = T + 1
@@ -39,9 +41,9 @@ def _gaussian_oracle(mean, cov, a, b):
     x = np.array([a, b])
     g = h[inner] - J[np.ix_(inner, outer)] @ x
     Jii = J[np.ix_(inner, inner)]
+    integral = 0.5 * len(inner) * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(Jii)[1]
     return (c + h[outer] @ x - 0.5 * x @ J[np.ix_(outer, outer)] @ x
-            + 0.5 * len(inner) * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(Jii)[1]
-            + 0.5 * g @ np.linalg.solve(Jii, g))
+            + (0.0 if maximize else integral) + 0.5 * g @ np.linalg.solve(Jii, g))
 
 
 def _numpy_oracles(logits, locs, data, trans, mean, cov):
@@ -87,10 +89,10 @@ def _programs(mesh):
                       {"data": fc.Bint[N], "z": fc.Bint[K]})
         return t.reduce(ops.logaddexp, frozenset({"data", "z"})).data
 
-    def kalman(mean, cov):  # a Gaussian chain, evaluated at its two ends
+    def kalman(mean, cov, sum_op=ops.logaddexp):  # a Gaussian chain, at its two ends
         time = fc.Bint[mean.shape[0]]
         g = fc.Gaussian(mean=mean, covariance=cov, inputs={"t": time, "x": fc.Real, "y": fc.Real})
-        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", time), {"x": "y"})
+        mp = fc.MarkovProduct(sum_op, ops.add, g, fc.Variable("t", time), {"x": "y"})
         return mp(x=0.5, y=-0.3).data
 
     def product(logits, locs, data, trans):  # einsum "dz,zw->w": (add, mul) over plate d
@@ -353,6 +355,72 @@ def _particles():
     return {"value": abs(value - ref_value), "collectives": hlo_collectives(compiled.as_text())}
 
 
+def _gaussian_max_chain(args, host):
+    """A max-plus (Viterbi) Gaussian chain over T = 12 steps on 8 devices (uneven), at its
+    two ends: one compiled program (value only: its gradient is the one-device rule's, which
+    the sum-product chain's gradient tests already cover), against the numpy max of the
+    joint quadratic form, and its collectives. The one-device value is computed by the test
+    (numpy backend, eager: here an eager jax run compiles each op, ~16 s)."""
+    import jax
+
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+
+    _, under, _, _, kalman, _, _ = _programs(_mesh(8))
+    compiled = jax.jit(under(lambda m, c: kalman(m, c, ops.max), plates=False)).lower(
+        *args[4:]).compile()
+    value = float(compiled(*args[4:]))
+    return {"value": value, "mean": host[4].tolist(), "cov": host[5].tolist(),
+            "vs_numpy": abs(value - _gaussian_oracle(*host[4:], 0.5, -0.3, maximize=True)),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
+def _mcmc_chains():
+    """``sharded_chains``: 12 Gibbs chains on a 4-cycle of binary variables, 6 rounds, split
+    over 8 devices (uneven: 2 per device, the last padded), against the loopy sampler's own
+    ``run_chains`` on one device, chain by chain with the chain's key (the sampler's key
+    folded with its index), in ONE compiled program (a compile costs ~1 s: its threefry
+    draws); and the program's collectives."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core.algorithms.loopy.graph import FactorGraph
+    from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
+    from funsor_core.sampling.keys import KeyStream
+    from funsor_core.sharding import sharded_chains
+
+    V, C, S = 4, 12, 6
+    rng = np.random.default_rng(7)
+    tables = [rng.normal(size=(2, 2)) for _ in range(V)]
+    domains = [{f"v{i}": fc.Bint[2], f"v{(i + 1) % V}": fc.Bint[2]} for i in range(V)]
+    key = jax.random.PRNGKey(11)
+    init = rng.integers(0, 2, size=(C, V))
+
+    def program(*arrays):
+        fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
+        s = sharded_chains(fs, S, _mesh(8), num_chains=C, rng_key=key, init=init)
+        base = KeyStream(key).next(fs[0])
+
+        def one_device(c, x0, *arrays):  # chain c alone, with its key (all args batched:
+            # run_chains takes an init of the tables' array type)
+            plan = SamplerPlan(FactorGraph.build([fc.Tensor(a, d)
+                                                  for a, d in zip(arrays, domains)]))
+            return run_chains(plan, x0[None], S, rng_key=jax.random.fold_in(base, c))[:, 0]
+
+        copies = [jax.numpy.broadcast_to(a, (C,) + a.shape) for a in arrays]
+        return (jax.numpy.stack([s[f"v{i}"].data for i in range(V)], -1),  # (S, C, V)
+                jax.vmap(one_device, out_axes=1)(jax.numpy.arange(C), jax.numpy.asarray(init),
+                                                 *copies))
+
+    compiled = jax.jit(program).lower(*tables).compile()
+    eight, ref = (np.asarray(x) for x in compiled(*tables))
+    return {"same": bool(np.array_equal(eight, ref)),
+            "chains_differ": float((ref[-1] != ref[-1, :1]).any(-1).mean()),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
 def main() -> None:
     import jax
     import numpy as np
@@ -379,7 +447,8 @@ def main() -> None:
               "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
               "collectives": _collectives(args), "adjoint": _adjoint(args),
               "mesh_2d": _mesh_2d(args, oracle), "partitioned_mcmc": _partitioned_mcmc(),
-              "particles": _particles()}
+              "particles": _particles(), "mcmc_chains": _mcmc_chains(),
+              "gaussian_max_chain": _gaussian_max_chain(args, host)}
     json.dump(report, sys.stdout)
 
 

@@ -20,7 +20,7 @@ jax = pytest.importorskip("jax")
 
 import funsor_core as fc  # noqa: E402
 from funsor_core import ops  # noqa: E402
-from funsor_core.sharding import partitioned_mcmc, sharded  # noqa: E402
+from funsor_core.sharding import partitioned_mcmc, sharded, sharded_chains  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 K = 3
@@ -99,6 +99,20 @@ def test_sharded_gaussian_chain_is_one_gather_of_one_packed_summary(report):
         "gaussian_chain"]] == [("all-gather", "f64[8,8]")]
 
 
+def test_sharded_max_plus_gaussian_chain_equals_one_device(report):
+    # Viterbi over a Gaussian chain, T = 12 on 8 devices (uneven): = the numpy max of the
+    # joint quadratic form and one device; the same one all-gather of the packed summary
+    result = report["gaussian_max_chain"]
+    mean, cov = np.array(result["mean"]), np.array(result["cov"])
+    g = fc.Gaussian(mean=mean, covariance=cov,
+                    inputs={"t": fc.Bint[len(mean)], "x": fc.Real, "y": fc.Real})
+    one = fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[len(mean)]),
+                           {"x": "y"})(x=0.5, y=-0.3)  # one device, numpy
+    assert result["vs_numpy"] < 1e-12 and abs(float(one.data) - result["value"]) < 1e-12
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "f64[8,8]")]
+
+
 def test_sharded_marginals_and_viterbi_equal_one_device(report):
     # markov_marginals / markov_map differentiate the chain's total: through the sharded scan
     adjoint = report["adjoint"]
@@ -142,20 +156,41 @@ def test_sharded_monte_carlo_particles_equal_one_device(report):
         ("all-reduce", "f64[]")]
 
 
+def test_sharded_mcmc_chains_equal_one_device_chain_by_chain(report):
+    # 12 Gibbs chains on 8 devices (uneven): chain c = the loopy sampler's run_chains on one
+    # device with the chain's key; the chains differ (own keys); nothing moves between
+    # devices but the returned samples (S x padded C x V, gathered once at the end: jax
+    # cannot shard 12 over 8; an even C leaves them split, no collective: benchmarks/sharded.py)
+    result = report["mcmc_chains"]
+    assert result["same"] and result["chains_differ"] > 0.5
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "s64[6,16,4]")]
+
+
 def _mesh():
     return jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
 
 
 def test_sharded_errors_name_what_is_missing():
-    g = fc.Gaussian(mean=np.zeros((3, 2)), covariance=np.broadcast_to(np.eye(2), (3, 2, 2)),
-                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+    g = fc.Gaussian(mean=np.zeros((3, 2, 2, 2)),
+                    covariance=np.broadcast_to(np.eye(2), (3, 2, 2, 2, 2)),
+                    inputs={"t": fc.Bint[3], "a": fc.Bint[2], "b": fc.Bint[2], "x": fc.Real,
+                            "y": fc.Real})
     with pytest.raises(NotImplementedError, match="mixed chain"):
-        with sharded(_mesh(), time={"t": "x"}):  # a Gaussian chain in max-plus is not one
-            fc.MarkovProduct(ops.max, ops.add, g, fc.Variable("t", fc.Bint[3]), {"x": "y"})
+        with sharded(_mesh(), time={"t": "x"}):  # a switching (discrete x Gaussian) chain
+            fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
+                             {"a": "b", "x": "y"})
     with pytest.raises(ValueError, match="both as time and as particles"):
         sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
     with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
         partitioned_mcmc([fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})], 1, _mesh(), "y")
+    f = fc.Tensor(jax.numpy.zeros(2), {"a": fc.Bint[2]})
+    with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
+        sharded_chains([f], 1, _mesh(), "y", rng_key=0)
+    with pytest.raises(ValueError, match="needs rng_key"):
+        sharded_chains([f], 1, _mesh())
+    with pytest.raises(ValueError, match=r"init: one row of states per chain, \(num_chains, V\)"):
+        sharded_chains([f], 1, _mesh(), num_chains=3, rng_key=0, init=np.zeros((2, 1), int))
     t = fc.Tensor(np.ones(4), {"data": fc.Bint[4]})
     with pytest.raises(TypeError, match="numpy backend cannot"):
         with sharded(_mesh(), plates={"data": "x"}):
