@@ -115,14 +115,20 @@ class JoinTree:
         return out
 
 
-def _sizer(names, sizes):
-    # [bits] -> [the product of the sizes of the names set in bits], by popcounts over one
-    # mask per distinct size (a network has few), so a cluster costs a few word operations.
+def _size_classes(names, sizes) -> dict[int, int]:
+    # size -> the bit mask of the names of that size (sizes 1 left out: they multiply by 1).
     classes: dict[int, int] = {}
     for i, n in enumerate(names):
         s = sizes[n]
         if s != 1:
             classes[s] = classes.get(s, 0) | (1 << i)
+    return classes
+
+
+def _sizer(names, sizes):
+    # [bits] -> [the product of the sizes of the names set in bits], by popcounts over one
+    # mask per distinct size (a network has few), so a cluster costs a few word operations.
+    classes = _size_classes(names, sizes)
     if len(classes) == 1:
         ((s, m),) = classes.items()
         return lambda many: [s ** (b & m).bit_count() for b in many]
@@ -137,11 +143,7 @@ def _sizer(names, sizes):
 def _weigher(names, sizes):
     # bits -> a number ordered as the product of the sizes (with one size class, the count
     # of names: s ** k is increasing in k), for comparing subtrees without the powers.
-    classes: dict[int, int] = {}
-    for i, n in enumerate(names):
-        s = sizes[n]
-        if s != 1:
-            classes[s] = classes.get(s, 0) | (1 << i)
+    classes = _size_classes(names, sizes)
     if len(classes) == 1:
         ((_, m),) = classes.items()
         return lambda bits: (bits & m).bit_count()

@@ -141,7 +141,13 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          "exact conditionals")
     states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
                         subsample=subsample)
-    states = states[warmup::thin]  # (S, C, V)
+    return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+
+
+def samples_of_states(graph: FactorGraph, states, num_samples: int, num_chains: int,
+                      rounds: int | None = None) -> Samples:
+    """(S, C, V) sampler states as ``Samples``: one int Tensor per variable over ``particle``
+    (and ``chain`` when there are several); with ``rounds``, the work counters too."""
     out = Samples()
     inputs = {"particle": Bint[num_samples]}
     if num_chains > 1:
@@ -149,8 +155,9 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     for i, name in enumerate(graph.names):
         data = states[:, :, i] if num_chains > 1 else states[:, 0, i]
         out[name] = Tensor(data, dict(inputs), graph.sizes[i])
-    out.num_updates = rounds * num_chains * len(graph.names)
-    out.num_factors_scored = rounds * num_chains * graph.num_edges * graph.D
+    if rounds is not None:
+        out.num_updates = rounds * num_chains * len(graph.names)
+        out.num_factors_scored = rounds * num_chains * graph.num_edges * graph.D
     return out
 
 

@@ -23,12 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.loopy.api import Samples
+from funsor_core.algorithms.loopy.api import Samples, samples_of_states
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan, checked_proposal, sweep_rounds
 from funsor_core.algorithms.loopy.runners import cached_plan
-from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
 from funsor_core.sampling.keys import KeyStream
 
 __all__ = ["sharded_chains"]
@@ -126,19 +124,5 @@ def sharded_chains(factors, num_samples: int, mesh, axis="x", *, kernel: str = "
     operands = (flat, x0, ops.new_array(flat, 1.0 / temps), log_q)
     states = _chain_order(backend.shard_per_key(mesh, one_chain, key, num_chains, operands,
                                                 axes, indexed=True))
-    return _samples(graph, states[warmup::thin], num_samples, num_chains, rounds)
+    return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
 
-
-def _samples(graph: FactorGraph, states, num_samples: int, num_chains: int,
-             rounds: int) -> Samples:
-    # (S, C, V) states as Samples: one int Tensor per variable over particle (and chain).
-    out = Samples()
-    inputs = {"particle": Bint[num_samples]}
-    if num_chains > 1:
-        inputs["chain"] = Bint[num_chains]
-    for i, name in enumerate(graph.names):
-        data = states[:, :, i] if num_chains > 1 else states[:, 0, i]
-        out[name] = Tensor(data, dict(inputs), graph.sizes[i])
-    out.num_updates = rounds * num_chains * len(graph.names)
-    out.num_factors_scored = rounds * num_chains * graph.num_edges * graph.D
-    return out

@@ -34,12 +34,10 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.loopy.api import Samples
+from funsor_core.algorithms.loopy.api import Samples, samples_of_states
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan
 from funsor_core.algorithms.sharding.partitions import PartitionPlan, make_partitions
-from funsor_core.atoms.tensor import Tensor
-from funsor_core.domains import Bint
 from funsor_core.sampling.keys import KeyStream
 
 __all__ = ["partitioned_mcmc", "PartitionedSampler"]
@@ -233,7 +231,7 @@ def partitioned_mcmc(factors, num_samples: int, mesh=None, axis="x", *,
     if init is None:
         init = np.zeros((num_chains, len(graph.names)), np.int64)
     states = run_partitioned(sampler, init, rounds, rng_key, mesh, axes, sweeps)
-    return _samples(graph, states[warmup::thin], num_samples, num_chains)
+    return samples_of_states(graph, states[warmup::thin], num_samples, num_chains)
 
 
 def _devices(graph: FactorGraph, mesh, axes: tuple) -> int:
@@ -249,14 +247,3 @@ def _devices(graph: FactorGraph, mesh, axes: tuple) -> int:
                          f"whose axes are {sizes}")
     return int(np.prod([sizes[a] for a in axes]))
 
-
-def _samples(graph: FactorGraph, states, num_samples: int, num_chains: int) -> Samples:
-    # (S, C, V) states as Samples: one int Tensor per variable over particle (and chain).
-    out = Samples()
-    inputs = {"particle": Bint[num_samples]}
-    if num_chains > 1:
-        inputs["chain"] = Bint[num_chains]
-    for i, name in enumerate(graph.names):
-        data = states[:, :, i] if num_chains > 1 else states[:, 0, i]
-        out[name] = Tensor(data, dict(inputs), graph.sizes[i])
-    return out
