@@ -18,6 +18,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import BPResult, run_bp
+from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
@@ -51,13 +52,27 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         sparsity_threshold: single-value sparsity (ch. 7.1, ``sparse_value_bp``): a
             variable whose marginal's mode reaches this probability is fixed to it (its
             belief a point mass), revocably; above 1 it is plain BP. Not with ``domains``.
-        clusters, compression: cluster BP with compressed messages (chapter 8) is not
-            implemented yet: anything but None raises ``NotImplementedError``.
+        clusters: cluster BP (generalized BP on a cluster graph, ch. 8; ``cluster_bp``): a
+            partition of the variables, a list of tuples of names. Inside a cluster the
+            elimination is exact; across clusters the messages are joint tables over the
+            cluster's variables a cluster factor touches, compressed by ``compression``.
+            Takes ``schedule`` ``"flooding"``/``"parallel"``/``"sequential"``, ``damping``,
+            ``tol``, ``max_iters``, ``rng_key`` and both semirings; not ``batch``,
+            ``temperature`` other than 1, ``domains`` or ``sparsity_threshold``.
+        compression: with ``clusters``, the projection of the cluster messages: a name in
+            ``PROJECTIONS`` (``"full"``, the default: generalized BP; ``"factorized"``:
+            loopy BP's messages; ``"kbest"``), a ``(name, k)`` pair such as
+            ``("kbest", 8)``, or a callable ``project(log_table, *, k, rng_key, state)``
+            returning a ``Projection``.
 
     Returns:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
         with respect to a factor's log table is that factor's belief), ``.residuals``,
         ``.num_iters``, ``.num_messages``, ``.num_message_entries``, ``.map_assignment()``.
+        With ``clusters``, a ``ClusterBPResult``: ``.beliefs``, ``.cluster_beliefs``,
+        ``.residuals``, ``.num_iters``, ``.converged``, ``.num_messages`` and ``.counts``
+        (network and local messages and bytes); its Kikuchi ``log Z``, factor beliefs and
+        MAP decoding are not implemented yet.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
@@ -66,7 +81,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
-    _not_yet(clusters=clusters, compression=compression)
+    if clusters is not None or compression is not None:
+        return _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol,
+                           max_iters, temperature, batch, rng_key, domains, sparsity_threshold)
     graph = FactorGraph.build(_checked(factors), batch=batch)
     if sparsity_threshold is not None:
         if domains is not None:
@@ -81,18 +98,23 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
     return run_bp(graph, sum_op, schedule, damping, tol, max_iters, temperature, rng_key)
 
 
-_NOT_YET = {
-    "clusters": "cluster BP (ch. 8: exact elimination inside clusters)",
-    "compression": "compressed cluster messages (ch. 8: factorized, k-best, samples, merged, "
-                   "FRAK)",
-}
-
-
-def _not_yet(**options) -> None:
-    for name, value in options.items():
-        if value is not None:
-            raise NotImplementedError(f"{name}=: {_NOT_YET[name]} is not implemented yet "
-                                      "(issue #31); leave it None")
+def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, max_iters,
+                temperature, batch, rng_key, domains, sparsity_threshold) -> ClusterBPResult:
+    if clusters is None:
+        raise ValueError(f"compression={compression!r} compresses cluster messages: pass "
+                         "clusters= too (a partition of the variables)")
+    if domains is not None or sparsity_threshold is not None:
+        raise ValueError("clusters= does not combine with domains= or sparsity_threshold=")
+    if tuple(batch):
+        raise NotImplementedError("clusters= with batch=: batched cluster BP is not "
+                                  "implemented yet (issue #31); run one model at a time")
+    if temperature != 1.0 and sum_op is not ops.max:
+        raise NotImplementedError(f"clusters= with temperature={temperature}: only "
+                                  "sum-product (1) and max-product (sum_op=ops.max) are "
+                                  "implemented for cluster BP (issue #31)")
+    return cluster_bp(_checked(factors), clusters, "full" if compression is None
+                      else compression, sum_op, schedule, damping, tol, max_iters,
+                      rng_key=rng_key)
 
 
 def _checked(factors) -> list:

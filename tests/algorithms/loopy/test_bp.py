@@ -167,9 +167,11 @@ def test_errors_name_the_problem():
         loopy_bp([f], domains={"a": [2]})
     with pytest.raises(ValueError, match="'z' is not a variable of the model"):
         loopy_bp([f], domains={"z": [0]})
-    for option in ("clusters", "compression"):
-        with pytest.raises(NotImplementedError, match=f"{option}=: .* not implemented yet"):
-            loopy_bp([f], **{option: 1})
+    # clusters= / compression= route to cluster BP (test_cluster_bp.py), which checks them.
+    with pytest.raises(TypeError, match="clusters must be a list of tuples"):
+        loopy_bp([f], clusters=1)
+    with pytest.raises(ValueError, match="compression=1 compresses cluster messages"):
+        loopy_bp([f], compression=1)
 
 
 def _real():

@@ -1,0 +1,430 @@
+"""Cluster BP with compressed messages: generalized BP on a cluster graph (Singh 2014, ch. 8).
+
+On a ``ClusterGraph`` (clusters partition the variables; cluster factors join clusters), the
+messages are joint log tables over an edge's message variables ``S`` (``cluster_graph``):
+
+    m_{C->Psi}(x_S) = P[ R_{x_C \\ S} (phi_C(x_C) + sum_{Psi' ∋ C, Psi' != Psi} m_{Psi'->C}) ]
+    m_{Psi->C}(x_T) = R_{x_Psi \\ T} (Psi(x_Psi) + sum_{C' ∈ Psi, C' != C} m_{C'->Psi})
+
+with ``R`` the semiring's reduction (``logsumexp``; ``max`` for max-product), ``T`` the
+variables of ``C`` that ``Psi`` touches, and ``P`` a projection, the compression of a cluster
+message (ch. 8.2): ``full`` (generalized BP, Kikuchi), ``factorized`` (the product of the
+single-variable marginals, 8.2.1), ``kbest`` (the ``k`` best configurations keep their
+values, zero mass elsewhere, 8.2.3). Each message is normalized (``R_x m = 0``) before and
+after its projection. Inside a cluster the elimination is exact, on dense tables over the
+cluster (``|Y|^|C|`` entries: 64 for a 3x2 binary cluster, 19,683 for 3x3 of domain 3).
+
+The cluster-to-factor messages are the ones that cross the network (each cluster is a
+machine; a cluster factor's messages to a cluster are computed on that cluster's machine
+from the other clusters' messages): ``network`` counts them once per receiving cluster,
+with the projection's ``nbytes``; ``local`` counts the dense factor-to-cluster messages.
+On a tree-shaped cluster graph, ``full`` gives the exact marginals; with one variable per
+cluster every projection is the identity, and cluster BP is loopy BP.
+
+Example:
+    >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+    ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+    >>> r = cluster_bp([f], [("a",), ("b",)])
+    >>> np.exp(r.beliefs["a"].data).round(3).tolist()
+    [0.3, 0.7]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
+from funsor_core.algorithms.loopy.graph import NEG
+from funsor_core.algorithms.loopy.messages import Semiring
+from funsor_core.atoms.tensor import Tensor
+
+__all__ = ["Projection", "project_full", "project_factorized", "project_kbest", "PROJECTIONS",
+           "cluster_bp", "ClusterBPResult", "MessageCounts", "CLUSTER_SCHEDULES",
+           "INT_NBYTES"]
+
+CLUSTER_SCHEDULES = ("flooding", "parallel", "sequential")
+INT_NBYTES = 4  # bytes of one stored configuration index (a configuration is |C| of them)
+_PAIRWISE_LIMIT = 4096  # traced k-best ranks entries pairwise: O(n^2) memory
+
+
+class Projection(NamedTuple):
+    """A compressed cluster message: ``log_table``, the dense log table it stands for (same
+    variables and axis order as the input; ``-inf`` where it puts no mass), ``nbytes``, the
+    size of the compressed representation (values stored times their itemsize, plus
+    ``INT_NBYTES`` per variable of each stored configuration), and ``state``, carried to the
+    next projection of the same message (None if unused)."""
+
+    log_table: Any
+    nbytes: int
+    state: object
+
+
+def _itemsize(x) -> int:
+    return int(x.dtype.itemsize)
+
+
+def _size(x) -> int:
+    return int(np.prod(tuple(x.shape), dtype=np.int64))
+
+
+def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+    """No compression: generalized BP's message, every entry stored.
+
+    Example:
+        >>> project_full(np.zeros((2, 2))).nbytes
+        32
+    """
+    return Projection(log_table, _size(log_table) * _itemsize(log_table), None)
+
+
+def _factorized(log_table, reduce) -> Projection:
+    # prod_i m_i(x_i) with m_i = R_{x \ x_i} m - R_x m: normalized marginals, times R_x m.
+    n = log_table.ndim
+    total = reduce(log_table, tuple(range(n)), True)
+    out = total
+    for i in range(n):
+        out = out + (reduce(log_table, tuple(a for a in range(n) if a != i), True) - total)
+    out = ops.expand(out, tuple(log_table.shape))
+    return Projection(out, sum(int(d) for d in log_table.shape) * _itemsize(log_table), None)
+
+
+def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+    """The product of the single-variable marginals (ch. 8.2.1: loopy BP's message).
+
+    Example:
+        >>> t = np.log(np.array([[0.4, 0.1], [0.1, 0.4]]))
+        >>> np.exp(project_factorized(t).log_table).round(3).tolist()
+        [[0.25, 0.25], [0.25, 0.25]]
+    """
+    return _factorized(log_table, Semiring(ops.logaddexp).reduce)
+
+
+def project_max_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+    """``factorized`` in the max-product semiring: the product of the max-marginals
+    (``compression="factorized"`` with ``sum_op=ops.max``).
+
+    Example:
+        >>> t = np.log(np.array([[0.4, 0.1], [0.2, 0.3]]))
+        >>> np.exp(project_max_factorized(t).log_table).round(3).tolist()
+        [[0.4, 0.3], [0.3, 0.225]]
+    """
+    return _factorized(log_table, Semiring(ops.max).reduce)
+
+
+def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+    """The ``k`` best configurations keep their values, ``-inf`` elsewhere (ch. 8.2.3); ties
+    go to the lowest flat index. ``k`` at least the table's size keeps everything.
+
+    Example:
+        >>> t = np.log(np.array([[0.4, 0.1], [0.1, 0.4]]))
+        >>> np.exp(project_kbest(t, k=2).log_table).tolist()
+        [[0.4, 0.0], [0.0, 0.4]]
+    """
+    if k is None or int(k) < 1:
+        raise ValueError(f"compression 'kbest' needs k >= 1, got k={k!r}; pass "
+                         "compression=('kbest', k)")
+    shape, n = tuple(log_table.shape), _size(log_table)
+    keep = min(int(k), n)
+    nbytes = keep * (_itemsize(log_table) + log_table.ndim * INT_NBYTES)
+    if keep == n:
+        return Projection(log_table, nbytes, None)
+    mask = ops.reshape(_top_mask(ops.reshape(log_table, (n,)), keep), shape)
+    out = ops.where(mask, log_table, ops.new_full(log_table, shape, -float("inf")))
+    return Projection(out, nbytes, None)
+
+
+def _top_mask(flat, keep: int):
+    """A boolean ``(n,)`` mask of the ``keep`` largest entries, ties to the lowest index."""
+    n = _size(flat)
+    if ops.is_concrete(flat):
+        order = np.argsort(-np.asarray(ops.to_numpy(ops.detach(flat))), kind="stable")
+        mask = np.zeros(n)
+        mask[order[:keep]] = 1.0
+        return ops.new_array(flat, mask) > 0.5
+    if n > _PAIRWISE_LIMIT:
+        raise NotImplementedError(f"k-best of a traced message of {n} entries (more than "
+                                  f"{_PAIRWISE_LIMIT}): ranked pairwise, O(n^2); run eagerly")
+    # rank_i = #{j: x_j > x_i} + #{j < i: x_j == x_i}; keep rank_i < keep.
+    xi, xj = flat[:, None], flat[None, :]
+    lower = ops.new_array(flat, np.tril(np.ones((n, n)), -1)) > 0.5  # [i, j]: j < i
+    beats = ops.or_(xj > xi, ops.and_(xj == xi, lower))
+    rank = ops.sum(ops.astype(beats, "real"), axis=1)
+    return rank < keep - 0.5
+
+
+PROJECTIONS: dict[str, Callable] = {"full": project_full, "factorized": project_factorized,
+                                    "kbest": project_kbest}
+_MAX_PROJECTIONS = {"factorized": project_max_factorized}
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    """Messages sent so far: ``network`` (cluster-to-factor, projected, once per receiving
+    cluster, with the projection's bytes) and ``local`` (factor-to-cluster, dense)."""
+
+    network_messages: int = 0
+    network_bytes: int = 0
+    local_messages: int = 0
+    local_entries: int = 0
+    local_bytes: int = 0
+
+    @property
+    def messages(self) -> int:
+        return self.network_messages + self.local_messages
+
+    @property
+    def total_bytes(self) -> int:
+        return self.network_bytes + self.local_bytes
+
+
+@dataclass
+class _Run:
+    graph: ClusterGraph
+    semiring: Semiring
+    project: Callable
+    k: Any
+    rng_key: int
+    counts: MessageCounts = field(default_factory=MessageCounts)
+    states: dict = field(default_factory=dict)
+    calls: int = 0
+
+    @property
+    def sum_op(self):
+        return ops.max if self.semiring.is_max else ops.logaddexp
+
+    def normalized(self, data):
+        return data - self.semiring.reduce(data, tuple(range(data.ndim)), True)
+
+    def tensor(self, data, names) -> Tensor:
+        return Tensor(data, {v: self.graph.domains[v] for v in names})
+
+
+def _cavity(run: _Run, f2c: dict, c: int, skip=None) -> Tensor:
+    # phi_C + the messages of C's cluster factors other than `skip`.
+    t = run.graph.local[c]
+    for j in run.graph.cluster_factors(c):
+        if j != skip:
+            t = t + f2c[j, c]
+    return t
+
+
+def _cluster_to_factor(run: _Run, f2c: dict, j: int, c: int) -> Tensor:
+    g, keep = run.graph, run.graph.edge_vars[j, c]
+    t = _cavity(run, f2c, c, skip=j)
+    t = t.reduce(run.sum_op, frozenset(g.clusters[c]) - frozenset(keep))
+    key = int(run.rng_key) + run.calls
+    run.calls += 1
+    proj = run.project(run.normalized(t.align(keep).data), k=run.k, rng_key=key,
+                       state=run.states.get((j, c)))
+    run.states[j, c] = proj.state
+    copies = len(g.factor_clusters[j]) - 1
+    run.counts = replace(run.counts, network_messages=run.counts.network_messages + copies,
+                         network_bytes=run.counts.network_bytes + copies * int(proj.nbytes))
+    return run.tensor(run.normalized(ops.clamp(proj.log_table, min=NEG)), keep)
+
+
+def _factor_to_cluster(run: _Run, c2f: dict, j: int, c: int) -> Tensor:
+    g, keep = run.graph, run.graph.touched[j, c]
+    t = g.factors[j]
+    for other in g.factor_clusters[j]:
+        if other != c:
+            t = t + c2f[j, other]
+    data = run.normalized(t.reduce(run.sum_op, frozenset(t.inputs) - frozenset(keep))
+                          .align(keep).data)
+    n = _size(data)
+    run.counts = replace(run.counts, local_messages=run.counts.local_messages + 1,
+                         local_entries=run.counts.local_entries + n,
+                         local_bytes=run.counts.local_bytes + n * _itemsize(data))
+    return run.tensor(data, keep)
+
+
+def _update(run: _Run, f2c: dict, new: Tensor, j: int, c: int, damping: float):
+    # Damped in log space (the factor-to-cluster messages are dense); returns the change.
+    old = f2c[j, c]
+    data = new.data
+    if damping:
+        data = run.normalized(old.data * damping + data * (1.0 - damping))
+    f2c[j, c] = run.tensor(data, run.graph.touched[j, c])
+    return ops.amax(ops.abs(data - old.data))
+
+
+def _edges(graph: ClusterGraph, j: int):
+    return [(j, c) for c in graph.factor_clusters[j]]
+
+
+def _flooding(run: _Run, f2c: dict, c2f: dict, damping: float):
+    g = run.graph
+    for j in range(len(g.factors)):
+        for e in _edges(g, j):
+            c2f[e] = _cluster_to_factor(run, f2c, *e)
+    news = {e: _factor_to_cluster(run, c2f, *e) for j in range(len(g.factors))
+            for e in _edges(g, j)}
+    return [_update(run, f2c, new, *e, damping) for e, new in news.items()]
+
+
+def _sequential(run: _Run, f2c: dict, c2f: dict, damping: float):
+    # Cluster factors in order, each from the newest messages (Gauss-Seidel).
+    g, changes = run.graph, []
+    for j in range(len(g.factors)):
+        for e in _edges(g, j):
+            c2f[e] = _cluster_to_factor(run, f2c, *e)
+        news = {e: _factor_to_cluster(run, c2f, *e) for e in _edges(g, j)}
+        changes += [_update(run, f2c, new, *e, damping) for e, new in news.items()]
+    return changes
+
+
+_SWEEPS = {"flooding": _flooding, "parallel": _flooding, "sequential": _sequential}
+
+
+class ClusterBPResult:
+    """What ``cluster_bp`` returns: ``beliefs`` (name -> normalized log belief Tensor;
+    max-product: max-marginals, max 0), ``cluster_beliefs`` (one Tensor per cluster, over its
+    variables), ``residuals`` (the largest change of a factor-to-cluster message per
+    iteration), ``num_iters``, ``converged``, ``counts`` (``MessageCounts``), ``history``
+    (the counts after each iteration) and ``num_messages``."""
+
+    def __init__(self, run: _Run, f2c: dict, residuals, num_iters: int, tol: float,
+                 history: list) -> None:
+        self.graph, self.semiring = run.graph, run.semiring
+        self._run, self.f2c = run, dict(f2c)
+        self.residuals, self.num_iters, self.tol = residuals, num_iters, tol
+        self.counts, self.history = run.counts, list(history)
+
+    @property
+    def converged(self):
+        r = self.residuals
+        if not r or not all(isinstance(x, float) for x in r):
+            return None if r else True
+        return r[-1] < self.tol
+
+    @property
+    def num_messages(self) -> int:
+        return self.counts.messages
+
+    @cached_property
+    def cluster_beliefs(self) -> list:
+        run, g = self._run, self.graph
+        return [run.tensor(run.normalized(_cavity(run, self.f2c, c).align(vs).data), vs)
+                for c, vs in enumerate(g.clusters)]
+
+    @cached_property
+    def beliefs(self) -> dict:
+        out = {}
+        for c, vs in enumerate(self.graph.clusters):
+            b = self.cluster_beliefs[c]
+            for v in vs:
+                out[v] = b.reduce(self._run.sum_op, frozenset(vs) - {v})
+        return {v: out[v] for v in self.graph.domains}
+
+
+def _projection(compression, sum_op) -> tuple:
+    k = None
+    if isinstance(compression, tuple):
+        if len(compression) != 2:
+            raise ValueError(f"compression=(name, k) takes two items, got {compression!r}")
+        compression, k = compression
+    if callable(compression):
+        return compression, k
+    if compression not in PROJECTIONS:
+        raise ValueError(f"unknown compression {compression!r}; choose one of "
+                         f"{sorted(PROJECTIONS)}, a (name, k) pair such as ('kbest', 8), or a "
+                         "callable project(log_table, *, k, rng_key, state) -> Projection")
+    if compression == "kbest" and k is None:
+        raise ValueError("compression 'kbest' needs k: pass compression=('kbest', k)")
+    fn = PROJECTIONS[compression]
+    return (_MAX_PROJECTIONS.get(compression, fn) if sum_op is ops.max else fn), k
+
+
+def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
+               schedule: str = "flooding", damping: float = 0.0, tol: float = 1e-8,
+               max_iters: int = 100, *, scope: str = "boundary", rng_key: int = 0,
+               callback: Callable | None = None) -> ClusterBPResult:
+    """Generalized BP on the cluster graph of ``factors`` with compressed cluster messages
+    (Singh 2014, ch. 8; see the module docstring); ``loopy_bp(clusters=...)`` is the face.
+
+    Args:
+        factors: discrete Tensors (log potentials) whose sum is the model.
+        clusters: a partition of the variables, a list of tuples of names.
+        compression: a name in ``PROJECTIONS`` (``"full"``, ``"factorized"``, ``"kbest"``), a
+            ``(name, k)`` pair (``("kbest", 8)``), or a callable with ``project_full``'s
+            signature (or a ``(callable, k)`` pair); it gets ``k``, an int ``rng_key`` (one
+            per call: ``rng_key`` plus the number of earlier calls) and its previous ``state``
+            for the same message.
+        sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product; ``factorized``
+            then keeps the max-marginals).
+        schedule: ``"flooding"`` (``"parallel"``) or ``"sequential"`` (cluster factors in
+            order, each from the newest messages).
+        damping: weight of the old factor-to-cluster message in log space, in ``[0, 1)``.
+        tol, max_iters: stop once no factor-to-cluster message changes more than ``tol``
+            (eagerly), or after ``max_iters`` iterations (always, with traced arrays).
+        scope: the message variables, ``"boundary"`` (the cluster's variables the cluster
+            factor touches) or ``"cluster"`` (all of them, as the thesis' messages).
+        rng_key: an int seed passed on to the projections.
+        callback: called with the ``ClusterBPResult`` so far after each iteration (eager).
+
+    Returns:
+        A ``ClusterBPResult``.
+
+    Raises:
+        ValueError: clusters that are not a partition of the variables (naming them), an
+            unknown compression, schedule or scope, damping outside ``[0, 1)``.
+
+    Example:
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> g = fc.Tensor(np.log(np.array([[1.0, 1.0], [1.0, 3.0]])),
+        ...               {"b": fc.Bint[2], "c": fc.Bint[2]})
+        >>> r = cluster_bp([f, g], [("a", "b"), ("c",)], compression=("kbest", 1))
+        >>> r.counts.network_messages, np.exp(r.beliefs["c"].data).round(3).tolist()
+        (4, [0.25, 0.75])
+    """
+    if schedule not in CLUSTER_SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r} for cluster BP; choose one of "
+                         f"{CLUSTER_SCHEDULES}")
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    if not isinstance(rng_key, (int, np.integer)):
+        raise TypeError(f"cluster BP passes int seeds to its projections: pass an int "
+                        f"rng_key, got {type(rng_key).__name__}")
+    graph = ClusterGraph.build(factors, clusters, scope)
+    project, k = _projection(compression, sum_op)
+    run = _Run(graph, Semiring(sum_op), project, k, int(rng_key))
+    f2c = {e: run.tensor(ops.new_zeros(graph.local[0].data, tuple(
+        graph.domains[v].size for v in graph.touched[e])), graph.touched[e])
+        for e in graph.touched}
+    eager = ops.is_concrete(graph.local[0].data)
+    if callback is not None and not eager:
+        raise ValueError("callback= needs concrete arrays (it is called between iterations)")
+    return _loop(run, f2c, _SWEEPS[schedule], damping, tol, max_iters, eager, callback)
+
+
+def _loop(run: _Run, f2c: dict, sweep, damping, tol, max_iters, eager, callback):
+    c2f: dict = {}
+    residuals, history, it = [], [], 0
+    for it in range(1, max_iters + 1):  # noqa: B007
+        changes = sweep(run, f2c, c2f, damping)
+        res = _largest(changes)
+        residuals.append(float(ops.detach(res)) if eager and not isinstance(res, float)
+                         else res)
+        history.append(run.counts)
+        if callback is not None:
+            callback(ClusterBPResult(run, f2c, residuals, it, tol, history))
+        # Traced arrays: no host decision, every iteration runs.
+        if eager and residuals[-1] < tol:
+            break
+    return ClusterBPResult(run, f2c, residuals, it if max_iters else 0, tol, history)
+
+
+def _largest(changes):
+    if not changes:
+        return 0.0
+    out = changes[0]
+    for c in changes[1:]:
+        out = ops.max(out, c)
+    return out

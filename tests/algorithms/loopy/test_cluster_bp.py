@@ -1,0 +1,168 @@
+"""Cluster BP with compressed messages against enumeration of the joint (numpy oracles)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.algorithms.loopy.cluster_bp import (
+    INT_NBYTES,
+    PROJECTIONS,
+    Projection,
+    cluster_bp,
+    project_factorized,
+    project_kbest,
+)
+from funsor_core.loopy import loopy_bp, marginal_errors
+from tests.algorithms.loopy.models import _model, brute_force, grid_model, joint, tree_model
+from tests.backend_values import values_on_every_backend
+
+TREE_CLUSTERS = [("a",), ("b", "c"), ("d",), ("e",)]  # cluster factors (a,b) and (b,d,e)
+
+
+def _grid(rng, rows, cols, coupling=1.0):
+    sizes = {f"x{i}{j}": 2 for i in range(rows) for j in range(cols)}
+    scopes = [(v,) for v in sizes]
+    scopes += [(f"x{i}{j}", f"x{i}{j + 1}") for i in range(rows) for j in range(cols - 1)]
+    scopes += [(f"x{i}{j}", f"x{i + 1}{j}") for i in range(rows - 1) for j in range(cols)]
+    return _model(rng, sizes, scopes, False, scale=coupling)
+
+
+def _close(beliefs, marg, atol):
+    for v, m in marg.items():
+        np.testing.assert_allclose(np.asarray(beliefs[v].data), m, atol=atol, err_msg=v)
+
+
+@pytest.mark.parametrize("sum_op, temperature", [(ops.logaddexp, 1.0), (ops.max, 0.0)])
+def test_full_on_a_tree_shaped_cluster_graph_is_exact(sum_op, temperature):
+    factors, tables, sizes = tree_model(np.random.default_rng(0))
+    _, marg = brute_force(tables, sizes, temperature)
+    for schedule in ("flooding", "sequential"):
+        r = loopy_bp(factors, sum_op, schedule, clusters=TREE_CLUSTERS, tol=1e-13)
+        assert r.converged
+        _close(r.beliefs, marg, 1e-10)
+    # A loopy 2x4 grid whose column clusters form a chain; messages over whole clusters.
+    factors, tables, sizes = _grid(np.random.default_rng(1), 2, 4)
+    columns = [(f"x0{j}", f"x1{j}") for j in range(4)]
+    r = loopy_bp(factors, sum_op, clusters=columns, compression="full", tol=1e-13)
+    _, marg = brute_force(tables, sizes, temperature)
+    _close(r.beliefs, marg, 1e-10)
+    j = joint(tables, sizes)
+    axes = tuple(range(2, 8))  # the first column (x00, x10) is axes 0 and 4 of `joint`
+    j = np.moveaxis(j, 4, 1)
+    b = np.max(j, axis=axes) if temperature == 0 else np.log(np.exp(j).sum(axis=axes))
+    b -= np.max(b) if temperature == 0 else np.log(np.exp(b).sum())
+    np.testing.assert_allclose(r.cluster_beliefs[0].align(columns[0]).data, b, atol=1e-10)
+
+
+def test_factorized_equals_loopy_bp():
+    # One variable per cluster: the cluster graph is the factor graph (a loopy 3x3 grid).
+    factors, _, sizes = grid_model(np.random.default_rng(2), coupling=1.0)
+    expected = loopy_bp(factors, tol=1e-12).beliefs
+    r = loopy_bp(factors, clusters=[(v,) for v in sizes], compression="factorized", tol=1e-12)
+    _close(r.beliefs, {v: np.asarray(expected[v].data) for v in sizes}, 1e-8)
+    # A 6-cycle in three 2-variable clusters without inner factors, each variable with one
+    # factor per cluster factor: the cavities factorize, so this is loopy BP too.
+    sizes = {v: 2 for v in "abcdef"}
+    scopes = [(v,) for v in sizes] + [tuple(p) for p in ("ab", "bc", "cd", "de", "ef", "fa")]
+    factors, _, _ = _model(np.random.default_rng(3), sizes, scopes, False, scale=1.5)
+    expected = loopy_bp(factors, ops.max, tol=1e-12).beliefs
+    r = loopy_bp(factors, ops.max, clusters=[("a", "d"), ("b", "e"), ("c", "f")],
+                 compression="factorized", tol=1e-12)
+    _close(r.beliefs, {v: np.asarray(expected[v].data) for v in sizes}, 1e-8)
+
+
+def test_kbest_with_the_full_domain_equals_full_and_counts_bytes():
+    factors, _, _ = _grid(np.random.default_rng(4), 2, 4)
+    columns = [(f"x0{j}", f"x1{j}") for j in range(4)]
+    full = cluster_bp(factors, columns, "full", tol=1e-12)
+    kbest = cluster_bp(factors, columns, ("kbest", 4), tol=1e-12)
+    assert kbest.num_iters == full.num_iters
+    for v in full.beliefs:
+        np.testing.assert_array_equal(kbest.beliefs[v].data, full.beliefs[v].data)
+    # 3 cluster factors, 2 messages each way per iteration, 4 entries of float64 each.
+    n = 6 * full.num_iters
+    assert (full.counts.network_messages, full.counts.local_messages) == (n, n)
+    assert (full.counts.network_bytes, full.counts.local_bytes) == (n * 32, n * 32)
+    assert kbest.counts.network_bytes == n * 4 * (8 + 2 * INT_NBYTES)
+    assert [h.messages for h in full.history] == [12 * (i + 1) for i in range(n // 6)]
+    small = cluster_bp(factors, columns, ("kbest", 1), max_iters=3)
+    assert small.counts.network_bytes == 18 * (8 + 2 * INT_NBYTES)
+
+
+def test_projections_against_numpy():
+    rng = np.random.default_rng(5)
+    t = rng.integers(0, 3, size=(3, 2, 4)).astype(float)  # ties
+    for k in (1, 5, 24, 30):
+        p = project_kbest(t, k=k)
+        keep = np.zeros(t.size, bool)
+        keep[np.argsort(-t.reshape(-1), kind="stable")[:k]] = True
+        np.testing.assert_array_equal(p.log_table, np.where(keep.reshape(t.shape), t, -np.inf))
+        assert p.nbytes == min(k, 24) * (8 + 3 * INT_NBYTES)
+    p = project_factorized(t)
+    z = np.logaddexp.reduce(t.reshape(-1))
+    m = [np.log(np.exp(t - z).sum(axis=tuple(a for a in range(3) if a != i))) for i in range(3)]
+    expected = z + m[0][:, None, None] + m[1][None, :, None] + m[2][None, None, :]
+    np.testing.assert_allclose(p.log_table, expected, atol=1e-12)
+    assert p.nbytes == 9 * 8 and isinstance(p, Projection) and set(PROJECTIONS) == {
+        "full", "factorized", "kbest"}
+
+
+def test_gbp_on_a_loopy_cluster_graph_beats_loopy_bp():
+    # A 4x4 grid in four 2x2 clusters: the cluster graph is a 4-cycle.
+    factors, tables, sizes = _grid(np.random.default_rng(6), 4, 4, coupling=1.0)
+    _, marg = brute_force(tables, sizes)
+    exact = {v: fc.Tensor(m, {v: fc.Bint[2]}) for v, m in marg.items()}
+    blocks = [tuple(f"x{i + a}{j + b}" for a in (0, 1) for b in (0, 1))
+              for i in (0, 2) for j in (0, 2)]
+    bp = marginal_errors(loopy_bp(factors, tol=1e-10).beliefs, exact)
+    gbp = cluster_bp(factors, blocks, "full", tol=1e-10)
+    seq = cluster_bp(factors, blocks, "full", schedule="sequential", damping=0.3, tol=1e-10)
+    assert gbp.converged and seq.converged
+    err = marginal_errors(gbp.beliefs, exact)
+    assert err["l2"] < 0.5 * bp["l2"] and err["kl"] < bp["kl"]
+    _close(seq.beliefs, {v: np.asarray(b.data) for v, b in gbp.beliefs.items()}, 1e-8)
+
+
+def test_on_torch_and_under_jit():
+    factors, tables, sizes = tree_model(np.random.default_rng(7))
+    domains = [dict(f.inputs) for f in factors]
+    _, marg = brute_force(tables, sizes)
+    ties = np.random.default_rng(8).integers(0, 3, size=(3, 4)).astype(float)
+    keep = np.zeros(12, bool)
+    keep[np.argsort(-ties.reshape(-1), kind="stable")[:5]] = True
+
+    def fn(ties, *arrays):
+        fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
+        r = cluster_bp(fs, [("a", "b", "c"), ("d", "e")], "full", max_iters=1)
+        kb = ops.clamp(project_kbest(ties, k=5).log_table, min=-1.0)
+        return ops.cat([r.beliefs[v].data for v in sizes] + [ops.reshape(kb, (12,))], 0)
+
+    expected = np.concatenate([marg[v] for v in sizes] + [np.where(keep, ties.reshape(-1),
+                                                                    -1.0)])
+    for got in values_on_every_backend(fn, ties, *[t for _, t in tables], eager_jax=False):
+        np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+def test_errors_name_the_problem():
+    factors, _, _ = tree_model(np.random.default_rng(9))
+    with pytest.raises(ValueError, match="'b' is in cluster 1 and in cluster 2"):
+        loopy_bp(factors, clusters=[("a",), ("b", "c"), ("b", "d", "e")])
+    with pytest.raises(ValueError, match=r"\['e'\] are in no cluster"):
+        loopy_bp(factors, clusters=[("a",), ("b", "c"), ("d",)])
+    with pytest.raises(ValueError, match="cluster 3 names 'z', which no factor has"):
+        loopy_bp(factors, clusters=TREE_CLUSTERS[:3] + [("e", "z")])
+    with pytest.raises(ValueError, match="unknown compression 'frak'"):
+        loopy_bp(factors, clusters=TREE_CLUSTERS, compression="frak")
+    with pytest.raises(ValueError, match=r"needs k: pass compression=\('kbest', k\)"):
+        loopy_bp(factors, clusters=TREE_CLUSTERS, compression="kbest")
+    with pytest.raises(ValueError, match="pass clusters= too"):
+        loopy_bp(factors, compression="full")
+    with pytest.raises(ValueError, match="unknown schedule 'residual' for cluster BP"):
+        loopy_bp(factors, schedule="residual", clusters=TREE_CLUSTERS)
+    with pytest.raises(TypeError, match="cluster 0 must be a tuple of variable names"):
+        loopy_bp(factors, clusters=["a", ("b", "c", "d", "e")])
+    with pytest.raises(NotImplementedError, match="batched cluster BP"):
+        loopy_bp(factors, clusters=TREE_CLUSTERS, batch=("n",))
