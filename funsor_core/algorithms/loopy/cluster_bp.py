@@ -32,17 +32,21 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
-from funsor_core.algorithms.loopy.graph import NEG
+from funsor_core.algorithms.loopy.cluster_messages import (
+    SWEEPS,
+    ClusterBPResult,
+    MessageCounts,
+    Run,
+    itemsize,
+    size,
+)
 from funsor_core.algorithms.loopy.messages import Semiring
-from funsor_core.atoms.tensor import Tensor
 
 __all__ = ["Projection", "project_full", "project_factorized", "project_kbest", "PROJECTIONS",
            "cluster_bp", "ClusterBPResult", "MessageCounts", "CLUSTER_SCHEDULES",
@@ -65,14 +69,6 @@ class Projection(NamedTuple):
     state: object
 
 
-def _itemsize(x) -> int:
-    return int(x.dtype.itemsize)
-
-
-def _size(x) -> int:
-    return int(np.prod(tuple(x.shape), dtype=np.int64))
-
-
 def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     """No compression: generalized BP's message, every entry stored.
 
@@ -80,7 +76,7 @@ def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
         >>> project_full(np.zeros((2, 2))).nbytes
         32
     """
-    return Projection(log_table, _size(log_table) * _itemsize(log_table), None)
+    return Projection(log_table, size(log_table) * itemsize(log_table), None)
 
 
 def _factorized(log_table, reduce) -> Projection:
@@ -91,7 +87,7 @@ def _factorized(log_table, reduce) -> Projection:
     for i in range(n):
         out = out + (reduce(log_table, tuple(a for a in range(n) if a != i), True) - total)
     out = ops.expand(out, tuple(log_table.shape))
-    return Projection(out, sum(int(d) for d in log_table.shape) * _itemsize(log_table), None)
+    return Projection(out, sum(int(d) for d in log_table.shape) * itemsize(log_table), None)
 
 
 def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
@@ -129,9 +125,9 @@ def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     if k is None or int(k) < 1:
         raise ValueError(f"compression 'kbest' needs k >= 1, got k={k!r}; pass "
                          "compression=('kbest', k)")
-    shape, n = tuple(log_table.shape), _size(log_table)
+    shape, n = tuple(log_table.shape), size(log_table)
     keep = min(int(k), n)
-    nbytes = keep * (_itemsize(log_table) + log_table.ndim * INT_NBYTES)
+    nbytes = keep * (itemsize(log_table) + log_table.ndim * INT_NBYTES)
     if keep == n:
         return Projection(log_table, nbytes, None)
     mask = ops.reshape(_top_mask(ops.reshape(log_table, (n,)), keep), shape)
@@ -141,7 +137,7 @@ def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
 
 def _top_mask(flat, keep: int):
     """A boolean ``(n,)`` mask of the ``keep`` largest entries, ties to the lowest index."""
-    n = _size(flat)
+    n = size(flat)
     if ops.is_concrete(flat):
         order = np.argsort(-np.asarray(ops.to_numpy(ops.detach(flat))), kind="stable")
         mask = np.zeros(n)
@@ -161,166 +157,6 @@ def _top_mask(flat, keep: int):
 PROJECTIONS: dict[str, Callable] = {"full": project_full, "factorized": project_factorized,
                                     "kbest": project_kbest}
 _MAX_PROJECTIONS = {"factorized": project_max_factorized}
-
-
-@dataclass(frozen=True)
-class MessageCounts:
-    """Messages sent so far: ``network`` (cluster-to-factor, projected, once per receiving
-    cluster, with the projection's bytes) and ``local`` (factor-to-cluster, dense)."""
-
-    network_messages: int = 0
-    network_bytes: int = 0
-    local_messages: int = 0
-    local_entries: int = 0
-    local_bytes: int = 0
-
-    @property
-    def messages(self) -> int:
-        return self.network_messages + self.local_messages
-
-    @property
-    def total_bytes(self) -> int:
-        return self.network_bytes + self.local_bytes
-
-
-@dataclass
-class _Run:
-    graph: ClusterGraph
-    semiring: Semiring
-    project: Callable
-    k: Any
-    rng_key: int
-    counts: MessageCounts = field(default_factory=MessageCounts)
-    states: dict = field(default_factory=dict)
-    calls: int = 0
-
-    @property
-    def sum_op(self):
-        return ops.max if self.semiring.is_max else ops.logaddexp
-
-    def normalized(self, data):
-        return data - self.semiring.reduce(data, tuple(range(data.ndim)), True)
-
-    def tensor(self, data, names) -> Tensor:
-        return Tensor(data, {v: self.graph.domains[v] for v in names})
-
-
-def _cavity(run: _Run, f2c: dict, c: int, skip=None) -> Tensor:
-    # phi_C + the messages of C's cluster factors other than `skip`.
-    t = run.graph.local[c]
-    for j in run.graph.cluster_factors(c):
-        if j != skip:
-            t = t + f2c[j, c]
-    return t
-
-
-def _cluster_to_factor(run: _Run, f2c: dict, j: int, c: int) -> Tensor:
-    g, keep = run.graph, run.graph.edge_vars[j, c]
-    t = _cavity(run, f2c, c, skip=j)
-    t = t.reduce(run.sum_op, frozenset(g.clusters[c]) - frozenset(keep))
-    key = int(run.rng_key) + run.calls
-    run.calls += 1
-    proj = run.project(run.normalized(t.align(keep).data), k=run.k, rng_key=key,
-                       state=run.states.get((j, c)))
-    run.states[j, c] = proj.state
-    copies = len(g.factor_clusters[j]) - 1
-    run.counts = replace(run.counts, network_messages=run.counts.network_messages + copies,
-                         network_bytes=run.counts.network_bytes + copies * int(proj.nbytes))
-    return run.tensor(run.normalized(ops.clamp(proj.log_table, min=NEG)), keep)
-
-
-def _factor_to_cluster(run: _Run, c2f: dict, j: int, c: int) -> Tensor:
-    g, keep = run.graph, run.graph.touched[j, c]
-    t = g.factors[j]
-    for other in g.factor_clusters[j]:
-        if other != c:
-            t = t + c2f[j, other]
-    data = run.normalized(t.reduce(run.sum_op, frozenset(t.inputs) - frozenset(keep))
-                          .align(keep).data)
-    n = _size(data)
-    run.counts = replace(run.counts, local_messages=run.counts.local_messages + 1,
-                         local_entries=run.counts.local_entries + n,
-                         local_bytes=run.counts.local_bytes + n * _itemsize(data))
-    return run.tensor(data, keep)
-
-
-def _update(run: _Run, f2c: dict, new: Tensor, j: int, c: int, damping: float):
-    # Damped in log space (the factor-to-cluster messages are dense); returns the change.
-    old = f2c[j, c]
-    data = new.data
-    if damping:
-        data = run.normalized(old.data * damping + data * (1.0 - damping))
-    f2c[j, c] = run.tensor(data, run.graph.touched[j, c])
-    return ops.amax(ops.abs(data - old.data))
-
-
-def _edges(graph: ClusterGraph, j: int):
-    return [(j, c) for c in graph.factor_clusters[j]]
-
-
-def _flooding(run: _Run, f2c: dict, c2f: dict, damping: float):
-    g = run.graph
-    for j in range(len(g.factors)):
-        for e in _edges(g, j):
-            c2f[e] = _cluster_to_factor(run, f2c, *e)
-    news = {e: _factor_to_cluster(run, c2f, *e) for j in range(len(g.factors))
-            for e in _edges(g, j)}
-    return [_update(run, f2c, new, *e, damping) for e, new in news.items()]
-
-
-def _sequential(run: _Run, f2c: dict, c2f: dict, damping: float):
-    # Cluster factors in order, each from the newest messages (Gauss-Seidel).
-    g, changes = run.graph, []
-    for j in range(len(g.factors)):
-        for e in _edges(g, j):
-            c2f[e] = _cluster_to_factor(run, f2c, *e)
-        news = {e: _factor_to_cluster(run, c2f, *e) for e in _edges(g, j)}
-        changes += [_update(run, f2c, new, *e, damping) for e, new in news.items()]
-    return changes
-
-
-_SWEEPS = {"flooding": _flooding, "parallel": _flooding, "sequential": _sequential}
-
-
-class ClusterBPResult:
-    """What ``cluster_bp`` returns: ``beliefs`` (name -> normalized log belief Tensor;
-    max-product: max-marginals, max 0), ``cluster_beliefs`` (one Tensor per cluster, over its
-    variables), ``residuals`` (the largest change of a factor-to-cluster message per
-    iteration), ``num_iters``, ``converged``, ``counts`` (``MessageCounts``), ``history``
-    (the counts after each iteration) and ``num_messages``."""
-
-    def __init__(self, run: _Run, f2c: dict, residuals, num_iters: int, tol: float,
-                 history: list) -> None:
-        self.graph, self.semiring = run.graph, run.semiring
-        self._run, self.f2c = run, dict(f2c)
-        self.residuals, self.num_iters, self.tol = residuals, num_iters, tol
-        self.counts, self.history = run.counts, list(history)
-
-    @property
-    def converged(self):
-        r = self.residuals
-        if not r or not all(isinstance(x, float) for x in r):
-            return None if r else True
-        return r[-1] < self.tol
-
-    @property
-    def num_messages(self) -> int:
-        return self.counts.messages
-
-    @cached_property
-    def cluster_beliefs(self) -> list:
-        run, g = self._run, self.graph
-        return [run.tensor(run.normalized(_cavity(run, self.f2c, c).align(vs).data), vs)
-                for c, vs in enumerate(g.clusters)]
-
-    @cached_property
-    def beliefs(self) -> dict:
-        out = {}
-        for c, vs in enumerate(self.graph.clusters):
-            b = self.cluster_beliefs[c]
-            for v in vs:
-                out[v] = b.reduce(self._run.sum_op, frozenset(vs) - {v})
-        return {v: out[v] for v in self.graph.domains}
 
 
 def _projection(compression, sum_op) -> tuple:
@@ -394,17 +230,17 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
                         f"rng_key, got {type(rng_key).__name__}")
     graph = ClusterGraph.build(factors, clusters, scope)
     project, k = _projection(compression, sum_op)
-    run = _Run(graph, Semiring(sum_op), project, k, int(rng_key))
+    run = Run(graph, Semiring(sum_op), project, k, int(rng_key))
     f2c = {e: run.tensor(ops.new_zeros(graph.local[0].data, tuple(
         graph.domains[v].size for v in graph.touched[e])), graph.touched[e])
         for e in graph.touched}
     eager = ops.is_concrete(graph.local[0].data)
     if callback is not None and not eager:
         raise ValueError("callback= needs concrete arrays (it is called between iterations)")
-    return _loop(run, f2c, _SWEEPS[schedule], damping, tol, max_iters, eager, callback)
+    return _loop(run, f2c, SWEEPS[schedule], damping, tol, max_iters, eager, callback)
 
 
-def _loop(run: _Run, f2c: dict, sweep, damping, tol, max_iters, eager, callback):
+def _loop(run: Run, f2c: dict, sweep, damping, tol, max_iters, eager, callback):
     c2f: dict = {}
     residuals, history, it = [], [], 0
     for it in range(1, max_iters + 1):  # noqa: B007
