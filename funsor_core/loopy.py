@@ -13,9 +13,15 @@ Example:
 from funsor_core.algorithms.loopy.anytime import PRIORITIES, AnytimeStep, anytime_bp
 from funsor_core.algorithms.loopy.api import Samples, gibbs, loopy_bp, mh
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult
+from funsor_core.algorithms.loopy.cluster_bp import (
+    PROJECTIONS,
+    ClusterBPResult,
+    Projection,
+    cluster_bp,
+)
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
 
 __all__ = ["loopy_bp", "anytime_bp", "gibbs", "mh", "Samples", "BPResult", "AnytimeStep",
            "SCHEDULES", "PRIORITIES", "FactorGraph", "exact_marginals", "marginal_errors",
-           "METRICS"]
+           "METRICS", "cluster_bp", "ClusterBPResult", "Projection", "PROJECTIONS"]

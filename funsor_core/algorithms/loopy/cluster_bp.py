@@ -90,6 +90,14 @@ def _factorized(log_table, reduce) -> Projection:
     return Projection(out, sum(int(d) for d in log_table.shape) * itemsize(log_table), None)
 
 
+def _logsumexp(x, axes, keepdims):
+    return ops.logsumexp(x, axis=axes, keepdims=keepdims)
+
+
+def _amax(x, axes, keepdims):
+    return ops.amax(x, axis=axes, keepdims=keepdims)
+
+
 def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     """The product of the single-variable marginals (ch. 8.2.1: loopy BP's message).
 
@@ -98,7 +106,7 @@ def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projec
         >>> np.exp(project_factorized(t).log_table).round(3).tolist()
         [[0.25, 0.25], [0.25, 0.25]]
     """
-    return _factorized(log_table, Semiring(ops.logaddexp).reduce)
+    return _factorized(log_table, _logsumexp)
 
 
 def project_max_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
@@ -110,7 +118,7 @@ def project_max_factorized(log_table, *, k=None, rng_key=None, state=None) -> Pr
         >>> np.exp(project_max_factorized(t).log_table).round(3).tolist()
         [[0.4, 0.3], [0.3, 0.225]]
     """
-    return _factorized(log_table, Semiring(ops.max).reduce)
+    return _factorized(log_table, _amax)
 
 
 def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:

@@ -8,12 +8,11 @@ edge's variables; the cluster-to-factor messages pass through the run's projecti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
-
-import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
@@ -31,7 +30,7 @@ def itemsize(x) -> int:
 
 def size(x) -> int:
     """Entries of array ``x``."""
-    return int(np.prod(tuple(x.shape), dtype=np.int64))
+    return math.prod(int(d) for d in x.shape)
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,11 @@ class Run:
         return ops.max if self.semiring.is_max else ops.logaddexp
 
     def normalized(self, data):
-        return data - self.semiring.reduce(data, tuple(range(data.ndim)), True)
+        # One reduction over all axes (Semiring.reduce unrolls binary axes, for XLA).
+        axes = tuple(range(data.ndim))
+        if self.semiring.is_max:
+            return data - ops.amax(data, axis=axes, keepdims=True)
+        return data - ops.logsumexp(data, axis=axes, keepdims=True)
 
     def tensor(self, data, names) -> Tensor:
         return Tensor(data, {v: self.graph.domains[v] for v in names})
