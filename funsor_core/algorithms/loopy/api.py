@@ -70,9 +70,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         with respect to a factor's log table is that factor's belief), ``.residuals``,
         ``.num_iters``, ``.num_messages``, ``.num_message_entries``, ``.map_assignment()``.
         With ``clusters``, a ``ClusterBPResult``: ``.beliefs``, ``.cluster_beliefs``,
-        ``.residuals``, ``.num_iters``, ``.converged``, ``.num_messages`` and ``.counts``
-        (network and local messages and bytes); its Kikuchi ``log Z``, factor beliefs and
-        MAP decoding are not implemented yet.
+        ``.log_z`` (the cluster graph's Bethe log Z), ``.residuals``, ``.num_iters``,
+        ``.converged``, ``.num_messages`` and ``.counts`` (network and local messages and
+        bytes); no factor beliefs or MAP decoding yet.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),

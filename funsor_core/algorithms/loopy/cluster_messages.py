@@ -161,7 +161,10 @@ class ClusterBPResult:
     max-product: max-marginals, max 0), ``cluster_beliefs`` (one Tensor per cluster, over its
     variables), ``residuals`` (the largest change of a factor-to-cluster message per
     iteration), ``num_iters``, ``converged``, ``counts`` (``MessageCounts``), ``history``
-    (the counts after each iteration) and ``num_messages``."""
+    (the counts after each iteration), ``num_messages`` and ``log_z``, the cluster graph's
+    Bethe log Z in message form (``messages``' formula with the clusters as variables and
+    ``phi_C`` their potentials): exact on a tree-shaped cluster graph with ``full``
+    messages, loopy BP's Bethe log Z with one variable per cluster."""
 
     def __init__(self, run: Run, f2c: dict, residuals, num_iters: int, tol: float,
                  history: list) -> None:
@@ -195,3 +198,27 @@ class ClusterBPResult:
             for v in vs:
                 out[v] = b.reduce(self._run.sum_op, frozenset(vs) - {v})
         return {v: out[v] for v in self.graph.domains}
+
+    @cached_property
+    def log_z(self) -> Tensor:
+        """``sum_Psi R(Psi + sum_C v2f_C) + sum_C (1 - d_C) R(phi_C + sum_Psi m_Psi->C)`` with
+        ``v2f_C`` the unprojected cavity of ``C`` reduced to the variables ``Psi`` touches;
+        invariant to the scale of the messages (a shift of ``m_Psi->C`` adds ``1 - d_C``
+        and ``d_C - 1`` times)."""
+        run, g = self._run, self.graph
+        total = None
+        for j, cs in enumerate(g.factor_clusters):
+            t = g.factors[j]
+            for c in cs:
+                eliminated = frozenset(g.clusters[c]) - frozenset(g.touched[j, c])
+                t = t + cavity(run, self.f2c, c, skip=j).reduce(run.sum_op, eliminated)
+            total = _plus(total, t.reduce(run.sum_op))
+        for c in range(len(g.clusters)):
+            weight = 1 - len(g.cluster_factors(c))
+            if weight:
+                total = _plus(total, cavity(run, self.f2c, c).reduce(run.sum_op) * weight)
+        return total
+
+
+def _plus(total, term):
+    return term if total is None else total + term
