@@ -86,9 +86,10 @@ class ClusterGraph:
         groups: dict = {}
         for f in factors:
             touched = tuple(sorted({owner[v] for v in f.inputs}))
-            if len(touched) == 1:
-                local[touched[0]] = local[touched[0]] + f
-            elif touched:
+            if len(touched) <= 1:  # a constant goes to cluster 0 (it scales Z alone)
+                c = touched[0] if touched else 0
+                local[c] = local[c] + f
+            else:
                 groups[touched] = groups[touched] + f if touched in groups else f
         factor_clusters = tuple(groups)
         edge_vars, touched_vars = {}, {}
