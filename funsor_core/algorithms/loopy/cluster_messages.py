@@ -170,7 +170,7 @@ class ClusterBPResult:
                  history: list) -> None:
         self.graph, self.semiring = run.graph, run.semiring
         self._run, self.f2c = run, dict(f2c)
-        self.residuals, self.num_iters, self.tol = residuals, num_iters, tol
+        self.residuals, self.num_iters, self.tol = list(residuals), num_iters, tol
         self.counts, self.history = run.counts, list(history)
 
     @property

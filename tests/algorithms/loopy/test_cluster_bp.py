@@ -88,8 +88,10 @@ def test_kbest_with_the_full_domain_equals_full_and_counts_bytes():
     assert (full.counts.network_bytes, full.counts.local_bytes) == (n * 32, n * 32)
     assert kbest.counts.network_bytes == n * 4 * (8 + 2 * INT_NBYTES)
     assert [h.messages for h in full.history] == [12 * (i + 1) for i in range(n // 6)]
-    small = cluster_bp(factors, columns, ("kbest", 1), max_iters=3)
+    seen = []
+    small = cluster_bp(factors, columns, ("kbest", 1), max_iters=3, callback=seen.append)
     assert small.counts.network_bytes == 18 * (8 + 2 * INT_NBYTES)
+    assert [len(r.residuals) for r in seen] == [1, 2, 3]  # snapshots, one per iteration
 
 
 def test_projections_against_numpy():
