@@ -60,6 +60,7 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/gaussian_mixture.py
 	$(SINGLE_THREAD) $(VPY) examples/slds.py
 	$(SINGLE_THREAD) $(VPY) examples/loopy_grid.py
+	$(SINGLE_THREAD) $(VPY) examples/cluster_messages.py
 	$(SINGLE_THREAD) $(VPY) examples/variational.py
 	$(SINGLE_THREAD) $(VPY) examples/allocation.py
 	$(SINGLE_THREAD) $(VPY) examples/compiled_rectangle.py
