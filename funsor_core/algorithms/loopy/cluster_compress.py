@@ -163,7 +163,9 @@ def project_samples(log_table, *, k: int, rng_key=None, state=None) -> Projectio
         True
     """
     n = int(np.prod(log_table.shape))
-    k = _check_k("project_samples", k, 2 ** 62)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"project_samples: k is the number of draws, a positive int; got "
+                         f"k={k!r}")
     flat = ops.reshape(log_table, (n,))
     kept = _mask(flat, _draw_flat(flat, k, rng_key))
     table = ops.reshape(ops.where(kept, flat, -math.inf), tuple(log_table.shape))
