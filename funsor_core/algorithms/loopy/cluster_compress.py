@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.engine.backend import backend_of
 from funsor_core.sampling.draw import backend_and_key
 
 __all__ = ["Projection", "PROJECTIONS", "INDEX_BYTES", "project_samples", "project_merged",
@@ -95,13 +96,8 @@ def _top_indices(flat, k: int):
         i = ops.where(ops.amax(key, 0) > -math.inf, ops.argmax(key, 0), first_free)
         return ops.scatter_set(taken, (i,), True), i
 
-    module = _module(flat)
-    _, idx = module.scan(step, taken0, ops.new_arange(flat, 0, k))
+    _, idx = backend_of(flat).scan(step, taken0, ops.new_arange(flat, 0, k))
     return idx
-
-
-def _module(x):
-    return backend_and_key(x, None)[0]
 
 
 def _mask(flat, idx):
