@@ -61,6 +61,7 @@ demo: venv
 	$(SINGLE_THREAD) $(VPY) examples/slds.py
 	$(SINGLE_THREAD) $(VPY) examples/loopy_grid.py
 	$(SINGLE_THREAD) $(VPY) examples/cluster_bp.py --iters 8
+	$(SINGLE_THREAD) $(VPY) examples/cluster_messages.py
 	$(SINGLE_THREAD) $(VPY) examples/variational.py
 	$(SINGLE_THREAD) $(VPY) examples/allocation.py
 	$(SINGLE_THREAD) $(VPY) examples/compiled_rectangle.py

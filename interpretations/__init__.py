@@ -20,6 +20,7 @@ from interpretations.approximations import (
     laplace_approximate,
     mean_approximate,
 )
+from interpretations.cluster_messages import CompressedMessages
 from interpretations.compress import compress_gaussians
 from interpretations.elbo import Elbo
 from interpretations.exact import EXACT, eager, exact
@@ -42,4 +43,4 @@ __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "nor
            "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
-           "MOMENTMATCHING", "Elbo", "LoopyBP", "Gibbs"]
+           "MOMENTMATCHING", "Elbo", "LoopyBP", "Gibbs", "CompressedMessages"]

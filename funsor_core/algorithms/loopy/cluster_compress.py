@@ -1,0 +1,262 @@
+"""Compressed cluster messages (Singh 2014, chapter 8.2): samples, merged k-best and FRAK.
+
+A cluster message is a dense log table ``pi(y)`` over the cluster's variables (``|Y|^|C|``
+values). Each projection keeps a set ``S`` of configurations and returns the dense log table
+of the compressed message, the size of what it would store, and a state for the next call:
+
+- ``samples`` (8.2.2): ``S`` = the distinct configurations among ``k`` draws from
+  ``p = exp(pi) / Z``; a kept ``y`` is scored by its own value ``pi(y)`` (not by its count),
+  the rest gets ``-inf``.
+- ``merged`` (8.2.4): ``S`` = the ``k`` best configurations (ties: lowest flat index), and the
+  mass of the rest, ``Z - sum_{y in S} exp pi(y)``, spread uniformly over the other
+  ``N - k`` configurations, so ``logsumexp`` of the message is ``log Z`` exactly.
+- ``frak`` (8.2.4, factorized relaxed adaptive k-best): ``S`` is a list carried across calls
+  in ``state``; each call adds the current MAP configuration if absent (with ``k``: the
+  current ``k`` best that are absent), then merges the rest as above. Once the MAP is in the
+  list it stops growing (the EP fixed family of 8.3).
+
+``nbytes`` counts what a compressed message stores: one value of the table's itemsize per
+kept configuration plus ``|C|`` indices of ``INDEX_BYTES`` each to name it, and for merged
+messages one more value (the merged mass). The dense table's is ``N * itemsize``.
+
+``table_errors`` gives Fig 8.3's four errors between two log tables over the same variables.
+
+Example:
+    >>> t = np.log(np.array([[0.5, 0.25], [0.125, 0.125]]))
+    >>> p = project_merged(t, k=2)
+    >>> np.exp(p.log_table).round(4).tolist(), p.nbytes
+    ([[0.5, 0.25], [0.125, 0.125]], 56)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.engine.backend import backend_of
+from funsor_core.sampling.draw import backend_and_key
+
+__all__ = ["Projection", "PROJECTIONS", "INDEX_BYTES", "project_samples", "project_merged",
+           "project_frak", "table_errors", "KL_FLOOR"]
+
+# A stored configuration names each of its |C| variables' values with an int64.
+INDEX_BYTES = 8
+# Fig 8.3's footnote 2: samples and k-best put zeros where KL is undefined; floor at 1e-10.
+KL_FLOOR = 1e-10
+
+_BAD_K = ("{name}: k is the number of configurations to keep, an int in [1, {n}] (the table "
+          "has {n} configurations); got k={k!r}")
+_TRACED_FRAK = ("project_frak keeps its list of configurations on the host, and the list grows "
+                "with the table's values, which are traced under jax.jit; call it outside "
+                "jit, or use project_merged, whose k is fixed")
+
+
+class Projection(NamedTuple):
+    """A compressed message: ``log_table`` (dense, the input's shape, ``-inf`` where it puts
+    no mass), ``nbytes`` (its compressed size) and ``state`` (for the next projection of the
+    same message; FRAK's list, else None).
+
+    Example:
+        >>> Projection(np.zeros(2), 16, None).nbytes
+        16
+    """
+
+    log_table: Any
+    nbytes: int
+    state: object
+
+
+def _itemsize(x) -> int:
+    return int(getattr(x.dtype, "itemsize", 8))
+
+
+def _check_k(name: str, k, n: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(_BAD_K.format(name=name, n=n, k=k))
+    return int(k)
+
+
+def _stored_bytes(log_table, count: int, merged: bool) -> int:
+    per = _itemsize(log_table) + INDEX_BYTES * max(len(log_table.shape), 1)
+    return count * per + (_itemsize(log_table) if merged else 0)
+
+
+def _top_indices(flat, k: int):
+    """The flat indices of the ``k`` largest entries, largest first (ties and ``-inf``: the
+    lowest index), by ``k`` argmaxes in the backend's scan (no sort op; runs under jit)."""
+    taken0 = ops.new_zeros(flat, flat.shape) > 0
+
+    def step(taken, _):
+        key = ops.where(taken, -math.inf, flat)
+        # When only -inf is left, argmax(key) may be a taken index: take the first untaken.
+        first_free = ops.argmax(ops.astype(ops.invert(taken), "int"), 0)
+        i = ops.where(ops.amax(key, 0) > -math.inf, ops.argmax(key, 0), first_free)
+        return ops.scatter_set(taken, (i,), True), i
+
+    _, idx = backend_of(flat).scan(step, taken0, ops.new_arange(flat, 0, k))
+    return idx
+
+
+def _mask(flat, idx):
+    return ops.scatter_set(ops.new_zeros(flat, flat.shape), (idx,), 1.0) > 0
+
+
+def _merged_table(flat, kept, count):
+    """Kept entries as they are; the others share the rest's mass ``sum_{y not in S} e^pi``
+    (that is ``Z - sum_S e^pi``, summed directly so it is exact) uniformly."""
+    n = flat.shape[0]
+    if count >= n:
+        return flat
+    log_rest = ops.logsumexp(ops.where(kept, -math.inf, flat), 0)
+    return ops.where(kept, flat, log_rest - math.log(n - count))
+
+
+def _gumbel(u):
+    # u in [0, 1) -> 1 - u in (0, 1], kept below 1 so that -log(-log v) stays finite.
+    tiny = 2.0 ** -24 if _itemsize(u) <= 4 else 2.0 ** -53
+    return -ops.log(-ops.log(ops.clamp(1.0 - u, max=1.0 - tiny)))
+
+
+def _draw_flat(flat, k: int, rng_key):
+    """``k`` draws from ``softmax(flat)``: the flat index viewed as (row, column) of an
+    ``a x b`` grid (``b ~ sqrt N``), the row from its marginal and the column from the row,
+    each by Gumbel-max; memory ``k (a + b)`` instead of ``k N``."""
+    n = flat.shape[0]
+    b = max(1, math.isqrt(n - 1) + 1)
+    a = -(-n // b)
+    padded = ops.cat([flat, ops.new_full(flat, (a * b - n,), -math.inf)], 0) if a * b > n \
+        else flat
+    grid = ops.reshape(padded, (a, b))
+    module, key = backend_and_key(flat, rng_key)
+    u = ops.new_array(flat, module.rand((k, a + b), key))
+    rows = ops.argmax(ops.logsumexp(grid, 1) + _gumbel(u[:, :a]), 1)
+    cols = ops.argmax(grid[rows] + _gumbel(u[:, a:]), 1)
+    return rows * b + cols
+
+
+def project_samples(log_table, *, k: int, rng_key=None, state=None) -> Projection:
+    """The configurations among ``k`` draws from the normalized table, each scored by its own
+    value; ``-inf`` elsewhere (thesis 8.2.2).
+
+    Args:
+        log_table: a dense log table (numpy, torch or jax array), one axis per variable.
+        k: the number of draws.
+        rng_key: an int seed (the same seed gives the same message), a backend key, or None
+            (the backend's global random state).
+        state: unused (None is returned).
+
+    Returns:
+        A ``Projection``; ``nbytes`` counts the distinct kept configurations (under
+        ``jax.jit``, where that count is traced, it counts the ``k`` draws: a bound).
+
+    Example:
+        >>> t = np.log(np.array([[0.7, 0.1], [0.1, 0.1]]))
+        >>> p = project_samples(t, k=3, rng_key=0)
+        >>> bool(np.all((p.log_table == t) | (p.log_table == -np.inf)))
+        True
+    """
+    n = int(np.prod(log_table.shape))
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"project_samples: k is the number of draws, a positive int; got "
+                         f"k={k!r}")
+    flat = ops.reshape(log_table, (n,))
+    kept = _mask(flat, _draw_flat(flat, k, rng_key))
+    table = ops.reshape(ops.where(kept, flat, -math.inf), tuple(log_table.shape))
+    count = int(ops.sum(ops.astype(kept, "int"))) if ops.is_concrete(kept) else k
+    return Projection(table, _stored_bytes(log_table, count, merged=False), None)
+
+
+def project_merged(log_table, *, k: int, state=None) -> Projection:
+    """The ``k`` best configurations kept, the rest's mass spread uniformly over the other
+    ``N - k`` (thesis 8.2.4); ``logsumexp`` of the result is the table's.
+
+    Args:
+        log_table: a dense log table, one axis per variable.
+        k: how many configurations to keep, ``1 <= k <= N``; ``k = N`` returns the table.
+        state: unused (None is returned).
+
+    Example:
+        >>> t = np.log(np.array([0.5, 0.3, 0.1, 0.1]))
+        >>> np.exp(project_merged(t, k=1).log_table).round(4).tolist()
+        [0.5, 0.1667, 0.1667, 0.1667]
+    """
+    n = int(np.prod(log_table.shape))
+    k = _check_k("project_merged", k, n)
+    flat = ops.reshape(log_table, (n,))
+    table = _merged_table(flat, _mask(flat, _top_indices(flat, k)), k)
+    return Projection(ops.reshape(table, tuple(log_table.shape)),
+                      _stored_bytes(log_table, k, merged=True), None)
+
+
+def project_frak(log_table, *, k: int | None = None, state=None) -> Projection:
+    """FRAK (thesis 8.2.4): the kept list is ``state`` (a tuple of flat indices, oldest first;
+    None starts empty); this call adds the current MAP configuration if absent (with ``k``:
+    each of the current ``k`` best that is absent, so at most ``k`` new ones), then merges
+    the rest's mass as ``project_merged`` does. The list stops growing once it holds the
+    current ``k`` best. The new list is the returned ``state``.
+
+    Raises:
+        ValueError: under ``jax.jit`` (the list depends on the values) or for a bad ``k``.
+
+    Example:
+        >>> t = np.log(np.array([0.5, 0.3, 0.1, 0.1]))
+        >>> p = project_frak(t)
+        >>> p.state, project_frak(t, state=p.state).state
+        ((0,), (0,))
+    """
+    n = int(np.prod(log_table.shape))
+    k = 1 if k is None else _check_k("project_frak", k, n)
+    flat = ops.reshape(log_table, (n,))
+    if not ops.is_concrete(flat):
+        raise ValueError(_TRACED_FRAK)
+    kept = list(state or ())
+    bad = [i for i in kept if not (isinstance(i, (int, np.integer)) and 0 <= i < n)]
+    if bad:
+        raise ValueError(f"project_frak: state is a tuple of flat indices in [0, {n}) of the "
+                         f"table of shape {tuple(log_table.shape)}; got {bad[:3]}")
+    best = np.asarray(ops.to_numpy(_top_indices(flat, k))).reshape(-1)
+    kept += [int(i) for i in best if int(i) not in kept]
+    mask = _mask(flat, ops.new_array(flat, np.asarray(kept, dtype=np.int64)))
+    table = ops.reshape(_merged_table(flat, mask, len(kept)), tuple(log_table.shape))
+    return Projection(table, _stored_bytes(log_table, len(kept), merged=True), tuple(kept))
+
+
+# The projections of this module by name (cluster BP's registry adds full, factorized, kbest).
+PROJECTIONS = {"samples": project_samples, "merged": project_merged, "frak": project_frak}
+
+
+def _probs(log_table) -> np.ndarray:
+    x = np.asarray(ops.to_numpy(ops.detach(log_table)), dtype=np.float64).reshape(-1)
+    finite = x[np.isfinite(x)]
+    if finite.size == 0:
+        raise ValueError("table_errors: a table with no mass (all -inf) is not a distribution")
+    p = np.exp(x - finite.max())
+    return p / p.sum()
+
+
+def table_errors(log_p, log_q) -> dict:
+    """Fig 8.3's errors of ``q`` against ``p`` (log tables over the same variables, any
+    backend; both normalized here), on the host in float64: ``sym_kl`` = KL(p||q) + KL(q||p)
+    with both floored at ``KL_FLOOR`` and renormalized (footnote 2), ``tv`` = 1/2 |p - q|_1,
+    ``l2`` = |p - q|_2, ``hellinger`` = sqrt(1/2 sum (sqrt p - sqrt q)^2) (as
+    ``reference.marginal_errors`` defines them per variable).
+
+    Example:
+        >>> e = table_errors(np.log([0.5, 0.5]), np.log([0.25, 0.75]))
+        >>> round(e["tv"], 4), round(e["l2"], 4)
+        (0.25, 0.3536)
+    """
+    if tuple(log_p.shape) != tuple(log_q.shape):
+        raise ValueError(f"table_errors: the tables must be over the same variables, in the "
+                         f"same order; got shapes {tuple(log_p.shape)} and "
+                         f"{tuple(log_q.shape)}")
+    p, q = _probs(log_p), _probs(log_q)
+    fp, fq = np.maximum(p, KL_FLOOR), np.maximum(q, KL_FLOOR)
+    fp, fq = fp / fp.sum(), fq / fq.sum()
+    return {"sym_kl": float(np.sum((fp - fq) * (np.log(fp) - np.log(fq)))),
+            "tv": 0.5 * float(np.abs(p - q).sum()),
+            "l2": float(np.sqrt(((p - q) ** 2).sum())),
+            "hellinger": float(np.sqrt(0.5 * ((np.sqrt(p) - np.sqrt(q)) ** 2).sum()))}
