@@ -31,9 +31,7 @@ from funsor_core.sum_product import sum_product
 
 ROWS, COLS, CLUSTER = 9, 8, (3, 2)
 
-# The methods to run, by projection: a name is skipped (and said so) until its projection is
-# registered in PROJECTIONS. TODO(#31): "merged" and "frak" come from
-# funsor_core/algorithms/loopy/cluster_compress.py; register them there to run them here.
+# The methods to run, by projection (a name in PROJECTIONS, or a (name, k) pair).
 METHODS = [("loopy BP (factorized)", "factorized"), ("GBP (full)", "full"),
            ("k-best, k=8", ("kbest", 8)), ("merged, k=8", ("merged", 8)),
            ("FRAK, k=8", ("frak", 8))]

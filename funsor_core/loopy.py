@@ -18,10 +18,21 @@ from funsor_core.algorithms.loopy.cluster_bp import (
     ClusterBPResult,
     Projection,
     cluster_bp,
+    project_factorized,
+    project_full,
+    project_kbest,
+)
+from funsor_core.algorithms.loopy.cluster_compress import (
+    project_frak,
+    project_merged,
+    project_samples,
+    table_errors,
 )
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
 
 __all__ = ["loopy_bp", "anytime_bp", "gibbs", "mh", "Samples", "BPResult", "AnytimeStep",
            "SCHEDULES", "PRIORITIES", "FactorGraph", "exact_marginals", "marginal_errors",
-           "METRICS", "cluster_bp", "ClusterBPResult", "Projection", "PROJECTIONS"]
+           "METRICS", "cluster_bp", "ClusterBPResult", "Projection", "PROJECTIONS",
+           "project_full", "project_factorized", "project_kbest", "project_samples",
+           "project_merged", "project_frak", "table_errors"]

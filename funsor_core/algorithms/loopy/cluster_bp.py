@@ -32,11 +32,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.loopy import cluster_compress
+from funsor_core.algorithms.loopy.cluster_compress import INDEX_BYTES, Projection, top_mask
 from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
 from funsor_core.algorithms.loopy.cluster_messages import (
     SWEEPS,
@@ -53,20 +54,7 @@ __all__ = ["Projection", "project_full", "project_factorized", "project_kbest", 
            "INT_NBYTES"]
 
 CLUSTER_SCHEDULES = ("flooding", "parallel", "sequential")
-INT_NBYTES = 4  # bytes of one stored configuration index (a configuration is |C| of them)
-_PAIRWISE_LIMIT = 4096  # traced k-best ranks entries pairwise: O(n^2) memory
-
-
-class Projection(NamedTuple):
-    """A compressed cluster message: ``log_table``, the dense log table it stands for (same
-    variables and axis order as the input; ``-inf`` where it puts no mass), ``nbytes``, the
-    size of the compressed representation (values stored times their itemsize, plus
-    ``INT_NBYTES`` per variable of each stored configuration), and ``state``, carried to the
-    next projection of the same message (None if unused)."""
-
-    log_table: Any
-    nbytes: int
-    state: object
+INT_NBYTES = INDEX_BYTES  # bytes of one stored configuration index (|C| of them each)
 
 
 def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
@@ -138,32 +126,14 @@ def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     nbytes = keep * (itemsize(log_table) + log_table.ndim * INT_NBYTES)
     if keep == n:
         return Projection(log_table, nbytes, None)
-    mask = ops.reshape(_top_mask(ops.reshape(log_table, (n,)), keep), shape)
+    mask = ops.reshape(top_mask(ops.reshape(log_table, (n,)), keep), shape)
     out = ops.where(mask, log_table, ops.new_full(log_table, shape, -float("inf")))
     return Projection(out, nbytes, None)
 
 
-def _top_mask(flat, keep: int):
-    """A boolean ``(n,)`` mask of the ``keep`` largest entries, ties to the lowest index."""
-    n = size(flat)
-    if ops.is_concrete(flat):
-        order = np.argsort(-np.asarray(ops.to_numpy(ops.detach(flat))), kind="stable")
-        mask = np.zeros(n)
-        mask[order[:keep]] = 1.0
-        return ops.new_array(flat, mask) > 0.5
-    if n > _PAIRWISE_LIMIT:
-        raise NotImplementedError(f"k-best of a traced message of {n} entries (more than "
-                                  f"{_PAIRWISE_LIMIT}): ranked pairwise, O(n^2); run eagerly")
-    # rank_i = #{j: x_j > x_i} + #{j < i: x_j == x_i}; keep rank_i < keep.
-    xi, xj = flat[:, None], flat[None, :]
-    lower = ops.new_array(flat, np.tril(np.ones((n, n)), -1)) > 0.5  # [i, j]: j < i
-    beats = ops.or_(xj > xi, ops.and_(xj == xi, lower))
-    rank = ops.sum(ops.astype(beats, "real"), axis=1)
-    return rank < keep - 0.5
-
-
 PROJECTIONS: dict[str, Callable] = {"full": project_full, "factorized": project_factorized,
-                                    "kbest": project_kbest}
+                                    "kbest": project_kbest, **cluster_compress.PROJECTIONS}
+_NEEDS_K = ("kbest", "samples", "merged")
 _MAX_PROJECTIONS = {"factorized": project_max_factorized}
 
 
@@ -179,8 +149,9 @@ def _projection(compression, sum_op) -> tuple:
         raise ValueError(f"unknown compression {compression!r}; choose one of "
                          f"{sorted(PROJECTIONS)}, a (name, k) pair such as ('kbest', 8), or a "
                          "callable project(log_table, *, k, rng_key, state) -> Projection")
-    if compression == "kbest" and k is None:
-        raise ValueError("compression 'kbest' needs k: pass compression=('kbest', k)")
+    if compression in _NEEDS_K and k is None:
+        raise ValueError(f"compression {compression!r} needs k: pass "
+                         f"compression=({compression!r}, k)")
     fn = PROJECTIONS[compression]
     return (_MAX_PROJECTIONS.get(compression, fn) if sum_op is ops.max else fn), k
 
@@ -195,11 +166,13 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
     Args:
         factors: discrete Tensors (log potentials) whose sum is the model.
         clusters: a partition of the variables, a list of tuples of names.
-        compression: a name in ``PROJECTIONS`` (``"full"``, ``"factorized"``, ``"kbest"``), a
-            ``(name, k)`` pair (``("kbest", 8)``), or a callable with ``project_full``'s
-            signature (or a ``(callable, k)`` pair); it gets ``k``, an int ``rng_key`` (one
-            per call: ``rng_key`` plus the number of earlier calls) and its previous ``state``
-            for the same message.
+        compression: a name in ``PROJECTIONS`` (``"full"``, ``"factorized"``, ``"kbest"``,
+            and from ``cluster_compress``: ``"samples"``, ``"merged"``, ``"frak"``), a
+            ``(name, k)`` pair (``("kbest", 8)``; ``k`` is required by kbest, samples and
+            merged, optional for frak: the new configurations a call may add), or a
+            callable with ``project_full``'s signature (or a ``(callable, k)`` pair); it
+            gets ``k``, an int ``rng_key`` (one per call: ``rng_key`` plus the number of
+            earlier calls) and its previous ``state`` for the same message.
         sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product; ``factorized``
             then keeps the max-marginals).
         schedule: ``"flooding"`` (``"parallel"``) or ``"sequential"`` (cluster factors in

@@ -25,7 +25,7 @@ Example:
     >>> t = np.log(np.array([[0.5, 0.25], [0.125, 0.125]]))
     >>> p = project_merged(t, k=2)
     >>> np.exp(p.log_table).round(4).tolist(), p.nbytes
-    ([[0.5, 0.25], [0.125, 0.125]], 56)
+    ([[0.5, 0.25], [0.125, 0.125]], 40)
 """
 
 from __future__ import annotations
@@ -40,13 +40,14 @@ from funsor_core.engine.backend import backend_of
 from funsor_core.sampling.draw import backend_and_key
 
 __all__ = ["Projection", "PROJECTIONS", "INDEX_BYTES", "project_samples", "project_merged",
-           "project_frak", "table_errors", "KL_FLOOR"]
+           "project_frak", "table_errors", "top_mask", "KL_FLOOR"]
 
-# A stored configuration names each of its |C| variables' values with an int64.
-INDEX_BYTES = 8
+# A stored configuration names each of its |C| variables' values with an int32.
+INDEX_BYTES = 4
 # Fig 8.3's footnote 2: samples and k-best put zeros where KL is undefined; floor at 1e-10.
 KL_FLOOR = 1e-10
 
+_PAIRWISE_LIMIT = 4096  # a traced table up to this size is ranked pairwise: O(n^2) memory
 _BAD_K = ("{name}: k is the number of configurations to keep, an int in [1, {n}] (the table "
           "has {n} configurations); got k={k!r}")
 _TRACED_FRAK = ("project_frak keeps its list of configurations on the host, and the list grows "
@@ -102,6 +103,31 @@ def _top_indices(flat, k: int):
 
 def _mask(flat, idx):
     return ops.scatter_set(ops.new_zeros(flat, flat.shape), (idx,), 1.0) > 0
+
+
+def top_mask(flat, keep: int):
+    """A boolean ``(n,)`` mask of the ``keep`` largest entries of ``flat``, ties (and
+    ``-inf``) to the lowest index: a stable host sort when the values are concrete, a
+    pairwise rank of a traced table up to 4,096 entries, ``keep`` argmaxes in a scan above.
+
+    Example:
+        >>> top_mask(np.array([0.0, 2.0, 2.0, 1.0]), 2).tolist()
+        [False, True, True, False]
+    """
+    n = int(np.prod(flat.shape))
+    if ops.is_concrete(flat):
+        order = np.argsort(-np.asarray(ops.to_numpy(ops.detach(flat))), kind="stable")
+        mask = np.zeros(n)
+        mask[order[:keep]] = 1.0
+        return ops.new_array(flat, mask) > 0.5
+    if n > _PAIRWISE_LIMIT:
+        return _mask(flat, _top_indices(flat, keep))
+    # rank_i = #{j: x_j > x_i} + #{j < i: x_j == x_i}; keep rank_i < keep.
+    xi, xj = flat[:, None], flat[None, :]
+    lower = ops.new_array(flat, np.tril(np.ones((n, n)), -1)) > 0.5  # [i, j]: j < i
+    beats = ops.or_(xj > xi, ops.and_(xj == xi, lower))
+    rank = ops.sum(ops.astype(beats, "real"), axis=1)
+    return rank < keep - 0.5
 
 
 def _merged_table(flat, kept, count):
@@ -169,14 +195,14 @@ def project_samples(log_table, *, k: int, rng_key=None, state=None) -> Projectio
     return Projection(table, _stored_bytes(log_table, count, merged=False), None)
 
 
-def project_merged(log_table, *, k: int, state=None) -> Projection:
+def project_merged(log_table, *, k: int, rng_key=None, state=None) -> Projection:
     """The ``k`` best configurations kept, the rest's mass spread uniformly over the other
     ``N - k`` (thesis 8.2.4); ``logsumexp`` of the result is the table's.
 
     Args:
         log_table: a dense log table, one axis per variable.
         k: how many configurations to keep, ``1 <= k <= N``; ``k = N`` returns the table.
-        state: unused (None is returned).
+        rng_key, state: unused (None is returned).
 
     Example:
         >>> t = np.log(np.array([0.5, 0.3, 0.1, 0.1]))
@@ -186,12 +212,12 @@ def project_merged(log_table, *, k: int, state=None) -> Projection:
     n = int(np.prod(log_table.shape))
     k = _check_k("project_merged", k, n)
     flat = ops.reshape(log_table, (n,))
-    table = _merged_table(flat, _mask(flat, _top_indices(flat, k)), k)
+    table = _merged_table(flat, top_mask(flat, k), k)
     return Projection(ops.reshape(table, tuple(log_table.shape)),
                       _stored_bytes(log_table, k, merged=True), None)
 
 
-def project_frak(log_table, *, k: int | None = None, state=None) -> Projection:
+def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None) -> Projection:
     """FRAK (thesis 8.2.4): the kept list is ``state`` (a tuple of flat indices, oldest first;
     None starts empty); this call adds the current MAP configuration if absent (with ``k``:
     each of the current ``k`` best that is absent, so at most ``k`` new ones), then merges
@@ -217,7 +243,8 @@ def project_frak(log_table, *, k: int | None = None, state=None) -> Projection:
     if bad:
         raise ValueError(f"project_frak: state is a tuple of flat indices in [0, {n}) of the "
                          f"table of shape {tuple(log_table.shape)}; got {bad[:3]}")
-    best = np.asarray(ops.to_numpy(_top_indices(flat, k))).reshape(-1)
+    values = np.asarray(ops.to_numpy(ops.detach(flat)))
+    best = np.argsort(-values, kind="stable")[:k]
     kept += [int(i) for i in best if int(i) not in kept]
     mask = _mask(flat, ops.new_array(flat, np.asarray(kept, dtype=np.int64)))
     table = ops.reshape(_merged_table(flat, mask, len(kept)), tuple(log_table.shape))

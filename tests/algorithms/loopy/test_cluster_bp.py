@@ -80,8 +80,14 @@ def test_kbest_with_the_full_domain_equals_full_and_counts_bytes():
     full = cluster_bp(factors, columns, "full", tol=1e-12)
     kbest = cluster_bp(factors, columns, ("kbest", 4), tol=1e-12)
     assert kbest.num_iters == full.num_iters
+    # merged keeps the rest's mass: with k = the domain it is full too, as FRAK once its list
+    # holds every configuration (k = 4 new ones per call).
+    merged = cluster_bp(factors, columns, ("merged", 4), tol=1e-12)
+    frak = cluster_bp(factors, columns, ("frak", 4), tol=1e-12)
     for v in full.beliefs:
         np.testing.assert_array_equal(kbest.beliefs[v].data, full.beliefs[v].data)
+        np.testing.assert_allclose(merged.beliefs[v].data, full.beliefs[v].data, atol=1e-12)
+        np.testing.assert_allclose(frak.beliefs[v].data, full.beliefs[v].data, atol=1e-12)
     # 3 cluster factors, 2 messages each way per iteration, 4 entries of float64 each.
     n = 6 * full.num_iters
     assert (full.counts.network_messages, full.counts.local_messages) == (n, n)
@@ -109,7 +115,7 @@ def test_projections_against_numpy():
     expected = z + m[0][:, None, None] + m[1][None, :, None] + m[2][None, None, :]
     np.testing.assert_allclose(p.log_table, expected, atol=1e-12)
     assert p.nbytes == 9 * 8 and isinstance(p, Projection) and set(PROJECTIONS) == {
-        "full", "factorized", "kbest"}
+        "full", "factorized", "kbest", "samples", "merged", "frak"}
 
 
 def test_gbp_on_a_loopy_cluster_graph_beats_loopy_bp():
@@ -156,8 +162,8 @@ def test_errors_name_the_problem():
         loopy_bp(factors, clusters=[("a",), ("b", "c"), ("d",)])
     with pytest.raises(ValueError, match="cluster 3 names 'z', which no factor has"):
         loopy_bp(factors, clusters=TREE_CLUSTERS[:3] + [("e", "z")])
-    with pytest.raises(ValueError, match="unknown compression 'frak'"):
-        loopy_bp(factors, clusters=TREE_CLUSTERS, compression="frak")
+    with pytest.raises(ValueError, match="unknown compression 'frack'"):
+        loopy_bp(factors, clusters=TREE_CLUSTERS, compression="frack")
     with pytest.raises(ValueError, match=r"needs k: pass compression=\('kbest', k\)"):
         loopy_bp(factors, clusters=TREE_CLUSTERS, compression="kbest")
     with pytest.raises(ValueError, match="pass clusters= too"):
