@@ -58,14 +58,17 @@ def _as(backend, x):
 @pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max])
 @pytest.mark.parametrize("backend", ["numpy", "torch"], indirect=True)
 def test_ragged_filter_eager(backend, sum_op):
-    # init + chain, all states summed: the forward filter with its carry kept past each length.
+    # init + chain, all states summed: in log space (sequential) the forward filter with its
+    # carry kept past each length; in the max semiring ("auto": parallel at this size) the
+    # tree over the steps with identities where masked.
     init, a, o = _data(6, len(LENGTHS))
-    chain = _ragged_chain(sum_op, *(_as(backend, x) for x in (a, o, LENGTHS)), "sequential")
+    strategy = "sequential" if sum_op is ops.logaddexp else None
+    chain = _ragged_chain(sum_op, *(_as(backend, x) for x in (a, o, LENGTHS)), strategy)
     assert type(chain.trans) is MaskedSteps  # the mask apart from the shared matrix
     i = fc.Tensor(_as(backend, init), {"x": fc.Bint[K]})
     with recorded_choices() as log:
         total = (i + chain).reduce(sum_op, {"x", "y"})
-    expected_kernel = "eager_log_filter" if sum_op is ops.logaddexp else "sequential"
+    expected_kernel = "eager_log_filter" if sum_op is ops.logaddexp else "tree"
     assert [c.kernel for c in log if c.kernel] == [expected_kernel]
     actual = ops.to_numpy(total.align(("b",)).data)
     for b, n in enumerate(LENGTHS):
