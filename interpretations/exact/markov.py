@@ -31,6 +31,7 @@ from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.traversal import reinterpret
 from interpretations.exact import exact
 
 _ATOMS = (Tensor, Gaussian, Number)
@@ -70,10 +71,15 @@ def exact_masked_steps_tensor(sum_op, prod_op, trans, keep, time, step):
 def exact_markov_product_masked_steps(sum_op, prod_op, trans, time, step, step_names,
                                       strategy):
     parts = masked_factors(trans, sum_op, prod_op) if step else None
-    if parts is None:
+    if parts is not None:
+        return markov_tensor(sum_op, prod_op, parts[0], time, step, step_names, strategy,
+                             keep=parts[1])
+    # Lazy pieces left inside (a renaming under lazy): the steps rebuilt now, which makes
+    # them the dense masked steps, and the chain of those.
+    steps = reinterpret(trans)
+    if type(steps) is MaskedSteps:
         return None
-    return markov_tensor(sum_op, prod_op, parts[0], time, step, step_names, strategy,
-                         keep=parts[1])
+    return MarkovProduct(sum_op, prod_op, steps, time, step, step_names, strategy)
 
 
 # A Gaussian chain over real states (plus a Tensor of constants): Kalman-style steps on the
@@ -117,7 +123,7 @@ def _evaluable(trans, prod_op) -> bool:
     if isinstance(trans, _ATOMS) or type(trans)._atom:
         return True
     if type(trans) is MaskedSteps:
-        return masked_factors(trans, trans.sum_op, prod_op) is not None
+        return trans.prod_op is prod_op
     if isinstance(trans, Contraction) and not trans.reduced_vars and all(
             type(t)._atom for t in trans.terms):
         return True

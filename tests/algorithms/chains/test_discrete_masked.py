@@ -164,3 +164,18 @@ def test_ragged_filters_under_jit_traced_lengths():
                                                                            o[:, b], nb),
                                            axis=None)
             np.testing.assert_allclose(np.asarray(actual)[b], expected, rtol=1e-10)
+
+
+def test_renamed_ragged_chain():
+    # A lazily kept ragged chain renamed under lazy (its free prev name and its batch name)
+    # still evaluates: the renamed pieces are rebuilt into the dense masked steps.
+    init, a, o = _data(6, len(LENGTHS), seed=6)
+    chain = _ragged_chain(ops.logaddexp, a, o, LENGTHS)
+    with lazy:
+        renamed = chain(x="u", b="c")
+    i = fc.Tensor(init, {"u": fc.Bint[K]})
+    actual = (i + renamed).reduce(ops.logaddexp, {"u", "y"}).align(("c",)).data
+    for b, n in enumerate(LENGTHS):
+        expected = np.logaddexp.reduce(init[:, None] + _numpy_product(ops.logaddexp, a, o[:, b],
+                                                                       n), axis=None)
+        np.testing.assert_allclose(actual[b], expected, rtol=1e-10)
