@@ -203,7 +203,10 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     ``mask`` is 0) are identity transitions (``masked_steps``), so for each batch entry
     ``b`` the result is its chain of ``lengths[b]`` steps, a function of its first prev
     state and its state after step ``lengths[b] - 1`` (exposed under the curr names).
-    Without ``lengths`` and ``mask`` it is ``MarkovProduct``.
+    Without ``lengths`` and ``mask`` it is ``MarkovProduct``. The steps are a
+    ``MaskedSteps`` term: built under ``lazy`` and then reduced with an initial factor (a
+    filter), the chain kernels keep the step's factors apart (a shared transition matrix)
+    and select the carried state past each length (``chains.discrete_masked``).
 
     Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
         semiring take ``lengths`` and ``mask``. Chains with no identity transition (Gaussian
