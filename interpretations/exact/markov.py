@@ -8,6 +8,7 @@ cost model (``funsor_core.algorithms.chains.cost_model``); the math is in
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_masked import MaskedSteps, masked_factors
 from funsor_core.algorithms.chains.discrete_plan import (
     contract_markov_tensor,
     markov_tensor,
@@ -20,6 +21,7 @@ from funsor_core.algorithms.chains.gaussian_scan import (
     gaussian_terms,
     markov_gaussian,
 )
+from funsor_core.algorithms.chains.masks import masked_steps
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import array_program, fast_path
@@ -29,6 +31,7 @@ from funsor_core.ops import AssociativeOp, Op
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.traversal import reinterpret
 from interpretations.exact import exact
 
 _ATOMS = (Tensor, Gaussian, Number)
@@ -50,6 +53,33 @@ def _tensor_chain(sum_op, prod_op, trans, time, step, step_names, strategy):
     if factors is None:
         return None
     return markov_tensor(sum_op, prod_op, factors, time, step, step_names, strategy)
+
+
+# Ragged steps (identity transitions where keep is 0), evaluated: the dense masked steps.
+@exact.register(MaskedSteps, AssociativeOp, AssociativeOp, Funsor, Tensor, Variable, tuple)
+def exact_masked_steps_tensor(sum_op, prod_op, trans, keep, time, step):
+    if tensor_factors(trans, prod_op) is None or not all(
+            isinstance(v, Variable) for pair in step for v in pair):
+        return None
+    return masked_steps(sum_op, prod_op, trans, time, {p.name: c.name for p, c in step},
+                        mask=keep)
+
+
+# A chain of ragged steps kept lazily: on arrays, the mask selecting the carried product.
+@exact.register(MarkovProduct, AssociativeOp, AssociativeOp, MaskedSteps, Variable, tuple,
+                tuple, object)
+def exact_markov_product_masked_steps(sum_op, prod_op, trans, time, step, step_names,
+                                      strategy):
+    parts = masked_factors(trans, sum_op, prod_op) if step else None
+    if parts is not None:
+        return markov_tensor(sum_op, prod_op, parts[0], time, step, step_names, strategy,
+                             keep=parts[1])
+    # Lazy pieces left inside (a renaming under lazy): the steps rebuilt now, which makes
+    # them the dense masked steps, and the chain of those.
+    steps = reinterpret(trans)
+    if type(steps) is MaskedSteps:
+        return None
+    return MarkovProduct(sum_op, prod_op, steps, time, step, step_names, strategy)
 
 
 # A Gaussian chain over real states (plus a Tensor of constants): Kalman-style steps on the
@@ -92,6 +122,8 @@ def exact_markov_product_funsor(sum_op, prod_op, trans, time, step, step_names, 
 def _evaluable(trans, prod_op) -> bool:
     if isinstance(trans, _ATOMS) or type(trans)._atom:
         return True
+    if type(trans) is MaskedSteps:
+        return trans.prod_op is prod_op
     if isinstance(trans, Contraction) and not trans.reduced_vars and all(
             type(t)._atom for t in trans.terms):
         return True

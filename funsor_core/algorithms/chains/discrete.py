@@ -64,6 +64,12 @@ from funsor_core.algorithms.chains.cost_model import (
     choose_discrete_kernel,
     record_choice,
 )
+from funsor_core.algorithms.chains.discrete_eager import (
+    eager_log_filter,
+    full_batch,
+    kept,
+    rounded_away,
+)
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
     _dot,
@@ -181,38 +187,67 @@ def _materialize(step: _Step, factors, duration: int):
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan):
+def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, mask=None):
     # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
     # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
+    # With ``mask`` (T, *batch) the carry is kept where a step does not count.
+    if mask is not None:
+        inner = fn
+
+        def fn(c, g):
+            return kept(g["keep"], inner(c, g), c)
+
     if duration == 1:
-        return fn(carry, step.at(factors, 0))
+        return fn(carry, _with_keep(step.at(factors, 0), mask, 0))
     if scan is not None:
         timed = tuple(f for f, t in zip(factors, step.timed) if t)
 
         def body(c, xs):
-            it = iter(xs)
+            it = iter(xs[0])
             slices = tuple(next(it) if t else f[0] for f, t in zip(factors, step.timed))
-            return fn(c, step.groups(slices)), None
+            g = step.groups(slices)
+            if mask is not None:
+                g["keep"] = xs[1]
+            return fn(c, g), None
 
-        return scan(body, carry, timed, reverse=reverse)[0]
+        return scan(body, carry, (timed, mask), reverse=reverse)[0]
     for t in (range(duration - 1, -1, -1) if reverse else range(duration)):
-        carry = fn(carry, step.at(factors, t))
+        carry = fn(carry, _with_keep(step.at(factors, t), mask, t))
     return carry
 
 
-def _sequential(step: _Step, factors, duration, left, right, scan):
+def _with_keep(groups: dict, mask, t: int) -> dict:
+    if mask is not None:
+        groups["keep"] = mask[t]
+    return groups
+
+
+def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
     if left is not None:
-        carry = _loop(step.forward, left, step, factors, duration, False, scan)
+        carry = _loop(step.forward, full_batch(left, mask), step, factors, duration, False,
+                      scan, mask)
         return carry if right is None else _dot(sum_op, prod_op, carry, right)
     if right is not None:
-        return _loop(step.backward, right, step, factors, duration, True, scan)
+        return _loop(step.backward, full_batch(right, mask), step, factors, duration, True,
+                     scan, mask)
     first = step.matrix(step.at(factors, 0))
+    if mask is not None:  # the identity where step 0 does not count
+        first = kept(mask[0], first, _identity(step, first))
     if duration == 1:
         return first
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
     return _loop(lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g)), first,
-                 step, rest, duration - 1, False, scan)
+                 step, rest, duration - 1, False, scan, None if mask is None else mask[1:])
+
+
+def _identity(step: _Step, proto):
+    # The semiring's identity matrix (K, K): the product's unit on the diagonal.
+    k = step.states
+    eye = ops.new_eye(proto, k) > 0.5
+    zeros = ops.new_zeros(proto, (k, k))
+    return ops.where(eye, ops.add(zeros, ops.UNITS[step.prod_op]),
+                     ops.add(zeros, ops.UNITS[step.sum_op]))
 
 
 def _vecmat(p, m):
@@ -233,7 +268,7 @@ def _vector_size(step: _Step, factors, left) -> int:
 
 
 def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, checkpoint,
-                     inloop: bool = False):
+                     inloop: bool = False, mask=None):
     # The log-space forward filter in probability space (see the module docstring), for a
     # step of one matrix factor ``a`` and vectors over the curr states and constants ``w``:
     # the carry is ``(p, lz)`` with ``v = log p + lz``, ``p`` summing to 1. With the column
@@ -280,7 +315,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
 
     def body(carry, xs):
         p, lz, low = carry
-        et, ws = xs
+        et, ws, keep = xs
         et = et if timed_e else e[0]
         if inloop:
             ew, m = weights(ws)
@@ -294,14 +329,18 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
         # Where z = 0 the total is zero (or, tracked, the chain is recomputed exactly); 1
         # there keeps gradients finite.
         z = ops.where(z > 0, z, ops.full_like(z, 1.0))
-        return (q / z, lz + ops.log(z) + m, low), None
+        if keep is None:
+            return (q / z, lz + ops.log(z) + m, low), None
+        # A step that does not count (past a sequence's length) carries (p, lz) unchanged.
+        return (kept(keep, q / z, p), kept(keep, lz + ops.log(z) + m, lz), low), None
 
+    left = full_batch(left, mask)
     lmax = ops.amax(left, axis=-1, keepdims=True)
     p0 = ops.exp(left - lmax)
     z0 = ops.sum(p0, axis=-1, keepdims=True)
     dummy = ops.new_zeros(left, (duration,))
     xs = (e if timed_e else dummy,
-          tuple(parts) if inloop else (ew_all, m_all) if timed_w else dummy)
+          tuple(parts) if inloop else (ew_all, m_all) if timed_w else dummy, mask)
 
     # Beyond the smallest chains the body is checkpointed: in reverse mode it keeps only its
     # carry per step and recomputes the rest (a matrix product and a few elementwise ops) in
@@ -321,7 +360,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
         result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
         r = ops.detach(result)
         bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
-        bad = bad | _rounded_away(ops.detach(p), right, floor)
+        bad = bad | rounded_away(ops.detach(p), right, floor)
         if tracked:
             bad = bad | ops.any(ops.invert(low >= floor))
         return result, bad
@@ -344,97 +383,17 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
         return scan(checkpoint(fn, prevent_cse=False), carry, xs, reverse=reverse)
 
     @checkpoint
-    def exact_of(f, lt, rt):
-        return _sequential(step, f, duration, lt, rt, light_scan)
+    def exact_of(f, lt, rt, mk):
+        return _sequential(step, f, duration, lt, rt, light_scan, mk)
 
     def exact(_):
-        return exact_of(factors, left, right)
+        return exact_of(factors, left, right, mask)
 
     return cond(bad, exact, lambda _: result, None)
 
 
-def _rounded_away(p, right, floor: float):
-    """Whether a state that the probability-space filter left below ``floor`` (its digits
-    lost, or rounded to zero) could show in the result, which log space would get exactly:
-    in the returned message itself (``right`` None), or in its total against ``right`` when
-    those states' weights there could outweigh the rounding of the total (one ``eps``, the
-    floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
-    against a flat boundary, where the lost states cannot change a digit of the total."""
-    low = p < floor
-    if right is None:
-        return ops.any(low)
-    r_max = ops.amax(right, axis=-1, keepdims=True)
-    r_max = ops.where(ops.isfinite(r_max), r_max, ops.full_like(r_max, 0.0))
-    er = ops.exp(right - r_max)
-    total = ops.sum(p * er, axis=-1)
-    lost = ops.sum(ops.where(low, er, ops.full_like(er, 0.0)), axis=-1) * floor
-    eps = float(np.finfo(str(p.dtype).replace("torch.", "")).eps)
-    return ops.any(lost > eps * total)
-
-
-def _eager_log_filter(step: _Step, factors, duration, left, right):
-    # The probability-space filter of ``_fast_log_filter`` as a Python loop (numpy, torch):
-    # a step is a matrix product, a product and a sum over the states and a division, four
-    # array calls against the six or so of a log-space step (max, shift, exp, sum, log, add).
-    # Here the values can be read: any doubt (a shifted matrix entry below twice the floor,
-    # a step of weight zero, a NaN) sends the chain to the exact log-space loop, None.
-    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
-    a = factors[mi]
-    a_max = ops.amax(a, axis=-2, keepdims=True)
-    if not bool(ops.all(ops.isfinite(a_max))):
-        return None
-    e = ops.exp(a - a_max)
-    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
-    if not bool(ops.all(e >= 2 * floor)):  # s_j >= min_i e_ij: no step can lose digits
-        return None
-    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
-    w = w[..., 0, :]
-    w_max = ops.amax(w, axis=-1, keepdims=True)
-    lmax = ops.amax(left, axis=-1, keepdims=True)
-    if not (bool(ops.all(ops.isfinite(w_max))) and bool(ops.all(ops.isfinite(lmax)))):
-        return None
-    ew = ops.exp(w - w_max)
-    if ew.shape[-1] != step.states:
-        ew = ops.expand(ew, tuple(ew.shape[:-1]) + (step.states,))
-    p = ops.exp(left - lmax)
-    z0 = ops.sum(p, axis=-1, keepdims=True)
-    p = p / z0
-    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
-    lz = lmax + ops.log(z0) + (ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration)
-    # Per step: p @ e_t (a plain matrix product when e_t has no batch dims of its own),
-    # times exp(w_t - m_t), normalized. Iterating an array yields its steps as views.
-    k = step.states
-    shared = not timed_e and all(d == 1 for d in e.shape[1:-2])
-    if shared:
-        e = ops.reshape(e, (k, k))
-    mats = (e for _ in range(duration)) if shared else (
-        iter(e) if timed_e else (e[0] for _ in range(duration)))
-    vecs = iter(ew) if timed_w else (ew[0] for _ in range(duration))
-    zs = []
-    for t, et, ewt in zip(range(duration), mats, vecs):
-        q = (ops.matmul(p, et) if shared else ops.matmul(p[..., None, :], et)[..., 0, :]) * ewt
-        z = ops.sum(q, axis=-1, keepdims=True)
-        zs.append(z)
-        p = q / z
-        if len(zs) == 256 or t == duration - 1:  # memory bounded by a block of normalizers
-            zs = ops.stack(zs)
-            if not bool(ops.all(zs > 0)):  # a step of weight zero, or NaN: the exact loop
-                return None
-            lz = lz + ops.sum(ops.log(zs), axis=0)
-            zs = []
-    if bool(_rounded_away(p, right, floor)):
-        return None
-    positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
-    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
-                  ops.full_like(p, -math.inf))
-    batch = np.broadcast_shapes(tuple(left.shape[:-1]), *(tuple(f.shape[1:-2]) for f in factors))
-    if tuple(v.shape[:-1]) != batch:  # as the log-space loop's: every batch dim broadcast
-        v = ops.expand(v, batch + (k,))
-    return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
-
-
 def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backend,
-         factors, left, right):
+         factors, left, right, mask=None):
     # The whole chain on arrays, by the kernel the cost model chose (``chain_product``).
     # Pure in the arrays: a compiling backend compiles it once per structure. A UNIT
     # boundary (states summed with no factor) is an array of units, except on the eager
@@ -455,6 +414,9 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
         factors = (mats[None],)
         step = _Step(sum_op, prod_op, factors, states)
     duration = max(f.shape[0] for f in factors)
+    if mask is not None:
+        return _run_masked(step, kernel, backend, eager_log, scan, factors, duration, left,
+                           right, mask)
     if kernel == "tree":
         return parallel_chain(sum_op, prod_op, _materialize(step, factors, duration), left,
                               right, eager_log, backend if backend.COMPILES else None)
@@ -472,7 +434,7 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
                               eager_log)
 
     if kernel == "eager_log_filter":
-        result = _eager_log_filter(step, factors, duration, left, right)
+        result = eager_log_filter(step, factors, duration, left, right)
         return exact(*args) if result is None else result
     if kernel == "scan_log_filter":
         def values(f, lt, rt):
@@ -488,6 +450,26 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
     return exact(*args)
 
 
+def _run_masked(step: _Step, kernel, backend, eager_log, scan, factors, duration, left, right,
+                mask):
+    # A ragged chain: the step's factors as they are (a shared matrix stays one matrix) and
+    # the carry selected past each masked step. The tree has no carry: its steps are
+    # materialized with identity matrices where masked, as ``chains.masks`` builds them.
+    if kernel == "tree":
+        mats = _materialize(step, factors, duration)
+        mats = kept(mask, mats, _identity(step, mats))
+        return parallel_chain(step.sum_op, step.prod_op, mats, left, right, eager_log,
+                              backend if backend.COMPILES else None)
+    if kernel == "eager_log_filter":
+        result = eager_log_filter(step, factors, duration, left, right, mask)
+        if result is not None:
+            return result
+    elif kernel != "sequential":  # the compiled filters, their derivative their own
+        return _fast_log_filter(step, factors, duration, left, right, scan, backend.cond,
+                                backend.checkpoint, kernel == "fast_log_filter_inloop", mask)
+    return _sequential(step, factors, duration, left, right, scan, mask)
+
+
 @cached("chains.discrete.programs", maxsize=256)
 def _compiled(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backend):
     # One compiled program per structure: the backend caches its traces per shape beneath.
@@ -501,18 +483,20 @@ def _compiled(sum_op, prod_op, kernel, derivative, power, has_left, has_right, b
 _CHOICES = Cache("chains.discrete.choices", maxsize=1024)
 
 
-def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compiles: bool):
+def _choice(sum_op, prod_op, factors, strategy: str, duration: int, left, compiles: bool,
+            masked: bool = False):
     # The cost model's kernel for this chain, from static facts only (shapes, structure).
     key = (sum_op, prod_op, strategy, duration, compiles, factors[0].dtype,
-           left if left is None or left is UNIT else left.shape, *[f.shape for f in factors])
+           left if left is None or left is UNIT else left.shape, masked,
+           *[f.shape for f in factors])
     choice = _CHOICES.get(key)
     if choice is None:
         choice = _CHOICES[key] = _decide(sum_op, prod_op, factors, strategy, duration, left,
-                                         compiles)
+                                         compiles, masked)
     return choice
 
 
-def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles):
+def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles, masked=False):
     if (duration == 2 and left is None and sum_op is ops.logaddexp and prod_op is ops.add
             and single_precision(factors[0].dtype)):
         # One pair in float32, rounded as funsor's pairs and the longer float32 chains are.
@@ -531,13 +515,15 @@ def _decide(sum_op, prod_op, factors, strategy, duration, left, compiles):
         if compiles:
             vector = math.prod(np.broadcast_shapes(lshape[:-1], batch)) * states
             step = _Step(sum_op, prod_op, factors, states)
-            shared = vector == states and scan_log_filter.applies(step, lshape)
+            # (a ragged batch is no single sequence: its carry is selected per entry)
+            shared = (not masked and vector == states
+                      and scan_log_filter.applies(step, lshape))
     return choose_discrete_kernel(strategy, compiles, filter_form, duration, carry, vector,
                                   states, shared)
 
 
 def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, right=None,
-                  power: int | None = None):
+                  power: int | None = None, mask=None):
     """The semiring product along ``T`` of the step matrices whose factors are ``factors``,
     with optional boundary vectors summed out (see the module docstring).
 
@@ -550,6 +536,9 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
             with no factor). right: ``(*batch, C)``, None or ``UNIT``.
         power: the number of steps of a chain whose matrix is the same at every step (then
             no factor varies with time).
+        mask: a boolean array ``(T, *batch)`` (batch dims as the factors'), or None: where
+            False, step ``t`` is the identity transition (the carry is kept: a ragged
+            batch past each sequence's length).
 
     Example:
         >>> m = np.array([[[0.5, 0.5], [0.0, 1.0]]])
@@ -562,10 +551,11 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
     has_right = UNIT if right is UNIT else right is not None
     backend = backend_of(factors[0])
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
-                                   backend.COMPILES))
+                                   backend.COMPILES, mask is not None))
     if backend.COMPILES:
         fn = _compiled(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left,
                        has_right, backend)
-        return fn(factors, None if left is UNIT else left, None if right is UNIT else right)
+        return fn(factors, None if left is UNIT else left, None if right is UNIT else right,
+                  mask)
     return _run(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left, has_right,
-                backend, factors, left, right)
+                backend, factors, left, right, mask)

@@ -32,6 +32,7 @@ from funsor_core.algorithms.chains.cost_model import (
     recorded_choices,
 )
 from funsor_core.algorithms.chains.discrete import chain_product
+from funsor_core.algorithms.chains.discrete_masked import masked_factors
 from funsor_core.algorithms.chains.discrete_tree import UNIT
 from funsor_core.algorithms.chains.evaluate import chain_strategy
 from funsor_core.algorithms.chains.factors import tensor_factors
@@ -188,12 +189,16 @@ def _proto(factors):
     raise ValueError("a discrete chain needs a Tensor factor")
 
 
-def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right) -> Tensor:
+def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right,
+               keep=None) -> Tensor:
     proto = _proto(factors)
-    arrays = plan.arrays(factors, proto)
+    arrays = plan.arrays(factors if keep is None else [*factors, keep], proto)
+    mask = None
+    if keep is not None:  # the last recipe is the mask's: (T, *batch, 1, 1) -> (T, *batch)
+        arrays, mask = arrays[:-1], arrays[-1][..., 0, 0] > 0.5
     strategy = plan.strategy(strategy, sum_op, prod_op, factors, proto,
                              left is not None or right is not None)
-    out = chain_product(sum_op, prod_op, arrays, strategy, left, right, plan.power)
+    out = chain_product(sum_op, prod_op, arrays, strategy, left, right, plan.power, mask)
     if tuple(out.shape) != plan.out_shape:
         out = ops.reshape(out, plan.out_shape)
     return Tensor.make(out, plan.out_inputs, "real", ikey=plan.out_ikey)
@@ -217,9 +222,11 @@ def chain_operands(factors: list, time, step: tuple, step_names: tuple) -> tuple
 
 
 def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names: tuple,
-                  strategy) -> Tensor:
+                  strategy, keep: Tensor | None = None) -> Tensor:
     """The Markov product of a discrete chain whose step is the ``prod_op``-product of
-    ``factors`` (Tensors and Numbers, from ``tensor_factors``), on their arrays.
+    ``factors`` (Tensors and Numbers, from ``tensor_factors``), on their arrays; with
+    ``keep`` (a 0/1 Tensor over time and batch names, ``MaskedSteps``) the steps where it is
+    0 are identity transitions.
 
     Example:
         >>> t = fc.Tensor(np.ones((2, 2, 2)), {"t": fc.Bint[2], "x": fc.Bint[2],
@@ -228,8 +235,9 @@ def markov_tensor(sum_op, prod_op, factors: list, time, step: tuple, step_names:
         ...               (("x", "y"),), "sequential").inputs
         {'x': Bint[2], 'y': Bint[2]}
     """
-    plan = _chain_plan(time, step, step_names, tuple(map(_signature, factors)), False, False)
-    return _run_chain(plan, sum_op, prod_op, factors, strategy, None, None)
+    signatures = tuple(map(_signature, factors if keep is None else [*factors, keep]))
+    plan = _chain_plan(time, step, step_names, signatures, False, False)
+    return _run_chain(plan, sum_op, prod_op, factors, strategy, None, None, keep)
 
 
 # -- boundaries summed inside the chain ---------------------------------------------------------
@@ -331,19 +339,23 @@ def contract_markov_tensor(red_op, bin_op, reduced_vars: frozenset, mp, others: 
     sum_op, prod_op = mp.sum_op, mp.prod_op
     if red_op is not sum_op or bin_op not in (None, prod_op) or not mp.step:
         return None
-    factors = tensor_factors(mp.trans, prod_op)
+    factors, keep = tensor_factors(mp.trans, prod_op), None
     if factors is None:
-        return None
+        parts = masked_factors(mp.trans, sum_op, prod_op)
+        if parts is None:
+            return None
+        factors, keep = parts
     if (sum_op, prod_op) not in ops.DISTRIBUTIVE_OPS or (
             (sum_op, prod_op) in ops.NONNEGATIVE_DISTRIBUTIVE_OPS
             and not distributes(sum_op, prod_op, (*factors, *others))):
         return None
-    chain_args = (mp.time, mp.step, mp.step_names, tuple(map(_signature, factors)))
+    chain_args = (mp.time, mp.step, mp.step_names,
+                  tuple(map(_signature, factors if keep is None else [*factors, keep])))
     plan = _fused_plan(reduced_vars, tuple(map(_signature, others)), chain_args)
     if not plan.ok:
         return None
     proto = _proto(factors)
     left = None if plan.left is None else plan.boundary(plan.left, others, prod_op, proto)
     right = None if plan.right is None else plan.boundary(plan.right, others, prod_op, proto)
-    value = _run_chain(plan.chain, sum_op, prod_op, factors, mp.strategy, left, right)
+    value = _run_chain(plan.chain, sum_op, prod_op, factors, mp.strategy, left, right, keep)
     return value, [others[i] for i in plan.rest], plan.remaining

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_masked import MaskedSteps
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.algorithms.chains.select import select
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -202,7 +203,10 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     ``mask`` is 0) are identity transitions (``masked_steps``), so for each batch entry
     ``b`` the result is its chain of ``lengths[b]`` steps, a function of its first prev
     state and its state after step ``lengths[b] - 1`` (exposed under the curr names).
-    Without ``lengths`` and ``mask`` it is ``MarkovProduct``.
+    Without ``lengths`` and ``mask`` it is ``MarkovProduct``. The steps are a
+    ``MaskedSteps`` term: built under ``lazy`` and then reduced with an initial factor (a
+    filter), the chain kernels keep the step's factors apart (a shared transition matrix)
+    and select the carried state past each length (``chains.discrete_masked``).
 
     Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
         semiring take ``lengths`` and ``mask``. Chains with no identity transition (Gaussian
@@ -222,10 +226,33 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     if (lengths is not None or mask is not None) and tensor_factors(trans, prod_op) is None:
         return _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, mask)
     if lengths is not None or mask is not None:
-        trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask,
-                             "markov_product")
-        time = time.name if isinstance(time, Variable) else time
+        trans, time = _masked_term(sum_op, prod_op, trans, time, step, lengths, mask)
     return MarkovProduct(sum_op, prod_op, trans, time, step, step_names, strategy=strategy)
+
+
+def _masked_term(sum_op, prod_op, trans, time, step, lengths, mask):
+    # The steps as a MaskedSteps term: exact makes it the dense masked steps at once; kept
+    # lazily it lets the chain kernels select the carried state past each masked step
+    # instead (the steps' factors stay apart: a shared matrix, the probability-space filter).
+    what = "markov_product"
+    time = time_variable(trans, time, what)
+    pairs = _pairs(step)
+    inputs = dict(trans.inputs)
+    for arg in (lengths, mask):
+        if isinstance(arg, Tensor):
+            inputs.update((n, d) for n, d in arg.inputs.items()
+                          if n != time.name and n not in inputs and d.dtype != "real")
+    missing = [n for pair in pairs for n in pair if n not in inputs]
+    if missing:
+        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
+                         f"inputs are {list(inputs)}")
+    keep = step_mask(inputs, time, pairs, lengths, mask, what)
+    batch = {n: inputs[n] for n in _batch_names(inputs, time.name, pairs)}
+    proto = next(f.data for f in tensor_factors(trans, prod_op) if isinstance(f, Tensor))
+    zeros = ops.new_zeros(proto, tuple(keep.shape))
+    keep_t = Tensor(ops.where(keep, ops.add(zeros, 1.0), zeros), {time.name: time.output, **batch})
+    step_vars = tuple((Variable(p, inputs[p]), Variable(c, inputs[c])) for p, c in pairs)
+    return MaskedSteps(sum_op, prod_op, trans, keep_t, time, step_vars), time.name
 
 
 _NO_EMPTY = (

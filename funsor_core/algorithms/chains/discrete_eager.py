@@ -1,0 +1,143 @@
+"""The eager probability-space filter of a discrete log-space chain, and the selection of a
+ragged chain's carry: helpers of ``chains.discrete`` (its module docstring has the math).
+
+``_eager_log_filter`` is the filter as a Python loop (numpy, torch) of four array calls per
+step, taken where the values show no digit can be lost; ``kept`` and ``full_batch`` select a
+carry past a masked step (``where``, no Python branch: traced masks work under ``jax.jit``).
+
+Example:
+    >>> kept(np.array([True, False]), np.ones((2, 3)), np.zeros((2, 3))).tolist()
+    [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_tree import _dot
+from funsor_core.algorithms.contract.linear_space import log_limits
+
+__all__ = ["kept", "full_batch", "rounded_away", "eager_log_filter"]
+
+
+def kept(keep, new, old):
+    """``new`` where the step counts, else the carried ``old``: ``keep`` (*batch) against a
+    carry (*batch, K) or (*batch, P, C).
+
+    Example:
+        >>> kept(np.array([False]), np.ones((1, 2, 2)), np.zeros((1, 2, 2))).sum()
+        np.float64(0.0)
+    """
+    keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (len(new.shape) - len(keep.shape)))
+    return ops.where(keep, new, old)
+
+
+def full_batch(v, mask):
+    """The boundary ``v`` (*batch, K) expanded to every batch dim of ``mask`` (T, *batch),
+    so that a scan's carry keeps its shape.
+
+    Example:
+        >>> full_batch(np.zeros((1, 3)), np.ones((5, 4), bool)).shape
+        (4, 3)
+    """
+    if mask is None:
+        return v
+    shape = np.broadcast_shapes(tuple(v.shape[:-1]), tuple(mask.shape[1:]))
+    return v if tuple(v.shape[:-1]) == shape else ops.expand(v, shape + tuple(v.shape[-1:]))
+
+
+def rounded_away(p, right, floor: float):
+    """Whether a state that the probability-space filter left below ``floor`` (its digits
+    lost, or rounded to zero) could show in the result, which log space would get exactly:
+    in the returned message itself (``right`` None), or in its total against ``right`` when
+    those states' weights there could outweigh the rounding of the total (one ``eps``, the
+    floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
+    against a flat boundary, where the lost states cannot change a digit of the total."""
+    low = p < floor
+    if right is None:
+        return ops.any(low)
+    r_max = ops.amax(right, axis=-1, keepdims=True)
+    r_max = ops.where(ops.isfinite(r_max), r_max, ops.full_like(r_max, 0.0))
+    er = ops.exp(right - r_max)
+    total = ops.sum(p * er, axis=-1)
+    lost = ops.sum(ops.where(low, er, ops.full_like(er, 0.0)), axis=-1) * floor
+    eps = float(np.finfo(str(p.dtype).replace("torch.", "")).eps)
+    return ops.any(lost > eps * total)
+
+
+def eager_log_filter(step, factors, duration, left, right, mask=None):
+    """The probability-space filter of ``discrete._fast_log_filter`` as a Python loop
+    (numpy, torch), or None where the exact log-space loop must run: a step is a matrix
+    product, a product and a sum over the states and a division, four array calls against
+    the six or so of a log-space step (max, shift, exp, sum, log, add). Here the values can
+    be read: any doubt (a shifted matrix entry below twice the floor, a step of weight zero,
+    a NaN) gives None. ``mask`` (T, *batch): past a masked step the carry stays.
+    (Exercised through ``discrete.chain_product``; no standalone example.)
+    """
+    (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
+    a = factors[mi]
+    a_max = ops.amax(a, axis=-2, keepdims=True)
+    if not bool(ops.all(ops.isfinite(a_max))):
+        return None
+    e = ops.exp(a - a_max)
+    floor = math.exp(log_limits(left.dtype)[0])  # tiny / eps
+    if not bool(ops.all(e >= 2 * floor)):  # s_j >= min_i e_ij: no step can lose digits
+        return None
+    w = step.fold([a_max] + [f for f, k in zip(factors, step.kinds) if k in ("c", "s")])
+    w = w[..., 0, :]
+    w_max = ops.amax(w, axis=-1, keepdims=True)
+    lmax = ops.amax(left, axis=-1, keepdims=True)
+    if not (bool(ops.all(ops.isfinite(w_max))) and bool(ops.all(ops.isfinite(lmax)))):
+        return None
+    ew = ops.exp(w - w_max)
+    if ew.shape[-1] != step.states:
+        ew = ops.expand(ew, tuple(ew.shape[:-1]) + (step.states,))
+    p = ops.exp(left - lmax)
+    z0 = ops.sum(p, axis=-1, keepdims=True)
+    p = p / z0
+    timed_e, timed_w = e.shape[0] > 1, ew.shape[0] > 1
+    if mask is None:
+        shifts = ops.sum(w_max, axis=0) if timed_w else w_max[0] * duration
+    else:  # the shifts of the steps that count
+        counted = kept(mask, w_max, ops.full_like(w_max, 0.0))
+        shifts = ops.sum(counted, axis=0)
+        p = full_batch(p, mask)
+    lz = lmax + ops.log(z0) + shifts
+    # Per step: p @ e_t (a plain matrix product when e_t has no batch dims of its own),
+    # times exp(w_t - m_t), normalized. Iterating an array yields its steps as views.
+    k = step.states
+    shared = not timed_e and all(d == 1 for d in e.shape[1:-2])
+    if shared:
+        e = ops.reshape(e, (k, k))
+    mats = (e for _ in range(duration)) if shared else (
+        iter(e) if timed_e else (e[0] for _ in range(duration)))
+    vecs = iter(ew) if timed_w else (ew[0] for _ in range(duration))
+    keeps = (None for _ in range(duration)) if mask is None else iter(mask[..., None])
+    zs = []
+    for t, et, ewt, keep in zip(range(duration), mats, vecs, keeps):
+        q = (ops.matmul(p, et) if shared else ops.matmul(p[..., None, :], et)[..., 0, :]) * ewt
+        z = ops.sum(q, axis=-1, keepdims=True)
+        if keep is None:
+            p = q / z
+        else:  # past a sequence's length: the carry stays, its normalizer counts as 1
+            p = ops.where(keep, q / z, p)
+            z = ops.where(keep, z, ops.full_like(z, 1.0))
+        zs.append(z)
+        if len(zs) == 256 or t == duration - 1:  # memory bounded by a block of normalizers
+            zs = ops.stack(zs)
+            if not bool(ops.all(zs > 0)):  # a step of weight zero, or NaN: the exact loop
+                return None
+            lz = lz + ops.sum(ops.log(zs), axis=0)
+            zs = []
+    if bool(rounded_away(p, right, floor)):
+        return None
+    positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+                  ops.full_like(p, -math.inf))
+    batch = np.broadcast_shapes(tuple(left.shape[:-1]), *(tuple(f.shape[1:-2]) for f in factors))
+    if tuple(v.shape[:-1]) != batch:  # as the log-space loop's: every batch dim broadcast
+        v = ops.expand(v, batch + (k,))
+    return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
