@@ -14,8 +14,9 @@ from funsor_core.algorithms.loopy.anytime import PRIORITIES, AnytimeStep, anytim
 from funsor_core.algorithms.loopy.api import Samples, gibbs, loopy_bp, mh
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult
 from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.mcmcmc import Confidence
 from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
 
 __all__ = ["loopy_bp", "anytime_bp", "gibbs", "mh", "Samples", "BPResult", "AnytimeStep",
            "SCHEDULES", "PRIORITIES", "FactorGraph", "exact_marginals", "marginal_errors",
-           "METRICS"]
+           "METRICS", "Confidence"]
