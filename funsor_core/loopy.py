@@ -29,10 +29,11 @@ from funsor_core.algorithms.loopy.cluster_compress import (
     table_errors,
 )
 from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.mcmcmc import Confidence
 from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
 
 __all__ = ["loopy_bp", "anytime_bp", "gibbs", "mh", "Samples", "BPResult", "AnytimeStep",
            "SCHEDULES", "PRIORITIES", "FactorGraph", "exact_marginals", "marginal_errors",
            "METRICS", "cluster_bp", "ClusterBPResult", "Projection", "PROJECTIONS",
            "project_full", "project_factorized", "project_kbest", "project_samples",
-           "project_merged", "project_frak", "table_errors"]
+           "project_merged", "project_frak", "table_errors", "Confidence"]

@@ -7,6 +7,7 @@ dispatch, so a missing, misregistered or wrong kernel fails here.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -733,31 +734,40 @@ def test_jax_grad_and_vmap_dispatch():
     assert_same(batched, scipy.special.logsumexp(x, axis=1))
 
 
-@pytest.mark.parametrize("module", ["torch", "jax"])
-def test_arrays_load_their_backend_on_first_sight(module):
-    # A fresh interpreter, so that no backend but numpy is loaded yet: atoms built from torch
-    # or jax arrays must keep them (not convert them to the active numpy backend).
+@functools.cache
+def _first_sight_modules():
+    # One fresh interpreter for both modules (importing torch costs seconds), so that no
+    # backend but numpy is loaded yet: atoms built from torch or jax arrays must keep them
+    # (not convert them to the active numpy backend).
     import subprocess
     import sys
     import textwrap
 
-    code = textwrap.dedent(f"""
-        import {module}
+    code = textwrap.dedent("""
+        import jax.numpy as xp
+        import torch
         import funsor_core as fc
-        if "{module}" == "jax":
-            import jax.numpy as xp
-            ones, eye = xp.ones(2), xp.eye(2)
-        else:
-            ones, eye = torch.ones(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64)
-        t = fc.Tensor(ones, {{"i": fc.Bint[2]}})
-        g = fc.Gaussian(mean=ones, covariance=eye, inputs={{"x": fc.Reals[2]}})
-        assert fc.get_backend() == "numpy"
-        print(type(t.data).__module__, type(g.white_vec).__module__)
+        for module in ("torch", "jax"):
+            if module == "jax":
+                ones, eye = xp.ones(2), xp.eye(2)
+            else:
+                ones, eye = torch.ones(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64)
+            t = fc.Tensor(ones, {"i": fc.Bint[2]})
+            g = fc.Gaussian(mean=ones, covariance=eye, inputs={"x": fc.Reals[2]})
+            assert fc.get_backend() == "numpy"
+            print(module, type(t.data).__module__, type(g.white_vec).__module__)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert all(m.split(".")[0] in ({"torch"} if module == "torch" else {"jax", "jaxlib"})
-               for m in out), out
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    return {line.split()[0]: line.split()[1:] for line in lines}
+
+
+@pytest.mark.parametrize("module", ["torch", "jax"])
+def test_arrays_load_their_backend_on_first_sight(module):
+    out = _first_sight_modules()[module]
+    assert len(out) == 2 and all(
+        m.split(".")[0] in ({"torch"} if module == "torch" else {"jax", "jaxlib"})
+        for m in out), out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -267,13 +267,13 @@ def _shrink_caches(bound):
 def test_memory_stays_flat_over_fresh_names():
     data, other = np.ones(2), fc.Tensor(np.ones(2), {"j": Bint[2]})
     vector = fc.Variable("v", Reals[100_000])
-    # Every cache bounded by 512 (the property does not depend on the bound; smaller bounds
+    # Every cache bounded by 128 (the property does not depend on the bound; smaller bounds
     # fill in fewer steps). Start from empty caches, whatever ran before (a long chain leaves
     # large entries that the fresh steps below would evict, or not, depending on each
     # cache's bound), then fill every bounded cache: the align cache meets a fresh key every
-    # 8th step, so 8 x 512 steps fill it (and the others, which meet one more often).
+    # 8th step, so 8 x 128 steps fill it (and the others, which meet one more often).
     # Traced from before the warm-up, so that an entry evicted later counts as freed.
-    bound, extra = 512, 5_000
+    bound, extra = 128, 5_000
     restore = _shrink_caches(bound)
     fc.clear_caches()
     gc.collect()

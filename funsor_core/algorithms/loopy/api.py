@@ -213,8 +213,10 @@ def mh(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_key=
     from ``proposal`` (a ``(D, D)`` array of ``log q(y | x)``, rows ``x``), accepted with
     ``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` from its Markov blanket (the other arguments
     as ``gibbs``). ``subsample``: MCMCMC (Singh 2014 ch. 5.1), each acceptance test scores
-    a uniform subsample of this fraction of the variable's factors, scaled up (eq. 5.2):
-    faster per step, but the chain's stationary distribution is no longer exact below 1.
+    a uniform subsample of this fraction of the variable's factors, scaled up (eq. 5.2), or
+    with ``Confidence(width, level)`` draws factors until their mean log ratio's confidence
+    interval is narrower than ``width`` (5.1.1.2): faster per step, but the chain's
+    stationary distribution is no longer exact below a fraction or level of 1.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})

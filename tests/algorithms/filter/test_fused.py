@@ -106,7 +106,7 @@ def test_fused_window_of_all_states_is_exact_enumeration(counted):
 def test_fused_under_jit_equals_eager(counted, window):
     import jax
 
-    p = _slds(seed=7, T=7, K=2, d=2, obs_dim=2)
+    p = _slds(seed=7, T=5, K=2, d=2, obs_dim=2)  # T = 5 still collapses (GPB != exact)
 
     def run(y):
         init, trans = _slds_factors(dict(p, y=y), "jax")
@@ -117,7 +117,7 @@ def test_fused_under_jit_equals_eager(counted, window):
         jitted = jax.jit(run)(_array("jax", p["y"]))
     finally:
         fc.set_backend("numpy")
-    assert sum(counted) >= 6 - window
+    assert sum(counted) >= 4 - window
     np.testing.assert_allclose(float(jitted), _numpy_gpb(p, window), rtol=1e-10)
 
 

@@ -1,11 +1,15 @@
 """MCMCMC (Singh 2014 ch. 5.1): the one-round transition matrix, enumerated exactly over
-proposals and factor subsamples from the model's tables, shows the documented violation of
-invariance, shrinking to exactness at the full plate; the sampler draws from that kernel."""
+proposals and factor subsamples (uniform, or every scoring order for confidence-based
+sampling) from the model's tables, shows the documented violation of invariance, shrinking
+to exactness at the full plate or as the confidence level goes to 1; the sampler draws from
+that kernel."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -13,7 +17,7 @@ import pytest
 import funsor_core as fc
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
-from funsor_core.loopy import mh
+from funsor_core.loopy import Confidence, mh
 from tests.algorithms.loopy.models import joint
 from tests.backend_values import as_backend_array
 
@@ -37,9 +41,29 @@ def _acceptance(diffs, p):
     return np.mean([min(1.0, np.exp(len(diffs) / size * sum(s))) for s in subsets])
 
 
+def _stdev(xs):
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _confident_acceptance(diffs, width, level):
+    # E over every scoring order of min(1, exp(|F| mean_k d)), k the first prefix of >= 2
+    # whose interval 2 z s_k / sqrt(k) sqrt((|F| - k) / (|F| - 1)) is below width, else |F|.
+    F, z = len(diffs), (math.inf if level == 1 else NormalDist().inv_cdf(0.5 + level / 2))
+    accept = []
+    for order in itertools.permutations(float(d) for d in diffs):
+        k = next((k for k in range(2, F) if 2 * z * _stdev(order[:k]) / math.sqrt(k)
+                  * math.sqrt((F - k) / (F - 1)) < width), F)
+        accept.append(min(1.0, math.exp(F * sum(order[:k]) / k)))
+    return sum(accept) / len(accept)
+
+
 def _kernel(tables, colour_vars, p):
     """The exact one-round matrix: colours in order; in a colour each variable proposes the
-    uniform state y (y = x half the time) and accepts by the subsampled test (eq. 5.2)."""
+    uniform state y (y = x half the time) and accepts by the subsampled test (eq. 5.2), of a
+    uniform fraction ``p`` or a ``Confidence``."""
+    acceptance = (functools.partial(_confident_acceptance, width=p.width, level=p.level)
+                  if isinstance(p, Confidence) else functools.partial(_acceptance, p=p))
     names = list(SIZES)
     states = list(itertools.product(range(2), repeat=len(names)))
     K = np.eye(len(states))
@@ -54,7 +78,7 @@ def _kernel(tables, colour_vars, p):
                 d = [t[tuple(y[names.index(u)] for u in s)] - t[tuple(x[names.index(u)]
                                                                       for u in s)]
                      for s, t in own]
-                a = 0.5 * _acceptance(d, p)
+                a = 0.5 * acceptance(d)
                 move.append({1 - x[v]: a, x[v]: 1.0 - a})
             for ys in itertools.product(range(2), repeat=len(vs)):
                 y = list(x)
@@ -114,19 +138,78 @@ def test_sampler_draws_from_the_enumerated_kernel(backend):
 
 
 def test_under_jit_the_sampler_draws_from_the_enumerated_kernel():
+    """Uniform (p = 0.2, from state 5) and confidence-based (width 0.25, level 0.5, from
+    state 1, the small chain) subsampling, traced in one compile."""
     jax = pytest.importorskip("jax")
     factors, tables = _plated_chain(np.random.default_rng(0))
     K = _kernel(tables, SamplerPlan(FactorGraph.build(factors)).colour_vars, 0.2)
-    init = np.tile(np.array([1, 0, 1]), (20000, 1))  # state 5
+    small, small_tables, _ = _small_chain()
+    inits = [np.tile(np.array(s), (20000, 1)) for s in ([1, 0, 1], [0, 0, 1])]
     fc.set_backend("jax")
     try:
-        def draws(*arrays):  # one round of 20000 chains
-            fs = [fc.Tensor(x, dict(f.inputs)) for x, f in zip(arrays, factors)]
-            s = mh(fs, 1, num_chains=20000, rng_key=2, init=init, subsample=0.2)
-            return [s[v].data for v in SIZES]
-        x = jax.jit(draws)(*[as_backend_array(t, "jax") for _, t in tables])
+        def draws(arrays, small_arrays):  # one round of 20000 chains each
+            out = []
+            for xs, fs, init, sub in ((arrays, factors, inits[0], 0.2),
+                                      (small_arrays, small, inits[1], Confidence(0.25, 0.5))):
+                fs = [fc.Tensor(x, dict(f.inputs)) for x, f in zip(xs, fs)]
+                s = mh(fs, 1, num_chains=20000, rng_key=2, init=init, subsample=sub)
+                out.append([s[v].data for v in SIZES])
+            return out
+        xs = jax.jit(draws)(*[[as_backend_array(t, "jax") for _, t in tabs]
+                              for tabs in (tables, small_tables)])
     finally:
         fc.set_backend("numpy")
-    code = np.stack([np.asarray(v)[0] for v in x], -1) @ np.array([4, 2, 1])
+    for x, row in zip(xs, (K[5], _confident_kernel(0.5)[1])):
+        code = np.stack([np.asarray(v)[0] for v in x], -1) @ np.array([4, 2, 1])
+        freq = np.bincount(code, minlength=8) / len(code)
+        assert 0.5 * np.abs(freq - row).sum() < 0.02
+
+
+@functools.cache
+def _small_chain():
+    # A plate of 3: |F| = 4, 5, 4 factors, so every scoring order is enumerated cheaply.
+    factors, tables = _plated_chain(np.random.default_rng(0), plate=3)
+    return factors, tables, SamplerPlan(FactorGraph.build(factors)).colour_vars
+
+
+@functools.cache
+def _confident_kernel(level, width=0.25):
+    _, tables, colour_vars = _small_chain()
+    return _kernel(tables, colour_vars, Confidence(width, level))
+
+
+def test_confidence_subsampling_approaches_exact_mh_as_the_level_goes_to_one():
+    _, tables, _ = _small_chain()
+    j = joint(tables, SIZES).reshape(-1)
+    exact = np.exp(j - np.logaddexp.reduce(j))
+    tv = [0.5 * np.abs(_stationary(_confident_kernel(level)) - exact).sum()
+          for level in (0.5, 0.9, 0.9999, 1.0)]  # measured: 0.12, 0.025, 1e-4, 0
+    assert tv[0] > 0.05 and tv[0] > tv[1] > tv[2] > 1e-6  # measurable, shrinking
+    K = _confident_kernel(1.0)
+    assert tv[3] < 1e-12 and np.abs(exact @ K - exact).max() < 1e-12  # level 1: exact MH
+    assert Confidence(0.25).z == pytest.approx(1.959964, abs=1e-6)
+    for bad in ({"width": 0.0}, {"width": 0.5, "level": 1.5}, {"width": True}):
+        with pytest.raises(ValueError, match="Confidence: width must be"):
+            Confidence(**bad)
+    with pytest.raises(ValueError, match=r"or Confidence\(width, level\)"):
+        mh(_small_chain()[0], 1, subsample="confidence")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_confidence_sampler_draws_from_the_enumerated_kernel(backend):
+    pytest.importorskip(backend)
+    factors, tables, _ = _small_chain()
+    K, exact_mh = _confident_kernel(0.5), _confident_kernel(1.0)
+    fc.set_backend(backend)
+    try:
+        fs = [fc.Tensor(as_backend_array(t, backend), dict(f.inputs))
+              for (_, t), f in zip(tables, factors)]
+        init = np.tile(np.array([0, 0, 1]), (20000, 1))  # state 1
+        s = mh(fs, 1, num_chains=20000, rng_key=0, init=init,
+               subsample=Confidence(0.25, 0.5))
+    finally:
+        fc.set_backend("numpy")
+    code = np.stack([np.asarray(s[v].data)[0] for v in SIZES], -1) @ np.array([4, 2, 1])
     freq = np.bincount(code, minlength=8) / len(code)
-    assert 0.5 * np.abs(freq - K[5]).sum() < 0.02
+    assert 0.5 * np.abs(freq - K[1]).sum() < 0.02
+    assert 0.5 * np.abs(K[1] - exact_mh[1]).sum() > 0.1  # the test tells the kernels apart
