@@ -70,11 +70,14 @@ def sort_terms(terms: tuple) -> tuple:
         >>> [t.name for t in sort_terms((y, x))]
         ['x', 'y']
     """
-    keys = list(map(term_sort_key, terms))
-    # One C-level pass finds the common case (terms flattened from an already sorted
-    # Contraction plus terms in order); the stable sort runs only when some neighbour is out
-    # of order.
-    if all(map(operator.le, keys, itertools.islice(keys, 1, None))):
+    keys = [term_sort_key(t) for t in terms]
+    # One pass finds the common case (terms flattened from an already sorted Contraction plus
+    # terms in order); the stable sort runs only when some neighbour is out of order (a
+    # C-level pass for many terms).
+    if len(keys) > 8:
+        if all(map(operator.le, keys, itertools.islice(keys, 1, None))):
+            return terms
+    elif all(keys[k - 1] <= keys[k] for k in range(1, len(keys))):
         return terms
     order = sorted(range(len(terms)), key=keys.__getitem__)
     return tuple(terms[i] for i in order)
@@ -102,7 +105,8 @@ def _output_domain(bin_op, terms) -> Domain:
     # The output of terms[0] . terms[1] . ... . When all terms share one output that the op
     # maps to itself (real terms under add, mul, logaddexp, ...), one lookup decides it.
     out: Domain = terms[0].output
-    if len(terms) > 1 and set(map(_OUTPUT, terms)) == {out}:
+    if len(terms) > 1 and (all(t.output is out for t in terms) if len(terms) <= 8
+                           else set(map(_OUTPUT, terms)) == {out}):
         if ops.infer_domain(bin_op, out, out) is out:
             return out
     for t in terms[1:]:
@@ -136,7 +140,7 @@ class Contraction(Funsor):
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
         if isinstance(terms, Funsor):
             terms = (terms,)
-        if not all(issubclass(k, Funsor) for k in set(map(type, terms))):
+        if len(terms) <= 8 or not all(issubclass(k, Funsor) for k in set(map(type, terms))):
             terms = tuple(t if isinstance(t, Funsor) else to_funsor(t) for t in terms)
         terms = check_backends("contract", tuple(terms))
         if not terms:
