@@ -73,6 +73,9 @@ def normalize_contraction(red_op, bin_op, reduced_vars, terms):
             return Contraction(red_op, inner.bin_op, reduced_vars | inner.reduced_vars,
                                inner.terms)
         return None
+    if len(terms) > 8 and not any(k is Number or issubclass(k, Contraction)
+                                  for k in set(map(type, terms))):
+        return None  # nothing nested to pull out or flatten, no unit (one C-level pass)
     if red_op is not None and (red_op, bin_op) in ops.DISTRIBUTIVE_OPS:
         pulled = _pull_out_reduction(red_op, bin_op, reduced_vars, terms)
         if pulled is not None:

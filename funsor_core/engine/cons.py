@@ -41,16 +41,20 @@ def _hashable(arg: Any) -> Any:
     if typ is str or typ is frozenset:
         return arg
     if typ is tuple:
+        if len(arg) > 8 and all(getattr(k, "_is_funsor", False) for k in set(map(type, arg))):
+            return tuple(zip(map(type, arg), map(id, arg)))  # (C-level: Contraction terms)
         return tuple(map(_hashable, arg))
     if typ in (int, float, bool):
         return (typ, arg)
     if typ is dict:
         return tuple((k, _hashable(v)) for k, v in arg.items())
+    if getattr(typ, "_is_funsor", False):  # (before hash(): a term's __hash__ is Python)
+        return (typ, id(arg))
     try:
         hash(arg)
     except TypeError:
         return (typ, id(arg))
-    if getattr(typ, "_is_funsor", False) or not _plain_hashable(typ):
+    if not _plain_hashable(typ):
         return (typ, id(arg))
     return arg
 

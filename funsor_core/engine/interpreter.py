@@ -336,6 +336,37 @@ class Interpretation:
         rules, rest, hooks = self._cache.get(key) or self._resolve(key)
         return rules if rest is None and not hooks else None
 
+    def builds_class_as_is(self, cls: type) -> bool:
+        """Whether every term of class ``cls`` is built as it is under this instance: no
+        kind of its chain has a rule for ``cls`` or a base class, no canonicalization hook or
+        wrapping interpretation sees it, and the debug log is off. ``direct_rules(key) ==
+        ()`` then holds for every key of ``cls``, decided once per class, not per term.
+
+        Example:
+            >>> from interpretations import exact, lazy
+            >>> exact.builds_class_as_is(fc.Tensor), lazy.builds_class_as_is(fc.Binary)
+            (True, True)
+        """
+        result = self._direct.get(cls)  # (class keys never collide with the tuple keys)
+        if result is None:
+            result = self._direct_box.put(cls, self._class_as_is(cls))
+        return result
+
+    def _class_as_is(self, cls: type) -> bool:
+        if _DEBUG[0]:
+            return False
+        interp = self
+        while interp is not None:
+            kind = type(interp)
+            if not kind._flat or kind._canonical_fn is not None:
+                return False
+            if any(c in kind._dispatchers for c in cls.__mro__):
+                return False
+            if interp is not self:  # a change of its chain clears this answer too
+                interp._dependents.add(self)
+            interp = interp.base
+        return True
+
     def interpret(self, cls: type, args: tuple) -> Any:
         """Build ``cls(*args)`` under this interpretation."""
         if cls._deep_key:

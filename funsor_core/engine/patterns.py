@@ -110,6 +110,10 @@ def tuple_type(arg: tuple) -> type:
         >>> tuple_type((1, ("a", 2.0))).__name__
         'Tuple[int, Tuple[str, float]]'
     """
+    if len(arg) > _LONG_TUPLE:
+        kinds = dict.fromkeys(map(type, arg))
+        if tuple not in kinds:  # (a long tuple of terms: one C-level pass)
+            return _tuple_type((*kinds, Ellipsis))
     elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
     if len(elems) > _LONG_TUPLE:
         # A long tuple is typed by the set of its element types, as ``Tuple[(A, B), ...]``:
@@ -117,6 +121,10 @@ def tuple_type(arg: tuple) -> type:
         # refuses them), so the rules found are the same. A sum of 10^4 terms then has one key,
         # not one per length, and the caches stay small.
         elems = (*dict.fromkeys(elems), Ellipsis)
+    return _tuple_type(elems)
+
+
+def _tuple_type(elems: tuple) -> type:
     result = _TUPLE_TYPES.data.get(elems)
     if result is None:
         if elems and elems[-1] is Ellipsis:

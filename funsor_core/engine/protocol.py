@@ -382,6 +382,9 @@ def _terms_in(arg: Any, out: list) -> None:
 def _terms_in_tuple(items: tuple, out: list) -> None:
     # One call per nested tuple, not per item: Delta's ((name, (point, log_density)), ...)
     # and Contraction's terms are walked on hot paths (printing, substitution, checks).
+    if len(items) > 8 and all(issubclass(k, Term) for k in set(map(type, items))):
+        out.extend(items)  # a long tuple of terms (a 2,000-term Contraction): C-level
+        return
     for a in items:
         if type(a) is tuple:
             _terms_in_tuple(a, out)

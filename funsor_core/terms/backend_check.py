@@ -25,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from funsor_core.engine.backend import backend_module, backend_name_of
@@ -126,6 +128,8 @@ def check_backends(what: str, terms, labels=None, deep: bool = False) -> tuple:
         >>> check_backends("contract", (t, fc.Number(1.0)))[0] is t
         True
     """
+    if not deep and len(terms) > 8 and _one_array_type(terms):
+        return terms
     first = first_k = None
     scalars = False
     for k, t in enumerate(terms):
@@ -142,6 +146,22 @@ def check_backends(what: str, terms, labels=None, deep: bool = False) -> tuple:
     if scalars and first is not None and not _takes_numpy_scalars(first):
         terms = tuple(_as_number(t) if _is_scalar_tensor(t) else t for t in terms)
     return terms
+
+
+def _one_array_type(terms) -> bool:
+    # Many terms of one class whose arrays are all of one backend's array type (a
+    # Contraction of 2,000 Tensors): decided by C-level passes, with nothing to convert.
+    kinds = set(map(type, terms))
+    if len(kinds) != 1:
+        return False
+    fields = kinds.pop().arrays
+    if not fields:
+        return False
+    types = set(map(type, map(attrgetter(fields[0]), terms)))
+    if len(types) != 1:
+        return False
+    typ = types.pop()
+    return _backend_of_type(typ, getattr(terms[0], fields[0])) is not None
 
 
 def _takes_numpy_scalars(name: str) -> bool:

@@ -27,6 +27,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.protocol import pending_setup
@@ -51,10 +54,12 @@ def term_sort_key(term: Funsor) -> tuple:
         >>> term_sort_key(fc.Variable("x", fc.Real))
         (50, 'Variable', ('x',))
     """
-    inputs = term.inputs
+    names = tuple(term.inputs)
     cls = type(term)
-    return (cls.sort_rank, cls.__name__,
-            tuple(sorted(inputs)) if len(inputs) > 1 else tuple(inputs))
+    if len(names) == 2:  # (a pairwise factor, the common case: no sorted() call)
+        a, b = names
+        return (cls.sort_rank, cls.__name__, names if a < b else (b, a))
+    return (cls.sort_rank, cls.__name__, tuple(sorted(names)) if len(names) > 2 else names)
 
 
 def sort_terms(terms: tuple) -> tuple:
@@ -67,12 +72,18 @@ def sort_terms(terms: tuple) -> tuple:
     """
     keys = [term_sort_key(t) for t in terms]
     # One pass finds the common case (terms flattened from an already sorted Contraction plus
-    # terms in order); the stable sort runs only when some neighbour is out of order.
-    for k in range(1, len(keys)):
-        if keys[k] < keys[k - 1]:
-            order = sorted(range(len(terms)), key=keys.__getitem__)
-            return tuple(terms[i] for i in order)
-    return terms
+    # terms in order); the stable sort runs only when some neighbour is out of order (a
+    # C-level pass for many terms).
+    if len(keys) > 8:
+        if all(map(operator.le, keys, itertools.islice(keys, 1, None))):
+            return terms
+    elif all(keys[k - 1] <= keys[k] for k in range(1, len(keys))):
+        return terms
+    order = sorted(range(len(terms)), key=keys.__getitem__)
+    return tuple(terms[i] for i in order)
+
+
+_INPUTS, _OUTPUT = operator.attrgetter("inputs"), operator.attrgetter("output")
 
 
 def _repeat(red_op, bin_op, terms, absent) -> tuple:
@@ -94,7 +105,8 @@ def _output_domain(bin_op, terms) -> Domain:
     # The output of terms[0] . terms[1] . ... . When all terms share one output that the op
     # maps to itself (real terms under add, mul, logaddexp, ...), one lookup decides it.
     out: Domain = terms[0].output
-    if len(terms) > 1 and all(t.output is out for t in terms):
+    if len(terms) > 1 and (all(t.output is out for t in terms) if len(terms) <= 8
+                           else set(map(_OUTPUT, terms)) == {out}):
         if ops.infer_domain(bin_op, out, out) is out:
             return out
     for t in terms[1:]:
@@ -128,8 +140,9 @@ class Contraction(Funsor):
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
         if isinstance(terms, Funsor):
             terms = (terms,)
-        terms = check_backends("contract", tuple(
-            t if isinstance(t, Funsor) else to_funsor(t) for t in terms))
+        if len(terms) <= 8 or not all(issubclass(k, Funsor) for k in set(map(type, terms))):
+            terms = tuple(t if isinstance(t, Funsor) else to_funsor(t) for t in terms)
+        terms = check_backends("contract", tuple(terms))
         if not terms:
             raise ValueError("Contraction needs at least one term")
         if bin_op is None and len(terms) > 1:
@@ -148,7 +161,9 @@ class Contraction(Funsor):
             ordered = sort_terms(terms)
             if ordered is not terms:  # the merged inputs follow the terms' order
                 terms = ordered
-                inputs = merge_all_inputs(terms, "contract")
+                inputs = {}
+                for term_inputs in map(_INPUTS, terms):  # (checked above: no conflict)
+                    inputs.update(term_inputs)
         out = _output_domain(bin_op, terms)
         # Kept for _setup, which a term built from these very arguments runs next.
         pending_setup()[0] = (terms, inputs, out)

@@ -18,7 +18,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from funsor_core.engine.fast_path import eager_rules
+from funsor_core.engine.fast_path import eager_rules, rebuild
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.protocol import children
 from funsor_core.terms.base import Funsor, Subs, Variable
 
@@ -50,25 +51,61 @@ def reinterpret(expr: Any) -> Any:
     if not isinstance(expr, Funsor):
         return expr
     memo: dict[int, Any] = {}
+    kids_of: dict[int, list] = {}
+    interp = get_interpretation()
     stack = [expr]
     while stack:
         node = stack[-1]
         if id(node) in memo:
             stack.pop()
             continue
-        kids = children(node)
-        pending = [c for c in kids if id(c) not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
+        kids = kids_of.get(id(node))
+        if kids is None:
+            kids = kids_of[id(node)] = children(node)
+            if len(kids) > 8 and _kept_classes(kids, interp):
+                # Every child is a leaf of a class no rule sees (2,000 Tensors of a
+                # Contraction): decided per class, so no per-leaf work at all.
+                stack.pop()
+                memo[id(node)] = rebuild(node)
+                continue
+            pending = []
+            for c in kids:
+                if id(c) in memo:
+                    continue
+                cls = type(c)
+                if not cls._kid_pos and eager_rules((cls, *map(type, c._args))) == ():
+                    memo[id(c)] = c  # a leaf no rule sees; see _kept_leaf
+                    continue
+                pending.append(c)
+            if pending:
+                stack.extend(pending)
+                continue
         stack.pop()
-        if not kids and eager_rules((type(node), *map(type, node._args))) == ():
-            # A leaf (a Tensor, a Variable) that no rule, hook or tape would see is built
-            # again as it is: keep it (apply_optimizer's three passes rebuilt every leaf).
-            memo[id(node)] = node
+        if not kids and _kept_leaf(node, memo):
             continue
-        memo[id(node)] = type(node)(*map_args(node._args, lambda c: memo[id(c)]))
+        for c in kids:
+            if memo[id(c)] is not c:
+                memo[id(node)] = type(node)(*map_args(node._args, lambda c: memo[id(c)]))
+                break
+        else:
+            # No child changed: only the rules can change this term (skip its checks).
+            memo[id(node)] = rebuild(node)
     return memo[id(expr)]
+
+
+def _kept_classes(kids: list, interp) -> bool:
+    return all(not cls._kid_pos and interp.builds_class_as_is(cls)
+               for cls in set(map(type, kids)))
+
+
+def _kept_leaf(term: Funsor, memo: dict) -> bool:
+    # A leaf (a Tensor, a Variable) that no rule, hook or tape would see is built again as it
+    # is: keep it (apply_optimizer's three passes rebuilt every leaf). Decided when its
+    # parent is first visited, so 2,000 leaves of a Contraction never enter the stack.
+    if type(term)._kid_pos or eager_rules((type(term), *map(type, term._args))) != ():
+        return False
+    memo[id(term)] = term
+    return True
 
 
 def fresh_name(name: str, avoid) -> str:

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from funsor_core import ops
@@ -125,6 +126,9 @@ def contract_arrays(sum_op, prod_op, inputs: list, output: str, operands: list):
     return plan.run_arrays(sum_op, prod_op, operands)
 
 
+_IKEY, _DATA = attrgetter("_ikey"), attrgetter("data")
+
+
 def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tensor:
     """Semiring contraction of scalar-output Tensors over the names ``reduced_vars``, along a
     plan cached by structure (the result has the Tensors' dtype: real, or Bint[2] for
@@ -135,11 +139,11 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
         >>> contract_tensors(ops.add, ops.mul, frozenset({"j"}), [f, f]).data
         array([3., 3.])
     """
-    plan, out_ikey = plan_tensors(tuple(t._ikey for t in tensors), reduced_vars)
+    plan, out_ikey = plan_tensors(tuple(map(_IKEY, tensors)), reduced_vars)
     output = tensors[0].output
     if output.shape:
         output = Domain(output.dtype, ())
-    data = plan.run_arrays(sum_op, prod_op, [t.data for t in tensors])
+    data = plan.run_arrays(sum_op, prod_op, list(map(_DATA, tensors)))
     return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
 
 

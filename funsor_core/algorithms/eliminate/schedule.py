@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from funsor_core import ops
@@ -70,6 +71,9 @@ class Schedule(NamedTuple):
     program: Any
 
 
+_IKEY, _OUTPUT, _DATA = attrgetter("_ikey"), attrgetter("output"), attrgetter("data")
+
+
 def structure_of(sum_op, prod_op, factors) -> tuple | None:
     """What ``plan_elimination`` needs of ``factors``: ``(inputs key, output)`` per factor;
     None where no schedule applies (a factor that is not a Tensor, or a semiring that needs
@@ -81,12 +85,10 @@ def structure_of(sum_op, prod_op, factors) -> tuple | None:
     """
     if (sum_op, prod_op) in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
         return None
-    parts = []
-    for f in factors:
-        if type(f) is not Tensor:
-            return None
-        parts.append((f._ikey, f.output))
-    return tuple(parts)
+    if not set(map(type, factors)) <= {Tensor}:
+        return None
+    # (C-level attribute reads: the structure of 2,000 factors is built per call)
+    return tuple(zip(map(_IKEY, factors), map(_OUTPUT, factors)))
 
 
 class _Value:
@@ -176,7 +178,7 @@ def run_schedule(schedule: Schedule, factors) -> list:
     """
     program = schedule.program
     if program is not None:
-        arrays = program.run([f.data for f in factors])
+        arrays = program.run(list(map(_DATA, factors)))
         if arrays is not None:
             # Each result is what the rule of its last step returns: that rule builds it with
             # Tensor.make from the array its registered implementation computes and these
