@@ -161,10 +161,72 @@ def test_sharded_mcmc_chains_equal_one_device_chain_by_chain(report):
     # device with the chain's key; the chains differ (own keys); nothing moves between
     # devices but the returned samples (S x padded C x V, gathered once at the end: jax
     # cannot shard 12 over 8; an even C leaves them split, no collective: benchmarks/sharded.py)
+    # MH (kernel="mh") likewise, in the same program: a second gather of its samples
     result = report["mcmc_chains"]
     assert result["same"] and result["chains_differ"] > 0.5
+    assert result["same_mh"] and result["mh_moved"] > 0.2
     assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
-        ("all-gather", "s64[6,16,4]")]
+        ("all-gather", "s64[6,16,4]")] * 2
+
+
+def test_sharded_gradients_and_adjoint_samples_equal_one_device(report):
+    # 8 devices, T = 12 (uneven): value and jax.grad of a Tensor chain's log Z and of the
+    # max-plus Gaussian chain; the adjoint tape's posterior paths (forward_backward with
+    # ops.sample), the same key: the same paths, which differ between particles
+    result = report["gradients_and_samples"]
+    assert result["values_and_grads"] < 1e-12
+    assert result["same_paths"] and result["paths_differ"]
+    gathers = [shape.split("{")[0] for kind, shape in result["collectives"]]
+    assert f"f64[8,{K},{K}]" in gathers and "f64[8,8]" in gathers  # the summaries: sharded
+
+
+def _switch_paths(mean, cov, logits, a=0.3, b=-0.2):
+    """log of the switching chain's integral at x_0 = a, x_T = b for each pair of end
+    switch states: the log-sum over all K^(T+1) switch paths of each path's Gaussian chain
+    (its joint quadratic form over x_0..x_T, the inner block integrated)."""
+    import itertools
+
+    T, K = logits.shape[0], logits.shape[-1]
+    out = np.full((K, K), -np.inf)
+    inner, ends, x = list(range(1, T)), [0, T], np.array([a, b])
+    for path in itertools.product(range(K), repeat=T + 1):
+        J, h, c = np.zeros((T + 1, T + 1)), np.zeros(T + 1), 0.0
+        for t, (s0, s1) in enumerate(zip(path[:-1], path[1:])):
+            P, m = np.linalg.inv(cov[t, s0, s1]), mean[t, s0, s1]
+            J[t:t + 2, t:t + 2] += P
+            h[t:t + 2] += P @ m
+            c += logits[t, s0, s1] - 0.5 * m @ P @ m  # fc.Gaussian is unnormalized
+        g = h[inner] - J[np.ix_(inner, ends)] @ x
+        Jii = J[np.ix_(inner, inner)]
+        value = (c + h[ends] @ x - 0.5 * x @ J[np.ix_(ends, ends)] @ x
+                 + 0.5 * (T - 1) * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(Jii)[1]
+                 + 0.5 * g @ np.linalg.solve(Jii, g))
+        out[path[0], path[-1]] = np.logaddexp(out[path[0], path[-1]], value)
+    return out
+
+
+def test_sharded_switching_chain_under_moment_matching(report):
+    # T = 8 on 4 devices (blocks of 2: the one-device pairwise tree): one device's value;
+    # T = 6 on 2 devices (blocks of 3: another association): where moment matching is exact
+    # (Gaussians independent of the switch) the enumeration of all switch paths to 1e-12,
+    # elsewhere within the approximation's own error (one device: 0.04 nats from it); one
+    # all-gather per chain of P x K^2 x (D + D^2 + 1) numbers (D = 2 real coordinates)
+    from sharded_checks import switching_chain
+
+    from interpretations import moment_matching
+
+    result = report["switching"]
+    even, odd = ([np.array(x) for x in result[k]] for k in ("even", "odd"))
+    with moment_matching:
+        one_even, one_odd = switching_chain(*even), switching_chain(*odd)
+    four, two = np.array(result["four"]), np.array(result["two"])
+    assert np.abs(four - one_even).max() < 1e-12
+    exact, mixed = (_switch_paths(odd[0][b], odd[1][b], odd[2]) for b in (1, 0))
+    assert np.abs(two[1] - exact).max() < 1e-12 and np.abs(one_odd[1] - exact).max() < 1e-12
+    error, one_error = np.abs(two[0] - mixed).max(), np.abs(one_odd[0] - mixed).max()
+    assert 0 < one_error < 0.1 and error < 2 * one_error
+    assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
+        ("all-gather", "f64[4,28]"), ("all-gather", "f64[2,56]")]
 
 
 def _mesh():
@@ -176,10 +238,19 @@ def test_sharded_errors_name_what_is_missing():
                     covariance=np.broadcast_to(np.eye(2), (3, 2, 2, 2, 2)),
                     inputs={"t": fc.Bint[3], "a": fc.Bint[2], "b": fc.Bint[2], "x": fc.Real,
                             "y": fc.Real})
-    with pytest.raises(NotImplementedError, match="mixed chain"):
-        with sharded(_mesh(), time={"t": "x"}):  # a switching (discrete x Gaussian) chain
-            fc.MarkovProduct(ops.logaddexp, ops.add, g, fc.Variable("t", fc.Bint[3]),
-                             {"a": "b", "x": "y"})
+
+
+    def switching(sum_op):  # a switching chain (traced only: the error is raised first)
+        def chain(w, s):
+            with sharded(_mesh(), time={"t": "x"}):
+                fc.MarkovProduct(sum_op, ops.add, fc.Gaussian(w, s, g.inputs),
+                                 fc.Variable("t", fc.Bint[3]), {"a": "b", "x": "y"})
+        jax.jit(chain).lower(g.white_vec, g.prec_sqrt)
+
+    with pytest.raises(NotImplementedError, match="Enter `moment_matching` outside"):
+        switching(ops.logaddexp)  # the exact mixture
+    with pytest.raises(NotImplementedError, match=r"is in \(max, add\)"):
+        switching(ops.max)
     with pytest.raises(ValueError, match="both as time and as particles"):
         sharded(_mesh(), time={"particle": "x"}, particles={"particle": "x"})
     with pytest.raises(ValueError, match="mesh axis 'y' is not in the mesh"):
