@@ -64,9 +64,10 @@ axis, one all-gather of the moved values per round.
 Independent MCMC chains of the loopy-graph sampler split over a mesh axis are a function of
 their own too, ``sharded_chains`` (``.mcmc_chains``): each chain its own key, no collective.
 
-Posterior samples of a chain drawn by the adjoint tape (``forward_backward(ops.sample,
-...)``, ``AdjointTape``) under ``sharded`` are one device's with the same key (tested on 8
-devices, T = 12).
+Posterior paths of a Tensor chain drawn by the adjoint tape (``forward_backward(ops.sample,
+...)``, ``AdjointTape``) under ``sharded``: the tape's chain runs through the three-phase
+scan (one all-gather of the ``P`` summaries) and the paths are one device's with the same
+key (tested on 8 devices, T = 12).
 
 Not implemented (raises NotImplementedError, saying why): a switching chain over a sharded
 time without ``moment_matching`` (the exact mixture: a block's summary has ``K^(L-1)``
