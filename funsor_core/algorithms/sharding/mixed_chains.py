@@ -55,9 +55,9 @@ __all__ = ["is_switching_chain", "shard_markov_mixed"]
 
 _EXACT_MIXTURE = (
     "sharded(...): the switching chain over the sharded time '{name}' sums its middle switch "
-    "states out of Gaussians that depend on them; without moment matching a block of {block} "
-    "steps is a mixture of K^{power} Gaussians per pair of end states (a lazy term that grows "
-    "with the block), which one all-gather of a fixed-size summary cannot carry. Enter "
+    "states out of Gaussians that depend on them; without moment matching a block of L steps "
+    "is a mixture of K^(L-1) Gaussians per pair of end states (a lazy term that grows with "
+    "the block), which one all-gather of a fixed-size summary cannot carry. Enter "
     "`moment_matching` outside `sharded(...)` (one moment-matched Gaussian per end-state pair, "
     "as one device computes under it), or leave '{name}' out of time={{...}} to run the exact "
     "mixture on one device")
@@ -91,6 +91,16 @@ def is_switching_chain(trans, time, step: tuple) -> bool:
         return False
     kinds = {trans.inputs[c].dtype == "real" for _, c in step if c in trans.inputs}
     return kinds == {True, False}
+
+
+def _is_mixture(term) -> bool:
+    # logaddexp over discrete names only of a sum of atoms: a mixture nothing collapsed.
+    if type(term) is not Contraction or term.red_op is not ops.logaddexp:
+        return False
+    if not term.reduced_vars or not all(type(t) in (Gaussian, Tensor) for t in term.terms):
+        return False
+    domains = {k: d for t in term.terms for k, d in t.inputs.items()}
+    return all(domains[v].dtype != "real" for v in term.reduced_vars)
 
 
 def _arrays(atom) -> tuple:
@@ -196,19 +206,23 @@ def shard_markov_mixed(interp, sum_op, prod_op, trans, time, step: tuple,
     if (sum_op, prod_op) != (ops.logaddexp, ops.add):
         raise NotImplementedError(_MAX_MIXED.format(name=tname, sum_op=sum_op.name,
                                                     prod_op=prod_op.name))
-    proto = _arrays(next(a for a in atoms if type(a) is Gaussian))[0]
-    backend, (shards,) = interp.spmd(proto, [tname])
-    block, rest = divmod(size, shards)
-    if block == 0 or size == 1:
+    if size == 1:
         return None
     pairs = dict(step)
     # Decided before any device runs: the first two steps composed through the
-    # interpretations in force are atoms (moment matched) or a lazy mixture (exact). Under
+    # interpretations in force are atoms (moment matched), the mixture over the middle
+    # switch state kept as a sum of atoms (exact), or a lazy term (lazy: decline). Under
     # jax.jit this is traced and its unused value dropped by the compiler.
     probe = _compose(sum_op, prod_op, trans(**{tname: 0}), trans(**{tname: 1}), pairs)
     if _atoms(probe) is None:
-        raise NotImplementedError(_EXACT_MIXTURE.format(name=tname, block=block,
-                                                        power=f"({block}-1)"))
+        if _is_mixture(probe):
+            raise NotImplementedError(_EXACT_MIXTURE.format(name=tname))
+        return None
+    proto = _arrays(next(a for a in atoms if type(a) is Gaussian))[0]
+    backend, (shards,) = interp.spmd(proto, [tname])
+    block, rest = divmod(size, shards)
+    if block == 0:
+        return None
     aligned = [_time_first(a, tname) if tname in a.inputs else (a, None) for a in atoms]
     atoms = [a for a, _ in aligned]
     split, dims, index = [], [], []
@@ -217,7 +231,7 @@ def shard_markov_mixed(interp, sum_op, prod_op, trans, time, step: tuple,
         for x in arrays or ():
             split.append(x[:block * shards])
             dims.append(0)
-    what = _EXACT_MIXTURE.format(name=tname, block=block, power=f"({block}-1)")
+    what = _EXACT_MIXTURE.format(name=tname)
     summary, product = _Summary(), _Summary()
 
     def regroup(blocks):
