@@ -25,7 +25,9 @@ the association differs and so does the moment-matched value, within the approxi
 own error (tested against the enumeration of all ``K^(T+1)`` switch paths, each a Kalman
 filter: on a T = 6 chain on 2 devices, 0.07 nats from it where one device is 0.04). Where
 moment matching is exact (``K = 1``, or Gaussians that do not depend on the switch) every
-association gives the exact value.
+association gives the exact value. A chain asking for ``strategy="sequential"`` (a left fold
+on one device) is composed by the pairwise scan here too, so its value is one device's
+parallel one.
 
 Not implemented (raises ``NotImplementedError``, naming why): the exact mixture (no
 ``moment_matching`` entered outside ``sharded``; its summary grows as ``K^(L-1)``), and the
