@@ -18,8 +18,10 @@ end-state pair, ``O(K^2 d^2)`` numbers; ONE all-gather brings the ``P`` summarie
 into one array, to every device, which composes them with the same pairwise scan; the last
 ``R`` steps (replicated on every device, so no padding: a mixed chain has no identity step)
 are composed by the same scan and appended, as the one-device scan appends its set-aside
-segments. Where ``P`` and ``L`` are powers of two and ``R`` is zero or a power of two, the
-tree is the one-device tree (which composes the segments of ``T``'s binary digits as a
+segments; with ``R > 0`` every device reads its block from the whole array (as a padded
+Tensor chain does), so that nothing but the summaries moves between devices. Where ``P``
+and ``L`` are powers of two and ``R`` is zero or a power of two, the tree is the one-device
+tree (which composes the segments of ``T``'s binary digits as a
 left fold) and the values are one device's (to rounding, 1e-12 in the tests); elsewhere
 the association differs and so does the moment-matched value, within the approximation's
 own error (tested against the enumeration of all ``K^(T+1)`` switch paths, each a Kalman
@@ -231,8 +233,11 @@ def shard_markov_mixed(interp, sum_op, prod_op, trans, time, step: tuple,
     for arrays in (arr for _, arr in aligned):
         index.append(None if arrays is None else len(split))
         for x in arrays or ():
-            split.append(x[:block * shards])
-            dims.append(0)
+            # Uneven: every device reads its block from the whole (replicated) array, as the
+            # tail does; split arrays would let XLA's partitioner split what produced them
+            # and move the tail's rows between devices.
+            split.append(x if rest else x[:block * shards])
+            dims.append(None if rest else 0)
     what = _EXACT_MIXTURE.format(name=tname)
     summary, product = _Summary(), _Summary()
 
@@ -243,6 +248,9 @@ def shard_markov_mixed(interp, sum_op, prod_op, trans, time, step: tuple,
         return out
 
     def local(device, *blocks):
+        if rest:
+            rows = ops.new_arange(blocks[0], block) + device * block
+            blocks = tuple(x[rows] for x in blocks)
         chain = _chain_of(atoms, regroup(blocks), tname, block)
         return summary.pack(_scan(sum_op, prod_op, chain, tname, pairs), what)
 

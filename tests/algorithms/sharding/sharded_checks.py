@@ -499,7 +499,8 @@ def switching_chain(mean, cov, logits):
     g = fc.Gaussian(mean=mean, covariance=cov, inputs={
         "b": fc.Bint[B], "t": time, "a": fc.Bint[2], "c": fc.Bint[2], "x": fc.Real,
         "y": fc.Real})
-    step = g + fc.Tensor(logits, {"t": time, "a": fc.Bint[2], "c": fc.Bint[2]})
+    switch = {"a": fc.Bint[2], "c": fc.Bint[2]}  # logits (K, K): the same at every step
+    step = g + fc.Tensor(logits, switch if logits.ndim == 2 else {"t": time, **switch})
     mp = fc.MarkovProduct(ops.logaddexp, ops.add, step, fc.Variable("t", time),
                           {"a": "c", "x": "y"})
     return mp(x=0.3, y=-0.2).align(("b", "a", "c")).data
@@ -508,8 +509,9 @@ def switching_chain(mean, cov, logits):
 def _switching():
     """Switching (discrete x Gaussian) chains under ``moment_matching`` over a time sharded
     on 2 devices, in ONE compiled program (a moment-matching compile costs seconds: the
-    smallest chains that show each case): T = 4 (blocks of 2: the one-device tree) and a
-    batch of two T = 6 chains (blocks of 3: another association); the values, the inputs
+    smallest chains that show each case): T = 5 with one switch-transition Tensor for all
+    steps (blocks of 2, the last step on every device: the one-device tree) and a batch of
+    two T = 6 chains (blocks of 3: another association); the values, the inputs
     (the test computes one device and the enumeration of all switch paths on numpy) and the
     collectives."""
     import jax
@@ -519,7 +521,8 @@ def _switching():
     from funsor_core.sharding import sharded
     from interpretations import moment_matching
 
-    even, odd = _switching_inputs(4, 1), _switching_inputs(6, 2)
+    even, odd = _switching_inputs(5, 1), _switching_inputs(6, 2)
+    even = even[:2] + (even[2][0],)
 
     def program(even, odd):
         with moment_matching, sharded(_mesh(2), time={"t": "x"}):

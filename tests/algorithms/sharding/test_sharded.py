@@ -252,7 +252,8 @@ def _switch_paths(mean, cov, logits, a=0.3, b=-0.2):
 
 
 def test_sharded_switching_chain_under_moment_matching(report):
-    # 2 devices. T = 4 (blocks of 2: the one-device pairwise tree): one device's value;
+    # 2 devices. T = 5, a shared switch Tensor (blocks of 2, one step left to every device:
+    # the one-device pairwise tree): one device's value;
     # T = 6 (blocks of 3: another association): where moment matching is exact (Gaussians
     # independent of the switch) the enumeration of all switch paths to 1e-12, elsewhere
     # within the approximation's own error (one device: 0.04 nats from it); one all-gather
