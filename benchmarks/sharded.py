@@ -13,7 +13,9 @@ collectives XLA kept (kind and result size, in elements) and the minimum:
 - a chain of ``T`` steps with ``K`` states: one collective of ``P K^2`` (each device's block
   summary; nothing of length ``T``); a Gaussian chain over ``D = 2 dp`` reals, one of
   ``P (D + D (D + 1) / 2 + 1)`` (an information vector, a symmetric precision, a constant),
-  in either semiring (max-plus: Viterbi);
+  in either semiring (max-plus: Viterbi); a switching chain (``K`` switch states, each
+  step a Gaussian over ``D`` reals per switch pair) under ``moment_matching``, one of
+  ``P K^2 (D + D (D + 1) / 2 + 1)`` (one moment-matched Gaussian per end-state pair);
 - a round of partitioned MCMC (``partitioned_mcmc``, Singh ch. 4) with ``C`` chains: one
   collective of ``C x`` (the variables updated in the round): each moved value once;
 - several plates reduced together: one collective over all their mesh axes, as for one;
@@ -32,6 +34,7 @@ Run: ``python benchmarks/sharded.py``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -49,7 +52,7 @@ import funsor_core as fc  # noqa: E402
 from backends.jax_sharding import compiled_collectives  # noqa: E402
 from funsor_core import ops  # noqa: E402
 from funsor_core.sharding import partitioned_mcmc, sharded, sharded_chains  # noqa: E402
-from interpretations import MonteCarlo  # noqa: E402
+from interpretations import MonteCarlo, moment_matching  # noqa: E402
 
 
 def _elements(shape: str) -> int:
@@ -84,13 +87,26 @@ def _gaussian_chain(t_len, dp, sum_op=ops.logaddexp):
     return fn, (jnp.zeros((t_len, 2 * dp)), 2.0 * eye), "t"
 
 
-def _row(label, build, minimum, devices):
+def _switching_chain(t_len, k):
+    def fn(mean, cov):
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={
+            "t": fc.Bint[t_len], "a": fc.Bint[k], "b": fc.Bint[k], "x": fc.Real,
+            "y": fc.Real})
+        time = fc.Variable("t", fc.Bint[t_len])
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, g, time, {"a": "b", "x": "y"})
+        return mp(x=0.0, y=0.0).data
+    eye = jnp.broadcast_to(jnp.eye(2), (t_len, k, k, 2, 2))
+    return fn, (jnp.zeros((t_len, k, k, 2)), 2.0 * eye), "t"
+
+
+def _row(label, build, minimum, devices, outside=contextlib.nullcontext):
+    # ``outside``: an interpretation entered outside ``sharded`` (its fallback)
     fn, args, name = build
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:devices]), ("x",))
     where = {"plates": {name: "x"}} if name == "data" else {"time": {name: "x"}}
 
     def sharded_fn(*a):
-        with sharded(mesh, **where):
+        with outside(), sharded(mesh, **where):
             return fn(*a)
 
     _print(label, devices, compiled_collectives(sharded_fn, *args), minimum)
@@ -187,6 +203,10 @@ def main() -> None:
         _row("Gaussian chain, T=10,001, state dim 2", _gaussian_chain(10_001, 2), p * 15, p)
         _row("Gaussian chain max, T=10,001, state dim 2",
              _gaussian_chain(10_001, 2, ops.max), p * 15, p)
+        # K = 2 switch states, D = 2: K^2 (D + D (D + 1) / 2 + 1) = 24 numbers per device;
+        # sent: K^2 (w (D), the square root (D^2), a constant) = 28
+        _row("switching chain (moment matched), T=1,024, K=2, state dim 1",
+             _switching_chain(1_024, 2), p * 24, p, lambda: moment_matching)
         # a product of Gaussians over dim d = 2: information form d + d (d + 1) / 2 + 1 = 6
         # per device; sent: the square root (d + 1) x d rows and the constant, 7
         _row("Gaussian plate product, n=100,000, dim 2", _gaussian_plate(100_000, 2), p * 6, p)

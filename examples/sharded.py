@@ -16,6 +16,9 @@ and its marginals close to the exact ones (by elimination); and a Monte Carlo es
 particles are split over the devices (``sharded(mesh, particles=...)`` inside
 ``MonteCarlo``), equal to one device's; and 64 independent Gibbs chains split over the
 devices (``sharded_chains``: each chain its own key, no collective), equal to one device's.
+Last, a switching linear dynamical system (2 regimes) of 64 steps sharded in time under
+``moment_matching``: one moment-matched Gaussian per pair of end regimes gathered from
+each device, the value equal to one device's.
 
 Run: ``python examples/sharded.py`` (part of ``make demo``).
 """
@@ -41,7 +44,7 @@ from funsor_core import ops  # noqa: E402
 from funsor_core.loopy import exact_marginals  # noqa: E402
 from funsor_core.sharding import partitioned_mcmc, sharded, sharded_chains  # noqa: E402
 from funsor_core.sum_product import sum_product  # noqa: E402
-from interpretations import MonteCarlo  # noqa: E402
+from interpretations import MonteCarlo, moment_matching  # noqa: E402
 
 N, K, T = 2_000, 3, 1_000
 
@@ -99,8 +102,11 @@ def main() -> None:
     particles(mesh)
     last = time.process_time()
     chains(mesh)
+    end = time.process_time()
+    switching(mesh)
     print(f"(CPU: partitioned MCMC {middle - start:.1f} s, particles "
-          f"{last - middle:.1f} s, chains {time.process_time() - last:.1f} s)")
+          f"{last - middle:.1f} s, chains {end - last:.1f} s, switching chain "
+          f"{time.process_time() - end:.1f} s)")
 
 
 def _print_collectives(compiled, what):
@@ -182,6 +188,46 @@ def chains(mesh, v=8, num_chains=64):
     assert np.array_equal(many, one) and err < 0.1, err
     found = hlo_collectives(compiled.as_text())
     print(f"    collectives in the compiled program: {len(found)}")
+
+
+def switching(mesh, t_len=64):
+    """A switching chain: regime r in {0, 1}, x_{t+1} = a_r x_t + noise (regime 1 faster and
+    noisier), as a Gaussian over (x_t, x_{t+1}) per regime pair plus the regimes' log
+    transition matrix; its moment-matched value at x_0 = 1, x_T = 0 on 8 devices (blocks of
+    8: the one-device pairwise tree) and on one device (numpy)."""
+    gain, noise = np.array([0.9, 0.5]), np.array([0.1, 1.0])
+    # N(x_{t+1}; a x_t, q) times a weak N(x_t; 0, 10) so each pair's Gaussian is full rank
+    prec = np.array([[[g * g / q + 0.1, -g / q], [-g / q, 1 / q]]
+                     for g, q in zip(gain, noise)])
+    cov = np.broadcast_to(np.linalg.inv(prec)[None, None, :],
+                          (t_len, 2, 2, 2, 2)).copy()  # (t, prev regime, regime, 2, 2)
+    mean = np.zeros((t_len, 2, 2, 2))
+    log_trans = np.broadcast_to(np.log([[0.95, 0.05], [0.1, 0.9]]), (t_len, 2, 2))
+
+    def value(mean, cov, log_trans):
+        g = fc.Gaussian(mean=mean, covariance=cov, inputs={
+            "t": fc.Bint[t_len], "r": fc.Bint[2], "s": fc.Bint[2], "x": fc.Real, "y": fc.Real})
+        step = g + fc.Tensor(log_trans, {"t": fc.Bint[t_len], "r": fc.Bint[2], "s": fc.Bint[2]})
+        chain = fc.MarkovProduct(ops.logaddexp, ops.add, step, fc.Variable("t", fc.Bint[t_len]),
+                                 {"r": "s", "x": "y"})
+        return chain(x=1.0, y=0.0).reduce(ops.logaddexp, frozenset({"r", "s"})).data
+
+    def program(*arrays):
+        with moment_matching, sharded(mesh, time={"t": "x"}):
+            return value(*arrays)
+
+    args = tuple(jnp.asarray(a) for a in (mean, cov, log_trans))
+    compiled = jax.jit(program).lower(*args).compile()
+    many = float(compiled(*args))
+    fc.set_backend("numpy")
+    with moment_matching:
+        one = float(value(mean, cov, log_trans))
+    fc.set_backend("jax")
+    print(f"switching chain, T = {t_len}, 2 regimes, moment matched, on "
+          f"{len(mesh.devices.flat)} devices: {many:.6f}, |difference to one device| = "
+          f"{abs(many - one):.1e}")
+    assert abs(many - one) < 1e-9
+    _print_collectives(compiled, "program")
 
 
 if __name__ == "__main__":

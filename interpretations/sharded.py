@@ -1,8 +1,9 @@
 """Rules of ``sharded(mesh, plates=..., time=...)`` (the kind and its state are in
 ``funsor_core.algorithms.sharding.kind``, the math in ``.plates`` and ``.chains``): a
 reduction over a sharded plate is the local reduction plus one collective; a Markov product
-of Tensors or of Gaussians (sum-product or max-plus) over a sharded time is the three-phase
-scan; an ``Integrate``
+of Tensors or of Gaussians (sum-product or max-plus), or a switching chain under
+``moment_matching`` (``.mixed_chains``), over a sharded time is the three-phase scan; an
+``Integrate``
 with sharded particles, one estimate per particle split over the devices. Everything else
 declines, to the interpretation that was active when ``sharded`` was entered.
 
@@ -25,6 +26,7 @@ from funsor_core.algorithms.sharding.chains import shard_markov_tensor
 from funsor_core.algorithms.sharding.gaussian_chains import shard_markov_gaussian
 from funsor_core.algorithms.sharding.gaussian_plates import shard_plate_gaussian
 from funsor_core.algorithms.sharding.kind import Sharded, sharded
+from funsor_core.algorithms.sharding.mixed_chains import is_switching_chain, shard_markov_mixed
 from funsor_core.algorithms.sharding.particles import one_particle_each
 from funsor_core.algorithms.sharding.plates import shard_plate_reduction
 from funsor_core.atoms.gaussian.atom import Gaussian
@@ -38,10 +40,10 @@ from funsor_core.terms.markov import MarkovProduct
 __all__ = ["Sharded", "sharded"]
 
 _MIXED_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}' has real "
-                "inputs {reals} but is not a Gaussian chain in (logaddexp, add) or (max, add): "
-                "a mixed chain (discrete and real states, e.g. a switching linear dynamical "
-                "system) or another semiring; sharding those over time is not implemented yet "
-                "(issue #33). Leave '{name}' out of time={{...}} to run it on one device")
+                "inputs {reals} but is neither a Gaussian chain in (logaddexp, add) or (max, "
+                "add) nor a switching chain (a sum of Gaussians and Tensors with discrete and "
+                "real step pairs); sharding it over time is not implemented (issue #33). "
+                "Leave '{name}' out of time={{...}} to run it on one device")
 
 
 # red_{V} (t_1 * ... * t_n) with a sharded plate i in V = red over devices of the same
@@ -80,6 +82,8 @@ def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, st
                                  step)
     if parts is not None:
         return shard_markov_gaussian(interp, parts, time, step, step_names, strategy, maximize)
+    if is_switching_chain(trans, time, step):  # moment-matched block by block
+        return shard_markov_mixed(interp, sum_op, prod_op, trans, time, step, step_names)
     reals = sorted(k for k, d in trans.inputs.items() if d.dtype == "real")
     if reals:
         raise NotImplementedError(_MIXED_CHAIN.format(name=time.name, reals=reals))

@@ -23,7 +23,18 @@ Each named dimension lives on one mesh axis (or a tuple of them). Inside the blo
   them, and a scan over the ``P`` summaries gives the product. The fix-up phase is the
   derivative of that program: the marginals and Viterbi paths of ``markov_marginals`` /
   ``markov_map`` (derivatives of the chain's total) run through it, with no further
-  collective when ``T`` splits evenly.
+  collective when ``T`` splits evenly; so does ``jax.grad`` (of a Tensor chain's log Z, of
+  a Gaussian chain in either semiring: one device's gradient);
+- a switching ``MarkovProduct`` (a sum of Gaussians and Tensors with discrete and real
+  step pairs) over a sharded time, with ``moment_matching`` entered OUTSIDE ``sharded``:
+  each device composes its block by the one-device pairwise scan (each middle switch state
+  collapsed by moment matching), ONE all-gather brings one moment-matched Gaussian and
+  Tensor per end-state pair (``P K^2 (D + D^2 + 1)`` numbers) to every device, which
+  composes them by the same scan; ``T = P L + R`` leaves the last ``R < P`` steps to every
+  device, appended at the end (no padding: a switching chain has no identity step). Where
+  the blocks reproduce the one-device tree (``P`` and ``L`` powers of two, ``R`` zero or a
+  power of two) the value is one device's; elsewhere the association, and so the
+  moment-matched value, differ within the approximation's own error (``.mixed_chains``).
 
 Sizes not divisible by the number of devices leave the last devices' blocks padded, and each
 masks its padding (the reduction's unit for a plate, identity matrices for a chain, a carry
@@ -53,9 +64,15 @@ axis, one all-gather of the moved values per round.
 Independent MCMC chains of the loopy-graph sampler split over a mesh axis are a function of
 their own too, ``sharded_chains`` (``.mcmc_chains``): each chain its own key, no collective.
 
-Not implemented (raises NotImplementedError): mixed (discrete and real: switching) chains
-over a sharded time axis (issue #33). The funsor adjoint's tape
-(``AdjointTape``, posterior samples) is not tested under ``sharded``.
+Posterior paths of a Tensor chain drawn by the adjoint tape (``forward_backward(ops.sample,
+...)``, ``AdjointTape``) under ``sharded``: the tape's chain runs through the three-phase
+scan (one all-gather of the ``P`` summaries) and the paths are one device's with the same
+key (tested on 8 devices, T = 12).
+
+Not implemented (raises NotImplementedError, saying why): a switching chain over a sharded
+time without ``moment_matching`` (the exact mixture: a block's summary has ``K^(L-1)``
+Gaussians per end-state pair, growing with the block) or in ``(max, add)``; any other chain
+with real inputs that is neither a Gaussian nor a switching chain (issue #33).
 
 Several hosts (a cluster): every process calls ``jax.distributed.initialize(coordinator
 address, num_processes, process_id)`` before anything else touches jax (on CPU hosts also

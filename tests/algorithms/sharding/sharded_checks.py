@@ -421,6 +421,120 @@ def _mcmc_chains():
             "collectives": hlo_collectives(compiled.as_text())}
 
 
+def _gradients_and_samples(args, host):
+    """On 8 devices (T = 12: uneven), in ONE compiled program: the value and gradient of a
+    Tensor chain's log Z (init + chain, all states summed) and of the max-plus Gaussian
+    chain at its two ends (the test checks them against numpy: forward-backward pair
+    marginals, the argmax path); and posterior paths of the Tensor chain drawn by the
+    adjoint tape (``forward_backward(ops.sample)``) with the same key, sharded and on one
+    device; its collectives."""
+    import jax
+    import numpy as np
+
+    import funsor_core as fc
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core import ops
+    from funsor_core.algorithms.adjoint import forward_backward
+    from interpretations import lazy
+
+    _, under, _, _, kalman, _, _ = _programs(_mesh(8))
+
+    def log_z(trans, logits):
+        t = fc.Tensor(trans, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+        mp = fc.MarkovProduct(ops.logaddexp, ops.add, t, fc.Variable("t", fc.Bint[T]),
+                              {"x": "y"})
+        return (fc.Tensor(logits, {"x": fc.Bint[K]}) + mp).reduce(
+            ops.logaddexp, frozenset({"x", "y"})).data
+
+    def paths(trans, logits):
+        t = fc.Tensor(trans, {"t": fc.Bint[T], "x": fc.Bint[K], "y": fc.Bint[K]})
+        init = fc.Tensor(logits, {"x": fc.Bint[K]})
+        with lazy:
+            mp = fc.MarkovProduct(ops.logaddexp, ops.add, t, "t", {"x": "y"})
+            root = (init + mp).reduce(ops.logaddexp, frozenset({"x", "y"}))
+        _, adj = forward_backward(ops.sample, ops.add, root, rng_key=jax.random.PRNGKey(4),
+                                  sample_inputs={"particle": fc.Bint[5]})
+        return fc.extract_samples(adj[t])["x"].align(("t", "particle")).data
+
+    def program(trans, logits, mean, cov):
+        return (jax.value_and_grad(under(log_z), (0, 1))(trans, logits),
+                jax.value_and_grad(under(lambda m, c: kalman(m, c, ops.max)))(mean, cov),
+                under(paths)(trans, logits), paths(trans, logits))
+
+    compiled = jax.jit(program).lower(args[3], args[0], *args[4:]).compile()
+    (z, (dz_trans, dz_init)), (top, dtop_mean), eight, one = compiled(args[3], args[0],
+                                                                       *args[4:])
+    eight, one = np.asarray(eight), np.asarray(one)
+    return {"trans": host[3].tolist(), "init": host[0].tolist(), "log_z": float(z),
+            "dz_trans": np.asarray(dz_trans).tolist(), "dz_init": np.asarray(dz_init).tolist(),
+            "mean": host[4].tolist(), "cov": host[5].tolist(), "max": float(top),
+            "dmax_mean": np.asarray(dtop_mean).tolist(),
+            "same_paths": bool(np.array_equal(one, eight)),
+            "paths_differ": bool((one != one[:, :1]).any()),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+def _switching_inputs(T, batch):
+    """A switching chain's arrays (K = 2 switch states, scalar real state): mean (B, T, K,
+    K, 2) and covariance of (x_t, x_{t+1}), switch logits (T, K, K); chain b = 1 has
+    Gaussians that do not depend on the switch (moment matching is exact there)."""
+    import numpy as np
+
+    rng = np.random.default_rng(T)
+    mean = rng.normal(size=(batch, T, 2, 2, 2))
+    root = rng.normal(size=(batch, T, 2, 2, 2, 2))
+    cov = root @ np.swapaxes(root, -1, -2) + np.eye(2)
+    if batch > 1:
+        mean[1], cov[1] = mean[1, :, :1, :1], cov[1, :, :1, :1]
+    return mean, cov, rng.normal(size=(T, 2, 2))
+
+
+def switching_chain(mean, cov, logits):
+    """The moment-matched switching chain at x_0 = 0.3, x_T = -0.2, aligned (b, a, c): the
+    one-device rule's value where no ``sharded`` is active (also used by the test, numpy)."""
+    import funsor_core as fc
+    from funsor_core import ops
+
+    B, T = mean.shape[:2]
+    time = fc.Bint[T]
+    g = fc.Gaussian(mean=mean, covariance=cov, inputs={
+        "b": fc.Bint[B], "t": time, "a": fc.Bint[2], "c": fc.Bint[2], "x": fc.Real,
+        "y": fc.Real})
+    switch = {"a": fc.Bint[2], "c": fc.Bint[2]}  # logits (K, K): the same at every step
+    step = g + fc.Tensor(logits, switch if logits.ndim == 2 else {"t": time, **switch})
+    mp = fc.MarkovProduct(ops.logaddexp, ops.add, step, fc.Variable("t", time),
+                          {"a": "c", "x": "y"})
+    return mp(x=0.3, y=-0.2).align(("b", "a", "c")).data
+
+
+def _switching():
+    """Switching (discrete x Gaussian) chains under ``moment_matching`` over a time sharded
+    on 2 devices, in ONE compiled program (a moment-matching compile costs seconds: the
+    smallest chains that show each case): T = 5 with one switch-transition Tensor for all
+    steps (blocks of 2, the last step on every device: the one-device tree) and a batch of
+    two T = 6 chains (blocks of 3: another association); the values, the inputs
+    (the test computes one device and the enumeration of all switch paths on numpy) and the
+    collectives."""
+    import jax
+    import numpy as np
+
+    from backends.jax_sharding import hlo_collectives
+    from funsor_core.sharding import sharded
+    from interpretations import moment_matching
+
+    even, odd = _switching_inputs(5, 1), _switching_inputs(6, 2)
+    even = even[:2] + (even[2][0],)
+
+    def program(even, odd):
+        with moment_matching, sharded(_mesh(2), time={"t": "x"}):
+            return switching_chain(*even), switching_chain(*odd)
+
+    compiled = jax.jit(program).lower(even, odd).compile()
+    same, other = compiled(even, odd)
+    return {"even": [a.tolist() for a in even], "odd": [a.tolist() for a in odd],
+            "same": np.asarray(same).tolist(), "other": np.asarray(other).tolist(),
+            "collectives": hlo_collectives(compiled.as_text())}
+
+
 def main() -> None:
     import jax
     import numpy as np
@@ -448,7 +562,9 @@ def main() -> None:
               "collectives": _collectives(args), "adjoint": _adjoint(args),
               "mesh_2d": _mesh_2d(args, oracle), "partitioned_mcmc": _partitioned_mcmc(),
               "particles": _particles(), "mcmc_chains": _mcmc_chains(),
-              "gaussian_max_chain": _gaussian_max_chain(args, host)}
+              "gaussian_max_chain": _gaussian_max_chain(args, host),
+              "switching": _switching(),
+              "gradients_and_samples": _gradients_and_samples(args, host)}
     json.dump(report, sys.stdout)
 
 
