@@ -34,11 +34,11 @@ from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
-from funsor_core.domains import Domain
+from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
-from funsor_core.terms.contraction import Contraction, sort_terms
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -80,6 +80,11 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     """
     shape = value.output.shape
     n = math.prod(shape)
+    if type(scale) is float:  # (fast_normal's Python-number scale: no Number term made)
+        direct = _constant_scale_gaussian(loc, scale, value)
+        if direct is not None:
+            return direct
+        scale = Number(scale)
     if type(scale) is Number:
         direct = _constant_scale_gaussian(loc, float(scale.data), value)
         if direct is not None:
@@ -94,9 +99,11 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
         s = ops.reshape(s, sizes + (n,))
         log_norm = ops.sub(ops.neg(ops.sum(ops.log(s), -1)), 0.5 * n * LOG_2PI)
     else:
-        log_norm = -0.5 * LOG_2PI - ops.log(s)
+        # (-log s) - c is (-c) - log s bit for bit; an array minus a float is a C-level call in
+        # torch, where a float minus an array goes through a Python wrapper (~5 us).
+        log_norm = ops.neg(ops.log(s)) - 0.5 * LOG_2PI
         s = ops.reshape(s, sizes + (1,))
-    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey)
+    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey, output=Real)
     g = _difference_gaussian(loc, scale.inputs, s, value)
     if g is not None:
         return _plus_normalizer(g, log_norm)
@@ -112,7 +119,17 @@ def _plus_normalizer(g: Gaussian, log_norm: Tensor) -> Funsor:
     every exact rule declines (as ``gaussian_sum`` builds it): the arguments are prepared
     here (the terms in canonical order; one backend, inputs agreeing by construction) and
     handed to reflect, which cons-hashes them."""
-    return reflect.interpret(Contraction, (None, ops.add, frozenset(), sort_terms((g, log_norm))))
+    terms = (g, log_norm) if _GAUSSIAN_FIRST else (log_norm, g)  # sort_terms' order
+    # One block +-diag(1 / s) over one real input: log_norm = -sum log s - n log(2 pi) / 2 is
+    # -log ∫ exp g over it (for every batch entry), so g + log_norm integrates to 1 by
+    # construction, a fact the Gaussian expectation reads instead of computing the mass.
+    if getattr(g, "_triangular", None) == "upper":
+        object.__setattr__(g, "_normalizer", log_norm)
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), terms))
+
+
+# A Gaussian and a Tensor are ordered by their classes' sort ranks (``term_sort_key``).
+_GAUSSIAN_FIRST = (Gaussian.sort_rank, "Gaussian") < (Tensor.sort_rank, "Tensor")
 
 
 def _term_parts(t: Funsor, shape: tuple):
@@ -220,7 +237,7 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
     full = tuple(d.size for d in inputs.values())
     n = math.prod(shape)
-    inv = 1.0 / s
+    inv = ops.reciprocal(s)  # 1 / s (torch's float / array is a slow Python wrapper)
     if len(inputs) > len(batch) or tuple(s.shape[:-1]) != full:
         inv = ops.expand(ops.reshape(inv, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
             batch)) + (n,)), full + (n,))

@@ -1,0 +1,71 @@
+"""The fast construction path of the common ``Normal`` (``distribution.fast_normal``): the
+same densities as scipy, the same terms as the general path, taken only where the exact
+rule would run, and the general path's errors for everything it declines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.distribution import Normal
+from funsor_core.distribution.fast_normal import fast_normal
+from funsor_core.engine.protocol import FunsorMeta
+from interpretations import lazy
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_fast_normal_densities_against_scipy(backend):
+    fc.set_backend(backend)
+    try:
+        a = fc.numeric_array
+        x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+        xs, ys = np.array([-1.0, 0.3, 2.0]), np.array([0.5, -0.2, 1.0])
+        n = {"n": fc.Bint[3]}
+        cases = [  # (args, kwargs, the value's name, scipy's loc at the points, scale)
+            ((x, 0.5, y), {}, "y", xs, 0.5),
+            ((a(np.array(0.3)), a(np.array(1.5))), {"value": "y"}, "y", 0.3, 1.5),
+            ((fc.Tensor(a(np.array(0.3))), fc.Tensor(a(np.array(2.0))), y), {}, "y", 0.3, 2.0),
+            ((-1.0, 2, y), {}, "y", -1.0, 2.0),
+            ((x, a(np.array(0.7))), {}, "value", xs, 0.7),
+        ]
+        for args, kwargs, name, loc, scale in cases:
+            d = fast_normal(Normal, args, kwargs)
+            assert d is not None, args  # the fast path applies
+            assert isinstance(d.terms[0], fc.Gaussian) and isinstance(d.terms[1], fc.Tensor)
+            at = {name: fc.Tensor(a(ys), n)}
+            if "x" in d.inputs:
+                at["x"] = fc.Tensor(a(xs), n)
+            actual = ops.to_numpy(d(**at).data)
+            np.testing.assert_allclose(actual, st.norm(loc, scale).logpdf(ys), rtol=1e-12)
+            general = FunsorMeta.__call__(Normal, *args, **kwargs)  # the general path
+            assert general.inputs == d.inputs
+            np.testing.assert_array_equal(ops.to_numpy(general(**at).data), actual)
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_fast_normal_declines_and_the_general_path_decides():
+    x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    torch = pytest.importorskip("torch")
+    declined = [
+        ((x, -1.0, y), {}),  # a bad scale: the general path's error
+        ((x, float("nan"), y), {}),
+        ((x, np.array(0.0), y), {}),
+        ((x, 1.0, x), {}),  # one name for loc and value
+        ((np.array(0.0, dtype=np.float32), np.array(1.0), y), {}),  # mixed dtypes
+        ((torch.tensor(0.0, dtype=torch.float64), np.array(1.0), y), {}),  # mixed backends
+        ((fc.Variable("v", fc.Reals[2]), 1.0), {}),  # a vector value
+        ((x, 1.0), {"value": y, "loc": x}),
+    ]
+    for args, kwargs in declined:
+        assert fast_normal(Normal, args, kwargs) is None, args
+    with pytest.raises(ValueError, match="parameter 'scale' must be positive"):
+        Normal(x, -1.0, y)
+    with pytest.raises(ValueError, match="parameter 'scale' must be positive"):
+        Normal(x, np.array(0.0), y)
+    with lazy:  # no rule runs under lazy: no fast path, the term stays a Normal
+        assert fast_normal(Normal, (x, 1.0, y), {}) is None
+        assert type(Normal(x, 1.0, y)) is Normal
