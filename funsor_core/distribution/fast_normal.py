@@ -109,7 +109,7 @@ def _positive(scale: Any) -> bool:
     data = scale.data if type(scale) is Tensor else scale
     if not concrete(data):
         return False
-    return bool(ops.detach(data) > 0)  # False for NaN
+    return bool(data > 0)  # False for NaN; a comparison records no gradient
 
 
 def _prototype(loc: Any, scale: Any) -> Any:
@@ -142,7 +142,7 @@ def _funsor(x: Any, proto: Any) -> Funsor:
     if proto is None:
         return x if typ is Number else Number(float(x))
     if is_array(x):
-        return Tensor.make(x, {}, ikey=())
+        return Tensor.make(x, {}, ikey=(), output=Real)
     return Tensor.make(ops.new_full(proto, (), float(x.data if typ is Number else x)), {},
-                       ikey=())
+                       ikey=(), output=Real)
 

@@ -93,6 +93,10 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     s, sizes = _batch(scale, shape)
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
+    if not sizes and not shape and type(value) is Variable and loc.output is Real and (
+            type(loc) is Variable and loc.name != value.name
+            or type(loc) in (Tensor, Number) and not loc.inputs):
+        return _scalar_normal(loc, s, value)
     # -sum log s - n log(2 pi) / 2 (one scale: the same rounding, two array calls fewer), a
     # Tensor of arrays this rule computed: no checks needed.
     if shape:
@@ -112,6 +116,24 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
     return g(**{z: value - loc}) + log_norm
+
+
+def _scalar_normal(loc: Funsor, s, value: Variable) -> Funsor:
+    """``Normal(loc, s, value)`` of one real coordinate, with a 0-d scale array ``s``, a
+    Variable ``value`` and a Variable or input-free constant ``loc`` (the commonest Normal):
+    the arrays of ``_difference_gaussian`` and the normalizer, in six array calls."""
+    inv = ops.reciprocal(s)
+    log_norm = Tensor.make(ops.neg(ops.log(s)) - 0.5 * LOG_2PI, {}, ikey=(), output=Real)
+    prec_sqrt = ops.reshape(inv, (1, 1))
+    if type(loc) is Variable:  # rows +1/s (value) and -1/s (loc), white vector 0
+        g = Gaussian.make(ops.new_zeros(s, (1,)), ops.cat([prec_sqrt, ops.neg(prec_sqrt)], -2),
+                          ikey=((value.name, Real), (loc.name, Real)))
+        return _plus_normalizer(g, log_norm)
+    c = loc.data if type(loc) is Tensor else float(loc.data)
+    white_vec = ops.reshape(ops.mul(c, inv) if type(c) is not float else ops.mul(inv, c), (1,))
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=((value.name, Real),))
+    object.__setattr__(g, "_triangular", "upper")  # diag(1 / s)
+    return _plus_normalizer(g, log_norm)
 
 
 def _plus_normalizer(g: Gaussian, log_norm: Tensor) -> Funsor:
@@ -247,7 +269,7 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             block = inv if sign > 0 else ops.neg(inv)
             # a 1x1 diagonal is a reshape (eager jax compiles each op per shape: 1 not 5)
             blocks.append(ops.reshape(block, full + (1, 1)) if n == 1 else ops.diag_embed(block))
-            reals[name] = Domain("real", shape)
+            reals[name] = value.output  # Domain("real", shape), interned
             continue
         if const.inputs:
             c = align_tensor(inputs, const)
