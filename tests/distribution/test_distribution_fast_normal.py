@@ -69,3 +69,12 @@ def test_fast_normal_declines_and_the_general_path_decides():
     with lazy:  # no rule runs under lazy: no fast path, the term stays a Normal
         assert fast_normal(Normal, (x, 1.0, y), {}) is None
         assert type(Normal(x, 1.0, y)) is Normal
+
+
+def test_normal_parametrized_as_funsor_types_it():
+    # Normal's own metaclass (the fast path) combines with the parametrized classes'.
+    x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    typed = Normal[fc.Funsor, fc.Funsor, fc.Funsor]
+    assert typed is Normal[fc.Funsor, fc.Funsor, fc.Funsor] and issubclass(typed, Normal)
+    d = typed(x, 2.0, y)
+    assert float(d(x=1.0, y=1.0).data) == pytest.approx(st.norm(1.0, 2.0).logpdf(1.0), rel=1e-12)
