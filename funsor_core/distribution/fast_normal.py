@@ -109,7 +109,10 @@ def _positive(scale: Any) -> bool:
     data = scale.data if type(scale) is Tensor else scale
     if not concrete(data):
         return False
-    return bool(data > 0)  # False for NaN; a comparison records no gradient
+    ok = data > 0  # False for NaN; a comparison records no gradient
+    if not ops.is_concrete(ok):  # under jax.jit even a closed-over array's check is staged
+        ok = ops.to_numpy(data) > 0
+    return bool(ok)
 
 
 def _prototype(loc: Any, scale: Any) -> Any:

@@ -78,3 +78,23 @@ def test_normal_parametrized_as_funsor_types_it():
     assert typed is Normal[fc.Funsor, fc.Funsor, fc.Funsor] and issubclass(typed, Normal)
     d = typed(x, 2.0, y)
     assert float(d(x=1.0, y=1.0).data) == pytest.approx(st.norm(1.0, 2.0).logpdf(1.0), rel=1e-12)
+
+
+def test_fast_normal_under_jit_with_a_closed_over_scale():
+    # Under jax.jit a closed-over scale is concrete but its check is staged: checked on the
+    # host, so the fast path still applies; a traced scale takes the general path (NaN).
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    fc.set_backend("jax")
+    try:
+        scale = jnp.asarray(0.7)
+
+        def logp(loc, value, bad):
+            good = Normal(loc, scale, value="x")(x=value).data
+            return good, Normal(loc, bad, value="x")(x=value).data
+
+        good, nan = jax.jit(logp)(jnp.asarray(0.2), jnp.asarray(1.1), jnp.asarray(-1.0))
+        assert float(good) == pytest.approx(st.norm(0.2, 0.7).logpdf(1.1), rel=1e-12)
+        assert np.isnan(float(nan))
+    finally:
+        fc.set_backend("numpy")
