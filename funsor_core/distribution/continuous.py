@@ -23,7 +23,9 @@ from funsor_core.distribution.constraints import (
     REAL,
     simplex_tolerance,
 )
+from funsor_core.distribution.fast_normal import fast_normal
 from funsor_core.distribution.random import vonmises_draw
+from funsor_core.engine.protocol import FunsorMeta
 
 __all__ = ["Normal", "LogNormal", "MultivariateNormal", "Gamma", "Beta", "Dirichlet",
            "Exponential", "Laplace", "StudentT", "Uniform", "VonMises",
@@ -37,7 +39,16 @@ def _lbeta(a, b):
     return ops.lgamma(a) + ops.lgamma(b) - ops.lgamma(a + b)
 
 
-class Normal(Distribution):
+class _NormalMeta(FunsorMeta):
+    """Builds the commonest Normals by ``fast_normal`` (the same term, the same checks, no
+    generic argument handling), the others as every term is built."""
+
+    def __call__(cls, *args, **kwargs):
+        result = fast_normal(cls, args, kwargs)
+        return super().__call__(*args, **kwargs) if result is None else result
+
+
+class Normal(Distribution, metaclass=_NormalMeta):
     """Normal(loc, scale): density ``exp(-(x - loc)^2 / (2 scale^2)) / (scale sqrt(2 pi))``.
 
     With ``loc`` and ``value`` affine in real variables (and a Tensor ``scale``) it becomes

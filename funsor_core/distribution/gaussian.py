@@ -34,11 +34,11 @@ from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
-from funsor_core.domains import Domain
+from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
-from funsor_core.terms.contraction import Contraction, sort_terms
+from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import fresh_name
 
 __all__ = ["normal_to_gaussian", "mvn_to_gaussian"]
@@ -80,6 +80,11 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     """
     shape = value.output.shape
     n = math.prod(shape)
+    if type(scale) is float:  # (fast_normal's Python-number scale: no Number term made)
+        direct = _constant_scale_gaussian(loc, scale, value)
+        if direct is not None:
+            return direct
+        scale = Number(scale)
     if type(scale) is Number:
         direct = _constant_scale_gaussian(loc, float(scale.data), value)
         if direct is not None:
@@ -88,15 +93,21 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     s, sizes = _batch(scale, shape)
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
+    if not sizes and not shape and type(value) is Variable and loc.output is Real and (
+            type(loc) is Variable and loc.name != value.name
+            or type(loc) in (Tensor, Number) and not loc.inputs):
+        return _scalar_normal(loc, s, value)
     # -sum log s - n log(2 pi) / 2 (one scale: the same rounding, two array calls fewer), a
     # Tensor of arrays this rule computed: no checks needed.
     if shape:
         s = ops.reshape(s, sizes + (n,))
         log_norm = ops.sub(ops.neg(ops.sum(ops.log(s), -1)), 0.5 * n * LOG_2PI)
     else:
-        log_norm = -0.5 * LOG_2PI - ops.log(s)
+        # (-log s) - c is (-c) - log s bit for bit; an array minus a float is a C-level call in
+        # torch, where a float minus an array goes through a Python wrapper (~5 us).
+        log_norm = ops.neg(ops.log(s)) - 0.5 * LOG_2PI
         s = ops.reshape(s, sizes + (1,))
-    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey)
+    log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey, output=Real)
     g = _difference_gaussian(loc, scale.inputs, s, value)
     if g is not None:
         return _plus_normalizer(g, log_norm)
@@ -107,12 +118,40 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     return g(**{z: value - loc}) + log_norm
 
 
+def _scalar_normal(loc: Funsor, s, value: Variable) -> Funsor:
+    """``Normal(loc, s, value)`` of one real coordinate, with a 0-d scale array ``s``, a
+    Variable ``value`` and a Variable or input-free constant ``loc`` (the commonest Normal):
+    the arrays of ``_difference_gaussian`` and the normalizer, in six array calls."""
+    inv = ops.reciprocal(s)
+    log_norm = Tensor.make(ops.neg(ops.log(s)) - 0.5 * LOG_2PI, {}, ikey=(), output=Real)
+    prec_sqrt = ops.reshape(inv, (1, 1))
+    if type(loc) is Variable:  # rows +1/s (value) and -1/s (loc), white vector 0
+        g = Gaussian.make(ops.new_zeros(s, (1,)), ops.cat([prec_sqrt, ops.neg(prec_sqrt)], -2),
+                          ikey=((value.name, Real), (loc.name, Real)))
+        return _plus_normalizer(g, log_norm)
+    c = loc.data if type(loc) is Tensor else float(loc.data)
+    white_vec = ops.reshape(ops.mul(c, inv) if type(c) is not float else ops.mul(inv, c), (1,))
+    g = Gaussian.make(white_vec, prec_sqrt, ikey=((value.name, Real),))
+    object.__setattr__(g, "_triangular", "upper")  # diag(1 / s)
+    return _plus_normalizer(g, log_norm)
+
+
 def _plus_normalizer(g: Gaussian, log_norm: Tensor) -> Funsor:
     """``g + log_norm``, already the normal form ``Contraction(None, add, {}, (g, t))``, which
     every exact rule declines (as ``gaussian_sum`` builds it): the arguments are prepared
     here (the terms in canonical order; one backend, inputs agreeing by construction) and
     handed to reflect, which cons-hashes them."""
-    return reflect.interpret(Contraction, (None, ops.add, frozenset(), sort_terms((g, log_norm))))
+    terms = (g, log_norm) if _GAUSSIAN_FIRST else (log_norm, g)  # sort_terms' order
+    # One block +-diag(1 / s) over one real input: log_norm = -sum log s - n log(2 pi) / 2 is
+    # -log ∫ exp g over it (for every batch entry), so g + log_norm integrates to 1 by
+    # construction, a fact the Gaussian expectation reads instead of computing the mass.
+    if getattr(g, "_triangular", None) == "upper":
+        object.__setattr__(g, "_normalizer", log_norm)
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), terms))
+
+
+# A Gaussian and a Tensor are ordered by their classes' sort ranks (``term_sort_key``).
+_GAUSSIAN_FIRST = (Gaussian.sort_rank, "Gaussian") < (Tensor.sort_rank, "Tensor")
 
 
 def _term_parts(t: Funsor, shape: tuple):
@@ -220,7 +259,7 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
     full = tuple(d.size for d in inputs.values())
     n = math.prod(shape)
-    inv = 1.0 / s
+    inv = ops.reciprocal(s)  # 1 / s (torch's float / array is a slow Python wrapper)
     if len(inputs) > len(batch) or tuple(s.shape[:-1]) != full:
         inv = ops.expand(ops.reshape(inv, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
             batch)) + (n,)), full + (n,))
@@ -230,7 +269,7 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             block = inv if sign > 0 else ops.neg(inv)
             # a 1x1 diagonal is a reshape (eager jax compiles each op per shape: 1 not 5)
             blocks.append(ops.reshape(block, full + (1, 1)) if n == 1 else ops.diag_embed(block))
-            reals[name] = Domain("real", shape)
+            reals[name] = value.output  # Domain("real", shape), interned
             continue
         if const.inputs:
             c = align_tensor(inputs, const)

@@ -138,9 +138,24 @@ class FunsorMeta(type):
         if result is None:
             ns = {"__args__": params, "__origin__": cls, "__slots__": (),
                   "__module__": cls.__module__, "__qualname__": cls.__qualname__}
-            result = _ParamFunsorMeta(cls.__name__, (cls,), ns)
+            result = _param_meta(type(cls))(cls.__name__, (cls,), ns)
             cache[params] = result
         return result
+
+
+def _param_meta(meta: type) -> type:
+    # A class with a metaclass of its own (Gaussian's, Normal's) is parametrized by a
+    # metaclass deriving from both (Python requires it); one per such metaclass, interned.
+    if meta is FunsorMeta or issubclass(meta, _ParamFunsorMeta):
+        return _ParamFunsorMeta
+    derived = _PARAM_METAS.get(meta)
+    if derived is None:
+        derived = _PARAM_METAS[meta] = type("_Param" + meta.__name__, (_ParamFunsorMeta, meta),
+                                            {})
+    return derived
+
+
+_PARAM_METAS: dict = {}  # interned, as the parametrized classes are: never cleared
 
 
 class _ParamFunsorMeta(FunsorMeta):

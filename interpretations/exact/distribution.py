@@ -30,6 +30,7 @@ from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
+from funsor_core.engine.fast_path import array_program
 from funsor_core.engine.interpreter import Tuple, interpret
 from funsor_core.terms.base import Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
@@ -73,7 +74,10 @@ def _affine_reals(*terms) -> bool:
     return any(d.dtype == "real" for t in terms for d in t.inputs.values())
 
 
+# The array program is what funsor_core.distribution.fast_normal calls for the common Normals
+# whose arguments are affine by their kinds (a real Variable value, a Variable or constant loc).
 @exact.register(Normal, Funsor, Tensor, Funsor)
+@array_program("normal_build", normal_to_gaussian)
 def exact_normal_affine(loc, scale, value):
     if not _affine_reals(loc, value):
         return None
@@ -81,6 +85,7 @@ def exact_normal_affine(loc, scale, value):
 
 
 @exact.register(Normal, Funsor, Number, Funsor)
+@array_program("normal_build", normal_to_gaussian)
 def exact_normal_affine_number_scale(loc, scale, value):
     if not _affine_reals(loc, value):
         return None

@@ -148,7 +148,9 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
     # _triangular: "upper" when prec_sqrt is known, from how it was built, to be square upper
     # triangular (from covariance= or scale_tril=); None when nothing is known. Not a field:
     # the same arrays are the same density either way, and terms built by rules have None.
-    __slots__ = ("white_vec", "prec_sqrt", "_ikey", "_triangular")
+    # _normalizer (unset unless known): the Tensor t built with it, -log ∫ exp g over all its
+    # reals (a Normal's ``g + t``), so that g + t integrates to 1 by construction.
+    __slots__ = ("white_vec", "prec_sqrt", "_ikey", "_triangular", "_normalizer")
     fields = ("white_vec", "prec_sqrt", "inputs")
     arrays = ("white_vec", "prec_sqrt")
     _atom = True
@@ -296,7 +298,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
 
 # A pytree transform may replace the arrays (an optimizer's update of prec_sqrt is dense), so
 # the structure known from the construction does not travel with them: unflattened, it is unset.
-Gaussian._derived = tuple(n for n in Gaussian._derived if n != "_triangular")
+Gaussian._derived = tuple(n for n in Gaussian._derived if n not in ("_triangular", "_normalizer"))
 
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:

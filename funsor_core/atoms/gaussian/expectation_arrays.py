@@ -50,18 +50,30 @@ def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None
     if not gaussians or any(t._ikey != g._ikey for _, t in gaussians):
         return None
     batch = gaussian_layout(g._ikey)[0]
-    value = _gaussian_terms(g, gaussians)
+    shift = 0.0
+    if g.prec_sqrt.shape[-1] == g.prec_sqrt.shape[-2]:
+        # The measure's own term (an ELBO's entropy): with S square and invertible, m S = w
+        # and tr(S' Σ S) = dim, so E_q[g] = -0.5 dim, whatever the arrays (no array calls).
+        own = sum(sign for sign, t in gaussians if t is g)
+        gaussians = [(sign, t) for sign, t in gaussians if t is not g]
+        shift = -0.5 * g.prec_sqrt.shape[-2] * own
+    if gaussians:
+        value = _gaussian_terms(g, gaussians)
+    else:
+        value = ops.new_full(g.white_vec, tuple(g.white_vec.shape[:-1]), 0.0)
     late = []
     for sign, t in parts:
         if isinstance(t, Gaussian):
             continue
         if type(t) is Number and t.output.dtype == "real" and not t.output.shape:
-            value = ops.add(value, sign * float(t.data))
+            shift += sign * float(t.data)
         elif (isinstance(t, Tensor) and not t.output.shape and t.dtype == "real"
               and (not t.inputs or tuple(t.inputs.items()) == batch)):
             value = ops.add(value, t.data) if sign > 0 else ops.sub(value, t.data)
         else:
             late.append((sign, t))  # other inputs or shapes: added by name below
+    if shift:
+        value = ops.add(value, shift)
     result = Tensor.make(value, dict(batch), ikey=batch)
     for sign, t in late:
         result = result + t if sign > 0 else result - t

@@ -117,3 +117,29 @@ def test_other_integrands_are_left_to_the_general_path():
     assert signed_gaussian_expectation(q, q + x * x) is None  # a polynomial
     result = Integrate(q, q + x * x, "x")  # the general path: E[q] + E[x^2] = -0.5 + 1
     assert float(result.data) == pytest.approx(math.sqrt(2 * math.pi) * 0.5, rel=1e-12)
+
+
+def test_a_normal_measure_integrates_to_one_by_construction():
+    # A Normal's Gaussian knows its normalizer (one triangular block), so Integrate reads
+    # E_q[f] without computing the mass, and E_q[g] of the measure's own square Gaussian is
+    # -0.5 dim. Against the same arrays rebuilt without that knowledge (the mass and every
+    # column computed), the textbook -KL and the entropy 0.5 log(2 pi e s^2), per batch entry.
+    locs, scale = np.array([0.5, -1.0]), 0.7
+    q = Normal(fc.Tensor(locs, {"i": fc.Bint[2]}), scale, value="x")
+    g = next(t for t in q.terms if isinstance(t, fc.Gaussian))
+    t = next(t for t in q.terms if isinstance(t, fc.Tensor))
+    assert g._normalizer is t
+    untagged = (fc.Gaussian(white_vec=g.white_vec.copy(), prec_sqrt=g.prec_sqrt.copy(),
+                            inputs=g.inputs) + fc.Tensor(t.data.copy(), t.inputs))
+    assert getattr(next(u for u in untagged.terms if isinstance(u, fc.Gaussian)),
+                   "_normalizer", None) is None
+    p = Normal(0.3, 1.5, value="x")
+    expected = [neg_kl(m, scale, 0.3, 1.5) for m in locs]
+    for measure in (q, untagged):
+        actual = Integrate(measure, p - q, "x").align(("i",)).data
+        np.testing.assert_allclose(actual, expected, rtol=1e-12)
+    entropy = 0.5 * np.log(2 * np.pi * np.e * scale ** 2)
+    np.testing.assert_allclose(Integrate(q, -q, "x").data, [entropy] * 2, rtol=1e-12)
+    x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    two = Normal(x, scale, y)  # two blocks: not normalizable over (x, y), no such knowledge
+    assert getattr(two.terms[0], "_normalizer", None) is None
