@@ -14,16 +14,15 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
 import numpy as np
 
+from backends.jax_host import from_host, on_host, small_constant
 from funsor_core import ops
 from funsor_core.engine.backend import on_term_class
-from funsor_core.engine.cache import cached
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "jax"
@@ -277,46 +276,13 @@ def _scatter_set(dest, index, values):
     return dest.at[index].set(values)
 
 
-# Eager jax compiles a kernel per op and new shape, also for jnp.asarray of a numpy array
-# (jax 0.10: "jit(stage)", a convert for numpy scalars) and jnp.zeros / jnp.full
-# (broadcast_in_dim): 0.03-0.1 s each on a program's first call. device_put compiles nothing,
-# so host data goes in through it, and small constant arrays of an untraced prototype are
-# made once on the host and shared (jax arrays are immutable). Traced prototypes keep the
-# jnp calls: inside a program a broadcast costs nothing and embeds no constant.
-SMALL_CONSTANT = 4096  # entries; larger constants are not cached
-
-
-def from_host(data):
-    """A jax array of host ``data`` (numpy arrays, numbers, nested lists), in jax's canonical
-    dtype (32-bit unless x64 is enabled), moved by ``jax.device_put``: no compilation.
-
-    Example:
-        >>> from_host(np.ones(2)).shape
-        (2,)
-    """
-    data = np.asarray(data)
-    dtype = jax.dtypes.canonicalize_dtype(data.dtype)
-    return jax.device_put(data if dtype == data.dtype else data.astype(dtype))
-
-
-@cached("backends.jax.constants", maxsize=256, fast=True)
-def _constant(shape, dtype, value, device):
-    return jax.device_put(np.full(shape, value, dtype=dtype), device)
-
-
-def _small_constant(proto, shape, value):
-    if isinstance(proto, jax.core.Tracer) or math.prod(shape) > SMALL_CONSTANT:
-        return None
-    return _constant(tuple(shape), proto.dtype, value, jax.config.jax_default_device)
-
-
 def _new_zeros(proto, shape):
-    out = _small_constant(proto, shape, 0)
+    out = small_constant(proto, shape, 0)
     return jnp.zeros(shape, dtype=proto.dtype) if out is None else out
 
 
 def _new_full(proto, shape, value):
-    out = _small_constant(proto, shape, value) if isinstance(value, (int, float)) else None
+    out = small_constant(proto, shape, value) if isinstance(value, (int, float)) else None
     return jnp.full(shape, value, dtype=proto.dtype) if out is None else out
 
 
@@ -334,7 +300,7 @@ def _new_eye(proto, n):
 
 def _new_array(proto, data):
     # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
-    if _on_host(data):  # cast on the host: device_put compiles nothing
+    if on_host(data):  # cast on the host: device_put compiles nothing
         host = np.asarray(data)
         if (host.dtype.kind == "f" and np.dtype(proto.dtype).kind == "f"
                 and not isinstance(data, np.ndarray)):
@@ -442,7 +408,7 @@ def asarray(data, dtype=None):
         >>> asarray([1, 2], "real").dtype == jnp.zeros(()).dtype
         True
     """
-    if _on_host(data) and (dtype is not None or not isinstance(data, (int, float, bool))):
+    if on_host(data) and (dtype is not None or not isinstance(data, (int, float, bool))):
         # numpy arrays and lists through device_put (no compilation); a bare Python number
         # keeps jnp.asarray, whose weak type lets it take the dtype of what it meets
         if dtype == "real":
@@ -455,15 +421,6 @@ def asarray(data, dtype=None):
     if dtype == "int":
         return jnp.asarray(data, dtype=_int_dtype())
     return jnp.asarray(data)
-
-
-def _on_host(data) -> bool:
-    # numpy data, Python numbers, or lists of them (not jax arrays, tracers or lists of them)
-    if isinstance(data, (np.ndarray, np.generic, int, float, bool)):
-        return True
-    if isinstance(data, (list, tuple)):
-        return all(_on_host(x) for x in data)
-    return False
 
 
 def new_rng_key(seed: int = 0):
