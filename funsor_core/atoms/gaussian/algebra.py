@@ -35,7 +35,7 @@ from funsor_core.atoms.gaussian.atom import (
     real_offsets,
 )
 from funsor_core.atoms.gaussian.host import host_copies, to_backend
-from funsor_core.atoms.tensor import Tensor, align_tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor, align_tensors
 from funsor_core.domains import broadcast_shape
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
@@ -75,17 +75,20 @@ def dense_sum(terms) -> Funsor | None:
 
 
 def _host_add(lhs, rhs) -> Tensor | None:
-    # Two real Tensors over the same inputs whose small eager arrays a compiling backend would
-    # add with a kernel compiled for the shape: added on the host (atoms.gaussian.host), the
-    # array the exact rule computes. Rules call this below any tape (their intermediate terms
-    # are not recorded), so nothing observes the Binary term not being built.
-    if type(lhs) is not Tensor or type(rhs) is not Tensor or lhs._ikey != rhs._ikey:
+    # Two real Tensors of one output whose small eager arrays a compiling backend would add
+    # with a kernel compiled for their shapes: aligned and added on the host
+    # (atoms.gaussian.host), the array the exact rule computes. Rules call this below any
+    # tape (their intermediate terms are not recorded), so no Binary term is missed.
+    if (type(lhs) is not Tensor or type(rhs) is not Tensor or lhs.output != rhs.output
+            or lhs.dtype != "real"):
         return None
     host = host_copies(lhs.data, rhs.data)
-    if host is None or host[0].shape != host[1].shape or "real" != lhs.dtype or "real" != rhs.dtype:
+    if host is None:
         return None
-    data = to_backend(lhs.data, (ops.add(host[0], host[1]),))[0]
-    return Tensor.make(data, lhs.inputs, "real", lhs._ikey, lhs.output)
+    inputs, (x, y) = align_tensors(*(Tensor.make(h, t.inputs, "real", t._ikey, t.output)
+                                     for h, t in zip(host, (lhs, rhs))))
+    data = to_backend(lhs.data, (ops.add(x, y),))[0]
+    return Tensor.make(data, inputs, "real", output=lhs.output)
 
 
 def is_gaussian_sum(term) -> bool:
