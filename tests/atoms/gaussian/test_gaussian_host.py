@@ -50,9 +50,6 @@ def test_host_copies_route():
     views = host_copies(jnp.zeros(2), jnp.ones((2, 2)))
     assert [type(v) for v in views] == [np.ndarray, np.ndarray]
     assert host_copies(jnp.zeros(HOST_MAX + 1)) is None  # big enough to compile
-    seen = []
-    jax.make_jaxpr(lambda x: seen.append(host_copies(x)) or x)(jnp.zeros(2))
-    assert seen == [None]  # traced values take the backend's own ops
 
 
 def _log_normal(y, loc, var):
@@ -76,13 +73,17 @@ def test_eager_normal_integral_compiles_nothing(jax_backend, compiles):
 
 
 def test_normal_integral_under_jit_equals_eager(jax_backend):
+    seen = []
+
     def integral(loc):
+        seen.append(host_copies(loc))
         x = fc.Variable("x", fc.Real)
         t = fc.Tensor(loc, {"i": fc.Bint[3]})
         return (Normal(t, 0.5, x) + Normal(x, 2.0, 1.0)).reduce(ops.logaddexp, "x").data
 
     loc = jnp.asarray(np.array([0.0, 1.0, -2.0]))
     eager, traced = integral(loc), jax.jit(integral)(loc)
+    assert seen[0] is not None and seen[1] is None  # traced values take the backend's ops
     expected = _log_normal(1.0, np.asarray(loc), 0.25 + 4.0)
     np.testing.assert_allclose(np.asarray(eager), expected, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(traced), expected, rtol=1e-12)
@@ -110,9 +111,9 @@ def test_eager_gaussian_chain(backend, compiles):
         with lazy:
             chain = MarkovProduct(ops.logaddexp, ops.add, walk, "t", {"x_prev": "x_curr"})
         total = (Normal(0.0, 1.0, x_prev) + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
-        # at most the Normal's scale check and the final sum of the chain's and the prior's
-        # constants (generic Tensor ops); every Gaussian step runs on the host
-        assert len(compiles) <= 2, compiles
+        # only the Normal's scale check may compile (see above); every Gaussian step, the
+        # chain, and the sum of its constant and the prior's run on the host
+        assert [c for c in compiles if c != "Compiling jit(greater)"] == []
         np.testing.assert_allclose(float(total.data), _kalman_log_likelihood(y_np, 0.8, 0.5),
                                    rtol=1e-10)
     finally:
