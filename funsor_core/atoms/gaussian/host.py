@@ -26,6 +26,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.cache import FastCache
 
 __all__ = ["HOST_MAX", "host_copies", "to_backend"]
 
@@ -33,6 +34,8 @@ __all__ = ["HOST_MAX", "host_copies", "to_backend"]
 # enough that compiling pays off within a few calls, and numpy's single-threaded kernels
 # would lose to the backend's.
 HOST_MAX = 1 << 12
+_VIEWS = FastCache("atoms.gaussian.host_views", 64)  # array type -> its backend's host_view
+_MISSING = object()
 
 
 def host_copies(*arrays) -> list | None:
@@ -44,7 +47,10 @@ def host_copies(*arrays) -> list | None:
         >>> host_copies(np.ones(3), np.ones(2)) is None
         True
     """
-    view = getattr(backend_of(arrays[0], None), "host_view", None)
+    first = arrays[0]
+    view = _VIEWS.data.get(type(first), _MISSING)
+    if view is _MISSING:  # a missing module attribute raises: microseconds per call, so cached
+        view = _VIEWS.put(type(first), getattr(backend_of(first, None), "host_view", None))
     if view is None:
         return None
     out, total = [], 0
