@@ -56,7 +56,10 @@ def small_constant(proto, shape: tuple, value):
     """
     if isinstance(proto, jax.core.Tracer) or math.prod(shape) > SMALL_CONSTANT:
         return None
-    return _constant(tuple(shape), proto.dtype, value, jax.config.jax_default_device)
+    key = (tuple(shape), proto.dtype, value, jax.config.jax_default_device)
+    out = _constant(*key)
+    # a shared buffer a user's jit donated is gone: a fresh one (still no compilation)
+    return jax.device_put(np.full(shape, value, proto.dtype), key[3]) if out.is_deleted() else out
 
 
 def on_host(data) -> bool:
