@@ -41,7 +41,10 @@ def from_host(data):
 
 @cached("backends.jax.constants", maxsize=256, fast=True)
 def _constant(shape, dtype, value, device):
-    return jax.device_put(np.full(shape, value, dtype=dtype), device)
+    # made concrete even when asked for inside a trace (a concrete prototype closed over by a
+    # jitted function): a cached tracer would leak out of its trace
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(np.full(shape, value, dtype=dtype), device)
 
 
 def small_constant(proto, shape: tuple, value):

@@ -34,8 +34,8 @@ from funsor_core.atoms.gaussian.atom import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.atoms.gaussian.host import host_copies, to_backend
-from funsor_core.atoms.tensor import Tensor, align_tensor, align_tensors
+from funsor_core.atoms.gaussian.host import host_add, host_copies, to_backend
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import broadcast_shape
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
@@ -69,26 +69,9 @@ def dense_sum(terms) -> Funsor | None:
         if result is None:
             result = t
         else:
-            added = _host_add(result, t)
+            added = host_add(result, t)
             result = result + t if added is None else added
     return result
-
-
-def _host_add(lhs, rhs) -> Tensor | None:
-    # Two real Tensors of one output whose small eager arrays a compiling backend would add
-    # with a kernel compiled for their shapes: aligned and added on the host
-    # (atoms.gaussian.host), the array the exact rule computes. Rules call this below any
-    # tape (their intermediate terms are not recorded), so no Binary term is missed.
-    if (type(lhs) is not Tensor or type(rhs) is not Tensor or lhs.output != rhs.output
-            or lhs.dtype != "real"):
-        return None
-    host = host_copies(lhs.data, rhs.data)
-    if host is None:
-        return None
-    inputs, (x, y) = align_tensors(*(Tensor.make(h, t.inputs, "real", t._ikey, t.output)
-                                     for h, t in zip(host, (lhs, rhs))))
-    data = to_backend(lhs.data, (ops.add(x, y),))[0]
-    return Tensor.make(data, inputs, "real", output=lhs.output)
 
 
 def is_gaussian_sum(term) -> bool:

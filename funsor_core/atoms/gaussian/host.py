@@ -25,10 +25,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor, align_tensors
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import FastCache
 
-__all__ = ["HOST_MAX", "host_copies", "to_backend"]
+__all__ = ["HOST_MAX", "host_add", "host_copies", "to_backend"]
 
 # Entries in all (a 100-step scalar chain's step arrays: ~600). Past this a program is big
 # enough that compiling pays off within a few calls, and numpy's single-threaded kernels
@@ -74,3 +75,28 @@ def to_backend(proto, arrays: Sequence) -> tuple:
     dtype = np.dtype(proto.dtype)
     return tuple(ops.new_array(proto, np.asarray(a, dtype) if np.asarray(a).dtype.kind == "f"
                                else np.asarray(a)) for a in arrays)
+
+
+def host_add(lhs, rhs) -> Tensor | None:
+    """``lhs + rhs`` for two real Tensors of one output whose small eager arrays a compiling
+    backend would add with a kernel compiled for their shapes: aligned and added on the host,
+    the array the exact rule computes; None for anything else (the caller adds them as terms).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> t = fc.Tensor(jnp.ones(2), {"i": fc.Bint[2]})
+        >>> host_add(t, t).data.tolist(), host_add(fc.Tensor(np.ones(2)), fc.Tensor(np.ones(2)))
+        ([2.0, 2.0], None)
+    """
+    # Rules call this below any tape (their intermediate terms are not recorded), so no
+    # Binary term is missed.
+    if (type(lhs) is not Tensor or type(rhs) is not Tensor or lhs.output != rhs.output
+            or lhs.dtype != "real"):
+        return None
+    host = host_copies(lhs.data, rhs.data)
+    if host is None:
+        return None
+    inputs, (x, y) = align_tensors(*(Tensor.make(h, t.inputs, "real", t._ikey, t.output)
+                                     for h, t in zip(host, (lhs, rhs))))
+    data = to_backend(lhs.data, (ops.add(x, y),))[0]
+    return Tensor.make(data, inputs, "real", output=lhs.output)
