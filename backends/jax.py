@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg
 import numpy as np
 
+from backends.jax_host import from_host, on_host, small_constant
 from funsor_core import ops
 from funsor_core.engine.backend import on_term_class
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
@@ -276,11 +277,13 @@ def _scatter_set(dest, index, values):
 
 
 def _new_zeros(proto, shape):
-    return jnp.zeros(shape, dtype=proto.dtype)
+    out = small_constant(proto, shape, 0)
+    return jnp.zeros(shape, dtype=proto.dtype) if out is None else out
 
 
 def _new_full(proto, shape, value):
-    return jnp.full(shape, value, dtype=proto.dtype)
+    out = small_constant(proto, shape, value) if isinstance(value, (int, float)) else None
+    return jnp.full(shape, value, dtype=proto.dtype) if out is None else out
 
 
 def _new_arange(proto, start, stop=None, step=1):
@@ -297,6 +300,12 @@ def _new_eye(proto, n):
 
 def _new_array(proto, data):
     # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
+    if on_host(data):  # cast on the host: device_put compiles nothing
+        host = np.asarray(data)
+        if (host.dtype.kind == "f" and np.dtype(proto.dtype).kind == "f"
+                and not isinstance(data, np.ndarray)):
+            host = host.astype(proto.dtype)
+        return from_host(host)
     result = jnp.asarray(data)
     if (jnp.issubdtype(result.dtype, jnp.floating) and jnp.issubdtype(proto.dtype, jnp.floating)
             and not isinstance(data, (jax.Array, np.ndarray))):
@@ -399,6 +408,14 @@ def asarray(data, dtype=None):
         >>> asarray([1, 2], "real").dtype == jnp.zeros(()).dtype
         True
     """
+    if on_host(data) and (dtype is not None or not isinstance(data, (int, float, bool))):
+        # numpy arrays and lists through device_put (no compilation); a bare Python number
+        # keeps jnp.asarray, whose weak type lets it take the dtype of what it meets
+        if dtype == "real":
+            return from_host(np.asarray(data, dtype=_float_dtype()))
+        if dtype == "int":
+            return from_host(np.asarray(data, dtype=_int_dtype()))
+        return from_host(data)
     if dtype == "real":
         return jnp.asarray(data, dtype=_float_dtype())
     if dtype == "int":

@@ -15,7 +15,8 @@ import numpy as np
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
-           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "host_view",
+           "is_raw_key",
            "seed_values",
            "tracks_gradients"]
 
@@ -68,6 +69,27 @@ def is_raw_key(values: np.ndarray) -> bool:
         (True, False)
     """
     return values.dtype == np.uint32 and values.shape == (2,)
+
+
+def host_view(x) -> np.ndarray | None:
+    """A numpy view of ``x`` when it is an untraced jax array on one CPU device (no copy),
+    else None: small eager work on it may run in numpy (``atoms.gaussian.host``) instead of
+    compiling a kernel per op.
+
+    Example:
+        >>> traced = jax.jit(lambda x: host_view(x) is None)(jnp.ones(2))
+        >>> host_view(jnp.ones(2)).tolist(), bool(traced)
+        ([1.0, 1.0], True)
+    """
+    if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+        return None
+    devices = x.devices()
+    if len(devices) != 1 or next(iter(devices)).platform != "cpu":
+        return None
+    try:
+        return np.asarray(x)
+    except TypeError:  # a typed key has no numpy form
+        return None
 
 
 def tracks_gradients(x) -> bool:

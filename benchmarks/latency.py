@@ -40,6 +40,13 @@ _FIRST = textwrap.dedent("""
     import numpy as np
     import jax
     jax.config.update("jax_enable_x64", True)
+    import logging
+    class _Count(logging.Handler):  # XLA compilations, from jax's own log (load-independent)
+        n = 0
+        def emit(self, record):
+            _Count.n += record.getMessage().startswith("Compiling ")
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)
     import funsor_core as fc
     from funsor_core import ops
     from funsor_core.distribution import Normal
@@ -75,12 +82,21 @@ _FIRST = textwrap.dedent("""
         t0 = time.perf_counter()
         np.asarray(prog())
         print(label, time.perf_counter() - t0)
+        if label == "first":
+            print("compiles", _Count.n)
 """)
 
 _PEER_FIRST = textwrap.dedent("""
     import time
     import jax
     jax.config.update("jax_enable_x64", True)
+    import logging
+    class _Count(logging.Handler):  # XLA compilations, from jax's own log (load-independent)
+        n = 0
+        def emit(self, record):
+            _Count.n += record.getMessage().startswith("Compiling ")
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)
     import funsor
     funsor.set_backend("jax")
     import funsor.ops as ops
@@ -90,6 +106,8 @@ _PEER_FIRST = textwrap.dedent("""
         x = funsor.Variable("x", funsor.Real)
         funsor.to_data(Normal(0.0, 1.0, x).reduce(ops.logaddexp, "x"))
         print(label, time.perf_counter() - t0)
+        if label == "first":
+            print("compiles", _Count.n)
 """)
 
 
@@ -101,25 +119,25 @@ def _fresh(python: str, code: str) -> dict | None:
         return None
     return {k: float(v) for k, v in (line.split() for line in out.strip().splitlines()
                                      if line.split()[0] in ("first", "second", "third",
-                                                            "normal"))}
+                                                            "normal", "compiles"))}
 
 
 def first_calls() -> None:
     print("\n## Eager first call in a fresh process (s), compilation included")
-    print("| program | backend | first call | second call | third call |")
-    print("|---|---|---:|---:|---:|")
+    print("| program | backend | first call | XLA compilations | second call | third call |")
+    print("|---|---|---:|---:|---:|---:|")
     rows = [("100-step Gaussian chain", "jax", "chain"), ("100-step Gaussian chain", "numpy",
                                                           "chain"),
             ("hand-written Kalman loop, eager jax", "jax", "hand"),
             ("1-d Normal integral", "jax", "normal"), ("1-d Normal integral", "numpy", "normal")]
     for name, backend, prog in rows:
         r = _fresh(sys.executable, _FIRST.format(root=ROOT, backend=backend, prog=prog))
-        print(f"| {name} | {backend} | {r['first']:.3g} | {r['second']:.3g} | "
-              f"{r['third']:.3g} |", flush=True)
+        print(f"| {name} | {backend} | {r['first']:.3g} | {r['compiles']:.0f} | "
+              f"{r['second']:.3g} | {r['third']:.3g} |", flush=True)
     r = _fresh(PEER, _PEER_FIRST) if os.path.exists(PEER) else None
     if r is not None:
         print(f"| 1-d Normal integral, funsor 0.4.8 | jax | {r['first']:.3g} | "
-              f"{r['second']:.3g} | {r['third']:.3g} |")
+              f"{r['compiles']:.0f} | {r['second']:.3g} | {r['third']:.3g} |")
 
 
 # -- Normal with affine arguments against the same Gaussian ---------------------------------------

@@ -31,6 +31,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
+from funsor_core.atoms.gaussian.host import host_copies, to_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
@@ -90,6 +91,12 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
         if direct is not None:
             return direct
         loc, scale, value = with_arrays((loc, scale, value))
+    elif not scale.inputs and not scale.data.shape and host_copies(scale.data) is not None:
+        # a number scale made a 0-d array beside an array argument, on a backend that would
+        # compile each array call: as a number (host constants, atoms.gaussian.host)
+        direct = _constant_scale_gaussian(loc, float(scale.data), value)
+        if direct is not None:
+            return direct
     s, sizes = _batch(scale, shape)
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
@@ -227,9 +234,14 @@ def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | 
         batch = const._ikey
         full = tuple(d.size for _, d in batch)
         data = const.data  # batch + shape, as the white vector's batch + (n,)
+        host = host_copies(data)
+        if host is not None:
+            data = host[0]
         if tuple(data.shape) != full + (n,):
             data = ops.reshape(data, full + (n,))
         white_vec = ops.mul(data, factor)
+        if host is not None:
+            white_vec = to_backend(proto, (white_vec,))[0]
         prec_sqrt = ops.new_array(proto, np.ascontiguousarray(  # a writable copy, for torch
             np.broadcast_to(prec_sqrt, full + prec_sqrt.shape)))
         log_norm = ops.new_array(proto, log_norm)

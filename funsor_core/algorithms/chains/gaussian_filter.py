@@ -46,7 +46,10 @@ from funsor_core.algorithms.chains.gaussian_scan import (
     gaussian_result,
 )
 from funsor_core.atoms.gaussian import sqrt_info as gm
+from funsor_core.atoms.gaussian.algebra import dense_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.host import host_copies
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
 
@@ -351,6 +354,20 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
     else:
         reals.update((free[n], chain.reals[n]) for n in prevs)
         reals.update((n, chain.reals[n]) for n in glob)
-    value = gaussian_result(w, s, k, chain.batch, reals)
+    value, rest = _fold_constants(gaussian_result(w, s, k, chain.batch, reals), rest)
     summed = (fp if use_left else set()) | (fc if use_right else set())
     return value, rest, reduced_vars - summed
+
+
+def _fold_constants(value, rest: list) -> tuple:
+    # The contraction that follows adds the chain's value and the terms beside it before
+    # reducing anything, so adding the real Tensors among them to a Tensor value here is
+    # exact; done only where the arrays are small and eager on a compiling backend (they add
+    # on the host, atoms.gaussian.host, instead of compiling a generic add per shape).
+    if type(value) is not Tensor or host_copies(value.data) is None:
+        return value, rest
+    same = [type(t) is Tensor and t.output == value.output for t in rest]
+    if not any(same):
+        return value, rest
+    value = dense_sum([value] + [t for t, s in zip(rest, same) if s])
+    return value, [t for t, s in zip(rest, same) if not s]

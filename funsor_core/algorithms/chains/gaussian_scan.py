@@ -36,6 +36,7 @@ from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
+from funsor_core.atoms.gaussian.host import host_copies, to_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
@@ -99,8 +100,18 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
     head = {tname: time.output} if has_time else {}
     layout = {**head, **bints}
     layout.update((n, reals_of[n]) for n in prevs + glob + currs)
+    tensors = [t for t in dense if isinstance(t, Tensor)]
+    host = host_copies(*(a for g in gaussians for a in (g.white_vec, g.prec_sqrt)),
+                       *(t.data for t in tensors))  # small eager arrays: atoms.gaussian.host
+    pairs = ([(g.white_vec, g.prec_sqrt) for g in gaussians] if host is None
+             else list(zip(host[:2 * len(gaussians):2], host[1:2 * len(gaussians):2])))
+    if host is not None:
+        dense = [Tensor.make(h, t.inputs, t.dtype, t._ikey, t.output)
+                 for t, h in zip(tensors, host[2 * len(gaussians):])] + [
+            t for t in dense if not isinstance(t, Tensor)]
     # A sum of Gaussians is the concatenation of their square roots (rows stacked).
-    aligned = [align_gaussian(layout, g, expand=True) for g in gaussians]
+    aligned = [align_gaussian(layout, g, expand=True, arrays=pair)
+               for g, pair in zip(gaussians, pairs)]
     w = aligned[0][0] if len(aligned) == 1 else ops.cat([a[0] for a in aligned], -1)
     s = aligned[0][1] if len(aligned) == 1 else ops.cat([a[1] for a in aligned], -1)
     if not has_time:
@@ -116,6 +127,8 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
     dg = sum(reals_of[n].num_elements for n in glob)
     # Rank between dp (a filter step always has enough rows) and the dim (compressed).
     w, s, k = canonical_rank(w, s, k, dp, 2 * dp + dg)
+    if host is not None:
+        w, s, k = to_backend(gaussians[0].white_vec, (w, s, k))
     power = None if has_time or duration == 1 else duration
     reals = {n: reals_of[n] for n in prevs + glob + currs}
     return GaussianChain(w, s, k, dp, dg, power, bints, reals, duration)
@@ -378,7 +391,11 @@ def gaussian_result(w, s, k, batch: dict, reals: dict):
         ('Contraction', {'x': Real})
     """
     if not reals:
-        return Tensor(ops.add(k, ops.mul(-0.5, ops.sum(w * w, -1))), dict(batch))
+        proto, host = k, host_copies(w, k)  # small eager arrays: atoms.gaussian.host
+        if host is not None:
+            w, k = host
+        value = ops.add(k, ops.mul(-0.5, ops.sum(w * w, -1)))
+        return Tensor(value if host is None else to_backend(proto, (value,))[0], dict(batch))
     inputs = dict(batch)
     inputs.update(reals)
     return Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs) + Tensor(k, dict(batch))

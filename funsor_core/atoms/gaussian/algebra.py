@@ -34,6 +34,7 @@ from funsor_core.atoms.gaussian.atom import (
     merge_gaussian_inputs,
     real_offsets,
 )
+from funsor_core.atoms.gaussian.host import host_add, host_copies, to_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import broadcast_shape
 from funsor_core.engine.interpreter import reflect
@@ -65,7 +66,11 @@ def dense_sum(terms) -> Funsor | None:
     """
     result = None
     for t in terms:
-        result = t if result is None else result + t
+        if result is None:
+            result = t
+        else:
+            added = host_add(result, t)
+            result = result + t if added is None else added
     return result
 
 
@@ -139,17 +144,24 @@ def add_gaussians(gaussians) -> Funsor:
     first = gaussians[0]
     if len(gaussians) == 1:
         return first
+    host = host_copies(*(a for g in gaussians for a in (g.white_vec, g.prec_sqrt)))
+    pairs = ([(g.white_vec, g.prec_sqrt) for g in gaussians] if host is None
+             else list(zip(host[::2], host[1::2])))  # small eager arrays: atoms.gaussian.host
     if all(g._ikey == first._ikey for g in gaussians):
         # Same inputs in the same order, hence the same (expanded) batch shape: no alignment.
-        white_vec = ops.cat([g.white_vec for g in gaussians], -1)
-        prec_sqrt = ops.cat([g.prec_sqrt for g in gaussians], -1)
-        return _result(white_vec, prec_sqrt, first._ikey)
-    inputs = merge_gaussian_inputs(*gaussians)
-    white_vec, prec_sqrt = align_gaussian(inputs, first)
-    for g in gaussians[1:]:
-        w, s = align_gaussian(inputs, g)
-        white_vec, prec_sqrt = gm.concat(white_vec, prec_sqrt, w, s)
-    return _result(white_vec, prec_sqrt, tuple(inputs.items()))
+        white_vec = ops.cat([w for w, _ in pairs], -1)
+        prec_sqrt = ops.cat([s for _, s in pairs], -1)
+        ikey = first._ikey
+    else:
+        inputs = merge_gaussian_inputs(*gaussians)
+        white_vec, prec_sqrt = align_gaussian(inputs, first, arrays=pairs[0])
+        for g, pair in zip(gaussians[1:], pairs[1:]):
+            w, s = align_gaussian(inputs, g, arrays=pair)
+            white_vec, prec_sqrt = gm.concat(white_vec, prec_sqrt, w, s)
+        ikey = tuple(inputs.items())
+    if host is not None:
+        white_vec, prec_sqrt = to_backend(first.white_vec, (white_vec, prec_sqrt))
+    return _result(white_vec, prec_sqrt, ikey)
 
 
 def gaussian_sum(*parts) -> Funsor | None:

@@ -334,8 +334,9 @@ def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:
 
 # ---------------------------------------------------------------------------------------------
 # Alignment by name: pure functions of arrays and input mappings.
-def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False):
-    """``(white_vec, prec_sqrt)`` of ``g`` in the layout of ``new_inputs``.
+def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False, arrays=None):
+    """``(white_vec, prec_sqrt)`` of ``g`` in the layout of ``new_inputs``; ``arrays`` stand
+    in for ``g``'s own (host copies of them, ``atoms.gaussian.host``).
 
     Batch dims follow the Bint inputs of ``new_inputs`` (size 1 where ``g`` lacks one, or
     expanded with ``expand``); coordinates follow its real inputs, with zero rows (no
@@ -350,7 +351,7 @@ def align_gaussian(new_inputs: dict, g: Gaussian, expand: bool = False):
     """
     old_batch = g.batch_inputs
     new_batch = gaussian_batch_inputs(new_inputs)
-    white_vec, prec_sqrt = g.white_vec, g.prec_sqrt
+    white_vec, prec_sqrt = (g.white_vec, g.prec_sqrt) if arrays is None else arrays
     if list(old_batch) != list(new_batch) or expand:
         white_vec = align_tensor(new_batch, Tensor.make(white_vec, old_batch), expand=expand)
         prec_sqrt = align_tensor(new_batch, Tensor.make(prec_sqrt, old_batch), expand=expand)

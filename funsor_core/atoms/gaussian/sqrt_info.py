@@ -33,6 +33,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
+from funsor_core.atoms.gaussian.host import host_copies, to_backend
 from funsor_core.atoms.gaussian.linalg import rows  # noqa: F401 (public here too)
 from funsor_core.atoms.gaussian.rank import (  # noqa: F401 (NOT_FULL_RANK: public here too)
     NOT_FULL_RANK,
@@ -343,6 +344,10 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
         >>> float(marginalize(np.ones(1), s, [0, 1])[2])
         inf
     """
+    host = host_copies(white_vec, prec_sqrt)
+    if host is not None:  # small eager arrays of a compiling backend: see atoms.gaussian.host
+        return to_backend(white_vec, marginalize(*host, b_index, check=check, names=names,
+                                                 optimistic=optimistic, triangular=triangular))
     dim, rank = prec_sqrt.shape[-2:]
     b, a = _split_index(dim, b_index)
     d_b, d_a = len(b), len(a)

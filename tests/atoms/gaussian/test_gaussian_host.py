@@ -1,0 +1,120 @@
+"""Small eager Gaussian work of jax runs on host copies (``atoms/gaussian/host.py``): the
+route (concrete CPU arrays only, never traced ones), the values against closed forms and a
+hand-written Kalman filter, and that an eager first call compiles nothing."""
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.atoms.gaussian.host import HOST_MAX, host_copies
+from funsor_core.distribution import Normal
+from funsor_core.sum_product import MarkovProduct
+from interpretations import lazy
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+@pytest.fixture
+def jax_backend():
+    fc.set_backend("jax")
+    yield
+    fc.set_backend("numpy")
+
+
+class _Compiles(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def emit(self, record):
+        if record.getMessage().startswith("Compiling "):
+            self.names.append(record.getMessage().split(" with")[0])
+
+
+@pytest.fixture
+def compiles():
+    handler, logger = _Compiles(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    with jax.log_compiles(True):
+        yield handler.names
+    logger.removeHandler(handler)
+
+
+def test_host_copies_route():
+    assert host_copies(np.zeros(2)) is None  # numpy needs no copy
+    views = host_copies(jnp.zeros(2), jnp.ones((2, 2)))
+    assert [type(v) for v in views] == [np.ndarray, np.ndarray]
+    assert host_copies(jnp.zeros(HOST_MAX + 1)) is None  # big enough to compile
+
+
+def _log_normal(y, loc, var):
+    return -0.5 * (math.log(2 * math.pi * var) + (y - loc) ** 2 / var)
+
+
+def test_eager_normal_integral_compiles_nothing(jax_backend, compiles):
+    # A shape no other test uses, so any kernel this program needed would compile here.
+    loc_np, y_np = np.linspace(-1.0, 1.0, 13), np.linspace(0.5, 2.0, 13)
+    x = fc.Variable("x", fc.Real)
+    loc = fc.Tensor(fc.numeric_array(loc_np), {"i": fc.Bint[13]})
+    y = fc.Tensor(fc.numeric_array(y_np), {"i": fc.Bint[13]})
+    joint = Normal(loc, 0.7, x) + Normal(x, 1.3, y)
+    result = joint.reduce(ops.logaddexp, "x")
+    # only the scale's positivity check (distribution/base.py, a generic op on a 0-d array,
+    # compiled once per process) may compile; the Gaussian work runs on the host
+    assert [c for c in compiles if c != "Compiling jit(greater)"] == []
+    assert isinstance(result.data, jax.Array)
+    expected = _log_normal(y_np, loc_np, 0.7 ** 2 + 1.3 ** 2)  # y ~ N(loc, 0.7^2 + 1.3^2)
+    np.testing.assert_allclose(np.asarray(result.data), expected, rtol=1e-12)
+
+
+def test_normal_integral_under_jit_equals_eager(jax_backend):
+    seen = []
+
+    def integral(loc):
+        seen.append(host_copies(loc))
+        x = fc.Variable("x", fc.Real)
+        t = fc.Tensor(loc, {"i": fc.Bint[3]})
+        return (Normal(t, 0.5, x) + Normal(x, 2.0, 1.0)).reduce(ops.logaddexp, "x").data
+
+    loc = jnp.asarray(np.array([0.0, 1.0, -2.0]))
+    eager, traced = integral(loc), jax.jit(integral)(loc)
+    assert seen[0] is not None and seen[1] is None  # traced values take the backend's ops
+    expected = _log_normal(1.0, np.asarray(loc), 0.25 + 4.0)
+    np.testing.assert_allclose(np.asarray(eager), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(traced), expected, rtol=1e-12)
+
+
+def _kalman_log_likelihood(y, q, r):
+    # x_0 ~ N(0, 1), x_t = x_{t-1} + N(0, q^2), y_t ~ N(x_t, r^2): the filter by hand
+    m, p, ll = 0.0, 1.0, 0.0
+    for obs in y:
+        p = p + q * q
+        s = p + r * r
+        ll += _log_normal(obs, m, s)
+        m, p = m + p / s * (obs - m), p - p * p / s
+    return ll
+
+
+@pytest.mark.parametrize("backend", ["jax", "numpy"])
+def test_eager_gaussian_chain(backend, compiles):
+    fc.set_backend(backend)
+    try:
+        y_np = np.random.RandomState(0).randn(17).cumsum()
+        x_prev, x_curr = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+        y = fc.Tensor(fc.numeric_array(y_np), {"t": fc.Bint[17]})
+        walk = Normal(x_prev, 0.8, x_curr) + Normal(x_curr, 0.5, y)
+        with lazy:
+            chain = MarkovProduct(ops.logaddexp, ops.add, walk, "t", {"x_prev": "x_curr"})
+        total = (Normal(0.0, 1.0, x_prev) + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
+        # only the Normal's scale check may compile (see above); every Gaussian step, the
+        # chain, and the sum of its constant and the prior's run on the host
+        assert [c for c in compiles if c != "Compiling jit(greater)"] == []
+        np.testing.assert_allclose(float(total.data), _kalman_log_likelihood(y_np, 0.8, 0.5),
+                                   rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
