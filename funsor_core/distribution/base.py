@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.host import host_copies
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.distribution.array_math import (
     aligned,
@@ -499,10 +500,8 @@ def _validate(cls, params: tuple) -> None:
         if isinstance(p, Tensor):
             arrays[name] = p
             if not param.constraint.trivial and concrete(p.data):
-                ok = param.constraint.check(ops.detach(p.data))
-                if not ops.is_concrete(ok):
-                    ok = param.constraint.check(ops.to_numpy(p.data))
-                _raise_if_bad(cls, name, param.constraint.describe, p, ok)
+                _raise_if_bad(cls, name, param.constraint.describe, p,
+                              _check_concrete(param.constraint, p.data))
     for name, describe, fn in cls.relations:
         if len(arrays) == len(cls.params) and concrete(*(t.data for t in arrays.values())):
             if numbers_in:  # beside a Number's numpy copy, every array on numpy too
@@ -511,6 +510,19 @@ def _validate(cls, params: tuple) -> None:
             if not concrete(ok):
                 ok, inputs = _relation_ok(cls, fn, _on_host(arrays))
             _raise_if_bad(cls, name, describe, None, ok, inputs)
+
+
+def _check_concrete(constraint: Constraint, x):
+    # A small concrete array of a compiling backend (jax on the CPU) is checked on a numpy
+    # view: compiling ``x > 0`` for it costs more than a whole small eager program. Tracers,
+    # numpy and torch arrays have no host view and take the backend's own check.
+    host = host_copies(x)
+    if host is not None:
+        return constraint.check(host[0])
+    ok = constraint.check(ops.detach(x))
+    if not ops.is_concrete(ok):
+        ok = constraint.check(ops.to_numpy(x))
+    return ok
 
 
 @cached("distribution.number_ok", maxsize=1024, fast=True)

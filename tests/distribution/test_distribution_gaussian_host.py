@@ -57,3 +57,36 @@ def test_normal_of_a_number_scale_rounds_as_the_array_path(dtype):
     finally:
         torch.set_default_dtype(saved)
         fc.set_backend("numpy")
+
+
+def test_concrete_jax_scale_is_checked_on_the_host_without_compiling():
+    # A concrete jax scale's positivity is checked on a numpy view: the first bad entry is
+    # numpy's (the oracle: np.argwhere(~(scale > 0))[0]), and no XLA kernel is compiled for
+    # the check (shapes no other test uses, so a compiled `greater` would show in jax's log).
+    import logging
+
+    jax = pytest.importorskip("jax")
+    compiled = []
+
+    class _Log(logging.Handler):
+        def emit(self, record):
+            compiled.append(record.getMessage().startswith("Compiling "))
+
+    scale = np.abs(np.random.default_rng(2).normal(size=(5, 3))).astype(np.float32) + 0.1
+    scale[3, 1], scale[4, 0] = -0.2, 0.0
+    bad = tuple(np.argwhere(~(scale > 0))[0])
+    inputs = {"i": fc.Bint[5], "j": fc.Bint[3]}
+    handler, saved = _Log(), jax.config.jax_log_compiles
+    logging.getLogger("jax").addHandler(handler)
+    jax.config.update("jax_log_compiles", True)
+    fc.set_backend("jax")
+    try:
+        x = fc.Variable("x", fc.Real)
+        with pytest.raises(ValueError, match=f"'scale' must be positive, but it is "
+                                             f"{scale[bad]:.4g} at i={bad[0]}, j={bad[1]}"):
+            Normal(x, fc.Tensor(jax.device_put(scale), inputs), 0.5)
+    finally:
+        jax.config.update("jax_log_compiles", saved)
+        logging.getLogger("jax").removeHandler(handler)
+        fc.set_backend("numpy")
+    assert not any(compiled)
