@@ -1,0 +1,49 @@
+"""jax's logsumexp kernel gives the reduced shape directly (no kept axis squeezed after):
+values against scipy in float32 under jax.jit, -inf slices included, and its derivative
+(softmax, 0 on all -inf slices) against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.special
+
+from funsor_core import ops
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+def _inputs(dtype):
+    x = np.random.default_rng(3).normal(size=(3, 4, 2)).astype(dtype)
+    x[0, 1] = -np.inf  # one -inf row inside a slice that has finite entries
+    x[:, 2] = -np.inf  # a slice of all -inf: log 0 = -inf, derivative 0
+    return x
+
+
+def _softmax(x, axis):  # numpy oracle of d logsumexp: exp(x - lse), 0 on all -inf slices
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.exp(x - scipy.special.logsumexp(x, axis=axis, keepdims=True))
+    return np.nan_to_num(w, nan=0.0)
+
+
+def test_jax_logsumexp_reduced_shape_values_and_derivative_under_jit():
+    # float32 under one jax.jit (float64 eager: test_backends.py's test_logsumexp_oracle).
+    x = _inputs("float32")
+    cases = [((0, 2), False), ((0, -1), True), (None, False)]
+
+    @jax.jit
+    def run(v):
+        outs = [ops.logsumexp(v, axis=a, keepdims=k) for a, k in cases]
+        return outs, jax.grad(lambda v: ops.logsumexp(v, axis=(0, 2)).clip(-1e30).sum())(v)
+
+    outs, grad = run(jnp.asarray(x))
+    for out, (axis, keepdims) in zip(outs, cases):
+        with np.errstate(divide="ignore"):
+            oracle = scipy.special.logsumexp(x.astype(np.float64), axis=axis,
+                                             keepdims=keepdims)
+        assert out.shape == oracle.shape and out.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(out), oracle, rtol=1e-6)
+    assert np.isfinite(np.asarray(grad)).all()
+    np.testing.assert_allclose(np.asarray(grad), _softmax(x.astype(np.float64), (0, 2)),
+                               rtol=1e-6, atol=1e-7)
