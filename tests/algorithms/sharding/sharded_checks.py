@@ -376,11 +376,11 @@ def _gaussian_max_chain(args, host):
 
 
 def _mcmc_chains():
-    """``sharded_chains``: 12 Gibbs chains on a 4-cycle of binary variables, 6 rounds, split
-    over 8 devices (uneven: 2 per device, the last padded), against the loopy sampler's own
-    ``run_chains`` on one device, chain by chain with the chain's key (the sampler's key
-    folded with its index), in ONE compiled program (a compile costs ~1 s: its threefry
-    draws); and the program's collectives."""
+    """``sharded_chains``: 12 Gibbs chains and 12 MH chains on a 4-cycle of binary
+    variables, 6 rounds, split over 8 devices (uneven: 2 per device, the last padded),
+    against the loopy sampler's own ``run_chains`` on one device with the same kernel, chain
+    by chain with the chain's key (the sampler's key folded with its index), in ONE compiled
+    program (a compile costs ~1 s: its threefry draws); and the program's collectives."""
     import jax
     import numpy as np
 
@@ -400,24 +400,32 @@ def _mcmc_chains():
 
     def program(*arrays):
         fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
-        s = sharded_chains(fs, S, _mesh(8), num_chains=C, rng_key=key, init=init)
         base = KeyStream(key).next(fs[0])
-
-        def one_device(c, x0, *arrays):  # chain c alone, with its key (all args batched:
-            # run_chains takes an init of the tables' array type)
-            plan = SamplerPlan(FactorGraph.build([fc.Tensor(a, d)
-                                                  for a, d in zip(arrays, domains)]))
-            return run_chains(plan, x0[None], S, rng_key=jax.random.fold_in(base, c))[:, 0]
-
         copies = [jax.numpy.broadcast_to(a, (C,) + a.shape) for a in arrays]
-        return (jax.numpy.stack([s[f"v{i}"].data for i in range(V)], -1),  # (S, C, V)
-                jax.vmap(one_device, out_axes=1)(jax.numpy.arange(C), jax.numpy.asarray(init),
-                                                 *copies))
+        out = []
+        for kernel in ("gibbs", "mh"):
+            s = sharded_chains(fs, S, _mesh(8), kernel=kernel, num_chains=C, rng_key=key,
+                               init=init)
+
+            def one_device(c, x0, *arrays, kernel=kernel):  # chain c alone, with its key
+                # (all args batched: run_chains takes an init of the tables' array type)
+                plan = SamplerPlan(FactorGraph.build([fc.Tensor(a, d)
+                                                      for a, d in zip(arrays, domains)]))
+                return run_chains(plan, x0[None], S, kernel,
+                                  rng_key=jax.random.fold_in(base, c))[:, 0]
+
+            out.append((jax.numpy.stack([s[f"v{i}"].data for i in range(V)], -1),  # (S, C, V)
+                        jax.vmap(one_device, out_axes=1)(jax.numpy.arange(C),
+                                                         jax.numpy.asarray(init), *copies)))
+        return out
 
     compiled = jax.jit(program).lower(*tables).compile()
-    eight, ref = (np.asarray(x) for x in compiled(*tables))
-    return {"same": bool(np.array_equal(eight, ref)),
-            "chains_differ": float((ref[-1] != ref[-1, :1]).any(-1).mean()),
+    runs = {k: [np.asarray(x) for x in pair]
+            for k, pair in zip(("gibbs", "mh"), compiled(*tables))}
+    return {"same": {k: bool(np.array_equal(*pair)) for k, pair in runs.items()},
+            "chains_differ": {k: float((ref[-1] != ref[-1, :1]).any(-1).mean())
+                              for k, (_, ref) in runs.items()},
+            "mh_differs_from_gibbs": bool((runs["mh"][1] != runs["gibbs"][1]).any()),
             "collectives": hlo_collectives(compiled.as_text())}
 
 
