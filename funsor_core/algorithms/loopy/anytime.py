@@ -42,7 +42,8 @@ from funsor_core.algorithms.loopy.messages import (
     variable_sums,
 )
 
-__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "domain_mask"]
+__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "domain_mask",
+           "message_work"]
 
 PRIORITIES = ("fixed", "dynamic")
 
@@ -55,8 +56,9 @@ _UNKNOWN = ("domains: '{name}' is not a variable of the model (variables: {names
 @dataclass
 class AnytimeStep:
     """One converged step of anytime BP: the sparse ``domains`` (name -> sorted states),
-    the BP ``result`` on them, and the message entries sent so far (each message counts
-    the states of its variable's sparse domain)."""
+    the BP ``result`` on them, and the message entries computed so far: a message
+    ``f -> i`` counts the product of the sparse domain sizes of ``f``'s variables (the
+    table entries a sparse implementation reads), see ``message_work``."""
 
     domains: dict
     result: BPResult
@@ -85,6 +87,22 @@ def domain_mask(graph: FactorGraph, domains: dict) -> np.ndarray:
         mask[i] = False
         mask[i, vals] = True
     return mask
+
+
+def message_work(graph: FactorGraph, mask: np.ndarray) -> int:
+    """Entries of one BP iteration on the sparse domains ``mask`` (``(V, D)``): each edge
+    ``f -> i`` sends once, reading ``prod_{j in f} |S_j|`` entries of ``f``'s table.
+
+    Example:
+        >>> g = FactorGraph.build([fc.Tensor(np.zeros((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> message_work(g, domain_mask(g, {"b": [0, 2]}))  # two edges, 2 * 2 entries each
+        8
+    """
+    active = mask.sum(1)
+    total = 0
+    for g in graph.groups:
+        total += g.arity * int(np.prod(active[g.var_index], axis=1).sum())
+    return total
 
 
 def _masked(graph: FactorGraph, mask: np.ndarray) -> FactorGraph:
@@ -182,8 +200,8 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     f2v, entries = None, 0
     while True:
         result = run_bp(_masked(graph, mask), sum_op, init=f2v, **options)
-        entries += int(result.num_messages) // max(graph.num_edges, 1) * int(
-            mask.sum(1)[graph.edge_var].sum())
+        entries += int(result.num_messages) // max(graph.num_edges, 1) * message_work(graph,
+                                                                                     mask)
         domains = {k: tuple(np.flatnonzero(mask[i]).tolist()) for i, k in enumerate(graph.names)}
         yield AnytimeStep(domains, result, entries)
         left = valid & ~mask
