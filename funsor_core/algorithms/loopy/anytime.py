@@ -169,7 +169,7 @@ def dynamic_priorities(graph: FactorGraph, semiring: Semiring, f2v, mask) -> np.
 
 def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow: int = 1,
                schedule: str = "residual", damping: float = 0.0, tol: float = 1e-10,
-               max_iters: int = 1000, temperature: float = 1.0):
+               max_iters: int = 1000, temperature: float = 1.0, step_iters: int | None = None):
     """Anytime BP (see the module docstring): yields an ``AnytimeStep`` after the first
     convergence and after each growth of ``grow`` values, the last on full domains.
 
@@ -178,6 +178,9 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         priority: ``"fixed"`` (eq. 7.5) or ``"dynamic"`` (eqs. 7.3-7.4).
         sum_op, schedule, damping, tol, max_iters, temperature: as ``loopy_bp``'s (the
             thesis converges each step by residual BP).
+        step_iters: at most this many iterations before each growth (the thesis's
+            interleaving of growth and message passing); ``None`` converges every step (then
+            each step is BP on its truncated model). The full-domain step always converges.
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -188,6 +191,8 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"unknown priority {priority!r}; choose one of {PRIORITIES}")
     if grow < 1:
         raise ValueError(f"grow must be at least 1, got {grow}")
+    if step_iters is not None and step_iters < 1:
+        raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
     factors = list(factors)
     graph = FactorGraph.build(factors)
     semiring = Semiring(sum_op, temperature)
@@ -195,11 +200,12 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
-    options = dict(schedule=schedule, damping=damping, tol=tol, max_iters=max_iters,
-                   temperature=temperature)
+    options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
     f2v, entries = None, 0
     while True:
-        result = run_bp(_masked(graph, mask), sum_op, init=f2v, **options)
+        full = not (valid & ~mask).any()
+        iters = max_iters if full or step_iters is None else min(step_iters, max_iters)
+        result = run_bp(_masked(graph, mask), sum_op, init=f2v, max_iters=iters, **options)
         entries += int(result.num_messages) // max(graph.num_edges, 1) * message_work(graph,
                                                                                      mask)
         domains = {k: tuple(np.flatnonzero(mask[i]).tolist()) for i, k in enumerate(graph.names)}

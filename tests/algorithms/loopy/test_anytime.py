@@ -94,3 +94,13 @@ def test_message_entries_count_the_sparse_domain_sizes_each_message_touches():
         assert step.num_message_entries == total
     full = sum(len(scope) * int(np.prod([sizes[v] for v in scope])) for scope, _ in tables)
     assert per_iter == full
+
+
+def test_step_iters_interleaves_growth_and_still_ends_at_loopy_bp():
+    factors, tables, sizes = grid_model(np.random.default_rng(4), n=2, domain=3)
+    steps = list(anytime_bp(factors, "dynamic", grow=2, tol=1e-13, step_iters=1))
+    assert all(int(s.result.num_iters) == 1 for s in steps[:-1])
+    full = loopy_bp(factors, tol=1e-13)
+    for v in sizes:
+        np.testing.assert_allclose(np.exp(steps[-1].result.beliefs[v].data),
+                                   np.exp(full.beliefs[v].data), atol=1e-8)
