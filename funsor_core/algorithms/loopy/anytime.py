@@ -42,7 +42,8 @@ from funsor_core.algorithms.loopy.messages import (
     variable_sums,
 )
 
-__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "domain_mask"]
+__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "domain_mask",
+           "message_work"]
 
 PRIORITIES = ("fixed", "dynamic")
 
@@ -55,8 +56,9 @@ _UNKNOWN = ("domains: '{name}' is not a variable of the model (variables: {names
 @dataclass
 class AnytimeStep:
     """One converged step of anytime BP: the sparse ``domains`` (name -> sorted states),
-    the BP ``result`` on them, and the message entries sent so far (each message counts
-    the states of its variable's sparse domain)."""
+    the BP ``result`` on them, and the message entries computed so far: a message
+    ``f -> i`` counts the product of the sparse domain sizes of ``f``'s variables (the
+    table entries a sparse implementation reads), see ``message_work``."""
 
     domains: dict
     result: BPResult
@@ -85,6 +87,22 @@ def domain_mask(graph: FactorGraph, domains: dict) -> np.ndarray:
         mask[i] = False
         mask[i, vals] = True
     return mask
+
+
+def message_work(graph: FactorGraph, mask: np.ndarray) -> int:
+    """Entries of one BP iteration on the sparse domains ``mask`` (``(V, D)``): each edge
+    ``f -> i`` sends once, reading ``prod_{j in f} |S_j|`` entries of ``f``'s table.
+
+    Example:
+        >>> g = FactorGraph.build([fc.Tensor(np.zeros((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> message_work(g, domain_mask(g, {"b": [0, 2]}))  # two edges, 2 * 2 entries each
+        8
+    """
+    active = mask.sum(1)
+    total = 0
+    for g in graph.groups:
+        total += g.arity * int(np.prod(active[g.var_index], axis=1).sum())
+    return total
 
 
 def _masked(graph: FactorGraph, mask: np.ndarray) -> FactorGraph:
@@ -151,7 +169,7 @@ def dynamic_priorities(graph: FactorGraph, semiring: Semiring, f2v, mask) -> np.
 
 def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow: int = 1,
                schedule: str = "residual", damping: float = 0.0, tol: float = 1e-10,
-               max_iters: int = 1000, temperature: float = 1.0):
+               max_iters: int = 1000, temperature: float = 1.0, step_iters: int | None = None):
     """Anytime BP (see the module docstring): yields an ``AnytimeStep`` after the first
     convergence and after each growth of ``grow`` values, the last on full domains.
 
@@ -160,6 +178,9 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         priority: ``"fixed"`` (eq. 7.5) or ``"dynamic"`` (eqs. 7.3-7.4).
         sum_op, schedule, damping, tol, max_iters, temperature: as ``loopy_bp``'s (the
             thesis converges each step by residual BP).
+        step_iters: at most this many iterations before each growth (the thesis's
+            interleaving of growth and message passing); ``None`` converges every step (then
+            each step is BP on its truncated model). The full-domain step always converges.
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -170,6 +191,8 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"unknown priority {priority!r}; choose one of {PRIORITIES}")
     if grow < 1:
         raise ValueError(f"grow must be at least 1, got {grow}")
+    if step_iters is not None and step_iters < 1:
+        raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
     factors = list(factors)
     graph = FactorGraph.build(factors)
     semiring = Semiring(sum_op, temperature)
@@ -177,13 +200,14 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
-    options = dict(schedule=schedule, damping=damping, tol=tol, max_iters=max_iters,
-                   temperature=temperature)
+    options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
     f2v, entries = None, 0
     while True:
-        result = run_bp(_masked(graph, mask), sum_op, init=f2v, **options)
-        entries += int(result.num_messages) // max(graph.num_edges, 1) * int(
-            mask.sum(1)[graph.edge_var].sum())
+        full = not (valid & ~mask).any()
+        iters = max_iters if full or step_iters is None else min(step_iters, max_iters)
+        result = run_bp(_masked(graph, mask), sum_op, init=f2v, max_iters=iters, **options)
+        entries += int(result.num_messages) // max(graph.num_edges, 1) * message_work(graph,
+                                                                                     mask)
         domains = {k: tuple(np.flatnonzero(mask[i]).tolist()) for i, k in enumerate(graph.names)}
         yield AnytimeStep(domains, result, entries)
         left = valid & ~mask
