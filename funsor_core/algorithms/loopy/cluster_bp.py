@@ -171,8 +171,9 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
             ``(name, k)`` pair (``("kbest", 8)``; ``k`` is required by kbest, samples and
             merged, optional for frak: the new configurations a call may add), or a
             callable with ``project_full``'s signature (or a ``(callable, k)`` pair); it
-            gets ``k``, an int ``rng_key`` (one per call: ``rng_key`` plus the number of
-            earlier calls) and its previous ``state`` for the same message.
+            gets ``k``, an int ``rng_key`` (fixed per message, derived from ``rng_key`` and
+            the message's edge: common random numbers, so sampled messages are a function of
+            their table and a run can converge) and its previous ``state`` for the message.
         sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product; ``factorized``
             then keeps the max-marginals).
         schedule: ``"flooding"`` (``"parallel"``) or ``"sequential"`` (cluster factors in

@@ -62,7 +62,12 @@ class Run:
     rng_key: int
     counts: MessageCounts = field(default_factory=MessageCounts)
     states: dict = field(default_factory=dict)
-    calls: int = 0
+    _edges: dict = field(default_factory=dict)
+
+    def edge_index(self, j: int, c: int) -> int:
+        if not self._edges:
+            self._edges.update((e, i) for i, e in enumerate(self.graph.edge_vars))
+        return self._edges[j, c]
 
     @property
     def sum_op(self):
@@ -79,6 +84,9 @@ class Run:
         return Tensor(data, {v: self.graph.domains[v] for v in names})
 
 
+_EDGE_KEYS = 1_000_003  # a seed's keys: seed * _EDGE_KEYS + the message's edge index
+
+
 def cavity(run: Run, f2c: dict, c: int, skip=None) -> Tensor:
     # phi_C + the messages of C's cluster factors other than `skip`.
     t = run.graph.local[c]
@@ -92,8 +100,10 @@ def _cluster_to_factor(run: Run, f2c: dict, j: int, c: int) -> Tensor:
     g, keep = run.graph, run.graph.edge_vars[j, c]
     t = cavity(run, f2c, c, skip=j)
     t = t.reduce(run.sum_op, frozenset(g.clusters[c]) - frozenset(keep))
-    key = int(run.rng_key) + run.calls
-    run.calls += 1
+    # Common random numbers: each message draws with its own fixed key, so a sampled message is
+    # a function of its table and a run can converge once the tables do (fresh keys per call
+    # would redraw the samples at every iteration and never meet `tol`).
+    key = _EDGE_KEYS * int(run.rng_key) + run.edge_index(j, c)
     proj = run.project(run.normalized(t.align(keep).data), k=run.k, rng_key=key,
                        state=run.states.get((j, c)))
     run.states[j, c] = proj.state
