@@ -166,16 +166,7 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
     inputs: dict = {}
     for f in pieces:
         inputs.update(f.inputs)
-    # lengths or mask over a batch name the steps lack (a transition shared by every
-    # sequence) give the masked steps that batch input.
-    for arg in (lengths, mask):
-        if isinstance(arg, Tensor):
-            inputs.update((n, d) for n, d in arg.inputs.items()
-                          if n != time.name and n not in inputs and d.dtype != "real")
-    missing = [n for pair in pairs for n in pair if n not in inputs]
-    if missing:
-        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
-                         f"inputs are {list(inputs)}")
+    _add_mask_batch(inputs, pairs, time, lengths, mask, what)
     order, batch, prevs, currs = tensor_layout({**inputs, time.name: time.output},
                                                time.name, pairs)
     layout = {n: (time.output if n == time.name else inputs[n]) for n in order}
@@ -238,14 +229,7 @@ def _masked_term(sum_op, prod_op, trans, time, step, lengths, mask):
     time = time_variable(trans, time, what)
     pairs = _pairs(step)
     inputs = dict(trans.inputs)
-    for arg in (lengths, mask):
-        if isinstance(arg, Tensor):
-            inputs.update((n, d) for n, d in arg.inputs.items()
-                          if n != time.name and n not in inputs and d.dtype != "real")
-    missing = [n for pair in pairs for n in pair if n not in inputs]
-    if missing:
-        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
-                         f"inputs are {list(inputs)}")
+    _add_mask_batch(inputs, pairs, time, lengths, mask, what)
     keep = step_mask(inputs, time, pairs, lengths, mask, what)
     batch = {n: inputs[n] for n in _batch_names(inputs, time.name, pairs)}
     proto = next(f.data for f in tensor_factors(trans, prod_op) if isinstance(f, Tensor))
@@ -301,3 +285,15 @@ def _fresh(name: str, taken: set) -> str:
     taken.add(new)
     return new
 
+
+def _add_mask_batch(inputs: dict, pairs, time, lengths, mask, what: str) -> None:
+    # lengths or mask over a batch name the steps lack (a transition shared by every
+    # sequence) give the masked steps that batch input; every step name must be an input.
+    for arg in (lengths, mask):
+        if isinstance(arg, Tensor):
+            inputs.update((n, d) for n, d in arg.inputs.items()
+                          if n != time.name and n not in inputs and d.dtype != "real")
+    missing = [n for pair in pairs for n in pair if n not in inputs]
+    if missing:
+        raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
+                         f"inputs are {list(inputs)}")
