@@ -56,9 +56,10 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             partition of the variables, a list of tuples of names. Inside a cluster the
             elimination is exact; across clusters the messages are joint tables over the
             cluster's variables a cluster factor touches, compressed by ``compression``.
-            Takes ``schedule`` ``"flooding"``/``"parallel"``/``"sequential"``, ``damping``,
-            ``tol``, ``max_iters``, ``rng_key`` and both semirings; not ``batch``,
-            ``temperature`` other than 1, ``domains`` or ``sparsity_threshold``.
+            Takes every schedule (over cluster factors), ``damping``, ``tol``,
+            ``max_iters``, ``temperature``, ``batch`` (with the compressions
+            ``BATCHED_PROJECTIONS``), ``rng_key`` and both semirings; not ``domains`` or
+            ``sparsity_threshold``.
         compression: with ``clusters``, the projection of the cluster messages: a name in
             ``PROJECTIONS`` (``"full"``, the default: generalized BP; ``"factorized"``:
             loopy BP's messages; ``"kbest"``), a ``(name, k)`` pair such as
@@ -105,16 +106,9 @@ def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, 
                          "clusters= too (a partition of the variables)")
     if domains is not None or sparsity_threshold is not None:
         raise ValueError("clusters= does not combine with domains= or sparsity_threshold=")
-    if tuple(batch):
-        raise NotImplementedError("clusters= with batch=: batched cluster BP is not "
-                                  "implemented yet (issue #31); run one model at a time")
-    if temperature != 1.0 and sum_op is not ops.max:
-        raise NotImplementedError(f"clusters= with temperature={temperature}: only "
-                                  "sum-product (1) and max-product (sum_op=ops.max) are "
-                                  "implemented for cluster BP (issue #31)")
     return cluster_bp(_checked(factors), clusters, "full" if compression is None
                       else compression, sum_op, schedule, damping, tol, max_iters,
-                      rng_key=rng_key)
+                      temperature=temperature, batch=batch, rng_key=rng_key)
 
 
 def _checked(factors) -> list:

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -45,20 +46,22 @@ from funsor_core.algorithms.loopy.cluster_messages import (
     MessageCounts,
     Run,
     itemsize,
+    largest,
     size,
 )
 from funsor_core.algorithms.loopy.messages import Semiring
 
 __all__ = ["Projection", "project_full", "project_factorized", "project_kbest", "PROJECTIONS",
            "cluster_bp", "ClusterBPResult", "MessageCounts", "CLUSTER_SCHEDULES",
-           "INT_NBYTES"]
+           "INT_NBYTES", "BATCHED_PROJECTIONS"]
 
-CLUSTER_SCHEDULES = ("flooding", "parallel", "sequential")
+CLUSTER_SCHEDULES = ("flooding", "parallel", "sequential", "random", "residual")
 INT_NBYTES = INDEX_BYTES  # bytes of one stored configuration index (|C| of them each)
 
 
-def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
-    """No compression: generalized BP's message, every entry stored.
+def project_full(log_table, *, k=None, rng_key=None, state=None, batch_dims=0) -> Projection:
+    """No compression: generalized BP's message, every entry stored (of every batch element:
+    ``batch_dims`` leading axes index independent messages).
 
     Example:
         >>> project_full(np.zeros((2, 2))).nbytes
@@ -67,15 +70,17 @@ def project_full(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     return Projection(log_table, size(log_table) * itemsize(log_table), None)
 
 
-def _factorized(log_table, reduce) -> Projection:
-    # prod_i m_i(x_i) with m_i = R_{x \ x_i} m - R_x m: normalized marginals, times R_x m.
+def _factorized(log_table, reduce, nb: int = 0) -> Projection:
+    # prod_i m_i(x_i) with m_i = R_{x \ x_i} m - R_x m: normalized marginals, times R_x m;
+    # the first nb axes index a batch of messages.
     n = log_table.ndim
-    total = reduce(log_table, tuple(range(n)), True)
+    total = reduce(log_table, tuple(range(nb, n)), True)
     out = total
-    for i in range(n):
-        out = out + (reduce(log_table, tuple(a for a in range(n) if a != i), True) - total)
+    for i in range(nb, n):
+        out = out + (reduce(log_table, tuple(a for a in range(nb, n) if a != i), True) - total)
     out = ops.expand(out, tuple(log_table.shape))
-    return Projection(out, sum(int(d) for d in log_table.shape) * itemsize(log_table), None)
+    shape = [int(d) for d in log_table.shape]
+    return Projection(out, math.prod(shape[:nb]) * sum(shape[nb:]) * itemsize(log_table), None)
 
 
 def _logsumexp(x, axes, keepdims):
@@ -86,7 +91,8 @@ def _amax(x, axes, keepdims):
     return ops.amax(x, axis=axes, keepdims=keepdims)
 
 
-def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+def project_factorized(log_table, *, k=None, rng_key=None, state=None,
+                       batch_dims=0) -> Projection:
     """The product of the single-variable marginals (ch. 8.2.1: loopy BP's message).
 
     Example:
@@ -94,10 +100,11 @@ def project_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projec
         >>> np.exp(project_factorized(t).log_table).round(3).tolist()
         [[0.25, 0.25], [0.25, 0.25]]
     """
-    return _factorized(log_table, _logsumexp)
+    return _factorized(log_table, _logsumexp, batch_dims)
 
 
-def project_max_factorized(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+def project_max_factorized(log_table, *, k=None, rng_key=None, state=None,
+                           batch_dims=0) -> Projection:
     """``factorized`` in the max-product semiring: the product of the max-marginals
     (``compression="factorized"`` with ``sum_op=ops.max``).
 
@@ -106,12 +113,13 @@ def project_max_factorized(log_table, *, k=None, rng_key=None, state=None) -> Pr
         >>> np.exp(project_max_factorized(t).log_table).round(3).tolist()
         [[0.4, 0.3], [0.3, 0.225]]
     """
-    return _factorized(log_table, _amax)
+    return _factorized(log_table, _amax, batch_dims)
 
 
-def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
+def project_kbest(log_table, *, k=None, rng_key=None, state=None, batch_dims=0) -> Projection:
     """The ``k`` best configurations keep their values, ``-inf`` elsewhere (ch. 8.2.3); ties
-    go to the lowest flat index. ``k`` at least the table's size keeps everything.
+    go to the lowest flat index. ``k`` at least the table's size keeps everything. The first
+    ``batch_dims`` axes index independent messages (``k`` best of each).
 
     Example:
         >>> t = np.log(np.array([[0.4, 0.1], [0.1, 0.4]]))
@@ -121,12 +129,14 @@ def project_kbest(log_table, *, k=None, rng_key=None, state=None) -> Projection:
     if k is None or int(k) < 1:
         raise ValueError(f"compression 'kbest' needs k >= 1, got k={k!r}; pass "
                          "compression=('kbest', k)")
-    shape, n = tuple(log_table.shape), size(log_table)
+    shape = tuple(int(d) for d in log_table.shape)
+    lead, n = shape[:batch_dims], math.prod(shape[batch_dims:])
     keep = min(int(k), n)
-    nbytes = keep * (itemsize(log_table) + log_table.ndim * INT_NBYTES)
+    nbytes = math.prod(lead) * keep * (itemsize(log_table)
+                                       + (len(shape) - batch_dims) * INT_NBYTES)
     if keep == n:
         return Projection(log_table, nbytes, None)
-    mask = ops.reshape(top_mask(ops.reshape(log_table, (n,)), keep), shape)
+    mask = ops.reshape(top_mask(ops.reshape(log_table, lead + (n,)), keep), shape)
     out = ops.where(mask, log_table, ops.new_full(log_table, shape, -float("inf")))
     return Projection(out, nbytes, None)
 
@@ -135,9 +145,33 @@ PROJECTIONS: dict[str, Callable] = {"full": project_full, "factorized": project_
                                     "kbest": project_kbest, **cluster_compress.PROJECTIONS}
 _NEEDS_K = ("kbest", "samples", "merged")
 _MAX_PROJECTIONS = {"factorized": project_max_factorized}
+# The projections that take batch_dims (one vectorized call for a batch of messages).
+BATCHED_PROJECTIONS = ("full", "factorized", "kbest", "merged")
+_NOT_BATCHED = ("cluster BP with batch={batch}: compression {name} cannot project a batch of "
+                "messages in one call ({why}); batched runs take {ok}; or run one model at a "
+                "time (index the batch inputs first)")
 
 
-def _projection(compression, sum_op) -> tuple:
+def _check_batched(compression, batch) -> None:
+    name = compression[0] if isinstance(compression, tuple) else compression
+    if isinstance(name, str) and name in BATCHED_PROJECTIONS:
+        return
+    why = ("the configurations it keeps, and so its size, vary per batch element"
+           if name in ("samples", "frak") else "a callable projects one table")
+    raise NotImplementedError(_NOT_BATCHED.format(batch=tuple(batch), name=repr(name), why=why,
+                                                  ok=BATCHED_PROJECTIONS))
+
+
+def _tempered(project, temperature: float):
+    # At temperature T a message's distribution is exp(m / T): project m / T and scale back
+    # (k-best keeps the same entries; merged spreads T logsumexp(rest / T)).
+    def tempered(log_table, **kwargs) -> Projection:
+        p = project(log_table / temperature, **kwargs)
+        return Projection(p.log_table * temperature, p.nbytes, p.state)
+    return tempered
+
+
+def _projection(compression, is_max: bool) -> tuple:
     k = None
     if isinstance(compression, tuple):
         if len(compression) != 2:
@@ -153,15 +187,17 @@ def _projection(compression, sum_op) -> tuple:
         raise ValueError(f"compression {compression!r} needs k: pass "
                          f"compression=({compression!r}, k)")
     fn = PROJECTIONS[compression]
-    return (_MAX_PROJECTIONS.get(compression, fn) if sum_op is ops.max else fn), k
+    return (_MAX_PROJECTIONS.get(compression, fn) if is_max else fn), k
 
 
 def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
                schedule: str = "flooding", damping: float = 0.0, tol: float = 1e-8,
-               max_iters: int = 100, *, scope: str = "boundary", rng_key: int = 0,
+               max_iters: int = 100, *, temperature: float = 1.0, batch=(),
+               scope: str = "boundary", rng_key: int = 0,
                callback: Callable | None = None) -> ClusterBPResult:
     """Generalized BP on the cluster graph of ``factors`` with compressed cluster messages
-    (Singh 2014, ch. 8; see the module docstring); ``loopy_bp(clusters=...)`` is the face.
+    (Singh 2014, ch. 8; see the module docstring); ``loopy_bp(clusters=...)`` is the face,
+    with ``loopy_bp``'s argument names and meanings.
 
     Args:
         factors: discrete Tensors (log potentials) whose sum is the model.
@@ -176,14 +212,23 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
             their table and a run can converge) and its previous ``state`` for the message.
         sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product; ``factorized``
             then keeps the max-marginals).
-        schedule: ``"flooding"`` (``"parallel"``) or ``"sequential"`` (cluster factors in
-            order, each from the newest messages).
+        schedule: as ``loopy_bp``'s, over cluster factors: ``"flooding"`` (``"parallel"``),
+            ``"sequential"`` (in order, each from the newest messages), ``"random"`` (a
+            permutation per sweep drawn from ``rng_key``) or ``"residual"`` (one cluster
+            factor at a time, the one whose new messages change most; an iteration is as
+            many updates as there are cluster factors; batched, the largest change over the
+            batch chooses, as in ``loopy_bp``, so the elements share one order and reach
+            their own fixed points).
         damping: weight of the old factor-to-cluster message in log space, in ``[0, 1)``.
         tol, max_iters: stop once no factor-to-cluster message changes more than ``tol``
             (eagerly), or after ``max_iters`` iterations (always, with traced arrays).
+        temperature: of the sum-product reduction ``T logsumexp(x / T)`` (messages, beliefs,
+            ``log_z``; a projection sees ``m / T``); 0 is max-product.
+        batch: names of inputs that index independent copies of the model: one vectorized
+            run for all (compressions ``BATCHED_PROJECTIONS``).
         scope: the message variables, ``"boundary"`` (the cluster's variables the cluster
             factor touches) or ``"cluster"`` (all of them, as the thesis' messages).
-        rng_key: an int seed passed on to the projections.
+        rng_key: an int seed passed on to the projections and the random schedule.
         callback: called with the ``ClusterBPResult`` so far after each iteration (eager).
 
     Returns:
@@ -192,6 +237,8 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
     Raises:
         ValueError: clusters that are not a partition of the variables (naming them), an
             unknown compression, schedule or scope, damping outside ``[0, 1)``.
+        NotImplementedError: ``batch`` with a compression that cannot project a batch of
+            messages in one call (samples, frak, a callable).
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
@@ -210,13 +257,19 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
     if not isinstance(rng_key, (int, np.integer)):
         raise TypeError(f"cluster BP passes int seeds to its projections: pass an int "
                         f"rng_key, got {type(rng_key).__name__}")
-    graph = ClusterGraph.build(factors, clusters, scope)
-    project, k = _projection(compression, sum_op)
-    run = Run(graph, Semiring(sum_op), project, k, int(rng_key))
-    f2c = {e: run.tensor(ops.new_zeros(graph.local[0].data, tuple(
+    semiring = Semiring(sum_op, temperature)
+    graph = ClusterGraph.build(factors, clusters, scope, batch)
+    if graph.batch:
+        _check_batched(compression, graph.batch)
+    project, k = _projection(compression, semiring.is_max)
+    if not semiring.is_max and semiring.temperature != 1.0:
+        project = _tempered(project, semiring.temperature)
+    # Traced if any factor is (a cluster without inner factors has concrete zeros).
+    eager = all(ops.is_concrete(t.data) for t in graph.local + graph.factors)
+    run = Run(graph, semiring, project, k, int(rng_key), eager)
+    f2c = {e: run.tensor(ops.new_zeros(graph.local[0].data, tuple(graph.bshape) + tuple(
         graph.domains[v].size for v in graph.touched[e])), graph.touched[e])
         for e in graph.touched}
-    eager = ops.is_concrete(graph.local[0].data)
     if callback is not None and not eager:
         raise ValueError("callback= needs concrete arrays (it is called between iterations)")
     return _loop(run, f2c, SWEEPS[schedule], damping, tol, max_iters, eager, callback)
@@ -227,7 +280,7 @@ def _loop(run: Run, f2c: dict, sweep, damping, tol, max_iters, eager, callback):
     residuals, history, it = [], [], 0
     for it in range(1, max_iters + 1):  # noqa: B007
         changes = sweep(run, f2c, c2f, damping)
-        res = _largest(changes)
+        res = largest(changes)
         residuals.append(float(ops.detach(res)) if eager and not isinstance(res, float)
                          else res)
         history.append(run.counts)
@@ -237,12 +290,3 @@ def _loop(run: Run, f2c: dict, sweep, damping, tol, max_iters, eager, callback):
         if eager and residuals[-1] < tol:
             break
     return ClusterBPResult(run, f2c, residuals, it if max_iters else 0, tol, history)
-
-
-def _largest(changes):
-    if not changes:
-        return 0.0
-    out = changes[0]
-    for c in changes[1:]:
-        out = ops.max(out, c)
-    return out

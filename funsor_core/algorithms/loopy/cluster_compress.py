@@ -80,8 +80,9 @@ def _check_k(name: str, k, n: int) -> int:
     return int(k)
 
 
-def _stored_bytes(log_table, count: int, merged: bool) -> int:
-    per = _itemsize(log_table) + INDEX_BYTES * max(len(log_table.shape), 1)
+def _stored_bytes(log_table, count: int, merged: bool, batch_dims: int = 0) -> int:
+    # One message's bytes (the table's axes after batch_dims name a configuration).
+    per = _itemsize(log_table) + INDEX_BYTES * max(len(log_table.shape) - batch_dims, 1)
     return count * per + (_itemsize(log_table) if merged else 0)
 
 
@@ -106,37 +107,48 @@ def _mask(flat, idx):
 
 
 def top_mask(flat, keep: int):
-    """A boolean ``(n,)`` mask of the ``keep`` largest entries of ``flat``, ties (and
-    ``-inf``) to the lowest index: a stable host sort when the values are concrete, a
-    pairwise rank of a traced table up to 4,096 entries, ``keep`` argmaxes in a scan above.
+    """A boolean mask of the ``keep`` largest entries along the last axis of ``flat``
+    (``(..., n)``: leading axes index independent rows), ties (and ``-inf``) to the lowest
+    index: a stable host sort when the values are concrete, a pairwise rank of a traced row
+    up to 4,096 entries, ``keep`` argmaxes in a scan above (one row only).
 
     Example:
         >>> top_mask(np.array([0.0, 2.0, 2.0, 1.0]), 2).tolist()
         [False, True, True, False]
+        >>> top_mask(np.array([[0.0, 1.0], [1.0, 0.0]]), 1).tolist()
+        [[False, True], [True, False]]
     """
-    n = int(np.prod(flat.shape))
+    n = int(flat.shape[-1])
     if ops.is_concrete(flat):
-        order = np.argsort(-np.asarray(ops.to_numpy(ops.detach(flat))), kind="stable")
-        mask = np.zeros(n)
-        mask[order[:keep]] = 1.0
+        values = np.asarray(ops.to_numpy(ops.detach(flat)))
+        order = np.argsort(-values, axis=-1, kind="stable")
+        mask = np.zeros(values.shape)
+        np.put_along_axis(mask, order[..., :keep], 1.0, axis=-1)
         return ops.new_array(flat, mask) > 0.5
     if n > _PAIRWISE_LIMIT:
+        if flat.ndim > 1:
+            raise NotImplementedError(
+                f"top_mask of a traced batch of rows of {n} > {_PAIRWISE_LIMIT} entries (a "
+                "k-best or merged message of a batched cluster BP under jax.jit): run it "
+                "eagerly, or one model at a time")
         return _mask(flat, _top_indices(flat, keep))
     # rank_i = #{j: x_j > x_i} + #{j < i: x_j == x_i}; keep rank_i < keep.
-    xi, xj = flat[:, None], flat[None, :]
+    xi, xj = flat[..., :, None], flat[..., None, :]
     lower = ops.new_array(flat, np.tril(np.ones((n, n)), -1)) > 0.5  # [i, j]: j < i
     beats = ops.or_(xj > xi, ops.and_(xj == xi, lower))
-    rank = ops.sum(ops.astype(beats, "real"), axis=1)
+    rank = ops.sum(ops.astype(beats, "real"), axis=-1)
     return rank < keep - 0.5
 
 
 def _merged_table(flat, kept, count):
     """Kept entries as they are; the others share the rest's mass ``sum_{y not in S} e^pi``
-    (that is ``Z - sum_S e^pi``, summed directly so it is exact) uniformly."""
-    n = flat.shape[0]
+    (that is ``Z - sum_S e^pi``, summed directly so it is exact) uniformly; along the last
+    axis."""
+    n = flat.shape[-1]
     if count >= n:
         return flat
-    log_rest = ops.logsumexp(ops.where(kept, -math.inf, flat), 0)
+    log_rest = ops.logsumexp(ops.where(kept, -math.inf, flat), axis=flat.ndim - 1,
+                             keepdims=True)
     return ops.where(kept, flat, log_rest - math.log(n - count))
 
 
@@ -195,12 +207,14 @@ def project_samples(log_table, *, k: int, rng_key=None, state=None) -> Projectio
     return Projection(table, _stored_bytes(log_table, count, merged=False), None)
 
 
-def project_merged(log_table, *, k: int, rng_key=None, state=None) -> Projection:
+def project_merged(log_table, *, k: int, rng_key=None, state=None,
+                   batch_dims: int = 0) -> Projection:
     """The ``k`` best configurations kept, the rest's mass spread uniformly over the other
     ``N - k`` (thesis 8.2.4); ``logsumexp`` of the result is the table's.
 
     Args:
-        log_table: a dense log table, one axis per variable.
+        log_table: a dense log table, one axis per variable (after ``batch_dims`` leading
+            axes that index independent messages, each merged on its own).
         k: how many configurations to keep, ``1 <= k <= N``; ``k = N`` returns the table.
         rng_key, state: unused (None is returned).
 
@@ -209,12 +223,14 @@ def project_merged(log_table, *, k: int, rng_key=None, state=None) -> Projection
         >>> np.exp(project_merged(t, k=1).log_table).round(4).tolist()
         [0.5, 0.1667, 0.1667, 0.1667]
     """
-    n = int(np.prod(log_table.shape))
+    shape = tuple(int(d) for d in log_table.shape)
+    lead, rest = shape[:batch_dims], shape[batch_dims:]
+    n = math.prod(rest)
     k = _check_k("project_merged", k, n)
-    flat = ops.reshape(log_table, (n,))
+    flat = ops.reshape(log_table, lead + (n,))
     table = _merged_table(flat, top_mask(flat, k), k)
-    return Projection(ops.reshape(table, tuple(log_table.shape)),
-                      _stored_bytes(log_table, k, merged=True), None)
+    per = _stored_bytes(log_table, k, merged=True, batch_dims=batch_dims)
+    return Projection(ops.reshape(table, shape), math.prod(lead) * per, None)
 
 
 def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None) -> Projection:

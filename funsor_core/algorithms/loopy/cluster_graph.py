@@ -9,7 +9,8 @@ several pairwise factors get one cluster factor, as in the thesis' Fig 8.5, so a
 clusters is a tree-shaped cluster graph). An edge ``(Psi, C)`` carries the messages between
 the cluster factor and the cluster, tables over the message variables: the variables of
 ``C`` that ``Psi`` touches (``scope="boundary"``) or all of ``C``'s (``scope="cluster"``,
-the thesis' messages, ``|Y|^|C|`` entries).
+the thesis' messages, ``|Y|^|C|`` entries). Inputs named in ``batch`` are not variables: they
+index independent copies of the model (as in ``FactorGraph``), carried by every table.
 
 Example:
     >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -50,7 +51,8 @@ class ClusterGraph:
     no factor lies inside); ``factors``: the cluster factors; ``factor_clusters``: the
     clusters each touches, ascending; ``edge_vars``: ``(factor, cluster)`` -> the message
     variables in cluster order; ``touched``: ``(factor, cluster)`` -> the cluster's
-    variables the factor depends on."""
+    variables the factor depends on; ``batch``: the batch inputs' domains, name -> ``Bint``
+    (empty for one model)."""
 
     clusters: tuple
     domains: dict
@@ -59,10 +61,12 @@ class ClusterGraph:
     factor_clusters: tuple
     edge_vars: dict
     touched: dict
+    batch: dict
 
     @classmethod
-    def build(cls, factors, clusters, scope: str = "boundary") -> ClusterGraph:
-        """The cluster graph of ``factors`` (discrete log-factor Tensors) over ``clusters``.
+    def build(cls, factors, clusters, scope: str = "boundary", batch=()) -> ClusterGraph:
+        """The cluster graph of ``factors`` (discrete log-factor Tensors) over ``clusters``;
+        inputs named in ``batch`` index independent copies of the model.
 
         Raises:
             ValueError: the clusters are not a partition of the factors' variables (a
@@ -77,7 +81,7 @@ class ClusterGraph:
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}; choose one of {SCOPES}")
         factors = list(factors)
-        domains = _domains(factors)
+        domains, batch_domains = _domains(factors, tuple(batch))
         clusters = _partition(clusters, domains)
         owner = {v: c for c, vs in enumerate(clusters) for v in vs}
         proto = factors[0].data
@@ -85,7 +89,7 @@ class ClusterGraph:
                  for c, vs in enumerate(clusters)]
         groups: dict = {}
         for f in factors:
-            touched = tuple(sorted({owner[v] for v in f.inputs}))
+            touched = tuple(sorted({owner[v] for v in f.inputs if v in owner}))
             if len(touched) <= 1:  # a constant goes to cluster 0 (it scales Z alone)
                 c = touched[0] if touched else 0
                 local[c] = local[c] + f
@@ -100,7 +104,12 @@ class ClusterGraph:
                 edge_vars[j, c] = inside if scope == "boundary" else clusters[c]
         local = tuple(t.align(clusters[c]) for c, t in enumerate(local))
         return cls(clusters, domains, local, tuple(groups.values()), factor_clusters,
-                   edge_vars, touched_vars)
+                   edge_vars, touched_vars, batch_domains)
+
+    @property
+    def bshape(self) -> tuple:
+        """The batch shape (one axis per batch input)."""
+        return tuple(d.size for d in self.batch.values())
 
     def cluster_factors(self, c: int) -> tuple:
         """The cluster factors that touch cluster ``c``."""
@@ -111,19 +120,22 @@ def _zeros(proto, names, domains):
     return ops.new_zeros(proto, tuple(domains[v].size for v in names))
 
 
-def _domains(factors) -> dict:
+def _domains(factors, batch: tuple) -> tuple:
     if not factors:
         raise ValueError("cluster BP needs at least one factor")
     domains: dict = {}
+    batch_domains: dict = {}
     for i, f in enumerate(factors):
         if not isinstance(f, Tensor):
             raise TypeError(_NOT_TENSOR.format(typ=type(f).__name__, i=i))
         for name, domain in f.inputs.items():
             if domain.dtype == "real" or domain.shape:
                 raise ValueError(_NOT_DISCRETE.format(i=i, name=name, domain=domain))
-            if domains.setdefault(name, domain) != domain:
-                raise ValueError(_CLASH.format(name=name, a=domains[name], b=domain))
-    return domains
+            table = batch_domains if name in batch else domains
+            if table.setdefault(name, domain) != domain:
+                raise ValueError(_CLASH.format(name=name, a=table[name], b=domain))
+    # As FactorGraph: a batch name that no factor has is no batch input.
+    return domains, {b: batch_domains[b] for b in batch if b in batch_domains}
 
 
 def _partition(clusters, domains) -> tuple:

@@ -1,8 +1,8 @@
 """The message passing of cluster BP on a ``ClusterGraph``: updates, sweeps and results.
 
 ``cluster_bp`` (in ``cluster_bp``, with the projections) is the entry point; this module holds
-the two message updates of its module docstring, the flooding and sequential sweeps over
-them, the message counters and the result. A message is a normalized log Tensor over its
+the two message updates of its module docstring, the sweeps over them (LoopyBP's schedules:
+flooding, sequential, random, residual), the message counters and the result. A message is a normalized log Tensor over its
 edge's variables; the cluster-to-factor messages pass through the run's projection.
 """
 
@@ -14,13 +14,15 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
 from funsor_core.algorithms.loopy.graph import NEG
 from funsor_core.algorithms.loopy.messages import Semiring
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 
-__all__ = ["ClusterBPResult", "MessageCounts", "SWEEPS"]
+__all__ = ["ClusterBPResult", "MessageCounts", "SWEEPS", "largest"]
 
 
 def itemsize(x) -> int:
@@ -55,14 +57,24 @@ class MessageCounts:
 
 @dataclass
 class Run:
+    """The state of one cluster BP run: the graph, the semiring, the projection, the counters,
+    the projections' states and the random schedule's generator. Messages are Tensors over
+    the batch inputs then their edge's variables; their ``data`` is ``(*B, *vars)``."""
+
     graph: ClusterGraph
     semiring: Semiring
     project: Callable
     k: Any
     rng_key: int
+    eager: bool = True
     counts: MessageCounts = field(default_factory=MessageCounts)
     states: dict = field(default_factory=dict)
     _edges: dict = field(default_factory=dict)
+    order_rng: Any = None
+
+    def __post_init__(self) -> None:
+        # As LoopyBP's schedule="random": one permutation per sweep from this seed.
+        self.order_rng = np.random.default_rng(int(self.rng_key))
 
     def edge_index(self, j: int, c: int) -> int:
         if not self._edges:
@@ -70,18 +82,47 @@ class Run:
         return self._edges[j, c]
 
     @property
-    def sum_op(self):
-        return ops.max if self.semiring.is_max else ops.logaddexp
+    def nb(self) -> int:
+        return len(self.graph.batch)
+
+    def reduce(self, t: Tensor, names) -> Tensor:
+        """``R`` over ``names`` of a Tensor: ``max``, or ``T logsumexp(t / T)``."""
+        names = frozenset(names) & frozenset(t.inputs)
+        if not names:
+            return t
+        temperature = self.semiring.temperature
+        if self.semiring.is_max:
+            return t.reduce(ops.max, names)
+        if temperature == 1.0:
+            return t.reduce(ops.logaddexp, names)
+        return (t * (1.0 / temperature)).reduce(ops.logaddexp, names) * temperature
+
+    def reduce_all(self, t: Tensor) -> Tensor:
+        """``R`` over every variable of ``t`` (the batch inputs stay)."""
+        return self.reduce(t, frozenset(t.inputs) - frozenset(self.graph.batch))
 
     def normalized(self, data):
-        # One reduction over all axes (Semiring.reduce unrolls binary axes, for XLA).
-        axes = tuple(range(data.ndim))
+        # m - R_x m over the variables' axes (after the batch's); one reduction over all of
+        # them (Semiring.reduce unrolls binary axes, for XLA).
+        axes = tuple(range(self.nb, data.ndim))
+        if not axes:
+            return data
         if self.semiring.is_max:
             return data - ops.amax(data, axis=axes, keepdims=True)
-        return data - ops.logsumexp(data, axis=axes, keepdims=True)
+        t = self.semiring.temperature
+        if t == 1.0:
+            return data - ops.logsumexp(data, axis=axes, keepdims=True)
+        return data - ops.logsumexp(data / t, axis=axes, keepdims=True) * t
+
+    def inputs(self, names) -> dict:
+        return {**self.graph.batch, **{v: self.graph.domains[v] for v in names}}
+
+    def dense(self, t: Tensor, names):
+        """``t``'s data as ``(*B, *names)``, broadcast over batch inputs it lacks."""
+        return align_tensor(self.inputs(names), t, expand=True)
 
     def tensor(self, data, names) -> Tensor:
-        return Tensor(data, {v: self.graph.domains[v] for v in names})
+        return Tensor(data, self.inputs(names))
 
 
 _EDGE_KEYS = 1_000_003  # a seed's keys: seed * _EDGE_KEYS + the message's edge index
@@ -98,14 +139,14 @@ def cavity(run: Run, f2c: dict, c: int, skip=None) -> Tensor:
 
 def _cluster_to_factor(run: Run, f2c: dict, j: int, c: int) -> Tensor:
     g, keep = run.graph, run.graph.edge_vars[j, c]
-    t = cavity(run, f2c, c, skip=j)
-    t = t.reduce(run.sum_op, frozenset(g.clusters[c]) - frozenset(keep))
+    t = run.reduce(cavity(run, f2c, c, skip=j), frozenset(g.clusters[c]) - frozenset(keep))
     # Common random numbers: each message draws with its own fixed key, so a sampled message is
     # a function of its table and a run can converge once the tables do (fresh keys per call
     # would redraw the samples at every iteration and never meet `tol`).
     key = _EDGE_KEYS * int(run.rng_key) + run.edge_index(j, c)
-    proj = run.project(run.normalized(t.align(keep).data), k=run.k, rng_key=key,
-                       state=run.states.get((j, c)))
+    extra = {"batch_dims": run.nb} if run.nb else {}
+    proj = run.project(run.normalized(run.dense(t, keep)), k=run.k, rng_key=key,
+                       state=run.states.get((j, c)), **extra)
     run.states[j, c] = proj.state
     copies = len(g.factor_clusters[j]) - 1
     run.counts = replace(run.counts, network_messages=run.counts.network_messages + copies,
@@ -113,57 +154,119 @@ def _cluster_to_factor(run: Run, f2c: dict, j: int, c: int) -> Tensor:
     return run.tensor(run.normalized(ops.clamp(proj.log_table, min=NEG)), keep)
 
 
-def _factor_to_cluster(run: Run, c2f: dict, j: int, c: int) -> Tensor:
+def _factor_to_cluster(run: Run, c2f: dict, j: int, c: int):
+    # The new message's data (*B, *touched), normalized.
     g, keep = run.graph, run.graph.touched[j, c]
     t = g.factors[j]
     for other in g.factor_clusters[j]:
         if other != c:
             t = t + c2f[j, other]
-    data = run.normalized(t.reduce(run.sum_op, frozenset(t.inputs) - frozenset(keep))
-                          .align(keep).data)
+    data = run.normalized(run.dense(run.reduce(t, frozenset(t.inputs) - frozenset(keep)
+                                               - frozenset(g.batch)), keep))
     n = size(data)
     run.counts = replace(run.counts, local_messages=run.counts.local_messages + 1,
                          local_entries=run.counts.local_entries + n,
                          local_bytes=run.counts.local_bytes + n * itemsize(data))
-    return run.tensor(data, keep)
-
-
-def _update(run: Run, f2c: dict, new: Tensor, j: int, c: int, damping: float):
-    # Damped in log space (the factor-to-cluster messages are dense); returns the change.
-    old = f2c[j, c]
-    data = new.data
-    if damping:
-        data = run.normalized(old.data * damping + data * (1.0 - damping))
-    f2c[j, c] = run.tensor(data, run.graph.touched[j, c])
-    return ops.amax(ops.abs(data - old.data))
+    return data
 
 
 def _edges(graph: ClusterGraph, j: int):
     return [(j, c) for c in graph.factor_clusters[j]]
 
 
-def _flooding(run: Run, f2c: dict, c2f: dict, damping: float):
-    g = run.graph
-    for j in range(len(g.factors)):
-        for e in _edges(g, j):
-            c2f[e] = _cluster_to_factor(run, f2c, *e)
-    news = {e: _factor_to_cluster(run, c2f, *e) for j in range(len(g.factors))
-            for e in _edges(g, j)}
-    return [_update(run, f2c, new, *e, damping) for e, new in news.items()]
+def _candidates(run: Run, f2c: dict, c2f: dict, j: int, damping: float) -> dict:
+    # Cluster factor j's new messages to its clusters from the current ones, damped in log
+    # space (the factor-to-cluster messages are dense): edge -> data.
+    edges = _edges(run.graph, j)
+    for e in edges:
+        c2f[e] = _cluster_to_factor(run, f2c, *e)
+    news = {e: _factor_to_cluster(run, c2f, *e) for e in edges}
+    if damping:
+        news = {e: run.normalized(f2c[e].data * damping + d * (1.0 - damping))
+                for e, d in news.items()}
+    return news
 
 
-def _sequential(run: Run, f2c: dict, c2f: dict, damping: float):
-    # Cluster factors in order, each from the newest messages (Gauss-Seidel).
-    g, changes = run.graph, []
-    for j in range(len(g.factors)):
-        for e in _edges(g, j):
-            c2f[e] = _cluster_to_factor(run, f2c, *e)
-        news = {e: _factor_to_cluster(run, c2f, *e) for e in _edges(g, j)}
-        changes += [_update(run, f2c, new, *e, damping) for e, new in news.items()]
+def _change(f2c: dict, news: dict) -> list:
+    return [ops.amax(ops.abs(d - f2c[e].data)) for e, d in news.items()]
+
+
+def _apply(run: Run, f2c: dict, news: dict) -> list:
+    # Sets the messages; returns their changes.
+    changes = _change(f2c, news)
+    for e, d in news.items():
+        f2c[e] = run.tensor(d, run.graph.touched[e])
     return changes
 
 
-SWEEPS = {"flooding": _flooding, "parallel": _flooding, "sequential": _sequential}
+def _flooding(run: Run, f2c: dict, c2f: dict, damping: float):
+    news = [_candidates(run, f2c, c2f, j, damping) for j in range(len(run.graph.factors))]
+    return [c for n in news for c in _apply(run, f2c, n)]
+
+
+def _in_order(run: Run, f2c: dict, c2f: dict, damping: float, order) -> list:
+    # Cluster factors in `order`, each from the newest messages (Gauss-Seidel).
+    return [c for j in order for c in _apply(run, f2c, _candidates(run, f2c, c2f, j, damping))]
+
+
+def _sequential(run: Run, f2c: dict, c2f: dict, damping: float):
+    return _in_order(run, f2c, c2f, damping, range(len(run.graph.factors)))
+
+
+def _random(run: Run, f2c: dict, c2f: dict, damping: float):
+    return _in_order(run, f2c, c2f, damping, run.order_rng.permutation(len(run.graph.factors)))
+
+
+def _residual(run: Run, f2c: dict, c2f: dict, damping: float):
+    # F updates, each of the cluster factor whose new messages differ most from its current
+    # ones (ties: the first); eagerly a candidate is recomputed only when its inputs changed
+    # (the factors sharing a cluster with the updated one; Elidan et al. 2006).
+    if not run.eager:
+        return _residual_traced(run, f2c, c2f, damping)
+    g, cands, worst = run.graph, {}, []
+    for _ in range(len(g.factors)):
+        for j in range(len(g.factors)):
+            if j not in cands:
+                news = _candidates(run, f2c, c2f, j, damping)
+                cands[j] = (news, max(float(ops.detach(c)) for c in _change(f2c, news)))
+        best = max(cands, key=lambda j: (cands[j][1], -j))
+        worst.append(cands[best][1])
+        _apply(run, f2c, cands[best][0])
+        for j in _sharing(g, best):
+            cands.pop(j, None)
+    return [max(worst)] if worst else []
+
+
+def _sharing(graph: ClusterGraph, j: int) -> set:
+    return {i for c in graph.factor_clusters[j] for i in graph.cluster_factors(c)}
+
+
+def _residual_traced(run: Run, f2c: dict, c2f: dict, damping: float):
+    # The same choice with traced arrays: every candidate each step, one kept by `where`.
+    worst = []
+    for _ in range(len(run.graph.factors)):
+        cands = [_candidates(run, f2c, c2f, j, damping) for j in range(len(run.graph.factors))]
+        res = ops.stack([largest(_change(f2c, n)) for n in cands], 0)
+        best = ops.argmax(res, 0)
+        worst.append(ops.amax(res))
+        for j, news in enumerate(cands):
+            for e, d in news.items():
+                f2c[e] = run.tensor(ops.where(best == j, d, f2c[e].data), run.graph.touched[e])
+    return worst
+
+
+def largest(changes):
+    """The largest of the message changes (0.0 for none)."""
+    if not changes:
+        return 0.0
+    out = changes[0]
+    for c in changes[1:]:
+        out = ops.max(out, c)
+    return out
+
+
+SWEEPS = {"flooding": _flooding, "parallel": _flooding, "sequential": _sequential,
+          "random": _random, "residual": _residual}
 
 
 class ClusterBPResult:
@@ -197,7 +300,7 @@ class ClusterBPResult:
     @cached_property
     def cluster_beliefs(self) -> list:
         run, g = self._run, self.graph
-        return [run.tensor(run.normalized(cavity(run, self.f2c, c).align(vs).data), vs)
+        return [run.tensor(run.normalized(run.dense(cavity(run, self.f2c, c), vs)), vs)
                 for c, vs in enumerate(g.clusters)]
 
     @cached_property
@@ -206,7 +309,7 @@ class ClusterBPResult:
         for c, vs in enumerate(self.graph.clusters):
             b = self.cluster_beliefs[c]
             for v in vs:
-                out[v] = b.reduce(self._run.sum_op, frozenset(vs) - {v})
+                out[v] = self._run.reduce(b, frozenset(vs) - {v})
         return {v: out[v] for v in self.graph.domains}
 
     @cached_property
@@ -221,12 +324,12 @@ class ClusterBPResult:
             t = g.factors[j]
             for c in cs:
                 eliminated = frozenset(g.clusters[c]) - frozenset(g.touched[j, c])
-                t = t + cavity(run, self.f2c, c, skip=j).reduce(run.sum_op, eliminated)
-            total = _plus(total, t.reduce(run.sum_op))
+                t = t + run.reduce(cavity(run, self.f2c, c, skip=j), eliminated)
+            total = _plus(total, run.reduce_all(t))
         for c in range(len(g.clusters)):
             weight = 1 - len(g.cluster_factors(c))
             if weight:
-                total = _plus(total, cavity(run, self.f2c, c).reduce(run.sum_op) * weight)
+                total = _plus(total, run.reduce_all(cavity(run, self.f2c, c)) * weight)
         return total
 
 

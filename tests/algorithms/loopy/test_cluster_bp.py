@@ -181,12 +181,14 @@ def test_errors_name_the_problem():
         loopy_bp(factors, clusters=TREE_CLUSTERS, compression="kbest")
     with pytest.raises(ValueError, match="pass clusters= too"):
         loopy_bp(factors, compression="full")
-    with pytest.raises(ValueError, match="unknown schedule 'residual' for cluster BP"):
-        loopy_bp(factors, schedule="residual", clusters=TREE_CLUSTERS)
+    with pytest.raises(ValueError, match="unknown schedule 'spiral' for cluster BP"):
+        loopy_bp(factors, schedule="spiral", clusters=TREE_CLUSTERS)
     with pytest.raises(TypeError, match="cluster 0 must be a tuple of variable names"):
         loopy_bp(factors, clusters=["a", ("b", "c", "d", "e")])
-    with pytest.raises(NotImplementedError, match="batched cluster BP"):
-        loopy_bp(factors, clusters=TREE_CLUSTERS, batch=("n",))
+    batched = factors + [fc.Tensor(np.zeros((2, 2)), {"n": fc.Bint[2], "a": fc.Bint[2]})]
+    with pytest.raises(NotImplementedError, match="compression 'samples' cannot project a "
+                       "batch of messages.*vary per batch element"):
+        loopy_bp(batched, clusters=TREE_CLUSTERS, batch=("n",), compression=("samples", 2))
 
 
 def test_log_z_exact_on_a_tree_and_bethe_with_singletons():
