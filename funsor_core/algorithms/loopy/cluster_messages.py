@@ -2,8 +2,9 @@
 
 ``cluster_bp`` (in ``cluster_bp``, with the projections) is the entry point; this module holds
 the two message updates of its module docstring, the sweeps over them (LoopyBP's schedules:
-flooding, sequential, random, residual), the message counters and the result. A message is a normalized log Tensor over its
-edge's variables; the cluster-to-factor messages pass through the run's projection.
+flooding, sequential, random, residual), the message counters and the result. A message is a
+normalized log Tensor over the batch inputs and its edge's variables (tempered: ``R`` is
+``T logsumexp(x / T)``); the cluster-to-factor messages pass through the run's projection.
 """
 
 from __future__ import annotations
