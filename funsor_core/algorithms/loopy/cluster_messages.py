@@ -257,7 +257,12 @@ def _residual_traced(run: Run, f2c: dict, c2f: dict, damping: float):
 
 
 def largest(changes):
-    """The largest of the message changes (0.0 for none)."""
+    """The largest of the message changes (0.0 for none), as an array op (traced or not).
+
+    Example:
+        >>> float(largest([np.array(0.5), np.array(2.0)])), largest([])
+        (2.0, 0.0)
+    """
     if not changes:
         return 0.0
     out = changes[0]

@@ -9,7 +9,12 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.loopy.cluster_bp import _tempered, cluster_bp
+from funsor_core.algorithms.loopy.cluster_bp import (
+    _tempered,
+    cluster_bp,
+    project_factorized,
+    project_kbest,
+)
 from funsor_core.algorithms.loopy.cluster_compress import project_merged
 from funsor_core.loopy import loopy_bp
 from tests.algorithms.loopy.models import _model, brute_force, joint, tree_model
@@ -122,6 +127,16 @@ def test_batched_equals_a_loop_over_the_batch(compression, schedule, temperature
                                    _data(one.cluster_beliefs[0]), atol=1e-12)
         assert abs(float(r.log_z.data[i]) - float(one.log_z.data)) < 1e-10
     assert r.counts.network_bytes == nbytes
+
+
+def test_batched_projections_equal_a_loop_over_rows():
+    t = np.random.default_rng(11).integers(0, 3, size=(2, 3, 2, 4)).astype(float)  # ties
+    for project in (project_kbest, project_merged, project_factorized):
+        p = project(t, k=3, batch_dims=2)
+        rows = [[project(t[i, j], k=3) for j in range(3)] for i in range(2)]
+        np.testing.assert_allclose(p.log_table, [[r.log_table for r in row] for row in rows],
+                                   atol=1e-12)
+        assert p.nbytes == sum(r.nbytes for row in rows for r in row)
 
 
 def test_batched_refuses_what_varies_per_element():
