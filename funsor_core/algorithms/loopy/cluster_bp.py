@@ -19,7 +19,10 @@ machine; a cluster factor's messages to a cluster are computed on that cluster's
 from the other clusters' messages): ``network`` counts them once per receiving cluster,
 with the projection's ``nbytes``; ``local`` counts the dense factor-to-cluster messages.
 On a tree-shaped cluster graph, ``full`` gives the exact marginals; with one variable per
-cluster every projection is the identity, and cluster BP is loopy BP.
+cluster every projection is the identity, and cluster BP is loopy BP. LoopyBP's options carry
+over with its names: the schedules (flooding, sequential, random, residual), ``temperature``
+(``R = T logsumexp(x / T)``; a projection compresses ``m / T``) and ``batch`` (independent
+copies of the model in one vectorized run).
 
 Example:
     >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),

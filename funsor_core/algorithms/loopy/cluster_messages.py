@@ -283,7 +283,8 @@ class ClusterBPResult:
     (the counts after each iteration), ``num_messages`` and ``log_z``, the cluster graph's
     Bethe log Z in message form (``messages``' formula with the clusters as variables and
     ``phi_C`` their potentials): exact on a tree-shaped cluster graph with ``full``
-    messages, loopy BP's Bethe log Z with one variable per cluster."""
+    messages, loopy BP's Bethe log Z with one variable per cluster; a Tensor over the batch
+    inputs, reduced by ``R`` at the run's temperature."""
 
     def __init__(self, run: Run, f2c: dict, residuals, num_iters: int, tol: float,
                  history: list) -> None:
