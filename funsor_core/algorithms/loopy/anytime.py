@@ -33,6 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.loopy.anytime_compact import (
+    CompactLayout,
+    CompactResult,
+    compact_dynamic_priorities,
+    compact_graph,
+    initial_messages,
+    remap_messages,
+    round_up_capacity,
+)
 from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
 from funsor_core.algorithms.loopy.messages import (
@@ -42,10 +51,14 @@ from funsor_core.algorithms.loopy.messages import (
     variable_sums,
 )
 
-__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "domain_mask",
+__all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "LAYOUTS", "domain_mask",
            "message_work"]
 
 PRIORITIES = ("fixed", "dynamic")
+LAYOUTS = ("auto", "compact", "masked")
+# "auto" compacts from this many states per variable on: below it a gather per step costs
+# about what the masked D^k tables cost (benchmarks/README.md, "anytime BP: wall time").
+COMPACT_MIN_STATES = 8
 
 _BAD_DOMAIN = ("domains: variable '{name}' is {domain}, so its sparse domain must be a "
                "non-empty set of states in 0..{last}; got {values!r}")
@@ -119,10 +132,32 @@ def _masked(graph: FactorGraph, mask: np.ndarray) -> FactorGraph:
     return graph.with_tables(tables)
 
 
+def _use_compact(graph: FactorGraph, layout: str) -> bool:
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
+    return graph.D >= COMPACT_MIN_STATES if layout == "auto" else layout == "compact"
+
+
+def _edge_states(graph: FactorGraph, proto, states: np.ndarray):
+    # (V, D) host booleans -> (E, D, *1) on proto's backend, per edge's variable.
+    ok = states[graph.edge_var].reshape(states[graph.edge_var].shape + (1,) * len(graph.bshape))
+    return ops.new_array(proto, ok)
+
+
+def _masked_init(graph: FactorGraph, mask: np.ndarray):
+    # Uniform on the sparse domains, NEG outside: a log 0 that stays put (no residual there).
+    proto = graph.prototype()
+    zeros = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape)
+    return ops.where(_edge_states(graph, proto, mask), zeros, NEG)
+
+
 def sparse_bp(graph: FactorGraph, domains: dict, sum_op=ops.logaddexp, *, init=None,
-              **options) -> BPResult:
+              layout: str = "auto", **options) -> BPResult:
     """BP on the sparse ``domains`` of ``graph`` (its truncated model): beliefs keep the full
     domains, with probability 0 outside ``domains``; ``options`` as ``run_bp``'s.
+    ``layout``: ``"compact"`` runs on tables of the sparse states only (``anytime_compact``;
+    the domains are host structure, so this holds under ``jax.jit`` too), ``"masked"`` on the
+    full tables with ``NEG`` outside, ``"auto"`` compacts from ``COMPACT_MIN_STATES`` on.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
@@ -131,7 +166,15 @@ def sparse_bp(graph: FactorGraph, domains: dict, sum_op=ops.logaddexp, *, init=N
         >>> np.exp(r.beliefs["a"].data).round(4).tolist(), round(float(np.exp(r.log_z.data)), 6)
         ([0.3333, 0.6667], 6.0)
     """
-    return run_bp(_masked(graph, domain_mask(graph, domains)), sum_op, init=init, **options)
+    mask = domain_mask(graph, domains)
+    if _use_compact(graph, layout):
+        lay = CompactLayout.build(graph, mask, round_up_capacity(graph))
+        small = compact_graph(graph, lay)
+        start = initial_messages(small, lay) if init is None else remap_messages(
+            graph, init, CompactLayout.build(graph, np.ones_like(mask)), lay)
+        return CompactResult(graph, lay, run_bp(small, sum_op, init=start, **options))
+    start = _masked_init(graph, mask) if init is None else init
+    return run_bp(_masked(graph, mask), sum_op, init=start, **options)
 
 
 def fixed_priorities(graph: FactorGraph, semiring: Semiring) -> np.ndarray:
@@ -169,7 +212,8 @@ def dynamic_priorities(graph: FactorGraph, semiring: Semiring, f2v, mask) -> np.
 
 def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow: int = 1,
                schedule: str = "residual", damping: float = 0.0, tol: float = 1e-10,
-               max_iters: int = 1000, temperature: float = 1.0, step_iters: int | None = None):
+               max_iters: int = 1000, temperature: float = 1.0, step_iters: int | None = None,
+               layout: str = "auto"):
     """Anytime BP (see the module docstring): yields an ``AnytimeStep`` after the first
     convergence and after each growth of ``grow`` values, the last on full domains.
 
@@ -181,6 +225,12 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         step_iters: at most this many iterations before each growth (the thesis's
             interleaving of growth and message passing); ``None`` converges every step (then
             each step is BP on its truncated model). The full-domain step always converges.
+        layout: ``"compact"``: each step runs on tables of the active states only
+            (``anytime_compact``: the array work of a sparse implementation); ``"masked"``:
+            on the full tables with ``NEG`` outside (one shape for every step); ``"auto"``:
+            compact from ``COMPACT_MIN_STATES`` states on. Both give the same steps. Eager
+            only (the host picks the values to add); on a backend that compiles, compact
+            capacities are rounded to powers of two (a few compiled sweeps, not one a step).
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -193,19 +243,19 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"grow must be at least 1, got {grow}")
     if step_iters is not None and step_iters < 1:
         raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
-    factors = list(factors)
-    graph = FactorGraph.build(factors)
+    graph = FactorGraph.build(list(factors))
+    run = _CompactRun(graph) if _use_compact(graph, layout) else _MaskedRun(graph)
     semiring = Semiring(sum_op, temperature)
     valid = np.arange(graph.D)[None, :] < np.array(graph.sizes)[:, None]
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
     options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
-    f2v, entries = None, 0
+    entries = 0
     while True:
         full = not (valid & ~mask).any()
         iters = max_iters if full or step_iters is None else min(step_iters, max_iters)
-        result = run_bp(_masked(graph, mask), sum_op, init=f2v, max_iters=iters, **options)
+        result = run.step(mask, sum_op, max_iters=iters, **options)
         entries += int(result.num_messages) // max(graph.num_edges, 1) * message_work(graph,
                                                                                      mask)
         domains = {k: tuple(np.flatnonzero(mask[i]).tolist()) for i, k in enumerate(graph.names)}
@@ -213,10 +263,48 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         left = valid & ~mask
         if not left.any():
             return
-        pri = fixed if priority == "fixed" else dynamic_priorities(graph, semiring,
-                                                                   result.f2v, mask)
+        pri = fixed if priority == "fixed" else run.dynamic_priorities(semiring)
         pri = np.where(left, pri, -np.inf).reshape(-1)
+        mask = mask.copy()
         for flat in np.argsort(-pri, kind="stable")[: min(grow, int(left.sum()))]:
             mask[np.unravel_index(flat, mask.shape)] = True
-        # Warm start: the messages so far, uniform (0) where they were log 0 (new states).
-        f2v = ops.where(result.f2v < NEG / 2, 0.0, result.f2v)
+
+
+class _MaskedRun:
+    # Every step on the full tables, NEG outside the sparse domains (one shape throughout).
+    def __init__(self, graph: FactorGraph) -> None:
+        self.graph, self.mask, self.f2v = graph, None, None
+
+    def step(self, mask, sum_op, **options) -> BPResult:
+        g = self.graph
+        if self.f2v is None:
+            start = _masked_init(g, mask)
+        else:  # warm start: old states keep their messages, new ones start neutral (0)
+            start = ops.where(_edge_states(g, self.f2v, mask & ~self.mask), 0.0, self.f2v)
+        result = run_bp(_masked(g, mask), sum_op, init=start, **options)
+        self.mask, self.f2v = mask, result.f2v
+        return result
+
+    def dynamic_priorities(self, semiring: Semiring) -> np.ndarray:
+        return dynamic_priorities(self.graph, semiring, self.f2v, self.mask)
+
+
+class _CompactRun:
+    # Every step on the compact tables of the active states (anytime_compact).
+    def __init__(self, graph: FactorGraph) -> None:
+        self.graph, self.layout, self.small, self.f2v = graph, None, None, None
+        self.round_up = round_up_capacity(graph)
+
+    def step(self, mask, sum_op, **options) -> BPResult:
+        g, old = self.graph, self.layout
+        self.layout = CompactLayout.build(g, mask, self.round_up)
+        self.small = compact_graph(g, self.layout)
+        start = initial_messages(self.small, self.layout) if old is None else remap_messages(
+            g, self.f2v, old, self.layout)
+        inner = run_bp(self.small, sum_op, init=start, **options)
+        self.f2v = inner.f2v
+        return CompactResult(g, self.layout, inner)
+
+    def dynamic_priorities(self, semiring: Semiring) -> np.ndarray:
+        return compact_dynamic_priorities(self.graph, self.layout, semiring, self.small,
+                                          self.f2v)
