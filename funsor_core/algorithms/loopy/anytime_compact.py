@@ -45,7 +45,7 @@ from funsor_core.algorithms.loopy.runners import uses_compiled
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
-__all__ = ["CompactLayout", "compact_graph", "remap_messages", "initial_messages",
+__all__ = ["CompactLayout", "compact_graph", "gather_table", "remap_messages", "initial_messages",
            "CompactResult", "compact_dynamic_priorities"]
 
 
@@ -100,12 +100,20 @@ def _flat_gather(x, lead: int, index: np.ndarray):
     return ops.reshape(out, tuple(index.shape) + rest)
 
 
-def _gather_table(table, D: int, axes_index: list):
-    """``table`` ``(F, D, .., D, *B)`` at per-factor states: axis ``p`` indexed by
-    ``axes_index[p]`` ``(F, n_p)``; returns ``(F, n_0, .., n_{k-1}, *B)``."""
+def gather_table(table, D: int, axes_index: list, rows=None):
+    """``table[rows]`` ``(F, D, .., D, *B)`` at per-factor states: axis ``p`` indexed by
+    ``axes_index[p]`` ``(F, n_p)``; returns ``(F, n_0, .., n_{k-1}, *B)``: the substitution
+    ``f(x_0=idx_0, .., x_{k-1}=idx_{k-1})`` of every factor at once, as one gather.
+
+    Example:
+        >>> t = np.arange(8.0).reshape(2, 2, 2)  # two factors over 2 x 2 states
+        >>> gather_table(t, 2, [np.array([[1], [0]]), np.array([[0, 1], [1, 1]])]).tolist()
+        [[[2.0, 3.0]], [[5.0, 5.0]]]
+    """
     k = len(axes_index)
-    F = table.shape[0]
-    flat = np.arange(F).reshape((F,) + (1,) * k) * D ** k
+    rows = np.arange(table.shape[0]) if rows is None else np.asarray(rows)
+    F = len(rows)
+    flat = rows.reshape((F,) + (1,) * k) * D ** k
     for p, a in enumerate(axes_index):
         shape = (F,) + tuple(a.shape[1] if q == p else 1 for q in range(k))
         flat = flat + a.reshape(shape) * D ** (k - 1 - p)
@@ -117,7 +125,7 @@ def _compact_group(graph: FactorGraph, group: FactorGroup, layout: CompactLayout
     if k == 0:
         return group.table
     vi = group.var_index
-    t = _gather_table(group.table, graph.D, [layout.idx[vi[:, p]] for p in range(k)])
+    t = gather_table(group.table, graph.D, [layout.idx[vi[:, p]] for p in range(k)])
     ok = np.ones((len(vi),) + (layout.capacity,) * k, dtype=bool)
     for p in range(k):
         shape = (len(vi),) + tuple(layout.capacity if q == p else 1 for q in range(k))
@@ -169,45 +177,64 @@ def _to_full(x, pos_rows: np.ndarray, capacity: int):
 
 
 class CompactResult(BPResult):
-    """A ``BPResult`` of BP on the compact graph, read on the full domains: ``beliefs``,
-    ``f2v`` and ``factor_beliefs`` gathered back (``NEG`` outside the sparse domains);
-    ``log_z``, residuals and counts are the compact run's (the truncated model's).
+    """A ``BPResult`` of BP on compact tables, read on the full domains: ``beliefs``, ``f2v``
+    and ``factor_beliefs`` gathered back (``NEG`` outside the sparse domains); ``log_z``,
+    residuals and counts are the compact run's (the truncated model's). ``inner``: the
+    ``BPResult`` on ``compact_graph`` when the run had one (else it is built when ``log_z``
+    or ``factor_beliefs`` is asked).
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
         ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
         >>> from funsor_core.algorithms.loopy.anytime import sparse_bp
         >>> r = sparse_bp(FactorGraph.build([f]), {"b": [1]}, layout="compact")
-        >>> np.exp(r.beliefs["b"].data).tolist()
-        [0.0, 1.0]
+        >>> np.exp(r.beliefs["b"].data).tolist(), round(float(np.exp(r.log_z.data)), 6)
+        ([0.0, 1.0], 6.0)
     """
 
-    def __init__(self, graph: FactorGraph, layout: CompactLayout, compact: BPResult):
+    def __init__(self, graph: FactorGraph, layout: CompactLayout, semiring: Semiring,
+                 compact_f2v, residuals, num_iters, num_messages, tol, inner=None):
         # Not BPResult.__init__: ``f2v`` is gathered back only when asked.
-        self.graph, self.semiring, self.tol = graph, compact.semiring, compact.tol
-        self.residuals, self.num_iters = compact.residuals, compact.num_iters
-        self.num_messages = compact.num_messages
-        self.layout, self.compact = layout, compact
+        self.graph, self.semiring, self.tol = graph, semiring, tol
+        self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
+        self.layout, self.compact_f2v, self._inner = layout, compact_f2v, inner
+
+    @classmethod
+    def of(cls, graph: FactorGraph, layout: CompactLayout, inner: BPResult) -> CompactResult:
+        """``inner`` (a ``BPResult`` on ``compact_graph(graph, layout)``) on full domains."""
+        return cls(graph, layout, inner.semiring, inner.f2v, inner.residuals, inner.num_iters,
+                   inner.num_messages, inner.tol, inner)
+
+    @cached_property
+    def tabled(self) -> BPResult:
+        if self._inner is None:
+            self._inner = BPResult(compact_graph(self.graph, self.layout), self.semiring,
+                                   self.compact_f2v, self.residuals, self.num_iters,
+                                   self.num_messages, self.tol)
+        return self._inner
 
     @cached_property
     def f2v(self):
-        return _to_full(self.compact.f2v, self.layout.pos[self.graph.edge_var],
+        return _to_full(self.compact_f2v, self.layout.pos[self.graph.edge_var],
                         self.layout.capacity)
 
     @cached_property
     def beliefs(self) -> dict:
-        c, g = self.compact, self.graph
-        b = normalize(c.semiring, c._bsum) if c._compiled is None else c._compiled[1]
+        g, inner = self.graph, self._inner
+        if inner is not None and inner._compiled is not None:  # one compiled summary (jax)
+            b = inner._compiled[1]
+        else:  # the edges are the full graph's: no compact tables needed
+            b = normalize(self.semiring, variable_sums(g, self.compact_f2v, g.var_edges))
         full = _to_full(b, self.layout.pos, self.layout.capacity)
         return {k: g.variable_tensor(i, full[i]) for i, k in enumerate(g.names)}
 
     @cached_property
     def log_z(self):
-        return self.compact.log_z
+        return self.tabled.log_z
 
     @cached_property
     def factor_beliefs(self) -> list:
-        return _scattered_factor_beliefs(self.graph, self.layout, self.compact)
+        return _scattered_factor_beliefs(self.graph, self.layout, self.tabled)
 
 
 def _scattered_factor_beliefs(graph, layout, compact) -> list:
@@ -231,15 +258,14 @@ def _axis_to_full(x, axis: int, pos: np.ndarray):
 
 
 def compact_dynamic_priorities(graph: FactorGraph, layout: CompactLayout, semiring: Semiring,
-                               compact_graph_: FactorGraph, f2v) -> np.ndarray:
+                               f2v) -> np.ndarray:
     """``(V, D)`` eqs. 7.3-7.4 from compact messages: the messages of one update to every
     full state of the receiving variable, its factor's other variables on their sparse
     domains (``O(D prod_{j != i} |S_j|)`` entries per message, the thesis's cost)."""
-    cg = compact_graph_
-    bsum = variable_sums(cg, f2v, cg.var_edges)
-    v2f = var_to_factor(semiring, bsum, f2v, cg.edge_var)
-    ok = layout.valid[cg.edge_var].reshape(layout.valid[cg.edge_var].shape
-                                           + (1,) * len(graph.bshape))
+    bsum = variable_sums(graph, f2v, graph.var_edges)  # the compact graph's edges are these
+    v2f = var_to_factor(semiring, bsum, f2v, graph.edge_var)
+    ok = layout.valid[graph.edge_var].reshape(layout.valid[graph.edge_var].shape
+                                              + (1,) * len(graph.bshape))
     v2f = ops.where(ops.new_array(v2f, ok), v2f, NEG)
     full_states = np.arange(graph.D)
     out = []
@@ -253,7 +279,7 @@ def compact_dynamic_priorities(graph: FactorGraph, layout: CompactLayout, semiri
         for j in range(k):
             index = [np.broadcast_to(full_states, (len(vi), graph.D)) if p == j
                      else layout.idx[vi[:, p]] for p in range(k)]
-            t = _gather_table(group.table, graph.D, index)
+            t = gather_table(group.table, graph.D, index)
             for p in range(k):
                 if p != j:
                     t = t + _expand(block[:, p], p, k, len(graph.bshape))
