@@ -61,9 +61,11 @@ __all__ = ["anytime_bp", "sparse_bp", "AnytimeStep", "PRIORITIES", "LAYOUTS", "d
 
 PRIORITIES = ("fixed", "dynamic")
 LAYOUTS = ("auto", "compact", "masked")
-# "auto" compacts from this many states per variable on: below it a gather per step costs
-# about what the masked D^k tables cost (benchmarks/README.md, "anytime BP: wall time").
-COMPACT_MIN_STATES = 8
+# "auto" compacts from this many states per variable on. Below it the masked D^k tables are
+# cheaper than a step's buckets (a few dozen small gathers and reductions): anytime fixed on
+# 5x5 thesis grids, to L2 1e-7, numpy: L=16 compact 0.29 s / masked 0.10 s, L=30 0.47 / 0.25,
+# L=60 0.033 / 0.061 (benchmarks/README.md, "Anytime BP: wall time").
+COMPACT_MIN_STATES = 50
 
 _BAD_DOMAIN = ("domains: variable '{name}' is {domain}, so its sparse domain must be a "
                "non-empty set of states in 0..{last}; got {values!r}")
