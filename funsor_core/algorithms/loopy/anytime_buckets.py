@@ -2,12 +2,13 @@
 
 One compact capacity for all variables (``anytime_compact``) pads every factor to the largest
 sparse domain: when one variable holds 78 states and the others 5, every pairwise table is
-``78 x 78``. Here factors are grouped by the capacities of their variables, each rounded up
-to a power of two (``c_j >= |S_j|``): a bucket is one dense block ``(F_b, c_0, .., c_{k-1})``
-gathered from the full tables, so a message reads ``prod_j c_j < 2^k prod_j |S_j|`` entries
-and a step costs ``O(#buckets)`` array calls. The messages stay one ``(E, C)`` array (cheap:
-``C`` per edge); a bucket reads the first ``c_j`` positions of its incoming messages and pads
-its outgoing ones to ``C`` with ``NEG``.
+``78 x 78``. Here factors are grouped, largest tables first, so that a group padded to the
+largest sparse domain of each of its positions (``c_j >= |S_j|``) holds at most ``waste``
+(2) times the entries of its factors' true tables: a bucket is one dense block
+``(F_b, c_0, .., c_{k-1})`` gathered from the full tables, and a step costs ``O(#buckets)``
+array calls (few: a new bucket opens only where the table sizes jump). The messages stay one
+``(E, C)`` array (cheap: ``C`` per edge); a bucket reads the first ``c_j`` positions of its
+incoming messages and pads its outgoing ones to ``C`` with ``NEG``.
 
 ``bucket_bp`` runs flooding BP on the buckets (the schedule whose sweep is a function of all
 messages at once); ``bucket_priorities`` computes eqs. 7.3-7.4 (every full state of the
@@ -55,23 +56,36 @@ class Bucket:
     table: object
 
 
-def _capacities(layout: CompactLayout) -> np.ndarray:
+def _partition(sizes: np.ndarray, waste: float) -> list:
+    """Factors (rows of ``sizes`` ``(F, k)``, their variables' sparse domain sizes) in
+    groups, largest tables first: a factor joins the open group while the group's padded
+    volume ``n * prod(max sizes)`` stays within ``waste`` times its true volume."""
+    volume = np.prod(sizes, axis=1)
+    order = np.argsort(-volume, kind="stable")
+    groups, members, caps, true = [], [], None, 0
+    for f in order:
+        new_caps = sizes[f] if caps is None else np.maximum(caps, sizes[f])
+        if members and (len(members) + 1) * np.prod(new_caps) > waste * (true + volume[f]):
+            groups.append((np.array(members), caps))
+            members, new_caps, true = [], sizes[f], 0
+        members.append(f)
+        caps, true = new_caps, true + volume[f]
+    if members:
+        groups.append((np.array(members), caps))
+    return groups
+
+
+def make_buckets(graph: FactorGraph, layout: CompactLayout, waste: float = 2.0) -> list:
+    """The factors of ``graph`` (arity >= 1) in buckets, each padded to at most ``waste``
+    times the entries its factors' sparse domains hold (``_partition``)."""
     counts = np.maximum(layout.valid.sum(1), 1)
-    caps = 1 << np.ceil(np.log2(counts)).astype(np.int64)
-    return np.minimum(caps, layout.capacity)
-
-
-def make_buckets(graph: FactorGraph, layout: CompactLayout) -> list:
-    """The factors of ``graph`` (arity >= 1) in buckets of equal variable capacities."""
-    caps_v = _capacities(layout)
     out = []
     for g in graph.groups:
         k, vi = g.arity, g.var_index
         if k == 0:
             continue
-        keys, inverse = np.unique(caps_v[vi], axis=0, return_inverse=True)
-        for u, key in enumerate(keys):
-            rows = np.flatnonzero(inverse.reshape(-1) == u)
+        for rows, key in _partition(counts[vi], waste):
+            rows = np.sort(rows)
             sub = vi[rows]
             caps = tuple(int(c) for c in key)
             index = [layout.idx[sub[:, p], : caps[p]] for p in range(k)]
@@ -143,7 +157,7 @@ def bucket_bp(graph: FactorGraph, layout: CompactLayout, semiring: Semiring, f2v
 def bucket_priorities(graph: FactorGraph, layout: CompactLayout, semiring: Semiring,
                       f2v, buckets=None) -> np.ndarray:
     """``(V, D)`` eqs. 7.3-7.4 from compact messages (``O(D prod_{j != i} c_j)`` entries a
-    message, the thesis's cost up to the power-of-two rounding)."""
+    message, the thesis's cost up to the buckets' padding)."""
     buckets = make_buckets(graph, layout) if buckets is None else buckets
     bsum = variable_sums(graph, f2v, graph.var_edges)
     v2f = var_to_factor(semiring, bsum, f2v, graph.edge_var)
