@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
+from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime_compact import CompactLayout, compact_graph
 from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
 from funsor_core.loopy import anytime_bp
@@ -27,13 +28,15 @@ def _assert_same_steps(compact, masked, names, to_numpy=np.asarray, atol=1e-10):
         assert abs(float(c.result.log_z.data) - float(m.result.log_z.data)) < atol
 
 
-@pytest.mark.parametrize("priority, schedule, step_iters", [
-    ("dynamic", "flooding", 1),  # buckets per capacity, dynamic priorities from buckets
-    ("fixed", "residual", None),  # one capacity (compact_graph), converged steps
+@pytest.mark.parametrize("priority, schedule, step_iters, sum_op", [
+    ("dynamic", "flooding", 1, ops.logaddexp),  # buckets, dynamic priorities from buckets
+    ("dynamic", "flooding", 1, ops.max),  # the same in max-product
+    ("fixed", "residual", None, ops.logaddexp),  # one capacity (compact_graph), converged
 ])
-def test_compact_steps_equal_masked_steps(priority, schedule, step_iters):
+def test_compact_steps_equal_masked_steps(priority, schedule, step_iters, sum_op):
     factors, _, sizes = grid_model(np.random.default_rng(5), n=2, domain=5)
-    kw = dict(priority=priority, grow=3, tol=1e-12, schedule=schedule, step_iters=step_iters)
+    kw = dict(priority=priority, sum_op=sum_op, grow=3, tol=1e-12, schedule=schedule,
+              step_iters=step_iters)
     compact = list(anytime_bp(factors, layout="compact", **kw))
     masked = list(anytime_bp(factors, layout="masked", **kw))
     assert len(compact) > 3
