@@ -2,10 +2,13 @@
 
 BP on sparse domains ``S_i`` (a subset of each variable's states) fixes the marginals of the
 other states at 0: it is BP on the truncated model, whose factors are indexed at ``S``.
-Here the truncation is a mask on the padded tables (``NEG``, a finite ``log 0``, at the
-states outside ``S``): messages, beliefs and the Bethe log Z restricted to ``S`` are those of
-BP on the truncated model, and the arrays keep their shapes, so every domain step reuses
-one compiled sweep.
+Two layouts run it, with the same results. ``"compact"``: the factors substituted at index
+arrays of the states in ``S`` (``anytime_compact``), in buckets of similar table sizes
+(``anytime_buckets``), so the array work follows ``prod_j |S_j|``; beliefs are gathered back
+to the full domains. ``"masked"``: the full padded tables with ``NEG`` (a finite ``log 0``) at
+the states outside ``S``; the arrays keep their shapes, so every step reuses one compiled
+sweep (the layout for jax, and for small domains where a step's gathers cost more than the
+``D^k`` tables).
 
 Anytime BP starts from one state per variable (the best by the fixed priority), then
 alternately grows the domains by the value of highest priority and converges BP on them,
