@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,14 +61,14 @@ def _partition(sizes: np.ndarray, waste: float) -> list:
     """Factors (rows of ``sizes`` ``(F, k)``, their variables' sparse domain sizes) in
     groups, largest tables first: a factor joins the open group while the group's padded
     volume ``n * prod(max sizes)`` stays within ``waste`` times its true volume."""
-    volume = np.prod(sizes, axis=1)
-    order = np.argsort(-volume, kind="stable")
+    rows = sizes.tolist()  # host ints: a Python loop over F factors, no array call per factor
+    volume = [math.prod(r) for r in rows]
     groups, members, caps, true = [], [], None, 0
-    for f in order:
-        new_caps = sizes[f] if caps is None else np.maximum(caps, sizes[f])
-        if members and (len(members) + 1) * np.prod(new_caps) > waste * (true + volume[f]):
+    for f in sorted(range(len(rows)), key=lambda f: -volume[f]):
+        new_caps = rows[f] if caps is None else [max(a, b) for a, b in zip(caps, rows[f])]
+        if members and (len(members) + 1) * math.prod(new_caps) > waste * (true + volume[f]):
             groups.append((np.array(members), caps))
-            members, new_caps, true = [], sizes[f], 0
+            members, new_caps, true = [], rows[f], 0
         members.append(f)
         caps, true = new_caps, true + volume[f]
     if members:
