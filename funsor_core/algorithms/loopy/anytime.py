@@ -323,10 +323,8 @@ def compact_bp(graph: FactorGraph, layout: CompactLayout, sum_op, init, *,
         f2v, residuals = bucket_bp(graph, layout, semiring, init, damping=damping, tol=tol,
                                    max_iters=max_iters, buckets=buckets)
         n = len(residuals)
-        result = CompactResult(graph, layout, semiring, f2v, residuals, n,
-                               n * graph.num_edges, tol)
-        result.buckets = buckets  # reused by the dynamic priorities of this step
-        return result
+        return CompactResult(graph, layout, semiring, f2v, residuals, n, n * graph.num_edges,
+                             tol, buckets=buckets)
     inner = run_bp(compact_graph(graph, layout), sum_op, schedule, damping, tol, max_iters,
                    temperature, rng_key, init=init)
     return CompactResult.of(graph, layout, inner)
@@ -347,7 +345,7 @@ class _CompactRun:
         return self.result
 
     def dynamic_priorities(self, semiring: Semiring) -> np.ndarray:
-        buckets = getattr(self.result, "buckets", None)
+        buckets = self.result.buckets
         if buckets is not None:
             return bucket_priorities(self.graph, self.layout, semiring,
                                      self.result.compact_f2v, buckets)

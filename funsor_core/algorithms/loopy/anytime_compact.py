@@ -193,11 +193,14 @@ class CompactResult(BPResult):
     """
 
     def __init__(self, graph: FactorGraph, layout: CompactLayout, semiring: Semiring,
-                 compact_f2v, residuals, num_iters, num_messages, tol, inner=None):
-        # Not BPResult.__init__: ``f2v`` is gathered back only when asked.
+                 compact_f2v, residuals, num_iters, num_messages, tol, inner=None,
+                 buckets=None):
+        # Not BPResult.__init__: ``f2v`` is gathered back only when asked. ``buckets``: the
+        # run's factor buckets (anytime_buckets), reused by the step's dynamic priorities.
         self.graph, self.semiring, self.tol = graph, semiring, tol
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
         self.layout, self.compact_f2v, self._inner = layout, compact_f2v, inner
+        self.buckets = buckets
 
     @classmethod
     def of(cls, graph: FactorGraph, layout: CompactLayout, inner: BPResult) -> CompactResult:
