@@ -21,7 +21,8 @@ interleaved rounds, best kept (a shared machine's load hits every method alike):
   ``jax.jit``; and eager calls on new values of one structure (first call, later calls).
 
 ``python benchmarks/loopy.py`` (``--quick``: fewer rounds, no batch-100 PGMax row;
-``--gibbs``: only the Gibbs and eager rows; ``--cpu-time``: CPU seconds, see ``CLOCK``).
+``--gibbs``: only the Gibbs and eager rows; ``--anytime``: only anytime BP's wall time on the
+thesis's grids, ``loopy_anytime.py``; ``--cpu-time``: CPU seconds, see ``CLOCK``).
 """
 
 from __future__ import annotations
@@ -462,6 +463,10 @@ def main(quick: bool) -> None:
     rounds = 2 if quick else 3
     if "--gibbs" in sys.argv:
         return gibbs_rows(rounds, quick)
+    if "--anytime" in sys.argv:  # anytime BP's wall time: loopy_anytime.py
+        from loopy_anytime import main as anytime_rows
+
+        return anytime_rows(quick)
     rng = np.random.default_rng(0)
     W, bh, bv = rbm_params(rng)
     ev1, ev100 = evidence(rng, bh, bv, 1), evidence(rng, bh, bv, 100)

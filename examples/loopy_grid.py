@@ -7,13 +7,13 @@ so the two error curves cross. Both are run through ``funsor_core.loopy`` and co
 ``marginal_errors`` (mean total variation per variable); the BP beliefs are also computed by
 the ``LoopyBP`` interpretation, as the Bethe log Z of a lazy sum of factors.
 
-Then anytime BP (Singh 2014 ch. 7.2, Figs 7.7-7.9 in small): a 3x3 grid with domain 12
-starts from one state per variable and grows the domains by fixed or dynamic priorities; each
-step runs one BP iteration on its sparse domains (``step_iters=1``), and the L2 error of its
-marginals against LoopyBP's on the full domains falls as message entries are spent (a message
-reads the product of its factor's sparse domain sizes). On this random, little-peaked model
-anytime BP needs about 1.8x LoopyBP's entries; on the thesis's peaked grids it needs far
-fewer (benchmarks/README.md).
+Then anytime BP (Singh 2014 ch. 7.2, Figs 7.7-7.9 in small) on the thesis's 5x5 grid with
+domain 100 (7.2.7.1: geometric potentials with noise): it starts from one state per variable
+and grows the domains by fixed or dynamic priorities, one flooding iteration per step on
+compact tables of the active states (``step_iters=1``); the L2 error of its marginals against
+LoopyBP's converged ones falls with the wall time and the message entries (a message reads the
+product of its factor's sparse domain sizes), next to LoopyBP (flooding, iteration by
+iteration) and truncated BP (the top 25% of each domain). Plot: ``examples/out/loopy_anytime.png``.
 
 Single-value sparsity (ch. 7.1) on a 30-variable chain with domain 10: the lower the
 threshold, the more variables are fixed (their beliefs point masses) and the larger the error
@@ -22,18 +22,22 @@ binary variable with 100 unary factors, MH scoring a fraction ``p`` of them per 
 below ``p = 1`` the marginal error stops falling (the chain's stationary law is biased).
 
 Run: ``python examples/loopy_grid.py`` (part of ``make demo``). Writes
-``examples/out/loopy_grid.png`` when matplotlib is installed.
+``examples/out/loopy_grid.png`` and ``examples/out/loopy_anytime.png`` when matplotlib is
+installed.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from _plotting import out_path, pyplot
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.loopy.anytime import domain_mask, message_work
+from funsor_core.algorithms.loopy.anytime import domain_mask, fixed_priorities, message_work
 from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.messages import Semiring
 from funsor_core.loopy import (
     anytime_bp,
     exact_marginals,
@@ -60,28 +64,80 @@ def grid_factors(rng):
     return factors
 
 
-def anytime_demo(rng, n=3, domain=12) -> None:
+def thesis_grid(rng, n=5, L=100):
+    """7.2.7.1: unary ``gamma(v)``, pairwise ``gamma(v_i + v_j L)``, ``gamma(k) = k log(1 - p)
+    + log p + N(0, 0.1)``, ``p ~ U(0, 1)`` per factor."""
+    def gamma(k):
+        p = rng.uniform(1e-3, 1 - 1e-3)
+        return k * np.log1p(-p) + np.log(p) + rng.normal(0, 0.1, size=k.shape)
+
+    v, dom = np.arange(L), fc.Bint[L]
     names = [f"x{i}{j}" for i in range(n) for j in range(n)]
-    factors = [fc.Tensor(rng.normal(size=domain) * 3.0, {v: fc.Bint[domain]}) for v in names]
     pairs = [(f"x{i}{j}", f"x{i}{j + 1}") for i in range(n) for j in range(n - 1)]
     pairs += [(f"x{i}{j}", f"x{i + 1}{j}") for i in range(n - 1) for j in range(n)]
-    factors += [fc.Tensor(rng.normal(size=(domain, domain)) * 0.5,
-                          {a: fc.Bint[domain], b: fc.Bint[domain]}) for a, b in pairs]
-    full = loopy_bp(factors, schedule="residual", tol=1e-10)
-    graph = FactorGraph.build(factors)  # entries: product of the domain sizes a message reads
-    entries = int(full.num_iters) * message_work(graph, domain_mask(graph, {}))
-    print(f"anytime BP, {n}x{n} grid, domain {domain}: LoopyBP reads {entries} message entries")
+    return ([fc.Tensor(gamma(v), {x: dom}) for x in names]
+            + [fc.Tensor(gamma(v[:, None] + v[None, :] * L), {a: dom, b: dom}) for a, b in pairs])
+
+
+def _l2(beliefs, reference) -> float:
+    return float(np.sqrt(sum(np.sum((np.exp(beliefs[k].data) - reference[k]) ** 2)
+                             for k in reference)))
+
+
+def anytime_demo(rng, target=1e-7) -> dict:
+    factors = thesis_grid(rng)
+    full = loopy_bp(factors, tol=1e-12, max_iters=1000)
+    reference = {k: np.exp(b.data) for k, b in full.beliefs.items()}
+    graph = FactorGraph.build(factors)
+    work = message_work(graph, domain_mask(graph, {}))
+    curves = {"LoopyBP": [], "anytime fixed": [], "anytime dynamic": [], "truncated 25%": []}
+    for k in range(1, 5):
+        t = time.perf_counter()
+        r = loopy_bp(factors, tol=0.0, max_iters=k)
+        curves["LoopyBP"].append((time.perf_counter() - t, k * work, _l2(r.beliefs, reference)))
     for priority in ("fixed", "dynamic"):
-        shown = []
-        for k, step in enumerate(anytime_bp(factors, priority, grow=6, step_iters=1)):
-            l2 = np.sqrt(np.mean([np.sum((np.exp(step.result.beliefs[v].data)
-                                          - np.exp(full.beliefs[v].data)) ** 2)
-                                  for v in names]))
-            if k % 3 == 0 or l2 < 1e-7:
-                shown.append(f"{step.num_message_entries}: {l2:.1e}")
-            if l2 < 1e-7:
+        spent, steps = 0.0, anytime_bp(factors, priority, grow=25, step_iters=1,
+                                       schedule="flooding")
+        while not curves[f"anytime {priority}"] or curves[f"anytime {priority}"][-1][2] > target:
+            t = time.perf_counter()
+            step = next(steps, None)
+            if step is None:
                 break
-        print(f"  {priority:8} entries: L2 error  " + ", ".join(shown))
+            beliefs = step.result.beliefs
+            spent += time.perf_counter() - t
+            curves[f"anytime {priority}"].append((spent, step.num_message_entries,
+                                                  _l2(beliefs, reference)))
+    pri = fixed_priorities(graph, Semiring())
+    top = {x: np.argsort(-pri[i])[:25] for i, x in enumerate(graph.names)}
+    t = time.perf_counter()
+    r = loopy_bp(factors, domains=top, tol=1e-10)
+    curves["truncated 25%"].append((time.perf_counter() - t,
+                                    int(r.num_iters) * message_work(graph, domain_mask(graph, top)),
+                                    _l2(r.beliefs, reference)))
+    print("anytime BP, thesis grid 5x5, domain 100: seconds / message entries to L2 < 1e-7")
+    for name, c in curves.items():
+        hit = next((p for p in c if p[2] < target), c[-1])
+        print(f"  {name:16} {hit[0]:7.3f} s {hit[1]:>10,} entries  (L2 {hit[2]:.1e})")
+    return curves
+
+
+def _plot_anytime(plt, curves) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for name, c in curves.items():
+        t, n, e = zip(*c)
+        style = "o" if len(c) == 1 else ".-"
+        axes[0].loglog(t, np.maximum(e, 1e-17), style, label=name)
+        axes[1].loglog(n, np.maximum(e, 1e-17), style, label=name)
+    for ax, label in zip(axes, ("wall seconds (one thread)", "message entries")):
+        ax.axhline(1e-7, color="k", ls=":", lw=0.8)
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.set_xlabel(label)
+        ax.set_ylabel("L2 error vs LoopyBP")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("anytime BP, 5x5 grid, domain 100 (Singh 2014 Figs 7.7-7.9 in small)")
+    fig.tight_layout()
+    fig.savefig(out_path("loopy_anytime.png"), dpi=120)
+    print("wrote", out_path("loopy_anytime.png"))
 
 
 def sparsity_demo(rng, n=30, domain=10) -> None:
@@ -133,7 +189,7 @@ def main() -> None:
         gibbs_tv.append(marginal_errors(s.marginals(), exact)["tv"])
         print(f"Gibbs {4 * n:>6} samples: mean total variation {gibbs_tv[-1]:.2e}"
               f"{'  (below BP)' if gibbs_tv[-1] < bp_tv else ''}")
-    anytime_demo(np.random.default_rng(2))
+    curves = anytime_demo(np.random.default_rng(2))
     sparsity_demo(np.random.default_rng(3))
     mcmcmc_demo(np.random.default_rng(4))
     plt = pyplot()
@@ -148,6 +204,7 @@ def main() -> None:
         fig.tight_layout()
         fig.savefig(out_path("loopy_grid.png"), dpi=120)
         print("wrote", out_path("loopy_grid.png"))
+        _plot_anytime(plt, curves)
 
 
 if __name__ == "__main__":
