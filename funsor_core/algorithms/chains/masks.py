@@ -81,6 +81,15 @@ def _check_values(arg: str, data, low: int, high: int, what: str, time: str) -> 
                          f"steps of '{time}': Bint[{high}]), got {values[bad].ravel()[:5]}")
 
 
+def _check_domains(arg: str, f: Tensor, known: dict, what: str) -> None:
+    # A shared name must have the chain's domain: broadcasting Bint[2] against Bint[3]
+    # would fail deep in a reshape, or index the wrong steps.
+    for n, d in f.inputs.items():
+        if n in known and known[n] != d:
+            raise ValueError(f"{what}: {arg} has input '{n}' as {d}, but the chain has "
+                             f"'{n}' as {known[n]}; a name must have one domain")
+
+
 def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=None,
               what: str = "masked_steps"):
     """A boolean array over ``(T, *batch)`` (the batch names of ``inputs`` in order): True
@@ -99,6 +108,7 @@ def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=Non
     keep = None
     if lengths is not None:
         _check_names("lengths", lengths, batch, name, pairs, what)  # not over time
+        _check_domains("lengths", lengths, layout, what)
         _check_values("lengths", lengths.data, 0, duration, what, name)
         n = align_tensor(layout, lengths)  # (1, *batch) with size-1 dims
         index = ops.new_arange(lengths.data, 0, duration, 1)
@@ -106,6 +116,7 @@ def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=Non
         keep = index < n
     if mask is not None:
         _check_names("mask", mask, [name] + batch, name, pairs, what)
+        _check_domains("mask", mask, layout, what)
         _check_values("mask", mask.data, 0, 1, what, name)
         kept = align_tensor(layout, mask) != 0
         keep = kept if keep is None else keep & kept
@@ -297,3 +308,4 @@ def _add_mask_batch(inputs: dict, pairs, time, lengths, mask, what: str) -> None
     if missing:
         raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
                          f"inputs are {list(inputs)}")
+

@@ -304,3 +304,21 @@ def test_gaussian_markov_product_ragged_against_one_at_a_time(sum_op):
             p = fc.Tensor(points, {"p": fc.Bint[5]})
             expected = one(u=p[:, 0], v=p[:, 1]).align(("p",)).data
             np.testing.assert_allclose(actual[:, b], expected, rtol=1e-8, atol=1e-10)
+
+
+def test_lengths_or_mask_of_another_domain_are_named():
+    # A batch or time name shared with the chain must keep its domain (it failed in a
+    # reshape, or a broadcast, deep in the kernel).
+    _, a, o = _data()
+    step = _chain(a, o)
+    short = fc.Tensor(np.array([1, 2]), {"b": fc.Bint[2]})
+    with pytest.raises(ValueError, match=r"lengths has input 'b' as Bint\[2\], but the chain "
+                                         r"has 'b' as Bint\[4\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, lengths=short)
+    mask = fc.Tensor(np.ones((T - 1, 4)), {"t": fc.Bint[T - 1], "b": fc.Bint[4]})
+    with pytest.raises(ValueError, match=rf"mask has input 't' as Bint\[{T - 1}\], but the "
+                                         rf"chain has 't' as Bint\[{T}\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, mask=mask)
+    with pytest.raises(ValueError, match=r"lengths has input 'b' as Bint\[2\]"):
+        fc.windowed_filter(ops.logaddexp, ops.add, step, "t", {"x": "y"},
+                           fc.Tensor(np.zeros(K), {"x": fc.Bint[K]}), lengths=short)
