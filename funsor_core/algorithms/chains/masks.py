@@ -212,7 +212,8 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
 
     Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
         semiring take ``lengths`` and ``mask``. Chains with no identity transition (Gaussian
-        steps) take ``lengths >= 1``: the partial products are built one step at a time
+        steps) take ``lengths >= 1`` (a ``ValueError`` eagerly; under ``jax.jit`` an entry
+        of traced length 0 gives NaN): the partial products are built one step at a time
         (``T`` term operations) and each entry keeps its own (``chains.select``); to filter
         such a chain, ``windowed_filter(..., lengths=...)`` carries a message instead.
 
@@ -282,6 +283,12 @@ def _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, ma
         tail = at(t)(**{p: mids[c] for p, c in pairs})
         new = prod_op(head, tail).reduce(sum_op, frozenset(mids.values()))
         product = select(keep[t], keep_inputs, new, product)
+    if not ops.is_concrete(lengths.data):
+        # Traced lengths cannot be checked: an empty Gaussian chain gives NaN, not the one
+        # step that the partial products start from.
+        zero = ops.new_zeros(lengths.data, ())
+        product = product + Tensor(ops.where(lengths.data < 1, zero + float("nan"), zero),
+                                   dict(lengths.inputs))
     rename = {}
     for (p, c), (fp, fc_) in zip(pairs, _free_names(pairs, step_names)):
         rename.update({p: fp, c: fc_})

@@ -195,6 +195,10 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
     factors = list(factors)
     graph = FactorGraph.build(factors)
+    if not all(ops.is_concrete(f.data) for f in factors):  # priorities are read as numbers
+        raise TypeError("anytime_bp grows the domains by reading message values, so it does "
+                        "not run under jax.jit (traced factors); run it eagerly, or jit "
+                        "loopy_bp(domains=...) on the domains it chose")
     semiring = Semiring(sum_op, temperature)
     valid = np.arange(graph.D)[None, :] < np.array(graph.sizes)[:, None]
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)

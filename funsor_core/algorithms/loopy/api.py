@@ -81,6 +81,7 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
+    _static("loopy_bp", temperature=temperature, damping=damping, tol=tol, max_iters=max_iters)
     if not (isinstance(max_iters, int) and max_iters >= 0 and tol >= 0):  # NaN tol too
         raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
                          f"max_iters={max_iters!r}, tol={tol!r}")
@@ -120,6 +121,17 @@ def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, 
                       rng_key=rng_key)
 
 
+_TRACED = ("{what}: {name} must be a concrete number (it fixes the program's shape or "
+           "branches), got a traced value; under jax.jit pass it as a static argument "
+           "(jax.jit(f, static_argnums=...)) or close over a Python number")
+
+
+def _static(what: str, **options) -> None:
+    for name, value in options.items():
+        if hasattr(value, "shape") and not ops.is_concrete(value):
+            raise TypeError(_TRACED.format(what=what, name=name))
+
+
 def _checked(factors) -> list:
     factors = list(factors)
     if not factors:
@@ -151,6 +163,8 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                   init=None, subsample=None, proposal=None) -> Samples:
     """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
     for MH); ``gibbs`` and ``mh`` are the faces."""
+    _static(kernel, num_samples=num_samples, warmup=warmup, num_chains=num_chains, thin=thin,
+            temperature=temperature)
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")

@@ -204,3 +204,23 @@ def test_batch_given_as_one_name():
     r = loopy_bp([f], batch="ab")
     expected = [np.logaddexp.reduce(tab[n].ravel()) for n in range(2)]  # a tree: exact
     np.testing.assert_allclose(r.log_z.align(("ab",)).data, expected, atol=1e-10)
+
+
+def test_traced_options_raise_naming_them():
+    # Options that fix the program (iterations, branches) cannot be traced: a clear error
+    # names them (it was a TracerBoolConversionError deep inside). Tracing only: no compile.
+    jax = pytest.importorskip("jax")
+    from funsor_core.loopy import anytime_bp, gibbs
+
+    f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    with pytest.raises(TypeError, match="loopy_bp: damping must be a concrete number"):
+        jax.make_jaxpr(lambda d: loopy_bp([f], damping=d).log_z.data)(0.5)
+    with pytest.raises(TypeError, match="gibbs: num_samples must be a concrete number"):
+        jax.make_jaxpr(lambda n: gibbs([f], n)["a"].data)(3)
+    fc.set_backend("jax")
+    try:
+        with pytest.raises(TypeError, match="anytime_bp .* does not run under jax.jit"):
+            jax.make_jaxpr(lambda x: list(anytime_bp([fc.Tensor(x, dict(f.inputs))])))(
+                np.zeros((2, 2)))
+    finally:
+        fc.set_backend("numpy")
