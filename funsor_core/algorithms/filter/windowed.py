@@ -117,7 +117,7 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         lengths, mask: a ragged batch (``filter.masked``): step ``t`` of batch entry ``b``
             counts iff ``t < lengths[b]`` (a Tensor over batch names) and ``mask[t, b]``
             (a 0/1 Tensor, Tensor chains only); the result of entry ``b`` is its message
-            after its last valid step.
+            after its last valid step (with either ``method``).
         method: with ``window=1`` and Gaussian factors, which collapse: ``"gpb2"`` (the
             default: predict and update every (previous, next) switch pair, then collapse
             over the previous switch) or ``"imm"`` (interacting multiple model: mix the
@@ -143,12 +143,8 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     if isinstance(time, Variable):
         _check_time_variable(trans, time)
     if lengths is not None or mask is not None:
-        if method != "gpb2":
-            raise NotImplementedError(f"windowed_filter(method={method!r}) of a ragged batch "
-                                      "(lengths= or mask=): only the default GPB2 collapse "
-                                      "takes lengths so far")
         return masked_filter(sum_op, prod_op, trans, time, step, init, window, lengths, mask,
-                             windowed_filter)
+                             windowed_filter, method)
     if isinstance(time, Variable):
         time = time.name
     step = dict(step)
