@@ -463,7 +463,8 @@ class Reduce(Funsor):
     @classmethod
     def _prepare(cls, op, arg, reduced_vars):
         if op not in ops.REDUCE_OPS:
-            raise ValueError(f"cannot reduce with ops.{op.name}: it is not an associative op "
+            name = f"ops.{op.name}" if isinstance(op, ops.Op) else repr(op)  # "add": no Op
+            raise ValueError(f"cannot reduce with {name}: it is not an associative op "
                              "with a reduction; use one of "
                              f"{sorted(o.name for o in ops.REDUCE_OPS)}")
         # reduced_vars as Funsor.reduce documents; Variables that are not inputs repeat arg.

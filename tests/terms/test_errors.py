@@ -76,6 +76,9 @@ def test_reduce_over_non_input():
         f.reduce(ops.add, "z")
     with pytest.raises(ValueError, match=r"not an associative op"):
         fc.Reduce(ops.sub, f, frozenset({"i"}))
+    # An op given by its name was an AttributeError inside the message.
+    with pytest.raises(ValueError, match=r"cannot reduce with 'add': .*use one of \[.*'add'"):
+        f.reduce("add", "i")
 
 
 def test_bad_index_and_positional_args():

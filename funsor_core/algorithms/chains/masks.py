@@ -81,6 +81,15 @@ def _check_values(arg: str, data, low: int, high: int, what: str, time: str) -> 
                          f"steps of '{time}': Bint[{high}]), got {values[bad].ravel()[:5]}")
 
 
+def _check_domains(arg: str, f: Tensor, known: dict, what: str) -> None:
+    # A shared name must have the chain's domain: broadcasting Bint[2] against Bint[3]
+    # would fail deep in a reshape, or index the wrong steps.
+    for n, d in f.inputs.items():
+        if n in known and known[n] != d:
+            raise ValueError(f"{what}: {arg} has input '{n}' as {d}, but the chain has "
+                             f"'{n}' as {known[n]}; a name must have one domain")
+
+
 def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=None,
               what: str = "masked_steps"):
     """A boolean array over ``(T, *batch)`` (the batch names of ``inputs`` in order): True
@@ -99,6 +108,7 @@ def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=Non
     keep = None
     if lengths is not None:
         _check_names("lengths", lengths, batch, name, pairs, what)  # not over time
+        _check_domains("lengths", lengths, layout, what)
         _check_values("lengths", lengths.data, 0, duration, what, name)
         n = align_tensor(layout, lengths)  # (1, *batch) with size-1 dims
         index = ops.new_arange(lengths.data, 0, duration, 1)
@@ -106,6 +116,7 @@ def step_mask(inputs: dict, time: Variable, pairs: tuple, lengths=None, mask=Non
         keep = index < n
     if mask is not None:
         _check_names("mask", mask, [name] + batch, name, pairs, what)
+        _check_domains("mask", mask, layout, what)
         _check_values("mask", mask.data, 0, 1, what, name)
         kept = align_tensor(layout, mask) != 0
         keep = kept if keep is None else keep & kept
@@ -201,7 +212,8 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
 
     Args: as in ``MarkovProduct`` and ``masked_steps``. Discrete chains (Tensors) in any
         semiring take ``lengths`` and ``mask``. Chains with no identity transition (Gaussian
-        steps) take ``lengths >= 1``: the partial products are built one step at a time
+        steps) take ``lengths >= 1`` (a ``ValueError`` eagerly; under ``jax.jit`` an entry
+        of traced length 0 gives NaN): the partial products are built one step at a time
         (``T`` term operations) and each entry keeps its own (``chains.select``); to filter
         such a chain, ``windowed_filter(..., lengths=...)`` carries a message instead.
 
@@ -271,6 +283,12 @@ def _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, ma
         tail = at(t)(**{p: mids[c] for p, c in pairs})
         new = prod_op(head, tail).reduce(sum_op, frozenset(mids.values()))
         product = select(keep[t], keep_inputs, new, product)
+    if not ops.is_concrete(lengths.data):
+        # Traced lengths cannot be checked: an empty Gaussian chain gives NaN, not the one
+        # step that the partial products start from.
+        zero = ops.new_zeros(lengths.data, ())
+        product = product + Tensor(ops.where(lengths.data < 1, zero + float("nan"), zero),
+                                   dict(lengths.inputs))
     rename = {}
     for (p, c), (fp, fc_) in zip(pairs, _free_names(pairs, step_names)):
         rename.update({p: fp, c: fc_})
@@ -297,3 +315,4 @@ def _add_mask_batch(inputs: dict, pairs, time, lengths, mask, what: str) -> None
     if missing:
         raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "
                          f"inputs are {list(inputs)}")
+

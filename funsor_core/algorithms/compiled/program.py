@@ -318,6 +318,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
             "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
+    factors = list(factors)
+    if not factors:  # an IndexError deep in the planner before
+        raise ValueError("plan() needs at least one factor (a Tensor or functional(...))")
     scopes, sizes, functional = _structure(factors)
     keep = tuple(n for n in sizes if n not in eliminate)
     result = plan_structure(scopes, tuple(sizes.items()), functional, keep, method)

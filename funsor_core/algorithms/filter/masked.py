@@ -39,15 +39,17 @@ _NO_MASK = (
     "Tensor chains.")
 
 def masked_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor, window,
-                  lengths, mask, filter_fn) -> Funsor:
+                  lengths, mask, filter_fn, method: str = "gpb2") -> Funsor:
     """``windowed_filter`` of a ragged batch (see the module docstring); ``filter_fn`` is
-    ``windowed_filter`` (passed in by it, so that this module does not import it back).
+    ``windowed_filter`` (passed in by it, so that this module does not import it back);
+    ``method`` is its collapse (``"gpb2"`` or ``"imm"``: both filters carry one message
+    per step, so the selection is the same).
     """
     name = time.name if isinstance(time, Variable) else time
     if tensor_factors(trans, prod_op) is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask,
                              "windowed_filter")
-        return filter_fn(sum_op, prod_op, trans, name, step, init, window)
+        return filter_fn(sum_op, prod_op, trans, name, step, init, window, method=method)
     if mask is not None:
         raise NotImplementedError(_NO_MASK)
     if name not in trans.inputs:
@@ -64,5 +66,6 @@ def masked_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor
     def each_step(t, msg):
         state["carry"] = select(keep[t], keep_inputs, msg, state["carry"])
 
-    filter_fn(sum_op, prod_op, trans, name, step, init, window, each_step=each_step)
+    filter_fn(sum_op, prod_op, trans, name, step, init, window, each_step=each_step,
+              method=method)
     return state["carry"]

@@ -90,6 +90,14 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
                          f"{list(step)}, but it has inputs {extra}")
 
 
+def _check_time_variable(trans: Funsor, time: Variable) -> None:
+    # A Variable time states its domain: it must be the transition factor's Bint[T].
+    domain = trans.inputs.get(time.name)
+    if time.output.dtype == "real" or time.output.shape or (domain and domain is not time.output):
+        raise ValueError(f"windowed_filter: time '{time.name}' must be Bint[T] and match the "
+                         f"transition factor's input, got {time.output} (the factor has {domain})")
+
+
 def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor,
                     window: int = 1, each_step=None, method: str = "gpb2", *, lengths=None,
                     mask=None) -> Funsor:
@@ -109,7 +117,7 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         lengths, mask: a ragged batch (``filter.masked``): step ``t`` of batch entry ``b``
             counts iff ``t < lengths[b]`` (a Tensor over batch names) and ``mask[t, b]``
             (a 0/1 Tensor, Tensor chains only); the result of entry ``b`` is its message
-            after its last valid step.
+            after its last valid step (with either ``method``).
         method: with ``window=1`` and Gaussian factors, which collapse: ``"gpb2"`` (the
             default: predict and update every (previous, next) switch pair, then collapse
             over the previous switch) or ``"imm"`` (interacting multiple model: mix the
@@ -132,14 +140,13 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         >>> windowed_filter(ops.add, ops.mul, t, "t", {"a": "b"}, fc.Number(1.0)).data
         array([16., 16.])
     """
+    if isinstance(time, Variable):
+        _check_time_variable(trans, time)
     if lengths is not None or mask is not None:
-        if method != "gpb2":
-            raise NotImplementedError(f"windowed_filter(method={method!r}) of a ragged batch "
-                                      "(lengths= or mask=): only the default GPB2 collapse "
-                                      "takes lengths so far")
         return masked_filter(sum_op, prod_op, trans, time, step, init, window, lengths, mask,
-                             windowed_filter)
-    time = time.name if isinstance(time, Variable) else time
+                             windowed_filter, method)
+    if isinstance(time, Variable):
+        time = time.name
     step = dict(step)
     _check(trans, time, step, init, window)
     if method != "gpb2":

@@ -257,7 +257,12 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"grow must be at least 1, got {grow}")
     if step_iters is not None and step_iters < 1:
         raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
-    graph = FactorGraph.build(list(factors))
+    factors = list(factors)
+    graph = FactorGraph.build(factors)
+    if not all(ops.is_concrete(f.data) for f in factors):  # priorities are read as numbers
+        raise TypeError("anytime_bp grows the domains by reading message values, so it does "
+                        "not run under jax.jit (traced factors); run it eagerly, or jit "
+                        "loopy_bp(domains=...) on the domains it chose")
     run = _CompactRun(graph) if _use_compact(graph, layout) else _MaskedRun(graph)
     semiring = Semiring(sum_op, temperature)
     valid = np.arange(graph.D)[None, :] < np.array(graph.sizes)[:, None]

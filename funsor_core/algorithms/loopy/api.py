@@ -82,6 +82,10 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
+    _static("loopy_bp", temperature=temperature, damping=damping, tol=tol, max_iters=max_iters)
+    if not (isinstance(max_iters, int) and max_iters >= 0 and tol >= 0):  # NaN tol too
+        raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
+                         f"max_iters={max_iters!r}, tol={tol!r}")
     if clusters is not None or compression is not None:
         return _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol,
                            max_iters, temperature, batch, rng_key, domains, sparsity_threshold)
@@ -109,6 +113,17 @@ def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, 
     return cluster_bp(_checked(factors), clusters, "full" if compression is None
                       else compression, sum_op, schedule, damping, tol, max_iters,
                       temperature=temperature, batch=batch, rng_key=rng_key)
+
+
+_TRACED = ("{what}: {name} must be a concrete number (it fixes the program's shape or "
+           "branches), got a traced value; under jax.jit pass it as a static argument "
+           "(jax.jit(f, static_argnums=...)) or close over a Python number")
+
+
+def _static(what: str, **options) -> None:
+    for name, value in options.items():
+        if hasattr(value, "shape") and not ops.is_concrete(value):
+            raise TypeError(_TRACED.format(what=what, name=name))
 
 
 def _checked(factors) -> list:
@@ -142,6 +157,8 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                   init=None, subsample=None, proposal=None) -> Samples:
     """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
     for MH); ``gibbs`` and ``mh`` are the faces."""
+    _static(kernel, num_samples=num_samples, warmup=warmup, num_chains=num_chains, thin=thin,
+            temperature=temperature)
     if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
         raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
@@ -150,14 +167,41 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0
              else np.asarray(temperature, float))
+    _check_temperatures(temps, rounds)
     if init is None:
         init = np.zeros((num_chains, len(graph.names)), np.int64)
+    else:
+        _check_init(init, graph, num_chains)
     if proposal is not None and kernel != "mh":
         raise ValueError(f"proposal= is for kernel='mh'; kernel={kernel!r} draws from the "
                          "exact conditionals")
     states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
                         subsample=subsample)
     return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+
+
+def _check_temperatures(temps, rounds: int) -> None:
+    if temps.shape != (rounds,):
+        raise ValueError(f"temperature: a number or one per round (warmup + num_samples * thin "
+                         f"= {rounds}), got shape {temps.shape}")
+    if not (temps >= 0).all():  # NaN too
+        raise ValueError(f"temperature must be >= 0 (0: the MAP), got {temps[~(temps >= 0)][:3]}")
+
+
+def _check_init(init, graph: FactorGraph, num_chains: int) -> None:
+    shape = (num_chains, len(graph.names))
+    if tuple(np.shape(init)) != shape:
+        raise ValueError(f"init: one state per chain and variable, shape {shape} (num_chains, "
+                         f"V) for the variables {list(graph.names)}, got {tuple(np.shape(init))}")
+    if not ops.is_concrete(init):
+        return
+    values = np.asarray(ops.to_numpy(init))
+    bad = (values < 0) | (values >= np.asarray(graph.sizes)) | (values != np.round(values))
+    if bad.any():
+        c, v = (int(i[0]) for i in np.nonzero(bad))
+        size = graph.sizes[v]
+        raise ValueError(f"init: chain {c} starts variable '{graph.names[v]}' (Bint[{size}]) "
+                         f"at {values[c, v]}, outside 0..{size - 1}")
 
 
 def samples_of_states(graph: FactorGraph, states, num_samples: int, num_chains: int,

@@ -43,6 +43,12 @@ _NOT_DISCRETE = ("loopy inference needs discrete factors: factor {i} has input '
                  "substitution first)")
 _CLASH = ("variable '{name}' is {a!r} in one factor but {b!r} in another; a name must have "
           "one domain in a factor graph")
+_NOT_SCALAR = ("loopy inference needs log factors with one real number per assignment: factor "
+               "{i} over {inputs} has output {output}")
+_NO_BATCH = ("batch names {missing} are inputs of no factor (the factors' inputs: {names}); "
+             "batch= names the inputs that index independent copies of the model")
+_NAN = ("loopy inference: factor {i} over {inputs} has NaN log potentials; a log factor must "
+        "be a number or -inf (a zero potential)")
 _NOT_TENSOR = ("loopy inference takes a list of discrete Tensor factors (log densities), got "
                "{typ} at position {i}")
 
@@ -91,7 +97,9 @@ class FactorGraph:
             {'n': Bint[4]}
         """
         factors = list(factors)
-        batch = tuple(batch)
+        if not factors:
+            raise ValueError("loopy inference needs at least one factor")
+        batch = (batch,) if isinstance(batch, str) else tuple(batch)
         domains, batch_domains = _domains(factors, batch)
         names = tuple(domains)
         sizes = tuple(domains[k].size for k in names)
@@ -107,6 +115,7 @@ class FactorGraph:
         for k in sorted(by_arity):
             ids, table = _group_table(factors, by_arity[k], factor_vars, batch_domains,
                                       bshape, D)
+            _check_nan(table, ids, factors)
             var_index = np.array([[index[v] for v in factor_vars[a]] for a in ids],
                                  dtype=np.int64).reshape(len(ids), k)
             groups.append(FactorGroup(k, np.array(ids), var_index, table, start))
@@ -177,13 +186,30 @@ def _domains(factors, batch) -> tuple:
     for i, f in enumerate(factors):
         if not isinstance(f, Tensor):
             raise TypeError(_NOT_TENSOR.format(typ=type(f).__name__, i=i))
+        if f.output.dtype != "real" or f.output.shape:
+            raise ValueError(_NOT_SCALAR.format(i=i, inputs=dict(f.inputs), output=f.output))
         for name, domain in f.inputs.items():
             if domain.dtype == "real" or domain.shape:
                 raise ValueError(_NOT_DISCRETE.format(i=i, name=name, domain=domain))
             table = batch_domains if name in batch else domains
             if table.setdefault(name, domain) != domain:
                 raise ValueError(_CLASH.format(name=name, a=table[name], b=domain))
-    return domains, {k: batch_domains[k] for k in batch if k in batch_domains}
+    missing = [k for k in batch if k not in batch_domains]
+    if missing:
+        raise ValueError(_NO_BATCH.format(missing=missing, names=list(domains)))
+    return domains, {k: batch_domains[k] for k in batch}
+
+
+def _check_nan(table, ids, factors) -> None:
+    # One test per stacked table (not per factor), read only where the values are
+    # concrete: under jax.jit a NaN potential gives NaN beliefs instead.
+    if not ops.is_concrete(table):
+        return
+    values = np.asarray(ops.to_numpy(table))
+    if np.isnan(values).any():
+        bad = np.isnan(values.reshape(len(ids), -1)).any(1)
+        i = int(np.asarray(ids)[bad][0])
+        raise ValueError(_NAN.format(i=i, inputs=dict(factors[i].inputs)))
 
 
 def _group_table(factors, ids, factor_vars, batch_domains, bshape, D) -> tuple:

@@ -42,7 +42,7 @@ class Semiring:
         elif sum_op is not ops.logaddexp:
             raise ValueError(f"loopy BP runs in the (logaddexp, add) or (max, add) semiring, got "
                              f"sum_op={sum_op!r}; pass ops.logaddexp or ops.max")
-        if temperature < 0:
+        if not temperature >= 0:  # NaN too
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         self.temperature = float(temperature)
 

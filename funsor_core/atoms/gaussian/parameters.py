@@ -212,10 +212,28 @@ def _to_canonical(named: dict):
     return gm.from_mean_precision(value, named[scale])
 
 
+def _check_event_shapes(named: dict) -> None:
+    # A location of dim n needs an (n, n) scale; a mismatch failed inside a matmul or a
+    # solve. Shapes are static, so this holds under jax.jit too.
+    loc = next((n for n in _LOCATIONS if n in named), None)
+    scale = next((n for n in _SCALES if n in named), None)
+    if loc is None or scale is None:
+        return
+    v, m = tuple(np.shape(named[loc])), tuple(np.shape(named[scale]))
+    n = v[-1] if v else None
+    if n is None:
+        raise ValueError(f"Gaussian: {loc}= must end in the dim of the real inputs (shape "
+                         f"(..., dim), e.g. (1,) for one Real), got shape {v}")
+    if len(m) < 2 or m[-2:] != (n, n):
+        raise ValueError(f"Gaussian: {loc}= of shape {v} (dim {n}) needs {scale}= of shape "
+                         f"(..., {n}, {n}), got {m}")
+
+
 def canonical_checked(named: dict):
     """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
     if "prec_sqrt" in named:
         return _to_canonical(named)  # already a square-root factor: nothing to factorize
+    _check_event_shapes(named)
     scale = next((n for n in ("covariance", "precision", "scale_tril") if n in named), None)
     checked = {n: x for n, x in named.items() if n in _EVENT_NDIM}
     concrete = all(ops.is_concrete(x) for x in checked.values())

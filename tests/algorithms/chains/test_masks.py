@@ -291,7 +291,8 @@ def test_gaussian_markov_product_ragged_against_one_at_a_time(sum_op):
         p = fc.Tensor(points, {"p": fc.Bint[5]})
         return mp(u=p[:, 0], v=p[:, 1]).align(("p", "b")).data
 
-    for name, run in (("numpy", ragged), ("torch", ragged), ("jax", jax.jit(ragged))):
+    jitted = jax.jit(ragged)
+    for name, run in (("numpy", ragged), ("torch", ragged), ("jax", jitted)):
         fc.set_backend(name)
         try:
             actual = to_numpy(run(*(as_backend_array(x, name)
@@ -304,3 +305,31 @@ def test_gaussian_markov_product_ragged_against_one_at_a_time(sum_op):
             p = fc.Tensor(points, {"p": fc.Bint[5]})
             expected = one(u=p[:, 0], v=p[:, 1]).align(("p",)).data
             np.testing.assert_allclose(actual[:, b], expected, rtol=1e-8, atol=1e-10)
+    # A traced length 0 (an empty Gaussian chain, a ValueError eagerly) gives NaN for its
+    # entry only; it gave the first step's product (the same compiled program: no compile).
+    fc.set_backend("jax")
+    try:
+        empty = to_numpy(jitted(*(as_backend_array(x, "jax")
+                                  for x in (w, s, np.array([1, T, 0]), points))))
+    finally:
+        fc.set_backend("numpy")
+    assert np.isnan(empty[:, 2]).all()
+    np.testing.assert_allclose(empty[:, :2], actual[:, :2], rtol=1e-12)
+
+
+def test_lengths_or_mask_of_another_domain_are_named():
+    # A batch or time name shared with the chain must keep its domain (it failed in a
+    # reshape, or a broadcast, deep in the kernel).
+    _, a, o = _data()
+    step = _chain(a, o)
+    short = fc.Tensor(np.array([1, 2]), {"b": fc.Bint[2]})
+    with pytest.raises(ValueError, match=r"lengths has input 'b' as Bint\[2\], but the chain "
+                                         r"has 'b' as Bint\[4\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, lengths=short)
+    mask = fc.Tensor(np.ones((T - 1, 4)), {"t": fc.Bint[T - 1], "b": fc.Bint[4]})
+    with pytest.raises(ValueError, match=rf"mask has input 't' as Bint\[{T - 1}\], but the "
+                                         rf"chain has 't' as Bint\[{T}\]"):
+        markov_product(ops.logaddexp, ops.add, step, "t", {"x": "y"}, mask=mask)
+    with pytest.raises(ValueError, match=r"lengths has input 'b' as Bint\[2\]"):
+        fc.windowed_filter(ops.logaddexp, ops.add, step, "t", {"x": "y"},
+                           fc.Tensor(np.zeros(K), {"x": fc.Bint[K]}), lengths=short)

@@ -170,6 +170,8 @@ def test_plan_errors_are_clear():
         plan([f], ops.max, ops.add)
     with pytest.raises(ValueError, match="one domain"):
         fc.plan([f, fc.Tensor(np.ones(4), {"j": fc.Bint[4]})], frozenset())
+    with pytest.raises(ValueError, match="at least one factor"):  # an IndexError before
+        fc.plan([], frozenset())
 
 
 # funsor 0.4.8's test/test_compiler.py, restated: each program (and its printed code) gives

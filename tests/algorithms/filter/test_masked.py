@@ -152,6 +152,23 @@ def test_slds_ragged_gpb_against_numpy_gpb():
         np.testing.assert_allclose(total[b], expected, rtol=1e-9)
 
 
+def test_slds_ragged_imm_against_numpy_imm():
+    # method="imm" with lengths= (a NotImplementedError before): the same carried message,
+    # each entry's total equal to the hand IMM of its own observations.
+    from tests.algorithms.filter.test_imm import _numpy_imm
+
+    params = _slds(seed=5, T=T + 1, K=2, d=2, obs_dim=1)
+    ys = np.random.default_rng(6).normal(size=(B, T + 1, 1))
+    init, trans = _slds_batch(params, ys)
+    msg = windowed_filter(ops.logaddexp, ops.add, trans, "time",
+                          {"s_prev": "s_curr", "x_prev": "x_curr"}, init, 1,
+                          method="imm", lengths=_lengths(LENGTHS))
+    total = msg.reduce(ops.logaddexp, {"s_curr", "x_curr"}).align(("b",)).data
+    for b, n in enumerate(LENGTHS):
+        np.testing.assert_allclose(total[b], _numpy_imm(dict(params, y=ys[b, :n + 1])),
+                                   rtol=1e-9)
+
+
 def test_masked_filter_errors_name_the_mistake():
     w, s, iw, i_s = _kalman_arrays(2)
     trans, init = _kalman(w, s, iw, i_s)

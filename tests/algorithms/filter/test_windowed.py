@@ -64,3 +64,16 @@ def test_lazy_records_and_moment_matching_evaluates():
     with moment_matching:
         total = fc.reinterpret(msg).reduce(ops.logaddexp)
     np.testing.assert_allclose(total.data, _numpy_gpb(p, 1), rtol=1e-9)
+
+
+def test_a_real_or_misfit_time_variable_is_named():
+    # A Variable time was read by its name alone: Variable('t', Real) ran the filter.
+    t = fc.Tensor(np.zeros((3, 2, 2)), {"t": fc.Bint[3], "a": fc.Bint[2], "b": fc.Bint[2]})
+    init = fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+    bad = [(fc.Variable("t", fc.Real), "Real"), (fc.Variable("t", fc.Bint[4]), r"Bint\[4\]")]
+    for time, got in bad:
+        with pytest.raises(ValueError, match=rf"time 't' must be Bint\[T\] .*got {got} "
+                                             r"\(the factor has Bint\[3\]\)"):
+            windowed_filter(ops.logaddexp, ops.add, t, time, {"a": "b"}, init)
+    ok = windowed_filter(ops.logaddexp, ops.add, t, fc.Variable("t", fc.Bint[3]), {"a": "b"}, init)
+    np.testing.assert_allclose(ok.data, np.full(2, 3 * np.log(2.0)))  # 2 paths a step

@@ -176,3 +176,51 @@ def test_errors_name_the_problem():
 
 def _real():
     return fc.Variable("x", fc.Real) * 0.0 + fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+
+
+def test_bad_inputs_found_by_a_user_are_named():
+    # Each of these ran silently (or failed deep inside) before.
+    f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    nan = fc.Tensor(np.array([0.0, np.nan]), {"b": fc.Bint[2]})
+    with pytest.raises(ValueError, match=r"factor 1 over \{'b': Bint\[2\]\} has NaN"):
+        loopy_bp([f, nan])
+    with pytest.raises(ValueError, match=r"factor 1 over \{'b': Bint\[2\]\} has output Reals\[3\]"):
+        loopy_bp([f, fc.Tensor(np.zeros((2, 3)), {"b": fc.Bint[2]})])
+    with pytest.raises(ValueError, match=r"batch names \['n'\] are inputs of no factor"):
+        loopy_bp([f], batch=("n",))
+    with pytest.raises(ValueError, match="temperature must be >= 0, got nan"):
+        loopy_bp([f], temperature=float("nan"))
+    with pytest.raises(ValueError, match="max_iters >= 0 and tol >= 0, got max_iters=-1"):
+        loopy_bp([f], max_iters=-1)
+    with pytest.raises(ValueError, match="at least one factor"):
+        FactorGraph.build([])
+
+
+def test_batch_given_as_one_name():
+    # batch="ab" was read as the names 'a' and 'b'; a string is one name, as in reduce.
+    rng = np.random.default_rng(3)
+    tab = rng.normal(size=(2, 2, 3))
+    f = fc.Tensor(tab, {"ab": fc.Bint[2], "x": fc.Bint[2], "y": fc.Bint[3]})
+    r = loopy_bp([f], batch="ab")
+    expected = [np.logaddexp.reduce(tab[n].ravel()) for n in range(2)]  # a tree: exact
+    np.testing.assert_allclose(r.log_z.align(("ab",)).data, expected, atol=1e-10)
+
+
+def test_traced_options_raise_naming_them():
+    # Options that fix the program (iterations, branches) cannot be traced: a clear error
+    # names them (it was a TracerBoolConversionError deep inside). Tracing only: no compile.
+    jax = pytest.importorskip("jax")
+    from funsor_core.loopy import anytime_bp, gibbs
+
+    f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    with pytest.raises(TypeError, match="loopy_bp: damping must be a concrete number"):
+        jax.make_jaxpr(lambda d: loopy_bp([f], damping=d).log_z.data)(0.5)
+    with pytest.raises(TypeError, match="gibbs: num_samples must be a concrete number"):
+        jax.make_jaxpr(lambda n: gibbs([f], n)["a"].data)(3)
+    fc.set_backend("jax")
+    try:
+        with pytest.raises(TypeError, match="anytime_bp .* does not run under jax.jit"):
+            jax.make_jaxpr(lambda x: list(anytime_bp([fc.Tensor(x, dict(f.inputs))])))(
+                np.zeros((2, 2)))
+    finally:
+        fc.set_backend("numpy")

@@ -228,3 +228,19 @@ def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
         assert kl < 4.0 / (chains * n)
         kls.append(kl)
     assert kls[1] < kls[0] / 4
+
+
+def test_bad_init_and_temperature_are_named():
+    # A short init failed with an IndexError; a state out of range or a negative
+    # temperature sampled silently.
+    f = fc.Tensor(np.zeros((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+    with pytest.raises(ValueError, match=r"init: .*shape \(1, 2\) .*\['a', 'b'\], got \(1, 1\)"):
+        gibbs([f], 5, init=np.zeros((1, 1), dtype=int))
+    with pytest.raises(ValueError, match=r"chain 0 starts variable 'b' \(Bint\[3\]\) at 3"):
+        mh([f], 5, init=np.array([[1, 3]]))
+    with pytest.raises(ValueError, match=r"temperature must be >= 0"):
+        gibbs([f], 5, temperature=-1.0)
+    with pytest.raises(ValueError, match=r"one per round .*= 7\), got shape \(2,\)"):
+        gibbs([f], 5, warmup=2, temperature=np.ones(2))
+    s = gibbs([f], 5, init=np.array([[1, 2]]), rng_key=0)  # a valid start still runs
+    assert s["b"].inputs == {"particle": fc.Bint[5]}

@@ -113,6 +113,10 @@ def test_multiple_real_inputs_flatten_in_order():
     (dict(white_vec=np.zeros(3), prec_sqrt=np.eye(2)), "white_vec of shape"),
     (dict(white_vec=np.zeros((3, 2)), prec_sqrt=np.eye(2)), "Bint inputs"),
     (dict(mean=np.zeros(2)), "precision"),
+    # a matmul error before: the shapes are named now
+    (dict(mean=np.zeros(2), covariance=np.eye(3)),
+     r"mean= of shape \(2,\) \(dim 2\) needs covariance= of shape \(\.\.\., 2, 2\), got \(3, 3\)"),
+    (dict(mean=np.float64(0.0), precision=np.eye(2)), r"mean= must end in the dim .* shape \(\)"),
 ])
 def test_constructor_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
