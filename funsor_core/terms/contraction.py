@@ -169,6 +169,26 @@ class Contraction(Funsor):
         pending_setup()[0] = (terms, inputs, out)
         return red_op, bin_op, names, terms
 
+    @classmethod
+    def make(cls, bin_op, terms: tuple) -> Contraction:
+        """``Contraction(None, bin_op, frozenset(), terms)`` from terms a rule just built,
+        skipping checks, rules and cons-hashing, as ``Tensor.make`` does: some term is fresh,
+        so no equal term exists to share, and the caller has checked that the terms' inputs
+        agree and share a backend. The terms are put in canonical order."""
+        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            terms = sort_terms(terms)
+        inputs = {}
+        for term_inputs in map(_INPUTS, terms):
+            inputs.update(term_inputs)
+        self = object.__new__(cls)
+        slot = pending_setup()
+        slot[0] = (terms, inputs, _output_domain(bin_op, terms))
+        try:
+            self._init(None, bin_op, frozenset(), terms)
+        finally:
+            slot[0] = None
+        return self
+
     def _setup(self):
         red_op, bin_op, reduced_vars, terms = self._args
         stash = pending_setup()[0]

@@ -222,8 +222,8 @@ def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
         ikey = tuple((mapping.get(k, k), d) for k, d in t._ikey)
         parts.append(Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey) if isinstance(t, Gaussian)
                      else Tensor.make(t.data, dict(ikey), t.dtype, ikey, t.output))
-    with reflect:
-        return Contraction(None, ops.add, frozenset(), tuple(parts))
+    # Fresh summands of the checked sum, relabelled one to one: built as it is.
+    return Contraction.make(ops.add, tuple(parts))
 
 
 def _summands(term: Funsor) -> tuple:
