@@ -171,10 +171,18 @@ class Contraction(Funsor):
 
     @classmethod
     def make(cls, bin_op, terms: tuple) -> Contraction:
-        """``Contraction(None, bin_op, frozenset(), terms)`` from terms a rule just built,
-        skipping checks, rules and cons-hashing, as ``Tensor.make`` does: some term is fresh,
-        so no equal term exists to share, and the caller has checked that the terms' inputs
-        agree and share a backend. The terms are put in canonical order."""
+        """``Contraction(None, bin_op, frozenset(), terms)`` built as it is, skipping checks,
+        rules and cons-hashing, as ``Tensor.make`` does, for a rule that has checked that the
+        terms' inputs agree and share a backend. The terms are put in canonical order. Not
+        cons-hashed: where some term is fresh no equal term exists to share; otherwise two
+        makes of the same terms are equal terms, not one object.
+
+        Example:
+            >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+            >>> s = fc.Contraction.make(ops.add, (fc.Number(1.0), t))
+            >>> [type(x).__name__ for x in s.terms], s.inputs
+            (['Tensor', 'Number'], {'i': Bint[2]})
+        """
         if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
             terms = sort_terms(terms)
         inputs = {}

@@ -493,11 +493,18 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
     """The log weights, batch kept + (n,): the dense terms aligned, added, and summed over
     the names only they have."""
     total, const = None, 0.0
+    host = type(proto) is np.ndarray  # numpy called directly: the same arithmetic, less dispatch
     for d, p in zip(ds, plan.dense):
         if p is None:
             const += float(d.data)
             continue
-        data = align_weights(d.data, p)
+        data = d.data
+        if host and type(data) is np.ndarray:
+            perm, shape = p
+            data = (data if perm is None else data.transpose(perm)).reshape(shape)
+            total = data if total is None else total + data
+            continue
+        data = align_weights(data, p)
         total = data if total is None else ops.add(total, data)
     if total is None:
         return ops.new_full(proto, plan.kshape + (plan.n,), const)
@@ -505,6 +512,8 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
         total = ops.add(total, const)
     if plan.dense_axes:
         total = ops.logsumexp(total, plan.dense_axes)
+    if host and type(total) is np.ndarray:
+        return np.broadcast_to(total, plan.dense_full).reshape(plan.kshape + (plan.n,))
     return ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
 
 

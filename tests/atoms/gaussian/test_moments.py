@@ -414,3 +414,22 @@ def test_collapse_and_rename_results_are_the_constructors():
         assert term.terms == built.terms and term.output == built.output
         assert list(term.inputs.items()) == list(built.inputs.items())
     assert list(renamed.inputs) == ["j", "x", "a"]
+
+
+def test_pending_sum_checks_domains_and_backends():
+    """A sum kept side by side (``Contraction.make``) still refuses a name of two domains and
+    arrays of two backends, with the constructor's messages."""
+    import torch
+
+    import funsor_core as fc
+    from interpretations import moment_matching
+
+    g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+                    inputs={"i": fc.Bint[2], "x": fc.Real})
+    with moment_matching:
+        with pytest.raises(ValueError, match="'i'"):
+            g + fc.Tensor(np.zeros(3), {"i": fc.Bint[3]})
+        with pytest.raises(TypeError, match="numpy.*torch|torch.*numpy"):
+            g + fc.Tensor(torch.zeros(2), {"i": fc.Bint[2]})
+        s = g + fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}) + 1.0
+    assert [type(t).__name__ for t in s.terms] == ["Gaussian", "Tensor", "Number"]
