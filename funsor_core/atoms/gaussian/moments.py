@@ -293,13 +293,17 @@ def _block_gram_host(gs: tuple, plan: _Plan) -> np.ndarray:
 
 @cached("gaussian.moments.gram_positions", maxsize=1024, fast=True)
 def _gram_positions(p: tuple, dim: int, index: tuple | None) -> tuple:
-    """Index arrays ``(rows, cols)`` placing a Gaussian's own ``[S; w']`` Gram matrix (its
-    coordinates, then ``w``) in the joint one, whose rows are ``system_rows``' order."""
+    """Indices ``(rows, cols)`` placing a Gaussian's own ``[S; w']`` Gram matrix (its
+    coordinates, then ``w``) in the joint one, whose rows are ``system_rows``' order: two
+    slices where the positions are a run (a basic index: 4x cheaper), else index arrays."""
     _, _, _, before, after, rows = p
     coords = range(before, dim - after) if rows is None else rows
     order = la.split_index(dim, () if index is None else tuple(index))
     where = {j: i for i, j in enumerate(order[0] + order[1])}
-    pos = np.array([where[j] for j in coords] + [dim])
+    pos = [where[j] for j in coords] + [dim]
+    if pos == list(range(pos[0], dim + 1)):
+        return slice(pos[0], dim + 1), slice(pos[0], dim + 1)
+    pos = np.array(pos)
     return pos[:, None], pos[None, :]
 
 

@@ -387,10 +387,13 @@ def test_block_gram_host_is_the_joint_systems_gram():
     g2 = fc.Gaussian(white_vec=rng.normal(size=(3, 2, 2)),
                      prec_sqrt=rng.normal(size=(3, 2, 2, 2)),
                      inputs={"i": fc.Bint[3], "j": fc.Bint[2], "x": fc.Real, "z": fc.Real})
-    plan = moments.collapse_layout((g1, g2), (), frozenset({"i"}), frozenset({"x"}))
+    g3 = fc.Gaussian(white_vec=rng.normal(size=(1,)), prec_sqrt=rng.normal(size=(1, 1)),
+                     inputs={"z": fc.Real})  # rows placed by slices (a run), not index arrays
+    gs = (g1, g2, g3)
+    plan = moments.collapse_layout(gs, (), frozenset({"i"}), frozenset({"x"}))
     assert plan.gaussians[1][0] is not None and plan.gaussians[1][5] is not None  # perm, rows
-    _, m = ne.system_rows(*moments._joint_system((g1, g2), plan), plan.index)
-    np.testing.assert_allclose(moments._block_gram_host((g1, g2), plan),
+    _, m = ne.system_rows(*moments._joint_system(gs, plan), plan.index)
+    np.testing.assert_allclose(moments._block_gram_host(gs, plan),
                                m @ m.swapaxes(-1, -2), rtol=1e-13, atol=1e-13)
 
 
