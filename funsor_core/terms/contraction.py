@@ -84,6 +84,7 @@ def sort_terms(terms: tuple) -> tuple:
 
 
 _INPUTS, _OUTPUT = operator.attrgetter("inputs"), operator.attrgetter("output")
+_NO_VARS = frozenset()
 
 
 def _repeat(red_op, bin_op, terms, absent) -> tuple:
@@ -188,13 +189,13 @@ class Contraction(Funsor):
         inputs = {}
         for term_inputs in map(_INPUTS, terms):
             inputs.update(term_inputs)
+        # What _init and _setup do for red_op None (nothing reduced: every input is kept),
+        # without the stash: a filter step makes several of these.
         self = object.__new__(cls)
-        slot = pending_setup()
-        slot[0] = (terms, inputs, _output_domain(bin_op, terms))
-        try:
-            self._init(None, bin_op, frozenset(), terms)
-        finally:
-            slot[0] = None
+        self._args = (None, bin_op, _NO_VARS, terms)
+        self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
+        self.inputs = inputs
+        self.output = _output_domain(bin_op, terms)
         return self
 
     def _setup(self):
