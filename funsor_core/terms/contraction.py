@@ -84,6 +84,7 @@ def sort_terms(terms: tuple) -> tuple:
 
 
 _INPUTS, _OUTPUT = operator.attrgetter("inputs"), operator.attrgetter("output")
+_NO_VARS = frozenset()
 
 
 def _repeat(red_op, bin_op, terms, absent) -> tuple:
@@ -168,6 +169,34 @@ class Contraction(Funsor):
         # Kept for _setup, which a term built from these very arguments runs next.
         pending_setup()[0] = (terms, inputs, out)
         return red_op, bin_op, names, terms
+
+    @classmethod
+    def make(cls, bin_op, terms: tuple) -> Contraction:
+        """``Contraction(None, bin_op, frozenset(), terms)`` built as it is, skipping checks,
+        rules and cons-hashing, as ``Tensor.make`` does, for a rule that has checked that the
+        terms' inputs agree and share a backend. The terms are put in canonical order. Not
+        cons-hashed: where some term is fresh no equal term exists to share; otherwise two
+        makes of the same terms are equal terms, not one object.
+
+        Example:
+            >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
+            >>> s = fc.Contraction.make(ops.add, (fc.Number(1.0), t))
+            >>> [type(x).__name__ for x in s.terms], s.inputs
+            (['Tensor', 'Number'], {'i': Bint[2]})
+        """
+        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            terms = sort_terms(terms)
+        inputs = {}
+        for term_inputs in map(_INPUTS, terms):
+            inputs.update(term_inputs)
+        # What _init and _setup do for red_op None (nothing reduced: every input is kept),
+        # without the stash: a filter step makes several of these.
+        self = object.__new__(cls)
+        self._args = (None, bin_op, _NO_VARS, terms)
+        self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
+        self.inputs = inputs
+        self.output = _output_domain(bin_op, terms)
+        return self
 
     def _setup(self):
         red_op, bin_op, reduced_vars, terms = self._args

@@ -30,7 +30,7 @@ from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
-from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
@@ -189,8 +189,10 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
         return None
     if len(terms) - len(gaussians) > _MAX_DENSE:
         terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
-    with reflect:
-        return Contraction(None, ops.add, frozenset(), terms)
+    # The constructor's checks, for the two sides (each side's summands were checked when
+    # it was built), then the sum as it is: a step of a filter builds several.
+    merge_inputs(lhs.inputs, rhs.inputs, "add")
+    return Contraction.make(ops.add, check_backends("add", terms))
 
 
 def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
@@ -222,8 +224,8 @@ def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
         ikey = tuple((mapping.get(k, k), d) for k, d in t._ikey)
         parts.append(Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey) if isinstance(t, Gaussian)
                      else Tensor.make(t.data, dict(ikey), t.dtype, ikey, t.output))
-    with reflect:
-        return Contraction(None, ops.add, frozenset(), tuple(parts))
+    # Fresh summands of the checked sum, relabelled one to one: built as it is.
+    return Contraction.make(ops.add, tuple(parts))
 
 
 def _summands(term: Funsor) -> tuple:

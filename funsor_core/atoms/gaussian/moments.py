@@ -38,10 +38,12 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
-from funsor_core.atoms.gaussian.algebra import CHECK_RANK, gaussian_sum
+from funsor_core.atoms.gaussian.algebra import CHECK_RANK
 from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     gaussian_batch_inputs,
@@ -61,6 +63,7 @@ from funsor_core.atoms.gaussian.sqrt_info import covariance, from_mean_covarianc
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["align_system", "align_weights", "collapse_arrays", "collapse_layout",
            "collapse_mixture", "collapse_planned", "collapse_planned_gram", "collapse_result",
@@ -257,6 +260,8 @@ def _joint_system(gs: tuple, plan: _Plan):
 def _block_gram(gs: tuple, plan: _Plan) -> Array:
     """``M M'`` of the joint system (``normal_equations.system_rows``), batch kept + (n,):
     the sum of each Gaussian's ``M_k M_k'`` over its own batch inputs."""
+    if all(type(x.prec_sqrt) is np.ndarray and type(x.white_vec) is np.ndarray for x in gs):
+        return _block_gram_host(gs, plan)
     total = None
     for x, p in zip(gs, plan.gaussians):
         _, m = system_rows(*place_system(x.white_vec, x.prec_sqrt, p, plan), plan.index)
@@ -266,6 +271,40 @@ def _block_gram(gs: tuple, plan: _Plan) -> Array:
     if tuple(total.shape[:-2]) != full:  # an input that no Gaussian has broadcasts
         total = ops.expand(total, full + tuple(total.shape[-2:]))
     return ops.reshape(total, plan.kshape + (plan.n,) + tuple(total.shape[-2:]))
+
+
+def _block_gram_host(gs: tuple, plan: _Plan) -> np.ndarray:
+    """``_block_gram`` of numpy arrays: each Gaussian's own ``[S; w'] [S; w']'`` (its rows
+    only, at its own batch shape) added into its rows and columns of the joint Gram matrix
+    (the zero rows that ``place_system`` pads with add nothing), numpy called directly."""
+    size = plan.dim + 1
+    total = np.zeros(plan.gaussians[0][2] + (size, size))
+    for x, p in zip(gs, plan.gaussians):
+        perm, shape = p[0], p[1]
+        own = np.concatenate([x.prec_sqrt, x.white_vec[..., None, :]], -2)
+        mm = own @ own.swapaxes(-1, -2)
+        if perm is not None:
+            nb = len(perm)
+            mm = mm.transpose(perm + (nb, nb + 1))
+        rows, cols = _gram_positions(p, plan.dim, plan.index)
+        total[..., rows, cols] += mm.reshape(shape + mm.shape[-2:])
+    return total.reshape(plan.kshape + (plan.n, size, size))
+
+
+@cached("gaussian.moments.gram_positions", maxsize=1024, fast=True)
+def _gram_positions(p: tuple, dim: int, index: tuple | None) -> tuple:
+    """Indices ``(rows, cols)`` placing a Gaussian's own ``[S; w']`` Gram matrix (its
+    coordinates, then ``w``) in the joint one, whose rows are ``system_rows``' order: two
+    slices where the positions are a run (a basic index: 4x cheaper), else index arrays."""
+    _, _, _, before, after, rows = p
+    coords = range(before, dim - after) if rows is None else rows
+    order = la.split_index(dim, () if index is None else tuple(index))
+    where = {j: i for i, j in enumerate(order[0] + order[1])}
+    pos = [where[j] for j in coords] + [dim]
+    if pos == list(range(pos[0], dim + 1)):
+        return slice(pos[0], dim + 1), slice(pos[0], dim + 1)
+    pos = np.array(pos)
+    return pos[:, None], pos[None, :]
 
 
 def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqrt: Array):
@@ -312,8 +351,9 @@ def collapse_layout(gs: tuple, ds: tuple, names: frozenset,
 
 def collapse_result(plan: _Plan, log_const: Array, white_vec: Array, prec_sqrt: Array) -> Funsor:
     """The term ``collapse_mixture`` returns for the arrays ``collapse_system`` computed."""
-    return gaussian_sum(Gaussian.make(white_vec, prec_sqrt, ikey=plan.g_ikey),
-                        Tensor.make(log_const, plan.keep, ikey=plan.t_ikey))
+    # Fresh terms whose inputs the plan merged: the normal form g + t, built as it is.
+    return Contraction.make(ops.add, (Gaussian.make(white_vec, prec_sqrt, ikey=plan.g_ikey),
+                                      Tensor.make(log_const, plan.keep, ikey=plan.t_ikey)))
 
 
 class _Plan(NamedTuple):
@@ -457,11 +497,18 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
     """The log weights, batch kept + (n,): the dense terms aligned, added, and summed over
     the names only they have."""
     total, const = None, 0.0
+    host = type(proto) is np.ndarray  # numpy called directly: the same arithmetic, less dispatch
     for d, p in zip(ds, plan.dense):
         if p is None:
             const += float(d.data)
             continue
-        data = align_weights(d.data, p)
+        data = d.data
+        if host and type(data) is np.ndarray:
+            perm, shape = p
+            data = (data if perm is None else data.transpose(perm)).reshape(shape)
+            total = data if total is None else total + data
+            continue
+        data = align_weights(data, p)
         total = data if total is None else ops.add(total, data)
     if total is None:
         return ops.new_full(proto, plan.kshape + (plan.n,), const)
@@ -469,6 +516,8 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
         total = ops.add(total, const)
     if plan.dense_axes:
         total = ops.logsumexp(total, plan.dense_axes)
+    if host and type(total) is np.ndarray:
+        return np.broadcast_to(total, plan.dense_full).reshape(plan.kshape + (plan.n,))
     return ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
 
 

@@ -358,3 +358,81 @@ def test_marginal_gram_declines_where_the_qr_path_decides():
     assert ne.marginal_gram(m @ m.swapaxes(-1, -2), 1, s.shape[-1]) is None  # ill-conditioned
     _, m = ne.system_rows(w.astype(np.float32), s.astype(np.float32), None)
     assert ne.marginal_gram(m @ m.swapaxes(-1, -2), 1, s.shape[-1]) is None  # float32
+
+
+# -- the numpy host route (``normal_equations._eager_host``, ``moments._block_gram_host``) ---------
+def test_host_collapse_equals_the_array_path():
+    """On numpy arrays the fast path calls numpy directly; the same arithmetic as the path
+    every backend takes (``_eager`` through ``ops``), to rounding, with an integrated
+    coordinate and a component of no mass."""
+    lw, w, s = _system(np.random.default_rng(10), batch=(3, 4), dim=4, rank=6)
+    lw[1, 2] = -np.inf
+    d_b, m = ne.system_rows(w, s, (2, 0))
+    gram = m @ m.swapaxes(-1, -2) + ne._last_unit(5)
+    plan = (d_b, 4, ne._tolerance(4, 6))
+    actual, expected = ne._eager_host(lw, gram, plan), ne._eager(lw, gram, plan)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+
+
+def test_block_gram_host_is_the_joint_systems_gram():
+    """The joint Gram matrix summed from each Gaussian's own (a batch input order to permute,
+    real rows that are not contiguous) is ``M M'`` of the joint system, built as the QR path
+    builds it (each system aligned and padded, then concatenated)."""
+    import funsor_core as fc
+
+    rng = np.random.default_rng(11)
+    g1 = fc.Gaussian(white_vec=rng.normal(size=(3, 3)), prec_sqrt=rng.normal(size=(3, 3, 3)),
+                     inputs={"i": fc.Bint[3], "x": fc.Real, "y": fc.Reals[2]})
+    g2 = fc.Gaussian(white_vec=rng.normal(size=(3, 2, 2)),
+                     prec_sqrt=rng.normal(size=(3, 2, 2, 2)),
+                     inputs={"i": fc.Bint[3], "j": fc.Bint[2], "x": fc.Real, "z": fc.Real})
+    g3 = fc.Gaussian(white_vec=rng.normal(size=(1,)), prec_sqrt=rng.normal(size=(1, 1)),
+                     inputs={"z": fc.Real})  # rows placed by slices (a run), not index arrays
+    gs = (g1, g2, g3)
+    plan = moments.collapse_layout(gs, (), frozenset({"i"}), frozenset({"x"}))
+    assert plan.gaussians[1][0] is not None and plan.gaussians[1][5] is not None  # perm, rows
+    _, m = ne.system_rows(*moments._joint_system(gs, plan), plan.index)
+    np.testing.assert_allclose(moments._block_gram_host(gs, plan),
+                               m @ m.swapaxes(-1, -2), rtol=1e-13, atol=1e-13)
+
+
+def test_collapse_and_rename_results_are_the_constructors():
+    """The collapse's ``g + t`` and a renamed sum, built by ``Contraction.make``, are what
+    the constructor builds from the same terms: canonical order, merged inputs, output."""
+    import funsor_core as fc
+    from funsor_core.engine.interpreter import reflect
+    from funsor_core.terms.contraction import Contraction
+    from interpretations import moment_matching
+
+    g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+                    inputs={"i": fc.Bint[2], "x": fc.Real})
+    t = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "k": fc.Bint[3]})
+    with moment_matching:
+        collapsed = (g + t).reduce(ops.logaddexp, "i")
+        renamed = (g + t)(i="j", k="a")
+    for term in (collapsed, renamed):
+        with reflect:
+            built = Contraction(None, ops.add, frozenset(), tuple(reversed(term.terms)))
+        assert term.terms == built.terms and term.output == built.output
+        assert list(term.inputs.items()) == list(built.inputs.items())
+    assert list(renamed.inputs) == ["j", "x", "a"]
+
+
+def test_pending_sum_checks_domains_and_backends():
+    """A sum kept side by side (``Contraction.make``) still refuses a name of two domains and
+    arrays of two backends, with the constructor's messages."""
+    import torch
+
+    import funsor_core as fc
+    from interpretations import moment_matching
+
+    g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+                    inputs={"i": fc.Bint[2], "x": fc.Real})
+    with moment_matching:
+        with pytest.raises(ValueError, match="'i'"):
+            g + fc.Tensor(np.zeros(3), {"i": fc.Bint[3]})
+        with pytest.raises(TypeError, match="numpy.*torch|torch.*numpy"):
+            g + fc.Tensor(torch.zeros(2), {"i": fc.Bint[2]})
+        s = g + fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}) + 1.0
+    assert [type(t).__name__ for t in s.terms] == ["Gaussian", "Tensor", "Number"]
