@@ -169,10 +169,11 @@ def sample_gaussian_term(g: Gaussian, names: frozenset, sample_inputs: dict, rng
 def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict,
                         rng_key=None):
     """A Gaussian plus Tensors over Bint inputs (``is_gaussian_sum``): the Gaussian drawn and
-    the Tensors kept as a weight, or ``sample_joint`` when Bint names are sampled too; any
-    other contraction declines (None)."""
+    the Tensors kept as a weight, or ``sample_joint`` when Bint names are sampled too; a sum
+    with Deltas (an earlier sample) draws the rest (``_sample_delta_sum``); any other
+    contraction declines (None)."""
     if not is_gaussian_sum(term):
-        return None
+        return _sample_delta_sum(term, names, sample_inputs, rng_key)
     if len(split_gaussian_sum(term)[0]) > 1:  # a sum moment_matching kept side by side
         term = gaussian_sum(*term.terms)
         if isinstance(term, Gaussian):
@@ -186,6 +187,27 @@ def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict
     for t in dense:
         weight = weight + t
     return delta + weight
+
+
+def _sample_delta_sum(term: Contraction, names: frozenset, sample_inputs: dict, rng_key):
+    """``Delta(x, p) + f``: the point masses are already draws of their names, so only the
+    rest is sampled, over the other names. ``f`` has ``x = p`` substituted (the sum's value
+    wherever its Delta has mass), so that a sample of a sample is again a sample. None for a
+    contraction that is not an unreduced sum holding a Delta."""
+    if term.reduced_vars or term.bin_op is not ops.add:
+        return None
+    deltas = [t for t in term.terms if isinstance(t, Delta)]
+    if not deltas:
+        return None
+    points = {k: p for d in deltas for k, p in extract_samples(d).items()}
+    rest = [t for t in term.terms if not isinstance(t, Delta)]
+    drawn = rest[0](**points) if rest else Number(0.0)
+    for t in rest[1:]:
+        drawn = drawn + t(**points)
+    drawn = sample(drawn, names - points.keys(), sample_inputs, rng_key)
+    for d in deltas:
+        drawn = d + drawn
+    return drawn
 
 
 # ---------------------------------------------------------------------------------------------
