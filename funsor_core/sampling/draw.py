@@ -54,6 +54,7 @@ from funsor_core.engine.cache import FastCache
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Independent
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor", "sample_joint", "backend_and_key",
@@ -396,6 +397,29 @@ def sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key=None)
     own = names & (term.arg.inputs.keys() - subs.keys())
     drawn = sample(term.arg, inner | own, sample_inputs, rng_key)
     return drawn(**subs)
+
+
+@register_sampler(Independent)
+def sample_independent(term: Independent, names: frozenset, sample_inputs: dict,
+                       rng_key=None):
+    """``Independent(f, x, i, x_i)`` sampled over ``x``: each row ``x_i`` drawn from ``f``
+    (``i`` a batch input of that draw), then the rows stacked into one point mass at ``x``
+    and the log weights summed over ``i`` (the plate is a product of independent factors).
+    None when ``x`` is not sampled."""
+    reals_var, bint_var, diag_var = term.reals_var, term.bint_var, term.diag_var
+    if reals_var not in names:
+        return None
+    drawn = sample(term.fn, (names - {reals_var}) | {diag_var}, sample_inputs, rng_key)
+    parts = drawn.terms if isinstance(drawn, Contraction) and not drawn.reduced_vars else (drawn,)
+    rows = [t for t in parts if isinstance(t, Delta) and diag_var in t.fresh]
+    if len(rows) != 1 or isinstance(drawn, Contraction) and drawn.bin_op is not ops.add:
+        return None
+    rest = [t for t in parts if t is not rows[0]]
+    result = Independent(rows[0], reals_var, bint_var, diag_var)
+    for t in rest:  # sum_i w_i; a weight constant over the plate counts once per row
+        result = result + (t.reduce(ops.add, bint_var) if bint_var in t.inputs
+                           else t * term.fn.inputs[bint_var].size)
+    return result
 
 
 def sample_joint(term: Funsor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:

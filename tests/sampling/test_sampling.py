@@ -259,6 +259,22 @@ def test_sampling_a_partial_sample_draws_the_rest_from_the_conditional(backend):
     np.testing.assert_allclose(ops.to_numpy(log_weight.data), expected, rtol=1e-8)
 
 
+def test_independent_samples_each_row_and_stacks_them():
+    # Independent over a plate i of N(mean_i, var_i) in z_i: sampling z draws every row, so
+    # z[i] has mean_i and var_i, and the weight is sum_i log sqrt(2 pi var_i) (by hand).
+    means, variances = np.array([1.0, -3.0]), np.array([0.5, 2.0])
+    g = fc.Gaussian(mean=means[:, None], covariance=variances[:, None, None],
+                    inputs={"i": fc.Bint[2], "z_i": fc.Real})
+    s = fc.Independent(g, "z", "i", "z_i").sample("z", {"n": fc.Bint[N]}, rng_key=5)
+    delta, log_weight = _parts(s)
+    z = _points(delta, ("n",))["z"]
+    assert z.shape == (N, 2)
+    assert np.all(np.abs(z.mean(0) - means) <= 3 * np.sqrt(variances / N))
+    assert np.all(np.abs(z.var(0) - variances) <= 3 * np.sqrt(2 * variances ** 2 / N))
+    expected = np.sum(0.5 * np.log(2 * np.pi * variances))
+    np.testing.assert_allclose(ops.to_numpy(log_weight.data), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------
 # Delta: already a sample.
 def test_delta_sample_returns_the_delta():
