@@ -87,6 +87,7 @@ from funsor_core.terms.constant import Constant
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.factory import make_funsor
 from funsor_core.terms.integrate import Integrate
+from funsor_core.terms.lifting import symbolic
 from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.printing import pretty, quote
 from funsor_core.terms.product import Product, Tuple
@@ -157,7 +158,7 @@ __all__ = [
     "apply_optimizer", "is_affine", "sample", "Einsum", "Finitary", "Getitem",
     "REDUCE_OP_TO_NUMERIC", "get_default_prototype",
     "numeric_array", "tensordot", "Constant", "Product", "Tuple", "make_funsor", "Scatter",
-    "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
+    "symbolic", "Approximate", "AdjointTape", "PosteriorSample", "adjoint", "extract_samples",
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",

@@ -19,8 +19,8 @@ from typing import Any
 
 from funsor_core.engine.cache import FastCache
 
-__all__ = ["Array", "Bint", "Domain", "Real", "Reals", "bint", "reals", "find_domain",
-           "register_find_domain"]
+__all__ = ["Array", "Bint", "Dependent", "Domain", "Real", "Reals", "bint", "reals",
+           "find_domain", "register_find_domain"]
 
 
 _RECENT_CACHE = FastCache("domains.recent", 4096)
@@ -220,6 +220,22 @@ class _ArrayFactory:
 Bint = _BintFactory()
 Reals = _RealsFactory()
 Array = _ArrayFactory()
+
+
+class Dependent:
+    """``Dependent[lambda x, y: Reals[x.shape[0], y.shape[1]]]``: an output domain computed
+    from the input domains, for ``funsor_core.op_factory.make_op``'s return hints.
+
+    Example:
+        >>> Dependent[lambda x: Reals[x.shape[0] * 2]].fn(Reals[3])
+        Reals[6]
+    """
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __class_getitem__(cls, fn) -> Dependent:
+        return cls(fn)
 Real = Reals[()]
 
 

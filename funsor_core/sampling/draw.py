@@ -54,6 +54,7 @@ from funsor_core.engine.cache import FastCache
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.reshaping import Independent
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["sample", "sample_gaussian", "sample_tensor", "sample_joint", "backend_and_key",
@@ -169,10 +170,11 @@ def sample_gaussian_term(g: Gaussian, names: frozenset, sample_inputs: dict, rng
 def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict,
                         rng_key=None):
     """A Gaussian plus Tensors over Bint inputs (``is_gaussian_sum``): the Gaussian drawn and
-    the Tensors kept as a weight, or ``sample_joint`` when Bint names are sampled too; any
-    other contraction declines (None)."""
+    the Tensors kept as a weight, or ``sample_joint`` when Bint names are sampled too; a sum
+    with Deltas (an earlier sample) draws the rest (``_sample_delta_sum``); any other
+    contraction declines (None)."""
     if not is_gaussian_sum(term):
-        return None
+        return _sample_delta_sum(term, names, sample_inputs, rng_key)
     if len(split_gaussian_sum(term)[0]) > 1:  # a sum moment_matching kept side by side
         term = gaussian_sum(*term.terms)
         if isinstance(term, Gaussian):
@@ -186,6 +188,27 @@ def sample_gaussian_sum(term: Contraction, names: frozenset, sample_inputs: dict
     for t in dense:
         weight = weight + t
     return delta + weight
+
+
+def _sample_delta_sum(term: Contraction, names: frozenset, sample_inputs: dict, rng_key):
+    """``Delta(x, p) + f``: the point masses are already draws of their names, so only the
+    rest is sampled, over the other names. ``f`` has ``x = p`` substituted (the sum's value
+    wherever its Delta has mass), so that a sample of a sample is again a sample. None for a
+    contraction that is not an unreduced sum holding a Delta."""
+    if term.reduced_vars or term.bin_op is not ops.add:
+        return None
+    deltas = [t for t in term.terms if isinstance(t, Delta)]
+    if not deltas:
+        return None
+    points = {k: p for d in deltas for k, p in extract_samples(d).items()}
+    rest = [t for t in term.terms if not isinstance(t, Delta)]
+    drawn = rest[0](**points) if rest else Number(0.0)
+    for t in rest[1:]:
+        drawn = drawn + t(**points)
+    drawn = sample(drawn, names - points.keys(), sample_inputs, rng_key)
+    for d in deltas:
+        drawn = d + drawn
+    return drawn
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,6 +397,29 @@ def sample_subs(term: Subs, names: frozenset, sample_inputs: dict, rng_key=None)
     own = names & (term.arg.inputs.keys() - subs.keys())
     drawn = sample(term.arg, inner | own, sample_inputs, rng_key)
     return drawn(**subs)
+
+
+@register_sampler(Independent)
+def sample_independent(term: Independent, names: frozenset, sample_inputs: dict,
+                       rng_key=None):
+    """``Independent(f, x, i, x_i)`` sampled over ``x``: each row ``x_i`` drawn from ``f``
+    (``i`` a batch input of that draw), then the rows stacked into one point mass at ``x``
+    and the log weights summed over ``i`` (the plate is a product of independent factors).
+    None when ``x`` is not sampled."""
+    reals_var, bint_var, diag_var = term.reals_var, term.bint_var, term.diag_var
+    if reals_var not in names:
+        return None
+    drawn = sample(term.fn, (names - {reals_var}) | {diag_var}, sample_inputs, rng_key)
+    parts = drawn.terms if isinstance(drawn, Contraction) and not drawn.reduced_vars else (drawn,)
+    rows = [t for t in parts if isinstance(t, Delta) and diag_var in t.fresh]
+    if len(rows) != 1 or isinstance(drawn, Contraction) and drawn.bin_op is not ops.add:
+        return None
+    rest = [t for t in parts if t is not rows[0]]
+    result = Independent(rows[0], reals_var, bint_var, diag_var)
+    for t in rest:  # sum_i w_i; a weight constant over the plate counts once per row
+        result = result + (t.reduce(ops.add, bint_var) if bint_var in t.inputs
+                           else t * term.fn.inputs[bint_var].size)
+    return result
 
 
 def sample_joint(term: Funsor, names: frozenset, sample_inputs: dict, rng_key=None) -> Funsor:

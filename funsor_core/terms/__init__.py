@@ -31,6 +31,7 @@ from funsor_core.terms.base import (
     merge_inputs,
     to_funsor,
 )
+from funsor_core.terms.lifting import symbolic
 from funsor_core.terms.printing import (
     pretty,
     quote,
@@ -61,5 +62,5 @@ __all__ = [
     "to_funsor", "is_atom", "merge_inputs", "merge_all_inputs", "DomainError", "Lambda",
     "Independent", "Stack", "Cat", "Slice", "Function", "children", "map_args", "reinterpret",
     "substitute", "fresh_name", "alpha_rename", "bound_name", "receives_subs", "quote",
-    "pretty", "short_repr"
+    "pretty", "short_repr", "symbolic"
 ]

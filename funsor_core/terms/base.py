@@ -202,6 +202,9 @@ class Funsor(Term):
         names = tuple(names)
         if names == tuple(self.inputs)[: len(names)]:
             return self
+        unknown = [n for n in names if n not in self.inputs]
+        if unknown:
+            raise ValueError(f"cannot align by {unknown}: not inputs of {dict(self.inputs)}")
         return Align(self, names)
 
     def sample(self, sampled_vars, sample_inputs=None, rng_key=None):
@@ -530,11 +533,8 @@ class Align(Funsor):
 
     @classmethod
     def _prepare(cls, arg, names):
-        names = tuple(names)
-        unknown = [n for n in names if n not in arg.inputs]
-        if unknown:
-            raise ValueError(f"cannot align by {unknown}: not inputs of {dict(arg.inputs)}")
-        return arg, names
+        # A name substituted away is dropped, the rest keep their order (.align checks names).
+        return arg, tuple(n for n in names if n in arg.inputs)
 
     def _setup(self):
         arg, names = self._args

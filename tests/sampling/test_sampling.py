@@ -235,6 +235,46 @@ def test_gaussian_without_information_on_a_direction_raises_naming_it():
         g.sample("x", {"n": fc.Bint[3]}, rng_key=0)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"], indirect=True)
+def test_sampling_a_partial_sample_draws_the_rest_from_the_conditional(backend):
+    # Draw x first (y kept), then sample that sample over {x, y}: the x points stay and y is
+    # drawn given them, so the pairs have the joint's mean and covariance (the constructor's)
+    # and one weight (log Z) for all.
+    mean = np.array([1.0, -2.0])
+    cov = np.array([[2.0, 0.6], [0.6, 1.0]])
+    g = fc.Gaussian(mean=_array(backend, mean), covariance=_array(backend, cov),
+                    inputs={"x": fc.Real, "y": fc.Real})
+    first = g.sample("x", {"n": fc.Bint[N]}, rng_key=3)
+    s = first.sample({"x", "y"}, {"n": fc.Bint[N]}, rng_key=4)
+    deltas = [t for t in s.terms if isinstance(t, Delta)]
+    points = {k: ops.to_numpy(p.align(("n",)).data)
+              for d in deltas for k, (p, _) in d.terms}
+    xy = np.stack([points["x"], points["y"]], -1)
+    assert xy.shape == (N, 2)
+    assert np.all(np.abs(xy.mean(0) - mean) <= 3 * np.sqrt(np.diag(cov) / N))
+    se_cov = np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov ** 2) / N)
+    assert np.all(np.abs(np.cov(xy.T, bias=True) - cov) <= 3 * se_cov)
+    log_weight = s.reduce(ops.logaddexp, {"x", "y"})
+    expected = 0.5 * np.log(np.linalg.det(2 * np.pi * cov))
+    np.testing.assert_allclose(ops.to_numpy(log_weight.data), expected, rtol=1e-8)
+
+
+def test_independent_samples_each_row_and_stacks_them():
+    # Independent over a plate i of N(mean_i, var_i) in z_i: sampling z draws every row, so
+    # z[i] has mean_i and var_i, and the weight is sum_i log sqrt(2 pi var_i) (by hand).
+    means, variances = np.array([1.0, -3.0]), np.array([0.5, 2.0])
+    g = fc.Gaussian(mean=means[:, None], covariance=variances[:, None, None],
+                    inputs={"i": fc.Bint[2], "z_i": fc.Real})
+    s = fc.Independent(g, "z", "i", "z_i").sample("z", {"n": fc.Bint[N]}, rng_key=5)
+    delta, log_weight = _parts(s)
+    z = _points(delta, ("n",))["z"]
+    assert z.shape == (N, 2)
+    assert np.all(np.abs(z.mean(0) - means) <= 3 * np.sqrt(variances / N))
+    assert np.all(np.abs(z.var(0) - variances) <= 3 * np.sqrt(2 * variances ** 2 / N))
+    expected = np.sum(0.5 * np.log(2 * np.pi * variances))
+    np.testing.assert_allclose(ops.to_numpy(log_weight.data), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------
 # Delta: already a sample.
 def test_delta_sample_returns_the_delta():

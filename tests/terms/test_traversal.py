@@ -5,6 +5,7 @@ import tracemalloc
 import weakref
 
 import numpy as np
+import pytest
 
 import funsor_core as fc
 from funsor_core import ops
@@ -112,3 +113,16 @@ def test_reinterpret_keeps_leaves_no_rule_sees():
     with Tape("tape_traversal", fallback=exact):
         fc.reinterpret(expr)
     assert seen.count(fc.Tensor) == 3
+
+
+def test_substitute_into_a_lazy_align_keeps_the_order_of_the_names_left():
+    # An aligned lazy term loses a name to substitution: the rest keep their order, and the
+    # value is the formula at the substituted values (x * 2 + y + z by hand).
+    x, y, z = (fc.Variable(n, fc.Real) for n in "xyz")
+    aligned = (x * 2.0 + y + z).align(("z", "y", "x"))
+    assert tuple(aligned.inputs) == ("z", "y", "x")
+    partial = aligned(y=1.0)
+    assert tuple(partial.inputs)[:2] == ("z", "x") and set(partial.inputs) == {"x", "z"}
+    assert float(partial(x=3.0, z=0.5).data) == 3.0 * 2.0 + 1.0 + 0.5
+    with pytest.raises(ValueError, match=r"cannot align by \['w'\]"):
+        aligned.align(("w",))

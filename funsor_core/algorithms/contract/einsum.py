@@ -181,11 +181,21 @@ def _parse_cached(eq: str, count: int):
     if repeated:
         raise ValueError(f"einsum equation {eq!r}: output letter(s) {repeated} appear more "
                          "than once (as numpy, a repeated output letter is an error)")
-    missing = sorted(set(output) - set(lhs))
-    if missing:
-        raise ValueError(f"einsum equation {eq!r}: output letter(s) {missing} do not appear in "
-                         "any operand")
     return tuple(inputs), output
+
+
+def _kept_output(eq: str, inputs, output: str, arrays: bool) -> str:
+    # An output letter in no operand: an array result would need its size, so that is an
+    # error; a funsor is constant along a name it lacks (names broadcast), so the letter is
+    # dropped and the result has no such input, as in funsor 0.4.8.
+    letters = set("".join(inputs))
+    if all(c in letters for c in output):
+        return output
+    if arrays:
+        missing = sorted(set(output) - letters)
+        raise ValueError(f"einsum equation {eq!r}: output letter(s) {missing} do not appear in "
+                         "any operand, so an array result has no size for them")
+    return "".join(c for c in output if c in letters)
 
 
 def _diagonal(x, letters: str):
@@ -429,6 +439,7 @@ def _einsum_structure(eq, operands, plates, backend, modulo_total) -> tuple:
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq, len(operands))
     arrays, tensors, new_inputs = _as_tensors(inputs, operands)
+    output = _kept_output(eq, inputs, output, arrays)
     reduced = frozenset(inputs_union(new_inputs)) - frozenset(output)
     if plates:
         _check_kept_plates(eq, new_inputs, output, plates, modulo_total)
@@ -462,6 +473,7 @@ def naive_einsum(eq: str, *operands, backend: str = "numpy"):
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq, len(operands))
     arrays, tensors, inputs = _as_tensors(inputs, operands)
+    output = _kept_output(eq, inputs, output, arrays)
     result = tensors[0]
     for t in tensors[1:]:
         result = prod_op(result, t)
@@ -482,6 +494,7 @@ def naive_contract_einsum(eq: str, *operands, backend: str = "numpy"):
     sum_op, prod_op = semiring_of_backend(backend)
     inputs, output = _parse(eq, len(operands))
     arrays, tensors, inputs = _as_tensors(inputs, operands)
+    output = _kept_output(eq, inputs, output, arrays)
     reduced = frozenset(inputs_union(inputs)) - set(output)
     return _finish(Contraction(sum_op if reduced else None, prod_op, reduced, tuple(tensors)),
                    output, arrays)

@@ -172,6 +172,23 @@ def test_mismatched_funsor_domains_raise_as_products_do():
         einsum("ab,b->a", x, y)
 
 
+@pytest.mark.parametrize("backend", ["numpy", LOG])
+def test_output_letter_in_no_funsor_operand_is_dropped(backend):
+    # A funsor is constant along a name it lacks, so "ab,b->ca" of funsors is "ab,b->a" (no
+    # input 'c'), as in funsor 0.4.8; arrays have no size for 'c' and raise (test above).
+    rng = np.random.default_rng(0)
+    ab, b = rng.normal(size=(2, 3)), rng.normal(size=3)
+    x = fc.Tensor(ab, {"a": fc.Bint[2], "b": fc.Bint[3]})
+    y = fc.Tensor(b, {"b": fc.Bint[3]})
+    actual = einsum("ab,b->ca", x, y, backend=backend)
+    assert tuple(actual.inputs) == ("a",)
+    expected = (_joint("ab,b->a", [ab, b]) if backend == LOG
+                else np.einsum("ab,b->a", ab, b))
+    np.testing.assert_allclose(ops.to_numpy(actual.data), expected, rtol=1e-12)
+    with lazy:
+        assert set(einsum("ab,b->ca", x, y, backend=backend).inputs) == {"a"}
+
+
 def test_funsor_operand_must_match_its_letters():
     x = fc.Tensor(np.ones((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
     with pytest.raises(ValueError, match="do not match its letters 'ac'"):
