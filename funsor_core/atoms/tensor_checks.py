@@ -144,7 +144,8 @@ class TensorMeta(FunsorMeta):
                 known = None
             if known is not None and is_array_type(type(data)):
                 ikey, sizes = known
-                if data.shape[:len(sizes)] == sizes:
+                shape = data.shape  # (scalar outputs first: slicing a torch.Size builds one)
+                if shape == sizes or shape[:len(sizes)] == sizes:
                     state = _STATE.get(None)
                     interp = _DEFAULT[0] if state is None else state[0]
                     if interp.builds_class_as_is(cls):
