@@ -16,7 +16,12 @@ from __future__ import annotations
 import copy
 
 from funsor_core import ops
-from funsor_core.atoms.tensor_checks import KNOWN_INPUTS, check_dtype, check_tensor_args
+from funsor_core.atoms.tensor_checks import (
+    KNOWN_INPUTS,
+    TensorMeta,
+    check_dtype,
+    check_tensor_args,
+)
 from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's names live here too)
     REDUCE_OP_TO_NUMERIC,
     Einsum,
@@ -55,7 +60,7 @@ _OUTPUTS_CACHE = FastCache("tensor.outputs", 4096)
 _OUTPUTS = _OUTPUTS_CACHE.data
 
 
-class Tensor(Funsor):
+class Tensor(Funsor, metaclass=TensorMeta):
     """A discrete factor: an array with named Bint batch dims on the left.
 
     Args:

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import itertools
 import operator
+import types
 
 from funsor_core import ops
 from funsor_core.domains import Domain
+from funsor_core.engine.cache import FastCache
 from funsor_core.engine.protocol import pending_setup
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
@@ -70,17 +72,22 @@ def sort_terms(terms: tuple) -> tuple:
         >>> [t.name for t in sort_terms((y, x))]
         ['x', 'y']
     """
+    order = _sort_order(terms)
+    return terms if order is None else tuple(map(terms.__getitem__, order))
+
+
+def _sort_order(terms: tuple) -> list | None:
+    # The positions of ``terms`` in canonical order (a stable sort), None when they are in it.
     keys = [term_sort_key(t) for t in terms]
     # One pass finds the common case (terms flattened from an already sorted Contraction plus
     # terms in order); the stable sort runs only when some neighbour is out of order (a
     # C-level pass for many terms).
     if len(keys) > 8:
         if all(map(operator.le, keys, itertools.islice(keys, 1, None))):
-            return terms
+            return None
     elif all(keys[k - 1] <= keys[k] for k in range(1, len(keys))):
-        return terms
-    order = sorted(range(len(terms)), key=keys.__getitem__)
-    return tuple(terms[i] for i in order)
+        return None
+    return sorted(range(len(terms)), key=keys.__getitem__)
 
 
 _INPUTS, _OUTPUT = operator.attrgetter("inputs"), operator.attrgetter("output")
@@ -113,6 +120,36 @@ def _output_domain(bin_op, terms) -> Domain:
     for t in terms[1:]:
         out = ops.infer_domain(bin_op, out, t.output)
     return out
+
+
+# Many terms of one class keeping its inputs as an interned key tuple (Tensors, Gaussians):
+# (that class, the key tuples) -> (merged inputs, the canonical order as positions or None when
+# the terms are in it, the merged inputs in that order). The merge checked the domains agree
+# and both depend on the key tuples only, so a recurring structure (a model's 2,000 factors
+# built per call) is checked and sorted once. Bounded: each entry holds O(terms) tuples.
+_STRUCTURES = FastCache("contraction.structures", 64)
+_IKEY = operator.attrgetter("_ikey")
+
+
+def _known_structure(terms: tuple) -> tuple | None:
+    kinds = set(map(type, terms))
+    if len(kinds) != 1:
+        return None
+    cls = kinds.pop()
+    if type(getattr(cls, "_ikey", None)) is not types.MemberDescriptorType:
+        return None  # (a class whose inputs are not ``dict(_ikey)``)
+    key = (cls, tuple(map(_IKEY, terms)))
+    entry = _STRUCTURES.data.get(key)
+    if entry is None:
+        inputs = merge_all_inputs(terms, "contract")  # (a mismatch raises: nothing cached)
+        order = _sort_order(terms)
+        if order is None:
+            entry = (inputs, None, None)
+        else:
+            ordered = tuple(map(terms.__getitem__, order))
+            entry = (inputs, tuple(order), merge_all_inputs(ordered, "contract"))
+        entry = _STRUCTURES.put(key, entry)
+    return entry
 
 
 class Contraction(Funsor):
@@ -151,14 +188,20 @@ class Contraction(Funsor):
         if red_op is not None and red_op not in ops.REDUCE_OPS:
             raise ValueError(f"cannot reduce with ops.{red_op.name}: it has no reduction; use one "
                              f"of {sorted(o.name for o in ops.REDUCE_OPS)} or None")
-        inputs = merge_all_inputs(terms, "contract")
+        known = _known_structure(terms) if len(terms) > 8 else None
+        inputs = merge_all_inputs(terms, "contract") if known is None else dict(known[0])
         names, absent = split_reduced_vars(reduced_vars, inputs, "the contracted terms")
         if red_op is None and (names or absent):
             raise ValueError(f"Contraction with red_op=None cannot reduce "
                              f"{sorted(names) + [v.name for v in absent]}")
         if absent:
             terms = _repeat(red_op, bin_op, terms, absent)
-        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
+            known = None
+        if known is not None and bin_op in COMMUTATIVE_OPS:
+            if known[1] is not None:  # (the canonical order, and the inputs in it)
+                terms = tuple(map(terms.__getitem__, known[1]))
+                inputs = dict(known[2])
+        elif bin_op in COMMUTATIVE_OPS and len(terms) > 1:
             ordered = sort_terms(terms)
             if ordered is not terms:  # the merged inputs follow the terms' order
                 terms = ordered

@@ -118,3 +118,24 @@ def test_eager_ops_leave_terms_to_other_interpretations():
     with Tape("tape_h4", fallback=exact):
         _ = (x + x)(i=0).exp()
     assert [name for name in seen if name != "Number"][:3] == ["Binary", "Subs", "Unary"]
+
+
+def test_constructor_fast_path_keeps_rules_and_errors():
+    # Tensor(array, inputs) of a known signature skips the interpreter only where no rule
+    # sees Tensors: a rule on Tensor still sees the construction, and a shape that does not
+    # match known inputs still raises the full check's error.
+    a = np.zeros((2, 3))
+    x = fc.Tensor(a, {"i": B2, "j": B3})  # the signature is now known
+    seen = []
+    spy = Interpretation("construction_spy", fallback=exact)
+
+    @spy.register(fc.Tensor, object, object, object)
+    def construction_spy_tensor(data, inputs, dtype):
+        seen.append((id(data), inputs, dtype))
+        return None
+
+    with spy:
+        y = fc.Tensor(a, {"i": B2, "j": B3})
+    assert seen == [(id(a), x._ikey, "real")] and y is x
+    with pytest.raises(DomainError, match="does not match its inputs"):
+        fc.Tensor(np.zeros((3, 2)), {"i": B2, "j": B3})

@@ -10,9 +10,11 @@ from scipy.special import logsumexp
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.algorithms.contract.plan import plan_contraction, plan_terms
 from funsor_core.engine.interpreter import Interpretation
 from funsor_core.engine.patterns import tuple_type
 from funsor_core.terms.contraction import Contraction, sort_terms, term_sort_key
+from funsor_core.terms.inputs import merge_all_inputs
 from funsor_core.terms.traversal import reinterpret
 from interpretations import exact, lazy, normalize
 from interpretations.optimize import apply_optimizer
@@ -113,3 +115,43 @@ def test_many_terms_cons_and_dispatch_keys():
     long = tuple(terms) + ((1, 2),)
     assert tuple_type(tuple(terms)) is tuple_type(tuple(terms[:9]))  # Tuple[Tensor, ...]
     assert tuple_type(long) is not tuple_type(tuple(terms))
+
+
+def test_recurring_structure_sorted_and_merged_as_the_first_time():
+    # A Contraction of many Tensors keeps its checked inputs and canonical order per structure
+    # (the terms' input keys): fresh Tensors of that structure, a repeated term, and a reduced
+    # Variable no term has (a constant term appended) are ordered as term_sort_key orders them.
+    rng = np.random.default_rng(5)
+    for _ in range(2):  # the second round finds the structure known
+        terms, arrays, dims = star(rng)
+        terms = terms + [terms[3]]  # a repeated term: positions, not identities
+        with lazy:
+            expr = Contraction(ops.logaddexp, ops.add, frozenset(NAMES), tuple(terms))
+        expected = sorted(terms, key=term_sort_key)
+        assert list(expr.terms) == expected
+        np.testing.assert_allclose(
+            reinterpret(expr).data,
+            brute_force(arrays + [arrays[3]], dims + [dims[3]]), rtol=1e-12)
+    with lazy:
+        kept = Contraction(ops.logaddexp, ops.add, frozenset("a"), tuple(terms))
+    merged = merge_all_inputs(sorted(terms, key=term_sort_key))  # in the canonical order
+    assert list(kept.inputs) == [n for n in merged if n != "a"]
+    extra = fc.Variable("extra", fc.Bint[3])
+    with lazy:
+        repeated = Contraction(ops.logaddexp, ops.add, frozenset({extra, *NAMES}), tuple(terms))
+    assert len(repeated.terms) == len(terms) + 1 and list(repeated.terms) == sorted(
+        repeated.terms, key=term_sort_key)
+    np.testing.assert_allclose(
+        reinterpret(repeated).data,
+        brute_force(arrays + [arrays[3]], dims + [dims[3]]) + np.log(3), rtol=1e-12)
+
+
+def test_plan_terms_many_tensors_is_the_plan_of_their_names():
+    rng = np.random.default_rng(6)
+    terms, _, dims = star(rng)
+    plan = plan_terms(tuple(terms), frozenset("bc"))
+    direct = plan_contraction(dims, dict.fromkeys(NAMES, 2),
+                              tuple(n for n in merge_all_inputs(terms) if n not in "bc"))
+    assert plan is direct
+    fresh, _, _ = star(np.random.default_rng(6))  # the same structure, other Tensors
+    assert plan_terms(tuple(fresh), frozenset("bc")) is plan
