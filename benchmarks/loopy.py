@@ -187,18 +187,39 @@ def pgmax_worker(path_in: str, path_out: str) -> None:
         return hv, vv, group, lp, infer.build_inferer(fg.bp_state, backend="bp")
 
     out = pgmax_rbm_rows(data, int(data["rounds"]), build) if "W" in data else {}
-    maps = []
+    out["maps"], out["maps_unary_factors"] = [], []
     for W, bh, bv in zip(data["mW"], data["mbh"], data["mbv"]):
-        hv, vv, group, lp, bp = build(W)
-        arrays = bp.init(evidence_updates={hv: np.stack([0 * bh, bh], 1),
-                                           vv: np.stack([0 * bv, bv], 1)},
-                         log_potentials_updates={group: lp})
-        arrays = bp.run(arrays, num_iters=ITERS, damping=DAMPING, temperature=0.0)
-        states = infer.decode_map_states(bp.get_beliefs(arrays))
-        maps.append(np.concatenate([states[hv], states[vv]]).tolist())
-    out["maps"] = maps
+        unary = {"maps": lambda b: np.stack([0 * b, b], 1), "maps_unary_factors": None}
+        for key, evidence in unary.items():
+            out[key].append(pgmax_decode(W, bh, bv, evidence, fgraph, fgroup, infer, vgroup))
     with open(path_out, "w") as f:
         json.dump(out, f)
+
+
+def pgmax_decode(W, bh, bv, evidence, fgraph, fgroup, infer, vgroup) -> list:
+    """PGMax's MAP state of one small RBM: the biases as evidence arrays (``evidence`` maps
+    them to (n, 2) log tables), or, ``evidence=None``, as single-variable enumeration factors
+    (how PGMax's own benchmark builds them: their messages are damped like the others)."""
+    nh, nv = W.shape
+    hv = vgroup.NDVarArray(num_states=2, shape=(nh,))
+    vv = vgroup.NDVarArray(num_states=2, shape=(nv,))
+    fg = fgraph.FactorGraph(variable_groups=[hv, vv])
+    lp = np.zeros((nh * nv, 2, 2))
+    lp[:, 1, 1] = W.ravel()
+    fg.add_factors(fgroup.PairwiseFactorGroup(
+        variables_for_factors=[[hv[i], vv[j]] for i in range(nh) for j in range(nv)],
+        log_potential_matrix=lp))
+    if evidence is None:
+        for var, b in ((hv, bh), (vv, bv)):
+            fg.add_factors(fgroup.EnumFactorGroup(
+                variables_for_factors=[[var[i]] for i in range(b.size)],
+                factor_configs=np.arange(2)[:, None], log_potentials=np.stack([0 * b, b], 1)))
+    bp = infer.build_inferer(fg.bp_state, backend="bp")
+    updates = {} if evidence is None else {hv: evidence(bh), vv: evidence(bv)}
+    arrays = bp.run(bp.init(evidence_updates=updates), num_iters=ITERS, damping=DAMPING,
+                    temperature=0.0)
+    states = infer.decode_map_states(bp.get_beliefs(arrays))
+    return np.concatenate([states[hv], states[vv]]).tolist()
 
 
 def pgmax_rbm_rows(data, rounds: int, build) -> dict:
@@ -295,7 +316,7 @@ def rbm_value(W, bh, bv, x) -> float:
     return float(h @ bh + v @ bv + h @ W @ v)
 
 
-def ours_map(W, bh, bv):
+def ours_map(W, bh, bv, init=None):
     import funsor_core as fc
     from funsor_core import ops
     from funsor_core.loopy import loopy_bp
@@ -307,7 +328,8 @@ def ours_map(W, bh, bv):
     fs += [fc.Tensor(np.array([[0.0, 0.0], [0.0, W[i, j]]]),
                      {f"h{i}": fc.Bint[2], f"v{j}": fc.Bint[2]})
            for i in range(nh) for j in range(nv)]
-    x = loopy_bp(fs, ops.max, damping=DAMPING, tol=0.0, max_iters=ITERS).map_assignment()
+    x = loopy_bp(fs, ops.max, damping=DAMPING, tol=0.0, max_iters=ITERS,
+                 init=init).map_assignment()
     return [x[f"h{i}"] for i in range(nh)] + [x[f"v{j}"] for j in range(nv)]
 
 
@@ -327,12 +349,78 @@ def recoveries(small, maps) -> tuple:
     return hits, published
 
 
+def pomegranate_worker(path_in: str, path_out: str) -> None:
+    """pomegranate 1.x's loopy BP on each small RBM as PGMax's benchmark sets it up: unary
+    marginals ``softmax([0, b])``, pairwise joint tables ``softmax([[0, 0], [0, w]])`` (over
+    all four entries), ``max_iter`` 200, ``predict`` on a fully masked row (the argmax of
+    its sum-product marginals)."""
+    import types
+
+    import torch
+    from scipy.special import softmax
+
+    torch.set_num_threads(1)
+    # pomegranate imports apricot (submodular selection) for its k-means initialization
+    # only; a stand-in lets the factor graph import without it.
+    sys.modules.setdefault("apricot", types.SimpleNamespace(
+        FacilityLocationSelection=None, FeatureBasedSelection=None))
+    from pomegranate.distributions import Categorical, JointCategorical
+    from pomegranate.factor_graph import FactorGraph
+
+    data = np.load(path_in)
+    maps = []
+    for W, bh, bv in zip(data["mW"], data["mbh"], data["mbv"]):
+        model = FactorGraph(max_iter=ITERS)
+        units = []
+        for b in np.concatenate([bh, bv]):
+            units.append(Categorical(softmax(np.array([[0.0, b]]), axis=-1)))
+            model.add_marginal(units[-1])
+        nh = W.shape[0]
+        for i in range(nh):
+            for j in range(W.shape[1]):
+                factor = JointCategorical(softmax(np.array([[0.0, 0.0], [0.0, W[i, j]]])))
+                model.add_factor(factor)
+                model.add_edge(units[i], factor)
+                model.add_edge(units[nh + j], factor)
+        n = len(units)
+        x = torch.masked.MaskedTensor(torch.zeros((1, n), dtype=torch.int32),
+                                      mask=torch.zeros((1, n), dtype=torch.bool))
+        maps.append(np.asarray(model.predict(x)[0]).astype(int).tolist())
+    with open(path_out, "w") as f:
+        json.dump({"maps": maps}, f)
+
+
+def run_peer(flag: str, env_var: str, small):
+    """A peer's MAP states on ``small`` from ``benchmarks/loopy.py FLAG`` in a subprocess
+    with ``env_var``'s folder on its path, or None when unset or failing."""
+    path = os.environ.get(env_var)
+    if not path:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(os.path.join(tmp, "in.npz"), mW=np.stack([s[0] for s in small]),
+                 mbh=np.stack([s[1] for s in small]), mbv=np.stack([s[2] for s in small]))
+        env = dict(os.environ, PYTHONPATH=path + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        cmd = [sys.executable, __file__, flag, os.path.join(tmp, "in.npz"),
+               os.path.join(tmp, "out.json")]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            print(f"{flag} failed:", proc.stderr.strip().splitlines()[-1:])
+            return None
+        with open(os.path.join(tmp, "out.json")) as f:
+            return json.load(f)["maps"]
+
+
 def map_rows(small, peer, source: str) -> None:
     print(f"Exact MAP on 50 RBMs of {MAP_UNITS}+{MAP_UNITS} units ({source}), max-product, "
           f"damping {DAMPING}, {ITERS} iterations: recovered (PGMax's published criterion)")
-    rows = {"ours (map_assignment)": [ours_map(*s) for s in small]}
+    rows = {"ours, unaries as factors": [ours_map(*s) for s in small],
+            "ours, init='unary'": [ours_map(*s, init="unary") for s in small]}
     if peer and "maps" in peer:
-        rows["PGMax (decode_map_states)"] = peer["maps"]
+        rows["PGMax, unaries as factors"] = peer["maps_unary_factors"]
+        rows["PGMax, unaries as evidence"] = peer["maps"]
+    pomegranate = run_peer("--pomegranate-worker", "POMEGRANATE_PATH", small)
+    if pomegranate:
+        rows["pomegranate (sum-product)"] = pomegranate
     for name, maps in rows.items():
         hits, published = recoveries(small, maps)
         print(f"  {name:28} {hits:3d} / 50  ({published} / 50)")
@@ -559,5 +647,8 @@ if __name__ == "__main__":
     if "--pgmax-worker" in sys.argv:
         i = sys.argv.index("--pgmax-worker")
         pgmax_worker(sys.argv[i + 1], sys.argv[i + 2])
+    elif "--pomegranate-worker" in sys.argv:
+        i = sys.argv.index("--pomegranate-worker")
+        pomegranate_worker(sys.argv[i + 1], sys.argv[i + 2])
     else:
         main("--quick" in sys.argv)
