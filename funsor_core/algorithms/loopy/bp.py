@@ -168,7 +168,10 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
            damping: float = 0.0, tol: float = 1e-8, max_iters: int = 1000,
            temperature: float = 1.0, rng_key=0, *, init=None) -> BPResult:
     """Belief propagation on ``graph`` (see the module docstring); ``loopy_bp`` is the face.
-    ``init``: starting factor-to-variable messages ``(E, D, *B)`` (default uniform).
+    ``init``: starting factor-to-variable messages ``(E, D, *B)`` (default uniform), or
+    ``"unary"``: each single-variable factor's messages start at their final value (the
+    factor's own table: it has no other variable to reduce), the others uniform, so damping
+    does not delay the evidence (PGMax's evidence; the fixed points are the same).
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
@@ -181,10 +184,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     semiring = Semiring(sum_op, temperature)
     proto = graph.prototype()
-    # Uniform messages, unnormalized (messages are scale-free; every update normalizes):
-    # normalizing a constant makes XLA fold it at compile time, 40 s at E*D*B = 4e6.
-    f2v = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape) if init is None \
-        else init
+    f2v = _initial_messages(graph, semiring, proto, init)
     schedule = "flooding" if schedule == "parallel" else schedule
     options = (sum_op, semiring.temperature, schedule, damping, rng_key, max_iters)
     if uses_compiled(graph):
@@ -197,6 +197,27 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     if ops.is_concrete(proto):
         return _eager_loop(graph, semiring, sweep, f2v, tol, max_iters)
     return _traced_loop(graph, semiring, sweep, f2v, tol, max_iters)
+
+
+def _initial_messages(graph, semiring, proto, init):
+    # Uniform messages, unnormalized (messages are scale-free; every update normalizes):
+    # normalizing a constant makes XLA fold it at compile time, 40 s at E*D*B = 4e6.
+    if init is not None and not isinstance(init, str):
+        return init
+    if init not in (None, "unary"):
+        raise ValueError(f"init must be None, 'unary' or messages (E, D, *B); got {init!r}")
+    zeros = ops.new_zeros(proto, (graph.num_edges, graph.D) + graph.bshape)
+    return zeros if init is None else _unary_messages(graph, semiring, proto, zeros)
+
+
+def _unary_messages(graph, semiring, proto, zeros):
+    # A single-variable factor's message is its normalized table whatever the other
+    # messages are (nothing to reduce), so on its edges it starts at its final value.
+    first = factor_to_var(semiring, graph, zeros)
+    arity = np.bincount(graph.edge_factor, minlength=graph.num_factors)[graph.edge_factor]
+    mask = ops.new_array(proto, (arity == 1).astype(float))
+    mask = mask[(slice(None),) + (None,) * (1 + len(graph.bshape))] > 0.5
+    return ops.where(mask, first, zeros)
 
 
 def _compiled_sweep(graph, sum_op, temperature, schedule, damping, rng_key, max_iters):
