@@ -410,20 +410,12 @@ def _xlog(fn):
     return kernel
 
 
-def _betaln(x, y):
-    # torch has no betaln: the lgamma sum, as Pyro's own BetaBinomial computes it.
-    x, y = _as_tensors(x, y)
-    dtype = torch.result_type(x, y)
-    dtype = dtype if dtype.is_floating_point else _float_dtype()
-    x, y = x.to(dtype), y.to(dtype)
-    return torch.lgamma(x) + torch.lgamma(y) - torch.lgamma(x + y)
-
-
-_SPECIAL = {ops.lgamma: _real(torch.lgamma), ops.digamma: _real(torch.digamma),
+_lgamma = _real(torch.lgamma)
+_SPECIAL = {ops.lgamma: _lgamma, ops.digamma: _real(torch.digamma),
             ops.i0e: _real(torch.special.i0e), ops.xlogy: _xlog(torch.xlogy),
             ops.xlog1py: _xlog(torch.special.xlog1py), ops.cos: _real(torch.cos),
-            ops.betaln: _betaln,
-            ops.acos: _real(torch.acos)}
+            ops.acos: _real(torch.acos),  # torch has no betaln: Pyro's BetaBinomial's sum
+            ops.betaln: _binary(lambda x, y: _lgamma(x) + _lgamma(y) - _lgamma(x + y))}
 
 KERNELS = {
     ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,

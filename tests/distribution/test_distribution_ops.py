@@ -52,8 +52,8 @@ def test_kernels_without_scipy_use_numpy(monkeypatch):
 
 
 def _cancelling_betaln_cases():
-    # B(1, y) = 1/y, B(2, y) = 1/(y (y + 1)), B(3, 9) = 2! 8! / 11!: lgamma(x) + lgamma(y) - lgamma(x + y) loses
-    # |lgamma(y)| * eps (~3e-3 at y = 1e12) to cancellation.
+    # B(1, y) = 1/y, B(2, y) = 1/(y (y + 1)), B(3, 9) = 2! 8! / 11!: lgamma(x) + lgamma(y)
+    # - lgamma(x + y) loses |lgamma(y)| * eps (~3e-3 at y = 1e12) to cancellation.
     x, y = np.array([1.0, 2.0, 3.0]), np.array([1e12, 1e9, 9.0])
     return x, y, [-np.log(1e12), -np.log(1e9) - np.log1p(1e9), -np.log(9 * 10 * 11 / 2)]
 
