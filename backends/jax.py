@@ -348,18 +348,19 @@ def _real(fn):
 
 
 def _betaln(x, y):
-    # jax.scipy.special.betaln (which NumPyro's Beta and BetaBinomial call: float32 rounds as
-    # theirs) sums a series cut for float32 where max(x, y) >= 8, off by up to 1e-6 in float64
-    # just past 8. float64 takes lgamma(x) + lgamma(y) - lgamma(x + y) below 1,000, where that
-    # sum loses under 1e-12 to cancellation and the series is within 1e-13 beyond.
+    # jax's, op by op when eager as NumPyro's Beta(Binomial) call it: float32 rounds as theirs.
+    # Its series is cut for float32 (1e-6 off in float64 past max(x, y) = 8): float64 takes
+    # the lgamma sum below 1,000 (< 1e-12 lost), the series beyond; jitted whole (_diagonal).
     dtype = jnp.result_type(x, y)
     dtype = dtype if jnp.issubdtype(dtype, jnp.floating) else _float_dtype()
     x, y = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
-    series = jax.scipy.special.betaln(x, y)
-    if dtype != jnp.float64:
-        return series
-    gammaln = jax.scipy.special.gammaln
-    return jnp.where(jnp.maximum(x, y) < 1000.0, gammaln(x) + gammaln(y) - gammaln(x + y), series)
+    return jax.scipy.special.betaln(x, y) if dtype != jnp.float64 else _betaln64(x, y)
+
+
+@jax.jit
+def _betaln64(x, y):
+    lg, series = jax.scipy.special.gammaln, jax.scipy.special.betaln(x, y)
+    return jnp.where(jnp.maximum(x, y) < 1e3, lg(x) + lg(y) - lg(x + y), series)
 
 
 _SPECIAL = {ops.lgamma: _real(jax.scipy.special.gammaln),
