@@ -386,8 +386,13 @@ def _xlog(fn):
     return kernel
 
 
+def _betaln_numpy(x, y):
+    x, y = _float_array(x), _float_array(y)
+    return lgamma_numpy(x) + lgamma_numpy(y) - lgamma_numpy(x + y)
+
+
 _SPECIAL = {ops.lgamma: lgamma_numpy, ops.digamma: digamma_numpy, ops.i0e: i0e_numpy,
-            ops.xlogy: _xlog(np.log), ops.xlog1py: _xlog(np.log1p)}
+            ops.xlogy: _xlog(np.log), ops.xlog1py: _xlog(np.log1p), ops.betaln: _betaln_numpy}
 _SCIPY_FREE = {ops.cos: np.cos, ops.acos: np.arccos}
 
 
@@ -401,7 +406,8 @@ def _special_kernel(op):
                 import scipy.special as sp
 
                 cell.append({ops.lgamma: sp.gammaln, ops.digamma: sp.psi, ops.i0e: sp.i0e,
-                             ops.xlogy: sp.xlogy, ops.xlog1py: sp.xlog1py}[op])
+                             ops.xlogy: sp.xlogy, ops.xlog1py: sp.xlog1py,
+                             ops.betaln: sp.betaln}[op])
             except ImportError:  # pragma: no cover  (the test extra installs scipy)
                 cell.append(_SPECIAL[op])
         return np.asarray(cell[0](*args))

@@ -410,10 +410,12 @@ def _xlog(fn):
     return kernel
 
 
-_SPECIAL = {ops.lgamma: _real(torch.lgamma), ops.digamma: _real(torch.digamma),
+_lgamma = _real(torch.lgamma)
+_SPECIAL = {ops.lgamma: _lgamma, ops.digamma: _real(torch.digamma),
             ops.i0e: _real(torch.special.i0e), ops.xlogy: _xlog(torch.xlogy),
             ops.xlog1py: _xlog(torch.special.xlog1py), ops.cos: _real(torch.cos),
-            ops.acos: _real(torch.acos)}
+            ops.acos: _real(torch.acos),  # torch has no betaln: Pyro's BetaBinomial's sum
+            ops.betaln: _binary(lambda x, y: _lgamma(x) + _lgamma(y) - _lgamma(x + y))}
 
 KERNELS = {
     ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,

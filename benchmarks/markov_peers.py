@@ -123,6 +123,7 @@ def dynamax_hmm(parallel: bool):
         import jax
         import jax.numpy as jnp
 
+        _dynamax_compat()
         if parallel:
             from dynamax.hidden_markov_model.parallel_inference import hmm_filter
         else:
@@ -270,9 +271,24 @@ def jax_kalman(F, Q, H, R, m0, P0, ys):
     return jax.lax.scan(step, (m0, P0, jnp.zeros((), ys.dtype)), ys)[0][2]
 
 
+def _dynamax_compat():
+    # dynamax 1.0.3 runs on tensorflow-probability 0.25's jax substrate, which reads
+    # jax.interpreters.xla.pytype_aval_mappings at import: jax 0.4.36 moved it to jax.core
+    # (the same table). dynamax is not a dependency: put it on PYTHONPATH to get its rows
+    # (benchmarks/README.md, "dynamax").
+    import jax
+    import jax.interpreters.xla as xla
+
+    if not hasattr(xla, "pytype_aval_mappings"):
+        xla.pytype_aval_mappings = jax._src.core.pytype_aval_mappings
+
+
 def dynamax_kalman(parallel: bool):
+    """dynamax's Kalman filter log likelihood (sequential or parallel), or None."""
     try:
         import jax.numpy as jnp
+
+        _dynamax_compat()
         from dynamax.linear_gaussian_ssm.inference import (
             ParamsLGSSM,
             ParamsLGSSMDynamics,

@@ -35,10 +35,6 @@ __all__ = ["Normal", "LogNormal", "MultivariateNormal", "Gamma", "Beta", "Dirich
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _lbeta(a, b):
-    return ops.lgamma(a) + ops.lgamma(b) - ops.lgamma(a + b)
-
-
 class _NormalMeta(FunsorMeta):
     """Builds the commonest Normals by ``fast_normal`` (the same term, the same checks, no
     generic argument handling), the others as every term is built."""
@@ -201,7 +197,7 @@ class Beta(Distribution):
     @staticmethod
     def log_prob(value, concentration1, concentration0):
         a, b = concentration1, concentration0
-        return ops.xlogy(a - 1.0, value) + ops.xlog1py(b - 1.0, -value) - _lbeta(a, b)
+        return ops.xlogy(a - 1.0, value) + ops.xlog1py(b - 1.0, -value) - ops.betaln(a, b)
 
     @staticmethod
     def in_support(value, concentration1, concentration0):

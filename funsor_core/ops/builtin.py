@@ -144,9 +144,12 @@ digamma = make_op("digamma", UnaryOp)  # d/dx log Gamma(x)
 i0e = make_op("i0e", UnaryOp)  # exp(-|x|) I_0(x): log I_0(x) = log(i0e(x)) + |x| never overflows
 xlogy = make_op("xlogy", BinaryOp)  # x * log(y), 0 where x == 0 (and y is not NaN)
 xlog1py = make_op("xlog1py", BinaryOp)  # x * log1p(y), 0 where x == 0 (and y is not NaN)
+# log |B(x, y)| = lgamma(x) + lgamma(y) - lgamma(x + y); jax's and scipy's kernels (NumPyro's
+# Beta and BetaBinomial densities call them) stay accurate where the lgammas cancel (y >> x).
+betaln = make_op("betaln", BinaryOp)
 cos = make_op("cos", UnaryOp)  # angles of the von Mises distribution
 acos = make_op("acos", UnaryOp)
-SPECIAL_OPS = (lgamma, digamma, i0e, xlogy, xlog1py, cos, acos)
+SPECIAL_OPS = (lgamma, digamma, i0e, xlogy, xlog1py, betaln, cos, acos)
 # ---------------------------------------------------------------------------------------------
 
 # ---------------------------------------------------------------------------------------------

@@ -65,15 +65,19 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         True
     """
     names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
-    if not names or not expectable(names, integrand):
-        return None  # decided by structure, before any array work
+    if not names:
+        return None
     every = len(names) == sum(d.dtype == "real" for d in g.inputs.values())
     if every and t is not None and t is getattr(g, "_normalizer", None):
-        # g + t integrates to 1 by construction (a Normal): E_q[f] is the result.
+        # g + t integrates to 1 by construction (a Normal): E_q[f] is the result. The
+        # signed sum's own structural check comes first (it implies ``expectable``, and an
+        # ELBO step then walks its integrand once).
         result = signed_gaussian_expectation(g, integrand)
         if result is not None:
             bint = frozenset(v for v in reduced_vars - names if v in result.inputs)
             return result.reduce(ops.add, bint) if bint else result
+    if not expectable(names, integrand):
+        return None  # decided by structure, before any array work
     log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
     value = signed_gaussian_expectation(g, integrand) if every else None  # an ELBO's p - q
     if value is None:
