@@ -78,18 +78,36 @@ def slds_params(seed: int = 0) -> dict:
     return p
 
 
+def _first_update(p: dict) -> tuple:
+    """The first observation's Kalman update from the prior, shared by every mode: the
+    modes' log weights, means (K, D) and covariances (K, D, D)."""
+    C, R, y, P0 = p["C"], p["R"], p["y"], p["P0"]
+    S = C @ P0 @ C.T + R
+    gain = np.linalg.solve(S, C @ P0).T
+    r = y[0] - C @ p["m0"]
+    ll = -0.5 * (r @ np.linalg.solve(S, r) + np.linalg.slogdet(2 * math.pi * S)[1])
+    return (np.log(p["pi0"]) + ll, np.broadcast_to(p["m0"] + gain @ r, (K, D)),
+            np.broadcast_to(P0 - gain @ C @ P0, (K, D, D)))
+
+
+def _kalman_update(mp, Pp, C, R, y_t) -> tuple:
+    """A batched Kalman update of predictions (mp, Pp) by y_t: posterior means, covariances
+    and the log predictive densities of y_t."""
+    CP = C @ Pp
+    S = CP @ C.T + R
+    r = y_t - mp @ C.T
+    gain = np.swapaxes(np.linalg.solve(S, CP), -1, -2)
+    ll = -0.5 * ((r * np.linalg.solve(S, r[..., None])[..., 0]).sum(-1)
+                 + np.linalg.slogdet(2 * math.pi * S)[1])
+    return mp + (gain @ r[..., None])[..., 0], Pp - gain @ CP, ll
+
+
 def hand_imm(p: dict) -> float:
     """log p(y) by the IMM filter in numpy: per next mode j, mix the modes' posteriors with
     weights w_i p(j | i), then one Kalman predict and update per mode, batched over j."""
     A, Q, C, R, y = p["A"], p["Q"], p["C"], p["R"], p["y"]
     logtrans = np.log(p["trans"])
-    S = C @ p["P0"] @ C.T + R
-    gain = np.linalg.solve(S, C @ p["P0"]).T
-    r = y[0] - C @ p["m0"]
-    ll = -0.5 * (r @ np.linalg.solve(S, r) + np.linalg.slogdet(2 * math.pi * S)[1])
-    lw = np.log(p["pi0"]) + ll
-    m = np.broadcast_to(p["m0"] + gain @ r, (K, D))
-    P = np.broadcast_to(p["P0"] - gain @ C @ p["P0"], (K, D, D))
+    lw, m, P = _first_update(p)
     At = np.swapaxes(A, -1, -2)
     for y_t in y[1:]:
         mix = lw[:, None] + logtrans  # (i, j)
@@ -102,14 +120,7 @@ def hand_imm(p: dict) -> float:
         PP = np.einsum("ij,iab->jab", mu, P) + np.einsum("ij,ija,ijb->jab", mu, d, d)
         mp = np.einsum("jab,jb->ja", A, mm)
         Pp = A @ PP @ At + Q
-        CP = C @ Pp  # (j, o, a)
-        S = CP @ C.T + R
-        r = y_t - mp @ C.T
-        gain = np.swapaxes(np.linalg.solve(S, CP), -1, -2)
-        ll = -0.5 * ((r * np.linalg.solve(S, r[..., None])[..., 0]).sum(-1)
-                     + np.linalg.slogdet(2 * math.pi * S)[1])
-        m = mp + (gain @ r[..., None])[..., 0]
-        P = Pp - gain @ CP
+        m, P, ll = _kalman_update(mp, Pp, C, R, y_t)
         lw = top + np.log(total) + ll
     top = lw.max()
     return float(top + np.log(np.exp(lw - top).sum()))
@@ -122,25 +133,12 @@ def hand_gpb2(p: dict) -> float:
     (moment matching) with weights w_i p(j | i) p(y_t | i, j)."""
     A, Q, C, R, y = p["A"], p["Q"], p["C"], p["R"], p["y"]
     logtrans = np.log(p["trans"])
-    S = C @ p["P0"] @ C.T + R
-    gain = np.linalg.solve(S, C @ p["P0"]).T
-    r = y[0] - C @ p["m0"]
-    ll = -0.5 * (r @ np.linalg.solve(S, r) + np.linalg.slogdet(2 * math.pi * S)[1])
-    lw = np.log(p["pi0"]) + ll
-    m = np.broadcast_to(p["m0"] + gain @ r, (K, D))
-    P = np.broadcast_to(p["P0"] - gain @ C @ p["P0"], (K, D, D))
+    lw, m, P = _first_update(p)
     At = np.swapaxes(A, -1, -2)
     for y_t in y[1:]:
         mp = np.einsum("jab,ib->ija", A, m)  # (i, j, a)
         Pp = A @ P[:, None] @ At + Q  # (i, j, a, b)
-        CP = C @ Pp
-        S = CP @ C.T + R
-        r = y_t - mp @ C.T
-        gain = np.swapaxes(np.linalg.solve(S, CP), -1, -2)
-        ll = -0.5 * ((r * np.linalg.solve(S, r[..., None])[..., 0]).sum(-1)
-                     + np.linalg.slogdet(2 * math.pi * S)[1])
-        mu = mp + (gain @ r[..., None])[..., 0]
-        Pu = Pp - gain @ CP
+        mu, Pu, ll = _kalman_update(mp, Pp, C, R, y_t)
         w = lw[:, None] + logtrans + ll  # (i, j)
         top = w.max(0)
         e = np.exp(w - top)
