@@ -45,7 +45,8 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``).
         temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
         batch: names that index independent copies of the model (one run for all).
-        rng_key: an int seed for ``schedule="random"``.
+        rng_key: an int seed for ``schedule="random"`` (with ``clusters``, also for sampled
+            messages; with ``batch``, one int per element: see ``cluster_bp``).
         domains: sparse domains, ``{name: states}`` (Singh 2014 ch. 7.2): BP on the model
             truncated to them (beliefs keep the full domains, 0 outside); the variables not
             named keep theirs. ``anytime_bp`` grows them step by step.
@@ -57,8 +58,8 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             elimination is exact; across clusters the messages are joint tables over the
             cluster's variables a cluster factor touches, compressed by ``compression``.
             Takes every schedule (over cluster factors), ``damping``, ``tol``,
-            ``max_iters``, ``temperature``, ``batch`` (with the compressions
-            ``BATCHED_PROJECTIONS``), ``rng_key`` and both semirings; not ``domains`` or
+            ``max_iters``, ``temperature``, ``batch`` (every named compression; not a
+            callable), ``rng_key`` and both semirings; not ``domains`` or
             ``sparsity_threshold``.
         compression: with ``clusters``, the projection of the cluster messages: a name in
             ``PROJECTIONS`` (``"full"``, the default: generalized BP; ``"factorized"``:

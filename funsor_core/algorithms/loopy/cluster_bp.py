@@ -146,23 +146,50 @@ def project_kbest(log_table, *, k=None, rng_key=None, state=None, batch_dims=0) 
 
 PROJECTIONS: dict[str, Callable] = {"full": project_full, "factorized": project_factorized,
                                     "kbest": project_kbest, **cluster_compress.PROJECTIONS}
-_NEEDS_K = ("kbest", "samples", "merged")
+_KEEPS_K = ("kbest", "merged", "frak")
 _MAX_PROJECTIONS = {"factorized": project_max_factorized}
-# The projections that take batch_dims (one vectorized call for a batch of messages).
-BATCHED_PROJECTIONS = ("full", "factorized", "kbest", "merged")
-_NOT_BATCHED = ("cluster BP with batch={batch}: compression {name} cannot project a batch of "
-                "messages in one call ({why}); batched runs take {ok}; or run one model at a "
-                "time (index the batch inputs first)")
+# The projections that take batch_dims (one vectorized call for a batch of messages): all
+# the named ones; samples and FRAK keep per-element sets (a mask over each element's table).
+BATCHED_PROJECTIONS = ("full", "factorized", "kbest", "samples", "merged", "frak")
+_NOT_BATCHED = ("cluster BP with batch={batch}: a callable compression projects one table, so "
+                "it cannot run a batch of messages in one call; name one of {ok}, or loop over "
+                "the batch: [cluster_bp([f(**{{{name!r}: i}}) if {name!r} in f.inputs else f "
+                "for f in factors], ...) for i in range({size})]")
+_BAD_SEEDS = ("cluster BP: rng_key is an int seed{per}; got {got}")
+_PER_ELEMENT = (", or a sequence of one int seed per batch element ({size} for batch shape "
+                "{shape}, in C order)")
+_RANDOM_SEEDS = ("cluster BP: schedule='random' draws one update order shared by the batch, "
+                 "from an int rng_key; per-element seeds would need one order per element: "
+                 "pass an int rng_key, or loop over the batch")
 
 
-def _check_batched(compression, batch) -> None:
+def _check_batched(compression, graph: ClusterGraph) -> None:
     name = compression[0] if isinstance(compression, tuple) else compression
-    if isinstance(name, str) and name in BATCHED_PROJECTIONS:
+    if not callable(name):
         return
-    why = ("the configurations it keeps, and so its size, vary per batch element"
-           if name in ("samples", "frak") else "a callable projects one table")
-    raise NotImplementedError(_NOT_BATCHED.format(batch=tuple(batch), name=repr(name), why=why,
-                                                  ok=BATCHED_PROJECTIONS))
+    first = next(iter(graph.batch))
+    raise NotImplementedError(_NOT_BATCHED.format(batch=tuple(graph.batch), name=first,
+                                                  ok=BATCHED_PROJECTIONS,
+                                                  size=graph.batch[first].size))
+
+
+def _seeds(rng_key, graph: ClusterGraph, schedule: str):
+    """An int seed, or a tuple of one int seed per batch element (flattened in C order)."""
+    if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
+        return int(rng_key)
+    size = math.prod(graph.bshape)
+    shape = tuple(graph.bshape)
+    try:
+        seeds = np.asarray(rng_key)
+        ok = graph.batch and seeds.dtype.kind in "iu" and seeds.size == size
+    except Exception:  # noqa: BLE001 - anything that is not an array of ints
+        ok = False
+    if not ok:
+        per = _PER_ELEMENT.format(size=size, shape=shape) if graph.batch else ""
+        raise TypeError(_BAD_SEEDS.format(per=per, got=repr(rng_key)[:80]))
+    if schedule == "random":
+        raise ValueError(_RANDOM_SEEDS)
+    return tuple(int(s) for s in seeds.reshape(-1))
 
 
 def _tempered(project, temperature: float):
@@ -174,29 +201,59 @@ def _tempered(project, temperature: float):
     return tempered
 
 
+_BAD_K = ("compression {c!r}: k is the number of {what} per message, an int >= 1; got "
+          "k={k!r}")
+_NO_K = ("compression {name!r} takes no k (it keeps {what}); got compression={c!r}: pass "
+         "compression={name!r}, or a compression that keeps k configurations, e.g. "
+         "('kbest', {k!r})")
+
+
+def _check_k(name: str, k, compression) -> None:
+    if name in ("full", "factorized"):
+        if k is not None:
+            raise ValueError(_NO_K.format(name=name, c=compression, k=k, what=(
+                "every configuration" if name == "full" else "the single-variable marginals")))
+        return
+    if k is None and name != "frak":
+        raise ValueError(f"compression {name!r} needs k: pass compression=({name!r}, k)")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
+                          or k < 1):
+        raise ValueError(_BAD_K.format(c=compression, k=k, what="draws" if name == "samples"
+                                       else "configurations kept"))
+
+
+def _at_most_the_table(project):
+    # k-best, merged and FRAK keep min(k, N) of a message's N configurations: a message with
+    # at most k of them is kept whole (messages differ in size across edges).
+    def clamped(log_table, *, k=None, batch_dims=0, **kwargs) -> Projection:
+        n = math.prod(int(d) for d in log_table.shape[batch_dims:])
+        k = k if k is None else min(int(k), n)
+        return project(log_table, k=k, batch_dims=batch_dims, **kwargs)
+    return clamped
+
+
 def _projection(compression, is_max: bool) -> tuple:
-    k = None
+    k, given = None, compression
     if isinstance(compression, tuple):
         if len(compression) != 2:
             raise ValueError(f"compression=(name, k) takes two items, got {compression!r}")
         compression, k = compression
     if callable(compression):
         return compression, k
-    if compression not in PROJECTIONS:
+    if not isinstance(compression, str) or compression not in PROJECTIONS:
         raise ValueError(f"unknown compression {compression!r}; choose one of "
                          f"{sorted(PROJECTIONS)}, a (name, k) pair such as ('kbest', 8), or a "
                          "callable project(log_table, *, k, rng_key, state) -> Projection")
-    if compression in _NEEDS_K and k is None:
-        raise ValueError(f"compression {compression!r} needs k: pass "
-                         f"compression=({compression!r}, k)")
-    fn = PROJECTIONS[compression]
-    return (_MAX_PROJECTIONS.get(compression, fn) if is_max else fn), k
+    _check_k(compression, k, given)
+    fn = _MAX_PROJECTIONS.get(compression, PROJECTIONS[compression]) if is_max \
+        else PROJECTIONS[compression]
+    return (_at_most_the_table(fn) if compression in _KEEPS_K else fn), k
 
 
 def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
                schedule: str = "flooding", damping: float = 0.0, tol: float = 1e-8,
                max_iters: int = 100, *, temperature: float = 1.0, batch=(),
-               scope: str = "boundary", rng_key: int = 0,
+               scope: str = "boundary", rng_key=0,
                callback: Callable | None = None) -> ClusterBPResult:
     """Generalized BP on the cluster graph of ``factors`` with compressed cluster messages
     (Singh 2014, ch. 8; see the module docstring); ``loopy_bp(clusters=...)`` is the face,
@@ -207,8 +264,11 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
         clusters: a partition of the variables, a list of tuples of names.
         compression: a name in ``PROJECTIONS`` (``"full"``, ``"factorized"``, ``"kbest"``,
             and from ``cluster_compress``: ``"samples"``, ``"merged"``, ``"frak"``), a
-            ``(name, k)`` pair (``("kbest", 8)``; ``k`` is required by kbest, samples and
-            merged, optional for frak: the new configurations a call may add), or a
+            ``(name, k)`` pair (``("kbest", 8)``; ``k``, an int >= 1, is required by kbest,
+            samples (draws) and merged, optional for frak: the new configurations a call may
+            add; full and factorized take none; a message with at most ``k``
+            configurations is kept whole by kbest, merged and frak; under max-product
+            samples draw from ``exp`` of the max-normalized message), or a
             callable with ``project_full``'s signature (or a ``(callable, k)`` pair); it
             gets ``k``, an int ``rng_key`` (fixed per message, derived from ``rng_key`` and
             the message's edge: common random numbers, so sampled messages are a function of
@@ -228,10 +288,14 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
         temperature: of the sum-product reduction ``T logsumexp(x / T)`` (messages, beliefs,
             ``log_z``; a projection sees ``m / T``); 0 is max-product.
         batch: names of inputs that index independent copies of the model: one vectorized
-            run for all (compressions ``BATCHED_PROJECTIONS``).
+            run for all, equal to a loop over the elements (every named compression; samples
+            and FRAK keep per-element sets of configurations; not a callable).
         scope: the message variables, ``"boundary"`` (the cluster's variables the cluster
             factor touches) or ``"cluster"`` (all of them, as the thesis' messages).
-        rng_key: an int seed passed on to the projections and the random schedule.
+        rng_key: an int seed passed on to the projections and the random schedule. With
+            ``batch``, an int gives every element the random numbers it gets alone with that
+            seed; a sequence of ints (one per element, C order over the batch inputs) gives
+            element ``i`` those of ``rng_key=seeds[i]`` alone (not with ``"random"``).
         callback: called with the ``ClusterBPResult`` so far after each iteration (eager).
 
     Returns:
@@ -239,9 +303,10 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
 
     Raises:
         ValueError: clusters that are not a partition of the variables (naming them), an
-            unknown compression, schedule or scope, damping outside ``[0, 1)``.
-        NotImplementedError: ``batch`` with a compression that cannot project a batch of
-            messages in one call (samples, frak, a callable).
+            unknown compression, schedule or scope, a bad ``k`` (not an int >= 1, or
+            given to full or factorized), damping outside ``[0, 1)``.
+        NotImplementedError: ``batch`` with a callable compression (loop over the batch).
+        TypeError: an ``rng_key`` that is neither an int nor one int per batch element.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
@@ -257,19 +322,17 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
                          f"{CLUSTER_SCHEDULES}")
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if not isinstance(rng_key, (int, np.integer)):
-        raise TypeError(f"cluster BP passes int seeds to its projections: pass an int "
-                        f"rng_key, got {type(rng_key).__name__}")
     semiring = Semiring(sum_op, temperature)
     graph = ClusterGraph.build(factors, clusters, scope, batch)
+    seeds = _seeds(rng_key, graph, schedule)
     if graph.batch:
-        _check_batched(compression, graph.batch)
+        _check_batched(compression, graph)
     project, k = _projection(compression, semiring.is_max)
     if not semiring.is_max and semiring.temperature != 1.0:
         project = _tempered(project, semiring.temperature)
     # Traced if any factor is (a cluster without inner factors has concrete zeros).
     eager = all(ops.is_concrete(t.data) for t in graph.local + graph.factors)
-    run = Run(graph, semiring, project, k, int(rng_key), eager)
+    run = Run(graph, semiring, project, k, seeds, eager)
     f2c = {e: run.tensor(ops.new_zeros(graph.local[0].data, tuple(graph.bshape) + tuple(
         graph.domains[v].size for v in graph.touched[e])), graph.touched[e])
         for e in graph.touched}

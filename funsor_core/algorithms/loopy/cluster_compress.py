@@ -50,9 +50,10 @@ KL_FLOOR = 1e-10
 _PAIRWISE_LIMIT = 4096  # a traced table up to this size is ranked pairwise: O(n^2) memory
 _BAD_K = ("{name}: k is the number of configurations to keep, an int in [1, {n}] (the table "
           "has {n} configurations); got k={k!r}")
-_TRACED_FRAK = ("project_frak keeps its list of configurations on the host, and the list grows "
-                "with the table's values, which are traced under jax.jit; call it outside "
-                "jit, or use project_merged, whose k is fixed")
+_TRACED_FRAK = ("project_frak (compression 'frak') keeps its list of configurations on the "
+                "host, and the list grows with the table's values, which are traced under "
+                "jax.jit; call it outside jit, or use project_merged (compression "
+                "('merged', k)), whose k is fixed")
 
 
 class Projection(NamedTuple):
@@ -158,53 +159,98 @@ def _gumbel(u):
     return -ops.log(-ops.log(ops.clamp(1.0 - u, max=1.0 - tiny)))
 
 
-def _draw_flat(flat, k: int, rng_key):
-    """``k`` draws from ``softmax(flat)``: the flat index viewed as (row, column) of an
-    ``a x b`` grid (``b ~ sqrt N``), the row from its marginal and the column from the row,
-    each by Gumbel-max; memory ``k (a + b)`` instead of ``k N``."""
-    n = flat.shape[0]
+def _grid_shape(n: int) -> tuple:
     b = max(1, math.isqrt(n - 1) + 1)
-    a = -(-n // b)
-    padded = ops.cat([flat, ops.new_full(flat, (a * b - n,), -math.inf)], 0) if a * b > n \
-        else flat
-    grid = ops.reshape(padded, (a, b))
+    return -(-n // b), b
+
+
+def _uniforms(flat, k: int, rng_key, state):
+    """The uniforms of ``k`` draws from each row of ``flat`` (``(rows, n)``): ``(k, a + b)``
+    from one key (shared by the rows), ``(rows, k, a + b)`` from a tuple of per-row int keys;
+    reused from ``state`` when it holds the same keys' (a fixed key gives fixed numbers)."""
+    rows, n = (int(d) for d in flat.shape)
+    a, b = _grid_shape(n)
+    if isinstance(state, tuple) and len(state) == 2 and state[0] == rng_key and \
+            rng_key is not None and tuple(state[1].shape[-2:]) == (k, a + b):
+        return state[1]
+    if isinstance(rng_key, tuple):
+        if len(rng_key) != rows:
+            raise ValueError(f"project_samples: one key per batch element: got {len(rng_key)} "
+                             f"keys for {rows} elements")
+        return ops.stack([_uniforms(flat[:1], k, key, None) for key in rng_key], 0)
     module, key = backend_and_key(flat, rng_key)
-    u = ops.new_array(flat, module.rand((k, a + b), key))
-    rows = ops.argmax(ops.logsumexp(grid, 1) + _gumbel(u[:, :a]), 1)
-    cols = ops.argmax(grid[rows] + _gumbel(u[:, a:]), 1)
-    return rows * b + cols
+    return ops.new_array(flat, module.rand((k, a + b), key))
 
 
-def project_samples(log_table, *, k: int, rng_key=None, state=None) -> Projection:
+def _draw_rows(flat, k: int, u):
+    """``k`` draws from ``softmax`` of each row of ``flat`` (``(rows, n)``) with uniforms
+    ``u``: the flat index viewed as (row, column) of an ``a x b`` grid (``b ~ sqrt n``), the
+    grid row from its marginal and the column given it, each by Gumbel-max; memory
+    ``k (a + b)`` per row instead of ``k n``. Returns ``(rows, k)`` flat indices."""
+    rows, n = (int(d) for d in flat.shape)
+    a, b = _grid_shape(n)
+    padded = ops.cat([flat, ops.new_full(flat, (rows, a * b - n), -math.inf)], 1) \
+        if a * b > n else flat
+    grid = ops.reshape(padded, (rows, a, b))
+    g = _gumbel(u)  # (k, a + b), or (rows, k, a + b): per-row keys
+    r = ops.argmax(ops.logsumexp(grid, 2)[:, None, :] + g[..., :a], 2)  # (rows, k)
+    base = ops.new_arange(r, 0, rows)[:, None] * a
+    picked = ops.reshape(grid, (rows * a, b))[r + base]  # (rows, k, b): each draw's grid row
+    return r * b + ops.argmax(picked + g[..., a:], 2)
+
+
+def _draw_flat(flat, k: int, rng_key):
+    """``k`` draws (flat indices) from ``softmax(flat)``, one row of ``_draw_rows``."""
+    row = ops.reshape(flat, (1, int(flat.shape[0])))
+    return _draw_rows(row, k, _uniforms(row, k, rng_key, None))[0]
+
+
+def project_samples(log_table, *, k: int, rng_key=None, state=None,
+                    batch_dims: int = 0) -> Projection:
     """The configurations among ``k`` draws from the normalized table, each scored by its own
     value; ``-inf`` elsewhere (thesis 8.2.2).
 
     Args:
-        log_table: a dense log table (numpy, torch or jax array), one axis per variable.
-        k: the number of draws.
+        log_table: a dense log table (numpy, torch or jax array), one axis per variable
+            (after ``batch_dims`` leading axes that index independent messages).
+        k: the number of draws (of each message).
         rng_key: an int seed (the same seed gives the same message), a backend key, or None
-            (the backend's global random state).
-        state: unused (None is returned).
+            (the backend's global random state). Batched: one key draws the same uniforms
+            for every message (row ``i`` is then ``project_samples(log_table[i], k=k,
+            rng_key=rng_key)``), a tuple of int keys, one per message in C order, draws
+            each message's with its own.
+        state: a previous call's ``state`` for the same message: its uniforms, reused when
+            ``rng_key`` is the same (None draws them).
 
     Returns:
         A ``Projection``; ``nbytes`` counts the distinct kept configurations (under
-        ``jax.jit``, where that count is traced, it counts the ``k`` draws: a bound).
+        ``jax.jit``, where that count is traced, it counts the ``k`` draws: a bound);
+        ``state`` holds the uniforms drawn with an int or tuple key.
 
     Example:
         >>> t = np.log(np.array([[0.7, 0.1], [0.1, 0.1]]))
         >>> p = project_samples(t, k=3, rng_key=0)
         >>> bool(np.all((p.log_table == t) | (p.log_table == -np.inf)))
         True
+        >>> b = project_samples(np.stack([t, t.T]), k=3, rng_key=0, batch_dims=1)
+        >>> bool(np.all(b.log_table[0] == p.log_table))
+        True
     """
-    n = int(np.prod(log_table.shape))
+    shape = tuple(int(d) for d in log_table.shape)
+    rows, n = math.prod(shape[:batch_dims]), math.prod(shape[batch_dims:])
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"project_samples: k is the number of draws, a positive int; got "
                          f"k={k!r}")
-    flat = ops.reshape(log_table, (n,))
-    kept = _mask(flat, _draw_flat(flat, k, rng_key))
-    table = ops.reshape(ops.where(kept, flat, -math.inf), tuple(log_table.shape))
-    count = int(ops.sum(ops.astype(kept, "int"))) if ops.is_concrete(kept) else k
-    return Projection(table, _stored_bytes(log_table, count, merged=False), None)
+    flat = ops.reshape(log_table, (rows, n))
+    u = _uniforms(flat, int(k), rng_key, state)
+    idx = _draw_rows(flat, int(k), u)
+    kept = ops.scatter_set(ops.new_zeros(flat, flat.shape) > 0,
+                           (ops.new_arange(idx, 0, rows)[:, None], idx), True)
+    table = ops.reshape(ops.where(kept, flat, -math.inf), shape)
+    count = int(ops.sum(ops.astype(kept, "int"))) if ops.is_concrete(kept) else rows * k
+    keyed = isinstance(rng_key, (int, np.integer, tuple)) and not isinstance(rng_key, bool)
+    return Projection(table, _stored_bytes(log_table, count, False, batch_dims),
+                      (rng_key, u) if keyed else None)
 
 
 def project_merged(log_table, *, k: int, rng_key=None, state=None,
@@ -233,12 +279,15 @@ def project_merged(log_table, *, k: int, rng_key=None, state=None,
     return Projection(ops.reshape(table, shape), math.prod(lead) * per, None)
 
 
-def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None) -> Projection:
+def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None,
+                 batch_dims: int = 0) -> Projection:
     """FRAK (thesis 8.2.4): the kept list is ``state`` (a tuple of flat indices, oldest first;
     None starts empty); this call adds the current MAP configuration if absent (with ``k``:
     each of the current ``k`` best that is absent, so at most ``k`` new ones), then merges
     the rest's mass as ``project_merged`` does. The list stops growing once it holds the
-    current ``k`` best. The new list is the returned ``state``.
+    current ``k`` best. The new list is the returned ``state``. With ``batch_dims`` leading
+    axes of independent messages, ``state`` is a boolean array ``(*B, N)``, each message's
+    kept set (rows keep different numbers of configurations; one vectorized merge).
 
     Raises:
         ValueError: under ``jax.jit`` (the list depends on the values) or for a bad ``k``.
@@ -248,8 +297,13 @@ def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None) -
         >>> p = project_frak(t)
         >>> p.state, project_frak(t, state=p.state).state
         ((0,), (0,))
+        >>> project_frak(np.stack([t, t[::-1]]), batch_dims=1).state.nonzero()[1].tolist()
+        [0, 3]
     """
-    n = int(np.prod(log_table.shape))
+    shape = tuple(int(d) for d in log_table.shape)
+    if batch_dims:
+        return _frak_rows(log_table, k, state, shape[:batch_dims])
+    n = math.prod(shape)
     k = 1 if k is None else _check_k("project_frak", k, n)
     flat = ops.reshape(log_table, (n,))
     if not ops.is_concrete(flat):
@@ -258,13 +312,39 @@ def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None) -
     bad = [i for i in kept if not (isinstance(i, (int, np.integer)) and 0 <= i < n)]
     if bad:
         raise ValueError(f"project_frak: state is a tuple of flat indices in [0, {n}) of the "
-                         f"table of shape {tuple(log_table.shape)}; got {bad[:3]}")
+                         f"table of shape {shape}; got {bad[:3]}")
     values = np.asarray(ops.to_numpy(ops.detach(flat)))
     best = np.argsort(-values, kind="stable")[:k]
     kept += [int(i) for i in best if int(i) not in kept]
     mask = _mask(flat, ops.new_array(flat, np.asarray(kept, dtype=np.int64)))
-    table = ops.reshape(_merged_table(flat, mask, len(kept)), tuple(log_table.shape))
+    table = ops.reshape(_merged_table(flat, mask, len(kept)), shape)
     return Projection(table, _stored_bytes(log_table, len(kept), merged=True), tuple(kept))
+
+
+def _frak_rows(log_table, k, state, lead: tuple) -> Projection:
+    # Batched FRAK: the kept sets as a host (rows, n) mask; each row adds its k best.
+    shape = tuple(int(d) for d in log_table.shape)
+    rows, n = math.prod(lead), math.prod(shape[len(lead):])
+    k = 1 if k is None else _check_k("project_frak", k, n)
+    flat = ops.reshape(log_table, (rows, n))
+    if not ops.is_concrete(flat):
+        raise ValueError(_TRACED_FRAK)
+    mask = np.zeros((rows, n), bool) if state is None else np.array(state, bool)
+    if mask.shape != lead + (n,) and mask.shape != (rows, n):
+        raise ValueError(f"project_frak: a batched state is a boolean array of shape "
+                         f"{lead + (n,)} (the kept set of each message); got {mask.shape}")
+    mask = mask.reshape(rows, n)
+    values = np.asarray(ops.to_numpy(ops.detach(flat)))
+    np.put_along_axis(mask, np.argsort(-values, axis=-1, kind="stable")[:, :k], True, axis=-1)
+    counts = mask.sum(-1)
+    # Rows that keep everything take `flat` itself (the spread is unused there).
+    spread = ops.new_array(flat, -np.log(np.maximum(n - counts, 1))[:, None])
+    kept = ops.new_array(flat, mask.astype(float)) > 0.5
+    rest = ops.logsumexp(ops.where(kept, -math.inf, flat), axis=1, keepdims=True)
+    table = ops.where(kept, flat, rest + spread)
+    return Projection(ops.reshape(table, shape), rows * _stored_bytes(log_table, 0, True, 1)
+                      + int(counts.sum()) * _stored_bytes(log_table, 1, False, len(lead)),
+                      mask.reshape(lead + (n,)))
 
 
 # The projections of this module by name (cluster BP's registry adds full, factorized, kbest).

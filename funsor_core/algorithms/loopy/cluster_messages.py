@@ -66,7 +66,7 @@ class Run:
     semiring: Semiring
     project: Callable
     k: Any
-    rng_key: int
+    rng_key: Any  # an int seed, or a tuple of one per batch element
     eager: bool = True
     counts: MessageCounts = field(default_factory=MessageCounts)
     states: dict = field(default_factory=dict)
@@ -75,7 +75,9 @@ class Run:
 
     def __post_init__(self) -> None:
         # As LoopyBP's schedule="random": one permutation per sweep from this seed.
-        self.order_rng = np.random.default_rng(int(self.rng_key))
+        # (Per-element seeds, a tuple, exclude schedule="random": cluster_bp checks.)
+        if isinstance(self.rng_key, int):
+            self.order_rng = np.random.default_rng(self.rng_key)
 
     def edge_index(self, j: int, c: int) -> int:
         if not self._edges:
@@ -144,7 +146,11 @@ def _cluster_to_factor(run: Run, f2c: dict, j: int, c: int) -> Tensor:
     # Common random numbers: each message draws with its own fixed key, so a sampled message is
     # a function of its table and a run can converge once the tables do (fresh keys per call
     # would redraw the samples at every iteration and never meet `tol`).
-    key = _EDGE_KEYS * int(run.rng_key) + run.edge_index(j, c)
+    # Batched, an int seed gives every element the key it has alone (shared numbers); a
+    # tuple of per-element seeds gives each element the key it has alone with its seed.
+    e = run.edge_index(j, c)
+    key = tuple(_EDGE_KEYS * s + e for s in run.rng_key) if isinstance(run.rng_key, tuple) \
+        else _EDGE_KEYS * run.rng_key + e
     extra = {"batch_dims": run.nb} if run.nb else {}
     proj = run.project(run.normalized(run.dense(t, keep)), k=run.k, rng_key=key,
                        state=run.states.get((j, c)), **extra)

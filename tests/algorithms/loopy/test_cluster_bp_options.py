@@ -139,10 +139,12 @@ def test_batched_projections_equal_a_loop_over_rows():
         assert p.nbytes == sum(r.nbytes for row in rows for r in row)
 
 
-def test_batched_refuses_what_varies_per_element():
+def test_batched_refuses_a_callable_and_says_to_loop():
+    # Samples and FRAK run batched (test_cluster_batched.py); a callable projects one table.
     factors, _, _ = _grid(np.random.default_rng(8), batch=2)
-    for compression in (("frak", 1), (lambda t, **kw: None, 1)):
-        with pytest.raises(NotImplementedError, match="batched runs take .*'merged'"):
+    for compression in (lambda t, **kw: None, (lambda t, **kw: None, 1)):
+        with pytest.raises(NotImplementedError, match=r"name one of \('full'.*'frak'\), or "
+                           r"loop over the batch: .* for i in range\(2\)\]"):
             loopy_bp(factors, clusters=RING, batch=("n",), compression=compression)
 
 
