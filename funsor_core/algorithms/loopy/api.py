@@ -63,7 +63,8 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             ``sparsity_threshold``.
         compression: with ``clusters``, the projection of the cluster messages: a name in
             ``PROJECTIONS`` (``"full"``, the default: generalized BP; ``"factorized"``:
-            loopy BP's messages; ``"kbest"``), a ``(name, k)`` pair such as
+            the product of the exact cavity's single-variable marginals, loopy BP's messages
+            with one variable per cluster; ``"kbest"``), a ``(name, k)`` pair such as
             ``("kbest", 8)``, or a callable ``project(log_table, *, k, rng_key, state)``
             returning a ``Projection``.
         init: ``"unary"`` starts each single-variable factor's messages at their exact

@@ -74,6 +74,61 @@ def test_factorized_equals_loopy_bp():
     _close(r.beliefs, {v: np.asarray(expected[v].data) for v in sizes}, 1e-8)
 
 
+def _on(names, tables, sizes):
+    # The sum of log tables (scope, array) broadcast onto the axes `names`.
+    out = np.zeros([sizes[v] for v in names])
+    for scope, t in tables:
+        order = sorted(range(len(scope)), key=lambda i: names.index(scope[i]))
+        shape = [sizes[v] if v in scope else 1 for v in names]
+        out = out + np.transpose(t, order).reshape(shape)
+    return out
+
+
+def _marginal(names, table, keep):
+    # Normalized log marginal over `keep` (in keep's order).
+    axes = tuple(i for i, v in enumerate(names) if v not in keep)
+    m = np.logaddexp.reduce(table, axis=axes) if axes else table
+    m = np.transpose(m, [[v for v in names if v in keep].index(v) for v in keep])
+    return m - np.logaddexp.reduce(m.reshape(-1))
+
+
+def test_factorized_projects_the_exact_cavity_to_its_marginals():
+    # The documented definition, by numpy from the input tables at the converged messages:
+    # m_{C->Psi} = prod_i marginal_i of the exact cavity phi_C + sum_{Psi' != Psi} m_{Psi'->C}
+    # over Psi's variables of C, and m_{Psi->C} = R (Psi + the other clusters' m_{C'->Psi}).
+    # The clusters have inner factors, so this is not loopy BP (checked too).
+    factors, tables, sizes = _grid(np.random.default_rng(12), 2, 3)
+    clusters = [("x00", "x01"), ("x02", "x12"), ("x11", "x10")]
+    r = cluster_bp(factors, clusters, "factorized", tol=1e-13, max_iters=300)
+    assert r.converged
+    owner = {v: c for c, vs in enumerate(clusters) for v in vs}
+    local = {c: [t for t in tables if {owner[v] for v in t[0]} == {c}] for c in range(3)}
+    groups: dict = {}
+    for t in tables:
+        cs = tuple(sorted({owner[v] for v in t[0]}))
+        if len(cs) > 1:
+            groups.setdefault(cs, []).append(t)
+    f2c = {(cs, c): (r.graph.touched[j, c], np.asarray(r.f2c[j, c].data))
+           for j, cs in enumerate(r.graph.factor_clusters) for c in cs}
+    c2f = {}
+    for cs in groups:
+        for c in cs:
+            cavity = local[c] + [f2c[e] for e in f2c if e[1] == c and e[0] != cs]
+            keep = tuple(v for v in clusters[c] if any(v in sc for sc, _ in groups[cs]))
+            m = _marginal(clusters[c], _on(clusters[c], cavity, sizes), keep)
+            c2f[cs, c] = [((v,), _marginal(keep, m, (v,))) for v in keep]
+    for cs, psi in groups.items():
+        names = tuple(sorted({v for sc, _ in psi for v in sc}))
+        for c in cs:
+            incoming = [t for c2 in cs if c2 != c for t in c2f[cs, c2]]
+            keep, got = f2c[cs, c]
+            want = _marginal(names, _on(names, psi + incoming, sizes), keep)
+            np.testing.assert_allclose(got, want, atol=1e-10)
+    lbp = loopy_bp(factors, tol=1e-13).beliefs
+    assert max(np.abs(np.asarray(r.beliefs[v].data) - np.asarray(lbp[v].data)).max()
+               for v in sizes) > 1e-3
+
+
 def test_kbest_with_the_full_domain_equals_full_and_counts_bytes():
     factors, _, _ = _grid(np.random.default_rng(4), 2, 4)
     columns = [(f"x0{j}", f"x1{j}") for j in range(4)]
