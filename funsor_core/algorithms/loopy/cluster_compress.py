@@ -13,7 +13,8 @@ of the compressed message, the size of what it would store, and a state for the 
 - ``frak`` (8.2.4, factorized relaxed adaptive k-best): ``S`` is a list carried across calls
   in ``state``; each call adds the current MAP configuration if absent (with ``k``: the
   current ``k`` best that are absent), then merges the rest as above. Once the MAP is in the
-  list it stops growing (the EP fixed family of 8.3).
+  list it stops growing (the EP fixed family of 8.3). Batched or traced (under ``jax.jit``)
+  the lists are kept as a boolean mask of fixed shape, so FRAK runs under ``jit`` too.
 
 ``nbytes`` counts what a compressed message stores: one value of the table's itemsize per
 kept configuration plus ``|C|`` indices of ``INDEX_BYTES`` each to name it, and for merged
@@ -50,10 +51,6 @@ KL_FLOOR = 1e-10
 _PAIRWISE_LIMIT = 4096  # a traced table up to this size is ranked pairwise: O(n^2) memory
 _BAD_K = ("{name}: k is the number of configurations to keep, an int in [1, {n}] (the table "
           "has {n} configurations); got k={k!r}")
-_TRACED_FRAK = ("project_frak (compression 'frak') keeps its list of configurations on the "
-                "host, and the list grows with the table's values, which are traced under "
-                "jax.jit; call it outside jit, or use project_merged (compression "
-                "('merged', k)), whose k is fixed")
 
 
 class Projection(NamedTuple):
@@ -130,7 +127,7 @@ def top_mask(flat, keep: int):
         if flat.ndim > 1:
             raise NotImplementedError(
                 f"top_mask of a traced batch of rows of {n} > {_PAIRWISE_LIMIT} entries (a "
-                "k-best or merged message of a batched cluster BP under jax.jit): run it "
+                "k-best, merged or FRAK message of a batched cluster BP under jax.jit): run it "
                 "eagerly, or one model at a time")
         return _mask(flat, _top_indices(flat, keep))
     # rank_i = #{j: x_j > x_i} + #{j < i: x_j == x_i}; keep rank_i < keep.
@@ -285,29 +282,34 @@ def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None,
     None starts empty); this call adds the current MAP configuration if absent (with ``k``:
     each of the current ``k`` best that is absent, so at most ``k`` new ones), then merges
     the rest's mass as ``project_merged`` does. The list stops growing once it holds the
-    current ``k`` best. The new list is the returned ``state``. With ``batch_dims`` leading
-    axes of independent messages, ``state`` is a boolean array ``(*B, N)``, each message's
-    kept set (rows keep different numbers of configurations; one vectorized merge).
+    current ``k`` best. The new list is the returned ``state``.
+
+    With ``batch_dims`` leading axes of independent messages, or a traced table (under
+    ``jax.jit``), the lists are kept as a mask of fixed shape: ``state`` is a pair
+    ``(mask, bound)``, ``mask`` a boolean array ``(*B, N)`` (each message's kept set; rows
+    keep different numbers of configurations, merged in one vectorized call) and ``bound``
+    an int, the most configurations a row may hold. Traced, ``nbytes`` counts ``bound`` per
+    message (the kept count is traced: a bound, as ``project_samples``' draws).
 
     Raises:
-        ValueError: under ``jax.jit`` (the list depends on the values) or for a bad ``k``.
+        ValueError: a bad ``k`` or ``state``.
 
     Example:
         >>> t = np.log(np.array([0.5, 0.3, 0.1, 0.1]))
         >>> p = project_frak(t)
         >>> p.state, project_frak(t, state=p.state).state
         ((0,), (0,))
-        >>> project_frak(np.stack([t, t[::-1]]), batch_dims=1).state.nonzero()[1].tolist()
-        [0, 3]
+        >>> mask, bound = project_frak(np.stack([t, t[::-1]]), batch_dims=1).state
+        >>> np.asarray(mask).nonzero()[1].tolist(), bound
+        ([0, 3], 1)
     """
     shape = tuple(int(d) for d in log_table.shape)
-    if batch_dims:
+    masked = isinstance(state, tuple) and len(state) == 2 and hasattr(state[0], "shape")
+    if batch_dims or masked or not ops.is_concrete(log_table):
         return _frak_rows(log_table, k, state, shape[:batch_dims])
     n = math.prod(shape)
     k = 1 if k is None else _check_k("project_frak", k, n)
     flat = ops.reshape(log_table, (n,))
-    if not ops.is_concrete(flat):
-        raise ValueError(_TRACED_FRAK)
     kept = list(state or ())
     bad = [i for i in kept if not (isinstance(i, (int, np.integer)) and 0 <= i < n)]
     if bad:
@@ -321,30 +323,47 @@ def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None,
     return Projection(table, _stored_bytes(log_table, len(kept), merged=True), tuple(kept))
 
 
+def _frak_mask(state, flat, lead: tuple):
+    # The kept sets as a (rows, n) boolean array, and the bound on a row's count.
+    rows, n = (int(d) for d in flat.shape)
+    if state is None:
+        return ops.new_zeros(flat, (rows, n)) > 0, 0
+    mask, bound = state if isinstance(state, tuple) and len(state) == 2 else (None, None)
+    if tuple(getattr(mask, "shape", ())) not in (lead + (n,), (rows, n)) or \
+            not isinstance(bound, int):
+        raise ValueError(f"project_frak: with batch_dims or under jax.jit, state is a pair "
+                         f"(mask of shape {lead + (n,)}, int bound) from the previous call")
+    if isinstance(mask, np.ndarray):
+        mask = ops.new_array(flat, mask.astype(float)) > 0.5
+    return ops.reshape(mask, (rows, n)), bound
+
+
 def _frak_rows(log_table, k, state, lead: tuple) -> Projection:
-    # Batched FRAK: the kept sets as a host (rows, n) mask; each row adds its k best.
+    # FRAK on (rows, n): each row's kept set grows by its k best; one merge for all rows.
     shape = tuple(int(d) for d in log_table.shape)
     rows, n = math.prod(lead), math.prod(shape[len(lead):])
     k = 1 if k is None else _check_k("project_frak", k, n)
     flat = ops.reshape(log_table, (rows, n))
-    if not ops.is_concrete(flat):
-        raise ValueError(_TRACED_FRAK)
-    mask = np.zeros((rows, n), bool) if state is None else np.array(state, bool)
-    if mask.shape != lead + (n,) and mask.shape != (rows, n):
-        raise ValueError(f"project_frak: a batched state is a boolean array of shape "
-                         f"{lead + (n,)} (the kept set of each message); got {mask.shape}")
-    mask = mask.reshape(rows, n)
-    values = np.asarray(ops.to_numpy(ops.detach(flat)))
-    np.put_along_axis(mask, np.argsort(-values, axis=-1, kind="stable")[:, :k], True, axis=-1)
-    counts = mask.sum(-1)
+    old, bound = _frak_mask(state, flat, lead)
+    # A traced single row of more than 4,096 entries ranks by argmaxes (top_mask's 1-d case).
+    best = top_mask(flat[0], k)[None] if rows == 1 else top_mask(flat, k)
+    mask = ops.or_(old, best)
+    if ops.is_concrete(mask):
+        counts = np.asarray(ops.to_numpy(ops.sum(ops.astype(mask, "int"), axis=1)))
+        total, bound = int(counts.sum()), int(counts.max())
+        spread = ops.new_array(flat, -np.log(np.maximum(n - counts, 1))[:, None])
+    else:
+        counts = ops.sum(ops.astype(mask, "real"), axis=1, keepdims=True)
+        spread = -ops.log(ops.clamp(n - counts, min=1.0))
+        bound = min(n, bound + k)
+        total = rows * bound
     # Rows that keep everything take `flat` itself (the spread is unused there).
-    spread = ops.new_array(flat, -np.log(np.maximum(n - counts, 1))[:, None])
-    kept = ops.new_array(flat, mask.astype(float)) > 0.5
-    rest = ops.logsumexp(ops.where(kept, -math.inf, flat), axis=1, keepdims=True)
-    table = ops.where(kept, flat, rest + spread)
-    return Projection(ops.reshape(table, shape), rows * _stored_bytes(log_table, 0, True, 1)
-                      + int(counts.sum()) * _stored_bytes(log_table, 1, False, len(lead)),
-                      mask.reshape(lead + (n,)))
+    rest = ops.logsumexp(ops.where(mask, -math.inf, flat), axis=1, keepdims=True)
+    table = ops.where(mask, flat, rest + spread)
+    nbytes = rows * _itemsize(log_table) + total * _stored_bytes(log_table, 1, False,
+                                                                 len(lead))
+    return Projection(ops.reshape(table, shape), nbytes, (ops.reshape(mask, lead + (n,)),
+                                                          bound))
 
 
 # The projections of this module by name (cluster BP's registry adds full, factorized, kbest).

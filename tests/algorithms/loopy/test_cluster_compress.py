@@ -115,20 +115,34 @@ def test_bad_k_and_state_raise_naming_them():
         project_samples(t, k=0)
 
 
-def test_merged_under_jit_and_frak_refuses_traced_values():
+def test_merged_and_frak_under_jit():
     # (samples' threefry draws take 2 s to compile on CPU: left to eager torch and numpy)
+    # FRAK traced keeps its list as a mask: two calls, the second growing the first's list.
     jax = pytest.importorskip("jax")
     t = _table()
+    t2 = t.copy()
+    t2.reshape(-1)[5] = t.max() + 1.0  # a new MAP
     fc.set_backend("jax")
     try:
-        x = as_backend_array(t, "jax")
-        merged = jax.jit(lambda x: project_merged(x, k=4).log_table)(x)
-        with pytest.raises(ValueError, match="jax.jit"):
-            jax.jit(lambda x: project_frak(x).log_table)(x)
+        x, x2 = as_backend_array(t, "jax"), as_backend_array(t2, "jax")
+
+        traced_bytes = []
+
+        def fn(x, x2):
+            first = project_frak(x, k=2)
+            second = project_frak(x2, k=2, state=first.state)
+            traced_bytes.append(second.nbytes)  # an int at trace time: the bound, 2 + 2
+            return project_merged(x, k=4).log_table, second.log_table
+
+        merged, frak = jax.jit(fn)(x, x2)
     finally:
         fc.set_backend("numpy")
     kept = np.argsort(-t.reshape(-1), kind="stable")[:4]
     np.testing.assert_allclose(to_numpy(merged), _merged_oracle(t, kept), rtol=1e-12)
+    eager = project_frak(t2, k=2, state=project_frak(t, k=2).state)
+    np.testing.assert_allclose(to_numpy(frak), _merged_oracle(t2, list(eager.state)),
+                               rtol=1e-12)
+    assert traced_bytes == [_bytes(t2, 4, merged=True)]
 
 
 def test_table_errors_closed_forms():
