@@ -113,6 +113,10 @@ def test_bad_k_and_state_raise_naming_them():
         project_frak(t, state=(99,))
     with pytest.raises(ValueError, match="project_samples: k is the number of draws"):
         project_samples(t, k=0)
+    with pytest.raises(ValueError, match=r"state is a pair \(mask of shape \(3, 4\), int"):
+        project_frak(t.reshape(3, 4), batch_dims=1, state=(np.zeros((3, 3), bool), 0))
+    with pytest.raises(ValueError, match="one key per batch element: got 2 keys for 3"):
+        project_samples(t.reshape(3, 4), k=2, rng_key=(1, 2), batch_dims=1)
 
 
 def test_merged_and_frak_under_jit():
