@@ -167,8 +167,8 @@ def _uniforms(flat, k: int, rng_key, state):
     reused from ``state`` when it holds the same keys' (a fixed key gives fixed numbers)."""
     rows, n = (int(d) for d in flat.shape)
     a, b = _grid_shape(n)
-    if isinstance(state, tuple) and len(state) == 2 and state[0] == rng_key and \
-            rng_key is not None and tuple(state[1].shape[-2:]) == (k, a + b):
+    if _keyed(rng_key) and isinstance(state, tuple) and len(state) == 2 and \
+            state[0] == rng_key and tuple(state[1].shape[-2:]) == (k, a + b):
         return state[1]
     if isinstance(rng_key, tuple):
         if len(rng_key) != rows:
@@ -177,6 +177,11 @@ def _uniforms(flat, k: int, rng_key, state):
         return ops.stack([_uniforms(flat[:1], k, key, None) for key in rng_key], 0)
     module, key = backend_and_key(flat, rng_key)
     return ops.new_array(flat, module.rand((k, a + b), key))
+
+
+def _keyed(rng_key) -> bool:
+    # An int or a tuple of ints: a fixed key, whose uniforms can be kept and reused.
+    return isinstance(rng_key, (int, np.integer, tuple)) and not isinstance(rng_key, bool)
 
 
 def _draw_rows(flat, k: int, u):
@@ -245,9 +250,8 @@ def project_samples(log_table, *, k: int, rng_key=None, state=None,
                            (ops.new_arange(idx, 0, rows)[:, None], idx), True)
     table = ops.reshape(ops.where(kept, flat, -math.inf), shape)
     count = int(ops.sum(ops.astype(kept, "int"))) if ops.is_concrete(kept) else rows * k
-    keyed = isinstance(rng_key, (int, np.integer, tuple)) and not isinstance(rng_key, bool)
     return Projection(table, _stored_bytes(log_table, count, False, batch_dims),
-                      (rng_key, u) if keyed else None)
+                      (rng_key, u) if _keyed(rng_key) else None)
 
 
 def project_merged(log_table, *, k: int, rng_key=None, state=None,
