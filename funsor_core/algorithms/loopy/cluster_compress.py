@@ -308,7 +308,8 @@ def project_frak(log_table, *, k: int | None = None, rng_key=None, state=None,
         ([0, 3], 1)
     """
     shape = tuple(int(d) for d in log_table.shape)
-    masked = isinstance(state, tuple) and len(state) == 2 and hasattr(state[0], "shape")
+    masked = isinstance(state, tuple) and len(state) == 2 and \
+        len(getattr(state[0], "shape", ())) > 0  # (mask, bound), not two numpy int indices
     if batch_dims or masked or not ops.is_concrete(log_table):
         return _frak_rows(log_table, k, state, shape[:batch_dims])
     n = math.prod(shape)
