@@ -215,24 +215,26 @@ def test_on_torch_and_under_jit():
     unary = np.random.default_rng(12).normal(size=(2, 2))
     tempered = [brute_force([(("a",), u), tables[1]], {"a": 2, "b": 3}, 0.5)[1]
                 for u in unary]
+    plain = [brute_force([(("a",), u), tables[1]], {"a": 2, "b": 3})[1] for u in unary]
 
     def fn(ties, unary, *arrays):
         fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
         r = cluster_bp(fs, [("a", "b", "c"), ("d", "e")], "full", max_iters=1)
-        # FRAK keeps its lists as masks when traced: k = 6 keeps both messages whole.
-        rf = cluster_bp(fs, [("a", "b", "c"), ("d", "e")], ("frak", 6), max_iters=1)
         kb = ops.clamp(project_kbest(ties, k=5).log_table, min=-1.0)
         batched = [fc.Tensor(unary, {"n": fc.Bint[2], "a": fc.Bint[2]}), fs[1]]
+        # Batched FRAK keeps its lists as masks (also traced): k = 3 keeps messages whole.
+        rf = cluster_bp(batched, [("a",), ("b",)], ("frak", 3), batch=("n",), max_iters=1)
         rb = cluster_bp(batched, [("a",), ("b",)], "full", schedule="residual",
                         temperature=0.5, batch=("n",), max_iters=1)
         return ops.cat([r.beliefs[v].data for v in sizes] + [ops.reshape(kb, (12,))]
-                       + [rf.beliefs[v].data for v in sizes]
+                       + [ops.reshape(rf.beliefs[v].align(("n", v)).data, (-1,))
+                          for v in "ab"]
                        + [ops.reshape(rb.beliefs[v].align(("n", v)).data, (-1,))
                           for v in "ab"], 0)
 
     expected = np.concatenate([marg[v] for v in sizes] + [np.where(keep, ties.reshape(-1),
                                                                     -1.0)]
-                              + [marg[v] for v in sizes]
+                              + [np.stack([m[v] for m in plain]).reshape(-1) for v in "ab"]
                               + [np.stack([m[v] for m in tempered]).reshape(-1)
                                  for v in "ab"])
     for got in values_on_every_backend(fn, ties, unary, *[t for _, t in tables],
