@@ -7,7 +7,7 @@ Rows (issue #28, "funsor's idioms, side by side"):
   hand-written log-depth tree (log-space matrix products with a max shift per matrix: the
   fastest hand-written form; under ``jax.jit`` also the broadcast log-sum-exp tree);
 - the Kalman log likelihood through ``sequential_sum_product`` of Gaussian steps under
-  ``jax.jit`` against a hand-written jax Kalman filter (``lax.scan``; dynamax when importable);
+  ``jax.jit`` against dynamax's filter when importable, else a hand-written ``lax.scan`` one;
 - HMM pair marginals by funsor's ``AdjointTape`` against autograd of a log-depth log Z;
 - the Viterbi path by the adjoint under ``argmax_approximate`` against a hand-written torch
   Viterbi (one loop forwards, one backtrack).
@@ -389,13 +389,12 @@ def hand_rows(quick: bool) -> dict:
     model, _ = kalman_arrays(KALMAN_T)
     args = {k: _array("jax", v) for k, v in model.items()}
     fn = _jit("jax", lambda a: peers.jax_kalman(**a))
-    hand = {"jax lax.scan": fn}
+    # The row is against dynamax's sequential filter when it imports (the acceptance's
+    # peer; PYTHONPATH, benchmarks/README "dynamax"), else a hand lax.scan filter.
     dyn = peers.dynamax_kalman(False)
-    if dyn is not None:
-        hand["dynamax"] = _jit("jax", lambda a: dyn(**a))
-    times = {k: measure(lambda f=f: f(args), 20) for k, f in hand.items()}
-    best = min(times, key=times.get)
-    out["kalman T=100 jax.jit"] = (times[best], [float(hand[best](args))], best)
+    name, fn = (("jax lax.scan", fn) if dyn is None else
+                ("dynamax", _jit("jax", lambda a: dyn(**a))))
+    out["kalman T=100 jax.jit"] = (measure(lambda: fn(args), 20), [float(fn(args))], name)
     logits = _array("torch", np.random.default_rng(0).normal(size=(ADJOINT_T, ADJOINT_K,
                                                                     ADJOINT_K)))
     hand = {"autograd, broadcast tree": torch_autograd_marginals,

@@ -410,6 +410,13 @@ def index_tensor(t: Tensor, values: dict) -> Tensor | None:
         >>> index_tensor(t, {"i": idx}).data
         array([30., 10.])
     """
+    for value in values.values():  # inline: the common (Tensor index) case pays one test
+        if type(value) is not Slice:
+            break
+    else:
+        sliced = _slice_in_place(t, values)
+        if sliced is not None:
+            return sliced
     traced = False
     for name, value in values.items():
         if isinstance(value, Tensor) and not _check_index_range(
@@ -451,6 +458,26 @@ def index_tensor(t: Tensor, values: dict) -> Tensor | None:
     if traced:
         data = _mask_invalid(data, new_inputs, values, t)
     return Tensor.make(data, new_inputs, t.dtype)
+
+
+def _slice_in_place(t: Tensor, values: dict) -> Tensor | None:
+    # Every value (a Slice) forward over its own input's name: basic slicing (a strided view,
+    # no gather; under jax.jit a slice fuses where a gather is a kernel of its own: the
+    # parallel scan's halves, benchmarks/README "Kalman idiom under jax.jit"). None otherwise.
+    if not all(v.name == n and v.slice_args[2] > 0 for n, v in values.items()):
+        return None
+    index, inputs = [], {}
+    for name, domain in t.inputs.items():
+        value = values.get(name)
+        if value is None:
+            index.append(slice(None))
+            inputs[name] = domain
+            continue
+        start, _, step = value.slice_args
+        size = value.inputs[name].size
+        index.append(slice(start, start + step * (size - 1) + 1, step))
+        inputs[name] = value.inputs[name]
+    return Tensor.make(t.data[tuple(index)], inputs, t.dtype)
 
 
 def _as_int_index(data):

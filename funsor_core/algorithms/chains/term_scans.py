@@ -234,16 +234,50 @@ def parallel_steps(sum_op, prod_op, trans, time: str, step: dict):
     while duration > 1:
         if duration % 2:
             tails.append(trans(**{time: duration - 1}))
-            trans = trans(**{time: _steps(proto, time, 0, duration - 1, 1, duration)})
+            trans = _head(trans, proto, time, duration - 1, duration)
             duration -= 1
-        x = trans(**{time: _steps(proto, time, 0, duration, 2, duration)})
-        y = trans(**{time: _steps(proto, time, 1, duration, 2, duration)})
+        x, y = _halves(trans, proto, time, duration)
         trans = _compose(sum_op, prod_op, x, y, step, drop)
         duration //= 2
     result = trans(**{time: 0})
     for tail in reversed(tails):
         result = _compose(sum_op, prod_op, result, tail, step, drop)
     return result
+
+
+def _halves(trans, proto, time: str, duration: int):
+    # The even and the odd steps. By strided slices where they evaluate (an atom or a sum of
+    # atoms: arrays sliced, not gathered; under jax.jit an index gather per array per round
+    # was 40% of the T = 100 Kalman idiom, benchmarks/README "Kalman idiom under jax.jit");
+    # by index Tensors where a Slice would stay in a lazy term, which later rounds could not
+    # substitute into (see _steps). Decided by the terms' structure, not by their values.
+    x = trans(**{time: Slice(time, 0, duration, 2, duration)})
+    if _holds_slice(x):
+        return (trans(**{time: _steps(proto, time, 0, duration, 2, duration)}),
+                trans(**{time: _steps(proto, time, 1, duration, 2, duration)}))
+    return x, trans(**{time: Slice(time, 1, duration, 2, duration)})
+
+
+def _head(trans, proto, time: str, stop: int, duration: int):
+    # The first ``stop`` steps, sliced where that evaluates (as in _halves).
+    head = trans(**{time: Slice(time, 0, stop, 1, duration)})
+    if _holds_slice(head):
+        return trans(**{time: _steps(proto, time, 0, stop, 1, duration)})
+    return head
+
+
+def _holds_slice(term) -> bool:
+    # Whether a Slice term is left anywhere inside ``term`` (the substitution stayed lazy).
+    todo = [term]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Slice):
+            return True
+        if type(node)._atom:
+            continue
+        leaves, _ = type(node).tree_flatten(node)
+        todo.extend(leaf for leaf in leaves if isinstance(leaf, Funsor))
+    return False
 
 
 def _fresh(name: str, taken) -> str:
