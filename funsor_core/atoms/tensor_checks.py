@@ -25,7 +25,7 @@ from funsor_core.engine.cache import FastCache
 from funsor_core.engine.cons import _CONS, _forget, _partial, _ref, build
 from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.protocol import FunsorMeta
-from funsor_core.ops.op import is_array_type
+from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.inputs import DomainError
 
 __all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args"]
@@ -124,6 +124,7 @@ def _as_inputs(inputs) -> tuple:
 # ``Tensor.make`` shares its caller's; terms never mutate their inputs).
 _SIGNATURES = FastCache("tensor.fast_signatures", 4096)
 _SIGNATURE_DATA = _SIGNATURES.data  # read directly on the hot path
+_IS_ARRAY = _IS_ARRAY_TYPE.data
 
 
 class TensorMeta(FunsorMeta):
@@ -152,18 +153,37 @@ class TensorMeta(FunsorMeta):
                     known = _known_signature(items)
             except TypeError:  # an unhashable domain: the full check names it
                 known = None
-            if known is not None and is_array_type(type(data)):
+            # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a
+            # miss, or False, asks the function.)
+            if known is not None and (_IS_ARRAY.get(type(data)) or is_array_type(type(data))):
                 ikey, sizes, shared = known
                 shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
                 if shape == sizes or shape[:len(sizes)] == sizes:
                     state = _STATE.get(None)
                     interp = _DEFAULT[0] if state is None else state[0]
-                    if interp.builds_class_as_is(cls):
-                        if shape == sizes and cls is _TENSOR[0]:
-                            return _build_scalar(cls, data, ikey, shared)
-                        return build(cls, (data, ikey, "real"))
+                    if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                        if shape != sizes or cls is not _TENSOR[0]:
+                            return build(cls, (data, ikey, "real"))
+                        # ``build`` with ``Tensor._cons_key`` and ``Tensor._init`` inline,
+                        # for a real output of no dims (the output domain is ``Real``).
+                        key = (id(data), ikey, "real")
+                        table = _CONS.get(cls)
+                        if table is None:
+                            table = _CONS[cls] = {}
+                        ref = table.get(key)
+                        if ref is not None:
+                            obj = ref()
+                            if obj is not None:
+                                return obj
+                        obj = object.__new__(cls)
+                        obj._args = (data, ikey, "real")
+                        obj.data = data
+                        obj._ikey = ikey
+                        obj.inputs = shared
+                        obj.output = Real
+                        table[key] = _ref(obj, _partial(_forget, table, key))
+                        return obj
         return FunsorMeta.__call__(cls, *args, **kwargs)
-
 
     def __init__(cls, name, bases, ns, **kwargs):
         super().__init__(name, bases, ns, **kwargs)
@@ -171,7 +191,7 @@ class TensorMeta(FunsorMeta):
             _TENSOR[0] = cls  # the first class built here is Tensor itself, not a subclass
 
 
-# The Tensor class, whose ``_init`` of a real Tensor with no output dims ``_build_scalar``
+# The Tensor class, whose ``_init`` of a real Tensor with no output dims ``TensorMeta``
 # does inline (a subclass may extend ``_init``: it takes ``build``).
 _TENSOR: list = [None]
 
@@ -183,27 +203,3 @@ def _known_signature(items: tuple):
         return None
     ikey, sizes = known
     return _SIGNATURES.put(items, (ikey, sizes, dict(ikey)))
-
-
-def _build_scalar(cls, data, ikey, shared):
-    # ``build(cls, (data, ikey, "real"))`` with ``Tensor._cons_key`` and ``Tensor._init`` in
-    # this frame (a real scalar output: no output domain to look up): the cons table gives
-    # an equal live Tensor, else a new one is entered with a weak reference.
-    key = (id(data), ikey, "real")
-    table = _CONS.get(cls)
-    if table is not None:
-        ref = table.get(key)
-        if ref is not None:
-            obj = ref()
-            if obj is not None:
-                return obj
-    else:
-        table = _CONS[cls] = {}
-    obj = object.__new__(cls)
-    obj._args = (data, ikey, "real")
-    obj.data = data
-    obj._ikey = ikey
-    obj.inputs = shared
-    obj.output = Real
-    table[key] = _ref(obj, _partial(_forget, table, key))
-    return obj
