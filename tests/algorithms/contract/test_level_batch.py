@@ -105,3 +105,20 @@ def test_tensor_fast_path_shares_signatures_and_keeps_identity():
         assert fc.Tensor(x, d) is a
     with pytest.raises(ValueError, match="does not match its inputs"):
         fc.Tensor(np.zeros((3, 3)), d)
+
+
+def test_a_contraction_of_many_terms_is_cons_hashed_by_their_identity():
+    # More than 8 terms are keyed by identity alone: the same terms give the same lazy term,
+    # an equal-valued but distinct Tensor a different one; its value is the brute-force sum.
+    from interpretations import lazy
+
+    xs = [np.full(2, float(k)) for k in range(10)]
+    ts = [fc.Tensor(x, {"i": fc.Bint[2]}) for x in xs]
+    with lazy:
+        a = fc.Contraction(ops.logaddexp, ops.add, frozenset("i"), tuple(ts))
+        b = fc.Contraction(ops.logaddexp, ops.add, frozenset("i"), tuple(ts))
+        other = ts[:-1] + [fc.Tensor(xs[-1].copy(), {"i": fc.Bint[2]})]
+        c = fc.Contraction(ops.logaddexp, ops.add, frozenset("i"), tuple(other))
+    assert a is b and a is not c
+    expected = np.logaddexp.reduce(np.sum(xs, axis=0))
+    np.testing.assert_allclose(fc.reinterpret(a).data, expected, rtol=1e-12)
