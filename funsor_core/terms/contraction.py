@@ -34,7 +34,6 @@ import types
 from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.cons import _hashable
 from funsor_core.engine.protocol import pending_setup
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
@@ -213,16 +212,6 @@ class Contraction(Funsor):
         # Kept for _setup, which a term built from these very arguments runs next.
         pending_setup()[0] = (terms, inputs, out)
         return red_op, bin_op, names, terms
-
-    @staticmethod
-    def _cons_key(args):
-        # Many terms are keyed by identity alone: the term holds them, so no id is reused
-        # while its entry lives, and 2,000 ints cost less than 2,000 (type, id) tuples (each
-        # tracked by the garbage collector). Short tuples keep the generic key.
-        red_op, bin_op, names, terms = args
-        if len(terms) > 8:
-            return (red_op, bin_op, names, tuple(map(id, terms)))
-        return tuple(map(_hashable, args))
 
     @classmethod
     def make(cls, bin_op, terms: tuple) -> Contraction:
