@@ -214,6 +214,9 @@ def tree_row(backend: str, n: int) -> dict:
         ts = [Tensor(a, d) for a, d in zip(l_arrays, domains)]
         return sum_product(ops.logaddexp, ops.add, ts, names).data
 
+    def tensors_alone():  # the floor of the rows that build Tensors in the call
+        return [Tensor(a, d) for a, d in zip(l_arrays, domains)]
+
     def ours_optimizer():
         ts = [Tensor(a, d) for a, d in zip(l_arrays, domains)]
         with lazy:
@@ -229,7 +232,8 @@ def tree_row(backend: str, n: int) -> dict:
     close(hand_levels(), expected, f"level-batched hand code n={n}")
     row = {"backend": backend, "n": n}
     fns = {"oe": oe_linear, "hand": hand_levels, "log": ours_log, "arrays": ours_arrays,
-           "linear": ours_linear, "sum_product": ours_sum_product, "optimizer": ours_optimizer}
+           "linear": ours_linear, "sum_product": ours_sum_product, "optimizer": ours_optimizer,
+           "tensors": tensors_alone}
     if backend != "numpy":
         fns["oe_numpy"] = oe_numpy
     row.update(interleaved(fns))
@@ -504,11 +508,12 @@ def main() -> dict:
     print("Tree-shaped network, domain 4, milliseconds per call (our Tensors built in the call; "
           "'arrays': einsum of the arrays); ratios to opt_einsum with a precomputed path on the "
           "probabilities (the faster of this backend's and numpy's) for n <= 100, to the "
-          "level-batched hand code for n = 1000")
+          "level-batched hand code for n = 1000; 'Tensors alone': building the operands' Tensors, "
+          "the floor of the rows that build them")
     print(f"{'backend':>8} {'n':>5} {'opt_einsum':>10} {'oe numpy':>10} {'levels':>10} "
           f"{'einsum log':>19} {'einsum arrays':>19} {'sum_product':>19} "
           f"{'apply_optimizer':>19} {'einsum linear':>19} {'pyro torch_log':>19} "
-          f"{'pgmpy VE':>19} {'funsor 0.4.8':>19}")
+          f"{'pgmpy VE':>19} {'funsor 0.4.8':>19} {'Tensors alone':>19}")
     for backend in ("numpy", "torch"):
         if backend == "torch" and peer("torch") is None:
             continue
@@ -521,7 +526,7 @@ def main() -> dict:
                   f"{fmt(row['sum_product'], base):>19} "
                   f"{fmt(row['optimizer'], base):>19} {fmt(row['linear'], base):>19} "
                   f"{fmt(row.get('pyro_log'), base):>19} {fmt(row.get('pgmpy'), base):>19} "
-                  f"{fmt(row.get('funsor'), base):>19}",
+                  f"{fmt(row.get('funsor'), base):>19} {fmt(row['tensors'], base):>19}",
                   flush=True)
     print()
     print("Plated model (z global, x in plate i, observations in plates i x j), milliseconds "

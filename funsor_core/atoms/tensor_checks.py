@@ -19,13 +19,13 @@ import operator
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.domains import Domain
+from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.cons import build
+from funsor_core.engine.cons import _CONS, _forget, _partial, _ref, build
 from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.protocol import FunsorMeta
-from funsor_core.ops.op import is_array_type
+from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.inputs import DomainError
 
 __all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args"]
@@ -119,6 +119,14 @@ def _as_inputs(inputs) -> tuple:
     return tuple(inputs)
 
 
+# The fast path's view of a validated signature: ``tuple(inputs.items())`` -> (the interned
+# key, the sizes, one inputs dict shared by the scalar Tensors of that signature, as
+# ``Tensor.make`` shares its caller's; terms never mutate their inputs).
+_SIGNATURES = FastCache("tensor.fast_signatures", 4096)
+_SIGNATURE_DATA = _SIGNATURES.data  # read directly on the hot path
+_IS_ARRAY = _IS_ARRAY_TYPE.data
+
+
 class TensorMeta(FunsorMeta):
     """The metaclass of ``Tensor``: builds it as every term is built, with the common call
     ``Tensor(array, inputs)`` in one frame.
@@ -139,15 +147,59 @@ class TensorMeta(FunsorMeta):
         if len(args) == 2 and not kwargs and type(args[1]) is dict:
             data, inputs = args
             try:
-                known = KNOWN_INPUTS.get(tuple(inputs.items()))
+                items = tuple(inputs.items())
+                known = _SIGNATURE_DATA.get(items)
+                if known is None:
+                    known = _known_signature(items)
             except TypeError:  # an unhashable domain: the full check names it
                 known = None
-            if known is not None and is_array_type(type(data)):
-                ikey, sizes = known
-                shape = data.shape  # (scalar outputs first: slicing a torch.Size builds one)
+            # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a
+            # miss, or False, asks the function.)
+            if known is not None and (_IS_ARRAY.get(type(data)) or is_array_type(type(data))):
+                ikey, sizes, shared = known
+                shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
                 if shape == sizes or shape[:len(sizes)] == sizes:
                     state = _STATE.get(None)
                     interp = _DEFAULT[0] if state is None else state[0]
-                    if interp.builds_class_as_is(cls):
-                        return build(cls, (data, ikey, "real"))
+                    if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                        if shape != sizes or cls is not _TENSOR[0]:
+                            return build(cls, (data, ikey, "real"))
+                        # ``build`` with ``Tensor._cons_key`` and ``Tensor._init`` inline,
+                        # for a real output of no dims (the output domain is ``Real``).
+                        key = (id(data), ikey, "real")
+                        table = _CONS.get(cls)
+                        if table is None:
+                            table = _CONS[cls] = {}
+                        ref = table.get(key)
+                        if ref is not None:
+                            obj = ref()
+                            if obj is not None:
+                                return obj
+                        obj = object.__new__(cls)
+                        obj._args = (data, ikey, "real")
+                        obj.data = data
+                        obj._ikey = ikey
+                        obj.inputs = shared
+                        obj.output = Real
+                        table[key] = _ref(obj, _partial(_forget, table, key))
+                        return obj
         return FunsorMeta.__call__(cls, *args, **kwargs)
+
+    def __init__(cls, name, bases, ns, **kwargs):
+        super().__init__(name, bases, ns, **kwargs)
+        if _TENSOR[0] is None:
+            _TENSOR[0] = cls  # the first class built here is Tensor itself, not a subclass
+
+
+# The Tensor class, whose ``_init`` of a real Tensor with no output dims ``TensorMeta``
+# does inline (a subclass may extend ``_init``: it takes ``build``).
+_TENSOR: list = [None]
+
+
+def _known_signature(items: tuple):
+    # A signature ``check_tensor_args`` validated: its fast-path entry, or None.
+    known = KNOWN_INPUTS.get(items)
+    if known is None:
+        return None
+    ikey, sizes = known
+    return _SIGNATURES.put(items, (ikey, sizes, dict(ikey)))
