@@ -10,6 +10,8 @@ the invariants are the precision ``S S'``, the information vector ``S w`` and th
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -51,16 +53,22 @@ def _collapse(backend, fast, args, index):
     ne.FAST_NORMAL_EQUATIONS[0] = fast
     try:
         arrays = [_to(backend, a) for a in args]
-        fn = lambda lw, w, s: moments.collapse_system(lw, w, s, index)  # noqa: E731
         if backend == "jax.jit":
-            import jax
-
-            out = jax.jit(fn)(*arrays)
+            out = _jitted_collapse(fast, index)(*arrays)
         else:
-            out = fn(*arrays)
+            out = moments.collapse_system(*arrays, index)
     finally:
         ne.FAST_NORMAL_EQUATIONS[0] = True
     return _invariants(*(np.asarray(x.detach() if hasattr(x, "detach") else x) for x in out))
+
+
+@functools.cache
+def _jitted_collapse(fast, index):
+    """One jitted ``collapse_system`` per switch and index, shared by the tests: each shape
+    compiles once (traced with the switch set to ``fast`` by ``_collapse``)."""
+    import jax
+
+    return jax.jit(lambda lw, w, s: moments.collapse_system(lw, w, s, index))
 
 
 def _invariants(log_const, white_vec, prec_sqrt):
@@ -243,11 +251,24 @@ def test_torch_gradients():
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-8, atol=1e-10)
 
 
+@functools.cache
+def _jax_grad(fast, jit):
+    """The gradient of ``_loss`` after ``collapse_system(..., (0,))`` in the three arrays,
+    shared by the kinds of ``test_jax_gradients`` (one compile per switch ``fast``: the
+    caller sets the switch, read when the function is traced)."""
+    import jax
+
+    def loss(lw, w, s, probe):
+        return _loss(*moments.collapse_system(lw, w, s, (0,)), probe)
+
+    grad = jax.grad(loss, argnums=(0, 1, 2))
+    return jax.jit(grad) if jit else grad
+
+
 @pytest.mark.parametrize("kind", ["good", "singular"])  # cond12: test_ill_conditioned_takes_qr
 @pytest.mark.parametrize("jit", [True])  # eager jax.grad traces the same way, op by op
 def test_jax_gradients(kind, jit):
     """Equal gradients; where the QR path is taken, no NaN from the failed fast path."""
-    import jax
     import jax.numpy as jnp
 
     rng = np.random.default_rng(7)
@@ -255,19 +276,13 @@ def test_jax_gradients(kind, jit):
     if kind == "singular":  # the Cholesky fails outright (NaN), but the component is integrable
         args[2][0, 1, 3] = args[2][0, 1, 1] * (1 + 1e-15)
     probe = jnp.asarray(rng.normal(size=3))
-
-    def loss(*xs):
-        return _loss(*moments.collapse_system(*xs, (0,)), probe)
-
-    grad = jax.grad(loss, argnums=(0, 1, 2))
-    grad = jax.jit(grad) if jit else grad
     xs = [jnp.asarray(a) for a in args]
-    actual = grad(*xs)
+    actual = _jax_grad(True, jit)(*xs, probe)
     ne.FAST_NORMAL_EQUATIONS[0] = False
     try:
         # Compiled, as the branch of the cond is: at condition 1e12 the gradient itself
         # moves by ~1e-4 between eager and compiled QR (kappa^2 eps times its size).
-        expected = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*xs)
+        expected = _jax_grad(False, True)(*xs, probe)
     finally:
         ne.FAST_NORMAL_EQUATIONS[0] = True
     for a, e in zip(actual, expected):
