@@ -32,7 +32,9 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import FastCache
+from funsor_core.engine.fast_path import eager_programs, eager_rules
 from funsor_core.ops.domain_rules import _DOMAINS
+from funsor_core.terms.base import Binary, Funsor
 
 __all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
 
@@ -52,17 +54,21 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     """
     ld, rd = lhs.data, rhs.data
     ikey = lhs._ikey
-    if type(ld) is not type(rd) or (ikey is not rhs._ikey and ikey != rhs._ikey):
+    typ = type(ld)
+    if typ is not type(rd) or (ikey is not rhs._ikey and ikey != rhs._ikey):
         return None
-    lo, ro = lhs.output, rhs.output
-    # A cached domain is one infer_domain computed without raising; matmul's rule differs.
-    out = _DOMAINS.get((op, (lo, ro)))
-    if out is None or op.params or op.base is ops.matmul or len(lo.shape) != len(ro.shape):
+    # What op(ld, rd) calls: the kernel registered for the type (else the op's own cache).
+    kernel = op.kernels.get(typ) or op._cache.get((typ, typ))
+    entry = _BINARY_ENTRIES.get((op, kernel, lhs.output, rhs.output))
+    if entry is None:
+        entry = _binary_entry(op, kernel, lhs.output, rhs.output)
+    if not entry:
         return None
-    kernel = op._cache.get((type(ld), type(rd)))
-    if kernel is None:  # op(ld, rd) resolves and caches it
-        return None
-    data = kernel(ld, rd)
+    fn, bool_dtype, out = entry
+    # The backend casts bool arrays (Bint[2]) to integers first: then its wrapper runs.
+    if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
+        fn = kernel
+    data = fn(ld, rd)
     result = _new(Tensor)  # as Tensor.make(data, lhs.inputs, out.dtype, ikey, out)
     result._args = (data, ikey, out.dtype)
     result.data = data
@@ -70,6 +76,27 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     result.inputs = lhs.inputs
     result.output = out
     return result
+
+
+def _binary_entry(op, kernel, lo, ro) -> tuple | None:
+    # (raw kernel, the bool dtype it must not see, output domain), or () for a case the rule
+    # computes otherwise (bound parameters, matmul, outputs of two ranks), or None (nothing
+    # cached) until infer_domain has accepted the two outputs once, on the general path.
+    out = _DOMAINS.get((op, (lo, ro)))
+    if out is None or kernel is None:
+        return None
+    entry = ()
+    if (not op.params and op.base is not ops.matmul and len(lo.shape) == len(ro.shape)
+            and type(op).__call__ is ops.BinaryOp.__call__):
+        fn, bool_dtype = getattr(kernel, "unless_bool", (kernel, None))
+        entry = (fn, bool_dtype, out)
+    return _BINARY_CACHE.put((op, kernel, lo, ro), entry)
+
+
+# (op, its kernel, output domains) -> _binary_entry. Keyed by the kernel too, so a kernel
+# registered later makes a new key instead of a stale entry. Bounded.
+_BINARY_CACHE = FastCache("tensor.fast_binary", 4096)
+_BINARY_ENTRIES = _BINARY_CACHE.data
 
 
 def subs_tensor_int(arg: Tensor, name: str, value: int) -> Tensor | None:
@@ -149,3 +176,33 @@ def _reduce_recipe(ikey: tuple, name: str) -> tuple:
 # (input signature, name) -> (axes, kept inputs, their ikey). Bounded.
 _REDUCE_CACHE = FastCache("tensor.fast_reduce", 4096)
 _REDUCE_RECIPES = _REDUCE_CACHE.data
+
+
+# Tensor's own binary operators: ``x + y`` of two Tensors asks for the rule and its eager
+# program with a key fixed per op (no isinstance, no key built per call), then falls back to
+# Funsor's operator (terms/operators.py), which runs the whole rule path.
+_EAGER_BINARY = eager_programs("eager_binary")
+
+
+def _tensor_binary_method(op, generic):
+    key = (Binary, type(op), Tensor, Tensor)
+
+    def method(self, other):
+        if type(other) is Tensor and type(self) is Tensor:
+            rules = eager_rules(key)
+            if rules and _EAGER_BINARY.get(rules[0]) is binary_tensor_tensor:
+                result = binary_tensor_tensor(op, self, other)
+                if result is not None:
+                    return result
+        return generic(self, other)
+
+    method.__doc__ = generic.__doc__
+    return method
+
+
+for _name, _op in {"add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv,
+                   "pow": ops.pow, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
+                   "eq": ops.eq, "ne": ops.ne}.items():
+    setattr(Tensor, f"__{_name}__",
+            _tensor_binary_method(_op, getattr(Funsor, f"__{_name}__")))
+del _name, _op
