@@ -7,10 +7,11 @@ the first one the active interpretation would call and nothing else would run: a
 ahead of the built-in one, ``lazy``, a tape or the debug log turn it off. Nothing here reads an
 array's values, so traced jax arrays take the same path as concrete ones.
 
-- ``binary_tensor_tensor``: two Tensors of one array type with the same inputs in the same
-  order, an elementwise op with no parameters whose output domain is already known (cached, so
-  the combination was checked before). The array is the backend kernel's answer; the result is
-  built as ``Tensor.make`` builds it.
+- ``binary_tensor_tensor``: two Tensors of one array type with the same inputs (in another
+  order the right array is permuted first, by a cached permutation, as ``align_binary`` does),
+  outputs of one rank, an elementwise op with no parameters whose output domain is already
+  known (cached, so the combination was checked before). The array is the backend kernel's
+  answer; the result is built as ``Tensor.make`` builds it.
 - ``subs_tensor_int``: ``t(i=k)`` for a Python int ``k`` in ``range(n)`` of an input
   ``i: Bint[n]``: one basic index on the input's axis, the kept inputs from a cache keyed by
   (inputs, name). Negative and out-of-range ``k`` take the general path and its error.
@@ -43,8 +44,8 @@ _new = object.__new__
 
 def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     """``exact_binary_tensor_tensor(op, lhs, rhs)`` where both have one array type and the
-    same inputs in the same order and ``op``'s output domain for their outputs is cached;
-    None otherwise.
+    same inputs (in any order: the right array is permuted to the left's order), outputs of one
+    rank, and ``op``'s output domain for their outputs is cached; None otherwise.
 
     Example:
         >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
@@ -53,9 +54,8 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
         array([1., 1.])
     """
     ld, rd = lhs.data, rhs.data
-    ikey = lhs._ikey
     typ = type(ld)
-    if typ is not type(rd) or (ikey is not rhs._ikey and ikey != rhs._ikey):
+    if typ is not type(rd):
         return None
     # What op(ld, rd) calls: the kernel registered for the type (else the op's own cache).
     kernel = op.kernels.get(typ) or op._cache.get((typ, typ))
@@ -65,6 +65,16 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     if not entry:
         return None
     fn, bool_dtype, out = entry
+    ikey, rkey = lhs._ikey, rhs._ikey
+    if ikey is not rkey and ikey != rkey:  # the same inputs in another order, or decline
+        rank = len(rhs.output.shape)
+        perm = _PERMS.get((ikey, rkey, rank))
+        if perm is None:
+            perm = _PERM_CACHE.put((ikey, rkey, rank), _permutation(ikey, rkey, rank))
+        permute = ops.permute.kernels.get(typ)
+        if not perm or permute is None:
+            return None
+        rd = permute(rd, perm)  # as align_binary's ops.permute
     # The backend casts bool arrays (Bint[2]) to integers first: then its wrapper runs.
     if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
         fn = kernel
@@ -76,6 +86,20 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     result.inputs = lhs.inputs
     result.output = out
     return result
+
+
+def _permutation(ikey: tuple, rkey: tuple, rank: int) -> tuple:
+    # The axes of the right array in the left's input order (then its output dims), or ()
+    # where the (name, domain) pairs differ: aligning, or the general path's error.
+    if len(ikey) != len(rkey) or set(ikey) != set(rkey):
+        return ()
+    names = [n for n, _ in rkey]
+    return tuple(names.index(n) for n, _ in ikey) + tuple(range(len(rkey), len(rkey) + rank))
+
+
+# (left inputs, right inputs, right output rank) -> _permutation. Bounded.
+_PERM_CACHE = FastCache("tensor.fast_permutation", 4096)
+_PERMS = _PERM_CACHE.data
 
 
 def _binary_entry(op, kernel, lo, ro) -> tuple | None:
@@ -128,6 +152,8 @@ def subs_tensor_int(arg: Tensor, name: str, value: int) -> Tensor | None:
 
 def _subs_recipe(ikey: tuple, name: str) -> tuple:
     names = [n for n, _ in ikey]
+    if name not in names:  # not an input: nothing to index (the caller's case)
+        return None, 0, None, None
     pos = names.index(name)
     domain = ikey[pos][1]
     size = domain.size if domain.dtype != "real" else 0  # a real input is never an index
