@@ -35,7 +35,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import eager_programs, eager_rules
 from funsor_core.ops.domain_rules import _DOMAINS
-from funsor_core.terms.base import Binary, Funsor
+from funsor_core.terms.base import Binary, Funsor, Subs
 
 __all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
 
@@ -232,3 +232,26 @@ for _name, _op in {"add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": op
     setattr(Tensor, f"__{_name}__",
             _tensor_binary_method(_op, getattr(Funsor, f"__{_name}__")))
 del _name, _op
+
+
+# Tensor's own ``t(i=0)``: the substitution's rule and eager program by a fixed key, then
+# Funsor's ``__call__`` (terms/base.py) for every other call.
+_EAGER_SUBS = eager_programs("eager_subs_int")
+_SUBS_KEY = (Subs, Tensor, tuple)
+_funsor_call = Funsor.__call__
+
+
+def _tensor_call(self, *args, **kwargs):
+    if not args and len(kwargs) == 1 and type(self) is Tensor:
+        ((name, value),) = kwargs.items()
+        if type(value) is int:
+            rules = eager_rules(_SUBS_KEY)
+            if rules and _EAGER_SUBS.get(rules[0]) is subs_tensor_int:
+                result = subs_tensor_int(self, name, value)
+                if result is not None:
+                    return result
+    return _funsor_call(self, *args, **kwargs)
+
+
+_tensor_call.__doc__ = _funsor_call.__doc__
+Tensor.__call__ = _tensor_call
