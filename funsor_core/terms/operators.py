@@ -20,7 +20,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.engine.fast_path import eager_programs, eager_rules, run_rules
 from funsor_core.engine.protocol import Term
-from funsor_core.terms.base import Binary, Funsor, Unary, binary_domains, to_funsor
+from funsor_core.terms.base import Binary, Funsor, Number, Unary, binary_domains, to_funsor
 
 __all__: list = []
 
@@ -28,12 +28,22 @@ __all__: list = []
 _EAGER_BINARY = eager_programs("eager_binary")
 
 
+def _float_number(x: float) -> Funsor:
+    # ``Number(x)`` (its _prepare keeps a float as it is): when building it would only run
+    # its rules, run them here, without the constructor's and interpreter's frames.
+    rules = eager_rules(_FLOAT_NUMBER)
+    return Number(x) if rules is None else run_rules(rules, Number, (x, "real"))
+
+
+_FLOAT_NUMBER = (Number, float, str)
+
+
 def _binary_method(op, reflected: bool):
     op_type = type(op)
 
     def method(self, other):
         if not isinstance(other, Funsor):
-            other = to_funsor(other)
+            other = _float_number(other) if type(other) is float else to_funsor(other)
         lhs, rhs = (other, self) if reflected else (self, other)
         rules = eager_rules((Binary, op_type, type(lhs), type(rhs)))
         if not rules:

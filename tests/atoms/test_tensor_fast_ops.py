@@ -42,6 +42,10 @@ def _spy():
     def fast_ops_spy_reduce(op, arg, reduced_vars):
         seen.append(("reduce", reduced_vars))
 
+    @spy.register(fc.Number, float, str)
+    def fast_ops_spy_number(data, dtype):
+        seen.append(("number", data))
+
     return spy, seen
 
 
@@ -94,8 +98,13 @@ def test_binary_numbers_ints_and_bools(backend):
             _same_tensor(*_both(fn, lhs, rhs))
     fast, general = _both(lambda p, q: p * q, x, t)  # real times bool
     _same_tensor(fast, general)
-    fast, general = x + 2.0, (x + fc.Number(2.0))  # a Number broadcasts (its own rule)
-    _same_tensor(fast, general)
+    for fn in (lambda p: p * 2.0, lambda p: 2.0 - p, lambda p: p * -0.0):  # float operands
+        spy, seen = _spy()
+        with spy:
+            general = fn(x)
+        assert seen[0][0] == "number"  # a user rule on Number sees the float's Number
+        _same_tensor(fn(x), general)
+    assert (x * 2.0).data is not None and fc.Number(-0.0) is not fc.Number(0.0)
 
 
 def test_subs_int_same_as_general_path(backend):
