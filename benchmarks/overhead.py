@@ -1,11 +1,14 @@
 """Per-operation overhead of eager funsors on tiny arrays, as ratios to the raw array op.
 
-Measures ``Tensor + Tensor``, ``.reduce(ops.logaddexp, "i")`` and ``t(i=0)`` on 3x3 arrays
-with numpy and torch, each beside the raw array op it stands for (``a + b``, a hand-written
-logsumexp over axis 0, ``a[0]``) in the same run, and beside funsor 0.4.8 doing the same op
-on both backends, in a subprocess of its own python (``FUNSOR_PYTHON``, default the clients'
-virtualenv) that times the raw ops again, so that each peer ratio compares times taken in
-the same window of a shared machine. Issue #29's target: every funsor-core ratio within 3x.
+Measures ``Tensor + Tensor`` (the same inputs, and the same inputs in another order),
+``.reduce(ops.logaddexp, "i")`` and ``t(i=0)`` on 3x3 arrays with numpy and torch (and jax
+eagerly, for information), each beside the raw array op it stands for (``a + b``, ``a + b.T``,
+a hand-written logsumexp over axis 0, ``a[0]``) in the same run, beside the floor of any
+funsor op (the raw op inside one Python call that wraps its array in a new Tensor, as
+``Tensor.make`` does), and beside funsor 0.4.8 doing the same op on numpy and torch, in a
+subprocess of its own python (``FUNSOR_PYTHON``, default the clients' virtualenv) that times
+the raw ops again, so that each peer ratio compares times taken in the same window of a shared
+machine. Issue #29's target: every funsor-core ratio within 3x.
 
 Run with one thread: ``make bench`` (or ``OMP_NUM_THREADS=1 python benchmarks/overhead.py``);
 ``--quick`` times fewer calls.
@@ -26,7 +29,7 @@ import numpy as np  # noqa: E402
 
 FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
                                "/root/.cache/funsor-core-clients/venv/bin/python")
-OPS = ("Tensor + Tensor", "reduce(logaddexp, i)", "t(i=0)")
+OPS = ("Tensor + Tensor", "Tensor + Tensor (order)", "reduce(logaddexp, i)", "t(i=0)")
 
 
 def np_logsumexp0(a):
@@ -39,23 +42,46 @@ def raw_cases(backend: str):
     if backend == "numpy":
         a, b = np.random.randn(3, 3), np.random.randn(3, 3)
         lse = lambda: np_logsumexp0(a)  # noqa: E731
-    else:
+    elif backend == "torch":
         import torch
 
         torch.set_num_threads(1)
         a, b = torch.randn(3, 3), torch.randn(3, 3)
         lse = lambda: torch.logsumexp(a, 0)  # noqa: E731
-    return a, b, dict(zip(OPS, (lambda: a + b, lse, lambda: a[0])))
+    else:
+        import jax
+        import jax.numpy as jnp
+
+        a, b = jnp.asarray(np.random.randn(3, 3)), jnp.asarray(np.random.randn(3, 3))
+        lse = lambda: jax.nn.logsumexp(a, 0)  # noqa: E731
+    bt = b.T  # the other order's operand (y's data below is b.T, named (j, i))
+    return a, b, dict(zip(OPS, (lambda: a + b, lambda: a + bt.T, lse, lambda: a[0])))
 
 
-def our_cases(a, b) -> dict:
+def our_cases(backend: str, a, b) -> dict:
     import funsor_core as fc
     from funsor_core import ops
 
+    fc.set_backend(backend)
     inputs = {"i": fc.Bint[3], "j": fc.Bint[3]}
     x, y = fc.Tensor(a, inputs), fc.Tensor(b, inputs)
-    return dict(zip(OPS, (lambda: x + y, lambda: x.reduce(ops.logaddexp, "i"),
-                          lambda: x(i=0))))
+    yt = fc.Tensor(b.T, {"j": fc.Bint[3], "i": fc.Bint[3]})
+    return dict(zip(OPS, (lambda: x + y, lambda: x + yt,
+                          lambda: x.reduce(ops.logaddexp, "i"), lambda: x(i=0))))
+
+
+def floor_cases(raw: dict) -> dict:
+    """Each raw op inside one Python call that returns its array as a new Tensor."""
+    import funsor_core as fc
+    from funsor_core.atoms.tensor import Tensor
+
+    inputs = {"i": fc.Bint[3], "j": fc.Bint[3]}
+    ikey = tuple(inputs.items())
+
+    def floor(fn):
+        return lambda: Tensor.make(fn(), inputs, "real", ikey, fc.Real)
+
+    return {name: floor(fn) for name, fn in raw.items()}
 
 
 def funsor_cases(backend: str, a, b) -> dict:
@@ -66,8 +92,9 @@ def funsor_cases(backend: str, a, b) -> dict:
     funsor.set_backend(backend)
     inputs = OrderedDict(i=funsor.Bint[3], j=funsor.Bint[3])
     x, y = funsor.Tensor(a, inputs), funsor.Tensor(b, inputs)
-    return dict(zip(OPS, (lambda: x + y, lambda: x.reduce(funsor.ops.logaddexp, "i"),
-                          lambda: x(i=0))))
+    yt = funsor.Tensor(b.T, OrderedDict(j=funsor.Bint[3], i=funsor.Bint[3]))
+    return dict(zip(OPS, (lambda: x + y, lambda: x + yt,
+                          lambda: x.reduce(funsor.ops.logaddexp, "i"), lambda: x(i=0))))
 
 
 def measure(cases: dict, number: int, repeat: int) -> dict:
@@ -109,25 +136,31 @@ def main() -> list[dict]:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     peer = peer_rows(args.quick)
     rows = []
-    for backend in ("numpy", "torch"):
-        a, b, raw = raw_cases(backend)
-        raw_us = measure(raw, number, repeat)
-        our_us = measure(our_cases(a, b), number, repeat)
+    for backend in ("numpy", "torch", "jax"):
+        try:
+            a, b, raw = raw_cases(backend)
+        except ImportError:
+            continue
+        n = number // 20 if backend == "jax" else number  # eager jax ops take 10-700 us
+        raw_us = measure(raw, n, repeat)
+        our_us = measure(our_cases(backend, a, b), n, repeat)
+        floor_us = measure(floor_cases(raw), n, repeat)
         for name in OPS:
             row = dict(backend=backend, op=name, raw_us=raw_us[name], ours_us=our_us[name],
-                       ratio=our_us[name] / raw_us[name])
-            if peer is not None:
+                       ratio=our_us[name] / raw_us[name], floor_us=floor_us[name])
+            if peer is not None and backend in peer:
                 p = peer[backend]
                 row.update(funsor_us=p["funsor"][name],
                            funsor_ratio=p["funsor"][name] / p["raw"][name])
             rows.append(row)
-    print(f"{'backend':8} {'op':22} {'raw us':>8} {'ours us':>8} {'ratio':>6} "
-          f"{'funsor us':>10} {'funsor ratio':>12}")
+    print(f"{'backend':8} {'op':24} {'raw us':>8} {'floor us':>8} {'ours us':>8} {'ratio':>6} "
+          f"{'/floor':>6} {'funsor us':>10} {'funsor ratio':>12}")
     for r in rows:
         peer_cols = (f"{r['funsor_us']:10.2f} {r['funsor_ratio']:12.1f}" if "funsor_us" in r
                      else f"{'-':>10} {'-':>12}")
-        print(f"{r['backend']:8} {r['op']:22} {r['raw_us']:8.2f} {r['ours_us']:8.2f} "
-              f"{r['ratio']:6.1f} {peer_cols}")
+        print(f"{r['backend']:8} {r['op']:24} {r['raw_us']:8.2f} {r['floor_us']:8.2f} "
+              f"{r['ours_us']:8.2f} {r['ratio']:6.1f} {r['ours_us'] / r['floor_us']:6.1f} "
+              f"{peer_cols}")
     return rows
 
 

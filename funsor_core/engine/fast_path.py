@@ -16,8 +16,14 @@ call through ``eager_rules``: when building their term would only call its rules
 the checks of the term's ``_prepare`` and call the rules themselves, skipping the constructor
 and the interpreter's frames; the rules (and so every interpretation's semantics) are the same.
 
+A rule may also register an *eager program*: a function that returns what the rule returns for
+the commonest arguments of an eager operator (two Tensors with the same inputs, one integer
+index) in one frame, or None where it would have to check more. The operator looks it up for the
+first of its ``eager_rules`` in ``eager_programs(kind)`` (one dict lookup) and, when it returns
+None, runs the rules as above.
+
 This is the only place that decides whether a fast path may run; callers never inspect
-``rules[0]`` themselves.
+``rules[0]`` for anything but the lookup in a table this module keeps.
 
 Example:
     >>> from funsor_core.engine.fast_path import array_program, fast_path
@@ -44,12 +50,15 @@ from funsor_core.engine.cons import build
 from funsor_core.engine.interpreter import _DEFAULT, _STATE, Interpretation, get_interpretation
 from funsor_core.engine.patterns import type_key
 
-__all__ = ["array_program", "builds_as_is", "eager_rules", "fast_path",
+__all__ = ["array_program", "builds_as_is", "eager_programs", "eager_rules", "fast_path",
            "rebuild", "register_array_program", "run_rules"]
 
 # rule function -> {kind: array implementation}. A registry, not a cache: one entry per rule
 # that declares an implementation, never evicted.
 _PROGRAMS: dict[Callable, dict[str, Callable]] = {}
+# kind -> {rule function: implementation}: the same registry by kind, for the eager operators'
+# one-lookup guard (``eager_programs``).
+_BY_KIND: dict[str, dict[Callable, Callable]] = {}
 
 
 def register_array_program(rule: Callable, kind: str, impl: Callable) -> Callable:
@@ -64,7 +73,24 @@ def register_array_program(rule: Callable, kind: str, impl: Callable) -> Callabl
         True
     """
     _PROGRAMS.setdefault(rule, {})[kind] = impl
+    _BY_KIND.setdefault(kind, {})[rule] = impl
     return rule
+
+
+def eager_programs(kind: str) -> dict[Callable, Callable]:
+    """The live table ``{rule: implementation}`` of the rules that registered an
+    implementation of ``kind``: an eager operator holding ``rules = eager_rules(key)`` may call
+    ``eager_programs(kind).get(rules[0])`` in place of the first rule, with the arguments the
+    kind's contract names, and must run the rules when it returns None.
+
+    Example:
+        >>> @array_program("toy_eager", lambda x: x + 1)
+        ... def toy_rule3(x):
+        ...     return None
+        >>> eager_programs("toy_eager")[toy_rule3](1)
+        2
+    """
+    return _BY_KIND.setdefault(kind, {})
 
 
 def array_program(kind: str, impl: Callable) -> Callable[[Callable], Callable]:

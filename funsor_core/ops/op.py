@@ -431,6 +431,7 @@ def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
         return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a for a in args))
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
+    kernel.unless_bool = (fn, bool_dtype)  # atoms/tensor_fast_ops.py calls fn on other arrays
     return kernel
 
 

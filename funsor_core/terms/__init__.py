@@ -12,6 +12,7 @@ Example:
 from funsor_core.terms import (  # noqa: F401  (they register hooks and builders)
     backend_check,
     op_builders,
+    operators,
     output_ops,
 )
 from funsor_core.terms.approximate import Approximate

@@ -19,7 +19,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.fast_path import eager_rules, run_rules
+from funsor_core.engine.fast_path import eager_programs, eager_rules, run_rules
 from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     TERM_HOOKS,
     FunsorMeta,
@@ -51,6 +51,11 @@ __all__ = [
     "Align", "to_funsor", "is_atom",
     "merge_inputs", "merge_all_inputs", "DomainError",
 ]
+
+
+# The first rule's one-frame answers for ``f(i=0)`` and ``f.reduce(op, "i")`` (live tables).
+_EAGER_SUBS = eager_programs("eager_subs_int")
+_EAGER_REDUCE = eager_programs("eager_reduce_name")
 
 
 class Funsor(Term):
@@ -137,12 +142,15 @@ class Funsor(Term):
                 domain = inputs.get(k)
                 if domain is None:
                     return self
-                if type(v) is int:  # a Bint Number built before, without to_funsor's call
-                    number = _BINT_NUMBERS.data.get((v, domain))
+                if type(v) is int:
+                    rules = eager_rules((Subs, type(self), tuple))
+                    fast = _EAGER_SUBS.get(rules[0]) if rules else None
+                    if fast is not None and (result := fast(self, k, v)) is not None:
+                        return result  # the first rule's answer in one frame
+                    number = _BINT_NUMBERS.data.get((v, domain))  # built before: no to_funsor
                     if number is not None and number.output is domain:
                         # Subs._prepare keeps these args as they are: run the rules directly.
                         subs = ((k, number),)
-                        rules = eager_rules((Subs, type(self), tuple))
                         return (run_rules(rules, Subs, (self, subs)) if rules
                                 else Subs(self, subs))
                 return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
@@ -175,6 +183,11 @@ class Funsor(Term):
             >>> f.reduce(ops.logaddexp, "j").data
             array([1.09861229, 1.09861229])
         """
+        if type(reduced_vars) is str and reduced_vars in self.inputs and op in ops.REDUCE_OPS:
+            rules = eager_rules((Reduce, type(op), type(self), frozenset))
+            fast = _EAGER_REDUCE.get(rules[0]) if rules else None
+            if fast is not None and (result := fast(op, self, reduced_vars)) is not None:
+                return result  # the first rule's answer in one frame
         names, absent = split_reduced_vars(reduced_vars, self.inputs)
         if op in _INPUT_MOMENTS:
             return reduce_moment(self, op, names)
@@ -237,28 +250,6 @@ class Funsor(Term):
         return Unary(ops.getitem.bind(index=normalized), self)
 
 
-# Operators: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is ``Unary(ops.neg, f)``, and so on.
-def _binary_method(op, reflected: bool):
-    # The hot path of every eager op. A funsor operand skips to_funsor's call; when the
-    # interpretation would only run its rules (engine/fast_path.py), Binary._prepare's checks
-    # are made here and the rules run directly, without the constructor's and interpreter's
-    # frames: the same rules, the same errors, the same term.
-    op_type = type(op)
-
-    def method(self, other):
-        if not isinstance(other, Funsor):
-            other = to_funsor(other)
-        lhs, rhs = (other, self) if reflected else (self, other)
-        rules = eager_rules((Binary, op_type, type(lhs), type(rhs)))
-        if not rules:
-            return Binary(op, lhs, rhs)
-        binary_domains(op, lhs, rhs)
-        return run_rules(rules, Binary, (op, lhs, rhs))
-
-    method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
-    return method
-
-
 def binary_domains(op, lhs, rhs) -> tuple:
     """``(inputs, output)`` of ``Binary(op, lhs, rhs)``: Binary's checks, raising on inputs
     of one name with two domains or outputs that do not broadcast.
@@ -276,52 +267,7 @@ def binary_domains(op, lhs, rhs) -> tuple:
     return inputs, output
 
 
-def _reduction_method(op, default_axis=None):
-    def method(self, axis=default_axis, keepdims=False):
-        return op(self, axis=axis, keepdims=keepdims)
-    method.__doc__ = f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
-    return method
-
-
-def _unary_method(op):
-    op_type = type(op)
-
-    def method(self):
-        # Unary has no checks of its own: the rules run directly (see _binary_method).
-        rules = eager_rules((Unary, op_type, type(self)))
-        return run_rules(rules, Unary, (op, self)) if rules else Unary(op, self)
-
-    method.__doc__ = f"``ops.{op.name}`` elementwise."
-    return method
-
-
-_BINARY_METHODS = {
-    "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv, "pow": ops.pow,
-    "matmul": ops.matmul, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
-    "floordiv": ops.floordiv, "mod": ops.mod, "lshift": ops.lshift, "rshift": ops.rshift,
-}
-_COMPARISONS = {"lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge, "eq": ops.eq,
-                "ne": ops.ne}
-_UNARY_METHODS = {
-    "__neg__": ops.neg, "__abs__": ops.abs, "__invert__": ops.invert, "exp": ops.exp,
-    "log": ops.log, "log1p": ops.log1p, "expm1": ops.expm1, "sqrt": ops.sqrt,
-    "sigmoid": ops.sigmoid, "tanh": ops.tanh, "reciprocal": ops.reciprocal,
-    "abs": ops.abs, "atanh": ops.atanh,
-}
-for _name, _op in _BINARY_METHODS.items():
-    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
-    setattr(Funsor, f"__r{_name}__", _binary_method(_op, True))
-for _name, _op in _COMPARISONS.items():
-    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
-for _name, _op in _UNARY_METHODS.items():
-    setattr(Funsor, _name, _unary_method(_op))
-for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
-                   "max": ops.amax, "min": ops.amin, "mean": ops.mean, "all": ops.all,
-                   "any": ops.any}.items():
-    setattr(Funsor, _name, _reduction_method(_op))
-Funsor.argmax = _reduction_method(ops.argmax, -1)
-Funsor.argmin = _reduction_method(ops.argmin, -1)
-Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
+# The operator methods (``f + g``, ``-f``, ``f.sum()``) are installed by terms/operators.py.
 _INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
 
 

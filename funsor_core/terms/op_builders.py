@@ -14,10 +14,13 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.engine.fast_path import eager_programs, eager_rules
 from funsor_core.ops.op import register_funsor_builder
 from funsor_core.terms.base import Binary, Funsor, Unary, to_funsor
 
 __all__: list = []
+
+_EAGER_BINARY = eager_programs("eager_binary")
 
 
 def _build_unary(op, arg, **params):
@@ -71,7 +74,13 @@ def _build_reshape(op, arg, shape, ndim=None):
 def _build_binary(op, lhs, rhs, **params):
     if params:
         op = op.bind(**params)
-    return Binary(op, to_funsor(lhs), to_funsor(rhs))
+    lhs, rhs = to_funsor(lhs), to_funsor(rhs)
+    # ``ops.logaddexp(f, g)`` takes the eager operators' one-frame case (terms/operators.py).
+    rules = eager_rules((Binary, type(op), type(lhs), type(rhs)))
+    fast = _EAGER_BINARY.get(rules[0]) if rules else None
+    if fast is not None and (result := fast(op, lhs, rhs)) is not None:
+        return result
+    return Binary(op, lhs, rhs)
 
 
 def _build_array_op(op, *args, **kwargs):

@@ -18,6 +18,11 @@ from funsor_core.atoms.tensor import (
     index_tensor_number,
     index_tensor_numbers,
 )
+from funsor_core.atoms.tensor_fast_ops import (
+    binary_tensor_tensor,
+    reduce_tensor_name,
+    subs_tensor_int,
+)
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import array_program
@@ -86,6 +91,7 @@ def exact_unary_getitem_tensor(op, arg):
 
 # op(lhs, rhs) of two tensors: align shared inputs by name, then broadcast.
 @exact.register(Binary, BinaryOp, Tensor, Tensor)
+@array_program("eager_binary", binary_tensor_tensor)  # same inputs: in one frame
 def exact_binary_tensor_tensor(op, lhs, rhs):
     if type(lhs.data) is not type(rhs.data):
         # Two backends raise; a Tensor of a numpy scalar meeting another backend's array is
@@ -165,6 +171,7 @@ def _dot(lhs, rhs):
 # plated elimination may make that call directly: algorithms.contract.replay).
 @exact.register(Reduce, Op, Tensor, frozenset)
 @array_program("reduce", reduce_array)
+@array_program("eager_reduce_name", reduce_tensor_name)  # one name: in one frame
 def exact_reduce_tensor(op, arg, reduced_vars):
     ikey = arg._ikey
     recipe = _REDUCE_RECIPES.get((ikey, reduced_vars))
@@ -202,6 +209,7 @@ def _reduce_recipe(ikey: tuple, reduced_vars: frozenset) -> tuple:
 # Substituting into a tensor is indexing: numbers select, variables rename, slices slice,
 # and Bint-valued tensors index by advanced indexing (broadcasting by name).
 @exact.register(Subs, Tensor, tuple)
+@array_program("eager_subs_int", subs_tensor_int)  # f(i=0): in one frame
 def exact_subs_tensor(arg, subs):
     if len(subs) == 1:
         name, value = subs[0]

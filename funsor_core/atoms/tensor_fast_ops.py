@@ -1,0 +1,257 @@
+"""The eager Tensor operators' commonest cases in one frame each (issue #29: the eager op).
+
+Each function here returns exactly what one exact Tensor rule returns for the arguments it
+accepts, and None for any other (then the operator runs the rules as before). The rule
+registers it as its eager program (``engine/fast_path.py``), so it runs only where that rule is
+the first one the active interpretation would call and nothing else would run: a user rule
+ahead of the built-in one, ``lazy``, a tape or the debug log turn it off. Nothing here reads an
+array's values, so traced jax arrays take the same path as concrete ones.
+
+- ``binary_tensor_tensor``: two Tensors of one array type with the same inputs (in another
+  order the right array is permuted first, by a cached permutation, as ``align_binary`` does),
+  outputs of one rank, an elementwise op with no parameters whose output domain is already
+  known (cached, so the combination was checked before). The array is the backend kernel's
+  answer; the result is built as ``Tensor.make`` builds it.
+- ``subs_tensor_int``: ``t(i=k)`` for a Python int ``k`` in ``range(n)`` of an input
+  ``i: Bint[n]``: one basic index on the input's axis, the kept inputs from a cache keyed by
+  (inputs, name). Negative and out-of-range ``k`` take the general path and its error.
+- ``reduce_tensor_name``: ``t.reduce(op, "i")`` for a reduction op and one input name: one
+  kernel call over that axis, the kept inputs from a cache keyed by (inputs, name).
+
+Example:
+    >>> x = fc.Tensor(np.arange(4.0).reshape(2, 2), {"i": fc.Bint[2], "j": fc.Bint[2]})
+    >>> y = x + x  # the fast case the first time its output domain is known
+    >>> binary_tensor_tensor(ops.add, x, x).data
+    array([[0., 2.],
+           [4., 6.]])
+    >>> subs_tensor_int(x, "i", 1).data, subs_tensor_int(x, "i", 2) is None
+    (array([2., 3.]), True)
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.cache import FastCache
+from funsor_core.engine.fast_path import eager_programs, eager_rules
+from funsor_core.ops.domain_rules import _DOMAINS
+from funsor_core.terms.base import Binary, Funsor, Subs
+
+__all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
+
+_new = object.__new__
+
+
+def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
+    """``exact_binary_tensor_tensor(op, lhs, rhs)`` where both have one array type and the
+    same inputs (in any order: the right array is permuted to the left's order), outputs of one
+    rank, and ``op``'s output domain for their outputs is cached; None otherwise.
+
+    Example:
+        >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+        >>> y = x * x
+        >>> binary_tensor_tensor(ops.mul, x, x).data
+        array([1., 1.])
+    """
+    ld, rd = lhs.data, rhs.data
+    typ = type(ld)
+    if typ is not type(rd):
+        return None
+    # What op(ld, rd) calls: the kernel registered for the type (else the op's own cache).
+    kernel = op.kernels.get(typ) or op._cache.get((typ, typ))
+    entry = _BINARY_ENTRIES.get((op, kernel, lhs.output, rhs.output))
+    if entry is None:
+        entry = _binary_entry(op, kernel, lhs.output, rhs.output)
+    if not entry:
+        return None
+    fn, bool_dtype, out = entry
+    ikey, rkey = lhs._ikey, rhs._ikey
+    if ikey is not rkey and ikey != rkey:  # the same inputs in another order, or decline
+        rank = len(rhs.output.shape)
+        perm = _PERMS.get((ikey, rkey, rank))
+        if perm is None:
+            perm = _PERM_CACHE.put((ikey, rkey, rank), _permutation(ikey, rkey, rank))
+        permute = ops.permute.kernels.get(typ)
+        if not perm or permute is None:
+            return None
+        rd = permute(rd, perm)  # as align_binary's ops.permute
+    # The backend casts bool arrays (Bint[2]) to integers first: then its wrapper runs.
+    if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
+        fn = kernel
+    data = fn(ld, rd)
+    result = _new(Tensor)  # as Tensor.make(data, lhs.inputs, out.dtype, ikey, out)
+    result._args = (data, ikey, out.dtype)
+    result.data = data
+    result._ikey = ikey
+    result.inputs = lhs.inputs
+    result.output = out
+    return result
+
+
+def _permutation(ikey: tuple, rkey: tuple, rank: int) -> tuple:
+    # The axes of the right array in the left's input order (then its output dims), or ()
+    # where the (name, domain) pairs differ: aligning, or the general path's error.
+    if len(ikey) != len(rkey) or set(ikey) != set(rkey):
+        return ()
+    names = [n for n, _ in rkey]
+    return tuple(names.index(n) for n, _ in ikey) + tuple(range(len(rkey), len(rkey) + rank))
+
+
+# (left inputs, right inputs, right output rank) -> _permutation. Bounded.
+_PERM_CACHE = FastCache("tensor.fast_permutation", 4096)
+_PERMS = _PERM_CACHE.data
+
+
+def _binary_entry(op, kernel, lo, ro) -> tuple | None:
+    # (raw kernel, the bool dtype it must not see, output domain), or () for a case the rule
+    # computes otherwise (bound parameters, matmul, outputs of two ranks), or None (nothing
+    # cached) until infer_domain has accepted the two outputs once, on the general path.
+    out = _DOMAINS.get((op, (lo, ro)))
+    if out is None or kernel is None:
+        return None
+    entry = ()
+    if (not op.params and op.base is not ops.matmul and len(lo.shape) == len(ro.shape)
+            and type(op).__call__ is ops.BinaryOp.__call__):
+        fn, bool_dtype = getattr(kernel, "unless_bool", (kernel, None))
+        entry = (fn, bool_dtype, out)
+    return _BINARY_CACHE.put((op, kernel, lo, ro), entry)
+
+
+# (op, its kernel, output domains) -> _binary_entry. Keyed by the kernel too, so a kernel
+# registered later makes a new key instead of a stale entry. Bounded.
+_BINARY_CACHE = FastCache("tensor.fast_binary", 4096)
+_BINARY_ENTRIES = _BINARY_CACHE.data
+
+
+def subs_tensor_int(arg: Tensor, name: str, value: int) -> Tensor | None:
+    """``exact_subs_tensor(arg, ((name, Number(value, arg.inputs[name])),))`` for an input
+    ``name: Bint[n]`` of ``arg`` and an int ``0 <= value < n``; None otherwise.
+
+    Example:
+        >>> x = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> subs_tensor_int(x, "j", 2).data, subs_tensor_int(x, "j", -1)
+        (array([2., 5.]), None)
+    """
+    ikey = arg._ikey
+    recipe = _SUBS_RECIPES.get((ikey, name))
+    if recipe is None:
+        recipe = _SUBS_CACHE.put((ikey, name), _subs_recipe(ikey, name))
+    lead, size, inputs, new_ikey = recipe
+    if not 0 <= value < size:
+        return None
+    data = arg.data[value] if lead is None else arg.data[lead + (value,)]
+    out = arg.output
+    result = _new(Tensor)  # as index_tensor_number's Tensor.make
+    result._args = (data, new_ikey, out.dtype)
+    result.data = data
+    result._ikey = new_ikey
+    result.inputs = inputs
+    result.output = out
+    return result
+
+
+def _subs_recipe(ikey: tuple, name: str) -> tuple:
+    names = [n for n, _ in ikey]
+    if name not in names:  # not an input: nothing to index (the caller's case)
+        return None, 0, None, None
+    pos = names.index(name)
+    domain = ikey[pos][1]
+    size = domain.size if domain.dtype != "real" else 0  # a real input is never an index
+    new_ikey = ikey[:pos] + ikey[pos + 1:]
+    return ((slice(None),) * pos if pos else None), size, dict(new_ikey), new_ikey
+
+
+# (input signature, name) -> (leading slices, size, kept inputs, their ikey). Bounded.
+_SUBS_CACHE = FastCache("tensor.fast_subs", 4096)
+_SUBS_RECIPES = _SUBS_CACHE.data
+
+
+def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
+    """``exact_reduce_tensor(op, arg, frozenset({name}))`` for a real Tensor with input
+    ``name`` and a reduction op; None otherwise.
+
+    Example:
+        >>> x = fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> reduce_tensor_name(ops.add, x, "i").data
+        array([0., 0., 0.])
+    """
+    out = arg.output
+    if out.dtype != "real":  # integer sums widen the bound: the rule's own path
+        return None
+    ikey = arg._ikey
+    recipe = _REDUCE_RECIPES.get((ikey, name))
+    if recipe is None:
+        recipe = _REDUCE_CACHE.put((ikey, name), _reduce_recipe(ikey, name))
+    axis, inputs, new_ikey = recipe
+    data = ops.REDUCE_OPS[op](arg.data, axis=axis)
+    result = _new(Tensor)  # as exact_reduce_tensor's Tensor.make
+    result._args = (data, new_ikey, out.dtype)
+    result.data = data
+    result._ikey = new_ikey
+    result.inputs = inputs
+    result.output = out
+    return result
+
+
+def _reduce_recipe(ikey: tuple, name: str) -> tuple:
+    pos = [n for n, _ in ikey].index(name)
+    new_ikey = ikey[:pos] + ikey[pos + 1:]
+    return (pos,), dict(new_ikey), new_ikey
+
+
+# (input signature, name) -> (axes, kept inputs, their ikey). Bounded.
+_REDUCE_CACHE = FastCache("tensor.fast_reduce", 4096)
+_REDUCE_RECIPES = _REDUCE_CACHE.data
+
+
+# Tensor's own binary operators: ``x + y`` of two Tensors asks for the rule and its eager
+# program with a key fixed per op (no isinstance, no key built per call), then falls back to
+# Funsor's operator (terms/operators.py), which runs the whole rule path.
+_EAGER_BINARY = eager_programs("eager_binary")
+
+
+def _tensor_binary_method(op, generic):
+    key = (Binary, type(op), Tensor, Tensor)
+
+    def method(self, other):
+        if type(other) is Tensor and type(self) is Tensor:
+            rules = eager_rules(key)
+            if rules and _EAGER_BINARY.get(rules[0]) is binary_tensor_tensor:
+                result = binary_tensor_tensor(op, self, other)
+                if result is not None:
+                    return result
+        return generic(self, other)
+
+    method.__doc__ = generic.__doc__
+    return method
+
+
+for _name, _op in {"add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv,
+                   "pow": ops.pow, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
+                   "eq": ops.eq, "ne": ops.ne}.items():
+    setattr(Tensor, f"__{_name}__",
+            _tensor_binary_method(_op, getattr(Funsor, f"__{_name}__")))
+del _name, _op
+
+
+# Tensor's own ``t(i=0)``: the substitution's rule and eager program by a fixed key, then
+# Funsor's ``__call__`` (terms/base.py) for every other call.
+_EAGER_SUBS = eager_programs("eager_subs_int")
+_SUBS_KEY = (Subs, Tensor, tuple)
+_funsor_call = Funsor.__call__
+
+
+def _tensor_call(self, *args, **kwargs):
+    if not args and len(kwargs) == 1 and type(self) is Tensor:
+        ((name, value),) = kwargs.items()
+        if type(value) is int:
+            rules = eager_rules(_SUBS_KEY)
+            if rules and _EAGER_SUBS.get(rules[0]) is subs_tensor_int:
+                result = subs_tensor_int(self, name, value)
+                if result is not None:
+                    return result
+    return _funsor_call(self, *args, **kwargs)
+
+
+_tensor_call.__doc__ = _funsor_call.__doc__
+Tensor.__call__ = _tensor_call

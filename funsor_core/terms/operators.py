@@ -1,0 +1,106 @@
+"""The operator methods of every funsor: ``f + g`` is ``Binary(ops.add, f, g)``, ``-f`` is
+``Unary(ops.neg, f)``, ``f.sum()`` is ``ops.sum(f)``, installed on ``Funsor`` when the terms
+package loads (``terms/__init__.py`` imports this module right after ``terms/base.py``).
+
+The hot path of every eager op: a funsor operand skips ``to_funsor``'s call; when the
+interpretation would only run its rules (``engine/fast_path.py``), ``Binary._prepare``'s checks
+are made here and the rules run directly, without the constructor's and interpreter's frames:
+the same rules, the same errors, the same term. Before that, the first rule's eager program
+(``eager_programs("eager_binary")``), where it has one, may answer the commonest case (two
+Tensors with the same inputs) in one frame, or decline.
+
+Example:
+    >>> x = fc.Tensor(np.arange(3.0), {"i": fc.Bint[3]})
+    >>> (x + x).data, (-x).data, (x < 1.0).data
+    (array([0., 2., 4.]), array([-0., -1., -2.]), array([ True, False, False]))
+"""
+
+from __future__ import annotations
+
+from funsor_core import ops
+from funsor_core.engine.fast_path import eager_programs, eager_rules, run_rules
+from funsor_core.engine.protocol import Term
+from funsor_core.terms.base import Binary, Funsor, Number, Unary, binary_domains, to_funsor
+
+__all__: list = []
+
+# The first rule's one-frame answer for the commonest eager case (a live table).
+_EAGER_BINARY = eager_programs("eager_binary")
+
+
+def _float_number(x: float) -> Funsor:
+    # ``Number(x)`` (its _prepare keeps a float as it is): when building it would only run
+    # its rules, run them here, without the constructor's and interpreter's frames.
+    rules = eager_rules(_FLOAT_NUMBER)
+    return Number(x) if rules is None else run_rules(rules, Number, (x, "real"))
+
+
+_FLOAT_NUMBER = (Number, float, str)
+
+
+def _binary_method(op, reflected: bool):
+    op_type = type(op)
+
+    def method(self, other):
+        if not isinstance(other, Funsor):
+            other = _float_number(other) if type(other) is float else to_funsor(other)
+        lhs, rhs = (other, self) if reflected else (self, other)
+        rules = eager_rules((Binary, op_type, type(lhs), type(rhs)))
+        if not rules:
+            return Binary(op, lhs, rhs)
+        fast = _EAGER_BINARY.get(rules[0])
+        if fast is not None and (result := fast(op, lhs, rhs)) is not None:
+            return result
+        binary_domains(op, lhs, rhs)
+        return run_rules(rules, Binary, (op, lhs, rhs))
+
+    method.__doc__ = f"``ops.{op.name}`` elementwise, broadcasting inputs by name."
+    return method
+
+
+def _reduction_method(op, default_axis=None):
+    def method(self, axis=default_axis, keepdims=False):
+        return op(self, axis=axis, keepdims=keepdims)
+    method.__doc__ = f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
+    return method
+
+
+def _unary_method(op):
+    op_type = type(op)
+
+    def method(self):
+        # Unary has no checks of its own: the rules run directly (see _binary_method).
+        rules = eager_rules((Unary, op_type, type(self)))
+        return run_rules(rules, Unary, (op, self)) if rules else Unary(op, self)
+
+    method.__doc__ = f"``ops.{op.name}`` elementwise."
+    return method
+
+
+_BINARY_METHODS = {
+    "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.truediv, "pow": ops.pow,
+    "matmul": ops.matmul, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
+    "floordiv": ops.floordiv, "mod": ops.mod, "lshift": ops.lshift, "rshift": ops.rshift,
+}
+_COMPARISONS = {"lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge, "eq": ops.eq,
+                "ne": ops.ne}
+_UNARY_METHODS = {
+    "__neg__": ops.neg, "__abs__": ops.abs, "__invert__": ops.invert, "exp": ops.exp,
+    "log": ops.log, "log1p": ops.log1p, "expm1": ops.expm1, "sqrt": ops.sqrt,
+    "sigmoid": ops.sigmoid, "tanh": ops.tanh, "reciprocal": ops.reciprocal,
+    "abs": ops.abs, "atanh": ops.atanh,
+}
+for _name, _op in _BINARY_METHODS.items():
+    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
+    setattr(Funsor, f"__r{_name}__", _binary_method(_op, True))
+for _name, _op in _COMPARISONS.items():
+    setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
+for _name, _op in _UNARY_METHODS.items():
+    setattr(Funsor, _name, _unary_method(_op))
+for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
+                   "max": ops.amax, "min": ops.amin, "mean": ops.mean, "all": ops.all,
+                   "any": ops.any}.items():
+    setattr(Funsor, _name, _reduction_method(_op))
+Funsor.argmax = _reduction_method(ops.argmax, -1)
+Funsor.argmin = _reduction_method(ops.argmin, -1)
+Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it
