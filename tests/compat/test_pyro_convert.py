@@ -92,3 +92,21 @@ def test_funsor_to_mvn_and_cat_and_mvn_recover_the_parameters():
     torch.testing.assert_close(mixture.precision_matrix[0], mvn.precision_matrix)
     single = funsor_to_mvn(dist_to_funsor(mvn, ("a", "c"))(value="v"), 2, ("a", "c"))
     torch.testing.assert_close(single.covariance_matrix, mvn.covariance_matrix)
+
+
+def test_funsor_distribution_log_prob_sample_and_expand():
+    pytest.importorskip("pyro")
+    from funsor_core.pyro.distribution import FunsorDistribution
+
+    logits = torch.randn(3, 4).log_softmax(-1)  # batch 3, 4 values
+    d = FunsorDistribution(tensor_to_funsor(logits, ("value",)), (3,), (), 4)
+    expected = td.Categorical(logits=logits)
+    value = expected.sample((2,))
+    torch.testing.assert_close(d.log_prob(value), expected.log_prob(value))
+    draws = d.sample((5,))
+    assert draws.shape == (5, 3) and bool(((draws >= 0) & (draws < 4)).all())
+    wide = d.expand((2, 3))
+    assert wide.batch_shape == (2, 3)
+    torch.testing.assert_close(wide.log_prob(value), expected.log_prob(value))
+    with pytest.raises(ValueError, match="input 'value'"):
+        FunsorDistribution(tensor_to_funsor(logits, ("x",)), (3,), (), 4)
