@@ -65,6 +65,8 @@ SOURCES = {
     "util": ("funsor_core.engine.backend",),
     "compat": (),
     "compat.ops": ("funsor_core.ops",),
+    "ops.tracer": ("funsor_core.compat.not_built",),  # each raises NotImplementedError
+    "torch.provenance": ("funsor_core.compat.not_built",),
     "torch.ops": ("funsor_core.ops",),
     "jax.ops": ("funsor_core.ops",),
 }

@@ -126,4 +126,5 @@ def _funsor_distribution_class():
             return new
 
     FunsorDistribution.__module__ = __name__
+    FunsorDistribution.__qualname__ = "FunsorDistribution"
     return FunsorDistribution
