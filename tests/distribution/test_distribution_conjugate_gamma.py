@@ -6,6 +6,7 @@ Oracle: scipy's Gamma densities integrated over the rate by quadrature (float64)
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -25,6 +26,7 @@ A0, R0, A = [0.7, 2.0], [1.5, 0.4], [1.3, 0.6]  # prior shape and rate, likeliho
 X = [0.8, 2.5]
 
 
+@functools.cache  # the same four integrals serve every backend
 def _quad_log(a0, r0, a, x):
     f = lambda lam: st.gamma.pdf(lam, a0, scale=1 / r0) * st.gamma.pdf(x, a, scale=1 / lam)
     return math.log(scipy.integrate.quad(f, 0, np.inf, epsabs=0, epsrel=1e-11, limit=200)[0])
