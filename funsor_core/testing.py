@@ -306,12 +306,12 @@ def random_scale_tril(*shape) -> Any:
     return backend_module().asarray(data, "real")
 
 
-def random_mvn(batch_shape, dim: int):
+def random_mvn(batch_shape, dim: int, diag: bool = False):
     """A random multivariate normal of batch shape ``batch_shape`` and event size ``dim``: as
     funsor's helper, the backend's distribution object where it has a library of them
     (``torch.distributions``; numpyro's on jax, if installed), else (numpy) a
     ``MultivariateNormal`` funsor built under ``reflect`` with batch output shape
-    ``batch_shape`` and event ``Reals[dim]``.
+    ``batch_shape`` and event ``Reals[dim]``. ``diag=True``: a diagonal covariance.
 
     Example:
         >>> d = random_mvn((2,), 3)
@@ -321,6 +321,8 @@ def random_mvn(batch_shape, dim: int):
     batch_shape = tuple(batch_shape)
     loc = randn(batch_shape + (dim,))
     scale_tril = random_scale_tril(batch_shape + (dim, dim))
+    if diag:
+        scale_tril = ops.diag_embed(ops.diagonal(scale_tril, -2, -1))
     library = getattr(backend_module(), "distributions", None)
     try:
         library = library and library()
