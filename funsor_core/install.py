@@ -62,9 +62,11 @@ SOURCES = {
     "montecarlo": ("funsor_core.montecarlo", "interpretations.monte_carlo"),
     "approximations": ("funsor_core.approximations", "interpretations.approximations"),
     "joint": ("interpretations.moment_matching",),
-    "util": ("funsor_core.engine.backend",),
+    "util": ("funsor_core.engine.backend", "funsor_core.domains"),  # broadcast_shape
     "compat": (),
     "compat.ops": ("funsor_core.ops",),
+    "ops.tracer": ("funsor_core.compat.not_built",),  # each raises NotImplementedError
+    "torch.provenance": ("funsor_core.compat.not_built",),
     "torch.ops": ("funsor_core.ops",),
     "jax.ops": ("funsor_core.ops",),
 }

@@ -306,10 +306,12 @@ def random_scale_tril(*shape) -> Any:
     return backend_module().asarray(data, "real")
 
 
-def random_mvn(batch_shape, dim: int):
-    """A random ``MultivariateNormal`` funsor (built under ``reflect``, so it stays a
-    distribution) with batch output shape ``batch_shape`` and event ``Reals[dim]``. funsor's
-    helper returns a pyro or numpyro object; this is the funsor of it.
+def random_mvn(batch_shape, dim: int, diag: bool = False):
+    """A random multivariate normal of batch shape ``batch_shape`` and event size ``dim``: as
+    funsor's helper, the backend's distribution object where it has a library of them
+    (``torch.distributions``; numpyro's on jax, if installed), else (numpy) a
+    ``MultivariateNormal`` funsor built under ``reflect`` with batch output shape
+    ``batch_shape`` and event ``Reals[dim]``. ``diag=True``: a diagonal covariance.
 
     Example:
         >>> d = random_mvn((2,), 3)
@@ -317,8 +319,18 @@ def random_mvn(batch_shape, dim: int):
         ('MultivariateNormal', {'value': Reals[2, 3]})
     """
     batch_shape = tuple(batch_shape)
-    loc = Tensor(randn(batch_shape + (dim,)))
-    scale_tril = Tensor(random_scale_tril(batch_shape + (dim, dim)))
+    loc = randn(batch_shape + (dim,))
+    scale_tril = random_scale_tril(batch_shape + (dim, dim))
+    if diag:
+        scale_tril = ops.diag_embed(ops.diagonal(scale_tril, -2, -1))
+    library = getattr(backend_module(), "distributions", None)
+    try:
+        library = library and library()
+    except ImportError:  # jax without numpyro
+        library = None
+    if library is not None:
+        return library.MultivariateNormal(loc, scale_tril=scale_tril)
+    loc, scale_tril = Tensor(loc), Tensor(scale_tril)
     with reflect:
         return MultivariateNormal(loc, scale_tril)
 

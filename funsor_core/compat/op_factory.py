@@ -7,6 +7,13 @@ Example:
     ...     return x * 2
     >>> double(fc.Variable("v", fc.Reals[2])).output, double(np.array([1.0, 2.0]))
     (Reals[2], array([2., 4.]))
+    >>> from funsor_core.terms.product import Product
+    >>> @make_op
+    ... def split(x: fc.Reals[4]) -> Product[fc.Reals[2], fc.Reals[2]]:
+    ...     return x[..., :2], x[..., 2:]
+    >>> lo, hi = split(fc.Tensor(np.arange(4.0)))  # a Tuple of Tensors
+    >>> hi.data
+    array([2., 3.])
 """
 
 from __future__ import annotations
@@ -18,8 +25,23 @@ from collections.abc import Callable
 from funsor_core import ops
 from funsor_core.domains import Dependent, Domain
 from funsor_core.ops.domain_rules import domain_rule
+from funsor_core.terms.product import ProductDomain
 
-__all__ = ["make_op"]
+__all__ = ["make_op", "TupleUnaryOp"]
+
+
+class TupleUnaryOp(ops.UnaryOp):
+    """The family of the one-argument ops that ``make_op`` builds with a ``Product[...]``
+    output: on arrays they return a tuple, on Tensors a ``Tuple`` of Tensors (the rule is
+    ``exact_unary_tupleop_tensor``), on other funsors a lazy ``Unary``.
+
+    Example:
+        >>> isinstance(ops.make_op("pair", TupleUnaryOp), ops.UnaryOp)
+        True
+    """
+
+    __slots__ = ()
+
 
 _FAMILIES = {1: ops.UnaryOp, 2: ops.BinaryOp}
 
@@ -35,7 +57,8 @@ def make_op(fn: Callable) -> ops.Op:
 
     Raises:
         TypeError: a missing annotation, or a domain that does not match the argument's.
-        NotImplementedError: other arities, or a tuple (``Product``) output.
+        NotImplementedError: other arities, or a tuple (``Product[...]``) output of a
+            two-argument op (one argument: its values are tuples, on Tensors a ``Tuple``).
 
     Example:
         >>> @make_op
@@ -56,9 +79,12 @@ def make_op(fn: Callable) -> ops.Op:
         raise TypeError(f"make_op({name}) needs a return annotation: a domain or "
                         "Dependent[lambda ...: domain]")
     output = hints["return"]
-    if not isinstance(output, (Domain, Dependent)):
-        raise NotImplementedError(f"make_op({name}): an output {output!r} is not built; a "
-                                  "domain or Dependent[...] is")
+    if isinstance(output, ProductDomain) and family is ops.UnaryOp:
+        family = TupleUnaryOp
+    elif not isinstance(output, (Domain, Dependent)):
+        raise NotImplementedError(f"make_op({name}): an output {output!r} is not built for "
+                                  f"{len(params)} arguments; a domain or Dependent[...] is "
+                                  "(and Product[...] for one argument)")
     inputs = [hints.get(p) for p in params]
     op = ops.make_op(name, family)
     op.register(object, fn)  # every array type: fn itself computes

@@ -490,6 +490,10 @@ def _validate(cls, params: tuple) -> None:
     for (name, param), p in zip(cls.params.items(), params):
         if type(p) is Number:  # a Number holds no backend's array: checked on numpy
             numbers_in = True
+            if p.data != p.data:  # NaN breaks every constraint, REAL's too; a float compare
+                _raise_if_bad(cls, name, "a number (not NaN)",  # is free (an array's is not)
+                              Tensor.make(np.asarray(p.data, dtype=np.float64), {}),
+                              np.asarray(False))
             if not param.constraint.trivial and not _number_ok(param.constraint, p.data):
                 host = Tensor.make(np.asarray(p.data, dtype=np.float64), {})
                 _raise_if_bad(cls, name, param.constraint.describe, host,

@@ -10,9 +10,13 @@ Dirichlet(a)               Categorical  Categorical(a / sum(a))         Dirichle
 Dirichlet(a)               Multinomial  DirichletMultinomial(a, n)      Dirichlet(a + x)
 Gamma(a, r)                Poisson      GammaPoisson(a, r)              Gamma(a + x, r + 1)
 Gamma(a, r)                Poisson(c p) GammaPoisson(a, r / c)          Gamma(a + x, r + c)
+Gamma(a0, r)               Gamma(a, p)  compound gamma, below           Gamma(a0 + a, r + x)
 =========================  ===========  ==============================  ======================
 
-so that ``prior(p) + likelihood(p, x) = posterior(p) + compound(x)`` exactly. A Poisson's rate
+so that ``prior(p) + likelihood(p, x) = posterior(p) + compound(x)`` exactly. The compound
+gamma (a Gamma whose rate has a Gamma prior; ``x / r`` is beta-prime) has no family here: it
+is the expression ``(a - 1) log x + a0 log r - (a + a0) log(x + r) - log B(a, a0)`` of
+``x``, a Tensor once ``x`` is observed. A Poisson's rate
 may be ``c * p``, ``c`` a constant (an exposure): what a plate of Poisson counts collapses to.
 The rules in ``interpretations/exact/conjugate.py`` decide when to apply these;
 ``collapse_plate`` turns a plate of i.i.d. observations into one likelihood of their
@@ -135,6 +139,19 @@ def _gamma_poisson_post(prior, lik):
                  prior.value)
 
 
+def _gamma_gamma(prior, lik):
+    # int Gamma(l; a0, r) Gamma(x; a, l) dl
+    #   = r^a0 x^(a-1) / B(a, a0) / (x + r)^(a + a0)       (the compound gamma density)
+    a0, r, a, x = prior.concentration, prior.rate, lik.concentration, lik.value
+    log_beta = ops.lgamma(a) + ops.lgamma(a0) - ops.lgamma(a + a0)
+    return (a - 1.0) * ops.log(x) + a0 * ops.log(r) - (a + a0) * ops.log(x + r) - log_beta
+
+
+def _gamma_gamma_post(prior, lik):
+    # l^a0-1 e^(-r l) * l^a e^(-x l): Gamma(a0 + a, r + x) in l.
+    return Gamma(prior.concentration + lik.concentration, prior.rate + lik.value, prior.value)
+
+
 # (prior family, likelihood family) -> (the likelihood's parameter that is the prior's value,
 # compound, posterior).
 CONJUGATE = {
@@ -143,6 +160,7 @@ CONJUGATE = {
     (Dirichlet, Categorical): ("probs", _dirichlet_categorical, _dirichlet_categorical_post),
     (Dirichlet, Multinomial): ("probs", _dirichlet_multinomial, _dirichlet_multinomial_post),
     (Gamma, Poisson): ("rate", _gamma_poisson, _gamma_poisson_post),
+    (Gamma, Gamma): ("rate", _gamma_gamma, _gamma_gamma_post),
 }
 
 

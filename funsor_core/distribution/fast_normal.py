@@ -84,8 +84,8 @@ def _parse(args: tuple, kwargs: dict) -> tuple | None:
     if type(loc) is Variable:
         if loc.output is not Real or loc.name == name:
             return None
-    elif not _constant(loc):
-        return None
+    elif not _constant(loc) or _nan_number(loc):
+        return None  # the general path raises for a NaN loc, naming it
     if not _constant(scale) or not _positive(scale):
         return None
     return loc, scale, value
@@ -99,6 +99,14 @@ def _constant(x: Any) -> bool:
     if typ is Tensor:
         return not x.inputs and x.output is Real and ops.is_floating(x.data)
     return is_array(x) and not x.shape and ops.is_floating(x)
+
+
+def _nan_number(x: Any) -> bool:
+    # A Python number (or Number) that is NaN; arrays are not checked here (see issue #28:
+    # a comparison and its bool cost more than 3% of this path).
+    typ = type(x)
+    value = x if typ is float else x.data if typ is Number else 0.0
+    return value != value
 
 
 def _positive(scale: Any) -> bool:

@@ -32,6 +32,7 @@ from interpretations.exact import (  # noqa: E402,F401
     integrate,
     markov,
     number_stack,
+    op_factory,
     scatter,
     tensor,
     terms,

@@ -3,7 +3,7 @@ conjugate.py``).
 
 - Marginal: ``(prior(p) + lik(p, x)).reduce(logaddexp, p)`` is the compound distribution of
   ``x`` (Beta-Bernoulli, Beta-Binomial, Dirichlet-Categorical, Dirichlet-Multinomial,
-  Gamma-Poisson), for any ``x``, observed or not.
+  Gamma-Poisson, Gamma-Gamma), for any ``x``, observed or not.
 - Conditioning: with an observed ``x`` (Tensors throughout), ``prior(p) + lik(p, x)`` is
   rewritten to ``posterior(p) + evidence``, the evidence a Tensor. Further observations
   update the posterior in turn; reducing over ``p`` then drops the (normalized) posterior.

@@ -11,6 +11,7 @@ import pytest
 import funsor_core as fc
 from funsor_core.domains import Array, Dependent
 from funsor_core.op_factory import make_op
+from funsor_core.terms.product import Product, Tuple
 
 
 def test_make_op_builds_terms_and_computes_on_arrays_and_tensors():
@@ -44,3 +45,29 @@ def test_make_op_checks_annotated_domains_and_refuses_what_is_not_built():
         make_op(lambda a, b, c: a)
     with pytest.raises(TypeError, match="return annotation"):
         make_op(lambda a: a)
+
+
+def test_make_op_with_a_product_output_gives_tuples():
+    # Oracle: the same numpy slicing done by hand, batch by batch.
+    @make_op
+    def _split(x: fc.Reals[2, 3]) -> Product[fc.Reals[3], fc.Reals[3]]:
+        return x[..., 0, :] * 2.0, x[..., 1, :] - 1.0
+
+    term = _split(fc.Variable("x", fc.Reals[2, 3]))
+    assert isinstance(term, fc.Unary) and term.output == Product[fc.Reals[3], fc.Reals[3]]
+    xd = np.random.default_rng(1).normal(size=(4, 2, 3))
+    lo, hi = _split(xd)
+    np.testing.assert_allclose(lo, xd[:, 0] * 2.0)
+    result = _split(fc.Tensor(xd, {"a": fc.Bint[4]}))
+    assert isinstance(result, Tuple) and len(result) == 2
+    for part, expected in zip(result, (xd[:, 0] * 2.0, xd[:, 1] - 1.0)):
+        assert isinstance(part, fc.Tensor) and part.inputs == {"a": fc.Bint[4]}
+        np.testing.assert_allclose(part.data, expected)
+    np.testing.assert_allclose(term(x=xd[0])[1].data, xd[0, 1] - 1.0)  # lazy, then evaluated
+
+    @make_op
+    def _bad(x: fc.Reals[2]) -> Product[fc.Real, fc.Real]:
+        return x[..., 0]
+
+    with pytest.raises(TypeError, match="must return a tuple of 2 arrays"):
+        _bad(fc.Tensor(np.zeros(2)))
