@@ -153,8 +153,8 @@ class Funsor(Term):
                         subs = ((k, number),)
                         return (run_rules(rules, Subs, (self, subs)) if rules
                                 else Subs(self, subs))
-                return Subs(self, ((k, v if isinstance(v, Funsor) else to_funsor(v, domain)),))
-            pairs = tuple((k, v if isinstance(v, Funsor) else to_funsor(v, inputs[k]))
+                return Subs(self, ((k, v if isinstance(v, Funsor) else _subs_value(k, v, domain)),))
+            pairs = tuple((k, v if isinstance(v, Funsor) else _subs_value(k, v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
             return Subs(self, pairs) if pairs else self
         if len(args) > len(self.inputs):
@@ -165,7 +165,7 @@ class Funsor(Term):
             if name in subs:
                 raise ValueError(f"input '{name}' given both positionally and by name")
             subs[name] = value
-        pairs = tuple((k, to_funsor(v, self.inputs[k])) for k, v in subs.items()
+        pairs = tuple((k, _subs_value(k, v, self.inputs[k])) for k, v in subs.items()
                       if k in self.inputs)
         if not pairs:
             return self
@@ -493,6 +493,15 @@ class Align(Funsor):
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
 # Bounded, so that a loop over fresh integers or fresh Bint sizes keeps memory flat.
 _BINT_NUMBERS = FastCache("terms.bint_numbers", 4096)
+
+
+def _subs_value(name: str, value, domain: Domain) -> Funsor:
+    """``to_funsor(value, domain)`` for ``f(name=value)``: a bad value's error names the input."""
+    try:
+        return to_funsor(value, domain)
+    except DomainError as e:
+        raise DomainError(f"substituting {name}={value!r} into an input of domain {domain}: "
+                          f"{e}") from None
 
 
 def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:

@@ -42,10 +42,16 @@ def test_substitution_domain_errors(interp):
 
 def test_integer_out_of_range():
     f = random_tensor({"i": Bint[2]})
-    with pytest.raises(DomainError, match=r"Number\(5\) is out of range for Bint\[2\]"):
+    with pytest.raises(DomainError, match=r"substituting i=5 into an input of domain Bint\[2\]: "
+                                          r"Number\(5\) is out of range for Bint\[2\]"):
         f(i=5)
-    with pytest.raises(DomainError, match=r"Number\(-1\) is out of range for Bint\[2\]"):
+    with pytest.raises(DomainError, match=r"i=-1 .* Number\(-1\) is out of range for Bint\[2\]"):
         f(i=-1)
+    g = random_tensor({"i": Bint[2], "j": Bint[3]})
+    with pytest.raises(DomainError, match=r"substituting j=3 into an input of domain Bint\[3\]"):
+        g(0, 3)  # positionally: the second input is j
+    with pytest.raises(DomainError, match=r"substituting i=0.5 .* must be an integer"):
+        g(i=0.5, j=1)
     bad = fc.Tensor(np.array([0, 1, 3]), {"n": Bint[3]}, 2)
     with pytest.raises(DomainError, match=r"into 'i' of Bint\[2\]: index values span \[0, 3\]"):
         f(i=bad)
