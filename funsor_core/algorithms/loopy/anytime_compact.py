@@ -200,14 +200,15 @@ class CompactResult(BPResult):
         self.graph, self.semiring, self.tol = graph, semiring, tol
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
         self.layout, self.compact_f2v, self._inner = layout, compact_f2v, inner
-        self.buckets, self._factor_updates = buckets, None
+        self.buckets, self._factor_updates, self._computed = buckets, None, None
 
     @classmethod
     def of(cls, graph: FactorGraph, layout: CompactLayout, inner: BPResult) -> CompactResult:
         """``inner`` (a ``BPResult`` on ``compact_graph(graph, layout)``) on full domains."""
         out = cls(graph, layout, inner.semiring, inner.f2v, inner.residuals, inner.num_iters,
                   inner.num_messages, inner.tol, inner)
-        out._factor_updates = inner._factor_updates  # the residual schedule's own count
+        # the residual schedule's own counts
+        out._factor_updates, out._computed = inner._factor_updates, inner._computed
         return out
 
     @cached_property

@@ -26,7 +26,7 @@ Example:
     >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
     ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
     >>> g = FactorGraph.build([f])
-    >>> f2v, residuals, num_iters, num_messages, sends = residual_bp(
+    >>> f2v, residuals, num_iters, num_messages, sends, computed = residual_bp(
     ...     g, Semiring(), np.zeros((2, 2)), damping=0.0, tol=1e-10, max_iters=10)
     >>> np.round(np.exp(f2v[0]), 3), num_messages, sends
     (array([0.3, 0.7]), 2, array([1]))
@@ -201,9 +201,10 @@ class _Neighbourhood:
 def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
                 max_iters: int):
     """Residual BP with a priority queue (see the module docstring). Returns ``(f2v,
-    residuals, num_iters, num_messages, factor_updates)``; a residual (the largest priority)
-    is recorded every ``F`` updates and at convergence; ``factor_updates`` ``(F,)`` counts
-    each factor's sends."""
+    residuals, num_iters, num_messages, factor_updates, messages_computed)``; a residual (the
+    largest priority) is recorded every ``F`` updates and at convergence; the last two
+    ``(F,)`` count each factor's sends and the messages it computed (the first pass and the
+    recomputed stale ones: the price of the priorities)."""
     state = _State(graph, semiring, f2v)
     E = graph.num_edges
     # Undamped new messages of every edge, and each edge's priority, all at once to start.
@@ -223,6 +224,8 @@ def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
     per_iter, budget = max(len(active), 1), max_iters * max(len(active), 1)
     residuals, messages, updates = [], 0, 0
     sends = np.zeros(graph.num_factors, dtype=np.int64)
+    # messages computed per factor: the first pass, then every stale message recomputed
+    computed = np.array([len(vs) for vs in graph.factor_vars], dtype=np.int64)
 
     def top() -> float:
         while heap and heap[0][1] != stamp[heap[0][2]]:
@@ -250,7 +253,9 @@ def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
             new = ops.scatter_set(new, (stale,), fresh)
             edge_pri[stale] = scale * _dynamic_range(fresh, state.f2v[stale], state.nb,
                                                      _rows(state.states, stale))
-            touched.update(int(b) for b in graph.edge_factor[stale])
+            owners = graph.edge_factor[stale]
+            np.add.at(computed, owners, 1)
+            touched.update(owners.tolist())
         # a's own inputs did not change (v2f[i -> a] excludes f2v[a -> i]): only its
         # residual moves (to 0, or by the damping factor).
         edge_pri[edges] = scale * _dynamic_range(new[edges], state.f2v[edges], state.nb,
@@ -259,4 +264,4 @@ def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
             push(b)
         if updates % per_iter == 0:
             residuals.append(top())
-    return state.result_f2v(), residuals, len(residuals), messages, sends
+    return state.result_f2v(), residuals, len(residuals), messages, sends, computed

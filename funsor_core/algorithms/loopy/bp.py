@@ -63,10 +63,19 @@ class BPResult:
     ``converged``."""
 
     def __init__(self, graph, semiring, f2v, residuals, num_iters, num_messages, tol,
-                 factor_updates=None):
+                 factor_updates=None, messages_computed=None):
         self.graph, self.semiring, self.f2v = graph, semiring, f2v
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
         self.tol, self._factor_updates = tol, factor_updates
+        self._computed = messages_computed
+
+    @property
+    def messages_computed(self) -> np.ndarray:
+        """``(F,)`` messages each factor computed: residual BP also computes candidates it
+        does not send (to rank them); otherwise ``factor_updates`` times the arity."""
+        if getattr(self, "_computed", None) is not None:
+            return self._computed
+        return self.factor_updates * np.array([len(vs) for vs in self.graph.factor_vars])
 
     @property
     def factor_updates(self) -> np.ndarray:
@@ -212,7 +221,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     if ops.is_concrete(proto) and ops.is_concrete(f2v) and schedule != "flooding":
         # One factor at a time, touching its messages only (asynchronous.py).
         out = _asynchronous(graph, semiring, schedule, f2v, damping, tol, max_iters, rng_key)
-        return BPResult(graph, semiring, *out[:4], tol, factor_updates=out[4])
+        return BPResult(graph, semiring, *out[:4], tol, *out[4:])
     sweep = _SWEEPS[schedule](graph, semiring, damping, proto, rng_key, max_iters)
     if ops.is_concrete(proto):
         return _eager_loop(graph, semiring, sweep, f2v, tol, max_iters)
@@ -245,13 +254,13 @@ def _asynchronous(graph, semiring, schedule, f2v, damping, tol, max_iters, rng_k
         return residual_bp(graph, semiring, f2v, damping, tol, max_iters)
     if schedule == "sequential":
         order = _with_messages(graph)
-        return (*ordered_bp(graph, semiring, f2v, damping, tol, max_iters, lambda it: order), None)
+        return ordered_bp(graph, semiring, f2v, damping, tol, max_iters, lambda it: order)
     if not isinstance(rng_key, (int, np.integer)):
         raise TypeError("schedule='random' draws its orders on the host: pass an int rng_key")
     rng, ids = np.random.default_rng(int(rng_key)), _with_messages(graph)
     # One permutation per sweep, drawn as the vectorized schedule draws them (same orders).
-    return (*ordered_bp(graph, semiring, f2v, damping, tol, max_iters,
-                        lambda it: rng.permutation(ids)), None)
+    return ordered_bp(graph, semiring, f2v, damping, tol, max_iters,
+                      lambda it: rng.permutation(ids))
 
 
 def _compiled_sweep(graph, sum_op, temperature, schedule, damping, rng_key, max_iters):
