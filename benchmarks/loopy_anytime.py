@@ -17,8 +17,9 @@ the factors, sent or not) to reach an L2 error below 1e-4 (Fig 7.9) and 1e-7
   is ``F`` factor updates); a hand-written dense numpy flooding BP for the same iterations as
   flooding (no framework: the floor for dense BP);
 - anytime BP (fixed / dynamic priorities) on the compact layout (tables of the active
-  states), ``grow`` values per step, ``step_iters`` flooding iterations per step: timed over
-  the generator's steps up to the first one below the target;
+  states), ``grow`` values per step, ``step_iters`` flooding iterations per step (and fixed
+  priorities with RBP steps, as the thesis's Algorithm 7.4): timed over the generator's
+  steps up to the first one below the target;
 - truncated BP: ``loopy_bp(domains=)`` at the top 25 % of each domain by eq. 7.5, converged
   (it may converge to the wrong marginals: its final L2 is shown).
 
@@ -157,11 +158,13 @@ def rows(n: int, L: int, seed: int, rounds: int, grow: int, step_iters) -> dict:
                 err = np.sqrt(sum(np.sum((b[i, j] - reference[grid_name(i, j)]) ** 2)
                                   for i in range(n) for j in range(n)))
                 out["hand numpy BP"][target] = (t, int(k * work.sum()), float(err))
-    for priority in ("fixed", "dynamic"):
+    for name, priority, schedule in (("anytime fixed", "fixed", "flooding"),
+                                     ("anytime dynamic", "dynamic", "flooding"),
+                                     ("anytime fixed, RBP", "fixed", "residual")):
         kw = dict(priority=priority, grow=grow, step_iters=step_iters, layout="compact",
-                  schedule="flooding")
+                  schedule=schedule)
         curves = [_anytime_curve(factors, reference, **kw) for _ in range(rounds)]
-        out[f"anytime {priority}"] = {
+        out[name] = {
             target: min((_first_below(c, target) for c in curves), key=lambda x: x[0])
             for target in TARGETS}
     pri = fixed_priorities(graph, Semiring())

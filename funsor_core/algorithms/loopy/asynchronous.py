@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
 import numpy as np
 
@@ -159,10 +160,17 @@ def _rows(states, edges=None):
     return states if states is None or edges is None else states[edges]
 
 
+class _StalePlan(NamedTuple):
+    groups: list  # (group, position, rows, edges) of the messages to recompute
+    ranked: np.ndarray  # the edges whose residual changes: those, then a's own
+    owners: np.ndarray  # the factor of each recomputed message
+    touched: list  # the factors whose priority changes (a included)
+
+
 class _Neighbourhood:
     """Per factor ``a``, what an update of ``a`` makes stale: the messages ``b -> j`` (``b``
-    shares a variable ``i`` with ``a``, ``j != i``) grouped by ``(group, position)`` as
-    ``(group, position, rows, edges)``, built once per factor on first use."""
+    shares a variable ``i`` with ``a``, ``j != i``) grouped by ``(group, position)``, as a
+    ``_StalePlan`` built once per factor on first use."""
 
     def __init__(self, graph: FactorGraph, state: _State) -> None:
         self.graph, self.state, self.plans = graph, state, {}
@@ -190,12 +198,15 @@ class _Neighbourhood:
                 for j in range(k):
                     if j != pos_i:
                         stale.setdefault((gi, j), set()).add(row)
-        plan = []
+        groups = []
         for (gi, j), rows in sorted(stale.items()):
             group = g.groups[gi]
             rows = np.array(sorted(rows), dtype=np.int64)
-            plan.append((gi, j, rows, group.edge_start + rows * group.arity + j))
-        return plan
+            groups.append((gi, j, rows, group.edge_start + rows * group.arity + j))
+        stale_edges = np.concatenate([x[3] for x in groups] or [np.zeros(0, np.int64)])
+        owners = g.edge_factor[stale_edges]
+        return _StalePlan(groups, np.concatenate([stale_edges, state.edges_of(a)]), owners,
+                          sorted(set(owners.tolist()) | {a}))
 
 
 def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
@@ -247,20 +258,16 @@ def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
         state.send(edges, sent)
         messages, updates = messages + len(edges), updates + 1
         sends[a] += 1
-        touched = {a}
-        for gi, j, rows, stale in stale_of(a):
-            fresh = state.messages(gi, j, rows)
-            new = ops.scatter_set(new, (stale,), fresh)
-            edge_pri[stale] = scale * _dynamic_range(fresh, state.f2v[stale], state.nb,
-                                                     _rows(state.states, stale))
-            owners = graph.edge_factor[stale]
-            np.add.at(computed, owners, 1)
-            touched.update(owners.tolist())
-        # a's own inputs did not change (v2f[i -> a] excludes f2v[a -> i]): only its
-        # residual moves (to 0, or by the damping factor).
-        edge_pri[edges] = scale * _dynamic_range(new[edges], state.f2v[edges], state.nb,
-                                                 _rows(state.states, edges))
-        for b in touched:
+        plan = stale_of(a)
+        for gi, j, rows, stale in plan.groups:
+            new = ops.scatter_set(new, (stale,), state.messages(gi, j, rows))
+        # The recomputed messages' residuals, and a's own: its inputs did not change
+        # (v2f[i -> a] excludes f2v[a -> i]), its residual moves to 0 (or by the damping).
+        r = plan.ranked
+        edge_pri[r] = scale * _dynamic_range(new[r], state.f2v[r], state.nb,
+                                             _rows(state.states, r))
+        np.add.at(computed, plan.owners, 1)
+        for b in plan.touched:
             push(b)
         if updates % per_iter == 0:
             residuals.append(top())
