@@ -219,8 +219,13 @@ def _reduce(semiring: Semiring, x: np.ndarray, axes: tuple) -> np.ndarray:
     if semiring.is_max:
         return x.max(axis=axes)
     t = semiring.temperature
-    m = x.max(axis=axes, keepdims=True) / t
-    return t * (np.log(np.exp(x / t - m).sum(axis=axes)) + np.squeeze(m, axes))
+    xt = x if t == 1.0 else x / t
+    m = xt.max(axis=axes, keepdims=True)
+    # exp(x / t - m) in one buffer: eq. 7.5 reads every full table once per position, about
+    # a flooding iteration, and it is most of anytime BP's first step on large domains.
+    e = np.subtract(xt, m)
+    np.exp(e, out=e)
+    return t * (np.log(e.sum(axis=axes)) + np.squeeze(m, axes))
 
 
 def dynamic_priorities(graph: FactorGraph, semiring: Semiring, f2v, mask) -> np.ndarray:

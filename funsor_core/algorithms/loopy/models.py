@@ -41,11 +41,15 @@ def grid_name(i: int, j: int) -> str:
     return f"x{i}_{j}"
 
 
-def thesis_grid(rng, n: int, L: int, *, noise_sd: float = 0.1, p_min: float = 1e-3):
+def thesis_grid(rng, n: int, L: int, *, noise_sd: float = 0.1, p_min: float = 1e-3,
+                p_max: float | None = None):
     """Singh (2014) 7.2.7.1's grid (see the module docstring): ``(factors, (unary, right,
     down))``, the factors as log Tensors (unaries, then right and down pairs, row by row)
     and their tables ``unary (n, n, L)``, ``right (n, n-1, L, L)`` (``right[i, j]`` over
     ``(x_{i,j}, x_{i,j+1})``) and ``down (n-1, n, L, L)`` (over ``(x_{i,j}, x_{i+1,j})``).
+    ``p ~ U(p_min, p_max)`` (default ``p_max = 1 - p_min``, the text's ``U(0, 1)``); a small
+    ``p_max`` (``~ 1 / L``) flattens the factors (not the thesis's text: a variant in which
+    most of each domain carries mass).
 
     Example:
         >>> factors, _ = thesis_grid(np.random.default_rng(0), n=2, L=4)
@@ -53,11 +57,12 @@ def thesis_grid(rng, n: int, L: int, *, noise_sd: float = 0.1, p_min: float = 1e
         {'x0_0': Bint[4], 'x0_1': Bint[4]}
     """
     v = np.arange(L)
+    p_max = 1.0 - p_min if p_max is None else p_max
     pair = v[:, None] + v[None, :] * L  # gamma's argument v_i + v_j L, (v_i, v_j)
 
     def gamma(k, count):
         # One p per factor, one noise draw per table entry.
-        p = rng.uniform(p_min, 1.0 - p_min, size=count + (1,) * k.ndim)
+        p = rng.uniform(p_min, p_max, size=count + (1,) * k.ndim)
         return k * np.log1p(-p) + np.log(p) + rng.normal(0.0, noise_sd, size=count + k.shape)
 
     unary, right, down = gamma(v, (n, n)), gamma(pair, (n, n - 1)), gamma(pair, (n - 1, n))
