@@ -84,7 +84,8 @@ class _State:
         their variable at position ``j``, from the current messages."""
         group, g = self.graph.groups[gi], self.graph
         k = group.arity
-        t = group.table[rows]
+        # One row: a view (a fancy index would copy the table first).
+        t = group.table[rows[0]: rows[0] + 1] if len(rows) == 1 else group.table[rows]
         for p in range(k):
             if p != j:
                 e = group.edge_start + rows * k + p
