@@ -48,6 +48,7 @@ from funsor_core.algorithms.loopy.messages import (
     var_to_factor,
     variable_sums,
 )
+from funsor_core.engine.cache import Cache
 
 __all__ = ["residual_bp", "ordered_bp"]
 
@@ -168,15 +169,26 @@ class _StalePlan(NamedTuple):
     touched: list  # the factors whose priority changes (a included)
 
 
+# Stale plans by factor-graph structure (the scopes and the edge numbering), so that anytime
+# BP's steps on one structure share them.
+_PLANS = Cache("loopy.residual_stale_plans", maxsize=16)
+
+
 class _Neighbourhood:
     """Per factor ``a``, what an update of ``a`` makes stale: the messages ``b -> j`` (``b``
     shares a variable ``i`` with ``a``, ``j != i``) grouped by ``(group, position)``, as a
-    ``_StalePlan`` built once per factor on first use."""
+    ``_StalePlan`` built once per factor and structure on first use."""
 
     def __init__(self, graph: FactorGraph, state: _State) -> None:
-        self.graph, self.state, self.plans = graph, state, {}
-        self.factors_of = [[] for _ in graph.names]
-        for e, (v, b) in enumerate(zip(graph.edge_var, graph.edge_factor)):
+        self.graph, self.state = graph, state
+        key = (graph.factor_vars, tuple(tuple(g.factor_ids.tolist()) for g in graph.groups))
+        self.plans = _PLANS.setdefault(key, {})
+        self.factors_of = None
+
+    def _index(self) -> None:
+        g = self.graph
+        self.factors_of = [[] for _ in g.names]
+        for e, (v, b) in enumerate(zip(g.edge_var, g.edge_factor)):
             self.factors_of[int(v)].append((int(b), e))
 
     def __call__(self, a: int) -> list:
@@ -185,7 +197,9 @@ class _Neighbourhood:
             plan = self.plans[a] = self._build(a)
         return plan
 
-    def _build(self, a: int) -> list:
+    def _build(self, a: int) -> _StalePlan:
+        if self.factors_of is None:
+            self._index()
         g, state = self.graph, self.state
         stale: dict = {}
         for e in state.edges_of(a):
