@@ -200,7 +200,7 @@ class CompactResult(BPResult):
         self.graph, self.semiring, self.tol = graph, semiring, tol
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
         self.layout, self.compact_f2v, self._inner = layout, compact_f2v, inner
-        self.buckets, self._factor_updates, self._computed = buckets, None, None
+        self.buckets = buckets
 
     @classmethod
     def of(cls, graph: FactorGraph, layout: CompactLayout, inner: BPResult) -> CompactResult:

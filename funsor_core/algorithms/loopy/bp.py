@@ -81,7 +81,7 @@ class BPResult:
     def factor_updates(self) -> np.ndarray:
         """``(F,)`` how often each factor sent its messages: the residual schedule's own
         count; otherwise ``num_iters`` for every factor with variables (one per sweep)."""
-        if self._factor_updates is not None:
+        if getattr(self, "_factor_updates", None) is not None:
             return self._factor_updates
         arity = np.array([len(vs) for vs in self.graph.factor_vars])
         return np.where(arity > 0, int(self.num_iters), 0)
