@@ -205,8 +205,11 @@ class CompactResult(BPResult):
     @classmethod
     def of(cls, graph: FactorGraph, layout: CompactLayout, inner: BPResult) -> CompactResult:
         """``inner`` (a ``BPResult`` on ``compact_graph(graph, layout)``) on full domains."""
-        return cls(graph, layout, inner.semiring, inner.f2v, inner.residuals, inner.num_iters,
-                   inner.num_messages, inner.tol, inner)
+        out = cls(graph, layout, inner.semiring, inner.f2v, inner.residuals, inner.num_iters,
+                  inner.num_messages, inner.tol, inner)
+        # the residual schedule's own counts
+        out._factor_updates, out._computed = inner._factor_updates, inner._computed
+        return out
 
     @cached_property
     def tabled(self) -> BPResult:

@@ -39,7 +39,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         factors: discrete Tensors (log potentials) whose sum is the model.
         sum_op: ``ops.logaddexp`` (sum-product) or ``ops.max`` (max-product).
         schedule: ``"flooding"`` (``"parallel"``), ``"sequential"``, ``"random"`` or
-            ``"residual"``.
+            ``"residual"`` (residual BP: a priority queue of factors by the dynamic range of
+            their message change, eq. 7.6; on concrete numpy/torch arrays an update costs
+            its factor's messages and its neighbours' recomputed ones, ``asynchronous.py``).
         damping: weight of the old message in log space, in ``[0, 1)``.
         tol, max_iters: stop once no message changes more than ``tol`` (eagerly), or after
             ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``).

@@ -7,10 +7,14 @@ Schedules (libDAI's set):
 - ``"sequential"``: factors in a fixed order, each sending its messages from the newest ones
   (Gauss-Seidel); ``"random"``: a fresh random order every sweep (seeded by ``rng_key``);
 - ``"residual"``: one factor at a time, the one whose new messages differ most from its
-  current ones (Elidan et al. 2006); an iteration is ``F`` such updates.
+  current ones (Elidan et al. 2006; the dynamic range of Singh 2014 eq. 7.6 on concrete
+  arrays); an iteration is ``F`` such updates.
 
-A sequential step computes every candidate message and keeps one factor's (a ``where``): the
-same array program on every backend, ``O(E)`` per factor; flooding is the fast schedule.
+On concrete numpy/torch arrays the three asynchronous schedules run ``asynchronous.py``: one
+factor's messages per update, and for ``"residual"`` a priority queue that recomputes only
+the messages an update made stale. Traced (under ``jax.jit``) and on eager jax (a compiled
+sweep) a step computes every candidate message and keeps one factor's (a ``where``): the same
+array program on every backend, ``O(E)`` per factor.
 Damping mixes in log space, ``m <- damping * m_old + (1 - damping) * m_new``. Eagerly the loop
 stops once the largest message change is below ``tol``; under ``jax.jit`` (traced arrays) it
 is a ``scan`` of ``max_iters`` iterations that freezes the messages once converged.
@@ -30,6 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.loopy.asynchronous import ordered_bp, residual_bp
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.messages import (
     Semiring,
@@ -54,12 +59,32 @@ class BPResult:
     ``beliefs`` (name -> normalized log belief Tensor; max-product: max-marginals, max 0),
     ``factor_beliefs`` (one Tensor per input factor, in order), ``log_z`` (Bethe; a Tensor
     over the batch inputs), ``residuals`` (largest message change per iteration),
-    ``num_iters``, ``num_messages``, ``num_message_entries`` and ``converged``."""
+    ``num_iters``, ``num_messages``, ``num_message_entries``, ``factor_updates`` and
+    ``converged``."""
 
-    def __init__(self, graph, semiring, f2v, residuals, num_iters, num_messages, tol):
+    def __init__(self, graph, semiring, f2v, residuals, num_iters, num_messages, tol,
+                 factor_updates=None, messages_computed=None):
         self.graph, self.semiring, self.f2v = graph, semiring, f2v
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
-        self.tol = tol
+        self.tol, self._factor_updates = tol, factor_updates
+        self._computed = messages_computed
+
+    @property
+    def messages_computed(self) -> np.ndarray:
+        """``(F,)`` messages each factor computed: residual BP also computes candidates it
+        does not send (to rank them); otherwise ``factor_updates`` times the arity."""
+        if getattr(self, "_computed", None) is not None:
+            return self._computed
+        return self.factor_updates * np.array([len(vs) for vs in self.graph.factor_vars])
+
+    @property
+    def factor_updates(self) -> np.ndarray:
+        """``(F,)`` how often each factor sent its messages: the residual schedule's own
+        count; otherwise ``num_iters`` for every factor with variables (one per sweep)."""
+        if getattr(self, "_factor_updates", None) is not None:
+            return self._factor_updates
+        arity = np.array([len(vs) for vs in self.graph.factor_vars])
+        return np.where(arity > 0, int(self.num_iters), 0)
 
     @property
     def converged(self):
@@ -175,7 +200,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
 
     Example:
         >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
-        >>> run_bp(FactorGraph.build([f]), schedule="residual").num_iters
+        >>> run_bp(FactorGraph.build([f]), schedule="sequential").num_iters
         2
     """
     if schedule not in SCHEDULES:
@@ -193,6 +218,10 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
         tables = [g.table for g in graph.groups]
         return _eager_loop(graph, semiring, lambda m, it: step(tables, m, it), f2v, tol,
                            max_iters)
+    if ops.is_concrete(proto) and ops.is_concrete(f2v) and schedule != "flooding":
+        # One factor at a time, touching its messages only (asynchronous.py).
+        out = _asynchronous(graph, semiring, schedule, f2v, damping, tol, max_iters, rng_key)
+        return BPResult(graph, semiring, *out[:4], tol, *out[4:])
     sweep = _SWEEPS[schedule](graph, semiring, damping, proto, rng_key, max_iters)
     if ops.is_concrete(proto):
         return _eager_loop(graph, semiring, sweep, f2v, tol, max_iters)
@@ -218,6 +247,20 @@ def _unary_messages(graph, semiring, proto, zeros):
     mask = ops.new_array(proto, (arity == 1).astype(float))
     mask = mask[(slice(None),) + (None,) * (1 + len(graph.bshape))] > 0.5
     return ops.where(mask, first, zeros)
+
+
+def _asynchronous(graph, semiring, schedule, f2v, damping, tol, max_iters, rng_key):
+    if schedule == "residual":
+        return residual_bp(graph, semiring, f2v, damping, tol, max_iters)
+    if schedule == "sequential":
+        order = _with_messages(graph)
+        return ordered_bp(graph, semiring, f2v, damping, tol, max_iters, lambda it: order)
+    if not isinstance(rng_key, (int, np.integer)):
+        raise TypeError("schedule='random' draws its orders on the host: pass an int rng_key")
+    rng, ids = np.random.default_rng(int(rng_key)), _with_messages(graph)
+    # One permutation per sweep, drawn as the vectorized schedule draws them (same orders).
+    return ordered_bp(graph, semiring, f2v, damping, tol, max_iters,
+                      lambda it: rng.permutation(ids))
 
 
 def _compiled_sweep(graph, sum_op, temperature, schedule, damping, rng_key, max_iters):

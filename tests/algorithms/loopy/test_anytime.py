@@ -82,15 +82,21 @@ def test_sparse_domains_on_torch_and_under_jit_equal_the_truncated_model():
         next(anytime_bp(factors, "bogus"))
 
 
-def test_message_entries_count_the_sparse_domain_sizes_each_message_touches():
-    # Independent count: per iteration every factor f sends |f| messages, each reading
+@pytest.mark.parametrize("schedule", ["flooding", "residual"])
+def test_message_entries_count_the_sparse_domain_sizes_each_message_touches(schedule):
+    # Independent count: each time a factor f is updated (every iteration for flooding; as
+    # the priority queue picks it for residual BP) it sends |f| messages, each reading
     # prod_{v in f} |S_v| table entries at the step's sparse domains S.
     factors, tables, sizes = grid_model(np.random.default_rng(3), n=2, domain=3)
     total = 0
-    for step in anytime_bp(factors, "fixed", grow=3, tol=1e-12):
-        per_iter = sum(len(scope) * int(np.prod([len(step.domains[v]) for v in scope]))
-                       for scope, _ in tables)
-        total += int(step.result.num_iters) * per_iter
+    for step in anytime_bp(factors, "fixed", grow=3, tol=1e-12, schedule=schedule):
+        updates = step.result.factor_updates
+        if schedule == "flooding":
+            assert (updates == int(step.result.num_iters)).all()
+        work = [len(scope) * int(np.prod([len(step.domains[v]) for v in scope]))
+                for scope, _ in tables]
+        per_iter = sum(work)
+        total += sum(int(u) * w for u, w in zip(updates, work))
         assert step.num_message_entries == total
     full = sum(len(scope) * int(np.prod([sizes[v] for v in scope])) for scope, _ in tables)
     assert per_iter == full
