@@ -177,11 +177,22 @@ def test_switching_linear_hmm_approx_is_exact_when_classes_share_dynamics():
     init_mvn, trans_mvn, obs_mvn = _mvn((), H), _mvn((T, 1), H), _mvn((), OBS)
     trans_mat, obs_mat = torch.randn(T, 1, H, H) * 0.7, torch.randn(H, OBS)
     value = torch.randn(T, OBS)
-    approx = SwitchingLinearHMM(init_logits, init_mvn, trans_logits, trans_mat, trans_mvn,
-                                obs_mat, obs_mvn).log_prob(value)
-    hmm = GaussianHMM(init_mvn, trans_mat[:, 0], MVN(trans_mvn.loc[:, 0],
-                      scale_tril=trans_mvn.scale_tril[:, 0]), obs_mat, obs_mvn)
-    np.testing.assert_allclose(_np(approx), _np(hmm.log_prob(value)), rtol=1e-10)
+    slds = SwitchingLinearHMM(init_logits, init_mvn, trans_logits, trans_mat, trans_mvn,
+                              obs_mat, obs_mvn)
+    trans_noise = MVN(trans_mvn.loc[:, 0], scale_tril=trans_mvn.scale_tril[:, 0])
+    hmm = GaussianHMM(init_mvn, trans_mat[:, 0], trans_noise, obs_mat, obs_mvn)
+    np.testing.assert_allclose(_np(slds.log_prob(value)), _np(hmm.log_prob(value)), rtol=1e-10)
+    # The switch is then independent of x: p(s_T | x) = p(s_0) prod_t p(s_t | s_t-1) (matrix
+    # products of probabilities), and each class's state is the Kalman posterior of z_T.
+    probs = torch.softmax(init_logits, -1)
+    for t in range(T):
+        probs = probs @ torch.softmax(trans_logits[t], -1)
+    chain = (_mvn_np(init_mvn), list(_np(trans_mat[:, 0])), [_mvn_np(trans_noise, t)
+             for t in range(T)], [_np(obs_mat)] * T, [_mvn_np(obs_mvn)] * T)
+    _, mean = _chain_log_prob_and_mean(_np(value), *chain)
+    cat, mvn = slds.filter(value)
+    np.testing.assert_allclose(_np(cat.probs), _np(probs), atol=1e-10)
+    np.testing.assert_allclose(_np(mvn.loc), np.stack([mean] * k), atol=1e-8)
 
 
 def test_bad_inputs_name_the_argument_and_shapes():
