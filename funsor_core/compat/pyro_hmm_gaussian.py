@@ -32,6 +32,16 @@ Example:
     ...                   mvn(torch.zeros(1), torch.eye(1)))
     >>> tuple(hmm.event_shape), round(hmm.log_prob(torch.zeros(3, 1)).item(), 5)  # 3 N(0; 0, 2)
     ((3, 1), -3.79654)
+    >>> from funsor_core.pyro.hmm import SwitchingLinearHMM
+    >>> slds = SwitchingLinearHMM(torch.zeros(2), mvn(torch.zeros(1), torch.eye(1)),
+    ...                           torch.zeros(2), torch.zeros(3, 2, 1, 1),
+    ...                           mvn(torch.zeros(1), torch.eye(1)), torch.eye(1),
+    ...                           mvn(torch.zeros(1), torch.eye(1)), exact=True)
+    >>> round(slds.log_prob(torch.zeros(3, 1)).item(), 5)  # both classes alike: as above
+    -3.79654
+    >>> cat, mvn = slds.filter(torch.zeros(3, 1))  # the last step's class and state
+    >>> cat.probs.tolist(), mvn.batch_shape
+    ([0.5, 0.5], torch.Size([2]))
     >>> fc.set_backend("numpy")
 """
 
@@ -252,7 +262,13 @@ _SHARED = ("_trans", "_obs", "hidden_dim", "obs_dim", "exact", "_classes")
 
 
 def gaussian_hmm_classes(funsor_distribution) -> dict:
-    """The three classes, subclasses of ``FunsorDistribution`` (built by ``pyro_hmm``)."""
+    """The three classes, subclasses of ``FunsorDistribution`` (built by ``pyro_hmm``).
+
+    Example:
+        >>> from funsor_core.compat.pyro_distribution import FunsorDistribution
+        >>> sorted(gaussian_hmm_classes(FunsorDistribution))
+        ['GaussianHMM', 'GaussianMRF', 'SwitchingLinearHMM']
+    """
 
     class _GaussianChain(funsor_distribution):
         """What the three share: the factors held, ``expand`` and ``has_rsample``."""
