@@ -1,7 +1,7 @@
 """funsor 0.4.8's ``funsor.pyro.hmm``: ``DiscreteHMM``, a pyro distribution whose log density
 is a discrete Markov chain's forward pass (``sequential_sum_product``: a log-depth tree over
-time). funsor's ``GaussianHMM``, ``GaussianMRF`` and ``SwitchingLinearHMM`` are not built:
-making one raises ``NotImplementedError``.
+time), and ``GaussianHMM``, ``GaussianMRF`` and ``SwitchingLinearHMM``, whose chains are
+Gaussian (``funsor_core.compat.pyro_hmm_gaussian``).
 
 The classes subclass pyro's ``TorchDistribution`` (through ``FunsorDistribution``), so they
 are built when first asked for; this module imports pyro only then.
@@ -27,17 +27,13 @@ from funsor_core import ops
 from funsor_core.algorithms.chains.term_scans import sequential_sum_product
 from funsor_core.compat.pyro_convert import dist_to_funsor, funsor_to_tensor, tensor_to_funsor
 from funsor_core.compat.pyro_distribution import _funsor_distribution_class
+from funsor_core.compat.pyro_hmm_gaussian import gaussian_hmm_classes
 from funsor_core.domains import Bint, broadcast_shape
 from funsor_core.engine.backend import backend_module
 from funsor_core.terms.base import Variable
 
 __all__ = ["DiscreteHMM", "GaussianHMM", "GaussianMRF",  # noqa: F822  (built on first
            "SwitchingLinearHMM"]  # access, see __getattr__)
-
-_NOT_BUILT = ("funsor.pyro.hmm.{name} is not built in funsor-core (DiscreteHMM is); a "
-              "funsor-core Gaussian chain is a MarkovProduct of Gaussians, or "
-              "sequential_sum_product over Gaussian factors.")
-
 
 def __getattr__(name: str):
     if name in __all__:
@@ -127,16 +123,7 @@ def _classes() -> dict:
             new._validate_args = self._validate_args
             return new
 
-    out = {"DiscreteHMM": DiscreteHMM}
-    for name in ("GaussianHMM", "GaussianMRF", "SwitchingLinearHMM"):
-        out[name] = type(name, (funsor_distribution,), {"__init__": _not_built(name)})
+    out = {"DiscreteHMM": DiscreteHMM, **gaussian_hmm_classes(funsor_distribution)}
     for cls in out.values():
         cls.__module__, cls.__qualname__ = __name__, cls.__name__
     return out
-
-
-def _not_built(name: str):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(_NOT_BUILT.format(name=name))
-
-    return __init__

@@ -1,7 +1,6 @@
-"""funsor's ``funsor.pyro.hmm`` module path: ``DiscreteHMM`` (importing this module imports
-pyro); ``GaussianHMM``, ``GaussianMRF`` and ``SwitchingLinearHMM`` raise
-``NotImplementedError`` when made. A thin face; the implementation lives in
-``funsor_core.compat.pyro_hmm``.
+"""funsor's ``funsor.pyro.hmm`` module path: ``DiscreteHMM``, ``GaussianHMM``,
+``GaussianMRF`` and ``SwitchingLinearHMM`` (importing this module imports pyro). A thin face;
+the implementation lives in ``funsor_core.compat.pyro_hmm``.
 
 Example:
     >>> from funsor_core.pyro.hmm import DiscreteHMM
