@@ -1,0 +1,162 @@
+"""Lazy sum-product terms of Tensors run as the array program of their own schedule.
+
+A lazy ``sum_product`` (or ``einsum``) of Tensors is a small tree of ``Contraction`` and
+``Reduce`` terms over Tensor leaves, and that tree is already a ``Schedule``: each
+Contraction is a "contract" step of its terms over its reduced variables, each Reduce by the
+product op a "reduce" step over its plates (a Reduce by the sum op: a contract step of one
+operand). ``term_program`` walks the tree once (one pass over the nodes, no term rebuilt),
+keys it by structure alone (leaf inputs and outputs, ops, names, sharing) and compiles that
+key once into the ``ArrayProgram`` that ``sum_product`` runs for the same schedule
+(``algorithms.contract.replay``); ``run_term_program`` runs it on the leaves' arrays.
+
+It stands in only where that changes nothing but rounding: the program's guard passes
+(``ArrayProgram.run``: under ``exact``, with no hook, wrapping interpretation or user rule on
+the way) and every node is a kernel call (real scalar Tensors, one semiring with a kernel,
+whose reduction distributes without reading signs). Anything else gives None, and the caller
+takes its general path. ``apply_optimizer`` uses it: under ``exact`` the pairwise plan it
+would build is one order of the same sum, which the program's own plan (opt_einsum's path
+per Contraction, the plated elimination's order) computes as well.
+
+Example:
+    >>> from funsor_core.sum_product import sum_product
+    >>> from interpretations import lazy
+    >>> f = fc.Tensor(np.full((2, 3), 2.0), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    >>> g = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
+    >>> with lazy:
+    ...     e = sum_product(ops.add, ops.mul, [f, g], frozenset("ij"), frozenset("i"))
+    >>> float(run_term_program(e).data)  # (2 + 2 + 2) ** 2
+    36.0
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any
+
+from funsor_core import ops
+from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.cache import cached
+from funsor_core.terms.base import Reduce
+from funsor_core.terms.contraction import Contraction
+
+__all__ = ["term_program", "run_term_program"]
+
+_DATA = attrgetter("data")
+
+
+def _walk(expr) -> tuple | None:
+    # Post-order over the DAG of Contraction/Reduce nodes (cons-hashing shares equal
+    # subterms: each is one value), with an explicit stack, so depth costs no recursion.
+    # Returns (leaves, leaf structures, steps); a step is (tag, refs), where a ref k >= 0 is
+    # the k-th leaf and ~s the s-th step. None at the first node of another kind.
+    refs: dict = {}
+    leaves, leaf_keys, steps = [], [], []
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in refs:
+            continue
+        cls = type(node)
+        if cls is Tensor:
+            refs[id(node)] = len(leaves)
+            leaves.append(node)
+            leaf_keys.append((node._ikey, node.output))
+            continue
+        if cls is Contraction:
+            children = node.terms
+        elif cls is Reduce:
+            children = (node.arg,)
+        else:
+            return None
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children)
+            continue
+        if cls is Contraction:
+            tag = (CONTRACT, node.red_op, node.bin_op, node.reduced_vars)
+        else:
+            tag = (REDUCE, node.op, None, node.reduced_vars)
+        refs[id(node)] = ~len(steps)
+        steps.append((tag, tuple(refs[id(c)] for c in children)))
+    return leaves, tuple(leaf_keys), tuple(steps)
+
+
+def _semiring(steps: tuple) -> tuple | None:
+    # The one (sum_op, prod_op) of the tree's Contractions, or None: none, or several.
+    found = {(tag[1], tag[2]) for tag, _ in steps if tag[0] == CONTRACT}
+    return found.pop() if len(found) == 1 else None
+
+
+@cached("eliminate.term_programs", maxsize=256)
+def _compile(leaf_keys: tuple, steps: tuple) -> Any:
+    semiring = _semiring(steps)
+    if semiring is None or semiring in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+        return None  # (max, mul) and (min, mul) distribute only over signs we do not read
+    sum_op, prod_op = semiring
+    n = len(leaf_keys)
+    schedule = []
+    for (kind, op, _, names), refs in steps:
+        pos = tuple(r if r >= 0 else n + ~r for r in refs)
+        if kind == REDUCE:
+            if op is sum_op:
+                kind = CONTRACT  # a lone operand summed out
+            elif op is not prod_op:
+                return None
+        schedule.append((kind, pos, names))
+    return compile_elimination(sum_op, prod_op, leaf_keys, schedule, (n + len(steps) - 1,))
+
+
+def term_program(expr) -> tuple | None:
+    """``(program, leaves)`` for a lazy tree of Contractions and Reduces over Tensors whose
+    steps are kernel calls in one semiring: the compiled ``ArrayProgram`` (cached by the
+    tree's structure) and the Tensors whose arrays it takes, in order; None otherwise.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> with lazy:
+        ...     e = f.reduce(ops.add, "j").reduce(ops.mul, "i")
+        >>> term_program(e) is None  # no Contraction: no semiring to name
+        True
+        >>> with lazy:
+        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, f(j="k")))
+        >>> term_program(e)[0]
+        ArrayProgram(1 steps, 1 results)
+    """
+    walked = _walk(expr)
+    if walked is None or not walked[2]:
+        return None
+    leaves, leaf_keys, steps = walked
+    program = _compile(leaf_keys, steps)
+    return None if program is None else (program, leaves)
+
+
+def run_term_program(expr) -> Tensor | None:
+    """``expr``'s value computed by its ``term_program`` on its leaves' arrays under the
+    active interpretation, or None where there is no program or its guard declines (e.g.
+    under ``lazy``): then the caller builds terms.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> f = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> with lazy:
+        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, f(i="k")))
+        >>> run_term_program(e).data
+        array([[ 5., 14.],
+               [14., 50.]])
+        >>> with lazy:
+        ...     run_term_program(e) is None
+        True
+    """
+    found = term_program(expr)
+    if found is None:
+        return None
+    program, leaves = found
+    arrays = program.run(list(map(_DATA, leaves)))
+    if arrays is None:
+        return None
+    # As ``run_schedule``: the rule of the last step builds its result with Tensor.make from
+    # the array its registered implementation computes and these inputs.
+    ikey = program.out_ikeys[0]
+    return Tensor.make(arrays[0], dict(ikey), "real", ikey=ikey, output=leaves[0].output)
