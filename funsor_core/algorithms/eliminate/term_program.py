@@ -24,8 +24,8 @@ Example:
     >>> g = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
     >>> with lazy:
     ...     e = sum_product(ops.add, ops.mul, [f, g], frozenset("ij"), frozenset("i"))
-    >>> float(run_term_program(e).data)  # (2 + 2 + 2) ** 2
-    36.0
+    >>> float(run_term_program(e).data)  # j is global: sum_j g(j) * prod_i f(i, j)
+    12.0
 """
 
 from __future__ import annotations
@@ -52,33 +52,34 @@ def _walk(expr) -> tuple | None:
     # the k-th leaf and ~s the s-th step. None at the first node of another kind.
     refs: dict = {}
     leaves, leaf_keys, steps = [], [], []
-    stack = [(expr, False)]
+    stack = [expr]
     while stack:
-        node, ready = stack.pop()
-        if id(node) in refs:
-            continue
+        node = stack[-1]
         cls = type(node)
-        if cls is Tensor:
-            refs[id(node)] = len(leaves)
-            leaves.append(node)
-            leaf_keys.append((node._ikey, node.output))
-            continue
         if cls is Contraction:
             children = node.terms
         elif cls is Reduce:
             children = (node.arg,)
+        elif cls is Tensor:
+            stack.pop()
+            if id(node) not in refs:
+                refs[id(node)] = len(leaves)
+                leaves.append(node)
+                leaf_keys.append((node._ikey, node.output))
+            continue
         else:
             return None
-        if not ready:
-            stack.append((node, True))
-            stack.extend((c, False) for c in children)
+        pending = [c for c in children if id(c) not in refs]
+        if pending:
+            stack.extend(pending)
             continue
-        if cls is Contraction:
-            tag = (CONTRACT, node.red_op, node.bin_op, node.reduced_vars)
-        else:
-            tag = (REDUCE, node.op, None, node.reduced_vars)
+        stack.pop()
+        if id(node) in refs:
+            continue
+        tag = ((CONTRACT, node.red_op, node.bin_op, node.reduced_vars) if cls is Contraction
+               else (REDUCE, node.op, None, node.reduced_vars))
         refs[id(node)] = ~len(steps)
-        steps.append((tag, tuple(refs[id(c)] for c in children)))
+        steps.append((tag, tuple([refs[id(c)] for c in children])))
     return leaves, tuple(leaf_keys), tuple(steps)
 
 
@@ -119,8 +120,9 @@ def term_program(expr) -> tuple | None:
         ...     e = f.reduce(ops.add, "j").reduce(ops.mul, "i")
         >>> term_program(e) is None  # no Contraction: no semiring to name
         True
+        >>> g = fc.Tensor(np.ones((3, 4)), {"j": fc.Bint[3], "k": fc.Bint[4]})
         >>> with lazy:
-        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, f(j="k")))
+        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, g))
         >>> term_program(e)[0]
         ArrayProgram(1 steps, 1 results)
     """
@@ -140,11 +142,11 @@ def run_term_program(expr) -> Tensor | None:
     Example:
         >>> from interpretations import lazy
         >>> f = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> g = fc.Tensor(np.ones(3), {"j": fc.Bint[3]})
         >>> with lazy:
-        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, f(i="k")))
+        ...     e = fc.Contraction(ops.add, ops.mul, frozenset("j"), (f, g))
         >>> run_term_program(e).data
-        array([[ 5., 14.],
-               [14., 50.]])
+        array([ 3., 12.])
         >>> with lazy:
         ...     run_term_program(e) is None
         True
