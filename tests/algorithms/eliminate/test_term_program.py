@@ -23,6 +23,7 @@ NESTED = (("z", "izx", "ijx"), "ij")  # z global, x in plate i, observations in 
 # x in plate i and y in plate k side by side, z shared by both plates, and a factor in both
 # plates that uses x alone.
 SIDE_BY_SIDE = (("z", "izx", "kzy", "ikx"), "ik")
+TREE = (("zx", "xy", "x", "yk"), "")  # no plates: one flat Contraction of Tensors
 SEMIRINGS = {"logaddexp": (ops.logaddexp, lambda v: logsumexp(v)), "max": (ops.max, np.max)}
 
 
@@ -67,7 +68,8 @@ def lazy_sum_product(sum_op, names, plates, arrays):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
-@pytest.mark.parametrize("model", [NESTED, SIDE_BY_SIDE], ids=["nested", "side_by_side"])
+@pytest.mark.parametrize("model", [NESTED, SIDE_BY_SIDE, TREE],
+                         ids=["nested", "side_by_side", "tree"])
 @pytest.mark.parametrize("semiring", sorted(SEMIRINGS))
 def test_program_path_agrees_with_brute_force(backend, model, semiring):
     if backend == "torch":
