@@ -129,3 +129,21 @@ def test_lazy_apply_optimizer_still_returns_a_term():
     with lazy:
         planned = apply_optimizer(expr)
     assert not isinstance(planned, fc.Tensor)  # the program's guard declines under lazy
+
+
+def test_kept_plate_is_a_batch_of_graphs():
+    # A plate that is not eliminated indexes separate factor graphs (funsor's semantics): the
+    # result at i is the brute force of the graph whose factors are sliced at i.
+    names, plates = NESTED
+    arrays = random_arrays(names, 5)
+    ts = [fc.Tensor(a, {c: fc.Bint[SIZES[c]] for c in n}) for n, a in zip(names, arrays)]
+    with lazy:
+        expr = sum_product(ops.logaddexp, ops.add, ts, frozenset("zxj"), frozenset(plates))
+    assert term_program(expr) is not None
+    actual = apply_optimizer(expr)
+    assert tuple(actual.inputs) == ("i",)
+    sliced = [tuple(c for c in n if c != "i") for n in names]
+    expected = [brute_force(sliced, "j", [a[i] if "i" in n else a for n, a in
+                                          zip(names, arrays)], logsumexp)
+                for i in range(SIZES["i"])]
+    np.testing.assert_allclose(actual.data, expected, rtol=1e-10)
