@@ -45,11 +45,21 @@ __all__ = ["term_program", "run_term_program"]
 _DATA, _IKEY, _OUTPUT = attrgetter("data"), attrgetter("_ikey"), attrgetter("output")
 
 
+class _Unrecognized(Exception):
+    # A node that is not a Contraction, Reduce or Tensor, or a tree deeper than _MAX_DEPTH.
+    pass
+
+
+# Deeper trees take apply_optimizer's passes, which walk any depth: a recursive walk is
+# twice as fast as a stack-driven one on the few levels a plated model has (4 vs 9 us).
+_MAX_DEPTH = 100
+
+
 def _walk(expr) -> tuple | None:
     # Post-order over the DAG of Contraction/Reduce nodes (cons-hashing shares equal
-    # subterms: each is one value), with an explicit stack, so depth costs no recursion.
-    # Returns (leaves, leaf structures, steps); a step is (tag, refs), where a ref k >= 0 is
-    # the k-th leaf and ~s the s-th step. None at the first node of another kind.
+    # subterms: each is one value). Returns (leaves, leaf structures, steps); a step is
+    # (tag, refs), where a ref k >= 0 is the k-th leaf and ~s the s-th step. None at the
+    # first node of another kind.
     if type(expr) is Contraction and set(map(type, expr.terms)) == {Tensor}:
         # One Contraction of Tensors (a tree's sum_product): its structure in C-level passes,
         # as ``structure_of`` gathers it, since a 1,000-variable tree has 2,000 leaves.
@@ -59,34 +69,35 @@ def _walk(expr) -> tuple | None:
                 ((tag, tuple(range(len(terms)))),))
     refs: dict = {}
     leaves, leaf_keys, steps = [], [], []
-    stack = [expr]
-    while stack:
-        node = stack[-1]
+
+    def visit(node, depth: int) -> int:
+        ref = refs.get(id(node))
+        if ref is not None:
+            return ref
         cls = type(node)
+        if cls is Tensor:
+            ref = refs[id(node)] = len(leaves)
+            leaves.append(node)
+            leaf_keys.append((node._ikey, node.output))
+            return ref
+        if depth > _MAX_DEPTH:
+            raise _Unrecognized
         if cls is Contraction:
-            children = node.terms
+            kids = tuple([visit(c, depth + 1) for c in node.terms])
+            tag = (CONTRACT, node.red_op, node.bin_op, node.reduced_vars)
         elif cls is Reduce:
-            children = (node.arg,)
-        elif cls is Tensor:
-            stack.pop()
-            if id(node) not in refs:
-                refs[id(node)] = len(leaves)
-                leaves.append(node)
-                leaf_keys.append((node._ikey, node.output))
-            continue
+            kids = (visit(node.arg, depth + 1),)
+            tag = (REDUCE, node.op, None, node.reduced_vars)
         else:
-            return None
-        pending = [c for c in children if id(c) not in refs]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        if id(node) in refs:
-            continue
-        tag = ((CONTRACT, node.red_op, node.bin_op, node.reduced_vars) if cls is Contraction
-               else (REDUCE, node.op, None, node.reduced_vars))
-        refs[id(node)] = ~len(steps)
-        steps.append((tag, tuple([refs[id(c)] for c in children])))
+            raise _Unrecognized
+        ref = refs[id(node)] = ~len(steps)
+        steps.append((tag, kids))
+        return ref
+
+    try:
+        visit(expr, 0)
+    except _Unrecognized:
+        return None
     return leaves, tuple(leaf_keys), tuple(steps)
 
 

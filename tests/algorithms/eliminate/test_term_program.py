@@ -147,3 +147,27 @@ def test_kept_plate_is_a_batch_of_graphs():
                                           zip(names, arrays)], logsumexp)
                 for i in range(SIZES["i"])]
     np.testing.assert_allclose(actual.data, expected, rtol=1e-10)
+
+
+def test_deeper_than_the_walk_falls_back(monkeypatch):
+    # A chain of nested Contractions deeper than the walk goes takes the passes, still exact:
+    # log sum over x_0..x_n of a(x_0) + sum_k m_k(x_k, x_k+1), by matrix products in numpy.
+    # (The depth limit is lowered so that the chain stays short.)
+    from funsor_core.algorithms.eliminate import term_program as tp
+
+    monkeypatch.setattr(tp, "_MAX_DEPTH", 3)
+    rng = np.random.default_rng(6)
+    n = 6
+    a, ms = rng.normal(size=2), rng.normal(size=(n, 2, 2))
+    names = [f"x{k}" for k in range(n + 1)]
+    expr = fc.Tensor(a, {names[0]: fc.Bint[2]})
+    with lazy:
+        for k in range(n):
+            m = fc.Tensor(ms[k], {names[k]: fc.Bint[2], names[k + 1]: fc.Bint[2]})
+            expr = fc.Contraction(ops.logaddexp, ops.add, frozenset({names[k]}), (expr, m))
+        expr = expr.reduce(ops.logaddexp, names[n])
+    assert term_program(expr) is None
+    v = np.exp(a)
+    for m in np.exp(ms):
+        v = v @ m
+    np.testing.assert_allclose(apply_optimizer(expr).data, np.log(v.sum()), rtol=1e-10)
