@@ -21,7 +21,10 @@ reinterpret(e)`` computes ``x`` along the plan (Pyro's ``TraceEnum_ELBO`` does t
 normal form (``normalize``: products flattened, reductions merged into one ``Contraction``
 each), plans it under ``optimize``, then rebuilds the planned expression under the
 interpretation active at the call: ``exact`` evaluates it step by step, ``lazy`` (or
-``reflect``) keeps it as the optimized expression, as in funsor.
+``reflect``) keeps it as the optimized expression, as in funsor. Under ``exact`` a lazy tree
+of Contractions and Reduces over Tensors in one semiring (a lazy ``sum_product`` or
+``einsum``) skips the passes: its schedule's array program, cached by structure, computes the
+same number (``algorithms.eliminate.term_program``).
 
 Example:
     >>> from interpretations import lazy
@@ -44,6 +47,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.plan import plan_terms
+from funsor_core.algorithms.eliminate.term_program import run_term_program
 from funsor_core.analysis.sign import distributes
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation
@@ -95,6 +99,11 @@ def apply_optimizer(expr: Any) -> Any:
         >>> apply_optimizer(x.reduce(ops.add, "i")).data
         array(3.)
     """
+    # A lazy sum-product of Tensors under ``exact``: its own schedule's array program (cached
+    # by structure) gives the number without rebuilding any interior term in three passes.
+    value = run_term_program(expr)
+    if value is not None:
+        return value
     with normalize:
         normal = reinterpret(expr)
     with optimize:
