@@ -517,7 +517,9 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
     if plan.dense_axes:
         total = ops.logsumexp(total, plan.dense_axes)
     if host and type(total) is np.ndarray:
-        return np.broadcast_to(total, plan.dense_full).reshape(plan.kshape + (plan.n,))
+        if total.shape != plan.dense_full:  # (np.broadcast_to costs microseconds when a no-op)
+            total = np.broadcast_to(total, plan.dense_full)
+        return total.reshape(plan.kshape + (plan.n,))
     return ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
 
 
