@@ -331,41 +331,40 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
 
 def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
     """``_eager`` on numpy arrays, with numpy's LAPACK ufuncs called directly: the same
-    factorizations and the same arithmetic (values equal to rounding), in about a third of
+    factorizations and the same arithmetic (values equal to rounding), in less
     the time, because on the tiny matrices of a filter step each call's wrapper costs more
     than its arithmetic. A failed Cholesky gives NaN (not an exception: its wrapper's error
     handling is what costs), which fails the check, so the decision is the factorization's
-    own."""
+    own. ``_eager``'s four LAPACK calls are two (``_cholesky_inverse_host``)."""
     d_b, dim, tol = plan
-    with np.errstate(all="ignore"):  # NaN of a failed factorization is a value here
-        chol, chol_inv = _cholesky_inverse_host(gram)
-        if not _host_check(gram, chol_inv, dim, tol):
-            return None
-        diag = chol.diagonal(0, -2, -1)
-        c = diag[..., dim]
-        log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - np.log(diag[..., :dim]).sum(-1)
-        rows = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c]
-        mean_k = rows[..., -1, :] * -c[..., None]
-        # The mixture (``mixture_rows``): p_k = exp(log Z_k - log Z), cov = A'A.
-        log_mass_k = log_weights + log_z
-        top = log_mass_k.max(-1)
-        if not np.isfinite(top).all():
-            return None  # a mixture of no mass: the general path gives its unit covariance
-        scaled = np.exp(log_mass_k - top[..., None])
-        total = scaled.sum(-1)
-        p = scaled / total[..., None]
-        mean = (p[..., None, :] @ mean_k)[..., 0, :]
-        n, d_a = mean_k.shape[-2:]
-        rows = rows * np.sqrt(p)[..., None, None]  # a copy: its last row is replaced
-        rows[..., -1, :] = (mean_k - mean[..., None, :]) * np.sqrt(p)[..., None]
-        rows = rows.reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
-        cov = rows.swapaxes(-1, -2) @ rows
-        u, u_inv = _cholesky_inverse_host(cov)
-        if not _host_check(cov, u_inv, None, 0.0):
-            return None
-        log_det = np.log(u.diagonal(0, -2, -1)).sum(-1)
-        log_const = (top + np.log(total)) - (log_det + 0.5 * d_a * _LOG_2PI)
-        return log_const, (u_inv @ mean[..., None])[..., 0], u_inv.swapaxes(-1, -2)
+    chol, chol_inv = _cholesky_inverse_host(gram)
+    if not _host_check(gram, chol_inv, dim, tol):
+        return None
+    diag = chol.diagonal(0, -2, -1)
+    c = diag[..., dim]
+    log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - np.log(diag[..., :dim]).sum(-1)
+    rows = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c]
+    mean_k = rows[..., -1, :] * -c[..., None]
+    # The mixture (``mixture_rows``): p_k = exp(log Z_k - log Z), cov = A'A.
+    log_mass_k = log_weights + log_z
+    top = log_mass_k.max(-1)
+    if not np.isfinite(top).all():
+        return None  # a mixture of no mass: the general path gives its unit covariance
+    scaled = np.exp(log_mass_k - top[..., None])
+    total = scaled.sum(-1)
+    p = scaled / total[..., None]
+    mean = (p[..., None, :] @ mean_k)[..., 0, :]
+    n, d_a = mean_k.shape[-2:]
+    rows = rows * np.sqrt(p)[..., None, None]  # a copy: its last row is replaced
+    rows[..., -1, :] = (mean_k - mean[..., None, :]) * np.sqrt(p)[..., None]
+    rows = rows.reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
+    cov = rows.swapaxes(-1, -2) @ rows
+    u, u_inv = _cholesky_inverse_host(cov)
+    if not _host_check(cov, u_inv, None, 0.0):
+        return None
+    log_det = np.log(u.diagonal(0, -2, -1)).sum(-1)
+    log_const = (top + np.log(total)) - (log_det + 0.5 * d_a * _LOG_2PI)
+    return log_const, (u_inv @ mean[..., None])[..., 0], u_inv.swapaxes(-1, -2)
 
 
 def _cholesky_inverse_host(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -384,8 +383,10 @@ def _cholesky_inverse_host(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     aug = np.empty(tuple(gram.shape[:-2]) + (2 * n, 2 * n))
     aug[...] = _augmented_template(n)
     aug[..., :n, :n] = gram
-    aug[..., n:, n:] *= 2.0 * FAST_RTOL / (n * n * _EPS64) / gram.diagonal(0, -2, -1).min()
-    out = _CHOLESKY(aug, signature="d->d")
+    # NaN of a failed factorization (or of t where some G_jj <= 0) is a value here.
+    with np.errstate(all="ignore"):
+        aug[..., n:, n:] *= 2.0 * FAST_RTOL / (n * n * _EPS64) / gram.diagonal(0, -2, -1).min()
+        out = _CHOLESKY(aug, signature="d->d")
     return out[..., :n, :n], out[..., n:, :n].swapaxes(-1, -2)
 
 
