@@ -412,8 +412,7 @@ def _host_check(gram: np.ndarray, chol_inv: np.ndarray, dim: int | None, tol: fl
     if dim is None:
         return True
     # The largest F^2 ||L11^{-1}||_F^2, with F^2 the largest G_jj of the system's columns.
-    scaled = (_MAX(d2[..., :dim].reshape(-1, dim), 1)
-              * _SUM(inv2[..., :dim, :dim].reshape(-1, dim * dim), 1))
+    scaled = _MAX(d2[..., :dim], -1) * _SUM(inv2[..., :dim, :dim], (-2, -1))
     return bool(_MAX(scaled, None) * (RANK_MARGIN * tol) ** 2 < 1.0)
 
 
