@@ -355,8 +355,9 @@ def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
     p = scaled / total[..., None]
     mean = (p[..., None, :] @ mean_k)[..., 0, :]
     n, d_a = mean_k.shape[-2:]
-    rows = rows * np.sqrt(p)[..., None, None]  # a copy: its last row is replaced
-    rows[..., -1, :] = (mean_k - mean[..., None, :]) * np.sqrt(p)[..., None]
+    root_p = np.sqrt(p)[..., None]
+    rows = rows * root_p[..., None]  # a copy: its last row is replaced
+    rows[..., -1, :] = (mean_k - mean[..., None, :]) * root_p
     rows = rows.reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
     cov = rows.swapaxes(-1, -2) @ rows
     u, u_inv = _cholesky_inverse_host(cov)

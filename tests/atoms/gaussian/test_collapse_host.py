@@ -110,18 +110,29 @@ def test_near_singular_component_falls_back_to_qr(gap):
         np.testing.assert_array_equal(a, e)
 
 
-def test_gaussian_dict_inputs_take_the_checked_fast_path():
+def _as(backend, x):
+    if backend == "torch":
+        import torch
+
+        return torch.tensor(x)
+    return x
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_gaussian_dict_inputs_take_the_checked_fast_path(backend):
     """``Gaussian(white_vec, prec_sqrt, inputs=dict)`` is the Gaussian of the tuple form and
     of the general branch (a ``mean`` given instead); bad shapes still raise, every time."""
     rng = np.random.default_rng(3)
-    w, s = rng.normal(size=(3, 2)), rng.normal(size=(3, 2, 2))
+    w_np, s_np = rng.normal(size=(3, 2)), rng.normal(size=(3, 2, 2))
+    w, s = _as(backend, w_np), _as(backend, s_np)
     inputs = {"i": fc.Bint[3], "x": fc.Reals[2]}
     g = fc.Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs)
     h = fc.Gaussian(white_vec=w, prec_sqrt=s, inputs=tuple(inputs.items()))
     assert g.inputs == h.inputs and g.white_vec is w and g.prec_sqrt is s
-    mean = np.linalg.solve(s @ s.swapaxes(-1, -2), (s @ w[..., None]))[..., 0]
-    m = fc.Gaussian(mean=mean, precision=s @ s.swapaxes(-1, -2), inputs=inputs)
-    np.testing.assert_allclose(g.mean, m.mean, rtol=1e-10)
+    precision = s_np @ s_np.swapaxes(-1, -2)
+    mean = np.linalg.solve(precision, (s_np @ w_np[..., None]))[..., 0]
+    m = fc.Gaussian(mean=_as(backend, mean), precision=_as(backend, precision), inputs=inputs)
+    np.testing.assert_allclose(ops.to_numpy(g.mean), ops.to_numpy(m.mean), rtol=1e-10)
     for _ in range(2):  # the second call meets the cached structure
         with pytest.raises(fc.DomainError, match="must end in \\(dim, rank\\) with dim = 2"):
             fc.Gaussian(white_vec=w, prec_sqrt=s[..., :1, :], inputs=inputs)
@@ -131,22 +142,25 @@ def test_gaussian_dict_inputs_take_the_checked_fast_path():
             fc.Gaussian(white_vec=w, prec_sqrt=s, inputs={"i": 3, "x": fc.Reals[2]})
 
 
-def test_renamed_sum_equals_exact_renaming():
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_renamed_sum_equals_exact_renaming(backend):
     """Relabelling a Gaussian + Tensor sum from the cached plan gives exact's renamed term's
     values; a substitution that merges two names or changes a domain is not a renaming."""
     rng = np.random.default_rng(4)
-    g = fc.Gaussian(white_vec=rng.normal(size=(2, 2)), prec_sqrt=rng.normal(size=(2, 2, 2)),
+    a = lambda x: _as(backend, x)  # noqa: E731
+    g = fc.Gaussian(white_vec=a(rng.normal(size=(2, 2))),
+                    prec_sqrt=a(rng.normal(size=(2, 2, 2))),
                     inputs={"i": fc.Bint[2], "x": fc.Reals[2]})
-    t = fc.Tensor(rng.normal(size=(2, 3)), {"i": fc.Bint[2], "k": fc.Bint[3]})
-    x = rng.normal(size=2)
+    t = fc.Tensor(a(rng.normal(size=(2, 3))), {"i": fc.Bint[2], "k": fc.Bint[3]})
+    x = a(rng.normal(size=2))
     expected = (g + t)(i="j", x="y")(y=x)
     with moment_matching:
         s = g + t
         for _ in range(2):  # the second rename reads the cached plan
             renamed = s(i="j", x="y")
             assert renamed.inputs == {"j": fc.Bint[2], "y": fc.Reals[2], "k": fc.Bint[3]}
-    np.testing.assert_allclose(renamed(y=x).align(("j", "k")).data,
-                               expected.align(("j", "k")).data, rtol=1e-12)
+    np.testing.assert_allclose(ops.to_numpy(renamed(y=x).align(("j", "k")).data),
+                               ops.to_numpy(expected.align(("j", "k")).data), rtol=1e-12)
     assert rename_gaussian_sum(s, (("i", fc.Variable("k", fc.Bint[2])),)) is None
     assert rename_gaussian_sum(s, (("i", fc.Variable("j", fc.Bint[3])),)) is None
 
