@@ -78,12 +78,12 @@ FAST_RTOL = 1e-10
 RANK_MARGIN = 1e3
 
 _EPS64 = 2.0 ** -52
-# numpy's LAPACK ufuncs, without ``np.linalg``'s wrappers (their checks and error-state
-# context cost more than the factorization of a 5 x 5 batch); the wrappers where absent.
-_UMATH = getattr(np.linalg, "_umath_linalg", None)
+_LOG_2PI = math.log(2 * math.pi)
+_SUM, _MAX = np.add.reduce, np.maximum.reduce
 
 
 def _nan_on_error(fn: Callable) -> Callable:
+    """``fn`` giving NaN where it raises ``LinAlgError``, as the LAPACK ufunc does."""
     def call(x: np.ndarray, signature: str) -> np.ndarray:
         try:
             return fn(x)
@@ -92,9 +92,10 @@ def _nan_on_error(fn: Callable) -> Callable:
     return call
 
 
-_SUM, _MAX = np.add.reduce, np.maximum.reduce
-_CHOLESKY = getattr(_UMATH, "cholesky_lo", None) or _nan_on_error(np.linalg.cholesky)
-_LOG_2PI = math.log(2 * math.pi)
+# numpy's LAPACK ufunc, without ``np.linalg.cholesky``'s wrapper (its checks and error-state
+# context cost more than the factorization of a 5 x 5 batch); the wrapper where absent.
+_CHOLESKY = (getattr(getattr(np.linalg, "_umath_linalg", None), "cholesky_lo", None)
+             or _nan_on_error(np.linalg.cholesky))
 
 
 def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
@@ -330,12 +331,12 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
 
 
 def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
-    """``_eager`` on numpy arrays, with numpy's LAPACK ufuncs called directly: the same
-    factorizations and the same arithmetic (values equal to rounding), in less
-    the time, because on the tiny matrices of a filter step each call's wrapper costs more
-    than its arithmetic. A failed Cholesky gives NaN (not an exception: its wrapper's error
-    handling is what costs), which fails the check, so the decision is the factorization's
-    own. ``_eager``'s four LAPACK calls are two (``_cholesky_inverse_host``)."""
+    """``_eager`` on numpy arrays, numpy called directly: the same quantities and checks
+    (values equal to rounding) in fewer calls, because on the tiny matrices of a filter step
+    each call's wrapper costs more than its arithmetic. ``_eager``'s four factorizations
+    (two Cholesky, two triangular inverses) are two (``_cholesky_inverse_host``); a failed
+    one is NaN, not an exception, and fails the check, so the decision is the
+    factorization's own and the QR path runs as before."""
     d_b, dim, tol = plan
     chol, chol_inv = _cholesky_inverse_host(gram)
     if not _host_check(gram, chol_inv, dim, tol):
