@@ -19,7 +19,11 @@ funsor 0.4.8 runs in a subprocess of the Python named by ``FUNSOR_PEER_PYTHON`` 
 clients' virtualenv, which has funsor 0.4.8 and pyro), started by this script, so that every
 row comes from one invocation. One thread everywhere; best of several rounds, milliseconds.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/idioms_approx.py``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/idioms_approx.py``. With ``--slds`` only the
+per-step SLDS loop, the hand IMM and the hand GPB2 (and funsor 0.4.8's loop), in CPU time
+(``time.process_time``, which a loaded machine disturbs less than the wall clock), best of
+``--rounds`` (default 9) interleaved rounds, with the time per step: run it from two
+checkouts alternately to compare them.
 """
 
 from __future__ import annotations
@@ -44,18 +48,22 @@ PEER_PYTHON = os.environ.get("FUNSOR_PEER_PYTHON",
                              "/root/.cache/funsor-core-clients/venv/bin/python")
 
 
-def interleaved(hand, ours, rounds: int = 5, number: int = 1) -> tuple[float, float]:
-    """Best-of-``rounds`` milliseconds per call of ``hand`` and ``ours``, measured alternately
-    (so that load on a shared machine hits both alike), after a warm-up call of each."""
-    hand(), ours()
-    best = [float("inf"), float("inf")]
+def interleaved(hand, ours, rounds: int = 5, number: int = 1, *more,
+                clock=time.perf_counter) -> tuple:
+    """Best-of-``rounds`` milliseconds per call of ``hand``, ``ours`` (and ``more``), measured
+    alternately (so that load on a shared machine hits them alike), after a warm-up call of
+    each."""
+    fns = (hand, ours) + more
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        for k, fn in enumerate((hand, ours)):
-            start = time.perf_counter()
+        for k, fn in enumerate(fns):
+            start = clock()
             for _ in range(number):
                 fn()
-            best[k] = min(best[k], (time.perf_counter() - start) / number * 1e3)
-    return best[0], best[1]
+            best[k] = min(best[k], (clock() - start) / number * 1e3)
+    return tuple(best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +276,12 @@ def peer_main():
     out = {}
     p = slds_params()
     run = slds_program(_peer_lib(), p)
+    if "--slds" in sys.argv:  # CPU time, as slds_rows
+        out["hand_imm"], out["slds"] = interleaved(lambda: hand_imm(p), run, 3,
+                                                   clock=time.process_time)
+        out["slds_value"] = run()
+        print(json.dumps(out))
+        return
     out["hand_imm"], out["slds"] = interleaved(lambda: hand_imm(p), run, 3)
     out["slds_value"] = run()
     step = _peer_elbo_step()
@@ -276,11 +290,12 @@ def peer_main():
     print(json.dumps(out))
 
 
-def peer_rows() -> dict:
+def peer_rows(*flags: str) -> dict:
     """funsor 0.4.8's times, from its own Python; {} when it cannot run."""
     here = os.path.abspath(__file__)
     try:
-        done = subprocess.run([PEER_PYTHON, here, "--peer"], capture_output=True, text=True,
+        done = subprocess.run([PEER_PYTHON, here, "--peer", *flags], capture_output=True,
+                              text=True,
                               timeout=900, cwd="/", env=dict(os.environ, PYTHONPATH=""))
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
@@ -360,6 +375,47 @@ def ours_rows(p: dict) -> dict:
     return out
 
 
+def _core_lib():
+    """The namespace ``slds_program`` runs on: funsor-core, numpy backend."""
+    import funsor_core as fc
+    from interpretations import moment_matching
+
+    class Lib:
+        Bint, Reals, ops = fc.Bint, fc.Reals, fc.ops
+
+        @staticmethod
+        def Tensor(data, inputs):
+            return fc.Tensor(data, inputs)
+
+        @staticmethod
+        def Gaussian(white_vec, prec_sqrt, inputs):
+            return fc.Gaussian(white_vec=white_vec, prec_sqrt=prec_sqrt, inputs=inputs)
+
+    Lib.moment_matching = moment_matching
+    return Lib
+
+
+def slds_rows(rounds: int) -> None:
+    """``--slds``: the per-step loop, hand IMM and hand GPB2 interleaved in CPU time (and
+    funsor 0.4.8's loop beside its hand IMM in its own process), printed with the time per
+    step (T - 1 steps)."""
+    p = slds_params()
+    run = slds_program(_core_lib(), p)
+    value, gpb2 = run(), hand_gpb2(p)
+    assert abs(value - gpb2) < 1e-10 * abs(gpb2), (value, gpb2)
+    loop, imm, gpb = interleaved(run, lambda: hand_imm(p), rounds, 1, lambda: hand_gpb2(p),
+                                 clock=time.process_time)
+    peer = peer_rows("--slds")
+    step = 1e3 / (T - 1)
+    print(f"SLDS per-step loop (K = {K}, T = {T}; CPU ms, best of {rounds}; us per step)")
+    print(f"  funsor-core loop {loop:8.2f} ({loop * step:5.0f} us/step)  hand IMM {imm:6.2f} "
+          f"({imm * step:4.0f})  hand GPB2 {gpb:6.2f} ({gpb * step:4.0f})")
+    print(f"  loop / IMM {loop / imm:5.2f}   loop / GPB2 {loop / gpb:5.2f}   log p(y) {value!r}")
+    if peer:
+        print(f"  funsor 0.4.8 loop {peer['slds']:8.1f} ms, {peer['slds'] / peer['hand_imm']:.0f}x "
+              f"its hand IMM ({peer['hand_imm']:.2f} ms)")
+
+
 def slds_chain(fc, p: dict):
     """init(s_prev, x_prev) and trans(time, s_prev, s_curr, x_prev, x_curr) of the SLDS."""
     ri = np.linalg.inv(np.linalg.cholesky(p["R"])).T
@@ -421,4 +477,8 @@ if __name__ == "__main__":
         peer_main()
     else:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        main()
+        if "--slds" in sys.argv:
+            rounds = sys.argv[sys.argv.index("--rounds") + 1] if "--rounds" in sys.argv else 9
+            slds_rows(int(rounds))
+        else:
+            main()

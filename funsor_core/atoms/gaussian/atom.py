@@ -91,6 +91,19 @@ def _check_inputs(inputs) -> tuple:
         raise ValueError("Gaussian needs inputs=, e.g. {'x': Reals[2]} (Bint inputs are batch "
                          "dims, real inputs are the coordinates of the density)")
     items = tuple(inputs.items()) if isinstance(inputs, dict) else tuple(inputs)
+    try:
+        return _checked_items(items)  # a structure seen before: checked once
+    except TypeError:  # an unhashable entry: the checks below name it
+        pass
+    return _check_items(items)
+
+
+@cached("gaussian.atom.checked_items", maxsize=1024, fast=True)
+def _checked_items(items: tuple) -> tuple:
+    return _check_items(items)
+
+
+def _check_items(items: tuple) -> tuple:
     names = [k for k, _ in items]
     if len(set(names)) != len(names):
         raise DomainError(f"Gaussian inputs repeat a name: {names}")
@@ -191,7 +204,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
     @classmethod
     def _prepare(cls, white_vec=None, prec_sqrt=None, inputs=None, *, info_vec=None,
                  precision=None, mean=None, covariance=None, scale_tril=None):
-        if type(inputs) is tuple and is_array(white_vec) and is_array(prec_sqrt) and not (
+        if type(inputs) in (tuple, dict) and is_array(white_vec) and is_array(prec_sqrt) and not (
                 info_vec is not None or precision is not None or mean is not None
                 or covariance is not None or scale_tril is not None):
             items = _check_inputs(inputs)  # the canonical form: just validate shapes
@@ -302,12 +315,40 @@ Gaussian._derived = tuple(n for n in Gaussian._derived if n not in ("_triangular
 
 
 def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:
+    batch, dim = _batch_and_dim(items)
+    ws, ps = tuple(white_vec.shape), tuple(prec_sqrt.shape)
+    if not (len(ps) >= 2 and ps[-2] == dim and len(ws) >= 1 and ws[-1] == ps[-1]
+            and _broadcasts(ws[:-1], batch) and _broadcasts(ps[:-2], batch)):
+        _raise_shapes(ws, ps, items)
+    if ws[:-1] != batch:
+        white_vec = ops.expand(white_vec, batch + ws[-1:])
+    if ps[:-2] != batch:
+        prec_sqrt = ops.expand(prec_sqrt, batch + ps[-2:])
+    return white_vec, prec_sqrt, items
+
+
+@cached("gaussian.atom.batch_and_dim", maxsize=1024, fast=True)
+def _batch_and_dim(items: tuple) -> tuple:
+    """The batch shape (sizes of the Bint inputs) and ``dim`` of a Gaussian's input items."""
+    inputs = dict(items)
+    return tuple(d.size for d in gaussian_batch_inputs(inputs).values()), real_offsets(inputs)[1]
+
+
+def _broadcasts(shape: tuple, batch: tuple) -> bool:
+    if shape == batch:
+        return True
+    try:
+        return len(shape) <= len(batch) and broadcast_shape(shape, batch) == batch
+    except ValueError:
+        return False
+
+
+def _raise_shapes(ws: tuple, ps: tuple, items: tuple):
+    """Raise the DomainError that names what is wrong with these array shapes."""
     inputs = dict(items)
     batch_inputs = gaussian_batch_inputs(inputs)
-    batch = tuple(d.size for d in batch_inputs.values())
-    _, dim = real_offsets(inputs)
+    batch, dim = _batch_and_dim(items)
     real = {k: str(d) for k, d in inputs.items() if d.dtype == "real"}
-    ws, ps = tuple(white_vec.shape), tuple(prec_sqrt.shape)
     if len(ps) < 2 or ps[-2] != dim:
         raise DomainError(
             f"Gaussian prec_sqrt of shape {ps} must end in (dim, rank) with dim = {dim}, the "
@@ -316,20 +357,12 @@ def _check_shapes(white_vec, prec_sqrt, items: tuple) -> tuple:
         raise DomainError(f"Gaussian white_vec of shape {ws} must end in rank = {ps[-1]} "
                           f"(the last dim of prec_sqrt, shape {ps})")
     for shape, what in ((ws[:-1], "white_vec"), (ps[:-2], "prec_sqrt")):
-        try:
-            ok = len(shape) <= len(batch) and broadcast_shape(shape, batch) == batch
-        except ValueError:
-            ok = False
-        if not ok:
+        if not _broadcasts(shape, batch):
             raise DomainError(
                 f"Gaussian {what} has batch shape {shape} but its Bint inputs "
                 f"{ {k: str(d) for k, d in batch_inputs.items()} } need {batch} (size-1 dims "
                 "broadcast)")
-    if ws[:-1] != batch:
-        white_vec = ops.expand(white_vec, batch + ws[-1:])
-    if ps[:-2] != batch:
-        prec_sqrt = ops.expand(prec_sqrt, batch + ps[-2:])
-    return white_vec, prec_sqrt, items
+    raise AssertionError("unreachable: the shapes were found wrong")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -207,25 +207,40 @@ def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
         >>> rename_gaussian_sum(s, (("i", fc.Variable("j", fc.Bint[2])),)).inputs
         {'j': Bint[2], 'x': Real}
     """
-    inputs = term.inputs
-    mapping = {}
+    key = []
     for k, v in subs:
-        if type(v) is not Variable or v.output != inputs.get(k):
+        if type(v) is not Variable:
             return None
-        mapping[k] = v.name
+        key.append((k, v.name, v.output))
+    terms = term.terms
+    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms),
+                         tuple(key))
+    if ikeys is None:
+        return None
+    parts = tuple(t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
+                  if isinstance(t, Gaussian) else Tensor.make(t.data, dict(ikey), t.dtype, ikey,
+                                                              t.output)
+                  for t, ikey in zip(terms, ikeys))
+    # Fresh summands of the checked sum, relabelled one to one: built as it is.
+    return Contraction.make(ops.add, parts)
+
+
+@cached("gaussian.mixture.rename_plan", maxsize=512, fast=True)
+def _rename_plan(ikeys: tuple, subs: tuple) -> tuple | None:
+    """The summands' relabelled input items (None for a Number), for substitutions
+    ``(name, new name, domain)``; None where one is not a renaming (a domain that is not the
+    input's, two names merging)."""
+    inputs = {k: d for ikey in ikeys if ikey is not None for k, d in ikey}
+    mapping = {}
+    for k, name, domain in subs:
+        if domain != inputs.get(k):
+            return None
+        mapping[k] = name
     new = set(mapping.values())
     if len(new) != len(mapping) or not new.isdisjoint(inputs.keys() - mapping.keys()):
         return None
-    parts = []
-    for t in term.terms:
-        if isinstance(t, Number):
-            parts.append(t)
-            continue
-        ikey = tuple((mapping.get(k, k), d) for k, d in t._ikey)
-        parts.append(Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey) if isinstance(t, Gaussian)
-                     else Tensor.make(t.data, dict(ikey), t.dtype, ikey, t.output))
-    # Fresh summands of the checked sum, relabelled one to one: built as it is.
-    return Contraction.make(ops.add, tuple(parts))
+    return tuple(None if ikey is None else tuple((mapping.get(k, k), d) for k, d in ikey)
+                 for ikey in ikeys)
 
 
 def _summands(term: Funsor) -> tuple:

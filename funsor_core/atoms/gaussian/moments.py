@@ -274,37 +274,45 @@ def _block_gram(gs: tuple, plan: _Plan) -> Array:
 
 
 def _block_gram_host(gs: tuple, plan: _Plan) -> np.ndarray:
-    """``_block_gram`` of numpy arrays: each Gaussian's own ``[S; w'] [S; w']'`` (its rows
-    only, at its own batch shape) added into its rows and columns of the joint Gram matrix
-    (the zero rows that ``place_system`` pads with add nothing), numpy called directly."""
+    """``_block_gram`` of numpy arrays: the joint system ``M`` (``system_rows``' rows, each
+    Gaussian's columns side by side, zeros where it has no coordinate) written in place at the
+    full batch shape (each Gaussian broadcast over the inputs it lacks), then ``M M'`` in one
+    batched product; numpy called directly (a handful of calls, whatever the summands)."""
     size = plan.dim + 1
-    total = np.zeros(plan.gaussians[0][2] + (size, size))
-    for x, p in zip(gs, plan.gaussians):
+    m = np.zeros(plan.gaussians[0][2] + (size, plan.rank))
+    for x, p, (rows, cols) in zip(gs, plan.gaussians, _joint_positions(plan.gaussians,
+                                                                          plan.dim, plan.index,
+                                                                          _ranks(gs))):
         perm, shape = p[0], p[1]
-        own = np.concatenate([x.prec_sqrt, x.white_vec[..., None, :]], -2)
-        mm = own @ own.swapaxes(-1, -2)
+        s, w = x.prec_sqrt, x.white_vec
         if perm is not None:
             nb = len(perm)
-            mm = mm.transpose(perm + (nb, nb + 1))
-        rows, cols = _gram_positions(p, plan.dim, plan.index)
-        total[..., rows, cols] += mm.reshape(shape + mm.shape[-2:])
-    return total.reshape(plan.kshape + (plan.n, size, size))
+            s, w = s.transpose(perm + (nb, nb + 1)), w.transpose(perm + (nb,))
+        m[..., rows, cols] = s.reshape(shape + s.shape[-2:])
+        m[..., plan.dim, cols] = w.reshape(shape + w.shape[-1:])
+    return (m @ m.swapaxes(-1, -2)).reshape(plan.kshape + (plan.n, size, size))
 
 
-@cached("gaussian.moments.gram_positions", maxsize=1024, fast=True)
-def _gram_positions(p: tuple, dim: int, index: tuple | None) -> tuple:
-    """Indices ``(rows, cols)`` placing a Gaussian's own ``[S; w']`` Gram matrix (its
-    coordinates, then ``w``) in the joint one, whose rows are ``system_rows``' order: two
-    slices where the positions are a run (a basic index: 4x cheaper), else index arrays."""
-    _, _, _, before, after, rows = p
-    coords = range(before, dim - after) if rows is None else rows
+def _ranks(gs: tuple) -> tuple:
+    return tuple(x.prec_sqrt.shape[-1] for x in gs)
+
+
+@cached("gaussian.moments.joint_positions", maxsize=1024, fast=True)
+def _joint_positions(entries: tuple, dim: int, index: tuple | None, ranks: tuple) -> tuple:
+    """Per Gaussian (its entry of ``plan.gaussians``), where its ``S`` goes in the joint
+    system of ``system_rows``' row order: ``(rows, cols)``, a slice for a run of rows (a basic
+    index: cheaper), else an index array; its columns are a run after the previous ones'."""
     order = la.split_index(dim, () if index is None else tuple(index))
     where = {j: i for i, j in enumerate(order[0] + order[1])}
-    pos = [where[j] for j in coords] + [dim]
-    if pos == list(range(pos[0], dim + 1)):
-        return slice(pos[0], dim + 1), slice(pos[0], dim + 1)
-    pos = np.array(pos)
-    return pos[:, None], pos[None, :]
+    out, start = [], 0
+    for (_, _, _, before, after, rows), rank in zip(entries, ranks):
+        coords = range(before, dim - after) if rows is None else rows
+        pos = [where[j] for j in coords]
+        run = bool(pos) and pos == list(range(pos[0], pos[0] + len(pos)))
+        out.append((slice(pos[0], pos[0] + len(pos)) if run else np.array(pos, dtype=np.intp),
+                    slice(start, start + rank)))
+        start += rank
+    return tuple(out)
 
 
 def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqrt: Array):
@@ -517,7 +525,9 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
     if plan.dense_axes:
         total = ops.logsumexp(total, plan.dense_axes)
     if host and type(total) is np.ndarray:
-        return np.broadcast_to(total, plan.dense_full).reshape(plan.kshape + (plan.n,))
+        if total.shape != plan.dense_full:  # (np.broadcast_to costs microseconds when a no-op)
+            total = np.broadcast_to(total, plan.dense_full)
+        return total.reshape(plan.kshape + (plan.n,))
     return ops.reshape(ops.expand(total, plan.dense_full), plan.kshape + (plan.n,))
 
 

@@ -79,6 +79,23 @@ RANK_MARGIN = 1e3
 
 _EPS64 = 2.0 ** -52
 _LOG_2PI = math.log(2 * math.pi)
+_SUM, _MAX = np.add.reduce, np.maximum.reduce
+
+
+def _nan_on_error(fn: Callable) -> Callable:
+    """``fn`` giving NaN where it raises ``LinAlgError``, as the LAPACK ufunc does."""
+    def call(x: np.ndarray, signature: str) -> np.ndarray:
+        try:
+            return fn(x)
+        except np.linalg.LinAlgError:
+            return np.full_like(x, np.nan)
+    return call
+
+
+# numpy's LAPACK ufunc, without ``np.linalg.cholesky``'s wrapper (its checks and error-state
+# context cost more than the factorization of a 5 x 5 batch); the wrapper where absent.
+_CHOLESKY = (getattr(getattr(np.linalg, "_umath_linalg", None), "cholesky_lo", None)
+             or _nan_on_error(np.linalg.cholesky))
 
 
 def collapse_normal(log_weights: Array, white_vec: Array, prec_sqrt: Array,
@@ -314,23 +331,21 @@ def _eager(log_weights: Array, gram: Array, plan: tuple):
 
 
 def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
-    """``_eager`` on numpy arrays, with numpy called directly: the same factorizations and
-    the same arithmetic (values equal to rounding), in about half the time, because on the
-    tiny matrices of a filter step each call's dispatch costs as much as its arithmetic."""
+    """``_eager`` on numpy arrays, numpy called directly: the same quantities and checks
+    (values equal to rounding) in fewer calls, because on the tiny matrices of a filter step
+    each call's wrapper costs more than its arithmetic. ``_eager``'s four factorizations
+    (two Cholesky, two triangular inverses) are two (``_cholesky_inverse_host``); a failed
+    one is NaN, not an exception, and fails the check, so the decision is the
+    factorization's own and the QR path runs as before."""
     d_b, dim, tol = plan
-    try:
-        chol = np.linalg.cholesky(gram)
-        # Cholesky's upper triangle is exactly zero: inv is the triangular inverse.
-        chol_inv = np.linalg.inv(chol)
-    except np.linalg.LinAlgError:
-        return None
-    if not _well_conditioned(gram, chol_inv, dim, tol):
+    chol, chol_inv = _cholesky_inverse_host(gram)
+    if not _host_check(gram, chol_inv, dim, tol):
         return None
     diag = chol.diagonal(0, -2, -1)
     c = diag[..., dim]
     log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - np.log(diag[..., :dim]).sum(-1)
-    block = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c]
-    mean_k = -c[..., None] * block[..., -1, :]
+    rows = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c]
+    mean_k = rows[..., -1, :] * -c[..., None]
     # The mixture (``mixture_rows``): p_k = exp(log Z_k - log Z), cov = A'A.
     log_mass_k = log_weights + log_z
     top = log_mass_k.max(-1)
@@ -338,23 +353,69 @@ def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
         return None  # a mixture of no mass: the general path gives its unit covariance
     scaled = np.exp(log_mass_k - top[..., None])
     total = scaled.sum(-1)
-    log_mass = top + np.log(total)
     p = scaled / total[..., None]
     mean = (p[..., None, :] @ mean_k)[..., 0, :]
     n, d_a = mean_k.shape[-2:]
-    rows = np.concatenate([block[..., :-1, :], (mean_k - mean[..., None, :])[..., None, :]], -2)
-    rows = (rows * np.sqrt(p)[..., None, None]).reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
+    root_p = np.sqrt(p)[..., None]
+    rows = rows * root_p[..., None]  # a copy: its last row is replaced
+    rows[..., -1, :] = (mean_k - mean[..., None, :]) * root_p
+    rows = rows.reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
     cov = rows.swapaxes(-1, -2) @ rows
-    try:
-        u = np.linalg.cholesky(cov)
-        u_inv = np.linalg.inv(u)
-    except np.linalg.LinAlgError:
-        return None
-    if not _well_conditioned(cov, u_inv):
+    u, u_inv = _cholesky_inverse_host(cov)
+    if not _host_check(cov, u_inv, None, 0.0):
         return None
     log_det = np.log(u.diagonal(0, -2, -1)).sum(-1)
-    log_const = log_mass - (log_det + 0.5 * d_a * _LOG_2PI)
+    log_const = (top + np.log(total)) - (log_det + 0.5 * d_a * _LOG_2PI)
     return log_const, (u_inv @ mean[..., None])[..., 0], u_inv.swapaxes(-1, -2)
+
+
+def _cholesky_inverse_host(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, L^{-1})`` for ``G = L L'`` (a batch), from one Cholesky factorization of
+    ``[[G, 0], [I, t I]]``: its factor is ``[[L, 0], [L^{-T}, chol(t I - G^{-1})]]`` (the
+    lower-left block ``Y`` solves ``Y L' = I``, by LAPACK's triangular solve). A
+    factorization per call instead of two: on these sizes the call, not the arithmetic, costs.
+
+    ``t = 2 K / min_j G_jj``, with ``K = FAST_RTOL / (n^2 eps)`` the check's bound on
+    ``||L^{-1} D||_F^2``: where the check can pass, ``||G^{-1}||_2 <= ||L^{-1}||_F^2 <= K /
+    min_j G_jj = t / 2``, so ``t I - G^{-1}`` is positive definite with room to spare, and a
+    factorization that fails (NaN, which fails the check) is one the check would have refused
+    or a ``G`` that is not positive definite: the decision stays the factorization's and the
+    check's."""
+    n = gram.shape[-1]
+    aug = np.empty(tuple(gram.shape[:-2]) + (2 * n, 2 * n))
+    aug[...] = _augmented_template(n)
+    aug[..., :n, :n] = gram
+    # NaN of a failed factorization (or of t where some G_jj <= 0) is a value here.
+    with np.errstate(all="ignore"):
+        aug[..., n:, n:] *= 2.0 * FAST_RTOL / (n * n * _EPS64) / gram.diagonal(0, -2, -1).min()
+        out = _CHOLESKY(aug, signature="d->d")
+    return out[..., :n, :n], out[..., n:, :n].swapaxes(-1, -2)
+
+
+@cached("gaussian.normal_equations.augmented_template", maxsize=64, fast=True)
+def _augmented_template(n: int) -> np.ndarray:
+    """``[[0, 0], [I, I]]`` of size ``2n`` (cached: never write to it)."""
+    out = np.zeros((2 * n, 2 * n))
+    out[n:, :n] = out[n:, n:] = np.eye(n)
+    return out
+
+
+def _host_check(gram: np.ndarray, chol_inv: np.ndarray, dim: int | None, tol: float) -> bool:
+    """``_well_conditioned`` of numpy arrays, the reductions called directly. False on NaN."""
+    n = gram.shape[-1]
+    if not gram.size:
+        return True  # an empty batch
+    d2 = gram.diagonal(0, -2, -1)
+    inv2 = chol_inv * chol_inv
+    # The largest ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj of the batch.
+    stat = _MAX(_SUM((inv2 * d2[..., None, :]).reshape(-1, n * n), 1), None)
+    if not stat <= FAST_RTOL / (n * n * _EPS64):
+        return False
+    if dim is None:
+        return True
+    # The largest F^2 ||L11^{-1}||_F^2, with F^2 the largest G_jj of the system's columns.
+    scaled = _MAX(d2[..., :dim], -1) * _SUM(inv2[..., :dim, :dim], (-2, -1))
+    return bool(_MAX(scaled, None) * (RANK_MARGIN * tol) ** 2 < 1.0)
 
 
 def _traced(log_weights: Array, gram: Array, plan: tuple):
