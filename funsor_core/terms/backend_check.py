@@ -102,7 +102,7 @@ def deep_array_backend(term) -> str | None:
                 continue
             seen.add(id(node))
         fields = cls.arrays
-        if fields:  # array_backend, inlined: this walk runs per Integrate and Subs
+        if fields:  # array_backend, inlined: this walk runs per Integrate and distribution
             value = getattr(node, fields[0])
             name = types.get(type(value), False)
             if name is False:
