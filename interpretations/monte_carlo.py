@@ -174,11 +174,7 @@ def _real_names(term: Funsor, names) -> frozenset:
 # otherwise V is drawn from m and the sample integrated exactly.
 @MonteCarlo.register(Integrate, Funsor, Funsor, frozenset)
 def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
-    if any(isinstance(t, Delta) for t in _terms(log_measure)):
-        # exact substitutes the points; what is left comes back here
-        return _with_sample_inputs(mc, mc.defer(Integrate, (log_measure, integrand,
-                                                            reduced_vars)))
-    if isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure):
+    if isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure):  # (no Delta)
         result = mc.defer(Integrate, (log_measure, integrand, reduced_vars))
         if not isinstance(result, Integrate):
             return _with_sample_inputs(mc, result)  # a closed form (or a partial reduction)
@@ -192,6 +188,10 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
             # variance estimate), the others are sampled together (one draw).
             return (Integrate(log_measure, closed, reduced_vars)
                     + Integrate(log_measure, sampled, reduced_vars))
+    elif any(isinstance(t, Delta) for t in _terms(log_measure)):
+        # exact substitutes the points; what is left comes back here
+        return _with_sample_inputs(mc, mc.defer(Integrate, (log_measure, integrand,
+                                                            reduced_vars)))
     else:
         names = reduced_vars
     try:

@@ -505,8 +505,9 @@ def _clear_dependents(interp: Interpretation) -> None:
         seen.add(id(x))
         x._cache.clear()
         x._direct.clear()
-        stack.extend(x._dependents)
-        x._dependents = weakref.WeakSet()
+        if x._dependents:  # a WeakSet's len is cheap; iterating an empty one is not
+            stack.extend(x._dependents)
+            x._dependents = weakref.WeakSet()
 
 
 def _clear_all_caches() -> None:

@@ -93,21 +93,29 @@ def deep_array_backend(term) -> str | None:
     found = None
     seen: set = set()
     todo = [term]
+    types = _BACKEND_OF_TYPE.data
     while todo:
         node = todo.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        name = array_backend(node) if type(node).arrays else None
-        if name is not None:
-            if found is None:
-                found = name, node
-            elif name != found[0]:
-                raise TypeError(MIXED_BACKENDS.format(
-                    what="combine", first=f"{type(found[1]).__name__} {found[1].inputs}",
-                    left=found[0], second=f"{type(node).__name__} {node.inputs}",
-                    right=name))
-        todo.extend(children(node))
+        cls = type(node)
+        if cls._kid_pos:  # a leaf is cheaper to look at again than to remember
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+        fields = cls.arrays
+        if fields:  # array_backend, inlined: this walk runs per Integrate and distribution
+            value = getattr(node, fields[0])
+            name = types.get(type(value), False)
+            if name is False:
+                name = _backend_of_type(type(value), value)
+            if name is not None:
+                if found is None:
+                    found = name, node
+                elif name != found[0]:
+                    raise TypeError(MIXED_BACKENDS.format(
+                        what="combine", first=f"{type(found[1]).__name__} {found[1].inputs}",
+                        left=found[0], second=f"{cls.__name__} {node.inputs}", right=name))
+        if cls._kid_pos:
+            todo.extend(children(node))
     return None if found is None else found[0]
 
 

@@ -166,6 +166,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
     __slots__ = ("white_vec", "prec_sqrt", "_ikey", "_triangular", "_normalizer")
     fields = ("white_vec", "prec_sqrt", "inputs")
     arrays = ("white_vec", "prec_sqrt")
+    plain = ("inputs",)  # (name, domain) pairs: no child terms to walk
     _atom = True
     sort_rank = 20
     # Ranks above compression_threshold * dim are compressed (see set_compression_threshold).

@@ -64,10 +64,11 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         >>> bool(np.isclose(integrate_gaussian(g, None, x, frozenset("x")).data, 2 * np.exp(lz)))
         True
     """
-    names = frozenset(k for k, d in g.inputs.items() if d.dtype == "real" and k in reduced_vars)
+    reals = gaussian_layout(g._ikey)[1]  # the real inputs (cached per input key)
+    names = frozenset(k for k in reals if k in reduced_vars)
     if not names:
         return None
-    every = len(names) == sum(d.dtype == "real" for d in g.inputs.values())
+    every = len(names) == len(reals)
     if every and t is not None and t is getattr(g, "_normalizer", None):
         # g + t integrates to 1 by construction (a Normal): E_q[f] is the result. The
         # signed sum's own structural check comes first (it implies ``expectable``, and an
