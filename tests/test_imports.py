@@ -15,6 +15,7 @@ it is, not only the ones that ran.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,15 @@ def _all_modules() -> dict[str, Path]:
 MODULES = _all_modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``, parsed once for the graph and every scan below."""
+    return ast.parse(path.read_text())
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """Modules of ours that ``name`` imports, anywhere in its body."""
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     out: set[str] = set()
     is_package = path.name == "__init__.py"
     for node in ast.walk(tree):
@@ -201,7 +208,7 @@ def test_faces_are_thin():
     for name, path in MODULES.items():
         if _rank(name) != FACE_RANK or name in NOT_FACES:
             continue
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         for node in tree.body:
             plain = isinstance(node, (ast.Import, ast.ImportFrom)) or (
                 isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) or (
@@ -276,7 +283,7 @@ def _backend_name_tests(tree: ast.AST) -> list[int]:
 
 def _violations(finder, modules: dict[str, Path], allowed: set[str]) -> list[str]:
     return [f"{name}:{line}" for name, path in sorted(modules.items()) if name not in allowed
-            for line in finder(ast.parse(path.read_text()))]
+            for line in finder(_tree(path))]
 
 
 def _core_modules() -> dict[str, Path]:

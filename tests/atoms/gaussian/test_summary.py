@@ -77,10 +77,10 @@ def test_moments_batched_against_dense_inverse(backend):
 
 def test_moments_mixture_against_dense(backend):
     rng = np.random.default_rng(1)
-    info, prec = _random_density(rng, 3, 2)
-    logw = rng.normal(size=3)
+    info, prec = _random_density(rng, 4, 3)  # the batched test's shapes: jax compiles shared
+    logw = rng.normal(size=4)
     g = _gaussian(backend, info, prec)
-    w = fc.Tensor(_as(backend, logw), {"k": fc.Bint[3]})
+    w = fc.Tensor(_as(backend, logw), {"k": fc.Bint[4]})
     m = fc.moments(g + w, mixture="k")
     log_z, mu, cov = _dense(info, prec, logw, _at_zero(backend, g))
     p = np.exp(log_z - np.logaddexp.reduce(log_z))
