@@ -33,6 +33,7 @@ from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
+from funsor_core.terms.backend_check import check_backends
 
 __all__ = ["FactorGraph", "FactorGroup", "NEG"]
 
@@ -194,6 +195,8 @@ def _domains(factors, batch) -> tuple:
             table = batch_domains if name in batch else domains
             if table.setdefault(name, domain) != domain:
                 raise ValueError(_CLASH.format(name=name, a=table[name], b=domain))
+    # One graph, one backend: mixed tables would be converted silently (dropping autograd).
+    check_backends("run loopy inference", factors, [f"factor {i}" for i in range(len(factors))])
     missing = [k for k in batch if k not in batch_domains]
     if missing:
         raise ValueError(_NO_BATCH.format(missing=missing, names=list(domains)))
