@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import numpy as np
@@ -136,6 +137,9 @@ class BPResult:
     def log_z(self) -> Tensor:
         z = self._compiled[2] if self._compiled is not None else bethe_log_z(
             self.semiring, self.graph, self.f2v)
+        # A model of zero mass (every assignment -inf) sums NEG-clamped tables to ~NEG:
+        # report its log Z as -inf, as exact elimination does.
+        z = ops.where(z > NEG / 2, z, ops.full_like(z, -math.inf))
         return Tensor(z, dict(self.graph.batch))
 
     def map_assignment(self) -> dict:

@@ -45,3 +45,12 @@ def test_thesis_grid_from_the_public_face_takes_a_seed_and_checks_its_arguments(
                 dict(n=2, L=3, p_max=1.0), dict(n=2, L=3, p_min=0.5, p_max=0.1)):
         with pytest.raises(ValueError, match="thesis_grid needs ints n >= 1"):
             thesis_grid(0, **bad)
+
+
+@pytest.mark.parametrize("schedule", ["flooding", "residual"])
+def test_a_model_of_zero_mass_has_log_z_minus_inf(schedule):
+    f, _ = _ragged()
+    dead = fc.Tensor(np.full(2, -np.inf), {"a": fc.Bint[2]})
+    with np.errstate(divide="ignore"):  # the oracle: brute force, log 0
+        expected = np.logaddexp.reduce((np.asarray(f.data) + dead.data[:, None]).ravel())
+    assert loopy_bp([f, dead], schedule=schedule).log_z.data == expected == -np.inf
