@@ -118,6 +118,7 @@ class BPResult:
     def beliefs(self) -> dict:
         b = self._compiled[1] if self._compiled is not None else normalize(
             self.semiring, real_states(self.graph, self._bsum))
+        b = ops.where(b > NEG / 2, b, ops.full_like(b, -math.inf))  # log 0 as -inf, not NEG
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
 
     @cached_property

@@ -54,3 +54,24 @@ def test_a_model_of_zero_mass_has_log_z_minus_inf(schedule):
     with np.errstate(divide="ignore"):  # the oracle: brute force, log 0
         expected = np.logaddexp.reduce((np.asarray(f.data) + dead.data[:, None]).ravel())
     assert loopy_bp([f, dead], schedule=schedule).log_z.data == expected == -np.inf
+
+
+def test_a_state_of_zero_mass_has_belief_minus_inf():
+    # Brute force: the marginal of b under f(a, b) + g(b) with g(2) = -inf.
+    f, g = _ragged()
+    g = fc.Tensor(np.where(np.arange(3) == 2, -np.inf, g.data), g.inputs)
+    joint = np.asarray(f.data) + g.data
+    expected = np.logaddexp.reduce(joint, 0) - np.logaddexp.reduce(joint.ravel())
+    for schedule in ("flooding", "residual"):
+        belief = loopy_bp([f, g], schedule=schedule, max_iters=np.int64(50)).beliefs["b"].data
+        np.testing.assert_allclose(belief, expected)  # -inf where expected is -inf
+
+
+def test_anytime_bp_checks_its_arguments_when_called_not_when_iterated():
+    from funsor_core.loopy import anytime_bp
+
+    factors = list(_ragged())
+    for bad in (dict(schedule="bogus"), dict(priority="bogus"), dict(damping=1.0),
+                dict(tol=-1.0), dict(max_iters=-1)):
+        with pytest.raises(ValueError, match="anytime_bp needs|unknown"):
+            anytime_bp(factors, **bad)  # no next(): the generator has not started
