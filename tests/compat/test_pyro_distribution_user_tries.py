@@ -14,9 +14,10 @@ from funsor_core.pyro.distribution import FunsorDistribution  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _torch_backend():
+    old = fc.get_backend()
     fc.set_backend("torch")
     yield
-    fc.set_backend("numpy")
+    fc.set_backend(old)
 
 
 def test_expand_keeps_the_torch_size_it_is_given():

@@ -11,6 +11,15 @@ from funsor_core import ops
 from funsor_core.distribution import Gamma
 
 
+@pytest.fixture(autouse=True)
+def _numpy_backend():
+    # Numbers become arrays of the active backend; a test before may leave another active.
+    old = fc.get_backend()
+    fc.set_backend("numpy")
+    yield
+    fc.set_backend(old)
+
+
 def _compound_by_quadrature(a0, r0, a, x):
     # log int Gamma(l; a0, r0) Gamma(x; a, l) dl; 0 density outside x > 0.
     if x < 0:
@@ -39,7 +48,6 @@ def test_gamma_gamma_compound_gradient_on_torch():
     m = (Gamma(a0, r0, value=rate) + Gamma(a, rate, value=fc.Tensor(xs, {"n": fc.Bint[2]})))
     m.reduce(ops.logaddexp, "r").data.sum().backward()
     x = xs.detach().numpy()  # d/dx [(a - 1) log x - (a + a0) log(x + r0)]
-    fc.set_backend("numpy")
     np.testing.assert_allclose(xs.grad.numpy(), (a - 1) / x - (a + a0) / (x + r0))
 
 

@@ -9,6 +9,15 @@ import funsor_core as fc
 from funsor_core.interop.data import ConversionError
 
 
+@pytest.fixture(autouse=True)
+def _numpy_backend():
+    # Numbers become arrays of the active backend; a test before may leave another active.
+    old = fc.get_backend()
+    fc.set_backend("numpy")
+    yield
+    fc.set_backend(old)
+
+
 @pytest.mark.parametrize("value", [None, slice(0, 2), object()])
 def test_a_value_with_no_funsor_form_raises_naming_the_input(value):
     # These became a 0-d object array before (a Tensor that failed later, far away).
