@@ -8,6 +8,8 @@ Example:
     >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
     >>> float(np.exp(loopy_bp([f]).log_z.data))
     4.0
+
+``thesis_grid`` builds Singh (2014) 7.2.7.1's random grid, the anytime-BP testbed.
 """
 
 from funsor_core.algorithms.loopy.anytime import PRIORITIES, AnytimeStep, anytime_bp
@@ -30,10 +32,11 @@ from funsor_core.algorithms.loopy.cluster_compress import (
 )
 from funsor_core.algorithms.loopy.graph import FactorGraph
 from funsor_core.algorithms.loopy.mcmcmc import Confidence
+from funsor_core.algorithms.loopy.models import thesis_grid
 from funsor_core.algorithms.loopy.reference import METRICS, exact_marginals, marginal_errors
 
 __all__ = ["loopy_bp", "anytime_bp", "gibbs", "mh", "Samples", "BPResult", "AnytimeStep",
            "SCHEDULES", "PRIORITIES", "FactorGraph", "exact_marginals", "marginal_errors",
            "METRICS", "cluster_bp", "ClusterBPResult", "Projection", "PROJECTIONS",
            "project_full", "project_factorized", "project_kbest", "project_samples",
-           "project_merged", "project_frak", "table_errors", "Confidence"]
+           "project_merged", "project_frak", "table_errors", "Confidence", "thesis_grid"]

@@ -116,9 +116,9 @@ def _funsor_distribution_class():
 
         def expand(self, batch_shape, _instance=None):
             new = self._get_checked_instance(type(self), _instance)
-            batch_shape = tuple(batch_shape)
-            # + 0 over the new batch dims: the funsor gains their inputs.
-            zeros = backend_module().asarray(np.zeros(batch_shape), "real")
+            # + 0 over the new batch dims: the funsor gains their inputs. batch_shape is
+            # kept as given (torch's expand passes a torch.Size, as funsor 0.4.8 keeps it).
+            zeros = backend_module().asarray(np.zeros(tuple(batch_shape)), "real")
             funsor_dist = self.funsor_dist + tensor_to_funsor(zeros)
             FunsorDistribution.__init__(new, funsor_dist, batch_shape, self.event_shape,
                                         self.dtype, validate_args=False)

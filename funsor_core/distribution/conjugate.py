@@ -142,9 +142,12 @@ def _gamma_poisson_post(prior, lik):
 def _gamma_gamma(prior, lik):
     # int Gamma(l; a0, r) Gamma(x; a, l) dl
     #   = r^a0 x^(a-1) / B(a, a0) / (x + r)^(a + a0)       (the compound gamma density)
+    #   = Gamma(x; a, 1) e^x Gamma(a + a0) / Gamma(a0) r^a0 / (x + r)^(a + a0):
+    # Gamma(x; a, 1) carries x^(a-1) and the support (-inf for x <= 0, where log x would
+    # give NaN), and log(x + r) is taken at max(x, 0) so that it stays finite there.
     a0, r, a, x = prior.concentration, prior.rate, lik.concentration, lik.value
-    log_beta = ops.lgamma(a) + ops.lgamma(a0) - ops.lgamma(a + a0)
-    return (a - 1.0) * ops.log(x) + a0 * ops.log(r) - (a + a0) * ops.log(x + r) - log_beta
+    return (Gamma(a, 1.0, x) + x + a0 * ops.log(r) - (a + a0) * ops.log(ops.max(x, 0.0) + r)
+            + ops.lgamma(a + a0) - ops.lgamma(a0))
 
 
 def _gamma_gamma_post(prior, lik):
@@ -274,7 +277,8 @@ def collapse_plate(lik, plates: frozenset):
     """``(likelihood of the sufficient statistics, Tensor)`` whose sum equals
     ``lik.reduce(ops.add, plates)`` as a function of the parameter, or None.
 
-    ``lik`` is a Bernoulli, Binomial, Categorical, Multinomial or Poisson whose probs (rate)
+    ``lik`` is a Bernoulli, Binomial, Categorical, Multinomial, Poisson or Gamma (whose rate
+    is a Variable, its concentration a constant) whose probs (rate)
     do not depend on the plates, whose value (and count) are Tensors over them. The Tensor
     holds the combinatorial factors, and -inf where an observation is outside the support (so
     the identity holds there too). Bernoulli and Categorical plates become Binomial and
@@ -288,6 +292,8 @@ def collapse_plate(lik, plates: frozenset):
         >>> type(lik).__name__, lik.total_count.item(), lik.value.item(), round(rest.item(), 4)
         ('Binomial', 3.0, 2.0, -1.0986)
     """
+    if isinstance(lik, Gamma):
+        return _collapse_gamma(lik, plates)
     if not isinstance(lik, (BernoulliProbs, Binomial, Categorical, Multinomial, Poisson)):
         return None
     probs = lik.rate if isinstance(lik, Poisson) else lik.probs
@@ -307,6 +313,29 @@ def collapse_plate(lik, plates: frozenset):
     if isinstance(lik, Multinomial):
         return _collapse_counts(lik, plates, Multinomial, lik.total_count)
     return _collapse_poisson(lik, plates)
+
+
+def _collapse_gamma(lik, plates):
+    """sum_i log Gamma(x_i; a_i, l) = log Gamma(X; A, l) + sum_i [xlogy(a_i - 1, x_i) -
+    lgamma(a_i)] - xlogy(A - 1, X) + lgamma(A), with X = sum_i x_i and A = sum_i a_i: the
+    rest is free of the rate ``l`` (a Variable, the Gamma-Gamma conjugate's prior value)."""
+    a, x = lik.concentration, lik.value
+    if (type(lik.rate) is not Variable or plates & lik.rate.inputs.keys()
+            or not isinstance(x, Tensor) or not isinstance(a, (Tensor, Number))
+            or not plates <= x.inputs.keys()):
+        return None
+    inputs = {**x.inputs, **a.inputs}
+    xd = align_tensor(inputs, x, expand=True)
+    if isinstance(a, Number):
+        a = Tensor(ops.new_full(x.data, (), a.data))
+    ad = align_tensor(inputs, a, expand=True)
+    axes = tuple(i for i, name in enumerate(inputs) if name in plates)
+    total_x, total_a = ops.sum(xd, axes), ops.sum(ad, axes)
+    rest = (ops.sum(ops.xlogy(ad - 1.0, xd) - ops.lgamma(ad), axes)
+            - ops.xlogy(total_a - 1.0, total_x) + ops.lgamma(total_a))
+    rest = ops.where(ops.all(xd >= 0, axes), rest, ops.full_like(rest, -math.inf))
+    kept = {k: d for k, d in inputs.items() if k not in plates}
+    return Gamma(Tensor(total_a, kept), lik.rate, Tensor(total_x, kept)), Tensor(rest, kept)
 
 
 def _plated_exposure(lik, plates) -> bool:

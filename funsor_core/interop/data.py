@@ -31,12 +31,18 @@ from funsor_core.terms.product import ProductDomain, Tuple
 from funsor_core.terms.reshaping import Function, Stack
 from funsor_core.terms.traversal import children
 
-__all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError"]
+__all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError",
+           "ConversionError"]
 
 
 class LazyTermError(NotImplementedError, ValueError):
     """A number was demanded from a term that is still lazy (a ``ValueError`` too, which is
     what funsor raises for ``to_data`` of a term with free variables)."""
+
+
+class ConversionError(TypeError, ValueError):
+    """A value with no funsor form (None, a slice, an object): a TypeError, and a ValueError
+    as funsor 0.4.8's ``to_funsor`` raises."""
 
 
 class NoDataError(LazyTermError, AttributeError):
@@ -142,6 +148,10 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         result = None if convert is None else convert(x, output, dim_to_name)
         if result is not None:
             return result
+        if not isinstance(x, (list, tuple)) and not hasattr(x, "__array__"):
+            # None, a slice or any other object would become a 0-d object array.
+            raise ConversionError(_NOT_CONVERTIBLE.format(typ=type(x).__name__, x=x) +
+                            (_SLICE_HINT if isinstance(x, slice) else ""))
         x = backend_module().asarray(x)
     dtype = "real" if output is None else output.dtype
     if dtype != "real" and ops.is_floating(x):
@@ -174,6 +184,12 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         keep.append(i)
     data = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
     return Tensor(data, tuple(names), dtype)
+
+
+_NOT_CONVERTIBLE = ("cannot convert a {typ} ({x!r}) to a funsor: expected a Funsor, a number, a "
+                    "name (str, a Variable) or an array.")
+_SLICE_HINT = (" A window of a Bint input is a Slice term, e.g. f(i=fc.Slice('i2', 0, 2, 1, n)) "
+               "for states 0 and 1 of i: Bint[n] as a new input i2: Bint[2].")
 
 
 # -- @function ---------------------------------------------------------------------------------

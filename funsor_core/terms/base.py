@@ -502,6 +502,9 @@ def _subs_value(name: str, value, domain: Domain) -> Funsor:
     except DomainError as e:
         raise DomainError(f"substituting {name}={value!r} into an input of domain {domain}: "
                           f"{e}") from None
+    except TypeError as e:  # a value of no funsor form (None, a slice, an object)
+        raise type(e)(f"substituting {name}={value!r} into an input of domain {domain}: "
+                      f"{e}") from e
 
 
 def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:

@@ -50,7 +50,7 @@ from funsor_core.algorithms.loopy.anytime_compact import (
     remap_messages,
     round_up_capacity,
 )
-from funsor_core.algorithms.loopy.bp import BPResult, run_bp
+from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
 from funsor_core.algorithms.loopy.messages import (
     Semiring,
@@ -268,8 +268,15 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         >>> [len(s.domains["a"]) + len(s.domains["b"]) for s in anytime_bp([f])]
         [2, 3, 4]
     """
+    # Checked here, when called: the steps are a generator, which runs nothing until the
+    # first next(), so a bad argument would otherwise surface far from the call.
     if priority not in PRIORITIES:
         raise ValueError(f"unknown priority {priority!r}; choose one of {PRIORITIES}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
+    if not (0.0 <= damping < 1.0 and tol >= 0 and isinstance(max_iters, int) and max_iters >= 0):
+        raise ValueError(f"anytime_bp needs damping in [0, 1), tol >= 0 and an int max_iters "
+                         f">= 0; got damping={damping!r}, tol={tol!r}, max_iters={max_iters!r}")
     if grow < 1:
         raise ValueError(f"grow must be at least 1, got {grow}")
     if step_iters is not None and step_iters < 1:
@@ -287,6 +294,12 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
     options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
+    return _steps(graph, run, semiring, valid, fixed, mask, priority, sum_op, grow, step_iters,
+                  max_iters, options)
+
+
+def _steps(graph, run, semiring, valid, fixed, mask, priority, sum_op, grow, step_iters,
+           max_iters, options):
     entries = 0
     while True:
         full = not (valid & ~mask).any()

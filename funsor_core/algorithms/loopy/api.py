@@ -92,6 +92,7 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         (4.0, {'a': 1, 'b': 1})
     """
     _static("loopy_bp", temperature=temperature, damping=damping, tol=tol, max_iters=max_iters)
+    max_iters = int(max_iters) if isinstance(max_iters, np.integer) else max_iters
     if not (isinstance(max_iters, int) and max_iters >= 0 and tol >= 0):  # NaN tol too
         raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
                          f"max_iters={max_iters!r}, tol={tol!r}")

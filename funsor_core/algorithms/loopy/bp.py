@@ -29,13 +29,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.asynchronous import ordered_bp, residual_bp
-from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.messages import (
     Semiring,
     bethe_log_z,
@@ -115,8 +116,9 @@ class BPResult:
 
     @cached_property
     def beliefs(self) -> dict:
-        b = self._compiled[1] if self._compiled is not None else normalize(self.semiring,
-                                                                          self._bsum)
+        b = self._compiled[1] if self._compiled is not None else normalize(
+            self.semiring, real_states(self.graph, self._bsum))
+        b = ops.where(b > NEG / 2, b, ops.full_like(b, -math.inf))  # log 0 as -inf, not NEG
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
 
     @cached_property
@@ -136,6 +138,9 @@ class BPResult:
     def log_z(self) -> Tensor:
         z = self._compiled[2] if self._compiled is not None else bethe_log_z(
             self.semiring, self.graph, self.f2v)
+        # A model of zero mass (every assignment -inf) sums NEG-clamped tables to ~NEG:
+        # report its log Z as -inf, as exact elimination does.
+        z = ops.where(z > NEG / 2, z, ops.full_like(z, -math.inf))
         return Tensor(z, dict(self.graph.batch))
 
     def map_assignment(self) -> dict:
@@ -153,7 +158,18 @@ class BPResult:
 
 def _summary(semiring, graph, f2v):
     bsum = variable_sums(graph, f2v, graph.var_edges)
-    return bsum, normalize(semiring, bsum), bethe_log_z(semiring, graph, f2v)
+    return bsum, normalize(semiring, real_states(graph, bsum)), bethe_log_z(semiring, graph, f2v)
+
+
+def real_states(graph: FactorGraph, bsum):
+    """``bsum`` ``(V, D, *B)`` with each variable's padded states at ``NEG``: before any
+    update (``max_iters=0``) the messages are uniform over all ``D`` states, padding
+    included, and a belief normalized over them would miss mass on the real states."""
+    if not graph.ragged:
+        return bsum
+    pad = np.arange(graph.D)[None, :] >= np.array(graph.sizes)[:, None]
+    pad = ops.new_array(bsum, np.where(pad, NEG, 0.0))
+    return bsum + pad[(Ellipsis,) + (None,) * len(graph.bshape)]
 
 
 def _bint(graph, name):

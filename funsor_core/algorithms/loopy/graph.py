@@ -33,6 +33,7 @@ from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
+from funsor_core.terms.backend_check import check_backends
 
 __all__ = ["FactorGraph", "FactorGroup", "NEG"]
 
@@ -181,6 +182,15 @@ class FactorGraph:
         return Tensor(data[: self.sizes[i]], inputs)
 
 
+class _FactorLabels:
+    # "factor i" for check_backends' message, made only when it raises.
+    def __getitem__(self, i: int) -> str:
+        return f"factor {i}"
+
+
+_FACTOR_LABELS = _FactorLabels()
+
+
 def _domains(factors, batch) -> tuple:
     domains, batch_domains = {}, {}
     for i, f in enumerate(factors):
@@ -194,6 +204,8 @@ def _domains(factors, batch) -> tuple:
             table = batch_domains if name in batch else domains
             if table.setdefault(name, domain) != domain:
                 raise ValueError(_CLASH.format(name=name, a=table[name], b=domain))
+    # One graph, one backend: mixed tables would be converted silently (dropping autograd).
+    check_backends("run loopy inference", factors, _FACTOR_LABELS)
     missing = [k for k in batch if k not in batch_domains]
     if missing:
         raise ValueError(_NO_BATCH.format(missing=missing, names=list(domains)))

@@ -51,13 +51,24 @@ def thesis_grid(rng, n: int, L: int, *, noise_sd: float = 0.1, p_min: float = 1e
     ``p_max`` (``~ 1 / L``) flattens the factors (not the thesis's text: a variant in which
     most of each domain carries mass).
 
+    ``rng``: a numpy ``Generator`` or an int seed.
+
     Example:
+        >>> from funsor_core.loopy import loopy_bp, thesis_grid
         >>> factors, _ = thesis_grid(np.random.default_rng(0), n=2, L=4)
         >>> dict(factors[4].inputs)
         {'x0_0': Bint[4], 'x0_1': Bint[4]}
+        >>> loopy_bp(factors, schedule="residual").beliefs["x1_1"].inputs
+        {'x1_1': Bint[4]}
     """
+    rng = np.random.default_rng(rng)  # a Generator is returned as it is
     v = np.arange(L)
     p_max = 1.0 - p_min if p_max is None else p_max
+    if not (isinstance(n, (int, np.integer)) and isinstance(L, (int, np.integer))
+            and n >= 1 and L >= 1 and 0.0 < p_min <= p_max < 1.0):
+        raise ValueError(f"thesis_grid needs ints n >= 1 and L >= 1 and 0 < p_min <= p_max "
+                         f"< 1 (log p and log(1 - p) finite); got n={n!r}, L={L!r}, "
+                         f"p_min={p_min!r}, p_max={p_max!r}")
     pair = v[:, None] + v[None, :] * L  # gamma's argument v_i + v_j L, (v_i, v_j)
 
     def gamma(k, count):
