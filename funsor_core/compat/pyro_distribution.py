@@ -74,6 +74,7 @@ def _point(delta: Funsor) -> Funsor:
 def _funsor_distribution_class():
     pyro_dist = importlib.import_module("pyro.distributions")
     constraints = pyro_dist.constraints
+    _SIZE = type(pyro_dist.TorchDistribution(validate_args=False).batch_shape)  # torch.Size
 
     class FunsorDistribution(pyro_dist.TorchDistribution):
         """A distribution of ``value`` given by a normalized funsor ``funsor_dist`` over
@@ -85,7 +86,8 @@ def _funsor_distribution_class():
         def __init__(self, funsor_dist, batch_shape=(), event_shape=(), dtype="real",
                      validate_args=None):
             _check(funsor_dist, tuple(batch_shape), tuple(event_shape))
-            super().__init__(batch_shape, event_shape, validate_args)
+            # torch.Size, as every torch distribution's shapes (torch keeps what it is given)
+            super().__init__(_SIZE(batch_shape), _SIZE(event_shape), validate_args)
             self.funsor_dist = funsor_dist
             self.dtype = dtype
 

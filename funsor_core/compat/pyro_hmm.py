@@ -53,6 +53,17 @@ def _check_hmm_args(initial_logits, transition_logits, observation_dist) -> tupl
                          f"{tuple(initial_logits.shape)} and {tuple(transition_logits.shape)}")
     if len(observation_dist.batch_shape) < 1:
         raise ValueError("DiscreteHMM's observation_dist needs a batch dim over the states")
+    sizes = {"initial_logits.shape[-1]": initial_logits.shape[-1],
+             "transition_logits.shape[-2]": transition_logits.shape[-2],
+             "transition_logits.shape[-1]": transition_logits.shape[-1],
+             "observation_dist.batch_shape[-1]": observation_dist.batch_shape[-1]}
+    if len(set(sizes.values())) > 1:
+        raise ValueError("DiscreteHMM's number of states differs: " + ", ".join(
+            f"{k} = {v}" for k, v in sizes.items()))
+    if type(initial_logits) is not type(transition_logits):
+        raise TypeError("DiscreteHMM's initial_logits and transition_logits are arrays of two "
+                        f"libraries: {type(initial_logits).__name__} and "
+                        f"{type(transition_logits).__name__}")
     shape = broadcast_shape(tuple(initial_logits.shape[:-1]) + (1,),
                             tuple(transition_logits.shape[:-2]),
                             tuple(observation_dist.batch_shape[:-1]))

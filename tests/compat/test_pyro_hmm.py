@@ -43,3 +43,26 @@ def test_discrete_hmm_log_prob_is_the_forward_algorithm():
             GaussianHMM()
     finally:
         fc.set_backend("numpy")
+
+
+def test_discrete_hmm_checks_its_arguments_when_built():
+    import numpy as np
+
+    from funsor_core.pyro.hmm import DiscreteHMM
+
+    fc.set_backend("torch")
+    try:
+        obs3 = td.Normal(torch.zeros(5, 3), 1.0)
+        with pytest.raises(ValueError, match=r"number of states differs: .*"
+                                             r"transition_logits.shape\[-1\] = 4"):
+            DiscreteHMM(torch.zeros(3), torch.zeros(5, 3, 4), obs3)
+        with pytest.raises(ValueError, match=r"observation_dist.batch_shape\[-1\] = 4"):
+            DiscreteHMM(torch.zeros(3), torch.zeros(5, 3, 3), td.Normal(torch.zeros(5, 4), 1.0))
+        with pytest.raises(TypeError, match="two libraries: ndarray and Tensor"):
+            DiscreteHMM(np.zeros(3), torch.zeros(5, 3, 3), obs3)
+        hmm = DiscreteHMM(torch.zeros(3), torch.zeros(5, 3, 3), obs3)
+        # torch.Size, as pyro's own DiscreteHMM: its methods work on the shapes
+        assert hmm.event_shape == td.Normal(torch.zeros(5), 1.0).batch_shape
+        assert hmm.event_shape.numel() == 5 and hmm.expand((4,)).batch_shape.numel() == 4
+    finally:
+        fc.set_backend("numpy")
