@@ -368,7 +368,8 @@ class Uniform(Distribution):
 
     @classmethod
     def fill_value(cls, value, low, high):
-        return 0.5 * (low + high) + 0.0 * value
+        # full_like, not 0 * value: an out-of-support value of +-inf must not make the fill NaN.
+        return 0.5 * (low + high) + ops.full_like(value, 0.0)
 
     @staticmethod
     def log_prob(value, low, high):

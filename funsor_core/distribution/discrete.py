@@ -267,7 +267,12 @@ class BernoulliLogits(Distribution):
 
     @staticmethod
     def log_prob(value, logits):
-        return value * logits - ops.logaddexp(0.0, logits)
+        # log sigmoid(+-logits) = -log(1 + exp(-+logits)) for value 1 / 0 (in_support has
+        # masked the rest): one softplus, and exact at logits = +-inf (probs 1 or 0), where
+        # value * logits - softplus(logits) would be inf - inf = NaN. (A 0 array, not 0.0:
+        # logaddexp(0.0, -inf) takes the unit shortcut and returns a float, not an array.)
+        z = (1.0 - 2.0 * value) * logits
+        return -ops.logaddexp(ops.full_like(z, 0.0), z)
 
     @staticmethod
     def in_support(value, logits):
