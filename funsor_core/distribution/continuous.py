@@ -197,7 +197,8 @@ class Beta(Distribution):
     @staticmethod
     def log_prob(value, concentration1, concentration0):
         a, b = concentration1, concentration0
-        return ops.xlogy(a - 1.0, value) + ops.xlog1py(b - 1.0, -value) - ops.betaln(a, b)
+        # -1.0 * value, not -value: a bool value (an observed coin) has no negation.
+        return ops.xlogy(a - 1.0, value) + ops.xlog1py(b - 1.0, -1.0 * value) - ops.betaln(a, b)
 
     @staticmethod
     def in_support(value, concentration1, concentration0):

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import funsor_core as fc
-from funsor_core.distribution import Bernoulli, Uniform
+from funsor_core.distribution import Bernoulli, Beta, Uniform
 
 INF = np.inf
 
@@ -58,3 +58,11 @@ def test_bernoulli_logits_gradient_matches_finite_differences_on_torch():
     fd = [(log_prob(logits.detach() + eps * e) - log_prob(logits.detach() - eps * e)) / (2 * eps)
           for e in torch.eye(3, dtype=torch.float64)]
     np.testing.assert_allclose(grad.numpy(), torch.stack(fd).numpy(), rtol=1e-7)
+
+
+def test_beta_takes_a_bool_value_as_its_float():
+    # Observed coins as bools: -value raised numpy's "boolean negative" TypeError.
+    flips = np.array([True, False])
+    got = Beta(2.0, 1.0, value=fc.Tensor(flips, {"i": fc.Bint[2]})).data
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(got, stats.beta.logpdf(flips.astype(float), 2.0, 1.0))
