@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from scipy.stats import multivariate_normal
 
 import funsor_core as fc
 from funsor_core import ops
@@ -22,8 +21,11 @@ def jax_backend():
 
 
 def _gaussian(dtype):
-    return fc.Gaussian(mean=jnp.asarray(MEAN.astype(dtype)),
-                       covariance=jnp.asarray(COV.astype(dtype)),
+    # square-root form given directly (precision = R R', R = chol(COV^-1)): no factorization
+    r = np.linalg.cholesky(np.linalg.inv(COV))
+    white_vec = np.einsum("ij,bi->bj", r, MEAN)  # R' mean
+    return fc.Gaussian(white_vec=jnp.asarray(white_vec.astype(dtype)),
+                       prec_sqrt=jnp.asarray(np.broadcast_to(r, (2, 2, 2)).astype(dtype)),
                        inputs={"i": fc.Bint[2], "x": fc.Reals[2]})
 
 
@@ -33,8 +35,29 @@ def test_mixed_float_sum_promotes_as_backend(jax_backend, first):
     # path), not the first operand's dtype (the small eager host path used to cast back).
     second = np.float64 if first is np.float32 else np.float32
     g = _gaussian(first) + _gaussian(second)
-    assert g.white_vec.dtype == jnp.result_type(first, second) == np.float64
-    total = g.reduce(ops.logaddexp, "x")
-    # log of the integral of exp(-(x-m)' P (x-m)) (two copies of precision P = COV^-1)
-    expected = -multivariate_normal.logpdf(MEAN[0], MEAN[0], COV / 2)
-    np.testing.assert_allclose(np.asarray(total.data), [expected, expected], rtol=1e-6)
+    assert g.white_vec.dtype == g.prec_sqrt.dtype == jnp.result_type(first, second)
+    assert g.white_vec.dtype == np.float64
+    expected = 2 * np.linalg.inv(COV)  # two copies of precision COV^-1
+    np.testing.assert_allclose(np.asarray(g.precision), [expected, expected], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g.info_vec), 2 * MEAN @ np.linalg.inv(COV),
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scale_tril_above_diagonal_raises(backend):
+    # An upper entry of scale_tril= was dropped silently (covariance tril(L) tril(L)', not
+    # L L'); it is now a ValueError naming the entry.
+    if backend == "torch":
+        pytest.importorskip("torch")
+    fc.set_backend(backend)
+    try:
+        with pytest.raises(ValueError, match=r"not lower triangular.*scale_tril\[0, 1\] = 3"):
+            fc.Gaussian(mean=fc.numeric_array(np.zeros(2)),
+                        scale_tril=fc.numeric_array(np.array([[1.0, 3.0], [0.0, 1.0]])),
+                        inputs={"x": fc.Reals[2]})
+        lower = np.array([[1.0, 0.0], [2.0, 1.0]])
+        g = fc.Gaussian(mean=fc.numeric_array(np.zeros(2)), scale_tril=fc.numeric_array(lower),
+                        inputs={"x": fc.Reals[2]})
+        np.testing.assert_allclose(np.linalg.inv(ops.to_numpy(g.precision)), lower @ lower.T)
+    finally:
+        fc.set_backend("numpy")
