@@ -61,3 +61,11 @@ def test_scale_tril_above_diagonal_raises(backend):
         np.testing.assert_allclose(np.linalg.inv(ops.to_numpy(g.precision)), lower @ lower.T)
     finally:
         fc.set_backend("numpy")
+
+
+def test_bint_domain_for_the_gaussian_variable_is_named():
+    # Gaussian(..., inputs={"x": Bint[2]}) said only "real inputs {}"; it now names x's Bint
+    # domain as a batch dim, the likely mistake.
+    with pytest.raises(fc.DomainError,
+                       match=r"Bint inputs \{'x': 'Bint\[2\]'\} are batch dims"):
+        fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs={"x": fc.Bint[2]})
