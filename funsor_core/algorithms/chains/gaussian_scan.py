@@ -36,7 +36,7 @@ from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
-from funsor_core.atoms.gaussian.host import host_copies, to_backend
+from funsor_core.atoms.gaussian.host import host_copies, to_backend, widest
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import cached
@@ -128,7 +128,8 @@ def gaussian_chain_parts(sum_op, prod_op, trans, time, step: tuple) -> GaussianC
     # Rank between dp (a filter step always has enough rows) and the dim (compressed).
     w, s, k = canonical_rank(w, s, k, dp, 2 * dp + dg)
     if host is not None:
-        w, s, k = to_backend(gaussians[0].white_vec, (w, s, k))
+        w, s, k = to_backend(widest(*(g.white_vec for g in gaussians), *(t.data for t in tensors)),
+                             (w, s, k))
     power = None if has_time or duration == 1 else duration
     reals = {n: reals_of[n] for n in prevs + glob + currs}
     return GaussianChain(w, s, k, dp, dg, power, bints, reals, duration)

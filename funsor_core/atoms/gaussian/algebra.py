@@ -34,7 +34,7 @@ from funsor_core.atoms.gaussian.atom import (
     merge_gaussian_inputs,
     real_offsets,
 )
-from funsor_core.atoms.gaussian.host import host_add, host_copies, to_backend
+from funsor_core.atoms.gaussian.host import host_add, host_copies, to_backend, widest
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import broadcast_shape
 from funsor_core.engine.interpreter import reflect
@@ -160,7 +160,8 @@ def add_gaussians(gaussians) -> Funsor:
             white_vec, prec_sqrt = gm.concat(white_vec, prec_sqrt, w, s)
         ikey = tuple(inputs.items())
     if host is not None:
-        white_vec, prec_sqrt = to_backend(first.white_vec, (white_vec, prec_sqrt))
+        white_vec, prec_sqrt = to_backend(widest(*(g.white_vec for g in gaussians)),
+                                          (white_vec, prec_sqrt))
     return _result(white_vec, prec_sqrt, ikey)
 
 

@@ -351,9 +351,12 @@ def _raise_shapes(ws: tuple, ps: tuple, items: tuple):
     batch, dim = _batch_and_dim(items)
     real = {k: str(d) for k, d in inputs.items() if d.dtype == "real"}
     if len(ps) < 2 or ps[-2] != dim:
+        bints = {k: str(d) for k, d in inputs.items() if d.dtype != "real"}
+        note = (f"; the Bint inputs {bints} are batch dims, not coordinates (a real variable "
+                "has a Real or Reals[...] domain)" if bints else "")
         raise DomainError(
             f"Gaussian prec_sqrt of shape {ps} must end in (dim, rank) with dim = {dim}, the "
-            f"total size of the real inputs {real}")
+            f"total size of the real inputs {real}{note}")
     if len(ws) < 1 or ws[-1] != ps[-1]:
         raise DomainError(f"Gaussian white_vec of shape {ws} must end in rank = {ps[-1]} "
                           f"(the last dim of prec_sqrt, shape {ps})")

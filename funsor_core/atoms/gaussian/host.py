@@ -29,7 +29,7 @@ from funsor_core.atoms.tensor import Tensor, align_tensors
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import FastCache
 
-__all__ = ["HOST_MAX", "host_add", "host_copies", "to_backend"]
+__all__ = ["HOST_MAX", "host_add", "host_copies", "to_backend", "widest"]
 
 # Entries in all (a 100-step scalar chain's step arrays: ~600). Past this a program is big
 # enough that compiling pays off within a few calls, and numpy's single-threaded kernels
@@ -77,6 +77,19 @@ def to_backend(proto, arrays: Sequence) -> tuple:
                                else np.asarray(a)) for a in arrays)
 
 
+def widest(*arrays):
+    """The array of ``arrays`` whose float dtype is widest: the prototype whose dtype a host
+    result takes, so that float32 combined with float64 is float64 as the backend's own
+    promotion makes it (the traced path), not the dtype of whichever operand came first.
+
+    Example:
+        >>> widest(np.ones(1, np.float32), np.ones(1)).dtype
+        dtype('float64')
+    """
+    return max(arrays, key=lambda a: np.dtype(a.dtype).itemsize
+               if np.dtype(a.dtype).kind == "f" else 0)
+
+
 def host_add(lhs, rhs) -> Tensor | None:
     """``lhs + rhs`` for two real Tensors of one output whose small eager arrays a compiling
     backend would add with a kernel compiled for their shapes: aligned and added on the host,
@@ -98,5 +111,5 @@ def host_add(lhs, rhs) -> Tensor | None:
         return None
     inputs, (x, y) = align_tensors(*(Tensor.make(h, t.inputs, "real", t._ikey, t.output)
                                      for h, t in zip(host, (lhs, rhs))))
-    data = to_backend(lhs.data, (ops.add(x, y),))[0]
+    data = to_backend(widest(lhs.data, rhs.data), (ops.add(x, y),))[0]
     return Tensor.make(data, inputs, "real", output=lhs.output)

@@ -127,6 +127,30 @@ def _check_symmetric(name: str, x):
     return None
 
 
+NOT_LOWER = (
+    "Gaussian scale_tril= is not lower triangular{where}: scale_tril[{i}, {j}] = {value:.3g} "
+    "lies above the diagonal, and a lower Cholesky factor L (covariance = L @ L.T) would "
+    "ignore it. Pass np.tril(m), or covariance=m @ m.T if m is a full square root.")
+
+
+def _check_lower(x):
+    """Raise NOT_LOWER for a concrete ``scale_tril`` with nonzero entries above the diagonal.
+
+    Returns None, or (traced) the batch booleans of such entries, for ``_check_factor``.
+    """
+    if not ops.is_concrete(x):
+        return ops.gt(ops.amax(ops.abs(ops.triu(ops.detach(x), 1)), (-2, -1)), 0.0)
+    host = ops.to_numpy(x)
+    upper = np.triu(host, 1)
+    if not upper.any():
+        return None
+    bad = upper.any((-2, -1))
+    entry = upper.reshape((-1,) + upper.shape[-2:])[int(np.argmax(np.reshape(bad, -1)))]
+    i, j = np.unravel_index(int(np.argmax(np.abs(entry))), entry.shape)
+    raise ValueError(NOT_LOWER.format(where=_batch_where(bad), i=int(i), j=int(j),
+                                      value=float(entry[i, j])))
+
+
 def _batch_where(bad) -> str:
     # " (at batch index (1, 0))" for the first offending batch entry, "" for unbatched arrays.
     bad = np.asarray(bad)
@@ -247,6 +271,8 @@ def canonical_checked(named: dict):
                 raise ValueError(NOT_FINITE.format(name=name, where=_batch_where(bad)))
     # Cholesky reads one triangle: an asymmetric matrix would be taken for another one.
     asymmetric = _check_symmetric(scale, named[scale]) if scale in _SYMMETRIC else None
+    if scale == "scale_tril":  # Cholesky-based algebra reads its lower triangle only
+        asymmetric = _check_lower(named[scale])
     try:
         white_vec, prec_sqrt = _to_canonical(named)
     except Exception as e:  # numpy's LinAlgError, torch's _LinAlgError (a RuntimeError)
