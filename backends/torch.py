@@ -21,6 +21,7 @@ import operator
 import numpy as np
 import torch
 
+from backends.torch_facts import promoted_einsum
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, register_array_type
 
@@ -265,10 +266,6 @@ def _tril(x, k=0):
 
 # ---------------------------------------------------------------------------------------------
 # Structural ops and array creation.
-def _einsum(equation, *operands):
-    return torch.einsum(equation, *operands)
-
-
 def _matmul(a, b):
     # torch.matmul runs a batch of products of one batch size as bmm behind an expand and
     # two reshapes of each side: three more autograd nodes a side, and a third of the time of
@@ -445,7 +442,7 @@ KERNELS = {
     ops.argmax: _arg_reduction(torch.argmax), ops.argmin: _arg_reduction(torch.argmin),
     ops.all: _reduction(torch.all), ops.any: _reduction(torch.any), ops.mean: _mean,
     ops.std: _moment(torch.std), ops.var: _moment(torch.var),
-    ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
+    ops.einsum: promoted_einsum, ops.cat: _cat, ops.stack: _stack,
     ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,

@@ -9,13 +9,13 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-import torch  # noqa: F401  (the doctests use it)
+import torch
 
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
-           "seed_values", "tracks_gradients"]
+           "promoted_einsum", "seed_values", "tracks_gradients"]
 
 # A key is a torch.Generator that advances itself (jax's keys are values, split per draw).
 SPLITS_RNG_KEYS = False
@@ -96,3 +96,25 @@ def distributions():
     import torch.distributions
 
     return torch.distributions
+
+
+def promoted_einsum(equation, *operands):
+    """``torch.einsum`` promoting mixed dtypes as numpy and jax do (torch raises).
+
+    Only a failed einsum pays for the check.
+
+    Example:
+        >>> x = torch.ones(2, dtype=torch.float32)
+        >>> promoted_einsum("i,i->", x, torch.ones(2, dtype=torch.float64)).dtype
+        torch.float64
+    """
+    try:
+        return torch.einsum(equation, *operands)
+    except RuntimeError:
+        dtypes = {x.dtype for x in operands}
+        if len(dtypes) == 1:
+            raise
+    dtype = operands[0].dtype
+    for other in dtypes:
+        dtype = torch.promote_types(dtype, other)
+    return torch.einsum(equation, *[x.to(dtype) for x in operands])

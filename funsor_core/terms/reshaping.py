@@ -183,9 +183,14 @@ class Cat(Funsor):
     def _prepare(cls, name, parts, part_name=None):
         part_name = name if part_name is None else part_name
         parts = tuple(parts)
-        for p in parts:
+        if not parts:
+            raise ValueError(f"Cat along '{name}' needs at least one part")
+        for k, p in enumerate(parts):
             if part_name not in p.inputs:
                 raise DomainError(f"Cat part lacks input '{part_name}': {dict(p.inputs)}")
+            if p.output is not parts[0].output:
+                raise DomainError(f"Cat parts must share one output (as funsor asserts): part 0 "
+                                  f"is {parts[0].output}, part {k} is {p.output}")
         parts = check_backends("concatenate", parts, [f"part {k}" for k in range(len(parts))])
         return name, parts, part_name
 

@@ -82,6 +82,19 @@ class ZeroMassError(ValueError):
     """
 
 
+def _check_log_factor(k: int, f: Funsor) -> None:
+    # A NaN or +inf log factor has no posterior: marginals came out NaN while map() picked
+    # an arbitrary state. Read only concrete arrays (a traced one decides nothing).
+    if not isinstance(f, Tensor) or not ops.is_concrete(f.data):
+        return
+    values = ops.to_numpy(f.data)
+    bad = np.isnan(values) | (values == np.inf)
+    if bad.any():
+        at = dict(zip(f.inputs, (int(i) for i in np.argwhere(bad)[0])))
+        raise ValueError(f"factor {k} has the log value {values[bad].ravel()[0]} at {at}: a "
+                         "log factor must be finite or -inf (probability 0)")
+
+
 class DiscreteModel:
     """A discrete factor graph with plates, and the queries the adjoint answers.
 
@@ -91,7 +104,8 @@ class DiscreteModel:
         plates: names of the plates (inputs that index independent copies).
 
     Raises:
-        ValueError: a factor that is not a real scalar Tensor, or a real input.
+        ValueError: a factor that is not a real scalar Tensor, a real input, or a NaN or
+            +inf log value in a concrete factor (naming the factor and the entry).
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
@@ -112,6 +126,7 @@ class DiscreteModel:
             if not isinstance(f, Funsor) or f.dtype != "real" or f.shape:
                 raise ValueError(f"factor {k} must be a real scalar funsor (a log factor), got "
                                  f"{f!r:.80}")
+            _check_log_factor(k, f)
             for name, d in f.inputs.items():
                 if d.dtype == "real":
                     raise ValueError(f"factor {k} has the real input '{name}': a discrete "

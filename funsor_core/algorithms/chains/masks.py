@@ -25,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_masked import MaskedSteps
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
@@ -194,6 +196,8 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
     # One pass over the (T, *batch, *prevs, *currs) result: the where broadcasts its
     # operands (the steps' pieces summed as they are aligned, the small identity).
     out = ops.where(keep, data, ident)
+    for bad in _traced_invalid(lengths, mask, time.output.size):
+        out = ops.where(align_tensor(layout, bad), math.nan, out)
     if tuple(out.shape) != shape:  # a chain of no prev/curr-free pieces: fill the rest
         out = ops.expand(out, shape)
     return Tensor(out, layout)
@@ -233,6 +237,23 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     return MarkovProduct(sum_op, prod_op, trans, time, step, step_names, strategy=strategy)
 
 
+def _traced_invalid(lengths, mask, duration: int) -> list:
+    # Traced lengths or mask values cannot be checked when the chain is built, and the mask
+    # would silently clamp a length outside 0..T (or read a mask value 2 as 1): the bad
+    # entries as boolean Tensors over the batch (and time), for the caller to make NaN.
+    out = []
+    for arg in (lengths, mask):
+        if arg is None or ops.is_concrete(arg.data):
+            continue
+        x = arg.data
+        if arg is mask:
+            bad = (x != 0) & (x != 1)
+        else:
+            bad = (x < 0) | (x > duration) | (x != ops.floordiv(x, 1))
+        out.append(Tensor(bad, dict(arg.inputs), 2))
+    return out
+
+
 def _masked_term(sum_op, prod_op, trans, time, step, lengths, mask):
     # The steps as a MaskedSteps term: exact makes it the dense masked steps at once; kept
     # lazily it lets the chain kernels select the carried state past each masked step
@@ -244,6 +265,12 @@ def _masked_term(sum_op, prod_op, trans, time, step, lengths, mask):
     _add_mask_batch(inputs, pairs, time, lengths, mask, what)
     keep = step_mask(inputs, time, pairs, lengths, mask, what)
     batch = {n: inputs[n] for n in _batch_names(inputs, time.name, pairs)}
+    for bad in _traced_invalid(lengths, mask, time.output.size):
+        # every step of a bad entry counts, and is NaN (one more factor over the batch)
+        keep = keep | align_tensor({time.name: time.output, **batch}, bad)
+        zeros = ops.new_zeros(bad.data, tuple(bad.data.shape)) + 0.0
+        poison = ops.where(bad.data, zeros + math.nan, zeros + ops.UNITS[prod_op])
+        trans = prod_op(trans, Tensor(poison, dict(bad.inputs)))
     proto = next(f.data for f in tensor_factors(trans, prod_op) if isinstance(f, Tensor))
     zeros = ops.new_zeros(proto, tuple(keep.shape))
     keep_t = Tensor(ops.where(keep, ops.add(zeros, 1.0), zeros), {time.name: time.output, **batch})
