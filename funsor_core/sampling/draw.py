@@ -95,6 +95,10 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
     if not names:
         return term
     sample_inputs = {k: d for k, d in (sample_inputs or {}).items() if k not in term.inputs}
+    for k, d in sample_inputs.items():
+        if not isinstance(getattr(d, "dtype", None), int):  # Real, Reals[n], not a domain
+            raise ValueError(f"sample_inputs {k!r}: {d} is not a Bint[n]; draws are indexed by "
+                             "a finite batch input")
     cls = type(term)
     sampler = _SAMPLER_OF.get(cls, _MISSING)
     if sampler is _MISSING:
