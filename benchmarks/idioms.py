@@ -29,12 +29,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from timing import best_ms  # noqa: E402
 
 FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
                                "/root/.cache/funsor-core-clients/venv/bin/python")
@@ -49,14 +48,8 @@ VITERBI_K, VITERBI_T = 16, 1000
 
 
 def measure(fn, repeats: int = 5) -> float:
-    """Best time of ``fn()`` in ms over ``repeats`` calls, after one warm-up call."""
-    fn()
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+    """Best ms of one ``fn()`` call over ``repeats`` calls (``timing.best_ms``)."""
+    return best_ms(fn, repeats)
 
 
 def chain_data(K: int, T: int, B: int):

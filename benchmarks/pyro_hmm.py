@@ -24,9 +24,9 @@ import json  # noqa: E402
 import math  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from timing import best_ms  # noqa: E402
 
 FUNSOR_PYTHON = os.environ.get("FUNSOR_PYTHON",
                                "/root/.cache/funsor-core-clients/venv/bin/python")
@@ -35,14 +35,8 @@ ROW = f"GaussianHMM.log_prob T={T} hidden={HIDDEN} obs={OBS} batch={BATCH} torch
 
 
 def measure(fn, repeats: int = 7) -> float:
-    """Best time of ``fn()`` in ms over ``repeats`` calls, after one warm-up call."""
-    fn()
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+    """Best ms of one ``fn()`` call over ``repeats`` calls (``timing.best_ms``)."""
+    return best_ms(fn, repeats)
 
 
 def make_args():

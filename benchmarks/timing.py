@@ -3,6 +3,8 @@ which puts this folder on ``sys.path``)."""
 
 from __future__ import annotations
 
+import math
+import time
 import timeit
 
 
@@ -10,6 +12,18 @@ def best_us(fn, number: int = 2000, repeat: int = 5) -> float:
     """Best-of-``repeat`` mean time of ``fn()`` in microseconds, after one warm-up call."""
     fn()
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def best_ms(fn, repeats: int = 5) -> float:
+    """Best time of one ``fn()`` call in milliseconds over ``repeats`` calls, after a warm-up
+    call (for calls long enough that one is a measurement)."""
+    fn()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
 
 
 def peer_columns(peer: float | None, base: float) -> str:
