@@ -126,6 +126,37 @@ def test_sampler_draws_from_the_kernel(kernel):
     assert 0.5 * np.abs(freq - K[start]).sum() < 0.02
 
 
+def test_jax_draws_of_several_rounds_at_once_follow_the_kernel():
+    # On jax the uniforms of up to 8 small rounds come from one generator call; each round
+    # must still read its own: the pooled (x_{r-1}, x_r) transitions of 16 rounds (two such
+    # calls) against p_{r-1}(i) K(i, j) from the enumerated one-round kernel.
+    jax = pytest.importorskip("jax")
+    from funsor_core.algorithms.loopy.mcmc import _rounds_per_draw
+
+    rng = np.random.default_rng(9)
+    tables = [(("a",), rng.normal(size=2)), (("b",), rng.normal(size=2)),
+              (("a", "b"), np.array([[1.5, -1.0], [-1.0, 1.5]]))]
+    chains, rounds = 4096, 16
+    assert _rounds_per_draw(rounds, (chains, 2)) == 8
+    plan = SamplerPlan(FactorGraph.build([fc.Tensor(t, {v: fc.Bint[2] for v in s})
+                                          for s, t in tables]))
+    K = _round_kernel(plan, plan.flat_table(), "gibbs")
+    fc.set_backend("jax")
+    try:
+        fs = [fc.Tensor(jax.numpy.asarray(t), {v: fc.Bint[2] for v in s}) for s, t in tables]
+        xs = np.asarray(run_chains(SamplerPlan(FactorGraph.build(fs)),
+                                   np.zeros((chains, 2), np.int64), rounds, rng_key=0))
+    finally:
+        fc.set_backend("numpy")
+    code = np.concatenate([np.zeros((1, chains), np.int64), xs @ np.array([2, 1])])
+    pairs = np.bincount((code[:-1] * 4 + code[1:]).reshape(-1), minlength=16) / code[1:].size
+    p, expected = np.eye(4)[0], np.zeros((4, 4))
+    for _ in range(rounds):
+        expected += p[:, None] * K / rounds
+        p = p @ K
+    assert 0.5 * np.abs(pairs - expected.reshape(-1)).sum() < 0.03
+
+
 def test_same_seed_same_run_on_every_backend():
     jax = pytest.importorskip("jax")
     factors, tables, _ = _loopy_binary(np.random.default_rng(2), n=4)
