@@ -251,11 +251,38 @@ def test_block_conditionals_of_ternary_factors_and_ragged_domains():
                 np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
+def _grid_marginals(tables, rows: int, cols: int) -> dict:
+    """Exact marginals of a binary grid ``x{i}{j}`` by enumeration of each column's
+    ``2^rows`` states and forward-backward along the columns (numpy)."""
+    col = [{f"x{i}{j}": 2 for i in range(rows)} for j in range(cols)]
+    within, across = [[] for _ in range(cols)], [[] for _ in range(cols - 1)]
+    for scope, t in tables:
+        js = sorted({int(v[2]) for v in scope})
+        (within[js[0]] if len(js) == 1 else across[js[0]]).append((scope, t))
+    n = 2 ** rows
+    u = [joint(within[j], col[j]).reshape(n) for j in range(cols)]
+    h = [joint(across[j], {**col[j], **col[j + 1]}).reshape(n, n) for j in range(cols - 1)]
+    fwd, bwd = [u[0]], [np.zeros(n)] * cols
+    for j in range(cols - 1):
+        fwd.append(u[j + 1] + np.logaddexp.reduce(fwd[j][:, None] + h[j], axis=0))
+    for j in range(cols - 2, -1, -1):
+        bwd[j] = np.logaddexp.reduce(h[j] + (u[j + 1] + bwd[j + 1])[None, :], axis=1)
+    out = {}
+    for j in range(cols):
+        m = fwd[j] + bwd[j]
+        m = np.exp(m - np.logaddexp.reduce(m)).reshape((2,) * rows)
+        for i in range(rows):
+            out[f"x{i}{j}"] = m.sum(axis=tuple(a for a in range(rows) if a != i))
+    return out
+
+
 def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
     # A 4 x 6 binary grid. For N independent draws 2 N KL(p || p_hat) -> chi^2 with d - 1 = 1
     # degree of freedom per variable (mean 1); Gibbs draws are correlated, so N counts
     # N / tau effective draws: the bound 4 / N allows an autocorrelation time tau up to 8
-    # (about 1.5 here) and halves with each doubling of the budget.
+    # (about 1.5 here) and halves with each doubling of the budget. Oracle: enumeration of
+    # the columns' states, forward-backward along the grid (and the library's elimination
+    # agrees with it).
     from funsor_core.loopy import exact_marginals, marginal_errors
     from tests.algorithms.loopy.models import _model
 
@@ -264,9 +291,13 @@ def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
     scopes = [(v,) for v in sizes]
     scopes += [(f"x{i}{j}", f"x{i}{j + 1}") for i in range(rows) for j in range(cols - 1)]
     scopes += [(f"x{i}{j}", f"x{i + 1}{j}") for i in range(rows - 1) for j in range(cols)]
-    factors, _, _ = _model(np.random.default_rng(6), sizes, scopes, False, scale=0.5)
-    _, exact = exact_marginals(factors)  # by the library's elimination
+    factors, tables, _ = _model(np.random.default_rng(6), sizes, scopes, False, scale=0.5)
+    oracle = _grid_marginals(tables, rows, cols)
+    exact = {v: fc.Tensor(np.log(p), {v: fc.Bint[2]}) for v, p in oracle.items()}
+    _, library = exact_marginals(factors)
     assert len(exact) == 24
+    for v, p in oracle.items():
+        np.testing.assert_allclose(np.exp(library[v].data), p, atol=1e-12, err_msg=v)
     kls = []
     for chains, n in [(8, 100), (32, 400)]:
         s = gibbs(factors, n, warmup=20, num_chains=chains, rng_key=0)
