@@ -214,7 +214,7 @@ def main() -> None:
         ax.set_xlabel("wall seconds (numpy)")
         ax.set_ylabel("mean total variation")
         ax.set_title("4x4 grid: BP vs Gibbs (Fig 6.1)")
-        ax.legend(loc="lower left", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8)
         fig.tight_layout()
         fig.savefig(out_path("loopy_grid.png"), dpi=120)
         print("wrote", out_path("loopy_grid.png"))
