@@ -60,8 +60,8 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             elimination is exact; across clusters the messages are joint tables over the
             cluster's variables a cluster factor touches, compressed by ``compression``.
             Takes every schedule (over cluster factors), ``damping``, ``tol``,
-            ``max_iters``, ``temperature``, ``batch`` (every named compression; not a
-            callable), ``rng_key`` and both semirings; not ``domains`` or
+            ``max_iters``, ``temperature``, ``batch`` (a callable compression is called
+            once per element), ``rng_key`` and both semirings; not ``domains`` or
             ``sparsity_threshold``.
         compression: with ``clusters``, the projection of the cluster messages: a name in
             ``PROJECTIONS`` (``"full"``, the default: generalized BP; ``"factorized"``:

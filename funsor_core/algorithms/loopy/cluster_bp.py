@@ -166,11 +166,8 @@ _KEEPS_K = ("kbest", "merged", "frak")
 _MAX_PROJECTIONS = {"factorized": project_max_factorized}
 # The projections that take batch_dims (one vectorized call for a batch of messages): all
 # the named ones; samples and FRAK keep per-element sets (a mask over each element's table).
+# A callable projects one table: batched, it is called once per element (`_per_element`).
 BATCHED_PROJECTIONS = ("full", "factorized", "kbest", "samples", "merged", "frak")
-_NOT_BATCHED = ("cluster BP with batch={batch}: a callable compression projects one table, so "
-                "it cannot run a batch of messages in one call; name one of {ok}, or loop over "
-                "the batch: [cluster_bp([f(**{{{name!r}: i}}) if {name!r} in f.inputs else f "
-                "for f in factors], ...) for i in range({size})]")
 _BAD_SEEDS = ("cluster BP: rng_key is an int seed{per}; got {got}")
 _PER_ELEMENT = (", or a sequence of one int seed per batch element ({size} for batch shape "
                 "{shape}, in C order)")
@@ -179,14 +176,28 @@ _RANDOM_SEEDS = ("cluster BP: schedule='random' draws one update order shared by
                  "pass an int rng_key, or loop over the batch")
 
 
-def _check_batched(compression, graph: ClusterGraph) -> None:
-    name = compression[0] if isinstance(compression, tuple) else compression
-    if not callable(name):
-        return
-    first = next(iter(graph.batch))
-    raise NotImplementedError(_NOT_BATCHED.format(batch=tuple(graph.batch), name=first,
-                                                  ok=BATCHED_PROJECTIONS,
-                                                  size=graph.batch[first].size))
+def _per_element(project: Callable) -> Callable:
+    """A callable projection of one table, run on a batch of messages: element ``i`` (C order
+    over the ``batch_dims`` leading axes) is projected alone, with the key it has alone
+    (``rng_key``, or ``rng_key[i]`` for per-element seeds) and its own state; the tables are
+    stacked, the bytes summed, the states kept as a tuple of one per element.
+
+    Example:
+        >>> looped = _per_element(project_kbest)
+        >>> t = np.log(np.array([[0.4, 0.6], [0.7, 0.3]]))
+        >>> np.exp(looped(t, k=1, batch_dims=1).log_table).tolist()
+        [[0.0, 0.6], [0.7, 0.0]]
+    """
+    def looped(log_table, *, k=None, rng_key=None, state=None, batch_dims=0) -> Projection:
+        shape = tuple(int(d) for d in log_table.shape)
+        n = math.prod(shape[:batch_dims])
+        rows = ops.reshape(log_table, (n,) + shape[batch_dims:])
+        keys = rng_key if isinstance(rng_key, tuple) else (rng_key,) * n
+        states = (None,) * n if state is None else state
+        outs = [project(rows[i], k=k, rng_key=keys[i], state=states[i]) for i in range(n)]
+        table = ops.reshape(ops.stack([o.log_table for o in outs], 0), shape)
+        return Projection(table, sum(o.nbytes for o in outs), tuple(o.state for o in outs))
+    return looped
 
 
 def _seeds(rng_key, graph: ClusterGraph, schedule: str):
@@ -305,7 +316,8 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
             ``log_z``; a projection sees ``m / T``); 0 is max-product.
         batch: names of inputs that index independent copies of the model: one vectorized
             run for all, equal to a loop over the elements (every named compression; samples
-            and FRAK keep per-element sets of configurations; not a callable).
+            and FRAK keep per-element sets of configurations); a callable compression is
+            called once per element, with that element's key and state (a loop).
         scope: the message variables, ``"boundary"`` (the cluster's variables the cluster
             factor touches) or ``"cluster"`` (all of them, as the thesis' messages).
         rng_key: an int seed passed on to the projections and the random schedule. With
@@ -321,7 +333,6 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
         ValueError: clusters that are not a partition of the variables (naming them), an
             unknown compression, schedule or scope, a bad ``k`` (not an int >= 1, or
             given to full or factorized), damping outside ``[0, 1)``.
-        NotImplementedError: ``batch`` with a callable compression (loop over the batch).
         TypeError: an ``rng_key`` that is neither an int nor one int per batch element.
 
     Example:
@@ -341,9 +352,10 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
     semiring = Semiring(sum_op, temperature)
     graph = ClusterGraph.build(factors, clusters, scope, batch)
     seeds = _seeds(rng_key, graph, schedule)
-    if graph.batch:
-        _check_batched(compression, graph)
     project, k = _projection(compression, semiring.is_max)
+    if graph.batch and callable(compression[0] if isinstance(compression, tuple)
+                                else compression):
+        project = _per_element(project)
     if not semiring.is_max and semiring.temperature != 1.0:
         project = _tempered(project, semiring.temperature)
     # Traced if any factor is (a cluster without inner factors has concrete zeros).

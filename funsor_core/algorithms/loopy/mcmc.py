@@ -10,9 +10,9 @@ its own factors, indexed at the current values of their other variables,
 computed for a whole colour by ``blocks`` (the colour's variables stored contiguously, its
 edges a padded neighbour table: a read of the neighbours' states and ``where`` selects from
 tables gathered once per run). A round is one step of the backend's ``scan``, with one
-random draw for all colours. Gibbs draws binary variables by one uniform against the
-sigmoid of the log odds and others by Gumbel-max; MH proposes a uniform state (or a draw
-from a user's ``q(y | x)``) per variable and accepts with
+random draw for all colours (on jax, one draw for up to 8 small rounds). Gibbs draws binary
+variables by one uniform against the sigmoid of the log odds and others by Gumbel-max; MH
+proposes a uniform state (or a draw from a user's ``q(y | x)``) per variable and accepts with
 ``min(1, p(y) q(x | y) / (p(x) q(y | x)))`` (the same single-site kernel for every variable
 of a colour: they are independent given the rest). Both run at temperature ``T`` (``1 / T``
 scales the log densities, annealing toward a MAP as ``T -> 0``).
@@ -221,11 +221,9 @@ def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all:
     C, V = x0.shape[0], len(graph.names)
     splits = module.SPLITS_RNG_KEYS and key is not None
     num_rounds = inv_t.shape[0]
-    keys = ops.stack(module.split_key(key, num_rounds), 0) if splits else None
+    shape = (C, V) + width
 
-    def body(xs, step):
-        it, k = step
-        u = module.rand((C, V) + width, rng_key=k if splits else key)
+    def one_round(xs, it, u):
         for c in range(blocks.num_colours):
             lo, hi = blocks.starts[c], blocks.starts[c + 1]
             if binary:
@@ -235,13 +233,60 @@ def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all:
             else:
                 new = _mh(blocks, values, xs, c, inv_t[it], u[:, lo:hi], sizes, log_q)
             xs = ops.cat([xs[:, :lo], ops.astype(new, "int"), xs[:, hi:]], 1)
-        return xs, (xs if keep_all else None)
+        return xs
 
-    rounds = ops.new_array(flat, np.arange(num_rounds))
     x0 = ops.astype(x0[:, blocks.order], "int")
-    last, states = module.scan(body, x0, (rounds, keys if splits else rounds))
+    R = _rounds_per_draw(num_rounds, shape) if splits else 1
+    if R > 1:
+        last, states = _chunked(module, one_round, x0, key, num_rounds, R, shape, keep_all)
+    else:
+        keys = ops.stack(module.split_key(key, num_rounds), 0) if splits else None
+
+        def body(xs, step):
+            it, k = step
+            xs = one_round(xs, it, module.rand(shape, rng_key=k if splits else key))
+            return xs, (xs if keep_all else None)
+
+        rounds = ops.new_array(flat, np.arange(num_rounds))
+        last, states = module.scan(body, x0, (rounds, keys if splits else rounds))
     rank = blocks.rank
     return states[..., rank] if keep_all else last[:, rank]
+
+
+# A backend that splits keys draws the uniforms of R rounds at once, R the largest divisor of
+# the number of rounds up to ROUNDS_PER_DRAW with R rounds' draws of at most DRAW_ENTRIES
+# entries: one generator call per R rounds. Measured on XLA:CPU (64x64 Ising grid, one
+# thread): 1 chain 1.3-1.7x faster with R = 8; at 16 chains (65,536 uniforms a round) R = 8
+# was 0.75x, so large rounds keep one call each. The law is unchanged: every round still
+# reads fresh independent uniforms.
+ROUNDS_PER_DRAW = 8
+DRAW_ENTRIES = 1 << 16
+
+
+def _rounds_per_draw(num_rounds: int, shape) -> int:
+    per_round = max(int(np.prod(shape)), 1)
+    cap = max(1, min(ROUNDS_PER_DRAW, DRAW_ENTRIES // per_round, num_rounds))
+    return next(r for r in range(cap, 0, -1) if num_rounds % r == 0)
+
+
+def _chunked(module, one_round, x0, key, num_rounds: int, R: int, shape, keep_all: bool):
+    # An outer scan over num_rounds / R draws, an inner scan over the R rounds of each.
+    keys = ops.stack(module.split_key(key, num_rounds // R), 0)
+    steps = ops.reshape(ops.new_array(x0, np.arange(num_rounds)), (num_rounds // R, R))
+
+    def inner(xs, step):
+        it, u = step
+        xs = one_round(xs, it, u)
+        return xs, (xs if keep_all else None)
+
+    def outer(xs, step):
+        its, k = step
+        return module.scan(inner, xs, (its, module.rand((R,) + shape, rng_key=k)))
+
+    last, states = module.scan(outer, x0, (steps, keys))
+    if keep_all:
+        states = ops.reshape(states, (num_rounds,) + tuple(states.shape[2:]))
+    return last, states
 
 
 _PROPOSAL = ("proposal: a ({D}, {D}) array of log probabilities log q(y | x) (row x, each "

@@ -11,7 +11,7 @@ from funsor_core.algorithms.loopy.bp import run_bp
 from funsor_core.algorithms.loopy.messages import Semiring, normalize
 from funsor_core.loopy import SCHEDULES, FactorGraph, exact_marginals, loopy_bp, marginal_errors
 from tests.algorithms.loopy.models import brute_force, grid_model, joint, tree_model
-from tests.backend_values import values_on_every_backend
+from tests.backend_values import as_backend_array, to_numpy, values_on_every_backend
 
 SEMIRINGS = [(ops.logaddexp, 1.0), (ops.max, 0.0), (ops.logaddexp, 0.5)]
 
@@ -66,6 +66,34 @@ def test_tree_on_every_backend_and_jit():
     assert len(scopes) == len(tables)
     for got in values_on_every_backend(fn, *[t for _, t in tables], eager_jax=False):
         np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+def test_random_and_residual_schedules_on_a_tree_under_jit():
+    # Traced, these schedules run their vectorized sweeps (eagerly: asynchronous.py): each
+    # semiring's beliefs and log Z against enumeration, one compile for the four runs.
+    jax = pytest.importorskip("jax")
+    factors, tables, sizes = tree_model(np.random.default_rng(12))
+    domains = [dict(f.inputs) for f in factors]
+
+    def fn(*arrays):
+        fs = [fc.Tensor(a, d) for a, d in zip(arrays, domains)]
+        out = []
+        for schedule in ("random", "residual"):
+            for sum_op in (ops.logaddexp, ops.max):
+                r = loopy_bp(fs, sum_op, schedule, max_iters=4, rng_key=3)
+                out += [r.log_z.data[None]] + [r.beliefs[v].data for v in sizes]
+        return ops.cat(out, 0)
+
+    expected = []
+    for temperature in (1.0, 0.0):
+        log_z, marg = brute_force(tables, sizes, temperature)
+        expected += [[log_z]] + [marg[v] for v in sizes]
+    fc.set_backend("jax")
+    try:
+        got = jax.jit(fn)(*[as_backend_array(t, "jax") for _, t in tables])
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(to_numpy(got), np.concatenate(expected * 2), atol=1e-10)
 
 
 def test_max_product_map_on_a_tree_with_ties():

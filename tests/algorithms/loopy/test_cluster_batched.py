@@ -1,5 +1,6 @@
-"""Cluster BP under ``batch=`` with samples and FRAK (per-element kept sets) against a loop over
-the batch and enumeration of each element's joint; the errors a user meets (numpy oracles)."""
+"""Cluster BP under ``batch=`` with samples, FRAK (per-element kept sets) and callable
+compressions against a loop over the batch and enumeration of each element's joint; the errors a
+user meets (numpy oracles)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import pytest
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.loopy.cluster_bp import cluster_bp
-from funsor_core.algorithms.loopy.cluster_compress import INDEX_BYTES
+from funsor_core.algorithms.loopy.cluster_compress import (
+    INDEX_BYTES,
+    project_frak,
+    project_samples,
+)
 from funsor_core.loopy import loopy_bp
 from tests.algorithms.loopy.models import brute_force, tree_model
 from tests.algorithms.loopy.test_cluster_bp_options import RING, _grid, _per_element
@@ -61,6 +66,43 @@ def test_batched_samples_on_torch_equal_a_loop():
                                        to_numpy(one.beliefs["x00"].data), atol=1e-12)
     finally:
         fc.set_backend("numpy")
+
+
+def _user_samples(log_table, *, k, rng_key, state):
+    # A user's callable: the signature of the docs, no batch_dims (it projects one table).
+    return project_samples(log_table, k=k, rng_key=rng_key)
+
+
+def _user_frak(log_table, *, k, rng_key, state):  # stateful: its kept list per message
+    return project_frak(log_table, k=k, state=state)
+
+
+@pytest.mark.parametrize("compression, seeds, schedule, temperature", [
+    ((_user_samples, 2), (4, 9, 11, 2, 7, 5), "flooding", 1.0),  # a seed per element
+    ((_user_samples, 3), 5, "sequential", 0.5),  # one seed: each element as alone
+    ((_user_frak, 1), 0, "flooding", 1.0),  # kept lists grow per element
+    ((_user_frak, 2), 0, "random", 0.0)])
+def test_batched_callable_equals_a_loop_over_the_batch(compression, seeds, schedule,
+                                                       temperature):
+    # Two batch inputs (n: the unaries, m: a coupling), so per-element seeds run in C order.
+    factors, _, _ = _grid(np.random.default_rng(12), scale=0.8, batch=3)
+    coupling = np.random.default_rng(13).normal(size=(2, 2, 2))
+    factors.append(fc.Tensor(coupling, {"m": fc.Bint[2], "x00": fc.Bint[2],
+                                        "x11": fc.Bint[2]}))
+    kw = dict(compression=compression, schedule=schedule, temperature=temperature, tol=0.0,
+              max_iters=3)
+    r = cluster_bp(factors, RING, batch=("n", "m"), rng_key=seeds, **kw)
+    bytes_alone = 0
+    for flat, (i, j) in enumerate(np.ndindex(3, 2)):
+        fs = [f(**{b: x for b, x in (("n", i), ("m", j)) if b in f.inputs}) for f in factors]
+        one = cluster_bp(fs, RING, rng_key=seeds if isinstance(seeds, int) else seeds[flat],
+                         **kw)
+        bytes_alone += one.counts.network_bytes
+        for v, b in one.beliefs.items():
+            np.testing.assert_allclose(r.beliefs[v](n=i, m=j).data, b.data, atol=1e-12,
+                                       err_msg=v)
+        assert abs(float(r.log_z(n=i, m=j).data) - float(one.log_z.data)) < 1e-12
+    assert r.counts.network_bytes == bytes_alone
 
 
 def test_k_at_the_message_size_is_exact_on_a_tree_per_element():

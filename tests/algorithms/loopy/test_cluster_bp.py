@@ -260,11 +260,6 @@ def test_errors_name_the_problem():
         loopy_bp(factors, schedule="spiral", clusters=TREE_CLUSTERS)
     with pytest.raises(TypeError, match="cluster 0 must be a tuple of variable names"):
         loopy_bp(factors, clusters=["a", ("b", "c", "d", "e")])
-    batched = factors + [fc.Tensor(np.zeros((2, 2)), {"n": fc.Bint[2], "a": fc.Bint[2]})]
-    with pytest.raises(NotImplementedError, match=r"a callable compression projects one "
-                       r"table.*or loop over the batch: \[cluster_bp\(\[f\(\*\*\{'n': i\}\)"):
-        loopy_bp(batched, clusters=TREE_CLUSTERS, batch=("n",),
-                 compression=(lambda t, **kw: None, 2))
 
 
 def test_log_z_exact_on_a_tree_and_bethe_with_singletons():

@@ -139,15 +139,6 @@ def test_batched_projections_equal_a_loop_over_rows():
         assert p.nbytes == sum(r.nbytes for row in rows for r in row)
 
 
-def test_batched_refuses_a_callable_and_says_to_loop():
-    # Samples and FRAK run batched (test_cluster_batched.py); a callable projects one table.
-    factors, _, _ = _grid(np.random.default_rng(8), batch=2)
-    for compression in (lambda t, **kw: None, (lambda t, **kw: None, 1)):
-        with pytest.raises(NotImplementedError, match=r"name one of \('full'.*'frak'\), or "
-                           r"loop over the batch: .* for i in range\(2\)\]"):
-            loopy_bp(factors, clusters=RING, batch=("n",), compression=compression)
-
-
 def test_batched_tempered_residual_on_numpy_and_torch():
     # Exact per batch element on a tree-shaped cluster graph with two cluster factors (the
     # residual order matters), on numpy and torch (under jax.jit: test_cluster_bp.py).

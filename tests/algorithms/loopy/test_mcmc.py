@@ -48,13 +48,21 @@ def _mh_step(lg, x, log_q):
 def _round_kernel(plan, flat, kernel):
     """The exact one-round transition matrix (colour after colour), built from the sampler's
     own Markov-blanket conditionals; ``"mh-q"``: MH with the proposal ``LOG_Q``."""
+    K = np.eye(2 ** len(plan.graph.names))
+    for Kc in _colour_kernels(plan, flat, kernel):
+        K = K @ Kc
+    return K
+
+
+def _colour_kernels(plan, flat, kernel):
+    """One exact transition matrix per colour block (its variables updated at once)."""
     n = len(plan.graph.names)
     states = _states(n)
     code = {tuple(s): k for k, s in enumerate(states)}
-    K = np.eye(len(states))
+    out = []
     for c, vs in enumerate(plan.colour_vars):
         logits = conditional_logits(plan, flat, states, c)  # (S, n_c, 2)
-        Kc = np.zeros_like(K)
+        Kc = np.zeros((len(states), len(states)))
         for k, x in enumerate(states):
             per_var = []
             for m, v in enumerate(vs):
@@ -69,8 +77,8 @@ def _round_kernel(plan, flat, kernel):
                 y = x.copy()
                 y[vs] = ys
                 Kc[k, code[tuple(y)]] = np.prod([per_var[m][ys[m]] for m in range(len(vs))])
-        K = K @ Kc
-    return K
+        out.append(Kc)
+    return out
 
 
 @pytest.mark.parametrize("kernel, n", [("gibbs", 5), ("mh", 5), ("mh-q", 6)])
@@ -84,6 +92,13 @@ def test_one_round_kernel_leaves_the_exact_distribution_invariant(kernel, n):
     K = _round_kernel(plan, flat, kernel)
     np.testing.assert_allclose(K.sum(1), 1.0, atol=1e-12)
     assert np.abs(pi @ K - pi).max() < 1e-12
+    # Each block's kernel alone leaves pi invariant (adjacent variables in one block would
+    # break this), so every order of the blocks does: here also the reverse.
+    blocks = _colour_kernels(plan, flat, kernel)
+    for Kc in blocks:
+        assert np.abs(pi @ Kc - pi).max() < 1e-12
+    reverse = np.linalg.multi_dot(blocks[::-1])
+    assert np.abs(pi @ reverse - pi).max() < 1e-12
     # The Markov-blanket conditionals equal the joint's conditionals.
     states = _states(len(sizes))
     for c, vs in enumerate(plan.colour_vars):
@@ -109,6 +124,37 @@ def test_sampler_draws_from_the_kernel(kernel):
                    proposal=proposal)[0]
     freq = np.bincount(x @ (2 ** np.arange(4)[::-1]), minlength=16) / chains
     assert 0.5 * np.abs(freq - K[start]).sum() < 0.02
+
+
+def test_jax_draws_of_several_rounds_at_once_follow_the_kernel():
+    # On jax the uniforms of up to 8 small rounds come from one generator call; each round
+    # must still read its own: the pooled (x_{r-1}, x_r) transitions of 16 rounds (two such
+    # calls) against p_{r-1}(i) K(i, j) from the enumerated one-round kernel.
+    jax = pytest.importorskip("jax")
+    from funsor_core.algorithms.loopy.mcmc import _rounds_per_draw
+
+    rng = np.random.default_rng(9)
+    tables = [(("a",), rng.normal(size=2)), (("b",), rng.normal(size=2)),
+              (("a", "b"), np.array([[1.5, -1.0], [-1.0, 1.5]]))]
+    chains, rounds = 4096, 16
+    assert _rounds_per_draw(rounds, (chains, 2)) == 8
+    plan = SamplerPlan(FactorGraph.build([fc.Tensor(t, {v: fc.Bint[2] for v in s})
+                                          for s, t in tables]))
+    K = _round_kernel(plan, plan.flat_table(), "gibbs")
+    fc.set_backend("jax")
+    try:
+        fs = [fc.Tensor(jax.numpy.asarray(t), {v: fc.Bint[2] for v in s}) for s, t in tables]
+        xs = np.asarray(run_chains(SamplerPlan(FactorGraph.build(fs)),
+                                   np.zeros((chains, 2), np.int64), rounds, rng_key=0))
+    finally:
+        fc.set_backend("numpy")
+    code = np.concatenate([np.zeros((1, chains), np.int64), xs @ np.array([2, 1])])
+    pairs = np.bincount((code[:-1] * 4 + code[1:]).reshape(-1), minlength=16) / code[1:].size
+    p, expected = np.eye(4)[0], np.zeros((4, 4))
+    for _ in range(rounds):
+        expected += p[:, None] * K / rounds
+        p = p @ K
+    assert 0.5 * np.abs(pairs - expected.reshape(-1)).sum() < 0.03
 
 
 def test_same_seed_same_run_on_every_backend():
@@ -205,11 +251,38 @@ def test_block_conditionals_of_ternary_factors_and_ragged_domains():
                 np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
+def _grid_marginals(tables, rows: int, cols: int) -> dict:
+    """Exact marginals of a binary grid ``x{i}{j}`` by enumeration of each column's
+    ``2^rows`` states and forward-backward along the columns (numpy)."""
+    col = [{f"x{i}{j}": 2 for i in range(rows)} for j in range(cols)]
+    within, across = [[] for _ in range(cols)], [[] for _ in range(cols - 1)]
+    for scope, t in tables:
+        js = sorted({int(v[2]) for v in scope})
+        (within[js[0]] if len(js) == 1 else across[js[0]]).append((scope, t))
+    n = 2 ** rows
+    u = [joint(within[j], col[j]).reshape(n) for j in range(cols)]
+    h = [joint(across[j], {**col[j], **col[j + 1]}).reshape(n, n) for j in range(cols - 1)]
+    fwd, bwd = [u[0]], [np.zeros(n)] * cols
+    for j in range(cols - 1):
+        fwd.append(u[j + 1] + np.logaddexp.reduce(fwd[j][:, None] + h[j], axis=0))
+    for j in range(cols - 2, -1, -1):
+        bwd[j] = np.logaddexp.reduce(h[j] + (u[j + 1] + bwd[j + 1])[None, :], axis=1)
+    out = {}
+    for j in range(cols):
+        m = fwd[j] + bwd[j]
+        m = np.exp(m - np.logaddexp.reduce(m)).reshape((2,) * rows)
+        for i in range(rows):
+            out[f"x{i}{j}"] = m.sum(axis=tuple(a for a in range(rows) if a != i))
+    return out
+
+
 def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
     # A 4 x 6 binary grid. For N independent draws 2 N KL(p || p_hat) -> chi^2 with d - 1 = 1
     # degree of freedom per variable (mean 1); Gibbs draws are correlated, so N counts
     # N / tau effective draws: the bound 4 / N allows an autocorrelation time tau up to 8
-    # (about 1.5 here) and halves with each doubling of the budget.
+    # (about 1.5 here) and halves with each doubling of the budget. Oracle: enumeration of
+    # the columns' states, forward-backward along the grid (and the library's elimination
+    # agrees with it).
     from funsor_core.loopy import exact_marginals, marginal_errors
     from tests.algorithms.loopy.models import _model
 
@@ -218,9 +291,13 @@ def test_24_variables_marginals_within_a_budget_dependent_kl_of_exact():
     scopes = [(v,) for v in sizes]
     scopes += [(f"x{i}{j}", f"x{i}{j + 1}") for i in range(rows) for j in range(cols - 1)]
     scopes += [(f"x{i}{j}", f"x{i + 1}{j}") for i in range(rows - 1) for j in range(cols)]
-    factors, _, _ = _model(np.random.default_rng(6), sizes, scopes, False, scale=0.5)
-    _, exact = exact_marginals(factors)  # by the library's elimination
+    factors, tables, _ = _model(np.random.default_rng(6), sizes, scopes, False, scale=0.5)
+    oracle = _grid_marginals(tables, rows, cols)
+    exact = {v: fc.Tensor(np.log(p), {v: fc.Bint[2]}) for v, p in oracle.items()}
+    _, library = exact_marginals(factors)
     assert len(exact) == 24
+    for v, p in oracle.items():
+        np.testing.assert_allclose(np.exp(library[v].data), p, atol=1e-12, err_msg=v)
     kls = []
     for chains, n in [(8, 100), (32, 400)]:
         s = gibbs(factors, n, warmup=20, num_chains=chains, rng_key=0)
