@@ -34,8 +34,8 @@ import types
 from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.protocol import pending_setup
-from funsor_core.terms.backend_check import check_backends
+from funsor_core.engine.protocol import pending_setup, pending_slot
+from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
 
@@ -78,6 +78,14 @@ def sort_terms(terms: tuple) -> tuple:
 
 def _sort_order(terms: tuple) -> list | None:
     # The positions of ``terms`` in canonical order (a stable sort), None when they are in it.
+    # The class's rank decides first: where no two terms share a rank (a Gaussian and a
+    # Tensor, a filter step's message), the ranks alone are the order and no key is built.
+    if len(terms) <= 8:
+        ranks = [type(t).sort_rank for t in terms]
+        if len(set(ranks)) == len(ranks):
+            if all(ranks[k - 1] < ranks[k] for k in range(1, len(ranks))):
+                return None
+            return sorted(range(len(terms)), key=ranks.__getitem__)
     keys = [term_sort_key(t) for t in terms]
     # One pass finds the common case (terms flattened from an already sorted Contraction plus
     # terms in order); the stable sort runs only when some neighbour is out of order (a
@@ -152,6 +160,35 @@ def _known_structure(terms: tuple) -> tuple | None:
     return entry
 
 
+# A few terms (a lazy Contraction of two Tensors, a filter step's Gaussian + Tensor): (red_op,
+# bin_op, reduced_vars, each term's signature) -> (the canonical order as positions or None,
+# the merged inputs in that order, the output domain). A term's signature is its class, output,
+# array type and inputs: what _prepare's checks (backends, domains, ops, reduced names) and its
+# sort read, so a structure built per call or per step is checked and sorted once. Only
+# structures that pass every check unchanged are kept (no conversion, no repeated Variable).
+_SMALL = FastCache("contraction.small_structures", 1024)
+
+
+def _small_signature(terms: tuple) -> tuple | None:
+    sig = []
+    for t in terms:
+        cls = type(t)
+        fields = getattr(cls, "arrays", None)
+        if fields is None:
+            return None  # (not a funsor: to_funsor converts it)
+        if fields:
+            sig.append((cls, t.output, type(getattr(t, fields[0])), *t.inputs.items()))
+        elif cls._atom and array_backend(t) is not None:
+            return None  # (an atom of atoms, a Delta: its backend is its points')
+        else:
+            sig.append((cls, t.output, *t.inputs.items()))
+    return tuple(sig)
+
+
+def _same(xs, ys) -> bool:
+    return all(map(operator.is_, xs, ys))
+
+
 class Contraction(Funsor):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
@@ -176,6 +213,35 @@ class Contraction(Funsor):
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
+        if type(terms) is tuple and len(terms) <= 8 and type(reduced_vars) is frozenset:
+            key = _small_signature(terms)
+            if key is not None:
+                key = (red_op, bin_op, reduced_vars, key)
+                try:
+                    entry = _SMALL.data.get(key)
+                except TypeError:  # an unhashable op: the checks below name it
+                    entry = key = None
+                if entry is not None:
+                    order, inputs, out = entry
+                    if order is not None:
+                        terms = tuple(map(terms.__getitem__, order))
+                    (pending_slot(None) or pending_setup())[0] = (terms, inputs, out)
+                    return red_op, bin_op, reduced_vars, terms
+            args = cls._checked(red_op, bin_op, reduced_vars, terms)
+            if key is not None and args[2] is reduced_vars and len(args[3]) == len(terms):
+                # (Kept only when the terms came out as given, or as given in canonical order:
+                # nothing converted or added. ``is``, not ``==``: a term's == builds a term.)
+                order = None if _same(args[3], terms) else _sort_order(terms)
+                if order is None or _same(map(terms.__getitem__, order), args[3]):
+                    stash = pending_setup()[0]
+                    _SMALL.put(key, (None if order is None else tuple(order), stash[1],
+                                     stash[2]))
+            return args
+        return cls._checked(red_op, bin_op, reduced_vars, terms)
+
+    @classmethod
+    def _checked(cls, red_op, bin_op, reduced_vars, terms):
+        # _prepare's checks and canonical order, every step spelled out.
         if isinstance(terms, Funsor):
             terms = (terms,)
         if len(terms) <= 8 or not all(issubclass(k, Funsor) for k in set(map(type, terms))):
