@@ -307,6 +307,20 @@ class Contraction(Funsor):
         self.output = _output_domain(bin_op, terms)
         return self
 
+    @staticmethod
+    def _cons_key(args):
+        # Ops, None and the frozenset of names are keys as they are; the terms are keyed by
+        # identity, as the interpreter keys any term (a live Contraction keeps its terms, so
+        # their ids cannot be reused while its entry exists).
+        red_op, bin_op, reduced_vars, terms = args
+        return (red_op, bin_op, reduced_vars, tuple(map(id, terms)))
+
+    def _init(self, red_op, bin_op, reduced_vars, terms) -> None:
+        # Term._init in one frame: the fields, then _setup.
+        self._args = (red_op, bin_op, reduced_vars, terms)
+        self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
+        self._setup()
+
     def _setup(self):
         red_op, bin_op, reduced_vars, terms = self._args
         stash = pending_setup()[0]
@@ -315,7 +329,8 @@ class Contraction(Funsor):
         else:
             inputs = merge_all_inputs(terms, "contract")
             out = _output_domain(bin_op, terms)
-        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
+        self.inputs = ({k: d for k, d in inputs.items() if k not in reduced_vars}
+                       if reduced_vars else dict(inputs))
         if red_op is not None and out.dtype != "real":
             # An integer sum (or product) over n assignments widens as n - 1 binary ops do,
             # as the Reduce this contraction stands for.
