@@ -185,6 +185,24 @@ def _small_signature(terms: tuple) -> tuple | None:
     return tuple(sig)
 
 
+# Contraction.make of a few terms: (bin_op, each term's class, output and inputs) -> what
+# ``_layout`` returns for them.
+_LAYOUTS = FastCache("contraction.make_layouts", 1024)
+
+
+def _layout(bin_op, terms: tuple) -> tuple:
+    # (the canonical order as positions or None when the terms are in it, the merged inputs
+    # in that order, the output domain).
+    order = _sort_order(terms) if bin_op in COMMUTATIVE_OPS and len(terms) > 1 else None
+    if order is not None:
+        order = tuple(order)
+        terms = tuple(map(terms.__getitem__, order))
+    inputs = {}
+    for term_inputs in map(_INPUTS, terms):
+        inputs.update(term_inputs)
+    return order, inputs, _output_domain(bin_op, terms)
+
+
 def _same(xs, ys) -> bool:
     return all(map(operator.is_, xs, ys))
 
@@ -293,18 +311,31 @@ class Contraction(Funsor):
             >>> [type(x).__name__ for x in s.terms], s.inputs
             (['Tensor', 'Number'], {'i': Bint[2]})
         """
-        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
-            terms = sort_terms(terms)
-        inputs = {}
-        for term_inputs in map(_INPUTS, terms):
-            inputs.update(term_inputs)
+        if len(terms) <= 8:
+            # The order, inputs and output depend on the terms' classes, outputs and inputs
+            # only: a filter step makes the same few layouts each step.
+            key = (bin_op, *[(type(t), t.output, *t.inputs.items()) for t in terms])
+            entry = _LAYOUTS.data.get(key)
+            if entry is None:
+                entry = _LAYOUTS.put(key, _layout(bin_op, terms))
+            order, inputs, out = entry
+            if order is not None:
+                terms = tuple(map(terms.__getitem__, order))
+            inputs = dict(inputs)
+        else:
+            if bin_op in COMMUTATIVE_OPS:
+                terms = sort_terms(terms)
+            inputs = {}
+            for term_inputs in map(_INPUTS, terms):
+                inputs.update(term_inputs)
+            out = _output_domain(bin_op, terms)
         # What _init and _setup do for red_op None (nothing reduced: every input is kept),
         # without the stash: a filter step makes several of these.
         self = object.__new__(cls)
         self._args = (None, bin_op, _NO_VARS, terms)
         self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
         self.inputs = inputs
-        self.output = _output_domain(bin_op, terms)
+        self.output = out
         return self
 
     @staticmethod
