@@ -346,6 +346,12 @@ class Contraction(Funsor):
         red_op, bin_op, reduced_vars, terms = args
         return (red_op, bin_op, reduced_vars, tuple(map(id, terms)))
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fields != Contraction.fields:  # (fields of its own: the generic key and _init)
+            cls._cons_key = None
+            cls._init = Funsor._init
+
     def _init(self, red_op, bin_op, reduced_vars, terms) -> None:
         # Term._init in one frame: the fields, then _setup.
         self._args = (red_op, bin_op, reduced_vars, terms)
