@@ -173,9 +173,9 @@ def _small_signature(terms: tuple) -> tuple | None:
     sig = []
     for t in terms:
         cls = type(t)
-        fields = getattr(cls, "arrays", None)
-        if fields is None:
+        if not getattr(cls, "_is_funsor", False):
             return None  # (not a funsor: to_funsor converts it)
+        fields = cls.arrays
         if fields:
             sig.append((cls, t.output, type(getattr(t, fields[0])), *t.inputs.items()))
         elif cls._atom and array_backend(t) is not None:

@@ -166,3 +166,12 @@ def test_make_matches_the_constructor_in_every_order():
         assert made.output is built.output
         keys = [term_sort_key(t) for t in made.terms]
         assert keys == sorted(keys)
+
+
+def test_plain_numbers_are_converted_every_time():
+    x, xd = _tensor("ij", 0)
+    for _ in range(2):  # never kept: to_funsor converts the float
+        term = _build(None, ops.add, (), (2.5, x))
+        assert term.terms[0] is x and type(term.terms[1]) is fc.Number
+        with exact:
+            np.testing.assert_array_equal(fc.reinterpret(term).data, xd + 2.5)
