@@ -34,7 +34,9 @@ import types
 from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.protocol import pending_setup, pending_slot
+from funsor_core.engine.cons import build
+from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.protocol import FunsorMeta, pending_setup, pending_slot
 from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
@@ -207,7 +209,35 @@ def _same(xs, ys) -> bool:
     return all(map(operator.is_, xs, ys))
 
 
-class Contraction(Funsor):
+class ContractionMeta(FunsorMeta):
+    """The metaclass of ``Contraction``: builds it as every term is built, and when the active
+    interpretation builds every Contraction as it is (``builds_class_as_is``: under ``lazy``
+    no rule, hook, tape or debug log sees Contractions), cons-hashes the prepared arguments
+    in this frame, as the interpreter would, without computing a dispatch key.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> t = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+        >>> with lazy:
+        ...     s = fc.Contraction(ops.add, ops.mul, frozenset("i"), (t, t))
+        >>> s is fc.engine.cons.build(fc.Contraction, s._args)
+        True
+    """
+
+    def __call__(cls, *args, **kwargs):
+        args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
+        state = _STATE.get(None)
+        interp = _DEFAULT[0] if state is None else state[0]
+        try:
+            # (The cache of ``builds_class_as_is`` read in place: a miss, or False, asks.)
+            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                return build(cls, args)
+            return interp.interpret(cls, args)
+        finally:
+            (pending_slot(None) or pending_setup())[0] = None
+
+
+class Contraction(Funsor, metaclass=ContractionMeta):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
     Args:

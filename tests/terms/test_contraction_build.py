@@ -175,3 +175,17 @@ def test_plain_numbers_are_converted_every_time():
         assert term.terms[0] is x and type(term.terms[1]) is fc.Number
         with exact:
             np.testing.assert_array_equal(fc.reinterpret(term).data, xd + 2.5)
+
+
+def test_lazy_build_in_the_metaclass_is_the_interpreters():
+    from funsor_core.engine.protocol import pending_setup
+
+    x, _ = _tensor("ij", 0)
+    y, _ = _tensor("jk", 1)
+    term = _build(ops.logaddexp, ops.add, "j", (y, x))  # built in ContractionMeta's frame
+    assert lazy.builds_class_as_is(Contraction)
+    assert lazy.interpret(Contraction, term._args) is term  # the interpreter's own path
+    assert pending_setup()[0] is None  # the slot does not keep the terms alive
+    with pytest.raises(DomainError):
+        _build(ops.logaddexp, ops.add, "j", (x, fc.Tensor(np.zeros(4), {"j": B[4]})))
+    assert pending_setup()[0] is None
