@@ -114,7 +114,9 @@ def tuple_type(arg: tuple) -> type:
         kinds = dict.fromkeys(map(type, arg))
         if tuple not in kinds:  # (a long tuple of terms: one C-level pass)
             return _tuple_type((*kinds, Ellipsis))
-    elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
+    elems = tuple(map(type, arg))  # (a short tuple of terms: one C-level pass)
+    if tuple in elems:
+        elems = tuple(tuple_type(a) if type(a) is tuple else type(a) for a in arg)
     if len(elems) > _LONG_TUPLE:
         # A long tuple is typed by the set of its element types, as ``Tuple[(A, B), ...]``:
         # exact for every variadic pattern, and no fixed-length pattern is this long (register
@@ -145,9 +147,10 @@ def uses_tuple_pattern(pattern) -> bool:
 def type_key(cls: type, args: tuple) -> tuple:
     """The dispatch key of ``cls(*args)``: deep (tuples typed by their elements) when some
     rule for ``cls`` looks inside tuples, else the plain argument types."""
-    if cls._deep_key:
-        return (cls, *(tuple_type(a) if type(a) is tuple else type(a) for a in args))
-    return (cls, *map(type, args))
+    key = (cls, *map(type, args))
+    if cls._deep_key and tuple in key:
+        return (cls, *[tuple_type(a) if type(a) is tuple else type(a) for a in args])
+    return key
 
 
 def check_tuple_lengths(patterns) -> None:

@@ -422,6 +422,18 @@ class Reduce(Funsor):
             arg = reduce_constant(arg, op, absent)
         return op, arg, names
 
+    @staticmethod
+    def _cons_key(args):
+        # The op and the frozenset of names are keys as they are; arg by identity, as the
+        # interpreter keys any term (a live Reduce keeps arg, so its id is not reused).
+        op, arg, reduced_vars = args
+        return (op, id(arg), reduced_vars)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fields != Reduce.fields:  # (fields of its own: the generic key)
+            cls._cons_key = None
+
     def _setup(self):
         reduced_vars, arg = self.reduced_vars, self.arg
         self.inputs = {k: d for k, d in arg.inputs.items() if k not in reduced_vars}

@@ -34,8 +34,10 @@ import types
 from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.protocol import pending_setup
-from funsor_core.terms.backend_check import check_backends
+from funsor_core.engine.cons import build
+from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.protocol import FunsorMeta, pending_setup, pending_slot
+from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
 from funsor_core.terms.inputs import reduce_constant, reduce_domain, split_reduced_vars
 
@@ -78,6 +80,14 @@ def sort_terms(terms: tuple) -> tuple:
 
 def _sort_order(terms: tuple) -> list | None:
     # The positions of ``terms`` in canonical order (a stable sort), None when they are in it.
+    # The class's rank decides first: where no two terms share a rank (a Gaussian and a
+    # Tensor, a filter step's message), the ranks alone are the order and no key is built.
+    if len(terms) <= 8:
+        ranks = [type(t).sort_rank for t in terms]
+        if len(set(ranks)) == len(ranks):
+            if all(ranks[k - 1] < ranks[k] for k in range(1, len(ranks))):
+                return None
+            return sorted(range(len(terms)), key=ranks.__getitem__)
     keys = [term_sort_key(t) for t in terms]
     # One pass finds the common case (terms flattened from an already sorted Contraction plus
     # terms in order); the stable sort runs only when some neighbour is out of order (a
@@ -152,7 +162,82 @@ def _known_structure(terms: tuple) -> tuple | None:
     return entry
 
 
-class Contraction(Funsor):
+# A few terms (a lazy Contraction of two Tensors, a filter step's Gaussian + Tensor): (red_op,
+# bin_op, reduced_vars, each term's signature) -> (the canonical order as positions or None,
+# the merged inputs in that order, the output domain). A term's signature is its class, output,
+# array type and inputs: what _prepare's checks (backends, domains, ops, reduced names) and its
+# sort read, so a structure built per call or per step is checked and sorted once. Only
+# structures that pass every check unchanged are kept (no conversion, no repeated Variable).
+_SMALL = FastCache("contraction.small_structures", 1024)
+
+
+def _small_signature(terms: tuple) -> tuple | None:
+    sig = []
+    for t in terms:
+        cls = type(t)
+        if not getattr(cls, "_is_funsor", False):
+            return None  # (not a funsor: to_funsor converts it)
+        fields = cls.arrays
+        if fields:
+            sig.append((cls, t.output, type(getattr(t, fields[0])), *t.inputs.items()))
+        elif cls._atom and array_backend(t) is not None:
+            return None  # (an atom of atoms, a Delta: its backend is its points')
+        else:
+            sig.append((cls, t.output, *t.inputs.items()))
+    return tuple(sig)
+
+
+# Contraction.make of a few terms: (bin_op, each term's class, output and inputs) -> what
+# ``_layout`` returns for them.
+_LAYOUTS = FastCache("contraction.make_layouts", 1024)
+
+
+def _layout(bin_op, terms: tuple) -> tuple:
+    # (the canonical order as positions or None when the terms are in it, the merged inputs
+    # in that order, the output domain).
+    order = _sort_order(terms) if bin_op in COMMUTATIVE_OPS and len(terms) > 1 else None
+    if order is not None:
+        order = tuple(order)
+        terms = tuple(map(terms.__getitem__, order))
+    inputs = {}
+    for term_inputs in map(_INPUTS, terms):
+        inputs.update(term_inputs)
+    return order, inputs, _output_domain(bin_op, terms)
+
+
+def _same(xs, ys) -> bool:
+    return all(map(operator.is_, xs, ys))
+
+
+class ContractionMeta(FunsorMeta):
+    """The metaclass of ``Contraction``: builds it as every term is built, and when the active
+    interpretation builds every Contraction as it is (``builds_class_as_is``: under ``lazy``
+    no rule, hook, tape or debug log sees Contractions), cons-hashes the prepared arguments
+    in this frame, as the interpreter would, without computing a dispatch key.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> t = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+        >>> with lazy:
+        ...     s = fc.Contraction(ops.add, ops.mul, frozenset("i"), (t, t))
+        >>> s is fc.engine.cons.build(fc.Contraction, s._args)
+        True
+    """
+
+    def __call__(cls, *args, **kwargs):
+        args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
+        state = _STATE.get(None)
+        interp = _DEFAULT[0] if state is None else state[0]
+        try:
+            # (The cache of ``builds_class_as_is`` read in place: a miss, or False, asks.)
+            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                return build(cls, args)
+            return interp.interpret(cls, args)
+        finally:
+            (pending_slot(None) or pending_setup())[0] = None
+
+
+class Contraction(Funsor, metaclass=ContractionMeta):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.
 
     Args:
@@ -176,6 +261,35 @@ class Contraction(Funsor):
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
+        if type(terms) is tuple and len(terms) <= 8 and type(reduced_vars) is frozenset:
+            key = _small_signature(terms)
+            if key is not None:
+                key = (red_op, bin_op, reduced_vars, key)
+                try:
+                    entry = _SMALL.data.get(key)
+                except TypeError:  # an unhashable op: the checks below name it
+                    entry = key = None
+                if entry is not None:
+                    order, inputs, out = entry
+                    if order is not None:
+                        terms = tuple(map(terms.__getitem__, order))
+                    (pending_slot(None) or pending_setup())[0] = (terms, inputs, out)
+                    return red_op, bin_op, reduced_vars, terms
+            args = cls._checked(red_op, bin_op, reduced_vars, terms)
+            if key is not None and args[2] is reduced_vars and len(args[3]) == len(terms):
+                # (Kept only when the terms came out as given, or as given in canonical order:
+                # nothing converted or added. ``is``, not ``==``: a term's == builds a term.)
+                order = None if _same(args[3], terms) else _sort_order(terms)
+                if order is None or _same(map(terms.__getitem__, order), args[3]):
+                    stash = pending_setup()[0]
+                    _SMALL.put(key, (None if order is None else tuple(order), stash[1],
+                                     stash[2]))
+            return args
+        return cls._checked(red_op, bin_op, reduced_vars, terms)
+
+    @classmethod
+    def _checked(cls, red_op, bin_op, reduced_vars, terms):
+        # _prepare's checks and canonical order, every step spelled out.
         if isinstance(terms, Funsor):
             terms = (terms,)
         if len(terms) <= 8 or not all(issubclass(k, Funsor) for k in set(map(type, terms))):
@@ -227,19 +341,52 @@ class Contraction(Funsor):
             >>> [type(x).__name__ for x in s.terms], s.inputs
             (['Tensor', 'Number'], {'i': Bint[2]})
         """
-        if bin_op in COMMUTATIVE_OPS and len(terms) > 1:
-            terms = sort_terms(terms)
-        inputs = {}
-        for term_inputs in map(_INPUTS, terms):
-            inputs.update(term_inputs)
+        if len(terms) <= 8:
+            # The order, inputs and output depend on the terms' classes, outputs and inputs
+            # only: a filter step makes the same few layouts each step.
+            key = (bin_op, *[(type(t), t.output, *t.inputs.items()) for t in terms])
+            entry = _LAYOUTS.data.get(key)
+            if entry is None:
+                entry = _LAYOUTS.put(key, _layout(bin_op, terms))
+            order, inputs, out = entry
+            if order is not None:
+                terms = tuple(map(terms.__getitem__, order))
+            inputs = dict(inputs)
+        else:
+            if bin_op in COMMUTATIVE_OPS:
+                terms = sort_terms(terms)
+            inputs = {}
+            for term_inputs in map(_INPUTS, terms):
+                inputs.update(term_inputs)
+            out = _output_domain(bin_op, terms)
         # What _init and _setup do for red_op None (nothing reduced: every input is kept),
         # without the stash: a filter step makes several of these.
         self = object.__new__(cls)
         self._args = (None, bin_op, _NO_VARS, terms)
         self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
         self.inputs = inputs
-        self.output = _output_domain(bin_op, terms)
+        self.output = out
         return self
+
+    @staticmethod
+    def _cons_key(args):
+        # Ops, None and the frozenset of names are keys as they are; the terms are keyed by
+        # identity, as the interpreter keys any term (a live Contraction keeps its terms, so
+        # their ids cannot be reused while its entry exists).
+        red_op, bin_op, reduced_vars, terms = args
+        return (red_op, bin_op, reduced_vars, tuple(map(id, terms)))
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fields != Contraction.fields:  # (fields of its own: the generic key and _init)
+            cls._cons_key = None
+            cls._init = Funsor._init
+
+    def _init(self, red_op, bin_op, reduced_vars, terms) -> None:
+        # Term._init in one frame: the fields, then _setup.
+        self._args = (red_op, bin_op, reduced_vars, terms)
+        self.red_op, self.bin_op, self.reduced_vars, self.terms = self._args
+        self._setup()
 
     def _setup(self):
         red_op, bin_op, reduced_vars, terms = self._args
@@ -249,7 +396,8 @@ class Contraction(Funsor):
         else:
             inputs = merge_all_inputs(terms, "contract")
             out = _output_domain(bin_op, terms)
-        self.inputs = {k: d for k, d in inputs.items() if k not in reduced_vars}
+        self.inputs = ({k: d for k, d in inputs.items() if k not in reduced_vars}
+                       if reduced_vars else dict(inputs))
         if red_op is not None and out.dtype != "real":
             # An integer sum (or product) over n assignments widens as n - 1 binary ops do,
             # as the Reduce this contraction stands for.

@@ -94,14 +94,16 @@ def canonical_key(x: Funsor) -> Any:
         >>> canonical_key(t) == canonical_key(fc.reinterpret(t))
         True
     """
+    if type(x) is Contraction:
+        if all(type(t)._atom for t in x.terms):
+            # A value that is a sum (or product) of atoms, as Gaussian + Tensor: the same sum
+            # of equal atoms rebuilt by ``reinterpret`` is the same funsor.
+            return (Contraction, x.red_op, x.bin_op, x.reduced_vars,
+                    tuple(canonical_key(t) for t in x.terms))
+        return id(x)
     cons = type(x)._cons_key
     if cons is not None:
         return (type(x), cons(x._args))
-    if type(x) is Contraction and all(type(t)._atom for t in x.terms):
-        # A value that is a sum (or product) of atoms, as Gaussian + Tensor: the same sum of
-        # equal atoms rebuilt by ``reinterpret`` is the same funsor.
-        return (Contraction, x.red_op, x.bin_op, x.reduced_vars,
-                tuple(canonical_key(t) for t in x.terms))
     return id(x)
 
 
