@@ -12,6 +12,8 @@ Example:
     array([ True, False])
     >>> SIMPLEX.check(np.array([[0.5, 0.5], [0.5, 0.6]]))
     array([ True, False])
+    >>> PROBS.check(np.array([[1.0, 3.0], [0.0, 0.0]]))
+    array([ True, False])
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from funsor_core import ops
 
 __all__ = ["Constraint", "REAL", "POSITIVE", "NONNEGATIVE", "UNIT_INTERVAL", "SIMPLEX",
-           "LOWER_CHOLESKY", "NONNEGATIVE_INTEGER", "simplex_tolerance"]
+           "PROBS", "LOWER_CHOLESKY", "NONNEGATIVE_INTEGER", "simplex_tolerance"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,13 @@ def _simplex(x):
     return ops.and_(ok, ops.abs(ops.sum(x, -1) - 1.0) <= simplex_tolerance(x))
 
 
+def _probs(x):
+    # Unnormalized probabilities, as torch, pyro and numpyro read Categorical(probs=...): every
+    # entry nonnegative and finite, the sum positive (a zero vector has no normalization).
+    ok = ops.all(ops.and_(x >= 0, x < float("inf")), -1)
+    return ops.and_(ok, ops.sum(x, -1) > 0)
+
+
 def _lower_cholesky(x):
     # The strict upper triangle is zero and the diagonal positive.
     upper_ok = ops.all(ops.all(ops.triu(x, 1) == 0, -1), -1)
@@ -83,6 +92,8 @@ NONNEGATIVE = Constraint("nonnegative", "nonnegative", 0, lambda x: x >= 0)
 UNIT_INTERVAL = Constraint("unit_interval", "in [0, 1]", 0,
                            lambda x: ops.and_(x >= 0, x <= 1))
 SIMPLEX = Constraint("simplex", "a probability vector (nonnegative, summing to 1)", 1, _simplex)
+PROBS = Constraint("probs", "a vector of nonnegative finite weights with a positive sum "
+                   "(normalized, as torch's Categorical does)", 1, _probs)
 LOWER_CHOLESKY = Constraint(
     "lower_cholesky", "a lower triangular matrix with a positive diagonal", 2, _lower_cholesky)
 NONNEGATIVE_INTEGER = Constraint("nonnegative_integer", "a nonnegative integer", 0,

@@ -22,8 +22,8 @@ from funsor_core.distribution.constraints import (
     NONNEGATIVE,
     NONNEGATIVE_INTEGER,
     POSITIVE,
+    PROBS,
     REAL,
-    SIMPLEX,
     UNIT_INTERVAL,
 )
 from funsor_core.distribution.continuous import Beta, Dirichlet, Gamma
@@ -147,14 +147,18 @@ def _categorical_moments(p):
 class Categorical(Distribution):
     """Categorical(probs): value ``k`` in ``Bint[n]`` with probability ``probs[k]``.
 
-    ``probs`` is a probability vector (checked; rounding errors are normalized away).
+    ``probs`` are nonnegative weights with a positive sum, normalized as torch's, pyro's and
+    numpyro's ``Categorical(probs=...)`` normalize them (negative, infinite or all-zero
+    weights raise, naming the entry).
 
     Example:
         >>> Categorical(np.array([0.25, 0.75])).inputs
         {'value': Bint[2]}
+        >>> round(float(Categorical(np.array([1.0, 3.0]), value=1).data), 6)  # log(3/4)
+        -0.287682
     """
 
-    params = {"probs": Param(SIMPLEX, 1)}
+    params = {"probs": Param(PROBS, 1)}
     fields = (*params, "value")
     has_enumerate_support = True
 
@@ -366,7 +370,7 @@ class Multinomial(Distribution):
     """
 
     params = {"total_count": Param(NONNEGATIVE_INTEGER, default=1.0),
-              "probs": Param(SIMPLEX, 1)}
+              "probs": Param(PROBS, 1)}
     fields = (*params, "value")
 
     @classmethod
@@ -376,7 +380,8 @@ class Multinomial(Distribution):
     @staticmethod
     def log_prob(value, total_count, probs):
         logp = _safe_log(probs) - ops.log(ops.sum(probs, -1, keepdims=True))
-        terms = ops.where(value > 0, value * logp, ops.full_like(value * logp, 0.0))
+        # A zero count of a zero-probability category contributes 0, not 0 * -inf.
+        terms = value * ops.where(value > 0, logp, ops.full_like(logp, 0.0))
         return (ops.lgamma(total_count + 1.0) - ops.sum(ops.lgamma(value + 1.0), -1)
                 + ops.sum(terms, -1))
 

@@ -307,9 +307,10 @@ INVALID = [
     (lambda: D.Normal(0.0, -1.0), "Normal: parameter 'scale' must be positive"),
     (lambda: D.Normal(0.0, fc.Tensor(np.array([1.0, 0.0]), {"i": Bint[2]})),
      r"Normal: parameter 'scale' must be positive, but it is 0\. at i=1"),
-    (lambda: D.Categorical(np.array([0.5, 0.6])), "Categorical: parameter 'probs' must be a "
-     "probability vector"),
-    (lambda: D.Categorical(np.array([1.5, -0.5])), "probability vector"),
+    (lambda: D.Categorical(np.array([0.0, 0.0])), "Categorical: parameter 'probs' must be a "
+     "vector of nonnegative finite weights with a positive sum"),
+    (lambda: D.Categorical(np.array([1.5, -0.5])), "nonnegative finite weights"),
+    (lambda: D.Multinomial(2.0, np.array([np.inf, 1.0])), "Multinomial: parameter 'probs'"),
     (lambda: D.BernoulliProbs(1.5), "BernoulliProbs: parameter 'probs' must be in \\[0, 1\\]"),
     (lambda: D.Dirichlet(np.array([1.0, -1.0])), "Dirichlet: parameter 'concentration'"),
     (lambda: D.MultivariateNormal(np.zeros(2), np.array([[1.0, 0.5], [0.0, 1.0]])),
@@ -338,7 +339,7 @@ def test_invalid_parameters_raise_naming_family_and_parameter(make, match):
 @pytest.mark.parametrize("family, params, value", [
     (D.Normal, dict(loc=0.0, scale=-1.0), 0.5),
     (D.Gamma, dict(concentration=-1.0, rate=1.0), 0.5),
-    (D.Categorical, dict(probs=np.array([0.5, 0.6])), 1),
+    (D.Categorical, dict(probs=np.array([0.5, -0.6])), 1),
     (D.Dirichlet, dict(concentration=np.array([1.0, -1.0])), np.array([0.5, 0.5])),
     (D.MultivariateNormal, dict(loc=np.zeros(2), scale_tril=np.array([[1.0, 1.0], [0.0, 1.0]])),
      np.zeros(2)),
@@ -372,6 +373,33 @@ def test_invalid_parameters_under_jit_give_nan_in_gaussian_form():
 
 
 # -- construction ---------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jit"])
+def test_unnormalized_probs_are_normalized_as_torch_does(backend):
+    # torch.distributions (and pyro, numpyro) read probs=w as w / sum(w): the oracles are that
+    # ratio's log (torch clamps a zero probability to its eps; log 0 is -inf) and torch's
+    # Multinomial on counts that avoid the zero weight.
+    w = np.array([[1.0, 3.0, 0.0], [2.0, 2.0, 4.0]])
+    counts = np.array([1.0, 2.0, 0.0])
+    with np.errstate(divide="ignore"):
+        expected_cat = np.log(w / w.sum(-1, keepdims=True))
+    expected_mult = tdist.Multinomial(3, probs=torch.tensor(w)).log_prob(
+        torch.tensor(counts)).numpy()
+
+    def densities(w, values, counts):
+        t = fc.Tensor(w, {"i": Bint[2]})
+        cat = D.Categorical(t, value=fc.Tensor(values, {"k": Bint[3]}, 3))
+        mult = D.Multinomial(3.0, t, value=fc.Tensor(counts))
+        return cat.align(("i", "k")).data, mult.data
+
+    args = (w, np.arange(3), counts)
+    if backend == "jit":
+        cat, mult = jax.jit(densities)(*map(jnp.asarray, args))
+    else:
+        cat, mult = densities(*(_to(backend, a, None) for a in args))
+    assert np.allclose(np.asarray(cat), expected_cat, atol=1e-12)
+    assert np.allclose(np.asarray(mult), expected_mult, atol=1e-12)
+
+
 def test_positional_keyword_and_default_value():
     loc, scale = fc.Variable("loc", Real), fc.Variable("scale", Real)
     assert D.Normal(loc, scale) is D.Normal(loc, scale, "value") is D.Normal(
