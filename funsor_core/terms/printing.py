@@ -186,7 +186,9 @@ def plain_str(expr: Any) -> str:
     data = str(expr.data)
     if not expr.inputs and expr.output.dtype == "real":
         return data
-    text = f"{type(expr).__name__}({data}, {dict(expr.inputs)!r}"
+    head = f"{type(expr).__name__}("
+    data = data.replace("\n", "\n" + " " * len(head))  # continuation lines under the array
+    text = f"{head}{data}, {dict(expr.inputs)!r}"
     if expr.output.dtype != "real":
         text += f", {expr.output.dtype!r}"
     return text + ")"
