@@ -29,14 +29,24 @@ __all__ = ["StatefulInterpretation"]
 class StatefulInterpretation(Interpretation):
     """A kind of interpretation with per-instance state (see the module docstring).
 
+    A subclass whose ``__init__`` only sets its state, without ``super().__init__()`` (as
+    funsor's own docstring shows), still works: each instance starts initialized as
+    ``"stateful"``.
+
     Example:
         >>> class Probe(StatefulInterpretation):
-        ...     pass
-        >>> Probe().name, Probe().stateful
-        ('stateful', True)
+        ...     def __init__(self, k):
+        ...         self.k = k
+        >>> Probe(3).name, Probe(3).stateful, Probe(3).k
+        ('stateful', True, 3)
     """
 
     stateful = True
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        Interpretation.__init__(self, "stateful", fallback=ENTERED)
+        return self
 
     def __init__(self, name: str = "stateful") -> None:
         super().__init__(name, fallback=ENTERED)

@@ -186,3 +186,22 @@ def test_function_of_a_torch_module_reads_forward_hints():
     got = f(fc.Tensor(v)["b"])
     assert got.inputs == {"b": Bint[4]}
     np.testing.assert_allclose(got.data.detach().numpy(), module.lin(v).detach().numpy())
+
+
+class _Offset(StatefulInterpretation):
+    """funsor's docstring style: state only, no ``super().__init__``."""
+
+    def __init__(self, k):
+        self.k = k
+
+
+@_Offset.register(fc.Unary, type(ops.exp), fc.Number)
+def offset_unary_exp_number(interp, op, x):
+    return fc.Number(float(np.exp(x.data)) + interp.k)
+
+
+def test_stateful_interpretation_without_super_init():
+    with _Offset(2.0):
+        got = fc.Number(1.0).exp()
+        inner = fc.Number(0.5) + fc.Number(0.25)  # no rule of its own: the entered exact
+    assert got.data == pytest.approx(np.e + 2.0) and inner.data == 0.75
