@@ -90,5 +90,7 @@ def value_and_vjp(fn, x):
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
         value = fn(x)
-        (grad,) = torch.autograd.grad(value, (x,), grad_outputs=torch.ones_like(value))
+        # The gradient of the sum, not grad_outputs=ones: torch 2.x checks explicit
+        # grad_outputs with symbolic shapes, whose first use imports sympy (~1 s).
+        (grad,) = torch.autograd.grad(value.sum(), (x,))
     return value.detach(), grad

@@ -57,7 +57,8 @@ pyro.convert pyro.distribution pyro.hmm""".split()
 # Where a funsor module's names live when funsor-core keeps them outside the module of the
 # same path (searched first); ``compat`` is an internal package of ours with another meaning.
 SOURCES = {
-    "interpretations": ("interpretations",),
+    "interpretations": ("interpretations", "funsor_core.compat.stateful"),
+    "adam": ("interpretations.adam",),
     "optimizer": ("interpretations.optimize",),
     "montecarlo": ("funsor_core.montecarlo", "interpretations.monte_carlo"),
     "approximations": ("funsor_core.approximations", "interpretations.approximations"),

@@ -13,6 +13,7 @@ Example:
 
 from funsor_core.engine.interpreter import reflect
 from interpretations import constant  # noqa: F401  (registers Constant's rules)
+from interpretations.adam import Adam
 from interpretations.approximations import (
     PosteriorSample,
     Precondition,
@@ -43,4 +44,4 @@ __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "nor
            "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
-           "MOMENTMATCHING", "Elbo", "LoopyBP", "Gibbs", "CompressedMessages"]
+           "MOMENTMATCHING", "Elbo", "Adam", "LoopyBP", "Gibbs", "CompressedMessages"]

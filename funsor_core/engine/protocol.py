@@ -57,6 +57,7 @@ TERM_HOOKS: dict[str, Any] = {}
 
 def register_term_hook(name: str, fn) -> Any:
     """Install ``fn`` as the base term module's ``name`` hook: ``repr`` (text of a term),
+    ``str`` (the text ``print`` shows),
     ``to_data`` (the number of a term), ``lazy_error`` (the error for ``.data`` of a term that
     is not a number), ``array_to_funsor`` (convert an array) and ``sample``.
 
@@ -336,7 +337,8 @@ class Term(metaclass=FunsorMeta):
         return fn(self) if fn is not None else f"{type(self).__name__}(...)"
 
     def __str__(self) -> str:
-        return repr(self)
+        fn = TERM_HOOKS.get("str")
+        return fn(self) if fn is not None else repr(self)
 
 class _Ref:
     """Position of an already-encoded term in a pickled DAG."""

@@ -224,8 +224,9 @@ def function(*signature) -> Callable | Funsor:
     """
     if len(signature) == 1 and callable(signature[0]) and not _is_domain(signature[0]):
         fn = signature[0]
-        hints = typing.get_type_hints(fn)
-        names = tuple(n for n in _param_names(fn) or () if n != "*")
+        annotated = _annotated(fn)
+        hints = typing.get_type_hints(annotated)
+        names = tuple(n for n in _param_names(annotated) or () if n != "*")
         missing = [n for n in names if n not in hints] + (
             ["the return"] if "return" not in hints else [])
         if missing:
@@ -241,6 +242,19 @@ def function(*signature) -> Callable | Funsor:
             raise TypeError(f"@function input domains must be domains such as Real or Bint[3], "
                             f"got {d!r}")
     return functools.partial(_lift_positional, tuple(input_domains), _as_output(output))
+
+
+def _annotated(fn: Callable) -> Callable:
+    """Where ``fn``'s type hints are: the function itself, or for a callable object (a torch
+    ``nn.Module``, whose instance ``__annotations__`` are its class's attribute annotations)
+    its annotated ``forward`` or ``__call__`` method."""
+    if inspect.isroutine(fn) or inspect.isclass(fn) or isinstance(fn, functools.partial):
+        return fn
+    for attr in ("forward", "__call__"):
+        method = getattr(fn, attr, None)
+        if inspect.ismethod(method) and getattr(method, "__annotations__", None):
+            return method
+    return fn
 
 
 def _is_domain(x) -> bool:

@@ -18,7 +18,7 @@ from funsor_core.engine.protocol import children, terms_in
 from funsor_core.ops import Op
 from funsor_core.terms.base import Funsor, register_term_hook
 
-__all__ = ["quote", "pretty", "short_repr"]
+__all__ = ["quote", "pretty", "short_repr", "plain_str"]
 
 _MAX_CHILD = 300
 
@@ -167,6 +167,33 @@ def short_repr(expr: Any) -> str:
     return _render(expr, short=True)
 
 
+def plain_str(expr: Any) -> str:
+    """The ``str`` of a term, what ``print`` shows. A term holding its numbers in one array
+    (a ``Tensor``) shows them, as funsor 0.4.8 does: a real one with no inputs prints as the
+    array, others as ``Tensor(<array>, {inputs}[, dtype])``; every other term prints as its
+    ``repr`` (arrays summarized by shape).
+
+    Example:
+        >>> print(fc.Tensor(np.array(-1.5)))
+        -1.5
+        >>> print(fc.Tensor(np.array([1, 0]), {"i": fc.Bint[2]}, 2))
+        Tensor([1 0], {'i': Bint[2]}, 2)
+        >>> print(fc.Variable("x", fc.Real))
+        Variable('x', Real)
+    """
+    if type(expr).arrays != ("data",) or children(expr):
+        return short_repr(expr)
+    data = str(expr.data)
+    if not expr.inputs and expr.output.dtype == "real":
+        return data
+    head = f"{type(expr).__name__}("
+    data = data.replace("\n", "\n" + " " * len(head))  # continuation lines under the array
+    text = f"{head}{data}, {dict(expr.inputs)!r}"
+    if expr.output.dtype != "real":
+        text += f", {expr.output.dtype!r}"
+    return text + ")"
+
+
 _MAX_INDENT = 32  # deeper lines keep this indent and show their depth as "[d] "
 _MAX_INPUTS = 8  # inputs listed per line; the rest are counted
 _MAX_LEAF = 120  # characters of a non-term argument shown per line
@@ -243,4 +270,27 @@ def _has_funsor(arg: Any) -> bool:
                          and any(isinstance(x, Funsor) for pair in arg for x in pair))
 
 
+def _quote_method(self) -> str:
+    """``term.quote()``: the same as ``quote(term)`` (funsor 0.4.8 offers both spellings).
+
+    Example:
+        >>> fc.Variable("x", fc.Real).quote()
+        "Variable('x', Real)"
+    """
+    return quote(self)
+
+
+def _pretty_method(self, maxlen: int = 100_000) -> str:
+    """``term.pretty()``: the same as ``pretty(term)`` (funsor 0.4.8 offers both spellings).
+
+    Example:
+        >>> print(fc.Variable("x", fc.Real).pretty())
+        Variable 'x' Real  inputs={x: Real} output=Real
+    """
+    return pretty(self, maxlen)
+
+
 register_term_hook("repr", short_repr)
+register_term_hook("str", plain_str)
+Funsor.quote = _quote_method
+Funsor.pretty = _pretty_method

@@ -11,7 +11,8 @@ from interpretations import lazy
 def test_repr_summarizes_arrays():
     t = fc.Tensor(np.zeros((2, 3)), {"i": Bint[2]})
     assert repr(t) == "Tensor(numpy.array(shape=(2, 3), dtype=float64), (('i', Bint[2]),), 'real')"
-    assert str(t) == repr(t)
+    # str shows the values (what print shows, as in funsor 0.4.8); repr summarizes them
+    assert str(t) == "Tensor(" + str(t.data).replace("\n", "\n" + " " * 7) + ", {'i': Bint[2]})"
 
 
 def test_quote_round_trip_of_each_term():
