@@ -179,6 +179,10 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
     plan = cached_plan(FactorGraph.build(_checked(factors)), SamplerPlan)
     graph = plan.graph
+    empty = [n for n, size in zip(graph.names, graph.sizes) if size == 0]
+    if empty:  # no assignment has mass: a sample would be a value outside the domain
+        raise ValueError(f"{kernel}: the variables {empty} are Bint[0] (no values), so the "
+                         "model has no assignment to sample")
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0
              else np.asarray(temperature, float))

@@ -92,8 +92,8 @@ class AllocationModel:
         self.order = _check_dag(parents, cards)
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
-        if not (a > 0 and b > 0):
-            raise ValueError(f"hyperparameters need a > 0 and b > 0, got a={a}, b={b}")
+        if not (0 < a < math.inf and 0 < b < math.inf):
+            raise ValueError(f"hyperparameters need finite a > 0 and b > 0, got a={a}, b={b}")
         visible = tuple(visible)
         unknown = [v for v in visible if v not in parents]
         if unknown or len(set(visible)) != len(visible):
