@@ -103,8 +103,12 @@ def domain_mask(graph: FactorGraph, domains: dict) -> np.ndarray:
         if name not in graph.names:
             raise ValueError(_UNKNOWN.format(name=name, names=list(graph.names)))
         i = graph.names.index(name)
-        vals = np.asarray(sorted({int(v) for v in values}), dtype=np.int64)
-        if not vals.size or vals.min() < 0 or vals.max() >= sizes[i]:
+        try:  # states are integers: 0.5 must not truncate to state 0
+            whole = all(int(v) == v for v in values)
+            vals = np.asarray(sorted({int(v) for v in values}), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole or not vals.size or vals.min() < 0 or vals.max() >= sizes[i]:
             raise ValueError(_BAD_DOMAIN.format(name=name, domain=f"Bint[{sizes[i]}]",
                                                 last=sizes[i] - 1, values=values))
         mask[i] = False

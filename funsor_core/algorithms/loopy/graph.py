@@ -48,8 +48,8 @@ _NOT_SCALAR = ("loopy inference needs log factors with one real number per assig
                "{i} over {inputs} has output {output}")
 _NO_BATCH = ("batch names {missing} are inputs of no factor (the factors' inputs: {names}); "
              "batch= names the inputs that index independent copies of the model")
-_NAN = ("loopy inference: factor {i} over {inputs} has NaN log potentials; a log factor must "
-        "be a number or -inf (a zero potential)")
+_NAN = ("loopy inference: factor {i} over {inputs} has NaN or +inf log potentials; a log "
+        "factor must be a number or -inf (a zero potential)")
 _NOT_TENSOR = ("loopy inference takes a list of discrete Tensor factors (log densities), got "
                "{typ} at position {i}")
 
@@ -218,8 +218,9 @@ def _check_nan(table, ids, factors) -> None:
     if not ops.is_concrete(table):
         return
     values = np.asarray(ops.to_numpy(table))
-    if np.isnan(values).any():
-        bad = np.isnan(values.reshape(len(ids), -1)).any(1)
+    wrong = np.isnan(values) | np.isposinf(values)  # +inf: an infinite potential, no measure
+    if wrong.any():
+        bad = wrong.reshape(len(ids), -1).any(1)
         i = int(np.asarray(ids)[bad][0])
         raise ValueError(_NAN.format(i=i, inputs=dict(factors[i].inputs)))
 

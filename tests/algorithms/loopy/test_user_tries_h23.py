@@ -17,3 +17,56 @@ def test_empty_domain_has_no_samples():
     for sampler in (gibbs, mh):
         with pytest.raises(ValueError, match=r"\['a'\] are Bint\[0\]"):
             sampler([f], 10, rng_key=0)
+
+
+def test_plus_inf_potentials_raise_like_nan():
+    f = fc.Tensor(np.array([np.inf, 0.0]), {"a": fc.Bint[2]})
+    for run in (loopy_bp, lambda fs: gibbs(fs, 5, rng_key=0)):
+        with pytest.raises(ValueError, match=r"factor 0 over \{'a': Bint\[2\]\} has NaN or \+inf"):
+            run([f])
+
+
+def test_sparse_domain_states_must_be_integers():
+    g = fc.Tensor(np.log(np.arange(1.0, 10.0)).reshape(3, 3), {"b": fc.Bint[3], "c": fc.Bint[3]})
+    exact = np.log(np.arange(1.0, 10.0).reshape(3, 3)[[0, 2]].sum())  # b restricted to {0, 2}
+    assert abs(float(loopy_bp([g], domains={"b": [0, 2.0]}).log_z.data) - exact) < 1e-12
+    with pytest.raises(ValueError, match=r"sparse domain must be .* got \[0.5, 1\]"):
+        loopy_bp([g], domains={"b": [0.5, 1]})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_zero_mass_batch_entry_has_undefined_beliefs(backend):
+    # Entry 1 has every assignment at -inf (Z = 0, by enumeration); entry 0 is one factor
+    # (a tree) whose beliefs are its normalized marginals. Entry 1's beliefs are NaN, not
+    # uniform, eagerly and under jax.jit.
+    t = np.log(np.arange(1.0, 13.0)).reshape(2, 2, 3)
+    t[1] = -np.inf
+    t[0, 0, 0] = -np.inf
+    p0 = np.exp(t[0])
+    arrays = [t]
+    if backend == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        arrays = [jnp.asarray(t)]
+
+    def run(x):
+        r = loopy_bp([fc.Tensor(x, {"n": fc.Bint[2], "a": fc.Bint[2], "b": fc.Bint[3]})],
+                     batch=("n",), max_iters=2)
+        return r.beliefs["a"].align(("n", "a")).data, r.log_z.data, \
+            r.factor_beliefs[0].align(("n", "a", "b")).data
+
+    outs = [jax.jit(run)(*arrays)] if backend == "jax" else [run(*arrays)]
+    for beliefs, log_z, factor in outs:
+        beliefs, log_z, factor = (np.asarray(x) for x in (beliefs, log_z, factor))
+        assert np.exp(t[1]).sum() == 0 and log_z[1] == -np.inf
+        np.testing.assert_allclose(np.exp(beliefs[0]), p0.sum(1) / p0.sum(), rtol=1e-5)
+        np.testing.assert_allclose(np.exp(factor[0]), p0 / p0.sum(), rtol=1e-5)
+        assert factor[0, 0, 0] == -np.inf  # log 0, not the internal -1e30
+        assert np.isnan(beliefs[1]).all() and np.isnan(factor[1]).all()
+
+
+def test_map_of_a_zero_mass_model_raises():
+    f = fc.Tensor(np.full((2, 2), -np.inf), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    with pytest.raises(ValueError, match="mass zero"):
+        loopy_bp([f], sum_op=fc.ops.max).map_assignment()
