@@ -225,24 +225,27 @@ class Program:
         missing = set(self.inputs) - set(params)
         if missing:
             raise ValueError(f"this program needs the parameters {sorted(missing)}")
-        if self.domains:
-            self._check(params)
+        proto = self._check(params) if self.domains else None
         self.runs += 1
-        arrays = [params[v] if kind == "param" else v if kind == "const"
+        arrays = [params[v] if kind == "param" else v if kind == "const" and proto is None
+                  else ops.new_array(proto, v) if kind == "const"
                   else params[v[0]][v[1]] if kind == "param_at"
                   else self._markov(v, params) if kind == "markov"
                   else self._plate(v, params) for kind, v in self._leaves]
         return self.plan.run_arrays(arrays, self.log)
 
-    def _check(self, params: dict) -> None:
+    def _check(self, params: dict):
         # A wrong shape or a torch array against numpy/jax constants would otherwise fail deep
-        # in an array call (a reshape, a matmul) without naming the parameter.
+        # in an array call (a reshape, a matmul) without naming the parameter. Returns a jax
+        # parameter when the constants are numpy arrays: they become jax arrays (no autograd
+        # is lost), so a program compiled on numpy runs under jax.jit and jax.vmap too.
         extra = set(params) - set(self.inputs)
         if extra:
             raise ValueError(f"this program takes the parameters {list(self.inputs)}; "
                              f"unknown: {sorted(extra)}")
         consts = {backend_name_of(v) for kind, v in self._leaves
                   if kind == "const" and is_array_type(type(v))}
+        proto = None
         for name, domain in self.domains.items():
             value = params[name]
             shape = tuple(np.shape(value)) if not hasattr(value, "shape") else tuple(value.shape)
@@ -256,6 +259,9 @@ class Program:
                                     f"program's constant factors hold {sorted(consts)[0]} "
                                     "arrays; nothing is converted silently: pass arrays of "
                                     "the constants' backend")
+                if consts == {"numpy"} and mine == "jax":
+                    proto = value
+        return proto
 
     @staticmethod
     def _markov(value, params):

@@ -48,3 +48,20 @@ def test_program_checks_parameter_shapes_names_and_backends():
         program(theta=TH, phi=TH)
     with pytest.raises(TypeError, match="'theta' holds torch arrays.*numpy"):
         program(theta=torch.ones(4, dtype=torch.float64))
+
+
+def test_program_with_numpy_constants_runs_under_jax_jit():
+    # A log-space program compiled from numpy Tensors, called with traced jax parameters,
+    # raised TracerArrayConversionError; the numpy constants now become jax arrays.
+    import jax
+    import jax.numpy as jnp
+
+    u, g, y = _factors()
+    theta = fc.Variable("theta", fc.Reals[4])["y"]
+    with lazy:
+        expr = (u + g + y + theta).reduce(ops.logaddexp, {"u", "x", "y"})
+    program = fc.compile(expr)
+    joint = U[:, None, None] + G[:, :, None] + Y[None] + TH[None, None]
+    expected = np.log(np.exp(joint).sum())
+    value = jax.jit(lambda t: program(theta=t))(jnp.asarray(TH))
+    np.testing.assert_allclose(np.asarray(value), expected, rtol=1e-6)
