@@ -19,7 +19,7 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
-from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.graph import FactorGraph, require_values
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
@@ -179,10 +179,7 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          f"got {num_samples}, {warmup}, {num_chains}, {thin}")
     plan = cached_plan(FactorGraph.build(_checked(factors)), SamplerPlan)
     graph = plan.graph
-    empty = [n for n, size in zip(graph.names, graph.sizes) if size == 0]
-    if empty:  # no assignment has mass: a sample would be a value outside the domain
-        raise ValueError(f"{kernel}: the variables {empty} are Bint[0] (no values), so the "
-                         "model has no assignment to sample")
+    require_values(graph, kernel)
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0
              else np.asarray(temperature, float))

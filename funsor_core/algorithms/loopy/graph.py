@@ -35,7 +35,7 @@ from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.terms.backend_check import check_backends
 
-__all__ = ["FactorGraph", "FactorGroup", "NEG"]
+__all__ = ["FactorGraph", "FactorGroup", "NEG", "require_values"]
 
 NEG = -1e30  # log 0, finite: NEG + NEG stays finite, exp(NEG) == 0
 
@@ -301,3 +301,20 @@ def _colouring(factor_vars: tuple, index: dict) -> np.ndarray:
 def backend_of_graph(graph: FactorGraph):
     """The backend module of the graph's arrays."""
     return backend_of(graph.prototype())
+
+
+def require_values(graph: FactorGraph, who: str) -> None:
+    """Raise unless every variable has a value to take: a ``Bint[0]`` variable leaves the
+    model no assignment, so a sampler would return a state outside its domain.
+
+    Example:
+        >>> g = FactorGraph.build([fc.Tensor(np.zeros((0,)), {"a": fc.Bint[0]})])
+        >>> require_values(g, "gibbs")
+        Traceback (most recent call last):
+        ...
+        ValueError: gibbs: the variables ['a'] are Bint[0] (no values), so the model has no ...
+    """
+    empty = [n for n, size in zip(graph.names, graph.sizes) if size == 0]
+    if empty:
+        raise ValueError(f"{who}: the variables {empty} are Bint[0] (no values), so the model "
+                         "has no assignment to sample")
