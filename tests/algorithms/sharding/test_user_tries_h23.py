@@ -14,9 +14,9 @@ from funsor_core.sharding import partitioned_mcmc
 def test_partitioned_mcmc_refuses_empty_domains_and_zero_partitions():
     table = np.log(np.array([[1.0, 3.0], [2.0, 2.0]]))
     f = fc.Tensor(table, {"a": fc.Bint[2], "b": fc.Bint[2]})
-    s = partitioned_mcmc([f], 3000, num_chains=4, rng_key=0)
+    s = partitioned_mcmc([f], 400, num_chains=16, rng_key=0)
     p_b = np.exp(table).sum(0) / np.exp(table).sum()
-    np.testing.assert_allclose(np.exp(s.marginals()["b"].data), p_b, atol=0.03)
+    np.testing.assert_allclose(np.exp(s.marginals()["b"].data), p_b, atol=0.05)
     with pytest.raises(ValueError, match="num_partitions must be an int >= 1, got 0"):
         partitioned_mcmc([f], 5, rng_key=0, num_partitions=0)
     empty = fc.Tensor(np.zeros((0, 2)), {"a": fc.Bint[0], "b": fc.Bint[2]})
