@@ -70,3 +70,20 @@ def test_map_of_a_zero_mass_model_raises():
     f = fc.Tensor(np.full((2, 2), -np.inf), {"a": fc.Bint[2], "b": fc.Bint[2]})
     with pytest.raises(ValueError, match="mass zero"):
         loopy_bp([f], sum_op=fc.ops.max).map_assignment()
+
+
+def test_interpretations_check_their_options_when_made():
+    from interpretations import Gibbs, LoopyBP
+
+    with pytest.raises(ValueError, match="unknown schedule 'foo'"):
+        LoopyBP(schedule="foo")
+    with pytest.raises(ValueError, match="damping must be in"):
+        LoopyBP(damping=1.0)
+    with pytest.raises(ValueError, match="need int num_samples >= 1.*got 0"):
+        Gibbs(num_samples=0)
+    with pytest.raises(ValueError, match="need int num_samples >= 1.*got 5.0"):
+        gibbs([fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})], 5.0, rng_key=0)
+    # a numpy integer count still works; uniform factor: each state about half the time
+    s = gibbs([fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})], np.int64(400), rng_key=0)
+    assert s["a"].inputs == {"particle": fc.Bint[400]}
+    assert abs(float(np.mean(s["a"].data)) - 0.5) < 0.1
