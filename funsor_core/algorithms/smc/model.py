@@ -121,8 +121,8 @@ class AllocationModel:
         if S.shape[batch_ndim:] != want:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
                              f"{S.shape[batch_ndim:]}")
-        if np.any(S < 0):
-            raise ValueError(f"{what} must hold nonnegative counts")
+        if not np.all(S >= 0) or not np.all(np.isfinite(S)):  # NaN fails both
+            raise ValueError(f"{what} must hold finite nonnegative counts")
         return S
 
     def family_counts(self, S, batch_ndim: int = 0) -> dict[str, np.ndarray]:

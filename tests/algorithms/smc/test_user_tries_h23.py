@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from funsor_core.allocation import AllocationModel
+from funsor_core.allocation import AllocationModel, kl_divergence, kl_ntf, vb
 from funsor_core.smc import hmm_smc
 
 RNG = np.random.default_rng(0)
@@ -37,3 +37,31 @@ def test_hmm_smc_matches_forward_and_refuses_mixed_or_empty_input():
 def test_allocation_model_refuses_infinite_hyperparameters(a, b):
     with pytest.raises(ValueError, match="finite a > 0 and b > 0"):
         AllocationModel({"i": ()}, {"i": 2}, ("i",), a, b)
+
+
+NMF = {"k": (), "i": ("k",), "j": ("k",)}
+X = np.array([[2, 0, 1], [0, 1, 1]])
+
+
+def test_vb_refuses_bad_counts_and_options_and_stays_below_the_exact_evidence():
+    m = AllocationModel(NMF, {"i": 2, "j": 3, "k": 2}, ("i", "j"), 1.0, 1.0)
+    assert vb(m, X, num_iters=30, rng_key=0).elbo <= m.log_marginal_exact(X) + 1e-9
+    with pytest.raises(ValueError, match=r"X must have shape \(2, 3\)"):
+        vb(m, np.ones((1, 2)), rng_key=0)
+    for bad in (-X, np.where(X == 2, np.nan, X)):
+        with pytest.raises(ValueError, match="finite nonnegative counts"):
+            vb(m, bad, rng_key=0)
+    for kwargs in ({"num_iters": 0}, {"num_restarts": 0}):
+        with pytest.raises(ValueError, match="num_iters >= 1 and num_restarts >= 1"):
+            vb(m, X, rng_key=0, **kwargs)
+
+
+def test_kl_ntf_refuses_negative_data_and_empty_ranks():
+    V = np.outer([1.0, 2.0], [1.0, 3.0, 2.0])  # rank 1: the fit reaches KL 0 (closed form)
+    _, trace = kl_ntf(V, "ik,kj->ij", {"k": 1}, num_iters=50, rng_key=0)
+    assert trace[-1] < 1e-10 and float(kl_divergence(V, V)) == 0.0
+    for bad in (-V, np.where(V > 2, np.nan, V)):
+        with pytest.raises(ValueError, match="finite and nonnegative"):
+            kl_ntf(bad, "ik,kj->ij", {"k": 1}, num_iters=1)
+    with pytest.raises(ValueError, match=r"ranks must be ints >= 1, got \{'k': 0\}"):
+        kl_ntf(V, "ik,kj->ij", {"k": 0}, num_iters=1)
