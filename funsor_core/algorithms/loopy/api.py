@@ -21,7 +21,7 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
-from funsor_core.algorithms.loopy.graph import FactorGraph, require_values
+from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, require_values
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
@@ -194,7 +194,29 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          "exact conditionals")
     states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
                         subsample=subsample)
+    if ops.is_concrete(states):
+        _check_support(plan, states[-1], kernel)
     return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+
+
+def _check_support(plan: SamplerPlan, x, kernel: str) -> None:
+    # Each chain's last state scored factor by factor (one gather per arity, on host copies:
+    # eager jax would compile each small op): a -inf factor means the chain ended outside
+    # the support (a model of mass 0, or a chain that never left an impossible init), where
+    # its states are no samples of anything.
+    xs = np.asarray(ops.to_numpy(x)).astype(np.int64)
+    for group in plan.graph.groups:
+        table = np.asarray(ops.to_numpy(ops.detach(group.table)))
+        states = xs[:, group.var_index]  # (C, F_k, k)
+        rows = np.arange(len(group.factor_ids))[None, :]
+        scores = table[(rows, *np.moveaxis(states, -1, 0))]  # (C, F_k)
+        bad = ~(scores > NEG / 2)  # -inf (stored as NEG) or NaN
+        if bad.any():
+            chain = int(np.nonzero(bad)[0][0])
+            raise ValueError(f"{kernel}: chain {chain} ended in a state of probability zero "
+                             "(a factor is -inf there): the model has mass zero, or the "
+                             "chain never reached its support from init; pass an init "
+                             "inside the support or more warmup")
 
 
 def check_chain_options(num_samples, warmup=0, num_chains=1, thin=1) -> None:

@@ -87,3 +87,18 @@ def test_interpretations_check_their_options_when_made():
     s = gibbs([fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})], np.int64(400), rng_key=0)
     assert s["a"].inputs == {"particle": fc.Bint[400]}
     assert abs(float(np.mean(s["a"].data)) - 0.5) < 0.1
+
+
+def test_samplers_refuse_to_return_states_of_probability_zero():
+    # Mass zero (every entry -inf: enumeration sums to 0) gave arbitrary "samples".
+    zero = fc.Tensor(np.full((2, 2), -np.inf), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    assert np.exp(np.full((2, 2), -np.inf)).sum() == 0
+    for sampler in (gibbs, mh):
+        with pytest.raises(ValueError, match="chain 0 ended in a state of probability zero"):
+            sampler([zero], 8, rng_key=0)
+    # A zero entry at the default init (a = b = 0) is left: the draws follow enumeration.
+    table = np.array([[-np.inf, 0.0], [np.log(2.0), np.log(3.0)]])  # log [[0, 1], [2, 3]]
+    s = gibbs([fc.Tensor(table, {"a": fc.Bint[2], "b": fc.Bint[2]})], 2000, rng_key=0)
+    a, b = np.asarray(s["a"].data), np.asarray(s["b"].data)
+    assert not ((a == 0) & (b == 0)).any()
+    assert abs(float(a.mean()) - 5.0 / 6.0) < 0.05  # p(a = 1) = (2 + 3) / 6
