@@ -297,6 +297,7 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
+    mask &= valid  # a Bint[0] variable has no state to start from (its domain stays empty)
     options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
     return _steps(graph, run, semiring, valid, fixed, mask, priority, sum_op, grow, step_iters,
                   max_iters, options)

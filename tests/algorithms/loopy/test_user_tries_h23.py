@@ -102,3 +102,13 @@ def test_samplers_refuse_to_return_states_of_probability_zero():
     a, b = np.asarray(s["a"].data), np.asarray(s["b"].data)
     assert not ((a == 0) & (b == 0)).any()
     assert abs(float(a.mean()) - 5.0 / 6.0) < 0.05  # p(a = 1) = (2 + 3) / 6
+
+
+def test_anytime_domains_of_an_empty_variable_stay_empty():
+    from funsor_core.loopy import anytime_bp
+
+    f = fc.Tensor(np.zeros((0, 2)), {"a": fc.Bint[0], "b": fc.Bint[2]})
+    steps = list(anytime_bp([f]))
+    assert all(s.domains["a"] == () for s in steps)  # was (0,): a state Bint[0] lacks
+    assert steps[-1].domains["b"] == (0, 1)
+    assert np.exp(float(steps[-1].result.log_z.data)) == np.exp(np.zeros((0, 2))).sum() == 0
