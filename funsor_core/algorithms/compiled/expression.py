@@ -37,7 +37,7 @@ from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import Getitem
-from funsor_core.engine.backend import backend_name_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
@@ -243,7 +243,7 @@ class Program:
         if extra:
             raise ValueError(f"this program takes the parameters {list(self.inputs)}; "
                              f"unknown: {sorted(extra)}")
-        consts = {backend_name_of(v) for kind, v in self._leaves
+        consts = {backend_of(v) for kind, v in self._leaves
                   if kind == "const" and is_array_type(type(v))}
         proto = None
         for name, domain in self.domains.items():
@@ -252,15 +252,19 @@ class Program:
             if shape != tuple(domain.shape):
                 raise ValueError(f"parameter {name!r} is {domain}, shape {tuple(domain.shape)}; "
                                  f"got an array of shape {shape}")
-            if is_array_type(type(value)) and not isinstance(value, np.generic):
-                mine = backend_name_of(value)
-                if consts and "torch" in consts | {mine} and consts != {mine}:
-                    raise TypeError(f"parameter {name!r} holds {mine} arrays and the "
-                                    f"program's constant factors hold {sorted(consts)[0]} "
-                                    "arrays; nothing is converted silently: pass arrays of "
-                                    "the constants' backend")
-                if consts == {"numpy"} and mine == "jax":
-                    proto = value
+            if len(consts) != 1 or not is_array_type(type(value)) or isinstance(value, np.generic):
+                continue
+            mine = backend_of(value)
+            if consts == {mine}:
+                continue
+            (const,) = consts
+            if not const.DIFFERENTIABLE and mine.COMPILES:
+                proto = value  # constants without autodiff, into a compiling backend: no loss
+            elif not (not mine.DIFFERENTIABLE and const.COMPILES):  # which reads them as is
+                raise TypeError(f"parameter {name!r} holds {mine.NAME} arrays and the "
+                                f"program's constant factors hold {const.NAME} arrays; "
+                                "nothing is converted silently: pass arrays of the "
+                                "constants' backend")
         return proto
 
     @staticmethod

@@ -31,7 +31,7 @@ from funsor_core.algorithms.smc.allocation_smc import SMCResult
 from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_name_of, backend_of
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
 from funsor_core.terms.markov import MarkovProduct
 
@@ -54,10 +54,14 @@ def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
     if steps < 1:
         raise ValueError(f"hmm_smc needs at least one observation (log_obs (T, K), T >= 1); "
                          f"got {shapes}")
-    backends = [backend_name_of(x) for x in (log_init, log_trans, log_obs)]
-    if len(set(backends)) > 1 and "torch" in backends:  # the sweep runs on log_obs's backend
-        raise TypeError(f"hmm_smc: log_init, log_trans and log_obs hold {', '.join(backends)} "
-                        "arrays; pass arrays of one backend (nothing is converted silently)")
+    # The sweep runs on log_obs's backend; another backend's arrays are refused, except
+    # arrays without autodiff (numpy) read by a compiling backend (jax), which loses nothing.
+    modules = [backend_of(x) for x in (log_init, log_trans, log_obs)]
+    target = modules[-1]
+    if any(m is not target and (m.DIFFERENTIABLE or not target.COMPILES) for m in modules):
+        names = ", ".join(m.NAME for m in modules)
+        raise TypeError(f"hmm_smc: log_init, log_trans and log_obs hold {names} arrays; pass "
+                        "arrays of one backend (nothing is converted silently)")
     return k, steps
 
 
