@@ -36,7 +36,12 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.algorithms.loopy.api import loopy_bp, sample_chains
+from funsor_core.algorithms.loopy.api import (
+    check_bp_options,
+    check_chain_options,
+    loopy_bp,
+    sample_chains,
+)
 from funsor_core.algorithms.loopy.mcmc import KERNELS
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor
@@ -65,6 +70,7 @@ class LoopyBP(Interpretation):
                  max_iters: int = 1000, temperature: float = 1.0,
                  sparsity_threshold: float | None = None) -> None:
         super().__init__("loopy_bp", fallback=ENTERED)
+        check_bp_options(schedule, damping, tol, max_iters, temperature, sparsity_threshold)
         self.options = dict(schedule=schedule, damping=damping, tol=tol, max_iters=max_iters,
                             temperature=temperature, sparsity_threshold=sparsity_threshold)
         self.result = None
@@ -86,6 +92,7 @@ class Gibbs(Interpretation):
         super().__init__("gibbs", fallback=ENTERED)
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
+        check_chain_options(num_samples, warmup, num_chains, thin)
         self.num_samples, self.warmup, self.num_chains = num_samples, warmup, num_chains
         self.rng_key, self.thin, self.kernel, self.proposal = rng_key, thin, kernel, proposal
 

@@ -89,6 +89,9 @@ class MonteCarlo(Interpretation):
         for name, domain in sample_inputs.items():
             if not isinstance(domain, Domain) or domain.dtype == "real" or domain.shape:
                 raise TypeError(_NOT_BINT.format(name=name, domain=domain))
+            if domain.size < 1:  # a mean over no draws would divide by zero
+                raise ValueError(f"MonteCarlo(**sample_inputs): '{name}' is {domain!r}; a sample "
+                                 "input needs at least one draw")
         self.rng_key = rng_key
         self.keys = KeyStream(rng_key)
         self.sample_inputs = dict(sample_inputs)
@@ -194,6 +197,12 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
                                                             reduced_vars)))
     else:
         names = reduced_vars
+        domains = {**integrand.inputs, **log_measure.inputs}
+        if any(domains[v].dtype != "real" and domains[v].size == 0 for v in reduced_vars
+               if v in domains):
+            # an empty domain: nothing to draw, and the exact sum is 0 (no term)
+            return _with_sample_inputs(mc, mc.defer(Integrate, (log_measure, integrand,
+                                                                reduced_vars)))
     try:
         drawn = mc.draw(log_measure, names)
     except NotImplementedError:  # a measure sample() does not know: leave it to the chain

@@ -274,6 +274,9 @@ def sample_tensor(t: Tensor, names: frozenset, sample_inputs: dict, rng_key=None
                          f"{t.output}")
     batch = {k: d for k, d in t.inputs.items() if k not in names}
     event = {k: d for k, d in t.inputs.items() if k in names}
+    empty = [k for k, d in event.items() if d.size == 0]
+    if empty:  # sizes are static: decided structurally, under jax.jit too
+        raise ValueError(f"sample(): {empty} are Bint[0], so there is no value to draw")
     logits = align_tensor({**batch, **event}, t, expand=True)
     batch_shape = tuple(d.size for d in batch.values())
     sample_shape = tuple(d.size for d in sample_inputs.values())

@@ -299,6 +299,8 @@ class DiscreteModel:
         inputs = {}
         if num_samples is not None:
             self._check_name("sample_name", sample_name)
+            if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+                raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
             inputs = {sample_name: Bint[num_samples]}
         with PosteriorSample(rng_key, **inputs) as sampler:
             _, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",

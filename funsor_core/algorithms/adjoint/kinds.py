@@ -107,6 +107,9 @@ class PosteriorSample(Interpretation):
         for name, domain in sample_inputs.items():
             if not isinstance(domain, Domain) or domain.dtype == "real" or domain.shape:
                 raise TypeError(_NOT_BINT.format(name=name, domain=domain))
+            if domain.size < 1:  # a mean over no draws would divide by zero
+                raise ValueError(f"PosteriorSample(**sample_inputs): '{name}' is {domain!r}; "
+                                 "a sample input needs at least one draw")
         self.keys = KeyStream(rng_key)
         self.sample_inputs = dict(sample_inputs)
 

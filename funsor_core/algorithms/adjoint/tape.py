@@ -281,14 +281,20 @@ class AdjointTape(Interpretation):
             terms were written, and the recorded values themselves) to their adjoints; a
             funsor that received nothing maps to the unit of ``sum_op`` (a ``defaultdict``).
         """
+        approximate = approximation_active() if approximate is None else approximate
+        drawn = getattr(get_interpretation(), "sample_vars", None) if approximate else None
+        if drawn:
+            # The draws of a sampling interpretation (PosteriorSample, MonteCarlo) index its
+            # sample inputs; a backward message that summed them out would be neither the
+            # samples nor the marginals, so they are always kept as batch inputs.
+            batch_vars = frozenset(batch_vars) | drawn
         if batch_vars:
             check_batch_vars((t for n in self.tape for t in (n.output, *terms_in(n.args))),
                              root, batch_vars)
         zero = Number(ops.UNITS[sum_op])
         one = Number(ops.UNITS[prod_op])
         ring = Semiring(sum_op, prod_op, frozenset(root.inputs), batch_vars,
-                        approximate=(approximation_active() if approximate is None
-                                     else approximate))
+                        approximate=approximate)
         start = self._producer.get(canonical_key(root))
         node_adj, leaf_adj, blocked_nodes, blocked_leaves = self._backward(
             ring, root, -1 if start is None else start, one)

@@ -193,6 +193,15 @@ def _run_chain(plan: ChainPlan, sum_op, prod_op, factors, strategy, left, right,
                keep=None) -> Tensor:
     proto = _proto(factors)
     arrays = plan.arrays(factors if keep is None else [*factors, keep], proto)
+    empty = [a for a in arrays if 0 in tuple(a.shape)]
+    if empty:
+        # An empty batch or state space: the kernels' max shifts have nothing to reduce.
+        # Entries of an empty output are none; a sum over no states is the semiring's zero.
+        # (The sums of the empty operands are exactly 0: they keep autodiff's graph, which
+        # markov_marginals and markov_map differentiate.)
+        link = sum(ops.sum(a) for a in empty)
+        unit = ops.new_zeros(proto, plan.out_shape) + ops.UNITS[sum_op] + link
+        return Tensor.make(unit, plan.out_inputs, "real", ikey=plan.out_ikey)
     mask = None
     if keep is not None:  # the last recipe is the mask's: (T, *batch, 1, 1) -> (T, *batch)
         arrays, mask = arrays[:-1], arrays[-1][..., 0, 0] > 0.5

@@ -216,6 +216,10 @@ def decode_path(pairs: Tensor, time: str, step: dict) -> dict:
     nb = len(batch)
     sizes = [pairs.inputs[p].size for p in prevs]
     states = math.prod(sizes)
+    if states == 0:
+        empty = {p: str(pairs.inputs[p]) for p in prevs if pairs.inputs[p].size == 0}
+        raise ValueError(f"markov_map: the states {empty} have no values, so the chain has "
+                         "no path to decode")
     flat = ops.reshape(data, (duration,) + data.shape[1:1 + nb] + (states, states))
     # Where paths tie, ``pairs`` spreads over all the optimal ones, so a per-time argmax may
     # mix two of them. ``pairs`` is a unit flow along optimal edges (the derivative of a max

@@ -27,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.compiled.cost import check_budget
@@ -35,6 +37,8 @@ from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import Getitem
+from funsor_core.engine.backend import backend_of
+from funsor_core.ops.op import is_array_type
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
@@ -215,17 +219,53 @@ class Program:
         self.inputs = tuple(dict.fromkeys(names))
         self.output = plan.output
         self.runs = 0
+        self.domains = {}  # parameter name -> domain, set by ``compile`` for the checks
 
     def __call__(self, **params):
         missing = set(self.inputs) - set(params)
         if missing:
             raise ValueError(f"this program needs the parameters {sorted(missing)}")
+        proto = self._check(params) if self.domains else None
         self.runs += 1
-        arrays = [params[v] if kind == "param" else v if kind == "const"
+        arrays = [params[v] if kind == "param" else v if kind == "const" and proto is None
+                  else ops.new_array(proto, v) if kind == "const"
                   else params[v[0]][v[1]] if kind == "param_at"
                   else self._markov(v, params) if kind == "markov"
                   else self._plate(v, params) for kind, v in self._leaves]
         return self.plan.run_arrays(arrays, self.log)
+
+    def _check(self, params: dict):
+        # A wrong shape or a torch array against numpy/jax constants would otherwise fail deep
+        # in an array call (a reshape, a matmul) without naming the parameter. Returns a jax
+        # parameter when the constants are numpy arrays: they become jax arrays (no autograd
+        # is lost), so a program compiled on numpy runs under jax.jit and jax.vmap too.
+        extra = set(params) - set(self.inputs)
+        if extra:
+            raise ValueError(f"this program takes the parameters {list(self.inputs)}; "
+                             f"unknown: {sorted(extra)}")
+        consts = {backend_of(v) for kind, v in self._leaves
+                  if kind == "const" and is_array_type(type(v))}
+        proto = None
+        for name, domain in self.domains.items():
+            value = params[name]
+            shape = tuple(np.shape(value)) if not hasattr(value, "shape") else tuple(value.shape)
+            if shape != tuple(domain.shape):
+                raise ValueError(f"parameter {name!r} is {domain}, shape {tuple(domain.shape)}; "
+                                 f"got an array of shape {shape}")
+            if len(consts) != 1 or not is_array_type(type(value)) or isinstance(value, np.generic):
+                continue
+            mine = backend_of(value)
+            if consts == {mine}:
+                continue
+            (const,) = consts
+            if not const.DIFFERENTIABLE and mine.COMPILES:
+                proto = value  # constants without autodiff, into a compiling backend: no loss
+            elif not (not mine.DIFFERENTIABLE and const.COMPILES):  # which reads them as is
+                raise TypeError(f"parameter {name!r} holds {mine.NAME} arrays and the "
+                                f"program's constant factors hold {const.NAME} arrays; "
+                                "nothing is converted silently: pass arrays of the "
+                                "constants' backend")
+        return proto
 
     @staticmethod
     def _markov(value, params):
@@ -304,7 +344,9 @@ def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = N
 def _compile(expr: Funsor, functional: dict | None, method: str) -> Program:
     semiring = _semiring_of(expr)
     log = SEMIRINGS.get(semiring, False)
-    return _build(expr, _declare(functional, log), method, semiring)
+    program = _build(expr, _declare(functional, log), method, semiring)
+    program.domains = {n: expr.inputs[n] for n in program.inputs if n in expr.inputs}
+    return program
 
 
 def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto",

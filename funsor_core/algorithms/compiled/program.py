@@ -160,6 +160,10 @@ class Plan:
     def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
         """Eliminate with this plan: ``factors`` have the structure it was planned for."""
         log = _semiring(sum_op, prod_op)
+        factors = list(factors)
+        if len(factors) != len(self.scopes):
+            raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
+                             f"{self.scopes}; got {len(factors)}")
         arrays = []
         for k, f in enumerate(factors):
             f = f.term if isinstance(f, Functional) else f

@@ -117,7 +117,8 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
         lengths, mask: a ragged batch (``filter.masked``): step ``t`` of batch entry ``b``
             counts iff ``t < lengths[b]`` (a Tensor over batch names) and ``mask[t, b]``
             (a 0/1 Tensor, Tensor chains only); the result of entry ``b`` is its message
-            after its last valid step (with either ``method``).
+            after its last valid step (with either ``method``; a switching chain with
+            ``window=1`` only).
         method: with ``window=1`` and Gaussian factors, which collapse: ``"gpb2"`` (the
             default: predict and update every (previous, next) switch pair, then collapse
             over the previous switch) or ``"imm"`` (interacting multiple model: mix the

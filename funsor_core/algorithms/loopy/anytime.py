@@ -103,8 +103,12 @@ def domain_mask(graph: FactorGraph, domains: dict) -> np.ndarray:
         if name not in graph.names:
             raise ValueError(_UNKNOWN.format(name=name, names=list(graph.names)))
         i = graph.names.index(name)
-        vals = np.asarray(sorted({int(v) for v in values}), dtype=np.int64)
-        if not vals.size or vals.min() < 0 or vals.max() >= sizes[i]:
+        try:  # states are integers: 0.5 must not truncate to state 0
+            whole = all(int(v) == v for v in values)
+            vals = np.asarray(sorted({int(v) for v in values}), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole or not vals.size or vals.min() < 0 or vals.max() >= sizes[i]:
             raise ValueError(_BAD_DOMAIN.format(name=name, domain=f"Bint[{sizes[i]}]",
                                                 last=sizes[i] - 1, values=values))
         mask[i] = False
@@ -293,6 +297,7 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
     fixed = np.where(valid, fixed_priorities(graph, semiring), -np.inf)
     mask = np.zeros_like(valid)
     mask[np.arange(len(graph.names)), np.argmax(fixed, axis=1)] = True
+    mask &= valid  # a Bint[0] variable has no state to start from (its domain stays empty)
     options = dict(schedule=schedule, damping=damping, tol=tol, temperature=temperature)
     return _steps(graph, run, semiring, valid, fixed, mask, priority, sum_op, grow, step_iters,
                   max_iters, options)

@@ -13,20 +13,23 @@ Example:
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime import sparse_bp
-from funsor_core.algorithms.loopy.bp import BPResult, run_bp
+from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
-from funsor_core.algorithms.loopy.graph import FactorGraph
+from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, require_values
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 
-__all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains"]
+__all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
+           "check_chain_options"]
 
 
 def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping: float = 0.0,
@@ -174,11 +177,10 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     for MH); ``gibbs`` and ``mh`` are the faces."""
     _static(kernel, num_samples=num_samples, warmup=warmup, num_chains=num_chains, thin=thin,
             temperature=temperature)
-    if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
-        raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
-                         f"got {num_samples}, {warmup}, {num_chains}, {thin}")
+    check_chain_options(num_samples, warmup, num_chains, thin)
     plan = cached_plan(FactorGraph.build(_checked(factors)), SamplerPlan)
     graph = plan.graph
+    require_values(graph, kernel)
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0
              else np.asarray(temperature, float))
@@ -192,7 +194,73 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          "exact conditionals")
     states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
                         subsample=subsample)
+    if ops.is_concrete(states):
+        _check_support(plan, states[-1], kernel)
     return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+
+
+def _check_support(plan: SamplerPlan, x, kernel: str) -> None:
+    # Each chain's last state scored factor by factor (one gather per arity, on host copies:
+    # eager jax would compile each small op): a -inf factor means the chain ended outside
+    # the support (a model of mass 0, or a chain that never left an impossible init), where
+    # its states are no samples of anything.
+    xs = np.asarray(ops.to_numpy(x)).astype(np.int64)
+    for group in plan.graph.groups:
+        table = np.asarray(ops.to_numpy(ops.detach(group.table)))
+        states = xs[:, group.var_index]  # (C, F_k, k)
+        rows = np.arange(len(group.factor_ids))[None, :]
+        scores = table[(rows, *np.moveaxis(states, -1, 0))]  # (C, F_k)
+        bad = ~(scores > NEG / 2)  # -inf (stored as NEG) or NaN
+        if bad.any():
+            chain = int(np.nonzero(bad)[0][0])
+            raise ValueError(f"{kernel}: chain {chain} ended in a state of probability zero "
+                             "(a factor is -inf there): the model has mass zero, or the "
+                             "chain never reached its support from init; pass an init "
+                             "inside the support or more warmup")
+
+
+def check_chain_options(num_samples, warmup=0, num_chains=1, thin=1) -> None:
+    """Raise unless the counts of an MCMC run are ints in range (``gibbs``, ``mh`` and the
+    ``Gibbs`` interpretation, which checks them when it is made).
+
+    Example:
+        >>> check_chain_options(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: need int num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; got 0, ...
+    """
+    try:  # ints, or what indexes as one (a numpy or concrete jax integer); 5.0 is not
+        counts = [operator.index(n) for n in (num_samples, warmup, num_chains, thin)]
+    except TypeError:
+        counts = None
+    if counts is None or counts[0] < 1 or counts[1] < 0 or counts[2] < 1 or counts[3] < 1:
+        raise ValueError(f"need int num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
+                         f"got {num_samples}, {warmup}, {num_chains}, {thin}")
+
+
+def check_bp_options(schedule: str, damping, tol, max_iters, temperature,
+                     sparsity_threshold=None) -> None:
+    """Raise unless the options of a plain BP run are valid (``loopy_bp`` runs them again;
+    the ``LoopyBP`` interpretation checks them when it is made, not at its first use).
+
+    Example:
+        >>> check_bp_options("fooding", 0.0, 1e-8, 100, 1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown schedule 'fooding'; choose one of ('flooding', ...
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    if not (isinstance(max_iters, (int, np.integer)) and max_iters >= 0 and tol >= 0):
+        raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
+                         f"max_iters={max_iters!r}, tol={tol!r}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if sparsity_threshold is not None and not sparsity_threshold > 0:
+        raise ValueError(f"sparsity_threshold must be a probability in (0, 1] (above 1: "
+                         f"plain BP), got {sparsity_threshold}")
 
 
 def _check_temperatures(temps, rounds: int) -> None:

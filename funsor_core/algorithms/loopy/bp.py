@@ -119,7 +119,18 @@ class BPResult:
         b = self._compiled[1] if self._compiled is not None else normalize(
             self.semiring, real_states(self.graph, self._bsum))
         b = ops.where(b > NEG / 2, b, ops.full_like(b, -math.inf))  # log 0 as -inf, not NEG
+        b = self._undefined_where_zero_mass(b, 2)
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
+
+    def _undefined_where_zero_mass(self, x, lead: int):
+        # A model of zero mass (log Z = -inf) has no normalized beliefs: NaN, as 0/0, where
+        # BP would otherwise report uniform ones; by value, so eagerly and under jax.jit alike.
+        z = self.log_z.data
+        ok = z > -math.inf
+        if ops.is_concrete(ok) and bool(np.all(ops.to_numpy(ok))):
+            return x
+        ok = ops.reshape(ok, (1,) * lead + tuple(np.shape(ok))) if np.ndim(ok) else ok
+        return ops.where(ok, x, ops.full_like(x, math.nan))
 
     @cached_property
     def factor_beliefs(self) -> list:
@@ -128,6 +139,8 @@ class BPResult:
         out = [None] * g.num_factors
         for group in g.groups:
             t = factor_log_beliefs(self.semiring, g, group, v2f)
+            t = ops.where(t > NEG / 2, t, ops.full_like(t, -math.inf))  # log 0 as -inf
+            t = self._undefined_where_zero_mass(t, len(t.shape) - len(g.bshape))
             for row, a in enumerate(group.factor_ids):
                 vs = g.factor_vars[a]
                 data = t[(row,) + tuple(slice(0, g.sizes[g.names.index(v)]) for v in vs)]
@@ -152,6 +165,10 @@ class BPResult:
         if g.bshape:
             raise NotImplementedError("map_assignment() decodes one model: index the batch "
                                       "inputs first (e.g. run loopy_bp per batch element)")
+        if float(ops.to_numpy(ops.detach(self.log_z.data))) == -math.inf:
+            raise ValueError("map_assignment(): the model has mass zero (every assignment has "
+                             "a log factor of -inf, log Z = -inf), so no assignment is "
+                             "most probable; look for contradictory evidence")
         return _decode(g, [ops.to_numpy(ops.detach(f.data)) for f in self.factor_beliefs],
                        {k: ops.to_numpy(ops.detach(b.data)) for k, b in self.beliefs.items()})
 

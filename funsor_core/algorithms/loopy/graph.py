@@ -35,7 +35,7 @@ from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.terms.backend_check import check_backends
 
-__all__ = ["FactorGraph", "FactorGroup", "NEG"]
+__all__ = ["FactorGraph", "FactorGroup", "NEG", "require_values"]
 
 NEG = -1e30  # log 0, finite: NEG + NEG stays finite, exp(NEG) == 0
 
@@ -48,8 +48,8 @@ _NOT_SCALAR = ("loopy inference needs log factors with one real number per assig
                "{i} over {inputs} has output {output}")
 _NO_BATCH = ("batch names {missing} are inputs of no factor (the factors' inputs: {names}); "
              "batch= names the inputs that index independent copies of the model")
-_NAN = ("loopy inference: factor {i} over {inputs} has NaN log potentials; a log factor must "
-        "be a number or -inf (a zero potential)")
+_NAN = ("loopy inference: factor {i} over {inputs} has NaN or +inf log potentials; a log "
+        "factor must be a number or -inf (a zero potential)")
 _NOT_TENSOR = ("loopy inference takes a list of discrete Tensor factors (log densities), got "
                "{typ} at position {i}")
 
@@ -218,8 +218,9 @@ def _check_nan(table, ids, factors) -> None:
     if not ops.is_concrete(table):
         return
     values = np.asarray(ops.to_numpy(table))
-    if np.isnan(values).any():
-        bad = np.isnan(values.reshape(len(ids), -1)).any(1)
+    wrong = np.isnan(values) | np.isposinf(values)  # +inf: an infinite potential, no measure
+    if wrong.any():
+        bad = wrong.reshape(len(ids), -1).any(1)
         i = int(np.asarray(ids)[bad][0])
         raise ValueError(_NAN.format(i=i, inputs=dict(factors[i].inputs)))
 
@@ -300,3 +301,20 @@ def _colouring(factor_vars: tuple, index: dict) -> np.ndarray:
 def backend_of_graph(graph: FactorGraph):
     """The backend module of the graph's arrays."""
     return backend_of(graph.prototype())
+
+
+def require_values(graph: FactorGraph, who: str) -> None:
+    """Raise unless every variable has a value to take: a ``Bint[0]`` variable leaves the
+    model no assignment, so a sampler would return a state outside its domain.
+
+    Example:
+        >>> g = FactorGraph.build([fc.Tensor(np.zeros((0,)), {"a": fc.Bint[0]})])
+        >>> require_values(g, "gibbs")
+        Traceback (most recent call last):
+        ...
+        ValueError: gibbs: the variables ['a'] are Bint[0] (no values), so the model has no ...
+    """
+    empty = [n for n, size in zip(graph.names, graph.sizes) if size == 0]
+    if empty:
+        raise ValueError(f"{who}: the variables {empty} are Bint[0] (no values), so the model "
+                         "has no assignment to sample")

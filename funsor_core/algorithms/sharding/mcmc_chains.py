@@ -24,7 +24,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.api import Samples, samples_of_states
-from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph, require_values
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan, checked_proposal, sweep_rounds
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.sampling.keys import KeyStream
@@ -99,6 +99,7 @@ def sharded_chains(factors, num_samples: int, mesh, axis="x", *, kernel: str = "
         raise ValueError(_NO_KEY)
     plan = cached_plan(FactorGraph.build(list(factors)), SamplerPlan)
     graph = plan.graph
+    require_values(graph, "sharded_chains")
     backend, axes = _mesh_axes(graph, mesh, axis)
     rounds = warmup + num_samples * thin
     temps = (np.full(rounds, float(temperature)) if np.ndim(temperature) == 0

@@ -44,6 +44,11 @@ def one_particle_each(interp, log_measure, integrand, reduced_vars: frozenset):
     """
     mc = getattr(interp, "base", None)
     inputs = getattr(mc, "sample_inputs", None)
+    if inputs and not set(interp.particles) & set(inputs):
+        # a misspelt name would otherwise draw every particle on one device, silently
+        raise ValueError(f"sharded(particles={dict(interp.particles)}): the Monte Carlo "
+                         f"interpretation entered outside has the sample inputs {inputs}, "
+                         "none of them named in particles=")
     if not inputs or len(inputs) != 1:
         return None
     (name, domain), = inputs.items()

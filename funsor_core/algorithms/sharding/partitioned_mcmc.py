@@ -35,7 +35,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.api import Samples, samples_of_states
-from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph, require_values
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan
 from funsor_core.algorithms.sharding.partitions import PartitionPlan, make_partitions
 from funsor_core.sampling.keys import KeyStream
@@ -222,9 +222,12 @@ def partitioned_mcmc(factors, num_samples: int, mesh=None, axis="x", *,
                          f"sweeps >= 1; got {num_samples}, {warmup}, {num_chains}, {thin}, "
                          f"{sweeps}")
     graph = FactorGraph.build(list(factors))
+    require_values(graph, "partitioned_mcmc")
     axes = (axis,) if isinstance(axis, str) else tuple(axis)
     devices = _devices(graph, mesh, axes)
     parts = devices if num_partitions is None else num_partitions
+    if not (isinstance(parts, (int, np.integer)) and parts >= 1):
+        raise ValueError(f"partitioned_mcmc: num_partitions must be an int >= 1, got {parts!r}")
     ids = make_partitions(graph, parts, partitions, num_partitionings, partition_seed)
     sampler = PartitionedSampler(graph, ids, parts, devices, kernel)
     rounds = warmup + num_samples * thin

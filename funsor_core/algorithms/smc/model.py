@@ -92,8 +92,8 @@ class AllocationModel:
         self.order = _check_dag(parents, cards)
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
-        if not (a > 0 and b > 0):
-            raise ValueError(f"hyperparameters need a > 0 and b > 0, got a={a}, b={b}")
+        if not (0 < a < math.inf and 0 < b < math.inf):
+            raise ValueError(f"hyperparameters need finite a > 0 and b > 0, got a={a}, b={b}")
         visible = tuple(visible)
         unknown = [v for v in visible if v not in parents]
         if unknown or len(set(visible)) != len(visible):
@@ -121,8 +121,8 @@ class AllocationModel:
         if S.shape[batch_ndim:] != want:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
                              f"{S.shape[batch_ndim:]}")
-        if np.any(S < 0):
-            raise ValueError(f"{what} must hold nonnegative counts")
+        if not np.all(S >= 0) or not np.all(np.isfinite(S)):  # NaN fails both
+            raise ValueError(f"{what} must hold finite nonnegative counts")
         return S
 
     def family_counts(self, S, batch_ndim: int = 0) -> dict[str, np.ndarray]:

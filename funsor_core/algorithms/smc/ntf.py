@@ -74,6 +74,14 @@ def kl_ntf(X, spec: str, ranks: Mapping[str, int], num_iters: int = 100, rng_key
     if missing:
         raise ValueError(f"spec {spec!r} has indices {sorted(missing)} with no size: pass "
                          f"them in ranks")
+    bad = {c: r for c, r in ranks.items() if not (isinstance(r, (int, np.integer)) and r >= 1)}
+    if bad:
+        raise ValueError(f"ranks must be ints >= 1, got {bad}")
+    if ops.is_concrete(X):  # multiplicative updates need X >= 0 (KL of nonnegative data)
+        host = np.asarray(ops.to_numpy(X))
+        if not np.all(host >= 0) or not np.all(np.isfinite(host)):
+            raise ValueError("kl_ntf: X must be finite and nonnegative (KL-NTF fits "
+                             "nonnegative data)")
     sizes.update(ranks)
     if factors is None:
         rng = np.random.default_rng(rng_key)

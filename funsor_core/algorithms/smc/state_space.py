@@ -51,6 +51,17 @@ def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
     steps = log_obs.shape[0]
     if tuple(log_trans.shape) not in ((k, k), (max(steps - 1, 0), k, k)):
         raise ValueError(_SHAPES.format(shapes))
+    if steps < 1:
+        raise ValueError(f"hmm_smc needs at least one observation (log_obs (T, K), T >= 1); "
+                         f"got {shapes}")
+    # The sweep runs on log_obs's backend; another backend's arrays are refused, except
+    # arrays without autodiff (numpy) read by a compiling backend (jax), which loses nothing.
+    modules = [backend_of(x) for x in (log_init, log_trans, log_obs)]
+    target = modules[-1]
+    if any(m is not target and (m.DIFFERENTIABLE or not target.COMPILES) for m in modules):
+        names = ", ".join(m.NAME for m in modules)
+        raise TypeError(f"hmm_smc: log_init, log_trans and log_obs hold {names} arrays; pass "
+                        "arrays of one backend (nothing is converted silently)")
     return k, steps
 
 

@@ -108,7 +108,11 @@ def vb(model: AllocationModel, X, num_iters: int = 200, num_restarts: int = 1, r
         >>> bool(np.all(np.diff(r.trace) >= -1e-9))
         True
     """
-    X = np.asarray(X, dtype=np.float64)
+    if not (isinstance(num_iters, (int, np.integer)) and num_iters >= 1
+            and isinstance(num_restarts, (int, np.integer)) and num_restarts >= 1):
+        raise ValueError(f"vb: need int num_iters >= 1 and num_restarts >= 1, got "
+                         f"num_iters={num_iters!r}, num_restarts={num_restarts!r}")
+    X = np.asarray(model._check_shape(X, model.visible, "X"), dtype=np.float64)
     rng = np.random.default_rng(rng_key)
     hidden_size = math.prod(model.cards[n] for n in model.hidden)
     shape = tuple(model.cards[n] for n in model.visible + model.hidden)
