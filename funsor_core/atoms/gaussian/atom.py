@@ -425,7 +425,7 @@ def evaluate_unbatched(g: Gaussian, values: dict) -> Tensor | None:
     data = value.data
     if len(domain.shape) != 1:  # a Real or a matrix: flattened to the coordinate vector
         data = ops.reshape(data, tuple(data.shape[:len(value._ikey)]) + (domain.num_elements,))
-    diff = ops.sub(g.white_vec, la.vm(data, g.prec_sqrt))
+    diff = ops.sub(g.white_vec, la.vm_values(data, g.prec_sqrt)[0])
     return Tensor.make(ops.mul(-0.5, ops.sum(ops.mul(diff, diff), -1)), value.inputs)
 
 
