@@ -85,7 +85,8 @@ def vm_values(v: Array, m: Array) -> tuple[Array, bool]:
     sum).
 
     Example:
-        >>> vm_values(np.array([np.inf, 1.0]), np.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> with np.errstate(invalid="ignore"):  # numpy warns of the plain product's inf * 0
+        ...     vm_values(np.array([np.inf, 1.0]), np.array([[0.0, 1.0], [2.0, 0.0]]))
         (array([ 2., inf]), True)
     """
     out = vm(v, m)
