@@ -96,3 +96,45 @@ def test_unbatched_fast_path(value):
     g = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
     assert g(x=fc.Tensor(np.array([value, 1.0]), {"n": fc.Bint[2]})).data.tolist() == [
         -np.inf, -0.5]
+
+
+# -- bool (and other non-real) parameters: a TypeError naming the parameter --------------------
+TRUE = np.eye(2, dtype=bool)
+PARAMETERS = [
+    dict(white_vec=np.ones(2, dtype=bool), prec_sqrt=np.eye(2)),
+    dict(white_vec=np.ones(2), prec_sqrt=TRUE),
+    dict(mean=np.ones(2, dtype=bool), covariance=np.eye(2)),
+    dict(mean=np.zeros(2), covariance=TRUE),
+    dict(info_vec=np.zeros(2), precision=TRUE),
+    dict(mean=np.zeros(2), scale_tril=TRUE),
+    dict(mean=np.zeros(2, dtype=complex), covariance=np.eye(2)),
+]
+
+
+def _bad_name(kw):
+    return next(n for n, x in kw.items() if x.dtype.kind in "bc")
+
+
+@pytest.mark.parametrize("kw", PARAMETERS, ids=lambda kw: "-".join(kw))
+def test_non_real_parameter_raises_naming_it(backend, kw):
+    arrays = {n: fc.numeric_array(x) for n, x in kw.items()}
+    with pytest.raises(TypeError, match=rf"Gaussian {_bad_name(kw)}= must hold real numbers"):
+        fc.Gaussian(inputs={"x": fc.Reals[2]}, **arrays)
+
+
+def test_non_real_parameter_raises_under_jit():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        for kw in PARAMETERS[:2]:
+            with pytest.raises(TypeError, match=rf"{_bad_name(kw)}= must hold real numbers"):
+                jax.jit(lambda a: fc.Gaussian(inputs={"x": fc.Reals[2]}, **a))(kw)
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_real_parameters_of_any_float_or_int_dtype_still_work():
+    # Integer arrays were accepted before (numpy casts in the factorization): still are.
+    g = fc.Gaussian(mean=np.zeros(2, dtype=int), covariance=2 * np.eye(2, dtype=int),
+                    inputs={"x": fc.Reals[2]})
+    np.testing.assert_allclose(g.precision, np.linalg.inv(2 * np.eye(2)))
