@@ -335,12 +335,12 @@ class StudentT(Distribution):
     @staticmethod
     def log_prob(value, df, loc, scale):
         z = (value - loc) / scale
-        if isinstance(df, (int, float)) or ops.is_concrete(df):
-            if not bool((df == math.inf) if isinstance(df, (int, float))
-                        else (df == math.inf).any()):  # finite df (eager): the t formula only
+        infinite = df == math.inf  # a traced array under jax.jit, even for a constant df
+        if isinstance(infinite, bool) or ops.is_concrete(infinite):
+            if not bool(infinite if isinstance(infinite, bool) else infinite.any()):
                 return (ops.lgamma(0.5 * (df + 1.0)) - ops.lgamma(0.5 * df)
                         - 0.5 * ops.log(df * math.pi) - ops.log(scale)
-                        - 0.5 * (df + 1.0) * ops.log1p(z * z / df))
+                        - 0.5 * (df + 1.0) * ops.log1p(z * z / df))  # finite df (eager)
         # df = inf is the Normal limit (the t formula reads inf - inf there); the t formula
         # runs on df = 1 in those entries so that neither branch of the where is NaN (which
         # would poison gradients).
