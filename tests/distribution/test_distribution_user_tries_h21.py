@@ -44,7 +44,7 @@ def test_categorical_logits_with_plus_inf_split_the_mass_equally():
         return D.CategoricalLogits(fc.Tensor(logits, {"b": fc.Bint[3]}),
                                    value=fc.Variable("v", fc.Bint[4])).align(("b", "v")).data
     expected = special.log_softmax(np.where(LOGITS == INF, 1e6, LOGITS), -1)
-    for actual in values_on_every_backend(fn, LOGITS):
+    for actual in values_on_every_backend(fn, LOGITS, eager_jax=False):  # eager: StudentT's
         finite = expected > -1e5  # the stand-in's -1e6 entries are -inf in the limit
         np.testing.assert_allclose(actual[finite], expected[finite], rtol=1e-12)
         assert (actual[~finite] == -INF).all()
@@ -63,3 +63,28 @@ def test_categorical_logits_moments_and_samples_with_plus_inf():
     values = np.asarray(delta.terms[0][1][0].data)
     assert set(np.unique(values)) == {1, 3}  # only the +inf entries, both of them
     assert 0.35 < (values == 1).mean() < 0.65  # equally often: 400 draws, 5 sd ~ 0.125
+
+
+# -- a NaN value stays NaN (it was -inf: "outside the support") ----------------------------------
+SUPPORTED = [
+    (lambda v: D.LogNormal(0.0, 1.0, value=v), stats.lognorm(1.0).logpdf),
+    (lambda v: D.Gamma(2.0, 3.0, value=v), stats.gamma(2.0, scale=1 / 3).logpdf),
+    (lambda v: D.Beta(2.0, 3.0, value=v), stats.beta(2.0, 3.0).logpdf),
+    (lambda v: D.Exponential(2.0, value=v), stats.expon(scale=0.5).logpdf),
+    (lambda v: D.Uniform(0.0, 4.0, value=v), stats.uniform(0.0, 4.0).logpdf),
+    (lambda v: D.Poisson(2.0, value=v), stats.poisson(2.0).logpmf),
+    (lambda v: D.BernoulliProbs(0.3, value=v), stats.bernoulli(0.3).logpmf),
+    (lambda v: D.Binomial(5.0, 0.3, value=v), stats.binom(5, 0.3).logpmf),
+]
+
+
+@pytest.mark.parametrize("family, oracle", SUPPORTED, ids=["LogNormal", "Gamma", "Beta",
+                         "Exponential", "Uniform", "Poisson", "BernoulliProbs", "Binomial"])
+def test_nan_value_stays_nan_and_outside_the_support_is_minus_inf(family, oracle):
+    values = np.array([np.nan, -1.0, 1.0])  # NaN, outside every support, inside every one
+
+    def fn(x):
+        return family(fc.Tensor(x, {"i": fc.Bint[3]})).align(("i",)).data
+    expected = oracle(values)  # scipy: NaN, -inf, the density
+    for actual in values_on_every_backend(fn, values, eager_jax=False):
+        np.testing.assert_allclose(actual, expected, rtol=1e-10)
