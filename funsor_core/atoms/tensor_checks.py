@@ -42,12 +42,6 @@ _FLOAT_BINT = (
     "or leave dtype='real' for real values."
 )
 
-_OUT_OF_BINT = (
-    "Tensor data does not fit its output Bint[{n}] (the integers 0 to {m}): its values range "
-    "from {low} to {high}. Give the bound that holds them, e.g. Tensor(data, inputs, {high1}), "
-    "or fix the data."
-)
-
 # Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
 # Bounded: a loop over fresh names makes fresh keys; an evicted one is checked again.
 _KNOWN_CACHE = FastCache("tensor.known_inputs", 4096)
@@ -114,17 +108,6 @@ def check_dtype(data, dtype):
             raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
         if ops.is_floating(data):
             raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
-        # Values are read only when they exist (not under jax.jit, where nothing is clamped
-        # either: an index out of range there is the backend's gather semantics).
-        if data.shape and 0 not in data.shape and ops.is_concrete(data):
-            low, high = int(data.min()), int(data.max())
-            if low < 0 or high >= dtype:
-                raise DomainError(_OUT_OF_BINT.format(n=dtype, m=dtype - 1, low=low, high=high,
-                                                      high1=max(high + 1, 1)))
-        elif not data.shape and ops.is_concrete(data) and not 0 <= int(data) < dtype:
-            value = int(data)
-            raise DomainError(_OUT_OF_BINT.format(n=dtype, m=dtype - 1, low=value, high=value,
-                                                  high1=max(value + 1, 1)))
     return dtype
 
 

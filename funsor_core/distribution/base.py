@@ -438,8 +438,6 @@ def _value_funsor(cls, value, domain: Domain, proto) -> Funsor:
         except Exception as e:
             raise DomainError(f"{cls.__name__}: value of shape {tuple(array.shape)} does not "
                               f"fit the value domain {domain}") from e
-    if domain.dtype != "real":  # a number or array outside the support has density 0 (-inf),
-        return Tensor.make(array, {}, domain.dtype)  # as in scipy: not the Tensor's range error
     return Tensor(array, (), domain.dtype)
 
 
