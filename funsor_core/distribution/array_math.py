@@ -174,11 +174,13 @@ def log_density_tensor(cls, args: tuple) -> Tensor:
     if ok is not None:
         fill = cls.fill_value(value, **arrays)
         mask = ops.reshape(ok, tuple(ok.shape) + (1,) * ndims[-1]) if ndims[-1] else ok
+        if ops.is_floating(value):  # a NaN value is in no support, yet its density is NaN:
+            mask = ops.or_(mask, ops.ne(value, value))  # kept, log_prob makes it NaN
         value = ops.where(mask, value, fill)
     lp = cls.log_prob(value, **arrays)
     if ok is not None:
         # -inf outside the support, but NaN stays NaN: a traced invalid parameter (made NaN
-        # above) must not turn into a -inf that looks like an impossible value.
+        # above) or a NaN value must not turn into a -inf that looks like an impossible value.
         ok = ops.or_(ok, ops.ne(lp, lp))
         lp = ops.where(ok, lp, ops.full_like(lp, -math.inf))
     if out_batch:

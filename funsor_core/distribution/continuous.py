@@ -335,9 +335,20 @@ class StudentT(Distribution):
     @staticmethod
     def log_prob(value, df, loc, scale):
         z = (value - loc) / scale
-        return (ops.lgamma(0.5 * (df + 1.0)) - ops.lgamma(0.5 * df)
-                - 0.5 * ops.log(df * math.pi) - ops.log(scale)
-                - 0.5 * (df + 1.0) * ops.log1p(z * z / df))
+        infinite = df == math.inf  # a traced array under jax.jit, even for a constant df
+        if isinstance(infinite, bool) or ops.is_concrete(infinite):
+            if not bool(infinite if isinstance(infinite, bool) else infinite.any()):
+                return (ops.lgamma(0.5 * (df + 1.0)) - ops.lgamma(0.5 * df)
+                        - 0.5 * ops.log(df * math.pi) - ops.log(scale)
+                        - 0.5 * (df + 1.0) * ops.log1p(z * z / df))  # finite df (eager)
+        # df = inf is the Normal limit (the t formula reads inf - inf there); the t formula
+        # runs on df = 1 in those entries so that neither branch of the where is NaN (which
+        # would poison gradients).
+        finite = ops.ne(df, math.inf)
+        d = ops.where(finite, df, ops.full_like(df, 1.0))
+        t = (ops.lgamma(0.5 * (d + 1.0)) - ops.lgamma(0.5 * d) - 0.5 * ops.log(d * math.pi)
+             - 0.5 * (d + 1.0) * ops.log1p(z * z / d))
+        return ops.where(finite, t, -0.5 * (z * z + LOG_2PI)) - ops.log(scale)
 
     @staticmethod
     def draw(rng, shape, df, loc, scale):

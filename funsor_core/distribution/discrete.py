@@ -212,7 +212,7 @@ class CategoricalLogits(Distribution):
 
     @staticmethod
     def log_prob(value, logits):
-        return _take_last(logits - ops.logsumexp(logits, -1, keepdims=True), value)
+        return _take_last(_log_softmax(logits), value)
 
     @staticmethod
     def in_support(value, logits):
@@ -220,11 +220,27 @@ class CategoricalLogits(Distribution):
 
     @staticmethod
     def draw(rng, shape, logits):
-        return gumbel_argmax(rng, logits, shape)
+        return gumbel_argmax(rng, _log_softmax(logits), shape)
 
     @staticmethod
     def moments(logits):
-        return _categorical_moments(ops.exp(logits - ops.logsumexp(logits, -1, keepdims=True)))
+        return _categorical_moments(ops.exp(_log_softmax(logits)))
+
+
+def _log_softmax(logits):
+    """``logits - logsumexp(logits)``, where a row with ``+inf`` logits takes the limit: all
+    mass on them, split equally (``-log k``; IEEE's ``inf - inf`` is NaN, as in torch).
+    Eagerly only such rows pay for it; under ``jax.jit`` the ``where`` always runs."""
+    norm = ops.logsumexp(logits, -1, keepdims=True)
+    if ops.is_concrete(norm) and not bool((norm == math.inf).any()):
+        return ops.sub(logits, norm)
+    out = ops.sub(logits, ops.where(ops.eq(norm, math.inf), ops.full_like(norm, 0.0), norm))
+    top = ops.eq(logits, math.inf)
+    count = ops.sum(ops.where(top, ops.full_like(logits, 1.0), ops.full_like(logits, 0.0)),
+                    -1, keepdims=True)
+    share = ops.neg(ops.log(ops.where(ops.gt(count, 0.0), count, ops.full_like(count, 1.0))))
+    limit = ops.where(top, share, ops.full_like(logits, -math.inf))
+    return ops.where(ops.eq(norm, math.inf), limit, out)
 
 
 class BernoulliProbs(Distribution):

@@ -35,7 +35,7 @@ from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.markov import MarkovProduct, _free_names, _pairs, time_variable
 
-__all__ = ["masked_steps", "markov_product", "step_mask"]
+__all__ = ["masked_steps", "markov_product", "step_mask", "traced_invalid"]
 
 _NOT_TENSOR = (
     "{what}: masking replaces a masked step by the identity transition, which needs the steps "
@@ -196,7 +196,7 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
     # One pass over the (T, *batch, *prevs, *currs) result: the where broadcasts its
     # operands (the steps' pieces summed as they are aligned, the small identity).
     out = ops.where(keep, data, ident)
-    for bad in _traced_invalid(lengths, mask, time.output.size):
+    for bad in traced_invalid(lengths, mask, time.output.size):
         out = ops.where(align_tensor(layout, bad), math.nan, out)
     if tuple(out.shape) != shape:  # a chain of no prev/curr-free pieces: fill the rest
         out = ops.expand(out, shape)
@@ -237,10 +237,16 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
     return MarkovProduct(sum_op, prod_op, trans, time, step, step_names, strategy=strategy)
 
 
-def _traced_invalid(lengths, mask, duration: int) -> list:
-    # Traced lengths or mask values cannot be checked when the chain is built, and the mask
-    # would silently clamp a length outside 0..T (or read a mask value 2 as 1): the bad
-    # entries as boolean Tensors over the batch (and time), for the caller to make NaN.
+def traced_invalid(lengths, mask, duration: int) -> list:
+    """Traced ``lengths``/``mask`` values cannot be checked when a chain is built, and the
+    mask would silently clamp a length outside ``0..T`` (or read a mask value 2 as 1): the
+    bad entries as boolean Tensors over the batch (and time), for the caller to make NaN.
+    Concrete arguments give nothing (``step_mask`` raises on them).
+
+    Example:
+        >>> traced_invalid(fc.Tensor(np.array([1, 9]), {"b": fc.Bint[2]}), None, 3)
+        []
+    """
     out = []
     for arg in (lengths, mask):
         if arg is None or ops.is_concrete(arg.data):
@@ -265,7 +271,7 @@ def _masked_term(sum_op, prod_op, trans, time, step, lengths, mask):
     _add_mask_batch(inputs, pairs, time, lengths, mask, what)
     keep = step_mask(inputs, time, pairs, lengths, mask, what)
     batch = {n: inputs[n] for n in _batch_names(inputs, time.name, pairs)}
-    for bad in _traced_invalid(lengths, mask, time.output.size):
+    for bad in traced_invalid(lengths, mask, time.output.size):
         # every step of a bad entry counts, and is NaN (one more factor over the batch)
         keep = keep | align_tensor({time.name: time.output, **batch}, bad)
         zeros = ops.new_zeros(bad.data, tuple(bad.data.shape)) + 0.0

@@ -11,7 +11,8 @@ steps ``0..t`` only, so for entry ``b`` the result is the message after step
 
 (``carry_0`` is ``init`` under the curr names, the result of a chain of no steps). The
 selection is ``ops.where`` on the arrays of the messages (``chains.select``), decided by no
-Python branch, so traced lengths work under ``jax.jit``.
+Python branch, so traced lengths work under ``jax.jit``; a traced length outside ``0..T``
+makes its entry NaN (a concrete one raises), as in ``markov_product``.
 
 Example:
     >>> t = fc.Tensor(np.log(np.full((3, 2, 2), 0.5)),
@@ -25,9 +26,13 @@ Example:
 
 from __future__ import annotations
 
+import math
+
+from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
-from funsor_core.algorithms.chains.masks import masked_steps, step_mask
+from funsor_core.algorithms.chains.masks import masked_steps, step_mask, traced_invalid
 from funsor_core.algorithms.chains.select import select
+from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor, Variable
 
 __all__ = ["masked_filter"]
@@ -80,4 +85,8 @@ def masked_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor
 
     filter_fn(sum_op, prod_op, trans, name, step, init, window, each_step=each_step,
               method=method)
-    return state["carry"]
+    carry = state["carry"]
+    for bad in traced_invalid(lengths, None, domain.size):  # as markov_product does: NaN
+        zeros = ops.new_zeros(bad.data, tuple(bad.data.shape)) + 0.0  # for a traced length
+        carry = carry + Tensor(ops.where(bad.data, zeros + math.nan, zeros), dict(bad.inputs))
+    return carry

@@ -524,18 +524,20 @@ def condition_gaussian(g: Gaussian, values: dict) -> Funsor:
     value_b = blocks[0] if len(blocks) == 1 else ops.cat(blocks, -1)
     full = tuple(d.size for d in batch.values())
     if len(index) == prec_sqrt.shape[-2]:  # every real input given: f(x) itself, a Tensor
-        diff = ops.sub(white_vec, la.vm(value_b, prec_sqrt))  # the same ops as below
+        diff = ops.sub(white_vec, la.vm_values(value_b, prec_sqrt)[0])  # as in gm.condition
         data = ops.mul(-0.5, ops.sum(ops.mul(diff, diff), -1))
         if tuple(data.shape) != full:
             data = ops.expand(data, full)
         return Tensor.make(data, batch)
-    white_vec, prec_sqrt = gm.condition(white_vec, prec_sqrt, index, value_b)
+    white_vec, prec_sqrt, const = gm.condition(white_vec, prec_sqrt, index, value_b,
+                                               with_constant=True)  # const: a value is inf
     rest = tuple((k, d) for k, d in inputs.items() if k not in values)
     if tuple(white_vec.shape[:-1]) != full:
         white_vec = ops.expand(white_vec, full + tuple(white_vec.shape[-1:]))
     if tuple(prec_sqrt.shape[:-2]) != full:
         prec_sqrt = ops.expand(prec_sqrt, full + tuple(prec_sqrt.shape[-2:]))
-    return _result(white_vec, prec_sqrt, rest)
+    result = _result(white_vec, prec_sqrt, rest)
+    return result if const is None else result + Tensor.make(ops.expand(const, full), batch)
 
 
 def affine_subs_gaussian(g: Gaussian, values: dict) -> Gaussian | None:

@@ -30,7 +30,13 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.linalg import BlockMatrix, BlockVector
-from funsor_core.atoms.gaussian.parameters import as_array, canonical_checked, one_backend
+from funsor_core.atoms.gaussian.parameters import (
+    REAL_DTYPES,
+    as_array,
+    canonical_checked,
+    check_real_dtypes,
+    one_backend,
+)
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Domain, Real, broadcast_shape
 from funsor_core.engine.cache import cached
@@ -211,6 +217,8 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
             items = _check_inputs(inputs)  # the canonical form: just validate shapes
             if type(white_vec) is not type(prec_sqrt):
                 one_backend({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
+            if white_vec.dtype not in REAL_DTYPES or prec_sqrt.dtype not in REAL_DTYPES:
+                check_real_dtypes({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
         else:
             items = _check_inputs(inputs)
             named = {"white_vec": white_vec, "prec_sqrt": prec_sqrt, "info_vec": info_vec,
@@ -218,6 +226,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
                      "scale_tril": scale_tril}
             backend = one_backend(named)
             named = {n: as_array(a, n, backend) for n, a in named.items() if a is not None}
+            check_real_dtypes(named)
             white_vec, prec_sqrt = canonical_checked(named)
         return _check_shapes(white_vec, prec_sqrt, items)
 
@@ -425,7 +434,7 @@ def evaluate_unbatched(g: Gaussian, values: dict) -> Tensor | None:
     data = value.data
     if len(domain.shape) != 1:  # a Real or a matrix: flattened to the coordinate vector
         data = ops.reshape(data, tuple(data.shape[:len(value._ikey)]) + (domain.num_elements,))
-    diff = ops.sub(g.white_vec, la.vm(data, g.prec_sqrt))
+    diff = ops.sub(g.white_vec, la.vm_values(data, g.prec_sqrt)[0])
     return Tensor.make(ops.mul(-0.5, ops.sum(ops.mul(diff, diff), -1)), value.inputs)
 
 

@@ -74,6 +74,61 @@ def vm(v: Array, m: Array) -> Array:
                        (Ellipsis, 0, slice(None)))
 
 
+def vm_values(v: Array, m: Array) -> tuple[Array, bool]:
+    """``v @ m`` for values ``v`` substituted into a density, with ``±inf * 0 = 0``.
+
+    An infinite coordinate of ``v`` moves only the columns where ``m`` is nonzero (to ``±inf``,
+    or NaN where both signs meet); a zero entry is a flat direction and adds nothing, where
+    IEEE's ``inf * 0 = NaN`` would poison the whole column. NaN in ``v`` stays NaN. Returns
+    the product and whether the extended path ran (always under ``jax.jit``, where the values
+    cannot be read; eagerly only when the plain product has a NaN, so finite values pay one
+    sum).
+
+    Example:
+        >>> with np.errstate(invalid="ignore"):  # numpy warns of the plain product's inf * 0
+        ...     vm_values(np.array([np.inf, 1.0]), np.array([[0.0, 1.0], [2.0, 0.0]]))
+        (array([ 2., inf]), True)
+    """
+    out = vm(v, m)
+    if ops.is_concrete(out):
+        total = float(out.sum())
+        if total == total:  # no NaN (and no inf - inf): no inf * 0 happened
+            return out, False
+    up, down = ops.eq(v, np.inf), ops.eq(v, -np.inf)
+    out = vm(ops.where(ops.or_(up, down), ops.new_zeros(v, ()), v), m)
+    up, down = ops.astype(up, "real"), ops.astype(down, "real")
+    pos, neg = ops.astype(ops.gt(m, 0.0), "real"), ops.astype(ops.lt(m, 0.0), "real")
+    plus = ops.add(vm(up, pos), vm(down, neg))  # how many +inf terms each column receives
+    minus = ops.add(vm(up, neg), vm(down, pos))
+    out = ops.where(ops.gt(plus, 0.0), ops.add(out, np.inf), out)
+    return ops.where(ops.gt(minus, 0.0), ops.sub(out, np.inf), out), True
+
+
+def split_infinite(white_vec: Array, prec_sqrt: Array, split: bool) -> tuple:
+    """A density ``-0.5 ||x S - w||^2`` with infinite entries of ``w`` made safe to rotate.
+
+    Such a density is ``-inf`` for every finite ``x``. With ``split`` and concrete arrays
+    that have such entries: those entries become 0 and the constant ``-inf`` is returned
+    (batch-shaped), so later QR steps see finite numbers and keep the information of ``S``.
+    Otherwise (traced arrays, or no ``split``) the columns hit get ``S = 0``, so the entry
+    stays ``-0.5 (0 - inf)^2`` under rotations instead of spreading as ``inf * 0``; the
+    constant is None. NaN entries are left to propagate.
+
+    Example:
+        >>> split_infinite(np.array([np.inf, 1.0]), np.array([[1.0, 1.0]]), True)[::2]
+        (array([0., 1.]), array(-inf))
+    """
+    finite = ops.ne(ops.abs(white_vec), np.inf)  # NaN counts as finite here: it stays NaN
+    if split and ops.is_concrete(finite):
+        if bool(ops.all(finite)):
+            return white_vec, prec_sqrt, None
+        zero = ops.new_zeros(white_vec, ())
+        const = ops.sum(ops.where(finite, zero, ops.new_full(white_vec, (), -np.inf)), -1)
+        return ops.where(finite, white_vec, zero), prec_sqrt, const
+    keep = ops.getitem(finite, (Ellipsis, None, slice(None)))
+    return white_vec, ops.where(keep, prec_sqrt, ops.new_zeros(prec_sqrt, ())), None
+
+
 def mv(m: Array, v: Array) -> Array:
     """Batched matrix-vector product ``m @ v``."""
     return ops.getitem(ops.matmul(m, ops.getitem(v, (Ellipsis, None))), (Ellipsis, 0))

@@ -39,6 +39,33 @@ def as_array(x, name: str, backend: str | None = None):
         raise TypeError(f"Gaussian {name}= must be an array, got {type(x).__name__}") from e
 
 
+NOT_REAL = ("Gaussian {name}= must hold real numbers (a floating or integer array), got "
+            "dtype {dtype}; booleans, complex numbers and strings have no Gaussian meaning. "
+            "Cast it first, e.g. {name}=x.astype(float) for 0/1 values.")
+# Array dtypes seen to be real (floating or integer), so the check is one set lookup.
+REAL_DTYPES: set = set()
+
+
+def check_real_dtypes(named: dict) -> None:
+    """TypeError naming the first parameter whose array is not real (bool, complex, str).
+
+    Example:
+        >>> check_real_dtypes({"white_vec": np.array([True])})
+        Traceback (most recent call last):
+        ...
+        TypeError: Gaussian white_vec= must hold real numbers (a floating or integer array), ...
+    """
+    for name, x in named.items():
+        dtype = x.dtype
+        if dtype in REAL_DTYPES:
+            continue
+        text = str(dtype)
+        if ops.is_floating(x) or ("int" in text and "complex" not in text):
+            REAL_DTYPES.add(dtype)
+            continue
+        raise TypeError(NOT_REAL.format(name=name, dtype=text))
+
+
 MIXED_PARAMETERS = (
     "Gaussian parameters hold arrays of two backends: {found}. One term must use one backend, "
     "and nothing is converted silently (that would drop autograd); convert one first, e.g. "

@@ -266,8 +266,8 @@ def compress(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array, Array]:
 
 # ---------------------------------------------------------------------------------------------
 # Conditioning and integration.
-def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
-              value_b: Array) -> tuple[Array, Array]:
+def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], value_b: Array,
+              *, with_constant: bool = False) -> tuple:
     """The density over the other coordinates ``a`` with ``x_b = value_b`` substituted.
 
     ``x @ S = x_a @ S_a + x_b @ S_b``, so ``white_vec`` becomes ``white_vec - value_b @ S_b``
@@ -277,7 +277,12 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
 
     Args:
         b_index: the coordinates of ``x`` that are given, in the order of ``value_b``.
-        value_b: batch + (len(b_index),).
+        value_b: batch + (len(b_index),); an infinite entry along an informative direction
+            makes ``f_new = -inf`` for every ``x_a`` (``inf * 0 = 0`` on flat directions).
+        with_constant: also return the batch-shaped constant of that case (``-inf``, NaN
+            where a value is NaN) split off a finite ``white_vec`` (eager arrays with such
+            entries), else None; otherwise, and under ``jax.jit``, the columns hit get
+            ``prec_sqrt`` zero and ``white_vec`` infinite, which says the same.
 
     Example:
         >>> w, s = from_mean_covariance(np.zeros(2), np.array([[1.0, 0.5], [0.5, 1.0]]))
@@ -290,9 +295,13 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int],
     if value_b.shape[-1:] != (len(b),):
         raise ValueError(f"value_b must end in ({len(b)},) for b_index {list(b)}, "
                          f"got shape {tuple(value_b.shape)}")
-    white_vec = ops.sub(white_vec, _vm(value_b, rows(prec_sqrt, b)))
+    shift, extended = la.vm_values(value_b, rows(prec_sqrt, b))
+    white_vec = ops.sub(white_vec, shift)
     _, (white_vec, prec_sqrt_a) = _broadcast((white_vec, 1), (rows(prec_sqrt, a), 2))
-    return white_vec, prec_sqrt_a
+    const = None
+    if extended:
+        white_vec, prec_sqrt_a, const = la.split_infinite(white_vec, prec_sqrt_a, with_constant)
+    return (white_vec, prec_sqrt_a, const) if with_constant else (white_vec, prec_sqrt_a)
 
 
 def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, check: bool = False,
