@@ -32,6 +32,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.gaussian_gram import gram_tree
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
@@ -362,12 +363,24 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
             _run(strategy, label, None, chain)
             raise ValueError(f"cannot marginalize {label}: the integral diverges")
     else:
-        w2, s2, k2 = _run(strategy, label, None, chain)
+        w2, s2, k2 = _eager_run(strategy, label, chain)
     free = {}
     for (p, c), (fp, fcurr) in zip(step, step_names):
         free[p], free[c] = fp, fcurr
     reals = {free.get(n, n): d for n, d in chain.reals.items()}
     return gaussian_result(w2, s2, k2, chain.batch, reals)
+
+
+def _eager_run(strategy, label, chain):
+    # The tree in Gram form where its checks pass (a Cholesky of the shared state's block
+    # per merge instead of a QR of the stacked system and its rank tests), else the QR path.
+    if strategy != "sequential" and chain.power is None and chain.w.shape[0] > 1:
+        dim = 2 * chain.dp + chain.dg
+        w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+        out = gram_tree(w, s, k, chain.dp, chain.dg)
+        if out is not None:
+            return out
+    return _run(strategy, label, None, chain)
 
 
 def diverged(k) -> bool:

@@ -1,0 +1,197 @@
+"""The log-depth tree of an eager Gaussian chain in information (Gram) form, where bounds show
+it gives the QR path's numbers.
+
+``gaussian_scan`` composes two steps by stacking their square roots and integrating the
+shared state ``m`` out by one QR, with rank tests on its triangular factor. Here each factor
+``(w, s)`` (rows ``[p, g, c]``) is carried as its Gram matrix ``H = M M'`` of ``M = [s; w']``
+instead: composing two is adding their ``H`` embedded in the rows ``[m, p, g, c, w]``, and
+integrating ``m`` out is one Cholesky factorization of the ``dm x dm`` block,
+
+    L_mm L_mm' = G_mm,   X = G_am L_mm^{-T},   H_new = G_aa - X X',
+    log ∫ = 0.5 dm log 2π - log|det L_mm|
+
+(``H_new`` keeps the part of ``||w||^2`` that no state explains in its last diagonal entry;
+it becomes the constant ``-0.5 (c^2 - 1)`` when the result goes back to square-root form by
+one Cholesky factorization of ``H + e e'``, as ``normal_equations.marginal_gram`` reads it).
+The arithmetic runs in float64 whatever the input's dtype, and the results are cast back.
+
+**When it is used.** Squaring the system squares its condition number, and the QR path
+decides numerical rank; so every merge is checked, in array operations (one host read for
+the whole chain), and the chain falls back to the QR path when any check fails:
+
+- *Factorization.* Cholesky of a block that is not positive definite gives NaN, and every
+  comparison below is False on NaN (``small_linalg``).
+- *Rank.* The QR path's statistics (``rank``) for the integrated block and for each kept
+  column ``j`` are ``F^2 ||R_bb^{-1}||_F^2`` and ``F^2 (||R_bb^{-1}||_F^2 + (||R_bb^{-1}
+  r_bj||^2 + 1) / rho_j^2)`` with ``R_bb = L_mm'``, ``rho_j^2 = H_new,jj`` and ``F^2`` the
+  largest diagonal entry of ``G`` over the states. With ``||R_bb^{-1} r_bj||^2 <=
+  ||L_mm^{-1}||_F^2 G_jj`` each is bounded from the arrays at hand; the bound times
+  ``(RANK_MARGIN tol)^2`` must stay below 1, with ``tol`` the QR path's tolerance for the
+  input's dtype: no rank test of the QR path could fire, and no column would be zeroed.
+- *Accuracy.* Cholesky is backward stable (``L L' = G + E``, ``|E_ij| <= gamma sqrt(G_ii
+  G_jj)``, ``gamma = n eps64``), so with ``k = F^2 ||L_mm^{-1}||_F^2`` (a bound on the
+  scaled ``||G_mm^{-1}||``) each entry of ``H_new`` moves by at most about ``gamma (1 + 2
+  sqrt(dm k)) sqrt(G_ii G_jj)``; relative to the new diagonal (``1 + H_new,ww`` for the
+  constant's entry, whose error is an absolute error in log units) that must stay below
+  ``FAST_RTOL`` for float64 input and ``FAST_RTOL32`` (an order below float32's own
+  rounding) for float32. The final Cholesky factorization gets ``normal_equations``' own
+  check.
+
+Under ``jax.jit`` nothing here runs (the compiled kernels of ``gaussian_scan`` do); eager
+jax, numpy and torch arrays do, and torch's autograd flows through the same arithmetic.
+
+Example:
+    >>> from funsor_core.atoms.gaussian import sqrt_info as gm
+    >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
+    >>> w2, s2, k2 = gram_tree(w[None].repeat(3, 0), s[None].repeat(3, 0), np.zeros(3), 1, 0)
+    >>> # three unit steps x0-x1-x2-x3: x1, x2 each appear twice (sqrt(pi) each)
+    >>> bool(np.isclose(k2, np.log(np.pi)))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.atoms.gaussian.normal_equations import FAST_RTOL
+from funsor_core.atoms.gaussian.rank import RANK_RTOL
+from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
+
+__all__ = ["FAST_GRAM_TREE", "FAST_RTOL32", "GRAM_RANK_MARGIN", "gram_tree"]
+
+Array = Any
+
+# Switch: False sends every chain to the QR path (tests and benchmarks compare the two).
+FAST_GRAM_TREE = [True]
+# The error bound a merge of a float32 chain may have: ten times below float32's rounding.
+FAST_RTOL32 = 1e-8
+# The rank margin is this times ``1 + sqrt(dm + 1)``: a bound ``lam > M tol`` on the exact
+# statistic leaves the QR path's computed one (a backward error below ``tol``, and ``lam``
+# within ``sqrt(dm + 1)`` of ``sigma_min``) above ``tol`` for any ``M > 1 + sqrt(dm + 1)``;
+# the factor covers the two paths' different roundoff on the way to the merge.
+GRAM_RANK_MARGIN = 8.0
+
+_EPS64 = 2.0 ** -52
+_LOG_2PI = math.log(2 * math.pi)
+_EPS_OF = {4: 2.0 ** -23, 8: 2.0 ** -52}
+
+
+def gram_tree(w: Array, s: Array, k: Array, dp: int, dg: int):
+    """The product ``(w, s, k)`` of the steps of a chain (leading time axis, rows ``[prev,
+    glob, curr]``, every step of rank ``2 dp + dg``) by the log-depth tree in Gram form, or
+    None where a check of the module docstring fails, the arrays are traced, the switch is
+    off or the dtype is neither float32 nor float64: the caller runs the QR path.
+
+    Returns:
+        ``(w, s, k)`` as ``gaussian_scan``'s tree gives them, ``s`` lower triangular (another
+        square root of the same precision), in the input's dtype.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian import sqrt_info as gm
+        >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
+        >>> gram_tree(w[None], s[None], np.zeros(1), 1, 0)[1].shape
+        (2, 2)
+    """
+    itemsize = np.dtype(str(s.dtype).replace("torch.", "")).itemsize
+    if (not FAST_GRAM_TREE[0] or itemsize not in _EPS_OF or not ops.is_concrete(s)
+            or not ops.is_concrete(w) or not ops.is_concrete(k)):
+        return None
+    dim = 2 * dp + dg
+    rtol = FAST_RTOL if itemsize == 8 else FAST_RTOL32
+    # The QR path's tolerance for a merge: a system of 3 dp + dg states and 2 dim rows.
+    tol = RANK_RTOL * max(3 * dp + dg, 2 * dim) * _EPS_OF[itemsize]
+    one64 = ops.new_array(s, np.ones(1))  # float64 by promotion, on every backend
+    m = ops.cat([s * one64, (w * one64)[..., None, :]], -2)
+    h, proto_k, k = matmul(m, m.swapaxes(-1, -2)), k, (k[..., None] * one64)[..., 0]
+    plan, oks, tails = _plan(dp, dg, rtol, tol), [], []
+    while h.shape[0] > 1:
+        n = h.shape[0]
+        if n % 2:
+            tails.append((h[n - 1], k[n - 1]))
+            h, k = h[:n - 1], k[:n - 1]
+        h, log_norm, ok = _merge(h[0::2], h[1::2], plan)
+        k = k[0::2] + k[1::2] + log_norm
+        oks.append(ok)
+    h, k = h[0], k[0]
+    for h_tail, k_tail in reversed(tails):
+        h, log_norm, ok = _merge(h, h_tail, plan)
+        k = k + k_tail + log_norm
+        oks.append(ok)
+    out = _square_root(h, dim, rtol)
+    if out is None or not all(bool(ok) for ok in oks):
+        return None
+    w2, s2, shift = out
+    return _cast_like(w2, w), _cast_like(s2, s), _cast_like(k + shift, proto_k)
+
+
+def _plan(dp: int, dg: int, rtol: float, tol: float) -> tuple:
+    """The merge's constants: 0/1 masks that drop a factor's ``c`` (left) or ``p`` (right)
+    rows and columns, and the rank margin (see ``GRAM_RANK_MARGIN``)."""
+    n = 2 * dp + dg + 1
+    keep_left, keep_right = np.ones(n), np.ones(n)
+    keep_left[dp + dg:n - 1] = keep_right[:dp] = 0.0
+    masks = (keep_left[:, None] * keep_left, keep_right[:, None] * keep_right,
+             keep_left[:, None], keep_right[:, None])
+    margin = GRAM_RANK_MARGIN * (1.0 + math.sqrt(dp + 1))
+    return dp, dg, n, masks, rtol, (margin * tol) ** 2
+
+
+def _merge(ha: Array, hb: Array, plan: tuple):
+    """``(H, log ∫, ok)`` of integrating ``m`` (the left factor's ``c``, the right one's
+    ``p``) out of the sum of two factors in Gram form (rows ``[p, g, c, w]``); ok a boolean
+    scalar array: every check of the module docstring passed."""
+    dp, dg, n, masks, rtol, scaled_tol2 = plan
+    mask_aa, mask_bb, mask_a, mask_b = (ops.new_array(ha, m) for m in masks)
+    c = slice(dp + dg, n - 1)
+    # The rows [p, g, c, w] left after m: a's c and b's p are m, so they drop out.
+    g_mm = ha[..., c, c] + hb[..., :dp, :dp]
+    g_am = ha[..., :, c] * mask_a + hb[..., :, :dp] * mask_b
+    g_aa = ha * mask_aa + hb * mask_bb
+    diag, linv = cholesky_inverse(g_mm)
+    x = matmul(g_am, linv.swapaxes(-1, -2))
+    h = g_aa - matmul(x, x.swapaxes(-1, -2))
+    log_norm = 0.5 * dp * _LOG_2PI - ops.log(diag).sum(-1)
+    # The checks (detached: decisions, not values), batch-shaped.
+    gd = ops.detach(g_aa).diagonal(0, -2, -1)
+    hd = ops.detach(h).diagonal(0, -2, -1)
+    f2 = ops.amax(ops.cat([ops.detach(g_mm).diagonal(0, -2, -1), gd[..., :-1]], -1), -1)
+    fk = f2 * (ops.detach(linv) ** 2).sum((-2, -1))
+    states = hd[..., :-1]
+    stat = fk[..., None] + (fk + 1.0)[..., None] * f2[..., None] / states
+    rank_ok = ops.amax(stat, -1) * scaled_tol2 < 1.0
+    growth = ops.amax(ops.cat([gd[..., :-1] / states,
+                               (gd[..., -1] / (1.0 + hd[..., -1]))[..., None]], -1), -1)
+    amp = (1.0 + 2.0 * ops.sqrt(dp * fk)) * growth
+    acc_ok = amp * ((n + dp) * _EPS64) <= rtol
+    return h, log_norm, (rank_ok & acc_ok).all()
+
+
+def _square_root(h: Array, dim: int, rtol: float):
+    """``(w, s, -0.5 (c^2 - 1))`` from ``H + e e' = L L'``, or None where the factorization
+    fails or its check (``normal_equations``: ``n eps kappa_F^2 <= rtol``) does."""
+    n = dim + 1
+    unit = np.zeros((n, n))
+    unit[-1, -1] = 1.0
+    gram = h + ops.new_array(h, unit)
+    try:
+        chol = ops.cholesky(gram)
+    except (ValueError, RuntimeError):  # numpy's LinAlgError, torch's
+        return None
+    linv = ops.triangular_inv(ops.detach(chol), upper=False)
+    d2 = ops.detach(gram).diagonal(0, -2, -1)
+    stat = ((linv * linv) * d2[..., None, :]).sum((-2, -1))
+    if not bool((stat <= rtol / (n * n * _EPS64)).all()):
+        return None
+    c = chol[..., dim, dim]
+    return chol[..., dim, :dim], chol[..., :dim, :dim], -0.5 * (c * c - 1.0)
+
+
+def _cast_like(x: Array, proto: Array) -> Array:
+    # Array methods of the backend's own arrays: numpy and jax spell it astype, torch to.
+    if x.dtype == proto.dtype:
+        return x
+    return x.astype(proto.dtype) if hasattr(x, "astype") else x.to(proto.dtype)
