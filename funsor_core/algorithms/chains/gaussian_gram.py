@@ -14,6 +14,9 @@ integrating ``m`` out is one Cholesky factorization of the ``dm x dm`` block,
 it becomes the constant ``-0.5 (c^2 - 1)`` when the result goes back to square-root form by
 one Cholesky factorization of ``H + e e'``, as ``normal_equations.marginal_gram`` reads it).
 The arithmetic runs in float64 whatever the input's dtype, and the results are cast back.
+For small states (``ENTRYWISE_MAX``) each entry of ``H`` is its own array over the batch and
+time, so a merge skips the zero block (``p`` and ``c`` meet in no factor) and the symmetric
+half, and runs on contiguous arrays; larger ones are merged as batches of matrices.
 
 **When it is used.** Squaring the system squares its condition number, and the QR path
 decides numerical rank; so every merge is checked, in array operations (one host read for
@@ -61,7 +64,7 @@ from funsor_core.atoms.gaussian.normal_equations import FAST_RTOL
 from funsor_core.atoms.gaussian.rank import RANK_RTOL
 from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
 
-__all__ = ["FAST_GRAM_TREE", "FAST_RTOL32", "GRAM_RANK_MARGIN", "gram_tree"]
+__all__ = ["ENTRYWISE_MAX", "FAST_GRAM_TREE", "FAST_RTOL32", "GRAM_RANK_MARGIN", "gram_tree"]
 
 Array = Any
 
@@ -74,6 +77,9 @@ FAST_RTOL32 = 1e-8
 # within ``sqrt(dm + 1)`` of ``sigma_min``) above ``tol`` for any ``M > 1 + sqrt(dm + 1)``;
 # the factor covers the two paths' different roundoff on the way to the merge.
 GRAM_RANK_MARGIN = 8.0
+# Largest ``H`` (``2 dp + dg + 1`` rows) merged entry by entry (``_entry_rounds``); larger ones
+# as batches of matrices, whose Python operations do not grow with the square of the size.
+ENTRYWISE_MAX = 7
 
 _EPS64 = 2.0 ** -52
 _LOG_2PI = math.log(2 * math.pi)
@@ -114,7 +120,19 @@ def _tree(w: Array, s: Array, k: Array, dp: int, dg: int, itemsize: int):
     one64 = ops.new_array(s, np.ones(1))  # float64 by promotion, on every backend
     m = ops.cat([s, w[..., None, :]], -2) * one64
     h, proto_k, k = matmul(m, m.swapaxes(-1, -2)), k, (k[..., None] * one64)[..., 0]
-    plan, stats = _plan(h, dp, dg, rtol, tol), []
+    plan = _plan(h, dp, dg, rtol, tol)
+    rounds = _entry_rounds if dim + 1 <= ENTRYWISE_MAX else _matrix_rounds
+    h, k, stat = rounds(h, k, plan)
+    out = _square_root(h, dim, rtol)
+    if out is None or not _checks(stat, plan):
+        return None
+    w2, s2, shift = out
+    return _cast_like(w2, w), _cast_like(s2, s), _cast_like(k + shift, proto_k)
+
+
+def _matrix_rounds(h: Array, k: Array, plan: tuple):
+    """The rounds of merges on batches of matrices: ``(H, k, stat)`` of the whole chain."""
+    stats = []
     while h.shape[0] > 1:
         n = h.shape[0]
         even = n - n % 2
@@ -123,11 +141,117 @@ def _tree(w: Array, s: Array, k: Array, dp: int, dg: int, itemsize: int):
         k2 = k[0:even:2] + k[1:even:2] + log_norm
         h, k = (h2, k2) if n == even else (ops.cat([h2, h[even:]], 0), ops.cat([k2, k[even:]], 0))
         stats.append(stat)
-    out = _square_root(h[0], dim, rtol)
-    if out is None or not _checks(ops.cat(stats, 0), plan):
-        return None
-    w2, s2, shift = out
-    return _cast_like(w2, w), _cast_like(s2, s), _cast_like(k[0] + shift, proto_k)
+    return h[0], k[0], ops.permute(ops.cat(stats, 0), (1, 0))
+
+
+def _entry_rounds(h: Array, k: Array, plan: tuple):
+    """The rounds of merges with each entry of ``H`` (``i <= j``) an array over ``(batch,
+    time)``: ``(H, k, stat)`` of the whole chain. Entries that are zero or shared are never
+    computed, and every operation runs over one contiguous array; for the small states where
+    it is chosen (``ENTRYWISE_MAX``) that is several times less arithmetic than the batched
+    5 x 5 products (``benchmarks/pyro_hmm.py``)."""
+    steps, batch, n = h.shape[0], tuple(h.shape[1:-2]), h.shape[-1]
+    size = math.prod(batch)
+    flat = ops.reshape(ops.permute(ops.reshape(h, (steps, size, n * n)), (2, 1, 0)),
+                       (n * n, size * steps))
+    entries = {(i, j): ops.reshape(flat[i * n + j], (size, steps))
+               for i in range(n) for j in range(i, n)}
+    k = ops.permute(ops.reshape(k, (steps, size)), (1, 0))
+    stats = []
+    while steps > 1:
+        even = steps - steps % 2
+        left = {e: v[:, 0:even:2] for e, v in entries.items()}
+        right = {e: v[:, 1:even:2] for e, v in entries.items()}
+        merged, log_norm, stat = _merge_entries(left, right, plan)
+        k2 = k[:, 0:even:2] + k[:, 1:even:2] + log_norm
+        if steps != even:  # an odd last step waits for the next round
+            merged = {e: ops.cat([v, entries[e][:, even:]], -1) for e, v in merged.items()}
+            k2 = ops.cat([k2, k[:, even:]], -1)
+        entries, k, steps = merged, k2, k2.shape[-1]
+        stats.append(stat)
+    rows = [ops.stack([_entry(entries, i, j)[:, 0] for j in range(n)], -1) for i in range(n)]
+    h = ops.reshape(ops.stack(rows, -2), batch + (n, n))
+    return h, ops.reshape(k[:, 0], batch), ops.cat(stats, -1)
+
+
+def _entry(h: dict, i: int, j: int) -> Array:
+    return h[(i, j)] if i <= j else h[(j, i)]
+
+
+def _merge_entries(a: dict, b: dict, plan: tuple):
+    """``_merge`` entry by entry: the left factor ``a``'s ``c`` and the right one's ``p`` are
+    ``m``; of the kept rows ``p`` is ``a``'s alone, ``c`` is ``b``'s, ``g`` and ``w`` both's."""
+    dp, dg, n = plan[:3]
+    c0 = dp + dg
+    owner = ["a"] * dp + ["ab"] * dg + ["b"] * dp + ["ab"]
+    # G_mm and its Cholesky factor's inverse, written out (NaN where a pivot is not positive).
+    low, recip = [[None] * dp for _ in range(dp)], []
+    for j in range(dp):
+        pivot = _entry(a, c0 + j, c0 + j) + _entry(b, j, j)
+        g_mm_diag = pivot
+        for q in range(j):
+            pivot = pivot - low[j][q] * low[j][q]
+        r = 1.0 / ops.sqrt(pivot)
+        recip.append((r, g_mm_diag))
+        for i in range(j + 1, dp):
+            acc = _entry(a, c0 + i, c0 + j) + _entry(b, i, j)
+            for q in range(j):
+                acc = acc - low[i][q] * low[j][q]
+            low[i][j] = acc * r
+    inv = [[None] * dp for _ in range(dp)]
+    for j in range(dp):
+        inv[j][j] = recip[j][0]
+        for i in range(j + 1, dp):
+            acc = low[i][j] * inv[j][j]
+            for q in range(j + 1, i):
+                acc = acc + low[i][q] * inv[q][j]
+            inv[i][j] = -acc * recip[i][0]
+
+    def g_am(row: int, col: int):
+        if owner[row] == "a":
+            return _entry(a, row, c0 + col)
+        if owner[row] == "b":
+            return _entry(b, row, col)
+        return _entry(a, row, c0 + col) + _entry(b, row, col)
+
+    def g_aa(i: int, j: int):
+        pair = {owner[i], owner[j]}
+        if pair == {"a", "b"}:
+            return None  # p and c meet in no factor
+        if "a" in pair:
+            return _entry(a, i, j)
+        if "b" in pair:
+            return _entry(b, i, j)
+        return _entry(a, i, j) + _entry(b, i, j)
+
+    cols = [[g_am(row, q) for q in range(dp)] for row in range(n)]
+    x = [[_sum_terms(cols[row][q] * inv[kk][q] for q in range(kk + 1)) for kk in range(dp)]
+         for row in range(n)]
+    out, diag_g = {}, []
+    for i in range(n):
+        for j in range(i, n):
+            g = g_aa(i, j)
+            xx = _sum_terms(x[i][q] * x[j][q] for q in range(dp))
+            out[(i, j)] = -xx if g is None else g - xx
+            if i == j:
+                diag_g.append(g)
+    log_norm = -ops.log(recip[0][0])
+    for r, _ in recip[1:]:
+        log_norm = log_norm - ops.log(r)
+    log_norm = 0.5 * dp * _LOG_2PI - log_norm
+    lin2 = _sum_terms(inv[i][j] * inv[i][j] for i in range(dp) for j in range(i + 1))
+    stat = ops.stack([g for _, g in recip] + diag_g + [out[(i, i)] for i in range(n)] + [lin2],
+                     0)
+    return out, log_norm, ops.reshape(ops.detach(stat), (stat.shape[0], -1))
+
+
+def _sum_terms(terms):
+    """The sum of a non-empty iterable of arrays, without ``sum``'s leading ``0 +``."""
+    it = iter(terms)
+    total = next(it)
+    for t in it:
+        total = total + t
+    return total
 
 
 def _plan(proto: Array, dp: int, dg: int, rtol: float, tol: float) -> tuple:
@@ -160,22 +284,23 @@ def _merge(ha: Array, hb: Array, plan: tuple):
     # What the checks read (detached: decisions, not values), one row per merge; the checks
     # run once for the whole tree (``_checks``).
     stat = ops.cat([g_mm.diagonal(0, -2, -1), g_aa.diagonal(0, -2, -1), h.diagonal(0, -2, -1),
-                    ops.reshape(linv, tuple(linv.shape[:-2]) + (dp * dp,))], -1)
+                    (linv * linv).sum((-2, -1))[..., None]], -1)
     return h, log_norm, ops.reshape(ops.detach(stat), (-1, stat.shape[-1]))
 
 
 def _checks(stat: Array, plan: tuple) -> bool:
-    """The checks of the module docstring on the rows of ``_merge``'s statistics. With
-    ``G_jj <= F^2`` for every state ``j``, ``F^2 / min_j rho_j^2`` bounds each state's term of
-    the rank statistic and its growth ``G_jj / rho_j^2``."""
+    """The checks of the module docstring on the columns of the merges' statistics (rows:
+    ``diag G_mm``, ``diag G_aa``, ``diag H``, ``||L_mm^{-1}||_F^2``). With ``G_jj <= F^2``
+    for every state ``j``, ``F^2 / min_j rho_j^2`` bounds each state's term of the rank
+    statistic and its growth ``G_jj / rho_j^2``."""
     dp, _, n, _, rtol, scaled_tol2 = plan
-    gd, hd = stat[:, dp:dp + n], stat[:, dp + n:dp + 2 * n]
-    smin = ops.amin(hd[:, :-1], -1)
-    f2 = ops.max(ops.amax(stat[:, :dp], -1), ops.amax(gd[:, :-1], -1))
-    fk = f2 * (stat[:, dp + 2 * n:] ** 2).sum(-1)
+    gd, hd = stat[dp:dp + n], stat[dp + n:dp + 2 * n]
+    smin = ops.amin(hd[:-1], 0)
+    f2 = ops.max(ops.amax(stat[:dp], 0), ops.amax(gd[:-1], 0))
+    fk = f2 * stat[-1]
     ratio = f2 / smin
-    corner = 1.0 + hd[:, -1]
-    amp = (1.0 + 2.0 * ops.sqrt(dp * fk)) * ops.max(ratio, gd[:, -1] / corner)
+    corner = 1.0 + hd[-1]
+    amp = (1.0 + 2.0 * ops.sqrt(dp * fk)) * ops.max(ratio, gd[-1] / corner)
     # Every comparison is False on NaN (a failed factorization).
     ok = ((ops.amin(smin, None) > 0.0) & (ops.amin(corner, None) > 0.5)
           & (ops.amax(fk + (fk + 1.0) * ratio, None) * scaled_tol2 < 1.0)

@@ -63,7 +63,11 @@ def _as_dense(w, s, k):
 @pytest.mark.parametrize("steps, batch, dp, dg", [(2, (3,), 2, 0), (7, (2, 3), 2, 0),
                                                   (8, (2,), 1, 1), (5, (), 3, 0)])
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-10), (np.float32, 2e-5)])
-def test_gram_tree_matches_dense_algebra(steps, batch, dp, dg, dtype, rtol):
+@pytest.mark.parametrize("rounds", ["entries", "matrices"])
+def test_gram_tree_matches_dense_algebra(steps, batch, dp, dg, dtype, rtol, rounds,
+                                         monkeypatch):
+    if rounds == "matrices":  # the route of larger states
+        monkeypatch.setattr(gg, "ENTRYWISE_MAX", 0)
     rng = np.random.default_rng(steps + dp)
     w, s, k = _steps(rng, steps, batch, dp, dg)
     expected = _dense(w, s, k, dp, dg)
