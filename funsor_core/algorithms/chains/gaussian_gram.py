@@ -63,8 +63,10 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian.normal_equations import FAST_RTOL
 from funsor_core.atoms.gaussian.rank import RANK_RTOL
 from funsor_core.atoms.gaussian.small_linalg import cholesky_inverse, matmul
+from funsor_core.engine.backend import backend_of
 
-__all__ = ["ENTRYWISE_MAX", "FAST_GRAM_TREE", "FAST_RTOL32", "GRAM_RANK_MARGIN", "gram_tree"]
+__all__ = ["ENTRYWISE_MAX", "FAST_GRAM_TREE", "FAST_RTOL32", "GRAM_RANK_MARGIN", "gram_tree",
+           "gram_tree_traced"]
 
 Array = Any
 
@@ -108,11 +110,43 @@ def gram_tree(w: Array, s: Array, k: Array, dp: int, dg: int):
         return None
     # A failed factorization is NaN (numpy warns), and then a check fails: not an error.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        found = _tree(w, s, k, dp, dg, itemsize)
+    return None if found is None or not bool(found[1]) else found[0]
+
+
+def gram_tree_traced(w: Array, s: Array, k: Array, dp: int, dg: int, fallback):
+    """``gram_tree`` under a compiling backend's trace (``jax.jit``): the Gram tree and its
+    checks as array operations, then ``cond(ok, Gram tree, fallback())``, so the QR path
+    (``fallback``, a function of no arguments) runs only where a check fails; the Gram tree's
+    derivative is taken at safe inputs where one does (``backend.guarded``), so a failed
+    factorization's NaN never reaches a gradient. None (the caller runs ``fallback`` itself)
+    where the backend has no ``guarded``, the switch is off, or float64 is not available.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian import sqrt_info as gm
+        >>> w, s = gm.from_mean_covariance(np.zeros(2), np.eye(2))
+        >>> gram_tree_traced(w[None], s[None], np.zeros(1), 1, 0, None) is None  # numpy
+        True
+    """
+    backend = backend_of(s)
+    itemsize = np.dtype(str(s.dtype).replace("torch.", "")).itemsize
+    if (not FAST_GRAM_TREE[0] or itemsize not in _EPS_OF or not hasattr(backend, "guarded")
+            or np.dtype((s * ops.new_array(s, np.ones(1))).dtype).itemsize != 8):
+        return None
+
+    def fast(w, s, k):  # jax's factorizations give NaN, never raise: found is not None
         return _tree(w, s, k, dp, dg, itemsize)
+
+    # Safe inputs: unit steps, whose every merge passes.
+    eye = ops.new_array(s, np.eye(s.shape[-1], dtype=np.dtype(s.dtype)))
+    safe = (ops.full_like(w, 0.0), s * 0.0 + eye, ops.full_like(k, 0.0))
+    out, ok = backend.guarded(fast, (w, s, k), safe)
+    return backend.cond(ok, lambda _: out, lambda _: fallback(), None)
 
 
 def _tree(w: Array, s: Array, k: Array, dp: int, dg: int, itemsize: int):
-    """``gram_tree`` past its declines: the rounds of merges, then the checks (one read)."""
+    """The rounds of merges and the checks: ``((w, s, k), ok)`` with ``ok`` a boolean
+    array (no value is read); None where a factorization raised (numpy, torch)."""
     dim = 2 * dp + dg
     rtol = FAST_RTOL if itemsize == 8 else FAST_RTOL32
     # The QR path's tolerance for a merge: a system of 3 dp + dg states and 2 dim rows.
@@ -124,10 +158,11 @@ def _tree(w: Array, s: Array, k: Array, dp: int, dg: int, itemsize: int):
     rounds = _entry_rounds if dim + 1 <= ENTRYWISE_MAX else _matrix_rounds
     h, k, stat = rounds(h, k, plan)
     out = _square_root(h, dim, rtol)
-    if out is None or not _checks(stat, plan):
+    if out is None:
         return None
-    w2, s2, shift = out
-    return _cast_like(w2, w), _cast_like(s2, s), _cast_like(k + shift, proto_k)
+    w2, s2, shift, root_ok = out
+    result = (_cast_like(w2, w), _cast_like(s2, s), _cast_like(k + shift, proto_k))
+    return result, root_ok if stat is None else root_ok & _checks(stat, plan)
 
 
 def _matrix_rounds(h: Array, k: Array, plan: tuple):
@@ -141,7 +176,7 @@ def _matrix_rounds(h: Array, k: Array, plan: tuple):
         k2 = k[0:even:2] + k[1:even:2] + log_norm
         h, k = (h2, k2) if n == even else (ops.cat([h2, h[even:]], 0), ops.cat([k2, k[even:]], 0))
         stats.append(stat)
-    return h[0], k[0], ops.permute(ops.cat(stats, 0), (1, 0))
+    return h[0], k[0], ops.permute(ops.cat(stats, 0), (1, 0)) if stats else None
 
 
 def _entry_rounds(h: Array, k: Array, plan: tuple):
@@ -171,7 +206,7 @@ def _entry_rounds(h: Array, k: Array, plan: tuple):
         stats.append(stat)
     rows = [ops.stack([_entry(entries, i, j)[:, 0] for j in range(n)], -1) for i in range(n)]
     h = ops.reshape(ops.stack(rows, -2), batch + (n, n))
-    return h, ops.reshape(k[:, 0], batch), ops.cat(stats, -1)
+    return h, ops.reshape(k[:, 0], batch), ops.cat(stats, -1) if stats else None
 
 
 def _entry(h: dict, i: int, j: int) -> Array:
@@ -288,7 +323,7 @@ def _merge(ha: Array, hb: Array, plan: tuple):
     return h, log_norm, ops.reshape(ops.detach(stat), (-1, stat.shape[-1]))
 
 
-def _checks(stat: Array, plan: tuple) -> bool:
+def _checks(stat: Array, plan: tuple) -> Array:
     """The checks of the module docstring on the columns of the merges' statistics (rows:
     ``diag G_mm``, ``diag G_aa``, ``diag H``, ``||L_mm^{-1}||_F^2``). With ``G_jj <= F^2``
     for every state ``j``, ``F^2 / min_j rho_j^2`` bounds each state's term of the rank
@@ -305,12 +340,12 @@ def _checks(stat: Array, plan: tuple) -> bool:
     ok = ((ops.amin(smin, None) > 0.0) & (ops.amin(corner, None) > 0.5)
           & (ops.amax(fk + (fk + 1.0) * ratio, None) * scaled_tol2 < 1.0)
           & (ops.amax(amp, None) * ((n + dp) * _EPS64) <= rtol))
-    return bool(ok)
+    return ok
 
 
 def _square_root(h: Array, dim: int, rtol: float):
-    """``(w, s, -0.5 (c^2 - 1))`` from ``H + e e' = L L'``, or None where the factorization
-    fails or its check (``normal_equations``: ``n eps kappa_F^2 <= rtol``) does."""
+    """``(w, s, -0.5 (c^2 - 1), ok)`` from ``H + e e' = L L'``, ``ok`` the check of
+    ``normal_equations`` (``n eps kappa_F^2 <= rtol``); None where the factorization raised."""
     n = dim + 1
     unit = np.zeros((n, n))
     unit[-1, -1] = 1.0
@@ -322,10 +357,9 @@ def _square_root(h: Array, dim: int, rtol: float):
     linv = ops.triangular_inv(ops.detach(chol), upper=False)
     d2 = ops.detach(gram).diagonal(0, -2, -1)
     stat = ((linv * linv) * d2[..., None, :]).sum((-2, -1))
-    if not bool((stat <= rtol / (n * n * _EPS64)).all()):
-        return None
+    ok = ops.amax(stat, None) <= rtol / (n * n * _EPS64)  # False on NaN
     c = chol[..., dim, dim]
-    return chol[..., dim, :dim], chol[..., :dim, :dim], -0.5 * (c * c - 1.0)
+    return chol[..., dim, :dim], chol[..., :dim, :dim], -0.5 * (c * c - 1.0), ok
 
 
 def _cast_like(x: Array, proto: Array) -> Array:

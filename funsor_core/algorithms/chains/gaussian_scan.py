@@ -32,7 +32,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
-from funsor_core.algorithms.chains.gaussian_gram import gram_tree
+from funsor_core.algorithms.chains.gaussian_gram import gram_tree, gram_tree_traced
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
@@ -315,6 +315,13 @@ def _run(strategy, check, scan, chain):
 def _compiled(strategy, dp, dg, power, backend):
     def fn(w, s, k):
         chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        if strategy != "sequential" and power is None and w.shape[0] > 1:
+            # The tree in Gram form, the QR tree in a cond where its checks fail.
+            dim = 2 * dp + dg
+            out = gram_tree_traced(*canonical_rank(w, s, k, dim, dim), dp, dg,
+                                   lambda: _run(strategy, None, backend.scan, chain))
+            if out is not None:
+                return out
         return _run(strategy, None, backend.scan, chain)
 
     return backend.jit(fn)

@@ -112,6 +112,59 @@ def test_gram_tree_declines_on_traced_arrays():
     assert seen == [None]
 
 
+def _jax64():
+    jax = pytest.importorskip("jax")
+    if not jax.config.jax_enable_x64:
+        pytest.skip("the traced Gram tree needs float64 (jax_enable_x64)")
+    return jax, jax.numpy
+
+
+def test_gram_tree_traced_matches_dense_algebra_and_its_gradient():
+    """Under jax.jit: the values of the dense oracle (not the fallback's NaN), and the
+    gradient of the constant by central differences of it."""
+    jax, jnp = _jax64()
+    rng = np.random.default_rng(3)
+    w, s, k = _steps(rng, 5, (2,), 1, 0)
+
+    def constant(w):  # the density at x = 0: k - 0.5 ||w||^2
+        nan = (jnp.full((2, 2), jnp.nan), jnp.full((2, 2, 2), jnp.nan), jnp.full(2, jnp.nan))
+        out = gg.gram_tree_traced(w, jnp.asarray(s), jnp.asarray(k), 1, 0, lambda: nan)
+        return (out[2] - 0.5 * (out[0] ** 2).sum(-1)).sum(), out
+
+    (value, out), grad = jax.jit(jax.value_and_grad(constant, has_aux=True))(jnp.asarray(w))
+    for actual, want in zip(_as_dense(*out), _dense(w, s, k, 1, 0)):
+        np.testing.assert_allclose(actual, want, rtol=1e-10, atol=1e-10)
+    step, fd = 1e-6, np.zeros_like(w)
+    for index in np.ndindex(w.shape):
+        up, down = w.copy(), w.copy()
+        up[index] += step
+        down[index] -= step
+        fd[index] = (_dense(up, s, k, 1, 0)[2].sum() - _dense(down, s, k, 1, 0)[2].sum()) / (
+            2 * step)
+    np.testing.assert_allclose(np.asarray(grad), fd, rtol=1e-6, atol=1e-7)
+
+
+def test_gram_tree_traced_takes_the_fallback_where_a_check_fails():
+    """An inner state without information: the cond runs the fallback (here a marker), and
+    the failed factorization's NaN reaches neither the value nor the gradient."""
+    jax, jnp = _jax64()
+    rng = np.random.default_rng(4)
+    w, s, k = _steps(rng, 4, (), 1, 0)
+    s[1, 1:, :] = 0.0  # step 1's curr row
+    s[2, :1, :] = 0.0  # step 2's prev row
+
+    def total(w, k):
+        out = gg.gram_tree_traced(w, jnp.asarray(s), k, 1, 0,
+                                  lambda: (w[0] * 2.0, jnp.asarray(s[0]), k.sum() * 3.0))
+        return out[2] + out[0].sum()
+
+    value, (dw, dk) = jax.jit(jax.value_and_grad(total, (0, 1)))(jnp.asarray(w), jnp.asarray(k))
+    assert float(value) == pytest.approx(3.0 * k.sum() + 2.0 * w[0].sum())
+    np.testing.assert_allclose(np.asarray(dk), np.full(4, 3.0))
+    np.testing.assert_allclose(np.asarray(dw), np.concatenate([np.full((1, 2), 2.0),
+                                                               np.zeros((3, 2))]))
+
+
 # -- GaussianHMM.log_prob, the users' path -----------------------------------------------------
 torch = pytest.importorskip("torch")
 
