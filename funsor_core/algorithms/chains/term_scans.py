@@ -187,7 +187,8 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     is ``T`` contractions in ``log2(T)`` batched rounds. When a round has an odd number of
     steps, the last one is set aside and composed back at the end (at most ``log2(T)`` extra
     contractions). Unlike funsor 0.4.8 this never builds a ``Cat``, so Gaussian chains of any
-    length, and lazy chains, evaluate exactly.
+    length, and lazy chains, evaluate exactly. A chain of Tensors, or of real Gaussians (and
+    Tensors), is the ``MarkovProduct`` term instead, which ``exact`` runs on arrays.
 
     Raises:
         ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
