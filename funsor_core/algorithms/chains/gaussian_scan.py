@@ -363,7 +363,10 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
     problem = chain_problem(w, chain.dp, batch, chain.duration, False, True)
     strategy = resolve_strategy(strategy, problem)
     label = f"the chain's inner states ({', '.join(c for _, c in step)})"
-    if backend.COMPILES:
+    host = _host_gram(strategy, chain, backend) if backend.COMPILES else None
+    if host is not None:
+        w2, s2, k2 = host
+    elif backend.COMPILES:
         w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power, backend)(
             chain.w, chain.s, chain.k)
         if diverged(k2):  # eager jax: rerun with the checks, to raise as numpy does
@@ -388,6 +391,24 @@ def _eager_run(strategy, label, chain):
         if out is not None:
             return out
     return _run(strategy, label, None, chain)
+
+
+def _host_gram(strategy, chain, backend):
+    # Concrete arrays of a compiling backend on the CPU (eager jax): the Gram tree on numpy
+    # views, as numpy runs it, instead of compiling the kernel with both of its branches
+    # (the compile is seconds; numpy's tree of a 100-step chain is a few ms). None where it
+    # declines or the arrays are traced or on a device: the compiled kernel runs.
+    view = getattr(backend, "host_view", None)
+    if (view is None or strategy == "sequential" or chain.power is not None
+            or chain.w.shape[0] < 2):
+        return None
+    arrays = [view(x) for x in (chain.w, chain.s, chain.k)]
+    if any(a is None for a in arrays):
+        return None
+    host = GaussianChain(*arrays, chain.dp, chain.dg, None, None, None, None)
+    dim = 2 * chain.dp + chain.dg
+    out = gram_tree(*canonical_rank(host.w, host.s, host.k, dim, dim), chain.dp, chain.dg)
+    return None if out is None else to_backend(widest(chain.w, chain.s), out)
 
 
 def diverged(k) -> bool:
