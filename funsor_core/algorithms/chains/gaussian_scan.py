@@ -32,6 +32,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.cost_model import chain_problem, resolve_strategy
+from funsor_core.algorithms.chains.gaussian_gram import gram_tree, gram_tree_traced
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import is_gaussian_sum
@@ -314,6 +315,13 @@ def _run(strategy, check, scan, chain):
 def _compiled(strategy, dp, dg, power, backend):
     def fn(w, s, k):
         chain = GaussianChain(w, s, k, dp, dg, power, None, None, None)
+        if strategy != "sequential" and power is None and w.shape[0] > 1:
+            # The tree in Gram form, the QR tree in a cond where its checks fail.
+            dim = 2 * dp + dg
+            out = gram_tree_traced(*canonical_rank(w, s, k, dim, dim), dp, dg,
+                                   lambda: _run(strategy, None, backend.scan, chain))
+            if out is not None:
+                return out
         return _run(strategy, None, backend.scan, chain)
 
     return backend.jit(fn)
@@ -355,19 +363,52 @@ def markov_gaussian(chain: GaussianChain, step: tuple, step_names: tuple, strate
     problem = chain_problem(w, chain.dp, batch, chain.duration, False, True)
     strategy = resolve_strategy(strategy, problem)
     label = f"the chain's inner states ({', '.join(c for _, c in step)})"
-    if backend.COMPILES:
+    host = _host_gram(strategy, chain, backend) if backend.COMPILES else None
+    if host is not None:
+        w2, s2, k2 = host
+    elif backend.COMPILES:
         w2, s2, k2 = _compiled(strategy, chain.dp, chain.dg, chain.power, backend)(
             chain.w, chain.s, chain.k)
         if diverged(k2):  # eager jax: rerun with the checks, to raise as numpy does
             _run(strategy, label, None, chain)
             raise ValueError(f"cannot marginalize {label}: the integral diverges")
     else:
-        w2, s2, k2 = _run(strategy, label, None, chain)
+        w2, s2, k2 = _eager_run(strategy, label, chain)
     free = {}
     for (p, c), (fp, fcurr) in zip(step, step_names):
         free[p], free[c] = fp, fcurr
     reals = {free.get(n, n): d for n, d in chain.reals.items()}
     return gaussian_result(w2, s2, k2, chain.batch, reals)
+
+
+def _eager_run(strategy, label, chain):
+    # The tree in Gram form where its checks pass (a Cholesky of the shared state's block
+    # per merge instead of a QR of the stacked system and its rank tests), else the QR path.
+    if strategy != "sequential" and chain.power is None and chain.w.shape[0] > 1:
+        dim = 2 * chain.dp + chain.dg
+        w, s, k = canonical_rank(chain.w, chain.s, chain.k, dim, dim)
+        out = gram_tree(w, s, k, chain.dp, chain.dg)
+        if out is not None:
+            return out
+    return _run(strategy, label, None, chain)
+
+
+def _host_gram(strategy, chain, backend):
+    # Concrete arrays of a compiling backend on the CPU (eager jax): the Gram tree on numpy
+    # views, as numpy runs it, instead of compiling the kernel with both of its branches
+    # (the compile is seconds; numpy's tree of a 100-step chain is a few ms). None where it
+    # declines or the arrays are traced or on a device: the compiled kernel runs.
+    view = getattr(backend, "host_view", None)
+    if (view is None or strategy == "sequential" or chain.power is not None
+            or chain.w.shape[0] < 2):
+        return None
+    arrays = [view(x) for x in (chain.w, chain.s, chain.k)]
+    if any(a is None for a in arrays):
+        return None
+    host = GaussianChain(*arrays, chain.dp, chain.dg, None, None, None, None)
+    dim = 2 * chain.dp + chain.dg
+    out = gram_tree(*canonical_rank(host.w, host.s, host.k, dim, dim), chain.dp, chain.dg)
+    return None if out is None else to_backend(widest(chain.w, chain.s), out)
 
 
 def diverged(k) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.factors import tensor_expression, tensor_factors
+from funsor_core.algorithms.chains.gaussian_scan import gaussian_terms
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.analysis.sign import check_distributes
 from funsor_core.atoms.tensor import Tensor, is_array
@@ -186,7 +187,8 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
     is ``T`` contractions in ``log2(T)`` batched rounds. When a round has an odd number of
     steps, the last one is set aside and composed back at the end (at most ``log2(T)`` extra
     contractions). Unlike funsor 0.4.8 this never builds a ``Cat``, so Gaussian chains of any
-    length, and lazy chains, evaluate exactly.
+    length, and lazy chains, evaluate exactly. A chain of Tensors, or of real Gaussians (and
+    Tensors), is the ``MarkovProduct`` term instead, which ``exact`` runs on arrays.
 
     Raises:
         ValueError: a name of ``step`` is not an input of ``trans``; ``time`` is a name that
@@ -212,7 +214,48 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         # ``lazy``) is the same term: its step is evaluated once, when the term is, instead
         # of log2(T) rounds of substitutions into the lazy step (benchmarks/clients.py).
         return MarkovProduct(sum_op, prod_op, trans, Variable(time, trans.inputs[time]), step)
+    if step and _real_gaussian_chain(sum_op, prod_op, trans, step):
+        # A chain of Gaussians (and Tensors) likewise: the array kernel's log-depth tree, in
+        # Gram form where its checks pass (a Cholesky of the shared state's block per merge,
+        # under jax.jit too), instead of log2(T) rounds of Gaussian terms with a QR per merge
+        # (benchmarks/README "Kalman idiom": 0.20 against 0.36 ms at T = 100 under jax.jit).
+        result = MarkovProduct(sum_op, prod_op, trans, Variable(time, trans.inputs[time]),
+                               step, strategy="parallel")
+        # The inputs in the order the rounds of terms give them (the prev names last), so
+        # that code reading the arrays positionally sees what it saw before.
+        rest = [n for n in trans.inputs if n != time and n not in step]
+        order = tuple([n for n in rest if trans.inputs[n].dtype != "real"]
+                      + [n for n in rest if trans.inputs[n].dtype == "real"]
+                      + [n for n in trans.inputs if n in step])
+        return _in_order(result, order)
     return parallel_steps(sum_op, prod_op, trans, time, step)
+
+
+def _in_order(result, order: tuple):
+    # An evaluated Gaussian + Tensor rebuilt from its atoms aligned to ``order`` (the atoms
+    # align exactly; an Align of the sum would stay lazy); anything else as it is.
+    if tuple(result.inputs) == order or not isinstance(result, Contraction):
+        return result
+    if not all(type(t)._atom for t in result.terms):
+        return result
+    parts = [t.align(tuple(n for n in order if n in t.inputs)) for t in result.terms]
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def _real_gaussian_chain(sum_op, prod_op, trans, step: dict) -> bool:
+    # What gaussian_scan.gaussian_chain_parts needs, decided from the terms' structure: a sum
+    # of Gaussians and Tensors in the (logaddexp, add) semiring whose step names are all real
+    # inputs of its Gaussians.
+    if sum_op is not ops.logaddexp or prod_op is not ops.add:
+        return False
+    split = gaussian_terms(trans)
+    if split is None:
+        return False
+    reals = {n for g in split[0] for n, d in g.inputs.items() if d.dtype == "real"}
+    return all(n in reals for pair in step.items() for n in pair)
 
 
 def parallel_steps(sum_op, prod_op, trans, time: str, step: dict):

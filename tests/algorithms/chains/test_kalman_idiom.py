@@ -1,5 +1,6 @@
 """funsor's Kalman idiom, ``sequential_sum_product`` of Gaussian steps then a reduction (the
-parallel scan over terms, whose halves are strided slices where they evaluate): its log
+array kernel's log-depth tree; the parallel scan over terms, whose halves are strided slices
+where they evaluate, for chains the kernel does not take): its log
 normalizer and the filtered mean and covariance of the last state against a numpy Kalman
 filter in covariance form (Joseph update) written here, on every backend and under
 ``jax.jit``, with a well-conditioned and a nearly noiseless observation model."""
@@ -89,18 +90,27 @@ def test_kalman_idiom_against_a_kalman_filter(backend_name, obs_sd):
         fc.set_backend("numpy")
 
 
-def test_kalman_idiom_under_jit_slices_its_halves(monkeypatch):
-    # One compile, of 2 steps (one round of halves; the odd-round head is checked eagerly): the
-    # near-noiseless model under jax.jit, where the halves are Slices.
+@pytest.mark.parametrize("route", ["kernel", "terms"])
+def test_kalman_idiom_under_jit_slices_its_halves(monkeypatch, route):
+    # One compile each, of 2 steps (one round of halves; the odd-round head is checked
+    # eagerly): the near-noiseless model under jax.jit. A chain of Gaussians goes to the
+    # array kernel (no rounds of terms); the rounds of terms, which other chains still take,
+    # slice their halves (Slices, no index gathers).
     jax = pytest.importorskip("jax")
     taken = []
     holds = term_scans._holds_slice
     monkeypatch.setattr(term_scans, "_holds_slice", lambda t: taken.append(holds(t)) or taken[-1])
+    if route == "terms":
+        monkeypatch.setattr(term_scans, "_real_gaussian_chain", lambda *args: False)
     fc.set_backend("jax")
     try:
         model, arrays = _model(1e-5, 2)
-        out = jax.jit(_idiom)(*(fc.numeric_array(a) for a in arrays))
+        # A fresh function: jax caches a trace by the function, and each route must trace.
+        out = jax.jit(lambda *a: _idiom(*a))(*(fc.numeric_array(a) for a in arrays))
     finally:
         fc.set_backend("numpy")
     _check(out, _kalman(*model))
-    assert taken and not any(taken)  # every round sliced (no index gather)
+    if route == "kernel":
+        assert not taken  # no rounds of terms
+    else:
+        assert taken and not any(taken)  # every round sliced (no index gather)
