@@ -128,7 +128,10 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     missing = set(x.inputs) - set(name_to_dim)
     if missing:
         raise ValueError(f"name_to_dim lacks inputs {sorted(missing)} of {dict(x.inputs)}")
-    batch_ndim = max(-d for d in name_to_dim.values())
+    # Pad only to the leftmost dim of x's own inputs (as funsor 0.4.8 does): names of
+    # name_to_dim that x lacks add no leading size-1 dims (numpyro's infer_discrete
+    # passes every enumerated name, and its values must keep the site's own shape).
+    batch_ndim = max(-name_to_dim[n] for n in x.inputs)
     order = sorted(x.inputs, key=lambda n: name_to_dim[n])
     data = x.align(tuple(order)).data
     shape = [1] * batch_ndim
