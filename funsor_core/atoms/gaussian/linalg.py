@@ -91,7 +91,7 @@ def vm_values(v: Array, m: Array) -> tuple[Array, bool]:
     """
     out = vm(v, m)
     if ops.is_concrete(out):
-        total = float(out.sum())
+        total = float(ops.detach(out).sum())
         if total == total:  # no NaN (and no inf - inf): no inf * 0 happened
             return out, False
     up, down = ops.eq(v, np.inf), ops.eq(v, -np.inf)

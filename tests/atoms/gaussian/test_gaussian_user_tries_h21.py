@@ -138,3 +138,21 @@ def test_real_parameters_of_any_float_or_int_dtype_still_work():
     g = fc.Gaussian(mean=np.zeros(2, dtype=int), covariance=2 * np.eye(2, dtype=int),
                     inputs={"x": fc.Reals[2]})
     np.testing.assert_allclose(g.precision, np.linalg.inv(2 * np.eye(2)))
+
+
+def test_values_with_gradients_substitute_without_a_torch_warning():
+    # The NaN probe reads a detached sum: pyro runs with warnings as errors, and reading a
+    # tensor that requires grad as a Python number warns. Oracle: scipy's density and the
+    # closed-form gradient -(x - mean) / var.
+    import torch
+
+    x = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    g = fc.Gaussian(mean=torch.tensor([0.5], dtype=torch.float64),
+                    covariance=torch.tensor([[2.0]], dtype=torch.float64),
+                    inputs={"x": fc.Real})
+    out = g(x=fc.Tensor(x)).data
+    out.backward()
+    normal = stats.norm(0.5, math.sqrt(2.0))  # a Gaussian is unnormalized: 0 at its mean
+    assert math.isclose(float(out.detach()), normal.logpdf(1.5) - normal.logpdf(0.5),
+                        rel_tol=1e-12)
+    assert math.isclose(float(x.grad), -(1.5 - 0.5) / 2.0, rel_tol=1e-12)
