@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from backends.numpy_trace import TracedNdarray
 from funsor_core import ops
 from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
+from funsor_core.ops.tracer import register_traced_type
 
 NAME = "numpy"
 ARRAY_TYPES = (np.ndarray, np.generic)
@@ -566,6 +568,7 @@ def install() -> None:
         register_array_type(typ)
         for op, fn in KERNELS.items():
             op.register(typ, fn)
+    register_traced_type(np.ndarray, TracedNdarray)
 
 
 install()

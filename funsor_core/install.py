@@ -66,8 +66,8 @@ SOURCES = {
     "util": ("funsor_core.engine.backend", "funsor_core.domains"),  # broadcast_shape
     "compat": (),
     "compat.ops": ("funsor_core.ops",),
-    "ops.tracer": ("funsor_core.compat.not_built",),  # each raises NotImplementedError
-    "torch.provenance": ("funsor_core.compat.not_built",),
+    "ops.tracer": ("funsor_core.ops.tracer",),
+    "torch.provenance": ("funsor_core.compat.not_built",),  # raises NotImplementedError
     "torch.ops": ("funsor_core.ops",),
     "jax.ops": ("funsor_core.ops",),
 }

@@ -25,7 +25,7 @@ __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
     "cast_bool_args", "expand_shape",
-    "ARRAY_TYPES", "register_funsor_builder", "register_array_type",
+    "ARRAY_TYPES", "register_funsor_builder", "register_array_type", "register_kernel_factory",
 ]
 
 # Array types whose kernels are registered, in registration order (a backend adds its own).
@@ -51,6 +51,10 @@ _BOUND = CacheFamily("ops.bound", _MAX_BOUND)
 # Each op's kernel per argument type (bounded by the types met), cleared when kernels change.
 _DISPATCH = CacheFamily("ops.dispatch", 1024)
 _BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
+# Array types whose kernel for every op is made by a factory ``factory(op) -> kernel`` (the
+# tracer's stand-ins for arrays, ops/tracer.py): read only when a kernel is resolved, never on
+# the hot path, so no op needs a kernel registered for them and ops made later have one too.
+_KERNEL_FACTORIES: dict[type, Callable[[Op], Callable]] = {}
 
 
 # type -> whether it is an array type of a loaded backend; cleared when a backend registers.
@@ -96,6 +100,32 @@ def register_funsor_builder(family: type, builder: Callable, funsor_type: type) 
         _FUNSOR_BASE.append(funsor_type)
     for op in _ALL_OPS:
         op._cache.clear()
+
+
+def register_kernel_factory(typ: type, factory: Callable[[Op], Callable]) -> None:
+    """Make every op's kernel for arguments of type ``typ`` with ``factory(op)`` (an array
+    argument of this type wins over any other array argument).
+
+    Example:
+        >>> class Loud(float):
+        ...     pass
+        >>> register_kernel_factory(Loud, lambda op: lambda *a, **k: op.name)
+        >>> from funsor_core import ops
+        >>> ops.exp(Loud(0.0)), ops.add(1.0, Loud(2.0))
+        ('exp', 'add')
+        >>> del _KERNEL_FACTORIES[Loud]
+    """
+    _KERNEL_FACTORIES[typ] = factory
+    for op in _ALL_OPS:
+        op._cache.clear()
+
+
+def _factory_kernel(op: Op, values) -> Callable | None:
+    for v in values:
+        factory = _KERNEL_FACTORIES.get(type(v))
+        if factory is not None:
+            return factory(op)
+    return None
 
 
 def _is_funsor(x: Any) -> bool:
@@ -180,6 +210,8 @@ class Op:
         for v in values:
             if _is_funsor(v):
                 return self._funsor_builder()
+        if _KERNEL_FACTORIES and (fn := _factory_kernel(self, values)) is not None:
+            return fn  # not cached: the dispatch argument's type may be another one
         key_type = type(args[self.dispatch_index]) if len(args) > self.dispatch_index else None
         for v in values:
             fn = self._kernel_for(type(v))
@@ -260,6 +292,8 @@ class BinaryOp(Op):
         for v in args:
             if _is_funsor(v):
                 return self._funsor_builder()
+        if _KERNEL_FACTORIES and (fn := _factory_kernel(self, args)) is not None:
+            return fn
         # An array argument wins over a Python scalar, whichever side it is on.
         for v in sorted(args, key=lambda v: isinstance(v, (int, float, bool))):
             fn = self._kernel_for(type(v))
@@ -377,6 +411,8 @@ class CatOp(NaryOp):
         for v in values:
             if _is_funsor(v):
                 return self._funsor_builder()
+        if _KERNEL_FACTORIES and (fn := _factory_kernel(self, values)) is not None:
+            return fn
         for v in values:
             fn = self._kernel_for(type(v))
             if fn is not None:
