@@ -11,11 +11,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from backends.torch_provenance import ProvenanceTensor, provenance_of, with_provenance
+
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
-           "promoted_einsum", "seed_values", "tracks_gradients"]
+           "promoted_einsum", "seed_values", "tracks_gradients",
+           "ProvenanceTensor", "provenance_of", "with_provenance"]
 
 # A key is a torch.Generator that advances itself (jax's keys are values, split per draw).
 SPLITS_RNG_KEYS = False

@@ -67,7 +67,6 @@ SOURCES = {
     "compat": (),
     "compat.ops": ("funsor_core.ops",),
     "ops.tracer": ("funsor_core.ops.tracer",),
-    "torch.provenance": ("funsor_core.compat.not_built",),  # raises NotImplementedError
     "torch.ops": ("funsor_core.ops",),
     "jax.ops": ("funsor_core.ops",),
 }

@@ -17,7 +17,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
-from funsor_core.engine.backend import backend_module
+from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.terms.base import (
     TERM_HOOKS,
@@ -27,6 +27,7 @@ from funsor_core.terms.base import (
     Variable,
     register_term_hook,
 )
+from funsor_core.terms.constant import Constant
 from funsor_core.terms.product import ProductDomain, Tuple
 from funsor_core.terms.reshaping import Function, Stack
 from funsor_core.terms.traversal import children
@@ -119,6 +120,10 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     if not isinstance(x, Tensor):
         if hasattr(x, "to_data"):
             return x.to_data(name_to_dim)
+        if type(x) is Constant:
+            tagged = _constant_to_data(x, name_to_dim)
+            if tagged is not None:
+                return tagged
         raise _lazy_error(x, "to_data()")
     if not x.inputs:
         return x.data
@@ -140,12 +145,27 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     return ops.reshape(data, tuple(shape) + x.shape)
 
 
+def _constant_to_data(x: Constant, name_to_dim: dict | None):
+    # A backend with provenance-tagged arrays (torch's ProvenanceTensor) gives the array of
+    # x.arg tagged with the constant inputs, as funsor 0.4.8 does; others have no such value.
+    data = to_data(x.arg, name_to_dim)
+    tag = getattr(backend_of(data, None), "with_provenance", None)
+    return None if tag is None else tag(data, frozenset(x._args[0]))
+
+
 def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | None = None):
     """Convert an array (or nested list) into a Tensor; see ``to_funsor``.
 
     Objects that are not arrays are first offered to the ``object_to_funsor`` hook, where
     one is installed (``funsor_core.distribution`` converts ``torch.distributions`` objects).
+    An array tagged with a provenance (torch's ``ProvenanceTensor``) becomes a ``Constant``
+    along the tagged ``(name, domain)`` pairs, in name order.
     """
+    split = getattr(backend_of(x, None), "provenance_of", None)
+    if split is not None and (tagged := split(x)) is not None:
+        data, provenance = tagged
+        return Constant(tuple(sorted(provenance, key=lambda pair: pair[0])),
+                        array_to_funsor(data, output, dim_to_name))
     if not is_array(x):
         convert = TERM_HOOKS.get("object_to_funsor")
         result = None if convert is None else convert(x, output, dim_to_name)

@@ -1,7 +1,10 @@
-"""funsor 0.4.8 surface built for issue #28 (branch h34): ``funsor.ops.tracer.trace_function``.
+"""funsor 0.4.8 surface built for issue #28 (branch h34): ``funsor.ops.tracer.trace_function``
+and ``funsor.torch.provenance.ProvenanceTensor``.
 
-Oracle: each traced program is replayed on *new* arrays and compared with the same math written
-in numpy (and scipy's logsumexp), so a program that replays the traced run's numbers fails.
+Oracles: each traced program is replayed on *new* arrays and compared with the same math
+written in numpy (and scipy's logsumexp), so a program that replays the traced run's numbers
+fails; a ProvenanceTensor's values and gradients are compared with torch on the plain tensors,
+its provenance with the union of the arguments' sets written out by hand.
 """
 
 from __future__ import annotations
@@ -103,3 +106,45 @@ def test_traced_arrays_after_the_trace_compute_plainly():
     np.testing.assert_allclose(out, np.exp(kept[0].view(np.ndarray)))
     x = _new(2)
     np.testing.assert_allclose(prog(x=x), -x)
+
+
+def test_provenance_tensor_computes_as_torch_and_unions_provenance():
+    torch = pytest.importorskip("torch")
+    from funsor_core.torch.provenance import ProvenanceTensor
+
+    a = torch.tensor([0.5, -1.0], requires_grad=True)
+    b = torch.tensor([2.0, 3.0])
+    pa = ProvenanceTensor(a, frozenset({("x", fc.Real)}))
+    pb = ProvenanceTensor(b, frozenset({("y", fc.Bint[2])}))
+    assert ProvenanceTensor(b, frozenset()) is b and pa._t is a
+    out = (torch.exp(pa) * pb).sum()
+    assert out._provenance == frozenset({("x", fc.Real), ("y", fc.Bint[2])})
+    out.backward()
+    ref = torch.tensor([0.5, -1.0], requires_grad=True)
+    (torch.exp(ref) * b).sum().backward()
+    torch.testing.assert_close(out._t, (torch.exp(ref) * b).sum().detach())
+    torch.testing.assert_close(a.grad, ref.grad)
+    nested = ProvenanceTensor(pa, frozenset({("z", fc.Real)}))
+    assert nested._t is a and {k for k, _ in nested._provenance} == {"x", "z"}
+    with pytest.raises(TypeError, match="frozenset"):
+        ProvenanceTensor(b, {("x", fc.Real)})
+
+
+def test_provenance_tensor_converts_to_and_from_constant():
+    torch = pytest.importorskip("torch")
+    from funsor_core.terms.constant import Constant
+    from funsor_core.torch.provenance import ProvenanceTensor
+
+    data = torch.arange(6.0).reshape(2, 3)
+    pt = ProvenanceTensor(data, frozenset({("y", fc.Real), ("x", fc.Bint[4])}))
+    c = fc.to_funsor(pt, fc.Reals[3], dim_to_name={-1: "i"})
+    assert c is Constant((("x", fc.Bint[4]), ("y", fc.Real)),
+                         fc.Tensor(data, OrderedDict(i=fc.Bint[2])))
+    # constant along x: reducing x of size 4 by add multiplies by 4 (brute force: sum of 4 copies)
+    torch.testing.assert_close(c.reduce(ops.add, "x")(y=0.0).data, 4 * data)
+    back = fc.to_data(c, name_to_dim={"i": -1})
+    assert isinstance(back, ProvenanceTensor) and back._t is data
+    assert back._provenance == frozenset({("x", fc.Bint[4]), ("y", fc.Real)})
+    # numpy has no tagged arrays: a Constant with free inputs is still not a number there
+    with pytest.raises(fc.LazyTermError, match="function of its free inputs"):
+        fc.to_data(Constant({"x": fc.Real}, fc.Tensor(np.zeros(2))))
