@@ -17,7 +17,6 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
-           "funsor_dist_library",
            "promoted_einsum", "seed_values", "tracks_gradients",
            "ProvenanceTensor", "provenance_of", "with_provenance"]
 
@@ -100,20 +99,6 @@ def distributions():
     import torch.distributions
 
     return torch.distributions
-
-
-def funsor_dist_library():
-    """funsor's ``dist`` (``funsor.torch.distributions.dist``): ``torch.distributions`` plus
-    the families funsor's tests take from pyro that torch lacks (``backends.torch_dist_library``).
-
-    Example:
-        >>> lib = funsor_dist_library()
-        >>> lib.Normal is torch.distributions.Normal, lib.DirichletMultinomial.__name__
-        (True, 'DirichletMultinomial')
-    """
-    import backends.torch_dist_library
-
-    return backends.torch_dist_library
 
 
 def promoted_einsum(equation, *operands):

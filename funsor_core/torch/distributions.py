@@ -1,18 +1,17 @@
 """funsor's ``funsor.torch.distributions``: the distribution families (the same classes as
 ``funsor_core.distribution``, on every backend), and ``dist``, the torch distributions
-library (``torch.distributions`` plus ``DirichletMultinomial`` here; pyro's in funsor), as
-funsor's tests use it.
+library (``torch.distributions`` here; pyro's in funsor), as funsor's tests use it.
 
-Importing this module loads the torch backend, as funsor's imports torch.
+Importing this module imports torch; nothing else in funsor-core does.
 
 Example:
-    >>> import torch
     >>> from funsor_core.torch.distributions import Normal, dist
-    >>> Normal.__module__, dist.Normal is torch.distributions.Normal
-    ('funsor_core.distribution.continuous', True)
+    >>> Normal.__module__, dist.__name__
+    ('funsor_core.distribution.continuous', 'torch.distributions')
 """
 
-from funsor_core.compat.torch_dist import dist
+import torch.distributions as dist
+
 from funsor_core.distribution import *  # noqa: F403
 from funsor_core.distribution import __all__ as _families
 

@@ -148,28 +148,3 @@ def test_provenance_tensor_converts_to_and_from_constant():
     # numpy has no tagged arrays: a Constant with free inputs is still not a number there
     with pytest.raises(fc.LazyTermError, match="function of its free inputs"):
         fc.to_data(Constant({"x": fc.Real}, fc.Tensor(np.zeros(2))))
-
-
-def test_dist_dirichlet_multinomial_matches_pyro_and_sums_to_one():
-    torch = pytest.importorskip("torch")
-    from funsor_core.torch.distributions import dist
-
-    conc = torch.tensor([[0.5, 1.5, 2.0], [3.0, 0.25, 1.0]], dtype=torch.float64)
-    n = torch.tensor([4.0, 3.0], dtype=torch.float64)
-    d = dist.DirichletMultinomial(conc, n)
-    assert d.batch_shape == (2,) and d.event_shape == (3,)
-    # brute force: every count vector of each total, and the pmf over them sums to 1
-    for b in range(2):
-        total = int(n[b])
-        xs = torch.tensor([[i, j, total - i - j] for i in range(total + 1)
-                           for j in range(total + 1 - i)], dtype=torch.float64)
-        lp = dist.DirichletMultinomial(conc[b], n[b]).log_prob(xs)
-        torch.testing.assert_close(lp.exp().sum(), torch.tensor(1.0, dtype=torch.float64))
-        pyro_dist = pytest.importorskip("pyro.distributions")
-        torch.testing.assert_close(lp, pyro_dist.DirichletMultinomial(conc[b], n[b]).log_prob(xs))
-    torch.manual_seed(0)
-    draws = d.sample((4000,))
-    assert draws.shape == (4000, 2, 3) and bool((draws.sum(-1) == n).all())
-    # the mean n * a / sum(a); the draws' standard error is below 0.03 here
-    torch.testing.assert_close(draws.mean(0), d.mean, atol=0.12, rtol=0)
-    assert dist.Normal is torch.distributions.Normal
