@@ -52,8 +52,9 @@ _BOUND = CacheFamily("ops.bound", _MAX_BOUND)
 _DISPATCH = CacheFamily("ops.dispatch", 1024)
 _BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
 # Array types whose kernel for every op is made by a factory ``factory(op) -> kernel`` (the
-# tracer's stand-ins for arrays, ops/tracer.py): read only when a kernel is resolved, never on
-# the hot path, so no op needs a kernel registered for them and ops made later have one too.
+# tracer's stand-ins for arrays, ops/tracer.py, while it records): read only when a kernel is
+# resolved and only if not empty, so neither the hot path nor the resolution of Python scalars
+# pays for it, and ops made later have a kernel for them too.
 _KERNEL_FACTORIES: dict[type, Callable[[Op], Callable]] = {}
 
 
@@ -102,9 +103,10 @@ def register_funsor_builder(family: type, builder: Callable, funsor_type: type) 
         op._cache.clear()
 
 
-def register_kernel_factory(typ: type, factory: Callable[[Op], Callable]) -> None:
+def register_kernel_factory(typ: type, factory: Callable[[Op], Callable] | None) -> None:
     """Make every op's kernel for arguments of type ``typ`` with ``factory(op)`` (an array
-    argument of this type wins over any other array argument).
+    argument of this type wins over any other array argument); None removes it. The tracer
+    installs its factory only while it records, so the table is empty the rest of the time.
 
     Example:
         >>> class Loud(float):
@@ -113,9 +115,12 @@ def register_kernel_factory(typ: type, factory: Callable[[Op], Callable]) -> Non
         >>> from funsor_core import ops
         >>> ops.exp(Loud(0.0)), ops.add(1.0, Loud(2.0))
         ('exp', 'add')
-        >>> del _KERNEL_FACTORIES[Loud]
+        >>> register_kernel_factory(Loud, None)
     """
-    _KERNEL_FACTORIES[typ] = factory
+    if factory is None:
+        _KERNEL_FACTORIES.pop(typ, None)
+    else:
+        _KERNEL_FACTORIES[typ] = factory
     for op in _ALL_OPS:
         op._cache.clear()
 

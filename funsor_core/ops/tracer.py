@@ -47,7 +47,6 @@ def register_traced_type(array_type: type, traced_type: type) -> None:
     ``traced_type.trace_is_view(plain)``; the results of any computation on it that is not an
     op must be untracked traced arrays, or plain views that ``trace_is_view`` recognises."""
     _TRACED_TYPES[array_type] = traced_type
-    register_kernel_factory(traced_type, _tracing_kernel)
 
 
 def is_traced_array(x: Any) -> bool:
@@ -147,7 +146,7 @@ def _tracing_kernel(op: Op) -> Callable:
     def tracing_kernel(*args, **kwargs):
         # kwargs already hold a bound op's parameters (Op.__call__ merged them).
         result = base(*_plain(args), **_plain(kwargs))
-        if not _TAPES:
+        if not _TAPES:  # called from outside the trace (a fast path kept this kernel)
             return result
         tape = _TAPES[-1]
         tape.calls.append((base, tape.template(args), tape.template(kwargs)))
@@ -250,11 +249,17 @@ def trace_function(fn: Callable, kwargs: dict, *, allow_constants: bool = False)
                             f"({', '.join(t.__name__ for t in _TRACED_TYPES) or 'none loaded'})")
         traced[name] = kind.trace_wrap(value, _Slot(tape, k))
     tape.num_inputs = len(names)
+    if not _TAPES:  # the kernels for traced arrays exist only while a trace records
+        for kind in _TRACED_TYPES.values():
+            register_kernel_factory(kind, _tracing_kernel)
     _TAPES.append(tape)
     try:
         result = fn(**traced)
     finally:
         _TAPES.pop()
+        if not _TAPES:
+            for kind in _TRACED_TYPES.values():
+                register_kernel_factory(kind, None)
     calls, output = _live_calls(tape, tape.template(result), allow_constants)
     return OpProgram(names, calls, output)
 
