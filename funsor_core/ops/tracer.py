@@ -243,6 +243,9 @@ def trace_function(fn: Callable, kwargs: dict, *, allow_constants: bool = False)
     traced = {}
     for k, (name, value) in enumerate(kwargs.items()):
         kind = _TRACED_TYPES.get(type(value))
+        if kind is None and not is_traced_array(value):  # a numpy scalar is an input too
+            kind = next((t for t in _TRACED_TYPES.values()
+                         if isinstance(value, getattr(t, "trace_scalar_types", ()))), None)
         if kind is None:
             raise TypeError(f"trace_function: input {name!r} is a {type(value).__name__}, "
                             f"not an array of a backend that can be traced "

@@ -37,6 +37,9 @@ def test_trace_chain_of_ops_replays_on_new_arrays():
     assert isinstance(prog, OpProgram) and len(prog.operations) == 4
     x, y = _new(4), _new(4)
     np.testing.assert_allclose(prog(x=x, y=y), np.exp(x ** 4) + y)
+    # a numpy scalar is an input as well (funsor counts it as an array)
+    prog = trace_function(lambda s: ops.log1p(ops.exp(s)), dict(s=np.float64(0.0)))
+    np.testing.assert_allclose(prog(s=np.float64(1.5)), np.log1p(np.exp(1.5)))
 
 
 def test_trace_through_funsors_records_their_array_ops():
