@@ -18,8 +18,10 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
            "promoted_einsum", "seed_values", "tracks_gradients",
-           "ProvenanceTensor", "provenance_of", "with_provenance"]
+           "ProvenanceTensor", "TAGGED_ARRAY_TYPE", "provenance_of", "with_provenance"]
 
+# Arrays tagged with (name, domain) pairs, which to_funsor makes Constants (provenance_of).
+TAGGED_ARRAY_TYPE = ProvenanceTensor
 # A key is a torch.Generator that advances itself (jax's keys are values, split per draw).
 SPLITS_RNG_KEYS = False
 # torch.logsumexp differentiates to NaN on a slice that is all -inf (the core repairs it).

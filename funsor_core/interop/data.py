@@ -18,6 +18,7 @@ from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module, backend_of
+from funsor_core.engine.cache import FastCache
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.terms.base import (
     TERM_HOOKS,
@@ -153,6 +154,16 @@ def _constant_to_data(x: Constant, name_to_dim: dict | None):
     return None if tag is None else tag(data, frozenset(x._args[0]))
 
 
+# type -> whether its values are arrays tagged with a provenance (a backend's
+# TAGGED_ARRAY_TYPE, torch's ProvenanceTensor): to_funsor pays one dict lookup for it.
+_TAGGED_TYPES = FastCache("interop.tagged_array_types", 1024)
+
+
+def _is_tagged_type(x: Any) -> bool:
+    tagged = getattr(backend_of(x, None), "TAGGED_ARRAY_TYPE", None)
+    return tagged is not None and isinstance(x, tagged)
+
+
 def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | None = None):
     """Convert an array (or nested list) into a Tensor; see ``to_funsor``.
 
@@ -161,9 +172,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     An array tagged with a provenance (torch's ``ProvenanceTensor``) becomes a ``Constant``
     along the tagged ``(name, domain)`` pairs, in name order.
     """
-    split = getattr(backend_of(x, None), "provenance_of", None)
-    if split is not None and (tagged := split(x)) is not None:
-        data, provenance = tagged
+    tagged = _TAGGED_TYPES.data.get(type(x))
+    if tagged is None:
+        tagged = _TAGGED_TYPES.put(type(x), _is_tagged_type(x))
+    if tagged:
+        data, provenance = backend_of(x).provenance_of(x)
         return Constant(tuple(sorted(provenance, key=lambda pair: pair[0])),
                         array_to_funsor(data, output, dim_to_name))
     if not is_array(x):
