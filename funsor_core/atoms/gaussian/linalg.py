@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,6 +128,31 @@ def split_infinite(white_vec: Array, prec_sqrt: Array, split: bool) -> tuple:
         return ops.where(finite, white_vec, zero), prec_sqrt, const
     keep = ops.getitem(finite, (Ellipsis, None, slice(None)))
     return white_vec, ops.where(keep, prec_sqrt, ops.new_zeros(prec_sqrt, ())), None
+
+
+def void_infinite(white_vec: Array) -> tuple[Array, Array | None]:
+    """``white_vec`` with its ``±inf`` entries set to 0, and where the density is void.
+
+    An infinite entry makes ``-0.5 ||x S - w||^2 = -inf`` for every ``x`` (``split_infinite``
+    under ``jax.jit``), so any integral of it is ``log 0 = -inf``, whatever the rank of ``S``.
+    Rotating it would spread ``inf * 0 = NaN``, and its zeroed column may leave too few rows
+    to pass the rank test (``+inf``): the mask (batch-shaped, True where some entry is
+    infinite and none is NaN) lets the caller set ``-inf`` there instead. ``None`` for
+    concrete arrays with no infinite entry (one sum decides).
+
+    Example:
+        >>> void_infinite(np.array([[np.inf, 1.0], [2.0, 1.0]]))
+        (array([[0., 1.],
+               [2., 1.]]), array([ True, False]))
+    """
+    if ops.is_concrete(white_vec):
+        total = float(ops.detach(ops.sum(white_vec)))
+        if total == total and abs(total) != math.inf:
+            return white_vec, None
+    infinite = ops.eq(ops.abs(white_vec), math.inf)
+    nan = ops.any(ops.ne(white_vec, white_vec), -1)
+    void = ops.and_(ops.any(infinite, -1), ops.invert(nan))
+    return ops.where(infinite, ops.new_zeros(white_vec, ()), white_vec), void
 
 
 def mv(m: Array, v: Array) -> Array:
