@@ -1,6 +1,8 @@
 """Shared pytest set-up: float64 everywhere, and ``fc``, ``ops``, ``np`` in doctests."""
 
 import os
+import sys
+import zlib
 
 # The suite checks values, not the speed of XLA's code: its hundreds of small jax.jit programs
 # compile a fifth faster without LLVM's expensive passes (the whole suite on 2 cores: 5 min
@@ -39,6 +41,20 @@ except ImportError:  # pragma: no cover
 @pytest.fixture(autouse=True)
 def _doctest_namespace(doctest_namespace):
     doctest_namespace.update(fc=fc, ops=ops, np=np)
+
+
+@pytest.fixture(autouse=True)
+def _seed_global_rngs(request):
+    """Seed numpy's and torch's global generators from the test's id before each test.
+
+    ``fc.testing``'s ``random_*`` draw from numpy's global generator, so without this a test's
+    data depend on which tests ran before it (a failure seen in a long run would not reproduce
+    alone, or under another selection or order). A test that seeds explicitly still wins.
+    """
+    seed = zlib.crc32(request.node.nodeid.encode())
+    np.random.seed(seed)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
 
 
 @pytest.fixture(params=["numpy", "torch", "jax"])

@@ -250,6 +250,15 @@ def householder(m: Array, k: int, with_r: bool = False):
     result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
     not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
     """
+    # Finite inputs cannot make a NaN here (a zero column gets beta = 0), but OpenBLAS kernels
+    # may leave a stale FE_INVALID flag that numpy reports as "invalid value in matmul"
+    # (numpy #13173, #24067), depending on what its buffers held before: one test of the
+    # suite failed so in a long run only. A NaN or inf that is there propagates all the same.
+    with np.errstate(invalid="ignore"):
+        return _householder(m, k, with_r)
+
+
+def _householder(m: Array, k: int, with_r: bool):
     n = m.shape[-1]
     norms, r_rows = [], []
     for i in range(k):
