@@ -68,15 +68,21 @@ def check_real_dtypes(named: dict) -> None:
 
 
 def promote_integers(named: dict) -> dict:
-    """Integer arrays as the backend's default float, as numpy's linear algebra takes them
-    (torch's ``cholesky`` and ``qr`` refuse a ``Long`` tensor deep inside): one rule on every
-    backend. Floating arrays are returned as they are.
+    """Integer arrays as floats, as numpy's linear algebra takes them (torch's ``cholesky``
+    and ``qr`` refuse a ``Long`` tensor deep inside): one rule on every backend. An integer
+    array takes the float dtype of a floating parameter beside it (torch promotes an int
+    tensor times a float scalar tensor so), else the backend's default float.
 
     Example:
         >>> promote_integers({"covariance": np.eye(2, dtype=int)})["covariance"].dtype
         dtype('float64')
     """
-    return {n: x if x.dtype in REAL_DTYPES else ops.astype(x, "real") for n, x in named.items()}
+    if all(x.dtype in REAL_DTYPES for x in named.values()):
+        return named
+    proto = next((x for x in named.values() if x.dtype in REAL_DTYPES), None)
+    one = None if proto is None else ops.new_full(proto, (), 1.0)
+    return {n: x if x.dtype in REAL_DTYPES else
+            ops.astype(x, "real") if one is None else ops.mul(x, one) for n, x in named.items()}
 
 
 MIXED_PARAMETERS = (
