@@ -88,5 +88,12 @@ def test_integer_covariance_is_promoted_on_every_backend(backend_name):
                         inputs={"x": fc.Reals[2]})  # |det| = 2
         assert float(h.reduce(ops.logaddexp).data) == pytest.approx(
             math.log(2 * math.pi) - math.log(2.0), rel=1e-6)
+        if backend_name == "torch":  # the integer array takes the float mean's dtype
+            import torch
+
+            mean = torch.tensor([0.5, -1.0], dtype=torch.float32)
+            k = fc.Gaussian(mean=mean, covariance=arr(cov), inputs={"x": fc.Reals[2]})
+            assert k.prec_sqrt.dtype == torch.float32
+            assert float(k.reduce(ops.logaddexp).data) == pytest.approx(expected, rel=1e-5)
     finally:
         fc.set_backend("numpy")
