@@ -261,7 +261,10 @@ class Contraction(Funsor, metaclass=ContractionMeta):
 
     @classmethod
     def _prepare(cls, red_op, bin_op, reduced_vars, terms):
-        if type(terms) is tuple and len(terms) <= 8 and type(reduced_vars) is frozenset:
+        # Names only: a Variable in the key would be hashed, and compared with ``==``, which
+        # builds a term (its truth is no equality), on a hash collision.
+        if type(terms) is tuple and len(terms) <= 8 and type(reduced_vars) is frozenset and all(
+                type(n) is str for n in reduced_vars):
             key = _small_signature(terms)
             if key is not None:
                 key = (red_op, bin_op, reduced_vars, key)

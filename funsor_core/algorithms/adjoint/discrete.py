@@ -25,9 +25,9 @@ its variables are empty arrays of the right shape.
 
 A model whose every assignment has mass zero (``log Z = -inf``) has no posterior: marginals,
 MAP, k best, samples and entropy raise ``ZeroMassError`` when the arrays are concrete. Under
-``jax.jit`` no error can be raised: the marginals and the entropy are NaN there, the MAP
-assignment and samples are arbitrary, and ``map_score()`` (or ``log_partition()``) is -inf,
-which a caller can test.
+``jax.jit`` no error can be raised: the marginals and the entropy are NaN there, every value
+of the MAP assignment and of the samples is -1 (a value no ``Bint`` holds: test for it, or
+for ``map_score()`` or ``log_partition()`` of -inf, before using them as indices).
 
 Example:
     >>> prior = fc.Tensor(np.log(np.array([0.6, 0.4])), {"z": fc.Bint[2]})
@@ -221,8 +221,8 @@ class DiscreteModel:
         if self._replayable():  # the k-best replay with k = 1: the same search, no Deltas
             return self._best(1, None, "map", "the most probable assignment")[1]
         with argmax_approximate:
-            _, adj = self._forward_backward(ops.max, "map", "the most probable assignment")
-        return self._points(adj, {})
+            score, adj = self._forward_backward(ops.max, "map", "the most probable assignment")
+        return _void_points(self._points(adj, {}), score)
 
     def _replayable(self) -> bool:
         # The k-best replay reads concrete Tensor factors on the host; traced arrays (inside
@@ -303,9 +303,9 @@ class DiscreteModel:
                 raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
             inputs = {sample_name: Bint[num_samples]}
         with PosteriorSample(rng_key, **inputs) as sampler:
-            _, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",
-                                            batch_vars=sampler.sample_vars)
-        points = self._points(adj, inputs)
+            log_z, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",
+                                                batch_vars=sampler.sample_vars)
+        points = _void_points(self._points(adj, inputs), log_z)
         if num_samples is not None:
             points = {k: _aligned(v, (sample_name,) + tuple(self._batch(k)))
                       for k, v in points.items()}
@@ -350,6 +350,17 @@ def _check_mass(value: Funsor, query: str, what: str) -> None:
     data = value.data
     if ops.is_concrete(data) and float(ops.detach(data)) == -math.inf:
         raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
+
+
+def _void_points(points: dict, log_mass: Funsor) -> dict:
+    # Under jax.jit a model of mass zero cannot raise ZeroMassError: its values become -1,
+    # which no Bint holds, instead of an arbitrary assignment that would pass for an answer.
+    data = log_mass.data
+    if ops.is_concrete(data):
+        return points
+    void = ops.eq(data, -math.inf)
+    return {k: Tensor(ops.where(void, ops.full_like(p.data, -1), p.data), p.inputs, p.dtype)
+            if isinstance(p, Tensor) else p for k, p in points.items()}
 
 
 def _expectation(p: Funsor, f: Funsor) -> Funsor:

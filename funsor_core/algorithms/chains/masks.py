@@ -338,12 +338,20 @@ def _fresh(name: str, taken: set) -> str:
 
 
 def _add_mask_batch(inputs: dict, pairs, time, lengths, mask, what: str) -> None:
-    # lengths or mask over a batch name the steps lack (a transition shared by every
-    # sequence) give the masked steps that batch input; every step name must be an input.
-    for arg in (lengths, mask):
+    # lengths or mask over a batch name the steps lack give the masked steps that batch
+    # input when the steps have no batch input (a transition shared by every sequence);
+    # steps batched already by other names make a new name a typo, not a new batch.
+    own = _batch_names(inputs, time.name, pairs) if all(
+        n in inputs for pair in pairs for n in pair) else []
+    for arg, label in ((lengths, "lengths"), (mask, "mask")):
         if isinstance(arg, Tensor):
-            inputs.update((n, d) for n, d in arg.inputs.items()
-                          if n != time.name and n not in inputs and d.dtype != "real")
+            new = [n for n, d in arg.inputs.items()
+                   if n != time.name and n not in inputs and d.dtype != "real"]
+            if new and own:
+                raise ValueError(f"{what}: {label} has the batch inputs {new}, which the "
+                                 f"chain lacks; the chain's inputs are {list(inputs)} (batch "
+                                 f"{own}). Rename them to the chain's batch names.")
+            inputs.update((n, arg.inputs[n]) for n in new)
     missing = [n for pair in pairs for n in pair if n not in inputs]
     if missing:
         raise ValueError(f"{what}: step names {missing} are not inputs of the chain, whose "

@@ -46,19 +46,25 @@ class OpProgram:
         constants: leaf values.
         inputs: names of the arguments, in order.
         operations: ``(op, arg_ids)`` per step; ids count constants, inputs, then steps.
+        domains: the inputs' domains (``compile_funsor`` gives them): a value must end in
+            its domain's shape (leading dims are a batch), else ``ValueError`` names it.
     """
 
-    def __init__(self, constants, inputs, operations) -> None:
+    def __init__(self, constants, inputs, operations, domains=None) -> None:
         self.constants = tuple(constants)
         self.inputs = tuple(inputs)
         self.operations = tuple(operations)
+        self.domains = None if domains is None else dict(domains)
 
     def __call__(self, **kwargs):
         env = list(self.constants)
         for name in self.inputs:
             if name not in kwargs:
                 raise ValueError(f"Missing kwarg: {name!r}")
-            env.append(kwargs.pop(name))
+            value = kwargs.pop(name)
+            if self.domains is not None:
+                _check_value(name, self.domains[name], value)
+            env.append(value)
         if kwargs:
             raise ValueError(f"Unrecognized kwargs: {set(kwargs)}")
         for op, arg_ids in self.operations:
@@ -88,6 +94,14 @@ class OpProgram:
         lines += [f"    v{i} = {body}" for i, body in enumerate(values)]
         lines.append(f"    return v{len(values) - 1}")
         return "\n".join(lines) + "\n"
+
+
+def _check_value(name: str, domain, value) -> None:
+    shape = tuple(getattr(value, "shape", ()))
+    want = tuple(domain.shape)
+    if want and shape[len(shape) - len(want):] != want:
+        raise ValueError(f"input {name!r} is {domain}: its value must end in shape {want} "
+                         f"(leading dims are a batch), got shape {shape}")
 
 
 def _constant_code(c) -> str:
@@ -160,7 +174,7 @@ def compile_funsor(expr: Funsor) -> OpProgram:
         ids[id(f)] = start + len(operations) - 1
     if ids[id(expr)] != start + len(operations) - 1 or not operations:
         operations.append((_identity, (ids[id(expr)],)))  # the result must come last
-    return OpProgram(constants, inputs, operations)
+    return OpProgram(constants, inputs, operations, expr.inputs)
 
 
 def _identity(x):

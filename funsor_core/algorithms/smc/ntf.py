@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -44,13 +45,27 @@ def _parse(spec: str, ndim: int) -> tuple[list[str], str]:
 def kl_divergence(X, X_hat):
     """``sum X log(X / X_hat) - X + X_hat`` (0 log 0 = 0), on any backend.
 
+    The divergence of nonnegative arrays of one shape. A negative or NaN entry in either
+    raises ``ValueError`` naming the argument (concrete arrays); under ``jax.jit``, where the
+    values cannot be read, the result is NaN instead.
+
     Example:
         >>> float(kl_divergence(np.array([1.0, 0.0]), np.array([1.0, 2.0])))
         2.0
     """
+    if tuple(X.shape) != tuple(X_hat.shape):
+        raise ValueError(f"kl_divergence: X has shape {tuple(X.shape)} but X_hat has shape "
+                         f"{tuple(X_hat.shape)}; they must be the same")
+    # X >= 0 and X_hat >= 0 (NaN fails both): the divergence is defined only there.
+    valid = ops.and_(ops.all(ops.ge(X, 0.0)), ops.all(ops.ge(X_hat, 0.0)))
+    if ops.is_concrete(valid) and not bool(valid):
+        bad = "X" if not bool(ops.all(ops.ge(X, 0.0))) else "X_hat"
+        raise ValueError(f"kl_divergence: {bad} must be nonnegative (KL of nonnegative "
+                         f"arrays), but it has negative or NaN entries")
     ratio = ops.truediv(X, ops.clamp(X_hat, _TINY, None))
     safe = ops.where(ops.gt(X, 0.0), ratio, ops.full_like(ratio, 1.0))
-    return ops.sum(ops.sub(ops.add(ops.mul(X, ops.log(safe)), X_hat), X))
+    total = ops.sum(ops.sub(ops.add(ops.mul(X, ops.log(safe)), X_hat), X))
+    return total if ops.is_concrete(valid) else ops.where(valid, total, math.nan)
 
 
 def kl_ntf(X, spec: str, ranks: Mapping[str, int], num_iters: int = 100, rng_key=None,

@@ -36,6 +36,7 @@ from funsor_core.atoms.gaussian.parameters import (
     canonical_checked,
     check_real_dtypes,
     one_backend,
+    promote_integers,
 )
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Domain, Real, broadcast_shape
@@ -218,7 +219,9 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
             if type(white_vec) is not type(prec_sqrt):
                 one_backend({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
             if white_vec.dtype not in REAL_DTYPES or prec_sqrt.dtype not in REAL_DTYPES:
-                check_real_dtypes({"white_vec": white_vec, "prec_sqrt": prec_sqrt})
+                named = {"white_vec": white_vec, "prec_sqrt": prec_sqrt}
+                check_real_dtypes(named)
+                white_vec, prec_sqrt = promote_integers(named).values()
         else:
             items = _check_inputs(inputs)
             named = {"white_vec": white_vec, "prec_sqrt": prec_sqrt, "info_vec": info_vec,
@@ -227,7 +230,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
             backend = one_backend(named)
             named = {n: as_array(a, n, backend) for n, a in named.items() if a is not None}
             check_real_dtypes(named)
-            white_vec, prec_sqrt = canonical_checked(named)
+            white_vec, prec_sqrt = canonical_checked(promote_integers(named))
         return _check_shapes(white_vec, prec_sqrt, items)
 
     @staticmethod

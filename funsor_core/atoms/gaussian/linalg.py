@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,6 +130,31 @@ def split_infinite(white_vec: Array, prec_sqrt: Array, split: bool) -> tuple:
     return white_vec, ops.where(keep, prec_sqrt, ops.new_zeros(prec_sqrt, ())), None
 
 
+def void_infinite(white_vec: Array) -> tuple[Array, Array | None]:
+    """``white_vec`` with its ``±inf`` entries set to 0, and where the density is void.
+
+    An infinite entry makes ``-0.5 ||x S - w||^2 = -inf`` for every ``x`` (``split_infinite``
+    under ``jax.jit``), so any integral of it is ``log 0 = -inf``, whatever the rank of ``S``.
+    Rotating it would spread ``inf * 0 = NaN``, and its zeroed column may leave too few rows
+    to pass the rank test (``+inf``): the mask (batch-shaped, True where some entry is
+    infinite and none is NaN) lets the caller set ``-inf`` there instead. ``None`` for
+    concrete arrays with no infinite entry (one sum decides).
+
+    Example:
+        >>> void_infinite(np.array([[np.inf, 1.0], [2.0, 1.0]]))
+        (array([[0., 1.],
+               [2., 1.]]), array([ True, False]))
+    """
+    if ops.is_concrete(white_vec):
+        total = float(ops.detach(ops.sum(white_vec)))
+        if total == total and abs(total) != math.inf:
+            return white_vec, None
+    infinite = ops.eq(ops.abs(white_vec), math.inf)
+    nan = ops.any(ops.ne(white_vec, white_vec), -1)
+    void = ops.and_(ops.any(infinite, -1), ops.invert(nan))
+    return ops.where(infinite, ops.new_zeros(white_vec, ()), white_vec), void
+
+
 def mv(m: Array, v: Array) -> Array:
     """Batched matrix-vector product ``m @ v``."""
     return ops.getitem(ops.matmul(m, ops.getitem(v, (Ellipsis, None))), (Ellipsis, 0))
@@ -224,6 +250,15 @@ def householder(m: Array, k: int, with_r: bool = False):
     result is differentiable whenever they have full rank (``ops.qr_r`` of a wide matrix is
     not differentiable in jax, and QR of a rank-deficient tall matrix nowhere).
     """
+    # Finite inputs cannot make a NaN here (a zero column gets beta = 0), but OpenBLAS kernels
+    # may leave a stale FE_INVALID flag that numpy reports as "invalid value in matmul"
+    # (numpy #13173, #24067), depending on what its buffers held before: one test of the
+    # suite failed so in a long run only. A NaN or inf that is there propagates all the same.
+    with np.errstate(invalid="ignore"):
+        return _householder(m, k, with_r)
+
+
+def _householder(m: Array, k: int, with_r: bool):
     n = m.shape[-1]
     norms, r_rows = [], []
     for i in range(k):

@@ -42,7 +42,7 @@ def as_array(x, name: str, backend: str | None = None):
 NOT_REAL = ("Gaussian {name}= must hold real numbers (a floating or integer array), got "
             "dtype {dtype}; booleans, complex numbers and strings have no Gaussian meaning. "
             "Cast it first, e.g. {name}=x.astype(float) for 0/1 values.")
-# Array dtypes seen to be real (floating or integer), so the check is one set lookup.
+# Floating array dtypes seen, so the check is one set lookup (integer arrays are promoted).
 REAL_DTYPES: set = set()
 
 
@@ -60,10 +60,29 @@ def check_real_dtypes(named: dict) -> None:
         if dtype in REAL_DTYPES:
             continue
         text = str(dtype)
-        if ops.is_floating(x) or ("int" in text and "complex" not in text):
+        if ops.is_floating(x):
             REAL_DTYPES.add(dtype)
             continue
-        raise TypeError(NOT_REAL.format(name=name, dtype=text))
+        if "int" not in text or "complex" in text:
+            raise TypeError(NOT_REAL.format(name=name, dtype=text))
+
+
+def promote_integers(named: dict) -> dict:
+    """Integer arrays as floats, as numpy's linear algebra takes them (torch's ``cholesky``
+    and ``qr`` refuse a ``Long`` tensor deep inside): one rule on every backend. An integer
+    array takes the float dtype of a floating parameter beside it (torch promotes an int
+    tensor times a float scalar tensor so), else the backend's default float.
+
+    Example:
+        >>> promote_integers({"covariance": np.eye(2, dtype=int)})["covariance"].dtype
+        dtype('float64')
+    """
+    if all(x.dtype in REAL_DTYPES for x in named.values()):
+        return named
+    proto = next((x for x in named.values() if x.dtype in REAL_DTYPES), None)
+    one = None if proto is None else ops.new_full(proto, (), 1.0)
+    return {n: x if x.dtype in REAL_DTYPES else
+            ops.astype(x, "real") if one is None else ops.mul(x, one) for n, x in named.items()}
 
 
 MIXED_PARAMETERS = (

@@ -59,11 +59,7 @@ _LOG_2PI = math.log(2 * math.pi)
 # The array helpers live in linalg; short private aliases keep the formulas readable.
 _batch_shape = la.batch_shape
 _broadcast = la.broadcast
-_check_index = la.check_index
-_expand = la.expand
-_householder = la.householder
 _mT = la.mT
-_mv = la.mv
 _require_full_rank = la.require_full_rank
 _solve_upper = la.solve_upper
 _split_system = la.split_system
@@ -116,7 +112,7 @@ def from_mean_scale_tril(mean: Array, scale_tril: Array) -> tuple[Array, Array]:
         (array([1.5]), array([[0.5]]))
     """
     batch, (mean, scale_tril) = _broadcast((mean, 1), (scale_tril, 2))
-    eye = _expand(ops.new_eye(scale_tril, scale_tril.shape[-1]), batch, 2)
+    eye = la.expand(ops.new_eye(scale_tril, scale_tril.shape[-1]), batch, 2)
     prec_sqrt = ops.triangular_solve(eye, scale_tril, upper=False, transpose=True)
     return _vm(mean, prec_sqrt), prec_sqrt
 
@@ -161,7 +157,7 @@ def to_info(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array]:
         >>> to_info(np.array([1.0, 2.0]), np.array([[1.0, 1.0]]))
         (array([3.]), array([[2.]]))
     """
-    return _mv(prec_sqrt, white_vec), ops.matmul(prec_sqrt, _mT(prec_sqrt))
+    return la.mv(prec_sqrt, white_vec), ops.matmul(prec_sqrt, _mT(prec_sqrt))
 
 
 def log_density(white_vec: Array, prec_sqrt: Array, x: Array) -> Array:
@@ -210,7 +206,7 @@ def embed(white_vec: Array, prec_sqrt: Array, dim_index: Sequence[int],
                [0.]])
     """
     dim, rank = prec_sqrt.shape[-2:]
-    dim_index = _check_index(new_dim, dim_index, "dim_index")
+    dim_index = la.check_index(new_dim, dim_index, "dim_index")
     if len(dim_index) != dim:
         raise ValueError(f"dim_index needs one entry per coordinate ({dim}), got {dim_index}")
     batch = _batch_shape(prec_sqrt, 2)
@@ -357,6 +353,16 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
     if host is not None:  # small eager arrays of a compiling backend: see atoms.gaussian.host
         return to_backend(white_vec, marginalize(*host, b_index, check=check, names=names,
                                                  optimistic=optimistic, triangular=triangular))
+    white_vec, void = la.void_infinite(white_vec)
+    w_a, s_a, log_norm = _marginalize(white_vec, prec_sqrt, b_index, check, names,
+                                      optimistic, triangular)
+    if void is not None:  # the integral of 0 is log 0; a NaN value (read by no QR) stays NaN
+        nan = ops.mul(0.0, ops.sum(white_vec, -1))
+        log_norm = ops.where(void, ops.new_full(log_norm, (), -math.inf), ops.add(log_norm, nan))
+    return w_a, s_a, log_norm
+
+
+def _marginalize(white_vec, prec_sqrt, b_index, check, names, optimistic, triangular):
     dim, rank = prec_sqrt.shape[-2:]
     b, a = _split_index(dim, b_index)
     d_b, d_a = len(b), len(a)
@@ -393,7 +399,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
             r_aa, z_a = _split_system(kept, d_a)
         return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
-    rest, norms, r_top = _householder(system, d_b, with_r=True)
+    rest, norms, r_top = la.householder(system, d_b, with_r=True)
     s_a = ops.getitem(rest, (Ellipsis, slice(None), slice(0, d_a)))
     # R of S.T alone, rows b then the remaining ones: the same column norms as S.T.
     r_like = ops.cat([ops.getitem(r_top, (Ellipsis, slice(None), slice(0, dim))),
@@ -477,7 +483,7 @@ def check_full_rank(prec_sqrt: Array, b_index: Sequence[int],
         ValueError: cannot marginalize x, y: its precision block has rank 1 < 2; ...
     """
     dim, rank = prec_sqrt.shape[-2:]
-    b = _check_index(dim, b_index, "b_index")
+    b = la.check_index(dim, b_index, "b_index")
     if not b:
         return
     if rank < len(b):  # no QR needed: R would have fewer rows than columns
@@ -516,7 +522,7 @@ def covariance(prec_sqrt: Array) -> Array:
     """
     _require_full_rank(prec_sqrt, "a covariance")
     r_upper = ops.qr_r(_mT(prec_sqrt))
-    eye = _expand(ops.new_eye(r_upper, r_upper.shape[-1]), _batch_shape(r_upper, 2), 2)
+    eye = la.expand(ops.new_eye(r_upper, r_upper.shape[-1]), _batch_shape(r_upper, 2), 2)
     r_inv = ops.triangular_solve(eye, r_upper, upper=True)
     return ops.matmul(r_inv, _mT(r_inv))
 

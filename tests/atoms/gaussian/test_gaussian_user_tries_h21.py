@@ -56,11 +56,8 @@ def test_partial_substitution_then_integrate_is_the_marginal_density():
         return _gaussian()(x=fc.Tensor(v, {"i": fc.Bint[4]})).reduce(ops.logaddexp, "y").data
     expected = _expected(lambda v: stats.norm(MEAN[0], math.sqrt(COV[0, 0])).logpdf(v))
     expected += 0.5 * math.log(np.linalg.det(2 * math.pi * COV))
-    *eager, jitted = _each(fn)
-    _check(eager, expected)
-    # under jax.jit the values cannot be read: the flat form gives NaN (never a finite number)
-    assert np.isnan(jitted[:2]).all()
-    np.testing.assert_allclose(jitted[2:], expected[2:], rtol=1e-6)
+    # under jax.jit too: an infinite value voids the density, whatever the rank test says
+    _check(_each(fn), expected)
 
 
 def test_normal_value_substituted_with_its_mean_integrated_out():
