@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 from funsor_core import ops
@@ -184,13 +185,14 @@ class ArrayProgram:
             for check, static, pos in self.steps:
                 values.append(impls[check](*static, *[values[k] for k in pos]))
         else:
-            for (check, static, pos), fn in zip(self.steps, fns):
-                if fn is None:
-                    values.append(impls[check](*static, *[values[k] for k in pos]))
+            append = values.append
+            for fn, pos in fns:
+                if len(pos) == 2:
+                    append(fn(values[pos[0]], values[pos[1]]))
                 elif len(pos) == 1:
-                    values.append(fn(values[pos[0]]))
+                    append(fn(values[pos[0]]))
                 else:
-                    values.append(fn(*[values[k] for k in pos]))
+                    append(fn(*[values[k] for k in pos]))
         return [values[k] for k in self.outputs]
 
     def _fused_steps(self, sample) -> list | None:
@@ -201,7 +203,11 @@ class ArrayProgram:
         if fns is None:
             if len(self._fused) >= 8:
                 self._fused.clear()
-            fns = self._fused[key] = fuse_steps(self.steps, sample) or False
+            fused = fuse_steps(self.steps, sample)
+            if fused:  # (step function, operand positions); a step without one: its impl
+                fused = [(fn or partial(self._builtin[check], *static), pos)
+                         for fn, (check, static, pos) in zip(fused, self.steps)]
+            fns = self._fused[key] = fused or False
         return fns or None
 
 
