@@ -196,3 +196,22 @@ def test_registering_a_kernel_resolves_the_closures_again():
         ops.logsumexp.register(np.ndarray, kernel)
     _exact_bits(first, second)
     np.testing.assert_allclose(float(first), _enumerate(*arrays), rtol=1e-12)
+
+
+def test_under_jax_jit_the_closures_trace_the_same_arithmetic():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        tensors, arrays = _plated(convert=jax.numpy.asarray)
+        domains = [t.inputs for t in tensors]
+
+        def total(*xs):
+            return _run([fc.Tensor(x, dom) for x, dom in zip(xs, domains)])
+
+        jitted = jax.jit(total)(*(t.data for t in tensors))
+        program = plan_elimination(*LOG, structure_of(*LOG, tensors), frozenset("zxij"),
+                                   frozenset("ij"), False).program
+        assert any("Tracer" in typ.__name__ for typ, _ in program._fused)  # fused on tracers
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(float(jitted), _enumerate(*arrays), rtol=1e-12)
