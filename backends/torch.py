@@ -90,6 +90,8 @@ def _axes(x, axis) -> tuple[int, ...]:
 
 def _reduction(fn):
     def kernel(x, axis=None, keepdims=False):
+        if type(axis) is int:  # (torch parses one int faster than a list of dims)
+            return fn(x, dim=axis, keepdim=keepdims)
         if axis == ():
             return x
         if x.dim() == 0 and axis is None:

@@ -26,6 +26,7 @@ __all__ = [
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
     "cast_bool_args", "expand_shape",
     "ARRAY_TYPES", "register_funsor_builder", "register_array_type", "register_kernel_factory",
+    "kernel_generation",
 ]
 
 # Array types whose kernels are registered, in registration order (a backend adds its own).
@@ -56,6 +57,20 @@ _BY_NAME: dict[str, Op] = {}  # unpickling finds an op by its name
 # resolved and only if not empty, so neither the hot path nor the resolution of Python scalars
 # pays for it, and ops made later have a kernel for them too.
 _KERNEL_FACTORIES: dict[type, Callable[[Op], Callable]] = {}
+# Bumped whenever a kernel or an array type is registered: code that resolved kernels once
+# (``Op.array_kernel``) keys what it keeps by it, and resolves again when it changes.
+_GENERATION = [0]
+
+
+def kernel_generation() -> int:
+    """A number that changes whenever a kernel or an array type is registered.
+
+    Example:
+        >>> from funsor_core.ops.op import kernel_generation
+        >>> isinstance(kernel_generation(), int)
+        True
+    """
+    return _GENERATION[0]
 
 
 # type -> whether it is an array type of a loaded backend; cleared when a backend registers.
@@ -89,6 +104,7 @@ def register_array_type(typ: type) -> None:
     """Declare ``typ`` an array type (a backend calls this before registering kernels)."""
     if typ not in ARRAY_TYPES:
         ARRAY_TYPES.append(typ)
+        _GENERATION[0] += 1
         _IS_ARRAY_TYPE.clear()
         for op in _ALL_OPS:
             op._cache.clear()
@@ -121,6 +137,7 @@ def register_kernel_factory(typ: type, factory: Callable[[Op], Callable] | None)
         _KERNEL_FACTORIES.pop(typ, None)
     else:
         _KERNEL_FACTORIES[typ] = factory
+    _GENERATION[0] += 1
     for op in _ALL_OPS:
         op._cache.clear()
 
@@ -170,6 +187,7 @@ class Op:
     def register(self, typ: type, fn: Callable) -> Callable:
         """Register the kernel ``fn`` of this op for arguments of type ``typ``."""
         self.kernels[typ] = fn
+        _GENERATION[0] += 1
         for op in _ALL_OPS:
             if op.kernels is self.kernels:  # bound ops, and ops sharing the kernel table
                 op._cache.clear()
@@ -206,6 +224,21 @@ class Op:
         if self.params:
             kwargs = {**dict(self.params), **kwargs}
         return fn(*args, **kwargs)
+
+    def array_kernel(self, typ: type) -> Callable | None:
+        """The kernel ``op(x, ...)`` calls for a first argument ``x`` of the array type
+        ``typ`` (None: none, or this op binds parameters or dispatches otherwise), for code
+        that repeats one call: valid while ``kernel_generation()`` is unchanged.
+
+        Example:
+            >>> from funsor_core import ops
+            >>> ops.sum.array_kernel(np.ndarray)(np.ones((2, 3)), (1,))
+            array([3., 3.])
+        """
+        cls = type(self)
+        if self.params or cls.__call__ is not Op.__call__ or cls._resolve is not Op._resolve:
+            return None
+        return self._kernel_for(typ)
 
     def _dispatch_values(self, args: tuple) -> list:
         return list(args)

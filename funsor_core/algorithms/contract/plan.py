@@ -224,6 +224,29 @@ class ContractionPlan:
                 return result
         return self._run_steps(sum_op, prod_op, items)
 
+    def pair_log_spec(self) -> tuple | None:
+        """``(spec, shapes)`` of the one step by which ``run_arrays`` contracts two operands in
+        the log semiring through ``log_pair_run`` (this plan being one step whose dims come
+        out in the output's order): ``log_pair_spec``'s spec, and per operand the shape that
+        its index of size-1 dims gives it (None: no index); None where ``run_arrays`` takes
+        another route. For callers that repeat that step.
+
+        Example:
+            >>> plan = plan_contraction((("a",), ("a", "b")), {"a": 2, "b": 3}, ("b",))
+            >>> plan.pair_log_spec()[1]  # the step broadcasts over (b, a)
+            ((1, 2), None)
+        """
+        if (len(self.operands) != 2 or self._peak > _UNCHECKED_ENTRIES
+                or self.steps[0][:2] != (0, 1)):
+            return None
+        spec = (self._log_specs or self._log_step_specs())[0]
+        if spec is None or self._letters[1][0][2] != self._letters[2]:
+            return None
+        size = {self.symbols[n]: k for n, k in self.sizes.items()}
+        shapes = tuple(_indexed_shape(letters, perm, index, size)
+                       for letters, (perm, index) in zip(self._letters[0], spec[:2]))
+        return spec, shapes
+
     def check_memory(self, itemsize: int = 8) -> None:
         """Raise ``MemoryBudgetError`` (naming the largest step's names) when the largest
         intermediate of this plan is over the memory budget (``fc.memory_budget``, else the
@@ -305,6 +328,15 @@ class ContractionPlan:
         result = items[0]
         rest = reduced_vars.intersection(result.inputs)
         return result.reduce(red_op, rest) if rest else result
+
+
+def _indexed_shape(letters: str, perm, index, size: dict) -> tuple | None:
+    # The shape of an operand of dims ``letters`` permuted by ``perm`` and indexed by ``index``
+    # (``kernels.log_pair_spec``'s ``None`` entries insert size-1 dims).
+    if index is None:
+        return None
+    dims = iter(size[letters[k]] for k in (range(len(letters)) if perm is None else perm))
+    return tuple(1 if i is None else next(dims) for i in index)
 
 
 def plan_contraction(operands: Sequence[Sequence[str]], sizes: dict,

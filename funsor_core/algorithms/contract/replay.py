@@ -31,15 +31,18 @@ Example:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 from funsor_core import ops
+from funsor_core.algorithms.contract.fused import fuse_steps
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_tensors
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import builds_as_is, fast_path
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.patterns import type_key
+from funsor_core.ops.op import kernel_generation
 from funsor_core.terms.base import Reduce
 from funsor_core.terms.contraction import Contraction
 
@@ -115,10 +118,15 @@ class ArrayProgram:
         checks: the ``Check`` of each term the steps stand for.
     """
 
-    __slots__ = ("steps", "outputs", "out_ikeys", "checks")
+    __slots__ = ("steps", "outputs", "out_ikeys", "checks", "_builtin", "_fused")
 
     def __init__(self, steps, outputs, out_ikeys, checks) -> None:
         self.steps, self.outputs, self.out_ikeys, self.checks = steps, outputs, out_ikeys, checks
+        # The implementations the built-in rules registered, per check: where ``bind`` finds
+        # exactly these, the steps may run as ``fuse_steps`` resolved them for the arrays'
+        # type (kept per (type, kernel generation); False: nothing to gain).
+        self._builtin = [_BUILTIN.get(c.kind) for c in checks]
+        self._fused: dict = {}
 
     def __repr__(self) -> str:
         return f"ArrayProgram({len(self.steps)} steps, {len(self.outputs)} results)"
@@ -164,15 +172,47 @@ class ArrayProgram:
         (the terms would report the mix)."""
         if not arrays:
             return None
-        if len(set(map(type, arrays))) != 1:
-            return None
+        typ = type(arrays[0])
+        for x in arrays:
+            if type(x) is not typ:
+                return None
         impls = self.bind(interp)
         if impls is None:
             return None
         values = list(arrays)
-        for check, static, pos in self.steps:
-            values.append(impls[check](*static, *[values[k] for k in pos]))
+        fns = self._fused_steps(arrays[0]) if impls == self._builtin else None
+        if fns is None:
+            for check, static, pos in self.steps:
+                values.append(impls[check](*static, *[values[k] for k in pos]))
+        else:
+            append = values.append
+            for fn, pos in fns:
+                if len(pos) == 2:
+                    append(fn(values[pos[0]], values[pos[1]]))
+                elif len(pos) == 1:
+                    append(fn(values[pos[0]]))
+                else:
+                    append(fn(*[values[k] for k in pos]))
         return [values[k] for k in self.outputs]
+
+    def _fused_steps(self, sample) -> list | None:
+        # ``fuse_steps`` for arrays of the type of ``sample``, resolved once per (type, kernel
+        # generation); a handful of types meet one program (numpy, torch, jax's tracers).
+        key = (type(sample), kernel_generation())
+        fns = self._fused.get(key)
+        if fns is None:
+            if len(self._fused) >= 8:
+                self._fused.clear()
+            fused = fuse_steps(self.steps, sample)
+            if fused:  # (step function, operand positions); a step without one: its impl
+                fused = [(fn or partial(self._builtin[check], *static), pos)
+                         for fn, (check, static, pos) in zip(fused, self.steps)]
+            fns = self._fused[key] = fused or False
+        return fns or None
+
+
+# The implementations that ``fuse_steps`` knows how to resolve, by the kind of their check.
+_BUILTIN = {"contraction": contract_planned_arrays, "reduce": reduce_array}
 
 
 def _sorted_positions(pos: tuple, ikeys: list) -> tuple:

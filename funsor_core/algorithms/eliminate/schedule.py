@@ -132,7 +132,7 @@ class _Planner:
         raise _Unschedulable
 
 
-@cached("eliminate.schedules", maxsize=1024)
+@cached("eliminate.schedules", maxsize=1024, fast=True)  # (hot: every sum_product)
 def plan_elimination(sum_op, prod_op, structure: tuple, eliminate: frozenset,
                      plates: frozenset, pedantic: bool = False) -> Schedule | None:
     """The ``Schedule`` of ``partial_sum_product(sum_op, prod_op, factors, eliminate,
