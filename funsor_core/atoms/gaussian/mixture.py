@@ -30,7 +30,7 @@ from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
-from funsor_core.terms.backend_check import check_backends
+from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
@@ -180,19 +180,40 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
         >>> [type(t).__name__ for t in pending_sum(g, h).terms]
         ['Gaussian', 'Gaussian']
     """
-    terms = _summands(lhs) + _summands(rhs)
-    gaussians = [t for t in terms if isinstance(t, Gaussian)]
-    if not gaussians or len(gaussians) + sum(isinstance(t, (Tensor, Number)) for t in terms) \
-            != len(terms):
+    left, right = _summands(lhs), _summands(rhs)
+    terms = left + right
+    gaussians = []
+    for t in terms:
+        if isinstance(t, Gaussian):
+            gaussians.append(t)
+        elif not isinstance(t, (Tensor, Number)):
+            return None
+    if not gaussians:
         return None
     if len(gaussians) > 1 and would_compress(gaussians):
         return None
-    if len(terms) - len(gaussians) > _MAX_DENSE:
-        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
     # The constructor's checks, for the two sides (each side's summands were checked when
     # it was built), then the sum as it is: a step of a filter builds several.
     merge_inputs(lhs.inputs, rhs.inputs, "add")
-    return Contraction.make(ops.add, check_backends("add", terms))
+    # Each side's summands share a backend (checked when it was built): where both sides
+    # name the same one, nothing is mixed and nothing converted; otherwise every summand
+    # is looked at (the error, or numpy scalars met by another backend's arrays).
+    backend = _side_backend(left)
+    if backend is None or backend != _side_backend(right):
+        terms = check_backends("add", terms)
+    if len(terms) - len(gaussians) > _MAX_DENSE:
+        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
+    return Contraction.make(ops.add, terms)
+
+
+def _side_backend(terms: tuple) -> str | None:
+    """The backend of the first summand that holds arrays (a Gaussian first, in canonical
+    order), or None."""
+    for t in terms:
+        name = array_backend(t)
+        if name is not None:
+            return name
+    return None
 
 
 def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
