@@ -19,7 +19,12 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import (
+    dense_sum,
+    gaussian_sum,
+    is_gaussian_sum,
+    split_gaussian_sum,
+)
 from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     align_gaussian,
@@ -36,7 +41,8 @@ from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
 
 __all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars", "pending_sum",
-           "reduce_logaddexp_terms", "rename_gaussian_sum", "stack_gaussians", "would_compress"]
+           "reduce_logaddexp_terms", "rename_gaussian_names", "rename_gaussian_sum",
+           "stack_gaussians", "would_compress"]
 
 # A pending sum sums its dense summands once it holds more than this many (a loop that adds
 # Tensors to a Gaussian and never reduces would otherwise grow its term without bound).
@@ -233,9 +239,33 @@ def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
         if type(v) is not Variable:
             return None
         key.append((k, v.name, v.output))
+    return _renamed(term, tuple(key))
+
+
+def rename_gaussian_names(term: Funsor, names: dict) -> Funsor | None:
+    """``term(**names)`` for a Gaussian sum (``is_gaussian_sum``) and names given as str
+    (each a Variable of its input's domain; names that are not inputs ignored), as
+    ``rename_gaussian_sum`` gives it, without building the Variables; None otherwise (the
+    eager program of ``f(x="y")``, ``terms.base``).
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> s = pending_sum(g, fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}))
+        >>> rename_gaussian_names(s, {"i": "j", "z": "w"}).inputs
+        {'j': Bint[2], 'x': Real}
+    """
+    if not is_gaussian_sum(term):
+        return None
+    inputs = term.inputs
+    key = tuple((k, v, inputs[k]) for k, v in names.items() if k in inputs)
+    return _renamed(term, key) if key else None
+
+
+def _renamed(term: Contraction, key: tuple) -> Funsor | None:
+    """The summands of ``term`` relabelled by ``key``, ``(name, new name, domain)`` triples."""
     terms = term.terms
-    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms),
-                         tuple(key))
+    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms), key)
     if ikeys is None:
         return None
     parts = tuple(t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
