@@ -1,7 +1,7 @@
 """The per-step SLDS loop's shortcuts under ``moment_matching``: the numpy collapse
 (``normal_equations._eager_host``: the check's sums as products with the diagonal, the mixture
 weights inside the product forming its covariance), the pending sum's backend check (one
-summand per side), the eager programs of ``g + t`` and of ``f(x="y")``.
+summand per side) and the eager program of ``f(x="y")``.
 
 Oracles: the collapse through ``ops`` (``_eager``, every backend's path, and its check
 ``_well_conditioned``) and the QR collapse (``FAST_NORMAL_EQUATIONS`` off); the numpy GPB2
