@@ -341,8 +341,8 @@ def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
     sum_k p_k rows_k' rows_k``, no square roots)."""
     d_b, dim, tol = plan
     n = dim + 1
-    if not gram.size:
-        return _eager(log_weights, gram, plan)  # an empty batch (no maxima to take)
+    if not gram.size or log_weights.shape != gram.shape[:-2]:
+        return _eager(log_weights, gram, plan)  # an empty batch, or one that broadcasts
     d2 = gram.diagonal(0, -2, -1)
     chol, chol_inv = _cholesky_inverse_host(gram)  # NaN where it fails: fails the check
     inv2 = chol_inv * chol_inv

@@ -58,6 +58,21 @@ def test_host_collapse_is_the_ops_and_qr_collapse(index, n):
         np.testing.assert_allclose(a, e, rtol=1e-9, atol=1e-9)
 
 
+def test_host_collapse_broadcasts_and_takes_empty_batches():
+    """Log weights of fewer batch dims than the system's (broadcast), and an empty batch:
+    what the ``ops`` route gives (to 1e-12; empty arrays of the right shapes)."""
+    _, w, s = _system(np.random.default_rng(5), (2, 3), 3, 4)
+    lw = np.random.default_rng(6).normal(size=3)
+    d_b, m = ne.system_rows(w, s, (0,))
+    gram = m @ m.swapaxes(-1, -2) + ne._last_unit(4)
+    plan = (d_b, 3, ne._tolerance(3, 4))
+    for a, e in zip(ne._eager_host(lw, gram, plan), ne._eager(lw, gram, plan)):
+        assert a.shape == e.shape
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+    empty = ne._eager_host(np.zeros((0, 3)), np.zeros((0, 3, 4, 4)), plan)
+    assert [x.shape for x in empty] == [(0,), (0, 2), (0, 2, 2)]
+
+
 def test_host_check_decides_as_the_ops_check():
     """One coordinate's rows shrunk by 10^-e, e = 0..8: the numpy route runs exactly where
     the ``ops`` route's check (``_well_conditioned``) lets it, both outcomes met."""
