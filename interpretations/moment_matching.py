@@ -46,6 +46,7 @@ from funsor_core.atoms.gaussian.mixture import (
     collapse_sum,
     mixture_vars,
     pending_sum,
+    rename_gaussian_names,
     rename_gaussian_sum,
     would_compress,
 )
@@ -77,10 +78,15 @@ def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
     return pending_sum(lhs, rhs)
 
 
-# (g + t + ...)(x=y): renaming a sum renames each summand's labels; no array changes.
+# (g + t + ...)(x=y): renaming a sum renames each summand's labels; no array changes. For
+# ``f(x="y")`` the same from the names, without building the Variables (its eager program).
 @moment_matching.register(Subs, Contraction, tuple)
 def moment_matching_subs_gaussian_sum_rename(arg, subs):
     return rename_gaussian_sum(arg, subs) if is_gaussian_sum(arg) else None
+
+
+register_array_program(moment_matching_subs_gaussian_sum_rename, "eager_subs_rename",
+                       rename_gaussian_names)
 
 
 # Integrate(g1 + g2 + t, f, V): exact's rules integrate against one Gaussian, so the summands

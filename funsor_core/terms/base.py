@@ -56,6 +56,10 @@ __all__ = [
 # The first rule's one-frame answers for ``f(i=0)`` and ``f.reduce(op, "i")`` (live tables).
 _EAGER_SUBS = eager_programs("eager_subs_int")
 _EAGER_REDUCE = eager_programs("eager_reduce_name")
+# ... and for ``f(x="y")``: ``program(f, {"x": "y", ...})`` answers what the first rule answers
+# for the substitution of ``Variable("y", f.inputs["x"])`` (names not inputs of f ignored), or
+# None (then the Variables and the Subs are built).
+_EAGER_RENAME = eager_programs("eager_subs_rename")
 
 
 class Funsor(Term):
@@ -153,7 +157,12 @@ class Funsor(Term):
                         subs = ((k, number),)
                         return (run_rules(rules, Subs, (self, subs)) if rules
                                 else Subs(self, subs))
+                elif type(v) is str and (result := _eager_rename(self, kwargs)) is not None:
+                    return result
                 return Subs(self, ((k, v if isinstance(v, Funsor) else _subs_value(k, v, domain)),))
+            if all(type(v) is str for v in kwargs.values()) and (
+                    result := _eager_rename(self, kwargs)) is not None:
+                return result  # renaming: no Variables built
             pairs = tuple((k, v if isinstance(v, Funsor) else _subs_value(k, v, inputs[k]))
                           for k, v in kwargs.items() if k in inputs)
             return Subs(self, pairs) if pairs else self
@@ -500,6 +509,14 @@ class Align(Funsor):
         inputs.update(arg.inputs)
         self.inputs = inputs
         self.output = arg.output
+
+
+def _eager_rename(term: Funsor, names: dict) -> Funsor | None:
+    """The first rule's answer for ``term(**names)`` (every value a str) from its eager
+    program, or None."""
+    rules = eager_rules((Subs, type(term), tuple))
+    fast = _EAGER_RENAME.get(rules[0]) if rules else None
+    return None if fast is None else fast(term, names)
 
 
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.

@@ -19,7 +19,12 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
-from funsor_core.atoms.gaussian.algebra import dense_sum, gaussian_sum, split_gaussian_sum
+from funsor_core.atoms.gaussian.algebra import (
+    dense_sum,
+    gaussian_sum,
+    is_gaussian_sum,
+    split_gaussian_sum,
+)
 from funsor_core.atoms.gaussian.atom import (
     Gaussian,
     align_gaussian,
@@ -30,13 +35,14 @@ from funsor_core.atoms.gaussian.moments import collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
-from funsor_core.terms.backend_check import check_backends
+from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
 
 __all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars", "pending_sum",
-           "reduce_logaddexp_terms", "rename_gaussian_sum", "stack_gaussians", "would_compress"]
+           "reduce_logaddexp_terms", "rename_gaussian_names", "rename_gaussian_sum",
+           "stack_gaussians", "would_compress"]
 
 # A pending sum sums its dense summands once it holds more than this many (a loop that adds
 # Tensors to a Gaussian and never reduces would otherwise grow its term without bound).
@@ -180,19 +186,40 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
         >>> [type(t).__name__ for t in pending_sum(g, h).terms]
         ['Gaussian', 'Gaussian']
     """
-    terms = _summands(lhs) + _summands(rhs)
-    gaussians = [t for t in terms if isinstance(t, Gaussian)]
-    if not gaussians or len(gaussians) + sum(isinstance(t, (Tensor, Number)) for t in terms) \
-            != len(terms):
+    left, right = _summands(lhs), _summands(rhs)
+    terms = left + right
+    gaussians = []
+    for t in terms:
+        if isinstance(t, Gaussian):
+            gaussians.append(t)
+        elif not isinstance(t, (Tensor, Number)):
+            return None
+    if not gaussians:
         return None
     if len(gaussians) > 1 and would_compress(gaussians):
         return None
-    if len(terms) - len(gaussians) > _MAX_DENSE:
-        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
     # The constructor's checks, for the two sides (each side's summands were checked when
     # it was built), then the sum as it is: a step of a filter builds several.
     merge_inputs(lhs.inputs, rhs.inputs, "add")
-    return Contraction.make(ops.add, check_backends("add", terms))
+    # Each side's summands share a backend (checked when it was built): where both sides
+    # name the same one, nothing is mixed and nothing converted; otherwise every summand
+    # is looked at (the error, or numpy scalars met by another backend's arrays).
+    backend = _side_backend(left)
+    if backend is None or backend != _side_backend(right):
+        terms = check_backends("add", terms)
+    if len(terms) - len(gaussians) > _MAX_DENSE:
+        terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
+    return Contraction.make(ops.add, terms)
+
+
+def _side_backend(terms: tuple) -> str | None:
+    """The backend of the first summand that holds arrays (a Gaussian first, in canonical
+    order), or None."""
+    for t in terms:
+        name = array_backend(t)
+        if name is not None:
+            return name
+    return None
 
 
 def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
@@ -212,9 +239,33 @@ def rename_gaussian_sum(term: Contraction, subs: tuple) -> Funsor | None:
         if type(v) is not Variable:
             return None
         key.append((k, v.name, v.output))
+    return _renamed(term, tuple(key))
+
+
+def rename_gaussian_names(term: Funsor, names: dict) -> Funsor | None:
+    """``term(**names)`` for a Gaussian sum (``is_gaussian_sum``) and names given as str
+    (each a Variable of its input's domain; names that are not inputs ignored), as
+    ``rename_gaussian_sum`` gives it, without building the Variables; None otherwise (the
+    eager program of ``f(x="y")``, ``terms.base``).
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> s = pending_sum(g, fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}))
+        >>> rename_gaussian_names(s, {"i": "j", "z": "w"}).inputs
+        {'j': Bint[2], 'x': Real}
+    """
+    if not is_gaussian_sum(term):
+        return None
+    inputs = term.inputs
+    key = tuple((k, v, inputs[k]) for k, v in names.items() if k in inputs)
+    return _renamed(term, key) if key else None
+
+
+def _renamed(term: Contraction, key: tuple) -> Funsor | None:
+    """The summands of ``term`` relabelled by ``key``, ``(name, new name, domain)`` triples."""
     terms = term.terms
-    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms),
-                         tuple(key))
+    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms), key)
     if ikeys is None:
         return None
     parts = tuple(t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)

@@ -521,7 +521,7 @@ def _logits(ds: tuple, plan: _Plan, proto) -> Array:
     if total is None:
         return ops.new_full(proto, plan.kshape + (plan.n,), const)
     if const:
-        total = ops.add(total, const)
+        total = total + const if host and type(total) is np.ndarray else ops.add(total, const)
     if plan.dense_axes:
         total = ops.logsumexp(total, plan.dense_axes)
     if host and type(total) is np.ndarray:

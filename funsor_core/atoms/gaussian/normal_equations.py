@@ -79,7 +79,7 @@ RANK_MARGIN = 1e3
 
 _EPS64 = 2.0 ** -52
 _LOG_2PI = math.log(2 * math.pi)
-_SUM, _MAX = np.add.reduce, np.maximum.reduce
+_SUM, _MAX, _MIN = np.add.reduce, np.maximum.reduce, np.minimum.reduce
 
 
 def _nan_on_error(fn: Callable) -> Callable:
@@ -336,35 +336,49 @@ def _eager_host(log_weights: np.ndarray, gram: np.ndarray, plan: tuple):
     each call's wrapper costs more than its arithmetic. ``_eager``'s four factorizations
     (two Cholesky, two triangular inverses) are two (``_cholesky_inverse_host``); a failed
     one is NaN, not an exception, and fails the check, so the decision is the
-    factorization's own and the QR path runs as before."""
+    factorization's own and the QR path runs as before. The check's sums are products with
+    the diagonal, and the mixture's weights enter the product that forms ``C`` (``A'A =
+    sum_k p_k rows_k' rows_k``, no square roots)."""
     d_b, dim, tol = plan
-    chol, chol_inv = _cholesky_inverse_host(gram)
-    if not _host_check(gram, chol_inv, dim, tol):
+    n = dim + 1
+    if not gram.size or log_weights.shape != gram.shape[:-2]:
+        return _eager(log_weights, gram, plan)  # an empty batch, or one that broadcasts
+    d2 = gram.diagonal(0, -2, -1)
+    chol, chol_inv = _cholesky_inverse_host(gram)  # NaN where it fails: fails the check
+    inv2 = chol_inv * chol_inv
+    # ||L^{-1} D||_F^2 = sum_i (inv2 @ diag G)_i per entry; then the rank margin of the
+    # leading block, F^2 ||L11^{-1}||_F^2 (``_host_check``, in fewer calls).
+    if not _MAX(_SUM((inv2 @ d2[..., None]).reshape(-1, n), 1), None) <= \
+            FAST_RTOL / (n * n * _EPS64):
         return None
-    diag = chol.diagonal(0, -2, -1)
-    c = diag[..., dim]
-    log_z = (0.5 * dim * _LOG_2PI - 0.5 * (c * c - 1.0)) - np.log(diag[..., :dim]).sum(-1)
-    rows = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c]
-    mean_k = rows[..., -1, :] * -c[..., None]
+    lead = inv2[..., :dim, :dim].reshape(tuple(inv2.shape[:-2]) + (dim * dim,))
+    if not _MAX(_MAX(d2[..., :dim], -1) * _SUM(lead, -1), None) * (RANK_MARGIN * tol) ** 2 < 1.0:
+        return None
+    c = chol[..., dim, dim]
+    log_z = (0.5 * dim * _LOG_2PI + 0.5 - 0.5 * c * c) - _SUM(
+        np.log(chol.diagonal(0, -2, -1)[..., :dim]), -1)
     # The mixture (``mixture_rows``): p_k = exp(log Z_k - log Z), cov = A'A.
     log_mass_k = log_weights + log_z
-    top = log_mass_k.max(-1)
+    top = _MAX(log_mass_k, -1)
     if not np.isfinite(top).all():
         return None  # a mixture of no mass: the general path gives its unit covariance
     scaled = np.exp(log_mass_k - top[..., None])
-    total = scaled.sum(-1)
+    total = _SUM(scaled, -1)
     p = scaled / total[..., None]
-    mean = (p[..., None, :] @ mean_k)[..., 0, :]
-    n, d_a = mean_k.shape[-2:]
-    root_p = np.sqrt(p)[..., None]
-    rows = rows * root_p[..., None]  # a copy: its last row is replaced
-    rows[..., -1, :] = (mean_k - mean[..., None, :]) * root_p
-    rows = rows.reshape(tuple(top.shape) + (n * (d_a + 1), d_a))
-    cov = rows.swapaxes(-1, -2) @ rows
+    rows = chol_inv[..., d_b:, d_b:dim]  # [L_aa^{-1}; -mu' / c], a view of our own array
+    last = rows[..., -1, :]
+    last *= -c[..., None]  # mu_k
+    mean = (p[..., None, :] @ last)[..., 0, :]
+    last -= mean[..., None, :]  # mu_k - mean
+    k, d_a = log_weights.shape[-1], dim - d_b
+    rows = rows.reshape(tuple(top.shape) + (k * (d_a + 1), d_a))
+    cov = (rows.swapaxes(-1, -2) * np.repeat(p, d_a + 1, -1)[..., None, :]) @ rows
     u, u_inv = _cholesky_inverse_host(cov)
-    if not _host_check(cov, u_inv, None, 0.0):
+    stat = _MAX(_SUM(((u_inv * u_inv) @ cov.diagonal(0, -2, -1)[..., None]).reshape(-1, d_a), 1),
+                None)
+    if not stat <= FAST_RTOL / (d_a * d_a * _EPS64):
         return None
-    log_det = np.log(u.diagonal(0, -2, -1)).sum(-1)
+    log_det = _SUM(np.log(u.diagonal(0, -2, -1)), -1)
     log_const = (top + np.log(total)) - (log_det + 0.5 * d_a * _LOG_2PI)
     return log_const, (u_inv @ mean[..., None])[..., 0], u_inv.swapaxes(-1, -2)
 
@@ -382,12 +396,15 @@ def _cholesky_inverse_host(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     or a ``G`` that is not positive definite: the decision stays the factorization's and the
     check's."""
     n = gram.shape[-1]
+    template = _augmented_template(n)
     aug = np.empty(tuple(gram.shape[:-2]) + (2 * n, 2 * n))
-    aug[...] = _augmented_template(n)
+    aug[...] = template
     aug[..., :n, :n] = gram
-    # NaN of a failed factorization (or of t where some G_jj <= 0) is a value here.
+    # NaN of a failed factorization (or of t where some G_jj <= 0) is a value here. (t I is
+    # written whole, broadcast: cheaper than scaling the batch's strided blocks in place.)
     with np.errstate(all="ignore"):
-        aug[..., n:, n:] *= 2.0 * FAST_RTOL / (n * n * _EPS64) / gram.diagonal(0, -2, -1).min()
+        aug[..., n:, n:] = template[n:, :n] * (2.0 * FAST_RTOL / (n * n * _EPS64)
+                                               / _MIN(gram.diagonal(0, -2, -1), None))
         out = _CHOLESKY(aug, signature="d->d")
     return out[..., :n, :n], out[..., n:, :n].swapaxes(-1, -2)
 
