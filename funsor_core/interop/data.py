@@ -29,7 +29,7 @@ from funsor_core.terms.base import (
 )
 from funsor_core.terms.product import ProductDomain, Tuple
 from funsor_core.terms.reshaping import Function, Stack
-from funsor_core.terms.traversal import children
+from funsor_core.terms.traversal import children, reinterpret
 
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError",
            "ConversionError"]
@@ -62,6 +62,12 @@ _LAZY = (
     "{chain}.{hint}"
 )
 
+_RECORDED = (
+    "{where} needs a number, but this term is still lazy:\n  {term}\n"
+    "It was recorded (built under `with lazy:` or another recording interpretation); the "
+    "active interpretations ({chain}) evaluate it: call fc.reinterpret(term) first.{hint}"
+)
+
 
 def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTermError:
     if type(expr)._atom:  # a Gaussian, Delta or Variable: evaluated, but not a number
@@ -78,8 +84,18 @@ def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTerm
                 "integrate them out.")
     elif expr.inputs:
         hint = f"\nIts free inputs are {dict(expr.inputs)}."
-    return cls(_LAZY.format(where=where, term=repr(culprit), pattern=pattern,
-                                      chain=" -> ".join(get_interpretation().chain()), hint=hint))
+    template = _RECORDED if _evaluates(culprit) else _LAZY
+    return cls(template.format(where=where, term=repr(culprit), pattern=pattern,
+                               chain=" -> ".join(get_interpretation().chain()), hint=hint))
+
+
+def _evaluates(term: Funsor) -> bool:
+    # A term built under `lazy` whose pattern the active interpretation does have a rule
+    # for: saying "no rule matches" would send the user looking for a missing rule.
+    try:
+        return type(reinterpret(term))._atom
+    except Exception:  # the error being built is the one to report
+        return False
 
 
 def _innermost_lazy(expr: Funsor) -> Funsor:

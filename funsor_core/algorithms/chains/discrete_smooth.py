@@ -31,7 +31,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
-from funsor_core.terms.base import Variable
+from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["markov_marginals", "markov_map"]
@@ -134,6 +134,8 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
 def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what: str,
                lengths=None, mask=None):
     # markov_marginals, its errors naming the public function called (``what``).
+    if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
+        factors = [factors]
     if lengths is not None or mask is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask, what)
         time = _time_name(time)
