@@ -69,6 +69,12 @@ _RECORDED = (
 )
 
 
+_GAUSSIAN_TO_DATA = (
+    "\nA Normal or MultivariateNormal whose value is a Variable is a Gaussian under exact; "
+    "to convert it to a torch distribution, build it (or call to_funsor) under `with lazy:`, "
+    "which keeps the distribution term.")
+
+
 def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTermError:
     if type(expr)._atom:  # a Gaussian, Delta or Variable: evaluated, but not a number
         names = sorted(expr.inputs)
@@ -135,7 +141,10 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     if not isinstance(x, Tensor):
         if hasattr(x, "to_data"):
             return x.to_data(name_to_dim)
-        raise _lazy_error(x, "to_data()")
+        error = _lazy_error(x, "to_data()")
+        if any(d.dtype == "real" for d in x.inputs.values()):
+            error.args = (error.args[0] + _GAUSSIAN_TO_DATA,)
+        raise error
     if not x.inputs:
         return x.data
     if name_to_dim is None:
