@@ -55,8 +55,8 @@ def test_data_of_a_recorded_term_says_to_reinterpret():
         s = x + y
     with pytest.raises(NotImplementedError, match=r"recorded \(built under `with lazy:`.*"
                                                   r"fc.reinterpret\(term\)"):
-        s.data
+        _ = s.data
     np.testing.assert_allclose(fc.reinterpret(s).data, a + a[0])  # the advice works
     # a term with no rule keeps the old explanation
     with pytest.raises(NotImplementedError, match=r"No rule of the active interpretations"):
-        ops.sigmoid(fc.Variable("v", fc.Real)).data
+        _ = ops.sigmoid(fc.Variable("v", fc.Real)).data
