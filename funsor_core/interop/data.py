@@ -14,6 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
@@ -142,7 +144,7 @@ def to_data(x: Any, name_to_dim: dict | None = None):
         if hasattr(x, "to_data"):
             return x.to_data(name_to_dim)
         error = _lazy_error(x, "to_data()")
-        if any(d.dtype == "real" for d in x.inputs.values()):
+        if not isinstance(x, Variable) and any(d.dtype == "real" for d in x.inputs.values()):
             error.args = (error.args[0] + _GAUSSIAN_TO_DATA,)
         raise error
     if not x.inputs:
@@ -153,6 +155,12 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     missing = set(x.inputs) - set(name_to_dim)
     if missing:
         raise ValueError(f"name_to_dim lacks inputs {sorted(missing)} of {dict(x.inputs)}")
+    dims = [name_to_dim[n] for n in x.inputs]
+    if (any(not isinstance(d, (int, np.integer)) or d >= 0 for d in dims)
+            or len(set(dims)) < len(dims)):
+        raise ValueError(f"name_to_dim={name_to_dim} must give the inputs {list(x.inputs)} "
+                         "distinct negative batch dims (counted from the right of the batch "
+                         "shape, before the output's dims), e.g. {'i': -2, 'j': -1}")
     # Pad only to the leftmost dim of x's own inputs (as funsor 0.4.8 does): names of
     # name_to_dim that x lacks add no leading size-1 dims (numpyro's infer_discrete
     # passes every enumerated name, and its values must keep the site's own shape).
@@ -186,6 +194,12 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
         # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
         # itself still refuses float data for a Bint dtype.
+        if ops.is_concrete(x):
+            values = np.asarray(ops.to_numpy(x))
+            frac = values[values != np.round(values)]
+            if frac.size:
+                raise DomainError(f"cannot convert floats to {output}: the values must be "
+                                  f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
         x = ops.astype(x, "int")
     out_shape = () if output is None else output.shape
     if dim_to_name is None:
@@ -203,7 +217,10 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     for i, size in enumerate(batch_shape):
         name = dim_to_name.get(i - nb)
         if name is None and size != 1:
-            raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+            raise DomainError(
+                f"batch dim {i - nb} of size {size} has no name in dim_to_name={dim_to_name}: "
+                f"batch dims count from the right of the batch shape {batch_shape}, which "
+                f"excludes the output shape {out_shape}")
         if size == 1:
             # A dim of size 1 broadcasts: it names no input, even when named (as in funsor
             # 0.4.8), so a value broadcast over a plate does not claim the plate at size 1.
