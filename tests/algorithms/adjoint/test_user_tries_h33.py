@@ -11,7 +11,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.adjoint.kinds import NotOnTapeError
+from funsor_core.adjoint import NotOnTapeError
 from interpretations import lazy
 
 
