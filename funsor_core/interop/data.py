@@ -194,13 +194,13 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
         # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
         # itself still refuses float data for a Bint dtype.
-        if ops.is_concrete(x):
+        whole = ops.astype(x, "int")
+        if ops.is_concrete(x) and bool((whole != x).any()):  # was truncated silently
             values = np.asarray(ops.to_numpy(x))
             frac = values[values != np.round(values)]
-            if frac.size:
-                raise DomainError(f"cannot convert floats to {output}: the values must be "
-                                  f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
-        x = ops.astype(x, "int")
+            raise DomainError(f"cannot convert floats to {output}: the values must be "
+                              f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
+        x = whole
     out_shape = () if output is None else output.shape
     if dim_to_name is None:
         if output is not None and tuple(x.shape) != out_shape:
