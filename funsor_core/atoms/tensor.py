@@ -96,7 +96,7 @@ class Tensor(Funsor, metaclass=TensorMeta):
                 if data.shape[:len(sizes)] == sizes:
                     if type(dtype) is str and dtype == "real":
                         return data, ikey, dtype
-                    return data, ikey, check_dtype(data, dtype)
+                    return data, ikey, check_dtype(data, dtype, len(sizes))
         return check_tensor_args(data, inputs, dtype)
 
     @staticmethod

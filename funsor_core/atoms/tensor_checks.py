@@ -87,17 +87,28 @@ def check_tensor_args(data, inputs, dtype) -> tuple:
         if known is None:
             known = _KNOWN_CACHE.put(inputs, (inputs, sizes))
         inputs = known[0]
-    return data, inputs, check_dtype(data, dtype)
+    return data, inputs, check_dtype(data, dtype, n)
 
 
-def check_dtype(data, dtype):
-    """``"real"``, or the int bound ``n`` of integer ``data`` (values ``0 .. n-1``).
+def check_dtype(data, dtype, batch_ndim: int | None = None):
+    """``"real"``, or the int bound ``n`` of integer ``data`` (values ``0 .. n-1``). A
+    Domain given as the dtype names the whole output: with ``batch_ndim`` (the number of
+    inputs) its shape must be the data's shape after the batch dims.
 
     Example:
         >>> check_dtype(np.arange(3), fc.Bint[3]), check_dtype(np.zeros(2), "real")
         (3, 'real')
+        >>> check_dtype(np.zeros(2), fc.Reals[3], 0)
+        Traceback (most recent call last):
+        ...
+        funsor_core.terms.inputs.DomainError: Tensor data of shape (2,) cannot have output ...
     """
     if isinstance(dtype, Domain):
+        if batch_ndim is not None and tuple(data.shape[batch_ndim:]) != dtype.shape:
+            raise DomainError(
+                f"Tensor data of shape {tuple(data.shape)} cannot have output {dtype}: after "
+                f"its {batch_ndim} batch dims the data's shape is "
+                f"{tuple(data.shape[batch_ndim:])}, the output's is {dtype.shape}")
         dtype = dtype.dtype
     if dtype != "real":
         if not isinstance(dtype, int) and hasattr(dtype, "__index__"):

@@ -342,6 +342,18 @@ class Distribution(Funsor):
 register_sampler(Distribution)(sample_distribution)
 
 
+# torch.distributions' other parametrizations, which funsor's families do not take.
+_CHOLESKY = ("; pass scale_tril=np.linalg.cholesky(c) for a covariance c (funsor's form), or "
+             "build fc.Gaussian(mean=..., covariance=..., inputs=...) directly")
+_OTHER_FORMS = {
+    ("Categorical", "logits"): "; for logits use CategoricalLogits(logits, value)",
+    ("MultivariateNormal", "covariance_matrix"): _CHOLESKY,
+    ("MultivariateNormal", "precision_matrix"): _CHOLESKY.replace(
+        "a covariance c", "a covariance c = inv(precision)").replace(
+        "covariance=...", "precision=..."),
+}
+
+
 def _bind(cls, args: tuple, kwargs: dict) -> dict:
     names = cls.fields
     if len(args) > len(names):
@@ -350,8 +362,9 @@ def _bind(cls, args: tuple, kwargs: dict) -> dict:
     given = dict(zip(names, args))
     for name, value in kwargs.items():
         if name not in names:
+            hint = _OTHER_FORMS.get((cls.__name__, name), "")
             raise TypeError(f"{cls.__name__}() got an unexpected argument '{name}'; its "
-                            f"arguments are {names}")
+                            f"arguments are {names}{hint}")
         if name in given:
             raise TypeError(f"{cls.__name__}() got '{name}' both positionally and by name")
         given[name] = value
@@ -564,6 +577,9 @@ def _raise_if_bad(cls, name, describe, tensor: Tensor | None, ok, inputs=None) -
         value = np.asarray(ops.to_numpy(tensor.data))
         shown = value[index] if index else value
         got = f", but it is {np.array2string(np.asarray(shown), precision=4)}"
+        if name == "scale_tril" and np.ndim(shown) == 2 and np.allclose(shown, np.swapaxes(
+                shown, -1, -2)):  # a covariance passed where funsor takes its Cholesky factor
+            got += " (a covariance? pass scale_tril=np.linalg.cholesky(covariance))"
     raise ValueError(f"{cls.__name__}: parameter '{name}' must be {describe}{got}"
                      + (f" at {where}" if where else ""))
 

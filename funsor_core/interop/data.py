@@ -14,6 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Domain
@@ -31,7 +33,7 @@ from funsor_core.terms.base import (
 from funsor_core.terms.constant import Constant
 from funsor_core.terms.product import ProductDomain, Tuple
 from funsor_core.terms.reshaping import Function, Stack
-from funsor_core.terms.traversal import children
+from funsor_core.terms.traversal import children, reinterpret
 
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError",
            "ConversionError"]
@@ -64,6 +66,18 @@ _LAZY = (
     "{chain}.{hint}"
 )
 
+_RECORDED = (
+    "{where} needs a number, but this term is still lazy:\n  {term}\n"
+    "It was recorded (built under `with lazy:` or another recording interpretation); the "
+    "active interpretations ({chain}) evaluate it: call fc.reinterpret(term) first.{hint}"
+)
+
+
+_GAUSSIAN_TO_DATA = (
+    "\nA Normal or MultivariateNormal whose value is a Variable is a Gaussian under exact; "
+    "to convert it to a torch distribution, build it (or call to_funsor) under `with lazy:`, "
+    "which keeps the distribution term.")
+
 
 def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTermError:
     if type(expr)._atom:  # a Gaussian, Delta or Variable: evaluated, but not a number
@@ -80,8 +94,18 @@ def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTerm
                 "integrate them out.")
     elif expr.inputs:
         hint = f"\nIts free inputs are {dict(expr.inputs)}."
-    return cls(_LAZY.format(where=where, term=repr(culprit), pattern=pattern,
-                                      chain=" -> ".join(get_interpretation().chain()), hint=hint))
+    template = _RECORDED if _evaluates(culprit) else _LAZY
+    return cls(template.format(where=where, term=repr(culprit), pattern=pattern,
+                               chain=" -> ".join(get_interpretation().chain()), hint=hint))
+
+
+def _evaluates(term: Funsor) -> bool:
+    # A term built under `lazy` whose pattern the active interpretation does have a rule
+    # for: saying "no rule matches" would send the user looking for a missing rule.
+    try:
+        return type(reinterpret(term))._atom
+    except Exception:  # the error being built is the one to report
+        return False
 
 
 def _innermost_lazy(expr: Funsor) -> Funsor:
@@ -125,7 +149,10 @@ def to_data(x: Any, name_to_dim: dict | None = None):
             tagged = _constant_to_data(x, name_to_dim)
             if tagged is not None:
                 return tagged
-        raise _lazy_error(x, "to_data()")
+        error = _lazy_error(x, "to_data()")
+        if not isinstance(x, Variable) and any(d.dtype == "real" for d in x.inputs.values()):
+            error.args = (error.args[0] + _GAUSSIAN_TO_DATA,)
+        raise error
     if not x.inputs:
         return x.data
     if name_to_dim is None:
@@ -134,6 +161,12 @@ def to_data(x: Any, name_to_dim: dict | None = None):
     missing = set(x.inputs) - set(name_to_dim)
     if missing:
         raise ValueError(f"name_to_dim lacks inputs {sorted(missing)} of {dict(x.inputs)}")
+    dims = [name_to_dim[n] for n in x.inputs]
+    if (any(not isinstance(d, (int, np.integer)) or d >= 0 for d in dims)
+            or len(set(dims)) < len(dims)):
+        raise ValueError(f"name_to_dim={name_to_dim} must give the inputs {list(x.inputs)} "
+                         "distinct negative batch dims (counted from the right of the batch "
+                         "shape, before the output's dims), e.g. {'i': -2, 'j': -1}")
     # Pad only to the leftmost dim of x's own inputs (as funsor 0.4.8 does): names of
     # name_to_dim that x lacks add no leading size-1 dims (numpyro's infer_discrete
     # passes every enumerated name, and its values must keep the site's own shape).
@@ -194,7 +227,13 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
         # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
         # itself still refuses float data for a Bint dtype.
-        x = ops.astype(x, "int")
+        whole = ops.astype(x, "int")
+        if ops.is_concrete(x) and bool((whole != x).any()):  # was truncated silently
+            values = np.asarray(ops.to_numpy(x))
+            frac = values[values != np.round(values)]
+            raise DomainError(f"cannot convert floats to {output}: the values must be "
+                              f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
+        x = whole
     out_shape = () if output is None else output.shape
     if dim_to_name is None:
         if output is not None and tuple(x.shape) != out_shape:
@@ -211,7 +250,10 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     for i, size in enumerate(batch_shape):
         name = dim_to_name.get(i - nb)
         if name is None and size != 1:
-            raise DomainError(f"batch dim {i - nb} of size {size} has no name in dim_to_name")
+            raise DomainError(
+                f"batch dim {i - nb} of size {size} has no name in dim_to_name={dim_to_name}: "
+                f"batch dims count from the right of the batch shape {batch_shape}, which "
+                f"excludes the output shape {out_shape}")
         if size == 1:
             # A dim of size 1 broadcasts: it names no input, even when named (as in funsor
             # 0.4.8), so a value broadcast over a plate does not claim the plate at size 1.

@@ -40,8 +40,8 @@ __all__ = ["array_backend", "deep_array_backend", "check_backends", "MIXED_BACKE
 MIXED_BACKENDS = (
     "cannot {what}: {first} holds {left} arrays and {second} holds {right} arrays; one term "
     "must use one backend, and nothing is converted silently (that would drop autograd). "
-    "Convert one side first, e.g. fc.Tensor(torch.as_tensor(t.data), t.inputs) or "
-    "fc.Tensor(np.asarray(t.data), t.inputs)."
+    "Convert one side first, e.g. fc.Tensor(np.asarray(t.data), t.inputs) (or "
+    "torch.as_tensor, jax.numpy.asarray), or fc.set_backend(...) before building numbers."
 )
 
 # array type -> backend name, or None for numpy scalars and non-arrays

@@ -295,6 +295,11 @@ def reduce_moment(f, op, names: frozenset) -> Any:
         raise ValueError(f"cannot take ops.{name} over the real inputs {real}: only Bint "
                          "inputs have a finite number of values to average over")
     count = math.prod(f.inputs[n].size for n in names)
+    if count == 0:
+        empty = sorted(n for n in names if f.inputs[n].size == 0)
+        raise ValueError(f"cannot take ops.{name} over {empty}: "
+                         f"{', '.join(str(f.inputs[n]) for n in empty)} has no values to "
+                         "average (a mean of nothing is undefined)")
     return f.reduce(ops.add, names) * (1.0 / count)
 
 

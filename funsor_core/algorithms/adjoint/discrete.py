@@ -116,6 +116,8 @@ class DiscreteModel:
     """
 
     def __init__(self, factors, plates=frozenset()) -> None:
+        if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
+            factors = [factors]
         factors = list(factors.values()) if isinstance(factors, dict) else list(factors)
         if not factors:
             raise ValueError("a discrete model needs at least one factor")

@@ -19,8 +19,9 @@ from funsor_core.domains import Domain, Reals
 from funsor_core.engine.interpreter import ENTERED, Interpretation, get_interpretation
 from funsor_core.terms.base import Variable
 
-__all__ = ["PosteriorSample", "Precondition", "approximating", "approximation_active",
-           "argmax_approximate", "laplace_approximate", "mean_approximate"]
+__all__ = ["NotOnTapeError", "PosteriorSample", "Precondition", "approximating",
+           "approximation_active", "argmax_approximate", "laplace_approximate",
+           "mean_approximate", "unrecorded"]
 
 _NOT_BINT = ("PosteriorSample(**sample_inputs): '{name}' is {domain!r}; sample inputs are new "
              "Bint inputs that index independent draws, e.g. "
@@ -164,3 +165,30 @@ class Precondition(Interpretation):
             subs[name] = aux[start:stop].reshape(domain.shape)
             start = stop
         return subs
+
+
+class NotOnTapeError(KeyError, ValueError):
+    """The adjoint of a term asked of a backward pass whose expression was already evaluated
+    (an atom) when it was given: the tape recorded none of its factors, so the unit that
+    funsor's ``defaultdict`` gives would be a silently wrong marginal.
+
+    Example:
+        >>> str(NotOnTapeError("why"))
+        'why'
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def unrecorded(kind: str, key) -> NotOnTapeError:
+    """The error for the adjoint of ``key`` when the expression came evaluated (a ``kind``).
+
+    Example:
+        >>> print(unrecorded("Tensor", "f"))  # doctest: +ELLIPSIS
+        forward_backward got an expression that was already evaluated (Tensor), ...
+    """
+    return NotOnTapeError(
+        f"forward_backward got an expression that was already evaluated ({kind}), so the "
+        f"tape recorded none of its factors and has no adjoint for {key!r:.80}: build the "
+        "expression under `with lazy:` (as a lazy term, it is evaluated on the tape)")

@@ -16,10 +16,10 @@ its T steps in order on such a tape, so that the rules of its steps apply, and t
 of its steps are stacked back along time; any other ``MarkovProduct`` is recorded whole,
 and its backward rule is the Kalman smoother of a Gaussian chain (``chains.gaussian_smooth``).
 A term without a backward rule that a rule computed on arrays from recorded values or atoms
-(a ``Stack``, say) is recorded too: the
-adjoints behind it are unknown, and reading one raises ``NotImplementedError`` naming it
-(instead of a silent zero). Nothing changes when no tape is active: the tape is just
-another interpretation.
+(a ``Stack``, say) is recorded too: the adjoints behind it are unknown, and reading one
+raises ``NotImplementedError`` naming it (instead of a silent zero), as the adjoint of a
+factor of an expression given already evaluated raises ``NotOnTapeError``. The tape is just
+another interpretation: nothing changes when none is active.
 
 ``tape.adjoint(sum_op, prod_op, root)`` then walks the record backwards from ``root``: each
 recorded term passes its adjoint to its arguments by its backward rule, and an argument's
@@ -49,7 +49,7 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring, check_batch_vars
 from funsor_core.algorithms.adjoint.chain_arrays import chain_array_shares, has_array_backward
 from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
-from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
+from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active, unrecorded
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
@@ -113,14 +113,13 @@ class Adjoints(dict):
     maps to the unit of ``sum_op``, as funsor's ``defaultdict`` does.
 
     Example:
-        >>> a = Adjoints(fc.Number(0.0))
-        >>> a[fc.Variable("x", fc.Real)]
+        >>> Adjoints(fc.Number(0.0))[fc.Variable("x", fc.Real)]
         Number(0.0, 'real')
     """
 
     def __init__(self, zero) -> None:
         super().__init__()
-        self._zero = zero
+        self._zero, self._unrecorded = zero, ""  # the class of an expression given evaluated
         self._index: dict = {}
         self._blocked: dict = {}  # canonical key -> why its adjoint is unknown
 
@@ -148,6 +147,8 @@ class Adjoints(dict):
 
     def __missing__(self, key):
         found = self._index.get(canonical_key(key)) if isinstance(key, Funsor) else None
+        if found is None and self._unrecorded:  # not a leaf: the expression came evaluated
+            raise unrecorded(self._unrecorded, key)
         return self._zero if found is None else dict.__getitem__(self, found)
 
     def __contains__(self, key) -> bool:
@@ -572,12 +573,14 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         forward = reinterpret(expr)
     if sum_op is not ops.sample or (rng_key is None and sample_inputs is None and isinstance(
             get_interpretation(), PosteriorSample)):
-        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch_vars,
-                                     approximate=approximate)
-    # The sampling semiring: marginalize forward, draw backward.
-    with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
-        batch = frozenset(batch_vars) | sampler.sample_vars
-        return forward, tape.adjoint(sum_op, prod_op, forward, batch_vars=batch)
+        adj = tape.adjoint(sum_op, prod_op, forward, batch_vars=batch_vars,
+                           approximate=approximate)
+    else:  # the sampling semiring: marginalize forward, draw backward
+        with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
+            adj = tape.adjoint(sum_op, prod_op, forward,
+                               batch_vars=frozenset(batch_vars) | sampler.sample_vars)
+    adj._unrecorded = type(expr).__name__ if type(expr)._atom else ""
+    return forward, adj
 
 
 def adjoint(sum_op, prod_op, expr: Funsor, batch_vars=frozenset()) -> dict:

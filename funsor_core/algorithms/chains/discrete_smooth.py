@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.algorithms.chains.masks import masked_steps
@@ -31,7 +33,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
-from funsor_core.terms.base import Variable
+from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.markov import MarkovProduct
 
 __all__ = ["markov_marginals", "markov_map"]
@@ -134,6 +136,8 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
 def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what: str,
                lengths=None, mask=None):
     # markov_marginals, its errors naming the public function called (``what``).
+    if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
+        factors = [factors]
     if lengths is not None or mask is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask, what)
         time = _time_name(time)
@@ -186,6 +190,10 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
         (or ``mask``) the masked steps carry the state: ``path[t]`` for ``t > lengths[b]``
         repeats the state at ``lengths[b]``, the last valid one.
 
+    Raises:
+        ValueError: a best score is NaN (NaN steps) where the values are concrete; under
+            ``jax.jit`` the NaN score is returned, beside a meaningless path.
+
     Example:
         >>> import torch
         >>> a = fc.Tensor(torch.tensor([[0.0, -5.0], [-5.0, 0.0]]), {"x": fc.Bint[2],
@@ -197,6 +205,14 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
     """
     total, pairs = _marginals(ops.max, ops.add, trans, time, step, factors, strategy,
                               "markov_map", lengths, mask)
+    if ops.is_concrete(total.data):  # traced: the NaN score is the signal
+        bad = np.isnan(np.asarray(ops.to_numpy(total.data)))
+        if bad.any():
+            where = {n: i for n, i in zip(total.inputs, np.argwhere(bad)[0].tolist())}
+            where = f" at {where}" if where else ""
+            raise ValueError(f"markov_map: the best score is NaN{where}: the steps or factors "
+                             "hold NaN, and no path is best among them "
+                             "(a log potential must be a number or -inf)")
     return total, decode_path(pairs, _time_name(time), step)
 
 

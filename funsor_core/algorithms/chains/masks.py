@@ -49,8 +49,9 @@ def _batch_names(inputs: dict, time: str, pairs: tuple) -> list:
 
 def _check_names(arg: str, f, allowed: list, time: str, pairs: tuple, what: str) -> None:
     if not isinstance(f, Tensor):
-        raise TypeError(f"{what}: {arg} must be a Tensor over (some of) the chain's batch "
-                        f"inputs {allowed}, got {type(f).__name__}")
+        raise TypeError(f"{what}: {arg} must be a Tensor over batch names (the chain's "
+                        f"{allowed}, or new ones that every sequence's steps share), got "
+                        f"{type(f).__name__}")
     steps = sorted(n for pair in pairs for n in pair if n in f.inputs)
     if steps:
         raise ValueError(f"{what}: {arg} has the step names {steps} as inputs; it may depend "

@@ -28,7 +28,7 @@ from funsor_core.algorithms.eliminate.graph import (
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
 from funsor_core.analysis.sign import check_distributes, distributes
-from funsor_core.terms.base import Number
+from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["PlateError", "partial_sum_product", "sum_product", "recorded_program",
            "_partition"]
@@ -81,6 +81,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         ...                                      frozenset("ab"), frozenset("b"))]
         [2.0]
     """
+    if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
+        factors = [factors]
     eliminate, plates = _names(eliminate), _names(plates)
     structure = None if plate_to_scale else structure_of(sum_op, prod_op, factors)
     if structure is not None:
