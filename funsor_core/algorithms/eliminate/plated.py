@@ -149,7 +149,8 @@ def recorded_program(sum_op, prod_op, factors, eliminate, plates):
     structure = structure_of(sum_op, prod_op, factors)
     if structure is None:
         return None
-    schedule = plan_elimination(sum_op, prod_op, structure, _names(eliminate), _names(plates))
+    schedule = plan_elimination(sum_op, prod_op, structure, _names(eliminate), _names(plates),
+                                False)  # the key partial_sum_product uses: one cache entry
     return None if schedule is None else schedule.program
 
 

@@ -291,3 +291,22 @@ def test_unplated_einsum_of_arrays_replays_and_steps_aside_under_lazy(monkeypatc
     with lazy:
         term = fc.einsum(eq, *operands, backend="log")
     assert not isinstance(term, np.ndarray) and calls
+
+
+def test_recorded_program_is_the_one_sum_product_runs():
+    # recorded_program and partial_sum_product ask the schedule cache with one key, so the
+    # program a caller keeps is the one the eager call replays (not a second plan of it).
+    from funsor_core.algorithms.eliminate.schedule import plan_elimination
+
+    rng = np.random.default_rng(5)
+    f = fc.Tensor(rng.normal(size=(2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    args = (ops.logaddexp, ops.add, [f], frozenset("ij"), frozenset("i"))
+    fc.clear_caches()
+    (result,) = partial_sum_product(*args)
+    planned = len(plan_elimination.cache)
+    program = recorded_program(*args)
+    assert len(plan_elimination.cache) == planned
+    (replayed,) = program.run([f.data])
+    expected = logsumexp(f.data, axis=1).sum(0)  # j summed out, then the plate's product
+    assert_close(result.data, expected)
+    assert_close(replayed, expected)
