@@ -58,7 +58,7 @@ from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.interpreter import ENTERED, Interpretation, build, get_interpretation
 from funsor_core.engine.protocol import terms_in
-from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct
 from funsor_core.terms.reshaping import Stack
@@ -147,7 +147,9 @@ class Adjoints(dict):
 
     def __missing__(self, key):
         found = self._index.get(canonical_key(key)) if isinstance(key, Funsor) else None
-        if found is None and self._unrecorded:  # not a leaf: the expression came evaluated
+        if found is None and self._unrecorded and not isinstance(key, Variable):
+            # not a leaf: the expression came evaluated (a Variable key keeps funsor's zero:
+            # an expression that does not read it has a zero derivative in it)
             raise unrecorded(self._unrecorded, key)
         return self._zero if found is None else dict.__getitem__(self, found)
 
@@ -579,7 +581,9 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
             adj = tape.adjoint(sum_op, prod_op, forward,
                                batch_vars=frozenset(batch_vars) | sampler.sample_vars)
-    adj._unrecorded = type(expr).__name__ if type(expr)._atom else ""
+    # A Variable given as the expression is its own whole tape: every other adjoint is zero.
+    evaluated = type(expr)._atom and not isinstance(expr, Variable)
+    adj._unrecorded = type(expr).__name__ if evaluated else ""
     return forward, adj
 
 

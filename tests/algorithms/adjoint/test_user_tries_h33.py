@@ -41,3 +41,18 @@ def test_adjoint_of_a_factor_of_an_evaluated_expression_raises():
     # a term that is not in a lazy expression still gets the unit, as in funsor
     other = fc.Tensor(np.zeros(4), {"c": fc.Bint[4]})
     assert float(adj[other].data) == -np.inf
+
+
+def test_adjoint_of_a_variable_expression_is_zero_elsewhere():
+    # d x / d y = 0 and d x / d x = 1: a Variable given as the whole expression is no evaluated
+    # expression that lost its factors, so the other adjoints keep the sum's unit (funsor's).
+    x, y = fc.Variable("x", fc.Real), fc.Variable("y", fc.Real)
+    adj = fc.adjoint(ops.add, ops.mul, x)
+    assert float(adj[x].data) == 1.0
+    assert float(adj[y].data) == 0.0
+    with lazy:
+        f = x * y
+    adj = fc.adjoint(ops.add, ops.mul, f)
+    for xv, yv in [(0.3, 1.5), (-1.3, 0.2)]:
+        np.testing.assert_allclose(float(adj[x](x=xv, y=yv).data), yv)  # d(xy)/dx = y
+        np.testing.assert_allclose(float(adj[y](x=xv, y=yv).data), xv)
