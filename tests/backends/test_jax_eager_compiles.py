@@ -78,3 +78,23 @@ def test_cond_branches_in_python_on_a_known_value_and_traces_otherwise():
     # A batched predicate (vmap) has no value: lax.cond, which runs as a select.
     batched = jax.vmap(f)(jnp.asarray(x))
     np.testing.assert_allclose(np.asarray(batched), [v for v, _ in oracle], rtol=1e-6)
+
+
+def test_eager_logsumexp_compiles_one_program_per_shape():
+    # Op by op, jax.nn.logsumexp compiled 13 programs for a new shape (33 with its gradient).
+    import scipy.special
+
+    x = np.random.default_rng(1).normal(size=(3, 7)).astype(np.float32)
+    x[1] = -np.inf  # an all -inf slice: value -inf, derivative 0
+    xj = jnp.asarray(x)
+    with compiles() as names:
+        value = ops.logsumexp(xj, axis=1)
+    assert len(names) == 1
+    with compiles() as names:
+        grad = jax.grad(lambda v: (ops.logsumexp(v, axis=1).clip(-1e30) * 2.0).sum())(xj)
+    assert sum("_lse_" in n for n in names) == 1  # the value and softmax weights, jitted whole
+    with np.errstate(divide="ignore", invalid="ignore"):
+        oracle = scipy.special.logsumexp(x.astype(np.float64), axis=1)
+        weights = np.nan_to_num(np.exp(x - oracle[:, None]), nan=0.0)
+    np.testing.assert_allclose(np.asarray(value), oracle, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(grad), 2.0 * weights, rtol=1e-5, atol=1e-7)
