@@ -21,6 +21,7 @@ import jax.scipy.linalg
 import numpy as np
 
 from backends.jax_host import from_host, on_host, small_constant
+from backends.jax_logsumexp import logsumexp as _logsumexp
 from funsor_core import ops
 from funsor_core.engine.backend import on_term_class
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
@@ -98,48 +99,6 @@ def _reduction(fn):
 
     kernel.__name__ = f"_{fn.__name__}"
     return kernel
-
-
-# logsumexp is about a dozen primitives, and eager jax compiles each once per new shape (under
-# an eager jax.grad too: the jvp rule below runs on concrete primals): so its value and its
-# softmax weights are jitted whole, one compilation per shape and axes instead of a dozen.
-# Under an outer jit they inline.
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _lse_value(x, axis, keepdims):
-    return jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _lse_value_and_weights(x, axis, keepdims):
-    # d logsumexp(x) = sum(softmax(x) * dx). A slice that is all -inf (log 0: a state no
-    # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
-    # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
-    # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
-    out = jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
-    kept = out if keepdims else jnp.expand_dims(out, axis)
-    return out, jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _lse(x, axis, keepdims):
-    return _lse_value(x, axis, keepdims)
-
-
-@_lse.defjvp
-def _lse_jvp(axis, keepdims, primals, tangents):
-    (x,), (dx,) = primals, tangents
-    out, w = _lse_value_and_weights(x, axis, keepdims)
-    return out, jnp.sum(w * dx, axis=axis, keepdims=keepdims)
-
-
-def _logsumexp(x, axis=None, keepdims=False):
-    # jax.nn.logsumexp's value with a derivative that is finite on all -inf slices
-    # (``LOGSUMEXP_GRAD_FINITE`` in jax_facts).
-    if axis == ():
-        return x
-    axes = tuple(range(x.ndim)) if axis is None else (
-        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    return _lse(x, axes, bool(keepdims))
 
 
 def _moment(fn):
