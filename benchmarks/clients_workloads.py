@@ -5,7 +5,7 @@ Runs in the clients' virtual environment (pyro-ppl, numpyro, torch, jax), never 
 imports only ``funsor`` and the clients, so the same code runs on both sides:
 
     python benchmarks/clients_workloads.py numpyro --T 200 --K 8
-    python benchmarks/clients_workloads.py numpyro-models  # six new small models, eager
+    python benchmarks/clients_workloads.py numpyro-models  # twelve new small models, eager
     python benchmarks/clients_workloads.py pyro --elbo TraceMarkovEnum_ELBO --T 100 --K 4
 
 Prints one JSON line: ``{"funsor": <module path>, "rows": {name: seconds or "fails: ..."},
@@ -234,11 +234,12 @@ def pyro_rows(args) -> tuple[dict, dict]:
 
 
 def numpyro_models_rows(args) -> tuple[dict, dict]:
-    """Eager ``value_and_grad`` of ``TraceEnum_ELBO.loss`` for six small enumerated models in
-    one process (an enumerated site outside a plate, one inside it, observations in or out,
-    scale 1 or 10: NumPyro's ``test_elbo_enumerate_plate_4``). Each new model pays its first
-    call (jax compiles each new program); the rows split the process's first model, the five
-    later new models, and a repeated call of the last one."""
+    """Eager ``value_and_grad`` of ``TraceEnum_ELBO.loss`` for six pairs of small enumerated
+    models in one process (an enumerated site outside a plate, one inside it, observations in
+    or out, scale 1 or 10; the plate, then the same written out by hand: NumPyro's
+    ``test_elbo_enumerate_plate_4``). Each new model pays its first call (jax compiles each
+    new program); the rows split the process's first pair, the five later new pairs, and a
+    repeated call of the last model."""
     import jax
     import jax.numpy as jnp
     import numpyro
@@ -251,7 +252,7 @@ def numpyro_models_rows(args) -> tuple[dict, dict]:
               "locs": jnp.array([-1.0, 1.0]), "scales": jnp.array([1.0, 2.0])}
     inner_data = jnp.array([0.5, 1.5])
 
-    def make(outer_obs: bool, inner_obs: bool, scale: float):
+    def make(outer_obs: bool, inner_obs: bool, scale: float, unrolled: bool):
         @handlers.scale(scale=scale)
         def model(p):
             pa = numpyro.param("probs_a", p["probs_a"], constraint=constraints.simplex)
@@ -261,6 +262,14 @@ def numpyro_models_rows(args) -> tuple[dict, dict]:
             a = numpyro.sample("a", dist.Categorical(pa), infer={"enumerate": "parallel"})
             if outer_obs:
                 numpyro.sample("outer_obs", dist.Normal(0.0, sc[a]), obs=2.0)
+            if unrolled:  # the plate written out: two enumerated sites, three in all
+                for i in range(2):
+                    b = numpyro.sample(f"b_{i}", dist.Categorical(pb),
+                                       infer={"enumerate": "parallel"})
+                    if inner_obs:
+                        numpyro.sample(f"inner_obs_{i}", dist.Normal(locs[b], sc[a]),
+                                       obs=inner_data[i])
+                return
             with numpyro.plate("inner", 2):
                 b = numpyro.sample("b", dist.Categorical(pb), infer={"enumerate": "parallel"})
                 if inner_obs:
@@ -271,8 +280,9 @@ def numpyro_models_rows(args) -> tuple[dict, dict]:
 
         return jax.value_and_grad(loss)
 
-    variants = [(o, i, s) for o, i in ((False, True), (True, False), (True, True))
-                for s in (1.0, 10.0)]
+    # As the test: each variant's model with the plate, then the same written out by hand.
+    variants = [(o, i, s, u) for o, i in ((False, True), (True, False), (True, True))
+                for s in (1.0, 10.0) for u in (False, True)]
     rows, checks, losses = {}, {}, []
 
     def call(fn):
@@ -283,20 +293,21 @@ def numpyro_models_rows(args) -> tuple[dict, dict]:
     def first_model():
         t0 = clock()
         call(make(*variants[0]))
+        call(make(*variants[1]))
         return clock() - t0
 
     def later_models():
         t0 = clock()
-        for v in variants[1:]:
+        for v in variants[2:]:
             call(make(*v))
         return clock() - t0
 
-    timed(rows, "first model, first call", first_model)
-    timed(rows, "5 more new models, first calls (sum)", later_models)
+    timed(rows, "first model pair, first calls", first_model)
+    timed(rows, "5 more new model pairs, first calls (sum)", later_models)
     last = make(*variants[-1])
     timed(rows, "same model again (best)", lambda: best_of(lambda: call(last), args.repeat))
     if len(losses) >= len(variants):
-        checks["sum of the 6 models' losses"] = sum(losses[:len(variants)])
+        checks["sum of the 12 models' losses"] = sum(losses[:len(variants)])
     return rows, checks
 
 
