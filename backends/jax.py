@@ -21,6 +21,7 @@ import jax.scipy.linalg
 import numpy as np
 
 from backends.jax_host import from_host, on_host, small_constant
+from backends.jax_logsumexp import logsumexp as _logsumexp
 from funsor_core import ops
 from funsor_core.engine.backend import on_term_class
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
@@ -98,40 +99,6 @@ def _reduction(fn):
 
     kernel.__name__ = f"_{fn.__name__}"
     return kernel
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _lse(x, axis, keepdims):
-    # Under jit the reduced shape straight from jax's kernel: keeping unit axes and
-    # squeezing them after costs one more copy of the result.
-    return jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
-
-
-@_lse.defjvp
-def _lse_jvp(axis, keepdims, primals, tangents):
-    # d logsumexp(x) = sum(softmax(x) * dx). A slice that is all -inf (log 0: a state no
-    # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
-    # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
-    # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
-    (x,), (dx,) = primals, tangents
-    out = _lse(x, axis, keepdims)
-    kept = out if keepdims else jnp.expand_dims(out, axis)
-    w = jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
-    return out, jnp.sum(w * dx, axis=axis, keepdims=keepdims)
-
-
-def _logsumexp(x, axis=None, keepdims=False):
-    # jax.nn.logsumexp's value with a derivative that is finite on all -inf slices
-    # (``LOGSUMEXP_GRAD_FINITE`` in jax_facts).
-    if axis == ():
-        return x
-    axes = tuple(range(x.ndim)) if axis is None else (
-        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    if keepdims or not isinstance(x, jax.core.Tracer):
-        # Eagerly each op compiles per shape: the kept-axes kernels serve both keepdims.
-        out = _lse(x, axes, True)
-        return out if keepdims else jnp.squeeze(out, axis=axes)
-    return _lse(x, axes, False)
 
 
 def _moment(fn):

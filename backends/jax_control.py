@@ -81,12 +81,20 @@ def platform() -> str:
 
 
 def cond(pred, true_fn, false_fn, operand):
-    """``jax.lax.cond``: run one of two compiled branches on a traced boolean.
+    """``jax.lax.cond`` on a boolean traced under ``jax.jit`` (or ``vmap``); a Python branch on
+    one whose value is known: an array, or a tracer of eager ``jax.grad``, which carries it.
 
     Example:
         >>> float(cond(jnp.array(True), lambda x: x + 1, lambda x: x, jnp.zeros(())))
         1.0
     """
+    # Eagerly lax.cond traces both branches and compiles them as a new program on every call
+    # (the branches are fresh closures, so jax's cache never hits): 0.3-0.5 s per call under
+    # an eager jax.grad. The taken branch alone gives the same value and derivative, as jax
+    # itself does under disable_jit.
+    known = pred.to_concrete_value() if isinstance(pred, jax.core.Tracer) else pred
+    if known is not None:
+        return true_fn(operand) if bool(known) else false_fn(operand)
     return jax.lax.cond(pred, true_fn, false_fn, operand)
 
 

@@ -36,6 +36,7 @@ SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_T
 WORKLOADS = [
     ("numpyro scan HMM T=200 K=8", ["numpyro", "--T", "200", "--K", "8"], True),
     ("numpyro scan HMM T=1000 K=16", ["numpyro", "--T", "1000", "--K", "16"], False),
+    ("numpyro 12 new enumerated models, eager", ["numpyro-models"], True),
 ] + [
     (f"pyro {elbo} HMM T={T} K={K}",
      ["pyro", "--elbo", elbo, "--T", str(T), "--K", str(K)]

@@ -5,6 +5,7 @@ Runs in the clients' virtual environment (pyro-ppl, numpyro, torch, jax), never 
 imports only ``funsor`` and the clients, so the same code runs on both sides:
 
     python benchmarks/clients_workloads.py numpyro --T 200 --K 8
+    python benchmarks/clients_workloads.py numpyro-models  # twelve new small models, eager
     python benchmarks/clients_workloads.py pyro --elbo TraceMarkovEnum_ELBO --T 100 --K 4
 
 Prints one JSON line: ``{"funsor": <module path>, "rows": {name: seconds or "fails: ..."},
@@ -229,9 +230,90 @@ def pyro_rows(args) -> tuple[dict, dict]:
     return rows, checks
 
 
+# -- NumPyro: new small models, eager TraceEnum_ELBO gradients (a test suite's pattern) --------
+
+
+def numpyro_models_rows(args) -> tuple[dict, dict]:
+    """Eager ``value_and_grad`` of ``TraceEnum_ELBO.loss`` for six pairs of small enumerated
+    models in one process (an enumerated site outside a plate, one inside it, observations in
+    or out, scale 1 or 10; the plate, then the same written out by hand: NumPyro's
+    ``test_elbo_enumerate_plate_4``). Each new model pays its first call (jax compiles each
+    new program); the rows split the process's first pair, the five later new pairs, and a
+    repeated call of the last model."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro import handlers
+    from numpyro.distributions import constraints
+    from numpyro.infer import TraceEnum_ELBO
+
+    params = {"probs_a": jnp.array([0.4, 0.6]), "probs_b": jnp.array([0.6, 0.4]),
+              "locs": jnp.array([-1.0, 1.0]), "scales": jnp.array([1.0, 2.0])}
+    inner_data = jnp.array([0.5, 1.5])
+
+    def make(outer_obs: bool, inner_obs: bool, scale: float, unrolled: bool):
+        @handlers.scale(scale=scale)
+        def model(p):
+            pa = numpyro.param("probs_a", p["probs_a"], constraint=constraints.simplex)
+            pb = numpyro.param("probs_b", p["probs_b"], constraint=constraints.simplex)
+            locs = numpyro.param("locs", p["locs"])
+            sc = numpyro.param("scales", p["scales"], constraint=constraints.positive)
+            a = numpyro.sample("a", dist.Categorical(pa), infer={"enumerate": "parallel"})
+            if outer_obs:
+                numpyro.sample("outer_obs", dist.Normal(0.0, sc[a]), obs=2.0)
+            if unrolled:  # the plate written out: two enumerated sites, three in all
+                for i in range(2):
+                    b = numpyro.sample(f"b_{i}", dist.Categorical(pb),
+                                       infer={"enumerate": "parallel"})
+                    if inner_obs:
+                        numpyro.sample(f"inner_obs_{i}", dist.Normal(locs[b], sc[a]),
+                                       obs=inner_data[i])
+                return
+            with numpyro.plate("inner", 2):
+                b = numpyro.sample("b", dist.Categorical(pb), infer={"enumerate": "parallel"})
+                if inner_obs:
+                    numpyro.sample("inner_obs", dist.Normal(locs[b], sc[a]), obs=inner_data)
+
+        def loss(p):
+            return TraceEnum_ELBO().loss(jax.random.key(0), {}, model, lambda p: None, p)
+
+        return jax.value_and_grad(loss)
+
+    # As the test: each variant's model with the plate, then the same written out by hand.
+    variants = [(o, i, s, u) for o, i in ((False, True), (True, False), (True, True))
+                for s in (1.0, 10.0) for u in (False, True)]
+    rows, checks, losses = {}, {}, []
+
+    def call(fn):
+        value, grads = fn(params)
+        jax.block_until_ready(grads)
+        losses.append(float(value))
+
+    def first_model():
+        t0 = clock()
+        call(make(*variants[0]))
+        call(make(*variants[1]))
+        return clock() - t0
+
+    def later_models():
+        t0 = clock()
+        for v in variants[2:]:
+            call(make(*v))
+        return clock() - t0
+
+    timed(rows, "first model pair, first calls", first_model)
+    timed(rows, "5 more new model pairs, first calls (sum)", later_models)
+    last = make(*variants[-1])
+    timed(rows, "same model again (best)", lambda: best_of(lambda: call(last), args.repeat))
+    if len(losses) >= len(variants):
+        checks["sum of the 12 models' losses"] = sum(losses[:len(variants)])
+    return rows, checks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("client", choices=["numpyro", "pyro"])
+    ap.add_argument("client", choices=["numpyro", "numpyro-models", "pyro"])
     ap.add_argument("--T", type=int, default=200)
     ap.add_argument("--K", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
@@ -247,7 +329,8 @@ def main() -> None:
     import funsor  # the shim serves funsor-core under FUNSOR_SHIM=1
 
     where = os.path.normpath(funsor.__file__).split(os.sep)
-    rows, checks = (numpyro_rows if args.client == "numpyro" else pyro_rows)(args)
+    rows, checks = {"numpyro": numpyro_rows, "numpyro-models": numpyro_models_rows,
+                    "pyro": pyro_rows}[args.client](args)
     print(json.dumps({"funsor": "/".join(where[-3:-1]), "rows": rows, "checks": checks}))
 
 

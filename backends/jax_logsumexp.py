@@ -1,0 +1,62 @@
+"""The jax kernel of ``ops.logsumexp``: jax's value, a derivative that is finite on slices
+that are all ``-inf``, and one compiled program per shape and axes when run eagerly.
+
+Example:
+    >>> float(logsumexp(jnp.array([0.0, -jnp.inf]), axis=0))
+    0.0
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+# logsumexp is about a dozen primitives, and eager jax compiles each once per new shape (under
+# an eager jax.grad too: the jvp rule below runs on concrete primals): so its value and its
+# softmax weights are jitted whole, one compilation per shape and axes instead of a dozen.
+# Under an outer jit they inline.
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _lse_value(x, axis, keepdims):
+    return jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _lse_value_and_weights(x, axis, keepdims):
+    # d logsumexp(x) = sum(softmax(x) * dx). A slice that is all -inf (log 0: a state no
+    # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
+    # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
+    # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
+    out = jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
+    kept = out if keepdims else jnp.expand_dims(out, axis)
+    return out, jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _lse(x, axis, keepdims):
+    return _lse_value(x, axis, keepdims)
+
+
+@_lse.defjvp
+def _lse_jvp(axis, keepdims, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    out, w = _lse_value_and_weights(x, axis, keepdims)
+    return out, jnp.sum(w * dx, axis=axis, keepdims=keepdims)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """``log(sum(exp(x)))`` over ``axis`` (an int, a tuple, or None for all): jax's value,
+    with a derivative that is finite (0) on all ``-inf`` slices (``LOGSUMEXP_GRAD_FINITE``
+    in ``jax_facts``).
+
+    Example:
+        >>> float(logsumexp(jnp.zeros((2, 3)), axis=(0, -1)))  # log(6)
+        1.7917...
+    """
+    if axis == ():
+        return x
+    axes = tuple(range(x.ndim)) if axis is None else (
+        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
+    return _lse(x, axes, bool(keepdims))

@@ -1,0 +1,100 @@
+"""Eager jax (also under an eager ``jax.grad``) compiles a program once per shape, never once
+per call: a ``backend.cond`` whose predicate has a value runs the taken branch in Python, as
+jax itself does under ``disable_jit``. Oracles: numpy brute force of the same contraction and
+its derivative (``tests/algorithms`` check the same plans under ``jax.jit``)."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from funsor_core import ops
+from funsor_core.algorithms.contract.plan import plan_contraction
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jax_backend = pytest.importorskip("backends.jax")
+
+
+@contextmanager
+def compiles():
+    names: list = []
+    handler = logging.Handler()
+    handler.emit = lambda r: names.append(r.getMessage()) if r.getMessage().startswith(
+        "Compiling ") else None
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield names
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+
+
+# A log-space plan with a step that sums nothing (an outer sum, kept whole): under jax.grad
+# it picks linear space or the exact steps by a check on the values (backend.cond).
+PLAN = plan_contraction((("a",), ("b",), ("c",)), {"a": 2, "b": 3, "c": 4}, ("a", "b", "c"))
+
+
+def _loss(w, *xs):
+    return (w * PLAN.run_arrays(ops.logaddexp, ops.add, list(xs))).sum()
+
+
+def test_eager_grad_of_a_checked_plan_compiles_nothing_the_second_time():
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=n).astype(np.float32) for n in (2, 3, 4)]
+    w = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    args = [jnp.asarray(w)] + [jnp.asarray(x) for x in xs]
+    grad = jax.value_and_grad(_loss, argnums=(1, 2, 3))
+    grad(*args)
+    with compiles() as names:
+        value, (da, db, dc) = grad(*args)
+    assert names == []
+    # numpy oracle: out[a, b, c] = x0[a] + x1[b] + x2[c]; d loss / d x0[a] = sum_bc w[a, b, c].
+    out = xs[0][:, None, None] + xs[1][None, :, None] + xs[2][None, None, :]
+    np.testing.assert_allclose(float(value), (w * out).sum(), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(da), w.sum((1, 2)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(db), w.sum((0, 2)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(dc), w.sum((0, 1)), rtol=1e-5, atol=1e-5)
+
+
+def test_cond_branches_in_python_on_a_known_value_and_traces_otherwise():
+    def f(x):  # x**2 summed where the sum is positive, else -x summed
+        return jax_backend.cond(x.sum() > 0, lambda v: (v * v).sum(), lambda v: -v.sum(), x)
+
+    x = np.array([[1.0, 2.0], [-3.0, 0.5]], np.float32)
+    oracle = [((r * r).sum(), 2 * r) if r.sum() > 0 else (-r.sum(), -np.ones_like(r))
+              for r in x]
+    for row, (value, grad) in zip(x, oracle):
+        f_row = jax.value_and_grad(f)
+        f_row(jnp.asarray(row))
+        with compiles() as names:
+            v, g = f_row(jnp.asarray(row))
+        assert names == []
+        np.testing.assert_allclose(float(v), value, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(g), grad, rtol=1e-6)
+    # A batched predicate (vmap) has no value: lax.cond, which runs as a select.
+    batched = jax.vmap(f)(jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(batched), [v for v, _ in oracle], rtol=1e-6)
+
+
+def test_eager_logsumexp_compiles_one_program_per_shape():
+    # Op by op, jax.nn.logsumexp compiled 13 programs for a new shape (33 with its gradient).
+    import scipy.special
+
+    x = np.random.default_rng(1).normal(size=(3, 7)).astype(np.float32)
+    x[1] = -np.inf  # an all -inf slice: value -inf, derivative 0
+    xj = jnp.asarray(x)
+    with compiles() as names:
+        value = ops.logsumexp(xj, axis=1)
+    assert len(names) == 1
+    with compiles() as names:
+        grad = jax.grad(lambda v: (ops.logsumexp(v, axis=1).clip(-1e30) * 2.0).sum())(xj)
+    assert sum("_lse_" in n for n in names) == 1  # the value and softmax weights, jitted whole
+    with np.errstate(divide="ignore", invalid="ignore"):
+        oracle = scipy.special.logsumexp(x.astype(np.float64), axis=1)
+        weights = np.nan_to_num(np.exp(x - oracle[:, None]), nan=0.0)
+    np.testing.assert_allclose(np.asarray(value), oracle, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(grad), 2.0 * weights, rtol=1e-5, atol=1e-7)
