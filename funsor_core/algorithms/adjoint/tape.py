@@ -148,9 +148,7 @@ class Adjoints(dict):
     def __missing__(self, key):
         found = self._index.get(canonical_key(key)) if isinstance(key, Funsor) else None
         if found is None and self._unrecorded and not isinstance(key, Variable):
-            # not a leaf: the expression came evaluated (a Variable key keeps funsor's zero:
-            # an expression that does not read it has a zero derivative in it)
-            raise unrecorded(self._unrecorded, key)
+            raise unrecorded(self._unrecorded, key)  # a factor of an evaluated expression
         return self._zero if found is None else dict.__getitem__(self, found)
 
     def __contains__(self, key) -> bool:
@@ -581,8 +579,7 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         with PosteriorSample(rng_key, **(sample_inputs or {})) as sampler:
             adj = tape.adjoint(sum_op, prod_op, forward,
                                batch_vars=frozenset(batch_vars) | sampler.sample_vars)
-    # A Variable given as the expression is its own whole tape: every other adjoint is zero.
-    evaluated = type(expr)._atom and not isinstance(expr, Variable)
+    evaluated = type(expr)._atom and not isinstance(expr, Variable)  # d x / d y = 0 stays
     adj._unrecorded = type(expr).__name__ if evaluated else ""
     return forward, adj
 
