@@ -119,6 +119,9 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
 
     Raises:
         NotImplementedError: the chain holds numpy arrays (no autodiff).
+        ValueError: in ``(logaddexp, add)`` or ``(max, add)``, a batch entry's total is -inf
+            (mass zero: no posterior) where the values are concrete; under ``jax.jit`` the
+            -inf total is returned beside zero pairs.
 
     Example:
         >>> import torch
@@ -156,7 +159,24 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
                                                       factors, strategy, what)
     value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
     batch_inputs = {n: inputs[n] for n in batch}
+    if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
+        _check_mass(value, batch_inputs, what)
     return Tensor(value, batch_inputs), Tensor(grad, inputs)
+
+
+def _check_mass(total, batch_inputs: dict, what: str) -> None:
+    # A total of -inf: every path has probability 0, so the derivative (marginals, the best
+    # path's indicator) is 0 everywhere, a number that is no posterior. A traced total
+    # decides nothing (the -inf total is then the signal).
+    if not ops.is_concrete(total):
+        return
+    dead = np.asarray(ops.to_numpy(total)) == -np.inf
+    if dead.any():
+        at = dict(zip(batch_inputs, np.argwhere(dead)[0].tolist())) if dead.ndim else {}
+        at = f" at {at}" if at else ""
+        raise ValueError(f"{what}: the chain has mass zero{at} (its total is -inf: every path "
+                         "has a log potential of -inf), so it has no posterior; look for "
+                         "contradictory evidence or a -inf row of a transition")
 
 
 def _inputs(trans, prod_op) -> dict:
@@ -191,8 +211,8 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
         repeats the state at ``lengths[b]``, the last valid one.
 
     Raises:
-        ValueError: a best score is NaN (NaN steps) where the values are concrete; under
-            ``jax.jit`` the NaN score is returned, beside a meaningless path.
+        ValueError: a best score is NaN (NaN steps) or -inf (mass zero) where the values
+            are concrete; under ``jax.jit`` that score is returned, beside a meaningless path.
 
     Example:
         >>> import torch
