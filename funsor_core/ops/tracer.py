@@ -156,17 +156,24 @@ def _tracing_kernel(op: Op) -> Callable:
     return tracing_kernel
 
 
-def _read(template: Any, values: list) -> Any:
+def _map_slots(template: Any, slot: Callable, constant: Callable) -> Any:
+    # The template (nested tuples, lists and dicts) with each _Slot and _Constant mapped.
     if type(template) in (tuple, list):
-        return type(template)(_read(v, values) for v in template)
+        return type(template)(_map_slots(v, slot, constant) for v in template)
     if type(template) is dict:
-        return {k: _read(v, values) for k, v in template.items()}
+        return {k: _map_slots(v, slot, constant) for k, v in template.items()}
     if type(template) is _Slot:
-        value = values[template.index]
-        return value if template.item is None else value[template.item]
+        return slot(template)
     if type(template) is _Constant:
-        return template.value
+        return constant(template)
     return template
+
+
+def _read(template: Any, values: list) -> Any:
+    def slot(s):
+        return values[s.index] if s.item is None else values[s.index][s.item]
+
+    return _map_slots(template, slot, lambda c: c.value)
 
 
 def _leaves(template: Any):
@@ -300,10 +307,5 @@ def _live_calls(tape: _Tape, output: Any, allow_constants: bool) -> tuple[list, 
 
 
 def _renumbered(template: Any, renumber: dict) -> Any:
-    if type(template) in (tuple, list):
-        return type(template)(_renumbered(v, renumber) for v in template)
-    if type(template) is dict:
-        return {k: _renumbered(v, renumber) for k, v in template.items()}
-    if type(template) is _Slot:
-        return _Slot(None, renumber[template.index], template.item)  # frees the tape
-    return template
+    # ``renumber`` maps tape indices to program indices; a new _Slot frees the tape.
+    return _map_slots(template, lambda t: _Slot(None, renumber[t.index], t.item), lambda c: c)

@@ -1,27 +1,18 @@
 """Host data into jax without compiling (``backends/jax_host.py``)."""
 
-import logging
-
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 jax_host = pytest.importorskip("backends.jax_host")
+from tests.backends.test_jax_eager_compiles import compiles  # noqa: E402
 
 
 def test_from_host_and_constants_compile_nothing():
-    names = []
-    handler = logging.Handler()
-    handler.emit = lambda r: names.append(r.getMessage()) if r.getMessage().startswith(
-        "Compiling ") else None
-    logging.getLogger("jax").addHandler(handler)
-    try:
-        with jax.log_compiles(True):
-            x = jax_host.from_host(np.arange(7.0).reshape(7, 1))  # a shape no test uses
-            z = jax_host.small_constant(x, (7, 3), 0.5)
-    finally:
-        logging.getLogger("jax").removeHandler(handler)
+    with compiles() as names:
+        x = jax_host.from_host(np.arange(7.0).reshape(7, 1))  # a shape no test uses
+        z = jax_host.small_constant(x, (7, 3), 0.5)
     assert names == []
     np.testing.assert_array_equal(np.asarray(x)[:, 0], np.arange(7.0))
     np.testing.assert_array_equal(np.asarray(z), np.full((7, 3), 0.5))
