@@ -19,20 +19,8 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import moments
 from funsor_core.atoms.gaussian import normal_equations as ne
 from interpretations import exact, moment_matching
+from tests.atoms.gaussian.test_collapse_host import _by_qr, _mixture
 from tests.interpretations.test_moment_matching import _numpy_gpb, _slds
-
-
-def _system(rng, batch, dim, rank):
-    return rng.normal(size=batch), rng.normal(size=batch + (rank,)), rng.normal(
-        size=batch + (dim, rank))
-
-
-def _qr(lw, w, s, index):
-    ne.FAST_NORMAL_EQUATIONS[0] = False
-    try:
-        return moments.collapse_system(lw, w, s, index)
-    finally:
-        ne.FAST_NORMAL_EQUATIONS[0] = True
 
 
 def _invariants(log_const, white_vec, prec_sqrt):
@@ -46,7 +34,7 @@ def _invariants(log_const, white_vec, prec_sqrt):
 def test_host_collapse_is_the_ops_and_qr_collapse(index, n):
     """Kept batch (2,), n components, 0 to 2 of 4 coordinates integrated: the numpy route
     equals the ``ops`` route to 1e-12 and stands for the QR path's Gaussian."""
-    lw, w, s = _system(np.random.default_rng(n), (2, n), 4, 6)
+    lw, w, s = _mixture(np.random.default_rng(n), (2, n), 4, 6)
     d_b, m = ne.system_rows(w, s, index)
     gram = m @ m.swapaxes(-1, -2) + ne._last_unit(5)
     plan = (d_b, 4, ne._tolerance(4, 6))
@@ -54,14 +42,14 @@ def test_host_collapse_is_the_ops_and_qr_collapse(index, n):
     assert host is not None and via_ops is not None
     for a, e in zip(host, via_ops):
         np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
-    for a, e in zip(_invariants(*host), _invariants(*_qr(lw, w, s, index))):
+    for a, e in zip(_invariants(*host), _invariants(*_by_qr(lw, w, s, index))):
         np.testing.assert_allclose(a, e, rtol=1e-9, atol=1e-9)
 
 
 def test_host_collapse_broadcasts_and_takes_empty_batches():
     """Log weights of fewer batch dims than the system's (broadcast), and an empty batch:
     what the ``ops`` route gives (to 1e-12; empty arrays of the right shapes)."""
-    _, w, s = _system(np.random.default_rng(5), (2, 3), 3, 4)
+    _, w, s = _mixture(np.random.default_rng(5), (2, 3), 3, 4)
     lw = np.random.default_rng(6).normal(size=3)
     d_b, m = ne.system_rows(w, s, (0,))
     gram = m @ m.swapaxes(-1, -2) + ne._last_unit(4)
@@ -76,7 +64,7 @@ def test_host_collapse_broadcasts_and_takes_empty_batches():
 def test_host_check_decides_as_the_ops_check():
     """One coordinate's rows shrunk by 10^-e, e = 0..8: the numpy route runs exactly where
     the ``ops`` route's check (``_well_conditioned``) lets it, both outcomes met."""
-    lw, w, s = _system(np.random.default_rng(7), (2, 3), 3, 5)
+    lw, w, s = _mixture(np.random.default_rng(7), (2, 3), 3, 5)
     decided = []
     for e in range(9):
         s2 = s.copy()
@@ -88,7 +76,7 @@ def test_host_check_decides_as_the_ops_check():
         assert (host is None) == (via_ops is None), e
         decided.append(host is None)
         if host is None:  # the collapse is then the QR path's
-            for a, q in zip(moments.collapse_system(lw, w, s2, (2,)), _qr(lw, w, s2, (2,))):
+            for a, q in zip(moments.collapse_system(lw, w, s2, (2,)), _by_qr(lw, w, s2, (2,))):
                 np.testing.assert_array_equal(a, q)
     assert True in decided and False in decided
 
