@@ -21,11 +21,12 @@ from interpretations import moment_matching
 from tests.interpretations.test_moment_matching import _array, _np, _numpy_gpb, _run, _slds
 
 
-def _step_loop(p, backend, y):
+def _step_loop(p, backend, y, dtype=None):
     """log p(y) by the per-step loop of funsor's examples/slds.py (GPB2), and the number of
-    Gaussians in the last step's sum."""
+    Gaussians in the last step's sum (numpy arrays of ``dtype`` where one is given)."""
     K, d = len(p["pi0"]), p["C"].shape[1]
-    a = lambda x: _array(backend, x)  # noqa: E731
+    a = ((lambda x: np.asarray(x, dtype=dtype)) if dtype  # noqa: E731
+         else (lambda x: _array(backend, x)))
     ri = np.linalg.inv(np.linalg.cholesky(p["R"])).T
     qi = np.stack([np.linalg.inv(np.linalg.cholesky(q)).T for q in p["Q"]])
     obs_c = -0.5 * np.linalg.slogdet(2 * np.pi * p["R"])[1]

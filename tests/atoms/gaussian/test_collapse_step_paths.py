@@ -21,6 +21,7 @@ from funsor_core.atoms.gaussian import normal_equations as ne
 from interpretations import exact, moment_matching
 from tests.atoms.gaussian.test_collapse_host import _by_qr, _mixture
 from tests.interpretations.test_moment_matching import _numpy_gpb, _slds
+from tests.interpretations.test_moment_matching_sums import _step_loop
 
 
 def _invariants(log_const, white_vec, prec_sqrt):
@@ -83,33 +84,7 @@ def test_host_check_decides_as_the_ops_check():
 
 def _loop(p, dtype):
     """log p(y) by the per-step loop (GPB2) with every array in ``dtype``."""
-    K, d = len(p["pi0"]), p["C"].shape[1]
-    a = lambda x: np.asarray(x, dtype=dtype)  # noqa: E731
-    ri = np.linalg.inv(np.linalg.cholesky(p["R"])).T
-    qi = np.stack([np.linalg.inv(np.linalg.cholesky(q)).T for q in p["Q"]])
-    pi = np.linalg.inv(np.linalg.cholesky(p["P0"])).T
-    switch = fc.Tensor(a(np.log(p["trans"])), {"s_prev": fc.Bint[K], "s_curr": fc.Bint[K]})
-    dyn = fc.Gaussian(white_vec=a(np.zeros((K, d))),
-                      prec_sqrt=a(np.concatenate([-np.swapaxes(p["A"], -1, -2) @ qi, qi], -2)),
-                      inputs={"s_curr": fc.Bint[K], "x_prev": fc.Reals[d], "x_curr": fc.Reals[d]})
-    dyn = dyn + fc.Tensor(a([-0.5 * np.linalg.slogdet(2 * np.pi * q)[1] for q in p["Q"]]),
-                          {"s_curr": fc.Bint[K]})
-
-    def obs(t, name):
-        return fc.Gaussian(white_vec=a(p["y"][t] @ ri), prec_sqrt=a(p["C"].T @ ri),
-                           inputs={name: fc.Reals[d]}) + fc.Tensor(
-            a(-0.5 * np.linalg.slogdet(2 * np.pi * p["R"])[1]))
-
-    with moment_matching:
-        prior = fc.Gaussian(white_vec=a(p["m0"] @ pi), prec_sqrt=a(pi),
-                            inputs={"x_prev": fc.Reals[d]})
-        prior_c = np.log(p["pi0"]) - 0.5 * np.linalg.slogdet(2 * np.pi * p["P0"])[1]
-        msg = prior + fc.Tensor(a(prior_c), {"s_prev": fc.Bint[K]}) + obs(0, "x_prev")
-        for t in range(1, len(p["y"])):
-            msg = (msg + switch + dyn + obs(t, "x_curr")).reduce(
-                ops.logaddexp, frozenset({"s_prev", "x_prev"}))
-            msg = msg(s_curr="s_prev", x_curr="x_prev")
-        return msg.reduce(ops.logaddexp).data
+    return _step_loop(p, "numpy", np.asarray(p["y"], dtype=dtype), dtype)[0]
 
 
 @pytest.mark.parametrize("case", ["float64", "float32", "near_singular"])
