@@ -324,6 +324,16 @@ def _full_like(x, fill_value):
 
 def _scatter_add(dest, index, values):
     # Out of place; repeated indices accumulate, as numpy's np.add.at.
+    if type(index) is tuple and len(index) == 1:
+        # Rows of ``dest`` by one int64 index with one row of values each (level-batched
+        # elimination's messages into their parents): ``index_add``, 3 us against
+        # ``index_put(accumulate=True)``'s 4-15 us on a 1,000-row CPU array.
+        rows = index[0]
+        if (type(rows) is torch.Tensor and type(values) is torch.Tensor
+                and rows.dtype == torch.int64 and rows.dim() == 1 and dest.dim() >= 1
+                and values.dtype == dest.dtype and rows.device == dest.device == values.device
+                and values.shape[1:] == dest.shape[1:] and values.shape[:1] == rows.shape):
+            return dest.index_add(0, rows, values)
     if not isinstance(index, tuple):
         index = (index,)
     index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
