@@ -21,7 +21,7 @@ import operator
 import numpy as np
 import torch
 
-from backends.torch_facts import promoted_einsum
+from backends.torch_facts import promoted_einsum, torch_scatter_add, torch_scatter_set
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, register_array_type
 
@@ -322,31 +322,6 @@ def _full_like(x, fill_value):
     return torch.full_like(x, fill_value)
 
 
-def _scatter_add(dest, index, values):
-    # Out of place; repeated indices accumulate, as numpy's np.add.at.
-    if type(index) is tuple and len(index) == 1:
-        # Rows of ``dest`` by one int64 index with one row of values each (level-batched
-        # elimination's messages into their parents): ``index_add``, 3 us against
-        # ``index_put(accumulate=True)``'s 4-15 us on a 1,000-row CPU array.
-        rows = index[0]
-        if (type(rows) is torch.Tensor and type(values) is torch.Tensor
-                and rows.dtype == torch.int64 and rows.dim() == 1 and dest.dim() >= 1
-                and values.dtype == dest.dtype and rows.device == dest.device == values.device
-                and values.shape[1:] == dest.shape[1:] and values.shape[:1] == rows.shape):
-            return dest.index_add(0, rows, values)
-    if not isinstance(index, tuple):
-        index = (index,)
-    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
-    values = torch.as_tensor(values, dtype=dest.dtype, device=dest.device)
-    return dest.index_put(index, values, accumulate=True)
-
-
-def _scatter_set(dest, index, values):
-    # Out of place, dest[index] = values (indices that do not repeat).
-    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
-    return dest.index_put(index, torch.as_tensor(values, dtype=dest.dtype, device=dest.device))
-
-
 def _new_zeros(proto, shape):
     return proto.new_zeros(tuple(shape))
 
@@ -458,8 +433,8 @@ KERNELS = {
     ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: _getitem, ops.where: _where, ops.full_like: _full_like,
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
-    ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: _scatter_add,
-    ops.scatter_set: _scatter_set,
+    ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: torch_scatter_add,
+    ops.scatter_set: torch_scatter_set,
     ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
     ops.detach: _detach,
 }

@@ -123,3 +123,41 @@ def promoted_einsum(equation, *operands):
     for other in dtypes:
         dtype = torch.promote_types(dtype, other)
     return torch.einsum(equation, *[x.to(dtype) for x in operands])
+
+
+# The kernels of ``ops.scatter_add`` and ``ops.scatter_set`` in ``backends.torch``'s table.
+def _index_add_rows(dest, rows, values) -> bool:
+    # One int64 index of rows of ``dest`` and one row of values each (a level's messages into
+    # their parents): what ``index_add`` takes.
+    return (type(rows) is torch.Tensor and type(values) is torch.Tensor
+            and rows.dtype == torch.int64 and rows.dim() == 1 and dest.dim() >= 1
+            and values.dtype == dest.dtype and rows.device == dest.device == values.device
+            and values.shape[1:] == dest.shape[1:] and values.shape[:1] == rows.shape)
+
+
+def torch_scatter_add(dest, index, values):
+    """``dest`` with ``values`` added at ``index`` (a tuple of index arrays), out of place;
+    repeated indices accumulate, as numpy's ``np.add.at``.
+
+    Example:
+        >>> torch_scatter_add(torch.zeros(3), (torch.tensor([2, 0, 2]),), torch.ones(3))
+        tensor([1., 0., 2.])
+    """
+    if type(index) is tuple and len(index) == 1 and _index_add_rows(dest, index[0], values):
+        return dest.index_add(0, index[0], values)  # (3 us; index_put 4-15 us, 1,000 rows)
+    if not isinstance(index, tuple):
+        index = (index,)
+    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
+    values = torch.as_tensor(values, dtype=dest.dtype, device=dest.device)
+    return dest.index_put(index, values, accumulate=True)
+
+
+def torch_scatter_set(dest, index, values):
+    """``dest`` with ``dest[index] = values``, out of place (indices that do not repeat).
+
+    Example:
+        >>> torch_scatter_set(torch.zeros(3), (torch.tensor([2]),), torch.ones(1))
+        tensor([0., 0., 1.])
+    """
+    index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
+    return dest.index_put(index, torch.as_tensor(values, dtype=dest.dtype, device=dest.device))
