@@ -62,7 +62,7 @@ def test_gathered_pairs_under_jax_jit_and_in_float32():
     import jax
 
     rng = np.random.default_rng(21)
-    operands, arrays, names = oriented_tree(rng, 8, 2, "all", scale=700.0)
+    operands, arrays, names = oriented_tree(rng, 5, 2, "all", scale=700.0)
     forest = plan_forest(operands, dict.fromkeys(names, 2), ())
     assert forest.edge_gather is not None
     expected = brute_force(ops.logaddexp, operands, arrays, names, ())
