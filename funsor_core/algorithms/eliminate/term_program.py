@@ -35,6 +35,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
+from funsor_core.algorithms.eliminate.schedule import recorded_root
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import cached
 from funsor_core.terms.base import Reduce
@@ -169,7 +170,8 @@ def run_term_program(expr) -> Tensor | None:
         ...     run_term_program(e) is None
         True
     """
-    found = term_program(expr)
+    # A lazy result that run_schedule built as planned names its program: no walk, no key.
+    found = recorded_root(expr) or term_program(expr)
     if found is None:
         return None
     program, leaves = found
