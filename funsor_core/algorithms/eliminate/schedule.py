@@ -210,8 +210,8 @@ def run_schedule(schedule: Schedule, factors) -> list:
             plain = _is_plain(value, op, group, names)
         values.append(value)
     results = [values[k] for k in schedule.outputs]
-    if plain and schedule.steps:
-        _record_root(results[0], program, factors)
+    if plain and schedule.steps and len(set(map(id, factors))) == len(factors):
+        _record_root(results[0], schedule, factors)
     return results
 
 
@@ -228,17 +228,17 @@ def _is_plain(term, op, group: list, names: frozenset) -> bool:
 
 
 # Lazy roots that ``run_schedule`` built step by step exactly as planned: id(root) ->
-# (weak reference to the root, the schedule's ArrayProgram, the factors in its order). The
-# entry leaves with its root (the reference's callback), so it keeps no factor alive longer.
+# (weak reference to the root, its Schedule, its factors, each a distinct object). The entry
+# leaves with its root (the reference's callback), so it keeps no factor alive any longer.
 _ROOTS = FastCache("eliminate.lazy_roots", 256)
 
 
-def _record_root(root, program, factors) -> None:
+def _record_root(root, schedule: Schedule, factors) -> None:
     key = id(root)
     entry = _ROOTS.data.get(key)
     if entry is not None and entry[0]() is root:
         return
-    _ROOTS.put(key, (_ref(root, _partial(_forget_root, key)), program, tuple(factors)))
+    _ROOTS.put(key, (_ref(root, _partial(_forget_root, key)), schedule, tuple(factors)))
 
 
 def _forget_root(key: int, ref) -> None:
@@ -248,10 +248,10 @@ def _forget_root(key: int, ref) -> None:
 
 
 def recorded_root(expr) -> tuple | None:
-    """``(program, factors)`` where ``expr`` is a lazy result that ``run_schedule`` built
-    step by step as its schedule planned (each step the plain Contraction or Reduce): the
-    schedule's ``ArrayProgram`` computes ``expr`` from the factors' arrays with the same
-    kernel calls as the program of ``expr``'s own tree (``term_program``); None otherwise.
+    """``(schedule, factors)`` where ``expr`` is the lone lazy result that ``run_schedule``
+    built from distinct ``factors`` step by step as ``schedule`` planned (each step the plain
+    Contraction or Reduce of its operands, no rule rewriting it), so that ``expr``'s tree is
+    a function of the schedule alone; None otherwise.
 
     Example:
         >>> from interpretations import lazy
@@ -260,7 +260,7 @@ def recorded_root(expr) -> tuple | None:
         ...                      frozenset("ij"), frozenset("i"))
         >>> with lazy:
         ...     e = run_schedule(s, [f])[0]
-        >>> recorded_root(e)[0] is s.program, recorded_root(f)
+        >>> recorded_root(e)[0] is s, recorded_root(f)
         (True, None)
     """
     entry = _ROOTS.data.get(id(expr))
