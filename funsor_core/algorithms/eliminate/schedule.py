@@ -23,25 +23,20 @@ Example:
 
 from __future__ import annotations
 
-import weakref
-from functools import partial as _partial
 from operator import attrgetter
 from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
+from funsor_core.algorithms.eliminate.built_steps import build_steps
 from funsor_core.algorithms.eliminate.graph import (
     _check_plates_of_kept_vars,
-    _contract,
     eliminate_graph,
 )
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.cache import FastCache, cached
-from funsor_core.terms.base import Reduce
-from funsor_core.terms.contraction import Contraction
+from funsor_core.engine.cache import cached
 
-__all__ = ["Schedule", "Step", "plan_elimination", "recorded_root", "run_schedule",
-           "structure_of"]
+__all__ = ["Schedule", "Step", "plan_elimination", "run_schedule", "structure_of"]
 
 
 class Step(NamedTuple):
@@ -77,7 +72,6 @@ class Schedule(NamedTuple):
 
 
 _IKEY, _OUTPUT, _DATA = attrgetter("_ikey"), attrgetter("output"), attrgetter("data")
-_ref = weakref.ref
 
 
 def structure_of(sum_op, prod_op, factors) -> tuple | None:
@@ -193,77 +187,4 @@ def run_schedule(schedule: Schedule, factors) -> list:
             real = factors[0].output
             return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
                     for x, ikey in zip(arrays, program.out_ikeys)]
-    sum_op, prod_op = schedule.sum_op, schedule.prod_op
-    values = list(factors)
-    # Whether every step came out as the plain term of its step (no rule rewrote it): then a
-    # lone result is recorded with the program that computes it (``recorded_root``).
-    plain = program is not None and len(schedule.outputs) == 1
-    for kind, operands, names in schedule.steps:
-        group = [values[k] for k in operands]
-        if kind == CONTRACT:
-            value = _contract(sum_op, prod_op, group, names)
-            op = sum_op
-        else:
-            value = group[0].reduce(prod_op, names)
-            op = prod_op
-        if plain:
-            plain = _is_plain(value, op, group, names)
-        values.append(value)
-    results = [values[k] for k in schedule.outputs]
-    if plain and schedule.steps and len(set(map(id, factors))) == len(factors):
-        _record_root(results[0], schedule, factors)
-    return results
-
-
-def _is_plain(term, op, group: list, names: frozenset) -> bool:
-    # The term of a step as its constructor builds it when no rule rewrites it: the
-    # Contraction of the group (in any order) or the Reduce of the lone operand, over names.
-    cls = type(term)
-    if cls is Contraction:
-        args = term._args
-        return (args[0] is op and args[2] == names and len(args[3]) == len(group) > 1
-                and sorted(map(id, args[3])) == sorted(map(id, group)))
-    return (cls is Reduce and len(group) == 1 and term.arg is group[0] and term.op is op
-            and term.reduced_vars == names)
-
-
-# Lazy roots that ``run_schedule`` built step by step exactly as planned: id(root) ->
-# (weak reference to the root, its Schedule, its factors, each a distinct object). The entry
-# leaves with its root (the reference's callback), so it keeps no factor alive any longer.
-_ROOTS = FastCache("eliminate.lazy_roots", 256)
-
-
-def _record_root(root, schedule: Schedule, factors) -> None:
-    key = id(root)
-    entry = _ROOTS.data.get(key)
-    if entry is not None and entry[0]() is root:
-        return
-    _ROOTS.put(key, (_ref(root, _partial(_forget_root, key)), schedule, tuple(factors)))
-
-
-def _forget_root(key: int, ref) -> None:
-    entry = _ROOTS.data.get(key)
-    if entry is not None and entry[0] is ref:
-        del _ROOTS.data[key]
-
-
-def recorded_root(expr) -> tuple | None:
-    """``(schedule, factors)`` where ``expr`` is the lone lazy result that ``run_schedule``
-    built from distinct ``factors`` step by step as ``schedule`` planned (each step the plain
-    Contraction or Reduce of its operands, no rule rewriting it), so that ``expr``'s tree is
-    a function of the schedule alone; None otherwise.
-
-    Example:
-        >>> from interpretations import lazy
-        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "j": fc.Bint[3]})
-        >>> s = plan_elimination(ops.add, ops.mul, structure_of(ops.add, ops.mul, [f]),
-        ...                      frozenset("ij"), frozenset("i"))
-        >>> with lazy:
-        ...     e = run_schedule(s, [f])[0]
-        >>> recorded_root(e)[0] is s, recorded_root(f)
-        (True, None)
-    """
-    entry = _ROOTS.data.get(id(expr))
-    if entry is None or entry[0]() is not expr:
-        return None
-    return entry[1], entry[2]
+    return build_steps(schedule, factors)

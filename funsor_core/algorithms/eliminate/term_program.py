@@ -35,7 +35,7 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
-from funsor_core.algorithms.eliminate.schedule import recorded_root
+from funsor_core.algorithms.eliminate.built_steps import recorded_root
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import FastCache, cached
 from funsor_core.terms.base import Reduce

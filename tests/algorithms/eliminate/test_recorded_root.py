@@ -11,8 +11,8 @@ from scipy.special import logsumexp
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.algorithms.eliminate import schedule, term_program
-from funsor_core.algorithms.eliminate.schedule import recorded_root
+from funsor_core.algorithms.eliminate import built_steps, term_program
+from funsor_core.algorithms.eliminate.built_steps import recorded_root
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.sum_product import sum_product
 from funsor_core.terms.contraction import Contraction
@@ -136,9 +136,9 @@ def test_record_leaves_with_its_root():
     names, plates = NESTED
     expr = lazy_root(ops.logaddexp, ops.add, names, plates, random_arrays(names, seed=10))
     key = id(expr)
-    assert key in schedule._ROOTS.data
+    assert key in built_steps._ROOTS.data
     del expr  # (its last reference: the callback runs at once)
-    entry = schedule._ROOTS.data.get(key)
+    entry = built_steps._ROOTS.data.get(key)
     assert entry is None or entry[0]() is None
 
 
@@ -171,3 +171,33 @@ def test_jit_traces_the_same_program(monkeypatch):
     finally:
         fc.set_backend("numpy")
     assert recorded == walked
+
+
+def test_recipe_builds_the_terms_the_constructors_build():
+    # The first lazy build of a schedule runs the constructors (and keeps the recipe); the
+    # second, from the same factors, passes the recipe: cons-hashing gives the same objects
+    # only for the same arguments, so every step's term is the one the constructors built.
+    names, plates = NESTED
+    ts = [fc.Tensor(a, {c: fc.Bint[SIZES[c]] for c in n})
+          for n, a in zip(names, random_arrays(names, seed=13))]
+    built_steps._RECIPES.clear()
+    with lazy:
+        first = sum_product(ops.logaddexp, ops.add, ts, frozenset("zxij"), frozenset(plates))
+        assert built_steps._RECIPES.data  # kept
+        second = sum_product(ops.logaddexp, ops.add, ts, frozenset("zxij"), frozenset(plates))
+    assert second is first and recorded_root(second) is not None
+
+
+def test_mixed_backends_still_raise_where_the_number_is_demanded():
+    # With a recipe kept for the structure, factors of two backends take the constructors
+    # (as before: the lazy build keeps them; computing it names both backends).
+    torch = pytest.importorskip("torch")
+    names, plates = NESTED
+    arrays = random_arrays(names, seed=14)
+    lazy_root(ops.logaddexp, ops.add, names, plates, arrays)  # (the recipe is kept)
+    ts = [fc.Tensor(a, {c: fc.Bint[SIZES[c]] for c in n}) for n, a in zip(names, arrays)]
+    ts[1] = fc.Tensor(torch.tensor(arrays[1]), ts[1].inputs)
+    with lazy:
+        expr = sum_product(ops.logaddexp, ops.add, ts, frozenset("zxij"), frozenset(plates))
+    with pytest.raises(TypeError, match="holds (numpy|torch) arrays and term 1 holds"):
+        apply_optimizer(expr)
