@@ -236,6 +236,33 @@ class ContractionMeta(FunsorMeta):
         finally:
             (pending_slot(None) or pending_setup())[0] = None
 
+    def prepared(cls, args: tuple, inputs: dict, output: Domain):
+        """The term ``cls(*args)`` built through the active interpretation for arguments that
+        ``_prepare`` returned unchanged before for terms of this structure (in canonical
+        order, every check passed), with the merged ``inputs`` (before reduction) and
+        ``output`` domain it found: a caller that builds one structure per call (a
+        schedule's steps) skips re-checking and re-sorting it.
+
+        Example:
+            >>> from interpretations import lazy
+            >>> t = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+            >>> with lazy:
+            ...     s = fc.Contraction(ops.add, ops.mul, frozenset("i"), (t, t))
+            ...     again = fc.Contraction.prepared(s._args, {"i": fc.Bint[2]}, fc.Real)
+            >>> again is s, fc.Contraction.prepared(s._args, s.terms[0].inputs, fc.Real).item()
+            (True, 2.0)
+        """
+        slot = pending_slot(None) or pending_setup()
+        slot[0] = (args[3], inputs, output)  # what _prepare leaves for _setup
+        state = _STATE.get(None)
+        interp = _DEFAULT[0] if state is None else state[0]
+        try:
+            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                return build(cls, args)
+            return interp.interpret(cls, args)
+        finally:
+            slot[0] = None
+
 
 class Contraction(Funsor, metaclass=ContractionMeta):
     """``red_op``-reduction over ``reduced_vars`` of the ``bin_op``-combination of ``terms``.

@@ -28,9 +28,9 @@ from typing import Any, NamedTuple
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
+from funsor_core.algorithms.eliminate.built_steps import build_steps
 from funsor_core.algorithms.eliminate.graph import (
     _check_plates_of_kept_vars,
-    _contract,
     eliminate_graph,
 )
 from funsor_core.atoms.tensor import Tensor
@@ -187,11 +187,4 @@ def run_schedule(schedule: Schedule, factors) -> list:
             real = factors[0].output
             return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
                     for x, ikey in zip(arrays, program.out_ikeys)]
-    sum_op, prod_op = schedule.sum_op, schedule.prod_op
-    values = list(factors)
-    for kind, operands, names in schedule.steps:
-        if kind == CONTRACT:
-            values.append(_contract(sum_op, prod_op, [values[k] for k in operands], names))
-        else:
-            values.append(values[operands[0]].reduce(prod_op, names))
-    return [values[k] for k in schedule.outputs]
+    return build_steps(schedule, factors)

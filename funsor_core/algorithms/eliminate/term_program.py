@@ -35,8 +35,9 @@ from typing import Any
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_elimination
+from funsor_core.algorithms.eliminate.built_steps import recorded_root
 from funsor_core.atoms.tensor import Tensor
-from funsor_core.engine.cache import cached
+from funsor_core.engine.cache import FastCache, cached
 from funsor_core.terms.base import Reduce
 from funsor_core.terms.contraction import Contraction
 
@@ -152,6 +153,33 @@ def term_program(expr) -> tuple | None:
     return None if program is None else (program, leaves)
 
 
+# A lazy root that run_schedule built as its schedule planned (``recorded_root``) has the
+# tree of that schedule, so the walk's answer for one such root holds for all of them: per
+# schedule, the program and the walk's leaves as positions among the schedule's factors.
+# Values are then those of the walk, bit for bit, without walking. (Schedule -> entry by id;
+# the entry keeps its schedule, so the id is not reused while it is held.)
+_WALKS = FastCache("eliminate.recorded_walks", 256)
+
+
+def _recorded_program(expr) -> tuple | None:
+    recorded = recorded_root(expr)
+    if recorded is None:
+        return None
+    schedule, factors = recorded
+    entry = _WALKS.data.get(id(schedule))
+    if entry is None or entry[0] is not schedule:
+        found = term_program(expr)
+        where = {id(f): k for k, f in enumerate(factors)}
+        if found is None or not all(id(t) in where for t in found[1]):
+            entry = (schedule, None, ())
+        else:
+            entry = (schedule, found[0], tuple(where[id(t)] for t in found[1]))
+        _WALKS.put(id(schedule), entry)
+    if entry[1] is None:
+        return None
+    return entry[1], [factors[k] for k in entry[2]]
+
+
 def run_term_program(expr) -> Tensor | None:
     """``expr``'s value computed by its ``term_program`` on its leaves' arrays under the
     active interpretation, or None where there is no program or its guard declines (e.g.
@@ -169,7 +197,7 @@ def run_term_program(expr) -> Tensor | None:
         ...     run_term_program(e) is None
         True
     """
-    found = term_program(expr)
+    found = _recorded_program(expr) or term_program(expr)
     if found is None:
         return None
     program, leaves = found
