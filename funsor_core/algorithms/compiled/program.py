@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 from funsor_core import ops
 from funsor_core.algorithms.compiled.cost import check_budget
-from funsor_core.algorithms.compiled.functional import Functional, functional as declare
+from funsor_core.algorithms.compiled.functional import Functional
+from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
     build_jointree,
@@ -164,7 +165,7 @@ class Plan:
     def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
         """Eliminate with this plan: ``factors`` have the structure it was planned for."""
         log = _semiring(sum_op, prod_op)
-        factors = list(factors)
+        factors = [factors] if isinstance(factors, (Funsor, Functional)) else list(factors)
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
                              f"{self.scopes}; got {len(factors)}")

@@ -35,6 +35,7 @@ from funsor_core.algorithms.smc.urns import (
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.terms.base import Funsor
 
 __all__ = ["AllocationModel", "log_marginal_complete_graph"]
 
@@ -115,8 +116,27 @@ class AllocationModel:
                 f"visible={self.visible}, a={self.a}, b={self.b}, prior={self.prior!r})")
 
     # ----------------------------------------------------------------------------------------
+    def counts_array(self, X, names: tuple, what: str = "X"):
+        """``X`` as an array with axes ``names``: an array as given, or a Tensor over those
+        names (any order; each ``Bint`` of the index's cardinality) aligned to them.
+
+        Example:
+            >>> m = AllocationModel({"i": (), "j": ()}, {"i": 2, "j": 3}, "ij", 1.0, 1.0)
+            >>> t = fc.Tensor(np.arange(6).reshape(3, 2), {"j": fc.Bint[3], "i": fc.Bint[2]})
+            >>> m.counts_array(t, ("i", "j")).tolist()
+            [[0, 2, 4], [1, 3, 5]]
+        """
+        if not isinstance(X, Funsor):
+            return X
+        want = {n: Bint[self.cards[n]] for n in names}
+        if not isinstance(X, Tensor) or X.output.shape or dict(X.inputs) != want:
+            raise ValueError(f"{what} as a funsor must be a Tensor of scalar counts over "
+                             f"{want}; got {type(X).__name__} over {dict(X.inputs)} with output "
+                             f"{X.output}")
+        return X.align(tuple(names)).data
+
     def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0) -> np.ndarray:
-        S = np.asarray(S)
+        S = np.asarray(self.counts_array(S, names, what))
         want = tuple(self.cards[n] for n in names)
         if S.shape[batch_ndim:] != want:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
@@ -221,6 +241,10 @@ class AllocationModel:
             -7.97684
         """
         X = self._check_shape(X, self.visible, "X")
+        if not np.array_equal(X, np.round(X)):  # the enumeration would truncate them
+            bad = tuple(int(i) for i in np.argwhere(X != np.round(X))[0])
+            raise ValueError(f"X must hold integer counts: X[{bad}] = {X[bad]!r} over the "
+                             f"visible indices {self.visible}")
         if not self.hidden:
             return self.log_marginal_complete(X)
         hidden_size = math.prod(self.cards[n] for n in self.hidden)
