@@ -108,6 +108,7 @@ _SHARED_AXIS = ("sharded(...): '{a}' and '{b}' are reduced together but both liv
 def _axes_map(what: str, mapping) -> dict:
     out = {}
     if mapping is not None and not isinstance(mapping, Mapping):  # a set or list of names
+        what = {"plate": "plates"}.get(what, what)  # the argument's name
         raise TypeError(f"sharded(...): {what} must be a dict from each name to its mesh axis, "
                         f"e.g. {{'data': 'x'}}; got {type(mapping).__name__} {mapping!r}")
     for name, axes in dict(mapping or {}).items():
