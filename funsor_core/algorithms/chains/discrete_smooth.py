@@ -212,7 +212,8 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
 
     Raises:
         ValueError: a best score is NaN (NaN steps) or -inf (mass zero) where the values
-            are concrete; under ``jax.jit`` that score is returned, beside a meaningless path.
+            are concrete; under ``jax.jit`` that score is returned, and the path's states
+            of that batch entry are -1 (a value no ``Bint`` holds), as ``infer_discrete``'s.
 
     Example:
         >>> import torch
@@ -233,7 +234,20 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
             raise ValueError(f"markov_map: the best score is NaN{where}: the steps or factors "
                              "hold NaN, and no path is best among them "
                              "(a log potential must be a number or -inf)")
-    return total, decode_path(pairs, _time_name(time), step)
+        return total, decode_path(pairs, _time_name(time), step)
+    return total, _void_paths(total, decode_path(pairs, _time_name(time), step))
+
+
+def _void_paths(total: Tensor, path: dict) -> dict:
+    # Traced, a NaN or -inf best score cannot raise: that entry's states become -1, which
+    # no Bint holds, instead of an arbitrary path that would pass for an answer.
+    out = {}
+    for name, p in path.items():
+        batch = tuple(n for n in p.inputs if n in total.inputs)
+        void = ~(total.align(batch).data > -math.inf)
+        out[name] = Tensor(ops.where(void[None], ops.full_like(p.data, -1), p.data),
+                           p.inputs, p.dtype)
+    return out
 
 
 def decode_path(pairs: Tensor, time: str, step: dict) -> dict:
