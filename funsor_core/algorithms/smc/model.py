@@ -135,7 +135,8 @@ class AllocationModel:
                              f"{X.output}")
         return X.align(tuple(names)).data
 
-    def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0) -> np.ndarray:
+    def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0,
+                     integer: bool = False) -> np.ndarray:
         S = np.asarray(self.counts_array(S, names, what))
         want = tuple(self.cards[n] for n in names)
         if S.shape[batch_ndim:] != want:
@@ -143,6 +144,10 @@ class AllocationModel:
                              f"{S.shape[batch_ndim:]}")
         if not np.all(S >= 0) or not np.all(np.isfinite(S)):  # NaN fails both
             raise ValueError(f"{what} must hold finite nonnegative counts")
+        if integer and not np.array_equal(S, np.round(S)):  # tokens: whole numbers
+            bad = tuple(int(i) for i in np.argwhere(S != np.round(S))[0])
+            raise ValueError(f"{what} must hold integer counts: {what}[{bad}] = {S[bad]} "
+                             f"over the indices {names}")
         return S
 
     def family_counts(self, S, batch_ndim: int = 0) -> dict[str, np.ndarray]:
@@ -240,11 +245,7 @@ class AllocationModel:
             >>> round(nmf.log_marginal_exact(np.array([[2, 1], [0, 1]])), 5)  # K=1: i, j indep.
             -7.97684
         """
-        X = self._check_shape(X, self.visible, "X")
-        if not np.array_equal(X, np.round(X)):  # the enumeration would truncate them
-            bad = tuple(int(i) for i in np.argwhere(X != np.round(X))[0])
-            raise ValueError(f"X must hold integer counts: X[{bad}] = {X[bad]!r} over the "
-                             f"visible indices {self.visible}")
+        X = self._check_shape(X, self.visible, "X", integer=True)  # else truncated below
         if not self.hidden:
             return self.log_marginal_complete(X)
         hidden_size = math.prod(self.cards[n] for n in self.hidden)
