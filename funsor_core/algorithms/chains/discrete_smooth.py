@@ -75,6 +75,12 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
     if not backend.DIFFERENTIABLE:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what))
     states = frozenset(prevs) | frozenset(currs)
+    for k, f in enumerate(factors):
+        if f.inputs and not any(n in inputs for n in f.inputs):  # a typo, most likely
+            raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} shares no name "
+                             f"with the chain, whose inputs are {list(inputs)}; a boundary "
+                             "factor is over the first prev names or the last curr names "
+                             "(and batch names)")
 
     def total_of(x):
         probe = Tensor(x, probe_inputs)
