@@ -45,6 +45,8 @@ def test_plan_eliminate_names_are_checked_and_a_bare_name_is_one_name():
     f = fc.Tensor(RNG.random((2, 3)), {"ab": fc.Bint[2], "a": fc.Bint[3]})
     with pytest.raises(ValueError, match=r"cannot eliminate \['b'\].*'ab': Bint\[2\]"):
         fc.plan([f], frozenset({"a", "b"}))
+    with pytest.raises(ValueError, match=r"memory_budget=-5: give a positive number of bytes"):
+        fc.plan([f], frozenset({"a"}), memory_budget=-5)  # was "over the budget of -5.0 B"
     out = fc.plan(f, "ab")(f)  # a bare factor, a bare name (was a substring test: kept 'a'?)
     assert dict(out.inputs) == {"a": fc.Bint[3]}
     np.testing.assert_allclose(out.data, f.data.sum(0))
