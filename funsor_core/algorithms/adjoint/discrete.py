@@ -27,7 +27,8 @@ A model whose every assignment has mass zero (``log Z = -inf``) has no posterior
 MAP, k best, samples and entropy raise ``ZeroMassError`` when the arrays are concrete. Under
 ``jax.jit`` no error can be raised: the marginals and the entropy are NaN there, every value
 of the MAP assignment and of the samples is -1 (a value no ``Bint`` holds: test for it, or
-for ``map_score()`` or ``log_partition()`` of -inf, before using them as indices).
+for ``map_score()`` or ``log_partition()`` of -inf, before using them as indices). A NaN log
+factor, refused on concrete arrays, gives the same -1 values under ``jax.jit``.
 
 Example:
     >>> prior = fc.Tensor(np.log(np.array([0.6, 0.4])), {"z": fc.Bint[2]})
@@ -360,7 +361,7 @@ def _void_points(points: dict, log_mass: Funsor) -> dict:
     data = log_mass.data
     if ops.is_concrete(data):
         return points
-    void = ops.eq(data, -math.inf)
+    void = ~(data > -math.inf)  # NaN too: a NaN factor (refused eagerly) has no answer
     return {k: Tensor(ops.where(void, ops.full_like(p.data, -1), p.data), p.inputs, p.dtype)
             if isinstance(p, Tensor) else p for k, p in points.items()}
 

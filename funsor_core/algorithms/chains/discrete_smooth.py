@@ -75,6 +75,12 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
     if not backend.DIFFERENTIABLE:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what))
     states = frozenset(prevs) | frozenset(currs)
+    for k, f in enumerate(factors):
+        if f.inputs and not any(n in inputs for n in f.inputs):  # a typo, most likely
+            raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} shares no name "
+                             f"with the chain, whose inputs are {list(inputs)}; a boundary "
+                             "factor is over the first prev names or the last curr names "
+                             "(and batch names)")
 
     def total_of(x):
         probe = Tensor(x, probe_inputs)
@@ -212,7 +218,8 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
 
     Raises:
         ValueError: a best score is NaN (NaN steps) or -inf (mass zero) where the values
-            are concrete; under ``jax.jit`` that score is returned, beside a meaningless path.
+            are concrete; under ``jax.jit`` that score is returned, and the path's states
+            of that batch entry are -1 (a value no ``Bint`` holds), as ``infer_discrete``'s.
 
     Example:
         >>> import torch
@@ -233,7 +240,20 @@ def markov_map(trans, time, step: dict, factors=(), strategy=None, *, lengths=No
             raise ValueError(f"markov_map: the best score is NaN{where}: the steps or factors "
                              "hold NaN, and no path is best among them "
                              "(a log potential must be a number or -inf)")
-    return total, decode_path(pairs, _time_name(time), step)
+        return total, decode_path(pairs, _time_name(time), step)
+    return total, _void_paths(total, decode_path(pairs, _time_name(time), step))
+
+
+def _void_paths(total: Tensor, path: dict) -> dict:
+    # Traced, a NaN or -inf best score cannot raise: that entry's states become -1, which
+    # no Bint holds, instead of an arbitrary path that would pass for an answer.
+    out = {}
+    for name, p in path.items():
+        batch = tuple(n for n in p.inputs if n in total.inputs)
+        void = ~(total.align(batch).data > -math.inf)
+        out[name] = Tensor(ops.where(void[None], ops.full_like(p.data, -1), p.data),
+                           p.inputs, p.dtype)
+    return out
 
 
 def decode_path(pairs: Tensor, time: str, step: dict) -> dict:

@@ -83,6 +83,8 @@ def check_budget(stats: dict, budget: int | None = None) -> None:
         ...
         funsor_core.algorithms.compiled.cost.MemoryBudgetError: this elimination needs 10.0 B ...
     """
+    if budget is not None and not int(budget) > 0:
+        raise ValueError(f"memory_budget={budget!r}: give a positive number of bytes")
     budget = get_memory_budget() if budget is None else int(budget)
     need = stats["peak_bytes"]
     if need <= budget:

@@ -225,6 +225,11 @@ class Program:
         missing = set(self.inputs) - set(params)
         if missing:
             raise ValueError(f"this program needs the parameters {sorted(missing)}")
+        for name, value in params.items():
+            if isinstance(value, Funsor):
+                raise TypeError(f"parameter {name!r} is a funsor ({type(value).__name__} over "
+                                f"{dict(value.inputs)}); a program takes arrays: pass its "
+                                f"array, e.g. {name}=t.data")
         proto = self._check(params) if self.domains else None
         self.runs += 1
         arrays = [params[v] if kind == "param" else v if kind == "const" and proto is None
@@ -298,17 +303,16 @@ def _declare(functional: dict | None, log: bool) -> dict:
     # {id(term): name} of the declared functional factors; Tensor tables checked once here.
     declared = {}
     for out, term in (functional or {}).items():
-        if isinstance(term, Tensor):
-            declare(term, out, log=log)  # checked on concrete data
+        declare(term, out, log=log)  # out must be its input; Tensor tables checked here
         declared[id(term)] = out
     return declared
 
 
-def _plate_leaf(term: Reduce, declared: dict, method: str, semiring: tuple):
+def _plate_leaf(term: Reduce, declared: dict, method: str, semiring: tuple, found: set):
     # ``Reduce(prod_op, inner, plates)``: ``inner`` compiled with the plates kept (a batch
     # dim each), the product over them done in the program; a leaf over the other names.
     plates = frozenset(n.name if isinstance(n, Variable) else n for n in term.reduced_vars)
-    sub = _build(term.arg, declared, method, semiring)
+    sub = _build(term.arg, declared, method, semiring, found)
     missing = plates - frozenset(sub.output)
     if missing:
         raise _unsupported(f"{term}: the plates {sorted(missing)} index no factor")
@@ -317,7 +321,9 @@ def _plate_leaf(term: Reduce, declared: dict, method: str, semiring: tuple):
     return ("plate", (sub, axes)), names, {n: sub.plan.sizes[n] for n in names}
 
 
-def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = None):
+def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = None,
+           found: set | None = None):
+    found = set() if found is None else found  # ids of the declared terms met as factors
     sum_op, prod_op, reduced, terms = extract_elimination(expr, semiring)
     log = _semiring(sum_op, prod_op)
     if reduced & frozenset(expr.inputs):
@@ -326,7 +332,8 @@ def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = N
     leaves, scopes, outs, sizes = [], [], [], {}
     for term in terms:
         if isinstance(term, Reduce) and term.op is prod_op:
-            leaf, names, term_sizes = _plate_leaf(term, declared, method, (sum_op, prod_op))
+            leaf, names, term_sizes = _plate_leaf(term, declared, method, (sum_op, prod_op),
+                                                  found)
         else:
             kind, value, names, term_sizes = _leaf(term)
             leaf = (kind, value)
@@ -336,6 +343,8 @@ def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = N
         leaves.append(leaf)
         scopes.append(names)
         outs.append(declared.get(id(term)))
+        if id(term) in declared:
+            found.add(id(term))
     keep = tuple(n for n in sizes if n not in reduced)
     plan = plan_structure(tuple(scopes), tuple(sizes.items()), tuple(outs), keep, method)
     return Program(plan, tuple(leaves), log)
@@ -344,7 +353,13 @@ def _build(expr: Funsor, declared: dict, method: str, semiring: tuple | None = N
 def _compile(expr: Funsor, functional: dict | None, method: str) -> Program:
     semiring = _semiring_of(expr)
     log = SEMIRINGS.get(semiring, False)
-    program = _build(expr, _declare(functional, log), method, semiring)
+    declared, found = _declare(functional, log), set()
+    program = _build(expr, declared, method, semiring, found)
+    stray = [out for key, out in declared.items() if key not in found]
+    if stray:
+        raise ValueError(f"compile(functional=...): the terms declared to give {stray} are not "
+                         f"factors of the expression; pass the factor object itself, e.g. "
+                         f"functional={{{stray[0]!r}: g}} where the expression multiplies g")
     program.domains = {n: expr.inputs[n] for n in program.inputs if n in expr.inputs}
     return program
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from funsor_core import ops
 from funsor_core.algorithms.compiled.cost import check_budget
 from funsor_core.algorithms.compiled.functional import Functional
+from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
     build_jointree,
@@ -39,6 +40,7 @@ from funsor_core.algorithms.compiled.lowering import (
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
+from funsor_core.terms.base import Funsor
 
 __all__ = ["Plan", "plan", "plan_structure", "METHODS"]
 
@@ -63,10 +65,13 @@ class Plan:
         output: the names of the result, in order.
         tree: the ``JoinTree`` (``tree.seps`` are the message names of each node).
         method: the planner that made the tree.
+        functional: per factor, the name it was declared to give (``None`` if not declared).
     """
 
-    def __init__(self, scopes, sizes, output, tree: JoinTree, method: str) -> None:
+    def __init__(self, scopes, sizes, output, tree: JoinTree, method: str,
+                 functional: tuple = ()) -> None:
         self.scopes = scopes
+        self.functional = tuple(functional) or (None,) * len(scopes)
         self.sizes = sizes
         self.output = output
         self.tree = tree
@@ -160,17 +165,24 @@ class Plan:
     def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
         """Eliminate with this plan: ``factors`` have the structure it was planned for."""
         log = _semiring(sum_op, prod_op)
-        factors = list(factors)
+        factors = [factors] if isinstance(factors, (Funsor, Functional)) else list(factors)
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
                              f"{self.scopes}; got {len(factors)}")
         arrays = []
         for k, f in enumerate(factors):
-            f = f.term if isinstance(f, Functional) else f
+            # A Functional passed here was declared (and checked) by functional() already.
+            plain = not isinstance(f, Functional)
+            f = f if plain else f.term
             names = tuple(f.inputs)
             if names != self.scopes[k] or any(f.inputs[n].size != self.sizes[n] for n in names):
                 raise ValueError(_BAD_STRUCTURE.format(expected=self.scopes, k=k,
                                                        got=dict(f.inputs)))
+            out = self.functional[k]
+            if out is not None and plain and isinstance(f, Tensor):
+                # The jointree's replications are exact only for a 0/1 function table: a
+                # noisy one in a declared slot would give a wrong number, not an error.
+                declare(f, out, log=log)
             arrays.append(f.data)
         data = self.run_arrays(arrays, log)
         return Tensor(data, {n: Bint[self.sizes[n]] for n in self.output})
@@ -255,7 +267,7 @@ def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
     size = dict(sizes)
     if method == "cotengra":
         tree, method = _cotengra_tree(scopes, size, keep)
-        return Plan(scopes, size, keep, tree, method)
+        return Plan(scopes, size, keep, tree, method, functional)
     if method == "auto":
         method = ("jointree" if any(functional) or len(scopes) > _AUTO_OPT_EINSUM
                   else "opt_einsum")
@@ -265,7 +277,7 @@ def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
         tree = _opt_einsum_tree(scopes, size, keep)
     else:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
-    return Plan(scopes, size, keep, tree, method)
+    return Plan(scopes, size, keep, tree, method, functional)
 
 
 def _structure(factors: Sequence):
@@ -322,10 +334,18 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
             "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
+    if isinstance(factors, (Funsor, Functional)):  # one bare factor, as sum_product takes
+        factors = [factors]
     factors = list(factors)
     if not factors:  # an IndexError deep in the planner before
         raise ValueError("plan() needs at least one factor (a Tensor or functional(...))")
     scopes, sizes, functional = _structure(factors)
+    # A bare name is one name ("ab" is not {"a", "b"}, nor a substring test).
+    eliminate = frozenset((eliminate,) if isinstance(eliminate, str) else eliminate)
+    unknown = sorted(eliminate - frozenset(sizes))
+    if unknown:
+        raise ValueError(f"plan(): cannot eliminate {unknown}: no factor has them as inputs; "
+                         f"the factors' inputs are {dict((n, Bint[s]) for n, s in sizes.items())}")
     keep = tuple(n for n in sizes if n not in eliminate)
     result = plan_structure(scopes, tuple(sizes.items()), functional, keep, method)
     check_budget(result.tree.stats(itemsize), memory_budget)

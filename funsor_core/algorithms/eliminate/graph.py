@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from funsor_core.domains import Reals
 from funsor_core.terms.base import Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.inputs import DomainError
 from funsor_core.terms.traversal import bound_name
 
 __all__ = ["PlateError", "EliminationSteps", "eliminate_graph", "_partition"]
@@ -157,6 +158,27 @@ def _ordinals(factors, plates, sum_vars):
     for var, ordinal in var_to_ordinal.items():
         ordinal_to_vars[ordinal].add(var)
     return var_to_ordinal, ordinal_to_factors, ordinal_to_vars
+
+
+def check_domains(inputs_per_factor) -> None:
+    """Raise ``DomainError`` where two factors give one name two domains: a plate reduced
+    factor by factor never multiplies them, so nothing else would notice (a wrong number).
+
+    Example:
+        >>> check_domains([(("n", fc.Bint[2]),), (("n", fc.Bint[3]),)])
+        Traceback (most recent call last):
+        ...
+        funsor_core.terms.inputs.DomainError: sum_product: 'n' is Bint[2] in factor 0 but ...
+    """
+    seen: dict = {}
+    for k, items in enumerate(inputs_per_factor):
+        for name, domain in items:
+            first = seen.setdefault(name, (k, domain))
+            if first[1] != domain:
+                raise DomainError(f"sum_product: {name!r} is {first[1]} in factor {first[0]} "
+                                  f"but {domain} in factor {k}; a name has one domain in a "
+                                  "factor graph (a plate too: each factor is reduced over it "
+                                  "on its own, so the sizes are never compared otherwise)")
 
 
 def _check_plates_of_kept_vars(factors, eliminate, plates):

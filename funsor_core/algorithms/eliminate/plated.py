@@ -24,6 +24,7 @@ from funsor_core.algorithms.eliminate.graph import (
     _product,
     _reduce,
     _unroll_real_plate,
+    check_domains,
     eliminate_graph,
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
@@ -96,6 +97,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         pow_op = PRODUCT_TO_POWER[prod_op]
     if pedantic:
         _check_plates_of_kept_vars(factors, eliminate, plates)
+    if plates & eliminate:
+        check_domains(f.inputs.items() for f in factors)
     # A plate that is not eliminated is an ordinary batch input, as in funsor: each of its
     # values indexes a separate factor graph, so it stays an input of the result instead of
     # being product-reduced when a variable outside it is summed out.

@@ -31,6 +31,7 @@ from funsor_core.algorithms.contract.replay import CONTRACT, REDUCE, compile_eli
 from funsor_core.algorithms.eliminate.built_steps import build_steps
 from funsor_core.algorithms.eliminate.graph import (
     _check_plates_of_kept_vars,
+    check_domains,
     eliminate_graph,
 )
 from funsor_core.atoms.tensor import Tensor
@@ -151,6 +152,7 @@ def plan_elimination(sum_op, prod_op, structure: tuple, eliminate: frozenset,
         >>> s.outputs, s.program
         ((1,), ArrayProgram(1 steps, 1 results))
     """
+    check_domains(ikey for ikey, _ in structure)  # once per structure: this is cached
     values = [_Value(k, frozenset(n for n, _ in ikey)) for k, (ikey, _) in enumerate(structure)]
     if pedantic:
         _check_plates_of_kept_vars(values, eliminate, plates)

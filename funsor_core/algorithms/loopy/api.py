@@ -27,6 +27,7 @@ from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.terms.base import Funsor
 
 __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
            "check_chain_options"]
@@ -145,7 +146,7 @@ def _static(what: str, **options) -> None:
 
 
 def _checked(factors) -> list:
-    factors = list(factors)
+    factors = [factors] if isinstance(factors, Funsor) else list(factors)  # one bare factor
     if not factors:
         raise ValueError("loopy inference needs at least one factor")
     return factors

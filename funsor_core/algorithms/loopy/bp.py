@@ -118,7 +118,7 @@ class BPResult:
     def beliefs(self) -> dict:
         b = self._compiled[1] if self._compiled is not None else normalize(
             self.semiring, real_states(self.graph, self._bsum))
-        b = ops.where(b > NEG / 2, b, ops.full_like(b, -math.inf))  # log 0 as -inf, not NEG
+        b = ops.where(b <= NEG / 2, ops.full_like(b, -math.inf), b)  # log 0 as -inf; NaN kept
         b = self._undefined_where_zero_mass(b, 2)
         return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
 
@@ -139,7 +139,7 @@ class BPResult:
         out = [None] * g.num_factors
         for group in g.groups:
             t = factor_log_beliefs(self.semiring, g, group, v2f)
-            t = ops.where(t > NEG / 2, t, ops.full_like(t, -math.inf))  # log 0 as -inf
+            t = ops.where(t <= NEG / 2, ops.full_like(t, -math.inf), t)  # log 0 as -inf; NaN kept
             t = self._undefined_where_zero_mass(t, len(t.shape) - len(g.bshape))
             for row, a in enumerate(group.factor_ids):
                 vs = g.factor_vars[a]
@@ -152,8 +152,9 @@ class BPResult:
         z = self._compiled[2] if self._compiled is not None else bethe_log_z(
             self.semiring, self.graph, self.f2v)
         # A model of zero mass (every assignment -inf) sums NEG-clamped tables to ~NEG:
-        # report its log Z as -inf, as exact elimination does.
-        z = ops.where(z > NEG / 2, z, ops.full_like(z, -math.inf))
+        # report its log Z as -inf, as exact elimination does. A NaN (a NaN table under
+        # jax.jit, where it cannot be refused) stays NaN: -inf would claim mass zero.
+        z = ops.where(z <= NEG / 2, ops.full_like(z, -math.inf), z)
         return Tensor(z, dict(self.graph.batch))
 
     def map_assignment(self) -> dict:

@@ -125,7 +125,7 @@ def _mh(blocks, values, xs, c, inv_t, u, sizes, log_q):
     """A proposal per variable, accepted with ``min(1, p(y) q(x | y) / (p(x) q(y | x)))``;
     uniform over the variable's states when ``log_q`` is None, else a draw from row ``x``
     of ``log_q`` ``(D, D)`` (log q(y | x))."""
-    logits = block_logits(blocks, values, xs, c) * inv_t
+    logits = block_logits(blocks, values, xs, c)
     cur = xs[:, blocks.starts[c]: blocks.starts[c + 1]]
     states = ops.new_array(cur, np.arange(logits.shape[-1]))
     if log_q is None:
@@ -136,7 +136,7 @@ def _mh(blocks, values, xs, c, inv_t, u, sizes, log_q):
         proposal = ops.argmax(log_q[cur] + _gumbel(u[..., :-1]), axis=-1)
         correction = log_q[proposal, cur] - log_q[cur, proposal]
     gain = (ops.sum(ops.where(states == proposal[..., None], logits, 0.0), axis=-1)
-            - ops.sum(ops.where(states == cur[..., None], logits, 0.0), axis=-1))
+            - ops.sum(ops.where(states == cur[..., None], logits, 0.0), axis=-1)) * inv_t
     return ops.where(ops.log(u[..., -1]) < gain + correction, proposal, cur)
 
 
@@ -168,7 +168,10 @@ def run_chains(plan: SamplerPlan, init, num_rounds: int, kernel: str = "gibbs",
     key = KeyStream(rng_key).next(proto)
     x0 = init if _is_backend_int(init, proto) else ops.new_array(
         proto, np.asarray(init, dtype=np.int64))
-    inv_t = ops.new_array(proto, 1.0 / temps)
+    # Temperature 0 (the MAP) scales by a huge finite number, not inf: a log conditional of 0
+    # times inf is NaN, which argmax takes for the best state. 1e270 keeps sums of many log
+    # zeros (NEG = -1e30 each) finite and any two distinct logits far apart.
+    inv_t = ops.new_array(proto, 1.0 / np.maximum(temps, 1e-270))
     if subsample is not None:
         if kernel != "mh":
             raise ValueError(f"subsample= (MCMCMC) subsamples the MH acceptance test: use "

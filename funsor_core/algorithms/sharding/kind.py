@@ -89,6 +89,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 
@@ -105,6 +107,10 @@ _SHARED_AXIS = ("sharded(...): '{a}' and '{b}' are reduced together but both liv
 
 def _axes_map(what: str, mapping) -> dict:
     out = {}
+    if mapping is not None and not isinstance(mapping, Mapping):  # a set or list of names
+        what = {"plate": "plates"}.get(what, what)  # the argument's name
+        raise TypeError(f"sharded(...): {what} must be a dict from each name to its mesh axis, "
+                        f"e.g. {{'data': 'x'}}; got {type(mapping).__name__} {mapping!r}")
     for name, axes in dict(mapping or {}).items():
         axes = (axes,) if isinstance(axes, str) else tuple(axes)
         if not axes or not all(isinstance(a, str) for a in axes):

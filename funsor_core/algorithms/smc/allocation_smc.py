@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -163,6 +164,12 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         >>> round(float(smc(m, np.array([[2, 1], [0, 1]]), 4, rng_key=0).log_z), 5)
         -7.97684
     """
+    if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
+            or num_particles < 1:
+        raise ValueError(f"smc: num_particles must be >= 1 (an int), got {num_particles!r}")
+    if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
+        raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
+    X = model.counts_array(X, model.visible)
     module = backend_of(X, None)
     if module is not None and not ops.is_concrete(X):
         # The tokens (and so the sweep's length) are read from the counts' values.

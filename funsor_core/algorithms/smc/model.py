@@ -35,6 +35,7 @@ from funsor_core.algorithms.smc.urns import (
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.terms.base import Funsor
 
 __all__ = ["AllocationModel", "log_marginal_complete_graph"]
 
@@ -115,14 +116,38 @@ class AllocationModel:
                 f"visible={self.visible}, a={self.a}, b={self.b}, prior={self.prior!r})")
 
     # ----------------------------------------------------------------------------------------
-    def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0) -> np.ndarray:
-        S = np.asarray(S)
+    def counts_array(self, X, names: tuple, what: str = "X"):
+        """``X`` as an array with axes ``names``: an array as given, or a Tensor over those
+        names (any order; each ``Bint`` of the index's cardinality) aligned to them.
+
+        Example:
+            >>> m = AllocationModel({"i": (), "j": ()}, {"i": 2, "j": 3}, "ij", 1.0, 1.0)
+            >>> t = fc.Tensor(np.arange(6).reshape(3, 2), {"j": fc.Bint[3], "i": fc.Bint[2]})
+            >>> m.counts_array(t, ("i", "j")).tolist()
+            [[0, 2, 4], [1, 3, 5]]
+        """
+        if not isinstance(X, Funsor):
+            return X
+        want = {n: Bint[self.cards[n]] for n in names}
+        if not isinstance(X, Tensor) or X.output.shape or dict(X.inputs) != want:
+            raise ValueError(f"{what} as a funsor must be a Tensor of scalar counts over "
+                             f"{want}; got {type(X).__name__} over {dict(X.inputs)} with output "
+                             f"{X.output}")
+        return X.align(tuple(names)).data
+
+    def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0,
+                     integer: bool = False) -> np.ndarray:
+        S = np.asarray(self.counts_array(S, names, what))
         want = tuple(self.cards[n] for n in names)
         if S.shape[batch_ndim:] != want:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
                              f"{S.shape[batch_ndim:]}")
         if not np.all(S >= 0) or not np.all(np.isfinite(S)):  # NaN fails both
             raise ValueError(f"{what} must hold finite nonnegative counts")
+        if integer and not np.array_equal(S, np.round(S)):  # tokens: whole numbers
+            bad = tuple(int(i) for i in np.argwhere(S != np.round(S))[0])
+            raise ValueError(f"{what} must hold integer counts: {what}[{bad}] = {S[bad]} "
+                             f"over the indices {names}")
         return S
 
     def family_counts(self, S, batch_ndim: int = 0) -> dict[str, np.ndarray]:
@@ -220,7 +245,7 @@ class AllocationModel:
             >>> round(nmf.log_marginal_exact(np.array([[2, 1], [0, 1]])), 5)  # K=1: i, j indep.
             -7.97684
         """
-        X = self._check_shape(X, self.visible, "X")
+        X = self._check_shape(X, self.visible, "X", integer=True)  # else truncated below
         if not self.hidden:
             return self.log_marginal_complete(X)
         hidden_size = math.prod(self.cards[n] for n in self.hidden)

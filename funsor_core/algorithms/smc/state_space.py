@@ -24,7 +24,10 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
+
+import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.smc.allocation_smc import SMCResult
@@ -54,6 +57,15 @@ def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
     if steps < 1:
         raise ValueError(f"hmm_smc needs at least one observation (log_obs (T, K), T >= 1); "
                          f"got {shapes}")
+    for name, x in (("log_init", log_init), ("log_trans", log_trans), ("log_obs", log_obs)):
+        if not ops.is_concrete(x):
+            continue  # traced under jax.jit: a NaN gives a NaN estimate
+        host = np.asarray(ops.to_numpy(ops.detach(x)))
+        bad = np.argwhere(~(host < np.inf))  # NaN or +inf
+        if bad.size:
+            at = tuple(int(i) for i in bad[0])
+            raise ValueError(f"hmm_smc: {name}[{at}] is {host[at]}; a log probability must be "
+                             "a number or -inf (probability 0)")
     # The sweep runs on log_obs's backend; another backend's arrays are refused, except
     # arrays without autodiff (numpy) read by a compiling backend (jax), which loses nothing.
     modules = [backend_of(x) for x in (log_init, log_trans, log_obs)]
@@ -152,6 +164,9 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
     """
     if isinstance(log_trans, MarkovProduct):
         log_trans, log_obs = _chain_arrays(log_trans, log_obs)
+    if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
+            or num_particles < 1:
+        raise ValueError(f"hmm_smc: num_particles must be >= 1 (an int), got {num_particles!r}")
     k, steps = _check(log_init, log_trans, log_obs)
     varying = len(log_trans.shape) == 3
     module = backend_of(log_obs)

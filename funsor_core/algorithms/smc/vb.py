@@ -112,7 +112,7 @@ def vb(model: AllocationModel, X, num_iters: int = 200, num_restarts: int = 1, r
             and isinstance(num_restarts, (int, np.integer)) and num_restarts >= 1):
         raise ValueError(f"vb: need int num_iters >= 1 and num_restarts >= 1, got "
                          f"num_iters={num_iters!r}, num_restarts={num_restarts!r}")
-    X = np.asarray(model._check_shape(X, model.visible, "X"), dtype=np.float64)
+    X = np.asarray(model._check_shape(X, model.visible, "X", integer=True), dtype=np.float64)
     rng = np.random.default_rng(rng_key)
     hidden_size = math.prod(model.cards[n] for n in model.hidden)
     shape = tuple(model.cards[n] for n in model.visible + model.hidden)

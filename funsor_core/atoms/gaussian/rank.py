@@ -371,6 +371,20 @@ NOT_FULL_RANK = (
     "integrating them out, or keep them as free inputs."
 )
 
+HOLDS_NAN = (
+    "cannot marginalize {label}: its Gaussian holds NaN{where} (NaN or infinite data, "
+    "observations or weights in the factors it came from); NaN is not information, so "
+    "the integral has no value. Check the inputs for NaN or inf before building the model."
+)
+
+
+def _where(prec_sqrt: Array, flat: int) -> str:
+    # " at batch index (i, j)" of a flat batch index, or "" without batch dims.
+    batch = tuple(prec_sqrt.shape[:-2])
+    if not batch:
+        return ""
+    return f" at batch index {tuple(int(i) for i in np.unravel_index(flat, batch))}"
+
 
 def decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
     """``rank_tests`` on the factor ``r`` (of ``arrays.marginalize``); with ``check``, raise
@@ -384,6 +398,9 @@ def decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, t
         flat = int(flags.argmax())
         d_b = len(b)
         host = ops.to_numpy(r).reshape((-1,) + tuple(r.shape[-2:]))
+        if np.isnan(host[flat, :d_b, :d_b]).any():  # not flat: NaN came in with the data
+            label, _ = _labels(b, names)
+            raise ValueError(HOLDS_NAN.format(label=label, where=_where(prec_sqrt, flat)))
         _, ks = numerical_rank(host[flat, :d_b, :d_b], tol)
         raise_rank(prec_sqrt, b, names, (flat, ks))
     return fix
@@ -412,13 +429,6 @@ def raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
         raise ValueError(NOT_FULL_RANK.format(label=label, rank=rank, dim=len(b), where="",
                                               coords=", ".join(coords[rank:])))
     flat, ks = weak
-    batch = tuple(prec_sqrt.shape[:-2])
-    where = ""
-    if batch:
-        idx, rem = [], flat
-        for size in reversed(batch):
-            idx.append(rem % size)
-            rem //= size
-        where = f" at batch index {tuple(reversed(idx))}"
+    where = _where(prec_sqrt, flat)
     raise ValueError(NOT_FULL_RANK.format(label=label, rank=len(b) - len(ks), dim=len(b),
                                           where=where, coords=", ".join(coords[k] for k in ks)))

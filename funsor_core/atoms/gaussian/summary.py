@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.gaussian.algebra import gaussian_sum, split_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian, real_offsets
@@ -141,6 +143,12 @@ def _component_arrays(g: Gaussian, weights: list, kept: dict, mixed: dict):
     try:
         log_z, mean, r_inv = component_moments(white_vec, prec_sqrt, labels)
     except ValueError as e:
+        if any(np.isnan(np.asarray(ops.to_numpy(ops.detach(a)))).any()
+               for a in (white_vec, prec_sqrt)):  # not singular: NaN from upstream
+            raise ValueError(f"moments: the Gaussian over {list(reals)} holds NaN (a NaN or "
+                             f"+inf log weight, or a NaN parameter, in the terms it came "
+                             f"from), so it has no moments; the rank test read it as "
+                             f"singular: {e}") from None
         raise ValueError(f"moments: the precision over {list(reals)} is singular (no "
                          f"covariance): {e}") from None
     kshape = tuple(d.size for d in kept.values())
