@@ -89,7 +89,9 @@ def replay_collapse(reduced_vars: frozenset, terms: tuple, record: Callable) -> 
         append(cls)
         if cls is Gaussian:
             append(t._ikey)
-            append(t.prec_sqrt.shape[-1])
+            s = t.prec_sqrt
+            append(type(s))
+            append(s.shape[-1])
         elif cls is Tensor:
             append(t._ikey)
         elif cls is not Number:
@@ -100,7 +102,8 @@ def replay_collapse(reduced_vars: frozenset, terms: tuple, record: Callable) -> 
         if key not in _SEEN.data:
             _SEEN.put(key, True)
             return None
-        recorded = record(reduced_vars, terms)
+        host = all(type(t.prec_sqrt) is _ndarray for t in terms if type(t) is Gaussian)
+        recorded = record(reduced_vars, terms) if host else None  # numpy's program only
         program = _PROGRAMS.put(key, False if recorded is None else _Program(terms, *recorded))
     return program(terms) if program else None
 
