@@ -31,7 +31,8 @@ from funsor_core.atoms.gaussian.atom import (
     gaussian_batch_inputs,
     merge_gaussian_inputs,
 )
-from funsor_core.atoms.gaussian.moments import collapse_mixture
+from funsor_core.atoms.gaussian.collapse_replay import replay_collapse
+from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
@@ -40,7 +41,8 @@ from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
 
-__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "mixture_vars", "pending_sum",
+__all__ = ["cat_gaussians", "collapse_args", "collapse_sum", "gram_collapse_plan", "mixture_vars",
+           "pending_sum",
            "reduce_logaddexp_terms", "rename_gaussian_names", "rename_gaussian_sum",
            "stack_gaussians", "would_compress"]
 
@@ -323,6 +325,11 @@ def collapse_sum(reduced_vars: frozenset, terms) -> Funsor | None:
         >>> float(gaussian.covariance[0, 0])
         2.0
     """
+    # A structure met before runs its recorded program (``collapse_replay``); where that
+    # declines, the general path below decides.
+    replayed = replay_collapse(reduced_vars, terms, gram_collapse_plan)
+    if replayed is not None:
+        return replayed
     mixed = mixture_vars(reduced_vars, terms)
     if not mixed:
         return None
@@ -336,6 +343,32 @@ def collapse_sum(reduced_vars: frozenset, terms) -> Funsor | None:
     # uncompressed, is that concatenation): the joint is never built as a term. One QR per
     # component integrates the real names and gives the moments.
     return collapse_mixture(*collapse_args(reduced_vars, mixed, gaussians, dense))
+
+
+def gram_collapse_plan(reduced_vars: frozenset, terms) -> tuple | None:
+    """``(plan, gaussians)`` where ``collapse_sum(reduced_vars, terms)`` collapses several
+    uncompressed Gaussians by their joint Gram matrix (``moments.collapse_planned_gram``):
+    the layout ``moments.collapse_layout`` gives and the Gaussians in its order; None where
+    it takes another path. Depends on the terms' structure only (what ``collapse_replay``
+    records).
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, gs = gram_collapse_plan(frozenset("i"), (g, g))
+        >>> plan.n, len(gs)
+        (2, 2)
+    """
+    mixed = mixture_vars(reduced_vars, terms)
+    gaussians = [t for t in terms if isinstance(t, Gaussian)]
+    if not mixed or len(gaussians) < 2 or would_compress(gaussians):
+        return None
+    dense = [t for t in terms if not isinstance(t, Gaussian)]
+    gs, ds, names, real = collapse_args(reduced_vars, mixed, gaussians, dense)
+    plan = collapse_layout(gs, ds, names, real)
+    if plan is None or plan.rank < plan.dim:
+        return None
+    return plan, gs
 
 
 def reduce_logaddexp_terms(reduced_vars: frozenset, terms) -> Funsor | None:
