@@ -4,8 +4,8 @@ Families (each a short declaration; see ``base.py``): Normal, LogNormal, Multiva
 Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises (``continuous``);
 Categorical, CategoricalLogits, Bernoulli (BernoulliProbs, BernoulliLogits), Binomial,
 Multinomial, Poisson, DirichletMultinomial, BetaBinomial, GammaPoisson, Delta (``discrete``);
-HalfNormal, HalfCauchy, Cauchy, Gumbel, Logistic, Chi2, Pareto, Weibull, Geometric,
-NegativeBinomial (``univariate``).
+HalfNormal, HalfCauchy, Cauchy, Gumbel, Logistic, Chi2, FisherSnedecor, Pareto, Weibull,
+Geometric, NegativeBinomial, OneHotCategorical (``served``).
 No pyro or numpyro: the densities are written once with ``funsor_core.ops`` and run on numpy,
 torch and jax (also under ``jax.jit``). Models are sums of distribution funsors, and every
 interpretation applies: exact evaluation, Gaussian conversion of affine Normals, conjugate
@@ -59,15 +59,17 @@ from funsor_core.distribution.discrete import (
     Multinomial,
     Poisson,
 )
-from funsor_core.distribution.univariate import (
+from funsor_core.distribution.served import (
     Cauchy,
     Chi2,
+    FisherSnedecor,
     Geometric,
     Gumbel,
     HalfCauchy,
     HalfNormal,
     Logistic,
     NegativeBinomial,
+    OneHotCategorical,
     Pareto,
     Weibull,
 )
@@ -83,5 +85,5 @@ __all__ = [
     "Binomial", "Multinomial", "Poisson", "DirichletMultinomial", "BetaBinomial",
     "GammaPoisson", "Delta",
     "HalfNormal", "HalfCauchy", "Cauchy", "Gumbel", "Logistic", "Chi2", "Pareto", "Weibull",
-    "Geometric", "NegativeBinomial",
+    "Geometric", "NegativeBinomial", "FisherSnedecor", "OneHotCategorical",
 ]

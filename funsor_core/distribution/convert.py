@@ -14,8 +14,8 @@ samples and conjugate updates are the same on every backend.
 Families with a torch.distributions counterpart: Normal, LogNormal, MultivariateNormal,
 Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises, Categorical
 (``probs`` or ``logits``), Bernoulli (``probs`` or ``logits``), Binomial, Multinomial,
-Poisson, HalfNormal, HalfCauchy, Cauchy, Gumbel, Chi2, Pareto, Weibull, Geometric,
-NegativeBinomial (and an ``Independent`` of any of these).
+Poisson, HalfNormal, HalfCauchy, Cauchy, Gumbel, Chi2, FisherSnedecor, Pareto, Weibull,
+Geometric, NegativeBinomial, OneHotCategorical (and an ``Independent`` of any of these).
 
 Example:
     >>> import torch
@@ -56,6 +56,7 @@ TORCH_NAMES = {
     "Poisson": "Poisson", "HalfNormal": "HalfNormal", "HalfCauchy": "HalfCauchy",
     "Cauchy": "Cauchy", "Gumbel": "Gumbel", "Chi2": "Chi2", "Pareto": "Pareto",
     "Weibull": "Weibull", "Geometric": "Geometric", "NegativeBinomial": "NegativeBinomial",
+    "FisherSnedecor": "FisherSnedecor", "OneHotCategorical": "OneHotCategorical",
 }
 # torch class -> family, where the family depends on which parameter was given.
 _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),

@@ -1,7 +1,8 @@
-"""More univariate families that funsor 0.4.8 serves (generated there from pyro's and
-numpyro's classes): HalfNormal, HalfCauchy, Cauchy, Gumbel, Logistic, Chi2, Pareto, Weibull
-(continuous), Geometric and NegativeBinomial (counts). Parameters are named and ordered as in
-``torch.distributions`` (Logistic: as in pyro and numpyro).
+"""Families funsor 0.4.8 also serves (it generates them from pyro's and numpyro's classes),
+beyond the conjugate core of ``continuous`` and ``discrete``: HalfNormal, HalfCauchy, Cauchy,
+Gumbel, Logistic, Chi2, FisherSnedecor, Pareto, Weibull (continuous), Geometric and
+NegativeBinomial (counts), OneHotCategorical (one-hot vectors). Parameters are named and
+ordered as in ``torch.distributions`` (Logistic: as in pyro and numpyro).
 
 Each is a declaration like the families of ``continuous`` and ``discrete``: a log density, a
 support, a draw, and the first two moments where they exist (Cauchy and HalfCauchy have none).
@@ -17,10 +18,11 @@ import math
 
 from funsor_core import ops
 from funsor_core.distribution.base import Distribution, Param
-from funsor_core.distribution.constraints import POSITIVE, REAL, UNIT_INTERVAL
+from funsor_core.distribution.constraints import POSITIVE, PROBS, REAL, UNIT_INTERVAL
+from funsor_core.distribution.random import gumbel_argmax
 
-__all__ = ["HalfNormal", "HalfCauchy", "Cauchy", "Gumbel", "Logistic", "Chi2", "Pareto",
-           "Weibull", "Geometric", "NegativeBinomial"]
+__all__ = ["HalfNormal", "HalfCauchy", "Cauchy", "Gumbel", "Logistic", "Chi2", "FisherSnedecor",
+           "Pareto", "Weibull", "Geometric", "NegativeBinomial", "OneHotCategorical"]
 
 _LOG_PI = math.log(math.pi)
 _EULER_GAMMA = 0.5772156649015329
@@ -206,6 +208,40 @@ class Chi2(Distribution):
         return df, 2.0 * df
 
 
+class FisherSnedecor(Distribution):
+    """FisherSnedecor(df1, df2): the ratio ``(u1 / df1) / (u2 / df2)`` of two independent
+    Chi2 variables, a density on ``value >= 0``.
+
+    Example:
+        >>> round(FisherSnedecor(3.0, 5.0, value=1.0).item(), 6)  # scipy.stats.f(3, 5).logpdf(1)
+        -1.018394
+    """
+
+    params = {"df1": Param(POSITIVE), "df2": Param(POSITIVE)}
+    fields = (*params, "value")
+    reparameterized = True
+
+    @classmethod
+    def fill_value(cls, value, df1, df2):
+        return ops.full_like(value, 1.0)
+
+    @staticmethod
+    def log_prob(value, df1, df2):
+        a, b = 0.5 * df1, 0.5 * df2
+        log_beta = ops.lgamma(a) + ops.lgamma(b) - ops.lgamma(a + b)
+        return (a * ops.log(df1 / df2) + ops.xlogy(a - 1.0, value)
+                - (a + b) * ops.log1p(df1 * value / df2) - log_beta)
+
+    @staticmethod
+    def in_support(value, df1, df2):
+        return value >= 0
+
+    @staticmethod
+    def draw(rng, shape, df1, df2):
+        u1 = rng.gamma(0.5 * df1, shape) / df1
+        return u1 / (rng.gamma(0.5 * df2, shape) / df2)
+
+
 class Pareto(Distribution):
     """Pareto(scale, alpha): density ``alpha scale^alpha / x^(alpha + 1)`` on ``x >= scale``.
 
@@ -343,3 +379,49 @@ class NegativeBinomial(Distribution):
     def moments(total_count, probs):
         mean = total_count * probs / (1.0 - probs)
         return mean, mean / (1.0 - probs)
+
+
+class OneHotCategorical(Distribution):
+    """OneHotCategorical(probs): a Categorical draw as a one-hot vector (``Reals[K]``);
+    ``probs`` are nonnegative weights normalized by their sum, as in ``Categorical``.
+
+    Example:
+        >>> d = OneHotCategorical(np.array([0.2, 0.8]), value=np.array([0.0, 1.0]))
+        >>> round(d.item(), 6)  # log 0.8
+        -0.223144
+    """
+
+    params = {"probs": Param(PROBS, 1)}
+    fields = (*params, "value")
+
+    @classmethod
+    def infer_event(cls, shapes):
+        return "real", shapes["probs"]
+
+    @staticmethod
+    def log_prob(value, probs):
+        positive = probs > 0
+        logp = ops.log(ops.where(positive, probs, ops.full_like(probs, 1.0)))
+        logp = ops.where(positive, logp, ops.full_like(probs, -math.inf))
+        logp = logp - ops.log(ops.sum(probs, -1, keepdims=True))
+        # The zero entries of a one-hot value take nothing from a zero-probability category.
+        return ops.sum(value * ops.where(value > 0, logp, ops.full_like(logp, 0.0)), -1)
+
+    @staticmethod
+    def in_support(value, probs):
+        binary = ops.all(ops.or_(value == 0, value == 1), -1)
+        return ops.and_(binary, ops.sum(value, -1) == 1)
+
+    @staticmethod
+    def draw(rng, shape, probs):
+        positive = probs > 0
+        logits = ops.where(positive, ops.log(ops.where(positive, probs, ops.full_like(probs, 1.0))),
+                           ops.full_like(probs, -math.inf))
+        index = gumbel_argmax(rng, logits, shape)
+        k = ops.new_arange(probs, probs.shape[-1])
+        return ops.astype(index[..., None] == k, probs.dtype) + 0.0 * probs
+
+    @staticmethod
+    def moments(probs):
+        p = probs / ops.sum(probs, -1, keepdims=True)
+        return p, p * (1.0 - p)
