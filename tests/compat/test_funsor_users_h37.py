@@ -139,3 +139,39 @@ def test_one_hot_categorical():
     assert f.inputs["value"] == fc.Reals[3]
     value = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
     torch.testing.assert_close(f(value=value).align(("i",)).data, raw.log_prob(value))
+
+
+# --- funsor.testing's plumbing, which test files written for funsor import ---
+def test_funsor_testing_plumbing():
+    from funsor_core import testing
+
+    items = "abcd"
+    # brute force over bitmasks, in size order as funsor yields them
+    masks = sorted(range(16), key=lambda m: (bin(m).count("1"), [i for i in range(4)
+                                                                  if m >> i & 1]))
+    expected = [tuple(c for i, c in enumerate(items) if m >> i & 1) for m in masks]
+    assert list(testing.iter_subsets(items)) == expected
+    assert list(testing.iter_subsets(items, min_size=3)) == [s for s in expected if len(s) >= 3]
+    assert list(testing.iter_subsets(items, max_size=1)) == [s for s in expected if len(s) <= 1]
+    f = testing.random_tensor({"i": Bint[2], "j": Bint[3]})
+    testing.assert_equiv(f.align(("j", "i")), f)
+    with pytest.raises(AssertionError):
+        testing.assert_equiv(f + 1.0, f)
+    assert testing.id_from_inputs({"i": Bint[2], "x": fc.Reals[2, 3]}) == "i,x23"
+    assert testing.empty(2, 3).shape == (2, 3)
+    assert testing.desugar_getitem[1:2, None] == (slice(1, 2), None)
+    assert "Expected:\n2\nActual:\n1" == repr(testing.ActualExpected(1, 2))
+    param = testing.xfail_param(3, reason="r")
+    assert param.values == (3,) and param.marks[0].name == "xfail"
+    mark = testing.requires_backend("numpy")
+    assert mark.name == "skipif" and mark.args == (fc.get_backend() != "numpy",)
+    assert testing.excludes_backend("numpy").args == (fc.get_backend() == "numpy",)
+    with pytest.raises(pytest.xfail.Exception):
+        with testing.xfail_if_not_implemented():
+            raise NotImplementedError("x")
+    with pytest.raises(NotImplementedError):  # not the match: re-raised
+        with testing.xfail_if_not_implemented(match="other"):
+            raise NotImplementedError("x")
+    with pytest.raises(pytest.xfail.Exception):
+        with testing.xfail_if_not_found():
+            raise AttributeError("x")
