@@ -175,3 +175,17 @@ def test_funsor_testing_plumbing():
     with pytest.raises(pytest.xfail.Exception):
         with testing.xfail_if_not_found():
             raise AttributeError("x")
+
+
+def test_interpretation_context_of_older_funsor_code():
+    # `with funsor.interpreter.interpretation(lazy):` (funsor before 0.4, still accepted by
+    # 0.4.8 with a DeprecationWarning) was an AttributeError.
+    from funsor_core.interpreter import interpretation
+
+    a, b, f, g = _factors(1)
+    with pytest.warns(DeprecationWarning, match="with x"):
+        with interpretation(lazy):
+            term = (f * g).reduce(ops.add, "j")
+    assert not isinstance(term, fc.Tensor)
+    np.testing.assert_allclose(fc.reinterpret(term).align(("i", "k")).data,
+                               np.einsum("ij,jk->ik", a, b), rtol=1e-12)
