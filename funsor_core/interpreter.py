@@ -4,6 +4,7 @@ A thin face; the implementation lives in
 ``funsor_core.engine.interpreter``."""
 
 
+from funsor_core.compat.stateful import interpretation
 from funsor_core.engine.interpreter import (
     ENTERED,
     Interpretation,
@@ -21,5 +22,7 @@ from funsor_core.terms.traversal import children, reinterpret
 
 __all__ = [
     "Interpretation", "ENTERED", "get_interpretation", "reflect", "set_default_interpretation",
-    "set_debug", "interpret", "build", "Tuple", "rule_name", "gensym", "children", "reinterpret"
+    "set_debug", "interpret", "build", "Tuple", "rule_name", "gensym", "children", "reinterpret",
+    "interpretation",
 ]
+

@@ -11,7 +11,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import numbers
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -31,6 +34,9 @@ __all__ = [
     "assert_close", "check_funsor", "random_tensor", "random_gaussian", "randn", "rand",
     "randint", "zeros", "ones", "make_einsum_example", "make_chain_einsum", "make_hmm_einsum",
     "make_plated_hmm_einsum", "random_scale_tril", "random_mvn",
+    "assert_equiv", "empty", "id_from_inputs", "iter_subsets", "ActualExpected",
+    "DesugarGetitem", "desugar_getitem", "requires_backend", "excludes_backend", "xfail_param",
+    "xfail_if_not_implemented", "xfail_if_not_found",
 ]
 
 
@@ -424,3 +430,132 @@ def make_plated_hmm_einsum(num_steps: int, num_obs_plates: int = 1,
     for t in range(num_steps):
         terms += [s[t] + s[t + 1] + hidden, s[t + 1] + obs]
     return ",".join(terms) + "->", "".join(sorted(set(obs + hidden)))
+
+
+# ---------------------------------------------------------------------------------------------
+# funsor 0.4.8's test plumbing, for test files written against ``funsor.testing``. pytest is
+# imported when a helper that needs it is called: funsor-core does not depend on it.
+def assert_equiv(x: Funsor, y: Funsor) -> None:
+    """Assert that ``x`` has ``y``'s inputs (in any order), output and values.
+
+    Example:
+        >>> f = random_tensor({"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> assert_equiv(f.align(("j", "i")), f)
+    """
+    check_funsor(x, y.inputs, y.output, y.data)
+
+
+def empty(*shape) -> Any:
+    """An array of ``shape`` of the active backend whose values are not to be read (zeros).
+
+    Example:
+        >>> empty(2, 3).shape
+        (2, 3)
+    """
+    return zeros(*shape)
+
+
+def id_from_inputs(inputs) -> str:
+    """A short pytest id for a mapping (or pairs) of inputs: each name and its shape.
+
+    Example:
+        >>> id_from_inputs({"i": fc.Bint[2], "x": fc.Reals[3]}), id_from_inputs({})
+        ('i,x3', '()')
+    """
+    items = list(inputs.items() if hasattr(inputs, "items") else inputs)
+    if not items:
+        return "()"
+    return ",".join(name + "".join(map(str, domain.shape)) for name, domain in items)
+
+
+def iter_subsets(iterable, *, min_size: int | None = None, max_size: int | None = None):
+    """Every subset of ``iterable`` as a tuple, smallest first, sizes ``min_size`` to
+    ``max_size`` (default: all).
+
+    Example:
+        >>> list(iter_subsets("ab"))
+        [(), ('a',), ('b',), ('a', 'b')]
+    """
+    items = tuple(iterable)
+    low = 0 if min_size is None else min_size
+    high = len(items) if max_size is None else max_size
+    for size in range(low, high + 1):
+        yield from itertools.combinations(items, size)
+
+
+class ActualExpected(namedtuple("ActualExpected", ["actual", "expected"])):
+    """A pair whose repr shows the expected value, then the actual one (an assertion message
+    formatted only when it fails).
+
+    Example:
+        >>> print(repr(ActualExpected(1, 2)))
+        Expected:
+        2
+        Actual:
+        1
+    """
+
+    def __repr__(self) -> str:
+        return f"Expected:\n{self.expected}\nActual:\n{self.actual}"
+
+
+class DesugarGetitem:
+    """``desugar_getitem[...]`` returns the index it is given, as a tuple when it is one.
+
+    Example:
+        >>> desugar_getitem[1:3, ..., None]
+        (slice(1, 3, None), Ellipsis, None)
+    """
+
+    def __getitem__(self, index):
+        return index
+
+
+desugar_getitem = DesugarGetitem()
+
+
+def requires_backend(*backends: str, reason: str | None = None):
+    """A pytest mark that skips a test unless the active backend is one of ``backends``."""
+    import pytest
+
+    from funsor_core.engine.backend import get_backend
+    return pytest.mark.skipif(get_backend() not in backends,
+                              reason=reason or f"needs backend {' or '.join(backends)}")
+
+
+def excludes_backend(*backends: str, reason: str | None = None):
+    """A pytest mark that skips a test when the active backend is one of ``backends``."""
+    import pytest
+
+    from funsor_core.engine.backend import get_backend
+    return pytest.mark.skipif(get_backend() in backends,
+                              reason=reason or f"not for backend {' or '.join(backends)}")
+
+
+def xfail_param(*args, **kwargs):
+    """``pytest.param(*args)`` marked ``xfail(**kwargs)``, for a parametrize list."""
+    import pytest
+    return pytest.param(*args, marks=[pytest.mark.xfail(**kwargs)])
+
+
+@contextlib.contextmanager
+def xfail_if_not_implemented(msg: str = "Not implemented", *, match: str | None = None):
+    """Turn a ``NotImplementedError`` raised in the block (whose text contains ``match``, when
+    given) into pytest's xfail."""
+    try:
+        yield
+    except NotImplementedError as e:
+        if match is not None and match not in str(e):
+            raise
+        import pytest
+        pytest.xfail(reason=f"{msg}: {e}")
+
+
+@contextlib.contextmanager
+def xfail_if_not_found(msg: str = "Not implemented"):
+    """Turn an ``AttributeError`` raised in the block into pytest's xfail."""
+    try:
+        yield
+    except AttributeError as e:
+        import pytest
+        pytest.xfail(reason=f"{msg}: {e}")

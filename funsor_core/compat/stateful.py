@@ -21,9 +21,11 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 from funsor_core.engine.interpreter import ENTERED, Interpretation
 
-__all__ = ["StatefulInterpretation"]
+__all__ = ["StatefulInterpretation", "interpretation"]
 
 
 class StatefulInterpretation(Interpretation):
@@ -50,3 +52,22 @@ class StatefulInterpretation(Interpretation):
 
     def __init__(self, name: str = "stateful") -> None:
         super().__init__(name, fallback=ENTERED)
+
+
+def interpretation(new: Interpretation) -> Interpretation:
+    """funsor's older spelling ``with interpretation(lazy):``; it is ``with lazy:`` (returns
+    ``new`` itself, with a ``DeprecationWarning`` as funsor 0.4.8 gives).
+
+    Example:
+        >>> import warnings
+        >>> from interpretations import lazy
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     with interpretation(lazy):
+        ...         x = fc.Variable("x", fc.Real) + 1
+        >>> type(x).__name__
+        'Binary'
+    """
+    warnings.warn("'with interpretation(x)' is the older spelling of 'with x'",
+                  DeprecationWarning, stacklevel=2)
+    return new

@@ -3,7 +3,9 @@
 Families (each a short declaration; see ``base.py``): Normal, LogNormal, MultivariateNormal,
 Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises (``continuous``);
 Categorical, CategoricalLogits, Bernoulli (BernoulliProbs, BernoulliLogits), Binomial,
-Multinomial, Poisson, DirichletMultinomial, BetaBinomial, GammaPoisson, Delta (``discrete``).
+Multinomial, Poisson, DirichletMultinomial, BetaBinomial, GammaPoisson, Delta (``discrete``);
+HalfNormal, HalfCauchy, Cauchy, Gumbel, Logistic, Chi2, FisherSnedecor, Pareto, Weibull,
+Geometric, NegativeBinomial, OneHotCategorical (``served``).
 No pyro or numpyro: the densities are written once with ``funsor_core.ops`` and run on numpy,
 torch and jax (also under ``jax.jit``). Models are sums of distribution funsors, and every
 interpretation applies: exact evaluation, Gaussian conversion of affine Normals, conjugate
@@ -57,6 +59,20 @@ from funsor_core.distribution.discrete import (
     Multinomial,
     Poisson,
 )
+from funsor_core.distribution.served import (
+    Cauchy,
+    Chi2,
+    FisherSnedecor,
+    Geometric,
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    Logistic,
+    NegativeBinomial,
+    OneHotCategorical,
+    Pareto,
+    Weibull,
+)
 
 __all__ = [
     "BACKEND_TO_DISTRIBUTIONS_BACKEND", "FAMILIES", "Distribution", "Param", "Constraint",
@@ -68,4 +84,6 @@ __all__ = [
     "Categorical", "CategoricalLogits", "Bernoulli", "BernoulliProbs", "BernoulliLogits",
     "Binomial", "Multinomial", "Poisson", "DirichletMultinomial", "BetaBinomial",
     "GammaPoisson", "Delta",
+    "HalfNormal", "HalfCauchy", "Cauchy", "Gumbel", "Logistic", "Chi2", "Pareto", "Weibull",
+    "Geometric", "NegativeBinomial", "FisherSnedecor", "OneHotCategorical",
 ]

@@ -14,7 +14,8 @@ samples and conjugate updates are the same on every backend.
 Families with a torch.distributions counterpart: Normal, LogNormal, MultivariateNormal,
 Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises, Categorical
 (``probs`` or ``logits``), Bernoulli (``probs`` or ``logits``), Binomial, Multinomial,
-Poisson (and an ``Independent`` of any of these).
+Poisson, HalfNormal, HalfCauchy, Cauchy, Gumbel, Chi2, FisherSnedecor, Pareto, Weibull,
+Geometric, NegativeBinomial, OneHotCategorical (and an ``Independent`` of any of these).
 
 Example:
     >>> import torch
@@ -52,7 +53,10 @@ TORCH_NAMES = {
     "Uniform": "Uniform", "VonMises": "VonMises", "Categorical": "Categorical",
     "CategoricalLogits": "Categorical", "BernoulliProbs": "Bernoulli",
     "BernoulliLogits": "Bernoulli", "Binomial": "Binomial", "Multinomial": "Multinomial",
-    "Poisson": "Poisson",
+    "Poisson": "Poisson", "HalfNormal": "HalfNormal", "HalfCauchy": "HalfCauchy",
+    "Cauchy": "Cauchy", "Gumbel": "Gumbel", "Chi2": "Chi2", "Pareto": "Pareto",
+    "Weibull": "Weibull", "Geometric": "Geometric", "NegativeBinomial": "NegativeBinomial",
+    "FisherSnedecor": "FisherSnedecor", "OneHotCategorical": "OneHotCategorical",
 }
 # torch class -> family, where the family depends on which parameter was given.
 _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),

@@ -225,6 +225,8 @@ class ContractionMeta(FunsorMeta):
     """
 
     def __call__(cls, *args, **kwargs):
+        if len(args) > 4:  # funsor 0.4.8 also takes the terms unpacked: (red, bin, vars, *terms)
+            args = args[:3] + (args[3:],)
         args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
         state = _STATE.get(None)
         interp = _DEFAULT[0] if state is None else state[0]

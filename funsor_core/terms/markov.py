@@ -76,7 +76,15 @@ def _free_names(step: tuple, step_names) -> tuple:
     if isinstance(step_names, tuple) and len(step_names) == len(step) and all(
             isinstance(p, tuple) and len(p) == 2 for p in step_names):
         return step_names
-    mapping = dict(step_names)
+    try:
+        mapping = dict(step_names)
+    except (TypeError, ValueError):
+        mapping = None
+    if mapping is None or not all(isinstance(k, str) and isinstance(v, str)
+                                  for k, v in mapping.items()):
+        raise ValueError(f"MarkovProduct: step_names must map step names to free names (a dict "
+                        f"such as {{'x_prev': 'x_prev', 'x_curr': 'x_curr'}} or a set of such "
+                        f"pairs), got {step_names!r}")
     names = {n for pair in step for n in pair}
     unknown = sorted(set(mapping) - names)
     if unknown:
@@ -241,5 +249,5 @@ def _check(trans, time: Variable, step: tuple, step_names: tuple) -> None:
         raise ValueError(f"MarkovProduct: the result would have names {clash} twice (step "
                          f"names {dict(zip(names, free))}, other inputs {others}); rename them")
     if not all(isinstance(n, str) for n in free):
-        raise TypeError(f"MarkovProduct: step_names must map to names, got {step_names!r}")
+        raise ValueError(f"MarkovProduct: step_names must map to names, got {step_names!r}")
 
