@@ -9,7 +9,9 @@ derivative runs through whichever strategy evaluates the chain (parallel or sequ
 ``lax.scan`` under jax) by the backend's autodiff (torch autograd, ``jax.vjp``, also under
 ``jax.jit``), so smoothing costs a small multiple of filtering, as dynamax's parallel smoother.
 
-A numpy chain has no autodiff: use torch or jax arrays.
+A numpy chain (numpy has no autodiff) is differentiated by torch when torch is installed:
+its arrays are viewed as torch tensors of the same dtype (no copy), and the results come back
+as numpy arrays; without torch it raises, naming the fix.
 
 Example:
     >>> import torch
@@ -39,8 +41,9 @@ from funsor_core.terms.markov import MarkovProduct
 __all__ = ["markov_marginals", "markov_map"]
 
 _NO_AUTODIFF = (
-    "{what} reads the derivative of the chain's total, and numpy arrays have no autodiff; "
-    "build the chain from torch or jax arrays (fc.set_backend('torch') or 'jax')")
+    "{what} reads the derivative of the chain's total, and numpy arrays have no autodiff "
+    "(numpy chains are differentiated by torch, which is not installed); install torch, or "
+    "build the chain from jax arrays (fc.set_backend('jax'))")
 
 
 def _time_name(time) -> str:
@@ -123,8 +126,11 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         At a masked step ``pairs`` is diagonal: ``pairs[t, k, k]`` is the marginal of the
         carried state (in ``(max, add)``, the best path staying put), 0 off the diagonal.
 
+    A chain of numpy arrays is differentiated by torch (see the module's docstring), and its
+    results are numpy arrays.
+
     Raises:
-        NotImplementedError: the chain holds numpy arrays (no autodiff).
+        NotImplementedError: the chain holds numpy arrays and torch is not installed.
         ValueError: in ``(logaddexp, add)`` or ``(max, add)``, a batch entry's total is -inf
             (mass zero: no posterior) where the values are concrete; under ``jax.jit`` the
             -inf total is returned beside zero pairs.
@@ -147,6 +153,9 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
         factors = [factors]
+    if _numpy_chain(trans, prod_op):
+        return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
+                         lengths, mask)
     if lengths is not None or mask is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask, what)
         time = _time_name(time)
@@ -168,6 +177,43 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
         _check_mass(value, batch_inputs, what)
     return Tensor(value, batch_inputs), Tensor(grad, inputs)
+
+
+def _numpy_chain(trans, prod_op) -> bool:
+    pieces = tensor_factors(trans, prod_op)
+    return bool(pieces) and any(isinstance(f, Tensor) and isinstance(f.data, np.ndarray)
+                                for f in pieces)
+
+
+def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengths, mask):
+    # The derivative of a numpy chain by torch's autograd: the same numbers in the same dtype
+    # (torch.from_numpy shares the memory), the results returned as numpy arrays.
+    try:
+        import torch
+    except ImportError:
+        raise NotImplementedError(_NO_AUTODIFF.format(what=what)) from None
+
+    def to_torch(x):
+        if isinstance(x, np.ndarray):
+            return torch.from_numpy(np.ascontiguousarray(x))
+        if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
+            return Tensor(to_torch(x.data), x.inputs, x.dtype)
+        return x
+
+    pieces = [to_torch(f) for f in tensor_factors(trans, prod_op)]
+    with reflect:  # kept apart, as the caller built them (see tensor_factors)
+        trans = pieces[0]
+        for f in pieces[1:]:
+            trans = prod_op(trans, f)
+    total, pairs = _marginals(sum_op, prod_op, trans, time, step, [to_torch(f) for f in factors],
+                              strategy, what, to_torch(lengths), to_torch(mask))
+    return _to_numpy(total), _to_numpy(pairs)
+
+
+def _to_numpy(t: Tensor) -> Tensor:
+    if isinstance(t.data, np.ndarray):
+        return t
+    return Tensor(t.data.detach().cpu().numpy(), t.inputs, t.dtype)
 
 
 def _check_mass(total, batch_inputs: dict, what: str) -> None:

@@ -51,7 +51,7 @@ def _check_names(arg: str, f, allowed: list, time: str, pairs: tuple, what: str)
     if not isinstance(f, Tensor):
         raise TypeError(f"{what}: {arg} must be a Tensor over batch names (the chain's "
                         f"{allowed}, or new ones that every sequence's steps share), got "
-                        f"{type(f).__name__}")
+                        f"{type(f).__module__}.{type(f).__qualname__}")
     steps = sorted(n for pair in pairs for n in pair if n in f.inputs)
     if steps:
         raise ValueError(f"{what}: {arg} has the step names {steps} as inputs; it may depend "

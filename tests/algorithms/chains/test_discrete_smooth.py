@@ -109,12 +109,38 @@ def test_marginals_and_viterbi_jax_jit():
     np.testing.assert_array_equal(np.asarray(out[3]), path)
 
 
-def test_numpy_chains_say_they_need_autodiff():
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 2e-5)])
+def test_numpy_chains_by_torch_autograd(dtype, tol):
+    # numpy has no autodiff: the chain is differentiated by torch, the results are numpy
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    init, a, o = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(6, 2, 3))
+    log_z, pairs = _numpy_smoother(init, a, o)
+    scores, path = _numpy_viterbi(init, a, o)
+    i, step = _chain(*(x.astype(dtype) for x in (init, a, o)))
+    total, actual = markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i])
+    lengths = fc.Tensor(np.array([6, 4]), {"b": fc.Bint[2]}, 7)
+    best, decoded = markov_map(step, "t", {"x": "y"}, i, lengths=lengths)
+    assert isinstance(actual.data, np.ndarray) and actual.data.dtype == dtype
+    assert isinstance(decoded["x"].data, np.ndarray)
+    np.testing.assert_allclose(total.align(("b",)).data, log_z, rtol=tol)
+    np.testing.assert_allclose(actual.align(("t", "b", "x", "y")).data, pairs, atol=tol)
+    np.testing.assert_allclose(best.align(("b",)).data[0], scores[0], rtol=tol)
+    np.testing.assert_array_equal(decoded["x"].align(("t", "b")).data[:, 0], path[:, 0])
+    short, short_path = _numpy_viterbi(init, a, o[:4, 1:])  # entry 1 stops after 4 steps
+    np.testing.assert_allclose(best.align(("b",)).data[1], short[0], rtol=tol)
+    carried = np.concatenate([short_path[:, 0], short_path[-1:, 0].repeat(2)])
+    np.testing.assert_array_equal(decoded["x"].align(("t", "b")).data[:, 1], carried)
+
+
+def test_numpy_chains_without_torch_say_so(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
     i, step = _chain(np.zeros(2), np.zeros((2, 2)), np.zeros((3, 1, 2)))
     with pytest.raises(NotImplementedError, match="^markov_marginals .*no autodiff"):
         markov_marginals(ops.logaddexp, ops.add, step, "t", {"x": "y"}, [i])
-    with pytest.raises(NotImplementedError, match="^markov_map .*no autodiff"):  # was
-        markov_map(step, "t", {"x": "y"}, [i])  # "markov_marginals reads ..."
+    with pytest.raises(NotImplementedError, match="^markov_map .*no autodiff"):
+        markov_map(step, "t", {"x": "y"}, [i])
 
 
 @pytest.mark.parametrize("time,step,match", [
