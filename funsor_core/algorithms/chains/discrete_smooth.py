@@ -33,7 +33,7 @@ from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_l
 from funsor_core.algorithms.chains.masks import masked_steps
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_of
+from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.markov import MarkovProduct
@@ -187,15 +187,15 @@ def _numpy_chain(trans, prod_op) -> bool:
 
 def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengths, mask):
     # The derivative of a numpy chain by torch's autograd: the same numbers in the same dtype
-    # (torch.from_numpy shares the memory), the results returned as numpy arrays.
+    # (torch.as_tensor shares the memory), the results returned as numpy arrays.
     try:
-        import torch
+        torch_backend = backend_module("torch")
     except ImportError:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what)) from None
 
     def to_torch(x):
         if isinstance(x, np.ndarray):
-            return torch.from_numpy(np.ascontiguousarray(x))
+            return torch_backend.asarray(np.ascontiguousarray(x))
         if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
             return Tensor(to_torch(x.data), x.inputs, x.dtype)
         return x
@@ -213,7 +213,7 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
 def _to_numpy(t: Tensor) -> Tensor:
     if isinstance(t.data, np.ndarray):
         return t
-    return Tensor(t.data.detach().cpu().numpy(), t.inputs, t.dtype)
+    return Tensor(np.asarray(ops.to_numpy(t.data)), t.inputs, t.dtype)
 
 
 def _check_mass(total, batch_inputs: dict, what: str) -> None:
