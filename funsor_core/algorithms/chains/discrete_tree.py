@@ -37,9 +37,9 @@ from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, log_sum, pa
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["UNIT", "checked_shifted_tree", "linear_exp", "guarded_log_tree", "log_tree", "parallel_chain", "scaled_log_chain",
-           "scaled_log_tree", "semiring_mm", "semiring_mv", "semiring_vm", "shifted_log_tree",
-           "with_units"]
+__all__ = ["UNIT", "checked_shifted_tree", "guarded_log_tree", "linear_exp", "log_tree",
+           "parallel_chain", "scaled_log_chain", "scaled_log_tree", "semiring_mm", "semiring_mv",
+           "semiring_vm", "shifted_log_tree", "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
 # with the boundary vector: a vector-matrix product costs a few microseconds, a round (pair
