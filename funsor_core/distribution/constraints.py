@@ -72,7 +72,9 @@ def _simplex(x):
 def _probs(x):
     # Unnormalized probabilities, as torch, pyro and numpyro read Categorical(probs=...): every
     # entry nonnegative and finite, the sum positive (a zero vector has no normalization).
-    ok = ops.all(ops.and_(x >= 0, x < float("inf")), -1)
+    # Three reductions, not five passes over ``x`` (Pyro's enumerated HMMs check K^2 T
+    # numbers per step): a NaN makes the min NaN, which fails ``>= 0``.
+    ok = ops.and_(ops.amin(x, -1) >= 0, ops.amax(x, -1) < float("inf"))
     return ops.and_(ok, ops.sum(x, -1) > 0)
 
 
