@@ -228,15 +228,7 @@ class ContractionMeta(FunsorMeta):
         if len(args) > 4:  # funsor 0.4.8 also takes the terms unpacked: (red, bin, vars, *terms)
             args = args[:3] + (args[3:],)
         args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
-        state = _STATE.get(None)
-        interp = _DEFAULT[0] if state is None else state[0]
-        try:
-            # (The cache of ``builds_class_as_is`` read in place: a miss, or False, asks.)
-            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
-                return build(cls, args)
-            return interp.interpret(cls, args)
-        finally:
-            (pending_slot(None) or pending_setup())[0] = None
+        return _through_interpretation(cls, args, pending_slot(None) or pending_setup())
 
     def prepared(cls, args: tuple, inputs: dict, output: Domain):
         """The term ``cls(*args)`` built through the active interpretation for arguments that
@@ -256,14 +248,21 @@ class ContractionMeta(FunsorMeta):
         """
         slot = pending_slot(None) or pending_setup()
         slot[0] = (args[3], inputs, output)  # what _prepare leaves for _setup
-        state = _STATE.get(None)
-        interp = _DEFAULT[0] if state is None else state[0]
-        try:
-            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
-                return build(cls, args)
-            return interp.interpret(cls, args)
-        finally:
-            slot[0] = None
+        return _through_interpretation(cls, args, slot)
+
+
+def _through_interpretation(cls, args: tuple, slot: list):
+    # ``cls(*args)`` for prepared ``args`` under the active interpretation; what ``_prepare``
+    # left in ``slot`` for ``_setup`` is cleared however the build ends.
+    state = _STATE.get(None)
+    interp = _DEFAULT[0] if state is None else state[0]
+    try:
+        # (The cache of ``builds_class_as_is`` read in place: a miss, or False, asks.)
+        if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+            return build(cls, args)
+        return interp.interpret(cls, args)
+    finally:
+        slot[0] = None
 
 
 class Contraction(Funsor, metaclass=ContractionMeta):

@@ -1,14 +1,13 @@
 """The level-batched kernel's flipped pairs (read swapped by one gather), its resolved level
-kernels and torch's row scatter, and einsum's structure key of Tensor operands, against
-numpy brute force (``test_forest.brute_force``: every assignment enumerated),
-``opt_einsum.contract`` and ``np.add.at``."""
+kernels and torch's row scatter, against numpy brute force (``test_forest.brute_force``:
+every assignment enumerated) and ``np.add.at``. (einsum's structure key of Tensor operands:
+``test_level_batch``.)"""
 
 import numpy as np
 import opt_einsum
 import pytest
 from scipy.special import logsumexp
 
-import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.contract.forest import plan_forest, run_forest
 from tests.algorithms.contract.test_forest import brute_force
@@ -110,26 +109,3 @@ def test_torch_scatter_add_rows_equals_numpy_add_at():
         actual = ops.scatter_add(t, tuple(torch.tensor(i) for i in index), torch.tensor(vals))
         np.testing.assert_allclose(actual.numpy(), expected, rtol=1e-15)
         np.testing.assert_array_equal(t.numpy(), dest)  # out of place
-
-
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
-def test_einsum_of_tensors_reuses_its_structure_only_for_equal_inputs(backend):
-    # The structure key of Tensor operands is their input keys and outputs: new values of
-    # the same inputs reuse it (the answer is the new one), other domain sizes do not.
-    rng = np.random.default_rng(24)
-    operands = [("r", c) for c in "abcdefghij"] + [(c,) for c in "rabcdefghij"]
-    eq = ",".join("".join(o) for o in operands) + "->"
-    fc.set_backend(backend)
-    try:
-        for size in (3, 3, 2):
-            probs = [rng.uniform(0.1, 1.0, size=(size,) * len(o)) for o in operands]
-            logs = to_backend([np.log(p) for p in probs], backend)
-            tensors = [fc.Tensor(x, {c: fc.Bint[size] for c in o})
-                       for x, o in zip(logs, operands)]
-            actual = fc.einsum(eq, *tensors, backend="log")
-            expected = np.log(opt_einsum.contract(eq, *probs))
-            np.testing.assert_allclose(ops.to_numpy(actual.data), expected, rtol=1e-12)
-            linear = fc.einsum(eq, *to_backend(probs, backend), backend=backend)
-            np.testing.assert_allclose(ops.to_numpy(linear), np.exp(expected), rtol=1e-12)
-    finally:
-        fc.set_backend("numpy")

@@ -69,21 +69,27 @@ def test_adversarial_float32_tree_is_exact_in_log_space(backend):
 def test_a_cached_einsum_plan_gives_new_values_the_new_answer(backend):
     # A wide tree (the forest pays): the first call plans and builds Tensors, later calls of
     # the same shapes replay the cached array program on arrays; each against opt_einsum in
-    # linear space on its own values.
+    # linear space on its own values. Tensor operands are keyed by their inputs: other
+    # domain sizes (the last round) plan anew.
     rng = np.random.default_rng(12)
     operands = [("r", c) for c in "abcdefghij"] + [(c,) for c in "rabcdefghij"]
     eq = ",".join("".join(o) for o in operands) + "->"
     fc.set_backend(backend)
     try:
-        for _ in range(3):
-            probs = [rng.uniform(0.1, 1.0, size=(3,) * len(o)) for o in operands]
+        for size in (3, 3, 3, 2):
+            probs = [rng.uniform(0.1, 1.0, size=(size,) * len(o)) for o in operands]
             expected = np.log(opt_einsum.contract(eq, *probs))
             logs = as_backend([np.log(p) for p in probs], backend)
             actual = fc.einsum(eq, *logs, backend="log")
             np.testing.assert_allclose(ops.to_numpy(actual), expected, rtol=1e-12)
-            tensors = [fc.Tensor(x, {c: fc.Bint[3] for c in o}) for x, o in zip(logs, operands)]
+            tensors = [fc.Tensor(x, {c: fc.Bint[size] for c in o})
+                       for x, o in zip(logs, operands)]
             actual = fc.sum_product(ops.logaddexp, ops.add, tensors, frozenset("rabcdefghij"))
             np.testing.assert_allclose(ops.to_numpy(actual.data), expected, rtol=1e-12)
+            actual = fc.einsum(eq, *tensors, backend="log")
+            np.testing.assert_allclose(ops.to_numpy(actual.data), expected, rtol=1e-12)
+            linear = fc.einsum(eq, *as_backend(probs, backend), backend=backend)
+            np.testing.assert_allclose(ops.to_numpy(linear), np.exp(expected), rtol=1e-12)
     finally:
         fc.set_backend("numpy")
 
