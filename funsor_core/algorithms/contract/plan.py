@@ -267,10 +267,15 @@ class ContractionPlan:
         check_intermediate(self._peak, cluster, itemsize)
 
     def _has_large_log_step(self) -> bool:
-        # A pairwise step that kernels.pair would not compute by one small broadcast.
+        # A pairwise step that sums something (log n > 0) and that kernels.pair would not
+        # compute by one small broadcast. A step that sums nothing is one broadcast add (no
+        # logsumexp): linear space would not make it cheaper, and its traced range check
+        # and cond cost more than the plan, e.g. a fresh XLA compile per shape under eager
+        # jax.grad. Structural only: the same answer eagerly and under jax.jit.
         specs = self._log_specs or self._log_step_specs()
-        return any(spec is None and j is not None
-                   for spec, (_, j, _) in zip(specs, self._letters[1]))
+        return any(spec is None and j is not None and log_n > 0.0
+                   for spec, (_, j, _), (_, log_n) in zip(specs, self._letters[1],
+                                                          self._equations))
 
     def _run_steps(self, sum_op, prod_op, items: list):
         # The plan's steps, each by the semiring's pairwise kernel.
