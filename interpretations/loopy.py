@@ -110,6 +110,8 @@ def gibbs_binary_add(gb, op, lhs, rhs):
 
 
 def _lazy_sum(op, lhs, rhs):
+    if op in (ops.mul, ops.truediv):
+        return _scaled_sum(op, lhs, rhs)
     if op is not ops.add:
         return None
     lhs_terms, rhs_terms = _tensor_terms(lhs), _tensor_terms(rhs)
@@ -117,6 +119,27 @@ def _lazy_sum(op, lhs, rhs):
         return None
     return reflect.interpret(Contraction, (None, ops.add, frozenset(),
                                            tuple(lhs_terms + rhs_terms)))
+
+
+def _constant(x) -> bool:
+    return type(x) is Number or (type(x) is Tensor and not x.inputs)
+
+
+# c * (f_1 + ... + f_n) = c f_1 + ... + c f_n (and (f_1 + ... + f_n) / c): a constant times
+# a sum of log-factors is again a factor list (tempering), kept lazy for BP, never left as a
+# lazy product that no rule evaluates. (Multiplying the density by c is ``model + log c``.)
+def _scaled_sum(op, lhs, rhs):
+    if _constant(rhs) and not _constant(lhs):
+        model, scale = lhs, rhs
+    elif op is ops.mul and _constant(lhs) and not _constant(rhs):
+        model, scale = rhs, lhs
+    else:
+        return None
+    terms = _tensor_terms(model)
+    if terms is None or len(terms) < 2:
+        return None
+    scaled = tuple(op(t, scale) if model is lhs else op(scale, t) for t in terms)
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), scaled))
 
 
 # logaddexp_V sum(tensors) ~ Bethe log Z over the names outside V (exact on trees).
