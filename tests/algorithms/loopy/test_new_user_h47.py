@@ -43,3 +43,21 @@ def test_a_constant_factor_adds_its_log_to_log_z_and_leaves_beliefs():
     np.testing.assert_allclose(z.data, np.log(2 * np.exp(joint).sum()), rtol=1e-8)
     p_a = np.exp(joint).sum((1, 2)) / np.exp(joint).sum()
     np.testing.assert_allclose(np.exp(bp.result.beliefs["a"].data), p_a, rtol=1e-6)
+
+
+def test_a_negated_factor_graph_is_the_negated_factor_list():
+    f, g, joint = _tree()
+    with LoopyBP():
+        z = (-(f + g)).reduce(ops.logaddexp, frozenset({"a", "b", "c"}))
+    assert type(z) is fc.Tensor
+    np.testing.assert_allclose(z.data, np.log(np.exp(-joint).sum()), rtol=1e-8)
+
+
+@pytest.mark.parametrize("op, np_op", [(ops.add, np.sum), (ops.min, np.min)])
+def test_a_reduction_bp_does_not_approximate_is_exact(op, np_op):
+    # Summing the log-joint (or its min) over every assignment demands the table: it was a
+    # RecursionError (the sum kept lazy by LoopyBP, rebuilt by exact's fold, reduced again).
+    f, g, joint = _tree()
+    with LoopyBP():
+        r = (f + g).reduce(op, frozenset({"a", "b", "c"}))
+    np.testing.assert_allclose(r.data, np_op(joint), rtol=1e-10)
