@@ -61,3 +61,14 @@ def test_a_reduction_bp_does_not_approximate_is_exact(op, np_op):
     with LoopyBP():
         r = (f + g).reduce(op, frozenset({"a", "b", "c"}))
     np.testing.assert_allclose(r.data, np_op(joint), rtol=1e-10)
+
+
+def test_samples_of_a_misspelt_variable_name_the_model_variables():
+    from funsor_core.loopy import gibbs
+
+    f, g, _ = _tree()
+    samples = gibbs([f, g], num_samples=3, rng_key=0)
+    assert sorted(samples) == ["a", "b", "c"] and samples["a"].inputs["particle"].size == 3
+    with pytest.raises(KeyError, match=r"no samples of 'z': the model's variables are "
+                                       r"\['a', 'b', 'c'\]"):
+        samples["z"]
