@@ -48,7 +48,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import ENTERED, Interpretation, Tuple, reflect
 from funsor_core.terms.approximate import Approximate
-from funsor_core.terms.base import Binary, Funsor, Number
+from funsor_core.terms.base import Binary, Funsor, Number, Unary
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.integrate import Integrate
 
@@ -110,6 +110,8 @@ def gibbs_binary_add(gb, op, lhs, rhs):
 
 
 def _lazy_sum(op, lhs, rhs):
+    if op in (ops.mul, ops.truediv):
+        return _scaled_sum(op, lhs, rhs)
     if op is not ops.add:
         return None
     lhs_terms, rhs_terms = _tensor_terms(lhs), _tensor_terms(rhs)
@@ -119,14 +121,59 @@ def _lazy_sum(op, lhs, rhs):
                                            tuple(lhs_terms + rhs_terms)))
 
 
+# -(f_1 + ... + f_n) = (-f_1) + ... + (-f_n): again a factor list (c = -1 below).
+@LoopyBP.register(Unary, type(ops.neg), Funsor)
+def loopy_bp_unary_neg(bp, op, arg):
+    return _negated_sum(op, arg)
+
+
+@Gibbs.register(Unary, type(ops.neg), Funsor)
+def gibbs_unary_neg(gb, op, arg):
+    return _negated_sum(op, arg)
+
+
+def _negated_sum(op, arg):
+    terms = _tensor_terms(arg) if op is ops.neg else None
+    if terms is None or len(terms) < 2:
+        return None
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), tuple(-t for t in terms)))
+
+
+def _constant(x) -> bool:
+    return type(x) is Number or (type(x) is Tensor and not x.inputs)
+
+
+# c * (f_1 + ... + f_n) = c f_1 + ... + c f_n (and (f_1 + ... + f_n) / c): a constant times
+# a sum of log-factors is again a factor list (tempering), kept lazy for BP, never left as a
+# lazy product that no rule evaluates. (Multiplying the density by c is ``model + log c``.)
+def _scaled_sum(op, lhs, rhs):
+    if _constant(rhs) and not _constant(lhs):
+        model, scale = lhs, rhs
+    elif op is ops.mul and _constant(lhs) and not _constant(rhs):
+        model, scale = rhs, lhs
+    else:
+        return None
+    terms = _tensor_terms(model)
+    if terms is None or len(terms) < 2:
+        return None
+    scaled = tuple(op(t, scale) if model is lhs else op(scale, t) for t in terms)
+    return reflect.interpret(Contraction, (None, ops.add, frozenset(), scaled))
+
+
 # logaddexp_V sum(tensors) ~ Bethe log Z over the names outside V (exact on trees).
 @LoopyBP.register(Contraction, object, object, frozenset, Tuple[Tensor, ...])
 def loopy_bp_contraction_tensors(bp, red_op, bin_op, reduced_vars, terms):
-    if red_op not in (ops.logaddexp, ops.max) or bin_op is not ops.add or len(terms) < 2:
+    if bin_op is not ops.add or len(terms) < 2:
         return None
     reduced = frozenset(_name(v) for v in reduced_vars)
-    if not reduced:
+    if not reduced or red_op is None:
         return None
+    if red_op not in (ops.logaddexp, ops.max):
+        # A reduction BP does not approximate (a sum of log values, a min) demands the
+        # joint table: computed by the rest of the chain, where the sum of the factors is
+        # not kept lazy (under this interpretation it would be, without end).
+        with bp.rest():
+            return Contraction(red_op, bin_op, reduced_vars, terms)
     batch = tuple(dict.fromkeys(k for t in terms for k in t.inputs if k not in reduced))
     bp.result = loopy_bp(list(terms), red_op, batch=batch, **bp.options)
     return bp.result.log_z

@@ -50,18 +50,21 @@ _MIXED_CHAIN = ("sharded(...): the Markov product over the sharded time '{name}'
 # reduction on each device's block of i (one collective).
 @Sharded.register(Contraction, object, object, frozenset, tuple)
 def sharded_contraction_plate(interp, red_op, bin_op, reduced_vars, terms):
+    interp.note(reduced_vars, *terms)
     return shard_plate_reduction(interp, red_op, bin_op, reduced_vars, terms)
 
 
 # red_V t with a sharded plate in V: the same, for a single Tensor.
 @Sharded.register(Reduce, Op, Tensor, frozenset)
 def sharded_reduce_tensor_plate(interp, op, arg, reduced_vars):
+    interp.note(reduced_vars, arg)
     return shard_plate_reduction(interp, op, None, reduced_vars, (arg,))
 
 
 # sum_{i in plate} g_i for Gaussians g_i = the concatenation of each device's block sum (rows).
 @Sharded.register(Reduce, Op, Gaussian, frozenset)
 def sharded_reduce_gaussian_plate(interp, op, arg, reduced_vars):
+    interp.note(reduced_vars, arg)
     return shard_plate_gaussian(interp, op, arg, reduced_vars)
 
 
@@ -70,6 +73,7 @@ def sharded_reduce_gaussian_plate(interp, op, arg, reduced_vars):
                   object)
 def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, step_names,
                                   strategy):
+    interp.note((time.name,), trans)
     if time.name not in interp.time:
         return None
     factors = tensor_factors(trans, prod_op) if step else None
@@ -103,6 +107,7 @@ def _evaluated(interp, term):
 # and ``markov_map`` build it, so that their derivatives run sharded too.
 @Sharded.register(Reduce, Op, MarkovProduct, frozenset)
 def sharded_reduce_markov_product(interp, op, arg, reduced_vars):
+    interp.note(reduced_vars, arg)
     value = _evaluated(interp, arg)
     return None if value is arg else value.reduce(op, reduced_vars)
 
@@ -115,10 +120,17 @@ def sharded_contraction_markov_product(interp, red_op, bin_op, reduced_vars, ter
     return Contraction(red_op, bin_op, reduced_vars, values)
 
 
+# Any other reduction declines; its names are recorded for the check on leaving the block.
+@Sharded.register(Reduce, Op, Funsor, frozenset)
+def sharded_reduce_funsor_seen(interp, op, arg, reduced_vars):
+    interp.note(reduced_vars, arg)
+
+
 # E_m[f] with N particles of a sharded sample input = the N one-particle estimates, each with
 # its own key, split over the devices (no collective until the estimate is reduced).
 @Sharded.register(Integrate, Funsor, Funsor, frozenset)
 def sharded_integrate_particles(interp, log_measure, integrand, reduced_vars):
+    interp.note(reduced_vars, log_measure, integrand)
     if not interp.particles:
         return None
     return one_particle_each(interp, log_measure, integrand, reduced_vars)

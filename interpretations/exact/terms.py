@@ -7,8 +7,10 @@ import math
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, get_default_prototype
 from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import Tuple
 from funsor_core.ops import BinaryOp, Op, UnaryOp
+from funsor_core.terms.backend_check import deep_array_backend
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Independent, Stack
@@ -74,7 +76,11 @@ def _reduce_table(op, arg, reduced_vars):
         return None
     if math.prod(d.size for d in domains) * arg.output.num_elements > _MAX_TABLE:
         return None
-    table = Tensor(get_default_prototype()).materialize(arg)
+    # The aranges on the backend of the arrays inside ``arg`` (jax Tensors while numpy is
+    # the default backend would otherwise meet numpy aranges and raise).
+    name = deep_array_backend(arg)
+    proto = get_default_prototype() if name is None else backend_module(name).asarray([], "real")
+    table = Tensor(proto).materialize(arg)
     if not isinstance(table, (Tensor, Number)):
         return None
     return Reduce(op, table, reduced_vars)

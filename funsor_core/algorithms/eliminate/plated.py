@@ -29,6 +29,7 @@ from funsor_core.algorithms.eliminate.graph import (
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
 from funsor_core.analysis.sign import check_distributes, distributes
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number
 
 __all__ = ["PlateError", "partial_sum_product", "sum_product", "recorded_program",
@@ -84,6 +85,10 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     """
     if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
         factors = [factors]
+    # One graph, one backend, checked here from the leaves' array types: a lazy program
+    # whose first mixed Contraction is built only when it is evaluated would fail far from
+    # this call (at apply_optimizer) otherwise.
+    check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
     eliminate, plates = _names(eliminate), _names(plates)
     structure = None if plate_to_scale else structure_of(sum_op, prod_op, factors)
     if structure is not None:
@@ -114,6 +119,15 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     steps = _TermSteps(sum_op, prod_op, pow_op, plate_to_scale)
     return eliminate_graph(factors, sum_vars, plates, steps)
+
+
+class _FactorLabels:
+    # "factor i (inputs ...)" for check_backends' message, made only when it raises.
+    def __init__(self, factors):
+        self.factors = factors
+
+    def __getitem__(self, i: int) -> str:
+        return f"factor {i} (inputs {list(getattr(self.factors[i], 'inputs', {}))})"
 
 
 class _TermSteps:

@@ -160,6 +160,10 @@ class Samples(dict):
     num_updates: int = 0
     num_factors_scored: int = 0
 
+    def __missing__(self, name):
+        # A dict's bare KeyError('z') does not say what there is (a misspelt name?).
+        raise KeyError(f"no samples of {name!r}: the model's variables are {sorted(self)}")
+
     def marginals(self) -> dict:
         """Each variable's empirical log marginal over all particles and chains."""
         out = {}

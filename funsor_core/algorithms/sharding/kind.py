@@ -89,6 +89,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 from funsor_core.engine.backend import backend_of
@@ -101,6 +102,9 @@ _NO_SPMD = ("sharded(...) splits arrays over a device mesh, which the {backend} 
 _BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but the mesh has "
              "axes {sizes}; map it to one of them, e.g. {example}={{'{name}': "
              "'{first}'}}")
+_UNUSED = ("sharded(...): {what} {names} named in sharded(...) never occurred in a reduction "
+           "or Markov product inside the block, so nothing ran split over mesh axes {axes}; the "
+           "block reduced {seen} (a misspelt name?). The mesh has axes {mesh}")
 _SHARED_AXIS = ("sharded(...): '{a}' and '{b}' are reduced together but both live on mesh axis "
                 "{axis!r}; one array dim per mesh axis: map them to different axes")
 
@@ -145,6 +149,7 @@ class Sharded(Interpretation):
         self.plates = _axes_map("plate", plates)
         self.time = _axes_map("time", time)
         self.particles = _axes_map("particles", particles)
+        self.seen: set | None = None  # the names reduced inside the current block
         for (a, x), (b, y) in ((("plates", self.plates), ("time", self.time)),
                                (("plates", self.plates), ("particles", self.particles)),
                                (("time", self.time), ("particles", self.particles))):
@@ -152,6 +157,40 @@ class Sharded(Interpretation):
             if both:
                 raise ValueError(f"sharded(...): {both} named both as {a} and as {b}; a name "
                                  "is one of plates, time or particles")
+
+    def note(self, names, *terms) -> None:
+        """Record ``names`` (reduced or a chain's time) and the inputs of ``terms`` as seen
+        inside the block, for the check on leaving it (a misspelt plate or time name)."""
+        if self.seen is not None:
+            self.seen.update(names)
+            for t in terms:
+                self.seen.update(getattr(t, "inputs", ()))
+
+    def __enter__(self) -> Sharded:
+        self.seen = set()
+        return super().__enter__()
+
+    def __exit__(self, *exc) -> None:
+        seen, self.seen = self.seen, None
+        super().__exit__(*exc)
+        if exc[0] is not None or not seen:  # an error already, or nothing reduced (or traced)
+            return
+        declared = {**self.plates, **self.time}
+        # A name declared for programs this one is not (a shared wrapper) is fine while some
+        # declared name is used; raise when none is (nothing ran split: the intent is lost)
+        # or when an unused name is close to a reduced name nobody declared (a misspelling).
+        undeclared = sorted(seen - declared.keys())
+        none_used = not (declared.keys() & seen)
+        for what, names in (("plate", self.plates), ("time", self.time)):
+            unused = sorted(n for n in names if n not in seen and (
+                none_used or difflib.get_close_matches(n, undeclared, n=1, cutoff=0.6)))
+            if unused:
+                shape = getattr(self.mesh, "shape", None)
+                mesh = dict(shape) if isinstance(shape, Mapping) else shape
+                raise ValueError(_UNUSED.format(
+                    what=what + ("s" if len(unused) > 1 else ""), names=unused,
+                    axes=sorted({a for n in unused for a in names[n]}), seen=sorted(seen),
+                    mesh=mesh))
 
     def mesh_axes(self, name: str) -> tuple:
         """The mesh axes that split ``name`` (a plate or a time name)."""

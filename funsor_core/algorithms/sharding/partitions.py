@@ -9,7 +9,9 @@ partition, so the partitions' updates touch disjoint factor sets and commute. St
 single-site kernel exact, ch. 4.3.2):
 
 - ``"neighborhood"`` (ch. 4.2.3): partitions grown by breadth-first search from a random
-  variable, ``ceil(V / P)`` variables each, in turn;
+  variable, ``ceil(V / P)`` variables each, in turn; where that leaves a variable of a chain
+  (or cycle) on a boundary in every partitioning, contiguous blocks along the chain, each
+  partitioning shifted by ``ceil(V / P) / R``;
 - ``"random"`` (ch. 4.2.1): each variable in a uniformly random partition;
 - an int array ``(R, V)`` (or ``(V,)``) of partition ids given by the user.
 
@@ -41,7 +43,8 @@ _NEVER_ACTIVE = ("partitioned MCMC: variables {names} never have their whole Mar
                  "inside one partition in any of the {r} partitionings, so no round would "
                  "update them; use fewer partitions (num_partitions), more partitionings "
                  "(num_partitionings), or partitions that keep each of them with its "
-                 "neighbours")
+                 "neighbours (partitions=an int array (R, V) of partition ids; a chain needs "
+                 "blocks of at least 3 variables and R >= 2)")
 _BAD_IDS = ("partitioned MCMC: partitions must be ints in [0, {p}) of shape (R, {v}) or ({v},) "
             "(one id per variable, in the order {names}); got shape {shape}")
 
@@ -110,8 +113,47 @@ def make_partitions(graph: FactorGraph, num_partitions: int, strategy="neighborh
     if strategy == "random":
         return rng.integers(0, num_partitions, size=(num_partitionings, V))
     near = blankets(graph)
-    return np.stack([_neighborhood(near, num_partitions, rng)
-                     for _ in range(num_partitionings)])
+    ids = np.stack([_neighborhood(near, num_partitions, rng)
+                    for _ in range(num_partitionings)])
+    if not _all_active(near, ids):
+        # Random breadth-first starts can leave a variable on a boundary in every
+        # partitioning; a chain (or cycle) has a cover by contiguous blocks instead.
+        order = _path_order(near)
+        if order is not None and num_partitionings > 1:
+            ids = _shifted_blocks(order, num_partitions, num_partitionings)
+    return ids
+
+
+def _all_active(near: list, ids: np.ndarray) -> bool:
+    return all(any((row[near[v]] == row[v]).all() for row in ids) for v in range(len(near)))
+
+
+def _path_order(near: list) -> list | None:
+    # The variables along each path or cycle, components one after another; None when some
+    # variable has more than two neighbours (not a chain).
+    if any(len(n) > 2 for n in near):
+        return None
+    seen, order = set(), []
+    starts = [v for v in range(len(near)) if len(near[v]) < 2] + list(range(len(near)))
+    for start in starts:
+        v = start
+        while v is not None and v not in seen:
+            seen.add(v)
+            order.append(v)
+            v = next((int(u) for u in near[v] if int(u) not in seen), None)
+    return order
+
+
+def _shifted_blocks(order: list, parts: int, num_partitionings: int) -> np.ndarray:
+    # Blocks of ceil(V / P) consecutive variables along the path, partitioning r shifted by
+    # r * size / R (cyclically): a variable on a boundary in one is inside a block in another
+    # whenever size >= 3 and R >= 2.
+    V = len(order)
+    size = math.ceil(V / parts)
+    pos = np.empty(V, dtype=np.int64)
+    pos[order] = np.arange(V)
+    return np.stack([((pos - (r * size) // num_partitionings) % V) // size
+                     for r in range(num_partitionings)]).astype(np.int64)
 
 
 def _padded(groups: list, fill: int, width: int) -> np.ndarray:

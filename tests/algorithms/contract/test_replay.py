@@ -258,7 +258,8 @@ def test_replayed_sum_product_still_refuses_mixed_backends():
     for _ in range(2):  # recorded, then replayed on numpy arrays
         fc.sum_product(*args, [fc.Tensor(a, inputs_a), fc.Tensor(b, inputs_b)], *names)
     mixed = [fc.Tensor(a, inputs_a), fc.Tensor(torch.tensor(b), inputs_b)]
-    with pytest.raises(TypeError, match="holds numpy arrays and term 1 holds torch arrays"):
+    with pytest.raises(TypeError, match=r"holds numpy arrays and factor 1 \(inputs \['i', "
+                                        r"'j', 'x'\]\) holds torch arrays"):
         fc.sum_product(*args, mixed, *names)
 
 

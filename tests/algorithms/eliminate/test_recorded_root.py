@@ -188,16 +188,16 @@ def test_recipe_builds_the_terms_the_constructors_build():
     assert second is first and recorded_root(second) is not None
 
 
-def test_mixed_backends_still_raise_where_the_number_is_demanded():
-    # With a recipe kept for the structure, factors of two backends take the constructors
-    # (as before: the lazy build keeps them; computing it names both backends).
+def test_mixed_backends_raise_at_the_sum_product_call():
+    # With a recipe kept for the structure, factors of two backends raise at the call the
+    # user wrote (h47; before, the lazy build kept them and apply_optimizer raised), naming
+    # both factors by their inputs and both backends.
     torch = pytest.importorskip("torch")
     names, plates = NESTED
     arrays = random_arrays(names, seed=14)
     lazy_root(ops.logaddexp, ops.add, names, plates, arrays)  # (the recipe is kept)
     ts = [fc.Tensor(a, {c: fc.Bint[SIZES[c]] for c in n}) for n, a in zip(names, arrays)]
     ts[1] = fc.Tensor(torch.tensor(arrays[1]), ts[1].inputs)
-    with lazy:
-        expr = sum_product(ops.logaddexp, ops.add, ts, frozenset("zxij"), frozenset(plates))
-    with pytest.raises(TypeError, match="holds (numpy|torch) arrays and term 1 holds"):
-        apply_optimizer(expr)
+    with lazy, pytest.raises(TypeError, match=r"factor 0 \(inputs .*\) holds numpy arrays "
+                                              r"and factor 1 \(inputs .*\) holds torch"):
+        sum_product(ops.logaddexp, ops.add, ts, frozenset("zxij"), frozenset(plates))
