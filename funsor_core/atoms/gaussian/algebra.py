@@ -82,21 +82,9 @@ def is_gaussian_sum(term) -> bool:
         >>> is_gaussian_sum(fc.Number(1.0))
         False
     """
-    if not (isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add):
-        return False
-    # One pass, the exact classes first (a filter step asks this of every sum it builds).
-    found = False
-    for t in term.terms:
-        cls = type(t)
-        if cls is Gaussian:
-            found = True
-        elif cls is Tensor or cls is Number:
-            continue
-        elif isinstance(t, Gaussian):
-            found = True
-        elif not isinstance(t, (Tensor, Number)):
-            return False
-    return found
+    return (isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add
+            and any(isinstance(t, Gaussian) for t in term.terms)
+            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in term.terms))
 
 
 def split_gaussian_sum(term) -> tuple[list, list]:
