@@ -192,6 +192,21 @@ def _small_signature(terms: tuple) -> tuple | None:
 _LAYOUTS = FastCache("contraction.make_layouts", 1024)
 
 
+def _make_signature(t) -> tuple:
+    # A Tensor's or Gaussian's inputs are ``dict(t._ikey)``: the tuple it holds, not a new
+    # one of the dict's items (hashed once, and compared by identity across a filter's steps).
+    cls = type(t)
+    keyed = _IKEY_CLASSES.get(cls)
+    if keyed is None:
+        keyed = _IKEY_CLASSES[cls] = \
+            type(getattr(cls, "_ikey", None)) is types.MemberDescriptorType
+    return (cls, t.output, t._ikey) if keyed else (cls, t.output, *t.inputs.items())
+
+
+# class -> whether its ``inputs`` is ``dict(_ikey)`` (as ``_known_structure`` reads it).
+_IKEY_CLASSES: dict = {}
+
+
 def _layout(bin_op, terms: tuple) -> tuple:
     # (the canonical order as positions or None when the terms are in it, the merged inputs
     # in that order, the output domain).
@@ -375,7 +390,7 @@ class Contraction(Funsor, metaclass=ContractionMeta):
         if len(terms) <= 8:
             # The order, inputs and output depend on the terms' classes, outputs and inputs
             # only: a filter step makes the same few layouts each step.
-            key = (bin_op, *[(type(t), t.output, *t.inputs.items()) for t in terms])
+            key = (bin_op, *map(_make_signature, terms))
             entry = _LAYOUTS.data.get(key)
             if entry is None:
                 entry = _LAYOUTS.put(key, _layout(bin_op, terms))

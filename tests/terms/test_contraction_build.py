@@ -168,6 +168,22 @@ def test_make_matches_the_constructor_in_every_order():
         assert keys == sorted(keys)
 
 
+def test_make_layout_keyed_by_input_order_not_only_names():
+    # The layout key holds a Tensor's input items in order: the same names in another order
+    # (a renamed filter message) is another layout, never the cached one.
+    x, xd = _tensor("ij", 0)
+    swapped = fc.Tensor(xd.T.copy(), {"j": B[3], "i": B[2]})
+    (y, yd) = _tensor("jk", 1)
+    clear_caches()
+    for a in (x, swapped, x):
+        made = Contraction.make(ops.add, (a, y))
+        built = _build(None, ops.add, (), (a, y))
+        assert list(made.inputs) == list(built.inputs)
+        with exact:
+            out = fc.reinterpret(made).align(("i", "j", "k")).data
+        np.testing.assert_allclose(out, xd[:, :, None] + yd[None], rtol=1e-12)
+
+
 def test_plain_numbers_are_converted_every_time():
     x, xd = _tensor("ij", 0)
     for _ in range(2):  # never kept: to_funsor converts the float

@@ -43,11 +43,10 @@ from funsor_core.terms.contraction import Contraction
 
 __all__ = [
     "CHECK_RANK", "add_gaussians", "maximize_gaussian", "affine_subs_gaussian",
-    "condition_gaussian",
-    "contract_gaussians", "dense_sum",
-    "gaussian_from_arrays", "gaussian_sum", "is_gaussian_sum", "marginalize_gaussian",
-    "plate_gaussian", "reduce_gaussian_sum", "rename_gaussian", "scale_gaussian_sum",
-    "split_gaussian_sum", "subs_gaussian_batch",
+    "condition_gaussian", "contract_gaussians", "dense_sum", "gaussian_from_arrays",
+    "gaussian_sum", "is_gaussian_sum", "marginalize_gaussian", "plate_gaussian",
+    "reduce_gaussian_sum", "rename_gaussian", "scale_gaussian_sum", "split_gaussian_sum",
+    "subs_gaussian_batch",
 ]
 
 # Check the rank of a block before marginalizing it (a QR and one host read per call), so
@@ -83,8 +82,9 @@ def is_gaussian_sum(term) -> bool:
         False
     """
     return (isinstance(term, Contraction) and term.red_op is None and term.bin_op is ops.add
-            and any(isinstance(t, Gaussian) for t in term.terms)
-            and all(isinstance(t, (Gaussian, Tensor, Number)) for t in term.terms))
+            and (Gaussian in (k := {*map(type, term.terms)}) and k <= {Gaussian, Tensor, Number}
+                 or any(isinstance(t, Gaussian) for t in term.terms)
+                 and all(isinstance(t, (Gaussian, Tensor, Number)) for t in term.terms)))
 
 
 def split_gaussian_sum(term) -> tuple[list, list]:

@@ -192,9 +192,10 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
     terms = left + right
     gaussians = []
     for t in terms:
-        if isinstance(t, Gaussian):
+        cls = type(t)
+        if cls is Gaussian or (cls is not Tensor and cls is not Number and isinstance(t, Gaussian)):
             gaussians.append(t)
-        elif not isinstance(t, (Tensor, Number)):
+        elif cls is not Tensor and cls is not Number and not isinstance(t, (Tensor, Number)):
             return None
     if not gaussians:
         return None
