@@ -553,6 +553,7 @@ from backends.jax_control import (  # noqa: E402, F401
     platform,
     scan,
     value_and_vjp,
+    value_known,
 )
 
 # SPMD over a device mesh (``funsor_core.algorithms.sharding`` asks for these by name).

@@ -39,6 +39,18 @@ def is_traced(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def value_known(x) -> bool:
+    """Whether ``x`` carries its value: an array, or a tracer of an eager ``jax.grad`` (not a
+    placeholder of ``jax.jit`` or ``vmap``). An op on it runs now, and XLA compiles each
+    primitive once per new shape.
+
+    Example:
+        >>> value_known(jnp.zeros(2)), jax.jit(lambda x: jnp.array(value_known(x)))(1.0).item()
+        (True, False)
+    """
+    return not isinstance(x, jax.core.Tracer) or x.to_concrete_value() is not None
+
+
 def scan(fn, init, xs, reverse: bool = False):
     """``jax.lax.scan``: one compiled loop ``carry, y = fn(carry, x)`` over ``xs``'s first axis.
 

@@ -58,6 +58,7 @@ def is_array(x) -> bool:
 # (dtype, output shape) -> Domain, for Tensors built by their constructor.
 _OUTPUTS_CACHE = FastCache("tensor.outputs", 4096)
 _OUTPUTS = _OUTPUTS_CACHE.data
+_new = object.__new__
 
 
 class Tensor(Funsor, metaclass=TensorMeta):
@@ -131,16 +132,18 @@ class Tensor(Funsor, metaclass=TensorMeta):
         and no rule rewrites a Tensor's constructor. ``output``, when the rule knows it, saves
         recomputing the domain from the shape.
         """
-        self = object.__new__(cls)
+        self = _new(cls)
         if ikey is None:
             ikey = tuple(inputs.items())
         self._args = (data, ikey, dtype)
         self.data = data
         self._ikey = ikey
         self.inputs = inputs
-        if output is None:
-            shape = data.shape
-            output = Domain(dtype, tuple(shape[len(ikey):]) if len(shape) > len(ikey) else ())
+        if output is None:  # (the domain cache ``_init`` reads: no Domain call per result)
+            shape, n = data.shape, len(ikey)
+            output = _OUTPUTS.get(key := (dtype, shape[n:] if len(shape) > n else ()))
+            if output is None:
+                output = _OUTPUTS_CACHE.put(key, Domain(dtype, tuple(key[1])))
         self.output = output
         return self
 

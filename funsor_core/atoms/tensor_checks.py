@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -22,13 +23,13 @@ from funsor_core import ops
 from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.cons import _CONS, _forget, _partial, _ref, build
+from funsor_core.engine.cons import Entry, _forgetter, cons_table
 from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.inputs import DomainError
 
-__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args"]
+__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args", "tensor_cons"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -173,38 +174,100 @@ class TensorMeta(FunsorMeta):
                     state = _STATE.get(None)
                     interp = _DEFAULT[0] if state is None else state[0]
                     if interp._direct.get(cls) or interp.builds_class_as_is(cls):
-                        if shape != sizes or cls is not _TENSOR[0]:
-                            return build(cls, (data, ikey, "real"))
-                        # ``build`` with ``Tensor._cons_key`` and ``Tensor._init`` inline,
-                        # for a real output of no dims (the output domain is ``Real``).
-                        key = (id(data), ikey, "real")
-                        table = _CONS.get(cls)
-                        if table is None:
-                            table = _CONS[cls] = {}
-                        ref = table.get(key)
-                        if ref is not None:
-                            obj = ref()
+                        if cls is not _TENSOR[0]:
+                            return tensor_cons(cls, (data, ikey, "real"))
+                        # ``tensor_cons`` inline for the common case: a Tensor of an array
+                        # that no live Tensor holds (or holds with this signature), while no
+                        # array is held by two Tensors of different signatures.
+                        table, forget, multi = _TENSOR_TABLES
+                        key = id(data)
+                        entry = table.get(key)
+                        if entry is not None or multi:
+                            obj = None if entry is None else entry()
                             if obj is not None:
-                                return obj
+                                args = obj._args
+                                if args[1] is ikey and args[2] == "real":
+                                    return obj
+                            return tensor_cons(cls, (data, ikey, "real"))
                         obj = object.__new__(cls)
-                        obj._args = (data, ikey, "real")
-                        obj.data = data
-                        obj._ikey = ikey
-                        obj.inputs = shared
-                        obj.output = Real
-                        table[key] = _ref(obj, _partial(_forget, table, key))
+                        if shape == sizes:  # a real output of no dims: ``_init`` inline
+                            obj._args = (data, ikey, "real")
+                            obj.data = data
+                            obj._ikey = ikey
+                            obj.inputs = shared
+                            obj.output = Real
+                        else:
+                            obj._init(data, ikey, "real")
+                        entry = table[key] = Entry(obj, forget)
+                        entry.key = key
                         return obj
         return FunsorMeta.__call__(cls, *args, **kwargs)
 
     def __init__(cls, name, bases, ns, **kwargs):
         super().__init__(name, bases, ns, **kwargs)
+        cls._cons_build = tensor_cons
         if _TENSOR[0] is None:
             _TENSOR[0] = cls  # the first class built here is Tensor itself, not a subclass
+            _TENSOR_TABLES[:] = (*cons_table(cls), _multi_table(cls)[0])
 
 
 # The Tensor class, whose ``_init`` of a real Tensor with no output dims ``TensorMeta``
-# does inline (a subclass may extend ``_init``: it takes ``build``).
+# does inline (a subclass may extend ``_init``: it takes ``tensor_cons``).
 _TENSOR: list = [None]
+
+# A Tensor's cons key is its array's ``id`` alone: one int to hash, where the key
+# ``(id(data), inputs, dtype)`` hashed the nested input tuple three times a term (lookup,
+# insertion, removal). An entry's Tensor is the one of that array; the rare second Tensor of
+# one array under another signature or dtype has its entry in a second table (``_MULTI``),
+# under the full key. Equal (array, inputs, dtype) still give the same term while it lives.
+_MULTI: dict[type, tuple[dict, Any]] = {}
+# Tensor's own (table, callback, second table), read by ``TensorMeta.__call__``.
+_TENSOR_TABLES: list = [None, None, None]
+
+
+def _multi_table(cls: type) -> tuple[dict, Any]:
+    multi = _MULTI.get(cls)
+    if multi is None:
+        table: dict = {}
+        multi = _MULTI[cls] = (table, _forgetter(table))
+    return multi
+
+
+def tensor_cons(cls: type, args: tuple):
+    """``build`` for Tensor classes: the live Tensor of ``(data, ikey, dtype)``, else a new
+    one entered in the cons-hash table, with no checks (``args`` are normalized).
+
+    Example:
+        >>> x = np.zeros(2)
+        >>> t = fc.Tensor(x, {"i": fc.Bint[2]})
+        >>> tensor_cons(fc.Tensor, (x, t._ikey, "real")) is t
+        True
+    """
+    data, ikey, dtype = args
+    table, forget = cons_table(cls)
+    key = id(data)
+    entry = table.get(key)
+    held = None if entry is None else entry()
+    if held is not None:
+        old = held._args
+        if (old[1] is ikey or old[1] == ikey) and old[2] == dtype:
+            return held
+    multi, mforget = _multi_table(cls)
+    full = (key, ikey, dtype)
+    if multi:
+        entry = multi.get(full)
+        obj = None if entry is None else entry()
+        if obj is not None:
+            return obj
+    obj = object.__new__(cls)
+    obj._init(data, ikey, dtype)
+    if held is None:  # the array's own entry is free
+        entry = table[key] = Entry(obj, forget)
+        entry.key = key
+        return obj
+    entry = multi[full] = Entry(obj, mforget)
+    entry.key = full
+    return obj
 
 
 def _known_signature(items: tuple):

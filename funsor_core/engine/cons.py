@@ -11,29 +11,66 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import weakref
 from typing import Any
 
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.patterns import MAX_CACHE
 
-__all__ = ["build"]
+__all__ = ["Entry", "build", "cons_table"]
 
 # The cons-hash table of terms, one map per term class from a term's key to a weak reference
 # to it. Not a registered cache: an entry lives exactly as long as its term, and clearing it
 # would make an equal term built later a different object (``is`` between terms is what rules
-# and plans key on). Plain dicts of ``weakref.ref``s with a C-level callback instead of
+# and plans key on). Plain dicts of weak references with a C-level callback instead of
 # ``WeakValueDictionary``, whose Python-level get and set cost 2 us of every Tensor built.
+# Each reference carries its key (``Entry``), so one callback per table (``_FORGET``) serves
+# every entry: no ``functools.partial`` of (table, key) is allocated per term.
 _CONS: dict[type, dict] = {}
-_ref = weakref.ref
-_partial = functools.partial
+_FORGET: dict[type, Any] = {}
 
 
-def _forget(table: dict, key: Any, ref: weakref.ref) -> None:
-    # A term died: drop its entry, unless an equal term built since has taken the key.
-    if table.get(key) is ref:
-        del table[key]
+class Entry(weakref.ref):
+    """A weak reference to a cons-hashed term that knows its key in the table.
+
+    Example:
+        >>> x = fc.Variable("cons_entry_x", fc.Real)
+        >>> table, forget = cons_table(fc.Variable)
+        >>> any(e() is x for e in table.values())
+        True
+    """
+
+    __slots__ = ("key",)
+
+
+def cons_table(cls: type) -> tuple[dict, Any]:
+    """``cls``'s cons-hash table and the callback that drops an ``Entry`` of it when its term
+    dies (unless an equal term built since has taken the key).
+
+    Example:
+        >>> table, forget = cons_table(fc.Variable)
+        >>> cons_table(fc.Variable)[0] is table
+        True
+    """
+    table = _CONS.get(cls)
+    if table is None:
+        table = _CONS[cls] = {}
+    forget = _FORGET.get(cls)
+    if forget is None:
+        forget = _FORGET[cls] = _forgetter(table)
+    return table, forget
+
+
+def _forgetter(table: dict):
+    get = table.get
+
+    def forget(entry: Entry) -> None:
+        # A term died: drop its entry, unless an equal term built since has taken the key.
+        key = entry.key
+        if get(key) is entry:
+            del table[key]
+
+    return forget
 
 
 def _hashable(arg: Any) -> Any:
@@ -79,10 +116,14 @@ def build(cls: type, args: tuple) -> Any:
     Only the interpreter calls this (it is what ``reflect`` does); rules build terms with
     the constructors, so the active interpretation sees every term.
     """
+    special = cls._cons_build
+    if special is not None:  # (Tensor: keyed by its array alone, see ``tensor_cons``)
+        return special(cls, args)
     key = cls._cons_key(args) if cls._cons_key is not None else tuple(map(_hashable, args))
     table = _CONS.get(cls)
-    if table is None:
-        table = _CONS[cls] = {}
+    forget = _FORGET.get(cls)
+    if forget is None:
+        table, forget = cons_table(cls)
     ref = table.get(key)
     if ref is not None:
         obj = ref()
@@ -90,7 +131,8 @@ def build(cls: type, args: tuple) -> Any:
             return obj
     obj = object.__new__(cls)
     obj._init(*args)
-    table[key] = _ref(obj, _partial(_forget, table, key))
+    entry = table[key] = Entry(obj, forget)
+    entry.key = key
     return obj
 
 

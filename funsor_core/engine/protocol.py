@@ -219,6 +219,7 @@ class Term(metaclass=FunsorMeta):
     arrays: tuple[str, ...] = ()
     plain: tuple[str, ...] = ()  # fields that never hold terms (names, domains): not walked
     _cons_key = None
+    _cons_build = None  # a class's own cons-hashing (``build`` delegates to it), if any
     _stash = None  # True where _prepare fills pending_setup(); see FunsorMeta.__call__
     _is_funsor = True
     _atom = False  # atoms evaluate their own substitutions; generic terms push them down

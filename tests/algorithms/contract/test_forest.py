@@ -173,3 +173,59 @@ def test_apply_optimizer_leaves_a_tree_of_tensors_whole_for_the_batched_kernel()
     assert isinstance(planned, fc.Contraction) and len(planned.terms) == len(tensors)
     expected = brute_force(ops.logaddexp, operands, arrays, names, ())
     np.testing.assert_allclose(apply_optimizer(expr).data, expected, rtol=1e-12)
+
+
+def star(rng, leaves: int):
+    """A root joined to ``leaves`` dims, each dim with a unary factor; size 2."""
+    names = ["root"] + [f"leaf{k}" for k in range(leaves)]
+    operands = [("root", c) for c in names[1:]] + [(c,) for c in names]
+    return operands, [rng.normal(size=(2,) * len(o)) for o in operands], names
+
+
+def star_log_z(arrays, leaves: int):
+    # Closed form: log sum_r u_r(r) prod_c sum_c exp(pair(r, c) + u_c(c)).
+    pairs, units = arrays[:leaves], arrays[leaves:]
+    return logsumexp(units[0] + sum(logsumexp(p + u[None], axis=1)
+                                    for p, u in zip(pairs, units[1:])))
+
+
+def test_small_forest_runs_pairwise_on_eager_jax_and_batched_under_jit(monkeypatch):
+    # Eager jax (arrays or eager jax.grad tracers) compiles each new shape: a small plan runs
+    # pairwise there; under jax.jit, on numpy, and past 64 steps it stays level-batched.
+    # Oracles: the star's closed form in numpy; the gradients are the factors' marginals
+    # (brute-force enumeration of the joint in numpy).
+    jax = pytest.importorskip("jax")
+    import funsor_core.algorithms.contract.plan as plan_module
+
+    calls = []
+    monkeypatch.setattr(plan_module, "run_forest", lambda *a: calls.append(1) or run_forest(*a))
+    rng = np.random.default_rng(5)
+    operands, arrays, names = star(rng, 10)
+    plan = plan_contraction(operands, dict.fromkeys(names, 2), ())
+    assert plan.level_batched(ops.logaddexp, ops.add)
+
+    def log_z(*xs):
+        return plan.run_arrays(ops.logaddexp, ops.add, list(xs))
+
+    expected = star_log_z(arrays, 10)
+    joint = brute_force(ops.logaddexp, operands, arrays, names, names) - expected
+    argnums = tuple(range(len(arrays)))
+    xs = [jax.numpy.asarray(x, dtype="float64") for x in arrays]
+    for fn, batched in ((jax.value_and_grad(log_z, argnums), False),
+                        (jax.jit(jax.value_and_grad(log_z, argnums)), True)):
+        calls.clear()
+        value, grads = fn(*xs)
+        assert bool(calls) == batched
+        np.testing.assert_allclose(float(value), expected, rtol=1e-12)
+        for k in (0, 10, 11):  # a pair factor, the root's and a leaf's unary factor
+            keep = operands[k]
+            marginal = np.exp(logsumexp(joint, axis=tuple(j for j, n in enumerate(names)
+                                                          if n not in keep)))
+            np.testing.assert_allclose(np.asarray(grads[k]), marginal, rtol=1e-10)
+    calls.clear()
+    np.testing.assert_allclose(log_z(*arrays), expected, rtol=1e-12)  # numpy: batched
+    operands, arrays, names = star(rng, 40)  # 80 steps: batched on eager jax too
+    plan = plan_contraction(operands, dict.fromkeys(names, 2), ())
+    value = plan.run_arrays(ops.logaddexp, ops.add, [jax.numpy.asarray(x) for x in arrays])
+    np.testing.assert_allclose(float(value), star_log_z(arrays, 40), rtol=1e-12)
+    assert len(calls) == 2

@@ -235,3 +235,41 @@ def test_traced_log_run_chooses_by_cond_and_stays_exact():
         actual = np.asarray(run(*[jax.numpy.asarray(x) for x in xs]))
         np.testing.assert_allclose(actual, expected, rtol=1e-12)
     assert "cond" in str(jax.make_jaxpr(contract)(*[jax.numpy.asarray(x) for x in xs]))
+
+
+def test_traced_log_run_skips_the_range_check_for_a_step_that_sums_nothing(monkeypatch):
+    # NumPyro's enumerated site outside a plate with two factors of its own ("a" twice): the
+    # plan's step a + a sums nothing (one broadcast add, no logsumexp), every summing step is
+    # a small broadcast, so no traced range check and no cond: under eager jax.grad (values
+    # known, each new shape compiled) and under jax.jit alike. Oracle: enumeration of all
+    # (a, b, c) in numpy; the gradient of log Z by a factor is its marginal (numpy, too).
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    names = (("a",), ("a",), ("b", "a"), ("c", "a"), ("b",), ("c",))
+    plan = plan_contraction(names, {"a": 2, "b": 3, "c": 2}, ())
+    specs = plan._log_specs or plan._log_step_specs()
+    assert any(s is None and j is not None for s, (_, j, _) in zip(specs, plan._letters[1]))
+    assert not plan._has_large_log_step()
+    rng = np.random.default_rng(3)
+    xs = [rng.normal(size=tuple({"a": 2, "b": 3, "c": 2}[c] for c in n)) for n in names]
+    joint = (xs[0][:, None, None] + xs[1][:, None, None] + xs[2].T[:, :, None]
+             + xs[3].T[:, None, :] + xs[4][None, :, None] + xs[5][None, None, :])  # (a, b, c)
+    probs = np.exp(joint - logsumexp(joint))
+    marginals = [probs.sum((1, 2)), probs.sum((1, 2)), probs.sum(2).T, probs.sum(1).T,
+                 probs.sum((0, 2)), probs.sum((0, 1))]
+    traced = []
+    monkeypatch.setattr("funsor_core.algorithms.contract.plan.run_log_plan_traced",
+                        lambda *a: traced.append(1))
+
+    def contract(*arrays):
+        return plan.run_arrays(ops.logaddexp, ops.add, list(arrays))
+
+    arrays = [jax.numpy.asarray(x) for x in xs]
+    argnums = tuple(range(len(xs)))
+    for fn in (jax.value_and_grad(contract, argnums), jax.jit(jax.value_and_grad(contract,
+                                                                                argnums))):
+        value, grads = fn(*arrays)
+        np.testing.assert_allclose(float(value), logsumexp(joint), rtol=1e-12)
+        for g, m in zip(grads, marginals):
+            np.testing.assert_allclose(np.asarray(g), m, rtol=1e-10, atol=1e-14)
+    assert not traced and "cond" not in str(jax.make_jaxpr(contract)(*arrays))
