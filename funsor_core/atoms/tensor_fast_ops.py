@@ -33,7 +33,11 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.fast_path import eager_programs, eager_rules
+from funsor_core.engine.fast_path import (
+    eager_program,
+    eager_program_key,
+)
+from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.ops.domain_rules import _DOMAINS
 from funsor_core.terms.base import Binary, Funsor, Subs
 
@@ -164,6 +168,23 @@ def _subs_recipe(ikey: tuple, name: str) -> tuple:
 # (input signature, name) -> (leading slices, size, kept inputs, their ikey). Bounded.
 _SUBS_CACHE = FastCache("tensor.fast_subs", 4096)
 _SUBS_RECIPES = _SUBS_CACHE.data
+# The same recipes by input signature, then name: the operator hashes the signature alone
+# (a key tuple per call costs its allocation and an element-wise comparison). Bounded.
+_SUBS_NAMES_CACHE = FastCache("tensor.fast_subs_by_name", 4096)
+_SUBS_BY_NAME = _SUBS_NAMES_CACHE.data
+_NONE: dict = {}
+
+
+def _subs_by_name(ikey: tuple, name: str) -> tuple:
+    names = _SUBS_BY_NAME.get(ikey)
+    if names is None:
+        names = _SUBS_NAMES_CACHE.put(ikey, {})
+    recipe = _SUBS_RECIPES.get((ikey, name))
+    if recipe is None:
+        recipe = _SUBS_CACHE.put((ikey, name), _subs_recipe(ikey, name))
+    if len(names) < 64:  # (a name per call, e.g. fresh names in a loop: the bounded cache)
+        names[name] = recipe
+    return recipe
 
 
 def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
@@ -204,19 +225,19 @@ _REDUCE_CACHE = FastCache("tensor.fast_reduce", 4096)
 _REDUCE_RECIPES = _REDUCE_CACHE.data
 
 
-# Tensor's own binary operators: ``x + y`` of two Tensors asks for the rule and its eager
-# program with a key fixed per op (no isinstance, no key built per call), then falls back to
-# Funsor's operator (terms/operators.py), which runs the whole rule path.
-_EAGER_BINARY = eager_programs("eager_binary")
-
-
+# Tensor's own binary operators: ``x + y`` of two Tensors reads the eager program of the
+# op's rule from the active interpretation's table by a key fixed per op (no isinstance, no
+# key built, no guard frame per call), then falls back to Funsor's operator
+# (terms/operators.py), which runs the whole rule path.
 def _tensor_binary_method(op, generic):
-    key = (Binary, type(op), Tensor, Tensor)
+    pkey = eager_program_key("eager_binary", (Binary, type(op), Tensor, Tensor))
 
     def method(self, other):
         if type(other) is Tensor and type(self) is Tensor:
-            rules = eager_rules(key)
-            if rules and _EAGER_BINARY.get(rules[0]) is binary_tensor_tensor:
+            program = (_STATE.get(None) or _DEFAULT)[0]._direct.get(pkey)
+            if program is None:
+                program = eager_program(pkey)
+            if program is binary_tensor_tensor:
                 result = binary_tensor_tensor(op, self, other)
                 if result is not None:
                     return result
@@ -234,22 +255,37 @@ for _name, _op in {"add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": op
 del _name, _op
 
 
-# Tensor's own ``t(i=0)``: the substitution's rule and eager program by a fixed key, then
-# Funsor's ``__call__`` (terms/base.py) for every other call.
-_EAGER_SUBS = eager_programs("eager_subs_int")
-_SUBS_KEY = (Subs, Tensor, tuple)
+# Tensor's own ``t(i=0)``: the substitution's eager program, read from the active
+# interpretation's table by a fixed key, then Funsor's ``__call__`` (terms/base.py) for every
+# other call.
+_SUBS_PROGRAM = eager_program_key("eager_subs_int", (Subs, Tensor, tuple))
 _funsor_call = Funsor.__call__
 
 
 def _tensor_call(self, *args, **kwargs):
-    if not args and len(kwargs) == 1 and type(self) is Tensor:
-        ((name, value),) = kwargs.items()
-        if type(value) is int:
-            rules = eager_rules(_SUBS_KEY)
-            if rules and _EAGER_SUBS.get(rules[0]) is subs_tensor_int:
-                result = subs_tensor_int(self, name, value)
-                if result is not None:
+    if len(kwargs) == 1 and not args:
+        name, value = kwargs.popitem()  # (this call's own dict: put back below)
+        if type(value) is int and type(self) is Tensor:
+            # (The active interpretation: the context's (interp, ...) pair, else the default.)
+            program = (_STATE.get(None) or _DEFAULT)[0]._direct.get(_SUBS_PROGRAM)
+            if program is None:
+                program = eager_program(_SUBS_PROGRAM)
+            if program is subs_tensor_int:  # its body, inline (one frame less)
+                ikey = self._ikey
+                recipe = _SUBS_BY_NAME.get(ikey, _NONE).get(name)
+                if recipe is None:
+                    recipe = _subs_by_name(ikey, name)
+                lead, size, inputs, new_ikey = recipe
+                if 0 <= value < size:
+                    data = self.data[value] if lead is None else self.data[lead + (value,)]
+                    result = _new(Tensor)
+                    result._args = (data, new_ikey, self.output.dtype)
+                    result.data = data
+                    result._ikey = new_ikey
+                    result.inputs = inputs
+                    result.output = self.output
                     return result
+        kwargs[name] = value
     return _funsor_call(self, *args, **kwargs)
 
 

@@ -50,8 +50,8 @@ from funsor_core.engine.cons import build
 from funsor_core.engine.interpreter import _DEFAULT, _STATE, Interpretation, get_interpretation
 from funsor_core.engine.patterns import type_key
 
-__all__ = ["array_program", "builds_as_is", "eager_programs", "eager_rules", "fast_path",
-           "rebuild", "register_array_program", "run_rules"]
+__all__ = ["array_program", "builds_as_is", "eager_program", "eager_program_key", "eager_programs",
+           "eager_rules", "fast_path", "rebuild", "register_array_program", "run_rules"]
 
 # rule function -> {kind: array implementation}. A registry, not a cache: one entry per rule
 # that declares an implementation, never evicted.
@@ -175,6 +175,65 @@ def eager_rules(key: tuple) -> tuple | None:
         rules = None if key[0]._deep_key else interp.direct_rules(key)
         interp._direct_box.put(key, rules)
     return rules
+
+
+class _ProgramKey:
+    # A key of the ``_direct`` table hashed and compared by identity (one per (kind, type
+    # key), interned below): a tuple key would be hashed element by element on every call.
+    __slots__ = ("kind", "key")
+
+    def __init__(self, kind: str, key: tuple) -> None:
+        self.kind, self.key = kind, key
+
+    def __repr__(self) -> str:
+        return f"eager_program_key({self.kind!r}, {self.key!r})"
+
+
+# (kind, type key) -> its _ProgramKey. A registry of the operators' fixed keys, never evicted.
+_PROGRAM_KEYS: dict[tuple, _ProgramKey] = {}
+
+
+def eager_program_key(kind: str, key: tuple) -> _ProgramKey:
+    """The key under which ``eager_program`` caches the eager program of ``kind`` for the type
+    key ``key`` in the active interpretation's ``_direct`` table (the table of
+    ``eager_rules``; class and type-tuple keys never equal it). An operator on the hot path
+    may read that table with this key itself, and must call ``eager_program(pkey)`` where it
+    finds nothing (None). One object per (kind, key), so a lookup hashes an address.
+
+    Example:
+        >>> k = eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        >>> k is eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        True
+    """
+    pkey = _PROGRAM_KEYS.get((kind, key))
+    if pkey is None:
+        pkey = _PROGRAM_KEYS.setdefault((kind, key), _ProgramKey(kind, key))
+    return pkey
+
+
+def eager_program(pkey: _ProgramKey) -> Any:
+    """``eager_programs(pkey.kind).get(eager_rules(pkey.key)[0])`` under the active
+    interpretation, or False where there is none; cached per instance in the table
+    ``eager_rules`` uses (cleared with it whenever a rule, a chain or the debug switch
+    changes), under ``pkey`` (from ``eager_program_key``).
+
+    Example:
+        >>> from interpretations import lazy
+        >>> pkey = eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        >>> eager_program(pkey).__name__
+        'subs_tensor_int'
+        >>> with lazy:
+        ...     eager_program(pkey)
+        False
+    """
+    state = _STATE.get(None)
+    interp = _DEFAULT[0] if state is None else state[0]
+    program = interp._direct.get(pkey)
+    if program is None:
+        rules = eager_rules(pkey.key)
+        program = (_BY_KIND.get(pkey.kind, {}).get(rules[0]) if rules else None) or False
+        interp._direct_box.put(pkey, program)
+    return program
 
 
 def run_rules(rules: tuple, cls: type, args: tuple) -> Any:
