@@ -238,6 +238,24 @@ def _tensor_binary_method(op, generic):
             if program is None:
                 program = eager_program(pkey)
             if program is binary_tensor_tensor:
+                ikey, ld, rd = self._ikey, self.data, other.data
+                typ = type(ld)
+                if ikey is other._ikey and typ is type(rd):
+                    # binary_tensor_tensor's commonest case inline (one frame less): the
+                    # same interned inputs, an entry cached, no bool array.
+                    lo = self.output
+                    entry = _BINARY_ENTRIES.get((op, op.kernels.get(typ), lo, other.output))
+                    if entry and (entry[1] is None or (ld.dtype is not entry[1]
+                                                       and rd.dtype is not entry[1])):
+                        data = entry[0](ld, rd)
+                        out = entry[2]
+                        result = _new(Tensor)
+                        result._args = (data, ikey, out.dtype)
+                        result.data = data
+                        result._ikey = ikey
+                        result.inputs = self.inputs
+                        result.output = out
+                        return result
                 result = binary_tensor_tensor(op, self, other)
                 if result is not None:
                     return result
