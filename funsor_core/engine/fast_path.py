@@ -148,6 +148,9 @@ def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:
 
 
 _MISSING = object()
+# ContextVar.get bound once: CPython 3.11 compiles ``_STATE.get(None)`` for a name imported at
+# module level as an attribute load (it assumes a module), building a bound method per call.
+_context_state = _STATE.get
 
 
 def eager_rules(key: tuple) -> tuple | None:
@@ -168,7 +171,7 @@ def eager_rules(key: tuple) -> tuple | None:
         >>> rules[0].__name__, rules is exact.direct_rules(key), lazy_rules
         ('exact_binary_tensor_tensor', True, ())
     """
-    state = _STATE.get(None)
+    state = _context_state(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp._direct.get(key, _MISSING)
     if rules is _MISSING:
@@ -226,7 +229,7 @@ def eager_program(pkey: _ProgramKey) -> Any:
         ...     eager_program(pkey)
         False
     """
-    state = _STATE.get(None)
+    state = _context_state(None)
     interp = _DEFAULT[0] if state is None else state[0]
     program = interp._direct.get(pkey)
     if program is None:
@@ -277,7 +280,7 @@ def rebuild(term: Any) -> Any:
         True
     """
     cls, args = type(term), term._args
-    state = _STATE.get(None)
+    state = _context_state(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp.direct_rules(type_key(cls, args))
     if rules is None:
