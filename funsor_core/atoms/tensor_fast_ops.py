@@ -74,13 +74,15 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     fn, bool_dtype, out = entry
     ikey, rkey = lhs._ikey, rhs._ikey
     if ikey is not rkey and ikey != rkey:  # the same inputs in another order, or decline
-        rank = len(rhs.output.shape)
-        perm = _PERMS.get((ikey, rkey, rank))
+        perm = _PERMS.get(ikey, _NONE).get(rkey)  # (no key tuple built, hashed, compared)
         if perm is None:
-            perm = _PERM_CACHE.put((ikey, rkey, rank), _permutation(ikey, rkey, rank))
-        permute = ops.permute.kernels.get(typ)
+            perm = _permutation_of(ikey, rkey)
+        permute = _PERMUTE_KERNELS.get(typ)
         if not perm or permute is None:
             return None
+        rank = len(rhs.output.shape)
+        if rank:  # the output dims stay last
+            perm = perm + tuple(range(len(rkey), len(rkey) + rank))
         rd = permute(rd, perm)  # as align_binary's ops.permute
     # The backend casts bool arrays (Bint[2]) to integers first: then its wrapper runs.
     if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
@@ -95,18 +97,30 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     return result
 
 
-def _permutation(ikey: tuple, rkey: tuple, rank: int) -> tuple:
-    # The axes of the right array in the left's input order (then its output dims), or ()
-    # where the (name, domain) pairs differ: aligning, or the general path's error.
+def _permutation(ikey: tuple, rkey: tuple) -> tuple:
+    # The axes of the right array's inputs in the left's input order, or () where the
+    # (name, domain) pairs differ: aligning, or the general path's error.
     if len(ikey) != len(rkey) or set(ikey) != set(rkey):
         return ()
     names = [n for n, _ in rkey]
-    return tuple(names.index(n) for n, _ in ikey) + tuple(range(len(rkey), len(rkey) + rank))
+    return tuple(names.index(n) for n, _ in ikey)
 
 
-# (left inputs, right inputs, right output rank) -> _permutation. Bounded.
+def _permutation_of(ikey: tuple, rkey: tuple) -> tuple:
+    inner = _PERMS.get(ikey)
+    if inner is None:
+        inner = _PERM_CACHE.put(ikey, {})
+    perm = _permutation(ikey, rkey)
+    if len(inner) < 64:  # (many orders of one signature: computed per call past that)
+        inner[rkey] = perm
+    return perm
+
+
+# left inputs -> {right inputs: _permutation}. Bounded.
 _PERM_CACHE = FastCache("tensor.fast_permutation", 4096)
 _PERMS = _PERM_CACHE.data
+_NONE: dict = {}
+_PERMUTE_KERNELS = ops.permute.kernels  # (the op's own table, updated in place)
 
 
 def _binary_entry(op, kernel, lo, ro) -> tuple | None:
@@ -175,7 +189,6 @@ _SUBS_RECIPES = _SUBS_CACHE.data
 # (a key tuple per call costs its allocation and an element-wise comparison). Bounded.
 _SUBS_NAMES_CACHE = FastCache("tensor.fast_subs_by_name", 4096)
 _SUBS_BY_NAME = _SUBS_NAMES_CACHE.data
-_NONE: dict = {}
 
 
 def _subs_by_name(ikey: tuple, name: str) -> tuple:
