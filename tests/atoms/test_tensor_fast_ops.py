@@ -212,12 +212,19 @@ def test_program_cache_follows_the_interpretation(backend):
     assert eager_program(pkey).__name__ == "subs_tensor_int"
 
 
-def test_fast_results_pickle(backend):
+def test_fast_results_pickle_and_cons(backend):
     import pickle
 
     x = fc.Tensor(as_backend_array(np.arange(6.0).reshape(2, 3)), {"i": B2, "j": B3})
-    for fast in (x(j=2), x + x, (x + x)(i=1)):
+    for fn in (lambda t: t(j=2), lambda t: t + t, lambda t: (t + t)(i=1)):
+        fast, general = _both(fn, x)
         _same_tensor(pickle.loads(pickle.dumps(fast)), fast)
+        # Neither result is in the cons table (both built as Tensor.make builds): a Tensor
+        # of the same array and inputs is another object, cons-hashed from then on.
+        again = fc.Tensor(fast.data, fast.inputs)
+        assert again is not fast and again is fc.Tensor(fast.data, fast.inputs)
+        assert fc.Tensor(general.data, general.inputs) is not general
+        assert hash(fast) != hash(again)
 
 
 def test_torch_autograd_same_as_general_path():
