@@ -18,6 +18,11 @@ array's values, so traced jax arrays take the same path as concrete ones.
 - ``reduce_tensor_name``: ``t.reduce(op, "i")`` for a reduction op and one input name: one
   kernel call over that axis, the kept inputs from a cache keyed by (inputs, name).
 
+Tensor's own ``x + y`` (and the other binary operators) and ``t(i=k)`` ask for their program
+with one lookup in the active interpretation's table (``eager_program_key``), and run the
+commonest case inline: ``subs_tensor_int``'s body, and ``binary_tensor_tensor``'s for the same
+interned inputs and no bool array (issue #29: each frame and key tuple is a tenth of the op).
+
 Example:
     >>> x = fc.Tensor(np.arange(4.0).reshape(2, 2), {"i": fc.Bint[2], "j": fc.Bint[2]})
     >>> y = x + x  # the fast case the first time its output domain is known

@@ -19,8 +19,9 @@ and the interpreter's frames; the rules (and so every interpretation's semantics
 A rule may also register an *eager program*: a function that returns what the rule returns for
 the commonest arguments of an eager operator (two Tensors with the same inputs, one integer
 index) in one frame, or None where it would have to check more. The operator looks it up for the
-first of its ``eager_rules`` in ``eager_programs(kind)`` (one dict lookup) and, when it returns
-None, runs the rules as above.
+first of its ``eager_rules`` in ``eager_programs(kind)`` (one dict lookup), or reads it in one
+lookup of the active interpretation's cached table under ``eager_program_key(kind, key)``
+(``eager_program`` fills it), and, when it returns None, runs the rules as above.
 
 This is the only place that decides whether a fast path may run; callers never inspect
 ``rules[0]`` for anything but the lookup in a table this module keeps.
