@@ -173,6 +173,11 @@ def _transpose(x, dim0=-2, dim1=-1):
     return np.swapaxes(x, dim0, dim1)
 
 
+def _permute(x, axes=None):
+    # What np.transpose calls, without its Python wrapper (0.2-0.4 us of an eager 3x3 op).
+    return x.transpose(axes)
+
+
 def _qr_r(x):
     return np.linalg.qr(x, mode="r")
 
@@ -443,7 +448,7 @@ KERNELS = {
     ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
     ops.mean: _reduction(np.mean), ops.std: _moment(np.std), ops.var: _moment(np.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
-    ops.permute: np.transpose, ops.reshape: _reshape, ops.expand: _expand,
+    ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
     ops.getitem: lambda x, index: x[index], ops.where: np.where,
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,

@@ -18,6 +18,11 @@ array's values, so traced jax arrays take the same path as concrete ones.
 - ``reduce_tensor_name``: ``t.reduce(op, "i")`` for a reduction op and one input name: one
   kernel call over that axis, the kept inputs from a cache keyed by (inputs, name).
 
+Tensor's own ``x + y`` (and the other binary operators) and ``t(i=k)`` ask for their program
+with one lookup in the active interpretation's table (``eager_program_key``), and run the
+commonest case inline: ``subs_tensor_int``'s body, and ``binary_tensor_tensor``'s for the same
+interned inputs and no bool array (issue #29: each frame and key tuple is a tenth of the op).
+
 Example:
     >>> x = fc.Tensor(np.arange(4.0).reshape(2, 2), {"i": fc.Bint[2], "j": fc.Bint[2]})
     >>> y = x + x  # the fast case the first time its output domain is known
@@ -33,13 +38,20 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.cache import FastCache
-from funsor_core.engine.fast_path import eager_programs, eager_rules
+from funsor_core.engine.fast_path import (
+    eager_program,
+    eager_program_key,
+)
+from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.ops.domain_rules import _DOMAINS
 from funsor_core.terms.base import Binary, Funsor, Subs
 
 __all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
 
 _new = object.__new__
+# ContextVar.get bound once: CPython 3.11 compiles ``_STATE.get(None)`` for a name imported at
+# module level as an attribute load (it assumes a module), building a bound method per call.
+_context_state = _STATE.get
 
 
 def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
@@ -67,13 +79,15 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     fn, bool_dtype, out = entry
     ikey, rkey = lhs._ikey, rhs._ikey
     if ikey is not rkey and ikey != rkey:  # the same inputs in another order, or decline
-        rank = len(rhs.output.shape)
-        perm = _PERMS.get((ikey, rkey, rank))
+        perm = _PERMS.get(ikey, _NONE).get(rkey)  # (no key tuple built, hashed, compared)
         if perm is None:
-            perm = _PERM_CACHE.put((ikey, rkey, rank), _permutation(ikey, rkey, rank))
-        permute = ops.permute.kernels.get(typ)
+            perm = _permutation_of(ikey, rkey)
+        permute = _PERMUTE_KERNELS.get(typ)
         if not perm or permute is None:
             return None
+        rank = len(rhs.output.shape)
+        if rank:  # the output dims stay last
+            perm = perm + tuple(range(len(rkey), len(rkey) + rank))
         rd = permute(rd, perm)  # as align_binary's ops.permute
     # The backend casts bool arrays (Bint[2]) to integers first: then its wrapper runs.
     if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
@@ -88,18 +102,30 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     return result
 
 
-def _permutation(ikey: tuple, rkey: tuple, rank: int) -> tuple:
-    # The axes of the right array in the left's input order (then its output dims), or ()
-    # where the (name, domain) pairs differ: aligning, or the general path's error.
+def _permutation(ikey: tuple, rkey: tuple) -> tuple:
+    # The axes of the right array's inputs in the left's input order, or () where the
+    # (name, domain) pairs differ: aligning, or the general path's error.
     if len(ikey) != len(rkey) or set(ikey) != set(rkey):
         return ()
     names = [n for n, _ in rkey]
-    return tuple(names.index(n) for n, _ in ikey) + tuple(range(len(rkey), len(rkey) + rank))
+    return tuple(names.index(n) for n, _ in ikey)
 
 
-# (left inputs, right inputs, right output rank) -> _permutation. Bounded.
+def _permutation_of(ikey: tuple, rkey: tuple) -> tuple:
+    inner = _PERMS.get(ikey)
+    if inner is None:
+        inner = _PERM_CACHE.put(ikey, {})
+    perm = _permutation(ikey, rkey)
+    if len(inner) < 64:  # (many orders of one signature: computed per call past that)
+        inner[rkey] = perm
+    return perm
+
+
+# left inputs -> {right inputs: _permutation}. Bounded.
 _PERM_CACHE = FastCache("tensor.fast_permutation", 4096)
 _PERMS = _PERM_CACHE.data
+_NONE: dict = {}
+_PERMUTE_KERNELS = ops.permute.kernels  # (the op's own table, updated in place)
 
 
 def _binary_entry(op, kernel, lo, ro) -> tuple | None:
@@ -164,6 +190,22 @@ def _subs_recipe(ikey: tuple, name: str) -> tuple:
 # (input signature, name) -> (leading slices, size, kept inputs, their ikey). Bounded.
 _SUBS_CACHE = FastCache("tensor.fast_subs", 4096)
 _SUBS_RECIPES = _SUBS_CACHE.data
+# The same recipes by input signature, then name: the operator hashes the signature alone
+# (a key tuple per call costs its allocation and an element-wise comparison). Bounded.
+_SUBS_NAMES_CACHE = FastCache("tensor.fast_subs_by_name", 4096)
+_SUBS_BY_NAME = _SUBS_NAMES_CACHE.data
+
+
+def _subs_by_name(ikey: tuple, name: str) -> tuple:
+    names = _SUBS_BY_NAME.get(ikey)
+    if names is None:
+        names = _SUBS_NAMES_CACHE.put(ikey, {})
+    recipe = _SUBS_RECIPES.get((ikey, name))
+    if recipe is None:
+        recipe = _SUBS_CACHE.put((ikey, name), _subs_recipe(ikey, name))
+    if len(names) < 64:  # (a name per call, e.g. fresh names in a loop: the bounded cache)
+        names[name] = recipe
+    return recipe
 
 
 def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
@@ -204,19 +246,37 @@ _REDUCE_CACHE = FastCache("tensor.fast_reduce", 4096)
 _REDUCE_RECIPES = _REDUCE_CACHE.data
 
 
-# Tensor's own binary operators: ``x + y`` of two Tensors asks for the rule and its eager
-# program with a key fixed per op (no isinstance, no key built per call), then falls back to
-# Funsor's operator (terms/operators.py), which runs the whole rule path.
-_EAGER_BINARY = eager_programs("eager_binary")
-
-
+# Tensor's own binary operators: ``x + y`` of two Tensors reads the eager program of the
+# op's rule from the active interpretation's table by a key fixed per op (no isinstance, no
+# key built, no guard frame per call), then falls back to Funsor's operator
+# (terms/operators.py), which runs the whole rule path.
 def _tensor_binary_method(op, generic):
-    key = (Binary, type(op), Tensor, Tensor)
+    pkey = eager_program_key("eager_binary", (Binary, type(op), Tensor, Tensor))
 
     def method(self, other):
         if type(other) is Tensor and type(self) is Tensor:
-            rules = eager_rules(key)
-            if rules and _EAGER_BINARY.get(rules[0]) is binary_tensor_tensor:
+            program = (_context_state(None) or _DEFAULT)[0]._direct.get(pkey)
+            if program is None:
+                program = eager_program(pkey)
+            if program is binary_tensor_tensor:
+                ikey, ld, rd = self._ikey, self.data, other.data
+                typ = type(ld)
+                if ikey is other._ikey and typ is type(rd):
+                    # binary_tensor_tensor's commonest case inline (one frame less): the
+                    # same interned inputs, an entry cached, no bool array.
+                    lo = self.output
+                    entry = _BINARY_ENTRIES.get((op, op.kernels.get(typ), lo, other.output))
+                    if entry and (entry[1] is None or (ld.dtype is not entry[1]
+                                                       and rd.dtype is not entry[1])):
+                        data = entry[0](ld, rd)
+                        out = entry[2]
+                        result = _new(Tensor)
+                        result._args = (data, ikey, out.dtype)
+                        result.data = data
+                        result._ikey = ikey
+                        result.inputs = self.inputs
+                        result.output = out
+                        return result
                 result = binary_tensor_tensor(op, self, other)
                 if result is not None:
                     return result
@@ -234,22 +294,37 @@ for _name, _op in {"add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": op
 del _name, _op
 
 
-# Tensor's own ``t(i=0)``: the substitution's rule and eager program by a fixed key, then
-# Funsor's ``__call__`` (terms/base.py) for every other call.
-_EAGER_SUBS = eager_programs("eager_subs_int")
-_SUBS_KEY = (Subs, Tensor, tuple)
+# Tensor's own ``t(i=0)``: the substitution's eager program, read from the active
+# interpretation's table by a fixed key, then Funsor's ``__call__`` (terms/base.py) for every
+# other call.
+_SUBS_PROGRAM = eager_program_key("eager_subs_int", (Subs, Tensor, tuple))
 _funsor_call = Funsor.__call__
 
 
 def _tensor_call(self, *args, **kwargs):
-    if not args and len(kwargs) == 1 and type(self) is Tensor:
-        ((name, value),) = kwargs.items()
-        if type(value) is int:
-            rules = eager_rules(_SUBS_KEY)
-            if rules and _EAGER_SUBS.get(rules[0]) is subs_tensor_int:
-                result = subs_tensor_int(self, name, value)
-                if result is not None:
+    if len(kwargs) == 1 and not args:
+        name, value = kwargs.popitem()  # (this call's own dict: put back below)
+        if type(value) is int and type(self) is Tensor:
+            # (The active interpretation: the context's (interp, ...) pair, else the default.)
+            program = (_context_state(None) or _DEFAULT)[0]._direct.get(_SUBS_PROGRAM)
+            if program is None:
+                program = eager_program(_SUBS_PROGRAM)
+            if program is subs_tensor_int:  # its body, inline (one frame less)
+                ikey = self._ikey
+                recipe = _SUBS_BY_NAME.get(ikey, _NONE).get(name)
+                if recipe is None:
+                    recipe = _subs_by_name(ikey, name)
+                lead, size, inputs, new_ikey = recipe
+                if 0 <= value < size:
+                    data = self.data[value] if lead is None else self.data[lead + (value,)]
+                    result = _new(Tensor)
+                    result._args = (data, new_ikey, self.output.dtype)
+                    result.data = data
+                    result._ikey = new_ikey
+                    result.inputs = inputs
+                    result.output = self.output
                     return result
+        kwargs[name] = value
     return _funsor_call(self, *args, **kwargs)
 
 

@@ -19,8 +19,9 @@ and the interpreter's frames; the rules (and so every interpretation's semantics
 A rule may also register an *eager program*: a function that returns what the rule returns for
 the commonest arguments of an eager operator (two Tensors with the same inputs, one integer
 index) in one frame, or None where it would have to check more. The operator looks it up for the
-first of its ``eager_rules`` in ``eager_programs(kind)`` (one dict lookup) and, when it returns
-None, runs the rules as above.
+first of its ``eager_rules`` in ``eager_programs(kind)`` (one dict lookup), or reads it in one
+lookup of the active interpretation's cached table under ``eager_program_key(kind, key)``
+(``eager_program`` fills it), and, when it returns None, runs the rules as above.
 
 This is the only place that decides whether a fast path may run; callers never inspect
 ``rules[0]`` for anything but the lookup in a table this module keeps.
@@ -50,8 +51,8 @@ from funsor_core.engine.cons import build
 from funsor_core.engine.interpreter import _DEFAULT, _STATE, Interpretation, get_interpretation
 from funsor_core.engine.patterns import type_key
 
-__all__ = ["array_program", "builds_as_is", "eager_programs", "eager_rules", "fast_path",
-           "rebuild", "register_array_program", "run_rules"]
+__all__ = ["array_program", "builds_as_is", "eager_program", "eager_program_key", "eager_programs",
+           "eager_rules", "fast_path", "rebuild", "register_array_program", "run_rules"]
 
 # rule function -> {kind: array implementation}. A registry, not a cache: one entry per rule
 # that declares an implementation, never evicted.
@@ -148,6 +149,9 @@ def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:
 
 
 _MISSING = object()
+# ContextVar.get bound once: CPython 3.11 compiles ``_STATE.get(None)`` for a name imported at
+# module level as an attribute load (it assumes a module), building a bound method per call.
+_context_state = _STATE.get
 
 
 def eager_rules(key: tuple) -> tuple | None:
@@ -168,13 +172,72 @@ def eager_rules(key: tuple) -> tuple | None:
         >>> rules[0].__name__, rules is exact.direct_rules(key), lazy_rules
         ('exact_binary_tensor_tensor', True, ())
     """
-    state = _STATE.get(None)
+    state = _context_state(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp._direct.get(key, _MISSING)
     if rules is _MISSING:
         rules = None if key[0]._deep_key else interp.direct_rules(key)
         interp._direct_box.put(key, rules)
     return rules
+
+
+class _ProgramKey:
+    # A key of the ``_direct`` table hashed and compared by identity (one per (kind, type
+    # key), interned below): a tuple key would be hashed element by element on every call.
+    __slots__ = ("kind", "key")
+
+    def __init__(self, kind: str, key: tuple) -> None:
+        self.kind, self.key = kind, key
+
+    def __repr__(self) -> str:
+        return f"eager_program_key({self.kind!r}, {self.key!r})"
+
+
+# (kind, type key) -> its _ProgramKey. A registry of the operators' fixed keys, never evicted.
+_PROGRAM_KEYS: dict[tuple, _ProgramKey] = {}
+
+
+def eager_program_key(kind: str, key: tuple) -> _ProgramKey:
+    """The key under which ``eager_program`` caches the eager program of ``kind`` for the type
+    key ``key`` in the active interpretation's ``_direct`` table (the table of
+    ``eager_rules``; class and type-tuple keys never equal it). An operator on the hot path
+    may read that table with this key itself, and must call ``eager_program(pkey)`` where it
+    finds nothing (None). One object per (kind, key), so a lookup hashes an address.
+
+    Example:
+        >>> k = eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        >>> k is eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        True
+    """
+    pkey = _PROGRAM_KEYS.get((kind, key))
+    if pkey is None:
+        pkey = _PROGRAM_KEYS.setdefault((kind, key), _ProgramKey(kind, key))
+    return pkey
+
+
+def eager_program(pkey: _ProgramKey) -> Any:
+    """``eager_programs(pkey.kind).get(eager_rules(pkey.key)[0])`` under the active
+    interpretation, or False where there is none; cached per instance in the table
+    ``eager_rules`` uses (cleared with it whenever a rule, a chain or the debug switch
+    changes), under ``pkey`` (from ``eager_program_key``).
+
+    Example:
+        >>> from interpretations import lazy
+        >>> pkey = eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+        >>> eager_program(pkey).__name__
+        'subs_tensor_int'
+        >>> with lazy:
+        ...     eager_program(pkey)
+        False
+    """
+    state = _context_state(None)
+    interp = _DEFAULT[0] if state is None else state[0]
+    program = interp._direct.get(pkey)
+    if program is None:
+        rules = eager_rules(pkey.key)
+        program = (_BY_KIND.get(pkey.kind, {}).get(rules[0]) if rules else None) or False
+        interp._direct_box.put(pkey, program)
+    return program
 
 
 def run_rules(rules: tuple, cls: type, args: tuple) -> Any:
@@ -218,7 +281,7 @@ def rebuild(term: Any) -> Any:
         True
     """
     cls, args = type(term), term._args
-    state = _STATE.get(None)
+    state = _context_state(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp.direct_rules(type_key(cls, args))
     if rules is None:

@@ -4,6 +4,8 @@ built under a user interpretation whose declining rule sits ahead of the exact o
 turns the fast path off (and must see every term), on numpy and torch. Values are compared
 bit for bit (the same kernel runs), and so are inputs, their order, output domain and dtype."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,128 @@ def test_user_rule_sees_and_overrides(backend):
     with lazy:
         assert type(x + x) is fc.Binary and type(x(i=0)) is fc.Subs
         assert type(x.reduce(ops.add, "i")) is fc.Reduce
+
+
+def _same_result(fast, general):
+    # A Tensor bit for bit, or (for a lazy answer) the same class and inputs.
+    if type(general) is fc.Tensor:
+        _same_tensor(fast, general)
+    else:
+        assert type(fast) is type(general)
+        assert list(fast.inputs.items()) == list(general.inputs.items())
+
+
+def test_subs_declines_what_it_does_not_cover(backend):
+    # Everything but an int in range takes the general path: the same answer, or the same
+    # error naming the variable and its domain.
+    x = fc.Tensor(as_backend_array(np.arange(6.0).reshape(2, 3)), {"i": B2, "j": B3})
+    index = fc.Tensor(as_backend_array(np.array([1, 0, 1])), {"m": B3}, 2)
+    values = [True, np.int64(1), "k", fc.Variable("k", B2), index, 1]
+    for value in values:
+        _same_result(*_both(lambda t, v=value: t(i=v), x))
+    _same_result(*_both(lambda t: t(1, 2), x))  # positional: the general path
+    _same_result(*_both(lambda t: t(i=1, j=2), x))  # two names: the general path
+    for bad in (-1, 2, 10**30, slice(0, 1)):
+        with pytest.raises(Exception) as fast_error:
+            x(i=bad)
+        spy, _ = _spy()
+        with spy, pytest.raises(Exception) as general_error:
+            x(i=bad)
+        assert type(fast_error.value) is type(general_error.value)
+        assert str(fast_error.value) == str(general_error.value)
+        assert "i=" in str(fast_error.value) and "Bint[2]" in str(fast_error.value)
+
+
+def test_program_cache_follows_the_interpretation(backend):
+    # The programs are cached per interpretation instance: a cached exact answer never runs
+    # under lazy or a user rule, and the debug switch turns them off.
+    from funsor_core.engine.fast_path import eager_program, eager_program_key
+    from funsor_core.engine.interpreter import set_debug
+
+    x = fc.Tensor(as_backend_array(np.ones((2, 3))), {"i": B2, "j": B3})
+    pkey = eager_program_key("eager_subs_int", (fc.Subs, fc.Tensor, tuple))
+    x(i=0), x + x  # noqa: B018  (fill the caches)
+    assert eager_program(pkey).__name__ == "subs_tensor_int"
+    with lazy:
+        assert type(x(i=0)) is fc.Subs and type(x + x) is fc.Binary
+    spy, seen = _spy()
+    with spy:
+        x(i=0), x + x  # noqa: B018
+    assert [s[0] for s in seen] == ["subs", "binary"]
+    set_debug(True)
+    try:
+        assert eager_program(pkey) is False
+        _same_tensor(x(i=1), x(i=0))
+    finally:
+        set_debug(False)
+    assert eager_program(pkey).__name__ == "subs_tensor_int"
+
+
+def test_fast_results_pickle_and_cons(backend):
+    import pickle
+
+    x = fc.Tensor(as_backend_array(np.arange(6.0).reshape(2, 3)), {"i": B2, "j": B3})
+    for fn in (lambda t: t(j=2), lambda t: t + t, lambda t: (t + t)(i=1)):
+        fast, general = _both(fn, x)
+        _same_tensor(pickle.loads(pickle.dumps(fast)), fast)
+        # Neither result is in the cons table (both built as Tensor.make builds): a Tensor
+        # of the same array and inputs is another object, cons-hashed from then on.
+        again = fc.Tensor(fast.data, fast.inputs)
+        assert again is not fast and again is fc.Tensor(fast.data, fast.inputs)
+        assert fc.Tensor(general.data, general.inputs) is not general
+        assert hash(fast) != hash(again)
+
+
+def test_torch_autograd_same_as_general_path():
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        grads = []
+        for general in (False, True):
+            a = torch.arange(6.0, dtype=torch.float64).reshape(2, 3).requires_grad_()
+            b = torch.ones(2, 3, dtype=torch.float64).requires_grad_()
+            inputs = {"i": B2, "j": B3}
+            spy, seen = _spy()
+            with spy if general else contextlib.nullcontext():
+                out = (fc.Tensor(a, inputs) * fc.Tensor(b, inputs))(i=1)
+            assert bool(seen) == general
+            out.data.sum().backward()
+            grads.append((a.grad.numpy(), b.grad.numpy()))
+        for fast, slow in zip(*grads):
+            np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(grads[0][1], [[0, 0, 0], [3, 4, 5]])  # d(a*b)/db = a
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_jax_eager_and_jit_same_as_general_path():
+    # Traced arrays take the same one-frame programs (nothing reads their values); the
+    # general path, forced by the declining rules, is the oracle, eagerly and under jit.
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        inputs = {"i": B2, "j": B3}
+        rng = np.random.default_rng(5)
+        a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+
+        def f(a, b):
+            x, y = fc.Tensor(a, inputs), fc.Tensor(b, inputs)
+            return ((x + y)(i=1).data, (x * y)(j=2).data)
+
+        def general(a, b):
+            spy, seen = _spy()
+            with spy:
+                result = f(a, b)
+            assert seen
+            return result
+
+        a, b = as_backend_array(a), as_backend_array(b)
+        for fast, slow in ((f(a, b), general(a, b)), (jax.jit(f)(a, b), jax.jit(general)(a, b))):
+            for u, v in zip(fast, slow):
+                np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+        np.testing.assert_allclose(np.asarray(f(a, b)[0]), (np.asarray(a) + np.asarray(b))[1])
+        fast = (fc.Tensor(a, inputs) + fc.Tensor(b, inputs))(i=0)
+        leaves, tree = jax.tree_util.tree_flatten(fast)
+        _same_tensor(jax.tree_util.tree_unflatten(tree, leaves), fast)
+    finally:
+        fc.set_backend("numpy")
