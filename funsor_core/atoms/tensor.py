@@ -21,6 +21,7 @@ from funsor_core.atoms.tensor_checks import (
     TensorMeta,
     check_dtype,
     check_tensor_args,
+    progression_slices,
 )
 from funsor_core.atoms.tensor_idioms import (  # noqa: F401  (funsor.tensor's names live here too)
     REDUCE_OP_TO_NUMERIC,
@@ -435,10 +436,13 @@ def index_tensor(t: Tensor, values: dict) -> Tensor | None:
         else:
             for k, d in value.inputs.items():
                 _add_input(new_inputs, k, d)
-    if all(isinstance(v, Variable) for v in values.values()) and len(new_inputs) == len(
-            t.inputs):
-        renamed = {values[n].name if n in values else n: d for n, d in t.inputs.items()}
-        return Tensor.make(t.data, renamed, t.dtype)
+    if len(new_inputs) == len(t.inputs):  # each substituted input made a new one:
+        if all(isinstance(v, Variable) for v in values.values()):  # a rename, or a view
+            renamed = {values[n].name if n in values else n: d for n, d in t.inputs.items()}
+            return Tensor.make(t.data, renamed, t.dtype)
+        index = None if traced else progression_slices(t.inputs, values, Tensor)
+        if index is not None:
+            return Tensor.make(t.data[index], new_inputs, t.dtype)
     positions = {n: i for i, n in enumerate(new_inputs)}
     nb = len(new_inputs)
     index = []

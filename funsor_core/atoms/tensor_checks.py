@@ -27,9 +27,11 @@ from funsor_core.engine.cons import Entry, _forgetter, cons_table
 from funsor_core.engine.interpreter import _DEFAULT, _STATE
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
+from funsor_core.terms.base import Variable
 from funsor_core.terms.inputs import DomainError
 
-__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args", "tensor_cons"]
+__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args", "progression_slices",
+           "tensor_cons"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -277,3 +279,38 @@ def _known_signature(items: tuple):
         return None
     ikey, sizes = known
     return _SIGNATURES.put(items, (ikey, sizes, dict(ikey)))
+
+
+def progression_slices(inputs: dict, values: dict, tensor_type: type) -> tuple | None:
+    """The basic index (one slice per input of ``inputs``) that substitutes ``values``
+    when each is a rename (a Variable) or a Bint Tensor (of ``tensor_type``) that is
+    concrete, 1-d over one input, with entries stepping evenly forward (``start + step *
+    arange(n)``, ``step >= 1``: the time shifts of Pyro's vectorized Markov chains); else
+    None. A view, not a gather, whose derivative is a slice's, not a scatter-add. Reads the
+    index on the host; a traced one is never a progression. The caller has range-checked
+    the values and made sure that each substituted input becomes a new one (no diagonal).
+
+    Example:
+        >>> i = fc.Tensor(np.array([1, 3, 5]), {"k": fc.Bint[3]}, 6)
+        >>> progression_slices({"t": fc.Bint[6], "x": fc.Bint[2]}, {"t": i}, fc.Tensor)
+        (slice(1, 6, 2), slice(None, None, None))
+    """
+    index = []
+    for name in inputs:
+        value = values.get(name)
+        if value is None or isinstance(value, Variable):
+            index.append(slice(None))
+            continue
+        if not isinstance(value, tensor_type):
+            return None
+        data = value.data
+        if len(value.inputs) != 1 or len(data.shape) != 1 or not ops.is_concrete(data):
+            return None
+        a = ops.to_numpy(data)
+        if a.dtype.kind not in "iu" or not len(a):
+            return None
+        start, step = int(a[0]), int(a[1] - a[0]) if len(a) > 1 else 1
+        if step < 1 or not np.array_equal(a, start + step * np.arange(len(a))):
+            return None
+        index.append(slice(start, start + step * (len(a) - 1) + 1, step))
+    return tuple(index)

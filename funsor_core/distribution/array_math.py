@@ -25,7 +25,7 @@ from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
-           "log_density_tensor", "moment_tensor", "enumerate_tensor", "normalizer",
+           "log_density_tensor", "take_last", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
 
@@ -272,6 +272,66 @@ def normalizer(cls, params: tuple):
             part = ops.sum(part, tuple(range(-(event + nb), 0)))
         zero = part if zero is None else zero + part
     return Tensor.make(_full(zero, tuple(d.size for d in inputs.values())), inputs)
+
+
+# -- a table's entries at integer values ------------------------------------------------------
+# Below this many numbers in the broadcast (*batch, n), the one-hot sum's five array calls
+# beat the gather's Python (numpy and torch, K = 3: 42 against 85 us per call on numpy).
+GATHER_ABOVE = 1 << 12
+
+
+def take_last(table, index):
+    """``table[..., index]`` with the batch dims of both broadcast: for a large broadcast, a
+    gather, ``n`` times fewer numbers than a one-hot sum over the broadcast ``(*batch, n)``
+    (Pyro's enumerated HMMs: ``K^2 T`` against ``K^3 T``). An index outside ``0 .. n - 1``
+    (a value outside the support, which ``log_density_tensor`` masks) is clamped into it.
+
+    Example:
+        >>> take_last(np.array([[0.1, 0.2, 0.7]]), np.array([[2], [0]])).tolist()
+        [[0.7], [0.1]]
+    """
+    n = table.shape[-1]
+    ndim = max(len(table.shape) - 1, len(index.shape))
+    tb = (1,) * (ndim - len(table.shape) + 1) + tuple(table.shape[:-1])
+    ib = (1,) * (ndim - len(index.shape)) + tuple(index.shape)
+    if (n * math.prod(max(t, i) for t, i in zip(tb, ib)) > GATHER_ABOVE
+            and not ops.is_floating(index) and ops.is_floating(table)):
+        index = ops.clamp(index, 0, n - 1)
+        if not any(t > 1 and i > 1 for t, i in zip(tb, ib)):
+            return _take_apart(table, index, tb, ib)
+        return ops.getitem(table, _broadcast_index(table, ops.reshape(index, ib)))
+    hit = ops.eq(ops.new_arange(index, 0, n, 1), index[..., None])
+    return ops.sum(ops.where(hit, table, ops.full_like(table, 0.0)), -1)
+
+
+def _take_apart(table, index, tb: tuple, ib: tuple):
+    # No batch dim is > 1 in both table and index (Pyro's enumerated steps: probs over
+    # (x_prev, time), the value over x_curr): a take of the flat index along the last dim,
+    # (*table batch, m), whose dims are then interleaved back into the broadcast order. A
+    # 1-d index is several times faster than one advanced index per dim (torch: 1.0 against
+    # 2.4 ms at (16, 999, 1, 16) by (1, 1, 16); with the gradient 2.8 against 17.6 ms).
+    taken = ops.reshape(ops.getitem(table, (Ellipsis, ops.reshape(index, (-1,)))), tb + ib)
+    shape = tuple(max(t, i) for t, i in zip(tb, ib))
+    last_table = max((k for k, t in enumerate(tb) if t > 1), default=-1)
+    if all(i == 1 for i in ib[:last_table + 1]):
+        return ops.reshape(taken, shape)  # the index's dims all follow the table's
+    ndim = len(tb)
+    axes = tuple(a for k in range(ndim) for a in (k, ndim + k))
+    return ops.reshape(ops.permute(taken, axes), shape)
+
+
+def _broadcast_index(table, index) -> tuple:
+    # One integer array per dim of ``table``, broadcasting together with ``index`` (padded
+    # to the batch's ndim) to the batch shape: aranges over table's batch dims (size 1:
+    # zeros), then the index. All dims are advanced indices, so the result keeps the
+    # broadcast order of the dims.
+    ndim = len(index.shape)
+    pad = ndim - (len(table.shape) - 1)
+    lead = tuple(ops.reshape(ops.new_arange(index, 0, size, 1),
+                             (1,) * (pad + k) + (size,) + (1,) * (ndim - pad - k - 1))
+                 for k, size in enumerate(table.shape[:-1]))
+    return (*lead, index)
+
 
 
 # -- sampling --------------------------------------------------------------------------------

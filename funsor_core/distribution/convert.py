@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import numbers
+import weakref
 from types import ModuleType
 
 import numpy as np
@@ -38,6 +39,8 @@ from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
 from funsor_core.engine.backend import BackendTable, backend_of
+from funsor_core.engine.cache import FastCache
+from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.interop.data import to_data
 from funsor_core.terms.base import DomainError, Variable, register_term_hook, to_funsor
 
@@ -151,7 +154,43 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
             return wrapped
         return _family_to_funsor(raw, td, dim_to_name, reinterpreted, backend)
 
-    return convert(raw, dim_to_name or {}, 0)
+    key = (id(raw), tuple(dim_to_name.items()) if dim_to_name else (), get_interpretation())
+    state = _state(raw, td)
+    hit = _CONVERTED.data.get(key)
+    if hit is not None and hit[0]() is raw and hit[1] == state:
+        return hit[2]
+    result = convert(raw, dim_to_name or {}, 0)
+    if state is not None:
+        _CONVERTED.put(key, (weakref.ref(raw), state, result))
+    return result
+
+
+# A distribution object converted again with the same dims under the same interpretation is
+# the same term: Pyro converts each enumerated site's distribution twice (its log measure,
+# its trace entry), K^2 T numbers each at an HMM step. Keyed by the object's id, checked by a
+# weak reference (an id is reused once its object is gone) and by ``_state``.
+_CONVERTED = FastCache("distribution.converted", 8)
+
+
+def _state(raw, td) -> tuple | None:
+    # Each attribute's name, identity and in-place version (torch's counter; a lazily added
+    # attribute, such as torch's cached ``logits``, changes it too); None where an attribute
+    # could change unseen (a numpy array, a container) or is not torch's (a jax array, maybe
+    # a tracer that must not outlive its trace): no reuse then.
+    out = []
+    for name, v in vars(raw).items():
+        if isinstance(v, td.Distribution):
+            inner = _state(v, td)
+            if inner is None:
+                return None
+            out.append((name, id(v), inner))
+        elif hasattr(v, "_version"):
+            out.append((name, id(v), v._version))
+        elif hasattr(v, "shape") or isinstance(v, (list, dict, set)):
+            return None
+        else:
+            out.append((name, id(v)))
+    return tuple(out)
 
 
 def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int,

@@ -1,4 +1,4 @@
-"""A Categorical's log density at an integer value is a gather (``discrete._take_last``), not
+"""A Categorical's log density at an integer value is a gather (``array_math.take_last``), not
 a one-hot sum: checked against numpy indexing where the value and the probabilities each
 have batch inputs the other lacks (Pyro's enumerated HMM steps; a take of the flat index,
 with the dims in either order) or share one (one advanced index per dim), on numpy, torch
@@ -12,8 +12,8 @@ import torch
 
 import funsor_core as fc
 from funsor_core import distribution as D
-from funsor_core.distribution import discrete
-from funsor_core.distribution.discrete import _take_last
+from funsor_core.distribution import array_math
+from funsor_core.distribution.array_math import take_last
 from funsor_core.domains import Bint
 
 jax.config.update("jax_enable_x64", True)
@@ -25,7 +25,7 @@ LAYOUTS = [("a", "b"), ("b", "a"), ("ab", "b")]
 @pytest.fixture(autouse=True)
 def _always_gather(monkeypatch):
     # Small cases keep the one-hot sum (fewer array calls); these test the gather.
-    monkeypatch.setattr(discrete, "GATHER_ABOVE", 0)
+    monkeypatch.setattr(array_math, "GATHER_ABOVE", 0)
 
 
 def _case(probs_names, value_names):
@@ -84,4 +84,4 @@ def test_take_last_with_the_index_dims_first():
     rng = np.random.default_rng(1)
     table, index = rng.normal(size=(1, 4, 6)), rng.integers(0, 6, size=(3, 1))
     expected = np.array([[table[0, j, index[i, 0]] for j in range(4)] for i in range(3)])
-    np.testing.assert_array_equal(_take_last(table, index), expected)
+    np.testing.assert_array_equal(take_last(table, index), expected)

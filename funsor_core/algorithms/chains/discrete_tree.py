@@ -214,21 +214,44 @@ def linear_exp(x) -> tuple:
         >>> p.tolist(), floor > 1e-300
         ([[0.0, 1.0], [1.0, 0.36787944117144233]], True)
     """
-    cut = _CUTS.get(x.dtype)
-    if cut is None:
-        name = x.dtype if isinstance(x.dtype, np.dtype) else str(x.dtype).rsplit(".", 1)[-1]
-        info = np.finfo(name)
-        cut = _CUTS[x.dtype] = (None if info.bits <= 32 else math.log(info.tiny) / 2,
-                                info.eps, float(info.tiny / info.eps))
-    low, eps, floor = cut
+    low, floor = _cut(x.dtype, x.shape[-1])
     if low is None:
         return ops.exp(x), floor
     kept = ops.ge(x, low)
     p = ops.where(kept, ops.exp(ops.clamp(x, low, None)), ops.full_like(x, 0.0))
-    return p, max(floor, float(x.shape[-1] * math.exp(low) / eps))
+    return p, floor
+
+
+def _cut(dtype, k: int) -> tuple:
+    # (the log below which linear_exp makes exact zeros, or None; its floor) for k states
+    cut = _CUTS.get(dtype)
+    if cut is None:
+        name = dtype if isinstance(dtype, np.dtype) else str(dtype).rsplit(".", 1)[-1]
+        info = np.finfo(name)
+        cut = _CUTS[dtype] = (None if info.bits <= 32 else math.log(info.tiny) / 2,
+                              info.eps, float(info.tiny / info.eps))
+    low, eps, floor = cut
+    return low, floor if low is None else max(floor, float(k * math.exp(low) / eps))
 
 
 _CUTS: dict = {}
+
+
+def _first_round_fails(mats, c, floor: float) -> bool:
+    # Shifted by its maximum, a step is at most 1, so an entry of a first-round product
+    # (P_a P_b)_ij = sum_k P_a[i, k] P_b[k, j] is at most K max_k P_a[i, k] and at most
+    # K max_k P_b[k, j]: a row of a left operand, or a column of a right one, whose largest
+    # entry is below floor / K (e below, for rounding) puts an entry below the floor (an HMM
+    # step whose emissions span more than the dtype's range). Known before the exps and the
+    # products; read on the host; it never decides success, and a NaN decides nothing.
+    n, k = mats.shape[0], mats.shape[-1]
+    left, right = slice(0, n - 1 if n % 2 else n, 2), slice(1, n, 2)
+    bound = math.log(floor / k) - 1.0
+    rows = ops.amax(ops.detach(mats[left]), -1, keepdims=True) - c[left]
+    if bool(ops.amin(rows) < bound):
+        return True
+    cols = ops.amax(ops.detach(mats[right]), -2, keepdims=True) - c[right]
+    return bool(ops.amin(cols) < bound)
 
 
 def single_precision(dtype) -> bool:
@@ -442,6 +465,8 @@ def scaled_log_tree(mats, stop: int = 1) -> list | None:
 def _scaled_log_tree(mats, stop: int):
     xp = backend_of(mats).LOOP_FNS
     c = xp.max2(mats)  # (T, *batch, 1, 1)
+    if _first_round_fails(mats, c, _cut(mats.dtype, mats.shape[-1])[1]):
+        return None
     p, floor = linear_exp(mats - c)  # NaN where c is not finite: the check below fails then
     # Each product is divided by its (detached) maximum; the final product is the product
     # of all steps, so every divisor multiplies into it once, whatever its round. The later

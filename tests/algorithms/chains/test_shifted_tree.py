@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from funsor_core import ops
+from funsor_core.algorithms.chains import discrete_tree as dt
 from funsor_core.algorithms.chains.discrete_tree import (
     checked_shifted_tree,
     linear_exp,
@@ -94,3 +95,35 @@ def test_eager_chain_and_gradient_where_one_shift_underflows():
     assert torch.allclose(actual, expected.detach(), rtol=1e-12)
     for g, e in zip(torch.autograd.grad(actual * weights, (base, left)), grads):
         assert torch.allclose(g, e, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scaled_tree_skips_only_a_first_round_that_fails(backend, monkeypatch):
+    # The bound read before the exps (a row of a left operand or a column of a right one
+    # below floor / K) against the first round computed: a skip is a product entry below
+    # the floor, and the tree's answer is the one without the bound (None, or the same
+    # matrices), for spreads around the double range (log(tiny / eps) ~ -672 nats).
+    rng = np.random.default_rng(5)
+    skipped = 0
+    for spread in [0.0, 10.0, 250.0, 320.0, 400.0, 700.0, 1500.0]:
+        for duration, transpose in [(2, False), (5, True), (8, False)]:
+            mats = _hmm_steps(rng, duration, 4, spread)
+            if transpose:  # emissions over the previous state: the rows span the range
+                mats = np.swapaxes(mats, -1, -2).copy()
+            c = mats.max(axis=(-2, -1), keepdims=True)
+            p, floor = linear_exp(mats - c)
+            n = duration - duration % 2
+            first = np.min(p[0:n:2] @ p[1:n:2])
+            if dt._first_round_fails(_to(backend, mats), _to(backend, c), floor):
+                skipped += 1
+                assert first < floor, (spread, duration)
+            got = scaled_log_tree(_to(backend, mats))
+            with monkeypatch.context() as m:
+                m.setattr(dt, "_first_round_fails", lambda *a: False)
+                want = scaled_log_tree(_to(backend, mats))
+            assert (got is None) == (want is None), (spread, duration)
+            if got is not None:
+                np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]),
+                                           rtol=0, atol=0)
+                np.testing.assert_allclose(np.asarray(got[0]), _fold(mats), rtol=1e-10)
+    assert skipped >= 6  # the wide spreads are decided before the exps
