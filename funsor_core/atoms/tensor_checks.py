@@ -24,7 +24,7 @@ from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.cons import Entry, _forgetter, cons_table
-from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.base import Variable
@@ -173,7 +173,7 @@ class TensorMeta(FunsorMeta):
                 ikey, sizes, shared = known
                 shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
                 if shape == sizes or shape[:len(sizes)] == sizes:
-                    state = _STATE.get(None)
+                    state = _STATE_GET(None)
                     interp = _DEFAULT[0] if state is None else state[0]
                     if interp._direct.get(cls) or interp.builds_class_as_is(cls):
                         if cls is not _TENSOR[0]:

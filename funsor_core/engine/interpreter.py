@@ -524,6 +524,10 @@ def _short(term: Any) -> str:
 reflect = Interpretation("reflect")
 
 _STATE: contextvars.ContextVar = contextvars.ContextVar("funsor_core_interpretation")
+# ``_STATE.get`` bound once, for the hot paths of term construction: CPython 3.11 compiles
+# ``_STATE.get(None)`` on a name imported from this module as an attribute load that builds
+# a bound method per call (~500 instructions).
+_STATE_GET = _STATE.get
 _DEFAULT = [reflect]
 
 

@@ -13,7 +13,7 @@ import contextvars
 from typing import Any
 
 from funsor_core.engine.backend import announce_term_class
-from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.typing import deep_isinstance, params_subclass
 from funsor_core.ops.op import is_array_type
 
@@ -99,7 +99,7 @@ class FunsorMeta(type):
     def __call__(cls, *args, **kwargs):
         # (A plain call when there are no keywords: the hot path of every eager op.)
         args = cls._prepare(*args, **kwargs) if kwargs else cls._prepare(*args)
-        state = _STATE.get(None)
+        state = _STATE_GET(None)
         interp = _DEFAULT[0] if state is None else state[0]
         if cls._stash is None:
             return interp.interpret(cls, args)

@@ -35,7 +35,7 @@ from funsor_core import ops
 from funsor_core.domains import Domain
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.cons import build
-from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.protocol import FunsorMeta, pending_setup, pending_slot
 from funsor_core.terms.backend_check import array_backend, check_backends
 from funsor_core.terms.base import Binary, Funsor, Number, merge_all_inputs, to_funsor
@@ -269,7 +269,7 @@ class ContractionMeta(FunsorMeta):
 def _through_interpretation(cls, args: tuple, slot: list):
     # ``cls(*args)`` for prepared ``args`` under the active interpretation; what ``_prepare``
     # left in ``slot`` for ``_setup`` is cleared however the build ends.
-    state = _STATE.get(None)
+    state = _STATE_GET(None)
     interp = _DEFAULT[0] if state is None else state[0]
     try:
         # (The cache of ``builds_class_as_is`` read in place: a miss, or False, asks.)
