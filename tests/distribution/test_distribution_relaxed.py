@@ -212,3 +212,20 @@ def test_convert_to_and_from_torch(make):
     value = fc.Tensor(x, {"i": Bint[2]}) if not raw.event_shape else fc.Tensor(x)["i"]
     np.testing.assert_allclose(_np(f(value=value).align(("i",)).data),
                                raw.log_prob(x).double().numpy(), rtol=1e-5)
+
+
+def test_pyro_wrappers_at_funsors_module_path_convert():
+    pytest.importorskip("pyro")
+    from funsor_core.torch import distributions as face
+
+    base = torch.distributions.Normal(torch.zeros(2, dtype=torch.float64), 1.0)
+    mask = torch.tensor([True, False])
+    for raw in [face.MaskedDistribution(base, mask), face.ExpandedDistribution(base, (3, 2))]:
+        x = torch.full(tuple(raw.batch_shape), 0.5, dtype=torch.float64)
+        f = fc.to_funsor(raw, fc.Real, {-1: "i", -2: "j"})
+        names = tuple(k for k in ("j", "i") if k in f.inputs)
+        value = fc.Tensor(x, {"j": Bint[3], "i": Bint[2]} if len(names) == 2 else {"i": Bint[2]})
+        actual = f(value=value).align(names).data
+        np.testing.assert_allclose(_np(actual), raw.log_prob(x).numpy(), rtol=1e-12)
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = face.Nope
