@@ -52,8 +52,10 @@ def _cb_log_normalizer(logits):
 
 
 def _softplus(x):
-    # log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
-    return ops.clamp(x, min=0.0) + ops.log1p(ops.exp(-ops.abs(x)))
+    # log(1 + e^x) without overflow, x + log1p(e^-x) for x > 0; each branch clamped so the
+    # other's exp stays finite, and the gradient at 0 is sigmoid(0) = 1/2 (not |x|'s kink).
+    return ops.where(x > 0, x + ops.log1p(ops.exp(-ops.clamp(x, min=0.0))),
+                     ops.log1p(ops.exp(ops.clamp(x, max=0.0))))
 
 
 def _unit_clamp(x):

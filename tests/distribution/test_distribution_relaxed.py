@@ -229,3 +229,18 @@ def test_pyro_wrappers_at_funsors_module_path_convert():
         np.testing.assert_allclose(_np(actual), raw.log_prob(x).numpy(), rtol=1e-12)
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         _ = face.Nope
+
+
+def test_log_prob_gradients_match_torch_at_and_near_one_half():
+    # At logits = 0 exactly both the Taylor branch and softplus's kink are hit.
+    logits = np.array([0.0, 1e-5, 0.3, -2.0])
+    for family, peer, args in [
+        (ContinuousBernoulli, lambda z: torch.distributions.ContinuousBernoulli(logits=z), ()),
+        (RelaxedBernoulli, lambda z: torch.distributions.RelaxedBernoulli(
+            torch.tensor(0.7, dtype=torch.float64), logits=z), (0.7,))]:
+        ours, theirs = (torch.tensor(logits, requires_grad=True) for _ in range(2))
+        value = torch.tensor(0.5, dtype=torch.float64)
+        lp = family(*args, fc.Tensor(ours, {"i": Bint[4]}), value=fc.Tensor(value)).data
+        (grad,) = torch.autograd.grad(lp.sum(), [ours])
+        (expected,) = torch.autograd.grad(peer(theirs).log_prob(value).sum(), [theirs])
+        np.testing.assert_allclose(grad.numpy(), expected.numpy(), rtol=1e-6, atol=1e-12)
