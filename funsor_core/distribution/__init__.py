@@ -5,7 +5,8 @@ Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises (``con
 Categorical, CategoricalLogits, Bernoulli (BernoulliProbs, BernoulliLogits), Binomial,
 Multinomial, Poisson, DirichletMultinomial, BetaBinomial, GammaPoisson, Delta (``discrete``);
 HalfNormal, HalfCauchy, Cauchy, Gumbel, Logistic, Chi2, FisherSnedecor, Pareto, Weibull,
-Geometric, NegativeBinomial, OneHotCategorical (``served``).
+Geometric, NegativeBinomial, OneHotCategorical (``served``); ContinuousBernoulli,
+RelaxedBernoulli, LowRankMultivariateNormal (``relaxed``).
 No pyro or numpyro: the densities are written once with ``funsor_core.ops`` and run on numpy,
 torch and jax (also under ``jax.jit``). Models are sums of distribution funsors, and every
 interpretation applies: exact evaluation, Gaussian conversion of affine Normals, conjugate
@@ -59,6 +60,11 @@ from funsor_core.distribution.discrete import (
     Multinomial,
     Poisson,
 )
+from funsor_core.distribution.relaxed import (
+    ContinuousBernoulli,
+    LowRankMultivariateNormal,
+    RelaxedBernoulli,
+)
 from funsor_core.distribution.served import (
     Cauchy,
     Chi2,
@@ -86,4 +92,5 @@ __all__ = [
     "GammaPoisson", "Delta",
     "HalfNormal", "HalfCauchy", "Cauchy", "Gumbel", "Logistic", "Chi2", "Pareto", "Weibull",
     "Geometric", "NegativeBinomial", "FisherSnedecor", "OneHotCategorical",
+    "ContinuousBernoulli", "RelaxedBernoulli", "LowRankMultivariateNormal",
 ]

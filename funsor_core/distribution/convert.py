@@ -15,7 +15,8 @@ Families with a torch.distributions counterpart: Normal, LogNormal, Multivariate
 Gamma, Beta, Dirichlet, Exponential, Laplace, StudentT, Uniform, VonMises, Categorical
 (``probs`` or ``logits``), Bernoulli (``probs`` or ``logits``), Binomial, Multinomial,
 Poisson, HalfNormal, HalfCauchy, Cauchy, Gumbel, Chi2, FisherSnedecor, Pareto, Weibull,
-Geometric, NegativeBinomial, OneHotCategorical (and an ``Independent`` of any of these).
+Geometric, NegativeBinomial, OneHotCategorical, ContinuousBernoulli, RelaxedBernoulli,
+LowRankMultivariateNormal (and an ``Independent`` of any of these).
 
 Example:
     >>> import torch
@@ -60,6 +61,8 @@ TORCH_NAMES = {
     "Cauchy": "Cauchy", "Gumbel": "Gumbel", "Chi2": "Chi2", "Pareto": "Pareto",
     "Weibull": "Weibull", "Geometric": "Geometric", "NegativeBinomial": "NegativeBinomial",
     "FisherSnedecor": "FisherSnedecor", "OneHotCategorical": "OneHotCategorical",
+    "ContinuousBernoulli": "ContinuousBernoulli", "RelaxedBernoulli": "RelaxedBernoulli",
+    "LowRankMultivariateNormal": "LowRankMultivariateNormal",
 }
 # torch class -> family, where the family depends on which parameter was given.
 _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),
@@ -68,7 +71,8 @@ _BY_PARAM = {"Categorical": ("CategoricalLogits", "Categorical"),
 # are functions choosing one) -> family.
 _PARAM_CLASSES = {"BernoulliProbs": "BernoulliProbs", "BernoulliLogits": "BernoulliLogits",
                   "CategoricalProbs": "Categorical", "CategoricalLogits": "CategoricalLogits",
-                  "BinomialProbs": "Binomial", "MultinomialProbs": "Multinomial"}
+                  "BinomialProbs": "Binomial", "MultinomialProbs": "Multinomial",
+                  "RelaxedBernoulliLogits": "RelaxedBernoulli"}
 
 
 def _library(backend: ModuleType | None = None) -> ModuleType:

@@ -1,6 +1,8 @@
 """funsor's ``funsor.torch.distributions``: the distribution families (the same classes as
 ``funsor_core.distribution``, on every backend), and ``dist``, the torch distributions
 library (``torch.distributions`` here; pyro's in funsor), as funsor's tests use it.
+funsor also re-exports pyro's ``ExpandedDistribution`` and ``MaskedDistribution`` here; they
+are looked up in pyro when first asked for (``funsor_core.compat.pyro_wrappers``).
 
 Importing this module imports torch; nothing else in funsor-core does.
 
@@ -12,6 +14,8 @@ Example:
 
 import torch.distributions as dist
 
+# pyro's ExpandedDistribution and MaskedDistribution, served on first use by this __getattr__.
+from funsor_core.compat.pyro_wrappers import __getattr__  # noqa: F401
 from funsor_core.distribution import *  # noqa: F403
 from funsor_core.distribution import __all__ as _families
 

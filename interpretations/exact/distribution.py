@@ -2,8 +2,8 @@
 
 - A family whose arguments are all Tensors is its log density: a Tensor over the union of
   their inputs. Anything lazy keeps the term (no rule fires).
-- Normal and MultivariateNormal with ``loc`` and ``value`` affine in real variables and a
-  Tensor scale become a Gaussian plus a Tensor normalizer (exact).
+- Normal, MultivariateNormal and LowRankMultivariateNormal with ``loc`` and ``value`` affine
+  in real variables and Tensor scales become a Gaussian plus a Tensor normalizer (exact).
 - Delta with a Variable on one side becomes the Delta atom; a Categorical of Tensor
   parameters with a Variable value becomes its table (a Tensor over the value).
 - A distribution integrates to one over its value: reducing it with ``logaddexp`` over a
@@ -24,12 +24,14 @@ import math
 from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensors
 from funsor_core.distribution.array_math import nan_invalid, normalizer, with_arrays
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
+from funsor_core.distribution.relaxed import LowRankMultivariateNormal, low_rank_scale_tril
+from funsor_core.domains import Reals
 from funsor_core.engine.fast_path import array_program
 from funsor_core.engine.interpreter import Tuple, interpret
 from funsor_core.terms.base import Funsor, Number, Reduce, Variable
@@ -97,6 +99,21 @@ def exact_mvn_affine(loc, scale_tril, value):
     if not _affine_reals(loc, value):
         return None
     return mvn_to_gaussian(loc, scale_tril, value)
+
+
+# LowRankMultivariateNormal(loc, W, D, value) = MultivariateNormal(loc, chol(W W^T + diag D)).
+@exact.register(LowRankMultivariateNormal, Funsor, Tensor, Tensor, Funsor)
+def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
+    if not _affine_reals(loc, value):
+        return None
+    inputs, (w, d) = align_tensors(cov_factor, cov_diag, expand=True)
+    batch_w, batch_d = cov_factor.shape[:-2], cov_diag.shape[:-1]
+    k = len(inputs)
+    # Pad the shorter output batch with ones after the input dims, so they broadcast.
+    w = ops.reshape(w, w.shape[:k] + (1,) * (len(batch_d) - len(batch_w)) + w.shape[k:])
+    d = ops.reshape(d, d.shape[:k] + (1,) * (len(batch_w) - len(batch_d)) + d.shape[k:])
+    tril = low_rank_scale_tril(w, d)
+    return mvn_to_gaussian(loc, Tensor(tril, inputs, Reals[tuple(tril.shape[k:])]), value)
 
 
 # Categorical(Tensor, Variable v) = its table over v (a Bint value takes finitely many values):

@@ -107,8 +107,8 @@ def test_independent_dims_become_batch_output_dims():
 
 def test_conversion_errors_are_clear():
     with pytest.raises(NotImplementedError,
-                       match="cannot convert torch.distributions.RelaxedBernoulli"):
-        fc.to_funsor(td.RelaxedBernoulli(1.0, probs=0.3), Real)
+                       match="cannot convert torch.distributions.Kumaraswamy"):
+        fc.to_funsor(td.Kumaraswamy(torch.tensor(1.0), torch.tensor(2.0)), Real)
     with lazy:
         f = D.Normal(fc.Tensor(np.zeros(2), {"i": Bint[2]}), 1.0)
     with pytest.raises(TypeError, match="needs torch arrays, but its parameters hold"):

@@ -29,6 +29,9 @@ CASES = [
     lambda: nd.Dirichlet(jnp.array([[1.0, 2.0, 0.5], [0.3, 0.3, 4.0]])),
     lambda: nd.MultivariateNormal(jnp.zeros((2, 2)), jnp.array([[2.0, 0.3], [0.3, 1.0]])),
     lambda: nd.Normal(jnp.zeros(2), 1.0).mask(jnp.array([True, False])),
+    lambda: nd.RelaxedBernoulliLogits(0.7, jnp.array([0.3, -1.0])),
+    lambda: nd.LowRankMultivariateNormal(jnp.zeros((2, 3)), jnp.array([[1.0], [0.5], [-1.0]]),
+                                         jnp.array([1.0, 0.5, 2.0])),
 ]
 
 
