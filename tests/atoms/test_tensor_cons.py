@@ -132,3 +132,32 @@ def test_jit_sees_the_same_terms():
     np.testing.assert_allclose(np.asarray(jax.jit(f)(a)), expected, rtol=1e-6)
     back = jax.tree_util.tree_unflatten(tree, leaves)
     assert back.inputs == t.inputs and back.data is a
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numpy_view", "numpy_scalar", "torch", "torch_grad"])
+def test_reused_ids_of_dead_arrays_never_return_other_data(kind):
+    # Temporaries die each iteration, so CPython hands their ids to the next arrays; a
+    # Tensor built from an array must hold that array's numbers (oracle: numpy of the input),
+    # whether the Tensor of the dead array is still alive (kept) or dead too.
+    if kind.startswith("torch"):
+        torch = pytest.importorskip("torch")
+    make = {
+        "numpy": lambda v: np.full(2, v),
+        "numpy_view": lambda v: np.full((2, 2), v)[:, 0],
+        "numpy_scalar": lambda v: np.float64(v),
+        "torch": lambda v: torch.full((2,), v),
+        "torch_grad": lambda v: torch.full((2,), v, requires_grad=True) * 1.0,
+    }[kind]
+    kept, seen = [], set()
+    for i in range(120):
+        x = make(float(i))
+        seen.add(id(x))
+        t = fc.Tensor(x, {} if np.ndim(x.detach() if kind == "torch_grad" else x) == 0
+                      else {"i": B2})
+        data = t.data.detach() if hasattr(t.data, "detach") else t.data
+        expect = x.detach() if hasattr(x, "detach") else x
+        np.testing.assert_array_equal(np.asarray(data), np.asarray(expect))
+        if i % 2:
+            kept.append(t)
+        del x, t, data, expect
+    assert len(seen) < 120  # ids were reused: the case this test is about
