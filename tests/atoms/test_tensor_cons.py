@@ -149,7 +149,7 @@ def test_reused_ids_of_dead_arrays_never_return_other_data(kind):
         "torch_grad": lambda v: torch.full((2,), v, requires_grad=True) * 1.0,
     }[kind]
     kept, seen = [], set()
-    for i in range(120):
+    for i in range(300):
         x = make(float(i))
         seen.add(id(x))
         t = fc.Tensor(x, {} if np.ndim(x.detach() if kind == "torch_grad" else x) == 0
@@ -160,4 +160,4 @@ def test_reused_ids_of_dead_arrays_never_return_other_data(kind):
         if i % 2:
             kept.append(t)
         del x, t, data, expect
-    assert len(seen) < 120  # ids were reused: the case this test is about
+    assert len(seen) < 300, len(seen)  # ids were reused: the case this test is about
