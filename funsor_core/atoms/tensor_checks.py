@@ -28,7 +28,7 @@ from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.inputs import DomainError
 
-__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args"]
+__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args", "out_of_range"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -40,6 +40,12 @@ _FLOAT_BINT = (
     "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
     "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
     "or leave dtype='real' for real values."
+)
+
+_OUT_OF_RANGE = (
+    "Tensor data with dtype {n} must hold Bint[{n}] values (the integers 0 to {m}), but its "
+    "values span [{lo}, {hi}]; pass the bound that covers them, e.g. dtype={hi1}, or fix the "
+    "data."
 )
 
 # Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
@@ -119,7 +125,38 @@ def check_dtype(data, dtype, batch_ndim: int | None = None):
             raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
         if ops.is_floating(data):
             raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
+        _check_value_range(data, dtype)
     return dtype
+
+
+def _check_value_range(data, n: int) -> None:
+    # Concrete integer data must hold values of Bint[n]: 5 in a Bint[2] tensor would index
+    # past the end later, or (as a jax gather clamps) give a plausible wrong number. Traced
+    # values (jax.jit) are not read; their gathers mask out-of-range indices instead.
+    span = out_of_range(data, n)
+    if span is not None:
+        raise DomainError(_OUT_OF_RANGE.format(n=n, m=n - 1, lo=span[0], hi=span[1],
+                                               hi1=max(span[1] + 1, 1)))
+
+
+def out_of_range(data, n: int) -> tuple | None:
+    """``(min, max)`` of concrete integer ``data`` when a value lies outside ``0 .. n-1``,
+    else None (also for traced values, which are never read).
+
+    Example:
+        >>> out_of_range(np.array([0, 5, 1]), 2), out_of_range(np.array([0, 1]), 2)
+        ((0, 5), None)
+    """
+    if type(data) is not np.ndarray:
+        if not ops.is_concrete(data):
+            return None
+        data = ops.to_numpy(data)
+    if data.size == 0:
+        return None
+    lo, hi = data.min(), data.max()
+    if lo < 0 or hi >= n:
+        return int(lo), int(hi)
+    return None
 
 
 def _as_inputs(inputs) -> tuple:
