@@ -164,7 +164,12 @@ def _as_inputs(inputs) -> tuple:
         return ()
     if isinstance(inputs, dict):
         return tuple(inputs.items())
-    return tuple(inputs)
+    pairs = () if isinstance(inputs, str) else tuple(inputs)
+    if isinstance(inputs, str) or not all(
+            isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs):
+        raise TypeError(f"Tensor inputs must map names to Bint domains, e.g. "
+                        f"{{'i': Bint[2]}} or [('i', Bint[2])], got {inputs!r}")
+    return tuple(tuple(pair) for pair in pairs)
 
 
 # The fast path's view of a validated signature: ``tuple(inputs.items())`` -> (the interned
