@@ -1,0 +1,51 @@
+"""``markov_marginals`` of a chain with zero-probability evidence under ``jax.jit`` (h53):
+eagerly it raises (no posterior), but under ``jit`` it returned the -inf total beside pairs of
+0, which pass for marginals. The pairs of a dead batch entry are now NaN; a live entry beside
+it is checked against brute-force enumeration of every path."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.sum_product import markov_marginals
+
+T, K = 3, 2
+
+
+def _brute_pairs(logits):
+    # p(x_t = a, x_{t+1} = b) by enumerating every path of T + 1 states.
+    paths = list(itertools.product(range(K), repeat=T + 1))
+    scores = np.array([sum(logits[t, p[t], p[t + 1]] for t in range(T)) for p in paths])
+    total = logsumexp(scores)
+    pairs = np.zeros((T, K, K))
+    for p, s in zip(paths, scores):
+        for t in range(T):
+            pairs[t, p[t], p[t + 1]] += np.exp(s - total)
+    return total, pairs
+
+
+def test_dead_entry_under_jit_gives_nan_pairs_beside_a_live_entry():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    logits = np.random.default_rng(0).normal(size=(T, 2, K, K))
+    logits[1, 1] = -np.inf  # batch entry b=1: step 1 forbids every transition
+
+    @jax.jit
+    def run(x):
+        steps = fc.Tensor(x, {"t": fc.Bint[T], "b": fc.Bint[2], "x_prev": fc.Bint[K],
+                              "x_curr": fc.Bint[K]})
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, steps, "t",
+                                        {"x_prev": "x_curr"})
+        return total.align(("b",)).data, pairs.align(("t", "b", "x_prev", "x_curr")).data
+
+    total, pairs = (np.asarray(a) for a in run(jnp.array(logits, dtype=jnp.float32)))
+    want_total, want_pairs = _brute_pairs(logits[:, 0])
+    np.testing.assert_allclose(total[0], want_total, rtol=1e-5)
+    np.testing.assert_allclose(pairs[:, 0], want_pairs, atol=1e-5)
+    assert total[1] == -np.inf and np.isnan(pairs[:, 1]).all()  # was 0 everywhere
