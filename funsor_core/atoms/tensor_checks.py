@@ -151,9 +151,14 @@ def out_of_range(data, n: int) -> tuple | None:
         if not ops.is_concrete(data):
             return None
         data = ops.to_numpy(data)
-    if data.size == 0:
+    size = data.size
+    if size == 0:
         return None
-    lo, hi = data.min(), data.max()
+    if size <= 64:  # Python's min/max of a short list: ~0.5 us, against ~3 us for numpy's
+        values = data.ravel().tolist()
+        lo, hi = min(values), max(values)
+    else:
+        lo, hi = data.min(), data.max()
     if lo < 0 or hi >= n:
         return int(lo), int(hi)
     return None
