@@ -49,3 +49,27 @@ def test_dead_entry_under_jit_gives_nan_pairs_beside_a_live_entry():
     np.testing.assert_allclose(total[0], want_total, rtol=1e-5)
     np.testing.assert_allclose(pairs[:, 0], want_pairs, atol=1e-5)
     assert total[1] == -np.inf and np.isnan(pairs[:, 1]).all()  # was 0 everywhere
+
+
+def test_swapped_semiring_raises_where_it_gave_a_number():
+    # (add, logaddexp) is no semiring: the chain gave [[11.06, ...]] where the sum over paths
+    # of the logaddexp along them is [[16.46, ...]]; it now raises naming the swap.
+    from funsor_core.sum_product import (
+        MarkovProduct,
+        naive_sequential_sum_product,
+        sequential_sum_product,
+    )
+
+    logits = np.random.default_rng(1).normal(size=(T, K, K))
+    steps = fc.Tensor(logits, {"t": fc.Bint[T], "x_prev": fc.Bint[K], "x_curr": fc.Bint[K]})
+    swapped = (r"prod_op ops.logaddexp does not distribute over sum_op ops.add.*"
+               r"arguments are swapped")
+    for fn in (MarkovProduct, sequential_sum_product, naive_sequential_sum_product):
+        with pytest.raises(ValueError, match=swapped):
+            fn(ops.add, ops.logaddexp, steps, "t", {"x_prev": "x_curr"})
+    got = MarkovProduct(ops.logaddexp, ops.add, steps, "t", {"x_prev": "x_curr"})
+    want = np.array([[logsumexp([sum(logits[t, p[t], p[t + 1]] for t in range(T))
+                                 for p in itertools.product(range(K), repeat=T + 1)
+                                 if p[0] == a and p[-1] == b]) for b in range(K)]
+                     for a in range(K)])
+    np.testing.assert_allclose(got.align(("x_prev", "x_curr")).data, want, rtol=1e-12)
