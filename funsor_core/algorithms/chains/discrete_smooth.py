@@ -197,7 +197,8 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
 
     def to_torch(x):
         if isinstance(x, np.ndarray):
-            return torch_backend.asarray(np.ascontiguousarray(x))
+            # (reshaped: ascontiguousarray makes a 0-d array, a scalar length, 1-d)
+            return torch_backend.asarray(np.ascontiguousarray(x).reshape(x.shape))
         if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
             return Tensor(to_torch(x.data), x.inputs, x.dtype)
         return x

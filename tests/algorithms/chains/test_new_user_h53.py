@@ -73,3 +73,17 @@ def test_swapped_semiring_raises_where_it_gave_a_number():
                                  if p[0] == a and p[-1] == b]) for b in range(K)]
                      for a in range(K)])
     np.testing.assert_allclose(got.align(("x_prev", "x_curr")).data, want, rtol=1e-12)
+
+
+def test_a_scalar_numpy_length_is_one_length_for_the_chain():
+    # A 0-d numpy length went to torch as shape (1,) and was refused as "not one number".
+    logits = np.random.default_rng(2).normal(size=(T, K, K))
+    steps = fc.Tensor(logits, {"t": fc.Bint[T], "x_prev": fc.Bint[K], "x_curr": fc.Bint[K]})
+    total, _ = markov_marginals(ops.logaddexp, ops.add, steps, "t", {"x_prev": "x_curr"},
+                                lengths=fc.Tensor(np.array(2), {}, T + 1))
+    want = logsumexp([logits[0, a, b] + logits[1, b, c]
+                      for a, b, c in itertools.product(range(K), repeat=3)])
+    np.testing.assert_allclose(float(total.data), want, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"lengths must be integers in 0\.\.3 .* got \[7\]"):
+        markov_marginals(ops.logaddexp, ops.add, steps, "t", {"x_prev": "x_curr"},
+                         lengths=fc.Tensor(np.array(7), {}, 10))
