@@ -19,6 +19,10 @@ from funsor_core import ops
 from funsor_core.atoms.tensor_checks import (
     KNOWN_INPUTS,
     TensorMeta,
+    _add_input,
+    _arange_at,
+    _as_int_index,
+    _check_index_range,
     check_dtype,
     check_tensor_args,
     progression_slices,
@@ -36,7 +40,7 @@ from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module
 from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import is_array_type
-from funsor_core.terms.base import DomainError, Funsor, Number, Variable
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.reshaping import Slice
 
 __all__ = ["Tensor", "align_tensor", "align_tensors", "align_binary", "is_array", "index_tensor",
@@ -487,13 +491,6 @@ def _slice_in_place(t: Tensor, values: dict) -> Tensor | None:
     return Tensor.make(t.data[tuple(index)], inputs, t.dtype)
 
 
-def _as_int_index(data):
-    # A comparison result used as a Bint[2] index must select, not mask: index by 0/1.
-    if str(getattr(data, "dtype", "")).endswith("bool"):
-        return ops.astype(data, "int")
-    return data
-
-
 def _mask_invalid(data, new_inputs, values, t):
     # NaN wherever any traced index was out of range (jax clamps; we refuse a plausible value).
     ok = None
@@ -505,34 +502,6 @@ def _mask_invalid(data, new_inputs, values, t):
             ok = in_range if ok is None else ops.and_(ok, in_range)
     ok = ops.reshape(ok, tuple(ok.shape) + (1,) * (len(data.shape) - len(ok.shape)))
     return ops.where(ok, data, ops.full_like(data, float("nan")))
-
-
-def _add_input(inputs: dict, name: str, domain) -> None:
-    other = inputs.get(name)
-    if other is None:
-        inputs[name] = domain
-    elif other is not domain:
-        raise DomainError(f"cannot substitute: input '{name}' would be both {other} and {domain}")
-
-
-def _arange_at(proto, size: int, position: int, ndim: int):
-    shape = [1] * ndim
-    shape[position] = size
-    return ops.reshape(ops.new_arange(proto, size), tuple(shape))
-
-
-def _check_index_range(name: str, size: int, data) -> bool:
-    """Raise DomainError if concrete index values fall outside ``[0, size)``. Returns False
-    when the values are traced (under ``jax.jit``) and cannot be checked, else True."""
-    if 0 in tuple(data.shape):
-        return True
-    if not ops.is_concrete(data):
-        return False
-    lo, hi = int(data.min()), int(data.max())
-    if lo < 0 or hi >= size:
-        raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
-                          f"[{lo}, {hi}]")
-    return True
 
 
 # -- indexing an output dim ---------------------------------------------------------------------

@@ -186,6 +186,11 @@ def _as_index(part, size: int) -> Funsor:
     if isinstance(part, Funsor):
         return part
     if getattr(part, "shape", None) == () and hasattr(part, "dtype"):
+        if ops.is_floating(part):  # int(1.5) would silently pick entry 1
+            raise TypeError(f"a funsor's output is indexed by integers, got a 0-d array of "
+                            f"dtype {part.dtype}; cast it first, e.g. x[int(i)]")
+        if not ops.is_concrete(part):  # traced (jax.jit): a Bint-valued Tensor, whose
+            return to_funsor(part, Bint[size])  # out-of-range values give NaN, not a clamp
         return Number(int(part), size)  # a 0-d integer array
     raise TypeError(f"a funsor's output is indexed by ints, slices, None, ..., names and "
                     f"Bint-valued funsors, got {type(part).__name__}; to index by an array, "

@@ -45,6 +45,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian.host import host_copies
 from funsor_core.atoms.tensor import Tensor, is_array
+from funsor_core.atoms.tensor_checks import out_of_range
 from funsor_core.distribution.array_math import (
     aligned,
     concrete,
@@ -451,6 +452,12 @@ def _value_funsor(cls, value, domain: Domain, proto) -> Funsor:
         except Exception as e:
             raise DomainError(f"{cls.__name__}: value of shape {tuple(array.shape)} does not "
                               f"fit the value domain {domain}") from e
+    if domain.dtype != "real" and not ops.is_floating(array) and out_of_range(
+            array, domain.dtype) is not None:
+        # A value outside 0..n-1 (or 1.7, made -1 by the family) is outside the support, its
+        # log density -inf: the one place a Bint value may be out of range, so it skips the
+        # constructor's range check.
+        return Tensor.make(array, {}, domain.dtype)
     return Tensor(array, (), domain.dtype)
 
 

@@ -228,11 +228,17 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         # integers when a Bint output is asked for, as funsor 0.4.8 accepts them; Tensor
         # itself still refuses float data for a Bint dtype.
         whole = ops.astype(x, "int")
-        if ops.is_concrete(x) and bool((whole != x).any()):  # was truncated silently
-            values = np.asarray(ops.to_numpy(x))
-            frac = values[values != np.round(values)]
-            raise DomainError(f"cannot convert floats to {output}: the values must be "
-                              f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
+        if ops.is_concrete(x):
+            if bool((whole != x).any()):  # would be truncated silently
+                values = np.asarray(ops.to_numpy(x))
+                frac = values[values != np.round(values)]
+                raise DomainError(f"cannot convert floats to {output}: the values must be "
+                                  f"whole numbers (0.0, 1.0, ...), got {frac.ravel()[:3]}")
+        else:
+            # Traced (jax.jit): 1.5 cannot raise, and truncating it to 1 would be a plausible
+            # wrong number. A non-whole value becomes the out-of-range index -1, which every
+            # traced gather already turns into NaN (or declines for Bint data), never a value.
+            whole = ops.where(whole == x, whole, ops.full_like(whole, -1))
         x = whole
     out_shape = () if output is None else output.shape
     if dim_to_name is None:

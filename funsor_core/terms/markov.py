@@ -34,10 +34,11 @@ Example:
 from __future__ import annotations
 
 from funsor_core.engine.cache import FastCache
+from funsor_core.ops.builtin import DISTRIBUTIVE_OPS
 from funsor_core.ops.op import AssociativeOp
 from funsor_core.terms.base import Funsor, Variable
 
-__all__ = ["MarkovProduct", "STRATEGIES", "time_variable"]
+__all__ = ["MarkovProduct", "STRATEGIES", "check_semiring", "time_variable"]
 
 # How the exact rule may evaluate a Markov product (funsor_core.algorithms.chains.cost_model):
 # "auto" lets a cost model choose; None (the default) uses the setting of the enclosing block.
@@ -45,6 +46,29 @@ STRATEGIES = ("auto", "parallel", "sequential")
 
 # The structures (inputs of trans, time, step, step names) that passed ``_check``.
 _CHECKED = FastCache("terms.markov_checked", 1024)  # key -> True
+
+_NOT_A_SEMIRING = (
+    "{what}: prod_op {prod} does not distribute over sum_op {sum}, so a chain has no "
+    "elimination order that gives the sum over paths of the products along them{hint}; "
+    "pass a semiring (sum_op, prod_op) such as (ops.logaddexp, ops.add), (ops.add, ops.mul) "
+    "or (ops.max, ops.add)"
+)
+
+
+def check_semiring(what: str, sum_op, prod_op) -> None:
+    """Raise ValueError unless ``prod_op`` distributes over ``sum_op``
+    (``ops.DISTRIBUTIVE_OPS``): a chain eliminated step by step, or pairwise, computes the sum
+    over paths only then. ``(ops.add, ops.logaddexp)``, the pair swapped, gave a number.
+
+    Example:
+        >>> check_semiring("MarkovProduct", ops.logaddexp, ops.add)  # a semiring: silent
+    """
+    if (sum_op, prod_op) in DISTRIBUTIVE_OPS:
+        return
+    hint = (" (the arguments are swapped: sum_op comes first)"
+            if (prod_op, sum_op) in DISTRIBUTIVE_OPS else "")
+    raise ValueError(_NOT_A_SEMIRING.format(what=what, sum=sum_op, prod=prod_op, hint=hint))
+
 
 _BAD_STEP = ("MarkovProduct: step must map prev names to curr names of trans, e.g. "
              "{{'x_prev': 'x_curr'}}; got {step!r}")
@@ -131,6 +155,7 @@ class MarkovProduct(Funsor):
                             f"ops.logaddexp, ops.add), got {sum_op!r}, {prod_op!r}")
         if not isinstance(trans, Funsor):
             raise TypeError(f"MarkovProduct: trans must be a funsor, got {type(trans).__name__}")
+        check_semiring("MarkovProduct", sum_op, prod_op)
         time = time_variable(trans, time)
         step = _pairs(step)
         step_names = _free_names(step, step_names)

@@ -149,6 +149,7 @@ class Stack(Funsor):
                 raise DomainError(f"Stack parts must share one output, got {out} and {p.output}")
             if name in p.inputs:
                 raise DomainError(f"Stack name '{name}' is already an input of a part")
+        _check_part_domains(parts, "stack")
         parts = check_backends("stack", parts, [f"part {k}" for k in range(len(parts))])
         return name, parts
 
@@ -172,6 +173,21 @@ class Stack(Funsor):
                                         "real" if dtype == "real" else "int")
 
 
+def _check_part_domains(parts: tuple, what: str, skip: str | None = None) -> None:
+    # Checked where the term is built: the exact rule would otherwise fail in the backend's
+    # broadcasting ("operands could not be broadcast"), naming neither input nor part.
+    seen: dict = {}
+    for k, p in enumerate(parts):
+        for n, d in p.inputs.items():
+            if n == skip:
+                continue
+            first = seen.setdefault(n, (k, d))
+            if first[1] is not d:
+                raise DomainError(f"cannot {what}: input '{n}' is {first[1]} in part {first[0]} "
+                                  f"but {d} in part {k}; a name must have one domain in all "
+                                  f"parts (rename one, e.g. part({n}=\"{n}2\"))")
+
+
 class Cat(Funsor):
     """``Cat(name, parts, part_name)``: concatenate parts along their input ``part_name``,
     giving a new input ``name`` whose size is the sum of the parts' sizes."""
@@ -191,6 +207,7 @@ class Cat(Funsor):
             if p.output is not parts[0].output:
                 raise DomainError(f"Cat parts must share one output (as funsor asserts): part 0 "
                                   f"is {parts[0].output}, part {k} is {p.output}")
+        _check_part_domains(parts, "concatenate", part_name)
         parts = check_backends("concatenate", parts, [f"part {k}" for k in range(len(parts))])
         return name, parts, part_name
 

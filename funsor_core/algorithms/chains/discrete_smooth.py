@@ -31,7 +31,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.algorithms.chains.masks import masked_steps
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
@@ -133,7 +133,7 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         NotImplementedError: the chain holds numpy arrays and torch is not installed.
         ValueError: in ``(logaddexp, add)`` or ``(max, add)``, a batch entry's total is -inf
             (mass zero: no posterior) where the values are concrete; under ``jax.jit`` the
-            -inf total is returned beside zero pairs.
+            -inf total is returned beside NaN pairs for that entry.
 
     Example:
         >>> import torch
@@ -174,9 +174,11 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
                                                       factors, strategy, what)
     value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
     batch_inputs = {n: inputs[n] for n in batch}
+    total = Tensor(value, batch_inputs)
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
-        _check_mass(value, batch_inputs, what)
-    return Tensor(value, batch_inputs), Tensor(grad, inputs)
+        if not _check_mass(value, batch_inputs, what):
+            grad = _nan_where_dead(grad, inputs, total)
+    return total, Tensor(grad, inputs)
 
 
 def _numpy_chain(trans, prod_op) -> bool:
@@ -195,7 +197,8 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
 
     def to_torch(x):
         if isinstance(x, np.ndarray):
-            return torch_backend.asarray(np.ascontiguousarray(x))
+            # (reshaped: ascontiguousarray makes a 0-d array, a scalar length, 1-d)
+            return torch_backend.asarray(np.ascontiguousarray(x).reshape(x.shape))
         if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
             return Tensor(to_torch(x.data), x.inputs, x.dtype)
         return x
@@ -216,12 +219,12 @@ def _to_numpy(t: Tensor) -> Tensor:
     return Tensor(np.asarray(ops.to_numpy(t.data)), t.inputs, t.dtype)
 
 
-def _check_mass(total, batch_inputs: dict, what: str) -> None:
+def _check_mass(total, batch_inputs: dict, what: str) -> bool:
     # A total of -inf: every path has probability 0, so the derivative (marginals, the best
     # path's indicator) is 0 everywhere, a number that is no posterior. A traced total
     # decides nothing (the -inf total is then the signal).
     if not ops.is_concrete(total):
-        return
+        return False
     dead = np.asarray(ops.to_numpy(total)) == -np.inf
     if dead.any():
         at = dict(zip(batch_inputs, np.argwhere(dead)[0].tolist())) if dead.ndim else {}
@@ -229,6 +232,15 @@ def _check_mass(total, batch_inputs: dict, what: str) -> None:
         raise ValueError(f"{what}: the chain has mass zero{at} (its total is -inf: every path "
                          "has a log potential of -inf), so it has no posterior; look for "
                          "contradictory evidence or a -inf row of a transition")
+    return True
+
+
+def _nan_where_dead(grad, inputs: dict, total: Tensor):
+    # Traced (jax.jit): a batch entry of mass zero cannot raise, and its derivative (all 0)
+    # would pass for marginals, so its pairs become NaN, as infer_discrete's marginals do.
+    dead = align_tensor(inputs, total) == -math.inf
+    dead = ops.reshape(dead, tuple(dead.shape) + (1,) * (len(grad.shape) - len(dead.shape)))
+    return ops.where(dead, ops.full_like(grad, math.nan), grad)
 
 
 def _inputs(trans, prod_op) -> dict:

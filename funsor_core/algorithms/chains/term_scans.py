@@ -26,7 +26,7 @@ from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.contraction import Contraction
-from funsor_core.terms.markov import MarkovProduct, time_variable
+from funsor_core.terms.markov import MarkovProduct, check_semiring, time_variable
 from funsor_core.terms.reshaping import Slice
 
 __all__ = ["naive_sequential_sum_product", "sequential_sum_product",
@@ -107,6 +107,8 @@ def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict
     time = _time_name(time)
     # Composing steps (in any order) is dynamic programming: it needs prod_op to distribute
     # over sum_op, which (max, mul) does only for nonnegative factors.
+    if sum_op is not None:
+        check_semiring("sequential sum-product", sum_op, prod_op)
     check_distributes(sum_op, prod_op, (trans,), "a sequential sum-product")
     return time, step, steps
 

@@ -36,10 +36,26 @@ class PlateError(ValueError):
     """
 
 
-def _names(variables) -> frozenset:
+_STR_NAMES = (
+    "{arg}={value!r} is a str, but no factor has an input {value!r}: {arg} takes a set of "
+    "names, e.g. {arg}=frozenset({chars}) for the names {chars}, or {arg}=frozenset({{{value!r}}}) "
+    "for one name. The factors' inputs are {inputs}."
+)
+
+
+def _names(variables, factors=None, arg: str = "eliminate") -> frozenset:
     # Names or Variables (funsor passes either), as names. Names no factor has are ignored,
-    # as in funsor: eliminating a variable of no factor leaves the graph as it is.
-    if isinstance(variables, str) or getattr(variables, "_is_funsor", False):
+    # as in funsor: eliminating a variable of no factor leaves the graph as it is. A bare str
+    # is one name only when a factor has it: "ix" for {"i", "x"} (funsor's frozenset("ix")
+    # idiom) would otherwise be silently ignored; funsor 0.4.8 refuses every str.
+    if isinstance(variables, str):
+        if factors is not None and not any(variables in f.inputs for f in factors):
+            inputs = sorted({n for f in factors for n in f.inputs})
+            chars = "{" + ", ".join(repr(c) for c in dict.fromkeys(variables)) + "}"
+            raise TypeError(_STR_NAMES.format(arg=arg, value=variables, chars=chars,
+                                              inputs=inputs))
+        variables = (variables,)
+    elif getattr(variables, "_is_funsor", False):
         variables = (variables,)
     elif type(variables) is frozenset and set(map(type, variables)) <= {str}:
         return variables  # (the common case: 1,000 names checked at C speed)

@@ -89,7 +89,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     # whose first mixed Contraction is built only when it is evaluated would fail far from
     # this call (at apply_optimizer) otherwise.
     check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
-    eliminate, plates = _names(eliminate), _names(plates)
+    eliminate = _names(eliminate, factors, "eliminate")
+    plates = _names(plates, factors, "plates")
     structure = None if plate_to_scale else structure_of(sum_op, prod_op, factors)
     if structure is not None:
         schedule = plan_elimination(sum_op, prod_op, structure, eliminate, plates, pedantic)
@@ -166,7 +167,8 @@ def recorded_program(sum_op, prod_op, factors, eliminate, plates):
     structure = structure_of(sum_op, prod_op, factors)
     if structure is None:
         return None
-    schedule = plan_elimination(sum_op, prod_op, structure, _names(eliminate), _names(plates),
+    schedule = plan_elimination(sum_op, prod_op, structure, _names(eliminate, factors),
+                                _names(plates, factors, "plates"),
                                 False)  # the key partial_sum_product uses: one cache entry
     return None if schedule is None else schedule.program
 
