@@ -234,6 +234,17 @@ def _pivots_lost(scale: str, matrix, prec_sqrt):
     return ops.le(ops.amin(piv, -1), bound)
 
 
+def _host_pivots_lost(scale: str, matrix: np.ndarray, prec_sqrt: np.ndarray) -> np.ndarray:
+    """``_pivots_lost`` of numpy arrays, in plain numpy (a Gaussian build is ~70 us)."""
+    eps = {2: 2.0 ** -10, 4: 2.0 ** -23}.get(matrix.dtype.itemsize, 2.0 ** -52)
+    piv = np.square(np.diagonal(prec_sqrt, 0, -2, -1))
+    if scale == "covariance":
+        with np.errstate(divide="ignore"):
+            piv = 1.0 / piv
+    bound = np.abs(np.diagonal(matrix, 0, -2, -1)).max(-1) * (matrix.shape[-1] * eps)
+    return np.asarray(piv.min(-1) <= bound)
+
+
 def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
     """Check the square-root form computed from finite user parameters.
 
@@ -349,8 +360,12 @@ def canonical_checked(named: dict):
         message = SINGULAR_SCALE_TRIL if scale == "scale_tril" else NOT_POSITIVE_DEFINITE
         raise ValueError(message.format(name=scale, where="")) from e
     if scale in _SYMMETRIC:
-        lost = _pivots_lost(scale, ops.detach(named[scale]), ops.detach(prec_sqrt))
-        if ops.is_concrete(lost):
+        matrix = named[scale]
+        if type(matrix) is np.ndarray and type(prec_sqrt) is np.ndarray:
+            lost = _host_pivots_lost(scale, matrix, prec_sqrt)  # numpy: no dispatch cost
+        else:
+            lost = _pivots_lost(scale, ops.detach(matrix), ops.detach(prec_sqrt))
+        if type(lost) is np.ndarray or ops.is_concrete(lost):
             lost = ops.to_numpy(lost)
             if lost.any():
                 raise ValueError(NOT_POSITIVE_DEFINITE.format(name=scale,
