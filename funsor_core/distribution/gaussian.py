@@ -94,7 +94,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     elif not scale.inputs and not scale.data.shape and host_copies(scale.data) is not None:
         # a number scale made a 0-d array beside an array argument, on a backend that would
         # compile each array call: as a number (host constants, atoms.gaussian.host)
-        direct = _constant_scale_gaussian(loc, float(scale.data), value)
+        direct = _constant_scale_gaussian(loc, float(scale.data), value, like=scale.data)
         if direct is not None:
             return direct
     s, sizes = _batch(scale, shape)
@@ -184,14 +184,18 @@ def _difference_parts(loc: Funsor, value: Funsor, shape: tuple):
     return parts
 
 
-def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | None:
+def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor,
+                             like=None) -> Funsor | None:
     """``Normal(loc, sd, value)`` for a Python-number ``sd`` (validated positive when the
     Normal was built) and ``loc``, ``value`` Variables or constants: the square-root
     precision and the normalizer depend on ``sd`` alone, so they are computed on the host, in
     the float dtype of the arrays they join (the array path's roundings: ``sd`` rounded to
     it, then ``1 / s``, ``log s``), and converted once (eager jax compiles nothing for numpy
     arrays); a Tensor constant costs one array call, ``-c / s``. None for other arguments.
-    The same arrays as ``_difference_gaussian`` (``log s`` within an ulp: numpy's log)."""
+    The same arrays as ``_difference_gaussian`` (``log s`` within an ulp: numpy's log).
+    ``like``: the 0-d array ``sd`` was read from; with no array constant its dtype is kept,
+    as the array path keeps it (a float32 scale under jax x64 gave float64 eagerly, float32
+    under ``jax.jit``)."""
     shape = value.output.shape
     parts = _difference_parts(loc, value, shape)
     if parts is None:
@@ -200,6 +204,9 @@ def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor) -> Funsor | 
     if const is None:
         as_real = backend_module().asarray
         proto = as_real(np.zeros(()), "real")
+        if like is not None and ops.is_floating(like):
+            proto = like
+            as_real = lambda x, _: ops.new_array(like, x)  # noqa: E731
     elif ops.is_floating(const.data):
         proto = const.data
     else:
