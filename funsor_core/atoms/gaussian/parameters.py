@@ -216,8 +216,9 @@ def _nonfinite(x, event_ndim: int):
 def _pivots_lost(scale: str, matrix, prec_sqrt):
     """Per batch entry: whether a Cholesky pivot of ``matrix`` is within roundoff of zero.
 
-    Cholesky's backward error is ``|dM| <~ dim * eps * max diag(M)``, so a pivot ``d_k^2``
-    below that bound is indistinguishable from a singular matrix at the input's precision:
+    Cholesky's backward error is ``|dM| <~ dim * eps * max diag(M)``; a pivot ``d_k^2`` below
+    ``eps * max diag(M)`` (the bound without its ``dim`` factor, so that matrices torch and jax
+    factorize at that dtype keep working) is indistinguishable from a singular matrix:
     the factorization then succeeds or fails by the rounding of ``M`` (numpy factorizes
     float32 in float64 and succeeds where torch and jax fail), and a success gives a finite
     number where the density is flat (a precision ``A A'`` with ``A`` tall and thin). The
@@ -230,7 +231,7 @@ def _pivots_lost(scale: str, matrix, prec_sqrt):
     piv = ops.mul(d, d)
     if scale == "covariance":
         piv = ops.reciprocal(piv)
-    bound = ops.mul(ops.amax(ops.abs(ops.diagonal(matrix)), -1), matrix.shape[-1] * eps)
+    bound = ops.mul(ops.amax(ops.abs(ops.diagonal(matrix)), -1), eps)
     return ops.le(ops.amin(piv, -1), bound)
 
 
@@ -241,7 +242,7 @@ def _host_pivots_lost(scale: str, matrix: np.ndarray, prec_sqrt: np.ndarray) -> 
     if scale == "covariance":
         with np.errstate(divide="ignore"):
             piv = 1.0 / piv
-    bound = np.abs(np.diagonal(matrix, 0, -2, -1)).max(-1) * (matrix.shape[-1] * eps)
+    bound = np.abs(np.diagonal(matrix, 0, -2, -1)).max(-1) * eps
     return np.asarray(piv.min(-1) <= bound)
 
 
