@@ -56,17 +56,19 @@ _NOT_A_SEMIRING = (
 
 
 def check_semiring(what: str, sum_op, prod_op) -> None:
-    """Raise ValueError unless ``prod_op`` distributes over ``sum_op``
-    (``ops.DISTRIBUTIVE_OPS``): a chain eliminated step by step, or pairwise, computes the sum
-    over paths only then. ``(ops.add, ops.logaddexp)``, the pair swapped, gave a number.
+    """Raise ValueError where ``(sum_op, prod_op)`` is a semiring of ``ops.DISTRIBUTIVE_OPS``
+    swapped, such as ``(ops.add, ops.logaddexp)``: a chain of it gave a number, not the sum
+    over paths the user meant.
 
     Example:
         >>> check_semiring("MarkovProduct", ops.logaddexp, ops.add)  # a semiring: silent
     """
-    if (sum_op, prod_op) in DISTRIBUTIVE_OPS:
+    # Only a swapped semiring is refused: another pair that does not distribute, such as
+    # (logaddexp, mul), has a definition, the left fold along time (as in funsor), that
+    # programs may rely on.
+    if (sum_op, prod_op) in DISTRIBUTIVE_OPS or (prod_op, sum_op) not in DISTRIBUTIVE_OPS:
         return
-    hint = (" (the arguments are swapped: sum_op comes first)"
-            if (prod_op, sum_op) in DISTRIBUTIVE_OPS else "")
+    hint = " (the arguments are swapped: sum_op comes first)"
     raise ValueError(_NOT_A_SEMIRING.format(what=what, sum=sum_op, prod=prod_op, hint=hint))
 
 
