@@ -45,12 +45,6 @@ _FLOAT_BINT = (
     "or leave dtype='real' for real values."
 )
 
-_OUT_OF_RANGE = (
-    "Tensor data with dtype {n} must hold Bint[{n}] values (the integers 0 to {m}), but its "
-    "values span [{lo}, {hi}]; pass the bound that covers them, e.g. dtype={hi1}, or fix the "
-    "data."
-)
-
 # Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
 # Bounded: a loop over fresh names makes fresh keys; an evicted one is checked again.
 _KNOWN_CACHE = FastCache("tensor.known_inputs", 4096)
@@ -128,18 +122,11 @@ def check_dtype(data, dtype, batch_ndim: int | None = None):
             raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
         if ops.is_floating(data):
             raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
-        _check_value_range(data, dtype)
+    # Integer data outside 0..n-1 is not refused here: NumPyro builds subsample indices as
+    # Tensors whose values exceed their bound (funsor 0.4.8 accepts them), and a value is
+    # checked where it would select an entry: substitution (``_check_index_range``) and a
+    # distribution's support (``out_of_range``).
     return dtype
-
-
-def _check_value_range(data, n: int) -> None:
-    # Concrete integer data must hold values of Bint[n]: 5 in a Bint[2] tensor would index
-    # past the end later, or (as a jax gather clamps) give a plausible wrong number. Traced
-    # values (jax.jit) are not read; their gathers mask out-of-range indices instead.
-    span = out_of_range(data, n)
-    if span is not None:
-        raise DomainError(_OUT_OF_RANGE.format(n=n, m=n - 1, lo=span[0], hi=span[1],
-                                               hi1=max(span[1] + 1, 1)))
 
 
 def out_of_range(data, n: int) -> tuple | None:

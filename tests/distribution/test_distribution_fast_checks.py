@@ -61,9 +61,7 @@ def test_density_and_gradient_in_each_branch(zero, outside):
     value = np.array([0, 2, 3, -1 if outside else 1, 4 if outside else 2])
     p = torch.tensor(probs, requires_grad=True)
     f = D.Categorical(fc.Tensor(p, {"i": Bint[3]}),
-                      # Tensor.make: out-of-range data is refused by the constructor (h53),
-                      # but a traced value is built unchecked and must still give -inf
-                      value=fc.Tensor.make(torch.tensor(value), {"j": Bint[5]}, 4))
+                      value=fc.Tensor(torch.tensor(value), {"j": Bint[5]}, 4))
     got = f.align(("i", "j")).data
     np.testing.assert_allclose(got.detach().numpy(), _density_oracle(probs, value),
                                rtol=1e-12)
