@@ -41,7 +41,8 @@ _SHAPE_MISMATCH = (
 
 _FLOAT_BINT = (
     "Tensor data of dtype {dtype} cannot hold Bint[{n}] values (the integers 0 to {m}); "
-    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}), "
+    "cast the data to an integer type first, e.g. Tensor(data.astype(int), inputs, {n}) "
+    "(numpy, jax) or Tensor(data.long(), inputs, {n}) (torch), "
     "or leave dtype='real' for real values."
 )
 

@@ -121,8 +121,12 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # support, so no gather of each value and no support mask (Pyro's enumerated sites: two
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
 def _table_over(cls, param: Tensor, value: Variable):
-    if value.name in param.inputs:
-        return None
+    if value.name in param.inputs:  # the parameter's own input: the table's diagonal
+        fresh = Variable(f"{value.name}__value", value.output)
+        if fresh.name in param.inputs:
+            return None
+        table = _table_over(cls, param, fresh)
+        return None if table is None else table(**{fresh.name: value})
     if len(param.output.shape) != 1 or not ops.is_floating(param.data):
         return cls(param, param.new_arange(value.name, value.output.size))
     name = next(iter(cls.params))

@@ -109,3 +109,18 @@ def test_categorical_table_of_a_value_the_probs_depend_on():
     s = D.Categorical(fc.Tensor(rows, {"v": Bint[3]}), value=fc.Variable("v", Bint[3]))
     for j in range(3):
         np.testing.assert_allclose(s(v=j).data, _brute(rows)[j, j], rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_value_named_like_an_input_of_the_parameter_is_the_diagonal(backend):
+    # Categorical(p over v, value=v) is log p[v, v] / sum_k p[v, k] for each v (funsor's
+    # answer); it stayed a lazy term. Oracle: numpy loops.
+    probs = np.random.default_rng(3).dirichlet(np.ones(K), size=K) * 2.0
+    expect = np.array([np.log(probs[v, v] / probs[v].sum()) for v in range(K)])
+    data = torch.tensor(probs) if backend == "torch" else probs
+    v = fc.Variable("v", Bint[K])
+    got = D.Categorical(fc.Tensor(data, {"v": Bint[K]}), value=v)
+    assert isinstance(got, fc.Tensor) and dict(got.inputs) == {"v": Bint[K]}
+    np.testing.assert_allclose(np.asarray(got.data), expect, rtol=1e-12)
+    logits = fc.Tensor(np.log(probs) + 1.5, {"v": Bint[K]})
+    np.testing.assert_allclose(D.CategoricalLogits(logits, value=v).data, expect, rtol=1e-12)
