@@ -42,16 +42,13 @@ from funsor_core.engine.fast_path import (
     eager_program,
     eager_program_key,
 )
-from funsor_core.engine.interpreter import _DEFAULT, _STATE
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.ops.domain_rules import _DOMAINS
 from funsor_core.terms.base import Binary, Funsor, Subs
 
 __all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
 
 _new = object.__new__
-# ContextVar.get bound once: CPython 3.11 compiles ``_STATE.get(None)`` for a name imported at
-# module level as an attribute load (it assumes a module), building a bound method per call.
-_context_state = _STATE.get
 
 
 def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
@@ -255,7 +252,7 @@ def _tensor_binary_method(op, generic):
 
     def method(self, other):
         if type(other) is Tensor and type(self) is Tensor:
-            program = (_context_state(None) or _DEFAULT)[0]._direct.get(pkey)
+            program = (_STATE_GET(None) or _DEFAULT)[0]._direct.get(pkey)
             if program is None:
                 program = eager_program(pkey)
             if program is binary_tensor_tensor:
@@ -306,7 +303,7 @@ def _tensor_call(self, *args, **kwargs):
         name, value = kwargs.popitem()  # (this call's own dict: put back below)
         if type(value) is int and type(self) is Tensor:
             # (The active interpretation: the context's (interp, ...) pair, else the default.)
-            program = (_context_state(None) or _DEFAULT)[0]._direct.get(_SUBS_PROGRAM)
+            program = (_STATE_GET(None) or _DEFAULT)[0]._direct.get(_SUBS_PROGRAM)
             if program is None:
                 program = eager_program(_SUBS_PROGRAM)
             if program is subs_tensor_int:  # its body, inline (one frame less)

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from funsor_core.engine.cons import build
-from funsor_core.engine.interpreter import _DEFAULT, _STATE, Interpretation, get_interpretation
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET, Interpretation, get_interpretation
 from funsor_core.engine.patterns import type_key
 
 __all__ = ["array_program", "builds_as_is", "eager_program", "eager_program_key", "eager_programs",
@@ -149,9 +149,6 @@ def builds_as_is(key: tuple, interp: Interpretation | None = None) -> bool:
 
 
 _MISSING = object()
-# ContextVar.get bound once: CPython 3.11 compiles ``_STATE.get(None)`` for a name imported at
-# module level as an attribute load (it assumes a module), building a bound method per call.
-_context_state = _STATE.get
 
 
 def eager_rules(key: tuple) -> tuple | None:
@@ -172,7 +169,7 @@ def eager_rules(key: tuple) -> tuple | None:
         >>> rules[0].__name__, rules is exact.direct_rules(key), lazy_rules
         ('exact_binary_tensor_tensor', True, ())
     """
-    state = _context_state(None)
+    state = _STATE_GET(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp._direct.get(key, _MISSING)
     if rules is _MISSING:
@@ -230,7 +227,7 @@ def eager_program(pkey: _ProgramKey) -> Any:
         ...     eager_program(pkey)
         False
     """
-    state = _context_state(None)
+    state = _STATE_GET(None)
     interp = _DEFAULT[0] if state is None else state[0]
     program = interp._direct.get(pkey)
     if program is None:
@@ -281,7 +278,7 @@ def rebuild(term: Any) -> Any:
         True
     """
     cls, args = type(term), term._args
-    state = _context_state(None)
+    state = _STATE_GET(None)
     interp = _DEFAULT[0] if state is None else state[0]
     rules = interp.direct_rules(type_key(cls, args))
     if rules is None:
