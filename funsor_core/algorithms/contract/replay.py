@@ -35,7 +35,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from funsor_core import ops
-from funsor_core.algorithms.contract.fused import fuse_steps
+from funsor_core.algorithms.contract.fused import fuse_steps, straight_line
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_tensors
 from funsor_core.atoms.tensor import Tensor
@@ -118,10 +118,11 @@ class ArrayProgram:
         checks: the ``Check`` of each term the steps stand for.
     """
 
-    __slots__ = ("steps", "outputs", "out_ikeys", "checks", "_builtin", "_fused")
+    __slots__ = ("steps", "outputs", "out_ikeys", "checks", "n_inputs", "_builtin", "_fused")
 
-    def __init__(self, steps, outputs, out_ikeys, checks) -> None:
+    def __init__(self, steps, outputs, out_ikeys, checks, n_inputs: int | None = None) -> None:
         self.steps, self.outputs, self.out_ikeys, self.checks = steps, outputs, out_ikeys, checks
+        self.n_inputs = n_inputs  # how many arrays ``run`` takes (None: not recorded)
         # The implementations the built-in rules registered, per check: where ``bind`` finds
         # exactly these, the steps may run as ``fuse_steps`` resolved them for the arrays'
         # type (kept per (type, kernel generation); False: nothing to gain).
@@ -141,7 +142,7 @@ class ArrayProgram:
                 seen.add((c.key, c.kind))
                 extra.append(c)
         return ArrayProgram(self.steps, self.outputs, self.out_ikeys,
-                            self.checks + tuple(extra))
+                            self.checks + tuple(extra), self.n_inputs)
 
     def bind(self, interp=None) -> list | None:
         """The implementation to call per check under ``interp`` (default: the active one),
@@ -179,25 +180,26 @@ class ArrayProgram:
         impls = self.bind(interp)
         if impls is None:
             return None
+        fused = self._fused_steps(arrays[0]) if impls == self._builtin else None
+        if fused is not None:
+            n, fns = fused
+            if n == len(arrays):
+                return fns(*arrays)  # one generated function (``straight_line``)
         values = list(arrays)
-        fns = self._fused_steps(arrays[0]) if impls == self._builtin else None
-        if fns is None:
+        if fused is None:
             for check, static, pos in self.steps:
                 values.append(impls[check](*static, *[values[k] for k in pos]))
         else:
             append = values.append
             for fn, pos in fns:
-                if len(pos) == 2:
-                    append(fn(values[pos[0]], values[pos[1]]))
-                elif len(pos) == 1:
-                    append(fn(values[pos[0]]))
-                else:
-                    append(fn(*[values[k] for k in pos]))
+                append(fn(*[values[k] for k in pos]))
         return [values[k] for k in self.outputs]
 
-    def _fused_steps(self, sample) -> list | None:
+    def _fused_steps(self, sample) -> tuple | None:
         # ``fuse_steps`` for arrays of the type of ``sample``, resolved once per (type, kernel
         # generation); a handful of types meet one program (numpy, torch, jax's tracers).
+        # (n, fn): a function of n arrays (``straight_line``); (-1, [(step fn, positions)]):
+        # a program too long for one.
         key = (type(sample), kernel_generation())
         fns = self._fused.get(key)
         if fns is None:
@@ -207,6 +209,9 @@ class ArrayProgram:
             if fused:  # (step function, operand positions); a step without one: its impl
                 fused = [(fn or partial(self._builtin[check], *static), pos)
                          for fn, (check, static, pos) in zip(fused, self.steps)]
+                n = self.n_inputs
+                run = None if n is None else straight_line(fused, n, self.outputs)
+                fused = (-1, fused) if run is None else (n, run)
             fns = self._fused[key] = fused or False
         return fns or None
 
@@ -286,4 +291,4 @@ def compile_elimination(sum_op, prod_op, structure: tuple, steps, outputs) -> An
         program.append((index, static, tuple(pos)))
         ikeys.append(out_ikey)
     return ArrayProgram(tuple(program), tuple(outputs), tuple(ikeys[k] for k in outputs),
-                        tuple(c for _, c in checks.values()))
+                        tuple(c for _, c in checks.values()), len(structure))
