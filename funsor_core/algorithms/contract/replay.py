@@ -186,7 +186,7 @@ class ArrayProgram:
             if n == len(arrays):
                 return fns(*arrays)  # one generated function (``straight_line``)
         values = list(arrays)
-        if fused is None:
+        if fused is None or fused[0] >= 0:  # a generated function of another arity: the loop
             for check, static, pos in self.steps:
                 values.append(impls[check](*static, *[values[k] for k in pos]))
         else:
