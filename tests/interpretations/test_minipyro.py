@@ -256,3 +256,4 @@ def test_model_only_local_site_and_a_refused_coupling():
 
     with pytest.raises(NotImplementedError, match="model's site 'z' is outside plate"):
         mi.TraceEnum_ELBO()(coupled, guide)
+
