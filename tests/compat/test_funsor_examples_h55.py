@@ -34,3 +34,11 @@ def test_log_probabilities_passed_as_probs_are_refused_with_a_hint():
         dist.Categorical(fc.Tensor(logp, {"s": Bint[2]}), value="t")
     ok = dist.Categorical(fc.Tensor(logp.exp(), {"s": Bint[2]}), value=fc.Variable("t", Bint[2]))
     assert torch.allclose(ok.data, logp)  # the table itself: log p(t | s)
+
+
+def test_stateful_interpretation_is_served_from_the_interpretations_package():
+    # funsor's talbot.py imports it from funsor.interpretations; the clients shim looks there
+    import interpretations
+    from funsor_core.compat.stateful import StatefulInterpretation
+    assert interpretations.StatefulInterpretation is StatefulInterpretation
+    assert "StatefulInterpretation" in interpretations.__all__
