@@ -42,3 +42,10 @@ def test_stateful_interpretation_is_served_from_the_interpretations_package():
     from funsor_core.compat.stateful import StatefulInterpretation
     assert interpretations.StatefulInterpretation is StatefulInterpretation
     assert "StatefulInterpretation" in interpretations.__all__
+
+
+def test_torch_distributions_face_serves_constraints():
+    # pyroapi's tests write dist.constraints.positive under the "funsor" backend
+    from funsor_core.torch import distributions
+    assert distributions.constraints is torch.distributions.constraints
+    assert distributions.constraints.positive.check(torch.tensor(2.0))
