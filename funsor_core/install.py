@@ -59,13 +59,14 @@ pyro.convert pyro.distribution pyro.hmm""".split()
 SOURCES = {
     "interpretations": ("interpretations", "funsor_core.compat.stateful"),
     "adam": ("interpretations.adam",),
+    "minipyro": ("interpretations.minipyro", "interpretations.minipyro_infer"),
     "optimizer": ("interpretations.optimize",),
     "montecarlo": ("funsor_core.montecarlo", "interpretations.monte_carlo"),
     "approximations": ("funsor_core.approximations", "interpretations.approximations"),
     "joint": ("interpretations.moment_matching",),
     "util": ("funsor_core.engine.backend", "funsor_core.domains"),  # broadcast_shape
     "compat": (),
-    "compat.ops": ("funsor_core.ops",),
+    "compat.ops": ("funsor_core.compat.array_ops", "funsor_core.ops"),
     "ops.tracer": ("funsor_core.ops.tracer",),
     "torch.ops": ("funsor_core.ops",),
     "jax.ops": ("funsor_core.ops",),

@@ -11,6 +11,7 @@ Example:
     ...         pass
 """
 
+from funsor_core.compat.stateful import StatefulInterpretation
 from funsor_core.engine.interpreter import reflect
 from interpretations import constant  # noqa: F401  (registers Constant's rules)
 from interpretations.adam import Adam
@@ -44,4 +45,5 @@ __all__ = ["exact", "eager", "EXACT", "lazy", "LAZY", "reflect", "REFLECT", "nor
            "argmax_approximate",
            "mean_approximate", "laplace_approximate", "PosteriorSample", "Precondition",
            "MonteCarlo", "MONTECARLO", "monte_carlo", "extract_samples", "moment_matching",
-           "MOMENTMATCHING", "Elbo", "Adam", "LoopyBP", "Gibbs", "CompressedMessages"]
+           "MOMENTMATCHING", "Elbo", "Adam", "LoopyBP", "Gibbs", "CompressedMessages",
+           "StatefulInterpretation"]  # funsor.interpretations' base class for user kinds

@@ -587,6 +587,9 @@ def _raise_if_bad(cls, name, describe, tensor: Tensor | None, ok, inputs=None) -
         if name == "scale_tril" and np.ndim(shown) == 2 and np.allclose(shown, np.swapaxes(
                 shown, -1, -2)):  # a covariance passed where funsor takes its Cholesky factor
             got += " (a covariance? pass scale_tril=np.linalg.cholesky(covariance))"
+        elif name == "probs" and np.ndim(shown) and (shown <= 0).all() and np.allclose(
+                np.exp(shown).sum(-1), 1.0, atol=1e-3):  # funsor's eeg_slds example does this
+            got += " (log-probabilities? pass logits=, or probs=exp(...))"
     raise ValueError(f"{cls.__name__}: parameter '{name}' must be {describe}{got}"
                      + (f" at {where}" if where else ""))
 
