@@ -25,7 +25,12 @@ from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor, align_tensors
-from funsor_core.distribution.array_math import nan_invalid, normalizer, with_arrays
+from funsor_core.distribution.array_math import (
+    nan_invalid,
+    normalizer,
+    per_distinct_row,
+    with_arrays,
+)
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
@@ -120,6 +125,8 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # the family's log table with the event dim made the input v. Every k in 0..n-1 is in the
 # support, so no gather of each value and no support mask (Pyro's enumerated sites: two
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
+# A parameter broadcast over batch dims in memory (Pyro expands each site's K x K probs over
+# its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back.
 def _table_over(cls, param: Tensor, value: Variable):
     if value.name in param.inputs:  # the parameter's own input: the table's diagonal
         fresh = Variable(f"{value.name}__value", value.output)
@@ -131,7 +138,8 @@ def _table_over(cls, param: Tensor, value: Variable):
         return cls(param, param.new_arange(value.name, value.output.size))
     name = next(iter(cls.params))
     data = nan_invalid(cls, {name: param.data})[name]
-    return Tensor.make(cls.log_table(data), {**param.inputs, value.name: value.output})
+    table = per_distinct_row(cls.log_table, data)
+    return Tensor.make(table, {**param.inputs, value.name: value.output})
 
 
 @exact.register(Categorical, Tensor, Variable)
