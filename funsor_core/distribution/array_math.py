@@ -26,7 +26,7 @@ from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
            "log_density_tensor", "take_last",
-           "per_distinct_row", "moment_tensor", "enumerate_tensor", "normalizer",
+           "distinct_rows", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
 
@@ -335,27 +335,26 @@ def _broadcast_index(table, index) -> tuple:
 
 
 
-def per_distinct_row(fn, x):
-    """``fn(x)`` for ``fn`` acting on each row (last dim) of ``x`` alone, computed once per
-    distinct row where ``x`` repeats a row along batch dims in memory (stride 0, as
-    ``expand`` leaves them: Pyro broadcasts an HMM site's ``K x K`` probs over its ``T`` time
-    steps), then broadcast back. Same numbers; the derivative of the broadcast sums over those
-    dims, as the derivative of the original ``expand`` does.
+def distinct_rows(x):
+    """``x`` with one row (last dim) per dim along which it repeats a row in memory (stride 0,
+    size above 1, as ``expand`` leaves them: Pyro broadcasts an HMM site's ``K x K`` probs over
+    its ``T`` time steps); ``x`` itself where there is none. A function acting on each row alone
+    is then computed once per distinct row and ``ops.expand``ed back to ``x.shape``: the same
+    numbers, and the derivative of the expand sums over those dims, as the original
+    ``expand``'s does.
 
     Example:
         >>> x = np.broadcast_to(np.array([[1.0, 3.0]]), (1000, 2))
-        >>> y = per_distinct_row(np.log, x)  # two logs, not 2,000
-        >>> y.shape, y.strides, bool(np.allclose(y, np.log(x)))
-        ((1000, 2), (0, 8), True)
+        >>> y = ops.expand(np.log(distinct_rows(x)), x.shape)  # two logs, not 2,000
+        >>> distinct_rows(x).shape, y.strides, bool(np.allclose(y, np.log(x)))
+        ((1, 2), (0, 8), True)
     """
     axes = backend_of(x).broadcast_axes(x)
     last = len(x.shape) - 1
     if not axes or axes == (last,):
-        return fn(x)
-    index = tuple(slice(0, 1) if i in axes and i != last else slice(None)
-                  for i in range(last + 1))
-    return ops.expand(fn(x[index]), tuple(x.shape))
-
+        return x
+    return x[tuple(slice(0, 1) if i in axes and i != last else slice(None)
+                   for i in range(last + 1))]
 
 # -- sampling --------------------------------------------------------------------------------
 def _grads_may_flow(arrays) -> bool:

@@ -25,10 +25,11 @@ from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor, align_tensors
+from funsor_core.atoms.tensor_facts import mark_normalized
 from funsor_core.distribution.array_math import (
+    distinct_rows,
     nan_invalid,
     normalizer,
-    per_distinct_row,
     with_arrays,
 )
 from funsor_core.distribution.base import Distribution, on_family
@@ -127,6 +128,8 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
 # A parameter broadcast over batch dims in memory (Pyro expands each site's K x K probs over
 # its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back.
+# The table is recorded normalized along v: Pyro's renormalization t - t.reduce(logaddexp, v)
+# is then t, with no pass over it (atoms/tensor_facts.py says why derivatives agree).
 def _table_over(cls, param: Tensor, value: Variable):
     if value.name in param.inputs:  # the parameter's own input: the table's diagonal
         fresh = Variable(f"{value.name}__value", value.output)
@@ -138,7 +141,15 @@ def _table_over(cls, param: Tensor, value: Variable):
         return cls(param, param.new_arange(value.name, value.output.size))
     name = next(iter(cls.params))
     data = nan_invalid(cls, {name: param.data})[name]
-    table = per_distinct_row(cls.log_table, data)
+    rows = distinct_rows(data)
+    table = cls.log_table(rows)
+    if rows is not data:
+        table = ops.expand(table, tuple(data.shape))
+    # Recorded normalized only where every probability is positive: at a zero one the
+    # masked log's zero derivative makes the explicit renormalization's derivative with
+    # respect to that zero entry differ (0 there; the table's own is -1 / sum p).
+    if cls is Categorical and ops.is_concrete(rows) and bool(ops.amin(rows) > 0):
+        mark_normalized(table, len(param.inputs))
     return Tensor.make(table, {**param.inputs, value.name: value.output})
 
 

@@ -12,7 +12,8 @@ import torch
 import funsor_core as fc
 from backends import jax_facts, numpy_facts, torch_facts
 from funsor_core import distribution as D
-from funsor_core.distribution.array_math import per_distinct_row
+from funsor_core import ops
+from funsor_core.distribution.array_math import distinct_rows
 from funsor_core.domains import Bint
 
 K, T = 3, 5
@@ -80,19 +81,17 @@ def test_broadcast_probs_table_gradient_matches_explicit(dtype):
     torch.testing.assert_close(leaf.grad, ref_leaf.grad, rtol=tol, atol=tol)
 
 
-def test_per_distinct_row_skips_event_and_unit_dims():
-    # A row broadcast along its own last dim is not a batch of rows: fn sees it whole.
+def test_distinct_rows_skips_event_and_unit_dims():
+    # A row broadcast along its own last dim is not a batch of rows: it stays whole.
     x = np.broadcast_to(np.array([[2.0]]), (3, 4))  # strides (0, 0): every entry one number
-    seen = []
-
-    def norm(a):
-        seen.append(a.shape)
-        return a / a.sum(-1, keepdims=True)
-
-    np.testing.assert_allclose(per_distinct_row(norm, x), np.full((3, 4), 0.25))
-    assert seen == [(1, 4)]
+    rows = distinct_rows(x)
+    assert rows.shape == (1, 4)
+    norm = ops.expand(rows / rows.sum(-1, keepdims=True), x.shape)
+    np.testing.assert_allclose(norm, np.full((3, 4), 0.25))
     y = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_allclose(per_distinct_row(norm, y), y / y.sum(-1, keepdims=True))
+    assert distinct_rows(y) is y
+    z = np.broadcast_to(np.arange(3.0), (1, 3))  # a unit dim repeats nothing
+    assert distinct_rows(z) is z
 
 
 def test_broadcast_axes_facts_name_stride_zero_dims():
