@@ -16,7 +16,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
-           "broadcast_axes", "distributions", "host_view",
+           "broadcast_axes", "expand_dense", "distributions", "host_view",
            "is_raw_key",
            "seed_values",
            "tracks_gradients"]
@@ -102,6 +102,16 @@ def broadcast_axes(x) -> tuple[int, ...]:
         ()
     """
     return ()
+
+
+def expand_dense(x, shape: tuple):
+    """``x`` broadcast to ``shape`` (XLA decides the layout).
+
+    Example:
+        >>> expand_dense(jnp.ones((1, 2)), (3, 2)).shape
+        (3, 2)
+    """
+    return jnp.broadcast_to(x, shape)
 
 
 def tracks_gradients(x) -> bool:

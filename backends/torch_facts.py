@@ -17,7 +17,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
-           "broadcast_axes", "distributions", "is_raw_key",
+           "broadcast_axes", "expand_dense", "distributions", "is_raw_key",
            "promoted_einsum", "seed_values", "tracks_gradients",
            "ProvenanceTensor", "TAGGED_ARRAY_TYPE", "provenance_of", "with_provenance"]
 
@@ -79,6 +79,17 @@ def broadcast_axes(x) -> tuple[int, ...]:
         (1,)
     """
     return tuple(i for i, (s, n) in enumerate(zip(x.stride(), x.shape)) if s == 0 and n > 1)
+
+
+def expand_dense(x, shape: tuple):
+    """``x`` broadcast to ``shape`` in memory of its own (torch's batched matmul and its
+    derivative copy each matrix of an operand that repeats one in memory).
+
+    Example:
+        >>> expand_dense(torch.ones(1, 2), (3, 2)).stride()
+        (2, 1)
+    """
+    return x.expand(shape).contiguous()
 
 
 def tracks_gradients(x) -> bool:

@@ -11,7 +11,8 @@ derivative taken with respect to the table's own array, which is not a leaf, wou
 So the rules skip a logsumexp and a subtraction over ``K^2 T`` numbers, forward and backward.
 
 A fact is keyed by the array's identity, held by a weak reference (an id is reused once its
-array is gone), and checked against torch's in-place version counter. Only concrete arrays
+array is gone), and checked against torch's in-place version counter (a numpy array is taken
+as unchanging once in a Tensor, as the cons cache, keyed by the array too, takes it). Only concrete arrays
 get facts (a value traced under ``jax.jit`` may be NaN for an invalid parameter, and then the
 ``logaddexp`` is NaN too, not zero).
 

@@ -38,6 +38,7 @@ from funsor_core.distribution.discrete import Categorical, CategoricalLogits, De
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
 from funsor_core.distribution.relaxed import LowRankMultivariateNormal, low_rank_scale_tril
 from funsor_core.domains import Reals
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.fast_path import array_program
 from funsor_core.engine.interpreter import Tuple, interpret
 from funsor_core.terms.base import Funsor, Number, Reduce, Variable
@@ -127,7 +128,8 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # support, so no gather of each value and no support mask (Pyro's enumerated sites: two
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
 # A parameter broadcast over batch dims in memory (Pyro expands each site's K x K probs over
-# its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back.
+# its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back
+# into memory of its own (torch's bmm copies each matrix of a stride-0 operand: 2T copies).
 # The table is recorded normalized along v: Pyro's renormalization t - t.reduce(logaddexp, v)
 # is then t, with no pass over it (atoms/tensor_facts.py says why derivatives agree).
 def _table_over(cls, param: Tensor, value: Variable):
@@ -144,7 +146,7 @@ def _table_over(cls, param: Tensor, value: Variable):
     rows = distinct_rows(data)
     table = cls.log_table(rows)
     if rows is not data:
-        table = ops.expand(table, tuple(data.shape))
+        table = backend_of(data).expand_dense(table, tuple(data.shape))
     # Recorded normalized only where every probability is positive: at a zero one the
     # masked log's zero derivative makes the explicit renormalization's derivative with
     # respect to that zero entry differ (0 there; the table's own is -1 / sum p).

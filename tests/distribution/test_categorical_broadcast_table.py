@@ -2,7 +2,7 @@
 Pyro broadcasts each HMM site's K x K probs over its T steps) is computed once per distinct row
 and broadcast back: checked against numpy brute force of the full array (zero entries,
 float32), torch autograd of the explicit computation on a contiguous copy, and the backends'
-``broadcast_axes`` facts against the strides they describe."""
+``broadcast_axes`` and ``expand_dense`` facts against the strides and numbers they describe."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -42,7 +42,11 @@ def _table(data):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
-def test_broadcast_probs_table_matches_brute_force(backend, dtype):
+def test_broadcast_probs_table_matches_brute_force(backend, dtype, monkeypatch):
+    seen = []
+    log_table = D.Categorical.log_table
+    monkeypatch.setattr(D.Categorical, "log_table",
+                        staticmethod(lambda p: seen.append(tuple(p.shape)) or log_table(p)))
     rows = _rows(dtype)
     if backend == "torch":
         data = torch.tensor(rows).expand(2, T, K)
@@ -54,8 +58,9 @@ def test_broadcast_probs_table_matches_brute_force(backend, dtype):
     assert dict(t.inputs) == {"x": Bint[2], "time": Bint[T], "v": Bint[K]}
     out = np.asarray(t.data)
     assert out.shape == (2, T, K) and out.dtype == dtype
-    if backend == "torch":  # one table per distinct row, broadcast back over time
-        assert t.data.stride()[1] == 0
+    assert seen == [(2, 1, K)]  # one table per distinct row, then broadcast over time
+    if backend == "torch":  # into memory of its own (torch's bmm copies stride-0 operands)
+        assert t.data.is_contiguous()
     rtol = 1e-12 if dtype == np.float64 else 1e-6
     np.testing.assert_allclose(out, _brute(np.broadcast_to(rows, (2, T, K)).astype(float)),
                                rtol=rtol)
@@ -101,3 +106,7 @@ def test_broadcast_axes_facts_name_stride_zero_dims():
     assert torch_facts.broadcast_axes(torch.tensor(base).expand(2, 4, 3)) == (1,)
     assert torch_facts.broadcast_axes(torch.tensor(base).expand(2, 1, 3)) == ()
     assert jax_facts.broadcast_axes(jnp.broadcast_to(jnp.asarray(base), (2, 4, 3))) == ()
+    for facts, wrap in ((numpy_facts, np.asarray), (torch_facts, torch.tensor)):
+        dense = facts.expand_dense(wrap(base), (2, 4, 3))
+        assert facts.broadcast_axes(dense) == ()
+        np.testing.assert_array_equal(np.asarray(dense), np.broadcast_to(base, (2, 4, 3)))
