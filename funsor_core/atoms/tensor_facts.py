@@ -12,9 +12,9 @@ So the rules skip a logsumexp and a subtraction over ``K^2 T`` numbers, forward 
 
 A fact is keyed by the array's identity, held by a weak reference (an id is reused once its
 array is gone), and checked against torch's in-place version counter (a numpy array is taken
-as unchanging once in a Tensor, as the cons cache, keyed by the array too, takes it). Only concrete arrays
-get facts (a value traced under ``jax.jit`` may be NaN for an invalid parameter, and then the
-``logaddexp`` is NaN too, not zero).
+as unchanging once in a Tensor, as the cons cache, keyed by the array too, takes it). Only
+concrete arrays get facts (a value traced under ``jax.jit`` may be NaN for an invalid
+parameter, and then the ``logaddexp`` is NaN too, not zero).
 
 Example:
     >>> t = np.log(np.array([[0.25, 0.75], [0.5, 0.5]]))
