@@ -82,8 +82,8 @@ def broadcast_axes(x) -> tuple[int, ...]:
 
 
 def expand_dense(x, shape: tuple):
-    """``x`` broadcast to ``shape`` in memory of its own (torch's batched matmul and its
-    derivative copy each matrix of an operand that repeats one in memory).
+    """``x`` broadcast to ``shape`` in memory of its own (where a stride-0 array reached
+    torch's batched matmul, its derivative copied each matrix: Pyro's HMM step, 2T copies).
 
     Example:
         >>> expand_dense(torch.ones(1, 2), (3, 2)).stride()

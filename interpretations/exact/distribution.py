@@ -129,7 +129,7 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
 # A parameter broadcast over batch dims in memory (Pyro expands each site's K x K probs over
 # its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back
-# into memory of its own (torch's bmm copies each matrix of a stride-0 operand: 2T copies).
+# into memory of its own (with a stride-0 table, torch's bmm backward made 2T copies a step).
 # The table is recorded normalized along v: Pyro's renormalization t - t.reduce(logaddexp, v)
 # is then t, with no pass over it (atoms/tensor_facts.py says why derivatives agree).
 def _table_over(cls, param: Tensor, value: Variable):
