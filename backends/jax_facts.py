@@ -15,7 +15,8 @@ import numpy as np
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
-           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "host_view",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
+           "broadcast_axes", "expand_dense", "distributions", "host_view",
            "is_raw_key",
            "seed_values",
            "tracks_gradients"]
@@ -90,6 +91,27 @@ def host_view(x) -> np.ndarray | None:
         return np.asarray(x)
     except TypeError:  # a typed key has no numpy form
         return None
+
+
+def broadcast_axes(x) -> tuple[int, ...]:
+    """The dims along which ``x`` repeats one slice in memory: none that can be read (a jax
+    array shows no strides; XLA fuses broadcasts itself).
+
+    Example:
+        >>> broadcast_axes(jnp.broadcast_to(jnp.ones((3, 1)), (3, 4)))
+        ()
+    """
+    return ()
+
+
+def expand_dense(x, shape: tuple):
+    """``x`` broadcast to ``shape`` (XLA decides the layout).
+
+    Example:
+        >>> expand_dense(jnp.ones((1, 2)), (3, 2)).shape
+        (3, 2)
+    """
+    return jnp.broadcast_to(x, shape)
 
 
 def tracks_gradients(x) -> bool:

@@ -13,7 +13,8 @@ import numpy as np
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_EINSUM_BACKEND", "FUNSOR_LOGSUMEXP_BACKEND",
            "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS", "SPLITS_RNG_KEYS", "array_literal",
-           "as_rng_key", "is_raw_key", "seed_values", "tracks_gradients"]
+           "as_rng_key", "broadcast_axes", "expand_dense",
+           "is_raw_key", "seed_values", "tracks_gradients"]
 
 # A key is a Generator that advances itself (jax's keys are values, split for every draw).
 SPLITS_RNG_KEYS = False
@@ -58,6 +59,28 @@ def is_raw_key(values: np.ndarray) -> bool:
         False
     """
     return False
+
+
+def broadcast_axes(x) -> tuple[int, ...]:
+    """The dims along which ``x`` repeats one slice in memory (stride 0, size above 1), as
+    ``np.broadcast_to`` leaves them: work along them can be done once and broadcast.
+
+    Example:
+        >>> broadcast_axes(np.broadcast_to(np.ones((3, 1)), (3, 4)))
+        (1,)
+    """
+    strides = getattr(x, "strides", ())
+    return tuple(i for i, (s, n) in enumerate(zip(strides, x.shape)) if s == 0 and n > 1)
+
+
+def expand_dense(x, shape: tuple):
+    """``x`` broadcast to ``shape`` in memory of its own (writable, as any computed array).
+
+    Example:
+        >>> expand_dense(np.ones((1, 2)), (3, 2)).strides
+        (16, 8)
+    """
+    return np.ascontiguousarray(np.broadcast_to(x, shape))
 
 
 def tracks_gradients(x) -> bool:

@@ -16,7 +16,8 @@ from backends.torch_provenance import ProvenanceTensor, provenance_of, with_prov
 __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_DISTRIBUTIONS_MODULE", "FUNSOR_EINSUM_BACKEND",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
-           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key", "distributions", "is_raw_key",
+           "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
+           "broadcast_axes", "expand_dense", "distributions", "is_raw_key",
            "promoted_einsum", "seed_values", "tracks_gradients",
            "ProvenanceTensor", "TAGGED_ARRAY_TYPE", "provenance_of", "with_provenance"]
 
@@ -67,6 +68,28 @@ def is_raw_key(values: np.ndarray) -> bool:
         False
     """
     return False
+
+
+def broadcast_axes(x) -> tuple[int, ...]:
+    """The dims along which ``x`` repeats one slice in memory (stride 0, size above 1), as
+    ``expand`` leaves them: work along them can be done once and broadcast.
+
+    Example:
+        >>> broadcast_axes(torch.ones(3, 1).expand(3, 4))
+        (1,)
+    """
+    return tuple(i for i, (s, n) in enumerate(zip(x.stride(), x.shape)) if s == 0 and n > 1)
+
+
+def expand_dense(x, shape: tuple):
+    """``x`` broadcast to ``shape`` in memory of its own (where a stride-0 array reached
+    torch's batched matmul, its derivative copied each matrix: Pyro's HMM step, 2T copies).
+
+    Example:
+        >>> expand_dense(torch.ones(1, 2), (3, 2)).stride()
+        (2, 1)
+    """
+    return x.expand(shape).contiguous()
 
 
 def tracks_gradients(x) -> bool:

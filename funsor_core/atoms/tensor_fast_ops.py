@@ -16,7 +16,8 @@ array's values, so traced jax arrays take the same path as concrete ones.
   ``i: Bint[n]``: one basic index on the input's axis, the kept inputs from a cache keyed by
   (inputs, name). Negative and out-of-range ``k`` take the general path and its error.
 - ``reduce_tensor_name``: ``t.reduce(op, "i")`` for a reduction op and one input name: one
-  kernel call over that axis, the kept inputs from a cache keyed by (inputs, name).
+  kernel call over that axis, the kept inputs from a cache keyed by (inputs, name); zeros for
+  ``logaddexp`` along the value of a normalized log table (``atoms/tensor_facts.py``).
 
 Tensor's own ``x + y`` (and the other binary operators) and ``t(i=k)`` ask for their program
 with one lookup in the active interpretation's table (``eager_program_key``), and run the
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor_facts import _NORMALIZED, logaddexp_of_normalized
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import (
     eager_program,
@@ -49,6 +51,7 @@ from funsor_core.terms.base import Binary, Funsor, Subs
 __all__ = ["binary_tensor_tensor", "reduce_tensor_name", "subs_tensor_int"]
 
 _new = object.__new__
+_LOGADDEXP = ops.logaddexp
 
 
 def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
@@ -222,7 +225,11 @@ def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
     if recipe is None:
         recipe = _REDUCE_CACHE.put((ikey, name), _reduce_recipe(ikey, name))
     axis, inputs, new_ikey = recipe
-    data = ops.REDUCE_OPS[op](arg.data, axis=axis)
+    data = None
+    if _NORMALIZED and op is _LOGADDEXP:  # a normalized log table: zeros, no pass
+        data = logaddexp_of_normalized(arg.data, axis[0])
+    if data is None:
+        data = ops.REDUCE_OPS[op](arg.data, axis=axis)
     result = _new(Tensor)  # as exact_reduce_tensor's Tensor.make
     result._args = (data, new_ikey, out.dtype)
     result.data = data

@@ -25,7 +25,8 @@ from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
-           "log_density_tensor", "take_last", "moment_tensor", "enumerate_tensor", "normalizer",
+           "log_density_tensor", "take_last",
+           "distinct_rows", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
 
@@ -333,6 +334,27 @@ def _broadcast_index(table, index) -> tuple:
     return (*lead, index)
 
 
+
+def distinct_rows(x):
+    """``x`` with one row (last dim) per dim along which it repeats a row in memory (stride 0,
+    size above 1, as ``expand`` leaves them: Pyro broadcasts an HMM site's ``K x K`` probs over
+    its ``T`` time steps); ``x`` itself where there is none. A function acting on each row alone
+    is then computed once per distinct row and ``ops.expand``ed back to ``x.shape``: the same
+    numbers, and the derivative of the expand sums over those dims, as the original
+    ``expand``'s does.
+
+    Example:
+        >>> x = np.broadcast_to(np.array([[1.0, 3.0]]), (1000, 2))
+        >>> y = ops.expand(np.log(distinct_rows(x)), x.shape)  # two logs, not 2,000
+        >>> distinct_rows(x).shape, y.strides, bool(np.allclose(y, np.log(x)))
+        ((1, 2), (0, 8), True)
+    """
+    axes = backend_of(x).broadcast_axes(x)
+    last = len(x.shape) - 1
+    if not axes or axes == (last,):
+        return x
+    return x[tuple(slice(0, 1) if i in axes and i != last else slice(None)
+                   for i in range(last + 1))]
 
 # -- sampling --------------------------------------------------------------------------------
 def _grads_may_flow(arrays) -> bool:

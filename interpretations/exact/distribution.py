@@ -25,13 +25,20 @@ from funsor_core import ops
 from funsor_core.analysis.affine import is_affine
 from funsor_core.atoms.delta import Delta as DeltaAtom
 from funsor_core.atoms.tensor import Tensor, align_tensors
-from funsor_core.distribution.array_math import nan_invalid, normalizer, with_arrays
+from funsor_core.atoms.tensor_facts import mark_normalized
+from funsor_core.distribution.array_math import (
+    distinct_rows,
+    nan_invalid,
+    normalizer,
+    with_arrays,
+)
 from funsor_core.distribution.base import Distribution, on_family
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.distribution.discrete import Categorical, CategoricalLogits, Delta
 from funsor_core.distribution.gaussian import mvn_to_gaussian, normal_to_gaussian
 from funsor_core.distribution.relaxed import LowRankMultivariateNormal, low_rank_scale_tril
 from funsor_core.domains import Reals
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.fast_path import array_program
 from funsor_core.engine.interpreter import Tuple, interpret
 from funsor_core.terms.base import Funsor, Number, Reduce, Variable
@@ -120,6 +127,11 @@ def exact_lowrank_mvn_affine(loc, cov_factor, cov_diag, value):
 # the family's log table with the event dim made the input v. Every k in 0..n-1 is in the
 # support, so no gather of each value and no support mask (Pyro's enumerated sites: two
 # passes over K^2 T numbers fewer, forward and backward). A traced invalid parameter is NaN.
+# A parameter broadcast over batch dims in memory (Pyro expands each site's K x K probs over
+# its T steps) gets its table once per distinct row (K^2 logs, not K^2 T), broadcast back
+# into memory of its own (with a stride-0 table, torch's bmm backward made 2T copies a step).
+# The table is recorded normalized along v: Pyro's renormalization t - t.reduce(logaddexp, v)
+# is then t, with no pass over it (atoms/tensor_facts.py says why derivatives agree).
 def _table_over(cls, param: Tensor, value: Variable):
     if value.name in param.inputs:  # the parameter's own input: the table's diagonal
         fresh = Variable(f"{value.name}__value", value.output)
@@ -131,7 +143,16 @@ def _table_over(cls, param: Tensor, value: Variable):
         return cls(param, param.new_arange(value.name, value.output.size))
     name = next(iter(cls.params))
     data = nan_invalid(cls, {name: param.data})[name]
-    return Tensor.make(cls.log_table(data), {**param.inputs, value.name: value.output})
+    rows = distinct_rows(data)
+    table = cls.log_table(rows)
+    if rows is not data:
+        table = backend_of(data).expand_dense(table, tuple(data.shape))
+    # Recorded normalized only where every probability is positive: at a zero one the
+    # masked log's zero derivative makes the explicit renormalization's derivative with
+    # respect to that zero entry differ (0 there; the table's own is -1 / sum p).
+    if cls is Categorical and ops.is_concrete(rows) and bool(ops.amin(rows) > 0):
+        mark_normalized(table, len(param.inputs))
+    return Tensor.make(table, {**param.inputs, value.name: value.output})
 
 
 @exact.register(Categorical, Tensor, Variable)

@@ -18,12 +18,13 @@ from funsor_core.atoms.tensor import (
     index_tensor_number,
     index_tensor_numbers,
 )
+from funsor_core.atoms.tensor_facts import is_zero, logaddexp_of_normalized
 from funsor_core.atoms.tensor_fast_ops import (
     binary_tensor_tensor,
     reduce_tensor_name,
     subs_tensor_int,
 )
-from funsor_core.domains import Bint
+from funsor_core.domains import Bint, Real
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import array_program
 from funsor_core.ops import BinaryOp, Op, ReductionOp, UnaryOp
@@ -101,6 +102,8 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
             return Binary(op, *new)
     if op.base is ops.matmul:
         return _matmul(op, lhs, rhs)
+    if op is ops.sub and is_zero(rhs.data) and _subtracts_nothing(lhs, rhs):
+        return lhs
     out = ops.infer_domain(op, lhs.output, rhs.output)
     ikey = lhs._ikey
     if (ikey is rhs._ikey or ikey == rhs._ikey) and len(lhs.output.shape) == len(
@@ -167,6 +170,16 @@ def _dot(lhs, rhs):
     return Tensor.make(ops.reshape(data, tuple(d.size for d in inputs.values())), inputs, "real")
 
 
+def _subtracts_nothing(lhs: Tensor, rhs: Tensor) -> bool:
+    # lhs - zeros is lhs when it broadcasts to lhs unchanged: the zeros' inputs are some of
+    # lhs's (same domains), both are real scalars of one array type and dtype (Pyro's
+    # t - t.reduce(logaddexp, v) of a normalized table; atoms/tensor_facts.py).
+    li, ri = lhs.inputs, rhs.inputs
+    return (lhs.output == rhs.output == Real and type(lhs.data) is type(rhs.data)
+            and lhs.data.dtype == rhs.data.dtype
+            and all(li.get(k) == d for k, d in ri.items()))
+
+
 # Reduce(op, t, vars) reduces the named batch dims with op's array reduction (a recorded
 # plated elimination may make that call directly: algorithms.contract.replay).
 @exact.register(Reduce, Op, Tensor, frozenset)
@@ -182,7 +195,11 @@ def exact_reduce_tensor(op, arg, reduced_vars):
         return arg
     out = arg.output
     if out.dtype == "real":
-        data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+        data = None
+        if op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
+            data = logaddexp_of_normalized(arg.data, axes[0])
+        if data is None:
+            data = ops.REDUCE_OPS[op](arg.data, axis=axes)
     else:
         if ((op is ops.or_ or op is ops.and_) and out.dtype != 2
                 and all(arg.data.shape[a] for a in axes)):
