@@ -78,7 +78,7 @@ def exact_unary_tensor(op, arg):
             data = base(data, batch + shape)
     else:
         data = op(data)
-    return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
+    return Tensor.make(_as_real(data, out, arg), arg.inputs, out.dtype, arg._ikey)
 
 
 # t[index] indexes the output dims, to the right of the batch dims.
@@ -118,7 +118,8 @@ def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
-    return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey, out)
+    data = _as_real(op(lhs.data, rhs.data), out, lhs)
+    return Tensor.make(data, lhs.inputs, out.dtype, lhs._ikey, out)
 
 
 @exact.register(Binary, BinaryOp, Number, Tensor)
@@ -126,7 +127,18 @@ def exact_binary_number_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
-    return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype, rhs._ikey, out)
+    data = _as_real(op(lhs.data, rhs.data), out, rhs)
+    return Tensor.make(data, rhs.inputs, out.dtype, rhs._ikey, out)
+
+
+def _as_real(data, out, tensor):
+    # A Bint Tensor with a real Number (t + 1: Python's 1 is Number(1) of Real) is Real, as
+    # in funsor, whose data is then float: integer arithmetic gave an int array labelled
+    # Real, which a float-only kernel (logsumexp on torch) later refuses. By dtype only, so
+    # it holds for traced arrays too.
+    if out.dtype == "real" and tensor.dtype != "real" and not ops.is_floating(data):
+        return ops.astype(data, "real")
+    return data
 
 
 def _matmul(op, lhs, rhs):

@@ -1,0 +1,90 @@
+"""Tensor data that is no numbers, and Bint Tensors meeting real Numbers (h54).
+
+1. numpy arrays of strings, bytes, Python objects, records or dates (and lists numpy reads
+   so) built a Tensor: a TypeError now names the dtype at the constructor.
+2. ``Tensor(ints, inputs, 3) + 1`` is Real, as in funsor 0.4.8, but held an int array: a
+   float-only kernel (torch's logsumexp) refused it later. The data is float now. Oracle:
+   numpy arithmetic on the same values and enumeration of the reduced sum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import funsor_core as fc
+from funsor_core import ops
+
+I2 = {"i": fc.Bint[2]}
+
+
+@pytest.mark.parametrize("data, dtype_text", [
+    (np.array(["a", "b"]), r"<U1 \(strings\)"),
+    (np.array([b"a", b"b"]), r"\|S1 \(bytes\)"),
+    (np.array([1, "b"], dtype=object), r"object \(Python objects\)"),
+    (np.array([1.0, 2.0], dtype=object), r"object \(Python objects\)"),
+    (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), r"datetime64\[D\] \(dates\)"),
+    (np.zeros(2, dtype=[("a", float)]), r"\[.*\] \(records\)"),
+    (["a", "b"], r"<U1 \(strings\)"),
+])
+@pytest.mark.parametrize("dtype", ["real", 2])
+@pytest.mark.parametrize("inputs", [I2, [("i", fc.Bint[2])]], ids=["dict", "pairs"])
+def test_data_that_is_no_numbers_raises_naming_its_dtype(backend, data, dtype_text, dtype,
+                                                          inputs):
+    with pytest.raises(TypeError, match=rf"Tensor data of dtype {dtype_text} cannot be a "
+                                        r"Tensor: its data must be numbers"):
+        fc.Tensor(data, inputs, dtype)
+
+
+def test_none_in_a_list_is_no_number():
+    with pytest.raises(TypeError, match=r"Tensor data \[None, 1.0\] holds None"):
+        fc.Tensor([None, 1.0], I2)
+
+
+def test_numbers_in_lists_and_arrays_still_build(backend):
+    t = fc.Tensor([0.5, 1.5], I2)
+    np.testing.assert_allclose(np.asarray(t.data), [0.5, 1.5])
+    assert fc.Tensor(np.array([True, False]), I2, 2).dtype == 2
+    u = fc.Tensor(np.array([1, 0]), I2, 2)
+    np.testing.assert_array_equal(np.asarray(u.data), [1, 0])
+
+
+BINARY = [(lambda t: t + 1, lambda a: a + 1.0), (lambda t: 1 + t, lambda a: 1.0 + a),
+          (lambda t: t * 2, lambda a: a * 2.0), (lambda t: t - 1, lambda a: a - 1.0),
+          (lambda t: -t, lambda a: -a), (lambda t: t + np.int64(1), lambda a: a + 1.0),
+          (lambda t: t % 3, lambda a: np.mod(a, 3.0))]
+
+
+@pytest.mark.parametrize("fn, oracle", BINARY, ids=["add", "radd", "mul", "sub", "neg",
+                                                    "np_int", "mod"])
+def test_bint_with_a_real_number_is_real_with_float_data(backend, fn, oracle):
+    a = np.array([1, 2])
+    t = fc.Tensor(fc.Tensor(a).data, I2, 3)  # int data on the active backend
+    r = fn(t)
+    assert r.output == fc.Real
+    assert ops.is_floating(r.data), r.data.dtype
+    np.testing.assert_allclose(np.asarray(r.data), oracle(a.astype(float)))
+    # A float-only reduction accepts it (torch's logsumexp refused the int array).
+    z = r.reduce(ops.logaddexp, "i")
+    np.testing.assert_allclose(float(z.data), logsumexp(oracle(a.astype(float))), rtol=1e-6)
+
+
+def test_bint_plus_bint_stays_bint():
+    t = fc.Tensor(np.array([1, 2]), I2, 3)
+    r = t + fc.Number(1, 3)
+    assert r.output == fc.Bint[5]
+    np.testing.assert_array_equal(r.data, [2, 3])
+
+
+def test_bint_plus_one_under_jit():
+    import jax
+    import jax.numpy as jnp
+
+    fc.set_backend("jax")
+    try:
+        f = jax.jit(lambda d: (fc.Tensor(d, I2, 3) + 1).reduce(ops.logaddexp, "i").data)
+        np.testing.assert_allclose(float(f(jnp.array([1, 2]))), logsumexp([2.0, 3.0]),
+                                   rtol=1e-6)
+    finally:
+        fc.set_backend("numpy")
