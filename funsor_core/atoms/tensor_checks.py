@@ -80,7 +80,12 @@ def _check_nested(data) -> None:
     # asarray fails with "could not convert string to float"), [None, 1.0] (read as nan).
     try:
         probe = np.asarray(data)
-    except Exception:  # ragged, or arrays numpy cannot read: the backend's asarray decides
+    except ValueError as e:  # ragged: [[1.0, 2.0], [3.0]]
+        if "inhomogeneous" in str(e):
+            raise ValueError(f"Tensor data {data!r} is ragged: its rows differ in length, "
+                             "and an array needs one length per dim") from e
+        return
+    except Exception:  # arrays numpy cannot read: the backend's asarray decides
         return
     if probe.dtype.kind == "O":
         if any(x is None for x in probe.ravel().tolist()):
@@ -206,6 +211,10 @@ def _as_inputs(inputs) -> tuple:
         return ()
     if isinstance(inputs, dict):
         return tuple(inputs.items())
+    if isinstance(inputs, (set, frozenset)) and len(inputs) > 1:
+        raise TypeError(f"Tensor inputs {inputs!r} are a set, which has no order: the data's "
+                        "leading dims would be named in hash order. Pass a dict or a list "
+                        "of (name, Bint[n]) pairs in the order of the dims")
     pairs = () if isinstance(inputs, str) else tuple(inputs)
     if isinstance(inputs, str) or not all(
             isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs):

@@ -88,3 +88,18 @@ def test_bint_plus_one_under_jit():
                                    rtol=1e-6)
     finally:
         fc.set_backend("numpy")
+
+
+def test_a_set_of_inputs_has_no_order():
+    # Two names in a set were named in hash order: the dims could be swapped silently.
+    data = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(TypeError, match=r"are a set, which has no order"):
+        fc.Tensor(data, {("i", fc.Bint[2]), ("j", fc.Bint[3])})
+    t = fc.Tensor(data, [("i", fc.Bint[2]), ("j", fc.Bint[3])])  # a list keeps the order
+    assert float(t(i=1, j=0).data) == data[1, 0]
+    assert fc.Tensor(data[0], {("j", fc.Bint[3])}).inputs == {"j": fc.Bint[3]}  # one: no order
+
+
+def test_ragged_lists_name_the_data():
+    with pytest.raises(ValueError, match=r"Tensor data \[\[1.0, 2.0\], \[3.0\]\] is ragged"):
+        fc.Tensor([[1.0, 2.0], [3.0]])

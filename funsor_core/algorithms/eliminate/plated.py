@@ -30,8 +30,10 @@ from funsor_core.algorithms.eliminate.graph import (
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
 from funsor_core.analysis.sign import check_distributes, distributes
+from funsor_core.ops.op import Op
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.inputs import DomainError
 
 __all__ = ["PlateError", "check_plated_semiring", "partial_sum_product", "sum_product",
            "recorded_program", "_partition"]
@@ -89,7 +91,14 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     # One graph, one backend, checked here from the leaves' array types: a lazy program
     # whose first mixed Contraction is built only when it is evaluated would fail far from
     # this call (at apply_optimizer) otherwise.
-    check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    if not (isinstance(sum_op, Op) and isinstance(prod_op, Op)):
+        raise TypeError(f"sum_product takes ops of funsor_core.ops as (sum_op, prod_op), e.g. "
+                        f"(ops.logaddexp, ops.add); got ({sum_op!r}, {prod_op!r})")
+    try:
+        check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    except AttributeError:  # a factor that is no funsor has no arrays: name it
+        _check_funsors(factors)
+        raise
     eliminate = _names(eliminate, factors, "eliminate")
     plates = _names(plates, factors, "plates")
     if (sum_op, prod_op) not in ops.DISTRIBUTIVE_OPS and plates & eliminate:
@@ -108,6 +117,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         _check_plates_of_kept_vars(factors, eliminate, plates)
     if plates & eliminate:
         check_domains(f.inputs.items() for f in factors)
+        _check_plate_domains(factors, plates & eliminate)
     # A plate that is not eliminated is an ordinary batch input, as in funsor: each of its
     # values indexes a separate factor graph, so it stays an input of the result instead of
     # being product-reduced when a variable outside it is summed out.
@@ -172,6 +182,24 @@ def check_plated_semiring(sum_op, prod_op, factors, eliminate, plates) -> None:
                 raise ValueError(_NOT_DISTRIBUTIVE.format(
                     prod=prod_op, sum=sum_op, var=var, plate=plate, domain=domains[plate],
                     hint=hint))
+
+
+def _check_funsors(factors) -> None:
+    for i, f in enumerate(factors):
+        if not isinstance(f, Funsor):
+            raise TypeError(f"sum_product: factor {i} is a {type(f).__name__}, not a funsor; "
+                            "make it one first, e.g. fc.Tensor(array, {'i': fc.Bint[n]})")
+
+
+def _check_plate_domains(factors, plates) -> None:
+    # A plate is a Bint input whose members are multiplied; a real one has no members (its
+    # product was left a lazy term where a number was asked for).
+    for i, f in enumerate(factors):
+        for name in plates.intersection(f.inputs):
+            domain = f.inputs[name]
+            if domain.dtype == "real" or domain.shape:
+                raise DomainError(f"sum_product: plate {name!r} is {domain} in factor {i}; a "
+                                  "plate is a Bint[n] input, whose n members are multiplied")
 
 
 class _FactorLabels:

@@ -104,3 +104,23 @@ def test_semirings_sum_inside_plates(backend, sum_op, prod_op):
     got = sum_product(sum_op, prod_op, [a], frozenset("ix"), frozenset("i"))
     np.testing.assert_allclose(np.asarray(got.data), unrolled_local(sum_op, prod_op, A),
                                rtol=1e-6)
+
+
+def test_ops_and_factors_that_are_not_funsors_are_named():
+    a = fc.Tensor(A, {"i": fc.Bint[2], "x": fc.Bint[3]})
+    with pytest.raises(TypeError, match=r"takes ops of funsor_core.ops .* got \(<ufunc "
+                                        r"'logaddexp'>, <ufunc 'add'>\)"):
+        sum_product(np.logaddexp, np.add, [a], frozenset("ix"))
+    with pytest.raises(TypeError, match="factor 1 is a ndarray, not a funsor"):
+        sum_product(ops.logaddexp, ops.add, [a, B], frozenset("ix"))
+
+
+def test_a_real_plate_raises_instead_of_a_lazy_term():
+    a = fc.Tensor(A, {"i": fc.Bint[2], "x": fc.Bint[3]})
+    r = fc.Variable("r", fc.Real)
+    with pytest.raises(fc.DomainError, match=r"plate 'r' is Real in factor 1; a plate is a "
+                                             r"Bint\[n\] input"):
+        sum_product(ops.logaddexp, ops.add, [a, r], frozenset("ixr"), frozenset("r"))
+    # The same graph with a Bint plate is the enumerated answer.
+    got = sum_product(ops.add, ops.mul, [a.exp()], frozenset("ix"), frozenset("i"))
+    np.testing.assert_allclose(got.data, unrolled_local(ops.add, ops.mul, np.exp(A)))
