@@ -2,9 +2,10 @@
 
 1. numpy arrays of strings, bytes, Python objects, records or dates (and lists numpy reads
    so) built a Tensor: a TypeError now names the dtype at the constructor.
-2. ``Tensor(ints, inputs, 3) + 1`` is Real, as in funsor 0.4.8, but held an int array: a
-   float-only kernel (torch's logsumexp) refused it later. The data is float now. Oracle:
-   numpy arithmetic on the same values and enumeration of the reduced sum.
+2. ``Tensor(ints, inputs, 3) + 1`` is Real, as in funsor 0.4.8, but held an int array, and
+   the integer op wrapped around for small dtypes (uint8 data + 100). The data is cast to
+   float before the op now. Oracle: numpy arithmetic on the values as floats, and logsumexp
+   of them for the reduced sum.
 """
 
 from __future__ import annotations
@@ -65,9 +66,24 @@ def test_bint_with_a_real_number_is_real_with_float_data(backend, fn, oracle):
     assert r.output == fc.Real
     assert ops.is_floating(r.data), r.data.dtype
     np.testing.assert_allclose(np.asarray(r.data), oracle(a.astype(float)))
-    # A float-only reduction accepts it (torch's logsumexp refused the int array).
     z = r.reduce(ops.logaddexp, "i")
     np.testing.assert_allclose(float(z.data), logsumexp(oracle(a.astype(float))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn, oracle", BINARY, ids=["add", "radd", "mul", "sub", "neg",
+                                                    "np_int", "mod"])
+def test_small_integer_dtypes_do_not_wrap_around(fn, oracle):
+    a = np.array([200, 100], dtype=np.uint8)
+    r = fn(fc.Tensor(a, I2, 256))
+    np.testing.assert_allclose(r.data, oracle(a.astype(float)))
+    big = fc.Tensor(a, I2, 256) + 100
+    np.testing.assert_allclose(big.data, [300.0, 200.0])
+
+
+def test_integer_ops_run_on_integers():
+    y = fc.Tensor(np.array([1, 2, 3]), {"j": fc.Bint[3]}, 4)
+    r = 3 << y
+    np.testing.assert_array_equal(r.data, np.left_shift(3, [1, 2, 3]))
 
 
 def test_bint_plus_bint_stays_bint():
