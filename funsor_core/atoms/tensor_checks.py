@@ -55,6 +55,9 @@ _NOT_NUMERIC = (
     "{what}, or np.unique(data, return_inverse=True)[1] for category labels as Bint values"
 )
 _NDARRAY = np.ndarray
+# The native numeric dtypes: one set lookup on the hot path; any other dtype (a byte-swapped
+# float too) takes check_numeric's test of its kind.
+_NUMERIC_DTYPES = frozenset(np.dtype(c) for c in "?bhilqBHILQefdgFDG")
 
 
 def check_numeric(data) -> None:
@@ -282,7 +285,7 @@ class TensorMeta(FunsorMeta):
                                 if args[1] is ikey and args[2] == "real":
                                     return obj
                             return tensor_cons(cls, (data, ikey, "real"))
-                        if typ is _NDARRAY and data.dtype.kind in _NOT_NUMBERS:
+                        if typ is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
                             check_numeric(data)  # (a new Tensor: once per array)
                         obj = object.__new__(cls)
                         if shape == sizes:  # a real output of no dims: ``_init`` inline
