@@ -188,7 +188,7 @@ class Tensor(Funsor, metaclass=TensorMeta):
         Example:
             >>> u = fc.Variable("u", fc.Bint[3])
             >>> fc.Tensor(np.zeros(1)).materialize(u + 1).data
-            array([1, 2, 3])
+            array([1., 2., 3.])
         """
         if isinstance(x, (Number, Tensor)):
             return x

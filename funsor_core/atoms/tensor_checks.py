@@ -30,8 +30,8 @@ from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.base import Variable
 from funsor_core.terms.inputs import DomainError
 
-__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_tensor_args", "out_of_range",
-           "progression_slices", "tensor_cons"]
+__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_numeric", "check_tensor_args",
+           "out_of_range", "progression_slices", "tensor_cons"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -45,6 +45,58 @@ _FLOAT_BINT = (
     "(numpy, jax) or Tensor(data.long(), inputs, {n}) (torch), "
     "or leave dtype='real' for real values."
 )
+
+# numpy dtype kinds that are no numbers: objects, bytes and str, structured records, dates.
+_NOT_NUMBERS = {"O": "Python objects", "S": "bytes", "U": "strings", "V": "records",
+                "M": "dates", "m": "time spans"}
+_NOT_NUMERIC = (
+    "Tensor data of dtype {dtype} ({what}) cannot be a Tensor: its data must be numbers "
+    "(bool, int or float); convert it first, e.g. data.astype(float) for numbers held as "
+    "{what}, or np.unique(data, return_inverse=True)[1] for category labels as Bint values"
+)
+_NDARRAY = np.ndarray
+# The native numeric dtypes: one set lookup on the hot path; any other dtype (a byte-swapped
+# float too) takes check_numeric's test of its kind.
+_NUMERIC_DTYPES = frozenset(np.dtype(c) for c in "?bhilqBHILQefdgFDG")
+
+
+def check_numeric(data) -> None:
+    """Raise TypeError where ``data`` is a numpy array of no numbers (strings, bytes, Python
+    objects, records, dates): torch and jax cannot hold those, and ops on them fail far from
+    the constructor. Other arrays pass (their dtypes are numbers).
+
+    Example:
+        >>> check_numeric(np.zeros(2))
+        >>> check_numeric(np.array(["a", "b"]))
+        Traceback (most recent call last):
+        ...
+        TypeError: Tensor data of dtype <U1 (strings) cannot be a Tensor: ...
+    """
+    if isinstance(data, _NDARRAY):
+        kind = data.dtype.kind
+        if kind in _NOT_NUMBERS:
+            raise TypeError(_NOT_NUMERIC.format(dtype=data.dtype, what=_NOT_NUMBERS[kind]))
+
+
+def _check_nested(data) -> None:
+    # A list or tuple whose entries numpy reads as no numbers: ["a", "b"] (the backend's
+    # asarray fails with "could not convert string to float"), [None, 1.0] (read as nan).
+    try:
+        probe = np.asarray(data)
+    except ValueError as e:  # ragged: [[1.0, 2.0], [3.0]]
+        if "inhomogeneous" in str(e):
+            raise ValueError(f"Tensor data {data!r} is ragged: its rows differ in length, "
+                             "and an array needs one length per dim") from e
+        return
+    except Exception:  # arrays numpy cannot read: the backend's asarray decides
+        return
+    if probe.dtype.kind == "O":
+        if any(x is None for x in probe.ravel().tolist()):
+            raise TypeError(f"Tensor data {data!r} holds None, which is no number; write "
+                            "float('nan') where a missing value is meant")
+        return  # e.g. a list of 0-d arrays of another backend: its asarray decides
+    check_numeric(probe)
+
 
 # Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
 # Bounded: a loop over fresh names makes fresh keys; an evicted one is checked again.
@@ -65,6 +117,8 @@ def check_tensor_args(data, inputs, dtype) -> tuple:
         For example Tensor(np.zeros((2, 3)), {'i': Bint[2]}) has output Reals[3].
     """
     if not is_array_type(type(data)):
+        if isinstance(data, (list, tuple)):
+            _check_nested(data)
         module = backend_module()
         if (dtype == "real" and isinstance(data, np.floating)
                 and isinstance(data, module.ARRAY_TYPES)):
@@ -160,6 +214,10 @@ def _as_inputs(inputs) -> tuple:
         return ()
     if isinstance(inputs, dict):
         return tuple(inputs.items())
+    if isinstance(inputs, (set, frozenset)) and len(inputs) > 1:
+        raise TypeError(f"Tensor inputs {inputs!r} are a set, which has no order: the data's "
+                        "leading dims would be named in hash order. Pass a dict or a list "
+                        "of (name, Bint[n]) pairs in the order of the dims")
     pairs = () if isinstance(inputs, str) else tuple(inputs)
     if isinstance(inputs, str) or not all(
             isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs):
@@ -204,7 +262,8 @@ class TensorMeta(FunsorMeta):
                 known = None
             # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a
             # miss, or False, asks the function.)
-            if known is not None and (_IS_ARRAY.get(type(data)) or is_array_type(type(data))):
+            typ = type(data)
+            if known is not None and (_IS_ARRAY.get(typ) or is_array_type(typ)):
                 ikey, sizes, shared = known
                 shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
                 if shape == sizes or shape[:len(sizes)] == sizes:
@@ -226,6 +285,8 @@ class TensorMeta(FunsorMeta):
                                 if args[1] is ikey and args[2] == "real":
                                     return obj
                             return tensor_cons(cls, (data, ikey, "real"))
+                        if typ is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
+                            check_numeric(data)  # (a new Tensor: once per array)
                         obj = object.__new__(cls)
                         if shape == sizes:  # a real output of no dims: ``_init`` inline
                             obj._args = (data, ikey, "real")
@@ -296,6 +357,7 @@ def tensor_cons(cls: type, args: tuple):
         obj = None if entry is None else entry()
         if obj is not None:
             return obj
+    check_numeric(data)
     obj = object.__new__(cls)
     obj._init(data, ikey, dtype)
     if held is None:  # the array's own entry is free

@@ -40,6 +40,7 @@ from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     index_to_python,
     merge_all_inputs,
     merge_inputs,
+    python_number,
     reduce_constant,
     reduce_domain,
     reduce_moment,
@@ -327,8 +328,8 @@ class Number(Funsor):
             return data, dtype
         if isinstance(dtype, Domain):
             dtype = dtype.dtype
-        if hasattr(data, "item") and not isinstance(data, numbers.Number):
-            data = data.item()
+        if not isinstance(data, numbers.Number):
+            data = python_number(data)
         if dtype != "real":
             if type(data) is bool:  # a bool is the Bint value 0 or 1, as in funsor
                 data = int(data)

@@ -21,7 +21,7 @@ from funsor_core import ops
 from funsor_core.domains import Bint, Domain, Real
 
 __all__ = ["DomainError", "merge_inputs", "merge_all_inputs", "check_substitution",
-           "index_to_python", "reduce_constant", "reduce_domain",
+           "index_to_python", "python_number", "reduce_constant", "reduce_domain",
            "reduce_moment", "split_reduced_vars"]
 
 
@@ -321,3 +321,29 @@ def reduce_domain(op, domain: Domain, n: int) -> Domain:
     if name == "mul":
         return Domain((k - 1) ** n + 1, domain.shape)
     return ops.infer_domain(op, domain, domain)
+
+
+def python_number(data):
+    """The Python number of a one-element array, for ``Number``; else the TypeError naming
+    what a Number is not: a str or None, an array of several values, a traced array (no
+    value to read; a Tensor holds it).
+
+    Example:
+        >>> python_number(np.array([2.5]))
+        2.5
+    """
+    numel = getattr(data, "numel", None)  # torch's count; its .size is a method
+    size = numel() if callable(numel) else getattr(data, "size", None)
+    if size == 1 and hasattr(data, "item"):
+        try:
+            return data.item()
+        except Exception as e:  # a traced array has no value to read
+            raise TypeError(f"Number needs a concrete Python number, but {type(data).__name__} "
+                            "has no value here (it is traced?); a traced array is a Tensor: "
+                            "fc.Tensor(x)") from e
+    if size is not None:
+        raise TypeError(f"Number holds one number, got an array of shape "
+                        f"{tuple(data.shape)}; an array is a Tensor: fc.Tensor(x, inputs)")
+    raise TypeError(f"Number holds a number (int, float or bool), got {data!r}; an array is "
+                    "a Tensor (fc.Tensor(x, inputs)), a name a Variable (fc.Variable(name, "
+                    "domain))")

@@ -77,6 +77,8 @@ def exact_unary_tensor(op, arg):
             if new and nb:
                 data = ops.reshape(data, batch + (1,) * new + tuple(arg.output.shape))
             data = base(data, batch + shape)
+    elif out.dtype == "real" and arg.dtype != "real":  # -t of a Bint t: see _real_op
+        data = _real_op(op, (data,), 0)
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
@@ -121,6 +123,9 @@ def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
+    if out.dtype == "real" and lhs.dtype != "real":
+        return Tensor.make(_real_op(op, (lhs.data, rhs.data), 0), lhs.inputs, "real", lhs._ikey,
+                           out)
     return Tensor.make(op(lhs.data, rhs.data), lhs.inputs, out.dtype, lhs._ikey, out)
 
 
@@ -129,7 +134,26 @@ def exact_binary_number_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
     out = ops.infer_domain(op, lhs.output, rhs.output)
+    if out.dtype == "real" and rhs.dtype != "real":
+        return Tensor.make(_real_op(op, (lhs.data, rhs.data), 1), rhs.inputs, "real", rhs._ikey,
+                           out)
     return Tensor.make(op(lhs.data, rhs.data), rhs.inputs, out.dtype, rhs._ikey, out)
+
+
+# A Bint Tensor with a real Number (t + 1: Python's 1 is Number(1) of Real) is Real, as in
+# funsor, with float data: the integer array is cast first, so that t + 100 of uint8 data
+# is 300, not 44 (the integer op wrapped around), and the result is no int array labelled
+# Real. Ops that need integers (<<, &) run on them and are cast after. By dtype only, so
+# it holds for traced arrays too.
+_CAST_FIRST = frozenset(ops.ARITHMETIC_OPS)
+
+
+def _real_op(op, args: tuple, pos: int):
+    # op(*args) as a real array, where args[pos] is the Bint Tensor's integer data.
+    if op.base in _CAST_FIRST:
+        args = args[:pos] + (ops.astype(args[pos], "real"),) + args[pos + 1:]
+    data = op(*args)
+    return data if ops.is_floating(data) else ops.astype(data, "real")
 
 
 def _matmul(op, lhs, rhs):

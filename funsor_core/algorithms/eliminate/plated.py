@@ -20,6 +20,7 @@ from funsor_core.algorithms.eliminate.graph import (
     _check_plates_of_kept_vars,
     _contract,
     _names,
+    _ordinals,
     _partition,
     _product,
     _reduce,
@@ -29,11 +30,13 @@ from funsor_core.algorithms.eliminate.graph import (
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
 from funsor_core.analysis.sign import check_distributes, distributes
+from funsor_core.ops.op import Op
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.inputs import DomainError
 
-__all__ = ["PlateError", "partial_sum_product", "sum_product", "recorded_program",
-           "_partition"]
+__all__ = ["PlateError", "check_plated_semiring", "partial_sum_product", "sum_product",
+           "recorded_program", "_partition"]
 
 # Product-reducing a plate of size n raises each value to the n-th power in the semiring, so
 # subsampling a plate to a fraction of its size is corrected by the matching power: ``pow`` for
@@ -88,9 +91,18 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     # One graph, one backend, checked here from the leaves' array types: a lazy program
     # whose first mixed Contraction is built only when it is evaluated would fail far from
     # this call (at apply_optimizer) otherwise.
-    check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    if not (isinstance(sum_op, Op) and isinstance(prod_op, Op)):
+        raise TypeError(f"sum_product takes ops of funsor_core.ops as (sum_op, prod_op), e.g. "
+                        f"(ops.logaddexp, ops.add); got ({sum_op!r}, {prod_op!r})")
+    try:
+        check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    except AttributeError:  # a factor that is no funsor has no arrays: name it
+        _check_funsors(factors)
+        raise
     eliminate = _names(eliminate, factors, "eliminate")
     plates = _names(plates, factors, "plates")
+    if (sum_op, prod_op) not in ops.DISTRIBUTIVE_OPS and plates & eliminate:
+        check_plated_semiring(sum_op, prod_op, factors, eliminate, plates)
     structure = None if plate_to_scale else structure_of(sum_op, prod_op, factors)
     if structure is not None:
         schedule = plan_elimination(sum_op, prod_op, structure, eliminate, plates, pedantic)
@@ -105,6 +117,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         _check_plates_of_kept_vars(factors, eliminate, plates)
     if plates & eliminate:
         check_domains(f.inputs.items() for f in factors)
+        _check_plate_domains(factors, plates & eliminate)
     # A plate that is not eliminated is an ordinary batch input, as in funsor: each of its
     # values indexes a separate factor graph, so it stays an input of the result instead of
     # being product-reduced when a variable outside it is summed out.
@@ -120,6 +133,73 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     steps = _TermSteps(sum_op, prod_op, pow_op, plate_to_scale)
     return eliminate_graph(factors, sum_vars, plates, steps)
+
+
+# Semirings that ops.DISTRIBUTIVE_OPS leaves out: a lattice op (max, min, and, or) as sum_op and
+# a prod_op nondecreasing in each argument, so that a * max(b, c) = max(a * b, a * c).
+_LATTICE_SEMIRINGS = frozenset([
+    (ops.max, ops.logaddexp), (ops.min, ops.logaddexp), (ops.max, ops.max), (ops.min, ops.min),
+    (ops.max, ops.min), (ops.min, ops.max), (ops.and_, ops.or_), (ops.and_, ops.and_),
+    (ops.or_, ops.or_),
+])
+
+_NOT_DISTRIBUTIVE = (
+    "sum_product over plates: prod_op {prod} does not distribute over sum_op {sum}, so "
+    "{var!r} (summed inside plate {plate!r}: {domain}) cannot be summed once per plate "
+    "member and then multiplied along the plate; that gives a number that is not the sum "
+    "over every assignment of the plate's copies of {var!r}. Pass a semiring (sum_op, "
+    "prod_op) such as (ops.logaddexp, ops.add), (ops.add, ops.mul) or (ops.max, ops.add)"
+    "{hint}"
+)
+
+
+def check_plated_semiring(sum_op, prod_op, factors, eliminate, plates) -> None:
+    """Raise ValueError where eliminating ``plates`` would sum a variable inside a plate of
+    more than one member with a pair ``(sum_op, prod_op)`` that is no semiring: the plate's
+    product of per-member sums equals the sum over all assignments only when ``prod_op``
+    distributes over ``sum_op``. Global variables (outside every eliminated plate) need no
+    distribution, so such graphs keep funsor's answer.
+
+    Example:
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "x": fc.Bint[3]})
+        >>> check_plated_semiring(ops.add, ops.mul, [f], frozenset("ix"), frozenset("i"))
+        >>> check_plated_semiring(ops.add, ops.add, [f], frozenset("ix"), frozenset("i"))
+        Traceback (most recent call last):
+        ...
+        ValueError: sum_product over plates: prod_op ops.add does not distribute over ...
+    """
+    pair = (sum_op, prod_op)
+    if pair in ops.DISTRIBUTIVE_OPS or pair in _LATTICE_SEMIRINGS:
+        return
+    plates = plates & eliminate
+    var_to_ordinal = _ordinals(factors, plates, eliminate - plates)[0]
+    domains = {n: d for f in factors for n, d in f.inputs.items() if n in plates}
+    for var in sorted(var_to_ordinal):
+        for plate in sorted(var_to_ordinal[var]):
+            if domains[plate].size > 1:  # one member: the product is that member alone
+                hint = (" (the arguments are swapped: sum_op comes first)"
+                        if (prod_op, sum_op) in ops.DISTRIBUTIVE_OPS else "")
+                raise ValueError(_NOT_DISTRIBUTIVE.format(
+                    prod=prod_op, sum=sum_op, var=var, plate=plate, domain=domains[plate],
+                    hint=hint))
+
+
+def _check_funsors(factors) -> None:
+    for i, f in enumerate(factors):
+        if not isinstance(f, Funsor):
+            raise TypeError(f"sum_product: factor {i} is a {type(f).__name__}, not a funsor; "
+                            "make it one first, e.g. fc.Tensor(array, {'i': fc.Bint[n]})")
+
+
+def _check_plate_domains(factors, plates) -> None:
+    # A plate is a Bint input whose members are multiplied; a real one has no members (its
+    # product was left a lazy term where a number was asked for).
+    for i, f in enumerate(factors):
+        for name in plates.intersection(f.inputs):
+            domain = f.inputs[name]
+            if domain.dtype == "real" or domain.shape:
+                raise DomainError(f"sum_product: plate {name!r} is {domain} in factor {i}; a "
+                                  "plate is a Bint[n] input, whose n members are multiplied")
 
 
 class _FactorLabels:
