@@ -216,20 +216,25 @@ class TensorMeta(FunsorMeta):
                     same = inputs == copy and (names is None or (*inputs,) == names)
                 except (TypeError, ValueError):  # a value whose == is no bool: checked below
                     same = False
-                if same and data.shape == sizes:
+                if same:
+                    shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
+                    exact = shape == sizes
                     state = _STATE_GET(None)
-                    if ((_DEFAULT[0] if state is None else state[0])._direct.get(cls)
-                            and cls is _TENSOR[0]):
+                    if ((exact or shape[:len(sizes)] == sizes) and cls is _TENSOR[0]
+                            and (_DEFAULT[0] if state is None else state[0])._direct.get(cls)):
                         key = id(data)
                         entry = _TENSOR_TABLES[0].get(key)
                         if entry is None:
                             if not _TENSOR_TABLES[2]:  # (no array has two Tensors: see below)
                                 obj = _new(cls)
-                                obj._args = (data, ikey, _REAL)
-                                obj.data = data
-                                obj._ikey = ikey
-                                obj.inputs = shared
-                                obj.output = Real
+                                if exact:  # a real output of no dims: ``_init`` inline
+                                    obj._args = (data, ikey, _REAL)
+                                    obj.data = data
+                                    obj._ikey = ikey
+                                    obj.inputs = shared
+                                    obj.output = Real
+                                else:
+                                    obj._init(data, ikey, _REAL)
                                 entry = _TENSOR_TABLES[0][key] = Entry(obj, _TENSOR_TABLES[1])
                                 entry.key = key
                                 return obj
@@ -273,8 +278,11 @@ def _call_checked(cls, data, inputs):
             known = _known_signature(items)
         if known is not None:
             ikey = known[0]
-            _BY_DICT_ID_CACHE.put(id(inputs), (dict(ikey), tuple(inputs) if len(ikey) > 1
-                                               else None, *known))
+            record = _BY_DICT_ID.get(id(inputs))
+            if record is None or record[2] is not ikey:  # (a record is a function of ikey)
+                _BY_DICT_ID_CACHE.put(id(inputs), (
+                    dict(ikey), tuple(name for name, _ in ikey) if len(ikey) > 1 else None,
+                    *known))
     except TypeError:  # an unhashable domain: the full check names it
         known = None
     # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a miss,
