@@ -232,6 +232,14 @@ def _as_inputs(inputs) -> tuple:
 _SIGNATURES = FastCache("tensor.fast_signatures", 4096)
 _SIGNATURE_DATA = _SIGNATURES.data  # read directly on the hot path
 _IS_ARRAY = _IS_ARRAY_TYPE.data
+# The fast path's view by the inputs dict's ``id``: (a copy of its pairs, its names when
+# there are two or more, then the ``_SIGNATURES`` entry). The id only finds the entry; the
+# dict's pairs and order are compared with it each call (a freed dict's address is reused).
+_BY_DICT_ID_CACHE = FastCache("tensor.signatures_by_dict_id", 4096)
+_BY_DICT_ID = _BY_DICT_ID_CACHE.data
+_REAL = "real"  # the default dtype, compared by identity on the fast path (a literal
+# 'real' is the same interned string)
+_new = object.__new__
 
 
 class TensorMeta(FunsorMeta):
@@ -239,7 +247,8 @@ class TensorMeta(FunsorMeta):
     ``Tensor(array, inputs)`` in one frame.
 
     That call (an array of a loaded backend, a dict of inputs seen before, no dtype) is
-    validated by one dict lookup and one shape comparison, as ``Tensor._prepare`` does, and
+    validated by one lookup by the dict's ``id``, a comparison of its pairs and order with
+    the validated copy found there, and one shape comparison, as ``Tensor._prepare`` does, and
     when the active interpretation builds every Tensor as it is (``builds_class_as_is``: no
     rule, hook, tape or debug log sees Tensors) the term is cons-hashed directly, as the
     interpreter would; any other call takes the full path, with its checks and errors.
@@ -250,56 +259,51 @@ class TensorMeta(FunsorMeta):
         True
     """
 
-    def __call__(cls, *args, **kwargs):
-        if len(args) == 2 and not kwargs and type(args[1]) is dict:
-            data, inputs = args
-            try:
-                items = tuple(inputs.items())
-                known = _SIGNATURE_DATA.get(items)
-                if known is None:
-                    known = _known_signature(items)
-            except TypeError:  # an unhashable domain: the full check names it
-                known = None
-            # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a
-            # miss, or False, asks the function.)
-            typ = type(data)
-            if known is not None and (_IS_ARRAY.get(typ) or is_array_type(typ)):
-                ikey, sizes, shared = known
-                shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
-                if shape == sizes or shape[:len(sizes)] == sizes:
+    def __call__(cls, data, inputs=None, dtype=_REAL, *rest):
+        # The common call in as few bytecodes as it takes (each is ~30 instructions): a new
+        # real Tensor of an array no live Tensor holds, a signature seen before, no output
+        # dims, while Tensors are built as they are; anything else is ``_call_checked``.
+        if dtype is _REAL and type(inputs) is dict and not rest:
+            known = _BY_DICT_ID.get(id(inputs))
+            if known is not None and _IS_ARRAY.get(type(data)):
+                copy, names, ikey, sizes, shared = known
+                # This dict, or one at its freed address: it has the validated signature if
+                # it holds the same pairs (C-level, no tuple built) in the same order (the
+                # names, for two or more).
+                try:
+                    same = inputs == copy and (names is None or (*inputs,) == names)
+                except (TypeError, ValueError):  # a value whose == is no bool: checked below
+                    same = False
+                if same:
+                    shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
+                    exact = shape == sizes
                     state = _STATE_GET(None)
-                    interp = _DEFAULT[0] if state is None else state[0]
-                    if interp._direct.get(cls) or interp.builds_class_as_is(cls):
-                        if cls is not _TENSOR[0]:
-                            return tensor_cons(cls, (data, ikey, "real"))
-                        # ``tensor_cons`` inline for the common case: a Tensor of an array
-                        # that no live Tensor holds (or holds with this signature), while no
-                        # array is held by two Tensors of different signatures.
-                        table, forget, multi = _TENSOR_TABLES
+                    if ((exact or shape[:len(sizes)] == sizes) and cls is _TENSOR[0]
+                            and (_DEFAULT[0] if state is None else state[0])._direct.get(cls)):
                         key = id(data)
-                        entry = table.get(key)
-                        if entry is not None or multi:
-                            obj = None if entry is None else entry()
-                            if obj is not None:
-                                args = obj._args
-                                if args[1] is ikey and args[2] == "real":
-                                    return obj
-                            return tensor_cons(cls, (data, ikey, "real"))
-                        if typ is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
-                            check_numeric(data)  # (a new Tensor: once per array)
-                        obj = object.__new__(cls)
-                        if shape == sizes:  # a real output of no dims: ``_init`` inline
-                            obj._args = (data, ikey, "real")
-                            obj.data = data
-                            obj._ikey = ikey
-                            obj.inputs = shared
-                            obj.output = Real
-                        else:
-                            obj._init(data, ikey, "real")
-                        entry = table[key] = Entry(obj, forget)
-                        entry.key = key
-                        return obj
-        return FunsorMeta.__call__(cls, *args, **kwargs)
+                        entry = _TENSOR_TABLES[0].get(key)
+                        if entry is None:
+                            if not _TENSOR_TABLES[2]:  # (no array has two Tensors: see below)
+                                if type(data) is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
+                                    check_numeric(data)  # (a new Tensor: once per array)
+                                obj = _new(cls)
+                                if exact:  # a real output of no dims: ``_init`` inline
+                                    obj._args = (data, ikey, _REAL)
+                                    obj.data = data
+                                    obj._ikey = ikey
+                                    obj.inputs = shared
+                                    obj.output = Real
+                                else:
+                                    obj._init(data, ikey, _REAL)
+                                entry = _TENSOR_TABLES[0][key] = Entry(obj, _TENSOR_TABLES[1])
+                                entry.key = key
+                                return obj
+                        else:  # the live Tensor of this array, if it has this signature
+                            obj = entry()
+                            if obj is not None and obj._ikey is ikey and obj._args[2] == "real":
+                                return obj
+            return _call_checked(cls, data, inputs)
+        return FunsorMeta.__call__(cls, data, inputs, dtype, *rest)
 
     def __init__(cls, name, bases, ns, **kwargs):
         super().__init__(name, bases, ns, **kwargs)
@@ -321,6 +325,62 @@ _TENSOR: list = [None]
 _MULTI: dict[type, tuple[dict, Any]] = {}
 # Tensor's own (table, callback, second table), read by ``TensorMeta.__call__``.
 _TENSOR_TABLES: list = [None, None, None]
+
+
+def _call_checked(cls, data, inputs):
+    # ``TensorMeta.__call__`` of a real dtype and a dict of inputs, off its shortest path: a
+    # signature or array type seen for the first time, data with output dims, a live Tensor
+    # of the array, a subclass, an interpretation that may rewrite Tensors.
+    try:
+        items = tuple(inputs.items())
+        known = _SIGNATURE_DATA.get(items)
+        if known is None:
+            known = _known_signature(items)
+        if known is not None:
+            ikey = known[0]
+            record = _BY_DICT_ID.get(id(inputs))
+            if record is None or record[2] is not ikey:  # (a record is a function of ikey)
+                _BY_DICT_ID_CACHE.put(id(inputs), (
+                    dict(ikey), tuple(name for name, _ in ikey) if len(ikey) > 1 else None,
+                    *known))
+    except TypeError:  # an unhashable domain: the full check names it
+        known = None
+    # (The caches of ``is_array_type`` and ``builds_class_as_is`` read in place: a miss,
+    # or False, asks the function.)
+    if known is not None and (_IS_ARRAY.get(type(data)) or is_array_type(type(data))):
+        ikey, sizes, shared = known
+        shape = data.shape  # read once: a torch ``.shape`` builds a torch.Size
+        if shape == sizes or shape[:len(sizes)] == sizes:
+            state = _STATE_GET(None)
+            interp = _DEFAULT[0] if state is None else state[0]
+            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                if cls is not _TENSOR[0]:
+                    return tensor_cons(cls, (data, ikey, _REAL))
+                table, forget, multi = _TENSOR_TABLES
+                key = id(data)
+                entry = table.get(key)
+                if entry is not None or multi:
+                    obj = None if entry is None else entry()
+                    if obj is not None:
+                        args = obj._args
+                        if args[1] is ikey and args[2] == "real":
+                            return obj
+                    return tensor_cons(cls, (data, ikey, _REAL))
+                if type(data) is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
+                    check_numeric(data)  # (a new Tensor: once per array)
+                obj = _new(cls)
+                if shape == sizes:  # a real output of no dims: ``_init`` inline
+                    obj._args = (data, ikey, _REAL)
+                    obj.data = data
+                    obj._ikey = ikey
+                    obj.inputs = shared
+                    obj.output = Real
+                else:
+                    obj._init(data, ikey, _REAL)
+                entry = table[key] = Entry(obj, forget)
+                entry.key = key
+                return obj
+    return FunsorMeta.__call__(cls, data, inputs)
 
 
 def _multi_table(cls: type) -> tuple[dict, Any]:
