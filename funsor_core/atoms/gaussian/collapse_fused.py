@@ -1,0 +1,265 @@
+"""A replayed collapse (``collapse_replay``) as one numpy program of few calls.
+
+On the small batches of a filter step (a 3 x 3 batch of 5 x 5 systems) a numpy call costs a
+microsecond whatever its arithmetic, so the collapse's time is its number of calls. The
+general path places each summand with its own calls (``moments._logits``,
+``moments._block_gram_host``) and runs ``normal_equations._eager_host``; this program does
+the same algebra with the layout decided once per structure:
+
+- **Gather.** Every array of the summands goes into one flat vector (``np.concatenate``);
+  the joint system ``M`` of ``system_rows`` (with a last column ``e``, so that ``M M'`` is the
+  augmented Gram matrix ``G = M M' + e e'``) and the log weights are each one fancy index
+  into it, by index arrays built once from the plan with the general path's own layout.
+- **Components.** ``G`` is written by one ``matmul`` into the top-left block of ``[[G, 0],
+  [I, t I]]``, whose one Cholesky factorization holds ``L`` and ``L^{-T}`` (the lower-left
+  block solves ``Y L' = I``; the first columns of a Cholesky factor do not depend on later
+  ones, so ``L`` and ``Y`` are those of ``G`` whatever ``t``). ``t = 2^400``, far above any
+  ``||G^{-1}||_2`` that the check below lets through (the check bounds it by ``K / min_j
+  G_jj`` with ``K ~ 1.8e4``): a factorization that fails is NaN and fails the check, and the
+  general path decides.
+- **The check** is ``normal_equations``' (its module docstring): ``n eps ||L^{-1} D||_F^2 n
+  <= FAST_RTOL`` over the batch, and the rank margin ``F^2 ||L11^{-1}||_F^2 (RANK_MARGIN
+  tol)^2 < 1``; then the mixture's ``C`` gets the first test.
+- **Mixture.** ``p_k`` by one softmax over the components; ``C = sum_k p_k A_k' A_k`` for
+  ``A_k = [L_aa^{-1}; (mu_k - mean)']`` (rows of ``L^{-1}`` changed in place), summed by one
+  reduction written into the second factorization's block.
+
+The values equal the general path's to rounding (the sums run in another order). Anything
+that does not match the recorded structure exactly (a type, dtype or shape) declines, and so
+does a failed check or a mixture of no mass: the caller then runs the general path.
+
+Example:
+    >>> from funsor_core.atoms.gaussian.mixture import gram_collapse_plan
+    >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+    ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+    >>> h = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+    >>> plan, gs = gram_collapse_plan(frozenset("i"), (g, h))
+    >>> log_const, white_vec, prec_sqrt = fused_program(plan, (g, h))((g, h))
+    >>> float(1 / prec_sqrt[0, 0] ** 2)  # N(+-0.5, 0.5) collapsed: 0.5 + 0.25
+    0.75
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funsor_core.atoms.gaussian.atom import Gaussian
+from funsor_core.atoms.gaussian.moments import _joint_positions
+from funsor_core.atoms.gaussian.normal_equations import (
+    _CHOLESKY,
+    _EPS64,
+    FAST_RTOL,
+    RANK_MARGIN,
+    _tolerance,
+)
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.terms.base import Number
+
+__all__ = ["fused_program"]
+
+_ndarray = np.ndarray
+_SUM, _MAX = np.add.reduce, np.maximum.reduce
+_LOG_2PI = math.log(2 * math.pi)
+_HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit column
+_T = 2.0 ** 400
+_INF = math.inf
+
+try:  # numpy's error state as one context variable: set and reset without ``np.errstate``
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _IGNORE = _make_extobj(all="ignore")
+except ImportError:  # pragma: no cover - numpy < 2
+    _extobj_contextvar = None
+
+
+def _factor(aug: np.ndarray) -> np.ndarray:
+    """Cholesky factors of a batch, NaN (silently) where one fails."""
+    if _extobj_contextvar is None:  # pragma: no cover - numpy < 2
+        with np.errstate(all="ignore"):
+            return _CHOLESKY(aug, signature="d->d")
+    token = _extobj_contextvar.set(_IGNORE)
+    try:
+        return _CHOLESKY(aug, signature="d->d")
+    finally:
+        _extobj_contextvar.reset(token)
+
+
+def _augmented(batch: tuple, n: int) -> np.ndarray:
+    """``[[0, 0], [I, t I]]`` of size ``2n`` at a batch shape: the template of a factorization
+    (``G`` is written into its top-left block)."""
+    out = np.zeros(batch + (2 * n, 2 * n))
+    out[..., n:, :n] = np.eye(n)
+    out[..., n:, n:] = np.eye(n) * _T
+    return out
+
+
+def fused_program(plan, terms: tuple) -> _Fused | None:
+    """The fused collapse of the structure of ``terms`` (Gaussians, Tensors and Numbers, in
+    the order the caller will pass them) under ``plan`` (``mixture.gram_collapse_plan``'s),
+    or None where it does not apply: log weights summed over names only they have, or an
+    array that is not float64 numpy at its full batch shape.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian.mixture import gram_collapse_plan
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, gs = gram_collapse_plan(frozenset("i"), (g, g))
+        >>> fused_program(plan, (g, g)) is not None
+        True
+    """
+    if plan.dense_axes or plan.dense_full != plan.kshape + (plan.n,):
+        return None
+    shapes, sizes = [], []
+    for t in terms:
+        cls = type(t)
+        if cls is Gaussian:
+            w, s = t.white_vec, t.prec_sqrt
+            batch = tuple(d.size for _, d in t._ikey if d.dtype != "real")
+            if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
+                    or s.dtype.char != "d" or s.shape[:-2] != batch or w.shape[:-1] != batch:
+                return None
+            shapes.append((s.shape, w.shape))
+            sizes += [s.size, w.size]
+        elif cls is Tensor:
+            d = t.data
+            if type(d) is not _ndarray or d.dtype.char != "d" or t.output.shape:
+                return None
+            shapes.append(d.shape)
+            sizes.append(d.size)
+        elif cls is Number:
+            shapes.append(None)
+            sizes.append(1)
+        else:
+            return None
+    return _Fused(plan, terms, tuple(shapes), sizes)
+
+
+class _Fused:
+    """The program of one structure: index arrays into the flat vector of the summands'
+    arrays, the factorizations' templates and the checks' constants."""
+
+    __slots__ = ("shapes", "m_index", "w_index", "weights_sum", "aug1", "aug2", "rows_w",
+                 "cols_v", "n", "dim", "d_b", "d_a", "stat1", "margin", "stat2", "const")
+
+    def __init__(self, plan, terms: tuple, shapes: tuple, sizes: list):
+        offsets = np.cumsum([len(_HEAD)] + sizes).tolist()
+        gaussians = [t for t in terms if type(t) is Gaussian]
+        dim, rank, batch = plan.dim, plan.rank, plan.kshape + (plan.n,)
+        n = dim + 1
+        # The layout of ``moments._block_gram_host``, with positions in place of values.
+        m = np.zeros(plan.gaussians[0][2] + (n, rank + 1), dtype=np.intp)
+        m[..., dim, rank] = 1
+        places = iter(zip(plan.gaussians, _joint_positions(
+            plan.gaussians, dim, plan.index, tuple(g.prec_sqrt.shape[-1] for g in gaussians))))
+        weights, k = [], 0
+        for t, shape in zip(terms, shapes):
+            if type(t) is not Gaussian:
+                weights.append((offsets[k], shape))
+                k += 1
+                continue
+            (perm, bshape, *_), (rows, cols) = next(places)
+            s = np.arange(offsets[k], offsets[k + 1]).reshape(shape[0])
+            w = np.arange(offsets[k + 1], offsets[k + 2]).reshape(shape[1])
+            if perm is not None:
+                nb = len(perm)
+                s, w = s.transpose(perm + (nb, nb + 1)), w.transpose(perm + (nb,))
+            m[..., rows, cols] = s.reshape(bshape + s.shape[-2:])
+            m[..., dim, cols] = w.reshape(bshape + w.shape[-1:])
+            k += 2
+        self.m_index = m.reshape(batch + (n, rank + 1))
+        # The log weights (``moments._logits``): each dense term's positions, aligned.
+        index = []
+        for (start, shape), p in zip(weights, plan.dense):
+            if p is None:  # a Number: its value everywhere
+                index.append(np.full(batch, start, dtype=np.intp))
+                continue
+            perm, dshape = p
+            data = np.arange(start, start + math.prod(shape)).reshape(shape)
+            data = (data if perm is None else data.transpose(perm)).reshape(dshape)
+            index.append(np.broadcast_to(data, batch))
+        self.weights_sum = len(index) > 1
+        self.w_index = (np.stack(index) if self.weights_sum else index[0] if index
+                        else np.zeros(batch, dtype=np.intp))
+        self.shapes = shapes
+        d_b = 0 if plan.index is None else len(plan.index)
+        d_a = dim - d_b
+        self.n, self.dim, self.d_b, self.d_a = n, dim, d_b, d_a
+        self.aug1, self.aug2 = _augmented(batch, n), _augmented(plan.kshape, d_a)
+        # W @ (L^{-T} squared) @ V: W's first row is diag G (written per call), its second
+        # ones; V's columns are ones and ones on the first dim coordinates.
+        self.rows_w = np.ones(batch + (2, n))
+        self.cols_v = np.ones((n, 2))
+        self.cols_v[dim, 1] = 0.0
+        self.stat1 = FAST_RTOL / (n * n * _EPS64)
+        self.margin = (RANK_MARGIN * _tolerance(dim, rank)) ** 2
+        self.stat2 = FAST_RTOL / (d_a * d_a * _EPS64)
+        self.const = 0.5 * dim * _LOG_2PI + 0.5 - 0.5 * d_a * _LOG_2PI
+
+    def __call__(self, terms: tuple):
+        """``(log_const, white_vec, prec_sqrt)`` of the collapse of ``terms`` (the recorded
+        structure), or None: an array of another type, dtype or shape, a failed check, or a
+        mixture of no mass."""
+        parts = [_HEAD]
+        append = parts.append
+        for t, shape in zip(terms, self.shapes):
+            if shape is None:
+                append(t.data)
+            elif type(shape[0]) is tuple:  # a Gaussian
+                w, s = t.white_vec, t.prec_sqrt
+                if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
+                        or s.dtype.char != "d" or s.shape != shape[0] or w.shape != shape[1]:
+                    return None
+                append(s)
+                append(w)
+            else:
+                d = t.data
+                if type(d) is not _ndarray or d.dtype.char != "d" or d.shape != shape:
+                    return None
+                append(d)
+        src = np.concatenate(parts, axis=None)
+        m = src[self.m_index]
+        log_weights = _SUM(src[self.w_index], 0) if self.weights_sum else src[self.w_index]
+        n, dim, d_b, d_a = self.n, self.dim, self.d_b, self.d_a
+        # The components: G = M M' in the template, one factorization, the check.
+        aug = self.aug1.copy()
+        np.matmul(m, m.swapaxes(-1, -2), out=aug[..., :n, :n])
+        out = _factor(aug)
+        diag_g = aug.diagonal(0, -2, -1)[..., :n]
+        inv2 = out[..., n:, :n]  # L^{-T}: inv2[j, i] = (L^{-1})_ij, squared next
+        rows_w = self.rows_w.copy()
+        rows_w[..., 0, :] = diag_g
+        # q[0, 0] = ||L^{-1} D||_F^2, q[1, 1] = ||L11^{-1}||_F^2 (L^{-1} lower triangular).
+        q = rows_w @ (inv2 * inv2) @ self.cols_v
+        if not _MAX(q[..., 0, 0], None) <= self.stat1:
+            return None
+        if not _MAX(_MAX(diag_g[..., :dim], -1) * q[..., 1, 1], None) * self.margin < 1.0:
+            return None
+        diag = out.diagonal(0, -2, -1)
+        c = diag[..., dim]
+        # log Z_k less a constant: -0.5 c^2 - log|det L11| (the constants added at the end).
+        log_mass = log_weights - _SUM(np.log(diag[..., :dim]), -1) - 0.5 * c * c
+        top = _MAX(log_mass, -1)
+        if not -_INF < _SUM(top, None) < _INF:
+            return None  # a mixture of no mass: the general path gives its unit covariance
+        p = np.exp(log_mass - top[..., None])
+        total = _SUM(p, -1)
+        p /= total[..., None]
+        # A_k' (a view of L^{-T}, our own array): rows a, columns a and the last, which holds
+        # -mu_k / c and is made mu_k - mean in place.
+        rows = out[..., n + d_b:n + dim, d_b:n]
+        last = rows[..., -1]
+        last *= -c[..., None]
+        mean = (p[..., None, :] @ last)[..., 0, :]
+        last -= mean[..., None, :]
+        aug2 = self.aug2.copy()
+        _SUM((rows * p[..., None, None]) @ rows.swapaxes(-1, -2), -3, out=aug2[..., :d_a, :d_a])
+        out2 = _factor(aug2)
+        prec_sqrt = out2[..., d_a:, :d_a]  # U^{-T} for C = U U'
+        diag_c = aug2.diagonal(0, -2, -1)[..., :d_a]
+        if not _MAX(_SUM(diag_c[..., None, :] @ (prec_sqrt * prec_sqrt), -1), None) \
+                <= self.stat2:
+            return None
+        log_det = _SUM(np.log(out2.diagonal(0, -2, -1)[..., :d_a]), -1)
+        log_const = top + np.log(total) - log_det + self.const
+        return log_const, (mean[..., None, :] @ prec_sqrt)[..., 0, :], prec_sqrt
