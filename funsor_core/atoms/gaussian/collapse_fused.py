@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 
@@ -65,6 +66,9 @@ _LOG_2PI = math.log(2 * math.pi)
 _HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit column
 _T = 2.0 ** 400
 _INF = math.inf
+_PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec", "data"))
+_EINSUM = np._core.multiarray.c_einsum if hasattr(np, "_core") else np.einsum
+_TYPES = frozenset((_ndarray, float, int))  # the arrays, and the Numbers' values
 
 try:  # numpy's error state as one context variable: set and reset without ``np.errstate``
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
@@ -110,64 +114,58 @@ def fused_program(plan, terms: tuple) -> _Fused | None:
     """
     if plan.dense_axes or plan.dense_full != plan.kshape + (plan.n,):
         return None
-    shapes, sizes = [], []
-    for t in terms:
-        cls = type(t)
-        if cls is Gaussian:
-            w, s = t.white_vec, t.prec_sqrt
-            batch = tuple(d.size for _, d in t._ikey if d.dtype != "real")
-            if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
-                    or s.dtype.char != "d" or s.shape[:-2] != batch or w.shape[:-1] != batch:
-                return None
-            shapes.append((s.shape, w.shape))
-            sizes += [s.size, w.size]
-        elif cls is Tensor:
-            d = t.data
-            if type(d) is not _ndarray or d.dtype.char != "d" or t.output.shape:
-                return None
-            shapes.append(d.shape)
-            sizes.append(d.size)
-        elif cls is Number:
-            shapes.append(None)
-            sizes.append(1)
-        else:
+    ng = sum(type(t) is Gaussian for t in terms)
+    if any(type(t) is not Gaussian for t in terms[:ng]):
+        return None  # (summands in canonical order hold their Gaussians first)
+    for t in terms[:ng]:
+        w, s = t.white_vec, t.prec_sqrt
+        batch = tuple(d.size for _, d in t._ikey if d.dtype != "real")
+        if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
+                or s.dtype.char != "d" or s.shape[:-2] != batch or w.shape[:-1] != batch:
             return None
-    return _Fused(plan, terms, tuple(shapes), sizes)
+    for t in terms[ng:]:
+        if type(t) is Tensor:
+            if type(t.data) is not _ndarray or t.data.dtype.char != "d" or t.output.shape:
+                return None
+        elif type(t) is not Number:
+            return None
+    return _Fused(plan, terms, ng)
 
 
 class _Fused:
     """The program of one structure: index arrays into the flat vector of the summands'
     arrays, the factorizations' templates and the checks' constants."""
 
-    __slots__ = ("shapes", "m_index", "w_index", "weights_sum", "aug1", "aug2", "rows_w",
-                 "cols_v", "n", "dim", "d_b", "d_a", "stat1", "margin", "stat2", "const")
+    __slots__ = ("ng", "size", "m_index", "mt_index", "w_index", "weights_sum", "aug1",
+                 "aug2", "rows_w", "cols_v", "n", "dim", "d_b", "d_a", "stat1", "margin",
+                 "stat2", "const")
 
-    def __init__(self, plan, terms: tuple, shapes: tuple, sizes: list):
-        offsets = np.cumsum([len(_HEAD)] + sizes).tolist()
-        gaussians = [t for t in terms if type(t) is Gaussian]
+    def __init__(self, plan, terms: tuple, ng: int):
+        # The flat vector: _HEAD, the Gaussians' prec_sqrt, their white_vec, the dense data.
+        gaussians, dense = terms[:ng], terms[ng:]
+        arrays = ([g.prec_sqrt for g in gaussians] + [g.white_vec for g in gaussians]
+                  + [np.asarray(t.data) for t in dense])
+        offsets = np.cumsum([len(_HEAD)] + [a.size for a in arrays]).tolist()
+        self.ng, self.size = ng, offsets[-1]
         dim, rank, batch = plan.dim, plan.rank, plan.kshape + (plan.n,)
         n = dim + 1
         # The layout of ``moments._block_gram_host``, with positions in place of values.
         m = np.zeros(plan.gaussians[0][2] + (n, rank + 1), dtype=np.intp)
         m[..., dim, rank] = 1
-        places = iter(zip(plan.gaussians, _joint_positions(
-            plan.gaussians, dim, plan.index, tuple(g.prec_sqrt.shape[-1] for g in gaussians))))
-        weights, k = [], 0
-        for t, shape in zip(terms, shapes):
-            if type(t) is not Gaussian:
-                weights.append((offsets[k], shape))
-                k += 1
-                continue
-            (perm, bshape, *_), (rows, cols) = next(places)
-            s = np.arange(offsets[k], offsets[k + 1]).reshape(shape[0])
-            w = np.arange(offsets[k + 1], offsets[k + 2]).reshape(shape[1])
+        positions = _joint_positions(plan.gaussians, dim, plan.index,
+                                     tuple(g.prec_sqrt.shape[-1] for g in gaussians))
+        for k, (p, (rows, cols)) in enumerate(zip(plan.gaussians, positions)):
+            perm, bshape = p[0], p[1]
+            s = np.arange(offsets[k], offsets[k + 1]).reshape(arrays[k].shape)
+            w = np.arange(offsets[ng + k], offsets[ng + k + 1]).reshape(arrays[ng + k].shape)
             if perm is not None:
                 nb = len(perm)
                 s, w = s.transpose(perm + (nb, nb + 1)), w.transpose(perm + (nb,))
             m[..., rows, cols] = s.reshape(bshape + s.shape[-2:])
             m[..., dim, cols] = w.reshape(bshape + w.shape[-1:])
-            k += 2
+        weights = [(offsets[2 * ng + k], a.shape) for k, a in enumerate(arrays[2 * ng:])]
         self.m_index = m.reshape(batch + (n, rank + 1))
+        self.mt_index = np.ascontiguousarray(self.m_index.swapaxes(-1, -2))
         # The log weights (``moments._logits``): each dense term's positions, aligned.
         index = []
         for (start, shape), p in zip(weights, plan.dense):
@@ -181,7 +179,6 @@ class _Fused:
         self.weights_sum = len(index) > 1
         self.w_index = (np.stack(index) if self.weights_sum else index[0] if index
                         else np.zeros(batch, dtype=np.intp))
-        self.shapes = shapes
         d_b = 0 if plan.index is None else len(plan.index)
         d_a = dim - d_b
         self.n, self.dim, self.d_b, self.d_a = n, dim, d_b, d_a
@@ -200,30 +197,24 @@ class _Fused:
         """``(log_const, white_vec, prec_sqrt)`` of the collapse of ``terms`` (the recorded
         structure), or None: an array of another type, dtype or shape, a failed check, or a
         mixture of no mass."""
-        parts = [_HEAD]
-        append = parts.append
-        for t, shape in zip(terms, self.shapes):
-            if shape is None:
-                append(t.data)
-            elif type(shape[0]) is tuple:  # a Gaussian
-                w, s = t.white_vec, t.prec_sqrt
-                if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
-                        or s.dtype.char != "d" or s.shape != shape[0] or w.shape != shape[1]:
-                    return None
-                append(s)
-                append(w)
-            else:
-                d = t.data
-                if type(d) is not _ndarray or d.dtype.char != "d" or d.shape != shape:
-                    return None
-                append(d)
-        src = np.concatenate(parts, axis=None)
-        m = src[self.m_index]
+        ng = self.ng
+        gaussians = terms[:ng]
+        arrays = (_HEAD, *map(_PREC_SQRT, gaussians), *map(_WHITE_VEC, gaussians),
+                  *map(_DATA, terms[ng:]))
+        if not _TYPES.issuperset(map(type, arrays)):
+            return None  # another backend's arrays, numpy scalars
+        try:  # float64 only (a float32 or integer array raises), at the recorded shapes
+            src = np.concatenate(arrays, axis=None, dtype=np.float64, casting="no")
+        except TypeError:
+            return None
+        if src.size != self.size:
+            return None
+        m, mt = src[self.m_index], src[self.mt_index]
         log_weights = _SUM(src[self.w_index], 0) if self.weights_sum else src[self.w_index]
         n, dim, d_b, d_a = self.n, self.dim, self.d_b, self.d_a
         # The components: G = M M' in the template, one factorization, the check.
         aug = self.aug1.copy()
-        np.matmul(m, m.swapaxes(-1, -2), out=aug[..., :n, :n])
+        np.matmul(m, mt, out=aug[..., :n, :n])
         out = _factor(aug)
         diag_g = aug.diagonal(0, -2, -1)[..., :n]
         inv2 = out[..., n:, :n]  # L^{-T}: inv2[j, i] = (L^{-1})_ij, squared next
@@ -233,7 +224,9 @@ class _Fused:
         q = rows_w @ (inv2 * inv2) @ self.cols_v
         if not _MAX(q[..., 0, 0], None) <= self.stat1:
             return None
-        if not _MAX(_MAX(diag_g[..., :dim], -1) * q[..., 1, 1], None) * self.margin < 1.0:
+        # The rank margin with F^2 the largest G_jj of the whole batch: a bound at least the
+        # general path's (where it fails here, the general path decides).
+        if not _MAX(diag_g[..., :dim], None) * _MAX(q[..., 1, 1], None) * self.margin < 1.0:
             return None
         diag = out.diagonal(0, -2, -1)
         c = diag[..., dim]
@@ -253,11 +246,11 @@ class _Fused:
         mean = (p[..., None, :] @ last)[..., 0, :]
         last -= mean[..., None, :]
         aug2 = self.aug2.copy()
-        _SUM((rows * p[..., None, None]) @ rows.swapaxes(-1, -2), -3, out=aug2[..., :d_a, :d_a])
+        _EINSUM("...k,...kai,...kbi->...ab", p, rows, rows, out=aug2[..., :d_a, :d_a])
         out2 = _factor(aug2)
         prec_sqrt = out2[..., d_a:, :d_a]  # U^{-T} for C = U U'
         diag_c = aug2.diagonal(0, -2, -1)[..., :d_a]
-        if not _MAX(_SUM(diag_c[..., None, :] @ (prec_sqrt * prec_sqrt), -1), None) \
+        if not _MAX(_EINSUM("...ji,...ji,...j->...", prec_sqrt, prec_sqrt, diag_c), None) \
                 <= self.stat2:
             return None
         log_det = _SUM(np.log(out2.diagonal(0, -2, -1)[..., :d_a]), -1)
