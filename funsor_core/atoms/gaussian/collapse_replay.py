@@ -86,21 +86,13 @@ def replay_collapse(reduced_vars: frozenset, terms: tuple, record: Callable) -> 
     """
     if not REPLAY_COLLAPSE[0] or not FAST_NORMAL_EQUATIONS[0]:
         return None
-    key = [reduced_vars, Gaussian.compression_threshold]
-    append = key.append
-    for t in terms:
-        cls = type(t)
-        append(cls)
-        if cls is Gaussian:
-            append(t._ikey)
-            s = t.prec_sqrt
-            append(type(s))
-            append(s.shape[-1])
-        elif cls is Tensor:
-            append(t._ikey)
-        elif cls is not Number:
-            return None
-    key = tuple(key)
+    # (One comprehension: a frame for the terms, not a call per append.)
+    key = (reduced_vars, Gaussian.compression_threshold,
+           *[(cls, t._ikey, type(t.prec_sqrt), t.prec_sqrt.shape[-1]) if cls is Gaussian
+             else (cls, t._ikey) if cls is Tensor else cls if cls is Number else None
+             for t in terms if (cls := type(t))])
+    if None in key:
+        return None  # a summand of another class
     program = _PROGRAMS.data.get(key)
     if program is None:
         if key not in _SEEN.data:

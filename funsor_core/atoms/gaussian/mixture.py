@@ -279,20 +279,20 @@ def rename_gaussian_names(term: Funsor, names: dict) -> Funsor | None:
     if not is_gaussian_sum(term):
         return None
     inputs = term.inputs
-    key = tuple((k, v, inputs[k]) for k, v in names.items() if k in inputs)
+    key = tuple([(k, v, inputs[k]) for k, v in names.items() if k in inputs])
     return _renamed(term, key) if key else None
 
 
 def _renamed(term: Contraction, key: tuple) -> Funsor | None:
     """The summands of ``term`` relabelled by ``key``, ``(name, new name, domain)`` triples."""
     terms = term.terms
-    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms), key)
+    ikeys = _rename_plan(tuple([None if isinstance(t, Number) else t._ikey for t in terms]), key)
     if ikeys is None:
         return None
-    parts = tuple(t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
-                  if isinstance(t, Gaussian) else Tensor.make(t.data, dict(ikey), t.dtype, ikey,
-                                                              t.output)
-                  for t, ikey in zip(terms, ikeys))
+    parts = tuple([t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
+                   if isinstance(t, Gaussian) else Tensor.make(t.data, dict(ikey), t.dtype,
+                                                               ikey, t.output)
+                   for t, ikey in zip(terms, ikeys)])
     # Fresh summands of the checked sum, relabelled one to one: built as it is.
     return Contraction.make(ops.add, parts)
 
