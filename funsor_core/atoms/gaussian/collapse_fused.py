@@ -18,8 +18,10 @@ the same algebra with the layout decided once per structure:
   G_jj`` with ``K ~ 1.8e4``): a factorization that fails is NaN and fails the check, and the
   general path decides.
 - **The check** is ``normal_equations``' (its module docstring): ``n eps ||L^{-1} D||_F^2 n
-  <= FAST_RTOL`` over the batch, and the rank margin ``F^2 ||L11^{-1}||_F^2 (RANK_MARGIN
-  tol)^2 < 1``; then the mixture's ``C`` gets the first test.
+  <= FAST_RTOL`` for every entry of the batch, and the mixture's ``C`` gets the same test;
+  the rank margin ``F^2 ||L11^{-1}||_F^2 (RANK_MARGIN tol)^2 < 1`` by a bound at least as
+  strict (the batch's range of ``G_jj`` times the first test's bound), where the general
+  path, if it runs, decides by the margin itself.
 - **Mixture.** ``p_k`` by one softmax over the components; ``C = sum_k p_k A_k' A_k`` for
   ``A_k = [L_aa^{-1}; (mu_k - mean)']`` (rows of ``L^{-1}`` changed in place), summed by one
   reduction written into the second factorization's block.
@@ -61,7 +63,7 @@ from funsor_core.terms.base import Number
 __all__ = ["fused_program"]
 
 _ndarray = np.ndarray
-_SUM, _MAX = np.add.reduce, np.maximum.reduce
+_SUM, _MAX, _MIN = np.add.reduce, np.maximum.reduce, np.minimum.reduce
 _LOG_2PI = math.log(2 * math.pi)
 _HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit column
 _T = 2.0 ** 400
@@ -137,7 +139,7 @@ class _Fused:
     arrays, the factorizations' templates and the checks' constants."""
 
     __slots__ = ("ng", "size", "m_index", "mt_index", "w_index", "weights_sum", "aug1",
-                 "aug2", "rows_w", "cols_v", "n", "dim", "d_b", "d_a", "stat1", "margin",
+                 "aug2", "n", "dim", "d_b", "d_a", "stat1", "margin",
                  "stat2", "const")
 
     def __init__(self, plan, terms: tuple, ng: int):
@@ -183,11 +185,6 @@ class _Fused:
         d_a = dim - d_b
         self.n, self.dim, self.d_b, self.d_a = n, dim, d_b, d_a
         self.aug1, self.aug2 = _augmented(batch, n), _augmented(plan.kshape, d_a)
-        # W @ (L^{-T} squared) @ V: W's first row is diag G (written per call), its second
-        # ones; V's columns are ones and ones on the first dim coordinates.
-        self.rows_w = np.ones(batch + (2, n))
-        self.cols_v = np.ones((n, 2))
-        self.cols_v[dim, 1] = 0.0
         self.stat1 = FAST_RTOL / (n * n * _EPS64)
         self.margin = (RANK_MARGIN * _tolerance(dim, rank)) ** 2
         self.stat2 = FAST_RTOL / (d_a * d_a * _EPS64)
@@ -217,16 +214,15 @@ class _Fused:
         np.matmul(m, mt, out=aug[..., :n, :n])
         out = _factor(aug)
         diag_g = aug.diagonal(0, -2, -1)[..., :n]
-        inv2 = out[..., n:, :n]  # L^{-T}: inv2[j, i] = (L^{-1})_ij, squared next
-        rows_w = self.rows_w.copy()
-        rows_w[..., 0, :] = diag_g
-        # q[0, 0] = ||L^{-1} D||_F^2, q[1, 1] = ||L11^{-1}||_F^2 (L^{-1} lower triangular).
-        q = rows_w @ (inv2 * inv2) @ self.cols_v
-        if not _MAX(q[..., 0, 0], None) <= self.stat1:
+        inv = out[..., n:, :n]  # L^{-T}: inv[j, i] = (L^{-1})_ij
+        # ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj per entry, its largest in the batch.
+        if not _MAX(_EINSUM("...ji,...ji,...j->...", inv, inv, diag_g), None) <= self.stat1:
             return None
-        # The rank margin with F^2 the largest G_jj of the whole batch: a bound at least the
-        # general path's (where it fails here, the general path decides).
-        if not _MAX(diag_g[..., :dim], None) * _MAX(q[..., 1, 1], None) * self.margin < 1.0:
+        # The rank margin F^2 ||L11^{-1}||_F^2 (RANK_MARGIN tol)^2 < 1 by a bound: with the
+        # check above, ||L11^{-1}||_F^2 <= ||L^{-1} D||_F^2 / min_{j < dim} G_jj, so the
+        # margin holds where (max / min of the batch's G_jj, j < dim) times that does.
+        lead = diag_g[..., :dim]
+        if not _MAX(lead, None) / _MIN(lead, None) * self.stat1 * self.margin < 1.0:
             return None
         diag = out.diagonal(0, -2, -1)
         c = diag[..., dim]
