@@ -191,6 +191,8 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
         >>> [type(t).__name__ for t in pending_sum(g, h).terms]
         ['Gaussian', 'Gaussian']
     """
+    if type(lhs) is Gaussian and type(rhs) is Number:  # g + c (a filter's observation)
+        return Contraction.make(ops.add, (lhs, rhs))  # (what the general case below gives)
     left, right = _summands(lhs), _summands(rhs)
     terms = left + right
     gaussians = []
