@@ -52,6 +52,7 @@ from funsor_core.atoms.gaussian.mixture import (
 )
 from funsor_core.atoms.gaussian.moments import collapse_layout
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.domains import Real
 from funsor_core.engine.fast_path import register_array_program
 from funsor_core.engine.interpreter import Interpretation, Tuple
 from funsor_core.terms.base import Binary, Funsor, Number, Reduce, Subs
@@ -76,6 +77,18 @@ AddOp, LogaddexpOp = type(ops.add), type(ops.logaddexp)
 @moment_matching.register(Binary, AddOp, (Tensor, Number), (Gaussian, Contraction))
 def moment_matching_binary_add_gaussian_sums(op, lhs, rhs):
     return pending_sum(lhs, rhs)
+
+
+def _pending_sum_of_scalars(op, lhs, rhs):
+    # ``lhs + rhs`` in the operator's frame, without ``binary_domains``: for scalar outputs
+    # its only check left is the inputs', which ``pending_sum`` makes with the same error.
+    if lhs.output is not Real or rhs.output is not Real:
+        return None
+    return pending_sum(lhs, rhs)
+
+
+register_array_program(moment_matching_binary_add_gaussian_sums, "eager_binary",
+                       _pending_sum_of_scalars)
 
 
 # (g + t + ...)(x=y): renaming a sum renames each summand's labels; no array changes. For

@@ -161,7 +161,7 @@ class Funsor(Term):
                 elif type(v) is str and (result := _eager_rename(self, kwargs)) is not None:
                     return result
                 return Subs(self, ((k, v if isinstance(v, Funsor) else _subs_value(k, v, domain)),))
-            if all(type(v) is str for v in kwargs.values()) and (
+            if _STR.issuperset(map(type, kwargs.values())) and (
                     result := _eager_rename(self, kwargs)) is not None:
                 return result  # renaming: no Variables built
             pairs = tuple((k, v if isinstance(v, Funsor) else _subs_value(k, v, inputs[k]))
@@ -519,6 +519,8 @@ def _eager_rename(term: Funsor, names: dict) -> Funsor | None:
     fast = _EAGER_RENAME.get(rules[0]) if rules else None
     return None if fast is None else fast(term, names)
 
+
+_STR = frozenset([str])  # (every value a str: renaming, decided by one C-level pass)
 
 # Integer constants are substituted in hot loops (``f(i=0)``); keep them built once.
 # Bounded, so that a loop over fresh integers or fresh Bint sizes keeps memory flat.

@@ -390,7 +390,10 @@ class Contraction(Funsor, metaclass=ContractionMeta):
         if len(terms) <= 8:
             # The order, inputs and output depend on the terms' classes, outputs and inputs
             # only: a filter step makes the same few layouts each step.
-            key = (bin_op, *map(_make_signature, terms))
+            # (Tensors and Gaussians keyed inline: one frame for the terms, not one each.)
+            keyed = _IKEY_CLASSES.get
+            key = (bin_op, *[(c, t.output, t._ikey) if keyed(c := type(t)) else
+                             _make_signature(t) for t in terms])
             entry = _LAYOUTS.data.get(key)
             if entry is None:
                 entry = _LAYOUTS.put(key, _layout(bin_op, terms))

@@ -39,6 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from funsor_core.atoms.gaussian.atom import Gaussian
+from funsor_core.atoms.gaussian.collapse_fused import fused_program
 from funsor_core.atoms.gaussian.moments import _block_gram_host, _logits, collapse_result
 from funsor_core.atoms.gaussian.normal_equations import (
     FAST_NORMAL_EQUATIONS,
@@ -51,10 +52,13 @@ from funsor_core.domains import Real
 from funsor_core.engine.cache import FastCache
 from funsor_core.terms.base import Funsor, Number
 
-__all__ = ["REPLAY_COLLAPSE", "replay_collapse"]
+__all__ = ["FUSED_COLLAPSE", "REPLAY_COLLAPSE", "replay_collapse"]
 
 # Switch: False sends every collapse through the general path (tests compare the two).
 REPLAY_COLLAPSE = [True]
+# Switch: False replays by the general path's array functions, not ``collapse_fused``
+# (read when a structure is recorded).
+FUSED_COLLAPSE = [True]
 
 _ndarray = np.ndarray
 # structure key -> _Program, or False where the structure is not replayed (seen once: None).
@@ -82,21 +86,13 @@ def replay_collapse(reduced_vars: frozenset, terms: tuple, record: Callable) -> 
     """
     if not REPLAY_COLLAPSE[0] or not FAST_NORMAL_EQUATIONS[0]:
         return None
-    key = [reduced_vars, Gaussian.compression_threshold]
-    append = key.append
-    for t in terms:
-        cls = type(t)
-        append(cls)
-        if cls is Gaussian:
-            append(t._ikey)
-            s = t.prec_sqrt
-            append(type(s))
-            append(s.shape[-1])
-        elif cls is Tensor:
-            append(t._ikey)
-        elif cls is not Number:
-            return None
-    key = tuple(key)
+    # (One comprehension: a frame for the terms, not a call per append.)
+    key = (reduced_vars, Gaussian.compression_threshold,
+           *[(cls, t._ikey, type(t.prec_sqrt), t.prec_sqrt.shape[-1]) if cls is Gaussian
+             else (cls, t._ikey) if cls is Tensor else cls if cls is Number else None
+             for t in terms if (cls := type(t))])
+    if None in key:
+        return None  # a summand of another class
     program = _PROGRAMS.data.get(key)
     if program is None:
         if key not in _SEEN.data:
@@ -112,16 +108,20 @@ class _Program:
     """The collapse of one structure: the plan of the general path and the constants of
     ``normal_equations._eager_host``, which the general path reaches for it."""
 
-    __slots__ = ("plan", "is_gaussian", "unit", "host_plan", "weights_shape")
+    __slots__ = ("plan", "is_gaussian", "unit", "host_plan", "weights_shape", "fused")
 
     def __init__(self, terms: tuple, plan, gs: tuple):
         self.plan, self.is_gaussian = plan, tuple(type(t) is Gaussian for t in terms)
+        self.fused = fused_program(plan, terms) if FUSED_COLLAPSE[0] else None
         d_b = 0 if plan.index is None else len(plan.index)
         self.unit = _last_unit(plan.dim + 1)
         self.host_plan = (d_b, plan.dim, _tolerance(plan.dim, plan.rank))
         self.weights_shape = plan.kshape + (plan.n,)
 
     def __call__(self, terms: tuple) -> Funsor | None:
+        if self.fused is not None:
+            out = self.fused(terms)
+            return None if out is None else collapse_result(self.plan, *out)
         gs, ds = [], []
         for t, is_g in zip(terms, self.is_gaussian):
             if is_g:

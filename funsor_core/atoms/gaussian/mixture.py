@@ -36,7 +36,7 @@ from funsor_core.atoms.gaussian.moments import collapse_layout, collapse_mixture
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
-from funsor_core.terms.backend_check import array_backend, check_backends
+from funsor_core.terms.backend_check import _BACKEND_OF_TYPE, array_backend, check_backends
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.reshaping import Cat, Stack
@@ -164,8 +164,11 @@ def mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
 
 def would_compress(gaussians) -> bool:
     """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
-    return _would_compress(tuple(g._ikey for g in gaussians), sum(g.rank for g in gaussians),
-                           Gaussian.compression_threshold)
+    ikeys, rank = [], 0
+    for g in gaussians:  # (a loop: a filter step asks this of every sum it builds)
+        ikeys.append(g._ikey)
+        rank += g.prec_sqrt.shape[-1]
+    return _would_compress(tuple(ikeys), rank, Gaussian.compression_threshold)
 
 
 @cached("gaussian.mixture.would_compress", maxsize=512, fast=True)
@@ -188,6 +191,8 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
         >>> [type(t).__name__ for t in pending_sum(g, h).terms]
         ['Gaussian', 'Gaussian']
     """
+    if type(lhs) is Gaussian and type(rhs) is Number:  # g + c (a filter's observation)
+        return Contraction.make(ops.add, (lhs, rhs))  # (what the general case below gives)
     left, right = _summands(lhs), _summands(rhs)
     terms = left + right
     gaussians = []
@@ -207,12 +212,27 @@ def pending_sum(lhs: Funsor, rhs: Funsor) -> Funsor | None:
     # Each side's summands share a backend (checked when it was built): where both sides
     # name the same one, nothing is mixed and nothing converted; otherwise every summand
     # is looked at (the error, or numpy scalars met by another backend's arrays).
-    backend = _side_backend(left)
-    if backend is None or backend != _side_backend(right):
-        terms = check_backends("add", terms)
+    # (A Number holds no array: added to a checked side, nothing can be mixed. Arrays of
+    # one type on both sides are one backend's: nothing is looked at again.)
+    if type(rhs) is not Number and type(lhs) is not Number:
+        kind = _side_array_type(left)
+        if kind is None or kind is not _side_array_type(right) or \
+                type(_BACKEND_OF_TYPE.data.get(kind)) is not str:
+            backend = _side_backend(left)
+            if backend is None or backend != _side_backend(right):
+                terms = check_backends("add", terms)
     if len(terms) - len(gaussians) > _MAX_DENSE:
         terms = (*gaussians, dense_sum([t for t in terms if not isinstance(t, Gaussian)]))
     return Contraction.make(ops.add, terms)
+
+
+def _side_array_type(terms: tuple) -> type | None:
+    """The type of the first array a summand holds itself, or None."""
+    for t in terms:
+        fields = type(t).arrays
+        if fields:
+            return type(getattr(t, fields[0]))
+    return None
 
 
 def _side_backend(terms: tuple) -> str | None:
@@ -261,20 +281,20 @@ def rename_gaussian_names(term: Funsor, names: dict) -> Funsor | None:
     if not is_gaussian_sum(term):
         return None
     inputs = term.inputs
-    key = tuple((k, v, inputs[k]) for k, v in names.items() if k in inputs)
+    key = tuple([(k, v, inputs[k]) for k, v in names.items() if k in inputs])
     return _renamed(term, key) if key else None
 
 
 def _renamed(term: Contraction, key: tuple) -> Funsor | None:
     """The summands of ``term`` relabelled by ``key``, ``(name, new name, domain)`` triples."""
     terms = term.terms
-    ikeys = _rename_plan(tuple(None if isinstance(t, Number) else t._ikey for t in terms), key)
+    ikeys = _rename_plan(tuple([None if isinstance(t, Number) else t._ikey for t in terms]), key)
     if ikeys is None:
         return None
-    parts = tuple(t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
-                  if isinstance(t, Gaussian) else Tensor.make(t.data, dict(ikey), t.dtype, ikey,
-                                                              t.output)
-                  for t, ikey in zip(terms, ikeys))
+    parts = tuple([t if ikey is None else Gaussian.make(t.white_vec, t.prec_sqrt, ikey=ikey)
+                   if isinstance(t, Gaussian) else Tensor.make(t.data, dict(ikey), t.dtype,
+                                                               ikey, t.output)
+                   for t, ikey in zip(terms, ikeys)])
     # Fresh summands of the checked sum, relabelled one to one: built as it is.
     return Contraction.make(ops.add, parts)
 

@@ -2,7 +2,9 @@
 
 Oracles: the numpy GPB2 filter of ``tests.interpretations.test_moment_matching`` (float64;
 the loop's own algorithm), and the same loop with the replay switched off
-(``REPLAY_COLLAPSE``), which runs the same array functions, so values must be identical.
+(``REPLAY_COLLAPSE``). The replay by the general path's array functions
+(``FUSED_COLLAPSE`` off) runs the same arithmetic, so its values must be identical; the
+fused program (``collapse_fused``, the default) sums in another order: equal to 1e-12.
 """
 
 from __future__ import annotations
@@ -39,12 +41,23 @@ def replays(monkeypatch):
 
 
 def _both(fn, monkeypatch):
-    """``fn()`` with the replay on, then off."""
+    """``fn()`` with the replay on (by the general path's array functions: the fused
+    program switched off), then off."""
+    monkeypatch.setattr(cr, "FUSED_COLLAPSE", [False])
     on = fn()
     monkeypatch.setattr(cr, "REPLAY_COLLAPSE", [False])
     off = fn()
     monkeypatch.setattr(cr, "REPLAY_COLLAPSE", [True])
+    monkeypatch.setattr(cr, "FUSED_COLLAPSE", [True])
     return on, off
+
+
+def _fused(fn, replays):
+    """``fn()`` replayed by the fused program, from fresh programs (the outcomes of its
+    replays appended to ``replays``)."""
+    cr._PROGRAMS.clear()
+    cr._SEEN.clear()
+    return fn()
 
 
 def _loop(p, dtype=np.float64, y=None):
@@ -61,6 +74,10 @@ def test_replayed_loop_is_the_general_paths_and_gpb2(replays, monkeypatch):
     assert replays == [True] * (len(p["y"]) - 3)
     np.testing.assert_array_equal(on, off)
     np.testing.assert_allclose(on, _numpy_gpb(p, 1), rtol=1e-10)
+    fused = _fused(lambda: _loop(p), replays)
+    assert replays == [True] * 2 * (len(p["y"]) - 3)
+    np.testing.assert_allclose(fused, off, rtol=1e-12)
+    np.testing.assert_allclose(fused, _numpy_gpb(p, 1), rtol=1e-10)
 
 
 def test_float32_and_a_near_singular_step_take_the_general_path(replays, monkeypatch):
@@ -127,6 +144,10 @@ def test_a_structure_change_mid_loop_is_recorded_apart(replays, monkeypatch):
     assert replays == [True] * (len(p["y"]) - 4)
     np.testing.assert_array_equal(on, off)
     np.testing.assert_allclose(on, _numpy_gpb(p, 1), rtol=1e-10)
+    fused = _fused(lambda: _custom_loop(p, moment_matching, True), replays)
+    assert replays == [True] * 2 * (len(p["y"]) - 4)
+    np.testing.assert_allclose(fused, off, rtol=1e-12)
+    np.testing.assert_allclose(fused, _numpy_gpb(p, 1), rtol=1e-10)
 
 
 def test_torch_gradient_is_the_unreplayed_paths(replays, monkeypatch):

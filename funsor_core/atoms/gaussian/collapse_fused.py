@@ -1,0 +1,254 @@
+"""A replayed collapse (``collapse_replay``) as one numpy program of few calls.
+
+On the small batches of a filter step (a 3 x 3 batch of 5 x 5 systems) a numpy call costs a
+microsecond whatever its arithmetic, so the collapse's time is its number of calls. The
+general path places each summand with its own calls (``moments._logits``,
+``moments._block_gram_host``) and runs ``normal_equations._eager_host``; this program does
+the same algebra with the layout decided once per structure:
+
+- **Gather.** Every array of the summands goes into one flat vector (``np.concatenate``);
+  the joint system ``M`` of ``system_rows`` (with a last column ``e``, so that ``M M'`` is the
+  augmented Gram matrix ``G = M M' + e e'``) and the log weights are each one fancy index
+  into it, by index arrays built once from the plan with the general path's own layout.
+- **Components.** ``G`` is written by one ``matmul`` into the top-left block of ``[[G, 0],
+  [I, t I]]``, whose one Cholesky factorization holds ``L`` and ``L^{-T}`` (the lower-left
+  block solves ``Y L' = I``; the first columns of a Cholesky factor do not depend on later
+  ones, so ``L`` and ``Y`` are those of ``G`` whatever ``t``). ``t = 2^400``, far above any
+  ``||G^{-1}||_2`` that the check below lets through (the check bounds it by ``K / min_j
+  G_jj`` with ``K ~ 1.8e4``): a factorization that fails is NaN and fails the check, and the
+  general path decides.
+- **The check** is ``normal_equations``' (its module docstring): ``n eps ||L^{-1} D||_F^2 n
+  <= FAST_RTOL`` for every entry of the batch, and the mixture's ``C`` gets the same test;
+  the rank margin ``F^2 ||L11^{-1}||_F^2 (RANK_MARGIN tol)^2 < 1`` by a bound at least as
+  strict (the batch's range of ``G_jj`` times the first test's bound), where the general
+  path, if it runs, decides by the margin itself.
+- **Mixture.** ``p_k`` by one softmax over the components; ``C = sum_k p_k A_k' A_k`` for
+  ``A_k = [L_aa^{-1}; (mu_k - mean)']`` (rows of ``L^{-1}`` changed in place), summed by one
+  reduction written into the second factorization's block.
+
+The values equal the general path's to rounding (the sums run in another order). Anything
+that does not match the recorded structure exactly (a type, dtype or shape) declines, and so
+does a failed check or a mixture of no mass: the caller then runs the general path.
+
+Example:
+    >>> from funsor_core.atoms.gaussian.mixture import gram_collapse_plan
+    >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+    ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+    >>> h = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+    >>> plan, gs = gram_collapse_plan(frozenset("i"), (g, h))
+    >>> log_const, white_vec, prec_sqrt = fused_program(plan, (g, h))((g, h))
+    >>> float(1 / prec_sqrt[0, 0] ** 2)  # N(+-0.5, 0.5) collapsed: 0.5 + 0.25
+    0.75
+"""
+
+from __future__ import annotations
+
+import math
+from operator import attrgetter
+
+import numpy as np
+
+from funsor_core.atoms.gaussian.atom import Gaussian
+from funsor_core.atoms.gaussian.moments import _joint_positions
+from funsor_core.atoms.gaussian.normal_equations import (
+    _CHOLESKY,
+    _EPS64,
+    FAST_RTOL,
+    RANK_MARGIN,
+    _tolerance,
+)
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.terms.base import Number
+
+__all__ = ["fused_program"]
+
+_ndarray = np.ndarray
+_SUM, _MAX, _MIN = np.add.reduce, np.maximum.reduce, np.minimum.reduce
+_LOG_2PI = math.log(2 * math.pi)
+_HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit column
+_T = 2.0 ** 400
+_INF = math.inf
+_PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec", "data"))
+_EINSUM = np._core.multiarray.c_einsum if hasattr(np, "_core") else np.einsum
+_TYPES = frozenset((_ndarray, float, int))  # the arrays, and the Numbers' values
+
+try:  # numpy's error state as one context variable: set and reset without ``np.errstate``
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _IGNORE = _make_extobj(all="ignore")
+except ImportError:  # pragma: no cover - numpy < 2
+    _extobj_contextvar = None
+
+
+def _factor(aug: np.ndarray) -> np.ndarray:
+    """Cholesky factors of a batch, NaN (silently) where one fails."""
+    if _extobj_contextvar is None:  # pragma: no cover - numpy < 2
+        with np.errstate(all="ignore"):
+            return _CHOLESKY(aug, signature="d->d")
+    token = _extobj_contextvar.set(_IGNORE)
+    try:
+        return _CHOLESKY(aug, signature="d->d")
+    finally:
+        _extobj_contextvar.reset(token)
+
+
+def _augmented(batch: tuple, n: int) -> np.ndarray:
+    """``[[0, 0], [I, t I]]`` of size ``2n`` at a batch shape: the template of a factorization
+    (``G`` is written into its top-left block)."""
+    out = np.zeros(batch + (2 * n, 2 * n))
+    out[..., n:, :n] = np.eye(n)
+    out[..., n:, n:] = np.eye(n) * _T
+    return out
+
+
+def fused_program(plan, terms: tuple) -> _Fused | None:
+    """The fused collapse of the structure of ``terms`` (Gaussians, Tensors and Numbers, in
+    the order the caller will pass them) under ``plan`` (``mixture.gram_collapse_plan``'s),
+    or None where it does not apply: log weights summed over names only they have, or an
+    array that is not float64 numpy at its full batch shape.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian.mixture import gram_collapse_plan
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, gs = gram_collapse_plan(frozenset("i"), (g, g))
+        >>> fused_program(plan, (g, g)) is not None
+        True
+    """
+    if plan.dense_axes or plan.dense_full != plan.kshape + (plan.n,):
+        return None
+    ng = sum(type(t) is Gaussian for t in terms)
+    if any(type(t) is not Gaussian for t in terms[:ng]):
+        return None  # (summands in canonical order hold their Gaussians first)
+    for t in terms[:ng]:
+        w, s = t.white_vec, t.prec_sqrt
+        batch = tuple(d.size for _, d in t._ikey if d.dtype != "real")
+        if type(w) is not _ndarray or type(s) is not _ndarray or w.dtype.char != "d" \
+                or s.dtype.char != "d" or s.shape[:-2] != batch or w.shape[:-1] != batch:
+            return None
+    for t in terms[ng:]:
+        if type(t) is Tensor:
+            if type(t.data) is not _ndarray or t.data.dtype.char != "d" or t.output.shape:
+                return None
+        elif type(t) is not Number:
+            return None
+    return _Fused(plan, terms, ng)
+
+
+class _Fused:
+    """The program of one structure: index arrays into the flat vector of the summands'
+    arrays, the factorizations' templates and the checks' constants."""
+
+    __slots__ = ("ng", "size", "m_index", "mt_index", "w_index", "weights_sum", "aug1",
+                 "aug2", "n", "dim", "d_b", "d_a", "stat1", "margin",
+                 "stat2", "const")
+
+    def __init__(self, plan, terms: tuple, ng: int):
+        # The flat vector: _HEAD, the Gaussians' prec_sqrt, their white_vec, the dense data.
+        gaussians, dense = terms[:ng], terms[ng:]
+        arrays = ([g.prec_sqrt for g in gaussians] + [g.white_vec for g in gaussians]
+                  + [np.asarray(t.data) for t in dense])
+        offsets = np.cumsum([len(_HEAD)] + [a.size for a in arrays]).tolist()
+        self.ng, self.size = ng, offsets[-1]
+        dim, rank, batch = plan.dim, plan.rank, plan.kshape + (plan.n,)
+        n = dim + 1
+        # The layout of ``moments._block_gram_host``, with positions in place of values.
+        m = np.zeros(plan.gaussians[0][2] + (n, rank + 1), dtype=np.intp)
+        m[..., dim, rank] = 1
+        positions = _joint_positions(plan.gaussians, dim, plan.index,
+                                     tuple(g.prec_sqrt.shape[-1] for g in gaussians))
+        for k, (p, (rows, cols)) in enumerate(zip(plan.gaussians, positions)):
+            perm, bshape = p[0], p[1]
+            s = np.arange(offsets[k], offsets[k + 1]).reshape(arrays[k].shape)
+            w = np.arange(offsets[ng + k], offsets[ng + k + 1]).reshape(arrays[ng + k].shape)
+            if perm is not None:
+                nb = len(perm)
+                s, w = s.transpose(perm + (nb, nb + 1)), w.transpose(perm + (nb,))
+            m[..., rows, cols] = s.reshape(bshape + s.shape[-2:])
+            m[..., dim, cols] = w.reshape(bshape + w.shape[-1:])
+        weights = [(offsets[2 * ng + k], a.shape) for k, a in enumerate(arrays[2 * ng:])]
+        self.m_index = m.reshape(batch + (n, rank + 1))
+        self.mt_index = np.ascontiguousarray(self.m_index.swapaxes(-1, -2))
+        # The log weights (``moments._logits``): each dense term's positions, aligned.
+        index = []
+        for (start, shape), p in zip(weights, plan.dense):
+            if p is None:  # a Number: its value everywhere
+                index.append(np.full(batch, start, dtype=np.intp))
+                continue
+            perm, dshape = p
+            data = np.arange(start, start + math.prod(shape)).reshape(shape)
+            data = (data if perm is None else data.transpose(perm)).reshape(dshape)
+            index.append(np.broadcast_to(data, batch))
+        self.weights_sum = len(index) > 1
+        self.w_index = (np.stack(index) if self.weights_sum else index[0] if index
+                        else np.zeros(batch, dtype=np.intp))
+        d_b = 0 if plan.index is None else len(plan.index)
+        d_a = dim - d_b
+        self.n, self.dim, self.d_b, self.d_a = n, dim, d_b, d_a
+        self.aug1, self.aug2 = _augmented(batch, n), _augmented(plan.kshape, d_a)
+        self.stat1 = FAST_RTOL / (n * n * _EPS64)
+        self.margin = (RANK_MARGIN * _tolerance(dim, rank)) ** 2
+        self.stat2 = FAST_RTOL / (d_a * d_a * _EPS64)
+        self.const = 0.5 * dim * _LOG_2PI + 0.5 - 0.5 * d_a * _LOG_2PI
+
+    def __call__(self, terms: tuple):
+        """``(log_const, white_vec, prec_sqrt)`` of the collapse of ``terms`` (the recorded
+        structure), or None: an array of another type, dtype or shape, a failed check, or a
+        mixture of no mass."""
+        ng = self.ng
+        gaussians = terms[:ng]
+        arrays = (_HEAD, *map(_PREC_SQRT, gaussians), *map(_WHITE_VEC, gaussians),
+                  *map(_DATA, terms[ng:]))
+        if not _TYPES.issuperset(map(type, arrays)):
+            return None  # another backend's arrays, numpy scalars
+        try:  # float64 only (a float32 or integer array raises), at the recorded shapes
+            src = np.concatenate(arrays, axis=None, dtype=np.float64, casting="no")
+        except TypeError:
+            return None
+        if src.size != self.size:
+            return None
+        m, mt = src[self.m_index], src[self.mt_index]
+        log_weights = _SUM(src[self.w_index], 0) if self.weights_sum else src[self.w_index]
+        n, dim, d_b, d_a = self.n, self.dim, self.d_b, self.d_a
+        # The components: G = M M' in the template, one factorization, the check.
+        aug = self.aug1.copy()
+        np.matmul(m, mt, out=aug[..., :n, :n])
+        out = _factor(aug)
+        diag_g = aug.diagonal(0, -2, -1)[..., :n]
+        inv = out[..., n:, :n]  # L^{-T}: inv[j, i] = (L^{-1})_ij
+        # ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj per entry, its largest in the batch.
+        if not _MAX(_EINSUM("...ji,...ji,...j->...", inv, inv, diag_g), None) <= self.stat1:
+            return None
+        # The rank margin F^2 ||L11^{-1}||_F^2 (RANK_MARGIN tol)^2 < 1 by a bound: with the
+        # check above, ||L11^{-1}||_F^2 <= ||L^{-1} D||_F^2 / min_{j < dim} G_jj, so the
+        # margin holds where (max / min of the batch's G_jj, j < dim) times that does.
+        lead = diag_g[..., :dim]
+        if not _MAX(lead, None) / _MIN(lead, None) * self.stat1 * self.margin < 1.0:
+            return None
+        diag = out.diagonal(0, -2, -1)
+        c = diag[..., dim]
+        # log Z_k less a constant: -0.5 c^2 - log|det L11| (the constants added at the end).
+        log_mass = log_weights - _SUM(np.log(diag[..., :dim]), -1) - 0.5 * c * c
+        top = _MAX(log_mass, -1)
+        if not -_INF < _SUM(top, None) < _INF:
+            return None  # a mixture of no mass: the general path gives its unit covariance
+        p = np.exp(log_mass - top[..., None])
+        total = _SUM(p, -1)
+        p /= total[..., None]
+        # A_k' (a view of L^{-T}, our own array): rows a, columns a and the last, which holds
+        # -mu_k / c and is made mu_k - mean in place.
+        rows = out[..., n + d_b:n + dim, d_b:n]
+        last = rows[..., -1]
+        last *= -c[..., None]
+        mean = (p[..., None, :] @ last)[..., 0, :]
+        last -= mean[..., None, :]
+        aug2 = self.aug2.copy()
+        _EINSUM("...k,...kai,...kbi->...ab", p, rows, rows, out=aug2[..., :d_a, :d_a])
+        out2 = _factor(aug2)
+        prec_sqrt = out2[..., d_a:, :d_a]  # U^{-T} for C = U U'
+        diag_c = aug2.diagonal(0, -2, -1)[..., :d_a]
+        if not _MAX(_EINSUM("...ji,...ji,...j->...", prec_sqrt, prec_sqrt, diag_c), None) \
+                <= self.stat2:
+            return None
+        log_det = _SUM(np.log(out2.diagonal(0, -2, -1)[..., :d_a]), -1)
+        log_const = top + np.log(total) - log_det + self.const
+        return log_const, (mean[..., None, :] @ prec_sqrt)[..., 0, :], prec_sqrt
