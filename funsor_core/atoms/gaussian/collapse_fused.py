@@ -69,7 +69,8 @@ _HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit col
 _T = 2.0 ** 400
 _INF = math.inf
 _PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec", "data"))
-_EINSUM = np._core.multiarray.c_einsum if hasattr(np, "_core") else np.einsum
+# numpy's C einsum without the Python wrapper's argument parsing, where this numpy has it
+_EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
 _TYPES = frozenset((_ndarray, float, int))  # the arrays, and the Numbers' values
 
 try:  # numpy's error state as one context variable: set and reset without ``np.errstate``
