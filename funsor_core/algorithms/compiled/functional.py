@@ -10,7 +10,9 @@ Declaring a factor functional is checked on concrete data (a table that is not 0
 zero or several 1s for some parent assignment, is refused with the variable named) and
 trusted for symbolic factors whose values arrive later (a ``Variable`` parameter, a traced
 array under ``jax.jit``): the licences hold for any functional values, so a compiled program
-may learn them.
+may learn them. A plan called under ``jax.jit`` with a traced table in a declared slot checks
+it by array ops (``is_functional_flag``) and answers NaN unless it is functional: the check
+that raises eagerly cannot raise on a traced value, and a number would be wrong.
 
 Example:
     >>> g = fc.Tensor(np.array([[0.0, 1.0], [1.0, 0.0]]), {"u": fc.Bint[2], "x": fc.Bint[2]})

@@ -39,3 +39,19 @@ def test_exact_marginal_on_every_backend_and_a_clear_error_under_jit():
         np.testing.assert_allclose(model.log_marginal_exact(counts), expected, rtol=1e-12)
     with pytest.raises(ValueError, match=r"X over the indices \('i', 'j'\) must be concrete"):
         jax.jit(model.log_marginal_exact)(jax.numpy.asarray(X))
+
+
+def test_smc_of_a_model_without_indices_and_traced_particle_counts_say_what_is_wrong():
+    from scipy.stats import nbinom
+
+    from funsor_core.smc import smc
+
+    empty = AllocationModel({}, {}, visible=(), a=1.0, b=1.0)
+    # No indices: log p(X) is the negative binomial of the total count, exactly.
+    np.testing.assert_allclose(empty.log_marginal_exact(np.array(3)),
+                               nbinom(1.0, 0.5).logpmf(3), rtol=1e-12)
+    with pytest.raises(ValueError, match="no indices.*log_marginal_exact"):
+        smc(empty, np.array(3), num_particles=4, rng_key=0)  # was an IndexError
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError, match="num_particles must be >= 1.*a traced value"):
+        jax.jit(lambda n: smc(_nmf(), X, num_particles=n, rng_key=0).log_z)(4)
