@@ -170,7 +170,7 @@ class Plan:
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
                              f"{self.scopes}; got {len(factors)}")
-        arrays, tensors, flags = [], [], []
+        arrays, flags = [], []
         for k, f in enumerate(factors):
             # A Functional passed here was declared (and checked) by functional() already.
             plain = not isinstance(f, Functional)
@@ -190,7 +190,6 @@ class Plan:
                 # noisy one in a declared slot would give a wrong number, not an error.
                 declare(f, out, log=log)
             arrays.append(f.data)
-            tensors.append(f)
         try:
             data = self.run_arrays(arrays, log)
         except Exception as err:
@@ -198,7 +197,8 @@ class Plan:
             # numpy constant meeting a jit tracer); name the factors instead. Mixes the kernels
             # accept (numpy with concrete jax) keep working, so the check runs only on failure.
             try:
-                check_backends("run this plan", tensors, _FACTOR_LABELS)
+                check_backends("run this plan", [f.term if isinstance(f, Functional) else f
+                                                 for f in factors], _FACTOR_LABELS)
             except TypeError as mixed:
                 raise mixed from err
             raise
