@@ -10,7 +10,9 @@ Declaring a factor functional is checked on concrete data (a table that is not 0
 zero or several 1s for some parent assignment, is refused with the variable named) and
 trusted for symbolic factors whose values arrive later (a ``Variable`` parameter, a traced
 array under ``jax.jit``): the licences hold for any functional values, so a compiled program
-may learn them.
+may learn them. A plan called under ``jax.jit`` with a traced table in a declared slot checks
+it by array ops (``is_functional_flag``) and answers NaN unless it is functional: the check
+that raises eagerly cannot raise on a traced value, and a number would be wrong.
 
 Example:
     >>> g = fc.Tensor(np.array([[0.0, 1.0], [1.0, 0.0]]), {"u": fc.Bint[2], "x": fc.Bint[2]})
@@ -27,7 +29,8 @@ from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor
 
-__all__ = ["Functional", "FunctionalError", "functional", "index_table", "eliminate_functional"]
+__all__ = ["Functional", "FunctionalError", "functional", "is_functional_flag", "index_table",
+           "eliminate_functional"]
 
 _NOT_FUNCTIONAL = (
     "functional(..., out={out!r}): the factor over {inputs} is not a function giving {out!r}: "
@@ -123,6 +126,23 @@ def _check_data(term: Tensor, out: str, log: bool) -> None:
         out=out, inputs=dict(term.inputs), parents=tuple(parents),
         why=f"at {where}, {why}" if where else why,
         zero="-inf" if log else "0", one="0" if log else "1"))
+
+
+def is_functional_flag(term: Tensor, out: str, log: bool = False):
+    """A 0-d boolean array, computed by array ops (so it may be traced under ``jax.jit``):
+    whether ``term``'s table is 0/1 with exactly one 1 per parent assignment.
+
+    Example:
+        >>> g = fc.Tensor(np.array([[0.0, 1.0], [0.5, 0.5]]), {"u": fc.Bint[2], "x": fc.Bint[2]})
+        >>> bool(is_functional_flag(g, "x"))
+        False
+    """
+    data = term.data
+    one, zero = (0.0, -float("inf")) if log else (1.0, 0.0)
+    is_one = ops.eq(data, one)
+    counts = ops.sum(ops.astype(is_one, "int"), list(term.inputs).index(out))
+    return ops.and_(ops.all(ops.or_(is_one, ops.eq(data, zero))),
+                           ops.all(ops.eq(counts, 1)))
 
 
 def functional(term: Funsor, out: str, log: bool = False) -> Functional:

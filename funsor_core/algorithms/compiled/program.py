@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from funsor_core import ops
 from funsor_core.algorithms.compiled.cost import check_budget
-from funsor_core.algorithms.compiled.functional import Functional
+from funsor_core.algorithms.compiled.functional import Functional, is_functional_flag
 from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
@@ -40,6 +40,7 @@ from funsor_core.algorithms.compiled.lowering import (
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor
 
 __all__ = ["Plan", "plan", "plan_structure", "METHODS"]
@@ -169,7 +170,7 @@ class Plan:
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
                              f"{self.scopes}; got {len(factors)}")
-        arrays = []
+        arrays, flags = [], []
         for k, f in enumerate(factors):
             # A Functional passed here was declared (and checked) by functional() already.
             plain = not isinstance(f, Functional)
@@ -179,18 +180,45 @@ class Plan:
                 raise ValueError(_BAD_STRUCTURE.format(expected=self.scopes, k=k,
                                                        got=dict(f.inputs)))
             out = self.functional[k]
-            if out is not None and plain and isinstance(f, Tensor):
+            if out is not None and isinstance(f, Tensor) and not ops.is_concrete(f.data):
+                # Traced under jit, the table cannot be checked here, and the jointree's
+                # replications are exact only for a 0/1 function table: the answer is NaN
+                # unless the table is one (never a wrong number).
+                flags.append(is_functional_flag(f, out, log))
+            elif out is not None and plain and isinstance(f, Tensor):
                 # The jointree's replications are exact only for a 0/1 function table: a
                 # noisy one in a declared slot would give a wrong number, not an error.
                 declare(f, out, log=log)
             arrays.append(f.data)
-        data = self.run_arrays(arrays, log)
+        try:
+            data = self.run_arrays(arrays, log)
+        except Exception as err:
+            # Tables of two backends fail deep in a kernel (a torch matmul of a numpy array, a
+            # numpy constant meeting a jit tracer); name the factors instead. Mixes the kernels
+            # accept (numpy with concrete jax) keep working, so the check runs only on failure.
+            try:
+                check_backends("run this plan", [f.term if isinstance(f, Functional) else f
+                                                 for f in factors], _FACTOR_LABELS)
+            except TypeError as mixed:
+                raise mixed from err
+            raise
+        for ok in flags:
+            data = ops.where(ok, data, float("nan"))
         return Tensor(data, {n: Bint[self.sizes[n]] for n in self.output})
 
     def __repr__(self) -> str:
         s = self.stats()
         return (f"Plan({self.method}, {len(self.scopes)} factors, max_binary_rank="
                 f"{s['max_binary_rank']:.1f}, flops={s['flops']:.3g})")
+
+
+class _FactorLabels:
+    # "factor k" for check_backends' message, made only when it raises.
+    def __getitem__(self, k: int) -> str:
+        return f"factor {k}"
+
+
+_FACTOR_LABELS = _FactorLabels()
 
 
 def _semiring(sum_op, prod_op) -> bool:

@@ -40,6 +40,7 @@ from funsor_core.algorithms.smc.token_plan import token_plan
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
+from funsor_core.ops.op import is_array_type
 
 __all__ = ["SMCResult", "allocation_step", "initial_tables", "smc", "token_sequence"]
 
@@ -164,9 +165,16 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         >>> round(float(smc(m, np.array([[2, 1], [0, 1]]), 4, rng_key=0).log_z), 5)
         -7.97684
     """
+    if not model.names:
+        raise ValueError("smc: the model has no indices, so there is nothing to allocate: "
+                         "log p(X) is exact, model.log_marginal_exact(X)")
     if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
             or num_particles < 1:
-        raise ValueError(f"smc: num_particles must be >= 1 (an int), got {num_particles!r}")
+        traced = is_array_type(type(num_particles)) and not ops.is_concrete(num_particles)
+        concrete = (" (a traced value: the number of particles fixes the arrays' shapes; "
+                    "pass a Python int)") if traced else ""
+        raise ValueError(f"smc: num_particles must be >= 1 (an int), got {num_particles!r}"
+                         f"{concrete}")
     if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
         raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
     X = model.counts_array(X, model.visible)

@@ -35,6 +35,7 @@ from funsor_core.algorithms.smc.urns import (
 )
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_of
 from funsor_core.terms.base import Funsor
 
 __all__ = ["AllocationModel", "log_marginal_complete_graph"]
@@ -137,7 +138,15 @@ class AllocationModel:
 
     def _check_shape(self, S, names: tuple, what: str, batch_ndim: int = 0,
                      integer: bool = False) -> np.ndarray:
-        S = np.asarray(self.counts_array(S, names, what))
+        S = self.counts_array(S, names, what)
+        if backend_of(S, None) is not None:
+            if not ops.is_concrete(S):
+                # These scores are host (numpy) code over the counts' values.
+                raise ValueError(f"{what} over the indices {names} must be concrete: the "
+                                 f"exact scores read its values on the host; call outside "
+                                 f"jax.jit, or close over the counts as a numpy array")
+            S = ops.to_numpy(S)
+        S = np.asarray(S)
         want = tuple(self.cards[n] for n in names)
         if S.shape[batch_ndim:] != want:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
