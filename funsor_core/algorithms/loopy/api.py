@@ -83,6 +83,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         A ``BPResult``: ``.beliefs``, ``.factor_beliefs``, ``.log_z`` (Bethe; its gradient
         with respect to a factor's log table is that factor's belief), ``.residuals``,
         ``.num_iters``, ``.num_messages``, ``.num_message_entries``, ``.map_assignment()``.
+        Where the factors give every assignment probability zero (evidence the model rules
+        out), ``log_z`` is -inf and the beliefs, conditionals on an impossible event, are
+        NaN (per batch element, eagerly and under ``jax.jit``, as ``markov_marginals``).
         With ``clusters``, a ``ClusterBPResult``: ``.beliefs``, ``.cluster_beliefs``,
         ``.log_z`` (the cluster graph's Bethe log Z), ``.residuals``, ``.num_iters``,
         ``.converged``, ``.num_messages`` and ``.counts`` (network and local messages and
