@@ -37,7 +37,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.int_range import widen_int_result
+from funsor_core.atoms.int_range import _INT_MAX, widen_int_result
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_facts import _NORMALIZED, logaddexp_of_normalized
 from funsor_core.engine.cache import FastCache
@@ -147,8 +147,14 @@ def _binary_entry(op, kernel, lo, ro) -> tuple | None:
 
 
 def _widening(op, kernel, size: int):
+    top = size - 1
+
     def widened(ld, rd):
-        return widen_int_result(kernel, ld, rd, kernel(ld, rd), size)
+        data = kernel(ld, rd)
+        fits = _INT_MAX.get(data.dtype, -1)  # (-1: a dtype not seen yet)
+        if fits is None or fits >= top:
+            return data
+        return widen_int_result(kernel, ld, rd, data, size)
 
     return widened
 
