@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
+from funsor_core.atoms.int_range import _INT_MAX, widen_int_result
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_facts import _NORMALIZED, logaddexp_of_normalized
 from funsor_core.engine.cache import FastCache
@@ -139,8 +140,23 @@ def _binary_entry(op, kernel, lo, ro) -> tuple | None:
     if (not op.params and op.base is not ops.matmul and len(lo.shape) == len(ro.shape)
             and type(op).__call__ is ops.BinaryOp.__call__):
         fn, bool_dtype = getattr(kernel, "unless_bool", (kernel, None))
+        if out.dtype != "real":  # a Bint result: as wide as its domain (atoms/int_range.py)
+            fn, bool_dtype = _widening(op, kernel, out.dtype), None
         entry = (fn, bool_dtype, out)
     return _BINARY_CACHE.put((op, kernel, lo, ro), entry)
+
+
+def _widening(op, kernel, size: int):
+    top = size - 1
+
+    def widened(ld, rd):
+        data = kernel(ld, rd)
+        fits = _INT_MAX.get(data.dtype, -1)  # (-1: a dtype not seen yet)
+        if fits is None or fits >= top:
+            return data
+        return widen_int_result(kernel, ld, rd, data, size)
+
+    return widened
 
 
 # (op, its kernel, output domains) -> _binary_entry. Keyed by the kernel too, so a kernel

@@ -101,8 +101,10 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         raise
     eliminate = _names(eliminate, factors, "eliminate")
     plates = _names(plates, factors, "plates")
-    if (sum_op, prod_op) not in ops.DISTRIBUTIVE_OPS and plates & eliminate:
-        check_plated_semiring(sum_op, prod_op, factors, eliminate, plates)
+    if (sum_op, prod_op) not in ops.DISTRIBUTIVE_OPS:
+        _check_groups_semiring(sum_op, prod_op, factors, eliminate - plates)
+        if plates & eliminate:
+            check_plated_semiring(sum_op, prod_op, factors, eliminate, plates)
     structure = None if plate_to_scale else structure_of(sum_op, prod_op, factors)
     if structure is not None:
         schedule = plan_elimination(sum_op, prod_op, structure, eliminate, plates, pedantic)
@@ -182,6 +184,37 @@ def check_plated_semiring(sum_op, prod_op, factors, eliminate, plates) -> None:
                 raise ValueError(_NOT_DISTRIBUTIVE.format(
                     prod=prod_op, sum=sum_op, var=var, plate=plate, domain=domains[plate],
                     hint=hint))
+
+
+_GROUPS_NOT_DISTRIBUTIVE = (
+    "sum_product: prod_op {prod} does not distribute over sum_op {sum}, so the {n} groups "
+    "of factors that share no summed variable cannot be summed apart and then multiplied: "
+    "{var!r} ({domain}) is summed in one group while the factors {others} of another lack it, "
+    "and each of their values would have to be repeated once per value of {var!r}. Pass a "
+    "semiring (sum_op, prod_op) such as (ops.logaddexp, ops.add), (ops.add, ops.mul) or "
+    "(ops.max, ops.add), or multiply the factors first and reduce the product{hint}"
+)
+
+
+def _check_groups_semiring(sum_op, prod_op, factors, sum_vars) -> None:
+    # Summing each connected group of factors apart and multiplying the group sums equals
+    # the sum over all assignments only when prod_op distributes over sum_op:
+    # sum_x (b(x) + c) = sum_x b(x) + |x| * c under (add, add), not sum_x b(x) + c.
+    if (sum_op, prod_op) in _LATTICE_SEMIRINGS or not sum_vars or len(factors) < 2:
+        return
+    groups = _partition(list(factors), sum_vars)
+    if len(groups) < 2:
+        return
+    for group, names in groups:
+        if names:
+            var = min(names)
+            domain = next(f.inputs[var] for f in group if var in f.inputs)
+            others = next(g for g, _ in groups if g is not group)
+            hint = (" (the arguments are swapped: sum_op comes first)"
+                    if (prod_op, sum_op) in ops.DISTRIBUTIVE_OPS else "")
+            raise ValueError(_GROUPS_NOT_DISTRIBUTIVE.format(
+                prod=prod_op, sum=sum_op, n=len(groups), var=var, domain=domain,
+                others=[list(f.inputs) for f in others], hint=hint))
 
 
 def _check_funsors(factors) -> None:

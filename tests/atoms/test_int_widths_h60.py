@@ -1,0 +1,87 @@
+"""Integer Tensor data wide enough for its domain, and real results as floats (h60).
+
+``Bint[256] + Bint[256]`` is ``Bint[511]``, but the backends add uint8 arrays as uint8 and
+wrap around (200 + 200 was 144); the result is recomputed on the default integer type when
+the array's dtype cannot hold the domain (by dtype and size: the same under ``jax.jit``).
+A real Tensor of bool or int data with a Python int (``t + 1``) has float data, as funsor's
+real Number is a float. Oracle: the same arithmetic on Python ints / numpy float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+
+U = np.array([200, 100, 7], np.uint8)
+V = np.array([255, 3, 250], np.uint8)
+PY = {ops.add: lambda a, b: a + b, ops.mul: lambda a, b: a * b}
+
+
+def _arr(x, backend):
+    if backend == "torch":
+        import torch
+
+        return torch.as_tensor(x)
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(x)
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16], ids=str)
+@pytest.mark.parametrize("op", [ops.add, ops.mul], ids=str)
+def test_bint_arithmetic_does_not_wrap(backend, op, dtype):
+    u, v = (U % 100).astype(dtype) + 27, (V % 100).astype(dtype) + 27  # <= 126: fits int8
+    size = 127
+    expected = [PY[op](int(a), int(b)) for a, b in zip(u, v)]  # Python ints: no wrap
+    t = fc.Tensor(_arr(u, backend), {"i": fc.Bint[3]}, size)
+    s = fc.Tensor(_arr(v, backend), {"i": fc.Bint[3]}, size)
+    for _ in range(2):  # the rule, then the cached fast path
+        r = op(t, s)
+        assert r.output == fc.Bint[PY[op](size - 1, size - 1) + 1]
+        np.testing.assert_array_equal(np.asarray(r.data), expected)
+    perm = fc.Tensor(_arr(np.stack([v, v]), backend), {"j": fc.Bint[2], "i": fc.Bint[3]}, size)
+    r = op(t, perm)  # the inputs aligned by name: (i, j)
+    assert list(r.inputs) == ["i", "j"]
+    np.testing.assert_array_equal(np.asarray(r.data), [[e, e] for e in expected])
+    r = op(t, fc.Number(120, size))  # Tensor with Number, both sides
+    np.testing.assert_array_equal(np.asarray(r.data), [PY[op](int(a), 120) for a in u])
+    r = op(fc.Number(120, size), t)
+    np.testing.assert_array_equal(np.asarray(r.data), [PY[op](120, int(a)) for a in u])
+    if backend == "jax" and dtype is np.uint8:  # from dtype and size: the same when traced
+        import jax
+
+        def traced(a, b):
+            return op(fc.Tensor(a, {"i": fc.Bint[3]}, size),
+                      fc.Tensor(b, {"i": fc.Bint[3]}, size)).data
+
+        np.testing.assert_array_equal(np.asarray(jax.jit(traced)(t.data, s.data)), expected)
+
+
+def test_the_reported_uint8_sum():
+    t = fc.Tensor(np.array([200, 100], np.uint8), {"i": fc.Bint[2]}, 256)
+    assert (t + t).output == fc.Bint[511]
+    np.testing.assert_array_equal((t + t).data, [400, 200])
+    wide = fc.Tensor(np.array([200, 100], np.int64), {"i": fc.Bint[2]}, 256)
+    assert (wide + wide).data.dtype == np.int64  # wide enough: kept as it is
+
+
+@pytest.mark.parametrize("data", [np.array([True, False]), np.array([3, -1])], ids=str)
+def test_real_tensor_of_integers_with_an_int_is_float(backend, data):
+    t = fc.Tensor(_arr(data, backend), {"i": fc.Bint[2]})
+    assert t.dtype == "real"
+    for r, expected in [(t + 1, data.astype(float) + 1), (1 - t, 1 - data.astype(float)),
+                        (t * 3, data.astype(float) * 3), (t / 2, data.astype(float) / 2)]:
+        assert r.dtype == "real"
+        assert np.asarray(r.data).dtype.kind == "f"
+        np.testing.assert_allclose(np.asarray(r.data), expected)
+
+
+def test_float_data_keeps_its_precision(backend):
+    t = fc.Tensor(_arr(np.array([1.5, -2.0], np.float32), backend), {"i": fc.Bint[2]})
+    r = t + 1
+    assert str(r.data.dtype).endswith("float32")
+    np.testing.assert_allclose(np.asarray(r.data), [2.5, -1.0])
