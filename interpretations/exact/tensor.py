@@ -127,28 +127,27 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
 def exact_binary_tensor_number(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
-    out = ops.infer_domain_by_divisor(op, lhs.output, rhs.output, rhs.data)
-    if out.dtype == "real" and (lhs.dtype != "real" or _int_data(rhs.data, lhs.data)):
-        return Tensor.make(_real_op(op, (lhs.data, rhs.data), 0), lhs.inputs, "real", lhs._ikey,
-                           out)
-    data = op(lhs.data, rhs.data)
-    if out.dtype != "real":
-        data = widen_int_result(op, lhs.data, rhs.data, data, out.dtype)
-    return Tensor.make(data, lhs.inputs, out.dtype, lhs._ikey, out)
+    return _with_number(op, lhs, rhs, 0, ops.infer_domain_by_divisor(
+        op, lhs.output, rhs.output, rhs.data))
 
 
 @exact.register(Binary, BinaryOp, Number, Tensor)
 def exact_binary_number_tensor(op, lhs, rhs):
     if op.base is ops.matmul:
         return None
-    out = ops.infer_domain(op, lhs.output, rhs.output)
-    if out.dtype == "real" and (rhs.dtype != "real" or _int_data(lhs.data, rhs.data)):
-        return Tensor.make(_real_op(op, (lhs.data, rhs.data), 1), rhs.inputs, "real", rhs._ikey,
-                           out)
+    return _with_number(op, lhs, rhs, 1, ops.infer_domain(op, lhs.output, rhs.output))
+
+
+def _with_number(op, lhs, rhs, side: int, out):
+    # ``op(lhs, rhs)`` where operand ``side`` is the Tensor and the other a Number.
+    tensor, number = (lhs, rhs) if side == 0 else (rhs, lhs)
+    if out.dtype == "real" and (tensor.dtype != "real" or _int_data(number.data, tensor.data)):
+        return Tensor.make(_real_op(op, (lhs.data, rhs.data), side), tensor.inputs, "real",
+                           tensor._ikey, out)
     data = op(lhs.data, rhs.data)
-    if out.dtype != "real":
+    if out.dtype != "real":  # no wrap-around of a narrow int dtype
         data = widen_int_result(op, lhs.data, rhs.data, data, out.dtype)
-    return Tensor.make(data, rhs.inputs, out.dtype, rhs._ikey, out)
+    return Tensor.make(data, tensor.inputs, out.dtype, tensor._ikey, out)
 
 
 # A Bint Tensor with a real Number (t + 1: Python's 1 is Number(1) of Real) is Real, as in
