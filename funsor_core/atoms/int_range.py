@@ -4,7 +4,12 @@
 around (200 + 200 is 144). The result's domain bounds its values, so the check is the array
 dtype's largest value against the domain's largest: structural (dtypes and sizes only), hence
 the same for traced jax arrays. Only integer results narrower than needed are recomputed, on
-the backend's default integer type.
+the backend's default integer type. ``Bint[n] - Bint[n]`` stays ``Bint[n]`` (as funsor), so a
+difference below 0 is out of the domain; it still must not wrap an unsigned dtype (100 - 200
+of uint8 is 156): a difference of unsigned arrays is recomputed on the default (signed) int.
+
+A Real result holds float data (``real_result``): a real Tensor of int or bool data, negated or
+added to itself, would otherwise give an integer array labelled Real.
 
 Example:
     >>> u = np.array([200, 100], np.uint8)
@@ -18,11 +23,12 @@ import numpy as np
 
 from funsor_core import ops
 
-__all__ = ["widen_int_result"]
+__all__ = ["real_result", "widen_int_result"]
 
 # dtype -> its largest value, or None for a float or bool dtype (no wrap-around to fix: bool
 # results come from comparisons and logical ops, whose Bint[2] always fits).
 _INT_MAX: dict = {}
+_UNSIGNED: set = set()  # integer dtypes with no sign bit (filled by _int_max)
 
 
 def _int_max(dtype):
@@ -35,27 +41,79 @@ def _int_max(dtype):
         dt = np.dtype(dtype)
         if dt.kind in "iu":
             top = int(np.iinfo(dt).max)
+            if dt.kind == "u":
+                _UNSIGNED.add(dtype)
     elif not (dtype.is_floating_point or dtype.is_complex or str(dtype) == "torch.bool"):
         # a torch.dtype, read without importing torch: n bytes, one bit for a sign
         top = (1 << (8 * dtype.itemsize - dtype.is_signed)) - 1
+        if not dtype.is_signed:
+            _UNSIGNED.add(dtype)
     _INT_MAX[dtype] = top
     return top
 
 
-def widen_int_result(op, lhs, rhs, data, size: int):
+def widen_int_result(op, lhs, rhs, data, size: int, signed: bool = False):
     """``data = op(lhs, rhs)`` of a ``Bint[size]`` output, recomputed on the backend's default
-    integer type when ``data``'s integer dtype cannot hold ``size - 1``; else ``data`` itself.
+    integer type when ``data``'s integer dtype cannot hold ``size - 1``, or when ``signed`` (the
+    op can go below 0: a difference) and the dtype is unsigned; else ``data`` itself.
 
     Example:
         >>> i8 = np.array([100], np.int8)
         >>> widen_int_result(ops.mul, i8, i8, i8 * i8, 10000)
         array([10000])
+        >>> u8 = np.array([100], np.uint8)
+        >>> widen_int_result(ops.sub, u8, 200, u8 - 200, 256, signed=True)
+        array([-100])
     """
-    top = _int_max(data.dtype)
-    if top is None or top >= size - 1:
+    top = _int_max(dtype := data.dtype)
+    if top is None or (top >= size - 1 and not (signed and dtype in _UNSIGNED)):
         return data
     if not isinstance(lhs, (int, float)):
         lhs = ops.astype(lhs, "int")
     if not isinstance(rhs, (int, float)):
         rhs = ops.astype(rhs, "int")
     return op(lhs, rhs)
+
+
+# array dtype -> is it a float dtype (numpy, torch and jax dtypes alike; filled on first sight)
+_FLOATING: dict = {}
+FLOAT_DTYPES: set = set()  # its float keys: ``dtype not in FLOAT_DTYPES``, the hot paths' test
+
+# Ops whose integer arguments are cast to float before the op (so that int8 100 + 100 labelled
+# Real is 200., not -56 cast after); the others (max, <<, &) run on the integers, cast after.
+_CAST_FIRST = frozenset(ops.ARITHMETIC_OPS)
+
+
+def is_float_dtype(data) -> bool:
+    """Whether the array ``data`` holds floats, by a dict lookup on its dtype (structural, so
+    the same for traced arrays).
+
+    Example:
+        >>> is_float_dtype(np.ones(2)), is_float_dtype(np.arange(2))
+        (True, False)
+    """
+    floating = _FLOATING.get(dtype := data.dtype)
+    if floating is None:
+        floating = _FLOATING[dtype] = bool(ops.is_floating(data))
+        if floating:
+            FLOAT_DTYPES.add(dtype)
+    return floating
+
+
+def real_result(op, args: tuple, data):
+    """``data = op(*args)`` of a Real output as float data: ``data`` itself when it is float,
+    else recomputed with the integer or bool array arguments cast to float first (arithmetic
+    ops), or cast after (the others).
+
+    Example:
+        >>> b = np.array([True, False])
+        >>> real_result(ops.add, (b, b), b + b)
+        array([2., 0.])
+    """
+    if is_float_dtype(data):
+        return data
+    if op.base in _CAST_FIRST:
+        args = tuple(a if isinstance(a, (int, float)) or is_float_dtype(a)
+                     else ops.astype(a, "real") for a in args)
+        data = op(*args)
+    return data if is_float_dtype(data) else ops.astype(data, "real")

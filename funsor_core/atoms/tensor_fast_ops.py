@@ -37,7 +37,13 @@ Example:
 from __future__ import annotations
 
 from funsor_core import ops
-from funsor_core.atoms.int_range import _INT_MAX, widen_int_result
+from funsor_core.atoms.int_range import (
+    _INT_MAX,
+    _UNSIGNED,
+    FLOAT_DTYPES,
+    real_result,
+    widen_int_result,
+)
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_facts import _NORMALIZED, logaddexp_of_normalized
 from funsor_core.engine.cache import FastCache
@@ -94,6 +100,8 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     if bool_dtype is not None and (ld.dtype is bool_dtype or rd.dtype is bool_dtype):
         fn = kernel
     data = fn(ld, rd)
+    if data.dtype not in FLOAT_DTYPES and out.dtype == "real":
+        data = real_result(op, (ld, rd), data)  # a real Tensor of int/bool data: float data
     result = _new(Tensor)  # as Tensor.make(data, lhs.inputs, out.dtype, ikey, out)
     result._args = (data, ikey, out.dtype)
     result.data = data
@@ -148,6 +156,16 @@ def _binary_entry(op, kernel, lo, ro) -> tuple | None:
 
 def _widening(op, kernel, size: int):
     top = size - 1
+    if op is ops.sub:  # Bint[n] - Bint[n]: an unsigned dtype would wrap below 0
+        def difference(ld, rd):
+            data = kernel(ld, rd)
+            dtype = data.dtype
+            fits = _INT_MAX.get(dtype, -1)
+            if fits is None or (fits >= top and dtype not in _UNSIGNED):
+                return data
+            return widen_int_result(kernel, ld, rd, data, size, True)
+
+        return difference
 
     def widened(ld, rd):
         data = kernel(ld, rd)
@@ -290,6 +308,8 @@ def _tensor_binary_method(op, generic):
                                                        and rd.dtype is not entry[1])):
                         data = entry[0](ld, rd)
                         out = entry[2]
+                        if data.dtype not in FLOAT_DTYPES and out.dtype == "real":
+                            data = real_result(op, (ld, rd), data)  # int data labelled Real
                         result = _new(Tensor)
                         result._args = (data, ikey, out.dtype)
                         result.data = data

@@ -7,7 +7,7 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import reduce_array
-from funsor_core.atoms.int_range import widen_int_result
+from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype, real_result, widen_int_result
 from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
@@ -80,6 +80,11 @@ def exact_unary_tensor(op, arg):
             data = base(data, batch + shape)
     elif out.dtype == "real" and arg.dtype != "real":  # -t of a Bint t: see _real_op
         data = _real_op(op, (data,), 0)
+    elif out.dtype == "real" and data.dtype not in FLOAT_DTYPES and (
+            base is not ops.astype and not is_float_dtype(data)):
+        # A real t of int/bool data is cast first: numpy's exp of int8 is float16 (exp(100)
+        # is inf), -t of bool raises, torch has no abs of bool.
+        data = op(ops.astype(data, "real"))
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
@@ -119,7 +124,9 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
         inputs, ikey, ld, rd = align_binary(lhs, rhs)
     data = op(ld, rd)
     if out.dtype != "real":  # Bint[256] + Bint[256] of uint8 arrays: no wrap-around
-        data = widen_int_result(op, ld, rd, data, out.dtype)
+        data = widen_int_result(op, ld, rd, data, out.dtype, op is ops.sub)
+    elif not is_float_dtype(data):  # a real Tensor of int/bool data: float data
+        data = real_result(op, (ld, rd), data)
     return Tensor.make(data, inputs, out.dtype, ikey, out)
 
 
@@ -146,7 +153,7 @@ def _with_number(op, lhs, rhs, side: int, out):
                            tensor._ikey, out)
     data = op(lhs.data, rhs.data)
     if out.dtype != "real":  # no wrap-around of a narrow int dtype
-        data = widen_int_result(op, lhs.data, rhs.data, data, out.dtype)
+        data = widen_int_result(op, lhs.data, rhs.data, data, out.dtype, op is ops.sub)
     return Tensor.make(data, tensor.inputs, out.dtype, tensor._ikey, out)
 
 
@@ -162,15 +169,7 @@ def _int_data(number, data) -> bool:
     # A real Tensor of integer or bool data with a Python int: funsor's real Number is a
     # float, so t + 1 has float data there; here the int would keep the array integer (an
     # int array labelled Real). Only the int case asks for the array's dtype (structural).
-    if type(number) is not int:
-        return False
-    floating = _FLOATING.get(dtype := data.dtype)  # (an op call costs 12% of t + 1)
-    if floating is None:
-        floating = _FLOATING[dtype] = bool(ops.is_floating(data))
-    return not floating
-
-
-_FLOATING: dict = {}  # array dtype -> is it a float dtype
+    return type(number) is int and not is_float_dtype(data)  # (a dict lookup: see int_range)
 
 
 def _real_op(op, args: tuple, pos: int):
