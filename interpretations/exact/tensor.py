@@ -7,7 +7,13 @@ import math
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.replay import reduce_array
-from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype, real_result, widen_int_result
+from funsor_core.atoms.int_range import (
+    _CAST_FIRST,
+    FLOAT_DTYPES,
+    is_float_dtype,
+    real_result,
+    widen_int_result,
+)
 from funsor_core.atoms.tensor import (
     INDEX_TYPES,
     Tensor,
@@ -161,8 +167,7 @@ def _with_number(op, lhs, rhs, side: int, out):
 # funsor, with float data: the integer array is cast first, so that t + 100 of uint8 data
 # is 300, not 44 (the integer op wrapped around), and the result is no int array labelled
 # Real. Ops that need integers (<<, &) run on them and are cast after. By dtype only, so
-# it holds for traced arrays too.
-_CAST_FIRST = frozenset(ops.ARITHMETIC_OPS)
+# it holds for traced arrays too. (_CAST_FIRST: atoms/int_range.py, shared with real_result.)
 
 
 def _int_data(number, data) -> bool:

@@ -54,7 +54,8 @@ def test_unsigned_difference_does_not_wrap(backend):
         import jax
 
         def traced(x, y):
-            return (fc.Tensor(x, {"i": fc.Bint[4]}, 256) - fc.Tensor(y, {"i": fc.Bint[4]}, 256)).data
+            i = {"i": fc.Bint[4]}
+            return (fc.Tensor(x, i, 256) - fc.Tensor(y, i, 256)).data
 
         np.testing.assert_array_equal(np.asarray(jax.jit(traced)(a.data, b.data)), expected)
 
@@ -97,3 +98,11 @@ def test_astype_int_of_a_real_tensor_is_not_cast_back():
     r = ops.astype(t, "int")
     assert r.data.dtype.kind == "i"
     np.testing.assert_array_equal(r.data, np.array([1.5, 2.5]).astype(int))
+
+
+def test_difference_of_two_bint_sizes_is_real_float():
+    a = fc.Tensor(np.array([1, 2], np.uint8), {"i": fc.Bint[2]}, 3)
+    b = fc.Tensor(np.array([4, 0], np.uint8), {"i": fc.Bint[2]}, 5)
+    r = a - b  # Bint[3] - Bint[5] has no integer bound here: Real
+    assert r.output == fc.Real and r.data.dtype.kind == "f"
+    np.testing.assert_array_equal(r.data, [1 - 4, 2 - 0])
