@@ -155,24 +155,17 @@ def _binary_entry(op, kernel, lo, ro) -> tuple | None:
 
 
 def _widening(op, kernel, size: int):
-    top = size - 1
-    if op is ops.sub:  # Bint[n] - Bint[n]: an unsigned dtype would wrap below 0
-        def difference(ld, rd):
-            data = kernel(ld, rd)
-            dtype = data.dtype
-            fits = _INT_MAX.get(dtype, -1)
-            if fits is None or (fits >= top and dtype not in _UNSIGNED):
-                return data
-            return widen_int_result(kernel, ld, rd, data, size, True)
-
-        return difference
+    # ``widen_int_result``'s test inline (the common dtype fits: no call); a difference must
+    # also not wrap an unsigned dtype below 0 (Bint[n] - Bint[n] stays Bint[n], as funsor).
+    top, signed = size - 1, op is ops.sub
 
     def widened(ld, rd):
         data = kernel(ld, rd)
-        fits = _INT_MAX.get(data.dtype, -1)  # (-1: a dtype not seen yet)
-        if fits is None or fits >= top:
+        dtype = data.dtype
+        fits = _INT_MAX.get(dtype, -1)  # (-1: a dtype not seen yet)
+        if fits is None or (fits >= top and not (signed and dtype in _UNSIGNED)):
             return data
-        return widen_int_result(kernel, ld, rd, data, size)
+        return widen_int_result(kernel, ld, rd, data, size, signed)
 
     return widened
 
