@@ -37,6 +37,8 @@ WORKLOADS = [
     ("numpyro scan HMM T=200 K=8", ["numpyro", "--T", "200", "--K", "8"], True),
     ("numpyro scan HMM T=1000 K=16", ["numpyro", "--T", "1000", "--K", "16"], False),
     ("numpyro 12 new enumerated models, eager", ["numpyro-models"], True),
+    ("numpyro 12 new enumerated models, eager, no gc in the timed windows",
+     ["numpyro-models", "--gc-off"], True),
 ] + [
     (f"pyro {elbo} HMM T={T} K={K}",
      ["pyro", "--elbo", elbo, "--T", str(T), "--K", str(K)]
