@@ -7,7 +7,10 @@
 - ``damping="0.5"`` failed in a comparison ("'<=' not supported"); a traced
   ``sparsity_threshold`` raised jax's TracerBoolConversionError, a traced ``domains`` or
   ``subsample`` a message about the value's range, ``map_assignment()`` under ``jax.jit``
-  jax's TracerArrayConversionError: each now says what must be concrete, or why.
+  jax's TracerArrayConversionError: each now says what must be concrete, or why;
+- under ``Gibbs``, ``model.reduce(ops.add, V)`` was a RecursionError, and an ``Integrate``
+  that ``LoopyBP`` or ``Gibbs`` does not approximate stayed lazy (the lazily kept sum of
+  factors matched no exact rule); both are now computed by the rest of the chain.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.loopy import gibbs, loopy_bp, mh
+from interpretations import Gibbs, LoopyBP
 
 
 def _tree():
@@ -114,3 +118,34 @@ def test_traced_options_name_what_must_be_concrete_and_map_decodes_eagerly():
         jax.jit(lambda d: loopy_bp(graph(d), sum_op=ops.max).map_assignment())(tables)
     _, _, best = _brute_force(factors)
     assert loopy_bp(factors, sum_op=ops.max).map_assignment() == best
+
+
+def _cycle():
+    rng = np.random.default_rng(6)
+    names = ["a", "b", "c", "d"]
+    factors = [fc.Tensor(rng.normal(size=(2, 2)), {s: fc.Bint[2], t: fc.Bint[2]})
+               for s, t in zip(names, names[1:] + names[:1])]
+    joint = np.einsum("ab,bc,cd,da->abcd", *(np.exp(f.data) for f in factors))
+    return factors, np.log(joint)
+
+
+@pytest.mark.parametrize("interp", [LoopyBP, lambda: Gibbs(10, rng_key=0)])
+def test_what_the_interpretations_do_not_approximate_is_exact(interp):
+    # Under Gibbs, (f + g).reduce(ops.add, V) was a RecursionError (LoopyBP's was fixed by
+    # h47); Integrate over what neither approximates stayed lazy until .data raised.
+    factors, log_joint = _cycle()
+    f_b = fc.Tensor(np.array([0.5, 2.0]), {"b": fc.Bint[2]})
+    with interp():
+        model = factors[0] + factors[1] + factors[2] + factors[3]
+        total = model.reduce(ops.add, frozenset("abcd"))
+        low = model.reduce(ops.min, frozenset("ab"))
+        partial = fc.Integrate(model, f_b, frozenset("b"))  # a function of a, c, d
+    np.testing.assert_allclose(total.data, log_joint.sum(), rtol=1e-12)
+    np.testing.assert_allclose(low.align(("c", "d")).data, log_joint.min((0, 1)), rtol=1e-12)
+    expected = np.einsum("abcd,b->acd", np.exp(log_joint), f_b.data)
+    np.testing.assert_allclose(partial.align(("a", "c", "d")).data, expected, rtol=1e-12)
+    if interp is LoopyBP:  # Gibbs estimates this one (test_interpretations.py)
+        with interp():
+            whole = fc.Integrate(factors[0] + factors[1] + factors[2] + factors[3], f_b,
+                                 frozenset("abcd"))
+        np.testing.assert_allclose(whole.data, expected.sum(), rtol=1e-12)
