@@ -1,8 +1,10 @@
 """A new user's tries of compiled elimination (h68): a Bayesian network with a deterministic
 CPT (``A = B or E``, declared functional), compiled once and queried with every hard and a
 soft evidence; a parameter passed as a Python list failed in a kernel ("ops.reshape has no
-kernel for arguments of type list") and now names the parameter. Oracle: numpy einsum of
-the joint table."""
+kernel for arguments of type list") and now names the parameter; ``fc.plan(factors,
+{Variable("u", Bint[3])})`` said "cannot eliminate [Variable('u', Bint[3])]: no factor has
+them as inputs" where ``u`` was one: Variables are their names, as in ``.reduce``. Oracle:
+numpy einsum of the joint table."""
 
 from __future__ import annotations
 
@@ -50,3 +52,18 @@ def test_one_program_answers_every_evidence_and_names_a_list_parameter():
     with pytest.raises(ValueError, match=r"parameter 'ev_m' is Reals\[2\], shape \(2,\); got an "
                                           r"array of shape \(3,\)"):
         program(ev_j=np.ones(2), ev_m=np.ones(3))
+
+
+def test_plan_eliminates_variables_as_reduce_does():
+    factors, joint = _network()
+    declared = [fc.functional(f, "A") if "A" in f.inputs and len(f.inputs) == 3 else f
+                for f in factors]
+    by_name = fc.plan(declared, frozenset({"B", "E", "A", "M"}))
+    by_variable = fc.plan(declared, {fc.Variable(n, fc.Bint[2]) for n in "BEAM"})
+    assert by_variable is by_name  # the same structure, the same cached plan
+    np.testing.assert_allclose(by_variable(factors).data, joint.sum((0, 1, 2, 4)), rtol=1e-12)
+    one = fc.plan(factors[:1], fc.Variable("B", fc.Bint[2]))
+    np.testing.assert_allclose(one(factors[:1]).data, 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"cannot eliminate Variable\('B', Bint\[3\]\): the "
+                                         r"factors' input 'B' is Bint\[2\]"):
+        fc.plan(factors, {fc.Variable("B", fc.Bint[3])})
