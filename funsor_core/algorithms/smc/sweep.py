@@ -232,7 +232,12 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
         log_u, log_root, *messages = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
         inc = ops.logsumexp(log_w, -1)
-        log_w = ops.sub(log_w, inc)
+        # Evidence of probability zero (every particle's u is 0): Z-hat is 0 from here on.
+        # Normalizing would make the weights NaN (-inf - -inf) and the estimate NaN after
+        # the next step; uniform weights keep log Z-hat at -inf (a NaN input stays NaN).
+        dead = ops.eq(inc, -math.inf)
+        log_w = ops.where(dead, ops.full_like(log_w, full_log_m),
+                          ops.sub(log_w, ops.where(dead, 0.0, inc)))
         ess = ess_of(log_w)
         if scheme == "joint":
             # (value, particle) grid, value-major: the systematic draw stratifies the values.

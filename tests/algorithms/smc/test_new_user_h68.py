@@ -69,3 +69,29 @@ def test_rng_key_of_a_wrong_type_is_named(rng_key):
     for key in (None, 0, np.int64(3), np.random.default_rng(0)):
         np.testing.assert_allclose(float(smc(model, X, 4, rng_key=key).log_z),
                                    model.log_marginal_exact(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["adaptive", "joint"])
+def test_evidence_of_probability_zero_gives_minus_inf(scheme):
+    # A chain that never switches, observed in state 0 at t = 0 and in state 1 at t = 3:
+    # p(y) = 0 (the forward algorithm's -inf). "adaptive" gave NaN: the weights after the
+    # impossible step were -inf - -inf.
+    torch = pytest.importorskip("torch")
+    log_init = np.log(np.full(2, 0.5))
+    log_trans = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
+    log_obs = np.zeros((5, 2))
+    log_obs[0, 1] = log_obs[3, 0] = -np.inf
+    alpha = log_init + log_obs[0]
+    for t in range(1, 5):
+        alpha = np.logaddexp.reduce(alpha[:, None] + log_trans, 0) + log_obs[t]
+    assert np.logaddexp.reduce(alpha) == -np.inf
+    with np.errstate(invalid="ignore"):  # the impossible step's draws read NaN weights
+        for to in (np.asarray, torch.as_tensor):
+            result = hmm_smc(to(log_init), to(log_trans), to(log_obs), 8, rng_key=0,
+                             scheme=scheme)
+            assert float(result.log_z) == -np.inf
+        # Possible evidence keeps its number (state 0 throughout: log 0.5).
+        log_obs[3, 0] = 0.0
+        log_obs[3, 1] = -np.inf
+        np.testing.assert_allclose(float(hmm_smc(log_init, log_trans, log_obs, 8, rng_key=0,
+                                                 scheme=scheme).log_z), np.log(0.5))
