@@ -32,7 +32,7 @@ from funsor_core.domains import Bint
 from funsor_core.terms.base import Funsor
 
 __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
-           "check_chain_options"]
+           "check_chain_options", "require_concrete"]
 
 
 def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping: float = 0.0,
@@ -151,10 +151,19 @@ _TRACED = ("{what}: {name} must be a concrete number (it fixes the program's sha
            "(jax.jit(f, static_argnums=...)) or close over a Python number")
 
 
-def _static(what: str, **options) -> None:
+def require_concrete(what: str, **options) -> None:
+    """Raise a ``TypeError`` naming the first option that is a traced value (under
+    ``jax.jit``) where a concrete one fixes the program (a count, a threshold, a state).
+
+    Example:
+        >>> require_concrete("gibbs", num_samples=10, warmup=np.int64(2))
+    """
     for name, value in options.items():
         if hasattr(value, "shape") and not ops.is_concrete(value):
             raise TypeError(_TRACED.format(what=what, name=name))
+
+
+_static = require_concrete
 
 
 def _checked(factors) -> list:
