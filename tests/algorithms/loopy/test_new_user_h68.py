@@ -10,7 +10,8 @@
   jax's TracerArrayConversionError: each now says what must be concrete, or why;
 - under ``Gibbs``, ``model.reduce(ops.add, V)`` was a RecursionError, and an ``Integrate``
   that ``LoopyBP`` or ``Gibbs`` does not approximate stayed lazy (the lazily kept sum of
-  factors matched no exact rule); both are now computed by the rest of the chain.
+  factors matched no exact rule); both are now computed by the rest of the chain;
+- ``marginal_errors`` named neither a missing variable nor Samples passed for marginals.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
-from funsor_core.loopy import gibbs, loopy_bp, mh
+from funsor_core.loopy import gibbs, loopy_bp, marginal_errors, mh
 from interpretations import Gibbs, LoopyBP
 
 
@@ -149,3 +150,24 @@ def test_what_the_interpretations_do_not_approximate_is_exact(interp):
             whole = fc.Integrate(factors[0] + factors[1] + factors[2] + factors[3], f_b,
                                  frozenset("abcd"))
         np.testing.assert_allclose(whole.data, expected.sum(), rtol=1e-12)
+
+
+def test_marginal_errors_names_a_missing_variable_and_takes_samples_marginals():
+    # A missing variable was a bare KeyError('b'); Samples passed for marginals failed in an
+    # align ("cannot align by ['a']: not inputs of {'particle': ...}").
+    factors = _tree()
+    _, marginals, _ = _brute_force(factors)
+    exact = {k: fc.Tensor(np.log(p), {k: fc.Bint[len(p)]}) for k, p in marginals.items()}
+    samples = gibbs(factors, 2000, warmup=20, rng_key=0)
+    errors = marginal_errors(samples.marginals(), exact)
+    freq = {k: np.bincount(np.asarray(samples[k].data), minlength=len(p)) / 2000
+            for k, p in marginals.items()}
+    tv = np.mean([0.5 * np.abs(freq[k] - p).sum() for k, p in marginals.items()])
+    np.testing.assert_allclose(errors["tv"], tv, rtol=1e-12)
+    with pytest.raises(KeyError, match=r"approx has no marginal of \['b', 'c'\] \(it has "
+                                       r"\['a'\]\)"):
+        marginal_errors({"a": exact["a"]}, exact)
+    with pytest.raises(ValueError, match=r"must be over \{'a': Bint\[2\]\}, got one over "
+                                         r"\{'particle': Bint\[2000\]\} \(samples: pass "
+                                         r"samples.marginals\(\)\)"):
+        marginal_errors(samples, exact)
