@@ -21,7 +21,11 @@ approximation is chosen by the interpretation, the model stays a term).
   (equal to ``MonteCarlo``'s estimate when ``model`` is normalized; otherwise it is the
   normalized expectation, where ``MonteCarlo`` would also carry ``Z``).
 
-Anything else (real inputs, a single Tensor under ``LoopyBP``, other ops) declines.
+Anything else (real inputs, a single Tensor under ``LoopyBP``, other ops) declines. A
+reduction or ``Integrate`` of a sum of discrete Tensors that neither approximates (a sum
+or min of log values; ``Integrate`` under ``LoopyBP``, or over some of the model's names
+under ``Gibbs``) is computed by the interpretation entered before, with the sum as one
+table: exactly, as without them.
 
 Example:
     >>> from interpretations import LoopyBP
@@ -172,11 +176,45 @@ def loopy_bp_contraction_tensors(bp, red_op, bin_op, reduced_vars, terms):
         # A reduction BP does not approximate (a sum of log values, a min) demands the
         # joint table: computed by the rest of the chain, where the sum of the factors is
         # not kept lazy (under this interpretation it would be, without end).
-        with bp.rest():
-            return Contraction(red_op, bin_op, reduced_vars, terms)
+        return _by_the_rest(bp, red_op, bin_op, reduced_vars, terms)
     batch = tuple(dict.fromkeys(k for t in terms for k in t.inputs if k not in reduced))
     bp.result = loopy_bp(list(terms), red_op, batch=batch, **bp.options)
     return bp.result.log_z
+
+
+# Gibbs approximates no reduction: each is computed by the rest of the chain, where the sum
+# of the factors is not kept lazy (here ``(f + g).reduce(ops.add, V)`` materialized the sum,
+# which this interpretation kept lazy, and reduced it again, without end: a RecursionError).
+@Gibbs.register(Contraction, object, object, frozenset, Tuple[Tensor, ...])
+def gibbs_contraction_tensors(gb, red_op, bin_op, reduced_vars, terms):
+    if bin_op is not ops.add or red_op is None or not reduced_vars:
+        return None
+    return _by_the_rest(gb, red_op, bin_op, reduced_vars, terms)
+
+
+def _by_the_rest(interp, red_op, bin_op, reduced_vars, terms):
+    with interp.rest():
+        return Contraction(red_op, bin_op, reduced_vars, terms)
+
+
+# Integrate(sum of factors, f, V) that neither interpretation approximates (LoopyBP: any;
+# Gibbs: V not all of the model's variables) is the rest of the chain's, as the module
+# promises: there the sum is one table, so exact integrates it (a Tensor integrand), where
+# the lazy sum matched none of its rules and the term stayed lazy until ``.data`` raised.
+@LoopyBP.register(Integrate, Contraction, Funsor, frozenset)
+def loopy_bp_integrate(bp, log_measure, integrand, reduced_vars):
+    return _integrate_by_the_rest(bp, log_measure, integrand, reduced_vars)
+
+
+def _integrate_by_the_rest(interp, log_measure, integrand, reduced_vars):
+    terms = _tensor_terms(log_measure)
+    if terms is None or len(terms) < 2:
+        return None
+    with interp.rest():
+        measure = terms[0]
+        for t in terms[1:]:
+            measure = measure + t
+        return Integrate(measure, integrand, reduced_vars)
 
 
 # Approximate(logaddexp | sample, m, g, V) ~ Delta(V = x_p), x_p from blocked MCMC on m.
@@ -191,7 +229,9 @@ def gibbs_approximate(gb, op, model, guide, approx_vars):
 @Gibbs.register(Integrate, Funsor, Funsor, frozenset)
 def gibbs_integrate(gb, log_measure, integrand, reduced_vars):
     points = _empirical(gb, log_measure, reduced_vars)
-    return None if points is None else Integrate(points, integrand, reduced_vars)
+    if points is None:
+        return _integrate_by_the_rest(gb, log_measure, integrand, reduced_vars)
+    return Integrate(points, integrand, reduced_vars)
 
 
 def _empirical(gb, model, names):

@@ -27,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from funsor_core import ops
@@ -253,6 +255,12 @@ class Program:
         proto = None
         for name, domain in self.domains.items():
             value = params[name]
+            if not (is_array_type(type(value)) or isinstance(value, numbers.Number)):
+                # A list passed the shape test (np.shape reads it) and then failed in a
+                # kernel ("ops.reshape has no kernel for ... list") without naming it.
+                raise TypeError(f"parameter {name!r} is a {type(value).__name__}; a program "
+                                f"takes arrays (numpy, torch or jax) or numbers: pass "
+                                f"np.asarray({name})")
             shape = tuple(np.shape(value)) if not hasattr(value, "shape") else tuple(value.shape)
             if shape != tuple(domain.shape):
                 raise ValueError(f"parameter {name!r} is {domain}, shape {tuple(domain.shape)}; "

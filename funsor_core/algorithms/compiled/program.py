@@ -41,7 +41,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
 from funsor_core.terms.backend_check import check_backends
-from funsor_core.terms.base import Funsor
+from funsor_core.terms.base import Funsor, Variable
 
 __all__ = ["Plan", "plan", "plan_structure", "METHODS"]
 
@@ -337,7 +337,8 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
     Args:
         factors: factors over Bint inputs; ``functional`` ones are replicated and used to
             shrink separators when ``method`` is "jointree" (or "auto" picks it).
-        eliminate: the names summed out; every other input is kept, in order of appearance.
+        eliminate: the names (or Variables) summed out; every other input is kept, in order
+            of appearance.
         plates: not planned from factors (NotImplementedError): compile a plated
             ``sum_product`` built under ``lazy`` with ``fc.compile`` instead.
         method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
@@ -368,8 +369,15 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
     if not factors:  # an IndexError deep in the planner before
         raise ValueError("plan() needs at least one factor (a Tensor or functional(...))")
     scopes, sizes, functional = _structure(factors)
-    # A bare name is one name ("ab" is not {"a", "b"}, nor a substring test).
-    eliminate = frozenset((eliminate,) if isinstance(eliminate, str) else eliminate)
+    # A bare name is one name ("ab" is not {"a", "b"}, nor a substring test); Variables are
+    # their names, as in ``.reduce`` (one of its domain: a Variable('u', Bint[2]) where u is
+    # Bint[3] is a mistake, not u).
+    eliminate = (eliminate,) if isinstance(eliminate, (str, Variable)) else eliminate
+    for v in eliminate:
+        if isinstance(v, Variable) and v.name in sizes and v.output != Bint[sizes[v.name]]:
+            raise ValueError(f"plan(): cannot eliminate {v}: the factors' input {v.name!r} is "
+                             f"Bint[{sizes[v.name]}]")
+    eliminate = frozenset(v.name if isinstance(v, Variable) else v for v in eliminate)
     unknown = sorted(eliminate - frozenset(sizes))
     if unknown:
         raise ValueError(f"plan(): cannot eliminate {unknown}: no factor has them as inputs; "

@@ -34,7 +34,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.bp import BPResult
-from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, FactorGroup
+from funsor_core.algorithms.loopy.graph import NEG, Beliefs, FactorGraph, FactorGroup
 from funsor_core.algorithms.loopy.messages import (
     Semiring,
     normalize,
@@ -232,7 +232,7 @@ class CompactResult(BPResult):
         else:  # the edges are the full graph's: no compact tables needed
             b = normalize(self.semiring, variable_sums(g, self.compact_f2v, g.var_edges))
         full = _to_full(b, self.layout.pos, self.layout.capacity)
-        return {k: g.variable_tensor(i, full[i]) for i, k in enumerate(g.names)}
+        return Beliefs((k, g.variable_tensor(i, full[i])) for i, k in enumerate(g.names))
 
     @cached_property
     def log_z(self):

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -21,8 +22,9 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
-from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, require_values
+from funsor_core.algorithms.loopy.graph import NEG, Beliefs, FactorGraph, require_values
 from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
+from funsor_core.algorithms.loopy.messages import check_damping
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
@@ -30,7 +32,7 @@ from funsor_core.domains import Bint
 from funsor_core.terms.base import Funsor
 
 __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
-           "check_chain_options"]
+           "check_chain_options", "require_concrete"]
 
 
 def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping: float = 0.0,
@@ -98,7 +100,14 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
         >>> float(np.exp(r.log_z.data)), r.map_assignment()
         (4.0, {'a': 1, 'b': 1})
     """
-    _static("loopy_bp", temperature=temperature, damping=damping, tol=tol, max_iters=max_iters)
+    _static("loopy_bp", temperature=temperature, damping=damping, tol=tol, max_iters=max_iters,
+            sparsity_threshold=sparsity_threshold)
+    if isinstance(domains, Mapping):  # the sparse states fix the compact tables' shapes
+        for name, states in domains.items():
+            parts = [states] if hasattr(states, "shape") or not isinstance(
+                states, Iterable) else list(states)
+            for part in parts:
+                _static("loopy_bp", **{f"domains[{name!r}]": part})
     max_iters = int(max_iters) if isinstance(max_iters, np.integer) else max_iters
     if not (isinstance(max_iters, int) and max_iters >= 0 and tol >= 0):  # NaN tol too
         raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
@@ -142,10 +151,19 @@ _TRACED = ("{what}: {name} must be a concrete number (it fixes the program's sha
            "(jax.jit(f, static_argnums=...)) or close over a Python number")
 
 
-def _static(what: str, **options) -> None:
+def require_concrete(what: str, **options) -> None:
+    """Raise a ``TypeError`` naming the first option that is a traced value (under
+    ``jax.jit``) where a concrete one fixes the program (a count, a threshold, a state).
+
+    Example:
+        >>> require_concrete("gibbs", num_samples=10, warmup=np.int64(2))
+    """
     for name, value in options.items():
         if hasattr(value, "shape") and not ops.is_concrete(value):
             raise TypeError(_TRACED.format(what=what, name=name))
+
+
+_static = require_concrete
 
 
 def _checked(factors) -> list:
@@ -155,17 +173,15 @@ def _checked(factors) -> list:
     return factors
 
 
-class Samples(dict):
+class Samples(Beliefs):
     """Samples by variable name: each an int Tensor over ``particle`` (and ``chain`` when
     there are several chains), with counters ``num_updates`` (variable updates) and
-    ``num_factors_scored`` (factor table entries read)."""
+    ``num_factors_scored`` (factor table entries read); an unknown name's ``KeyError``
+    lists the model's variables."""
 
+    what = "samples"
     num_updates: int = 0
     num_factors_scored: int = 0
-
-    def __missing__(self, name):
-        # A dict's bare KeyError('z') does not say what there is (a misspelt name?).
-        raise KeyError(f"no samples of {name!r}: the model's variables are {sorted(self)}")
 
     def marginals(self) -> dict:
         """Each variable's empirical log marginal over all particles and chains."""
@@ -184,7 +200,7 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
     """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
     for MH); ``gibbs`` and ``mh`` are the faces."""
     _static(kernel, num_samples=num_samples, warmup=warmup, num_chains=num_chains, thin=thin,
-            temperature=temperature)
+            temperature=temperature, subsample=subsample)
     check_chain_options(num_samples, warmup, num_chains, thin)
     plan = cached_plan(FactorGraph.build(_checked(factors)), SamplerPlan)
     graph = plan.graph
@@ -259,8 +275,7 @@ def check_bp_options(schedule: str, damping, tol, max_iters, temperature,
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    check_damping(damping)
     if not (isinstance(max_iters, (int, np.integer)) and max_iters >= 0 and tol >= 0):
         raise ValueError(f"loopy_bp: need an int max_iters >= 0 and tol >= 0, got "
                          f"max_iters={max_iters!r}, tol={tol!r}")

@@ -36,10 +36,11 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.asynchronous import ordered_bp, residual_bp
-from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.graph import NEG, Beliefs, FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.messages import (
     Semiring,
     bethe_log_z,
+    check_damping,
     factor_log_beliefs,
     factor_to_var,
     normalize,
@@ -120,7 +121,8 @@ class BPResult:
             self.semiring, real_states(self.graph, self._bsum))
         b = ops.where(b <= NEG / 2, ops.full_like(b, -math.inf), b)  # log 0 as -inf; NaN kept
         b = self._undefined_where_zero_mass(b, 2)
-        return {k: self.graph.variable_tensor(i, b[i]) for i, k in enumerate(self.graph.names)}
+        return Beliefs((k, self.graph.variable_tensor(i, b[i]))
+                       for i, k in enumerate(self.graph.names))
 
     def _undefined_where_zero_mass(self, x, lead: int):
         # A model of zero mass (log Z = -inf) has no normalized beliefs: NaN, as 0/0, where
@@ -163,6 +165,12 @@ class BPResult:
         factor's free variables to its best entry given the fixed ones. On a tree this is an
         exact MAP, ties included; on a loopy graph a heuristic. Eager and unbatched only."""
         g = self.graph
+        if not ops.is_concrete(self.log_z.data):
+            # The decoding walks the graph in Python on host values: a traced belief has none.
+            raise TypeError("map_assignment() decodes on the host and cannot run under "
+                            "jax.jit: return the beliefs (or factor_beliefs) from the "
+                            "jitted function and call loopy_bp(...).map_assignment() "
+                            "outside it, or decode with argmax of each belief")
         if g.bshape:
             raise NotImplementedError("map_assignment() decodes one model: index the batch "
                                       "inputs first (e.g. run loopy_bp per batch element)")
@@ -239,8 +247,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    check_damping(damping)
     semiring = Semiring(sum_op, temperature)
     proto = graph.prototype()
     f2v = _initial_messages(graph, semiring, proto, init)

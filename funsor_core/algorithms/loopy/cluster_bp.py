@@ -67,7 +67,7 @@ from funsor_core.algorithms.loopy.cluster_messages import (
     largest,
     size,
 )
-from funsor_core.algorithms.loopy.messages import Semiring
+from funsor_core.algorithms.loopy.messages import Semiring, check_damping
 
 __all__ = ["Projection", "project_full", "project_factorized", "project_kbest", "PROJECTIONS",
            "cluster_bp", "ClusterBPResult", "MessageCounts", "CLUSTER_SCHEDULES",
@@ -347,8 +347,7 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
     if schedule not in CLUSTER_SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r} for cluster BP; choose one of "
                          f"{CLUSTER_SCHEDULES}")
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    check_damping(damping)
     semiring = Semiring(sum_op, temperature)
     graph = ClusterGraph.build(factors, clusters, scope, batch)
     seeds = _seeds(rng_key, graph, schedule)

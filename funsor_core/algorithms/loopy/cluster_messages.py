@@ -19,7 +19,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.cluster_graph import ClusterGraph
-from funsor_core.algorithms.loopy.graph import NEG
+from funsor_core.algorithms.loopy.graph import NEG, Beliefs
 from funsor_core.algorithms.loopy.messages import Semiring
 from funsor_core.atoms.tensor import Tensor, align_tensor
 
@@ -323,7 +323,7 @@ class ClusterBPResult:
             b = self.cluster_beliefs[c]
             for v in vs:
                 out[v] = self._run.reduce(b, frozenset(vs) - {v})
-        return {v: out[v] for v in self.graph.domains}
+        return Beliefs((v, out[v]) for v in self.graph.domains)
 
     @cached_property
     def log_z(self) -> Tensor:

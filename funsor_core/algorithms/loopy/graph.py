@@ -32,10 +32,10 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
-from funsor_core.engine.backend import backend_of
+from funsor_core.engine.backend import announce_term_class, backend_of
 from funsor_core.terms.backend_check import check_backends
 
-__all__ = ["FactorGraph", "FactorGroup", "NEG", "require_values"]
+__all__ = ["Beliefs", "FactorGraph", "FactorGroup", "NEG", "require_values"]
 
 NEG = -1e30  # log 0, finite: NEG + NEG stays finite, exp(NEG) == 0
 
@@ -52,6 +52,46 @@ _NAN = ("loopy inference: factor {i} over {inputs} has NaN or +inf log potential
         "factor must be a number or -inf (a zero potential)")
 _NOT_TENSOR = ("loopy inference takes a list of discrete Tensor factors (log densities), got "
                "{typ} at position {i}")
+
+
+class Beliefs(dict):
+    """Log beliefs by variable name; a name that is not a variable of the model raises a
+    ``KeyError`` that lists the model's variables (a dict's ``KeyError('z')`` does not say
+    whether ``z`` is misspelt or was conditioned away).
+
+    Example:
+        >>> Beliefs(a=0.0)["b"]
+        Traceback (most recent call last):
+        ...
+        KeyError: "no belief of 'b': the model's variables are ['a']"
+    """
+
+    what = "belief"
+
+    def __missing__(self, name):
+        raise KeyError(f"no {self.what} of {name!r}: the model's variables are {sorted(self)}")
+
+    # A pytree like a dict (jax registers it through the term-class hook, as it does terms),
+    # so beliefs and samples return from a jax.jit-ed function as a plain dict would; the
+    # instance's counters (``Samples.num_updates``) travel as static data.
+    @classmethod
+    def tree_flatten(cls, obj) -> tuple[list, tuple]:
+        keys = tuple(obj)
+        return [obj[k] for k in keys], (keys, tuple(sorted(vars(obj).items())))
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple, leaves) -> Beliefs:
+        keys, attrs = aux
+        out = cls(zip(keys, leaves))
+        out.__dict__.update(attrs)
+        return out
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        announce_term_class(cls)
+
+
+announce_term_class(Beliefs)
 
 
 @dataclass(frozen=True)

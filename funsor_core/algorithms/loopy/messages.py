@@ -23,8 +23,26 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
 
-__all__ = ["Semiring", "variable_sums", "var_to_factor", "factor_to_var", "bethe_log_z",
-           "factor_log_beliefs", "normalize"]
+__all__ = ["check_damping", "Semiring", "variable_sums", "var_to_factor", "factor_to_var",
+           "bethe_log_z", "factor_log_beliefs", "normalize"]
+
+
+def check_damping(damping) -> None:
+    """Raise unless ``damping`` is a number in ``[0, 1)`` (a string or None names itself
+    instead of failing in the comparison).
+
+    Example:
+        >>> check_damping(1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: damping must be in [0, 1) (a number), got 1.0
+    """
+    try:
+        ok = bool(0.0 <= damping < 1.0)  # NaN fails too
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"damping must be in [0, 1) (a number), got {damping!r}")
 
 
 class Semiring:

@@ -67,8 +67,17 @@ def marginal_errors(approx: dict, exact: dict) -> dict:
         0.25
     """
     rows = {m: [] for m in METRICS}
+    missing = sorted(set(exact) - set(approx))
+    if missing:
+        raise KeyError(f"marginal_errors: approx has no marginal of {missing} (it has "
+                       f"{sorted(approx)}); pass one log marginal per variable of exact")
     for name, t in exact.items():
         p = _probs(t)
+        if set(approx[name].inputs) != set(t.inputs):
+            hint = (" (samples: pass samples.marginals())" if "particle" in approx[name].inputs
+                    else "")
+            raise ValueError(f"marginal_errors: the marginal of {name!r} must be over "
+                             f"{dict(t.inputs)}, got one over {dict(approx[name].inputs)}{hint}")
         q = _probs(approx[name].align(tuple(t.inputs)))
         with np.errstate(divide="ignore", invalid="ignore"):
             rows["kl"].append(float(np.sum(np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0))))

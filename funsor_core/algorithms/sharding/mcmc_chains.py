@@ -23,7 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.loopy.api import Samples, samples_of_states
+from funsor_core.algorithms.loopy.api import (
+    Samples,
+    check_chain_options,
+    require_concrete,
+    samples_of_states,
+)
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph, require_values
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan, checked_proposal, sweep_rounds
 from funsor_core.algorithms.loopy.runners import cached_plan
@@ -92,9 +97,9 @@ def sharded_chains(factors, num_samples: int, mesh, axis="x", *, kernel: str = "
     """
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS}")
-    if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1:
-        raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1; "
-                         f"got {num_samples}, {warmup}, {num_chains}, {thin}")
+    require_concrete("sharded_chains", num_samples=num_samples, warmup=warmup,
+                     num_chains=num_chains, thin=thin, temperature=temperature)
+    check_chain_options(num_samples, warmup, num_chains, thin)
     if rng_key is None:
         raise ValueError(_NO_KEY)
     plan = cached_plan(FactorGraph.build(list(factors)), SamplerPlan)

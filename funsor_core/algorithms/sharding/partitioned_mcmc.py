@@ -34,7 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.loopy.api import Samples, samples_of_states
+from funsor_core.algorithms.loopy.api import (
+    Samples,
+    check_chain_options,
+    require_concrete,
+    samples_of_states,
+)
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph, require_values
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan
 from funsor_core.algorithms.sharding.partitions import PartitionPlan, make_partitions
@@ -217,10 +222,12 @@ def partitioned_mcmc(factors, num_samples: int, mesh=None, axis="x", *,
         >>> bool(abs(s["b"].data.mean() - 0.75) < 0.05)
         True
     """
-    if num_samples < 1 or warmup < 0 or num_chains < 1 or thin < 1 or sweeps < 1:
-        raise ValueError(f"need num_samples >= 1, warmup >= 0, num_chains >= 1, thin >= 1, "
-                         f"sweeps >= 1; got {num_samples}, {warmup}, {num_chains}, {thin}, "
-                         f"{sweeps}")
+    require_concrete("partitioned_mcmc", num_samples=num_samples, warmup=warmup,
+                     num_chains=num_chains, thin=thin, sweeps=sweeps,
+                     num_partitions=num_partitions, num_partitionings=num_partitionings)
+    check_chain_options(num_samples, warmup, num_chains, thin)
+    if not (isinstance(sweeps, (int, np.integer)) and sweeps >= 1):
+        raise ValueError(f"partitioned_mcmc: sweeps must be an int >= 1, got {sweeps!r}")
     graph = FactorGraph.build(list(factors))
     require_values(graph, "partitioned_mcmc")
     axes = (axis,) if isinstance(axis, str) else tuple(axis)

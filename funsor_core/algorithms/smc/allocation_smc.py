@@ -35,7 +35,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.smc.model import AllocationModel
 from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
-from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
+from funsor_core.algorithms.smc.sweep import Proposal, check_rng_key, run_sweep
 from funsor_core.algorithms.smc.token_plan import token_plan
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
 from funsor_core.engine.backend import backend_of
@@ -177,6 +177,7 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
                          f"{concrete}")
     if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
         raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
+    check_rng_key(rng_key, "smc")
     X = model.counts_array(X, model.visible)
     module = backend_of(X, None)
     if module is not None and not ops.is_concrete(X):
@@ -202,8 +203,6 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
     if len(tokens) == 0:
         return SMCResult(ops.new_full(proto, (), const), xs[:0, 0], xs[:0, 0] > 0,
                          {}, ops.new_full(proto, (num_particles,), 0.0))
-    if moves < 0:
-        raise ValueError(f"moves must be >= 0, got {moves}")
     run = _sweep_fn(model, num_particles, ess_threshold, scheme, moves)
     state = initial_tables(model, proto, num_particles)
     if moves:  # each hidden index's allocation of every token, per particle

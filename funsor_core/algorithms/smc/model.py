@@ -77,7 +77,8 @@ class AllocationModel:
     Args:
         parents: a dict from each index name to the tuple of its parents.
         cards: a dict from each index name to its cardinality.
-        visible: the observed indices.
+        visible: the observed indices (a string: one index of that name, or else one index
+            per letter).
         a, b: Gamma(a, b) prior on the intensity; ``a`` is also the Dirichlets' total mass.
         prior: ``"bdeu"`` (consistent pseudo-counts) or ``"flat"`` (every cell ``a / prod I``).
 
@@ -96,7 +97,9 @@ class AllocationModel:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
         if not (0 < a < math.inf and 0 < b < math.inf):
             raise ValueError(f"hyperparameters need finite a > 0 and b > 0, got a={a}, b={b}")
-        visible = tuple(visible)
+        # A string is a sequence of one-letter names ("ij", as the examples write them),
+        # unless it is itself an index's name: then it is that one name.
+        visible = (visible,) if isinstance(visible, str) and visible in parents else tuple(visible)
         unknown = [v for v in visible if v not in parents]
         if unknown or len(set(visible)) != len(visible):
             raise ValueError(f"visible {visible} must be distinct indices among {sorted(parents)}")

@@ -31,12 +31,13 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.smc.allocation_smc import SMCResult
-from funsor_core.algorithms.smc.sweep import Proposal, run_sweep
+from funsor_core.algorithms.smc.sweep import Proposal, check_rng_key, run_sweep
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["hmm_smc"]
 
@@ -84,15 +85,21 @@ def _chain_arrays(chain, log_obs):
     if chain.sum_op is not ops.logaddexp or chain.prod_op is not ops.add:
         raise ValueError(f"hmm_smc needs a MarkovProduct in the (logaddexp, add) semiring, got "
                          f"({chain.sum_op}, {chain.prod_op})")
-    if len(chain.step) != 1 or not isinstance(chain.trans, Tensor):
+    trans = chain.trans
+    if not isinstance(trans, Tensor) and all(d.dtype != "real" for d in trans.inputs.values()):
+        # A step recorded under lazy (``trans + obs``, as the README builds an HMM) is a
+        # ground term over discrete names: evaluate it once, as exact would have.
+        trans = reinterpret(trans)
+    if len(chain.step) != 1 or not isinstance(trans, Tensor):
         raise ValueError(f"hmm_smc needs a MarkovProduct of one state (step {chain.step}) whose "
-                         f"trans is a Tensor, got {type(chain.trans).__name__}")
+                         f"trans is a Tensor (or evaluates to one outside lazy), got "
+                         f"{type(trans).__name__} over {dict(trans.inputs)}")
     (prev, curr), = chain.step
     names = (chain.time.name, prev, curr)
-    if set(chain.trans.inputs) != set(names):
+    if set(trans.inputs) != set(names):
         raise ValueError(f"the MarkovProduct's trans must have exactly the inputs {names}, "
-                         f"got {tuple(chain.trans.inputs)}")
-    log_trans = chain.trans.align(names).data
+                         f"got {tuple(trans.inputs)}")
+    log_trans = trans.align(names).data
     if log_obs is None:
         shape = (log_trans.shape[0] + 1, log_trans.shape[-1])
         log_obs = ops.new_zeros(log_trans, shape)
@@ -167,6 +174,7 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
     if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
             or num_particles < 1:
         raise ValueError(f"hmm_smc: num_particles must be >= 1 (an int), got {num_particles!r}")
+    check_rng_key(rng_key, "hmm_smc")
     k, steps = _check(log_init, log_trans, log_obs)
     varying = len(log_trans.shape) == 3
     module = backend_of(log_obs)

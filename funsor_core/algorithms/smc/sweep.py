@@ -42,14 +42,18 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from funsor_core import ops
+from funsor_core.ops.op import is_array_type
 from funsor_core.sampling.draw import backend_and_key
 
-__all__ = ["Proposal", "SCHEMES", "SweepResult", "categorical", "ess_of", "run_sweep",
-           "systematic_resample"]
+__all__ = ["Proposal", "SCHEMES", "SweepResult", "categorical", "check_rng_key", "ess_of",
+           "run_sweep", "systematic_resample"]
 
 SCHEMES = ("adaptive", "joint")
 
@@ -167,6 +171,24 @@ def _gather(state: tuple, index) -> tuple:
     return tuple(ops.getitem(leaf, (index,)) for leaf in state)
 
 
+def check_rng_key(rng_key, what: str = "run_sweep") -> None:
+    """Raise a ``TypeError`` naming ``rng_key`` unless it is None, an int seed, a numpy or
+    torch Generator or a backend's key array (a float or a string failed deep in the
+    sampler, as an AttributeError or "no backend for arrays of type str").
+
+    Example:
+        >>> check_rng_key(1.5, "smc")
+        Traceback (most recent call last):
+        ...
+        TypeError: smc: rng_key must be an int seed, None, a numpy or torch Generator ...
+    """
+    if rng_key is None or isinstance(rng_key, (numbers.Integral, np.random.Generator)) or \
+            is_array_type(type(rng_key)) or hasattr(rng_key, "manual_seed"):
+        return
+    raise TypeError(f"{what}: rng_key must be an int seed, None, a numpy or torch Generator "
+                    f"or a jax key; got {type(rng_key).__name__} {rng_key!r}")
+
+
 def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
               ess_threshold: float = 0.5, scheme: str = "adaptive") -> SweepResult:
     """Run ``step`` over the leading axis of ``xs`` with ``num_particles`` particles.
@@ -189,6 +211,7 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
         raise ValueError(f"ess_threshold must lie in [0, 1], got {ess_threshold}")
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    check_rng_key(rng_key)
     proto = ops.astype(state[0], "float")  # the weights' dtype and backend
     module, key = backend_and_key(proto, rng_key)
     splits = module.SPLITS_RNG_KEYS
@@ -209,7 +232,12 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
         log_u, log_root, *messages = step.weigh(state, x)
         log_w = ops.add(log_w, log_u)
         inc = ops.logsumexp(log_w, -1)
-        log_w = ops.sub(log_w, inc)
+        # Evidence of probability zero (every particle's u is 0): Z-hat is 0 from here on.
+        # Normalizing would make the weights NaN (-inf - -inf) and the estimate NaN after
+        # the next step; uniform weights keep log Z-hat at -inf (a NaN input stays NaN).
+        dead = ops.eq(inc, -math.inf)
+        log_w = ops.where(dead, ops.full_like(log_w, full_log_m),
+                          ops.sub(log_w, ops.where(dead, 0.0, inc)))
         ess = ess_of(log_w)
         if scheme == "joint":
             # (value, particle) grid, value-major: the systematic draw stratifies the values.
