@@ -20,6 +20,8 @@ from interpretations.exact import exact
 @exact.register(Integrate, Tensor, Funsor, frozenset)
 def exact_integrate_tensor(log_measure, integrand, reduced_vars):
     if not isinstance(integrand, (Tensor, Number)):
+        integrand = _ground_summed(log_measure, integrand, reduced_vars)
+    if not isinstance(integrand, (Tensor, Number)):
         if reduced_vars & integrand.inputs.keys():
             return None
         # An integrand free of the summed names (a function of other variables) comes out.
@@ -47,6 +49,16 @@ def exact_integrate_number(log_measure, integrand, reduced_vars):
     if not isinstance(integrand, (Tensor, Number)):
         return None
     return log_measure.exp() * integrand.reduce(ops.add, reduced_vars & integrand.inputs.keys())
+
+
+def _ground_summed(log_measure: Tensor, integrand: Funsor, reduced_vars: frozenset) -> Funsor:
+    """``integrand`` with an arange substituted for each Bint name it reads, so that a lazy
+    function of finite variables (``Variable("b", Bint[2])``, ``a + b * t``) becomes a Tensor
+    the sum can take; unchanged where a summed name is real (nothing to enumerate)."""
+    names = reduced_vars & integrand.inputs.keys()
+    if not names or any(integrand.inputs[n].dtype == "real" for n in names):
+        return integrand
+    return log_measure.materialize(integrand)
 
 
 # Integrate(Delta(x=p, log_density=w), f, {x}) = exp(w) * f(x=p).

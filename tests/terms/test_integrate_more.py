@@ -322,3 +322,15 @@ def test_tensor_measure_with_an_integrand_free_of_the_sum(backend):
     x = fc.Variable("x", fc.Real)
     result = fc.Integrate(tensor(t, "i", [3]), 2.0 * x, "i")
     np.testing.assert_allclose(value(result(x=1.5)), np.exp(t).sum() * 3.0, rtol=1e-12)
+
+
+def test_tensor_measure_with_a_lazy_integrand_of_its_bint_names(backend):
+    # E[a + b] under p(a, b) summed over b only, by enumeration of the table.
+    p = np.random.default_rng(3).uniform(0.1, 1.0, size=(2, 3))
+    a, b = fc.Variable("a", fc.Bint[2]), fc.Variable("b", fc.Bint[3])
+    result = fc.Integrate(tensor(np.log(p), "ab", [2, 3]), a + b, "b")
+    expected = [sum(p[i, j] * (i + j) for j in range(3)) for i in range(2)]
+    np.testing.assert_allclose(value(result), expected, rtol=1e-12)
+    assert result.inputs == {"a": fc.Bint[2]}
+    alone = fc.Integrate(tensor(np.log(p[0]), "b", [3]), b, "b")
+    np.testing.assert_allclose(value(alone), (p[0] * np.arange(3)).sum(), rtol=1e-12)
