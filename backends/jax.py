@@ -23,7 +23,6 @@ import numpy as np
 from backends.jax_host import from_host, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
 from funsor_core import ops
-from funsor_core.engine.backend import on_term_class
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
 NAME = "jax"
@@ -527,16 +526,8 @@ def install() -> None:
 
 install()
 
-# --- pytree registration of funsor terms ---
-# Every term class is a pytree: arrays and subterms are children; names, domains, ops and the
-# rest of the structure are static aux data, so `jax.jit` traces once per term structure. The
-# classes come through funsor_core.engine.backend's hook: this module never imports the terms.
-def _register_pytree(cls) -> None:
-    jax.tree_util.register_pytree_node(cls, cls.tree_flatten, cls.tree_unflatten)
-
-
-on_term_class(_register_pytree)
-
+# Every term class is a pytree (its own module: it is also loaded when jax is imported).
+import backends.jax_pytrees  # noqa: E402, F401
 
 # Compiled control flow lives in its own module; algorithms reach it as backend attributes.
 from backends.jax_control import (  # noqa: E402, F401

@@ -13,6 +13,7 @@ import backends.numpy  # noqa: F401  (the default backend's kernels)
 
 # Last: the rule modules import the terms above; this installs them and makes exact default.
 import interpretations as _interpretations  # noqa: E402,I001
+from backends.jax_import import register_pytrees_with_jax as _pytrees_with_jax
 from funsor_core import ops
 from funsor_core.algorithms.adjoint import (
     AdjointTape,
@@ -164,3 +165,5 @@ __all__ = [
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
     "functional", "plan", "cost", "memory_budget", "MemoryBudgetError",
 ]  # fc.compile is public too, but kept out of __all__: a star import must not shadow the builtin
+
+_pytrees_with_jax()
