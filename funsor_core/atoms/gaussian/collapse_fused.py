@@ -81,6 +81,15 @@ _PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec
 _EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
 # np.concatenate without its dispatcher's Python frame, where this numpy has it
 _CONCATENATE = getattr(np.concatenate, "_implementation", np.concatenate)
+_MATMUL, _LOG, _SQUARE, _EXP, _NEGATIVE = np.matmul, np.log, np.square, np.exp, np.negative
+
+
+def _rows_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # pragma: no cover - numpy < 2
+    return np.einsum("...i,...i->...", a, b)
+
+
+# sum_i a_i b_i over the last axis (a gufunc: no subscripts parsed)
+_VECDOT = getattr(np, "vecdot", _rows_dot)
 _TYPES = frozenset((_ndarray, float, int))  # the arrays, and the Numbers' values
 
 try:  # numpy's error state as one context variable: set and reset without ``np.errstate``
@@ -88,19 +97,6 @@ try:  # numpy's error state as one context variable: set and reset without ``np.
     _IGNORE = _make_extobj(all="ignore")
 except ImportError:  # pragma: no cover - numpy < 2
     _extobj_contextvar = None
-
-
-def _factor(aug: np.ndarray, out: np.ndarray) -> None:
-    """Cholesky factors of a batch into ``out``, NaN (silently) where one fails."""
-    if _extobj_contextvar is None:  # pragma: no cover - numpy < 2
-        with np.errstate(all="ignore"):
-            _CHOLESKY(aug, signature="d->d", out=out)
-            return
-    token = _extobj_contextvar.set(_IGNORE)
-    try:
-        _CHOLESKY(aug, signature="d->d", out=out)
-    finally:
-        _extobj_contextvar.reset(token)
 
 
 def _augmented(batch: tuple, n: int) -> np.ndarray:
@@ -252,33 +248,46 @@ class _Fused:
             ws = pool.pop()
         except IndexError:  # another thread holds it
             ws = self._workspace()
-        (gathered, m, mt, aug, gram, out, inv, diag_g, lead, log_diag_src, log_diag, c, c2, z, top,
-         log_total, rows, last, c_col, aug2, gram2, out2, prec, diag_c, diag2, log_det,
+        if _extobj_contextvar is None:  # pragma: no cover - numpy < 2
+            with np.errstate(all="ignore"):
+                out = self._run(src, ws)
+            pool.append(ws)
+            return out
+        # NaN of a failed factorization fails a check: no warning (numpy's error state set
+        # by its context variable, without ``np.errstate``'s frames).
+        token = _extobj_contextvar.set(_IGNORE)
+        try:
+            return self._run(src, ws)
+        finally:
+            _extobj_contextvar.reset(token)
+            pool.append(ws)
+
+    def _run(self, src: np.ndarray, ws: tuple):
+        """The program on the flat vector ``src`` in the workspace ``ws``."""
+        (gathered, m, mt, aug, gram, out, inv, diag_g, lead, log_diag_src, log_diag, c, c2, z,
+         top, log_total, rows, last, c_col, aug2, gram2, out2, prec, diag_c, diag2, log_det,
          tail) = ws
         # One gather fills M, M' and Z's log weights and ones (indices checked above).
         src.take(self.index, out=gathered, mode="wrap")
         # The components: G = M M' in the template, one factorization, the check.
-        np.matmul(m, mt, out=gram)
-        _factor(aug, out)
+        _MATMUL(m, mt, gram)
+        _CHOLESKY(aug, out, signature="d->d")
         # ||L^{-1} D||_F^2 = sum_ij (L^{-1})_ij^2 G_jj per entry, its largest in the batch.
-        if not _MAX(_EINSUM("...ji,...ji,...j->...", inv, inv, diag_g), None) <= self.stat1:
-            pool.append(ws)
+        if not _MAX(_VECDOT(_VECDOT(inv, inv), diag_g), None) <= self.stat1:
             return None
         # The rank margin F^2 ||L11^{-1}||_F^2 (RANK_MARGIN tol)^2 < 1 by a bound: with the
         # check above, ||L11^{-1}||_F^2 <= ||L^{-1} D||_F^2 / min_{j < dim} G_jj, so the
         # margin holds where (max / min of the batch's G_jj, j < dim) times that does.
         if not _MAX(lead, None) * self.margin < _MIN(lead, None):
-            pool.append(ws)
             return None
         # log Z_k = log w_k - log|det L11| - 0.5 c^2 (+ the constants): Z's last columns.
-        np.log(log_diag_src, out=log_diag)
-        np.square(c, out=c2)
+        _LOG(log_diag_src, log_diag)
+        _SQUARE(c, c2)
         log_mass = z @ self.coef  # kshape + (1, n)
         _MAX(log_mass, -1, None, top, True)
         if not -_INF < _SUM(top, None) < _INF:
-            pool.append(ws)
             return None  # a mixture of no mass: the general path gives its unit covariance
-        p = np.exp(log_mass - top)
+        p = _EXP(log_mass - top)
         total = _SUM(p, -1, None, None, True)
         p /= total
         # A_k' (a view of L^{-T}): rows a, columns a and the last, which holds -mu_k / c and
@@ -287,15 +296,12 @@ class _Fused:
         neg_mean = p @ last  # kshape + (1, d_a)
         last -= neg_mean
         _EINSUM("...xk,...kai,...kbi->...ab", p, rows, rows, out=gram2)
-        _factor(aug2, out2)
-        if not _MAX(_EINSUM("...ji,...ji,...j->...", prec, prec, diag_c), None) \
-                <= self.stat2:
-            pool.append(ws)
+        _CHOLESKY(aug2, out2, signature="d->d")
+        if not _MAX(_VECDOT(_VECDOT(prec, prec), diag_c), None) <= self.stat2:
             return None
-        np.log(total, out=log_total)
-        np.log(diag2, out=log_det)
+        _LOG(total, log_total)
+        _LOG(diag2, log_det)
         prec_sqrt = prec.copy()  # U^{-T} for C = U U'
-        white_vec = np.negative((neg_mean @ prec_sqrt)[..., 0, :])
+        white_vec = _NEGATIVE((neg_mean @ prec_sqrt)[..., 0, :])
         log_const = tail @ self.coef2
-        pool.append(ws)
         return log_const, white_vec, prec_sqrt
