@@ -16,8 +16,8 @@ the same algebra with the layout decided once per structure:
   that finds the pool empty makes its own): a call makes no view. The arrays it returns are
   fresh.
 - **Components.** ``G`` is written by one ``matmul`` into the top-left block of ``[[G, 0],
-  [I, t I]]``, whose one Cholesky factorization holds ``L`` and ``L^{-T}`` (the lower-left
-  block solves ``Y L' = I``; the first columns of a Cholesky factor do not depend on later
+  [-I, t I]]``, whose one Cholesky factorization holds ``L`` and ``-L^{-T}`` (the lower-left
+  block solves ``Y L' = -I``; the first columns of a Cholesky factor do not depend on later
   ones, so ``L`` and ``Y`` are those of ``G`` whatever ``t``). ``t = 2^400``, far above any
   ``||G^{-1}||_2`` that the check below lets through (the check bounds it by ``K / min_j
   G_jj`` with ``K ~ 1.8e4``): a factorization that fails is NaN and fails the check, and the
@@ -30,8 +30,8 @@ the same algebra with the layout decided once per structure:
 - **Mixture.** ``log Z_k`` by one ``matmul`` of the rows ``[log w_k..., 1, log L11_jj...,
   c^2]`` (the log weights gathered, the rest written in place) with fixed coefficients (the
   constants included); ``p_k`` by one softmax over the components; ``C = sum_k p_k A_k'
-  A_k`` for ``A_k = [L_aa^{-1}; -(mu_k - mean)']`` (rows of ``L^{-1}`` changed in place; the
-  sign is invisible in ``C``), summed by one reduction written into the second
+  A_k`` for ``A_k = [-L_aa^{-1}; (mu_k - mean)']`` (rows of ``-L^{-1}``: the first template's
+  lower-left block is ``-I``; changed in place), summed by one reduction written into the second
   factorization's block; ``log_const`` by one ``matmul`` of ``[top, log total, log U_jj...]``.
 
 The values equal the general path's to rounding (the sums run in another order). Anything
@@ -81,7 +81,7 @@ _PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec
 _EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
 # np.concatenate without its dispatcher's Python frame, where this numpy has it
 _CONCATENATE = getattr(np.concatenate, "_implementation", np.concatenate)
-_MATMUL, _LOG, _SQUARE, _EXP, _NEGATIVE = np.matmul, np.log, np.square, np.exp, np.negative
+_MATMUL, _LOG, _SQUARE, _EXP = np.matmul, np.log, np.square, np.exp
 
 
 def _rows_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # pragma: no cover - numpy < 2
@@ -99,11 +99,12 @@ except ImportError:  # pragma: no cover - numpy < 2
     _extobj_contextvar = None
 
 
-def _augmented(batch: tuple, n: int) -> np.ndarray:
-    """``[[0, 0], [I, t I]]`` of size ``2n`` at a batch shape: the template of a factorization
-    (``G`` is written into its top-left block)."""
+def _augmented(batch: tuple, n: int, sign: float = 1.0) -> np.ndarray:
+    """``[[0, 0], [sign I, t I]]`` of size ``2n`` at a batch shape: the template of a
+    factorization (``G`` is written into its top-left block; its lower-left block is then
+    ``sign L^{-T}``)."""
     out = np.zeros(batch + (2 * n, 2 * n))
-    out[..., n:, :n] = np.eye(n)
+    out[..., n:, :n] = np.eye(n) * sign
     out[..., n:, n:] = np.eye(n) * _T
     return out
 
@@ -214,7 +215,7 @@ class _Fused:
         m = gathered[:size_m].reshape(batch + (n, size_m // (math.prod(batch) * n)))
         mt = gathered[size_m:2 * size_m].reshape(m.shape[:-2] + m.shape[:-3:-1])
         z = gathered[2 * size_m:].reshape(zshape)
-        aug, out = _augmented(batch, n), np.empty(batch + (2 * n, 2 * n))
+        aug, out = _augmented(batch, n, -1.0), np.empty(batch + (2 * n, 2 * n))
         diag_g, diag = aug.diagonal(0, -2, -1)[..., :n], out.diagonal(0, -2, -1)
         rows = out[..., n + d_b:n + dim, d_b:n]
         aug2, out2 = _augmented(kshape, d_a), np.empty(kshape + (2 * d_a, 2 * d_a))
@@ -290,11 +291,12 @@ class _Fused:
         p = _EXP(log_mass - top)
         total = _SUM(p, -1, None, None, True)
         p /= total
-        # A_k' (a view of L^{-T}): rows a, columns a and the last, which holds -mu_k / c and
-        # is made -(mu_k - mean) in place (a sign C = sum_k p_k A_k' A_k does not see).
+        # A_k' (a view of -L^{-T}: the first template's sign): rows a, columns a and the
+        # last, which holds mu_k / c and is made mu_k - mean in place (the sign of the other
+        # columns C = sum_k p_k A_k' A_k does not see, column by column).
         last *= c_col
-        neg_mean = p @ last  # kshape + (1, d_a)
-        last -= neg_mean
+        mean = p @ last  # kshape + (1, d_a)
+        last -= mean
         _EINSUM("...xk,...kai,...kbi->...ab", p, rows, rows, out=gram2)
         _CHOLESKY(aug2, out2, signature="d->d")
         if not _MAX(_VECDOT(_VECDOT(prec, prec), diag_c), None) <= self.stat2:
@@ -302,6 +304,6 @@ class _Fused:
         _LOG(total, log_total)
         _LOG(diag2, log_det)
         prec_sqrt = prec.copy()  # U^{-T} for C = U U'
-        white_vec = _NEGATIVE((neg_mean @ prec_sqrt)[..., 0, :])
+        white_vec = (mean @ prec_sqrt)[..., 0, :]
         log_const = tail @ self.coef2
         return log_const, white_vec, prec_sqrt
