@@ -213,3 +213,39 @@ def test_loops_in_threads_are_gpb2(fused_runs, monkeypatch):
     assert fused_runs and all(fused_runs)
     pools = [len(v.fused.pool) for v in cr._PROGRAMS.data.values() if v and v.fused]
     assert pools and max(pools) > 1  # the calls overlapped
+
+
+def test_other_backends_and_traced_arrays_decline():
+    """The program of a numpy structure, given the same terms on torch, on concrete jax
+    arrays or on arrays traced by jax (``make_jaxpr``: a trace, no compile) declines; the
+    numpy terms themselves are answered."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    rng = np.random.default_rng(8)
+    spec, reduced = STRUCTURES["slds_step"]
+    terms = _terms(rng, spec)
+    plan, _ = gram_collapse_plan(frozenset(reduced), terms)
+    program = cf.fused_program(plan, terms)
+
+    def moved(convert):
+        return tuple(fc.Gaussian.make(convert(t.white_vec), convert(t.prec_sqrt), ikey=t._ikey)
+                     if isinstance(t, fc.Gaussian) else
+                     fc.Tensor.make(convert(t.data), t.inputs, ikey=t._ikey)
+                     if isinstance(t, fc.Tensor) else t for t in terms)
+
+    assert program(terms) is not None
+    assert program(moved(torch.as_tensor)) is None
+    assert program(moved(jnp.asarray)) is None
+    answers = []
+
+    def traced(*arrays):
+        it = iter(arrays)
+        answers.append(program(moved(lambda a: next(it))))
+        return arrays[0]
+
+    flat = [a for t in terms for a in ((t.white_vec, t.prec_sqrt) if isinstance(t, fc.Gaussian)
+                                       else (t.data,) if isinstance(t, fc.Tensor) else ())]
+    jax.make_jaxpr(traced)(*flat)
+    assert answers == [None]
