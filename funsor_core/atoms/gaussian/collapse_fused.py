@@ -75,7 +75,6 @@ _SUM, _MAX, _MIN = np.add.reduce, np.maximum.reduce, np.minimum.reduce
 _LOG_2PI = math.log(2 * math.pi)
 _HEAD = np.array([0.0, 1.0])  # src[0] fills the zeros of M, src[1] its unit column
 _T = 2.0 ** 400
-_INF = math.inf
 _PREC_SQRT, _WHITE_VEC, _DATA = (attrgetter(a) for a in ("prec_sqrt", "white_vec", "data"))
 # numpy's C einsum without the Python wrapper's argument parsing, where this numpy has it
 _EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
@@ -286,8 +285,9 @@ class _Fused:
         _SQUARE(c, c2)
         log_mass = z @ self.coef  # kshape + (1, n)
         _MAX(log_mass, -1, None, top, True)
-        if not -_INF < _SUM(top, None) < _INF:
-            return None  # a mixture of no mass: the general path gives its unit covariance
+        # A kept entry of no mass (top -inf) or of an infinite one has p NaN (inf - inf): its
+        # C, factor and check are NaN, and the check below declines (the general path gives
+        # a mixture of no mass its unit covariance).
         p = _EXP(log_mass - top)
         total = _SUM(p, -1, None, None, True)
         p /= total

@@ -133,8 +133,8 @@ def test_float32_and_near_singular_noise_decline(fused_runs):
 
 def test_no_mass_and_other_shapes_decline(monkeypatch):
     """A kept assignment whose weights are all -inf: the program declines and the general
-    path gives its answer (mass -inf, a unit covariance); an array at a broadcast batch
-    shape (built past the constructor) declines too."""
+    path gives its answer (mass -inf, a unit covariance); a weight +inf, and an array at a
+    broadcast batch shape (built past the constructor), decline too."""
     rng = np.random.default_rng(3)
     spec, reduced = STRUCTURES["slds_step"]
     terms = _terms(rng, spec)
@@ -144,6 +144,8 @@ def test_no_mass_and_other_shapes_decline(monkeypatch):
     dead = fc.Tensor(np.where(np.arange(2) == 1, -np.inf, 0.0), {"t": T})
     dead_terms = terms[:4] + (dead,) + terms[5:]
     assert program(dead_terms) is None
+    infinite = fc.Tensor(np.where(np.arange(2) == 1, np.inf, 0.0), {"t": T})
+    assert program(terms[:4] + (infinite,) + terms[5:]) is None  # NaN weights: no answer
     monkeypatch.setattr(cr, "REPLAY_COLLAPSE", [False])
     with moment_matching:
         general = collapse_sum(frozenset(reduced), dead_terms)
