@@ -56,12 +56,14 @@ def _tensor(rng, inputs: dict) -> fc.Tensor:
 S, T, X, Y = fc.Bint[3], fc.Bint[2], fc.Reals[2], fc.Real
 # (terms' inputs and ranks, reduced names): the SLDS step's structure; Bint inputs in other
 # orders in each summand (transposed into the plan's layout) and a real input split across
-# summands in another order, with no real name integrated.
+# summands in another order, with no real name integrated; no Bint input kept.
 STRUCTURES = {
     "slds_step": ([({"s": S, "x": X}, 2), ({"t": T, "x": X, "y": Y}, 3), ({"y": Y}, 1),
                    {"s": S, "t": T}, {"t": T}, 0.25], {"s", "x"}),
     "transposed": ([({"t": T, "s": S, "y": Y, "x": X}, 3), ({"s": S, "t": T, "x": X}, 2),
                     {"t": T, "s": S}, {"s": S}, -1.5], {"s"}),
+    # no Bint input kept: the program's batch of kept assignments is empty (shape ())
+    "nothing_kept": ([({"s": S, "x": X}, 2), ({"x": X, "y": Y}, 3), {"s": S}, 0.5], {"s", "x"}),
 }
 
 
