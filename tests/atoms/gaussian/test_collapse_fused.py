@@ -7,6 +7,9 @@ squared), compared as densities evaluated at random points (square roots are not
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,7 @@ from funsor_core.atoms.gaussian import collapse_fused as cf
 from funsor_core.atoms.gaussian import collapse_replay as cr
 from funsor_core.atoms.gaussian import normal_equations as ne
 from funsor_core.atoms.gaussian.mixture import collapse_sum, gram_collapse_plan
+from funsor_core.atoms.gaussian.moments import collapse_result
 from interpretations import moment_matching
 from tests.interpretations.test_moment_matching import _numpy_gpb, _slds
 from tests.interpretations.test_moment_matching_sums import _step_loop
@@ -52,12 +56,14 @@ def _tensor(rng, inputs: dict) -> fc.Tensor:
 S, T, X, Y = fc.Bint[3], fc.Bint[2], fc.Reals[2], fc.Real
 # (terms' inputs and ranks, reduced names): the SLDS step's structure; Bint inputs in other
 # orders in each summand (transposed into the plan's layout) and a real input split across
-# summands in another order, with no real name integrated.
+# summands in another order, with no real name integrated; no Bint input kept.
 STRUCTURES = {
     "slds_step": ([({"s": S, "x": X}, 2), ({"t": T, "x": X, "y": Y}, 3), ({"y": Y}, 1),
                    {"s": S, "t": T}, {"t": T}, 0.25], {"s", "x"}),
     "transposed": ([({"t": T, "s": S, "y": Y, "x": X}, 3), ({"s": S, "t": T, "x": X}, 2),
                     {"t": T, "s": S}, {"s": S}, -1.5], {"s"}),
+    # no Bint input kept: the program's batch of kept assignments is empty (shape ())
+    "nothing_kept": ([({"s": S, "x": X}, 2), ({"x": X, "y": Y}, 3), {"s": S}, 0.5], {"s", "x"}),
 }
 
 
@@ -129,8 +135,8 @@ def test_float32_and_near_singular_noise_decline(fused_runs):
 
 def test_no_mass_and_other_shapes_decline(monkeypatch):
     """A kept assignment whose weights are all -inf: the program declines and the general
-    path gives its answer (mass -inf, a unit covariance); an array at a broadcast batch
-    shape (built past the constructor) declines too."""
+    path gives its answer (mass -inf, a unit covariance); a weight +inf, and an array at a
+    broadcast batch shape (built past the constructor), decline too."""
     rng = np.random.default_rng(3)
     spec, reduced = STRUCTURES["slds_step"]
     terms = _terms(rng, spec)
@@ -140,6 +146,8 @@ def test_no_mass_and_other_shapes_decline(monkeypatch):
     dead = fc.Tensor(np.where(np.arange(2) == 1, -np.inf, 0.0), {"t": T})
     dead_terms = terms[:4] + (dead,) + terms[5:]
     assert program(dead_terms) is None
+    infinite = fc.Tensor(np.where(np.arange(2) == 1, np.inf, 0.0), {"t": T})
+    assert program(terms[:4] + (infinite,) + terms[5:]) is None  # NaN weights: no answer
     monkeypatch.setattr(cr, "REPLAY_COLLAPSE", [False])
     with moment_matching:
         general = collapse_sum(frozenset(reduced), dead_terms)
@@ -148,3 +156,100 @@ def test_no_mass_and_other_shapes_decline(monkeypatch):
     s = terms[0]
     flat = fc.Gaussian.make(s.white_vec[:1], s.prec_sqrt[:1], ikey=s._ikey)
     assert program((flat,) + terms[1:]) is None
+
+
+def test_results_survive_the_next_call_and_a_busy_workspace():
+    """The arrays a call returns are its own (the next call of the program, which reuses
+    its workspace, leaves them as they were), and a call that finds the workspace taken (by
+    another thread) makes its own: both equal the QR collapse's density to 1e-10."""
+    rng = np.random.default_rng(5)
+    spec, reduced = STRUCTURES["slds_step"]
+    terms, other = _terms(rng, spec), _terms(rng, spec)
+    plan, _ = gram_collapse_plan(frozenset(reduced), terms)
+    program = cf.fused_program(plan, terms)
+    first = program(terms)
+    kept = [np.array(a, copy=True) for a in first]
+    program(other)
+    for a, b in zip(first, kept):
+        np.testing.assert_array_equal(a, b)
+    held = program.pool.pop()  # another thread's call in progress
+    busy = program(terms)
+    assert len(program.pool) == 1 and program.pool[0] is not held
+    for a, b in zip(busy, first):
+        np.testing.assert_array_equal(a, b)
+    points = [{"x": rng.normal(size=2), "y": rng.normal()} for _ in range(3)]
+    result = collapse_result(plan, *busy)
+    with moment_matching:
+        saved = cr.REPLAY_COLLAPSE[0], ne.FAST_NORMAL_EQUATIONS[0]
+        cr.REPLAY_COLLAPSE[0] = ne.FAST_NORMAL_EQUATIONS[0] = False
+        try:
+            qr = collapse_sum(frozenset(reduced), terms)
+        finally:
+            cr.REPLAY_COLLAPSE[0], ne.FAST_NORMAL_EQUATIONS[0] = saved
+    np.testing.assert_allclose(_evaluate(result, points), _evaluate(qr, points), rtol=1e-10)
+
+
+def test_loops_in_threads_are_gpb2(fused_runs, monkeypatch):
+    """Four threads run the per-step loop at once, each factorization yielding the
+    interpreter to the others in the middle of a program (so that calls overlap and take
+    workspaces of their own): each log p(y) is the GPB2 filter's to 1e-10, and the fused
+    program answered every replayed step."""
+    p = _slds(seed=6, T=8, K=3, d=2, obs_dim=1)
+    _step_loop(p, "numpy", p["y"])  # the structure recorded
+    expected = _numpy_gpb(p, 1)
+    values = [None] * 4
+    factor = cf._CHOLESKY
+
+    def yielding(a, out, **kw):
+        time.sleep(1e-4)
+        return factor(a, out, **kw)
+
+    def run(k):
+        values[k] = _step_loop(p, "numpy", p["y"])[0]
+
+    monkeypatch.setattr(cf, "_CHOLESKY", yielding)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_allclose(values, [expected] * 4, rtol=1e-10)
+    assert fused_runs and all(fused_runs)
+    pools = [len(v.fused.pool) for v in cr._PROGRAMS.data.values() if v and v.fused]
+    assert pools and max(pools) > 1  # the calls overlapped
+
+
+def test_other_backends_and_traced_arrays_decline():
+    """The program of a numpy structure, given the same terms on torch, on concrete jax
+    arrays or on arrays traced by jax (``make_jaxpr``: a trace, no compile) declines; the
+    numpy terms themselves are answered."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    rng = np.random.default_rng(8)
+    spec, reduced = STRUCTURES["slds_step"]
+    terms = _terms(rng, spec)
+    plan, _ = gram_collapse_plan(frozenset(reduced), terms)
+    program = cf.fused_program(plan, terms)
+
+    def moved(convert):
+        return tuple(fc.Gaussian.make(convert(t.white_vec), convert(t.prec_sqrt), ikey=t._ikey)
+                     if isinstance(t, fc.Gaussian) else
+                     fc.Tensor.make(convert(t.data), t.inputs, ikey=t._ikey)
+                     if isinstance(t, fc.Tensor) else t for t in terms)
+
+    assert program(terms) is not None
+    assert program(moved(torch.as_tensor)) is None
+    assert program(moved(jnp.asarray)) is None
+    answers = []
+
+    def traced(*arrays):
+        it = iter(arrays)
+        answers.append(program(moved(lambda a: next(it))))
+        return arrays[0]
+
+    flat = [a for t in terms for a in ((t.white_vec, t.prec_sqrt) if isinstance(t, fc.Gaussian)
+                                       else (t.data,) if isinstance(t, fc.Tensor) else ())]
+    jax.make_jaxpr(traced)(*flat)
+    assert answers == [None]

@@ -177,8 +177,9 @@ def test_per_step_loop_takes_the_host_route_and_is_gpb2(monkeypatch):
     real = ne._cholesky_inverse_host
     monkeypatch.setattr(ne, "_cholesky_inverse_host", lambda g: calls.append(1) or real(g))
     # a replayed step factors by the fused program's augmented Cholesky (``collapse_fused``)
-    fused = collapse_fused._factor
-    monkeypatch.setattr(collapse_fused, "_factor", lambda a: calls.append(1) or fused(a))
+    fused = collapse_fused._CHOLESKY
+    monkeypatch.setattr(collapse_fused, "_CHOLESKY",
+                        lambda a, out, **kw: calls.append(1) or fused(a, out, **kw))
     p = _slds(seed=5, T=5, K=3, d=2, obs_dim=1)
     value, _ = _step_loop(p, "numpy", p["y"])
     np.testing.assert_allclose(value, _numpy_gpb(p, 1), rtol=1e-9)
