@@ -37,6 +37,7 @@ from funsor_core.algorithms.contract.plan import plan_contraction, plan_tensors
 from funsor_core.algorithms.contract.replay import CONTRACT, check_of, compile_elimination
 from funsor_core.algorithms.eliminate.plated import recorded_program, sum_product
 from funsor_core.algorithms.eliminate.schedule import structure_of
+from funsor_core.atoms.int_range import FLOAT_DTYPES, real_data
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
@@ -143,7 +144,10 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
     output = tensors[0].output
     if output.shape:
         output = Domain(output.dtype, ())
-    data = plan.run_arrays(sum_op, prod_op, list(map(_DATA, tensors)))
+    arrays = list(map(_DATA, tensors))
+    if output.dtype == "real":  # floats (an int8 einsum wraps; torch's refuses int64 sums)
+        arrays = [x if x.dtype in FLOAT_DTYPES else real_data(x) for x in arrays]
+    data = plan.run_arrays(sum_op, prod_op, arrays)
     return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
 
 
