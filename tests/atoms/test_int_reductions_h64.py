@@ -130,3 +130,32 @@ def test_jit_reductions_of_integers_are_float():
         np.testing.assert_allclose(np.asarray(sp), (ref * ref[0]).sum(), rtol=1e-6)
     finally:
         fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("backend, semiring", [  # (jax: one case, its compiles cost)
+    ("numpy", "linear"), ("numpy", "log"), ("torch", "linear"), ("torch", "log"),
+    ("jax", "log")], indirect=["backend"])
+def test_markov_chain_of_integers_is_float(backend, semiring):
+    from funsor_core.sum_product import sequential_sum_product
+
+    raw = np.array([[[100, 2], [3, 100]], [[1, 0], [5, 7]], [[9, 1], [0, 100]]], np.int8)
+    trans = fc.Tensor(_arr(raw, backend),
+                      {"t": fc.Bint[3], "x_prev": fc.Bint[2], "x_curr": fc.Bint[2]})
+    m = raw.astype(np.float64)
+    if semiring == "linear":
+        sum_op, prod_op = ops.add, ops.mul
+        expected = m[0] @ m[1] @ m[2]  # an int8 product wrapped around
+    else:
+        sum_op, prod_op = ops.logaddexp, ops.add
+        expected = m[0]
+        for k in (1, 2):  # log-space matrix product by enumeration of the middle state
+            expected = np.logaddexp.reduce(expected[:, :, None] + m[k][None], axis=1)
+    step = {"x_prev": "x_curr"}
+    results = [
+        sequential_sum_product(sum_op, prod_op, trans, fc.Variable("t", fc.Bint[3]), step),
+        fc.MarkovProduct(sum_op, prod_op, trans, "t", step, (("x_prev", "x_curr"),)),
+    ]
+    for r in results:
+        assert _is_float(r.data)
+        np.testing.assert_allclose(np.asarray(r.align(("x_prev", "x_curr")).data), expected,
+                                   rtol=1e-6)
