@@ -42,7 +42,8 @@ from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
 from funsor_core.engine.cache import FastCache, cached
-from funsor_core.terms.base import Funsor
+from funsor_core.ops.op import is_scalar
+from funsor_core.terms.base import Funsor, to_funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
 __all__ = [
@@ -235,9 +236,16 @@ def _as_tensors(inputs, operands):
             for c, d in o.inputs.items():
                 sizes.setdefault(c, (d.size, k))
             continue
+        if is_scalar(o):  # a number (2.0, np.float64(2.0)) combines with any backend's
+            if letters:
+                raise ValueError(f"einsum operand {k} is the number {o!r}, which has no "
+                                 f"dims, but its letters {letters!r} name {len(letters)}")
+            tensors.append(to_funsor(o))
+            new_inputs.append(letters)
+            continue
         if not is_array(o):
-            raise TypeError(f"einsum operands are funsors or arrays, got {type(o).__name__} "
-                            f"(operand {k})")
+            raise TypeError(f"einsum operands are funsors, arrays or numbers, got "
+                            f"{type(o).__name__} (operand {k})")
         shape = o.shape
         if len(shape) != len(letters):
             raise ValueError(f"einsum operand {k} of shape {tuple(shape)} has "
@@ -307,7 +315,8 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
 
     Args:
         eq: e.g. ``"ab,bc->ac"`` (without ``->``, numpy's implicit output).
-        operands: Tensors whose inputs are the letters, or arrays (giving an array back).
+        operands: Tensors whose inputs are the letters, or arrays (giving an array back);
+            a number (``2.0``, ``np.float64(2.0)``) for an operand with no letters.
         plates: letters that index plates (as in Pyro's plated einsum).
         backend: the semiring, see the module docstring.
         modulo_total: with plates kept in the output, allow summed variables outside them;
