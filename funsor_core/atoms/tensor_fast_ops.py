@@ -41,7 +41,7 @@ from funsor_core.atoms.int_range import (
     _INT_MAX,
     _UNSIGNED,
     FLOAT_DTYPES,
-    real_data,
+    real_reduce,
     real_result,
     widen_int_result,
 )
@@ -255,7 +255,7 @@ def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
     axis, inputs, new_ikey = recipe
     data, reduced = arg.data, None
     if data.dtype not in FLOAT_DTYPES:  # int or bool data labelled Real: reduce floats
-        data = real_data(data)
+        reduced = real_reduce(op, data, axis)
     elif _NORMALIZED and op is _LOGADDEXP:  # a normalized log table: zeros, no pass
         reduced = logaddexp_of_normalized(data, axis[0])
     if reduced is None:

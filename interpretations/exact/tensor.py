@@ -11,7 +11,7 @@ from funsor_core.atoms.int_range import (
     _CAST_FIRST,
     FLOAT_DTYPES,
     is_float_dtype,
-    real_data,
+    real_reduce,
     real_result,
     widen_int_result,
 )
@@ -258,8 +258,8 @@ def exact_reduce_tensor(op, arg, reduced_vars):
                 data = ops.REDUCE_OPS[op](data, axis=axes)
             return Tensor.make(data, inputs, out.dtype, new_ikey, out)
     if data.dtype not in FLOAT_DTYPES:  # a Real reduction holds floats: int8 sums wrap
-        data = real_data(data)
-    elif op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
+        return Tensor.make(real_reduce(op, data, axes), inputs, "real", new_ikey, out)
+    if op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
         result = logaddexp_of_normalized(data, axes[0])
         if result is not None:
             return Tensor.make(result, inputs, "real", new_ikey, out)

@@ -63,6 +63,11 @@ def test_real_reduction_of_integers_is_float(backend, kind):
                 assert r.output == fc.Real and _is_float(r.data), (op, names, r.data.dtype)
                 np.testing.assert_allclose(np.asarray(r.data), np_op(ref, axis=axis),
                                            rtol=1e-6, err_msg=f"{op} {names}")
+            if kind == "bool":  # a mask labelled Real: logical reductions keep bools
+                for op, np_op in [(ops.and_, np.all), (ops.or_, np.any)]:
+                    r = t.reduce(op, names)
+                    assert np.asarray(r.data).dtype == bool
+                    np.testing.assert_array_equal(np.asarray(r.data), np_op(raw, axis=axis))
 
 
 def test_bint_reductions_keep_integers_without_wrapping(backend):
