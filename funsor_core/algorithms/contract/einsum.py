@@ -147,7 +147,9 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
         output = Domain(output.dtype, ())
     arrays = list(map(_DATA, tensors))
     if output.dtype == "real":  # floats (an int8 einsum wraps; torch's refuses int64 sums)
-        arrays = [x if x.dtype in FLOAT_DTYPES else real_data(x) for x in arrays]
+        for k, x in enumerate(arrays):
+            if x.dtype not in FLOAT_DTYPES:
+                arrays[k] = real_data(x)
     data = plan.run_arrays(sum_op, prod_op, arrays)
     return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
 
