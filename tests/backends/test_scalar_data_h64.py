@@ -91,6 +91,13 @@ def test_numpy_array_under_another_backend_is_refused_alike():
             lambda: sum_product(ops.add, ops.mul, [t, n], frozenset("i")),
             lambda: einsum(",i->", n, t), lambda: einsum(",i->", np.array(2.0), t.data),
         ]
+        from interpretations import lazy
+
+        xy, ty = {"x": fc.Bint[2], "y": fc.Bint[2]}, {"t": fc.Bint[3], "y": fc.Bint[2]}
+        with lazy:  # a step built lazily: its factors meet first in the chain kernel
+            trans = fc.Tensor(np.zeros((2, 2)), xy) + fc.Tensor(torch.zeros(3, 2).double(), ty)
+        entries.append(lambda: fc.MarkovProduct(ops.logaddexp, ops.add, trans, "t", {"x": "y"},
+                                                (("x", "y"),)))
         for entry in entries:
             with pytest.raises(TypeError, match=MIXED):
                 entry()

@@ -15,6 +15,7 @@ from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype, real_data
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
 from funsor_core.engine.protocol import children
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
@@ -30,7 +31,8 @@ def tensor_factors(trans, prod_op) -> list | None:
     built lazily, so that a shared transition matrix and per-step observation vectors stay
     apart); None for anything else. A Tensor of int or bool data comes back with float data
     (the chain kernels multiply and log-sum its matrices: int8 products wrap, and
-    ``logsumexp`` of integers raises).
+    ``logsumexp`` of integers raises). Factors holding arrays of two backends raise the
+    ``TypeError`` of ``check_backends``.
 
     Example:
         >>> from interpretations import lazy
@@ -59,7 +61,10 @@ def tensor_factors(trans, prod_op) -> list | None:
             return None
     if not any(isinstance(t, Tensor) for t in factors):
         return None
-    return factors
+    # Taken apart here, a product built lazily never met the Binary rule's backend check:
+    # a numpy matrix with torch observations raises as ``a + o`` does eagerly.
+    return list(check_backends("run a Markov chain over", factors,
+                               [f"step factor {k}" for k in range(len(factors))]))
 
 
 def _float_data(t: Tensor) -> Tensor:
