@@ -14,6 +14,7 @@ from backends.numpy_trace import TracedNdarray
 from funsor_core import ops
 from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
+from funsor_core.ops.op import register_scalar_type as declare_number
 from funsor_core.ops.tracer import register_traced_type
 
 NAME = "numpy"
@@ -453,9 +454,7 @@ KERNELS = {
     ops.full_like: np.full_like, ops.new_zeros: _new_zeros, ops.new_full: _new_full,
     ops.new_arange: _new_arange, ops.new_eye: _new_eye, ops.new_array: _new_array,
     ops.scatter_add: _scatter_add, ops.scatter_set: _scatter_set, ops.to_numpy: np.asarray,
-    ops.is_floating: _is_floating,
-    ops.is_concrete: lambda x: True,
-    ops.detach: lambda x: x,
+    ops.is_floating: _is_floating, ops.is_concrete: lambda x: True, ops.detach: lambda x: x,
 }
 KERNELS.update({op: _special_kernel(op) for op in _SPECIAL})  # issue #17
 KERNELS.update(_SCIPY_FREE)
@@ -573,6 +572,7 @@ def install() -> None:
         register_array_type(typ)
         for op, fn in KERNELS.items():
             op.register(typ, fn)
+    declare_number(np.bool_)  # a number like np.float64(1.0), not a 0-d array
     register_traced_type(np.ndarray, TracedNdarray)
 
 

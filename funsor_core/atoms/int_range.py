@@ -9,7 +9,10 @@ difference below 0 is out of the domain; it still must not wrap an unsigned dtyp
 of uint8 is 156): a difference of unsigned arrays is recomputed on the default (signed) int.
 
 A Real result holds float data (``real_result``): a real Tensor of int or bool data, negated or
-added to itself, would otherwise give an integer array labelled Real.
+added to itself, would otherwise give an integer array labelled Real. Its reductions and
+contractions cast it first (``real_data``, ``real_reduce``): an int8 sum wraps, numpy's
+logaddexp of int8 is float16 and of bool raises, torch's int8 einsum refuses an int64
+accumulator. Logical reductions (``and_``, ``or_``) keep a bool mask's bools.
 
 Example:
     >>> u = np.array([200, 100], np.uint8)
@@ -23,7 +26,8 @@ import numpy as np
 
 from funsor_core import ops
 
-__all__ = ["real_result", "widen_int_result"]
+__all__ = ["FLOAT_DTYPES", "is_float_dtype", "real_data", "real_reduce", "real_result",
+           "widen_int_result"]
 
 # dtype -> its largest value, or None for a float or bool dtype (no wrap-around to fix: bool
 # results come from comparisons and logical ops, whose Bint[2] always fits).
@@ -117,3 +121,36 @@ def real_result(op, args: tuple, data):
                      else ops.astype(a, "real") for a in args)
         data = op(*args)
     return data if is_float_dtype(data) else ops.astype(data, "real")
+
+
+def real_data(data):
+    """The array ``data`` of a Real Tensor as float data: ``data`` itself when its dtype is
+    a float dtype (a set lookup), else cast to the backend's float type before a reduction
+    or contraction (so that an int8 sum does not wrap, nor a logaddexp truncate).
+
+    Example:
+        >>> real_data(np.array([100, 100], np.int8)).sum()
+        np.float64(200.0)
+    """
+    if data.dtype in FLOAT_DTYPES or is_float_dtype(data):
+        return data
+    return ops.astype(data, "real")
+
+
+# Logical reductions keep a Real Tensor's bool data (a mask labelled Real, in an (and_, or_)
+# lattice, stays bool: its product op, |, has no float kernel).
+_LOGICAL = frozenset({ops.and_, ops.or_})
+
+
+def real_reduce(op, data, axes: tuple):
+    """``op``'s array reduction over ``axes`` of the int or bool ``data`` of a Real Tensor:
+    in floats (cast first: an int8 sum does not wrap, logaddexp does not truncate), except
+    the logical reductions ``and_``, ``or_``, which keep bools.
+
+    Example:
+        >>> real_reduce(ops.add, np.array([100, 100], np.int8), (0,))
+        array(200.)
+    """
+    if op in _LOGICAL:
+        return ops.REDUCE_OPS[op](data, axis=axes)
+    return real_data(ops.REDUCE_OPS[op](real_data(data), axis=axes))

@@ -120,6 +120,8 @@ def check_tensor_args(data, inputs, dtype) -> tuple:
         if isinstance(data, (list, tuple)):
             _check_nested(data)
         module = backend_module()
+        if isinstance(data, np.bool_):  # a number, as True (torch takes no np.bool_ as int)
+            data = bool(data)
         if (dtype == "real" and isinstance(data, np.floating)
                 and isinstance(data, module.ARRAY_TYPES)):
             data = module.asarray(data)  # a numpy float32 scalar stays float32 on numpy

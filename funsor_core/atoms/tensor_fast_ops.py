@@ -41,6 +41,7 @@ from funsor_core.atoms.int_range import (
     _INT_MAX,
     _UNSIGNED,
     FLOAT_DTYPES,
+    real_reduce,
     real_result,
     widen_int_result,
 )
@@ -252,11 +253,14 @@ def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
     if recipe is None:
         recipe = _REDUCE_CACHE.put((ikey, name), _reduce_recipe(ikey, name))
     axis, inputs, new_ikey = recipe
-    data = None
-    if _NORMALIZED and op is _LOGADDEXP:  # a normalized log table: zeros, no pass
-        data = logaddexp_of_normalized(arg.data, axis[0])
-    if data is None:
-        data = ops.REDUCE_OPS[op](arg.data, axis=axis)
+    data, reduced = arg.data, None
+    if data.dtype not in FLOAT_DTYPES:  # int or bool data labelled Real: reduce floats
+        reduced = real_reduce(op, data, axis)
+    elif _NORMALIZED and op is _LOGADDEXP:  # a normalized log table: zeros, no pass
+        reduced = logaddexp_of_normalized(data, axis[0])
+    if reduced is None:
+        reduced = ops.REDUCE_OPS[op](data, axis=axis)
+    data = reduced
     result = _new(Tensor)  # as exact_reduce_tensor's Tensor.make
     result._args = (data, new_ikey, out.dtype)
     result.data = data

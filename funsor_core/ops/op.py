@@ -25,12 +25,18 @@ __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
     "cast_bool_args", "expand_shape",
-    "ARRAY_TYPES", "register_funsor_builder", "register_array_type", "register_kernel_factory",
+    "ARRAY_TYPES", "register_funsor_builder", "register_array_type", "register_scalar_type",
+    "is_scalar",
+    "register_kernel_factory",
     "kernel_generation",
 ]
 
 # Array types whose kernels are registered, in registration order (a backend adds its own).
 ARRAY_TYPES: list[type] = []
+# Scalar types of an array module that are numbers although not ``numbers.Number`` (numpy's
+# ``bool_``: numpy registers its ints and floats with ``numbers``, not its bool), so that
+# ``np.bool_(True)`` is a number like ``np.float64(1.0)`` and ``True``, not a 0-d array.
+_SCALAR_TYPES: list[type] = [numbers.Number]
 # Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms.base).
 _FUNSOR_BUILDERS: dict[type, Callable] = {}
 _FUNSOR_BASE: list[type] = []
@@ -83,7 +89,7 @@ def is_array_type(typ: type) -> bool:
     if known is None:
         autoload_backend(typ)
         known = _IS_ARRAY_TYPE.put(typ, issubclass(typ, tuple(ARRAY_TYPES))
-                                   and not issubclass(typ, numbers.Number))
+                                   and not issubclass(typ, tuple(_SCALAR_TYPES)))
     return known
 
 
@@ -108,6 +114,33 @@ def register_array_type(typ: type) -> None:
         _IS_ARRAY_TYPE.clear()
         for op in _ALL_OPS:
             op._cache.clear()
+
+
+def register_scalar_type(typ: type) -> None:
+    """Declare ``typ`` a number, not an array, although a subclass of an array type (a
+    backend's scalar that ``numbers`` does not know).
+
+    Example:
+        >>> import numpy as np
+        >>> from funsor_core.ops.op import is_array_type
+        >>> is_array_type(np.bool_), is_array_type(np.ndarray)
+        (False, True)
+    """
+    if typ not in _SCALAR_TYPES:
+        _SCALAR_TYPES.append(typ)
+        _IS_ARRAY_TYPE.clear()
+
+
+def is_scalar(x) -> bool:
+    """Whether ``x`` is a number: a ``numbers.Number`` or a scalar type a backend declared
+    (``register_scalar_type``).
+
+    Example:
+        >>> import numpy as np
+        >>> is_scalar(np.bool_(True)), is_scalar(2.0), is_scalar(np.zeros(()))
+        (True, True, False)
+    """
+    return isinstance(x, tuple(_SCALAR_TYPES))
 
 
 def register_funsor_builder(family: type, builder: Callable, funsor_type: type) -> None:

@@ -30,6 +30,7 @@ from funsor_core.engine.protocol import (  # noqa: F401  (re-exported)
     pending_slot,
     register_term_hook,
 )
+from funsor_core.ops.op import is_scalar
 from funsor_core.terms.inputs import (  # noqa: F401  (re-exported)
     _MISMATCH,
     DomainError,
@@ -565,7 +566,7 @@ def to_funsor(x, output: Domain | None = None, dim_to_name=None) -> Funsor:
         if output is None:
             raise ValueError(f"to_funsor('{x}') needs an output domain to make a Variable")
         return Variable(x, output)
-    if isinstance(x, numbers.Number):  # a numpy scalar is a number too (backend_check.py)
+    if isinstance(x, numbers.Number) or is_scalar(x):  # numpy scalars too (backend_check)
         x = x.item() if hasattr(x, "item") else x
         if output is None or output.dtype == "real":
             if output is not None and output.shape:

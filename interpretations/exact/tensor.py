@@ -11,6 +11,7 @@ from funsor_core.atoms.int_range import (
     _CAST_FIRST,
     FLOAT_DTYPES,
     is_float_dtype,
+    real_reduce,
     real_result,
     widen_int_result,
 )
@@ -246,21 +247,23 @@ def exact_reduce_tensor(op, arg, reduced_vars):
     axes, inputs, new_ikey, count = recipe
     if not axes:
         return arg
-    out = arg.output
-    if out.dtype == "real":
-        data = None
-        if op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
-            data = logaddexp_of_normalized(arg.data, axes[0])
-        if data is None:
-            data = ops.REDUCE_OPS[op](arg.data, axis=axes)
-    else:
-        if ((op is ops.or_ or op is ops.and_) and out.dtype != 2
-                and all(arg.data.shape[a] for a in axes)):
-            data = fold_axes(op, arg.data, axes)  # bitwise on integers, not a truth test
-        else:
-            data = ops.REDUCE_OPS[op](arg.data, axis=axes)
+    out, data = arg.output, arg.data
+    if out.dtype != "real":
         out = reduce_domain(op, out, count)  # integer sums and products widen the bound
-    return Tensor.make(data, inputs, out.dtype, new_ikey, out)
+        if out.dtype != "real":  # (logaddexp, mean of a Bint are Real: below)
+            if ((op is ops.or_ or op is ops.and_) and out.dtype != 2
+                    and all(data.shape[a] for a in axes)):
+                data = fold_axes(op, data, axes)  # bitwise on integers, not a truth test
+            else:  # numpy, torch and jax sum and multiply small ints in their default int
+                data = ops.REDUCE_OPS[op](data, axis=axes)
+            return Tensor.make(data, inputs, out.dtype, new_ikey, out)
+    if data.dtype not in FLOAT_DTYPES:  # a Real reduction holds floats: int8 sums wrap
+        return Tensor.make(real_reduce(op, data, axes), inputs, "real", new_ikey, out)
+    if op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
+        result = logaddexp_of_normalized(data, axes[0])
+        if result is not None:
+            return Tensor.make(result, inputs, "real", new_ikey, out)
+    return Tensor.make(ops.REDUCE_OPS[op](data, axis=axes), inputs, "real", new_ikey, out)
 
 
 # (input signature, reduced names) -> (axes, kept inputs, their ikey, number of reduced

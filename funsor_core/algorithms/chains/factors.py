@@ -11,9 +11,11 @@ Example:
 
 from __future__ import annotations
 
+from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype, real_data
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
 from funsor_core.engine.protocol import children
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
@@ -27,7 +29,10 @@ def tensor_factors(trans, prod_op) -> list | None:
     """The factors of a discrete chain's step: ``[trans]`` for a real Tensor, the terms of a
     ``prod_op``-product of Tensors and Numbers (a ``Binary`` tree or a ``Contraction``, as
     built lazily, so that a shared transition matrix and per-step observation vectors stay
-    apart); None for anything else.
+    apart); None for anything else. A Tensor of int or bool data comes back with float data
+    (the chain kernels multiply and log-sum its matrices: int8 products wrap, and
+    ``logsumexp`` of integers raises). Factors holding arrays of two backends raise the
+    ``TypeError`` of ``check_backends``.
 
     Example:
         >>> from interpretations import lazy
@@ -39,7 +44,7 @@ def tensor_factors(trans, prod_op) -> list | None:
         ['Tensor', 'Tensor', 'Number']
     """
     if type(trans) is Tensor:
-        return [trans] if trans.output is Real else None
+        return [_float_data(trans)] if trans.output is Real else None
     factors, todo = [], [trans]
     while todo:
         term = todo.pop()
@@ -48,13 +53,26 @@ def tensor_factors(trans, prod_op) -> list | None:
         elif (isinstance(term, Contraction) and term.red_op is None
               and term.bin_op is prod_op and not term.reduced_vars):
             todo += reversed(term.terms)
-        elif isinstance(term, (Tensor, Number)) and term.output is Real:
+        elif isinstance(term, Tensor) and term.output is Real:
+            factors.append(_float_data(term))
+        elif isinstance(term, Number) and term.output is Real:
             factors.append(term)
         else:
             return None
     if not any(isinstance(t, Tensor) for t in factors):
         return None
-    return factors
+    # Taken apart here, a product built lazily never met the Binary rule's backend check:
+    # a numpy matrix with torch observations raises as ``a + o`` does eagerly.
+    return list(check_backends("run a Markov chain over", factors,
+                               [f"step factor {k}" for k in range(len(factors))]))
+
+
+def _float_data(t: Tensor) -> Tensor:
+    # A real Tensor as float data, by its dtype (structural: the same for traced arrays).
+    data = t.data
+    if data.dtype in FLOAT_DTYPES or is_float_dtype(data):
+        return t
+    return Tensor.make(real_data(data), t.inputs, "real", t._ikey, t.output)
 
 
 def tensor_expression(trans) -> bool:

@@ -37,11 +37,13 @@ from funsor_core.algorithms.contract.plan import plan_contraction, plan_tensors
 from funsor_core.algorithms.contract.replay import CONTRACT, check_of, compile_elimination
 from funsor_core.algorithms.eliminate.plated import recorded_program, sum_product
 from funsor_core.algorithms.eliminate.schedule import structure_of
+from funsor_core.atoms.int_range import FLOAT_DTYPES, real_data
 from funsor_core.atoms.tensor import Tensor, align_tensor, is_array
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
 from funsor_core.engine.cache import FastCache, cached
-from funsor_core.terms.base import Funsor
+from funsor_core.ops.op import is_scalar
+from funsor_core.terms.base import Funsor, to_funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
 __all__ = [
@@ -143,7 +145,12 @@ def contract_tensors(sum_op, prod_op, reduced_vars: frozenset, tensors) -> Tenso
     output = tensors[0].output
     if output.shape:
         output = Domain(output.dtype, ())
-    data = plan.run_arrays(sum_op, prod_op, list(map(_DATA, tensors)))
+    arrays = list(map(_DATA, tensors))
+    if output.dtype == "real":  # floats (an int8 einsum wraps; torch's refuses int64 sums)
+        for k, x in enumerate(arrays):
+            if x.dtype not in FLOAT_DTYPES:
+                arrays[k] = real_data(x)
+    data = plan.run_arrays(sum_op, prod_op, arrays)
     return Tensor.make(data, dict(out_ikey), output.dtype, ikey=out_ikey, output=output)
 
 
@@ -231,9 +238,16 @@ def _as_tensors(inputs, operands):
             for c, d in o.inputs.items():
                 sizes.setdefault(c, (d.size, k))
             continue
+        if is_scalar(o):  # a number (2.0, np.float64(2.0)) combines with any backend's
+            if letters:
+                raise ValueError(f"einsum operand {k} is the number {o!r}, which has no "
+                                 f"dims, but its letters {letters!r} name {len(letters)}")
+            tensors.append(to_funsor(o))
+            new_inputs.append(letters)
+            continue
         if not is_array(o):
-            raise TypeError(f"einsum operands are funsors or arrays, got {type(o).__name__} "
-                            f"(operand {k})")
+            raise TypeError(f"einsum operands are funsors, arrays or numbers, got "
+                            f"{type(o).__name__} (operand {k})")
         shape = o.shape
         if len(shape) != len(letters):
             raise ValueError(f"einsum operand {k} of shape {tuple(shape)} has "
@@ -303,7 +317,8 @@ def einsum(eq: str, *operands, plates: str = "", backend: str = "numpy",
 
     Args:
         eq: e.g. ``"ab,bc->ac"`` (without ``->``, numpy's implicit output).
-        operands: Tensors whose inputs are the letters, or arrays (giving an array back).
+        operands: Tensors whose inputs are the letters, or arrays (giving an array back);
+            a number (``2.0``, ``np.float64(2.0)``) for an operand with no letters.
         plates: letters that index plates (as in Pyro's plated einsum).
         backend: the semiring, see the module docstring.
         modulo_total: with plates kept in the output, allow summed variables outside them;

@@ -38,6 +38,7 @@ from funsor_core import ops
 from funsor_core.algorithms.contract.fused import fuse_steps, straight_line
 from funsor_core.algorithms.contract.kernels import SEMIRINGS
 from funsor_core.algorithms.contract.plan import plan_tensors
+from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import builds_as_is, fast_path
 from funsor_core.engine.interpreter import get_interpretation
@@ -169,14 +170,14 @@ class ArrayProgram:
     def run(self, arrays, interp=None) -> list | None:
         """The results' arrays from the factors' arrays (in the planned order), or None where
         the fast path may not stand in for the terms under ``interp`` (the caller builds
-        them): a guard declines, there are no factors, or the arrays are of several types
-        (the terms would report the mix)."""
+        them): a guard declines, there are no factors, the arrays are of several types
+        (the terms would report the mix) or some are not float arrays (the rules cast them)."""
         if not arrays:
             return None
         typ = type(arrays[0])
         for x in arrays:
-            if type(x) is not typ:
-                return None
+            if type(x) is not typ or (x.dtype not in FLOAT_DTYPES and not is_float_dtype(x)):
+                return None  # (int data labelled Real: the terms' rules compute in floats)
         impls = self.bind(interp)
         if impls is None:
             return None
