@@ -1,0 +1,35 @@
+"""A switching funsor user's programs (h67): ``Slice`` bounds that are no concrete integer
+(a traced index under ``jax.jit``, a float) raise a ``TypeError`` naming the input and the
+bound when the Slice is built (before: ``TracerBoolConversionError`` from a comparison deep
+inside); integer-like bounds (numpy ints, concrete 0-d arrays) select as Python's slice."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import funsor_core as fc
+
+A = np.arange(6.0).reshape(2, 3)
+
+
+def test_slice_traced_start_raises_naming_it():
+    f = fc.Tensor(jnp.asarray(A), {"i": fc.Bint[2], "j": fc.Bint[3]})
+    fn = jax.jit(lambda s: f(j=fc.Slice("j", s, 3, 1, 3)).data)
+    with pytest.raises(TypeError, match="Slice 'j': start must be a concrete integer"):
+        fn(1)
+
+
+def test_slice_float_bound_raises():
+    with pytest.raises(TypeError, match="Slice 'i': stop must be a concrete integer, got 2.5"):
+        fc.Slice("i", 0, 2.5, 1, 3)
+
+
+@pytest.mark.parametrize("start", [np.int64(1), np.array(1), jnp.array(1)])
+def test_slice_integer_like_bounds_select_as_python(start):
+    f = fc.Tensor(A, {"i": fc.Bint[2], "j": fc.Bint[3]})
+    out = f(j=fc.Slice("j", start, 3, 1, 3))
+    assert out.inputs == {"i": fc.Bint[2], "j": fc.Bint[2]}
+    np.testing.assert_array_equal(out.align(("i", "j")).data, A[:, 1:3])
