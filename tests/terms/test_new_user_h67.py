@@ -33,3 +33,26 @@ def test_slice_integer_like_bounds_select_as_python(start):
     out = f(j=fc.Slice("j", start, 3, 1, 3))
     assert out.inputs == {"i": fc.Bint[2], "j": fc.Bint[2]}
     np.testing.assert_array_equal(out.align(("i", "j")).data, A[:, 1:3])
+
+
+# A funsor's .sum()/.max()/.argmax() reduce output dims (as in funsor); an input's name or
+# an axis outside the output raises naming both and the .reduce spelling (before: "'>=' not
+# supported between instances of 'str' and 'int'", or numpy's axis error from the kernel).
+@pytest.mark.parametrize("call, kind, match", [
+    (lambda f: f.argmax("j"), TypeError, "ops.argmax .* 'j' is no axis of its output Reals"),
+    (lambda f: f.max("i"), TypeError, r"f.reduce\(ops.add, 'i'\)"),
+    (lambda f: f.sum(1), ValueError, r"1 is no axis of its output Reals\[3\]"),
+])
+def test_output_reduction_with_a_name_or_bad_axis_raises(call, kind, match):
+    with pytest.raises(kind, match=match):
+        call(fc.Tensor(A, {"i": fc.Bint[2]}))
+
+
+def test_output_reduction_axes_as_numpy():
+    f = fc.Tensor(A, {"i": fc.Bint[2]})
+    np.testing.assert_array_equal(f.argmax().data, A.argmax(-1))
+    np.testing.assert_array_equal(f.sum(np.int64(0)).data, A.sum(-1))  # a numpy int axis
+    np.testing.assert_array_equal(f.max(-1).data, A.max(-1))
+    g = fc.Tensor(np.arange(12.0).reshape(2, 2, 3), {"i": fc.Bint[2]})
+    np.testing.assert_array_equal(g.sum((0, 1)).data, np.arange(12.0).reshape(2, 6).sum(-1))
+    np.testing.assert_array_equal(g.sum([1]).data, np.arange(12.0).reshape(2, 2, 3).sum(-1))
