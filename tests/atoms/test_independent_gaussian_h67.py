@@ -7,7 +7,6 @@ log densities, block-diagonal moments by hand, and the same value substituted ea
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import scipy.stats as st
 
 import funsor_core as fc
@@ -58,16 +57,17 @@ def test_independent_with_a_shared_real_and_a_batch_input():
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
-def test_independent_gaussian_on_other_backends(backend):
-    import importlib
-    lib = importlib.import_module("torch" if backend == "torch" else "jax.numpy")
-    fc.set_backend(backend)
+def test_independent_gaussian_on_torch():
+    # The rule is structural (the same substitutions on any backend); torch here, since an
+    # eager jax Gaussian compiles per shape (seconds) and proves nothing more.
+    import torch
+
+    fc.set_backend("torch")
     try:
-        loc = fc.Tensor(lib.asarray(LOC[:, 0]), {"i": fc.Bint[3]})
+        loc = fc.Tensor(torch.tensor(LOC[:, 0]), {"i": fc.Bint[3]})
         g = fc.Independent(Normal(loc, 1.0, fc.Variable("x_i", fc.Real)), "x", "i", "x_i")
         v = np.array([0.1, 0.2, 0.3])
-        got = float(g(x=lib.asarray(v)).data)
-        np.testing.assert_allclose(got, st.norm(LOC[:, 0], 1.0).logpdf(v).sum(), rtol=1e-5)
+        got = float(g(x=torch.tensor(v)).data)
+        np.testing.assert_allclose(got, st.norm(LOC[:, 0], 1.0).logpdf(v).sum(), rtol=1e-10)
     finally:
         fc.set_backend("numpy")
