@@ -56,3 +56,15 @@ def test_output_reduction_axes_as_numpy():
     g = fc.Tensor(np.arange(12.0).reshape(2, 2, 3), {"i": fc.Bint[2]})
     np.testing.assert_array_equal(g.sum((0, 1)).data, np.arange(12.0).reshape(2, 6).sum(-1))
     np.testing.assert_array_equal(g.sum([1]).data, np.arange(12.0).reshape(2, 2, 3).sum(-1))
+
+
+@pytest.mark.parametrize("dtype", ["foo", True, -2, 3.0])
+def test_number_with_a_dtype_that_is_no_bound_raises(dtype):
+    # was: TypeError "'<' not supported between instances of 'int' and 'str'" (for "foo")
+    with pytest.raises(fc.terms.inputs.DomainError, match="a dtype is 'real' or an int bound"):
+        fc.Number(1, dtype)
+
+
+def test_number_with_a_numpy_int_bound_is_the_int_bound():
+    n = fc.Number(3, np.int64(5))
+    assert n.output == fc.Bint[5] and n is fc.Number(3, 5) and n.data == 3
