@@ -52,7 +52,7 @@ def is_nonnegative(term, _depth: int = 0) -> bool:
         return term.data >= 0
     if cls is Tensor:
         data = term.data
-        return bool(ops.is_concrete(data)) and bool(ops.all(ops.ge(data, 0)))
+        return ops.known_true(data, lambda a: ops.all(ops.ge(a, 0)))
     if cls is Variable:
         return False
     depth = _depth + 1

@@ -77,7 +77,7 @@ def _integer_or_outside(value):
 def _safe_log(p):
     # log p, -inf where p == 0, with a zero (not NaN) gradient there. With every entry
     # positive (known only for a concrete array) that is the plain log: one pass, not six.
-    if ops.is_concrete(p) and bool(ops.amin(p) > 0):
+    if ops.known_true(p, lambda a: ops.amin(a) > 0):
         return ops.log(p)
     positive = p > 0
     return ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))),

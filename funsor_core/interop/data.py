@@ -94,6 +94,9 @@ def _lazy_error(expr: Funsor, where: str, cls: type = LazyTermError) -> LazyTerm
                 "integrate them out.")
     elif expr.inputs:
         hint = f"\nIts free inputs are {dict(expr.inputs)}."
+    reals = _reduced_reals(culprit)
+    if reals:
+        hint += _ESTIMATE.format(reals=reals)
     template = _RECORDED if _evaluates(culprit) else _LAZY
     return cls(template.format(where=where, term=repr(culprit), pattern=pattern,
                                chain=" -> ".join(get_interpretation().chain()), hint=hint))
@@ -106,6 +109,23 @@ def _evaluates(term: Funsor) -> bool:
         return type(reinterpret(term))._atom
     except Exception:  # the error being built is the one to report
         return False
+
+
+_ESTIMATE = (
+    "\nIt sums or integrates out the real inputs {reals}, which has no closed form here (a "
+    "product of mixtures, a nonlinear function of a Gaussian): to estimate it, evaluate it "
+    "under `with MonteCarlo(rng_key=0, particle=Bint[1000]):` (interpretations.MonteCarlo), "
+    "or collapse Gaussian mixtures under `with moment_matching:`.")
+
+
+def _reduced_reals(term: Funsor) -> list:
+    # The real names a reduction or integral binds: exact has closed forms for Gaussians
+    # only, so these are the ones a Monte Carlo estimate would sample.
+    names = {getattr(v, "name", v) for v in getattr(term, "reduced_vars", None) or ()}
+    domains = {}
+    for child in children(term):
+        domains.update(child.inputs)
+    return sorted(n for n in names if n in domains and domains[n].dtype == "real")
 
 
 def _innermost_lazy(expr: Funsor) -> Funsor:

@@ -31,6 +31,7 @@ from funsor_core.ops.builtin import (
     REDUCE_OPS,
     UNARY_INVERSES,
     UNITS,
+    known_true,
     parse_ellipsis,
     parse_slice,
     sample,
@@ -90,6 +91,6 @@ __all__ = [
     "Op", "UnaryOp", "BinaryOp",
     "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",
     "AssociativeOp", "ComparisonOp", "TransformOp", "make_op",
-    "null", "NullOp", "sample",
+    "null", "NullOp", "sample", "known_true",
 ] + [op.name for op in REQUIRED_OPS] + sorted(set(OP_CLASSES) - {"CatOp", "StackOp",
                                                                  "EinsumOp"})

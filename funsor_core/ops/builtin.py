@@ -221,6 +221,24 @@ def parse_slice(s: slice, size: int) -> tuple[int, int, int]:
     return s.indices(size)
 
 
+def known_true(x, test) -> bool:
+    """Whether ``test(x)``, a test of array ``x`` by ops that answers one boolean, is known to
+    be true now: False for a traced ``x`` (no value yet). Under ``jax.jit`` every op is staged,
+    also on a concrete array the traced function closed over, so its answer is a tracer; then
+    the test is redone on a numpy copy of ``x``, which has the values.
+
+    Example:
+        >>> known_true(np.array([1.0, 2.0]), lambda a: amin(a) > 0)
+        True
+    """
+    if not is_concrete(x):
+        return False
+    ok = test(x)
+    if not is_concrete(ok):
+        ok = test(to_numpy(x))
+    return bool(ok)
+
+
 # ---------------------------------------------------------------------------------------------
 # Kernels for Python scalars, so ``ops.exp(1.0)`` and Number arithmetic work without arrays.
 # They answer as numpy's float64 kernels do, so that a Number agrees with a 0-d Tensor:

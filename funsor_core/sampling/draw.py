@@ -54,6 +54,7 @@ from funsor_core.engine.cache import FastCache
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number, Subs, register_term_hook
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.inputs import DomainError
 from funsor_core.terms.reshaping import Independent
 from funsor_core.terms.traversal import reinterpret
 
@@ -64,6 +65,12 @@ _NO_SAMPLER = (
     "cannot sample {names} from a {cls}: sample() knows Tensor, Gaussian, Gaussian + Tensor "
     "and Delta. Evaluate the term to one of these first (e.g. under `exact`), or sample its "
     "factors one at a time."
+)
+
+_SAMPLE_INPUT_CLASH = (
+    "sample_inputs {name!r}: {domain} clashes with the term's input {name!r} of domain {have}; "
+    "a sample input names new independent draws, so give it a fresh name (e.g. "
+    "{{'particle': {domain}}}), or {have} to draw one sample per value of {name!r}."
 )
 
 
@@ -94,7 +101,12 @@ def sample(term: Funsor, sampled_vars, sample_inputs=None, rng_key=None) -> Funs
     names = frozenset(getattr(v, "name", v) for v in names) & term.inputs.keys()
     if not names:
         return term
-    sample_inputs = {k: d for k, d in (sample_inputs or {}).items() if k not in term.inputs}
+    sample_inputs = sample_inputs or {}
+    for k, d in sample_inputs.items():
+        if k in term.inputs and term.inputs[k] != d:
+            raise DomainError(_SAMPLE_INPUT_CLASH.format(name=k, domain=d, have=term.inputs[k]))
+    # one already an input (of the same domain) indexes the draws already, as in funsor
+    sample_inputs = {k: d for k, d in sample_inputs.items() if k not in term.inputs}
     for k, d in sample_inputs.items():
         if not isinstance(getattr(d, "dtype", None), int):  # Real, Reals[n], not a domain
             raise ValueError(f"sample_inputs {k!r}: {d} is not a Bint[n]; draws are indexed by "

@@ -336,7 +336,13 @@ class Number(Funsor):
                 data = int(data)
             elif type(data) is float and data.is_integer():  # 2.0 names the value 2
                 data = int(data)
-            if not isinstance(data, numbers.Integral) or isinstance(dtype, bool):
+            if type(dtype) is not int and isinstance(dtype, numbers.Integral) and not isinstance(
+                    dtype, bool):
+                dtype = int(dtype)  # a numpy int bound (a shape entry) is the int bound
+            if type(dtype) is not int or dtype < 0:
+                raise DomainError(f"Number({data!r}, {dtype!r}): a dtype is 'real' or an int "
+                                  "bound n (the values 0 .. n-1 of Bint[n]), e.g. Number(2, 3)")
+            if not isinstance(data, numbers.Integral):
                 raise DomainError(f"Number({data!r}) cannot have dtype {dtype!r}: a Bint[n] "
                                   "value must be an integer")
             if not 0 <= data < dtype:

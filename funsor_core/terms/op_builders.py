@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 
 from funsor_core import ops
 from funsor_core.engine.fast_path import eager_programs, eager_rules
@@ -30,11 +31,34 @@ def _build_unary(op, arg, **params):
     return Unary(op, arg)
 
 
+_AXIS_NOT_OUTPUT = (
+    "ops.{op} of a funsor reduces its output dims, and {axis!r} is no axis of its output {out} "
+    "(a funsor's .sum()/.max()/.argmax() act on the output, as in funsor). To reduce over an "
+    "input such as {name!r} of {inputs}, name it: f.reduce(ops.add, {name!r}) (or ops.max, "
+    "ops.logaddexp, ...).")
+
+
+def _checked_axes(op, arg, axes: tuple) -> tuple:
+    # A name where an axis belongs is the usual slip: inputs are reduced by .reduce(op, name).
+    ndim, out = len(arg.shape), []
+    for a in axes:
+        try:
+            index = None if isinstance(a, bool) else operator.index(a)  # numpy ints too
+        except TypeError:
+            index = None
+        if index is None or not -ndim <= index < ndim:
+            name = a if isinstance(a, str) else next(iter(arg.inputs), "i")
+            raise (TypeError if index is None else ValueError)(_AXIS_NOT_OUTPUT.format(
+                op=op.name, axis=a, out=arg.output, name=name, inputs=dict(arg.inputs)))
+        out.append(index)
+    return tuple(out)
+
+
 def _build_reduction(op, arg, axis=None, keepdims=False, ddof=0):
     arg = to_funsor(arg)
     ndim = len(arg.shape)
     if axis is not None:
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = _checked_axes(op, arg, tuple(axis) if isinstance(axis, (tuple, list)) else (axis,))
         axes = tuple(sorted(a - ndim if a >= 0 else a for a in axes))
         axis = axes[0] if op in (ops.argmax, ops.argmin) else axes
     if ddof and op in (ops.std, ops.var):

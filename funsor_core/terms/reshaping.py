@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import operator
+
 from funsor_core import ops
 from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_module
@@ -222,6 +224,21 @@ class Cat(Funsor):
         self.output = parts[0].output
 
 
+_SLICE_NOT_INT = (
+    "Slice {name!r}: {what} must be a concrete integer, got {value!r} of type {kind}: the "
+    "window's bounds set its input's domain Bint[size], which has no value while traced "
+    "(under jax.jit). To pick entries by traced indices, substitute a Tensor of Bint values, "
+    "e.g. f(i=fc.Tensor(idx, {{'n': fc.Bint[len(idx)]}}, size)).")
+
+
+def _slice_int(name, what, value) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(_SLICE_NOT_INT.format(name=name, what=what, value=value,
+                                              kind=type(value).__name__)) from None
+
+
 class Slice(Funsor):
     """``Slice(name, start, stop, step, dtype)``: input ``name`` indexing ``range(start, stop,
     step)``, valued in ``Bint[dtype]``. ``f(i=Slice("i", 0, 10, 2))`` takes every other ``i``.
@@ -237,6 +254,8 @@ class Slice(Funsor):
             start, stop = 0, start
         if dtype is None:
             dtype = stop
+        start, stop, step, dtype = (_slice_int(name, what, v) for what, v in zip(
+            ("start", "stop", "step", "dtype"), (start, stop, step, dtype)))
         if step <= 0 or start < 0 or stop > dtype:
             raise DomainError(f"Slice {name}[{start}:{stop}:{step}] does not fit in Bint[{dtype}]")
         return name, start, stop, step, dtype

@@ -150,7 +150,7 @@ def _table_over(cls, param: Tensor, value: Variable):
     # Recorded normalized only where every probability is positive: at a zero one the
     # masked log's zero derivative makes the explicit renormalization's derivative with
     # respect to that zero entry differ (0 there; the table's own is -1 / sum p).
-    if cls is Categorical and ops.is_concrete(rows) and bool(ops.amin(rows) > 0):
+    if cls is Categorical and ops.known_true(rows, lambda a: ops.amin(a) > 0):
         mark_normalized(table, len(param.inputs))
     return Tensor.make(table, {**param.inputs, value.name: value.output})
 

@@ -22,12 +22,13 @@ from funsor_core.ops import BinaryOp, Op
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Funsor, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
-from funsor_core.terms.reshaping import Cat, Stack
+from funsor_core.terms.reshaping import Cat, Independent, Stack
 from interpretations.exact import exact
 
 __all__ = ["CHECK_RANK"]
 
 CHECK_RANK = ga.CHECK_RANK  # kept here for callers that switch the rank check off
+INDEPENDENT_UNROLL = 256  # the most plate members an Independent of a Gaussian is unrolled over
 
 
 # A Gaussian of no real input is the Tensor of its constant; a wide one is compressed, the
@@ -155,3 +156,19 @@ def exact_subs_gaussian(arg, subs):
         if renamed is not None:
             return renamed
     return ga.affine_subs_gaussian(arg, real)
+
+
+# Independent(fn, x, i, x_i) of a Gaussian (plus Tensors) in x_i: sum_k fn(i=k, x_i=x[k]),
+# each member an affine substitution, is one Gaussian in x (the members' ranks add up).
+# Unrolled over the plate's members, so only for plates of at most INDEPENDENT_UNROLL.
+@exact.register(Independent, (Gaussian, Contraction), Variable, str, str)
+def exact_independent_gaussian(fn, reals, bint_var, diag_var):
+    if not (isinstance(fn, Gaussian) or ga.is_gaussian_sum(fn)) or diag_var not in fn.inputs:
+        return None
+    size = fn.inputs[bint_var].size
+    if fn.inputs[diag_var].dtype != "real" or size > INDEPENDENT_UNROLL:
+        return None
+    total = fn(**{bint_var: 0, diag_var: reals[0]})
+    for k in range(1, size):
+        total = total + fn(**{bint_var: k, diag_var: reals[k]})
+    return total

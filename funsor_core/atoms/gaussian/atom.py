@@ -146,7 +146,9 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
         inputs: mapping of names to domains. Bint inputs are batch dims (leftmost dims of the
             arrays, in order); real inputs (``Real``, ``Reals[n]``, ``Reals[n, m]``) are
             flattened, in order, into the density's vector of ``dim`` coordinates.
-        info_vec, precision: natural parameters instead (``-0.5 x'Px + i'x + const``).
+        info_vec, precision: natural parameters instead: ``-0.5 x'Px + i'x - 0.5 i'P^-1 i``,
+            whose maximum is 0 (the square-root form keeps no other constant, as funsor
+            0.4.8's does; add a Tensor for one).
         mean, covariance / scale_tril / precision: moments instead (``f(mean) = 0``).
             A ``precision`` or ``covariance`` must be symmetric: one whose triangles differ
             beyond roundoff raises ``ValueError`` (funsor 0.4.8 reads the lower triangle and
