@@ -102,6 +102,52 @@ def test_markov_partial_sum_product_hmm_vs_enumeration(impl, sum_op, prod_op, lo
     assert np.allclose(np.exp(actual) if log else actual, expected)
 
 
+def _lazy_dynamic_hmm(init, trans, emit, wrap):
+    # Pyro's TraceMarkovEnum_ELBO pattern: built under lazy, then evaluated.
+    from interpretations import lazy
+
+    duration = emit.shape[0]
+    dom = {"x_0": fc.Bint[2], "x_prev": fc.Bint[2], "x_curr": fc.Bint[2],
+           "y_curr": fc.Bint[3], "time": fc.Bint[duration]}
+    factors = [fc.Tensor(wrap(init), {"x_0": dom["x_0"]}),
+               fc.Tensor(wrap(trans), {k: dom[k] for k in ("time", "x_prev", "x_curr")}),
+               fc.Tensor(wrap(emit), {k: dom[k] for k in ("time", "x_curr", "y_curr")})]
+    with lazy:
+        [r] = dynamic_partial_sum_product(ops.logaddexp, ops.add, factors, frozenset(dom),
+                                          {"time": frozenset({("x_0", "x_prev", "x_curr")})})
+    return fc.reinterpret(r).data
+
+
+@pytest.mark.parametrize("duration", [1, 6])
+def test_dynamic_history_one_lazy_torch_value_and_gradient(duration):
+    # The first-order scan path of dynamic_partial_sum_product: value vs enumeration, gradient
+    # vs torch autograd of the explicit log-space forward recursion.
+    import torch
+
+    init, trans, emit = (np.log(a) for a in _hmm(np.random.default_rng(duration), duration))
+    arrays = [torch.tensor(a, requires_grad=True) for a in (init, trans, emit)]
+    value = _lazy_dynamic_hmm(*arrays, wrap=lambda a: a)
+    assert np.isclose(float(value.detach()), np.log(_hmm_oracle(*(np.exp(a) for a in
+                                                         (init, trans, emit)))))
+    value.backward()
+    ref = [torch.tensor(a, requires_grad=True) for a in (init, trans, emit)]
+    alpha = ref[0]
+    for t in range(duration):
+        alpha = torch.logsumexp(alpha[:, None] + ref[1][t], 0) + ref[2][t].logsumexp(-1)
+    alpha.logsumexp(0).backward()
+    for a, r in zip(arrays, ref):
+        assert torch.allclose(a.grad, r.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_dynamic_history_one_lazy_under_jax_jit():
+    jax = pytest.importorskip("jax")
+    init, trans, emit = (np.log(a) for a in _hmm(np.random.default_rng(3), 5))
+    got = jax.jit(lambda *a: _lazy_dynamic_hmm(*a, wrap=lambda x: x))(
+        *(jax.numpy.asarray(a) for a in (init, trans, emit)))
+    assert np.isclose(float(got), np.log(_hmm_oracle(*(np.exp(a) for a in
+                                                       (init, trans, emit)))))
+
+
 @pytest.mark.parametrize("impl", [modified_partial_sum_product, dynamic_partial_sum_product])
 def test_markov_partial_sum_product_chain_inside_a_plate(impl):
     # One HMM per sequence: the result is the product over sequences of each HMM's sum.
