@@ -539,8 +539,14 @@ def _block_scan(sum_op, prod_op, trans, time, local, states, max_lag, proto, num
     # so lags 0..L-1 are the block's states and lags L..2L-1 the previous block's.
     duration = trans.inputs[time].size
     blocks = duration // max_lag
-    parts = [_shifted(trans, time, _steps(proto, time, j, duration, max_lag, duration),
-                      max_lag - 1 - j, local) for j in range(max_lag)]
+    if max_lag == 1:
+        # One part: trans at times range(0, T, 1) with no rename, which is trans itself. Not
+        # substituting the identity index keeps the later substitutions into trans direct
+        # (no index of an index to compose, lazily or exactly, and no full-range view).
+        parts = [trans]
+    else:
+        parts = [_shifted(trans, time, _steps(proto, time, j, duration, max_lag, duration),
+                          max_lag - 1 - j, local) for j in range(max_lag)]
     block = parts[0]
     for part in parts[1:]:
         block = prod_op(block, part)

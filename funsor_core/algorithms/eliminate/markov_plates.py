@@ -155,6 +155,17 @@ def _scan_any_order(sum_op, prod_op, f, time, chains, states):
     return f(**{k: v for k, v in to_init.items() if k in f.inputs})
 
 
+def _scan_dynamic(sum_op, prod_op, f, time, chains, states):
+    # First-order chains (each (x_0, x_prev, x_curr), none whose prev is a state without its
+    # curr) are the first-order scan's: a Markov product whose final states are summed in one
+    # Contraction. Built directly, not as a Sarkka-Bilmes block scan of blocks of one step
+    # (no lagged renames and time substitutions to build lazily and then evaluate); the same
+    # sum, in another order of additions (last-digit differences). Longer histories: any order.
+    if all(len(c) == 3 and (c[2] in states or c[1] not in states) for c in chains):
+        return _scan_first_order(sum_op, prod_op, f, time, chains, states)
+    return _scan_any_order(sum_op, prod_op, f, time, chains, states)
+
+
 def modified_partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(),
                                  plate_to_step=None):
     """Eliminate plates and first-order Markov dimensions from a factor graph.
@@ -200,7 +211,8 @@ def dynamic_partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(),
 
     As :func:`modified_partial_sum_product`, but chains may have any history ``h``
     (``("x_0", "x_1", "x_pp", "x_p", "x_curr")`` for ``h = 2``); the time dimension is
-    eliminated by :func:`sarkka_bilmes_product`. Unlike funsor 0.4.8 this does not run
+    eliminated by :func:`sarkka_bilmes_product` (chains of history 1: by the Markov product
+    of :func:`modified_partial_sum_product`, the same sum). Unlike funsor 0.4.8 this does not run
     ``apply_optimizer`` on the chain first: the chain is evaluated under the active
     interpretation.
 
@@ -222,7 +234,7 @@ def dynamic_partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(),
     plate_to_step = {} if plate_to_step is None else plate_to_step
     _check_plate_to_step(plate_to_step, None, "dynamic_partial_sum_product")
     return _markov_partial_sum_product(sum_op, prod_op, factors, eliminate, plate_to_step,
-                                       _scan_any_order, "dynamic_partial_sum_product")
+                                       _scan_dynamic, "dynamic_partial_sum_product")
 
 
 def partial_unroll(factors, eliminate=frozenset(), plate_to_step=None):

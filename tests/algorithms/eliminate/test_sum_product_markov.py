@@ -102,6 +102,52 @@ def test_markov_partial_sum_product_hmm_vs_enumeration(impl, sum_op, prod_op, lo
     assert np.allclose(np.exp(actual) if log else actual, expected)
 
 
+def _lazy_dynamic_hmm(init, trans, emit, wrap):
+    # Pyro's TraceMarkovEnum_ELBO pattern: built under lazy, then evaluated.
+    from interpretations import lazy
+
+    duration = emit.shape[0]
+    dom = {"x_0": fc.Bint[2], "x_prev": fc.Bint[2], "x_curr": fc.Bint[2],
+           "y_curr": fc.Bint[3], "time": fc.Bint[duration]}
+    factors = [fc.Tensor(wrap(init), {"x_0": dom["x_0"]}),
+               fc.Tensor(wrap(trans), {k: dom[k] for k in ("time", "x_prev", "x_curr")}),
+               fc.Tensor(wrap(emit), {k: dom[k] for k in ("time", "x_curr", "y_curr")})]
+    with lazy:
+        [r] = dynamic_partial_sum_product(ops.logaddexp, ops.add, factors, frozenset(dom),
+                                          {"time": frozenset({("x_0", "x_prev", "x_curr")})})
+    return fc.reinterpret(r).data
+
+
+@pytest.mark.parametrize("duration", [1, 6])
+def test_dynamic_history_one_lazy_torch_value_and_gradient(duration):
+    # The first-order scan path of dynamic_partial_sum_product: value vs enumeration, gradient
+    # vs torch autograd of the explicit log-space forward recursion.
+    import torch
+
+    init, trans, emit = (np.log(a) for a in _hmm(np.random.default_rng(duration), duration))
+    arrays = [torch.tensor(a, requires_grad=True) for a in (init, trans, emit)]
+    value = _lazy_dynamic_hmm(*arrays, wrap=lambda a: a)
+    assert np.isclose(float(value.detach()), np.log(_hmm_oracle(*(np.exp(a) for a in
+                                                         (init, trans, emit)))))
+    value.backward()
+    ref = [torch.tensor(a, requires_grad=True) for a in (init, trans, emit)]
+    alpha = ref[0]
+    for t in range(duration):
+        alpha = torch.logsumexp(alpha[:, None] + ref[1][t], 0) + ref[2][t].logsumexp(-1)
+    alpha.logsumexp(0).backward()
+    for a, r in zip(arrays, ref):
+        assert torch.allclose(a.grad, r.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_dynamic_history_one_lazy_under_jax_jit():
+    jax = pytest.importorskip("jax")
+    init, trans, emit = (np.log(a) for a in _hmm(np.random.default_rng(3), 5))
+    got = jax.jit(lambda *a: _lazy_dynamic_hmm(*a, wrap=lambda x: x))(
+        *(jax.numpy.asarray(a) for a in (init, trans, emit)))
+    assert np.isclose(float(got), np.log(_hmm_oracle(*(np.exp(a) for a in
+                                                       (init, trans, emit)))))
+
+
 @pytest.mark.parametrize("impl", [modified_partial_sum_product, dynamic_partial_sum_product])
 def test_markov_partial_sum_product_chain_inside_a_plate(impl):
     # One HMM per sequence: the result is the product over sequences of each HMM's sum.
@@ -264,6 +310,37 @@ def test_sarkka_bilmes_vs_enumeration(impl, duration, names):
     kept_names = [_kept_name(v) for v in kept]
     assert set(result.inputs) == set(kept_names)
     assert np.allclose(_value(result, kept_names), expected)
+
+
+@pytest.mark.parametrize("duration", [2, 5])
+def test_sarkka_bilmes_lag_one_lazy_vs_enumeration(duration):
+    # Lag 1 (Pyro's vectorized HMM): built under lazy and then evaluated, the value and the
+    # torch gradient are the unrolled chain's (numpy enumeration; torch autograd of the
+    # explicit log-space forward recursion).
+    import torch
+
+    from interpretations import lazy
+
+    rng = np.random.default_rng(duration)
+    data = rng.normal(size=(duration, 3, 3))
+    dom = {"_PREV_a": fc.Bint[3], "a": fc.Bint[3]}
+    expected, kept = _lagged_oracle(np.exp(data), ("_PREV_a", "a"), duration, frozenset(),
+                                    {"a": 3})
+    arr = torch.tensor(data, requires_grad=True)
+    with lazy:
+        term = sarkka_bilmes_product(ops.logaddexp, ops.add,
+                                     fc.Tensor(arr, {"time": fc.Bint[duration], **dom}), "time")
+    result = fc.reinterpret(term)
+    kept_names = [_kept_name(v) for v in kept]
+    got = result.align(tuple(kept_names)).data
+    assert np.allclose(np.exp(got.detach().numpy()), expected)
+    got.logsumexp((0, 1)).backward()
+    ref = torch.tensor(data, requires_grad=True)
+    alpha = ref[0]  # (prev at -1, a at 0)
+    for t in range(1, duration):
+        alpha = torch.logsumexp(alpha[:, :, None] + ref[t][None], 1)
+    alpha.logsumexp((0, 1)).backward()
+    assert torch.allclose(arr.grad, ref.grad, rtol=1e-12, atol=1e-12)
 
 
 def test_sarkka_bilmes_log_semiring_matches_naive():
