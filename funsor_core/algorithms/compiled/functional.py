@@ -23,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funsor_core import ops
@@ -30,7 +32,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor
 
 __all__ = ["Functional", "FunctionalError", "functional", "is_functional_flag", "index_table",
-           "eliminate_functional"]
+           "eliminate_functional", "table_is_functional"]
 
 _NOT_FUNCTIONAL = (
     "functional(..., out={out!r}): the factor over {inputs} is not a function giving {out!r}: "
@@ -143,6 +145,46 @@ def is_functional_flag(term: Tensor, out: str, log: bool = False):
     counts = ops.sum(ops.astype(is_one, "int"), list(term.inputs).index(out))
     return ops.and_(ops.all(ops.or_(is_one, ops.eq(data, zero))),
                            ops.all(ops.eq(counts, 1)))
+
+
+def table_is_functional(data, axis: int, log: bool = False):
+    """Whether the array ``data`` is a 0/1 table with exactly one 1 along ``axis`` for every
+    index of the other axes (``{-inf, 0}`` and one 0 when ``log``): a Python bool for a
+    concrete numpy or torch array, a 0-d boolean array otherwise (traced under ``jax.jit``).
+
+    Two reductions instead of a test per entry: each row sums to 1 and the whole table has
+    exactly one nonzero per row. A row summing to 1 has a nonzero, so as many nonzeros as
+    rows leave each row exactly one, and that one is then the row's sum, 1. In log space: each
+    row's max is 0 and all but one entry per row is -inf. NaN fails both (its sum or max is
+    NaN).
+
+    Example:
+        >>> table_is_functional(np.eye(3)[[2, 0, 2]], 1), table_is_functional(np.eye(3) / 2, 1)
+        (True, False)
+    """
+    shape = tuple(data.shape)
+    rows = math.prod(shape[:axis] + shape[axis + 1:])
+    if not shape[axis]:
+        return rows == 0
+    if isinstance(data, np.ndarray):
+        if log:
+            return bool((data.max(axis) == 0).all()) and \
+                np.count_nonzero(data == -math.inf) == data.size - rows
+        return bool((data.sum(axis) == 1).all()) and np.count_nonzero(data) == rows
+    if hasattr(data, "_version") and ops.is_concrete(data):
+        data = data if isinstance(data, np.ndarray) else data.detach()  # numpy or torch
+        if log:
+            top = data.max(axis) if isinstance(data, np.ndarray) else data.amax(axis)
+            return bool((top == 0).all()) and \
+                int((data == -math.inf).sum()) == math.prod(shape) - rows
+        return bool((data.sum(axis) == 1).all()) and int((data != 0).sum()) == rows
+    if log:
+        rows_ok = ops.all(ops.eq(ops.amax(data, axis), 0.0))
+        count, want = ops.sum(ops.astype(ops.eq(data, -math.inf), "int")), math.prod(shape) - rows
+    else:
+        rows_ok = ops.all(ops.eq(ops.sum(data, axis), 1.0))
+        count, want = ops.sum(ops.astype(ops.ne(data, 0.0), "int")), rows
+    return ops.and_(rows_ok, ops.eq(count, want))
 
 
 def functional(term: Funsor, out: str, log: bool = False) -> Functional:
