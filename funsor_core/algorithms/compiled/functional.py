@@ -169,8 +169,8 @@ def table_is_functional(data, axis: int, log: bool = False):
     if isinstance(data, np.ndarray):
         if log:
             return bool((data.max(axis) == 0).all()) and \
-                np.count_nonzero(data == -math.inf) == data.size - rows
-        return bool((data.sum(axis) == 1).all()) and np.count_nonzero(data) == rows
+                int(np.count_nonzero(data == -math.inf)) == data.size - rows
+        return bool((data.sum(axis) == 1).all()) and int(np.count_nonzero(data)) == rows
     if hasattr(data, "_version") and ops.is_concrete(data):
         data = data if isinstance(data, np.ndarray) else data.detach()  # numpy or torch
         if log:

@@ -104,13 +104,20 @@ def test_declared_parameters_checked_torch_and_in_place_writes():
 
 def test_declared_parameters_under_jit_nan_unless_functional():
     jax = pytest.importorskip("jax")
-    program = _program()
-    run = jax.jit(lambda kw: program(**kw))
-    good = float(run(_params(GOOD, to=jax.numpy.asarray)))
-    assert np.isclose(good, _einsum(GOOD), rtol=1e-6)
-    assert np.isnan(float(run(_params(NOISY, to=jax.numpy.asarray))))
-    with pytest.raises(FunctionalError, match=r"parameter 'g0'"):  # eager jax: concrete
-        program(**_params(NOISY, to=jax.numpy.asarray))
+    u, w = US[0], OBS[0]  # a small program: one trace, one compile
+    g = fc.Variable("g", fc.Reals[2, 2])["u", "x"]
+    with lazy:
+        expr = fc.sum_product(ops.add, ops.mul, [fc.Tensor(u, {"u": fc.Bint[2]}), g,
+                                                 fc.Tensor(w, {"u": fc.Bint[2], "x": fc.Bint[2]})],
+                              frozenset({"u", "x"}))
+    program = fc.compile(expr, functional={"x": g}, method="jointree")
+    run = jax.jit(lambda table: program(g=table))
+    good, noisy = GOOD[0][0], NOISY[0][0]
+    assert np.isclose(float(run(jax.numpy.asarray(good))), np.einsum("u,ux,ux->", u, good, w),
+                      rtol=1e-6)
+    assert np.isnan(float(run(jax.numpy.asarray(noisy))))
+    with pytest.raises(FunctionalError, match=r"parameter 'g'.*'x'"):  # eager jax: concrete
+        program(g=jax.numpy.asarray(noisy))
 
 
 def _by_rows(table, axis, log):
