@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 import weakref
 
@@ -227,8 +228,9 @@ class Program:
         self.domains = {}  # parameter name -> domain, set by ``compile`` for the checks
         # Per declared functional slot whose table arrives at run time: (slot, axis of the
         # name it gives, that name); the stamps of the arrays last found functional there.
-        self._slots = tuple((k, plan.scopes[k].index(out), out) for k, (out, (kind, _))
-                            in enumerate(zip(plan.functional, leaves))
+        self._slots = tuple((k, plan.scopes[k].index(out), out,
+                             math.prod(plan.sizes[n] for n in plan.scopes[k] if n != out))
+                            for k, (out, (kind, _)) in enumerate(zip(plan.functional, leaves))
                             if out is not None and kind != "const")
         self._seen = {}
 
@@ -259,11 +261,11 @@ class Program:
         # is NaN unless it is one (never a wrong number). A table found functional is not
         # read again while the very same array is passed unchanged (see ``_stamp``).
         flag = None
-        for k, axis, out in self._slots:
+        for k, axis, out, rows in self._slots:
             x, seen = arrays[k], self._seen.get(k)
             if seen is not None and seen[0]() is x and seen[1] == getattr(x, "_version", None):
                 continue
-            ok = table_is_functional(x, axis, self.log)
+            ok = table_is_functional(x, axis, self.log, rows)
             if isinstance(ok, bool) or ops.is_concrete(ok):
                 if not ok:
                     raise self._not_functional(k, out, x)

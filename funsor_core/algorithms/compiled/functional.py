@@ -147,44 +147,40 @@ def is_functional_flag(term: Tensor, out: str, log: bool = False):
                            ops.all(ops.eq(counts, 1)))
 
 
-def table_is_functional(data, axis: int, log: bool = False):
+def table_is_functional(data, axis: int, log: bool = False, rows: int | None = None):
     """Whether the array ``data`` is a 0/1 table with exactly one 1 along ``axis`` for every
     index of the other axes (``{-inf, 0}`` and one 0 when ``log``): a Python bool for a
     concrete numpy or torch array, a 0-d boolean array otherwise (traced under ``jax.jit``).
+    ``rows``: the number of such indices, when the caller knows it.
 
-    Two reductions instead of a test per entry: each row sums to 1 and the whole table has
-    exactly one nonzero per row. A row summing to 1 has a nonzero, so as many nonzeros as
-    rows leave each row exactly one, and that one is then the row's sum, 1. In log space: each
-    row's max is 0 and all but one entry per row is -inf. NaN fails both (its sum or max is
-    NaN).
+    Two passes instead of a test per entry: the table has as many nonzeros as rows and each
+    row sums to 1. A row summing to 1 has a nonzero, so the count leaves each row exactly
+    one, and that one is then the row's sum, 1. In log space: as many entries above -inf as
+    rows, and each row's max is 0. NaN fails (its row's sum or max is NaN).
 
     Example:
         >>> table_is_functional(np.eye(3)[[2, 0, 2]], 1), table_is_functional(np.eye(3) / 2, 1)
         (True, False)
     """
-    shape = tuple(data.shape)
-    rows = math.prod(shape[:axis] + shape[axis + 1:])
-    if not shape[axis]:
-        return rows == 0
+    if rows is None:
+        shape = tuple(data.shape)
+        rows = math.prod(shape[:axis] + shape[axis + 1:])
     if isinstance(data, np.ndarray):
         if log:
-            return bool((data.max(axis) == 0).all()) and \
-                int(np.count_nonzero(data == -math.inf)) == data.size - rows
-        return bool((data.sum(axis) == 1).all()) and int(np.count_nonzero(data)) == rows
-    if hasattr(data, "_version") and ops.is_concrete(data):
-        data = data if isinstance(data, np.ndarray) else data.detach()  # numpy or torch
+            return int(np.count_nonzero(data != -math.inf)) == rows and \
+                not np.count_nonzero(np.maximum.reduce(data, axis))
+        return int(np.count_nonzero(data)) == rows and \
+            not np.count_nonzero(np.add.reduce(data, axis) - 1)
+    if hasattr(data, "_version") and ops.is_concrete(data):  # torch, eager
+        data = data.detach()  # a check, not part of the computation
         if log:
-            top = data.max(axis) if isinstance(data, np.ndarray) else data.amax(axis)
-            return bool((top == 0).all()) and \
-                int((data == -math.inf).sum()) == math.prod(shape) - rows
-        return bool((data.sum(axis) == 1).all()) and int((data != 0).sum()) == rows
+            return int((data != -math.inf).sum()) == rows and bool((data.amax(axis) == 0).all())
+        return int((data != 0).sum()) == rows and bool((data.sum(axis) == 1).all())
     if log:
-        rows_ok = ops.all(ops.eq(ops.amax(data, axis), 0.0))
-        count, want = ops.sum(ops.astype(ops.eq(data, -math.inf), "int")), math.prod(shape) - rows
+        count, top = ops.ne(data, -math.inf), ops.eq(ops.amax(data, axis), 0.0)
     else:
-        rows_ok = ops.all(ops.eq(ops.sum(data, axis), 1.0))
-        count, want = ops.sum(ops.astype(ops.ne(data, 0.0), "int")), rows
-    return ops.and_(rows_ok, ops.eq(count, want))
+        count, top = ops.ne(data, 0.0), ops.eq(ops.sum(data, axis), 1.0)
+    return ops.and_(ops.eq(ops.sum(ops.astype(count, "int")), rows), ops.all(top))
 
 
 def functional(term: Funsor, out: str, log: bool = False) -> Functional:

@@ -79,7 +79,7 @@ def test_writeable_numpy_changed_in_place_is_checked_again_readonly_once():
         t.flags.writeable = False
     view = frozen["g2"].view()  # a read-only view of a read-only array: stamped too
     assert np.isclose(float(program(**{**frozen, "g2": view})), _einsum(GOOD))
-    assert set(program._seen) == {k for k, _, _ in program._slots}
+    assert set(program._seen) == {slot[0] for slot in program._slots}
     loose = _params(GOOD)["g0"]
     readonly_view = loose.view()
     readonly_view.flags.writeable = False  # its base can still change: not stamped
