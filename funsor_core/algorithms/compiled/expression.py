@@ -36,7 +36,11 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete import chain_product
 from funsor_core.algorithms.compiled.cost import check_budget
-from funsor_core.algorithms.compiled.functional import FunctionalError, table_is_functional
+from funsor_core.algorithms.compiled.functional import (
+    FunctionalError,
+    row_flags,
+    table_is_functional,
+)
 from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
@@ -260,20 +264,29 @@ class Program:
         # naming the parameter; a traced one (under jax.jit) cannot be refused, so the answer
         # is NaN unless it is one (never a wrong number). A table found functional is not
         # read again while the very same array is passed unchanged (see ``_stamp``).
-        flag = None
+        traced = {}  # out's size -> traced tables as (rows, size) matrices
         for k, axis, out, rows in self._slots:
             x, seen = arrays[k], self._seen.get(k)
             if seen is not None and seen[0]() is x and seen[1] == getattr(x, "_version", None):
                 continue
-            ok = table_is_functional(x, axis, self.log, rows)
-            if isinstance(ok, bool) or ops.is_concrete(ok):
-                if not ok:
-                    raise self._not_functional(k, out, x)
-                stamp = _stamp(x) if self._leaves[k][0] == "param" else None
-                if stamp is not None:
-                    self._seen[k] = stamp
-            else:
-                flag = ok if flag is None else ops.and_(flag, ok)
+            if not (isinstance(x, np.ndarray) or ops.is_concrete(x)):
+                if axis != len(x.shape) - 1:
+                    x = ops.permute(x, tuple(i for i in range(len(x.shape)) if i != axis)
+                                    + (axis,))
+                traced.setdefault(x.shape[-1], []).append(ops.reshape(x, (rows, x.shape[-1])))
+                continue
+            if not table_is_functional(x, axis, self.log, rows):
+                raise self._not_functional(k, out, x)
+            stamp = _stamp(x) if self._leaves[k][0] == "param" else None
+            if stamp is not None:
+                self._seen[k] = stamp
+        # Traced: the tables' rows stacked by length, one check per length (a compiler's
+        # fusion each; one per table cost ~1.5 us each under jax.jit on CPU).
+        flags = [ops.all(row_flags(ms[0] if len(ms) == 1 else ops.cat(ms, 0), 1, self.log))
+                 for ms in traced.values()]
+        flag = flags[0] if flags else None
+        for f in flags[1:]:
+            flag = ops.and_(flag, f)
         return flag
 
     def _not_functional(self, k: int, out: str, x) -> FunctionalError:

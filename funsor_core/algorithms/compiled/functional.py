@@ -32,7 +32,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor
 
 __all__ = ["Functional", "FunctionalError", "functional", "is_functional_flag", "index_table",
-           "eliminate_functional", "table_is_functional"]
+           "eliminate_functional", "table_is_functional", "row_flags"]
 
 _NOT_FUNCTIONAL = (
     "functional(..., out={out!r}): the factor over {inputs} is not a function giving {out!r}: "
@@ -176,11 +176,21 @@ def table_is_functional(data, axis: int, log: bool = False, rows: int | None = N
         if log:
             return int((data != -math.inf).sum()) == rows and bool((data.amax(axis) == 0).all())
         return int((data != 0).sum()) == rows and bool((data.sum(axis) == 1).all())
-    if log:
-        count, top = ops.ne(data, -math.inf), ops.eq(ops.amax(data, axis), 0.0)
-    else:
-        count, top = ops.ne(data, 0.0), ops.eq(ops.sum(data, axis), 1.0)
-    return ops.and_(ops.eq(ops.sum(ops.astype(count, "int")), rows), ops.all(top))
+    return ops.all(row_flags(data, axis, log))
+
+
+def row_flags(data, axis: int, log: bool = False):
+    """Per index of the axes other than ``axis`` (in their order), whether ``data`` holds one
+    1 and 0s along ``axis`` (one 0 and -infs when ``log``), by array ops (traced under
+    ``jax.jit`` too): one nonzero (one entry above -inf), and the row's max is 1 (0). Two
+    reductions of one shape, which a compiler fuses into one pass.
+
+    Example:
+        >>> row_flags(np.array([[0.0, 1.0], [1.0, 1.0]]), 1).tolist()
+        [True, False]
+    """
+    ones = ops.sum(ops.astype(ops.ne(data, -math.inf if log else 0.0), "int"), axis)
+    return ops.and_(ops.eq(ones, 1), ops.eq(ops.amax(data, axis), 0.0 if log else 1.0))
 
 
 def functional(term: Funsor, out: str, log: bool = False) -> Functional:
