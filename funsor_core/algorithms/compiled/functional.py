@@ -7,12 +7,14 @@ sides of a product, ``X`` may be summed out of one side first (Theorem 3: ``G * 
 G * sum_X H``; Corollary 1: ``sum_X G * H = (sum_X G) * (sum_X H)``).
 
 Declaring a factor functional is checked on concrete data (a table that is not 0/1, or has
-zero or several 1s for some parent assignment, is refused with the variable named) and
-trusted for symbolic factors whose values arrive later (a ``Variable`` parameter, a traced
-array under ``jax.jit``): the licences hold for any functional values, so a compiled program
-may learn them. A plan called under ``jax.jit`` with a traced table in a declared slot checks
-it by array ops (``is_functional_flag``) and answers NaN unless it is functional: the check
-that raises eagerly cannot raise on a traced value, and a number would be wrong.
+zero or several 1s for some parent assignment, is refused with the variable named); a
+symbolic factor whose values arrive later (a ``Variable`` parameter) is checked when they
+arrive: a plan's or a compiled program's call checks each table in a declared slot, raising
+for a concrete one (naming the variable, and the program's parameter) and, for a table
+traced under ``jax.jit``, answering NaN unless it is functional (``is_functional_flag``,
+``row_flags``): the check that raises eagerly cannot raise on a traced value, and a number
+would be wrong. The licences hold for any functional values, so a program may still be
+given different functional tables on each call.
 
 Example:
     >>> g = fc.Tensor(np.array([[0.0, 1.0], [1.0, 0.0]]), {"u": fc.Bint[2], "x": fc.Bint[2]})
@@ -197,7 +199,8 @@ def functional(term: Funsor, out: str, log: bool = False) -> Functional:
     """Declare ``term`` a functional factor giving ``out`` from its other inputs.
 
     Args:
-        term: a Tensor (its data is checked) or a symbolic funsor of Bint inputs (trusted).
+        term: a Tensor (its data is checked) or a symbolic funsor of Bint inputs (its
+            values are checked when a plan or a compiled program receives them).
         out: the name of the input that the factor determines.
         log: the table is in log space (``{-inf, 0}``) rather than ``{0, 1}``.
 

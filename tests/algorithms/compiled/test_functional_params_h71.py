@@ -138,3 +138,19 @@ def test_table_is_functional_against_row_by_row_definition():
                 with np.errstate(divide="ignore", invalid="ignore"):
                     t = np.log(table) if log else table
                 assert table_is_functional(t, axis, log) == _by_rows(t, axis, log)
+
+
+def test_declared_parameter_inside_a_plate_checked():
+    # sum_a f(a) prod_p sum_c h(p, a, c) k(p, c), h declared a function giving c.
+    rng = np.random.default_rng(5)
+    f, k = rng.random(2), rng.random((3, 2))
+    good = np.eye(2)[rng.integers(0, 2, (3, 2))]
+    h = fc.Variable("h", fc.Reals[3, 2, 2])["p", "a", "c"]
+    terms = [fc.Variable("f", fc.Reals[2])["a"], h, fc.Variable("k", fc.Reals[3, 2])["p", "c"]]
+    with lazy:
+        expr = fc.sum_product(ops.add, ops.mul, terms, frozenset("acp"), frozenset("p"))
+    program = fc.compile(expr, functional={"c": h})
+    by_hand = sum(f[a] * np.prod(np.einsum("pc,pc->p", good[:, a], k)) for a in range(2))
+    assert np.isclose(float(program(f=f, h=good, k=k)), by_hand, rtol=1e-12)
+    with pytest.raises(FunctionalError, match=r"parameter 'h'.*give 'c'"):
+        program(f=f, h=0.5 * good + 0.25, k=k)
