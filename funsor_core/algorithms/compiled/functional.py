@@ -7,12 +7,14 @@ sides of a product, ``X`` may be summed out of one side first (Theorem 3: ``G * 
 G * sum_X H``; Corollary 1: ``sum_X G * H = (sum_X G) * (sum_X H)``).
 
 Declaring a factor functional is checked on concrete data (a table that is not 0/1, or has
-zero or several 1s for some parent assignment, is refused with the variable named) and
-trusted for symbolic factors whose values arrive later (a ``Variable`` parameter, a traced
-array under ``jax.jit``): the licences hold for any functional values, so a compiled program
-may learn them. A plan called under ``jax.jit`` with a traced table in a declared slot checks
-it by array ops (``is_functional_flag``) and answers NaN unless it is functional: the check
-that raises eagerly cannot raise on a traced value, and a number would be wrong.
+zero or several 1s for some parent assignment, is refused with the variable named); a
+symbolic factor whose values arrive later (a ``Variable`` parameter) is checked when they
+arrive: a plan's or a compiled program's call checks each table in a declared slot, raising
+for a concrete one (naming the variable, and the program's parameter) and, for a table
+traced under ``jax.jit``, answering NaN unless it is functional (``is_functional_flag``,
+``row_flags``): the check that raises eagerly cannot raise on a traced value, and a number
+would be wrong. The licences hold for any functional values, so a program may still be
+given different functional tables on each call.
 
 Example:
     >>> g = fc.Tensor(np.array([[0.0, 1.0], [1.0, 0.0]]), {"u": fc.Bint[2], "x": fc.Bint[2]})
@@ -23,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funsor_core import ops
@@ -30,7 +34,7 @@ from funsor_core.atoms.tensor import Tensor
 from funsor_core.terms.base import Funsor
 
 __all__ = ["Functional", "FunctionalError", "functional", "is_functional_flag", "index_table",
-           "eliminate_functional"]
+           "eliminate_functional", "table_is_functional", "row_flags"]
 
 _NOT_FUNCTIONAL = (
     "functional(..., out={out!r}): the factor over {inputs} is not a function giving {out!r}: "
@@ -145,11 +149,58 @@ def is_functional_flag(term: Tensor, out: str, log: bool = False):
                            ops.all(ops.eq(counts, 1)))
 
 
+def table_is_functional(data, axis: int, log: bool = False, rows: int | None = None):
+    """Whether the array ``data`` is a 0/1 table with exactly one 1 along ``axis`` for every
+    index of the other axes (``{-inf, 0}`` and one 0 when ``log``): a Python bool for a
+    concrete numpy or torch array, a 0-d boolean array otherwise (traced under ``jax.jit``).
+    ``rows``: the number of such indices, when the caller knows it.
+
+    Two passes instead of a test per entry: the table has as many nonzeros as rows and each
+    row sums to 1. A row summing to 1 has a nonzero, so the count leaves each row exactly
+    one, and that one is then the row's sum, 1. In log space: as many entries above -inf as
+    rows, and each row's max is 0. NaN fails (its row's sum or max is NaN).
+
+    Example:
+        >>> table_is_functional(np.eye(3)[[2, 0, 2]], 1), table_is_functional(np.eye(3) / 2, 1)
+        (True, False)
+    """
+    if rows is None:
+        shape = tuple(data.shape)
+        rows = math.prod(shape[:axis] + shape[axis + 1:])
+    if isinstance(data, np.ndarray):
+        if log:
+            return int(np.count_nonzero(data != -math.inf)) == rows and \
+                not np.count_nonzero(np.maximum.reduce(data, axis))
+        return int(np.count_nonzero(data)) == rows and \
+            not np.count_nonzero(np.add.reduce(data, axis) - 1)
+    if hasattr(data, "_version") and ops.is_concrete(data):  # torch, eager
+        data = data.detach()  # a check, not part of the computation
+        if log:
+            return int((data != -math.inf).sum()) == rows and bool((data.amax(axis) == 0).all())
+        return int((data != 0).sum()) == rows and bool((data.sum(axis) == 1).all())
+    return ops.all(row_flags(data, axis, log))
+
+
+def row_flags(data, axis: int, log: bool = False):
+    """Per index of the axes other than ``axis`` (in their order), whether ``data`` holds one
+    1 and 0s along ``axis`` (one 0 and -infs when ``log``), by array ops (traced under
+    ``jax.jit`` too): one nonzero (one entry above -inf), and the row's max is 1 (0). Two
+    reductions of one shape, which a compiler fuses into one pass.
+
+    Example:
+        >>> row_flags(np.array([[0.0, 1.0], [1.0, 1.0]]), 1).tolist()
+        [True, False]
+    """
+    ones = ops.sum(ops.astype(ops.ne(data, -math.inf if log else 0.0), "int"), axis)
+    return ops.and_(ops.eq(ones, 1), ops.eq(ops.amax(data, axis), 0.0 if log else 1.0))
+
+
 def functional(term: Funsor, out: str, log: bool = False) -> Functional:
     """Declare ``term`` a functional factor giving ``out`` from its other inputs.
 
     Args:
-        term: a Tensor (its data is checked) or a symbolic funsor of Bint inputs (trusted).
+        term: a Tensor (its data is checked) or a symbolic funsor of Bint inputs (its
+            values are checked when a plan or a compiled program receives them).
         out: the name of the input that the factor determines.
         log: the table is in log space (``{-inf, 0}``) rather than ``{0, 1}``.
 
