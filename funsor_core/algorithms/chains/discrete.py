@@ -195,6 +195,8 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
         inner = fn
 
         def fn(c, g):
+            if isinstance(c, tuple):  # a renormalized carry: (values, shift)
+                return tuple(kept(g["keep"], n, o) for n, o in zip(inner(c, g), c))
             return kept(g["keep"], inner(c, g), c)
 
     if duration == 1:
@@ -224,21 +226,55 @@ def _with_keep(groups: dict, mask, t: int) -> dict:
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    if left is not None:
-        carry = _loop(step.forward, full_batch(left, mask), step, factors, duration, False,
-                      scan, mask)
-        return carry if right is None else _dot(sum_op, prod_op, carry, right)
-    if right is not None:
-        return _loop(step.backward, full_batch(right, mask), step, factors, duration, True,
-                     scan, mask)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8, and the
+    # shift costs eager max-plus steps twice their time)
+    log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
+                and single_precision(factors[0].dtype))
+    if left is not None or right is not None:
+        fn, start = (step.forward, left) if left is not None else (step.backward, right)
+        start = full_batch(start, mask)
+        if log_like:
+            fn, start = _renormalized(fn, (-1,)), _split_shift(start, (-1,))
+        carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
+        if left is None or right is None:
+            return carry[0] + carry[1] if log_like else carry
+        if log_like:  # the shift added after the sum: it holds the magnitude, not the digits
+            return _dot(sum_op, prod_op, carry[0], right) + carry[1][..., 0]
+        return _dot(sum_op, prod_op, carry, right)
     first = step.matrix(step.at(factors, 0))
     if mask is not None:  # the identity where step 0 does not count
         first = kept(mask[0], first, _identity(step, first))
     if duration == 1:
         return first
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
-    return _loop(lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g)), first,
-                 step, rest, duration - 1, False, scan, None if mask is None else mask[1:])
+    fn = lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g))  # noqa: E731
+    if log_like:
+        fn, first = _renormalized(fn, (-2, -1)), _split_shift(first, (-2, -1))
+    acc = _loop(fn, first, step, rest, duration - 1, False, scan,
+                None if mask is None else mask[1:])
+    return acc[0] + acc[1] if log_like else acc
+
+
+# A float32 log-space carry keeps its maximum apart: after T steps of log weights near -1e4
+# the carry is near -1e8, where a float32 ulp is 8, so the differences between states (what
+# the marginals and Viterbi's choices read) would be lost; shifted to a maximum of 0 they
+# keep their digits, and the shift (detached: the value is shift-invariant, so the
+# derivative is the shifted carry's) is added back once, after the last sum.
+def _split_shift(v, axes: tuple) -> tuple:
+    fns = backend_of(v).LOOP_FNS
+    s = fns.max1(v) if len(axes) == 1 else fns.max2(v)  # detached
+    s = ops.clamp(s, -_BIG, _BIG)  # an all -inf carry stays -inf (not NaN), as unshifted
+    return v - s, s
+
+
+_BIG = float(np.finfo(np.float32).max)  # single precision only (see ``_sequential``)
+
+
+def _renormalized(fn, axes: tuple):
+    def body(carry, g):
+        v, shift = _split_shift(fn(carry[0], g), axes)
+        return v, carry[1] + shift
+    return body
 
 
 def _identity(step: _Step, proto):
