@@ -73,12 +73,17 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
                          "must be one")
     order, batch, prevs, currs = tensor_layout(inputs, time, tuple(sorted(step.items())))
     probe_inputs = {n: inputs[n] for n in order}
-    proto = next(f.data for f in pieces if isinstance(f, Tensor))
+    proto = _widest(pieces)
     backend = backend_of(proto)
     if not backend.DIFFERENTIABLE:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what))
     states = frozenset(prevs) | frozenset(currs)
     for k, f in enumerate(factors):
+        if time in f.inputs:  # the chain's time is bound inside it: no factor outside sees it
+            raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} has the "
+                             f"chain's time input '{time}'; a boundary factor is over the "
+                             "first prev names or the last curr names (and batch names): put "
+                             "a factor of each step into the steps instead")
         if f.inputs and not any(n in inputs for n in f.inputs):  # a typo, most likely
             raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} shares no name "
                              f"with the chain, whose inputs are {list(inputs)}; a boundary "
@@ -181,6 +186,17 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     return total, Tensor(grad, inputs)
 
 
+def _widest(pieces):
+    # An empty array of the dtype the step factors promote to (float32 steps plus float64
+    # observations: float64), so the probe, and the pairs, lose no digits of either.
+    empty = [ops.reshape(f.data, (-1,))[:0] for f in pieces if isinstance(f, Tensor)]
+    proto = empty[0]
+    for e in empty[1:]:
+        if e.dtype != proto.dtype:
+            proto = proto + e
+    return proto
+
+
 def _numpy_chain(trans, prod_op) -> bool:
     pieces = tensor_factors(trans, prod_op)
     return bool(pieces) and any(isinstance(f, Tensor) and isinstance(f.data, np.ndarray)
@@ -208,8 +224,11 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
         trans = pieces[0]
         for f in pieces[1:]:
             trans = prod_op(trans, f)
+    def keep_raw(x):  # a raw array of lengths or a mask is refused naming its own type
+        return x if isinstance(x, np.ndarray) and x.ndim else to_torch(x)
+
     total, pairs = _marginals(sum_op, prod_op, trans, time, step, [to_torch(f) for f in factors],
-                              strategy, what, to_torch(lengths), to_torch(mask))
+                              strategy, what, keep_raw(lengths), keep_raw(mask))
     return _to_numpy(total), _to_numpy(pairs)
 
 

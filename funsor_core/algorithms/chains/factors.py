@@ -14,6 +14,7 @@ from __future__ import annotations
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Real
 from funsor_core.engine.protocol import children
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
@@ -27,7 +28,8 @@ def tensor_factors(trans, prod_op) -> list | None:
     """The factors of a discrete chain's step: ``[trans]`` for a real Tensor, the terms of a
     ``prod_op``-product of Tensors and Numbers (a ``Binary`` tree or a ``Contraction``, as
     built lazily, so that a shared transition matrix and per-step observation vectors stay
-    apart); None for anything else.
+    apart); None for anything else. Factors holding arrays of two backends raise a
+    ``TypeError`` naming both, as the eager sum of them would.
 
     Example:
         >>> from interpretations import lazy
@@ -54,6 +56,9 @@ def tensor_factors(trans, prod_op) -> list | None:
             return None
     if not any(isinstance(t, Tensor) for t in factors):
         return None
+    if len(factors) > 1:  # built lazily, nothing has compared their backends yet
+        labels = [f"step factor {type(f).__name__} over {list(f.inputs)}" for f in factors]
+        factors = list(check_backends("chain", factors, labels))
     return factors
 
 
