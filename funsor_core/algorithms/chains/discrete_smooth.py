@@ -30,13 +30,15 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.algorithms.chains.factors import product_leaves
 from funsor_core.algorithms.chains.masks import masked_steps
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
-from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["markov_marginals", "markov_map"]
 
@@ -158,6 +160,7 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
         factors = [factors]
+    trans = _evaluated_leaves(trans, prod_op)
     if _numpy_chain(trans, prod_op):
         return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
                          lengths, mask)
@@ -184,6 +187,23 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
         if not _check_mass(value, batch_inputs, what):
             grad = _nan_where_dead(grad, inputs, total)
     return total, Tensor(grad, inputs)
+
+
+def _evaluated_leaves(trans, prod_op):
+    # A step built lazily from a transition Tensor and a distribution (Normal(loc[x_curr],
+    # scale, value=y) under ``lazy``): each term of the sum that the active interpretation
+    # evaluates to a Tensor becomes that Tensor, the sum stays apart (see tensor_factors).
+    if tensor_factors(trans, prod_op) is not None:
+        return trans
+    leaves = product_leaves(trans, prod_op)
+    if len(leaves) == 1:
+        return trans
+    leaves = [f if isinstance(f, (Tensor, Number)) else reinterpret(f) for f in leaves]
+    with reflect:
+        rebuilt = leaves[0]
+        for f in leaves[1:]:
+            rebuilt = prod_op(rebuilt, f)
+    return rebuilt if tensor_factors(rebuilt, prod_op) is not None else trans
 
 
 def _widest(pieces):

@@ -18,7 +18,7 @@ from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["tensor_factors", "tensor_expression"]
+__all__ = ["product_leaves", "tensor_factors", "tensor_expression"]
 
 # The generic terms that exact evaluates on Tensor arguments to a Tensor.
 _TENSOR_OPS = (Binary, Unary, Reduce, Subs, Align, Contraction)
@@ -42,7 +42,29 @@ def tensor_factors(trans, prod_op) -> list | None:
     """
     if type(trans) is Tensor:
         return [trans] if trans.output is Real else None
-    factors, todo = [], [trans]
+    factors = product_leaves(trans, prod_op)
+    if not all(isinstance(f, (Tensor, Number)) and f.output is Real for f in factors):
+        return None
+    if not any(isinstance(t, Tensor) for t in factors):
+        return None
+    if len(factors) > 1:  # built lazily, nothing has compared their backends yet
+        labels = [f"step factor {type(f).__name__} over {list(f.inputs)}" for f in factors]
+        factors = list(check_backends("chain", factors, labels))
+    return factors
+
+
+def product_leaves(trans, prod_op) -> list:
+    """The terms of a ``prod_op``-product as built lazily (a ``Binary`` tree or a
+    ``Contraction`` without reductions), in order; ``[trans]`` for anything else.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     step = fc.Tensor(np.zeros(2), {"y": fc.Bint[2]}) + fc.Variable("z", fc.Real)
+        >>> [type(f).__name__ for f in product_leaves(step, ops.add)]
+        ['Tensor', 'Variable']
+    """
+    leaves, todo = [], [trans]
     while todo:
         term = todo.pop()
         if isinstance(term, Binary) and term.op is prod_op:
@@ -50,16 +72,9 @@ def tensor_factors(trans, prod_op) -> list | None:
         elif (isinstance(term, Contraction) and term.red_op is None
               and term.bin_op is prod_op and not term.reduced_vars):
             todo += reversed(term.terms)
-        elif isinstance(term, (Tensor, Number)) and term.output is Real:
-            factors.append(term)
         else:
-            return None
-    if not any(isinstance(t, Tensor) for t in factors):
-        return None
-    if len(factors) > 1:  # built lazily, nothing has compared their backends yet
-        labels = [f"step factor {type(f).__name__} over {list(f.inputs)}" for f in factors]
-        factors = list(check_backends("chain", factors, labels))
-    return factors
+            leaves.append(term)
+    return leaves
 
 
 def tensor_expression(trans) -> bool:

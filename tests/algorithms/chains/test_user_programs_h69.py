@@ -2,6 +2,8 @@
 over the chain's time, a raw array of lengths, step factors of two backends, float32 steps
 with float64 observations. Errors name the argument; numbers match numpy forward-backward."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -82,3 +84,44 @@ def test_float32_transitions_with_float64_observations_give_float64_pairs():
     assert pairs.data.dtype == np.float64 and total.data.dtype == np.float64
     expected = _pair_marginals(init, trans.astype(np.float64), obs)
     np.testing.assert_allclose(pairs.align(("t", "x", "y")).data, expected, atol=1e-12)
+
+
+def test_factorial_hmm_with_a_lazy_normal_emission_matches_enumeration():
+    # Two chains a, b; y_t ~ Normal(la[a_t+1] + lb[b_t+1], 0.7), the emission written as a
+    # distribution under lazy (markov_marginals refused it: "needs a chain of Tensors").
+    from funsor_core.distribution import Normal
+
+    def normal_logpdf(v, mean, sd):
+        return -0.5 * ((v - mean) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+
+    rng = np.random.default_rng(10)
+    n, ka, kb = 2, 2, 3
+    ta, tb = np.log(rng.dirichlet(np.ones(ka), ka)), np.log(rng.dirichlet(np.ones(kb), kb))
+    ia, ib = np.log(rng.dirichlet(np.ones(ka))), np.log(rng.dirichlet(np.ones(kb)))
+    la, lb, ys = rng.normal(size=ka), rng.normal(size=kb), rng.normal(size=n)
+    scores = {}
+    for a in itertools.product(range(ka), repeat=n + 1):
+        for b in itertools.product(range(kb), repeat=n + 1):
+            scores[a, b] = ia[a[0]] + ib[b[0]] + sum(
+                ta[a[t], a[t + 1]] + tb[b[t], b[t + 1]]
+                + normal_logpdf(ys[t], la[a[t + 1]] + lb[b[t + 1]], 0.7) for t in range(n))
+    z = np.logaddexp.reduce(list(scores.values()))
+    expected = np.zeros((n, ka, ka))
+    for (a, _), s in scores.items():
+        for t in range(n):
+            expected[t, a[t], a[t + 1]] += np.exp(s - z)
+    best = max(scores, key=scores.get)
+    loc = fc.Tensor(la, {"a_curr": fc.Bint[ka]}) + fc.Tensor(lb, {"b_curr": fc.Bint[kb]})
+    with lazy:
+        step = (fc.Tensor(ta, {"a_prev": fc.Bint[ka], "a_curr": fc.Bint[ka]})
+                + fc.Tensor(tb, {"b_prev": fc.Bint[kb], "b_curr": fc.Bint[kb]})
+                + Normal(loc, 0.7, value=fc.Tensor(ys, {"t": fc.Bint[n]})))
+    init = fc.Tensor(ia, {"a_prev": fc.Bint[ka]}) + fc.Tensor(ib, {"b_prev": fc.Bint[kb]})
+    step_names = {"a_prev": "a_curr", "b_prev": "b_curr"}
+    total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", step_names, [init])
+    assert np.isclose(float(total.data), z)
+    actual = pairs.reduce(ops.add, {"b_prev", "b_curr"}).align(("t", "a_prev", "a_curr")).data
+    np.testing.assert_allclose(actual, expected, atol=1e-12)
+    score, path = markov_map(step, "t", step_names, [init])
+    assert (tuple(path["a_prev"].data.tolist()), tuple(path["b_prev"].data.tolist())) == best
+    assert np.isclose(float(score.data), scores[best])
