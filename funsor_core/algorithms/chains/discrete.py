@@ -391,9 +391,12 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
                                carry, xs)
         # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
         positive = p > 0
-        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))),
                       ops.full_like(p, -math.inf))
-        result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+        # lz joins after the last sum: in float32 near -1e7 it would round log p to units,
+        # and the softmax of the last step (its derivative) with it
+        result = (v + lz if right is None
+                  else _dot(step.sum_op, step.prod_op, v, right) + lz[..., 0])
         r = ops.detach(result)
         bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
         bad = bad | rounded_away(ops.detach(p), right, floor)

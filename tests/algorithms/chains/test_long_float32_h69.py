@@ -12,7 +12,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.sum_product import markov_map, markov_marginals
 
-T, K = 2000, 3
+T, K = 1000, 3
 
 
 def _inputs():
@@ -64,3 +64,31 @@ def test_float32_long_chain_marginals_and_viterbi_keep_their_digits(strategy):
     # step), a relative error of the probabilities per rounding: a few of them per step
     np.testing.assert_allclose(actual, expected_pairs, atol=1e-2)
     assert path["x"].data.tolist() == expected_path
+
+
+def test_float32_filter_gradient_is_the_posterior_of_each_state():
+    # d log Z / d obs[t, k] = p(x_t+1 = k | obs). The probability-space filter (eager and
+    # compiled) added its log normalizer, near -2e7, to log p before the last sum: in float32
+    # that rounded the last step's softmax, whose error (0.57) then ran back through the chain.
+    from funsor_core.sum_product import MarkovProduct
+    from interpretations import lazy
+
+    rng = np.random.default_rng(6)
+    init = np.log(np.full(K, 1.0 / K)).astype(np.float32)
+    trans = np.log(rng.dirichlet(np.ones(K), K)).astype(np.float32)  # no zeros: the filter
+    obs = (rng.normal(size=(T, K)) - 1e4).astype(np.float32)
+    expected = _oracle(init, trans, obs)[0].sum(1)
+    fc.set_backend("torch")
+    try:
+        o = torch.tensor(obs, requires_grad=True)
+        with lazy:
+            step = (fc.Tensor(torch.tensor(trans), {"x": fc.Bint[K], "y": fc.Bint[K]})
+                    + fc.Tensor(o, {"t": fc.Bint[T], "y": fc.Bint[K]}))
+            chain = MarkovProduct(ops.logaddexp, ops.add, step, "t", {"x": "y"},
+                                  strategy="sequential")
+        total = (fc.Tensor(torch.tensor(init), {"x": fc.Bint[K]}) + chain).reduce(
+            ops.logaddexp, {"x", "y"})
+        total.data.backward()
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(o.grad.double().numpy(), expected, atol=1e-3)
