@@ -70,6 +70,11 @@ from funsor_core.algorithms.chains.discrete_eager import (
     kept,
     rounded_away,
 )
+from funsor_core.algorithms.chains.discrete_precision import (
+    float_max,
+    renormalized,
+    split_shift,
+)
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
     _dot,
@@ -234,7 +239,8 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
         fn, start = (step.forward, left) if left is not None else (step.backward, right)
         start = full_batch(start, mask)
         if log_like:
-            fn, start = _renormalized(fn, (-1,)), _split_shift(start, (-1,))
+            big = float_max(start.dtype) / (duration + 2)  # no sum of T shifts overflows
+            fn, start = renormalized(fn, (-1,), big), split_shift(start, (-1,), big)
         carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
         if left is None or right is None:
             return carry[0] + carry[1] if log_like else carry
@@ -249,32 +255,11 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
     fn = lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g))  # noqa: E731
     if log_like:
-        fn, first = _renormalized(fn, (-2, -1)), _split_shift(first, (-2, -1))
+        big = float_max(first.dtype) / (duration + 2)
+        fn, first = renormalized(fn, (-2, -1), big), split_shift(first, (-2, -1), big)
     acc = _loop(fn, first, step, rest, duration - 1, False, scan,
                 None if mask is None else mask[1:])
     return acc[0] + acc[1] if log_like else acc
-
-
-# A float32 log-space carry keeps its maximum apart: after T steps of log weights near -1e4
-# the carry is near -1e8, where a float32 ulp is 8, so the differences between states (what
-# the marginals and Viterbi's choices read) would be lost; shifted to a maximum of 0 they
-# keep their digits, and the shift (detached: the value is shift-invariant, so the
-# derivative is the shifted carry's) is added back once, after the last sum.
-def _split_shift(v, axes: tuple) -> tuple:
-    fns = backend_of(v).LOOP_FNS
-    s = fns.max1(v) if len(axes) == 1 else fns.max2(v)  # detached
-    s = ops.clamp(s, -_BIG, _BIG)  # an all -inf carry stays -inf (not NaN), as unshifted
-    return v - s, s
-
-
-_BIG = float(np.finfo(np.float32).max)  # single precision only (see ``_sequential``)
-
-
-def _renormalized(fn, axes: tuple):
-    def body(carry, g):
-        v, shift = _split_shift(fn(carry[0], g), axes)
-        return v, carry[1] + shift
-    return body
 
 
 def _identity(step: _Step, proto):

@@ -14,8 +14,10 @@ import math
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.engine.backend import backend_of
 
-__all__ = ["linear_exp", "linear_exp_floor", "single_precision"]
+__all__ = ["float_max", "linear_exp", "linear_exp_floor", "renormalized", "single_precision",
+           "split_shift"]
 
 
 def linear_exp(x) -> tuple:
@@ -86,3 +88,50 @@ def single_precision(dtype) -> bool:
 
 
 _BITS: dict = {}
+
+
+def float_max(dtype) -> float:
+    """The largest finite number of a float ``dtype`` (numpy's, jax's or torch's).
+
+    Example:
+        >>> float_max(np.dtype(np.float16))
+        65504.0
+    """
+    name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
+    return float(np.finfo(name).max)
+
+
+# A float32 log-space carry keeps its maximum apart: after T steps of log weights near -1e4
+# the carry is near -1e8, where a float32 ulp is 8, so the differences between states (what
+# the marginals and Viterbi's choices read) would be lost; shifted to a maximum of 0 they
+# keep their digits, and the shift (detached: the value is shift-invariant, so the
+# derivative is the shifted carry's) is added back once, after the last sum.
+def split_shift(v, axes: tuple, big: float) -> tuple:
+    """``(v - s, s)``, ``s`` the detached maximum of the log-space ``v`` over ``axes`` (the
+    last one, or the last two), clamped to ``[-big, big]``: any finite shift is exact, and
+    an all -inf ``v`` stays -inf (not NaN).
+
+    Example:
+        >>> v, s = split_shift(np.array([-1e4, -1e4 - 1.0]), (-1,), 1e30)
+        >>> v.tolist(), s.tolist()
+        ([0.0, -1.0], [-10000.0])
+    """
+    fns = backend_of(v).LOOP_FNS
+    s = fns.max1(v) if len(axes) == 1 else fns.max2(v)  # detached
+    s = ops.clamp(s, -big, big)
+    return v - s, s
+
+
+def renormalized(fn, axes: tuple, big: float):
+    """A scan body ``(carry, x) -> carry`` of log-space values made one of ``(values, shift)``
+    pairs: ``fn``'s result is shifted by ``split_shift`` and the shift accumulated apart.
+
+    Example:
+        >>> body = renormalized(lambda v, x: v + x, (-1,), 1e30)
+        >>> body((np.zeros(2), np.zeros(1)), np.array([-5.0, -6.0]))
+        (array([ 0., -1.]), array([-5.]))
+    """
+    def body(carry, g):
+        v, shift = split_shift(fn(carry[0], g), axes, big)
+        return v, carry[1] + shift
+    return body
