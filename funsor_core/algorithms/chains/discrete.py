@@ -70,6 +70,11 @@ from funsor_core.algorithms.chains.discrete_eager import (
     kept,
     rounded_away,
 )
+from funsor_core.algorithms.chains.discrete_precision import (
+    float_max,
+    renormalized,
+    split_shift,
+)
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
     _dot,
@@ -195,6 +200,8 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
         inner = fn
 
         def fn(c, g):
+            if isinstance(c, tuple):  # a renormalized carry: (values, shift)
+                return tuple(kept(g["keep"], n, o) for n, o in zip(inner(c, g), c))
             return kept(g["keep"], inner(c, g), c)
 
     if duration == 1:
@@ -224,21 +231,35 @@ def _with_keep(groups: dict, mask, t: int) -> dict:
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    if left is not None:
-        carry = _loop(step.forward, full_batch(left, mask), step, factors, duration, False,
-                      scan, mask)
-        return carry if right is None else _dot(sum_op, prod_op, carry, right)
-    if right is not None:
-        return _loop(step.backward, full_batch(right, mask), step, factors, duration, True,
-                     scan, mask)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8, and the
+    # shift costs eager max-plus steps twice their time)
+    log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
+                and single_precision(factors[0].dtype))
+    if left is not None or right is not None:
+        fn, start = (step.forward, left) if left is not None else (step.backward, right)
+        start = full_batch(start, mask)
+        if log_like:
+            big = float_max(start.dtype) / (duration + 2)  # no sum of T shifts overflows
+            fn, start = renormalized(fn, (-1,), big), split_shift(start, (-1,), big)
+        carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
+        if left is None or right is None:
+            return carry[0] + carry[1] if log_like else carry
+        if log_like:  # the shift added after the sum: it holds the magnitude, not the digits
+            return _dot(sum_op, prod_op, carry[0], right) + carry[1][..., 0]
+        return _dot(sum_op, prod_op, carry, right)
     first = step.matrix(step.at(factors, 0))
     if mask is not None:  # the identity where step 0 does not count
         first = kept(mask[0], first, _identity(step, first))
     if duration == 1:
         return first
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
-    return _loop(lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g)), first,
-                 step, rest, duration - 1, False, scan, None if mask is None else mask[1:])
+    fn = lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g))  # noqa: E731
+    if log_like:
+        big = float_max(first.dtype) / (duration + 2)
+        fn, first = renormalized(fn, (-2, -1), big), split_shift(first, (-2, -1), big)
+    acc = _loop(fn, first, step, rest, duration - 1, False, scan,
+                None if mask is None else mask[1:])
+    return acc[0] + acc[1] if log_like else acc
 
 
 def _identity(step: _Step, proto):
@@ -355,9 +376,12 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
                                carry, xs)
         # log p with p = 0 -> -inf, and a zero gradient there (never 0 * inf).
         positive = p > 0
-        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+        v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))),
                       ops.full_like(p, -math.inf))
-        result = v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+        # lz joins after the last sum: in float32 near -1e7 it would round log p to units,
+        # and the softmax of the last step (its derivative) with it
+        result = (v + lz if right is None
+                  else _dot(step.sum_op, step.prod_op, v, right) + lz[..., 0])
         r = ops.detach(result)
         bad = ops.any(r != r)  # NaN: e.g. an infinite weight, for the exact path to judge
         bad = bad | rounded_away(ops.detach(p), right, floor)

@@ -135,9 +135,10 @@ def eager_log_filter(step, factors, duration, left, right, mask=None):
     if bool(rounded_away(p, right, floor)):
         return None
     positive = p > 0  # a state of weight zero at the last step: log 0 = -inf, no NaN gradient
-    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))) + lz,
+    v = ops.where(positive, ops.log(ops.where(positive, p, ops.full_like(p, 1.0))),
                   ops.full_like(p, -math.inf))
     batch = np.broadcast_shapes(tuple(left.shape[:-1]), *(tuple(f.shape[1:-2]) for f in factors))
     if tuple(v.shape[:-1]) != batch:  # as the log-space loop's: every batch dim broadcast
         v = ops.expand(v, batch + (k,))
-    return v if right is None else _dot(step.sum_op, step.prod_op, v, right)
+    # lz joins after the last sum (float32 near -1e7 would round log p to units first)
+    return v + lz if right is None else _dot(step.sum_op, step.prod_op, v, right) + lz[..., 0]

@@ -30,13 +30,15 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.algorithms.chains.factors import product_leaves
 from funsor_core.algorithms.chains.masks import masked_steps
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
-from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["markov_marginals", "markov_map"]
 
@@ -73,12 +75,17 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
                          "must be one")
     order, batch, prevs, currs = tensor_layout(inputs, time, tuple(sorted(step.items())))
     probe_inputs = {n: inputs[n] for n in order}
-    proto = next(f.data for f in pieces if isinstance(f, Tensor))
+    proto = _widest(pieces)
     backend = backend_of(proto)
     if not backend.DIFFERENTIABLE:
         raise NotImplementedError(_NO_AUTODIFF.format(what=what))
     states = frozenset(prevs) | frozenset(currs)
     for k, f in enumerate(factors):
+        if time in f.inputs:  # the chain's time is bound inside it: no factor outside sees it
+            raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} has the "
+                             f"chain's time input '{time}'; a boundary factor is over the "
+                             "first prev names or the last curr names (and batch names): put "
+                             "a factor of each step into the steps instead")
         if f.inputs and not any(n in inputs for n in f.inputs):  # a typo, most likely
             raise ValueError(f"{what}: boundary factor {k} over {dict(f.inputs)} shares no name "
                              f"with the chain, whose inputs are {list(inputs)}; a boundary "
@@ -153,6 +160,7 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
         factors = [factors]
+    trans = _evaluated_leaves(trans, prod_op)
     if _numpy_chain(trans, prod_op):
         return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
                          lengths, mask)
@@ -179,6 +187,34 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
         if not _check_mass(value, batch_inputs, what):
             grad = _nan_where_dead(grad, inputs, total)
     return total, Tensor(grad, inputs)
+
+
+def _evaluated_leaves(trans, prod_op):
+    # A step built lazily from a transition Tensor and a distribution (Normal(loc[x_curr],
+    # scale, value=y) under ``lazy``): each term of the sum that the active interpretation
+    # evaluates to a Tensor becomes that Tensor, the sum stays apart (see tensor_factors).
+    if tensor_factors(trans, prod_op) is not None:
+        return trans
+    leaves = product_leaves(trans, prod_op)
+    if len(leaves) == 1:
+        return trans
+    leaves = [f if isinstance(f, (Tensor, Number)) else reinterpret(f) for f in leaves]
+    with reflect:
+        rebuilt = leaves[0]
+        for f in leaves[1:]:
+            rebuilt = prod_op(rebuilt, f)
+    return rebuilt if tensor_factors(rebuilt, prod_op) is not None else trans
+
+
+def _widest(pieces):
+    # An empty array of the dtype the step factors promote to (float32 steps plus float64
+    # observations: float64), so the probe, and the pairs, lose no digits of either.
+    empty = [ops.reshape(f.data, (-1,))[:0] for f in pieces if isinstance(f, Tensor)]
+    proto = empty[0]
+    for e in empty[1:]:
+        if e.dtype != proto.dtype:
+            proto = proto + e
+    return proto
 
 
 def _numpy_chain(trans, prod_op) -> bool:
@@ -208,8 +244,11 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
         trans = pieces[0]
         for f in pieces[1:]:
             trans = prod_op(trans, f)
+    def keep_raw(x):  # a raw array of lengths or a mask is refused naming its own type
+        return x if isinstance(x, np.ndarray) and x.ndim else to_torch(x)
+
     total, pairs = _marginals(sum_op, prod_op, trans, time, step, [to_torch(f) for f in factors],
-                              strategy, what, to_torch(lengths), to_torch(mask))
+                              strategy, what, keep_raw(lengths), keep_raw(mask))
     return _to_numpy(total), _to_numpy(pairs)
 
 

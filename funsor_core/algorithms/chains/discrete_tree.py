@@ -33,13 +33,18 @@ import math
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_precision import (
+    linear_exp,
+    linear_exp_floor,
+    single_precision,
+)
 from funsor_core.algorithms.contract.kernels import BROADCAST_LIMIT, log_sum, pair
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
 __all__ = ["UNIT", "checked_shifted_tree", "guarded_log_tree", "linear_exp", "log_tree",
-           "parallel_chain", "scaled_log_chain", "scaled_log_tree", "semiring_mm", "semiring_mv",
-           "semiring_vm", "shifted_log_tree", "with_units"]
+           "normalized_log_tree", "parallel_chain", "scaled_log_chain", "scaled_log_tree",
+           "semiring_mm", "semiring_mv", "semiring_vm", "shifted_log_tree", "with_units"]
 
 # ``scaled_log_chain`` stops its rounds at this many matrices and takes the rest one by one
 # with the boundary vector: a vector-matrix product costs a few microseconds, a round (pair
@@ -197,46 +202,6 @@ def guarded_log_tree(mats, cond):
                 lambda _: log_tree(ops.logaddexp, ops.add, mats)[0], None)
 
 
-def linear_exp(x) -> tuple:
-    """``(exp(x), floor)`` for the shifted logs ``x <= 0`` of a linear-space product that
-    checks its smallest entry against ``floor``. In double precision, entries below
-    ``sqrt(tiny)`` are made exact zeros: an ``exp`` that underflows takes the slow path of
-    numpy's and torch's vectorized ``exp`` (torch, (499, 16, 16) at -720: 11 ms against 0.1
-    at -10), and a product of two subnormal-bound terms the slow path of the matrix product
-    and its derivative (4 against 0.1 ms). A dropped term is below ``sqrt(tiny)``, so
-    ``floor`` is ``K sqrt(tiny) / eps`` (about 1e-137 for ``K = 16``): a product entry at
-    least that keeps its digits, and a product of true zeros fails the check as before.
-    Single precision, whose ``sqrt(tiny)`` is too close to 1, keeps the plain ``exp`` and
-    the floor ``tiny / eps``.
-
-    Example:
-        >>> p, floor = linear_exp(np.array([[-800.0, 0.0], [0.0, -1.0]]))
-        >>> p.tolist(), floor > 1e-300
-        ([[0.0, 1.0], [1.0, 0.36787944117144233]], True)
-    """
-    low, floor = _cut(x.dtype, x.shape[-1])
-    if low is None:
-        return ops.exp(x), floor
-    kept = ops.ge(x, low)
-    p = ops.where(kept, ops.exp(ops.clamp(x, low, None)), ops.full_like(x, 0.0))
-    return p, floor
-
-
-def _cut(dtype, k: int) -> tuple:
-    # (the log below which linear_exp makes exact zeros, or None; its floor) for k states
-    cut = _CUTS.get(dtype)
-    if cut is None:
-        name = dtype if isinstance(dtype, np.dtype) else str(dtype).rsplit(".", 1)[-1]
-        info = np.finfo(name)
-        cut = _CUTS[dtype] = (None if info.bits <= 32 else math.log(info.tiny) / 2,
-                              info.eps, float(info.tiny / info.eps))
-    low, eps, floor = cut
-    return low, floor if low is None else max(floor, float(k * math.exp(low) / eps))
-
-
-_CUTS: dict = {}
-
-
 def _first_round_fails(mats, c, floor: float) -> bool:
     # Shifted by its maximum, a step is at most 1, so an entry of a first-round product
     # (P_a P_b)_ij = sum_k P_a[i, k] P_b[k, j] is at most K max_k P_a[i, k] and at most
@@ -254,22 +219,6 @@ def _first_round_fails(mats, c, floor: float) -> bool:
     return bool(ops.amin(cols) < bound)
 
 
-def single_precision(dtype) -> bool:
-    """Whether ``dtype`` is a float of at most 32 bits (numpy's, jax's or torch's dtype).
-
-    Example:
-        >>> single_precision(np.float32), single_precision(np.float64)
-        (True, False)
-    """
-    bits = _BITS.get(dtype)
-    if bits is None:
-        # numpy and jax dtypes are numpy's; torch's (torch.float32) is read by its name.
-        name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
-        bits = _BITS[dtype] = np.finfo(name).bits
-    return bits <= 32
-
-
-_BITS: dict = {}
 # The largest float32 chain (T x batch x K^2 numbers) rounded as funsor's: under jax.jit its
 # value costs as guarded_log_tree's at T = 200, K = 8 (167 against 170 us) but 2.4x more at
 # T = 1,000, K = 16 (3.5 against 1.5 ms), where NumPyro's scans and unrolled models differ
@@ -425,7 +374,10 @@ def _tree_chain(sum_op, prod_op, mats, left, right, flat_mats):
         rest = [ops.reshape(rest[0], tuple(mats.shape[1:]))]
     if rest is None and flat_mats is not None and mats.shape[-1] >= SHIFTED_FROM:
         rest = checked_shifted_tree(mats, stop)
-    if rest is None:
+    shift = None
+    if rest is None and prod_op is ops.add and sum_op in (ops.logaddexp, ops.max):
+        rest, shift = normalized_log_tree(sum_op, mats, stop)
+    elif rest is None:
         rest = log_tree(sum_op, prod_op, mats, stop)
     if fused:
         total, axes = prod_op(rest[0][..., :, :, None], rest[1][..., None, :, :]), (-2,)
@@ -433,13 +385,52 @@ def _tree_chain(sum_op, prod_op, mats, left, right, flat_mats):
             total, axes = prod_op(left[..., :, None, None], total), (-3, -2)
         if right is not None:
             total, axes = prod_op(total, right[..., None, None, :]), axes + (-1,)
-        return _reduce(sum_op, total, axes)
+        total = _reduce(sum_op, total, axes)
+        return total if shift is None else total + _trailing(ops.sum(shift, 0), len(axes) - 1)
     total, axes = rest[0], ()
     if left is not None:
         total, axes = prod_op(left[..., :, None], total), (-2,)
     if right is not None:
         total, axes = prod_op(total, right[..., None, :]), axes + (-1,)
-    return _reduce(sum_op, total, axes) if axes else total
+    total = _reduce(sum_op, total, axes) if axes else total
+    return total if shift is None else total + _trailing(shift[0], len(axes))
+
+
+def _trailing(shift, boundaries: int):
+    # A shift (*batch, 1, 1) against a total (*batch, [P], [C]): a summed boundary's dim goes.
+    for _ in range(boundaries):
+        shift = shift[..., 0]
+    return shift
+
+
+def normalized_log_tree(sum_op, mats, stop: int = 1) -> tuple:
+    """``log_tree(sum_op, ops.add, mats, stop)`` for ``sum_op`` ``logaddexp`` or ``max``, as
+    ``(rest, shift)``: the matrices left, each shifted to a maximum of 0, and the detached
+    shifts ``(n, *batch, 1, 1)`` to add back after the caller's last sum. Each round's
+    products are shifted again, so no entry grows with ``T`` (plain log-space rounds reach
+    ``T`` times a step's magnitude: near -1e8 after 10^4 steps of -1e4, where a float32 ulp
+    is 8 and the differences that marginals and Viterbi read are gone).
+
+    Example:
+        >>> mats = np.full((4, 2, 2), -1e4)
+        >>> rest, shift = normalized_log_tree(ops.max, mats)
+        >>> rest[0].tolist(), float(shift[0, 0, 0])
+        ([[0.0, 0.0], [0.0, 0.0]], -40000.0)
+    """
+    def split(x):
+        s = ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True)
+        s = ops.where(ops.isfinite(s), s, ops.full_like(s, 0.0))  # an all -inf matrix stays
+        return x - s, s
+
+    mats, shift = split(mats)
+    while mats.shape[0] > stop:
+        n = mats.shape[0]
+        end = n - 1 if n % 2 else n
+        q, s = split(_mm(sum_op, ops.add, mats[0:end:2], mats[1:end:2]))
+        s = s + shift[0:end:2] + shift[1:end:2]
+        mats = ops.cat([q, mats[n - 1:]], 0) if n % 2 else q
+        shift = ops.cat([s, shift[n - 1:]], 0) if n % 2 else s
+    return mats, shift
 
 
 def scaled_log_tree(mats, stop: int = 1) -> list | None:
@@ -465,7 +456,7 @@ def scaled_log_tree(mats, stop: int = 1) -> list | None:
 def _scaled_log_tree(mats, stop: int):
     xp = backend_of(mats).LOOP_FNS
     c = xp.max2(mats)  # (T, *batch, 1, 1)
-    if _first_round_fails(mats, c, _cut(mats.dtype, mats.shape[-1])[1]):
+    if _first_round_fails(mats, c, linear_exp_floor(mats.dtype, mats.shape[-1])):
         return None
     p, floor = linear_exp(mats - c)  # NaN where c is not finite: the check below fails then
     # Each product is divided by its (detached) maximum; the final product is the product

@@ -19,7 +19,7 @@ from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Align, Binary, Number, Reduce, Subs, Unary, Variable
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["tensor_factors", "tensor_expression"]
+__all__ = ["product_leaves", "tensor_factors", "tensor_expression"]
 
 # The generic terms that exact evaluates on Tensor arguments to a Tensor.
 _TENSOR_OPS = (Binary, Unary, Reduce, Subs, Align, Contraction)
@@ -31,8 +31,8 @@ def tensor_factors(trans, prod_op) -> list | None:
     built lazily, so that a shared transition matrix and per-step observation vectors stay
     apart); None for anything else. A Tensor of int or bool data comes back with float data
     (the chain kernels multiply and log-sum its matrices: int8 products wrap, and
-    ``logsumexp`` of integers raises). Factors holding arrays of two backends raise the
-    ``TypeError`` of ``check_backends``.
+    ``logsumexp`` of integers raises). Factors holding arrays of two backends raise a
+    ``TypeError`` naming both, as the eager sum of them would.
 
     Example:
         >>> from interpretations import lazy
@@ -45,7 +45,30 @@ def tensor_factors(trans, prod_op) -> list | None:
     """
     if type(trans) is Tensor:
         return [_float_data(trans)] if trans.output is Real else None
-    factors, todo = [], [trans]
+    factors = product_leaves(trans, prod_op)
+    if not all(isinstance(f, (Tensor, Number)) and f.output is Real for f in factors):
+        return None
+    if not any(isinstance(t, Tensor) for t in factors):
+        return None
+    factors = [_float_data(f) if isinstance(f, Tensor) else f for f in factors]
+    if len(factors) > 1:  # built lazily, nothing has compared their backends yet
+        labels = [f"step factor {type(f).__name__} over {list(f.inputs)}" for f in factors]
+        factors = list(check_backends("chain", factors, labels))
+    return factors
+
+
+def product_leaves(trans, prod_op) -> list:
+    """The terms of a ``prod_op``-product as built lazily (a ``Binary`` tree or a
+    ``Contraction`` without reductions), in order; ``[trans]`` for anything else.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     step = fc.Tensor(np.zeros(2), {"y": fc.Bint[2]}) + fc.Variable("z", fc.Real)
+        >>> [type(f).__name__ for f in product_leaves(step, ops.add)]
+        ['Tensor', 'Variable']
+    """
+    leaves, todo = [], [trans]
     while todo:
         term = todo.pop()
         if isinstance(term, Binary) and term.op is prod_op:
@@ -53,18 +76,9 @@ def tensor_factors(trans, prod_op) -> list | None:
         elif (isinstance(term, Contraction) and term.red_op is None
               and term.bin_op is prod_op and not term.reduced_vars):
             todo += reversed(term.terms)
-        elif isinstance(term, Tensor) and term.output is Real:
-            factors.append(_float_data(term))
-        elif isinstance(term, Number) and term.output is Real:
-            factors.append(term)
         else:
-            return None
-    if not any(isinstance(t, Tensor) for t in factors):
-        return None
-    # Taken apart here, a product built lazily never met the Binary rule's backend check:
-    # a numpy matrix with torch observations raises as ``a + o`` does eagerly.
-    return list(check_backends("run a Markov chain over", factors,
-                               [f"step factor {k}" for k in range(len(factors))]))
+            leaves.append(term)
+    return leaves
 
 
 def _float_data(t: Tensor) -> Tensor:
