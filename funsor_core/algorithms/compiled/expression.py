@@ -42,6 +42,7 @@ from funsor_core.algorithms.compiled.functional import (
     table_is_functional,
 )
 from funsor_core.algorithms.compiled.functional import functional as declare
+from funsor_core.algorithms.compiled.gradients import may_differentiate, run_model_gradient
 from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
@@ -237,6 +238,9 @@ class Program:
                             for k, (out, (kind, _)) in enumerate(zip(plan.functional, leaves))
                             if out is not None and kind != "const")
         self._seen = {}
+        # Every declared slot: differentiating the replicated plan would give the gradient of
+        # the replicas' product, not the model's (``gradients.py``).
+        self._declared = tuple(k for k, out in enumerate(plan.functional) if out is not None)
 
     def __call__(self, **params):
         missing = set(self.inputs) - set(params)
@@ -255,7 +259,10 @@ class Program:
                   else self._markov(v, params) if kind == "markov"
                   else self._plate(v, params) for kind, v in self._leaves]
         ok = self._check_functional(arrays) if self._slots else None
-        data = self.plan.run_arrays(arrays, self.log)
+        if self._declared and may_differentiate(arrays, self._declared):
+            data = run_model_gradient(self.plan, arrays, self.log, self._declared)
+        else:
+            data = self.plan.run_arrays(arrays, self.log)
         return data if ok is None else ops.where(ok, data, float("nan"))
 
     def _check_functional(self, arrays: list):
