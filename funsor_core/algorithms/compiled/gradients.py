@@ -58,6 +58,8 @@ def may_differentiate(arrays: Sequence, slots: Sequence[int]) -> bool:
     """
     for k in slots:
         x = arrays[k]
+        if isinstance(x, np.ndarray):
+            continue
         if getattr(x, "requires_grad", False):
             return True
         if not (isinstance(x, (float, int)) or ops.is_concrete(x)):
