@@ -14,7 +14,7 @@ the tables with their gradient stopped (``sg``; the gradient with respect to the
 factors ``theta`` stays right: the replication licences hold for any values of them), plus a
 term that is exactly 0 in value and carries the tables' gradient:
 
-* torch (concrete arrays, a declared table with ``requires_grad``): ``p - sg(p)`` where
+* torch (a declared table with ``requires_grad``, autograd on): ``p - sg(p)`` where
   ``p = plain(G, sg(theta))`` is the same factors planned without declarations, each table
   once, so its derivative in every ``G_k`` is the model's (a ``where`` makes the term 0
   where the model is not finite, e.g. ``-inf`` in log space). If that plan exceeds the
@@ -61,7 +61,11 @@ def may_differentiate(arrays: Sequence, slots: Sequence[int]) -> bool:
         if isinstance(x, np.ndarray):
             continue
         if getattr(x, "requires_grad", False):
-            return True
+            # An op on it records a gradient only where autograd is on (not under torch's
+            # no_grad): an empty slice plus 0 asks at no cost.
+            if getattr(ops.reshape(x, (-1,))[:0] + 0, "requires_grad", True):
+                return True
+            continue
         if not (isinstance(x, (float, int)) or ops.is_concrete(x)):
             return True
     return False

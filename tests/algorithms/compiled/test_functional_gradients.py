@@ -132,8 +132,10 @@ def test_torch_over_budget_raises_naming_the_parameters():
     with fc.memory_budget(8):
         with pytest.raises(fc.MemoryBudgetError, match=r"gradient .*\['g'\].*declared functional"):
             prog(g=tg, f=torch.tensor(F), w=torch.tensor(W))
-        # not differentiated: the fast run, as before
+        # not differentiated: the fast run, as before (torch's no_grad included)
         out = prog(g=torch.tensor(G), f=torch.tensor(F), w=torch.tensor(W))
+        with torch.no_grad():
+            assert torch.equal(prog(g=tg, f=torch.tensor(F), w=torch.tensor(W)), out)
     np.testing.assert_allclose(out.numpy(), np.einsum(EINSUM, *_tables(G, F, W)), rtol=1e-12)
 
 
