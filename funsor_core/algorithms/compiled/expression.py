@@ -42,6 +42,7 @@ from funsor_core.algorithms.compiled.functional import (
     table_is_functional,
 )
 from funsor_core.algorithms.compiled.functional import functional as declare
+from funsor_core.algorithms.compiled.gradients import may_differentiate, run_model_gradient
 from funsor_core.algorithms.compiled.lowering import SEMIRINGS
 from funsor_core.algorithms.compiled.program import Plan, _semiring, plan_structure
 from funsor_core.atoms.tensor import Tensor
@@ -237,6 +238,9 @@ class Program:
                             for k, (out, (kind, _)) in enumerate(zip(plan.functional, leaves))
                             if out is not None and kind != "const")
         self._seen = {}
+        # Every declared slot: differentiating the replicated plan would give the gradient of
+        # the replicas' product, not the model's (``gradients.py``).
+        self._declared = tuple(k for k, out in enumerate(plan.functional) if out is not None)
 
     def __call__(self, **params):
         missing = set(self.inputs) - set(params)
@@ -255,7 +259,11 @@ class Program:
                   else self._markov(v, params) if kind == "markov"
                   else self._plate(v, params) for kind, v in self._leaves]
         ok = self._check_functional(arrays) if self._slots else None
-        data = self.plan.run_arrays(arrays, self.log)
+        if self._declared and may_differentiate(arrays, self._declared):
+            data = run_model_gradient(self.plan, arrays, self.log, self._declared,
+                                      self._names(self._declared))
+        else:
+            data = self.plan.run_arrays(arrays, self.log)
         return data if ok is None else ops.where(ok, data, float("nan"))
 
     def _check_functional(self, arrays: list):
@@ -289,12 +297,17 @@ class Program:
             flag = ops.and_(flag, f)
         return flag
 
+    def _names(self, slots) -> tuple:
+        # The parameter (or plate product) behind each slot, for messages.
+        return tuple(value if kind == "param" else value[0] if kind in ("param_at", "markov")
+                     else "constant" if kind == "const"
+                     else f"the plate product over {value[0].inputs}"
+                     for kind, value in (self._leaves[k] for k in slots))
+
     def _not_functional(self, k: int, out: str, x) -> FunctionalError:
         # The message of ``functional()`` on the table (the first bad parent assignment),
         # prefixed with the parameter that carried it.
-        kind, value = self._leaves[k]
-        name = value if kind == "param" else value[0] if kind in ("param_at", "markov") \
-            else f"the plate product over {value[0].inputs}"
+        (name,) = self._names((k,))
         names = self.plan.scopes[k]
         table = Tensor(ops.detach(x) if hasattr(x, "detach") else x,
                        {n: Bint[self.plan.sizes[n]] for n in names})
@@ -471,7 +484,12 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
             on each call (a ``FunctionalError`` naming the parameter, or, traced under
             ``jax.jit``, a NaN result, unless it is a 0/1 table with one 1 per assignment
             of the other names; an unchanged jax, torch or read-only numpy array is not
-            read again).
+            read again). The gradient with respect to a declared table is the model's
+            (``gradients.py``): on torch, when it ``requires_grad``, at the cost of one run
+            of the plan without declarations (``MemoryBudgetError`` naming the parameter if
+            that exceeds the budget); traced under jax (``grad``, ``jit``) it is NaN (compile
+            without the declaration to differentiate the table); other parameters' gradients
+            are unaffected.
         method: the planner, as for ``fc.plan``.
         memory_budget: bytes; a plan needing more raises ``MemoryBudgetError``.
 

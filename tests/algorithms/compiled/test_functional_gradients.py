@@ -1,0 +1,182 @@
+"""The gradient of a compiled program with respect to a declared functional parameter is the
+model's (h73): torch autograd of the same model as one einsum without the
+declaration is the oracle, with central finite differences of np.einsum; the jointree
+replicates the tables (several copies each), and the value stays the fast run's bit for bit.
+Traced (jax), the model's gradient would cost the unreplicated run on every call: NaN.
+Before: the replicated product's gradient (e.g. [[3.3, 9.0], [11.2, 16.8]] for the model's
+[[0.6, 4.5], [5.6, 7.0]])."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from interpretations import lazy
+
+RNG = np.random.default_rng(3)
+PU = RNG.random(3)
+A, B, C = RNG.random((3, 2)), RNG.random((3, 2)), RNG.random((2, 2))
+W = RNG.random((3, 2))
+G = np.eye(3)[[2, 0, 0]]  # x = g(u), used by A, B and F: three copies
+F = np.eye(2)[[1, 0, 1]]  # y = f(x), used by C twice (y with a and y with b)
+EINSUM = "u,ux,xy,xa,xb,ya,yb,ua->a"  # the kept name a: a vector output
+
+
+def _log(x):
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def _tables(g, f, w, log=False):
+    t = [PU, g, f, A, B, C, C, w]
+    return [_log(x) if log and x is not g and x is not f and x is not w else x for x in t]
+
+
+def _program(log, to):
+    const = {"pu": (PU, "u"), "a": (A, "xa"), "b": (B, "xb"), "c1": (C, "ya"), "c2": (C, "yb")}
+    t = {k: fc.Tensor(to(_log(v) if log else v), {n: fc.Bint[3 if n in "ux" else 2]
+                                                     for n in names})
+         for k, (v, names) in const.items()}
+    g = fc.Variable("g", fc.Reals[3, 3])["u", "x"]
+    f = fc.Variable("f", fc.Reals[3, 2])["x", "y"]
+    w = fc.Variable("w", fc.Reals[3, 2])["u", "a"]
+    sum_op, prod_op = (ops.logaddexp, ops.add) if log else (ops.add, ops.mul)
+    with lazy:
+        expr = fc.sum_product(sum_op, prod_op, [t["pu"], g, f, t["a"], t["b"], t["c1"],
+                                                t["c2"], w], frozenset("uxyb"))
+    prog = fc.compile(expr, functional={"x": g, "y": f}, method="jointree")
+    assert prog.plan.stats()["leaves"] > 8  # replicated
+    return prog
+
+
+def _fd(fn, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        grad[i] = (fn(x + d) - fn(x - d)) / (2 * eps)
+    return grad
+
+
+R = RNG.random(2)  # the loss: R . output
+
+
+def test_torch_linear_gradient_is_the_models():
+    torch = pytest.importorskip("torch")
+    prog = _program(False, torch.tensor)
+    tg, tf, tw = (torch.tensor(x, requires_grad=True) for x in (G, F, W))
+    out = prog(g=tg, f=tf, w=tw)
+    (out * torch.tensor(R)).sum().backward()
+    og, of, ow = (torch.tensor(x, requires_grad=True) for x in (G, F, W))
+    ref = torch.einsum(EINSUM, *[torch.tensor(x) if not torch.is_tensor(x) else x
+                                 for x in _tables(og, of, ow)])
+    (ref * torch.tensor(R)).sum().backward()
+    for mine, oracle in ((tg, og), (tf, of), (tw, ow)):
+        np.testing.assert_allclose(mine.grad.numpy(), oracle.grad.numpy(), rtol=1e-12)
+    # finite differences of the model (np.einsum), entries where the table is 0 included
+    np.testing.assert_allclose(tg.grad.numpy(), _fd(
+        lambda g: R @ np.einsum(EINSUM, *_tables(g, F, W)), G), rtol=1e-6)
+    np.testing.assert_allclose(tf.grad.numpy(), _fd(
+        lambda f: R @ np.einsum(EINSUM, *_tables(G, f, W)), F), rtol=1e-6)
+    # the value is the fast run's, bit for bit
+    fast = prog(g=torch.tensor(G), f=torch.tensor(F), w=torch.tensor(W))
+    assert torch.equal(out.detach(), fast)
+    np.testing.assert_allclose(fast.numpy(), np.einsum(EINSUM, *_tables(G, F, W)), rtol=1e-12)
+
+
+def test_torch_log_gradient_is_the_models():
+    torch = pytest.importorskip("torch")
+    prog = _program(True, torch.tensor)
+    lg, lf, lw = (torch.tensor(_log(x), requires_grad=True) for x in (G, F, W))
+    out = prog(g=lg, f=lf, w=lw)
+    (out * torch.tensor(R)).sum().backward()
+    og, of, ow = (torch.tensor(_log(x), requires_grad=True) for x in (G, F, W))
+    # oracle: log of the einsum of the exponentiated tables (every table enters once)
+    ref = torch.log(torch.einsum(EINSUM, *[torch.exp(t) if torch.is_tensor(t)
+                                           else torch.tensor(t) for t in _tables(og, of, ow)]))
+    (ref * torch.tensor(R)).sum().backward()
+    for mine, oracle in ((lg, og), (lf, of), (lw, ow)):
+        np.testing.assert_allclose(mine.grad.numpy(), oracle.grad.numpy(), rtol=1e-12,
+                                   atol=1e-15)
+    fast = prog(g=torch.tensor(_log(G)), f=torch.tensor(_log(F)), w=torch.tensor(_log(W)))
+    assert torch.equal(out.detach(), fast)
+
+
+def test_jax_gradient_is_nan_for_declared_tables_and_the_models_for_others():
+    # Traced, the unreplicated run cannot be afforded on every call: NaN, never a wrong number.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    jax.config.update("jax_enable_x64", True)
+    prog = _program(False, np.asarray)
+
+    def loss(g, f, w):
+        return jnp.dot(jnp.asarray(R), prog(g=g, f=f, w=w))
+
+    def model(g, f, w):
+        return jnp.dot(jnp.asarray(R), jnp.einsum(EINSUM, *_tables(g, f, w)))
+
+    args = tuple(jnp.asarray(x) for x in (G, F, W))
+    oracle = jax.grad(model, argnums=2)(*args)  # eager jax costs seconds: jit only
+    value, (dg, df, dw) = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))(*args)
+    assert np.isnan(np.asarray(dg)).all() and np.isnan(np.asarray(df)).all()
+    np.testing.assert_allclose(np.asarray(dw), np.asarray(oracle), rtol=1e-12)
+    np.testing.assert_allclose(float(value), R @ prog(g=G, f=F, w=W), rtol=1e-12)
+
+
+def test_torch_over_budget_raises_naming_the_parameters():
+    torch = pytest.importorskip("torch")
+    prog = _program(False, torch.tensor)
+    tg = torch.tensor(G, requires_grad=True)
+    with fc.memory_budget(8):
+        with pytest.raises(fc.MemoryBudgetError, match=r"gradient .*\['g'\].*declared functional"):
+            prog(g=tg, f=torch.tensor(F), w=torch.tensor(W))
+        # not differentiated: the fast run, as before (torch's no_grad included)
+        out = prog(g=torch.tensor(G), f=torch.tensor(F), w=torch.tensor(W))
+        with torch.no_grad():
+            assert torch.equal(prog(g=tg, f=torch.tensor(F), w=torch.tensor(W)), out)
+    np.testing.assert_allclose(out.numpy(), np.einsum(EINSUM, *_tables(G, F, W)), rtol=1e-12)
+
+
+def test_numpy_runs_the_fast_plan_alone():
+    prog = _program(False, np.asarray)
+    out = prog(g=G, f=F, w=W)
+    arrays_run = prog.plan.runs
+    np.testing.assert_allclose(out, np.einsum(EINSUM, *_tables(G, F, W)), rtol=1e-12)
+    prog(g=G, f=F, w=W)
+    assert prog.plan.runs == arrays_run + 1  # one plan run per call: no gradient runs
+
+
+def test_torch_random_networks_match_the_undeclared_program():
+    # Random networks, several declared tables replicated: every parameter's gradient equals
+    # the one of the same expression compiled without declarations (no replication), and
+    # the brute-force marginal is the value.
+    torch = pytest.importorskip("torch")
+    from .networks import brute_force, random_network
+    from .test_program import _symbolic
+
+    checked = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        factors, cards = random_network(rng, 9, 0.6)
+        keep = ("v2",)
+        expr, params, declared, _ = _symbolic(factors, cards, ops.add, ops.mul,
+                                              set(cards) - set(keep))
+        program = fc.compile(expr, functional=declared, method="jointree")
+        leaves = program.plan.tree.leaf_factor
+        if len(leaves) == len(set(leaves)):
+            continue
+        plain = fc.compile(expr, method="jointree")
+        grads = []
+        for prog in (program, plain):
+            tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+            out = prog(**tp)
+            (out * torch.arange(1.0, 1.0 + out.numel(), dtype=out.dtype)).sum().backward()
+            grads.append({k: v.grad.numpy() for k, v in tp.items()})
+            np.testing.assert_allclose(out.detach().numpy(), brute_force(factors, cards, keep),
+                                       rtol=1e-12)
+        for k in params:
+            np.testing.assert_allclose(grads[0][k], grads[1][k], rtol=1e-10, atol=1e-14)
+        checked += 1
+    assert checked >= 2
