@@ -50,6 +50,7 @@ from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring, check_ba
 from funsor_core.algorithms.adjoint.chain_arrays import chain_array_shares, has_array_backward
 from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active, unrecorded
+from funsor_core.algorithms.adjoint.points import eliminate_points
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
@@ -72,7 +73,7 @@ class _Node:
     """One recorded term: its value, class and arguments, the tape position of the node that
     produced each funsor argument (None: a leaf), and its lazy form (for lookups)."""
 
-    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub")
+    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub", "written")
 
     def __init__(self, output, cls, args, parents, lazy, sub=None) -> None:
         self.output = output
@@ -82,6 +83,7 @@ class _Node:
         self.lazy = lazy
         self.aliases: list = []
         self.sub = sub  # a chain's own tape of its pairwise steps
+        self.written = lazy  # the form later lazy forms name it by (the user's term)
 
 
 def canonical_key(x: Funsor) -> Any:
@@ -229,9 +231,12 @@ class AdjointTape(Interpretation):
                     self._record(result, cls, args, sub)
                     return result
         if cls not in BACKWARD:
+            first = len(self.tape)
             result = self.defer(cls, args)
             if self._opaque(result, args):
                 self._record(result, cls, args)  # no backward rule: reading past it raises
+            else:
+                self._rewritten(result, cls, args, first)
             return result
         # Evaluate below the tape: the rules' own intermediate terms are not recorded.
         with self.rest():
@@ -247,9 +252,21 @@ class AdjointTape(Interpretation):
         return any(canonical_key(f) in self._producer or (type(f)._atom and type(f) is not Number)
                    for f in terms_in(args))
 
+    def _rewritten(self, result, cls: type, args: tuple, first: int) -> None:
+        # A term without a backward rule whose eager rule rewrote it into recorded terms (a
+        # distribution into a Gaussian substituted and shifted, say): the node of its value
+        # is also known by the term as written, and later terms are named after it, so that
+        # the user's lazy terms built from it (a chain's step) find their adjoints.
+        node = self._producer.get(canonical_key(result)) if isinstance(result, Funsor) else None
+        if node is None or node < first:
+            return  # not recorded, or an earlier value passed through: its own form stays
+        written = build(cls, map_args(args, self._lazy_of))
+        self.tape[node].aliases.append(written)
+        self.tape[node].written = written
+
     def _lazy_of(self, x: Funsor) -> Funsor:
         node = self._producer.get(canonical_key(x))
-        return x if node is None else self.tape[node].lazy
+        return x if node is None else self.tape[node].written
 
     def _record(self, result, cls: type, args: tuple, sub=None) -> None:
         parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
@@ -500,40 +517,11 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
         names.update(f.inputs)
     reduced = frozenset(names - set(arg.inputs) - ring.keep)
     if reduced and ring.prod_op is ops.add and any(type(f) is Delta for f in factors):
-        factors, reduced = _eliminate_points(factors, reduced)
+        factors, reduced = eliminate_points(factors, reduced)
     if len(factors) == 1:
         (f,) = factors
         return f.reduce(ring.arith, reduced) if reduced else f
     return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
-
-
-def _eliminate_points(factors: tuple, reduced: frozenset) -> tuple:
-    # S_x [Delta(x = p, y = q) + f(x, y)] = Delta(y = q) + f(p, y) for S = max or
-    # logaddexp (a point mass of log weight 0): substitute the points of the reduced names
-    # into the other factors, so that the points of the kept names stay points (a reduction
-    # of the Delta itself would tabulate them into a dense indicator).
-    points: dict = {}
-    out: list = []
-    for f in factors:
-        if type(f) is not Delta:
-            out.append(f)
-            continue
-        rest = []
-        for name, (point, log_density) in f.terms:
-            if name in reduced and type(log_density) is Number and log_density.data == 0.0:
-                points[name] = point
-            else:
-                rest.append((name, (point, log_density)))
-        if rest:
-            out.append(Delta(tuple(rest)))
-    if not points:
-        return factors, reduced
-    out = [f(**{k: v for k, v in points.items() if k in f.inputs})
-           if not points.keys().isdisjoint(f.inputs) else f for f in out]
-    names = set()
-    for f in out:
-        names.update(f.inputs)
-    return tuple(out) or (Number(0.0),), frozenset(reduced - points.keys()) & names
 
 
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
