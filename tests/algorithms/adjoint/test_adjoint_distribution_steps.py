@@ -8,8 +8,9 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from funsor_core.adjoint import NotOnTapeError
 from funsor_core.algorithms.adjoint import forward_backward
-from funsor_core.distribution.continuous import MultivariateNormal
+from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.sum_product import MarkovProduct
 from interpretations import lazy
 from tests.algorithms.adjoint.test_adjoint_gaussian import chain, rts_smoother
@@ -74,3 +75,48 @@ def test_lazy_distribution_step_equals_the_eager_step():
     eager_pair = _gaussian_of(eager_adj[eager] + eager - log_z)
     assert np.allclose(_np(lazy_pair.mean), _np(eager_pair.mean))
     assert np.allclose(_np(lazy_pair.covariance), _np(eager_pair.covariance))
+
+
+def test_a_density_of_constants_is_named_by_its_term():
+    # A Normal of constants evaluates to a constant, a leaf: it and the terms built on it
+    # find their adjoints (log sum_i exp f(i), and the unit of the root), which were -inf.
+    f = fc.Tensor(np.log(np.array([1.0, 3.0])), {"i": fc.Bint[2]})
+    with lazy:
+        c = Normal(0.0, 1.0, value=0.5)
+        both = c + f
+        root = both.reduce(ops.logaddexp, "i")
+    log_z, adj = forward_backward(ops.logaddexp, ops.add, root)
+    assert c in adj and both in adj and root in adj
+    assert np.allclose(_np(adj[c].data), np.logaddexp.reduce(_np(f.data)))
+    assert float(adj[both].data) == 0.0 and float(adj[root].data) == 0.0  # the unit of add
+    assert np.allclose(_np((adj[c] + fc.reinterpret(c)).data), _np(log_z.data))
+
+
+def test_two_densities_of_constants_each_find_their_adjoint():
+    f = fc.Tensor(np.log(np.array([1.0, 3.0])), {"i": fc.Bint[2]})
+    with lazy:
+        left, right = Normal(0.0, 1.0, value=0.5), Normal(0.0, 2.0, value=-0.5)
+        root = (left + right + f).reduce(ops.logaddexp, "i")
+    _, adj = forward_backward(ops.logaddexp, ops.add, root)
+    log_f = np.logaddexp.reduce(_np(f.data))
+    for term, other_scale in ((left, 2.0), (right, 1.0)):  # the other density times sum f
+        other = -0.5 * (0.5 / other_scale) ** 2 - 0.5 * np.log(2 * np.pi) - np.log(other_scale)
+        assert np.allclose(_np(adj[term].data), other + log_f)
+
+
+def test_a_term_the_tape_cannot_name_raises_not_the_unit():
+    # x * 1.0 evaluates to x, so the tape names x by that product, and the first Normal
+    # (and what is built on it) by no form it recorded: its adjoint (the other density, not
+    # the unit -inf) is refused by name. A term outside the expression keeps adjoint zero.
+    x = fc.Variable("x", fc.Real)
+    with lazy:
+        first = Normal(x, 1.0, value=0.0)
+        both = first + Normal(x * 1.0, 1.0, value=0.0)
+        root = both.reduce(ops.logaddexp, "x")
+        outside = Normal(x, 3.0, value=0.0) + first
+    _, adj = forward_backward(ops.logaddexp, ops.add, root)
+    for term in (first, both):
+        with pytest.raises(NotOnTapeError, match="Normal.*no form"):
+            adj[term]
+    assert outside not in adj
+    assert float(adj[outside].data) == ops.UNITS[ops.logaddexp]
