@@ -12,7 +12,7 @@ from funsor_core.adjoint import NotOnTapeError
 from funsor_core.algorithms.adjoint import forward_backward
 from funsor_core.distribution.continuous import MultivariateNormal, Normal
 from funsor_core.sum_product import MarkovProduct
-from interpretations import lazy
+from interpretations import exact, lazy
 from tests.algorithms.adjoint.test_adjoint_gaussian import chain, rts_smoother
 from tests.algorithms.adjoint.test_adjoint_markov import _check_smoothed, _gaussian_of, _np
 
@@ -120,3 +120,23 @@ def test_a_term_the_tape_cannot_name_raises_not_the_unit():
             adj[term]
     assert outside not in adj
     assert float(adj[outside].data) == ops.UNITS[ops.logaddexp]
+
+
+def test_two_terms_that_give_one_constant_are_refused(scratch_exact_rules):
+    # A user's rule that answers two densities with the same constant funsor: the tape
+    # merges the adjoints of that leaf, so neither term is named (not the merged sum).
+    shared = fc.Tensor(np.array(-1.0))
+
+    @exact.register(Normal, fc.Number, fc.Number, fc.Number)
+    def exact_normal_constant_h72(loc, scale, value):
+        return shared
+
+    f = fc.Tensor(np.log(np.array([1.0, 3.0])), {"i": fc.Bint[2]})
+    with lazy:
+        left, right = Normal(0.0, 1.0, value=0.5), Normal(0.0, 1.0, value=-0.5)
+        root = (left + right + f).reduce(ops.logaddexp, "i")
+    log_z, adj = forward_backward(ops.logaddexp, ops.add, root)
+    assert np.allclose(_np(log_z.data), -2.0 + np.logaddexp.reduce(_np(f.data)))  # it ran
+    for term in (left, right):
+        with pytest.raises(NotOnTapeError, match="Normal.*no form"):
+            adj[term]
