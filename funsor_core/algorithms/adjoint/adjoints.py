@@ -67,6 +67,7 @@ class Adjoints(dict):
         self._blocked: dict = {}  # canonical key -> why its adjoint is unknown
         self._tape, self._expr = None, None  # for a lookup that finds nothing (_unknown)
         self._forms: dict = {}  # canonical key of a term as written -> that of its leaf value
+        self._shared: set = set()  # canonical keys of forms that several recorded terms share
 
     def block(self, key, blocked: str, ring) -> None:
         """Mark the adjoint of the funsor of canonical key ``key`` as unknown: it passes
@@ -75,10 +76,16 @@ class Adjoints(dict):
         self._blocked[key] = _blocked_message(blocked, ring)
 
     def __getitem__(self, key):
-        if self._blocked and isinstance(key, Funsor):
-            message = self._blocked.get(canonical_key(key))
+        if (self._blocked or self._shared) and isinstance(key, Funsor):
+            canon = canonical_key(key)
+            message = self._blocked.get(canon)
             if message is not None:
                 raise NotImplementedError(message)
+            if canon in self._shared and not isinstance(key, Variable):
+                raise NotOnTapeError(
+                    f"the adjoint of {key!r:.80} is unknown: the expression computed its value "
+                    "in two places, and the tape cannot tell which of the two is asked for; "
+                    "ask for the adjoint of the term that uses both")
         return dict.__getitem__(self, key)
 
     def add(self, key: Funsor, value, sum_op) -> None:

@@ -125,9 +125,12 @@ class AdjointTape(Interpretation):
         self._producer: dict = {}
         self._forms: dict = {}  # canonical key of a term as written -> that of its leaf value
         self._form_of: dict = {}  # canonical key of a leaf value -> its written form (or None)
+        self._lazies: set = set()
+        self._shared: set = set()
 
     def __enter__(self) -> AdjointTape:
         self.tape, self._producer, self._forms, self._form_of = [], {}, {}, {}
+        self._lazies, self._shared = set(), set()  # recorded lazy forms; forms of two nodes
         return super().__enter__()
 
     # -- recording ------------------------------------------------------------------------------
@@ -209,9 +212,19 @@ class AdjointTape(Interpretation):
         return x if form is None else form
 
     def _record(self, result, cls: type, args: tuple, sub=None) -> None:
-        parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
+        value = canonical_key(result)
+        keys = {id(f): canonical_key(f) for f in terms_in(args)}
+        if value in keys.values():
+            return  # passes an argument through (x * 1 = x): that value keeps its own form
+        parents = {i: self._producer.get(key) for i, key in keys.items()}
         lazy = build(cls, map_args(args, self._lazy_of))
-        self._producer[canonical_key(result)] = len(self.tape)
+        form = canonical_key(lazy)
+        if value in self._producer or form in self._lazies:
+            # One value computed in two places: the adjoints of the two are merged under
+            # these keys, so neither names its own (looking either up raises).
+            self._shared.update((value, form))
+        self._lazies.add(form)
+        self._producer[value] = len(self.tape)
         self.tape.append(_Node(result, cls, args, parents, lazy, sub))
 
     # -- the backward pass ----------------------------------------------------------------------
@@ -258,8 +271,11 @@ class AdjointTape(Interpretation):
             ring, root, -1 if start is None else start, one)
         result = Adjoints(zero)
         result._tape = self
-        result._forms = {form: value for form, value in self._forms.items()
-                         if self._form_of[value] is not None}
+        if self._shared:
+            result._shared = set(self._shared)
+        if self._forms:
+            result._forms = {form: value for form, value in self._forms.items()
+                             if self._form_of[value] is not None}
         for index, blocked in blocked_nodes.items():
             node = self.tape[index]
             for key in (node.lazy, node.output, *node.aliases):

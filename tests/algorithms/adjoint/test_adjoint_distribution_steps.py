@@ -105,18 +105,20 @@ def test_two_densities_of_constants_each_find_their_adjoint():
 
 
 def test_a_term_the_tape_cannot_name_raises_not_the_unit():
-    # x * 1.0 evaluates to x, so the tape names x by that product, and the first Normal
-    # (and what is built on it) by no form it recorded: its adjoint (the other density, not
-    # the unit -inf) is refused by name. A term outside the expression keeps adjoint zero.
+    # x * 1.0 evaluates to x, so both Normals compute one value, and the tape merges the
+    # adjoints of the two places: neither Normal (nor their sum, built on them) is named,
+    # and each lookup raises by name instead of the unit -inf or the merged sum (log 2 too
+    # big). A term outside the expression keeps adjoint zero, as in funsor.
     x = fc.Variable("x", fc.Real)
     with lazy:
         first = Normal(x, 1.0, value=0.0)
-        both = first + Normal(x * 1.0, 1.0, value=0.0)
+        second = Normal(x * 1.0, 1.0, value=0.0)
+        both = first + second
         root = both.reduce(ops.logaddexp, "x")
         outside = Normal(x, 3.0, value=0.0) + first
     _, adj = forward_backward(ops.logaddexp, ops.add, root)
-    for term in (first, both):
-        with pytest.raises(NotOnTapeError, match="Normal.*no form"):
+    for term, why in ((first, "two places"), (second, "no form"), (both, "no form")):
+        with pytest.raises(NotOnTapeError, match=f"Normal.*{why}"):
             adj[term]
     assert outside not in adj
     assert float(adj[outside].data) == ops.UNITS[ops.logaddexp]
