@@ -168,9 +168,10 @@ class Precondition(Interpretation):
 
 
 class NotOnTapeError(KeyError, ValueError):
-    """The adjoint of a term asked of a backward pass whose expression was already evaluated
-    (an atom) when it was given: the tape recorded none of its factors, so the unit that
-    funsor's ``defaultdict`` gives would be a silently wrong marginal.
+    """The adjoint of a term that the tape did not record: the expression was already
+    evaluated (an atom) when it was given, or the term, though part of the expression, was
+    recorded under no form the tape can name; the unit that funsor's ``defaultdict`` gives
+    would be a silently wrong marginal.
 
     Example:
         >>> str(NotOnTapeError("why"))

@@ -28,8 +28,8 @@ from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.traversal import reinterpret
 
-__all__ = ["KeyStream", "compute_argmax", "compute_mean", "draw", "extract_samples",
-           "names_of", "split_guide"]
+__all__ = ["KeyStream", "compute_argmax", "compute_mean", "draw", "eliminate_points",
+           "extract_samples", "names_of", "split_guide"]
 
 
 def names_of(approx_vars) -> frozenset:
@@ -275,3 +275,43 @@ def draw(guide: Funsor, approx_vars, sample_inputs: dict, rng_key=None) -> tuple
             weight = weight + part.reduce(ops.logaddexp, real) - part(**new)
         log_weight = log_weight + weight
     return points, log_weight
+
+
+def eliminate_points(factors: tuple, reduced: frozenset) -> tuple:
+    """Reduce the point masses of ``reduced`` names out of a product (``+`` of log factors)
+    by substitution: ``(factors, reduced)`` left to reduce.
+
+    S_x [Delta(x = p, y = q) + f(x, y)] = Delta(y = q) + f(p, y) for S = max or logaddexp
+    (a point mass of log weight 0): the points of the reduced names are substituted into the
+    other factors, so that the points of the kept names stay points (reducing the Delta
+    itself would tabulate them into a dense indicator).
+
+    Example:
+        >>> f = fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]})
+        >>> point = Delta((("i", (fc.Number(1, 2), fc.Number(0.0))),))
+        >>> (g,), left = eliminate_points((point, f), frozenset({"i"}))
+        >>> float(g.data), left  # f at the point i = 1, nothing left to reduce
+        (2.0, frozenset())
+    """
+    points: dict = {}
+    out: list = []
+    for f in factors:
+        if type(f) is not Delta:
+            out.append(f)
+            continue
+        rest = []
+        for name, (point, log_density) in f.terms:
+            if name in reduced and type(log_density) is Number and log_density.data == 0.0:
+                points[name] = point
+            else:
+                rest.append((name, (point, log_density)))
+        if rest:
+            out.append(Delta(tuple(rest)))
+    if not points:
+        return factors, reduced
+    out = [f(**{k: v for k, v in points.items() if k in f.inputs})
+           if not points.keys().isdisjoint(f.inputs) else f for f in out]
+    names = set()
+    for f in out:
+        names.update(f.inputs)
+    return tuple(out) or (Number(0.0),), frozenset(reduced - points.keys()) & names

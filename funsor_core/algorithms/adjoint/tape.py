@@ -18,8 +18,12 @@ and its backward rule is the Kalman smoother of a Gaussian chain (``chains.gauss
 A term without a backward rule that a rule computed on arrays from recorded values or atoms
 (a ``Stack``, say) is recorded too: the adjoints behind it are unknown, and reading one
 raises ``NotImplementedError`` naming it (instead of a silent zero), as the adjoint of a
-factor of an expression given already evaluated raises ``NotOnTapeError``. The tape is just
-another interpretation: nothing changes when none is active.
+factor of an expression given already evaluated raises ``NotOnTapeError``. A term without a
+backward rule that evaluates into recorded terms (a distribution into Gaussian algebra) or
+into a constant is known by the term as written too, and so are the terms built on it (a
+chain's step written with distributions); a term of the expression the tape recorded under
+no form raises ``NotOnTapeError`` (``Adjoints``). The tape is just another interpretation:
+nothing changes when none is active.
 
 ``tape.adjoint(sum_op, prod_op, root)`` then walks the record backwards from ``root``: each
 recorded term passes its adjoint to its arguments by its backward rule, and an argument's
@@ -46,10 +50,12 @@ from __future__ import annotations
 from typing import Any
 
 from funsor_core import ops
+from funsor_core.algorithms.adjoint.adjoints import Adjoints, canonical_key
 from funsor_core.algorithms.adjoint.backward import BACKWARD, Semiring, check_batch_vars
 from funsor_core.algorithms.adjoint.chain_arrays import chain_array_shares, has_array_backward
 from funsor_core.algorithms.adjoint.chain_paths import chain_path_shares
-from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active, unrecorded
+from funsor_core.algorithms.adjoint.kinds import PosteriorSample, approximation_active
+from funsor_core.algorithms.adjoint.points import eliminate_points
 from funsor_core.algorithms.adjoint.scatter import Scatter
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors
 from funsor_core.algorithms.chains.evaluate import markov_terms
@@ -72,7 +78,7 @@ class _Node:
     """One recorded term: its value, class and arguments, the tape position of the node that
     produced each funsor argument (None: a leaf), and its lazy form (for lookups)."""
 
-    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub")
+    __slots__ = ("output", "cls", "args", "parents", "lazy", "aliases", "sub", "written")
 
     def __init__(self, output, cls, args, parents, lazy, sub=None) -> None:
         self.output = output
@@ -82,87 +88,7 @@ class _Node:
         self.lazy = lazy
         self.aliases: list = []
         self.sub = sub  # a chain's own tape of its pairwise steps
-
-
-def canonical_key(x: Funsor) -> Any:
-    """What identifies a funsor for the tape: an atom by its cons-hashing key (a Tensor that a
-    rule built with ``Tensor.make`` and the equal one rebuilt by ``reinterpret`` are one
-    leaf), any other term by identity (terms are cons-hashed).
-
-    Example:
-        >>> t = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]})
-        >>> canonical_key(t) == canonical_key(fc.reinterpret(t))
-        True
-    """
-    if type(x) is Contraction:
-        if all(type(t)._atom for t in x.terms):
-            # A value that is a sum (or product) of atoms, as Gaussian + Tensor: the same sum
-            # of equal atoms rebuilt by ``reinterpret`` is the same funsor.
-            return (Contraction, x.red_op, x.bin_op, x.reduced_vars,
-                    tuple(canonical_key(t) for t in x.terms))
-        return id(x)
-    cons = type(x)._cons_key
-    if cons is not None:
-        return (type(x), cons(x._args))
-    return id(x)
-
-
-class Adjoints(dict):
-    """The result of a backward pass: a dict from funsors to their adjoints, looked up by
-    ``canonical_key`` (an equal atom finds the same entry); a funsor that received nothing
-    maps to the unit of ``sum_op``, as funsor's ``defaultdict`` does.
-
-    Example:
-        >>> Adjoints(fc.Number(0.0))[fc.Variable("x", fc.Real)]
-        Number(0.0, 'real')
-    """
-
-    def __init__(self, zero) -> None:
-        super().__init__()
-        self._zero, self._unrecorded = zero, ""  # the class of an expression given evaluated
-        self._index: dict = {}
-        self._blocked: dict = {}  # canonical key -> why its adjoint is unknown
-
-    def block(self, key, blocked: str, ring) -> None:
-        """Mark the adjoint of the funsor of canonical key ``key`` as unknown: it passes
-        through ``blocked``, a term without a backward rule; reading it raises
-        ``NotImplementedError``."""
-        self._blocked[key] = _blocked_message(blocked, ring)
-
-    def __getitem__(self, key):
-        if self._blocked and isinstance(key, Funsor):
-            message = self._blocked.get(canonical_key(key))
-            if message is not None:
-                raise NotImplementedError(message)
-        return dict.__getitem__(self, key)
-
-    def add(self, key: Funsor, value, sum_op) -> None:
-        canon = canonical_key(key)
-        old_key = self._index.get(canon)
-        if old_key is None:
-            self._index[canon] = key
-            dict.__setitem__(self, key, value)
-        else:
-            dict.__setitem__(self, old_key, sum_op(dict.__getitem__(self, old_key), value))
-
-    def __missing__(self, key):
-        found = self._index.get(canonical_key(key)) if isinstance(key, Funsor) else None
-        if found is None and self._unrecorded and not isinstance(key, Variable):
-            raise unrecorded(self._unrecorded, key)  # a factor of an evaluated expression
-        return self._zero if found is None else dict.__getitem__(self, found)
-
-    def __contains__(self, key) -> bool:
-        return isinstance(key, Funsor) and canonical_key(key) in self._index
-
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-
-def _blocked_message(blocked: str, ring) -> str:
-    return (f"this adjoint passes through a {blocked}, which has no backward rule in the "
-            f"semiring ({ring.sum_op}, {ring.prod_op}); the forward computation may use sum_op "
-            "and prod_op (and their reductions), substitution, Cat, Scatter, Align and "
-            "Markov products")
+        self.written = lazy  # the form later lazy forms name it by (the user's term)
 
 
 def _planned(args: tuple) -> bool:
@@ -197,10 +123,14 @@ class AdjointTape(Interpretation):
         super().__init__("adjoint_tape", fallback=ENTERED)
         self.tape: list = []
         self._producer: dict = {}
+        self._forms: dict = {}  # canonical key of a term as written -> that of its leaf value
+        self._form_of: dict = {}  # canonical key of a leaf value -> its written form (or None)
+        self._lazies: set = set()
+        self._shared: set = set()
 
     def __enter__(self) -> AdjointTape:
-        self.tape = []
-        self._producer = {}
+        self.tape, self._producer, self._forms, self._form_of = [], {}, {}, {}
+        self._lazies, self._shared = set(), set()  # recorded lazy forms; forms of two nodes
         return super().__enter__()
 
     # -- recording ------------------------------------------------------------------------------
@@ -229,9 +159,12 @@ class AdjointTape(Interpretation):
                     self._record(result, cls, args, sub)
                     return result
         if cls not in BACKWARD:
+            first = len(self.tape)
             result = self.defer(cls, args)
             if self._opaque(result, args):
                 self._record(result, cls, args)  # no backward rule: reading past it raises
+            else:
+                self._rewritten(result, cls, args, first)
             return result
         # Evaluate below the tape: the rules' own intermediate terms are not recorded.
         with self.rest():
@@ -247,14 +180,51 @@ class AdjointTape(Interpretation):
         return any(canonical_key(f) in self._producer or (type(f)._atom and type(f) is not Number)
                    for f in terms_in(args))
 
+    def _rewritten(self, result, cls: type, args: tuple, first: int) -> None:
+        # A term without a backward rule that evaluated into recorded terms (a distribution
+        # into a Gaussian substituted and shifted, say): their node is also known by the term
+        # as written, and later lazy forms name it, so that the user's terms built from it (a
+        # chain's step) find their adjoints. One that evaluated to a constant (a density of
+        # constants) names that leaf, unless another written term gave the same constant
+        # (the tape merges their adjoints: None, and looking either up raises).
+        if cls._atom or not isinstance(result, Funsor) or type(result) is Variable:
+            return
+        value = canonical_key(result)
+        node = self._producer.get(value)
+        if node is not None and node < first:
+            return  # an earlier value passed through: not named (looking it up raises)
+        written = build(cls, map_args(args, self._lazy_of))
+        if node is not None:
+            self.tape[node].aliases.append(written)
+            self.tape[node].written = written
+            return
+        form = canonical_key(written)
+        self._forms[form] = value
+        known = self._form_of.get(value, written)
+        self._form_of[value] = written if known is written or canonical_key(known) == form else None
+
     def _lazy_of(self, x: Funsor) -> Funsor:
-        node = self._producer.get(canonical_key(x))
-        return x if node is None else self.tape[node].lazy
+        key = canonical_key(x)
+        node = self._producer.get(key)
+        if node is not None:
+            return self.tape[node].written
+        form = self._form_of.get(key)
+        return x if form is None else form
 
     def _record(self, result, cls: type, args: tuple, sub=None) -> None:
-        parents = {id(f): self._producer.get(canonical_key(f)) for f in terms_in(args)}
+        value = canonical_key(result)
+        keys = {id(f): canonical_key(f) for f in terms_in(args)}
+        if value in keys.values():
+            return  # passes an argument through (x * 1 = x): that value keeps its own form
+        parents = {i: self._producer.get(key) for i, key in keys.items()}
         lazy = build(cls, map_args(args, self._lazy_of))
-        self._producer[canonical_key(result)] = len(self.tape)
+        form = canonical_key(lazy)
+        if value in self._producer or form in self._lazies:
+            # One value computed in two places: the adjoints of the two are merged under
+            # these keys, so neither names its own (looking either up raises).
+            self._shared.update((value, form))
+        self._lazies.add(form)
+        self._producer[value] = len(self.tape)
         self.tape.append(_Node(result, cls, args, parents, lazy, sub))
 
     # -- the backward pass ----------------------------------------------------------------------
@@ -300,6 +270,12 @@ class AdjointTape(Interpretation):
         node_adj, leaf_adj, blocked_nodes, blocked_leaves = self._backward(
             ring, root, -1 if start is None else start, one)
         result = Adjoints(zero)
+        result._tape = self
+        if self._shared:
+            result._shared = set(self._shared)
+        if self._forms:
+            result._forms = {form: value for form, value in self._forms.items()
+                             if self._form_of[value] is not None}
         for index, blocked in blocked_nodes.items():
             node = self.tape[index]
             for key in (node.lazy, node.output, *node.aliases):
@@ -500,40 +476,11 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
         names.update(f.inputs)
     reduced = frozenset(names - set(arg.inputs) - ring.keep)
     if reduced and ring.prod_op is ops.add and any(type(f) is Delta for f in factors):
-        factors, reduced = _eliminate_points(factors, reduced)
+        factors, reduced = eliminate_points(factors, reduced)
     if len(factors) == 1:
         (f,) = factors
         return f.reduce(ring.arith, reduced) if reduced else f
     return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
-
-
-def _eliminate_points(factors: tuple, reduced: frozenset) -> tuple:
-    # S_x [Delta(x = p, y = q) + f(x, y)] = Delta(y = q) + f(p, y) for S = max or
-    # logaddexp (a point mass of log weight 0): substitute the points of the reduced names
-    # into the other factors, so that the points of the kept names stay points (a reduction
-    # of the Delta itself would tabulate them into a dense indicator).
-    points: dict = {}
-    out: list = []
-    for f in factors:
-        if type(f) is not Delta:
-            out.append(f)
-            continue
-        rest = []
-        for name, (point, log_density) in f.terms:
-            if name in reduced and type(log_density) is Number and log_density.data == 0.0:
-                points[name] = point
-            else:
-                rest.append((name, (point, log_density)))
-        if rest:
-            out.append(Delta(tuple(rest)))
-    if not points:
-        return factors, reduced
-    out = [f(**{k: v for k, v in points.items() if k in f.inputs})
-           if not points.keys().isdisjoint(f.inputs) else f for f in out]
-    names = set()
-    for f in out:
-        names.update(f.inputs)
-    return tuple(out) or (Number(0.0),), frozenset(reduced - points.keys()) & names
 
 
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
@@ -581,6 +528,7 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
                                batch_vars=frozenset(batch_vars) | sampler.sample_vars)
     evaluated = type(expr)._atom and not isinstance(expr, Variable)  # d x / d y = 0 stays
     adj._unrecorded = type(expr).__name__ if evaluated else ""
+    adj._expr = expr
     return forward, adj
 
 
