@@ -17,6 +17,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.einsum import einsum
 from funsor_core.sum_product import sum_product
+from tests.backend_values import as_backend_array as _arr
 
 RAW = {
     "int8": np.array([[100, 100, -3], [90, 1, 0]], np.int8),
@@ -32,18 +33,6 @@ NUMPY_REDUCE = {
     ops.min: np.min,
 }
 IJ = {"i": fc.Bint[2], "j": fc.Bint[3]}
-
-
-def _arr(x, backend):
-    if backend == "torch":
-        import torch
-
-        return torch.as_tensor(x)
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(x)
-    return x
 
 
 def _is_float(data) -> bool:

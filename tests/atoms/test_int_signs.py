@@ -13,21 +13,10 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from tests.backend_values import as_backend_array as _arr
 
 A = [100, 0, 255, 7]
 B = [200, 255, 0, 7]
-
-
-def _arr(x, backend):
-    if backend == "torch":
-        import torch
-
-        return torch.as_tensor(x)
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(x)
-    return x
 
 
 def _bint(values, backend, dtype=np.uint8, size=256):

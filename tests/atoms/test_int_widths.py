@@ -13,22 +13,11 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import ops
+from tests.backend_values import as_backend_array as _arr
 
 U = np.array([200, 100, 7], np.uint8)
 V = np.array([255, 3, 250], np.uint8)
 PY = {ops.add: lambda a, b: a + b, ops.mul: lambda a, b: a * b}
-
-
-def _arr(x, backend):
-    if backend == "torch":
-        import torch
-
-        return torch.as_tensor(x)
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(x)
-    return x
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16], ids=str)

@@ -18,22 +18,11 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.einsum import einsum
 from funsor_core.sum_product import sum_product
+from tests.backend_values import as_backend_array as _arr
 
 X = np.array([1.0, 2.0, 3.0])
 I3 = {"i": fc.Bint[3]}
 MIXED = "one term must use one backend"
-
-
-def _arr(x, backend):
-    if backend == "torch":
-        import torch
-
-        return torch.as_tensor(x)
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(x)
-    return x
 
 
 def _same_type(data, backend) -> bool:
