@@ -274,35 +274,3 @@ def test_traced_log_run_skips_the_range_check_for_a_step_that_sums_nothing(monke
             np.testing.assert_allclose(np.asarray(g), m, rtol=1e-10, atol=1e-14)
     assert not traced and "cond" not in str(jax.make_jaxpr(contract)(*arrays))
 
-
-def test_eager_jax_chain_one_step_longer_compiles_nothing_new():
-    # Eager jax compiles each op once per (equation, shapes): the linear-space run re-letters
-    # each step's einsum canonically and pads its same-shape stacks to a power of two, so a
-    # chain of 7 variables after one of 6 reuses every compiled op (NumPyro's unrolled markov
-    # loop at a new length). Oracle: the forward algorithm in numpy.
-    import logging
-
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    compiled = []
-    handler = logging.Handler()
-    handler.emit = lambda r: compiled.append(r.getMessage())
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    rng = np.random.default_rng(6)
-    try:
-        for length in (6, 7):
-            names = [f"x{t}" for t in range(length)]
-            operands = [(n,) for n in names] + list(zip(names, names[1:]))
-            xs = [rng.normal(size=(2,) * len(o)) for o in operands]
-            alpha = xs[0]
-            for unary, pair in zip(xs[1:length], xs[length:]):
-                alpha = logsumexp(alpha[:, None] + pair, axis=0) + unary
-            plan = plan_contraction(operands, dict.fromkeys(names, 2), ())
-            compiled.clear()
-            with jax.log_compiles():
-                value = plan.run_arrays(ops.logaddexp, ops.add, [jax.numpy.asarray(x) for x in xs])
-            np.testing.assert_allclose(float(value), logsumexp(alpha), rtol=1e-12)
-    finally:
-        logger.removeHandler(handler)
-    assert not [m for m in compiled if "ompil" in m]
