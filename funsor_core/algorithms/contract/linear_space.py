@@ -54,6 +54,9 @@ __all__ = ["run_log_plan", "run_log_plan_traced", "log_limits"]
 
 _LIMITS: dict = {}
 _CANONICAL: dict = {}
+# Stacks padded for shape stability stay small: past this many entries the padding's work
+# and memory would outweigh a compile, which costs the same at any size.
+_PAD_ENTRIES = 1 << 20
 
 
 def log_limits(dtype) -> tuple:
@@ -97,8 +100,8 @@ def _prepare(arrays: Sequence, pad: bool = False) -> tuple | None:
     # has no finite maximum (+inf, NaN, all -inf) or no entries: the exact kernels handle
     # those. Operands of one shape are stacked, so that a graph of many small factors costs a
     # few array calls per shape instead of four per factor. With ``pad`` (a backend that
-    # compiles per shape) a stack is padded, by repeating its first operand, to a power of
-    # two, so a chain one step longer reuses the compiled stack, reductions and exp.
+    # compiles per shape) a small stack is padded, by repeating its first operand, to a power
+    # of two, so a chain one step longer reuses the compiled stack, reductions and exp.
     by_shape: dict = {}
     for k, x in enumerate(arrays):
         by_shape.setdefault(tuple(x.shape), []).append(k)
@@ -107,7 +110,7 @@ def _prepare(arrays: Sequence, pad: bool = False) -> tuple | None:
         if not math.prod(shape):
             return None
         members = [arrays[k] for k in ks]
-        if pad:
+        if pad and _bucket(len(ks)) * math.prod(shape) <= _PAD_ENTRIES:
             members += members[:1] * (_bucket(len(ks)) - len(ks))
         stacked = members[0][None] if len(members) == 1 else ops.stack(members)
         axes = tuple(range(1, len(shape) + 1))
