@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from funsor_core import ops
 from funsor_core.algorithms.contract.plan import plan_contraction
@@ -98,3 +99,24 @@ def test_eager_logsumexp_compiles_one_program_per_shape():
         weights = np.nan_to_num(np.exp(x - oracle[:, None]), nan=0.0)
     np.testing.assert_allclose(np.asarray(value), oracle, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(grad), 2.0 * weights, rtol=1e-5, atol=1e-7)
+
+
+def test_linear_space_chain_one_step_longer_compiles_nothing_new():
+    # The linear-space run re-letters each step's einsum canonically and pads its same-shape
+    # stacks to a power of two, so a chain of 7 variables after one of 6 reuses every
+    # compiled op (NumPyro's unrolled markov loop at a new length). Oracle: the forward
+    # algorithm in numpy.
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(6)
+    for length in (6, 7):
+        names = [f"x{t}" for t in range(length)]
+        operands = [(n,) for n in names] + list(zip(names, names[1:]))
+        xs = [rng.normal(size=(2,) * len(o)) for o in operands]
+        alpha = xs[0]
+        for unary, pair in zip(xs[1:length], xs[length:]):
+            alpha = logsumexp(alpha[:, None] + pair, axis=0) + unary
+        plan = plan_contraction(operands, dict.fromkeys(names, 2), ())
+        with compiles() as names_compiled:
+            value = plan.run_arrays(ops.logaddexp, ops.add, [jnp.asarray(x) for x in xs])
+        np.testing.assert_allclose(float(value), logsumexp(alpha), rtol=1e-12)
+    assert names_compiled == []

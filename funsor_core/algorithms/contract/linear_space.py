@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,6 +53,10 @@ from funsor_core.engine.backend import backend_of
 __all__ = ["run_log_plan", "run_log_plan_traced", "log_limits"]
 
 _LIMITS: dict = {}
+_CANONICAL: dict = {}
+# Stacks padded for shape stability stay small: past this many entries the padding's work
+# and memory would outweigh a compile, which costs the same at any size.
+_PAD_ENTRIES = 1 << 20
 
 
 def log_limits(dtype) -> tuple:
@@ -73,11 +78,30 @@ def log_limits(dtype) -> tuple:
     return limits
 
 
-def _prepare(arrays: Sequence) -> tuple | None:
+def _canonical(equation: str) -> str:
+    # The equation re-lettered in order of first appearance ("f,gfhd->ghd" -> "a,bacd->bcd"):
+    # a compiling backend caches its einsum by equation and shapes, and a plan's letters
+    # follow its variables, so the same step of a longer chain would otherwise compile anew.
+    canonical = _CANONICAL.get(equation)
+    if canonical is None:
+        letters = "".join(dict.fromkeys(c for c in equation if c.isalpha()))
+        canonical = _CANONICAL[equation] = equation.translate(
+            str.maketrans(letters, string.ascii_letters[:len(letters)]))
+    return canonical
+
+
+def _bucket(n: int) -> int:
+    # The next power of two: stacks padded to it keep their shape as a model grows.
+    return 1 << (n - 1).bit_length()
+
+
+def _prepare(arrays: Sequence, pad: bool = False) -> tuple | None:
     # exp(x - max x) of every operand, with its bounds (hi, lo) and max; None when an operand
     # has no finite maximum (+inf, NaN, all -inf) or no entries: the exact kernels handle
     # those. Operands of one shape are stacked, so that a graph of many small factors costs a
-    # few array calls per shape instead of four per factor.
+    # few array calls per shape instead of four per factor. With ``pad`` (a backend that
+    # compiles per shape) a small stack is padded, by repeating its first operand, to a power
+    # of two, so a chain one step longer reuses the compiled stack, reductions and exp.
     by_shape: dict = {}
     for k, x in enumerate(arrays):
         by_shape.setdefault(tuple(x.shape), []).append(k)
@@ -85,7 +109,10 @@ def _prepare(arrays: Sequence) -> tuple | None:
     for shape, ks in by_shape.items():
         if not math.prod(shape):
             return None
-        stacked = arrays[ks[0]][None] if len(ks) == 1 else ops.stack([arrays[k] for k in ks])
+        members = [arrays[k] for k in ks]
+        if pad and _bucket(len(ks)) * math.prod(shape) <= _PAD_ENTRIES:
+            members += members[:1] * (_bucket(len(ks)) - len(ks))
+        stacked = members[0][None] if len(members) == 1 else ops.stack(members)
         axes = tuple(range(1, len(shape) + 1))
         tops = ops.amax(stacked, axis=axes)
         bottoms = ops.amin(stacked, axis=axes)
@@ -97,7 +124,7 @@ def _prepare(arrays: Sequence) -> tuple | None:
             host_bottoms = ops.to_numpy(ops.amin(finite, axis=axes))
         # The shift is a constant (detached): it is added back as a float, so gradients flow
         # through exp() and log() only, as for log(sum(exp(x))) itself.
-        shift = ops.reshape(ops.detach(tops), (len(ks),) + (1,) * len(shape))
+        shift = ops.reshape(ops.detach(tops), (len(members),) + (1,) * len(shape))
         scaled = ops.exp(stacked - shift)
         for n, k in enumerate(ks):
             top = float(host_tops[n])
@@ -134,7 +161,8 @@ def run_log_plan(plan, arrays: Sequence):
     operand_letters, steps, output = plan._letters
     equations = plan._equations
     floor, ceiling = log_limits(arrays[0].dtype)
-    prepared = _prepare(arrays)
+    compiles = backend_of(arrays[0]).COMPILES
+    prepared = _prepare(arrays, compiles)
     if prepared is None:
         return None
     # One [array, letters, hi, lo] record per live operand.
@@ -162,8 +190,10 @@ def run_log_plan(plan, arrays: Sequence):
             del work[i], work[j]
         else:
             del work[j], work[i]
-        z = (einsum(equation, a[0], b[0]) if equation is not None
-             else linear_pair(a[0], a[1], b[0], b[1], keep))
+        if equation is None:
+            z = linear_pair(a[0], a[1], b[0], b[1], keep)
+        else:
+            z = einsum(_canonical(equation) if compiles else equation, a[0], b[0])
         work.append([z, keep, a[2] + b[2] + log_n, a[3] + b[3]])
     last, lx, hi, _ = work[0]
     summed = math.prod(max(n, 1) for c, n in zip(lx, last.shape) if c not in output)

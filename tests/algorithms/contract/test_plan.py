@@ -273,3 +273,4 @@ def test_traced_log_run_skips_the_range_check_for_a_step_that_sums_nothing(monke
         for g, m in zip(grads, marginals):
             np.testing.assert_allclose(np.asarray(g), m, rtol=1e-10, atol=1e-14)
     assert not traced and "cond" not in str(jax.make_jaxpr(contract)(*arrays))
+
