@@ -49,11 +49,12 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import linear_pair, reduce_dims
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.cache import FastCache
 
 __all__ = ["run_log_plan", "run_log_plan_traced", "log_limits"]
 
 _LIMITS: dict = {}
-_CANONICAL: dict = {}
+_CANONICAL = FastCache("linear_space.canonical_equation", 4096)
 # Stacks padded for shape stability stay small: past this many entries the padding's work
 # and memory would outweigh a compile, which costs the same at any size.
 _PAD_ENTRIES = 1 << 20
@@ -82,11 +83,11 @@ def _canonical(equation: str) -> str:
     # The equation re-lettered in order of first appearance ("f,gfhd->ghd" -> "a,bacd->bcd"):
     # a compiling backend caches its einsum by equation and shapes, and a plan's letters
     # follow its variables, so the same step of a longer chain would otherwise compile anew.
-    canonical = _CANONICAL.get(equation)
+    canonical = _CANONICAL.data.get(equation)
     if canonical is None:
         letters = "".join(dict.fromkeys(c for c in equation if c.isalpha()))
-        canonical = _CANONICAL[equation] = equation.translate(
-            str.maketrans(letters, string.ascii_letters[:len(letters)]))
+        canonical = _CANONICAL.put(equation, equation.translate(
+            str.maketrans(letters, string.ascii_letters[:len(letters)])))
     return canonical
 
 
