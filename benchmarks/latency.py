@@ -7,6 +7,8 @@
   ``Gaussian(...)`` directly, on numpy and torch, and funsor 0.4.8's torch ``Normal``;
 - ``infer_discrete(query="map")`` against ``query="kbest", k=1`` and a hand-written numpy
   Viterbi, on a 30-step chain with plated observations.
+- eager jax, an unrolled discrete chain summed out at T = 10, then 11 and 12 in one process
+  (what a model with a new length compiles), beside funsor 0.4.8.
 
 funsor 0.4.8 runs in a subprocess of its own python (``FUNSOR_PEER_PYTHON``, by default the
 clients' virtualenv), so both sides are timed in one invocation.
@@ -140,6 +142,81 @@ def first_calls() -> None:
               f"{r['compiles']:.0f} | {r['second']:.3g} | {r['third']:.3g} |")
 
 
+# -- eager jax, an unrolled chain one step longer -------------------------------------------------
+# A model unrolled by a Python loop (NumPyro's ``markov``) has a new length each time its data
+# does: a chain of T discrete steps summed out by ``sum_product``, then T + 1 and T + 2 in the
+# same process. What each longer chain compiles anew is what a user pays per new length.
+_LONGER = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import logging
+    class _Count(logging.Handler):
+        n = 0
+        def emit(self, record):
+            _Count.n += record.getMessage().startswith("Compiling ")
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)
+    {imports}
+    rng = np.random.default_rng(0)
+    K = 4
+
+    def factors(T):
+        log = lambda a: jnp.asarray(np.log(a))
+        fs = [Tensor(log(rng.dirichlet(np.ones(K))), OrderedDict(x0=Bint[K]))]
+        for t in range(1, T):
+            fs.append(Tensor(log(rng.dirichlet(np.ones(K), size=K)),
+                             OrderedDict([(f"x{{t - 1}}", Bint[K]), (f"x{{t}}", Bint[K])])))
+        for t in range(T):
+            fs.append(Tensor(log(rng.uniform(0.1, 1.0, K)), OrderedDict([(f"x{{t}}", Bint[K])])))
+        return fs
+
+    for T in (10, 11, 12):
+        fs = factors(T)
+        before, t0 = _Count.n, time.process_time()
+        value = float(np.asarray(sum_product(ops.logaddexp, ops.add, fs,
+                                             frozenset(f"x{{t}}" for t in range(T))).data))
+        print(f"T{{T}}", time.process_time() - t0, _Count.n - before)
+""")
+_OURS_IMPORTS = ("import sys; sys.path.insert(0, {root!r}); from collections import OrderedDict\n"
+                 "import funsor_core as fc; from funsor_core import ops, Tensor, Bint\n"
+                 "fc.set_backend('jax')\n"
+                 "sum_product = lambda s, p, f, e: fc.sum_product(s, p, f, e)")
+_PEER_IMPORTS = ("from collections import OrderedDict\nimport funsor; funsor.set_backend('jax')\n"
+                 "import funsor.ops as ops; from funsor import Tensor, Bint\n"
+                 "from funsor.sum_product import sum_product as _sp\n"
+                 "sum_product = lambda s, p, f, e: _sp(s, p, f, eliminate=e)")
+
+
+def _run_longer(python: str, imports: str) -> dict | None:
+    try:
+        out = subprocess.run([python, "-c", _LONGER.format(imports=imports)], capture_output=True,
+                             text=True, env=dict(os.environ), check=True, timeout=600).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {line.split()[0]: (float(line.split()[1]), int(line.split()[2]))
+            for line in out.strip().splitlines() if line.startswith("T")}
+
+
+def longer_chain() -> None:
+    print("\n## Eager jax: an unrolled chain (K = 4) summed out at T = 10, then 11 and 12 in the "
+          "same process (CPU s, new XLA compilations)")
+    print("| library | T = 10 (first) | T = 11 | T = 12 |")
+    print("|---|---:|---:|---:|")
+    sides = [("funsor-core", sys.executable, _OURS_IMPORTS.format(root=ROOT))]
+    if os.path.exists(PEER):
+        sides.append(("funsor 0.4.8", PEER, _PEER_IMPORTS))
+    for name, python, imports in sides:
+        r = _run_longer(python, imports)
+        if r is None:
+            print(f"| {name} | fails | | |")
+            continue
+        cells = " | ".join(f"{r[f'T{T}'][0]:.3g} s, {r[f'T{T}'][1]}" for T in (10, 11, 12))
+        print(f"| {name} | {cells} |", flush=True)
+
+
 # -- Normal with affine arguments against the same Gaussian ---------------------------------------
 _PEER_NORMAL = textwrap.dedent("""
     import timeit
@@ -258,7 +335,9 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
     except ImportError:
         pass
-    which = sys.argv[1:] or ["first", "normal", "map"]
+    which = sys.argv[1:] or ["first", "normal", "map", "longer"]
+    if "longer" in which:
+        longer_chain()
     if "normal" in which:
         normal_build()
     if "map" in which:
