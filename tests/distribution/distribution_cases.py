@@ -214,3 +214,13 @@ def _zero_sum(rng, x):
 
 
 CASES = _cases()
+
+
+def log_normalized_brute(probs) -> np.ndarray:
+    """``log(p_k / sum_j p_j)`` along the last axis of ``probs``, entry by entry in Python
+    loops; ``-inf`` where ``p_k == 0``: the oracle of a Categorical's log-probability table."""
+    out = np.empty(probs.shape)
+    for idx in np.ndindex(probs.shape):
+        p = float(probs[idx])
+        out[idx] = np.log(p / float(probs[idx[:-1]].sum())) if p > 0 else -np.inf
+    return out

@@ -15,6 +15,7 @@ from funsor_core import distribution as D
 from funsor_core import ops
 from funsor_core.distribution.array_math import distinct_rows
 from funsor_core.domains import Bint
+from tests.distribution.distribution_cases import log_normalized_brute as _brute
 
 K, T = 3, 5
 
@@ -25,14 +26,6 @@ def _rows(dtype=np.float64):
     rows[1, 0, 2] = 0.0  # an impossible value: -inf, with a zero (not NaN) gradient
     rows[0, 0] *= 4.0  # unnormalized: normalized as torch's Categorical does
     return rows  # (x, 1, K): expanded to (x, time, K)
-
-
-def _brute(probs):
-    out = np.empty(probs.shape)
-    for idx in np.ndindex(probs.shape):
-        p = float(probs[idx])
-        out[idx] = np.log(p / float(probs[idx[:-1]].sum())) if p > 0 else -np.inf
-    return out
 
 
 def _table(data):

@@ -12,6 +12,7 @@ import torch
 import funsor_core as fc
 from funsor_core import distribution as D
 from funsor_core.domains import Bint
+from tests.distribution.distribution_cases import log_normalized_brute as _brute
 
 jax.config.update("jax_enable_x64", True)
 K = 4
@@ -23,15 +24,6 @@ def _probs(dtype=np.float64):
     probs[0, 1, 2] = 0.0  # an impossible value: -inf, with a zero (not NaN) gradient
     probs[2, 0] *= 3.0  # an unnormalized row: normalized as torch's Categorical does
     return probs
-
-
-def _brute(probs):
-    # log(p_k / sum_j p_j) per (a, b, k), by loops; -inf where p_k == 0
-    out = np.empty(probs.shape)
-    for idx in np.ndindex(probs.shape):
-        p = float(probs[idx])
-        out[idx] = np.log(p / float(probs[idx[:-1]].sum())) if p > 0 else -np.inf
-    return out
 
 
 def _table(probs, name="v"):
