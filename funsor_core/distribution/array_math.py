@@ -26,7 +26,7 @@ from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
            "log_density_tensor", "take_last",
-           "distinct_rows", "moment_tensor", "enumerate_tensor", "normalizer",
+           "distinct_rows", "distinct_entries", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
 
@@ -355,6 +355,26 @@ def distinct_rows(x):
         return x
     return x[tuple(slice(0, 1) if i in axes and i != last else slice(None)
                    for i in range(last + 1))]
+
+def distinct_entries(x, event_ndim: int):
+    """``x`` with one entry per batch dim along which it repeats in memory (stride 0, size
+    above 1, as ``expand`` leaves them), its last ``event_ndim`` dims whole: a per-entry check
+    (a scale's sign, a probability vector's) made on it answers for all of ``x``, and a bad
+    entry's index in it is an index of the same bad entry in ``x``. ``x`` itself where nothing
+    repeats (always on jax, whose arrays show no strides).
+
+    Example:
+        >>> x = np.broadcast_to(np.array([[1.0, 3.0]]), (1000, 2))
+        >>> distinct_entries(x, 0).shape, distinct_entries(x, 1).shape
+        ((1, 1), (1, 2))
+    """
+    axes = backend_of(x).broadcast_axes(x)
+    batch = len(x.shape) - event_ndim
+    if not any(i < batch for i in axes):
+        return x
+    return x[tuple(slice(0, 1) if i in axes and i < batch else slice(None)
+                   for i in range(len(x.shape)))]
+
 
 # -- sampling --------------------------------------------------------------------------------
 def _grads_may_flow(arrays) -> bool:

@@ -49,6 +49,7 @@ from funsor_core.atoms.tensor_checks import out_of_range
 from funsor_core.distribution.array_math import (
     aligned,
     concrete,
+    distinct_entries,
     enumerate_tensor,
     log_density_tensor,
     moment_tensor,
@@ -540,6 +541,7 @@ def _check_concrete(constraint: Constraint, x):
     # A small concrete array of a compiling backend (jax on the CPU) is checked on a numpy
     # view: compiling ``x > 0`` for it costs more than a whole small eager program. Tracers,
     # numpy and torch arrays have no host view and take the backend's own check.
+    x = distinct_entries(x, constraint.event_ndim)  # (an expanded scale: one entry checked)
     host = host_copies(x)
     if host is not None:
         return constraint.check(host[0])

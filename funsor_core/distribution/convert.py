@@ -158,7 +158,7 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
             return wrapped
         return _family_to_funsor(raw, td, dim_to_name, reinterpreted, backend)
 
-    key = (id(raw), tuple(dim_to_name.items()) if dim_to_name else (), get_interpretation())
+    key = (id(raw), _dims_key(raw, dim_to_name), get_interpretation())
     state = _state(raw, td)
     hit = _CONVERTED.data.get(key)
     if hit is not None and hit[0]() is raw and hit[1] == state:
@@ -174,6 +174,18 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
 # its trace entry), K^2 T numbers each at an HMM step. Keyed by the object's id, checked by a
 # weak reference (an id is reused once its object is gone) and by ``_state``.
 _CONVERTED = FastCache("distribution.converted", 8)
+
+
+def _dims_key(raw, dim_to_name: dict | None) -> tuple:
+    # The dims that can name anything: a parameter, mask or point's array has at most the
+    # object's batch and event dims (an Independent's base batch dims are among them), and
+    # ``to_funsor`` looks up only the dims its array has. Pyro converts an enumerated site
+    # once with its enclosing dims and once without; a site of batch shape () (an initial
+    # state's probs) is then one conversion, not two.
+    if not dim_to_name:
+        return ()
+    span = len(raw.batch_shape) + len(raw.event_shape)
+    return tuple((d, n) for d, n in dim_to_name.items() if not (type(d) is int and d < -span))
 
 
 def _state(raw, td) -> tuple | None:
