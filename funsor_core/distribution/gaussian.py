@@ -33,10 +33,10 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.host import host_copies, to_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.distribution.array_math import concrete, distinct_entries, with_arrays
+from funsor_core.distribution.array_math import concrete, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain, Real
-from funsor_core.engine.backend import backend_module, backend_of
+from funsor_core.engine.backend import backend_module
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
@@ -112,13 +112,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     else:
         # (-log s) - c is (-c) - log s bit for bit; an array minus a float is a C-level call in
         # torch, where a float minus an array goes through a Python wrapper (~5 us).
-        # An expanded scale (Pyro broadcasts a site's over its plates: stride 0) takes one
-        # log per distinct entry, broadcast back into memory of its own (log of a stride-0
-        # torch array is ~3x slower per entry than of a dense one).
-        d = distinct_entries(s, 0)
-        log_norm = ops.neg(ops.log(d)) - 0.5 * LOG_2PI
-        if d is not s:
-            log_norm = backend_of(s).expand_dense(log_norm, tuple(s.shape))
+        log_norm = ops.neg(ops.log(s)) - 0.5 * LOG_2PI
         s = ops.reshape(s, sizes + (1,))
     log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey, output=Real)
     g = _difference_gaussian(loc, scale.inputs, s, value)
