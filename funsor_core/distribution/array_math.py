@@ -364,9 +364,9 @@ def distinct_entries(x, event_ndim: int):
     repeats (always on jax, whose arrays show no strides).
 
     Example:
-        >>> x = np.broadcast_to(np.array([[1.0, 3.0]]), (1000, 2))
+        >>> x = np.broadcast_to(np.array([[2.0]]), (1000, 3))  # one number, 3,000 times
         >>> distinct_entries(x, 0).shape, distinct_entries(x, 1).shape
-        ((1, 1), (1, 2))
+        ((1, 1), (1, 3))
     """
     axes = backend_of(x).broadcast_axes(x)
     batch = len(x.shape) - event_ndim
