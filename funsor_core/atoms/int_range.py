@@ -47,11 +47,12 @@ class IntRangeError(ValueError):
 
     Example:
         >>> t = fc.Tensor(np.full(9, 255), {"i": fc.Bint[9]}, 256)
-        >>> t.reduce(ops.mul, "i")
+        >>> t.reduce(ops.mul, "i")  # 255**9 > 2**63
         Traceback (most recent call last):
         ...
-        funsor_core.atoms.int_range.IntRangeError: cannot reduce input 'i': Bint[9] with ops.mul: ...
+        funsor_core.atoms.int_range.IntRangeError: cannot reduce input 'i': Bint[9] with ...
     """
+
 
 # dtype -> its largest value, or None for a float or bool dtype (no wrap-around to fix: bool
 # results come from comparisons and logical ops, whose Bint[2] always fits).

@@ -11,6 +11,7 @@ from funsor_core.atoms.int_range import (
     _CAST_FIRST,
     FLOAT_DTYPES,
     SAFE_BOUND,
+    _int_max,
     check_int_range,
     is_float_dtype,
     real_reduce,
@@ -70,7 +71,11 @@ def exact_unary_tensor(op, arg):
             axis = tuple(range(-nd, 0))
             if base in (ops.argmax, ops.argmin):
                 raise ValueError(f"ops.{base.name} of a funsor needs one axis")
+        if out.dtype == "real" and data.dtype not in FLOAT_DTYPES and not is_float_dtype(data):
+            data = ops.astype(data, "real")  # int data reduced as floats: x - max of uint8 wraps
         data = base(data, axis=axis, keepdims=kw.get("keepdims", False))
+        if out.dtype != "real" and out.dtype != arg.dtype:  # a sum or product: widened bound
+            data = _int_reduction(base, arg, axis, kw, data, out)
     elif base is ops.transpose:
         nd = len(arg.output.shape)
         dims = [d - nd if d >= 0 else d for d in (op.kwargs.get("dim0", -2),
@@ -97,6 +102,16 @@ def exact_unary_tensor(op, arg):
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
+
+
+def _int_reduction(base, arg, axis, kw, data, out):
+    # A Bint sum or product in a dtype that holds its widened bound: the backend's default int
+    # where the result's dtype is narrower (by dtype and bound: the same under jax.jit).
+    if (fits := _int_max(data.dtype)) is not None and fits < out.dtype - 1:
+        data = base(ops.astype(arg.data, "int"), axis=axis, keepdims=kw.get("keepdims", False))
+        check_int_range(data, out, f"apply ops.{base.name} to the output of a Tensor",
+                        lambda: f"The Tensor has inputs {dict(arg.inputs)} and output {arg.output}")
+    return data
 
 
 # t[index] indexes the output dims, to the right of the batch dims.
