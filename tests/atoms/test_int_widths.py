@@ -114,3 +114,23 @@ def test_bint_range_under_jit_is_decided_by_the_domain():
         assert int(f(seven).data) == 255 ** 7
     finally:
         fc.set_backend("numpy")
+
+
+def test_bint_contractions_past_the_widest_int_raise():
+    # Each product fits int64 but the sum of eight does not (8 * 2**61 = 2**64): the same
+    # IntRangeError from a Contraction, sum_product and the optimized plan; one fewer fits.
+    from funsor_core.sum_product import sum_product
+    from interpretations import lazy
+
+    a = fc.Tensor(np.full((2, 8), 2 ** 61), {"i": fc.Bint[2], "j": fc.Bint[8]}, 2 ** 61 + 1)
+    b = fc.Tensor(np.ones(8, np.int64), {"j": fc.Bint[8]}, 2)
+    with lazy:
+        lazy_sum = (a * b).reduce(ops.add, "j")
+    for run in (lambda: fc.Contraction(ops.add, ops.mul, frozenset({"j"}), (a, b)),
+                lambda: sum_product(ops.add, ops.mul, [a, b], frozenset({"j"})),
+                lambda: fc.apply_optimizer(lazy_sum)):
+        with pytest.raises(fc.IntRangeError, match=r"reduce input 'j': Bint\[8\] with ops.add"):
+            run()
+    r = fc.Contraction(ops.add, ops.mul, frozenset({"j"}), (a(j=fc.Slice("j", 0, 3, 1, 8)),
+                                                             b(j=fc.Slice("j", 0, 3, 1, 8))))
+    np.testing.assert_array_equal(r.data, [3 * 2 ** 61] * 2)  # Python ints: 3 * 2**61 < 2**63
