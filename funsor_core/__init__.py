@@ -38,6 +38,7 @@ from funsor_core.analysis.affine import extract_affine, is_affine
 from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian
 from funsor_core.atoms.gaussian.summary import Moments, moments
+from funsor_core.atoms.int_range import IntRangeError
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.atoms.tensor_idioms import (
     REDUCE_OP_TO_NUMERIC,
@@ -163,7 +164,7 @@ __all__ = [
     "forward_backward", "DiscreteModel", "infer_discrete",
     "distribution",
     "MarkovProduct", "windowed_filter", "cache_info", "clear_caches", "install_as_funsor",
-    "functional", "plan", "cost", "memory_budget", "MemoryBudgetError",
+    "functional", "plan", "cost", "memory_budget", "MemoryBudgetError", "IntRangeError",
 ]  # fc.compile is public too, but kept out of __all__: a star import must not shadow the builtin
 
 _pytrees_with_jax()

@@ -26,8 +26,33 @@ import numpy as np
 
 from funsor_core import ops
 
-__all__ = ["FLOAT_DTYPES", "is_float_dtype", "real_data", "real_reduce", "real_result",
-           "widen_int_result"]
+__all__ = ["FLOAT_DTYPES", "INT_RANGE", "IntRangeError", "check_int_range", "is_float_dtype",
+           "real_data", "real_reduce", "real_result", "widen_int_result"]
+
+# A Bint bound past the widest integer array: 256**9 > 2**63 for a product of nine Bint[256].
+INT_RANGE = (
+    "cannot {what}: the result is {out} (values up to {top}), but its {dtype} array holds at "
+    "most {fits}, so the numbers would wrap around. {operands}. Combine fewer values or "
+    "smaller bounds, or make the data real first, e.g. "
+    "fc.Tensor(ops.astype(t.data, 'real'), t.inputs)."
+)
+
+# Bounds up to this fit every backend's default integer (jax without x64: int32); the hot
+# paths compare a bound with it and leave larger ones to the rules' check_int_range.
+SAFE_BOUND = 2 ** 31
+
+
+class IntRangeError(ValueError):
+    """A Bint result whose bound passes the range of the integer array that would hold it.
+
+    Example:
+        >>> t = fc.Tensor(np.full(9, 255), {"i": fc.Bint[9]}, 256)
+        >>> t.reduce(ops.mul, "i")  # 255**9 > 2**63
+        Traceback (most recent call last):
+        ...
+        funsor_core.atoms.int_range.IntRangeError: cannot reduce input 'i': Bint[9] with ...
+    """
+
 
 # dtype -> its largest value, or None for a float or bool dtype (no wrap-around to fix: bool
 # results come from comparisons and logical ops, whose Bint[2] always fits).
@@ -77,6 +102,25 @@ def widen_int_result(op, lhs, rhs, data, size: int, signed: bool = False):
     if not isinstance(rhs, (int, float)):
         rhs = ops.astype(rhs, "int")
     return op(lhs, rhs)
+
+
+def check_int_range(data, out, what: str, operands) -> None:
+    """Raise IntRangeError when the integer array ``data`` of a result of domain ``out``
+    (a ``Bint``) cannot hold ``out``'s largest value. By the dtype and the bound alone, so the
+    same for traced jax arrays. ``operands()`` describes the arguments (only called to raise).
+
+    Example:
+        >>> check_int_range(np.zeros(2, np.int64), fc.Bint[2 ** 62], "add", lambda: "")
+        >>> check_int_range(np.zeros(2, np.int32), fc.Bint[2 ** 40], "add", lambda: "t")
+        Traceback (most recent call last):
+        ...
+        funsor_core.atoms.int_range.IntRangeError: cannot add: the result is Bint[...
+    """
+    fits = _int_max(data.dtype)
+    if fits is not None and fits < out.dtype - 1:
+        raise IntRangeError(INT_RANGE.format(
+            what=what, out=out, top=out.dtype - 1, dtype=data.dtype, fits=fits,
+            operands=operands()))
 
 
 # array dtype -> is it a float dtype (numpy, torch and jax dtypes alike; filled on first sight)

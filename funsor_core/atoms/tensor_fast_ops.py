@@ -41,6 +41,7 @@ from funsor_core.atoms.int_range import (
     _INT_MAX,
     _UNSIGNED,
     FLOAT_DTYPES,
+    SAFE_BOUND,
     real_reduce,
     real_result,
     widen_int_result,
@@ -151,7 +152,8 @@ def _binary_entry(op, kernel, lo, ro) -> tuple | None:
         fn, bool_dtype = getattr(kernel, "unless_bool", (kernel, None))
         if out.dtype != "real":  # a Bint result: as wide as its domain (atoms/int_range.py)
             fn, bool_dtype = _widening(op, kernel, out.dtype), None
-        entry = (fn, bool_dtype, out)
+        # A bound past every default int is checked by the rule (its error names the terms).
+        entry = (fn, bool_dtype, out) if out.dtype == "real" or out.dtype <= SAFE_BOUND else ()
     return _BINARY_CACHE.put((op, kernel, lo, ro), entry)
 
 

@@ -279,7 +279,7 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             raise DomainError(
                 f"batch dim {i - nb} of size {size} has no name in dim_to_name={dim_to_name}: "
                 f"batch dims count from the right of the batch shape {batch_shape}, which "
-                f"excludes the output shape {out_shape}")
+                f"excludes the output shape {out_shape}" + _positive_keys(dim_to_name, nb))
         if size == 1:
             # A dim of size 1 broadcasts: it names no input, even when named (as in funsor
             # 0.4.8), so a value broadcast over a plate does not claim the plate at size 1.
@@ -288,6 +288,15 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         keep.append(i)
     data = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
     return Tensor(data, tuple(names), dtype)
+
+
+def _positive_keys(dim_to_name, nb: int) -> str:
+    # funsor's dims are negative; a user counting from the left (0, 1) gets the fix spelled out.
+    if not any(isinstance(k, int) and k >= 0 for k in dim_to_name):
+        return ""
+    fixed = {k - nb if isinstance(k, int) and 0 <= k < nb else k: v
+             for k, v in dim_to_name.items()}
+    return f"; the keys are negative dims, e.g. dim_to_name={fixed}"
 
 
 _NOT_CONVERTIBLE = ("cannot convert a {typ} ({x!r}) to a funsor: expected a Funsor, a number, a "

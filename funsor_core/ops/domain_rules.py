@@ -153,8 +153,22 @@ def _reduced_shape(params: dict, d: Domain) -> tuple[tuple, tuple]:
 
 @domain_rule(ReductionOp)
 def domain_reduction(op, params, domains):
+    # A sum or product of n values of Bint[k] is below n (k - 1) + 1 or (k - 1)^n + 1, as
+    # a Reduce over inputs (terms/inputs.py reduce_domain); a logsumexp of integers is real.
     (d,) = domains
-    return Domain(d.dtype, _reduced_shape(params, d)[1])
+    axes, shape = _reduced_shape(params, d)
+    k = d.dtype
+    if k == "real" or op.base not in _WIDENING:
+        return Domain(k, shape)
+    if op.base is ops.logsumexp:
+        return Domain("real", shape)
+    n = math.prod(d.shape[a] for a in axes)
+    if n <= 1:
+        return Domain(k, shape)
+    return Domain(n * (k - 1) + 1 if op.base is ops.sum else (k - 1) ** n + 1, shape)
+
+
+_WIDENING = frozenset([ops.sum, ops.prod, ops.logsumexp])
 
 
 @domain_rule(ops.argmax, ops.argmin)

@@ -278,6 +278,7 @@ def binary_domains(op, lhs, rhs) -> tuple:
     return inputs, output
 
 
+_SIDES = ("the left term", "the right term")  # Binary's operands, in check_backends' message
 # The operator methods (``f + g``, ``-f``, ``f.sum()``) are installed by terms/operators.py.
 _INPUT_MOMENTS = frozenset([ops.mean, ops.var, ops.std])
 
@@ -392,9 +393,11 @@ class Binary(Funsor):
 
     @classmethod
     def _prepare(cls, op, lhs, rhs):
-        # Check here, under every interpretation, so a lazy term cannot hide a mistake. The
-        # inputs and output computed for the check are kept for _setup (a term built right
-        # after, from these very arguments, reuses them instead of computing them again).
+        # Check under every interpretation (two atoms' backends too), so a lazy term hides no
+        # mistake; the inputs and output are kept for a _setup of these very arguments.
+        if (la := type(lhs).arrays) and (ra := type(rhs).arrays) and type(
+                getattr(lhs, la[0])) is not type(getattr(rhs, ra[0])):
+            lhs, rhs = _hook("check_backends")(op.name, (lhs, rhs), _SIDES)
         inputs, output = binary_domains(op, lhs, rhs)
         (pending_slot(None) or pending_setup())[0] = (op, lhs, rhs, inputs, output)
         return op, lhs, rhs

@@ -10,6 +10,9 @@ from funsor_core.algorithms.contract.replay import reduce_array
 from funsor_core.atoms.int_range import (
     _CAST_FIRST,
     FLOAT_DTYPES,
+    SAFE_BOUND,
+    _int_max,
+    check_int_range,
     is_float_dtype,
     real_reduce,
     real_result,
@@ -68,7 +71,11 @@ def exact_unary_tensor(op, arg):
             axis = tuple(range(-nd, 0))
             if base in (ops.argmax, ops.argmin):
                 raise ValueError(f"ops.{base.name} of a funsor needs one axis")
+        if out.dtype == "real" and data.dtype not in FLOAT_DTYPES and not is_float_dtype(data):
+            data = ops.astype(data, "real")  # int data reduced as floats: x - max of uint8 wraps
         data = base(data, axis=axis, keepdims=kw.get("keepdims", False))
+        if out.dtype != "real" and out.dtype != arg.dtype:  # a sum or product: widened bound
+            data = _int_reduction(base, arg, axis, kw, data, out)
     elif base is ops.transpose:
         nd = len(arg.output.shape)
         dims = [d - nd if d >= 0 else d for d in (op.kwargs.get("dim0", -2),
@@ -95,6 +102,16 @@ def exact_unary_tensor(op, arg):
     else:
         data = op(data)
     return Tensor.make(data, arg.inputs, out.dtype, arg._ikey)
+
+
+def _int_reduction(base, arg, axis, kw, data, out):
+    # A Bint sum or product in a dtype that holds its widened bound: the backend's default int
+    # where the result's dtype is narrower (by dtype and bound: the same under jax.jit).
+    if (fits := _int_max(data.dtype)) is not None and fits < out.dtype - 1:
+        data = base(ops.astype(arg.data, "int"), axis=axis, keepdims=kw.get("keepdims", False))
+        check_int_range(data, out, f"apply ops.{base.name} to the output of a Tensor",
+                        lambda: f"The Tensor has inputs {dict(arg.inputs)} and output {arg.output}")
+    return data
 
 
 # t[index] indexes the output dims, to the right of the batch dims.
@@ -132,6 +149,8 @@ def exact_binary_tensor_tensor(op, lhs, rhs):
     data = op(ld, rd)
     if out.dtype != "real":  # Bint[256] + Bint[256] of uint8 arrays: no wrap-around
         data = widen_int_result(op, ld, rd, data, out.dtype, op is ops.sub)
+        if out.dtype > SAFE_BOUND:  # past the widest int: an error, not wrapped numbers
+            check_int_range(data, out, f"apply ops.{op.name}", lambda: _operands(lhs, rhs))
     elif not is_float_dtype(data):  # a real Tensor of int/bool data: float data
         data = real_result(op, (ld, rd), data)
     return Tensor.make(data, inputs, out.dtype, ikey, out)
@@ -161,7 +180,21 @@ def _with_number(op, lhs, rhs, side: int, out):
     data = op(lhs.data, rhs.data)
     if out.dtype != "real":  # no wrap-around of a narrow int dtype
         data = widen_int_result(op, lhs.data, rhs.data, data, out.dtype, op is ops.sub)
+        if out.dtype > SAFE_BOUND:
+            check_int_range(data, out, f"apply ops.{op.name}", lambda: _operands(lhs, rhs))
     return Tensor.make(data, tensor.inputs, out.dtype, tensor._ikey, out)
+
+
+def _operands(lhs, rhs) -> str:
+    # The two sides for IntRangeError's message: their inputs and output domains.
+    return " and ".join(f"{side} is {_described(t)}"
+                        for side, t in (("The left", lhs), ("the right", rhs)))
+
+
+def _described(t) -> str:
+    if type(t) is Number:
+        return f"Number({t.data!r}, {t.output})"
+    return f"a Tensor with inputs {dict(t.inputs)} and output {t.output}"
 
 
 # A Bint Tensor with a real Number (t + 1: Python's 1 is Number(1) of Real) is Real, as in
@@ -256,6 +289,9 @@ def exact_reduce_tensor(op, arg, reduced_vars):
                 data = fold_axes(op, data, axes)  # bitwise on integers, not a truth test
             else:  # numpy, torch and jax sum and multiply small ints in their default int
                 data = ops.REDUCE_OPS[op](data, axis=axes)
+                if out.dtype > SAFE_BOUND:  # (k - 1)^n past the widest int: an error
+                    check_int_range(data, out, _reduced_what(op, arg, reduced_vars),
+                                    lambda: f"The reduced is {_described(arg)}")
             return Tensor.make(data, inputs, out.dtype, new_ikey, out)
     if data.dtype not in FLOAT_DTYPES:  # a Real reduction holds floats: int8 sums wrap
         return Tensor.make(real_reduce(op, data, axes), inputs, "real", new_ikey, out)
@@ -264,6 +300,11 @@ def exact_reduce_tensor(op, arg, reduced_vars):
         if result is not None:
             return Tensor.make(result, inputs, "real", new_ikey, out)
     return Tensor.make(ops.REDUCE_OPS[op](data, axis=axes), inputs, "real", new_ikey, out)
+
+
+def _reduced_what(op, arg, reduced_vars) -> str:
+    names = ", ".join(f"{n!r}: {d}" for n, d in arg.inputs.items() if n in reduced_vars)
+    return f"reduce input {names} with ops.{op.name}"
 
 
 # (input signature, reduced names) -> (axes, kept inputs, their ikey, number of reduced

@@ -153,3 +153,26 @@ def test_markov_chain_of_integers_is_float(backend, semiring):
         assert _is_float(r.data)
         np.testing.assert_allclose(np.asarray(r.align(("x_prev", "x_curr")).data), expected,
                                    rtol=1e-6)
+
+
+# Reductions over the output dims (h79): t.sum() and t.prod() of a Bint Tensor widen the
+# bound as a Reduce over inputs does (they kept Bint[256] holding 265); logsumexp of integer
+# data is Real and computed in floats (x - max of uint8 wrapped: logsumexp([1, 2, 3]) was
+# inf). funsor 0.4.8 raises NotImplementedError for these. Oracle: numpy on int64 / float64.
+def test_output_reductions_of_integers(backend):
+    raw = RAW["uint8"]
+    t = fc.Tensor(_arr(raw, backend), {"i": fc.Bint[2]}, 256)
+    wide = raw.astype(np.int64)
+    assert t.sum().output == fc.Bint[3 * 255 + 1]
+    np.testing.assert_array_equal(np.asarray(t.sum().data), wide.sum(1))
+    assert t.prod().output == fc.Bint[255 ** 3 + 1]
+    np.testing.assert_array_equal(np.asarray(t.prod().data), wide.prod(1))
+    lse = np.logaddexp.reduce(raw.astype(np.float64), axis=1)
+    for x in (t, fc.Tensor(_arr(raw, backend), {"i": fc.Bint[2]})):  # Bint and Real labels
+        assert x.logsumexp().output == fc.Real
+        np.testing.assert_allclose(np.asarray(x.logsumexp().data), lse, rtol=1e-6)
+    assert t.max().output == fc.Bint[256]
+    np.testing.assert_array_equal(np.asarray(t.max().data), raw.max(1))
+    nine = fc.Tensor(_arr(np.full((2, 9), 255, np.uint8), backend), {"i": fc.Bint[2]}, 256)
+    with pytest.raises(fc.IntRangeError, match=r"ops.prod to the output(.|\n)*Array\[256, "):
+        nine.prod()

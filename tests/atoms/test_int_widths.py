@@ -74,3 +74,63 @@ def test_float_data_keeps_its_precision(backend):
     r = t + 1
     assert str(r.data.dtype).endswith("float32")
     np.testing.assert_allclose(np.asarray(r.data), [2.5, -1.0])
+
+
+# A bound past the widest integer (h79): 256**9 > 2**63, so nine Bint[256] values multiplied
+# do not fit int64. The check is by the domain and the dtype (the same under jax.jit): an
+# IntRangeError naming the inputs and domains instead of wrapped numbers. Oracle: Python ints
+# for the bounds that fit, and the bound itself for those that do not.
+def test_bint_results_past_the_widest_int_raise(backend):
+    t = fc.Tensor(_arr(np.full(9, 255, np.uint8), backend), {"i": fc.Bint[9]}, 256)
+    for _ in range(2):
+        with pytest.raises(fc.IntRangeError, match=r"reduce input 'i': Bint\[9\] with ops.mul"
+                           r"(.|\n)*Bint\[256\]"):
+            t.reduce(ops.mul, "i")
+    seven = fc.Tensor(_arr(np.full(7, 255, np.uint8), backend), {"i": fc.Bint[7]}, 256)
+    r = seven.reduce(ops.mul, "i")  # 255**7 < 2**63: exact
+    assert r.output == fc.Bint[255 ** 7 + 1] and int(r.data) == 255 ** 7
+    assert int(t.reduce(ops.add, "i").data) == 9 * 255
+    half = 2 ** 62 + 1  # values up to 2**62: the sum's bound is 2**63 + 1
+    big = fc.Tensor(_arr(np.array([2 ** 40, 3]), backend), {"j": fc.Bint[2]}, half)
+    for _ in range(2):  # the rule, then again (no fast path may skip the check)
+        with pytest.raises(fc.IntRangeError, match=r"apply ops.add(.|\n)*inputs \{'j': "
+                           r"Bint\[2\]\} and output Bint\[4611686018427387905\]"):
+            big + big
+        with pytest.raises(fc.IntRangeError, match="apply ops.mul"):
+            big * fc.Number(2, half)
+    fits = fc.Tensor(_arr(np.array([2 ** 40, 3]), backend), {"j": fc.Bint[2]}, 2 ** 61)
+    np.testing.assert_array_equal(np.asarray((fits + fits).data), [2 ** 41, 6])
+
+
+def test_bint_range_under_jit_is_decided_by_the_domain():
+    jax = pytest.importorskip("jax")
+    fc.set_backend("jax")
+    try:
+        t = fc.Tensor(jax.numpy.asarray(np.full(9, 255, np.uint8)), {"i": fc.Bint[9]}, 256)
+        with pytest.raises(fc.IntRangeError, match="ops.mul"):
+            jax.jit(lambda t: t.reduce(ops.mul, "i"))(t)
+        seven = fc.Tensor(jax.numpy.asarray(np.full(7, 255)), {"i": fc.Bint[7]}, 256)
+        f = jax.jit(lambda t: t.reduce(ops.mul, "i"))  # 255**7 fits int64: exact
+        assert int(f(seven).data) == 255 ** 7
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_bint_contractions_past_the_widest_int_raise():
+    # Each product fits int64 but the sum of eight does not (8 * 2**61 = 2**64): the same
+    # IntRangeError from a Contraction, sum_product and the optimized plan; one fewer fits.
+    from funsor_core.sum_product import sum_product
+    from interpretations import lazy
+
+    a = fc.Tensor(np.full((2, 8), 2 ** 61), {"i": fc.Bint[2], "j": fc.Bint[8]}, 2 ** 61 + 1)
+    b = fc.Tensor(np.ones(8, np.int64), {"j": fc.Bint[8]}, 2)
+    with lazy:
+        lazy_sum = (a * b).reduce(ops.add, "j")
+    for run in (lambda: fc.Contraction(ops.add, ops.mul, frozenset({"j"}), (a, b)),
+                lambda: sum_product(ops.add, ops.mul, [a, b], frozenset({"j"})),
+                lambda: fc.apply_optimizer(lazy_sum)):
+        with pytest.raises(fc.IntRangeError, match=r"reduce input 'j': Bint\[8\] with ops.add"):
+            run()
+    r = fc.Contraction(ops.add, ops.mul, frozenset({"j"}), (a(j=fc.Slice("j", 0, 3, 1, 8)),
+                                                             b(j=fc.Slice("j", 0, 3, 1, 8))))
+    np.testing.assert_array_equal(r.data, [3 * 2 ** 61] * 2)  # Python ints: 3 * 2**61 < 2**63

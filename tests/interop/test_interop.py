@@ -165,3 +165,16 @@ def test_to_funsor_size_one_dims_name_no_input(backend):
     t = fc.to_funsor(as_backend_array(x), fc.Real, {-3: "a", -2: "b", -1: "c"})
     assert t.inputs == {"a": fc.Bint[3]}
     np.testing.assert_array_equal(to_numpy(fc.to_data(t, {"a": -3})), x)
+
+
+def test_to_funsor_dims_counted_from_the_left_get_the_fix():
+    # dim_to_name's keys are negative (from the right of the batch shape), as in funsor; keys
+    # counted from the left (0, 1) raised "batch dim -2 ... has no name" alone (h79): the
+    # message now spells out the negative keys, and they give the round trip.
+    a = np.arange(24.0).reshape(2, 3, 4)
+    with pytest.raises(fc.DomainError, match=r"negative dims, e.g. dim_to_name=\{-2: 'i', "
+                                             r"-1: 'j'\}"):
+        fc.to_funsor(a, fc.Reals[4], dim_to_name={0: "i", 1: "j"})
+    t = fc.to_funsor(a, fc.Reals[4], dim_to_name={-2: "i", -1: "j"})
+    assert t.inputs == {"i": fc.Bint[2], "j": fc.Bint[3]}
+    np.testing.assert_array_equal(fc.to_data(t.align(("j", "i")), {"i": -2, "j": -1}), a)

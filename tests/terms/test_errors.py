@@ -106,6 +106,19 @@ def test_mixing_backends_in_one_expression():
     with pytest.raises(TypeError, match="left Tensor holds torch arrays and the right Tensor "
                                         "holds numpy"):
         b * a
+    with lazy:  # checked when the lazy Binary is built, not later at evaluation (h79)
+        with pytest.raises(TypeError, match="cannot add: the left term holds numpy arrays "
+                                            "and the right term holds torch arrays"):
+            a + b
+        with pytest.raises(TypeError, match="cannot mul: the left term holds torch"):
+            fc.Binary(ops.mul, b, a)
+        g = fc.Gaussian(mean=torch.zeros(1, dtype=torch.float64),
+                        covariance=torch.eye(1, dtype=torch.float64), inputs={"x": Reals[1]})
+        with pytest.raises(TypeError, match="the left term holds torch arrays and the right "
+                                            "term holds numpy"):
+            g + a
+        x = fc.Variable("x", Reals[1])
+        assert isinstance(a + x, fc.Binary) and isinstance(a + a, fc.Binary)  # one backend
 
 
 def test_data_of_a_term_that_is_not_a_number():

@@ -21,7 +21,7 @@ from __future__ import annotations
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian, align_gaussian, merge_gaussian_inputs
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.terms.base import Funsor, Number
+from funsor_core.terms.base import Funsor, Number, is_atom
 from funsor_core.terms.contraction import sum_addends
 
 __all__ = ["select"]
@@ -29,6 +29,12 @@ __all__ = ["select"]
 _NOT_SELECTABLE = (
     "lengths=: the carried message is {kind}, which cannot be selected entry by entry; "
     "lengths work for messages that are Tensors, Gaussians or their sums")
+# A lazy message (a step built under ``with lazy:``): the carried product is computed when
+# markov_product (or the filter) is called, so it must be called where the steps evaluate.
+_STILL_LAZY = (
+    ". This {kind} is still lazy: Gaussian chains with lengths= multiply their steps out "
+    "when called, so call markov_product(..., lengths=) or windowed_filter outside `with "
+    "lazy:` (only Tensor chains with lengths= stay lazy)")
 
 
 def _parts(f: Funsor) -> tuple[list, list]:
@@ -40,7 +46,9 @@ def _parts(f: Funsor) -> tuple[list, list]:
         elif isinstance(term, (Tensor, Number)):
             dense.append(term)
         else:
-            raise NotImplementedError(_NOT_SELECTABLE.format(kind=type(term).__name__))
+            kind = type(term).__name__
+            hint = "" if is_atom(term) else _STILL_LAZY.format(kind=kind)
+            raise NotImplementedError(_NOT_SELECTABLE.format(kind=kind) + hint)
     if len(gaussians) > 1:
         raise NotImplementedError(_NOT_SELECTABLE.format(kind="a sum of Gaussians"))
     return gaussians, dense

@@ -333,3 +333,29 @@ def test_lengths_or_mask_of_another_domain_are_named():
     with pytest.raises(ValueError, match=r"lengths has input 'b' as Bint\[2\]"):
         fc.windowed_filter(ops.logaddexp, ops.add, step, "t", {"x": "y"},
                            fc.Tensor(np.zeros(K), {"x": fc.Bint[K]}), lengths=short)
+
+
+def test_normal_random_walk_with_lengths_against_dense_covariances():
+    # The README's Kalman idiom (Normal steps plus readings, a Gaussian plus a Tensor) with
+    # lengths=: each entry's log p(y_1..y_n) against the multivariate normal density of the
+    # dense covariance of the walk (numpy by hand). Called under `with lazy:` (as the Tensor
+    # example is), the partial products stay lazy: an error that says to call it outside
+    # (h79; it said only "the carried message is Reduce").
+    from funsor_core.distribution import Normal
+
+    rng = np.random.default_rng(3)
+    y, lengths = rng.normal(size=(4, 2)), np.array([4, 2])
+    xp, xc = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+    walk = Normal(xp, 1.0, xc) + Normal(xc, 0.5, fc.Tensor(y, {"t": fc.Bint[4], "b": fc.Bint[2]}))
+    n = fc.Tensor(lengths, {"b": fc.Bint[2]})
+    chain = markov_product(ops.logaddexp, ops.add, walk, "t", {"x_prev": "x_curr"}, lengths=n)
+    log_z = (Normal(0.0, 1.0, xp) + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
+    for b, m in enumerate(lengths):
+        walk_cov = np.minimum.outer(np.arange(m + 1), np.arange(m + 1)) + 1.0  # x_0 ~ N(0, 1)
+        cov = walk_cov[1:, 1:] + 0.25 * np.eye(m)
+        obs = y[:m, b]
+        expected = -0.5 * (obs @ np.linalg.solve(cov, obs) + np.linalg.slogdet(2 * np.pi * cov)[1])
+        np.testing.assert_allclose(log_z.align(("b",)).data[b], expected, rtol=1e-10)
+    with lazy:
+        with pytest.raises(NotImplementedError, match="still lazy(.|\n)*outside `with lazy:`"):
+            markov_product(ops.logaddexp, ops.add, walk, "t", {"x_prev": "x_curr"}, lengths=n)
