@@ -68,38 +68,43 @@ def _walk(expr) -> tuple | None:
         tag = (CONTRACT, expr.red_op, expr.bin_op, expr.reduced_vars)
         return (list(terms), tuple(zip(map(_IKEY, terms), map(_OUTPUT, terms))),
                 ((tag, tuple(range(len(terms)))),))
-    refs: dict = {}
-    leaves, leaf_keys, steps = [], [], []
-
-    def visit(node, depth: int) -> int:
-        ref = refs.get(id(node))
-        if ref is not None:
-            return ref
-        cls = type(node)
-        if cls is Tensor:
-            ref = refs[id(node)] = len(leaves)
-            leaves.append(node)
-            leaf_keys.append((node._ikey, node.output))
-            return ref
-        if depth > _MAX_DEPTH:
-            raise _Unrecognized
-        if cls is Contraction:
-            kids = tuple([visit(c, depth + 1) for c in node.terms])
-            tag = (CONTRACT, node.red_op, node.bin_op, node.reduced_vars)
-        elif cls is Reduce:
-            kids = (visit(node.arg, depth + 1),)
-            tag = (REDUCE, node.op, None, node.reduced_vars)
-        else:
-            raise _Unrecognized
-        ref = refs[id(node)] = ~len(steps)
-        steps.append((tag, kids))
-        return ref
-
+    leaves: list = []
+    leaf_keys: list = []
+    steps: list = []
     try:
-        visit(expr, 0)
+        _visit(expr, 0, {}, leaves, leaf_keys, steps)
     except _Unrecognized:
         return None
     return leaves, tuple(leaf_keys), tuple(steps)
+
+
+def _visit(node, depth: int, refs: dict, leaves: list, leaf_keys: list, steps: list) -> int:
+    # One node of ``_walk``'s post-order: its ref, entering its children first. A module
+    # function, not a closure: a closure that calls itself is a reference cycle, and that cycle
+    # would keep the leaves (arrays, or an eager jax.grad's tracers and their whole trace)
+    # alive until the next cyclic collection.
+    ref = refs.get(id(node))
+    if ref is not None:
+        return ref
+    cls = type(node)
+    if cls is Tensor:
+        ref = refs[id(node)] = len(leaves)
+        leaves.append(node)
+        leaf_keys.append((node._ikey, node.output))
+        return ref
+    if depth > _MAX_DEPTH:
+        raise _Unrecognized
+    if cls is Contraction:
+        kids = tuple([_visit(c, depth + 1, refs, leaves, leaf_keys, steps) for c in node.terms])
+        tag = (CONTRACT, node.red_op, node.bin_op, node.reduced_vars)
+    elif cls is Reduce:
+        kids = (_visit(node.arg, depth + 1, refs, leaves, leaf_keys, steps),)
+        tag = (REDUCE, node.op, None, node.reduced_vars)
+    else:
+        raise _Unrecognized
+    ref = refs[id(node)] = ~len(steps)
+    steps.append((tag, kids))
+    return ref
 
 
 def _semiring(steps: tuple) -> tuple | None:
