@@ -149,24 +149,35 @@ def object_to_funsor(raw, output=None, dim_to_name=None):
     if output is not None and output is not Real:
         raise DomainError(f"a distribution is a log density, of output Real; got {output}")
 
-    def convert(raw, dim_to_name, reinterpreted):
-        while isinstance(raw, td.Independent):
-            reinterpreted += raw.reinterpreted_batch_ndims
-            raw = raw.base_dist
-        wrapped = wrapper_to_funsor(raw, dim_to_name, reinterpreted, convert)
-        if wrapped is not None:
-            return wrapped
-        return _family_to_funsor(raw, td, dim_to_name, reinterpreted, backend)
-
     key = (id(raw), _dims_key(raw, dim_to_name), get_interpretation())
     state = _state(raw, td)
     hit = _CONVERTED.data.get(key)
     if hit is not None and hit[0]() is raw and hit[1] == state:
         return hit[2]
-    result = convert(raw, dim_to_name or {}, 0)
+    result = _Converter(td, backend)(raw, dim_to_name or {}, 0)
     if state is not None:
         _CONVERTED.put(key, (weakref.ref(raw), state, result))
     return result
+
+
+class _Converter:
+    """One conversion's recursion over wrappers (a class, not a self-calling closure: the
+    closure's cell would hold the closure, a reference cycle left to the cyclic collector on
+    Pyro's hot path)."""
+
+    __slots__ = ("td", "backend")
+
+    def __init__(self, td, backend):
+        self.td, self.backend = td, backend
+
+    def __call__(self, raw, dim_to_name, reinterpreted):
+        while isinstance(raw, self.td.Independent):
+            reinterpreted += raw.reinterpreted_batch_ndims
+            raw = raw.base_dist
+        wrapped = wrapper_to_funsor(raw, dim_to_name, reinterpreted, self)
+        if wrapped is not None:
+            return wrapped
+        return _family_to_funsor(raw, self.td, dim_to_name, reinterpreted, self.backend)
 
 
 # A distribution object converted again with the same dims under the same interpretation is
