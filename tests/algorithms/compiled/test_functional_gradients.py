@@ -195,3 +195,101 @@ def test_torch_random_networks_match_the_undeclared_program():
             np.testing.assert_allclose(grads[0][k], grads[1][k], rtol=1e-10, atol=1e-14)
         checked += 1
     assert checked >= 2
+
+
+def test_jax_model_run_only_when_a_declared_table_is_differentiated():
+    # Under a 8-byte budget the undeclared plan cannot be planned: a jit forward, a gradient
+    # in w alone and one with the declared tables stop_gradient'ed never trace it (so their
+    # cost is the fast run's); a gradient in g raises naming the declared parameters.
+    jax, jnp = _jax()
+    prog = _program(False, np.asarray)
+    args = tuple(jnp.asarray(x) for x in (G, F, W))
+
+    def loss(g, f, w):
+        return jnp.dot(jnp.asarray(R), prog(g=g, f=f, w=w))
+
+    def stopped(g, f, w):
+        return loss(jax.lax.stop_gradient(g), jax.lax.stop_gradient(f), w)
+
+    oracle = jax.grad(lambda w: jnp.dot(jnp.asarray(R), jnp.einsum(EINSUM, *_tables(G, F, w))))
+    with fc.memory_budget(8):
+        value, dw = jax.jit(lambda *a: (loss(*a), jax.grad(loss, argnums=2)(*a)))(*args)
+        _, d_all = jax.jit(jax.value_and_grad(stopped, argnums=(0, 1, 2)))(*args)
+        with pytest.raises(fc.MemoryBudgetError, match=r"gradient .*\['f', 'g'\].*stop_grad"):
+            jax.jit(jax.grad(loss))(*args)
+    expected = oracle(args[2])
+    np.testing.assert_allclose(float(value), R @ np.einsum(EINSUM, *_tables(G, F, W)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(dw), np.asarray(expected), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(d_all[2]), np.asarray(expected), rtol=1e-12)
+    assert not np.asarray(d_all[0]).any() and not np.asarray(d_all[1]).any()
+
+
+def test_jax_log_space_and_vmap_gradients_are_the_models():
+    # Log space (0 tables as -inf), vmapped over a batch of w: jax.grad of log(einsum(exp)).
+    jax, jnp = _jax()
+    prog = _program(True, np.asarray)
+    ws = RNG.random((2, 3, 2))
+
+    def loss(g, f, w):
+        return jnp.dot(jnp.asarray(R), prog(g=g, f=f, w=w))
+
+    def model(g, f, w):
+        t = [jnp.exp(x) if x is g or x is f or x is w else x for x in _tables(g, f, w)]
+        return jnp.dot(jnp.asarray(R), jnp.log(jnp.einsum(EINSUM, *t)))
+
+    lg, lf = jnp.asarray(_log(G)), jnp.asarray(_log(F))
+    run = jax.jit(lambda w: [jax.vmap(jax.value_and_grad(fn, argnums=(0, 1, 2)),
+                                      in_axes=(None, None, 0))(lg, lf, w)
+                             for fn in (loss, model)])
+    (value, grads), (oracle_value, oracle) = run(jnp.asarray(_log(ws)))
+    np.testing.assert_allclose(np.asarray(value), np.asarray(oracle_value), rtol=1e-12)
+    for mine, exact in zip(grads, oracle):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(exact), rtol=1e-12,
+                                   atol=1e-15)
+    for b in range(2):
+        np.testing.assert_allclose(float(value[b]),
+                                   R @ prog(g=_log(G), f=_log(F), w=_log(ws[b])), rtol=1e-13)
+
+
+def test_second_derivatives():
+    # Hessians against the model's (one einsum): jax forward-over-reverse in (g, w) and
+    # reverse-over-reverse in g, exact; a mixed one taken by reverse mode in w alone, then in
+    # g, is NaN (documented), never a wrong number. torch: create_graph, exact.
+    jax, jnp = _jax()
+    torch = pytest.importorskip("torch")
+    prog = _program(False, np.asarray)
+    args = tuple(jnp.asarray(x) for x in (G, F, W))
+
+    def loss(g, f, w):
+        return jnp.dot(jnp.asarray(R), prog(g=g, f=f, w=w))
+
+    def model(g, f, w):
+        return jnp.dot(jnp.asarray(R), jnp.einsum(EINSUM, *_tables(g, f, w)))
+
+    def second(fn, g, f, w):
+        return (jax.hessian(fn, argnums=(0, 2))(g, f, w),
+                jax.grad(lambda g: jax.grad(fn)(g, f, w).sum())(g),
+                jax.grad(lambda g: jax.grad(fn, argnums=2)(g, f, w).sum())(g))
+
+    run = jax.jit(lambda *a: [second(fn, *a) for fn in (loss, model)])
+    (hess, gg, mixed), (hess_o, gg_o, mixed_o) = run(*args)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(np.asarray(hess[i][j]), np.asarray(hess_o[i][j]),
+                                       rtol=1e-12, atol=1e-15)
+    assert np.abs(np.asarray(hess_o[0][1])).max() > 0.01  # a real mixed term
+    np.testing.assert_allclose(np.asarray(gg), np.asarray(gg_o), rtol=1e-12, atol=1e-15)
+    assert np.isnan(np.asarray(mixed)).all() and not np.isnan(np.asarray(mixed_o)).any()
+
+    tprog = _program(False, torch.tensor)
+    tg, tw = torch.tensor(G, requires_grad=True), torch.tensor(W, requires_grad=True)
+    og, ow = torch.tensor(G, requires_grad=True), torch.tensor(W, requires_grad=True)
+    mine = (tprog(g=tg, f=torch.tensor(F), w=tw) * torch.tensor(R)).sum()
+    ref = (torch.einsum(EINSUM, *[torch.tensor(x) if not torch.is_tensor(x) else x
+                                  for x in _tables(og, F, ow)]) * torch.tensor(R)).sum()
+    for out, (g, w) in ((mine, (tg, tw)), (ref, (og, ow))):
+        (dw,) = torch.autograd.grad(out, (w,), create_graph=True)
+        out.grad_pair = torch.autograd.grad(dw.sum(), (g,))[0]  # d/dg of sum(d/dw)
+    np.testing.assert_allclose(mine.grad_pair.numpy(), ref.grad_pair.numpy(), rtol=1e-12)
+    assert ref.grad_pair.abs().max() > 0.01
