@@ -239,7 +239,7 @@ class Program:
                             if out is not None and kind != "const")
         self._seen = {}
         # Every declared slot: differentiating the replicated plan would give the gradient of
-        # the replicas' product, not the model's (``gradients.py``).
+        # the replicas' product, not the model's (``gradients.py`` routes it to the model).
         self._declared = tuple(k for k, out in enumerate(plan.functional) if out is not None)
 
     def __call__(self, **params):
@@ -491,11 +491,12 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
             ``jax.jit``, a NaN result, unless it is a 0/1 table with one 1 per assignment
             of the other names; an unchanged jax, torch or read-only numpy array is not
             read again). The gradient with respect to a declared table is the model's
-            (``gradients.py``): on torch, when it ``requires_grad``, at the cost of one run
-            of the plan without declarations (``MemoryBudgetError`` naming the parameter if
-            that exceeds the budget); traced under jax (``grad``, ``jit``) it is NaN (compile
-            without the declaration to differentiate the table); other parameters' gradients
-            are unaffected.
+            (``gradients.py``), on torch (when it ``requires_grad``) and jax (eagerly, under
+            ``jit``, ``grad``, ``vmap``; second order too, except a mixed derivative taken
+            by reverse mode in the other parameters first: NaN), at the cost of a run of the
+            plan without declarations only when it is taken (``MemoryBudgetError`` naming
+            the parameters if that exceeds the budget); the value is the fast run's, and
+            so are the other parameters' gradients when no declared table is differentiated.
         method: the planner, as for ``fc.plan``.
         memory_budget: bytes; a plan needing more raises ``MemoryBudgetError``.
 
