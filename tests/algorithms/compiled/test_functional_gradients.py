@@ -1,10 +1,10 @@
 """The gradient of a compiled program with respect to a declared functional parameter is the
-model's (h73): torch autograd of the same model as one einsum without the
-declaration is the oracle, with central finite differences of np.einsum; the jointree
-replicates the tables (several copies each), and the value stays the fast run's bit for bit.
-Traced (jax), the model's gradient would cost the unreplicated run on every call: NaN.
-Before: the replicated product's gradient (e.g. [[3.3, 9.0], [11.2, 16.8]] for the model's
-[[0.6, 4.5], [5.6, 7.0]])."""
+model's (h73 torch, h78 jax): autograd of the same model as one einsum without the
+declaration is the oracle, with the same expression compiled without the declaration and
+central finite differences of np.einsum; the jointree replicates the tables (several
+copies each), and the value stays the fast run's. Before h73: the replicated product's
+gradient (e.g. [[3.3, 9.0], [11.2, 16.8]] for the model's [[0.6, 4.5], [5.6, 7.0]]);
+before h78 NaN under jax."""
 
 from __future__ import annotations
 
