@@ -67,9 +67,10 @@ def checkpoint(fn, prevent_cse: bool = True):
     return fn
 
 
-def differentiate_as(fn, reference, args):
+def differentiate_as(fn, reference, args, wrt=None):
     """``fn(*args)``: eager autodiff (if any) differentiates ``fn`` itself, which computes the
-    same function as ``reference``.
+    same function as ``reference`` (``wrt``, the arguments whose derivatives must be
+    ``reference``'s, matters only to a backend that differentiates: numpy has none).
 
     Example:
         >>> differentiate_as(abs, abs, (-3,))

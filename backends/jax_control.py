@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from funsor_core import ops
 
@@ -142,16 +143,32 @@ def guarded(fn, args, safe):
     return run(*args, *safe)
 
 
-def differentiate_as(fn, reference, args):
+def differentiate_as(fn, reference, args, wrt=None):
     """``fn(*args)``, differentiated as ``reference(*args)``: two programs for the same
     function, one leaner to run, the other leaner to differentiate (forward or reverse mode
     both go through ``reference``'s derivative; higher orders too).
+
+    With ``wrt`` (indices into ``args``), only derivatives that involve those arguments go
+    through ``reference``; the others through ``fn``, and a call whose ``wrt`` arguments
+    carry no derivative (not differentiated, or ``stop_gradient``) never runs ``reference``.
+    ``fn`` and ``reference`` need agree only in value and in derivatives of every order
+    with respect to the other arguments, with the ``wrt`` ones held at ``args`` (a compiled
+    program exact only at 0/1 tables, beside the elimination that is exact everywhere). The
+    value is ``fn``'s, differentiated or not; derivatives of every order are
+    ``reference``'s where they involve a ``wrt`` argument.
 
     Example:
         >>> f = lambda x: differentiate_as(jnp.sin, lambda y: jnp.sin(y), (x,))
         >>> float(jax.grad(f)(0.0))
         1.0
+        >>> g = lambda a, b: differentiate_as(lambda a, b: a * b, lambda a, b: a * b * b,
+        ...                                   (a, b), wrt=(1,))
+        >>> [float(d) for d in jax.grad(g, argnums=(0, 1))(2.0, 1.0)]  # b at 1: a*b = a*b*b
+        [1.0, 4.0]
     """
+    if wrt is not None:
+        return _routed(fn, reference, tuple(wrt))(*args)
+
     @jax.custom_jvp
     def run(*xs):
         return fn(*xs)
@@ -161,6 +178,63 @@ def differentiate_as(fn, reference, args):
         return jax.jvp(reference, primals, tangents)
 
     return run(*args)
+
+
+def _routed(fn, reference, wrt: tuple):
+    # ``fn`` in value. A derivative with respect to a ``wrt`` argument is ``reference``'s;
+    # one with respect to the others only is ``fn``'s, computed by the same construction one
+    # order up (the tangent of ``fn`` beside that of ``reference``, the ``wrt`` arguments'
+    # tangents joining ``wrt``), so a later derivative with respect to a ``wrt`` argument
+    # (a mixed second derivative) is again ``reference``'s. Symbolic zeros tell which
+    # arguments carry a derivative, also under ``jit`` where every argument is traced.
+    # Reverse mode linearizes the rule and inlines a custom_jvp call whose inputs include
+    # tangents (jax keeps no rule there), so a mixed derivative taken as reverse mode in the
+    # other arguments, then in a ``wrt`` argument, would be ``fn``'s: ``fn``'s tangent
+    # sees the ``wrt`` arguments stopped and a factor 1 in value whose derivative in them is
+    # NaN (``_nan_derivative``): NaN, never a wrong number.
+    @jax.custom_jvp
+    def run(*xs):
+        return fn(*xs)
+
+    def run_jvp(primals, tangents):
+        n = len(primals)
+        ts = tuple(_instantiate(t) for t in tangents)
+        if all(isinstance(tangents[i], SymbolicZero) for i in wrt):
+            def fn_tangent(*a):
+                xs = tuple(jax.lax.stop_gradient(x) if i in wrt else x
+                           for i, x in enumerate(a[:n]))
+                # a factor (not a term: reverse mode's transpose drops constant terms)
+                one = 1.0 + sum(_nan_derivative(a[i]) for i in wrt)
+                return jax.tree_util.tree_map(lambda t: t * one.astype(t.dtype),
+                                              jax.jvp(fn, xs, a[n:])[1])
+
+            def reference_tangent(*a):
+                return jax.jvp(reference, a[:n], a[n:])[1]
+
+            up = wrt + tuple(n + i for i in wrt)
+            out_tangent = _routed(fn_tangent, reference_tangent, up)(*primals, *ts)
+        else:
+            out_tangent = jax.jvp(reference, primals, ts)[1]
+        return run(*primals), out_tangent
+
+    run.defjvp(run_jvp, symbolic_zeros=True)
+    return run
+
+
+def _nan_derivative(x):
+    # 0 in value; its derivative in ``x`` is NaN (0 * sqrt'(0)). Entries that are not finite
+    # (-inf of a log table) enter as 0: x - x there is NaN in value.
+    stopped = jax.lax.stop_gradient(x)
+    return 0.0 * jnp.sum(jnp.sqrt(jnp.where(jnp.isfinite(stopped), x - stopped, 0.0)))
+
+
+def _instantiate(t):
+    # A symbolic zero tangent as an array of zeros (float0 for an integer argument).
+    if not isinstance(t, SymbolicZero):
+        return t
+    if t.aval.dtype == jax.dtypes.float0:
+        return np.zeros(t.aval.shape, jax.dtypes.float0)
+    return jnp.zeros(t.aval.shape, t.aval.dtype)
 
 
 def value_and_vjp(fn, x):

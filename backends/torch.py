@@ -569,7 +569,6 @@ install()
 from backends.eager_control import (  # noqa: E402, F401
     checkpoint,
     cond,
-    differentiate_as,
     is_traced,
     jit,
 )
@@ -578,6 +577,7 @@ from backends.torch_control import (  # noqa: E402, F401
     COMPILES,
     DIFFERENTIABLE,
     LOOP_FNS,
+    differentiate_as,
     platform,
     scan,
     value_and_vjp,

@@ -78,6 +78,31 @@ LOOP_FNS = SimpleNamespace(
 
 
 # --- autograd glue, for algorithms that read derivatives (posterior marginals of a chain) ---
+def differentiate_as(fn, reference, args, wrt=None):
+    """``fn(*args)``, whose derivatives are ``reference``'s where they involve the arguments
+    ``wrt`` (indices into ``args``; without it autograd differentiates ``fn``, which computes
+    the same function as ``reference``). When one of those requires grad (and autograd is
+    on), ``fn`` runs without a graph and ``reference`` with one, joined by a term that is 0
+    in value: the value is ``fn``'s bit for bit and derivatives of every order
+    (``create_graph``) are ``reference``'s. Otherwise ``fn`` alone runs.
+
+    Example:
+        >>> a, b = torch.tensor(2.0, requires_grad=True), torch.tensor(1.0, requires_grad=True)
+        >>> out = differentiate_as(lambda a, b: a * b, lambda a, b: a * b * b, (a, b), wrt=(1,))
+        >>> [float(d) for d in torch.autograd.grad(out, (a, b))]  # b at 1: a*b = a*b*b
+        [1.0, 4.0]
+    """
+    if wrt is None or not torch.is_grad_enabled() or not any(
+            getattr(args[i], "requires_grad", False) for i in wrt):
+        return fn(*args)
+    with torch.no_grad():
+        value = fn(*args)
+    p = reference(*args)
+    q = p.detach()
+    # p - q is 0 where p is finite; -inf (a log-space zero) minus itself is NaN in value.
+    return value + torch.where(torch.isfinite(q), p - q, p.new_zeros(()))
+
+
 def value_and_vjp(fn, x):
     """``(fn(x), d sum(fn(x)) / dx)`` by torch autograd, on a detached copy of ``x`` (so the
     derivative is a value, not part of the caller's graph).

@@ -282,7 +282,7 @@ def _pgmpy_row(plan, arrays, program, cards, observed, params, expected, limit=2
     return f"{best_ms(run, 2):.2f}"
 
 
-def _network_program(factors, cards, observed, batch, rng):
+def _network_program(factors, cards, observed, batch, rng, with_expr=False):
     # The network's factors as parameters, evidence on ``observed`` for ``batch`` sets as a
     # kept axis "b"; the compiled program, its parameters and the functional declarations.
     terms, params, declared = [], {}, {}
@@ -298,7 +298,8 @@ def _network_program(factors, cards, observed, batch, rng):
         params[f"e_{v}"] = np.eye(cards[v])[rng.integers(0, cards[v], size=batch)]
     with lazy:
         expr = fc.sum_product(ops.add, ops.mul, terms, frozenset(cards))
-    return fc.compile(expr, functional=declared), params, declared
+    out = fc.compile(expr, functional=declared), params, declared
+    return out + (expr,) if with_expr else out
 
 
 def under_jit(quick):
@@ -342,6 +343,63 @@ def under_jit(quick):
             w_ours, w_hand, c_ours, c_hand = times
             print(f"{label:>22} {batch:5d} {w_ours:7.2f} / {c_ours:5.2f} "
                   f"{w_hand:7.2f} / {c_hand:5.2f} {c_ours / c_hand:6.2f}")
+
+
+def jit_gradients(quick):
+    print("\n## under jax.jit, forward and forward+backward (ms, CPU time, best of 9): ours,")
+    print("jnp.einsum per node of the same tree by hand, and the same expression compiled")
+    print("without the declarations (each table once: the model's gradient in every table)")
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    print(f"{'network':>22} {'row':>26} {'ours':>8} {'by hand':>8} {'undeclared':>10}")
+    rng = np.random.default_rng(1)
+    cases = [("40 nodes, 50% funct.", _fitting_network(rng, 0.5, n=40, max_parents=3))]
+    if not quick:
+        cases.append(("100 nodes, 50% funct.", _fitting_network(rng, 0.5)))
+    for label, (factors, cards) in cases:
+        n = len(cards)
+        observed = [f"v{i}" for i in rng.choice(range(n // 2, n), size=10, replace=False)]
+        program, params, declared, expr = _network_program(factors, cards, observed, 1, rng,
+                                                           with_expr=True)
+        try:
+            plain = fc.compile(expr, method="jointree")
+        except fc.MemoryBudgetError:
+            plain = None
+        tables = {_base(p) for p in declared.values()}
+        fc.set_backend("jax")
+        try:
+            kw = {k: jnp.asarray(v) for k, v in params.items()}
+            other = {k: v for k, v in kw.items() if k not in tables}
+            mine = {k: v for k, v in kw.items() if k in tables}
+            order = [v if kind == "param" else None for kind, v in program._leaves]
+            consts = [jnp.asarray(v) if kind == "const" else None for kind, v in program._leaves]
+
+            def hand(o, d, p=program, order=order, consts=consts):
+                arrays = [{**o, **d}[v] if v is not None else c for v, c in zip(order, consts)]
+                return jnp.sum(_einsum_by_hand(p, arrays, jnp.einsum, jnp.transpose))
+
+            def run(prog):
+                return None if prog is None else lambda o, d: jnp.sum(prog(**o, **d))
+
+            rows = {"forward": lambda f: jax.jit(f),
+                    "fwd+bwd, other parameters": lambda f: jax.jit(jax.value_and_grad(f)),
+                    "fwd+bwd, declared too": lambda f: jax.jit(
+                        jax.value_and_grad(f, argnums=(0, 1)))}
+            for row, make in rows.items():
+                cells = []
+                for f in (run(program), hand, run(plain)):
+                    if f is None or (f is hand and row == "fwd+bwd, declared too"):
+                        cells.append("-")  # the hand tree's gradient is the replicas'
+                        continue
+                    g, args = make(f), (other, mine)
+                    ms = best_ms(lambda g=g, a=args: jax.block_until_ready(g(*a)), 9,
+                                 time.process_time)
+                    cells.append(f"{ms:.3f}")
+                print(f"{label:>22} {row:>26} {cells[0]:>8} {cells[1]:>8} {cells[2]:>10}")
+        finally:
+            fc.set_backend("numpy")
 
 
 def _scalar_graph(program, arrays):
@@ -472,11 +530,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("planning", "table5", "batched", "small", "jit",
-                                           "table6", "paths"))
+                                           "jit_grad", "table6", "paths"))
     args = parser.parse_args()
     steps = {"planning": lambda: planning(), "table5": lambda: table_5(args.quick),
              "batched": lambda: batched(args.quick),
              "small": lambda: batched(args.quick, 40, 3), "jit": lambda: under_jit(args.quick),
+             "jit_grad": lambda: jit_gradients(args.quick),
              "table6": lambda: table_6(args.quick), "paths": lambda: path_quality(args.quick)}
     for name, step in steps.items():
         if args.only in (None, name):

@@ -239,7 +239,7 @@ class Program:
                             if out is not None and kind != "const")
         self._seen = {}
         # Every declared slot: differentiating the replicated plan would give the gradient of
-        # the replicas' product, not the model's (``gradients.py``).
+        # the replicas' product, not the model's (``gradients.py`` routes it to the model).
         self._declared = tuple(k for k, out in enumerate(plan.functional) if out is not None)
 
     def __call__(self, **params):
@@ -273,6 +273,7 @@ class Program:
         # is NaN unless it is one (never a wrong number). A table found functional is not
         # read again while the very same array is passed unchanged (see ``_stamp``).
         traced = {}  # out's size -> traced tables as (rows, size) matrices
+        staged = []
         for k, axis, out, rows in self._slots:
             x, seen = arrays[k], self._seen.get(k)
             if seen is not None and seen[0]() is x and seen[1] == getattr(x, "_version", None):
@@ -283,7 +284,12 @@ class Program:
                                     + (axis,))
                 traced.setdefault(x.shape[-1], []).append(ops.reshape(x, (rows, x.shape[-1])))
                 continue
-            if not table_is_functional(x, axis, self.log, rows):
+            ok = table_is_functional(x, axis, self.log, rows)
+            if not isinstance(ok, (bool, np.bool_)) and not ops.is_concrete(ok):
+                # a concrete jax array closed over inside jax.jit: its check is staged too
+                staged.append(ok)
+                continue
+            if not ok:
                 raise self._not_functional(k, out, x)
             stamp = _stamp(x) if self._leaves[k][0] == "param" else None
             if stamp is not None:
@@ -291,7 +297,7 @@ class Program:
         # Traced: the tables' rows stacked by length, one check per length (a compiler's
         # fusion each; one per table cost ~1.5 us each under jax.jit on CPU).
         flags = [ops.all(row_flags(ms[0] if len(ms) == 1 else ops.cat(ms, 0), 1, self.log))
-                 for ms in traced.values()]
+                 for ms in traced.values()] + staged
         flag = flags[0] if flags else None
         for f in flags[1:]:
             flag = ops.and_(flag, f)
@@ -485,11 +491,12 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
             ``jax.jit``, a NaN result, unless it is a 0/1 table with one 1 per assignment
             of the other names; an unchanged jax, torch or read-only numpy array is not
             read again). The gradient with respect to a declared table is the model's
-            (``gradients.py``): on torch, when it ``requires_grad``, at the cost of one run
-            of the plan without declarations (``MemoryBudgetError`` naming the parameter if
-            that exceeds the budget); traced under jax (``grad``, ``jit``) it is NaN (compile
-            without the declaration to differentiate the table); other parameters' gradients
-            are unaffected.
+            (``gradients.py``), on torch (when it ``requires_grad``) and jax (eagerly, under
+            ``jit``, ``grad``, ``vmap``; second order too, except a mixed derivative taken
+            by reverse mode in the other parameters first: NaN), at the cost of a run of the
+            plan without declarations only when it is taken (``MemoryBudgetError`` naming
+            the parameters if that exceeds the budget); the value is the fast run's, and
+            so are the other parameters' gradients when no declared table is differentiated.
         method: the planner, as for ``fc.plan``.
         memory_budget: bytes; a plan needing more raises ``MemoryBudgetError``.
 

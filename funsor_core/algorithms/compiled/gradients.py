@@ -9,23 +9,25 @@ assignments where the name is *not* the function of its parents, which the shrun
 separators never visit. No stop-gradient on some copies can recover it; only the unreplicated
 elimination computes it, at its own cost (a 100-node network: 30x to 4000x the flops).
 
-So when a declared table may be differentiated and the plan replicates, the fast run gets
-the tables with their gradient stopped (``sg``; the gradient with respect to the other
-factors ``theta`` stays right: the replication licences hold for any values of them), plus a
-term that is exactly 0 in value and carries the tables' gradient:
+So when a declared table may be differentiated and the plan replicates, the program runs
+through the backend's ``differentiate_as(fast, plain, arrays, wrt=declared)``: the value is
+the fast (replicated) run's, and every derivative that involves a declared table is that
+of ``plain``, the same factors planned without declarations (each table once). A derivative
+in the other factors alone stays the fast run's, which is exact: the replication licences
+hold for any values of them, so the two programs agree as functions of them.
 
-* torch (a declared table with ``requires_grad``, autograd on): ``p - sg(p)`` where
-  ``p = plain(G, sg(theta))`` is the same factors planned without declarations, each table
-  once, so its derivative in every ``G_k`` is the model's (a ``where`` makes the term 0
-  where the model is not finite, e.g. ``-inf`` in log space). If that plan exceeds the
-  memory budget, ``MemoryBudgetError`` names the parameters instead of a wrong gradient.
-* traced arrays (jax under ``grad`` or ``jit``): ``0 * sqrt(G - sg(G))``, whose gradient is
-  NaN: the unreplicated run cannot be paid on every traced call (under ``jit`` a ``grad``
-  outside it cannot be seen) and a number would be wrong. Compile without the declaration
-  to differentiate with respect to the table under jax.
+* torch: when a declared table ``requires_grad`` (autograd on), ``plain`` runs with a graph
+  beside the fast run without one; derivatives of every order are the model's.
+* jax (eagerly under ``grad``, under ``jit``, ``vmap``): a custom JVP. ``plain`` is traced
+  only when a derivative with respect to a declared table is taken (not under a ``jit``
+  forward, nor a ``grad`` in the other parameters only, nor a ``stop_gradient``ed table).
+  Forward and reverse mode, first and second order, are the model's, except a mixed second
+  derivative taken first by reverse mode in the other parameters alone, then in a declared
+  table: NaN (reverse mode keeps no custom rule inside the linearized tangent).
+* numpy (no autodiff) and concrete arrays run the fast plan alone.
 
-Values are bit for bit the fast run's (``x + 0.0``); numpy and concrete jax arrays, and
-plans that replicate nothing, take the fast run alone.
+If ``plain`` exceeds the memory budget, ``MemoryBudgetError`` names the parameters (on jax
+when the derivative is traced), never a wrong gradient.
 
 Example:
     >>> u = np.array([0.3, 0.7]); h = np.array([2.0, 5.0])
@@ -44,6 +46,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.compiled.cost import MemoryBudgetError, check_budget
 from funsor_core.algorithms.compiled.program import Plan, plan_structure
+from funsor_core.engine.backend import backend_of
 
 __all__ = ["may_differentiate", "run_model_gradient"]
 
@@ -75,7 +78,7 @@ def run_model_gradient(plan: Plan, arrays: Sequence, log: bool, slots: Sequence[
                        names: Sequence[str] = ()):
     """``plan.run_arrays(arrays, log)`` in value, with the gradient of the unreplicated model
     with respect to the declared tables in ``slots`` (``names``: their parameters, for the
-    error), or NaN where that cannot be computed (see the module's docstring).
+    error; see the module's docstring).
 
     Example:
         >>> p = plan_structure((("u", "x"),), (("u", 2), ("x", 2)), ("x",), (), "jointree")
@@ -86,39 +89,28 @@ def run_model_gradient(plan: Plan, arrays: Sequence, log: bool, slots: Sequence[
     if plan.method != "jointree" or len(leaves) == len(set(leaves)):
         return plan.run_arrays(arrays, log)  # nothing replicated: its gradient is the model's
     named = dict(zip(slots, names))
-    live = [k for k in slots if may_differentiate(arrays, (k,))]
-    stopped = [ops.detach(x) if _differentiable(x) else x for x in arrays]
-    fast = list(arrays)
-    for k in live:
-        fast[k] = stopped[k]
-    traced = [k for k in live if not ops.is_concrete(arrays[k])]
-    if traced:
-        out = plan.run_arrays(fast, log)
-        for k in traced:
-            d = arrays[k] - stopped[k]
-            if log:  # -inf - -inf is NaN in value: those entries carry no gradient anyway
-                d = ops.where(ops.isfinite(stopped[k]), d, 0.0)
-            out = out + ops.sum(ops.sqrt(d)) * 0.0
-        return out
-    plain = plan_structure(plan.scopes, tuple(plan.sizes.items()), (None,) * len(plan.scopes),
-                           plan.output, "jointree")
-    try:
-        check_budget(plain.tree.stats())
-    except MemoryBudgetError as err:
-        raise MemoryBudgetError(
-            f"the gradient with respect to the parameters {[named.get(k) for k in live]}, "
-            "declared functional "
-            "by compile(functional=...), is the model's only through the elimination without "
-            f"the declarations, and {err} Pass them detached (no requires_grad) to "
-            "differentiate only the other parameters.") from None
-    out = plan.run_arrays(fast, log)
-    args = list(stopped)
-    for k in live:
-        args[k] = arrays[k]
-    p = plain.run_arrays(args, log)
-    q = ops.detach(p)
-    return out + ops.where(ops.isfinite(q), p - q, 0.0)
+    live = tuple(k for k in slots if may_differentiate(arrays, (k,)))
+    if not live:
+        return plan.run_arrays(arrays, log)
 
+    def fast(*xs):
+        return plan.run_arrays(list(xs), log)
 
-def _differentiable(x) -> bool:
-    return hasattr(x, "shape") and not isinstance(x, np.ndarray)
+    def model(*xs):
+        # Planned (and its budget checked) only when a derivative in a declared table is
+        # taken: on jax that is when the derivative is traced, not on every call.
+        plain = plan_structure(plan.scopes, tuple(plan.sizes.items()),
+                               (None,) * len(plan.scopes), plan.output, "jointree")
+        try:
+            check_budget(plain.tree.stats())
+        except MemoryBudgetError as err:
+            raise MemoryBudgetError(
+                f"the gradient with respect to the parameters {[named.get(k) for k in live]}, "
+                "declared functional by compile(functional=...), is the model's only through "
+                f"the elimination without the declarations, and {err} Pass them detached (no "
+                "requires_grad, or jax.lax.stop_gradient) to differentiate only the other "
+                "parameters.") from None
+        return plain.run_arrays(list(xs), log)
+
+    backend = backend_of(arrays[live[0]])
+    return backend.differentiate_as(fast, model, tuple(arrays), wrt=live)

@@ -116,6 +116,12 @@ def test_declared_parameters_under_jit_nan_unless_functional():
     assert np.isclose(float(run(jax.numpy.asarray(good))), np.einsum("u,ux,ux->", u, good, w),
                       rtol=1e-6)
     assert np.isnan(float(run(jax.numpy.asarray(noisy))))
+    # a concrete table closed over inside jit: its check is staged too (h78; was a
+    # TracerBoolConversionError: the eager check of a concrete jax array is array ops)
+    tables = [jax.numpy.asarray(t) for t in (good, noisy)]
+    ok, bad = jax.jit(lambda: [program(g=t) for t in tables])()
+    assert np.isclose(float(ok), np.einsum("u,ux,ux->", u, good, w), rtol=1e-6)
+    assert np.isnan(float(bad))
     with pytest.raises(FunctionalError, match=r"parameter 'g'.*'x'"):  # eager jax: concrete
         program(g=jax.numpy.asarray(noisy))
 
