@@ -83,10 +83,12 @@ def test_numpy_array_under_another_backend_is_refused_alike():
         from interpretations import lazy
 
         xy, ty = {"x": fc.Bint[2], "y": fc.Bint[2]}, {"t": fc.Bint[3], "y": fc.Bint[2]}
-        with lazy:  # a step built lazily: its factors meet first in the chain kernel
-            trans = fc.Tensor(np.zeros((2, 2)), xy) + fc.Tensor(torch.zeros(3, 2).double(), ty)
-        entries.append(lambda: fc.MarkovProduct(ops.logaddexp, ops.add, trans, "t", {"x": "y"},
-                                                (("x", "y"),)))
+
+        def lazy_step():  # refused when the lazy step is built, as the eager `+` is
+            with lazy:
+                return fc.Tensor(np.zeros((2, 2)), xy) + fc.Tensor(torch.zeros(3, 2).double(), ty)
+
+        entries.append(lazy_step)
         for entry in entries:
             with pytest.raises(TypeError, match=MIXED):
                 entry()
