@@ -16,8 +16,8 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["float_max", "linear_exp", "linear_exp_floor", "renormalized", "single_precision",
-           "split_shift"]
+__all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "renormalized",
+           "shift_period", "single_precision", "split_shift"]
 
 
 def linear_exp(x) -> tuple:
@@ -122,16 +122,94 @@ def split_shift(v, axes: tuple, big: float) -> tuple:
     return v - s, s
 
 
-def renormalized(fn, axes: tuple, big: float):
+def renormalized(fn, axes: tuple, big: float, every: int = 1):
     """A scan body ``(carry, x) -> carry`` of log-space values made one of ``(values, shift)``
-    pairs: ``fn``'s result is shifted by ``split_shift`` and the shift accumulated apart.
+    pairs: ``fn``'s result is shifted by ``split_shift`` every ``every``-th call (the first
+    ``every - 1`` calls pass the shift on; ``every > 1`` only for a Python loop, which calls
+    the body in order) and the shift accumulated apart.
 
     Example:
         >>> body = renormalized(lambda v, x: v + x, (-1,), 1e30)
         >>> body((np.zeros(2), np.zeros(1)), np.array([-5.0, -6.0]))
         (array([ 0., -1.]), array([-5.]))
     """
-    def body(carry, g):
-        v, shift = split_shift(fn(carry[0], g), axes, big)
+    if every == 1:
+        def body(carry, g):
+            v, shift = split_shift(fn(carry[0], g), axes, big)
+            return v, carry[1] + shift
+        return body
+    calls = [0]
+
+    def sparse_body(carry, g):
+        v = fn(carry[0], g)
+        calls[0] += 1
+        if calls[0] % every:
+            return v, carry[1]
+        v, shift = split_shift(v, axes, big)
         return v, carry[1] + shift
-    return body
+    return sparse_body
+
+
+# An eager float32 chain shifts each step's factors to a maximum of 0 once, before its loop
+# (one vectorized pass), and its carry only every ``shift_period`` steps. With every entry of
+# a step at most 0, a max-plus carry's maximum never rises and a log-sum-exp one rises by at
+# most log K a step; it falls by at most the range r of the steps' finite entries (while the
+# best state has a finite way on; r is read once per call). So k steps between shifts keep
+# the carry within k (r + log K) of 0: k is the largest (at most 16) that keeps this within
+# a budget of 256, where a float32 ulp is 3e-5 (a sum of the unshifted steps, whose entries
+# reach r / 2, rounds at least as coarsely once r passes 256 / 16; past 256 the carry is
+# shifted every step, as the steps' own magnitude demands). Steps of a common offset, as
+# -1e4 per step, lose nothing to it: only the shifted entries are ever summed. A narrower
+# float (16 bits) has no bits to spare and shifts every step.
+_BUDGETS = {32: 256.0}
+MAX_PERIOD = 16
+
+
+def shift_period(dtype, spread: float) -> int:
+    """The number of steps between the carry shifts of an eager single-precision chain
+    whose steps are ``preshifted`` and whose carry moves by at most ``spread`` a step (1
+    for floats narrower than 32 bits).
+
+    Example:
+        >>> f32 = np.dtype(np.float32)
+        >>> shift_period(f32, 10.0), shift_period(f32, 100.0), shift_period(f32, 1e4)
+        (16, 2, 1)
+    """
+    single_precision(dtype)  # caches the width
+    budget = _BUDGETS.get(_BITS[dtype])
+    if budget is None or not spread * MAX_PERIOD > budget:  # (or a small spread)
+        return 1 if budget is None else MAX_PERIOD
+    return max(1, int(budget // spread))
+
+
+def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float) -> tuple:
+    """``(shifted, offset, spread)``: each log-space factor ``(T or 1, *batch, P or 1, C or
+    1)`` less its detached maximum over its states (per step where ``timed``, 0 where not
+    finite, clamped to ``[-big, big]``); ``offset`` ``(*batch, 1, 1)``, those maxima summed
+    over the steps that count (``mask`` ``(T, *batch)`` or None; ``duration`` steps): the
+    chain of the shifted factors plus ``offset`` is the chain of ``factors``; ``spread``,
+    the sum of the shifted factors' largest finite ranges (a Python float).
+
+    Example:
+        >>> (f,), off, r = preshifted((np.array([[[-3.0, -4.0]], [[-1.0, -2.0]]]),), (True,),
+        ...                           None, 2, 1e30)
+        >>> f.tolist(), off.tolist(), r
+        ([[[0.0, -1.0]], [[0.0, -1.0]]], [[-4.0]], 1.0)
+    """
+    shifted, offset, spread = [], None, 0.0
+    for f, is_timed in zip(factors, timed):
+        fns = backend_of(f).LOOP_FNS
+        s = fns.max2(f)  # (T or 1, *batch, 1, 1), detached
+        s = ops.clamp(ops.where(ops.isfinite(s), s, ops.full_like(s, 0.0)), -big, big)
+        f = f - s
+        shifted.append(f)
+        spread -= fns.smallest(ops.where(ops.isfinite(f), f, ops.full_like(f, 0.0)))
+        if mask is not None:
+            keep = ops.reshape(mask, tuple(mask.shape) + (1, 1))
+            total = ops.sum(ops.where(keep, s, ops.full_like(s, 0.0)), axis=0)
+        elif is_timed:
+            total = ops.sum(s, axis=0)
+        else:
+            total = s[0] * duration
+        offset = total if offset is None else offset + total
+    return tuple(shifted), offset, spread
