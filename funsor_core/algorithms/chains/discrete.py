@@ -74,9 +74,8 @@ from funsor_core.algorithms.chains.discrete_eager import (
 from funsor_core.algorithms.chains.discrete_precision import (
     float_max,
     preshifted,
-    renormalized,
     shift_period,
-    split_shift,
+    shifted_loop,
 )
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
@@ -195,9 +194,11 @@ def _materialize(step: _Step, factors, duration: int):
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, mask=None):
+def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, mask=None,
+          every: int = 1, renorm=None):
     # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
-    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
+    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere
+    # (there, carry <- renorm(carry) after every ``every`` steps, given a ``renorm``).
     # With ``mask`` (T, *batch) the carry is kept where a step does not count.
     if mask is not None:
         inner = fn
@@ -210,7 +211,7 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
 
     if scan is None:
         return python_loop(fn, carry, step.kinds, step.timed, factors, duration,
-                           reverse, mask)
+                           reverse, mask, every, renorm)
     if duration == 1:
         g = step.at(factors, 0)
         if mask is not None:
@@ -246,16 +247,17 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     if left is not None or right is not None:
         fn, start = (step.forward, left) if left is not None else (step.backward, right)
         start = full_batch(start, mask)
-        if log_like:
-            fn, start = renormalized(fn, (-1,), big, every), split_shift(start, (-1,), big)
-        carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
         if not log_like:
+            carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
             return carry if left is None or right is None else _dot(sum_op, prod_op, carry, right)
+        v, shift = shifted_loop(lambda f, c, k, r: _loop(f, c, step, factors, duration,
+                                                          left is None, scan, mask, k, r),
+                                fn, start, (-1,), big, every, scan is not None)
         # the shifts added after the last sum: they hold the magnitude, not the digits
-        shift = carry[1] if offset is None else carry[1] + offset[..., 0]
+        shift = shift if offset is None else shift + offset[..., 0]
         if left is None or right is None:
-            return carry[0] + shift
-        return _dot(sum_op, prod_op, carry[0], right) + shift[..., 0]
+            return v + shift
+        return _dot(sum_op, prod_op, v, right) + shift[..., 0]
     first = step.matrix(step.at(factors, 0))
     if mask is not None:  # the identity where step 0 does not count
         first = kept(mask[0], first, _identity(step, first))
@@ -263,13 +265,13 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
         return first if offset is None else first + offset
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
     fn = lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g))  # noqa: E731
-    if log_like:
-        fn, first = renormalized(fn, (-2, -1), big, every), split_shift(first, (-2, -1), big)
-    acc = _loop(fn, first, step, rest, duration - 1, False, scan,
-                None if mask is None else mask[1:])
+    rest_mask = None if mask is None else mask[1:]
     if not log_like:
-        return acc
-    return acc[0] + (acc[1] if offset is None else acc[1] + offset)
+        return _loop(fn, first, step, rest, duration - 1, False, scan, rest_mask)
+    acc, shift = shifted_loop(lambda f, c, k, r: _loop(f, c, step, rest, duration - 1, False,
+                                                       scan, rest_mask, k, r),
+                              fn, first, (-2, -1), big, every, scan is not None)
+    return acc + (shift if offset is None else shift + offset)
 
 
 def _identity(step: _Step, proto):

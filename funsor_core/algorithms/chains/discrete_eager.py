@@ -26,11 +26,12 @@ __all__ = ["kept", "full_batch", "python_loop", "rounded_away", "eager_log_filte
 
 
 def python_loop(fn, carry, kinds: tuple, timed: tuple, factors, duration: int, reverse: bool,
-                mask=None):
+                mask=None, every: int = 1, renorm=None):
     """``carry <- fn(carry, groups)`` for the steps in order (reversed with ``reverse``), each
     step's factors ``(T or 1, *batch, P or 1, C or 1)`` grouped by kind (``"m"`` matrices,
     ``"p"``/``"c"`` vectors over the prev/curr states squeezed to ``(..., K)``, ``"s"``
-    constants to ``(..., 1)``), with ``groups["keep"] = mask[t]`` given a ``mask``.
+    constants to ``(..., 1)``), with ``groups["keep"] = mask[t]`` given a ``mask``; given a
+    ``renorm``, ``carry <- renorm(carry)`` after every ``every`` steps.
 
     Example:
         >>> f = np.arange(3.0).reshape(3, 1, 1)
@@ -46,6 +47,7 @@ def python_loop(fn, carry, kinds: tuple, timed: tuple, factors, duration: int, r
         f = f[..., :, 0] if kind == "p" else f[..., 0, :] if kind in ("c", "s") else f
         parts.append((kind, unbind(f) if t else None, None if t else f[0]))
     keeps = None if mask is None else unbind(mask)
+    due = every
     for t in (range(duration - 1, -1, -1) if reverse else range(duration)):
         g: dict = {"m": [], "p": [], "c": [], "s": []}
         for kind, views, f in parts:
@@ -53,6 +55,10 @@ def python_loop(fn, carry, kinds: tuple, timed: tuple, factors, duration: int, r
         if keeps is not None:
             g["keep"] = keeps[t]
         carry = fn(carry, g)
+        if renorm is not None:
+            due -= 1
+            if not due:
+                carry, due = renorm(carry), every
     return carry
 
 

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -17,7 +18,7 @@ from funsor_core import ops
 from funsor_core.engine.backend import backend_of
 
 __all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "renormalized",
-           "shift_period", "single_precision", "split_shift"]
+           "shift_period", "shifted_loop", "single_precision", "split_shift"]
 
 
 def linear_exp(x) -> tuple:
@@ -118,36 +119,52 @@ def split_shift(v, axes: tuple, big: float) -> tuple:
     """
     fns = backend_of(v).LOOP_FNS
     s = fns.max1(v) if len(axes) == 1 else fns.max2(v)  # detached
-    s = ops.clamp(s, -big, big)
+    s = s.clip(-big, big)  # the array's own (numpy, torch, jax): a fifth of ops.clamp's time
     return v - s, s
 
 
-def renormalized(fn, axes: tuple, big: float, every: int = 1):
+def renormalized(fn, axes: tuple, big: float):
     """A scan body ``(carry, x) -> carry`` of log-space values made one of ``(values, shift)``
-    pairs: ``fn``'s result is shifted by ``split_shift`` every ``every``-th call (the first
-    ``every - 1`` calls pass the shift on; ``every > 1`` only for a Python loop, which calls
-    the body in order) and the shift accumulated apart.
+    pairs: ``fn``'s result is shifted by ``split_shift`` and the shift accumulated apart.
 
     Example:
         >>> body = renormalized(lambda v, x: v + x, (-1,), 1e30)
         >>> body((np.zeros(2), np.zeros(1)), np.array([-5.0, -6.0]))
         (array([ 0., -1.]), array([-5.]))
     """
-    if every == 1:
-        def body(carry, g):
-            v, shift = split_shift(fn(carry[0], g), axes, big)
-            return v, carry[1] + shift
-        return body
-    calls = [0]
-
-    def sparse_body(carry, g):
-        v = fn(carry[0], g)
-        calls[0] += 1
-        if calls[0] % every:
-            return v, carry[1]
-        v, shift = split_shift(v, axes, big)
+    def body(carry, g):
+        v, shift = split_shift(fn(carry[0], g), axes, big)
         return v, carry[1] + shift
-    return sparse_body
+    return body
+
+
+def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled: bool):
+    """``(values, shift)`` of a loop of the log-space ``fn`` from ``start``, its carry kept
+    apart from its maximum (``split_shift``): compiled, shifted every step (a ``(values,
+    shift)`` carry through ``renormalized``); eagerly every ``every`` steps, the shifts
+    collected apart. ``loop(fn, carry, every, renorm)`` runs the steps (``renorm`` None:
+    none between them).
+
+    Example:
+        >>> def loop(fn, carry, every, renorm):
+        ...     for x in np.full((3, 2), -5.0):
+        ...         carry = fn(carry, x)
+        ...     return carry if renorm is None else renorm(carry)
+        >>> v, s = shifted_loop(loop, lambda v, x: v + x, np.zeros(2), (-1,), 1e30, 3, False)
+        >>> v.tolist(), s.tolist()
+        ([0.0, 0.0], [-15.0])
+    """
+    start, shift = split_shift(start, axes, big)
+    if compiled:
+        return loop(renormalized(fn, axes, big), (start, shift), 1, None)
+    shifts = [shift]
+
+    def renorm(v):
+        v, s = split_shift(v, axes, big)
+        shifts.append(s)
+        return v
+
+    return loop(fn, start, every, renorm), functools.reduce(ops.add, shifts)
 
 
 # An eager float32 chain shifts each step's factors to a maximum of 0 once, before its loop
