@@ -232,8 +232,9 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8, and the
-    # shift costs eager max-plus steps twice their time)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; compiled,
+    # the carry is shifted every step, and eagerly the steps once and the carry every few
+    # steps, ``discrete_precision.shift_period``)
     log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
                 and single_precision(factors[0].dtype))
     every, offset = 1, None

@@ -220,7 +220,8 @@ def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float) ->
         s = ops.clamp(ops.where(ops.isfinite(s), s, ops.full_like(s, 0.0)), -big, big)
         f = f - s
         shifted.append(f)
-        spread -= fns.smallest(ops.where(ops.isfinite(f), f, ops.full_like(f, 0.0)))
+        if math.prod(f.shape):  # (an empty batch has no range)
+            spread -= fns.smallest(ops.where(ops.isfinite(f), f, ops.full_like(f, 0.0)))
         if mask is not None:
             keep = ops.reshape(mask, tuple(mask.shape) + (1, 1))
             total = ops.sum(ops.where(keep, s, ops.full_like(s, 0.0)), axis=0)
