@@ -170,14 +170,15 @@ def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled:
 # An eager float32 chain shifts each step's factors to a maximum of 0 once, before its loop
 # (one vectorized pass), and its carry only every ``shift_period`` steps. With every entry of
 # a step at most 0, a max-plus carry's maximum never rises and a log-sum-exp one rises by at
-# most log K a step; it falls by at most the range r of the steps' finite entries (while the
-# best state has a finite way on; r is read once per call). So k steps between shifts keep
-# the carry within k (r + log K) of 0: k is the largest (at most 16) that keeps this within
-# a budget of 256, where a float32 ulp is 3e-5 (a sum of the unshifted steps, whose entries
-# reach r / 2, rounds at least as coarsely once r passes 256 / 16; past 256 the carry is
-# shifted every step, as the steps' own magnitude demands). Steps of a common offset, as
-# -1e4 per step, lose nothing to it: only the shifted entries are ever summed. A narrower
-# float (16 bits) has no bits to spare and shifts every step.
+# most log K a step; it falls by at most the range r of the steps' finite entries while its
+# best state has a finite way on (r read once per call; where it has none, the carry falls
+# to its next state, whose digits it held already). So k steps keep the carry within
+# k (r + log K) of 0, and k is the largest (at most 16) that keeps this within 256, where
+# float32 rounds to 1.5e-5; past r = 256 the carry is shifted every step. Against a carry
+# shifted every step, whose sums reach the unshifted entries' magnitude (at least r / 2),
+# this rounds at most 2k + 1 times coarser (5 bits); with steps of a common offset (-1e4 a
+# step) far finer, since only the shifted entries are summed. A narrower float (16 bits) has
+# no bits to spare: its carry is shifted every step.
 _BUDGETS = {32: 256.0}
 MAX_PERIOD = 16
 
