@@ -68,12 +68,14 @@ from funsor_core.algorithms.chains.discrete_eager import (
     eager_log_filter,
     full_batch,
     kept,
+    python_loop,
     rounded_away,
 )
 from funsor_core.algorithms.chains.discrete_precision import (
     float_max,
-    renormalized,
-    split_shift,
+    preshifted,
+    shift_period,
+    shifted_loop,
 )
 from funsor_core.algorithms.chains.discrete_tree import (
     UNIT,
@@ -192,74 +194,85 @@ def _materialize(step: _Step, factors, duration: int):
 
 
 # -- the strategies ------------------------------------------------------------------------------
-def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, mask=None):
+def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, mask=None,
+          every: int = 1, renorm=None):
     # carry <- fn(carry, groups of step t) for t in order: a lax.scan under jax (one
-    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere.
+    # compiled loop; the shared factors are constants of its body), a Python loop elsewhere
+    # (there, carry <- renorm(carry) after every ``every`` steps, given a ``renorm``).
     # With ``mask`` (T, *batch) the carry is kept where a step does not count.
     if mask is not None:
         inner = fn
 
         def fn(c, g):
             if isinstance(c, tuple):  # a renormalized carry: (values, shift)
-                return tuple(kept(g["keep"], n, o) for n, o in zip(inner(c, g), c))
+                return tuple(n if n is o else kept(g["keep"], n, o)
+                             for n, o in zip(inner(c, g), c))
             return kept(g["keep"], inner(c, g), c)
 
+    if scan is None:
+        return python_loop(fn, carry, step.kinds, step.timed, factors, duration,
+                           reverse, mask, every, renorm)
     if duration == 1:
-        return fn(carry, _with_keep(step.at(factors, 0), mask, 0))
-    if scan is not None:
-        timed = tuple(f for f, t in zip(factors, step.timed) if t)
+        g = step.at(factors, 0)
+        if mask is not None:
+            g["keep"] = mask[0]
+        return fn(carry, g)
+    timed = tuple(f for f, t in zip(factors, step.timed) if t)
 
-        def body(c, xs):
-            it = iter(xs[0])
-            slices = tuple(next(it) if t else f[0] for f, t in zip(factors, step.timed))
-            g = step.groups(slices)
-            if mask is not None:
-                g["keep"] = xs[1]
-            return fn(c, g), None
+    def body(c, xs):
+        it = iter(xs[0])
+        slices = tuple(next(it) if t else f[0] for f, t in zip(factors, step.timed))
+        g = step.groups(slices)
+        if mask is not None:
+            g["keep"] = xs[1]
+        return fn(c, g), None
 
-        return scan(body, carry, (timed, mask), reverse=reverse)[0]
-    for t in (range(duration - 1, -1, -1) if reverse else range(duration)):
-        carry = fn(carry, _with_keep(step.at(factors, t), mask, t))
-    return carry
-
-
-def _with_keep(groups: dict, mask, t: int) -> dict:
-    if mask is not None:
-        groups["keep"] = mask[t]
-    return groups
+    return scan(body, carry, (timed, mask), reverse=reverse)[0]
 
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8, and the
-    # shift costs eager max-plus steps twice their time)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; compiled,
+    # the carry is shifted every step, and eagerly the steps once and the carry every few
+    # steps, ``discrete_precision.shift_period``)
     log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
                 and single_precision(factors[0].dtype))
+    every, offset = 1, None
+    if log_like:
+        dtype = factors[0].dtype
+        big = float_max(dtype) / ((len(factors) + 1) * duration + 2)  # no sum of shifts overflows
+        if scan is None:  # eagerly: steps shifted at once, the carry every few steps
+            factors, offset, spread = preshifted(factors, step.timed, mask, duration, big)
+            rise = math.log(step.states) if sum_op is ops.logaddexp else 0.0
+            every = shift_period(dtype, spread + rise)
     if left is not None or right is not None:
         fn, start = (step.forward, left) if left is not None else (step.backward, right)
         start = full_batch(start, mask)
-        if log_like:
-            big = float_max(start.dtype) / (duration + 2)  # no sum of T shifts overflows
-            fn, start = renormalized(fn, (-1,), big), split_shift(start, (-1,), big)
-        carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
+        if not log_like:
+            carry = _loop(fn, start, step, factors, duration, left is None, scan, mask)
+            return carry if left is None or right is None else _dot(sum_op, prod_op, carry, right)
+        v, shift = shifted_loop(lambda f, c, k, r: _loop(f, c, step, factors, duration,
+                                                          left is None, scan, mask, k, r),
+                                fn, start, (-1,), big, every, scan is not None)
+        # the shifts added after the last sum: they hold the magnitude, not the digits
+        shift = shift if offset is None else shift + offset[..., 0]
         if left is None or right is None:
-            return carry[0] + carry[1] if log_like else carry
-        if log_like:  # the shift added after the sum: it holds the magnitude, not the digits
-            return _dot(sum_op, prod_op, carry[0], right) + carry[1][..., 0]
-        return _dot(sum_op, prod_op, carry, right)
+            return v + shift
+        return _dot(sum_op, prod_op, v, right) + shift[..., 0]
     first = step.matrix(step.at(factors, 0))
     if mask is not None:  # the identity where step 0 does not count
         first = kept(mask[0], first, _identity(step, first))
     if duration == 1:
-        return first
+        return first if offset is None else first + offset
     rest = tuple(f[1:] if t else f for f, t in zip(factors, step.timed))
     fn = lambda acc, g: semiring_mm(sum_op, prod_op, acc, step.matrix(g))  # noqa: E731
-    if log_like:
-        big = float_max(first.dtype) / (duration + 2)
-        fn, first = renormalized(fn, (-2, -1), big), split_shift(first, (-2, -1), big)
-    acc = _loop(fn, first, step, rest, duration - 1, False, scan,
-                None if mask is None else mask[1:])
-    return acc[0] + acc[1] if log_like else acc
+    rest_mask = None if mask is None else mask[1:]
+    if not log_like:
+        return _loop(fn, first, step, rest, duration - 1, False, scan, rest_mask)
+    acc, shift = shifted_loop(lambda f, c, k, r: _loop(f, c, step, rest, duration - 1, False,
+                                                       scan, rest_mask, k, r),
+                              fn, first, (-2, -1), big, every, scan is not None)
+    return acc + (shift if offset is None else shift + offset)
 
 
 def _identity(step: _Step, proto):
