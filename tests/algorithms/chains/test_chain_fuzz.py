@@ -11,8 +11,10 @@ import pytest
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_tree import log_tree, parallel_chain, scaled_log_tree
-from funsor_core.sum_product import markov_marginals
+from funsor_core.sum_product import markov_marginals, markov_product
+from interpretations import lazy
 from tests.algorithms.chains.chain_fuzz import check, draw
+from tests.algorithms.chains.chain_fuzz_gaussian import check_gaussian, draw_gaussian
 from tests.algorithms.chains.chain_fuzz_lagged import check_lagged, draw_lagged
 
 # numpy and torch cases only (a jax compile each would cost seconds); jax, eager and under
@@ -82,3 +84,30 @@ def test_float32_marginals_no_nan_at_impossible_pairs():
     z = np.logaddexp.reduce(a[-1])
     expected = np.stack([np.exp(a[t][:, None] + st[t] + b[t + 1][None] - z) for t in range(3)])
     np.testing.assert_allclose(pairs.data.numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [s for s in range(60) if draw_gaussian(s)["backend"] != "jax"
+                                  and draw_gaussian(s)["T"] <= 12][:6])
+def test_fuzz_gaussian_slice(seed):
+    assert check_gaussian(draw_gaussian(seed)) == []
+
+
+def test_gaussian_ragged_product_under_lazy_says_why():
+    # markov_product(lengths=) of Gaussian steps keeps each entry's partial product step by
+    # step; under lazy those are Reduce terms, and the error named only the Reduce (from the
+    # selection inside). Eagerly it is the chain of each entry's first n_b steps.
+    T = 3
+    r = np.random.default_rng(1)
+    S = r.normal(size=(T, 2, 2, 2)) * 0.3 + np.eye(2)[None, None] * np.array([0, 1])[:, None]
+    W = r.normal(size=(T, 2, 2))
+    trans = fc.Gaussian(white_vec=W, prec_sqrt=S, inputs={
+        "t": fc.Bint[T], "b": fc.Bint[2], "x_prev": fc.Real, "x_curr": fc.Real})
+    n = fc.Tensor(np.array([1, 3]), {"b": fc.Bint[2]}, dtype=T + 1)
+    with pytest.raises(NotImplementedError, match=r"markov_product\(lengths=.*lazy"):
+        with lazy:
+            markov_product(ops.logaddexp, ops.add, trans, "t", {"x_prev": "x_curr"}, lengths=n)
+    eager = markov_product(ops.logaddexp, ops.add, trans, "t", {"x_prev": "x_curr"}, lengths=n)
+    # entry 0: its first step alone, -0.5 |z S_0 - w_0|^2 at z = (0.5, -1)
+    z = np.array([0.5, -1.0])
+    got = eager(x_prev=0.5, x_curr=-1.0).data
+    np.testing.assert_allclose(got[0], -0.5 * np.sum((z @ S[0, 0] - W[0, 0]) ** 2), rtol=1e-10)
