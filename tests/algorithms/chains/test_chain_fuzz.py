@@ -1,6 +1,8 @@
-"""A seeded slice of the chain fuzzer (``chain_fuzz``, ``chain_fuzz_lagged``): random discrete
-chains through every entry point against float64 numpy recursions and path enumeration, and
-the regressions the long runs found, each against its own numpy oracle.
+"""A seeded slice of the chain fuzzers (``chain_fuzz``, ``chain_fuzz_lagged``,
+``chain_fuzz_gaussian``, ``chain_fuzz_adjoint``): random discrete and Gaussian chains through
+every entry point against float64 numpy recursions, path enumeration and closed-form Gaussian
+algebra, sampled paths against the exact posterior, and the regressions the long runs found,
+each against its own numpy oracle.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from funsor_core.algorithms.chains.discrete_tree import log_tree, parallel_chain
 from funsor_core.sum_product import markov_marginals, markov_product
 from interpretations import lazy
 from tests.algorithms.chains.chain_fuzz import check, draw
+from tests.algorithms.chains.chain_fuzz_adjoint import check_adjoint, draw_adjoint
 from tests.algorithms.chains.chain_fuzz_gaussian import check_gaussian, draw_gaussian
 from tests.algorithms.chains.chain_fuzz_lagged import check_lagged, draw_lagged
 
@@ -111,3 +114,8 @@ def test_gaussian_ragged_product_under_lazy_says_why():
     z = np.array([0.5, -1.0])
     got = eager(x_prev=0.5, x_curr=-1.0).data
     np.testing.assert_allclose(got[0], -0.5 * np.sum((z @ S[0, 0] - W[0, 0]) ** 2), rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [s for s in range(20) if draw_adjoint(s)["K"] > 1][:3])
+def test_fuzz_adjoint_slice(seed):
+    assert check_adjoint(draw_adjoint(seed)) == []
