@@ -464,8 +464,13 @@ def _scaled_log_tree(mats, stop: int):
     # products (for their smallest entry) and the divisors are gathered and read at the
     # end: a round is a matrix product, a maximum and a division.
     products, scales = [], []
+    # With stop > 1 the last step may pass every round unmultiplied: its entries are then
+    # returned alone, so a zero (an -inf step entry, or one linear_exp cut) would be a -inf
+    # log where a sum would have absorbed it, and log(0)'s derivative NaN. Checked at the end.
+    raw_last = True
     while p.shape[0] > stop:
         n = p.shape[0]
+        raw_last = raw_last and n % 2 == 1
         q = xp.matmul(p[0:n - 1:2], p[1::2]) if n % 2 else xp.matmul(p[0::2], p[1::2])
         s = xp.max2(q)
         if not products and not xp.smallest(q) >= floor:
@@ -477,6 +482,8 @@ def _scaled_log_tree(mats, stop: int):
         q = q / s
         p = xp.cat([q, p[n - 1:]]) if n % 2 else q
     if len(products) > 1 and not xp.smallest(xp.cat(products[1:])) >= floor:
+        return None
+    if raw_last and not xp.smallest(p[-1:]) >= floor:
         return None
     logs = xp.log(p)
     shift = xp.total(xp.cat([c, xp.log(xp.cat(scales))]))

@@ -290,6 +290,14 @@ _NO_EMPTY = (
     "density; lengths must be >= 1 for a Gaussian chain, got {bad}")
 
 
+_UNEVALUATED = (
+    "markov_product(lengths=...) of steps with no identity transition (Gaussian steps) "
+    "keeps each batch entry's partial product, step by step, and needs those products "
+    "evaluated; the active interpretation left one as a lazy {kind} (under `lazy`?). Call "
+    "it where the chain evaluates (outside `with lazy:`), or filter the ragged chain with "
+    "windowed_filter(..., lengths=...)")
+
+
 def _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, mask):
     # A chain with no identity transition (Gaussian steps): the partial products of steps
     # 0..t, one step at a time, each entry keeping its product after its last valid step.
@@ -316,7 +324,10 @@ def _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, ma
         head = product(**mids)
         tail = at(t)(**{p: mids[c] for p, c in pairs})
         new = prod_op(head, tail).reduce(sum_op, frozenset(mids.values()))
-        product = select(keep[t], keep_inputs, new, product)
+        try:
+            product = select(keep[t], keep_inputs, new, product)
+        except NotImplementedError as e:  # under lazy: the partial products are terms
+            raise NotImplementedError(_UNEVALUATED.format(kind=type(new).__name__)) from e
     if not ops.is_concrete(lengths.data):
         # Traced lengths cannot be checked: an empty Gaussian chain gives NaN, not the one
         # step that the partial products start from.
