@@ -367,6 +367,7 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
             lambda m, *pd: guarded(m, compiled.cond, *pd),
             lambda m, *pd: log_tree(ops.logaddexp, ops.add, m, 1, *pd)[0],
             (mats,) if pad is None else (mats, pad))
+    assert pad is None, "padded steps (discrete_padding) reach only the tree above"
     return _tree_chain(sum_op, prod_op, mats, left, right, None)
 
 
