@@ -8,7 +8,9 @@
 - ``infer_discrete(query="map")`` against ``query="kbest", k=1`` and a hand-written numpy
   Viterbi, on a 30-step chain with plated observations.
 - eager jax, an unrolled discrete chain summed out at T = 10, then 11 and 12 in one process
-  (what a model with a new length compiles), beside funsor 0.4.8.
+  (what a model with a new length compiles), beside funsor 0.4.8;
+- eager jax, NumPyro's scan HMM's log density at T = 10, 11 and 12 in one process (the clients'
+  virtualenv, ours through its shim), beside funsor 0.4.8.
 
 funsor 0.4.8 runs in a subprocess of its own python (``FUNSOR_PEER_PYTHON``, by default the
 clients' virtualenv), so both sides are timed in one invocation.
@@ -217,6 +219,83 @@ def longer_chain() -> None:
         print(f"| {name} | {cells} |", flush=True)
 
 
+# -- eager jax, NumPyro's scan HMM one step longer -----------------------------------------------
+# NumPyro's HMM through ``contrib.control_flow.scan`` (its test_scan_enum_one_latent), its
+# enumerated log density (``log_density``, no jax.jit) at T = 10, then 11 and 12 in one process:
+# funsor's ``sequential_sum_product`` of a (T, 2, 2) chain. Both sides run in the clients'
+# virtualenv (NumPyro), ours through its shim; compilations counted from jax's log, split into
+# those called from funsor's side and the rest (NumPyro's own, the same on both sides).
+_SCAN = textwrap.dedent("""
+    import logging, time, traceback
+    import jax
+    import jax.numpy as jnp
+    import numpyro, numpyro.distributions as dist
+    from numpyro.contrib.control_flow import scan
+    from numpyro.contrib.funsor import config_enumerate, enum, log_density
+    import funsor
+    class _Count(logging.Handler):
+        n = ours = 0
+        def emit(self, record):
+            if record.getMessage().startswith("Compiling "):
+                _Count.n += 1
+                _Count.ours += any("/funsor_core/" in f.filename or "/site-packages/funsor/"
+                                   in f.filename for f in traceback.extract_stack())
+    logging.getLogger("jax").addHandler(_Count())
+    logging.getLogger("jax").propagate = False
+    jax.config.update("jax_log_compiles", True)
+    init, trans, locs = jnp.array([0.6, 0.4]), jnp.array([[0.8, 0.2], [0.1, 0.9]]), jnp.array(
+        [-1.0, 1.0])
+
+    def model(data):
+        def step(x, y):
+            x = numpyro.sample("x", dist.Categorical(init if x is None else trans[x]))
+            numpyro.sample("y", dist.Normal(locs[x], 1), obs=y)
+            return x, 1
+        scan(step, None, data)
+
+    for T in (10, 11, 12):
+        data = jax.random.normal(jax.random.PRNGKey(0), (T,))
+        n, ours, t0 = _Count.n, _Count.ours, time.process_time()
+        value = float(log_density(enum(config_enumerate(model)), (data,), {{}}, {{}})[0])
+        print(f"T{{T}}", time.process_time() - t0, _Count.n - n, _Count.ours - ours, value)
+""")
+SHIM = os.environ.get("FUNSOR_CLIENT_SHIM", os.path.join(ROOT, "..", "shared", "tools", "clients",
+                                                         "shim"))
+if not os.path.isdir(SHIM):
+    SHIM = "/work/shared/tools/clients/shim"
+
+
+def _run_scan(env: dict) -> dict | None:
+    try:
+        out = subprocess.run([PEER, "-c", _SCAN.format()], capture_output=True, text=True,
+                             env={k: v for k, v in {**os.environ, **env}.items() if v},
+                             check=True, timeout=600).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {p[0]: (float(p[1]), int(p[2]), int(p[3]), float(p[4]))
+            for p in (line.split() for line in out.strip().splitlines()) if p[0][0] == "T"}
+
+
+def scan_hmm() -> None:
+    print("\n## Eager jax: NumPyro's scan HMM (K = 2) log density at T = 10, then 11 and 12 in "
+          "the same process (CPU s, new XLA compilations: all / from funsor's side)")
+    print("| library | T = 10 (first) | T = 11 | T = 12 | log density at T = 12 |")
+    print("|---|---:|---:|---:|---:|")
+    if not os.path.exists(PEER):
+        print("| (no clients' virtualenv: FUNSOR_PEER_PYTHON) | | | | |")
+        return
+    sides = [("funsor-core", {"FUNSOR_SHIM": "1", "PROJECT": ROOT, "PYTHONPATH": SHIM}),
+             ("funsor 0.4.8", {"PYTHONPATH": SHIM, "FUNSOR_SHIM": ""})]
+    for name, env in sides:
+        r = _run_scan(env)
+        if r is None:
+            print(f"| {name} | fails | | | |")
+            continue
+        cells = " | ".join(f"{r[f'T{T}'][0]:.3g} s, {r[f'T{T}'][1]} / {r[f'T{T}'][2]}"
+                           for T in (10, 11, 12))
+        print(f"| {name} | {cells} | {r['T12'][3]:.7g} |", flush=True)
+
+
 # -- Normal with affine arguments against the same Gaussian ---------------------------------------
 _PEER_NORMAL = textwrap.dedent("""
     import timeit
@@ -335,9 +414,11 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
     except ImportError:
         pass
-    which = sys.argv[1:] or ["first", "normal", "map", "longer"]
+    which = sys.argv[1:] or ["first", "normal", "map", "longer", "scan"]
     if "longer" in which:
         longer_chain()
+    if "scan" in which:
+        scan_hmm()
     if "normal" in which:
         normal_build()
     if "map" in which:

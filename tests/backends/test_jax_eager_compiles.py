@@ -120,3 +120,53 @@ def test_linear_space_chain_one_step_longer_compiles_nothing_new():
             value = plan.run_arrays(ops.logaddexp, ops.add, [jnp.asarray(x) for x in xs])
         np.testing.assert_allclose(float(value), logsumexp(alpha), rtol=1e-12)
     assert names_compiled == []
+
+
+def _log_chain_oracle(mats):
+    # The log-space product of the step matrices, and the derivative of its logsumexp (all
+    # endpoints summed) by the forward-backward algorithm: the pair marginals of each step.
+    alphas, alpha = [], np.zeros(mats.shape[1])
+    for m in mats:
+        alphas.append(alpha)
+        alpha = logsumexp(alpha[:, None] + m, axis=0)
+    betas, beta = [], np.zeros(mats.shape[1])
+    for m in mats[::-1]:
+        betas.append(beta)
+        beta = logsumexp(m + beta[None, :], axis=1)
+    total = mats[0]
+    for m in mats[1:]:
+        total = logsumexp(total[:, :, None] + m[None, :, :], axis=1)
+    log_z = logsumexp(total)
+    with np.errstate(invalid="ignore"):
+        grad = np.exp(np.array(alphas)[:, :, None] + mats + np.array(betas[::-1])[:, None, :]
+                      - log_z)
+    return total, np.nan_to_num(grad, nan=0.0)
+
+
+def test_parallel_chain_of_a_new_length_reuses_its_compiled_tree():
+    # Eager jax pads a tree chain's time axis to a power of two (chains.discrete_padding):
+    # NumPyro's scan HMM (sequential_sum_product) at T = 6 and 7 after T = 5 runs T = 5's
+    # program; a new length compiles only the padding's concatenation. Oracle: the log-space
+    # matrix product and the forward-backward pair marginals in numpy.
+    from funsor_core.algorithms.chains.discrete import chain_product
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(7)
+
+    def product(x):
+        return chain_product(ops.logaddexp, ops.add, (x,), "parallel")
+
+    for length in (5, 6, 7):
+        mats = rng.normal(size=(length, 3, 3))
+        if length == 7:
+            mats[2, 0] = mats[4, :, 1] = -np.inf  # true zeros: the exact tree's branch
+        total, grad = _log_chain_oracle(mats)
+        x = jnp.asarray(mats)
+        with compiles() as names:
+            value = product(x)
+        np.testing.assert_allclose(np.asarray(value), total, rtol=1e-12)
+        if length > 5:
+            assert not any("_run" in n for n in names) and len(names) <= 1, names
+        if length == 7:  # the derivative: the exact tree's, padded steps passed over too
+            d = jax.grad(lambda x: ops.logsumexp(product(x).reshape(-1), 0))(x)
+            np.testing.assert_allclose(np.asarray(d), grad, rtol=1e-10, atol=1e-12)

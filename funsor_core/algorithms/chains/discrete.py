@@ -71,6 +71,7 @@ from funsor_core.algorithms.chains.discrete_eager import (
     python_loop,
     rounded_away,
 )
+from funsor_core.algorithms.chains.discrete_padding import padded_chain
 from funsor_core.algorithms.chains.discrete_precision import (
     float_max,
     preshifted,
@@ -78,6 +79,7 @@ from funsor_core.algorithms.chains.discrete_precision import (
     shifted_loop,
 )
 from funsor_core.algorithms.chains.discrete_tree import (
+    FUNSOR_ROUNDING,
     UNIT,
     _dot,
     _reduce,
@@ -430,7 +432,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
 
 
 def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backend,
-         factors, left, right, mask=None):
+         factors, left, right, mask=None, pad=None):
     # The whole chain on arrays, by the kernel the cost model chose (``chain_product``).
     # Pure in the arrays: a compiling backend compiles it once per structure. A UNIT
     # boundary (states summed with no factor) is an array of units, except on the eager
@@ -454,9 +456,9 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
     if mask is not None:
         return _run_masked(step, kernel, backend, eager_log, scan, factors, duration, left,
                            right, mask)
-    if kernel == "tree":
+    if kernel == "tree":  # (``pad``: the padded steps of eager jax, ``discrete_padding``)
         return parallel_chain(sum_op, prod_op, _materialize(step, factors, duration), left,
-                              right, eager_log, backend if backend.COMPILES else None)
+                              right, eager_log, backend if backend.COMPILES else None, pad)
     args = (factors, left, right)
 
     def exact(f, lt, rt):
@@ -587,12 +589,16 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
     has_left = UNIT if left is UNIT else left is not None
     has_right = UNIT if right is UNIT else right is not None
     backend = backend_of(factors[0])
+    padded = padded_chain(backend, sum_op, prod_op, factors, strategy, FUNSOR_ROUNDING) if (
+        backend.COMPILES and power is None and mask is None and left is right is None) else None
+    if padded is not None:  # eager jax: one program for every T up to a power of two
+        factors, duration = padded[0], max(f.shape[0] for f in padded[0])
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
                                    backend.COMPILES, mask is not None))
     if backend.COMPILES:
         fn = _compiled(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left,
                        has_right, backend)
         return fn(factors, None if left is UNIT else left, None if right is UNIT else right,
-                  mask)
+                  mask, None if padded is None else padded[1])
     return _run(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left, has_right,
                 backend, factors, left, right, mask)

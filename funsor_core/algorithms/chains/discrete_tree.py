@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.discrete_padding import passed, real_min
 from funsor_core.algorithms.chains.discrete_precision import (
     linear_exp,
     linear_exp_floor,
@@ -129,10 +130,11 @@ def _mm(sum_op, prod_op, a, b):
     return semiring_mm(sum_op, prod_op, a, b)
 
 
-def log_tree(sum_op, prod_op, mats, stop: int = 1):
+def log_tree(sum_op, prod_op, mats, stop: int = 1, pad=None):
     """The product of the square matrices ``mats`` ``(T, *batch, K, K)`` in the semiring,
     contracting steps (0, 1), (2, 3), ... at once, halving ``T`` each round, until at most
     ``stop`` remain: ``(n, *batch, K, K)``, ``n <= stop``, whose product is the total.
+    ``pad``: the padded steps of a power-of-two ``T`` (``discrete_padding``), passed over.
 
     Example:
         >>> log_tree(ops.add, ops.mul, np.ones((5, 2, 2)), stop=2).shape
@@ -147,7 +149,8 @@ def log_tree(sum_op, prod_op, mats, stop: int = 1):
             mats = ops.cat([_mm(sum_op, prod_op, mats[0:n - 1:2], mats[1::2]),
                             mats[n - 1:]], 0)
         else:
-            mats = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
+            q = _mm(sum_op, prod_op, mats[0::2], mats[1::2])
+            mats, pad = (q, None) if pad is None else passed(pad, mats[0::2], q)
     return mats
 
 
@@ -165,12 +168,13 @@ def with_units(prod_op, left, right, proto, shape: tuple):
     return (unit if left is UNIT else left), (unit if right is UNIT else right)
 
 
-def guarded_log_tree(mats, cond):
+def guarded_log_tree(mats, cond, pad=None):
     """``log_tree(ops.logaddexp, ops.add, mats)[0]`` on a compiling backend: the linear-space
     tree of ``scaled_log_tree`` (a matrix product per round, ``K^2`` exps per step instead
     of ``K^3``), its smallest entries checked on the device; where a product may have lost
     digits (or holds a zero, a NaN or an infinity), ``cond`` runs the exact log-space tree
-    instead. Nothing is read on the host, so it runs under ``jax.jit``.
+    instead. Nothing is read on the host, so it runs under ``jax.jit``. ``pad``: as
+    ``log_tree``'s (padded steps hold zeros: their shift is 0).
 
     Example:
         >>> mats = np.log(np.full((5, 2, 2), 0.5))
@@ -183,23 +187,26 @@ def guarded_log_tree(mats, cond):
     def max2(x):
         return ops.amax(ops.detach(x), axis=(-2, -1), keepdims=True)
 
-    c = max2(mats)  # (T, *batch, 1, 1)
+    c, pad0 = max2(mats), pad  # (T, *batch, 1, 1)
     p = ops.exp(mats - c)
     shift, smallest = ops.sum(c, axis=0), None
     while p.shape[0] > 1:
         n = p.shape[0]
         q = ops.matmul(p[0:n - 1:2], p[1::2])
         s = max2(q)
-        low = ops.amin(ops.detach(q))
+        low = ops.amin(ops.detach(q)) if pad is None else real_min(pad, ops.detach(q))
         smallest = low if smallest is None else ops.min(smallest, low)
-        shift = shift + ops.sum(ops.log(s), axis=0)
+        log_s = ops.log(s) if pad is None else passed(pad, ops.full_like(s, 0.0), ops.log(s))[0]
+        shift = shift + ops.sum(log_s, axis=0)
         q = q / s
+        if pad is not None:
+            q, pad = passed(pad, p[0::2], q)
         p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
     if smallest is None:
         return mats[0]
     fast = ops.log(p[0]) + shift
     return cond(smallest >= floor, lambda _: fast,
-                lambda _: log_tree(ops.logaddexp, ops.add, mats)[0], None)
+                lambda _: log_tree(ops.logaddexp, ops.add, mats, pad=pad0)[0], None)
 
 
 def _first_round_fails(mats, c, floor: float) -> bool:
@@ -226,7 +233,7 @@ def _first_round_fails(mats, c, floor: float) -> bool:
 FUNSOR_ROUNDING = 1 << 14
 
 
-def shifted_log_tree(mats, cond=None):
+def shifted_log_tree(mats, cond=None, pad=None):
     """``log_tree(ops.logaddexp, ops.add, mats)[0]`` rounded as funsor 0.4.8 rounds its
     ``sequential_sum_product``: the same rounds (steps (0, 1), (2, 3), ..., an odd last step
     passed on), and each pair as funsor's log-space einsum computes it: both operands shifted
@@ -235,6 +242,7 @@ def shifted_log_tree(mats, cond=None):
     NumPyro's tests compare to 1e-7). A product whose smallest entry is below ``tiny / eps``
     (a digit lost to underflow, a true zero, a NaN) sends the chain to the exact broadcast
     tree: read eagerly, or by ``cond`` on a compiling backend (nothing read on the host).
+    ``pad``: as ``log_tree``'s.
 
     Example:
         >>> mats = np.log(np.full((5, 2, 2), 0.5, dtype=np.float32))
@@ -247,12 +255,12 @@ def shifted_log_tree(mats, cond=None):
         with np.errstate(all="ignore"):
             fast, smallest, _ = _shifted_rounds(mats)
     else:
-        fast, smallest, _ = _shifted_rounds(mats)
+        fast, smallest, _ = _shifted_rounds(mats, pad=pad)
     fast = fast[0]
     floor = math.exp(log_limits(mats.dtype)[0])  # tiny / eps
 
     def exact(_):
-        return log_tree(ops.logaddexp, ops.add, mats)[0]
+        return log_tree(ops.logaddexp, ops.add, mats, pad=pad)[0]
 
     if cond is not None:
         return cond(smallest >= floor, lambda _: fast, exact, None)
@@ -288,7 +296,7 @@ def checked_shifted_tree(mats, stop: int = 1) -> list | None:
     return [p[i] for i in range(p.shape[0])]
 
 
-def _shifted_rounds(mats, stop: int = 1, early: float | None = None):
+def _shifted_rounds(mats, stop: int = 1, early: float | None = None, pad=None):
     # ``early``: the floor, read after the first round (eagerly), where a chain with true
     # zeros fails at once; (p, its smallest entry, the floor) then.
     p, smallest = mats, None
@@ -304,23 +312,27 @@ def _shifted_rounds(mats, stop: int = 1, early: float | None = None):
             (ea, floor), (eb, _) = linear_exp(a - sa), linear_exp(b - sb)
             early = max(early, floor)
             q = ops.matmul(ea, eb)
-        low = ops.amin(ops.detach(q))
+        low = ops.amin(ops.detach(q)) if pad is None else real_min(pad, ops.detach(q))
         if early is not None and smallest is None and not bool(low >= early):
             return p, low, early
         smallest = low if smallest is None else ops.min(smallest, low)
         q = (sa + sb) + ops.log(q)
+        if pad is not None:
+            q, pad = passed(pad, a, q)
         p = ops.cat([q, p[n - 1:]], 0) if n % 2 else q
     return p, smallest, early
 
 
-def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled=None):
+def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled=None,
+                   pad=None):
     """The product of the step matrices ``mats`` ``(T, *batch, K, K)``, ``T > 1``, with the
     boundary vectors ``left`` / ``right`` (arrays, None, or ``UNIT`` where ``eager_log``)
     summed out, as ``discrete.chain_product`` returns it: by rounds of pairwise
     products. ``eager_log``: an eager ``(logaddexp, add)`` chain, computed in linear space
     (``scaled_log_chain``, ``scaled_log_tree``) where no digit can be lost. ``compiled``
     (a compiling backend): a ``(logaddexp, add)`` product without boundaries takes its
-    value from ``guarded_log_tree`` and its derivative from the exact log-space tree.
+    value from ``guarded_log_tree`` and its derivative from the exact log-space tree; only
+    that product takes ``pad`` (``discrete_padding``).
 
     Example:
         >>> parallel_chain(ops.add, ops.mul, np.ones((3, 2, 2)), np.ones(2), None, False).tolist()
@@ -350,9 +362,12 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
         # derivative of the linear-space branch would meet log(0) where cond discards it.
         # In float32, funsor's rounding (``shifted_log_tree``) instead.
         guarded = shifted_log_tree if funsor_rounding else guarded_log_tree
+        # (``pad`` is an argument, not a closure: a derivative rule sees no outer tracers)
         return compiled.differentiate_as(
-            lambda m: guarded(m, compiled.cond),
-            lambda m: log_tree(ops.logaddexp, ops.add, m)[0], (mats,))
+            lambda m, *pd: guarded(m, compiled.cond, *pd),
+            lambda m, *pd: log_tree(ops.logaddexp, ops.add, m, 1, *pd)[0],
+            (mats,) if pad is None else (mats, pad))
+    assert pad is None, "padded steps (discrete_padding) reach only the tree above"
     return _tree_chain(sum_op, prod_op, mats, left, right, None)
 
 
