@@ -1,0 +1,565 @@
+"""A seeded fuzzer for contraction (#29's exactness acceptance): random plated graphs and trees
+in every semiring, through every entry point, on every backend, against numpy enumeration.
+
+A case is a small plated factor graph: 2-6 variables of domains 1-4, 0-3 plates of sizes 1-4,
+factors over random subsets of variables and plates (scalars, repeated factors, size-1 domains,
+-inf entries, all -inf factors), values drawn in log space from ranges up to 1e-300..1e300, in
+float32 or float64. The oracle unrolls the graph (each variable has one copy per assignment of
+its plates: the plates common to every factor that uses it) and enumerates every joint
+assignment of every copy in float64 (``enumerate_unrolled``); kept variables and
+kept plates are conditioned on, one value at a time. The library's answer must match to the
+rounding of the input dtype, or raise the documented error: ``PlateError`` exactly when the
+unrolled graph has Theorem 1's minor, found by an independent search.
+
+Run it long from the worktree root (prints each failure with its seed)::
+
+    PYTHONPATH=. python tests/algorithms/contract/contraction_fuzz.py 2000 [first_seed]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.einsum import einsum
+from funsor_core.sum_product import PlateError, partial_sum_product, sum_product
+from tests.algorithms.eliminate.test_plated_graphs import has_minor, variable_plates
+
+# name -> (sum_op, prod_op, linear space?, einsum backend string, numpy sum for the oracle)
+SEMIRINGS = {
+    "log": (ops.logaddexp, ops.add, False, "log", logsumexp),
+    "max": (ops.max, ops.add, False, "max", np.max),
+    "min": (ops.min, ops.add, False, "min", np.min),
+    "linear": (ops.add, ops.mul, True, "numpy", np.sum),
+}
+VARS, PLATES = "abcdef", "pqr"
+MAX_ENUMERATION = 1 << 12
+# Log-space half-widths of the drawn values: ordinary, wide, either side of float32's and of
+# float64's exact linear-space range (about e**71 and e**672), and 1e-300..1e300.
+RANGES = (1.0, 30.0, 40.0, 340.0, 690.0)
+
+
+@dataclass
+class Case:
+    seed: int
+    semiring: str
+    dtype: str
+    factors: list  # (variable names tuple, plates string in PLATES order)
+    sizes: dict  # name -> size, variables and plates
+    plates: str  # every plate name
+    kept: str  # kept variables and plates (the result's inputs, in this order)
+    arrays: list  # numpy arrays of ``dtype``: plates lead, then variables
+
+    @property
+    def eliminate(self) -> frozenset:
+        used = {n for names, fp in self.factors for n in tuple(fp) + names}
+        return frozenset(used - set(self.kept))
+
+
+def random_case(seed: int) -> Case:
+    """One random case; every draw comes from ``seed``."""
+    rng = np.random.default_rng(seed)
+    while True:
+        case = _draw_case(rng, seed)
+        if _enumeration_size(case) <= MAX_ENUMERATION:
+            return case
+
+
+def _draw_case(rng, seed):
+    semiring = str(rng.choice(list(SEMIRINGS)))
+    dtype = "float32" if rng.random() < 0.3 else "float64"
+    plates = PLATES[: rng.integers(0, 4)]
+    var_names = VARS[: rng.integers(2, 7)]
+    sizes = {p: int(rng.integers(1, 5)) for p in plates}
+    sizes.update({v: int(rng.choice([1, 2, 2, 3, 3, 4])) for v in var_names})
+    tree = rng.random() < 0.3  # a random tree: each variable after the first joins one before
+    var_plates = {}
+    nested = rng.random() < 0.5
+    for v in var_names:
+        var_plates[v] = (plates[: rng.integers(0, len(plates) + 1)] if nested
+                         else "".join(p for p in plates if rng.random() < 0.4))
+    shapes = []
+    if tree:
+        for k, v in enumerate(var_names):
+            names = (v,) if k == 0 else (str(rng.choice(list(var_names[:k]))), v)
+            shapes.append(names)
+    else:
+        for _ in range(rng.integers(1, 6)):
+            count = int(rng.integers(0, min(3, len(var_names)) + 1))
+            shapes.append(tuple(str(v) for v in rng.choice(list(var_names), count,
+                                                             replace=False)))
+    factors = []
+    for names in shapes:
+        fplates = set().union(*(set(var_plates[v]) for v in names)) if names else set()
+        fplates |= {p for p in plates if rng.random() < 0.2}
+        factors.append((names, "".join(p for p in plates if p in fplates)))
+    if rng.random() < 0.2 and factors:  # the same factor twice
+        factors.append(factors[int(rng.integers(len(factors)))])
+    used = [n for names, fp in factors for n in tuple(fp) + names]
+    used = sorted(set(used), key=used.index)
+    kept = "".join(n for n in used if rng.random() < 0.15)
+    width = float(rng.choice(RANGES))
+    _, _, linear, _, _ = SEMIRINGS[semiring]
+    if linear:  # linear space: products must stay finite in the oracle's float64
+        width = min(width, 3.0 if dtype == "float32" else 30.0)
+    arrays = []
+    for k, (names, fp) in enumerate(factors):
+        if k > 0 and factors[k] == factors[k - 1] and rng.random() < 0.5:
+            arrays.append(arrays[-1])
+            continue
+        shape = tuple(sizes[n] for n in tuple(fp) + names)
+        logs = rng.uniform(-width, width, size=shape)
+        if rng.random() < 0.3 and not linear:  # far from zero: the shifts must absorb it
+            logs += rng.uniform(-width, width)
+        if rng.random() < 0.3:
+            logs[rng.random(size=shape) < 0.3] = -np.inf
+        if rng.random() < 0.05:
+            logs[...] = -np.inf
+        arrays.append(np.asarray(np.exp(logs) if linear else logs).astype(dtype))
+    return Case(seed, semiring, dtype, factors, sizes, plates, kept, arrays)
+
+
+def _enumeration_size(case):
+    vplates = variable_plates(case.factors)
+    return math.prod(case.sizes[v] ** math.prod(case.sizes[p] for p in vplates[v])
+                     for v in vplates if v not in case.kept) * math.prod(
+        case.sizes[n] for n in case.kept)
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle.
+def condition(factors, arrays, name, value):
+    """Fix ``name`` (a variable or a plate) to ``value`` in every factor that has it."""
+    out_f, out_a = [], []
+    for (names, fp), a in zip(factors, arrays):
+        dims = tuple(fp) + names
+        if name in dims:
+            a = np.take(a, value, axis=dims.index(name))
+            names = tuple(n for n in names if n != name)
+            fp = fp.replace(name, "")
+        out_f.append((names, fp))
+        out_a.append(a)
+    return out_f, out_a
+
+
+def oracle(case: Case):
+    """The answer over ``case.kept`` (float64 numpy), or ``PlateError`` for the minor."""
+    sem = case.semiring
+    arrays = [a.astype(np.float64) for a in case.arrays]
+    shape = tuple(case.sizes[n] for n in case.kept)
+    out = np.empty(shape)
+    minor = None
+    for index in np.ndindex(*shape):
+        fs, arrs = case.factors, arrays
+        for n, i in zip(case.kept, index):
+            fs, arrs = condition(fs, arrs, n, i)
+        this_minor = has_minor(fs)
+        assert minor is None or minor == this_minor
+        minor = this_minor
+        if minor:
+            return PlateError
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[index] = _enumerate(fs, arrs, case.sizes, sem)
+    return out
+
+
+def _enumerate(factors, arrays, sizes, sem):
+    _, _, linear, _, reduce = SEMIRINGS[sem]
+    return enumerate_unrolled(factors, arrays, sizes, np.multiply if linear else np.add, reduce,
+                              1.0 if linear else 0.0)
+
+
+def enumerate_unrolled(factors, arrays, sizes, prod, reduce, unit):
+    """``reduce`` over every joint assignment of every copy of every variable of the product
+    (``prod``) of every copy of every factor: the unrolled graph, enumerated (float64)."""
+    vplates = variable_plates(factors)
+    copies = [(v, values) for v in sorted(vplates)
+              for values in np.ndindex(*(sizes[p] for p in vplates[v]))]
+    axis = {c: k for k, c in enumerate(copies)}
+    shape = tuple(sizes[v] for v, _ in copies)
+    joint = np.full(shape, unit)
+    for (names, fplates), data in zip(factors, arrays):
+        for values in np.ndindex(*(sizes[p] for p in fplates)):
+            at = dict(zip(fplates, values))
+            piece = data[values] if fplates else data  # plates lead, then variables
+            axes = [axis[(v, tuple(at[p] for p in vplates[v]))] for v in names]
+            # Move the piece's dims to their copies' axes of the joint, 1 elsewhere.
+            piece = np.transpose(piece, np.argsort(axes)) if len(names) > 1 else piece
+            full = [1] * len(shape)
+            for k in axes:
+                full[k] = shape[k]
+            joint = prod(joint, np.reshape(piece, full))
+    return reduce(joint, axis=None) if shape else joint
+
+
+def tolerance(case: Case, expected) -> tuple[float, float]:
+    """(atol, rtol): the dtype's rounding times the number of terms summed in the answer."""
+    eps = float(np.finfo(case.dtype).eps)
+    terms = sum(a.size for a in case.arrays) + 1
+    if SEMIRINGS[case.semiring][2]:
+        return 0.0, eps * 16 * terms
+    mags = [np.max(np.abs(a[np.isfinite(a)]), initial=0.0) * a.size for a in case.arrays]
+    return eps * 16 * (1.0 + float(sum(mags)) + terms), eps * 16
+
+
+def check_close(case, actual, expected, where: str) -> None:
+    actual = np.asarray(actual, dtype=np.float64)
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{where}: shape {actual.shape}, expected {expected.shape}")
+    atol, rtol = tolerance(case, expected)
+    same_inf = np.isinf(expected) & (actual == expected)
+    with np.errstate(invalid="ignore"):
+        bad = ~same_inf & ~(np.abs(actual - expected) <= atol + rtol * np.abs(expected))
+    if SEMIRINGS[case.semiring][2] and case.dtype == "float32":
+        # Linear space in float32: an answer below float32's normal range may flush to zero.
+        bad &= ~((np.abs(expected) < 1e-30) & (np.abs(actual) < 1e-30))
+    if bad.any():
+        raise AssertionError(f"{where}: got {actual[bad][:4]}, expected {expected[bad][:4]} "
+                             f"(atol {atol:.3g}, rtol {rtol:.3g})")
+
+
+# ---------------------------------------------------------------------------------------------
+# The entry points: each takes a case and its arrays on the active backend, returns the answer
+# over ``case.kept`` as an array (or raises), or None where it does not apply.
+def tensors_of(case: Case, arrays) -> list:
+    return [fc.Tensor(a, {n: fc.Bint[case.sizes[n]] for n in tuple(fp) + names})
+            for (names, fp), a in zip(case.factors, arrays)]
+
+
+def _aligned(case, f):
+    if not isinstance(f, fc.Tensor):
+        raise AssertionError(f"expected a Tensor, got {type(f).__name__}: {f}")
+    missing = set(case.kept) - set(f.inputs)
+    extra = set(f.inputs) - set(case.kept)
+    if extra:
+        raise AssertionError(f"result has inputs {sorted(extra)} that should be eliminated")
+    data = f.align(tuple(n for n in case.kept if n in f.inputs)).data
+    if missing:  # a kept name no result factor has: constant along it
+        shape = [case.sizes[n] if n in f.inputs else 1 for n in case.kept]
+        data = ops.expand(ops.reshape(data, tuple(shape)),
+                          tuple(case.sizes[n] for n in case.kept))
+    return data
+
+
+def _semiring(case):
+    return SEMIRINGS[case.semiring][:2]
+
+
+def run_sum_product(case, arrays):
+    sum_op, prod_op = _semiring(case)
+    return _aligned(case, sum_product(sum_op, prod_op, tensors_of(case, arrays), case.eliminate,
+                                      frozenset(case.plates)))
+
+
+def run_partial_sum_product(case, arrays):
+    sum_op, prod_op = _semiring(case)
+    parts = partial_sum_product(sum_op, prod_op, tensors_of(case, arrays), case.eliminate,
+                                frozenset(case.plates))
+    total = fc.Number(1.0 if SEMIRINGS[case.semiring][2] else 0.0)
+    for f in parts:
+        total = prod_op(total, f)
+    if not isinstance(total, fc.Tensor):  # no factor left: the unit, as a Tensor
+        total = fc.Tensor(ops.new_full(arrays[0], (), float(total.data)))
+    return _aligned(case, total)
+
+
+def _equation(case):
+    return ",".join(fp + "".join(names) for names, fp in case.factors) + "->" + case.kept
+
+
+def run_einsum(case, arrays):
+    return einsum(_equation(case), *arrays, plates=case.plates,
+                  backend=SEMIRINGS[case.semiring][3], modulo_total=True)
+
+
+def run_einsum_tensors(case, arrays):
+    out = einsum(_equation(case), *tensors_of(case, arrays), plates=case.plates,
+                 backend=SEMIRINGS[case.semiring][3], modulo_total=True)
+    return _aligned(case, out)
+
+
+def run_einsum_linear_form(case, arrays):
+    # The log semiring's answer through the linear-space einsum, where exp stays in range.
+    if case.semiring != "log" or case.dtype != "float64" or max(
+            np.max(np.abs(a[np.isfinite(a)]), initial=0.0) for a in case.arrays) > 30:
+        return None
+    out = einsum(_equation(case), *[ops.exp(a) for a in arrays], plates=case.plates,
+                 backend="numpy", modulo_total=True)
+    with np.errstate(divide="ignore"):  # log(0) = -inf: an all -inf factor
+        return ops.log(out)
+
+
+def _lazy_root(case, arrays):
+    from interpretations import lazy
+
+    sum_op, prod_op = _semiring(case)
+    ts = tensors_of(case, arrays)
+    with lazy:
+        return sum_product(sum_op, prod_op, ts, case.eliminate, frozenset(case.plates))
+
+
+def run_apply_optimizer(case, arrays):
+    from interpretations.optimize import apply_optimizer
+
+    return _aligned(case, apply_optimizer(_lazy_root(case, arrays)))
+
+
+def run_reinterpret_optimize(case, arrays):
+    from interpretations import exact, optimize
+
+    expr = _lazy_root(case, arrays)
+    with optimize:
+        planned = fc.reinterpret(expr)
+    with exact:
+        return _aligned(case, fc.reinterpret(planned))
+
+
+def run_reduce(case, arrays):
+    # Funsor.reduce of the product: only where no plate is eliminated (a plate is then a batch
+    # input like any kept name).
+    if set(case.plates) & case.eliminate:
+        return None
+    sum_op, prod_op = _semiring(case)
+    ts = tensors_of(case, arrays)
+    total = ts[0]
+    for t in ts[1:]:
+        total = prod_op(total, t)
+    names = case.eliminate & frozenset(total.inputs)
+    return _aligned(case, total.reduce(sum_op, names) if names else total)
+
+
+def adjoint_marginals(case, arrays):
+    """adj[f] * f for each factor f of an unplated graph with nothing kept: the semiring sum
+    of the joint over every variable but f's (marginals under logaddexp, max-marginals under
+    max), as arrays over f's variables; factors repeated in the list are left out (None)."""
+    from funsor_core.adjoint import AdjointTape
+
+    sum_op, prod_op = _semiring(case)
+    ts = tensors_of(case, arrays)
+    with AdjointTape() as tape:
+        z = sum_product(sum_op, prod_op, ts, case.eliminate, frozenset(case.plates))
+    adj = tape.adjoint(sum_op, prod_op, z, tuple(ts))
+    out = []
+    for (names, _), t in zip(case.factors, ts):
+        if sum(u is t for u in ts) > 1:
+            out.append(None)
+            continue
+        m = prod_op(adj[t], t)
+        out.append(m.align(names).data if names else m.data)
+    return out
+
+
+def adjoint_oracle(case):
+    _, _, linear, _, reduce = SEMIRINGS[case.semiring]
+    sizes = case.sizes
+    letters = sorted({v for names, _ in case.factors for v in names})
+    joint = np.full(tuple(sizes[v] for v in letters), 1.0 if linear else 0.0)
+    for (names, _), a in zip(case.factors, case.arrays):
+        a = a.astype(np.float64)
+        order = sorted(range(len(names)), key=lambda k: letters.index(names[k]))
+        a = np.transpose(a, order) if names else a
+        shape = [sizes[v] if v in names else 1 for v in letters]
+        joint = joint * a.reshape(shape) if linear else joint + a.reshape(shape)
+    out = []
+    for names, _ in case.factors:
+        axes = tuple(k for k, v in enumerate(letters) if v not in names)
+        m = reduce(joint, axis=axes) if axes else joint
+        kept = [v for v in letters if v in names]
+        out.append(np.transpose(m, [kept.index(v) for v in names]) if names else m)
+    return out
+
+
+def check_adjoint(case, backend) -> list[str]:
+    """The adjoint marginals where they apply: no plates, nothing kept, logaddexp or max."""
+    if case.plates or case.kept or case.semiring not in ("log", "max"):
+        return []
+    where = f"seed {case.seed} {case.semiring} {case.dtype} adjoint on {backend}"
+    fc.set_backend(backend)
+    try:
+        actual = adjoint_marginals(case, [_as_backend(a, backend) for a in case.arrays])
+    except Exception as e:  # noqa: BLE001
+        return [f"{where}: {type(e).__name__}: {str(e)[:300]}"]
+    finally:
+        fc.set_backend("numpy")
+    failures = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = adjoint_oracle(case)
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        if a is None:
+            continue
+        a = np.asarray(a.detach() if hasattr(a, "detach") else a, dtype=np.float64)
+        try:
+            check_close(case, a, np.asarray(e), f"{where} (factor {k})")
+        except AssertionError as err:
+            failures.append(str(err))
+    return failures
+
+
+# A pair that is no semiring: where plates are eliminated sum_product must raise the
+# documented ValueError, or else give the enumerated answer.
+NOT_DISTRIBUTIVE = (ops.add, ops.add)
+
+
+def check_not_distributive(case) -> list[str]:
+    if case.kept or case.dtype != "float64" or not case.factors:
+        return []
+    where = f"seed {case.seed} (add, add) sum_product"
+    arrays = [np.clip(a.astype(np.float64), -5.0, 5.0) for a in case.arrays]
+    ts = tensors_of(case, arrays)
+    try:
+        actual = sum_product(*NOT_DISTRIBUTIVE, ts, case.eliminate, frozenset(case.plates))
+    except PlateError:
+        return [] if has_minor(case.factors) else [f"{where}: PlateError without the minor"]
+    except ValueError as e:
+        if "does not distribute" not in str(e):
+            return [f"{where}: unclear ValueError: {e}"]
+        return [] if _must_distribute(case) else [f"{where}: raised where no distribution "
+                                                   f"is needed: {e}"]
+    if has_minor(case.factors):
+        return []
+    expected = enumerate_unrolled(case.factors, arrays, case.sizes, np.add, np.sum, 0.0)
+    try:
+        check_close(case, np.asarray(actual.data), np.asarray(expected), where)
+    except AssertionError as e:
+        return [str(e)]
+    return []
+
+
+def _must_distribute(case) -> bool:
+    # A summed variable inside a plate of more than one member, or two groups of factors
+    # that share no summed variable (one of them with one): the documented conditions.
+    vplates = variable_plates(case.factors)
+    if any(case.sizes[p] > 1 for ps in vplates.values() for p in ps):
+        return True
+    # Or one summed before a factor outside its plates multiplies the sum.
+    if any(set(ps) - set(fp) for ps in vplates.values() for _, fp in case.factors):
+        return True
+    groups = []  # connected components of factors joined by shared variables
+    for names, _ in case.factors:
+        joined = [g for g in groups if g[0] & set(names)]
+        merged = (set(names), [names])
+        for g in joined:
+            groups.remove(g)
+            merged = (merged[0] | g[0], merged[1] + g[1])
+        groups.append(merged)
+    return len(groups) > 1 and any(g[0] for g in groups)
+
+
+ENTRY_POINTS = {
+    "sum_product": run_sum_product,
+    "partial_sum_product": run_partial_sum_product,
+    "einsum": run_einsum,
+    "einsum_tensors": run_einsum_tensors,
+    "einsum_linear_form": run_einsum_linear_form,
+    "apply_optimizer": run_apply_optimizer,
+    "reinterpret_optimize": run_reinterpret_optimize,
+    "reduce": run_reduce,
+}
+BACKENDS = ("numpy", "torch", "jax", "jax.jit")
+
+
+def _as_backend(a, name):
+    if name == "torch":
+        import torch
+
+        return torch.as_tensor(a)
+    if name == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(a)
+    return a
+
+
+def run_entry(case, entry, backend):
+    """The entry point's answer as float64 numpy, None where it does not apply; raises."""
+    fn = ENTRY_POINTS[entry]
+    name = "jax" if backend == "jax.jit" else backend
+    fc.set_backend(name)
+    try:
+        arrays = [_as_backend(a, name) for a in case.arrays]
+        if backend == "jax.jit":
+            import jax
+
+            if fn(case, arrays) is None:
+                return None
+            out = jax.jit(lambda *xs: fn(case, list(xs)))(*arrays)
+        else:
+            out = fn(case, arrays)
+        if out is None:
+            return None
+        out = out.detach() if hasattr(out, "detach") else out
+        out = np.asarray(out)
+        if out.dtype != np.dtype(case.dtype):
+            raise AssertionError(f"dtype {out.dtype}, expected {case.dtype}")
+        return out.astype(np.float64)
+    finally:
+        fc.set_backend("numpy")
+
+
+def check_case(case: Case, entries=None, backends=BACKENDS) -> list[str]:
+    """Every entry point on every backend against the oracle: a list of failure lines."""
+    expected = oracle(case)
+    failures = []
+    for backend in backends:
+        for entry in entries or ENTRY_POINTS:
+            where = f"seed {case.seed} {case.semiring} {case.dtype} {entry} on {backend}"
+            try:
+                actual = run_entry(case, entry, backend)
+            except PlateError as e:
+                if expected is not PlateError:
+                    failures.append(f"{where}: PlateError on a graph without the minor: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001 (a fuzzer reports every failure)
+                failures.append(f"{where}: {type(e).__name__}: {str(e)[:300]}")
+                continue
+            if expected is PlateError:
+                if actual is not None:
+                    failures.append(f"{where}: no PlateError on a graph with the minor")
+                continue
+            if actual is None:
+                continue
+            try:
+                check_close(case, actual, expected, where)
+            except AssertionError as e:
+                failures.append(str(e))
+        if backend != "jax.jit" and entries is None:
+            failures += check_adjoint(case, backend)
+    if entries is None:
+        failures += check_not_distributive(case)
+    return failures
+
+
+def describe(case: Case) -> str:
+    return (f"seed={case.seed} semiring={case.semiring} dtype={case.dtype} "
+            f"eq={_equation(case)} plates={case.plates!r} sizes={case.sizes}")
+
+
+def main(argv) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # as conftest.py does for the suite
+    count = int(argv[1]) if len(argv) > 1 else 200
+    first = int(argv[2]) if len(argv) > 2 else 0
+    backends = tuple(argv[3].split(",")) if len(argv) > 3 else BACKENDS
+    bad = 0
+    for seed in range(first, first + count):
+        case = random_case(seed)
+        failures = check_case(case, backends=backends)
+        if failures:
+            bad += 1
+            print(describe(case))
+            for line in failures:
+                print("   ", line)
+            sys.stdout.flush()
+    print(f"{bad} of {count} cases failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
