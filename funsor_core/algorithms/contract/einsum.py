@@ -270,9 +270,9 @@ def _as_tensors(inputs, operands):
 
 
 def _finish(result, output: str, arrays: bool):
-    if arrays and isinstance(result, Number):
-        return result.data  # numbers in (an equation with no letters): a number out
     if not isinstance(result, Tensor):
+        if arrays and isinstance(result, Number):
+            return result.data  # numbers in (an equation with no letters): a number out
         return result  # a lazy term under a non-evaluating interpretation stays a term
     if arrays:
         return align_tensor({c: result.inputs[c] for c in output}, result)
