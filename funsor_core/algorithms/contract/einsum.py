@@ -43,7 +43,7 @@ from funsor_core.domains import Bint, Domain
 from funsor_core.engine.backend import backend_names
 from funsor_core.engine.cache import FastCache, cached
 from funsor_core.ops.op import is_scalar
-from funsor_core.terms.base import Funsor, to_funsor
+from funsor_core.terms.base import Funsor, Number, to_funsor
 from funsor_core.terms.contraction import Contraction, term_sort_key
 
 __all__ = [
@@ -271,6 +271,8 @@ def _as_tensors(inputs, operands):
 
 def _finish(result, output: str, arrays: bool):
     if not isinstance(result, Tensor):
+        if arrays and isinstance(result, Number):
+            return result.data  # numbers in (an equation with no letters): a number out
         return result  # a lazy term under a non-evaluating interpretation stays a term
     if arrays:
         return align_tensor({c: result.inputs[c] for c in output}, result)

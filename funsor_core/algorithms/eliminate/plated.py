@@ -155,12 +155,23 @@ _NOT_DISTRIBUTIVE = (
 )
 
 
+_SUMMED_BEFORE_OUTER = (
+    "sum_product over plates: prod_op {prod} does not distribute over sum_op {sum}, so "
+    "{var!r} (summed inside plate {plate!r}) cannot be summed before the factor with inputs "
+    "{inputs}, outside that plate, multiplies the sum; that gives a number that is not the "
+    "sum over every assignment. Pass a semiring (sum_op, prod_op) such as "
+    "(ops.logaddexp, ops.add), (ops.add, ops.mul) or (ops.max, ops.add), or drop the "
+    "plates of one member (then every factor is multiplied before summing){hint}"
+)
+
+
 def check_plated_semiring(sum_op, prod_op, factors, eliminate, plates) -> None:
     """Raise ValueError where eliminating ``plates`` would sum a variable inside a plate of
     more than one member with a pair ``(sum_op, prod_op)`` that is no semiring: the plate's
     product of per-member sums equals the sum over all assignments only when ``prod_op``
-    distributes over ``sum_op``. Global variables (outside every eliminated plate) need no
-    distribution, so such graphs keep funsor's answer.
+    distributes over ``sum_op``. A plate of one member raises too where a factor outside it
+    would multiply the sum of a variable inside it (the sum is taken first). Global variables
+    (outside every eliminated plate) need no distribution, so such graphs keep funsor's answer.
 
     Example:
         >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "x": fc.Bint[3]})
@@ -176,13 +187,22 @@ def check_plated_semiring(sum_op, prod_op, factors, eliminate, plates) -> None:
     plates = plates & eliminate
     var_to_ordinal = _ordinals(factors, plates, eliminate - plates)[0]
     domains = {n: d for f in factors for n, d in f.inputs.items() if n in plates}
+    hint = (" (the arguments are swapped: sum_op comes first)"
+            if (prod_op, sum_op) in ops.DISTRIBUTIVE_OPS else "")
     for var in sorted(var_to_ordinal):
         for plate in sorted(var_to_ordinal[var]):
             if domains[plate].size > 1:  # one member: the product is that member alone
-                hint = (" (the arguments are swapped: sum_op comes first)"
-                        if (prod_op, sum_op) in ops.DISTRIBUTIVE_OPS else "")
                 raise ValueError(_NOT_DISTRIBUTIVE.format(
                     prod=prod_op, sum=sum_op, var=var, plate=plate, domain=domains[plate],
+                    hint=hint))
+        # Plates of one member still order the sums: a variable inside a plate is summed
+        # before the factors outside it multiply the result, and sum_v (a * b(v)) equals
+        # a * sum_v b(v) only when prod_op distributes over sum_op.
+        for f in factors:
+            outside = sorted(var_to_ordinal[var] - plates.intersection(f.inputs))
+            if outside:
+                raise ValueError(_SUMMED_BEFORE_OUTER.format(
+                    prod=prod_op, sum=sum_op, var=var, plate=outside[0], inputs=list(f.inputs),
                     hint=hint))
 
 
