@@ -46,8 +46,10 @@ def platform() -> str:
     return "cpu"
 
 
+# ``np.maximum.reduce`` is what ``np.amax`` calls after its Python wrapper (~6 against ~1 us on
+# a (1, 4) array); NaN propagates the same way.
 def _np_amax2(x):
-    return np.amax(x, axis=(-2, -1), keepdims=True)
+    return np.maximum.reduce(x, axis=(-2, -1), keepdims=True)
 
 
 # The few raw array calls of a hot eager loop (a round of a linear-space chain tree), bound
@@ -55,6 +57,6 @@ def _np_amax2(x):
 LOOP_FNS = SimpleNamespace(
     matmul=np.matmul, exp=np.exp, log=np.log, cat=lambda xs: np.concatenate(xs, 0),
     unbind=list, total=lambda x: np.sum(x, axis=0), max2=_np_amax2,
-    max1=lambda x: np.amax(x, axis=-1, keepdims=True),
+    max1=lambda x: np.maximum.reduce(x, axis=-1, keepdims=True),
     sum=lambda x, axis, keep: np.sum(x, axis=axis, keepdims=keep),
-    smallest=lambda x: float(np.amin(x)))
+    smallest=lambda x: float(np.minimum.reduce(x, axis=None)))

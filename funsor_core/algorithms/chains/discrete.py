@@ -16,26 +16,24 @@ optionally with a boundary vector on either side (``left`` over the first prev s
 - ``right``: the ``(*batch, P)`` backward message;
 - both: the ``(*batch,)`` total (an HMM likelihood).
 
-``"sequential"`` folds the steps one by one: with a boundary the carry is a vector
-(``O(T K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in
-``ceil(log2 T)`` batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs
-its rounds as plain matrix products in linear space, checked for lost digits, and a summed
-boundary goes through the last few matrices as a vector). A chain that
-is the same at every step (``power`` steps of one matrix) is a matrix power, by repeated
-squaring either way.
+``"sequential"`` folds the steps one by one: with a boundary the carry is a vector (``O(T
+K^2)``), ``lax.scan`` under jax. ``"parallel"`` contracts adjacent pairs in ``ceil(log2 T)``
+batched rounds (``O(T K^3)``, ``scan_tree``; eagerly, a log-space chain runs its rounds as
+plain matrix products in linear space, checked for lost digits, and a summed boundary goes
+through the last few matrices as a vector). A chain that is the same at every step (``power``
+steps of one matrix) is a matrix power, by repeated squaring either way.
 
 Compiled (jax), a log-space filter step runs in probability space: a normalized carry times
-``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per
-step. When every entry of the shifted matrix is above ``2 tiny / eps`` (checked once, on
-the inputs) no step can lose digits and the loop is as lean as a hand-written one;
-otherwise the loop tracks its smallest sum, and a step whose sums fall below ``tiny / eps``
-(digits lost to underflow, or a true zero) sends the whole chain to the exact log-space
-recursion (``lax.cond``), so the fast path never returns a lost digit. A carry of a few
-numbers with a transition matrix shared by all steps (an HMM with a few states) gets its
-values from ``scan_log_filter`` instead: ``K`` exps per step, the last step in log form,
-one conditional. Eagerly (numpy,
-torch) the same filter runs as a Python loop of four array calls per step when the values
-show it cannot lose digits, and the log-space loop runs otherwise.
+``exp`` of the (once) shifted matrix, ``K`` instead of ``K^2`` transcendental calls per step.
+When every entry of the shifted matrix is above ``2 tiny / eps`` (checked once, on the inputs)
+no step can lose digits and the loop is as lean as a hand-written one; otherwise the loop
+tracks its smallest sum, and a step whose sums fall below ``tiny / eps`` (digits lost to
+underflow, or a true zero) sends the whole chain to the exact log-space recursion
+(``lax.cond``), so the fast path never returns a lost digit. A carry of a few numbers with a
+transition matrix shared by all steps (an HMM with a few states) gets its values from
+``scan_log_filter`` instead: ``K`` exps per step, the last step in log form, one conditional.
+Eagerly (numpy, torch) the same filter runs as a Python loop of four array calls per step when
+the values show it cannot lose digits, and the log-space loop runs otherwise.
 
 Everything goes through ``funsor_core.ops`` (numpy, torch, jax; autograd and ``jax.jit``).
 Eager jax runs the whole chain as one compiled kernel, cached by its static structure.
@@ -59,7 +57,6 @@ from funsor_core import ops
 from funsor_core.algorithms.chains import discrete_filter as scan_log_filter
 from funsor_core.algorithms.chains.cost_model import (
     RECOMPUTE_ELEMENTS,
-    VECMAT_BROADCAST,
     ChainChoice,
     choose_discrete_kernel,
     record_choice,
@@ -70,6 +67,7 @@ from funsor_core.algorithms.chains.discrete_eager import (
     kept,
     python_loop,
     rounded_away,
+    vecmat,
 )
 from funsor_core.algorithms.chains.discrete_padding import padded_chain
 from funsor_core.algorithms.chains.discrete_precision import (
@@ -286,16 +284,6 @@ def _identity(step: _Step, proto):
                      ops.add(zeros, ops.UNITS[step.sum_op]))
 
 
-def _vecmat(p, m):
-    # p (..., P) times m (..., P, C). A small product is a broadcast multiply and a sum,
-    # which XLA fuses with the elementwise work around it; a matrix product is a separate
-    # kernel call that costs more than its arithmetic below a few hundred elements.
-    size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
-    if size <= VECMAT_BROADCAST:
-        return ops.sum(p[..., :, None] * m, axis=-2)
-    return ops.matmul(p[..., None, :], m)[..., 0, :]
-
-
 def _vector_size(step: _Step, factors, left) -> int:
     # The size of a filter's carry: every batch dim of the boundary and the factors, times K.
     batch = np.broadcast_shapes(tuple(left.shape[:-1]),
@@ -357,7 +345,7 @@ def _fast_log_filter(step: _Step, factors, duration, left, right, scan, cond, ch
             ew, m = weights(ws)
         else:
             ew, m = ws if timed_w else (ew_all[0], m_all[0])
-        s = _vecmat(p, et)
+        s = vecmat(p, et)
         if low is not None:  # NaN propagates: a carry of all -inf makes NaN
             low = ops.min(low, ops.detach(s))
         q = s * ew

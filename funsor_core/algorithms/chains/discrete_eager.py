@@ -18,11 +18,12 @@ import math
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.chains.cost_model import VECMAT_BROADCAST
 from funsor_core.algorithms.chains.discrete_tree import _dot
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["kept", "full_batch", "python_loop", "rounded_away", "eager_log_filter"]
+__all__ = ["kept", "full_batch", "python_loop", "rounded_away", "eager_log_filter", "vecmat"]
 
 
 def python_loop(fn, carry, kinds: tuple, timed: tuple, factors, duration: int, reverse: bool,
@@ -181,3 +182,20 @@ def eager_log_filter(step, factors, duration, left, right, mask=None):
         v = ops.expand(v, batch + (k,))
     # lz joins after the last sum (float32 near -1e7 would round log p to units first)
     return v + lz if right is None else _dot(step.sum_op, step.prod_op, v, right) + lz[..., 0]
+
+
+def vecmat(p, m):
+    """The vector-matrix product of ``p`` ``(..., P)`` and ``m`` ``(..., P, C)``.
+
+    A small product is a broadcast multiply and a sum, which XLA fuses with the elementwise
+    work around it; a matrix product is a separate kernel call that costs more than its
+    arithmetic below a few hundred elements.
+
+    Example:
+        >>> vecmat(np.ones(2), np.eye(2) * 3).tolist()
+        [3.0, 3.0]
+    """
+    size = math.prod(max(a, b) for a, b in zip(p.shape[:-1], m.shape[:-2])) * m.shape[-1] ** 2
+    if size <= VECMAT_BROADCAST:
+        return ops.sum(p[..., :, None] * m, axis=-2)
+    return ops.matmul(p[..., None, :], m)[..., 0, :]
