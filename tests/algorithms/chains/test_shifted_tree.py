@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from funsor_core import ops
-from funsor_core.algorithms.chains import discrete_tree as dt
+from funsor_core.algorithms.chains import discrete_scaled as dt
 from funsor_core.algorithms.chains.discrete_tree import (
     checked_shifted_tree,
     linear_exp,
