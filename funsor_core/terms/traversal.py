@@ -65,7 +65,7 @@ def reinterpret(expr: Any) -> Any:
             continue
         kids = kids_of.get(id(node))
         if kids is None:
-            factors = None if id(node) in unflat else _product_factors(node)
+            factors = None if id(node) in unflat else _product_factors(node, interp)
             if factors is not None:
                 kids = kids_of[id(node)] = factors
                 flat.add(id(node))
@@ -112,12 +112,13 @@ def reinterpret(expr: Any) -> Any:
     return memo[id(expr)]
 
 
-def _product_factors(node: Any) -> list | None:
+def _product_factors(node: Any, interp) -> list | None:
     # A Reduce of a chain of >= 3 factors under one product op that distributes over the
     # reduction for any sign of the factors: its factors, left to right, else None. Built
     # bottom-up, the chain would multiply out to the joint table of all its inputs (K^20 for
     # a recorded 20-variable tree) before one variable is summed out.
-    if type(node) is not Reduce or type(node.arg) is not Binary:
+    if (type(node) is not Reduce or type(node.arg) is not Binary
+            or interp.builds_class_as_is(Binary)):  # (lazy: nothing would multiply out)
         return None
     red_op, prod_op = node.op, node.arg.op
     if ((red_op, prod_op) not in DISTRIBUTIVE_OPS or red_op is sample
