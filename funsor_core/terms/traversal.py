@@ -21,7 +21,9 @@ from typing import Any
 from funsor_core.engine.fast_path import eager_rules, rebuild
 from funsor_core.engine.interpreter import get_interpretation
 from funsor_core.engine.protocol import children
-from funsor_core.terms.base import Funsor, Subs, Variable
+from funsor_core.ops.builtin import DISTRIBUTIVE_OPS, NONNEGATIVE_DISTRIBUTIVE_OPS, sample
+from funsor_core.terms.base import Binary, Funsor, Reduce, Subs, Variable
+from funsor_core.terms.contraction import Contraction
 
 __all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "alpha_rename",
            "bound_name", "receives_subs"]
@@ -52,6 +54,8 @@ def reinterpret(expr: Any) -> Any:
         return expr
     memo: dict[int, Any] = {}
     kids_of: dict[int, list] = {}
+    flat: set[int] = set()  # Reduces of products walked as their factors (_product_factors)
+    unflat: set[int] = set()  # ... whose factors the interpretation would not contract
     interp = get_interpretation()
     stack = [expr]
     while stack:
@@ -61,13 +65,18 @@ def reinterpret(expr: Any) -> Any:
             continue
         kids = kids_of.get(id(node))
         if kids is None:
-            kids = kids_of[id(node)] = children(node)
-            if len(kids) > 8 and _kept_classes(kids, interp):
-                # Every child is a leaf of a class no rule sees (2,000 Tensors of a
-                # Contraction): decided per class, so no per-leaf work at all.
-                stack.pop()
-                memo[id(node)] = rebuild(node)
-                continue
+            factors = None if id(node) in unflat else _product_factors(node, interp)
+            if factors is not None:
+                kids = kids_of[id(node)] = factors
+                flat.add(id(node))
+            else:
+                kids = kids_of[id(node)] = children(node)
+                if len(kids) > 8 and _kept_classes(kids, interp):
+                    # Every child is a leaf of a class no rule sees (2,000 Tensors of a
+                    # Contraction): decided per class, so no per-leaf work at all.
+                    stack.pop()
+                    memo[id(node)] = rebuild(node)
+                    continue
             pending = []
             for c in kids:
                 if id(c) in memo:
@@ -80,6 +89,16 @@ def reinterpret(expr: Any) -> Any:
             if pending:
                 stack.extend(pending)
                 continue
+        if id(node) in flat:
+            flat.discard(id(node))
+            planned = _planned_product(node, [memo[id(c)] for c in kids])
+            if planned is None:  # walk the product as it was built (its factors are done)
+                unflat.add(id(node))
+                del kids_of[id(node)]
+                continue
+            stack.pop()
+            memo[id(node)] = planned
+            continue
         stack.pop()
         if not kids and _kept_leaf(node, memo):
             continue
@@ -91,6 +110,44 @@ def reinterpret(expr: Any) -> Any:
             # No child changed: only the rules can change this term (skip its checks).
             memo[id(node)] = rebuild(node)
     return memo[id(expr)]
+
+
+def _product_factors(node: Any, interp) -> list | None:
+    # A Reduce of a chain of >= 3 factors under one product op that distributes over the
+    # reduction for any sign of the factors: its factors, left to right, else None. Built
+    # bottom-up, the chain would multiply out to the joint table of all its inputs (K^20 for
+    # a recorded 20-variable tree) before one variable is summed out.
+    if (type(node) is not Reduce or type(node.arg) is not Binary
+            or interp.builds_class_as_is(Binary)):  # (lazy: nothing would multiply out)
+        return None
+    red_op, prod_op = node.op, node.arg.op
+    if ((red_op, prod_op) not in DISTRIBUTIVE_OPS or red_op is sample
+            or (red_op, prod_op) in NONNEGATIVE_DISTRIBUTIVE_OPS):
+        return None
+    factors, todo = [], [node.arg]
+    while todo:
+        term = todo.pop()
+        if type(term) is Binary and term.op is prod_op:
+            todo += (term.rhs, term.lhs)
+        else:
+            factors.append(term)
+    return factors if len(factors) >= 3 else None
+
+
+def _planned_product(node: Reduce, factors: list) -> Any:
+    # The Contraction of the evaluated factors, which the rules contract by a plan, when the
+    # interpretation would have combined these factors pairwise anyway (a rule alone builds
+    # their Binary: decided by type, never by value, so also under jax.jit) and a rule
+    # evaluates it; else None. Same term, reassociated: equal up to rounding.
+    prod_op, output = node.arg.op, factors[0].output
+    for a, b in zip(factors, factors[1:]):
+        if (type(b)._kid_pos or b.output != output
+                or not eager_rules((Binary, type(prod_op), type(a), type(b)))):
+            return None
+    if type(factors[0])._kid_pos:
+        return None
+    result = Contraction(node.op, prod_op, node.reduced_vars, tuple(factors))
+    return None if type(result) is Contraction else result
 
 
 def _kept_classes(kids: list, interp) -> bool:
