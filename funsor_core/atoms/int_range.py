@@ -130,6 +130,11 @@ FLOAT_DTYPES: set = set()  # its float keys: ``dtype not in FLOAT_DTYPES``, the 
 # Ops whose integer arguments are cast to float before the op (so that int8 100 + 100 labelled
 # Real is 200., not -56 cast after); the others (max, <<, &) run on the integers, cast after.
 _CAST_FIRST = frozenset(ops.ARITHMETIC_OPS)
+# Bitwise ops keep their integer or bool data (as funsor's do): a float result could not be
+# an operand of the next ``&`` (numpy and torch refuse bitwise ops on floats).
+_KEEP_INTEGERS = frozenset(
+    op for op in (getattr(ops, n, None) for n in ("and_", "or_", "xor", "invert", "lshift",
+                                                   "rshift")) if op is not None)
 
 
 def is_float_dtype(data) -> bool:
@@ -151,14 +156,14 @@ def is_float_dtype(data) -> bool:
 def real_result(op, args: tuple, data):
     """``data = op(*args)`` of a Real output as float data: ``data`` itself when it is float,
     else recomputed with the integer or bool array arguments cast to float first (arithmetic
-    ops), or cast after (the others).
+    ops), or cast after (the others but the bitwise ops, whose integers are kept).
 
     Example:
         >>> b = np.array([True, False])
         >>> real_result(ops.add, (b, b), b + b)
         array([2., 0.])
     """
-    if is_float_dtype(data):
+    if is_float_dtype(data) or op.base in _KEEP_INTEGERS:
         return data
     if op.base in _CAST_FIRST:
         args = tuple(a if isinstance(a, (int, float)) or is_float_dtype(a)

@@ -95,9 +95,9 @@ def exact_unary_tensor(op, arg):
     elif out.dtype == "real" and arg.dtype != "real":  # -t of a Bint t: see _real_op
         data = _real_op(op, (data,), 0)
     elif out.dtype == "real" and data.dtype not in FLOAT_DTYPES and (
-            base is not ops.astype and not is_float_dtype(data)):
+            base is not ops.astype and base is not ops.invert and not is_float_dtype(data)):
         # A real t of int/bool data is cast first: numpy's exp of int8 is float16 (exp(100)
-        # is inf), -t of bool raises, torch has no abs of bool.
+        # is inf), -t of bool raises, torch has no abs of bool. (``~`` keeps its integers.)
         data = op(ops.astype(data, "real"))
     else:
         data = op(data)
