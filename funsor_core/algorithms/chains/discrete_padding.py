@@ -34,7 +34,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.engine.cache import cached
 
-__all__ = ["PAD_ELEMENTS", "padded_chain", "passed", "real_min"]
+__all__ = ["PAD_ELEMENTS", "padded_chain", "passed", "real_min", "zero_padded"]
 
 # The largest padded chain (T x batch x K^2 numbers): as h74's einsum stacks.
 PAD_ELEMENTS = 1 << 20
@@ -120,3 +120,16 @@ def real_min(pad, q):
     skip = pad[1::2]
     skip = ops.reshape(skip, tuple(skip.shape) + (1,) * (len(q.shape) - 1))
     return ops.amin(ops.where(skip, ops.full_like(q, math.inf), q))
+
+
+def zero_padded(pad, mats):
+    """The step matrices ``mats`` ``(T_pad, ...)`` with the padded steps' entries 0: a factor
+    without time (shared by all steps) broadcast into them, where the trees' shifts (each
+    step's maximum, added back to the total) must see 0.
+
+    Example:
+        >>> zero_padded(np.array([False, True]), np.ones((2, 1, 1))).ravel().tolist()
+        [1.0, 0.0]
+    """
+    keep = ops.reshape(pad, tuple(pad.shape) + (1,) * (len(mats.shape) - 1))
+    return ops.where(keep, ops.full_like(mats, 0.0), mats)

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.chains.discrete_padding import passed, real_min
+from funsor_core.algorithms.chains.discrete_padding import passed, real_min, zero_padded
 from funsor_core.algorithms.chains.discrete_precision import (
     linear_exp,
     single_precision,
@@ -340,6 +340,8 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
         # derivative of the linear-space branch would meet log(0) where cond discards it.
         # In float32, funsor's rounding (``shifted_log_tree``) instead.
         guarded = shifted_log_tree if funsor_rounding else guarded_log_tree
+        if pad is not None:  # a factor shared by all steps filled the padded steps too
+            mats = zero_padded(pad, mats)
         # (``pad`` is an argument, not a closure: a derivative rule sees no outer tracers)
         return compiled.differentiate_as(
             lambda m, *pd: guarded(m, compiled.cond, *pd),
