@@ -196,23 +196,23 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
 
 
 def _shifted_pieces(trans, prod_op, time, step: dict) -> tuple:
-    # A single-precision step built lazily as a sum (a transition matrix plus observations
-    # near -1e4) rounds, when the chain adds its pieces, each entry to the ulp of 1e4 (5e-4):
-    # every pair marginal moves by as much, whatever the chain does afterwards. Each piece
-    # shifted first to a maximum of 0 over its state names (the subtraction of a nearby
-    # maximum is exact) leaves small numbers to add. A shift constant over the states of a
-    # step adds the same to every path: the derivative (the pairs) is unchanged, and the
-    # total gets the shifts back (``_shift_total``). Returns ``(trans, shifts)``: the Tensors
-    # of the shifts over the pieces' time and batch names, empty where nothing was shifted
-    # (double precision, a single dense step: no sum to round; a time the checks below
-    # refuse).
+    # A single-precision step near -1e4 (observations of log weights near -1e4, added to a
+    # transition matrix lazily, or a dense step) rounds, wherever an O(1) number is added to
+    # it (its other pieces, the initial factor), to the ulp of 1e4 (5e-4): every pair
+    # marginal moves by as much, whatever the chain does afterwards. Each piece shifted first
+    # to a maximum of 0 over its state names (the subtraction of a nearby maximum is exact)
+    # leaves small numbers to add. A shift constant over the states of a step adds the same
+    # to every path: the derivative (the pairs) is unchanged, and the total gets the shifts
+    # back (``_shift_total``). Returns ``(trans, shifts)``: the Tensors of the shifts over
+    # the pieces' time and batch names, empty where nothing was shifted (double precision;
+    # a time the checks below refuse).
     pieces = tensor_factors(trans, prod_op) if prod_op is ops.add else None
     states = frozenset(step) | frozenset(step.values())
     if pieces is None:
         return trans, []
     shifted = [f for f in pieces if isinstance(f, Tensor) and not f.output.shape
                and states & frozenset(f.inputs)]
-    if len(shifted) < 2 or not single_precision(_widest(pieces).dtype):
+    if not shifted or not single_precision(_widest(pieces).dtype):
         return trans, []
     try:
         time_variable(trans, time)
