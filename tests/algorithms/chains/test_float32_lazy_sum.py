@@ -27,23 +27,26 @@ def _data(seed: int):
     return init, mat, obs
 
 
-def _oracle(init, mat, obs, keep, semiring):
+def _exact_sum(mat, obs):
+    return mat.astype(np.float64)[None, None] + obs.astype(np.float64)[:, :, None, None, :]
+
+
+def _oracle(init, steps, keep, semiring, duration=T):
     # float64 forward-backward (or Viterbi) over the float32 inputs, masked steps the identity
-    steps = mat.astype(np.float64)[None, None] + obs.astype(np.float64)[:, :, None, None, :]
     eye = np.where(np.eye(K) > 0, 0.0, -np.inf)
     steps = np.where(keep[:, :, None, None, None], steps, eye)
     red = np.logaddexp.reduce if semiring == "sum" else np.max
     alpha = [init.astype(np.float64)]
-    for t in range(T):
+    for t in range(duration):
         alpha.append(red(alpha[-1][..., :, None] + steps[t], axis=-2))
     total = red(alpha[-1], axis=-1)
     if semiring == "max":
         return total, None
     beta = [np.zeros((B, G, K))]
-    for t in range(T - 1, -1, -1):
+    for t in range(duration - 1, -1, -1):
         beta.insert(0, red(steps[t] + beta[0][..., None, :], axis=-1))
     pairs = np.stack([np.exp(alpha[t][..., :, None] + steps[t] + beta[t + 1][..., None, :]
-                             - total[..., None, None]) for t in range(T)])
+                             - total[..., None, None]) for t in range(duration)])
     return total, pairs
 
 
@@ -75,7 +78,7 @@ def test_float32_lazy_sum_pairs_keep_their_digits(ragged, strategy):
     f_init, step, kw, keep = _chain(init, mat, obs, ragged)
     total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", STEP, [f_init],
                                     strategy, **kw)
-    e_total, e_pairs = _oracle(init, mat, obs, keep, "sum")
+    e_total, e_pairs = _oracle(init, _exact_sum(mat, obs), keep, "sum")
     got = np.asarray(pairs.align(("t", "b", "g", "x_prev", "x_curr")).data, np.float64)
     assert np.abs(got - e_pairs).max() < 1e-5  # 1e-4 and more when the sum was rounded
     got_total = np.asarray(total.align(("b", "g")).data, np.float64)
@@ -86,6 +89,35 @@ def test_float32_lazy_sum_best_score_gets_its_shifts_back():
     init, mat, obs = _data(644)
     f_init, step, kw, keep = _chain(init, mat, obs, "lengths")
     score, path = markov_map(step, "t", STEP, [f_init], "sequential", **kw)
-    e_score, _ = _oracle(init, mat, obs, keep, "max")
+    e_score, _ = _oracle(init, _exact_sum(mat, obs), keep, "max")
     got = np.asarray(score.align(("b", "g")).data, np.float64)
     np.testing.assert_allclose(got, e_score, rtol=2e-6)
+
+
+
+
+def test_float32_dense_step_pairs_keep_their_digits_on_jax():
+    # a dense float32 step near -1e4 on eager jax (fuzz seed 1108): the O(1) initial factor
+    # added to it rounded it (pairs 1.4e-4 off)
+    import jax.numpy as jnp
+
+    init, mat, obs = _data(1108)
+    dense = (mat[None, None] + obs[:, :, None, None, :])[:1]  # float32, as the chain sees it
+    x = {"x_prev": fc.Bint[K], "x_curr": fc.Bint[K]}
+    keep = np.array([[True, False]])
+    fc.set_backend("jax")
+    try:
+        f_init = fc.Tensor(jnp.asarray(init), {"b": fc.Bint[B], "g": fc.Bint[G],
+                                               "x_prev": fc.Bint[K]})
+        step = fc.Tensor(jnp.asarray(dense), {"t": fc.Bint[1], "b": fc.Bint[B],
+                                              "g": fc.Bint[G], **x})
+        lengths = fc.Tensor(jnp.asarray(np.array([1, 0])), {"b": fc.Bint[B]}, dtype=2)
+        total, pairs = markov_marginals(ops.logaddexp, ops.add, step, "t", STEP, [f_init],
+                                        lengths=lengths)
+        got = np.asarray(pairs.align(("t", "b", "g", "x_prev", "x_curr")).data, np.float64)
+        got_total = np.asarray(total.align(("b", "g")).data, np.float64)
+    finally:
+        fc.set_backend("numpy")
+    e_total, e_pairs = _oracle(init, dense.astype(np.float64), keep, "sum", duration=1)
+    assert np.abs(got - e_pairs).max() < 1e-5
+    np.testing.assert_allclose(got_total, e_total, rtol=2e-6)
