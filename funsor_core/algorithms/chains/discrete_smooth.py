@@ -30,14 +30,15 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
+from funsor_core.algorithms.chains.discrete_precision import single_precision
 from funsor_core.algorithms.chains.factors import product_leaves
-from funsor_core.algorithms.chains.masks import masked_steps
+from funsor_core.algorithms.chains.masks import masked_steps, step_mask
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable
-from funsor_core.terms.markov import MarkovProduct
+from funsor_core.terms.markov import MarkovProduct, time_variable
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["markov_marginals", "markov_map"]
@@ -164,6 +165,8 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if _numpy_chain(trans, prod_op):
         return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
                          lengths, mask)
+    shifted, shifts = _shifted_pieces(trans, prod_op, time, dict(step))
+    unshifted, clock, trans = trans, time, shifted
     if lengths is not None or mask is not None:
         trans = masked_steps(sum_op, prod_op, trans, time, step, lengths, mask, what)
         time = _time_name(time)
@@ -186,7 +189,69 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
         if not _check_mass(value, batch_inputs, what):
             grad = _nan_where_dead(grad, inputs, total)
+    if shifts:
+        value = value + _shift_total(shifts, unshifted, clock, lengths, mask, batch_inputs)
+        total = Tensor(value, batch_inputs)
     return total, Tensor(grad, inputs)
+
+
+def _shifted_pieces(trans, prod_op, time, step: dict) -> tuple:
+    # A single-precision step near -1e4 (observations of log weights near -1e4, added to a
+    # transition matrix lazily, or a dense step) rounds, wherever an O(1) number is added to
+    # it (its other pieces, the initial factor), to the ulp of 1e4 (5e-4): every pair
+    # marginal moves by as much, whatever the chain does afterwards. Each piece shifted first
+    # to a maximum of 0 over its state names (the subtraction of a nearby maximum is exact)
+    # leaves small numbers to add. A shift constant over the states of a step adds the same
+    # to every path: the derivative (the pairs) is unchanged, and the total gets the shifts
+    # back (``_shift_total``). Returns ``(trans, shifts)``: the Tensors of the shifts over
+    # the pieces' time and batch names, empty where nothing was shifted (double precision;
+    # a time the checks below refuse).
+    pieces = tensor_factors(trans, prod_op) if prod_op is ops.add else None
+    states = frozenset(step) | frozenset(step.values())
+    if pieces is None:
+        return trans, []
+    shifted = [f for f in pieces if isinstance(f, Tensor) and not f.output.shape
+               and states & frozenset(f.inputs)]
+    if not shifted or not single_precision(_widest(pieces).dtype):
+        return trans, []
+    try:
+        time_variable(trans, time)
+    except (TypeError, ValueError):  # the caller's checks name the mistake
+        return trans, []
+    out, shifts = [], []
+    for f in pieces:
+        if not any(f is g for g in shifted):
+            out.append(f)
+            continue
+        axes = tuple(i for i, n in enumerate(f.inputs) if n in states)
+        top = ops.amax(f.data, axes, keepdims=True)
+        # a piece of no finite entry at some (time, batch) is left as it is there
+        top = ops.where(ops.isfinite(top), top, ops.full_like(top, 0.0))
+        out.append(Tensor(f.data - top, f.inputs, f.dtype))
+        rest = {n: d for n, d in f.inputs.items() if n not in states}
+        shifts.append(Tensor(ops.reshape(top, tuple(d.size for d in rest.values())), rest))
+    with reflect:  # kept apart, as the caller built them (see tensor_factors)
+        trans = out[0]
+        for f in out[1:]:
+            trans = prod_op(trans, f)
+    return trans, shifts
+
+
+def _shift_total(shifts: list, trans, time, lengths, mask, batch_inputs: dict):
+    # The pieces' shifts summed over the steps that count (all, or those lengths/mask keep),
+    # as an array over ``batch_inputs`` (the total's), with size-1 dims where none varies.
+    time = time_variable(trans, time)
+    layout = {time.name: time.output, **batch_inputs}
+    data = None
+    for f in shifts:
+        part = align_tensor(layout, f)
+        data = part if data is None else data + part
+    data = ops.expand(data, (time.output.size,) + tuple(data.shape[1:]))
+    if lengths is not None or mask is not None:
+        keep = step_mask(layout, time, (), lengths, mask)
+        keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (len(data.shape) - len(keep.shape)))
+        data = ops.where(keep, data, ops.full_like(data, 0.0))
+    return ops.sum(data, 0)
 
 
 def _evaluated_leaves(trans, prod_op):
