@@ -170,3 +170,26 @@ def test_parallel_chain_of_a_new_length_reuses_its_compiled_tree():
         if length == 7:  # the derivative: the exact tree's, padded steps passed over too
             d = jax.grad(lambda x: ops.logsumexp(product(x).reshape(-1), 0))(x)
             np.testing.assert_allclose(np.asarray(d), grad, rtol=1e-10, atol=1e-12)
+
+
+def test_padded_chain_with_a_factor_shared_by_all_steps():
+    # A step m + o(t), m without time: padded to a power of two on eager jax, the padded
+    # steps must not count m (it was added once per padded step: 8.05 for 2.29). Oracle: the
+    # numpy log-space product of the materialized steps, and its forward-backward gradient.
+    from funsor_core.algorithms.chains.discrete import chain_product
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(3)
+    for states, length in ((1, 18), (3, 11)):
+        m, o = rng.normal(size=(1, states, states)), rng.normal(size=(length, 1, states))
+        total, grad = _log_chain_oracle(m + o)
+
+        shared_o = jnp.asarray(o)
+
+        def product(m, o=shared_o):
+            return chain_product(ops.logaddexp, ops.add, (m, o), "parallel")
+
+        value = product(jnp.asarray(m))
+        np.testing.assert_allclose(np.asarray(value), total, rtol=1e-12)
+        d = jax.grad(lambda m: ops.logsumexp(product(m).reshape(-1), 0))(jnp.asarray(m))
+        np.testing.assert_allclose(np.asarray(d)[0], grad.sum(0), rtol=1e-10, atol=1e-12)
