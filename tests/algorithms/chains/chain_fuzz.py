@@ -476,19 +476,24 @@ def check(c: Case) -> list:
     return fails
 
 
-def main(argv) -> int:
-    """Run ``count`` cases from seed ``first``; print each failing case and its disagreements."""
+def run_cases(draw_case, check_case, argv, what: str = "") -> int:
+    """Run ``count`` cases from seed ``first`` (``argv[1:3]``); print each failing case and its
+    disagreements; 1 if any failed. Every fuzz module's ``main``."""
     first, count = int(argv[1]), int(argv[2])
     bad = 0
     for seed in range(first, first + count):
-        c = draw(seed)
-        fails = check(c)
+        c = draw_case(seed)
+        fails = check_case(c)
         if fails:
             bad += 1
             print(c, *fails, sep="\n  ", flush=True)
-    print(f"{bad} of {count} cases failed")
+    print(f"{bad} of {count} {what}cases failed")
     return int(bad > 0)
 
+
+def main(argv) -> int:
+    """Run ``count`` cases from seed ``first``; print each failing case and its disagreements."""
+    return run_cases(draw, check, argv)
 
 if __name__ == "__main__":
     import os

@@ -19,6 +19,7 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint import argmax_approximate, forward_backward
 from funsor_core.sum_product import MarkovProduct
 from interpretations import lazy
+from tests.algorithms.chains.chain_fuzz import run_cases
 
 N = 4000
 
@@ -118,17 +119,7 @@ def check_adjoint(c: dict) -> list:
 
 def main(argv) -> int:
     """Run ``count`` adjoint cases from seed ``first``."""
-    first, count = int(argv[1]), int(argv[2])
-    bad = 0
-    for seed in range(first, first + count):
-        c = draw_adjoint(seed)
-        fails = check_adjoint(c)
-        if fails:
-            bad += 1
-            print(c, *fails, sep="\n  ", flush=True)
-    print(f"{bad} of {count} adjoint cases failed")
-    return int(bad > 0)
-
+    return run_cases(draw_adjoint, check_adjoint, argv, "adjoint ")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -19,6 +19,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.sum_product import MarkovProduct, markov_product, sequential_sum_product
 from interpretations import lazy
+from tests.algorithms.chains.chain_fuzz import run_cases
 
 STEP = {"x_prev": "x_curr"}
 
@@ -196,17 +197,7 @@ def check_gaussian(c: dict) -> list:
 
 def main(argv) -> int:
     """Run ``count`` Gaussian cases from seed ``first``."""
-    first, count = int(argv[1]), int(argv[2])
-    bad = 0
-    for seed in range(first, first + count):
-        c = draw_gaussian(seed)
-        fails = check_gaussian(c)
-        if fails:
-            bad += 1
-            print(c, *fails, sep="\n  ", flush=True)
-    print(f"{bad} of {count} Gaussian cases failed")
-    return int(bad > 0)
-
+    return run_cases(draw_gaussian, check_gaussian, argv, "Gaussian ")
 
 if __name__ == "__main__":
     import jax

@@ -16,6 +16,7 @@ import numpy as np
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.sum_product import naive_sarkka_bilmes_product, sarkka_bilmes_product
+from tests.algorithms.chains.chain_fuzz import run_cases
 
 LAG_NAMES = ("x", "_PREV_x", "_PREV__PREV_x")
 
@@ -149,17 +150,7 @@ def check_lagged(c: dict) -> list:
 
 def main(argv) -> int:
     """Run ``count`` lagged cases from seed ``first``."""
-    first, count = int(argv[1]), int(argv[2])
-    bad = 0
-    for seed in range(first, first + count):
-        c = draw_lagged(seed)
-        fails = check_lagged(c)
-        if fails:
-            bad += 1
-            print(c, *fails, sep="\n  ", flush=True)
-    print(f"{bad} of {count} lagged cases failed")
-    return int(bad > 0)
-
+    return run_cases(draw_lagged, check_lagged, argv, "lagged ")
 
 if __name__ == "__main__":
     import jax

@@ -1,15 +1,8 @@
 """A seeded fuzzer for contraction (#29's exactness acceptance): random plated graphs and trees
 in every semiring, through every entry point, on every backend, against numpy enumeration.
 
-A case is a small plated factor graph: 2-6 variables of domains 1-4, 0-3 plates of sizes 1-4,
-factors over random subsets of variables and plates (scalars, repeated factors, size-1 domains,
--inf entries, all -inf factors), values drawn in log space from ranges up to 1e-300..1e300, in
-float32 or float64. The oracle unrolls the graph (each variable has one copy per assignment of
-its plates: the plates common to every factor that uses it) and enumerates every joint
-assignment of every copy in float64 (``enumerate_unrolled``); kept variables and
-kept plates are conditioned on, one value at a time. The library's answer must match to the
-rounding of the input dtype, or raise the documented error: ``PlateError`` exactly when the
-unrolled graph has Theorem 1's minor, found by an independent search.
+The cases and their oracle (numpy enumeration of the unrolled graph, ``PlateError`` exactly
+where Theorem 1's minor is found) are described in ``contraction_fuzz_models``.
 
 Run it long from the worktree root (prints each failure with its seed)::
 
