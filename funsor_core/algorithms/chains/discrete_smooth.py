@@ -297,12 +297,7 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
         raise NotImplementedError(_NO_AUTODIFF.format(what=what)) from None
 
     def to_torch(x):
-        if isinstance(x, np.ndarray):
-            # (reshaped: ascontiguousarray makes a 0-d array, a scalar length, 1-d)
-            return torch_backend.asarray(np.ascontiguousarray(x).reshape(x.shape))
-        if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
-            return Tensor(to_torch(x.data), x.inputs, x.dtype)
-        return x
+        return _numpy_to_torch(torch_backend, x)
 
     pieces = [to_torch(f) for f in tensor_factors(trans, prod_op)]
     with reflect:  # kept apart, as the caller built them (see tensor_factors)
@@ -315,6 +310,17 @@ def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengt
     total, pairs = _marginals(sum_op, prod_op, trans, time, step, [to_torch(f) for f in factors],
                               strategy, what, keep_raw(lengths), keep_raw(mask))
     return _to_numpy(total), _to_numpy(pairs)
+
+
+def _numpy_to_torch(torch_backend, x):
+    # A module-level function, not a closure calling itself: such a closure is a reference
+    # cycle, left to the cyclic collector on every call.
+    if isinstance(x, np.ndarray):
+        # (reshaped: ascontiguousarray makes a 0-d array, a scalar length, 1-d)
+        return torch_backend.asarray(np.ascontiguousarray(x).reshape(x.shape))
+    if isinstance(x, Tensor) and isinstance(x.data, np.ndarray):
+        return Tensor(_numpy_to_torch(torch_backend, x.data), x.inputs, x.dtype)
+    return x
 
 
 def _to_numpy(t: Tensor) -> Tensor:
