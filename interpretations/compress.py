@@ -33,7 +33,7 @@ from interpretations.exact import exact
 
 __all__ = ["compress_gaussians"]
 
-compress_gaussians = Interpretation("compress_gaussians", base=exact)
+compress_gaussians = Interpretation("compress_gaussians", base=exact, doc=__doc__)
 
 
 def _compress(g: Gaussian):

@@ -23,7 +23,7 @@ from funsor_core.terms.traversal import receives_subs, substitute
 
 __all__ = ["lazy", "LAZY"]
 
-lazy = Interpretation("lazy", base=reflect)
+lazy = Interpretation("lazy", base=reflect, doc=__doc__)
 LAZY = lazy
 
 

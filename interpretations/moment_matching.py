@@ -32,7 +32,7 @@ Example:
     >>> with moment_matching:
     ...     m = g.reduce(ops.logaddexp, "i")
     >>> gaussian, log_weight = m.terms
-    >>> float(gaussian.covariance[0, 0])  # 1 + 1: the spread of the two means
+    >>> round(float(gaussian.covariance[0, 0]), 12)  # 1 + 1: the spread of the two means
     2.0
 """
 
@@ -62,7 +62,7 @@ from interpretations.exact import exact
 
 __all__ = ["moment_matching", "MOMENTMATCHING"]
 
-moment_matching = Interpretation("moment_matching", fallback=exact)
+moment_matching = Interpretation("moment_matching", fallback=exact, doc=__doc__)
 MOMENTMATCHING = moment_matching
 
 AddOp, LogaddexpOp = type(ops.add), type(ops.logaddexp)

@@ -28,7 +28,7 @@ from interpretations.lazy import lazy
 
 __all__ = ["normalize", "NORMALIZE"]
 
-normalize = Interpretation("normalize", base=lazy)
+normalize = Interpretation("normalize", base=lazy, doc=__doc__)
 NORMALIZE = normalize
 
 

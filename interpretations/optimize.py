@@ -60,11 +60,11 @@ __all__ = ["optimize", "OPTIMIZE", "optimize_base", "apply_optimizer"]
 
 # Falls back to lazy, not normalize: normalize would merge the nested pairwise steps back
 # into one Contraction (pulling inner reductions out), undoing the plan.
-optimize = Interpretation("optimize", fallback=lazy)
+optimize = Interpretation("optimize", fallback=lazy, doc=__doc__)
 OPTIMIZE = optimize
 # The same plans, each step built under the interpretation active at entry (funsor's
 # ``optimize_base``): under ``exact`` a planned contraction is computed step by step.
-optimize_base = Interpretation("optimize_base", fallback=ENTERED)
+optimize_base = Interpretation("optimize_base", fallback=ENTERED, doc=__doc__)
 
 
 def _pairwise(red_op, bin_op, reduced_vars, terms):

@@ -29,15 +29,22 @@ from interpretations.lazy import lazy
 
 __all__ = ["sequential", "SEQUENTIAL", "eager_or_die", "die"]
 
-sequential = Interpretation("sequential", fallback=exact)
+sequential = Interpretation("sequential", fallback=exact, doc=__doc__)
 SEQUENTIAL = sequential
 
 _DIE = ("eager_or_die: no rule evaluates {term}\n"
         "It would be built lazily. Its arguments are not all numbers (a free variable, or a "
         "term no exact rule covers); substitute values first, or use `exact` to keep it lazy.")
 
-die = Interpretation("die", fallback=reflect)
-"""The rules that raise: tried after every rule of ``exact``'s chain has declined."""
+die = Interpretation("die", fallback=reflect, doc="""The rules that raise, behind ``eager_or_die``.
+
+Tried after every rule of ``exact``'s chain has declined; use ``eager_or_die``, which enters it.
+
+Example:
+    >>> from interpretations import die, eager_or_die
+    >>> die.name, eager_or_die.chain()[-2:]
+    ('die', ['die', 'reflect'])
+""")
 
 
 def _die(cls, *args):
@@ -68,7 +75,20 @@ def die_subs_funsor(arg, subs):
 
 
 class _ThenDie(Interpretation):
-    """``exact``'s rules, then ``lazy``'s (substitution), then ``die``."""
+    """``eager_or_die``: ``exact``'s rules, then ``lazy``'s (substitution), then ``die``.
+
+    A term that no rule evaluates raises instead of being built lazily.
+
+    Example:
+        >>> import funsor_core as fc
+        >>> from interpretations import eager_or_die
+        >>> with eager_or_die:
+        ...     fc.Variable("x", fc.Real).exp()
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: eager_or_die: no rule evaluates Unary(ops.exp, Variable('x', Real))
+        It would be built lazily...
+    """
 
     def _resolve(self, key: tuple) -> tuple:
         entry = self._cache.get(key)

@@ -158,7 +158,9 @@ class Interpretation:
         return super().__new__(cls)
 
     def __init__(self, name: str, fallback: Interpretation | _Entered | None = None,
-                 *, base: Interpretation | None = None) -> None:
+                 *, base: Interpretation | None = None, doc: str | None = None) -> None:
+        if doc is not None:  # what ``help(interp)`` shows: the docstring of its own kind
+            type(self).__doc__ = doc
         self.name = name
         self.fallback = base if base is not None else fallback
         self.base = None if self.fallback is ENTERED else self.fallback
@@ -521,7 +523,18 @@ def _short(term: Any) -> str:
 
 
 # -- reflect: build the term as it is, cons-hashed (engine/cons.py) ------------------------------
-reflect = Interpretation("reflect")
+reflect = Interpretation("reflect", doc="""Build every term as it is, evaluating nothing.
+
+The end of every chain of interpretations: terms are cons-hashed (equal arguments give the
+same object). Under ``reflect`` even ``Number(1) + 2`` stays a ``Binary`` term.
+
+Example:
+    >>> import funsor_core as fc
+    >>> with fc.reflect:
+    ...     z = fc.Number(1.0) + 2
+    >>> type(z).__name__, float(fc.reinterpret(z).data)
+    ('Binary', 3.0)
+""")
 
 _STATE: contextvars.ContextVar = contextvars.ContextVar("funsor_core_interpretation")
 # ``_STATE.get`` bound once, for the hot paths of term construction: CPython 3.11 compiles

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -242,6 +242,10 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             raise ConversionError(_NOT_CONVERTIBLE.format(typ=type(x).__name__, x=x) +
                             (_SLICE_HINT if isinstance(x, slice) else ""))
         x = backend_module().asarray(x)
+    if output is not None and not isinstance(output, Domain):
+        raise TypeError(f"array_to_funsor: output must be a domain (fc.Real, fc.Reals[2], "
+                        f"fc.Bint[3]) or None, got {output!r}; name batch dims with "
+                        "dim_to_name={-1: 'i'}")
     dtype = "real" if output is None else output.dtype
     if dtype != "real" and ops.is_floating(x):
         # Whole numbers held as floats (Pyro enumerates Bernoulli sites as 0.0/1.0) become
@@ -266,6 +270,9 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             raise DomainError(f"an array of shape {tuple(x.shape)} cannot have output {output} "
                               "without dim_to_name naming its batch dims")
         return Tensor(x, (), dtype)
+    if not isinstance(dim_to_name, Mapping):
+        raise TypeError(f"dim_to_name must be a dict from negative batch dims to names, e.g. "
+                        f"{{-2: 'i', -1: 'j'}}, got {dim_to_name!r}")
     batch_shape = tuple(x.shape[: len(x.shape) - len(out_shape)])
     if tuple(x.shape[len(batch_shape):]) != out_shape:
         raise DomainError(

@@ -22,6 +22,7 @@ from funsor_core.ops.op import (
     UnaryOp,
     make_op,
 )
+from funsor_core.ops.op_docs import document_ops
 
 # ---------------------------------------------------------------------------------------------
 # Elementwise unary ops.
@@ -381,3 +382,5 @@ for _op in SPECIAL_OPS:
     for _t in (int, float, bool):
         _op.register(_t, _via_numpy(_op))
 del _op, _t
+
+document_ops(globals())

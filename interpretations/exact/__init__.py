@@ -16,7 +16,7 @@ from interpretations.normalize import normalize
 
 __all__ = ["exact", "eager", "EXACT"]
 
-exact = Interpretation("exact", base=normalize)
+exact = Interpretation("exact", base=normalize, doc=__doc__)
 eager = exact
 EXACT = exact
 

@@ -59,16 +59,55 @@ def approximation_active() -> bool:
     return False
 
 
-argmax_approximate = Interpretation("argmax_approximate", fallback=ENTERED)
-"""Point-approximate each ``Approximate`` at the argmax of its guide (MAP in a backward
-pass). Falls back to the interpretation it was entered in."""
+argmax_approximate = Interpretation("argmax_approximate", fallback=ENTERED, doc="""
+Point-approximate each ``Approximate`` at the argmax of its guide (MAP in a backward pass).
 
-mean_approximate = Interpretation("mean_approximate", fallback=ENTERED)
-"""Point-approximate each ``Approximate`` at the mean of its guide (real variables)."""
+Falls back to the interpretation it was entered in.
 
-laplace_approximate = Interpretation("laplace_approximate", fallback=ENTERED)
-"""Replace each ``Approximate`` by the model's Gaussian (Laplace) approximation at the
-guide's mode; exact for models quadratic in the approximated variables."""
+Example:
+    >>> import numpy as np
+    >>> import funsor_core as fc
+    >>> from funsor_core import ops
+    >>> m = fc.Tensor(np.array([0.0, 2.0, 1.0]), {"i": fc.Bint[3]})
+    >>> from funsor_core.approximations import argmax_approximate
+    >>> with argmax_approximate:
+    ...     a = fc.Approximate(ops.logaddexp, m, m, "i")
+    >>> [float(a(i=k).data) for k in range(3)]  # a point mass at i = 1, weighted m(i=1)
+    [-inf, 2.0, -inf]
+""".strip("\n"))
+
+mean_approximate = Interpretation("mean_approximate", fallback=ENTERED, doc="""
+Point-approximate each ``Approximate`` at the mean of its guide (real variables).
+
+Example:
+    >>> import numpy as np
+    >>> import funsor_core as fc
+    >>> from funsor_core import ops
+    >>> g = fc.Gaussian(mean=np.array([1.5]), precision=np.array([[4.0]]),
+    ...                 inputs={"x": fc.Real})
+    >>> from funsor_core.approximations import mean_approximate
+    >>> with mean_approximate:
+    ...     a = fc.Approximate(ops.logaddexp, g, g, "x")
+    >>> float(a(x=1.5).data), float(a(x=1.0).data)  # a point mass at the mean
+    (0.0, -inf)
+""".strip("\n"))
+
+laplace_approximate = Interpretation("laplace_approximate", fallback=ENTERED, doc="""
+Replace each ``Approximate`` by the model's Gaussian (Laplace) approximation at the guide's
+mode; exact for models quadratic in the approximated variables.
+
+Example:
+    >>> import numpy as np
+    >>> import funsor_core as fc
+    >>> from funsor_core import ops
+    >>> g = fc.Gaussian(mean=np.array([1.5]), precision=np.array([[4.0]]),
+    ...                 inputs={"x": fc.Real})
+    >>> from funsor_core.approximations import laplace_approximate
+    >>> with laplace_approximate:
+    ...     a = fc.Approximate(ops.logaddexp, g, g, "x")
+    >>> type(a).__name__, float(a(x=1.0).data) == float(g(x=1.0).data)
+    ('Gaussian', True)
+""".strip("\n"))
 
 for _interp in (argmax_approximate, mean_approximate, laplace_approximate):
     approximating(type(_interp))
