@@ -170,7 +170,12 @@ def _normal_shape(shape) -> tuple[int, ...]:
 
 
 class _BintFactory:
-    """``Bint[n]``: integers ``0..n-1``."""
+    """``Bint[n]``: integers ``0..n-1``.
+
+    Example:
+        >>> fc.Bint[3].size, fc.Bint[3].dtype
+        (3, 3)
+    """
 
     def __getitem__(self, size: int) -> Domain:
         if isinstance(size, bool) or not hasattr(size, "__index__"):
@@ -185,7 +190,12 @@ class _BintFactory:
 
 
 class _RealsFactory:
-    """``Reals[s1, s2, ...]``: real arrays of that shape; ``Reals[()]`` is ``Real``."""
+    """``Reals[s1, s2, ...]``: real arrays of that shape; ``Reals[()]`` is ``Real``.
+
+    Example:
+        >>> fc.Reals[2, 3].shape, fc.Reals[()] is fc.Real
+        ((2, 3), True)
+    """
 
     def __getitem__(self, shape) -> Domain:
         if not isinstance(shape, tuple):
@@ -200,7 +210,12 @@ class _RealsFactory:
 
 
 class _ArrayFactory:
-    """``Array[dtype, shape]`` for any dtype ('real' or a bound) and shape."""
+    """``Array[dtype, shape]`` for any dtype ('real' or a bound) and shape.
+
+    Example:
+        >>> fc.Array["real", (2,)], fc.Array[3, ()]
+        (Reals[2], Bint[3])
+    """
 
     def __getitem__(self, key) -> Domain:
         if not (isinstance(key, tuple) and len(key) == 2):

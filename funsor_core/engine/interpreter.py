@@ -545,13 +545,32 @@ _DEFAULT = [reflect]
 
 
 def set_default_interpretation(interp: Interpretation) -> None:
-    """Make ``interp`` the interpretation of every context that entered none."""
+    """Make ``interp`` the interpretation of every context that entered none.
+
+    Example:
+        >>> import funsor_core as fc
+        >>> from interpretations import exact, lazy
+        >>> fc.set_default_interpretation(lazy)
+        >>> type(fc.Number(1.0) + 2).__name__
+        'Binary'
+        >>> fc.set_default_interpretation(exact)
+        >>> type(fc.Number(1.0) + 2).__name__
+        'Number'
+    """
     _DEFAULT[0] = interp
     _STATE.set((interp, None))
 
 
 def get_interpretation() -> Interpretation:
-    """The interpretation active in this thread or task."""
+    """The interpretation active in this thread or task.
+
+    Example:
+        >>> import funsor_core as fc
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     fc.get_interpretation().name
+        'lazy'
+    """
     state = _STATE.get(None)
     if state is None:
         _STATE.set((_DEFAULT[0], None))

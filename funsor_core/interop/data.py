@@ -41,7 +41,14 @@ __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataErr
 
 class LazyTermError(NotImplementedError, ValueError):
     """A number was demanded from a term that is still lazy (a ``ValueError`` too, which is
-    what funsor raises for ``to_data`` of a term with free variables)."""
+    what funsor raises for ``to_data`` of a term with free variables).
+
+    Example:
+        >>> fc.to_data(fc.Variable("x", fc.Real))
+        Traceback (most recent call last):
+        ...
+        funsor_core.interop.data.LazyTermError: ...
+    """
 
 
 class ConversionError(TypeError, ValueError):
@@ -51,7 +58,12 @@ class ConversionError(TypeError, ValueError):
 
 class NoDataError(LazyTermError, AttributeError):
     """``.data`` of a term that is not a Tensor or Number (an AttributeError too, so that
-    ``getattr(term, "data", default)`` still works)."""
+    ``getattr(term, "data", default)`` still works).
+
+    Example:
+        >>> getattr(fc.Variable("x", fc.Real), "data", "no data")
+        'no data'
+    """
 
 
 _NOT_A_NUMBER = (
@@ -224,6 +236,11 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
     one is installed (``funsor_core.distribution`` converts ``torch.distributions`` objects).
     An array tagged with a provenance (torch's ``ProvenanceTensor``) becomes a ``Constant``
     along the tagged ``(name, domain)`` pairs, in name order.
+
+    Example:
+        >>> t = fc.array_to_funsor(np.zeros((2, 3)), fc.Real, {-2: "i", -1: "j"})
+        >>> dict(t.inputs), t.output
+        ({'i': Bint[2], 'j': Bint[3]}, Real)
     """
     tagged = _TAGGED_TYPES.data.get(type(x))
     if tagged is None:

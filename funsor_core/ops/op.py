@@ -336,13 +336,23 @@ def _rebind(name: str, params: tuple) -> Op:
 
 
 class UnaryOp(Op):
-    """An op of one array argument, elementwise unless a subclass says otherwise."""
+    """An op of one array argument, elementwise unless a subclass says otherwise.
+
+    Example:
+        >>> isinstance(ops.exp, ops.UnaryOp), float(ops.exp(0.0))
+        (True, 1.0)
+    """
 
     __slots__ = ()
 
 
 class BinaryOp(Op):
-    """An op of two arguments, broadcasting elementwise unless a subclass says otherwise."""
+    """An op of two arguments, broadcasting elementwise unless a subclass says otherwise.
+
+    Example:
+        >>> isinstance(ops.add, ops.BinaryOp), ops.add(1.0, 2.0)
+        (True, 3.0)
+    """
 
     __slots__ = ()
 
@@ -379,7 +389,6 @@ class AssociativeOp(BinaryOp):
     so it can reduce over inputs; funsor's name for the family.
 
     Example:
-        >>> from funsor_core import ops
         >>> isinstance(ops.logaddexp, AssociativeOp), isinstance(ops.sub, AssociativeOp)
         (True, False)
     """
@@ -391,7 +400,6 @@ class ComparisonOp(BinaryOp):
     """An elementwise comparison (``lt``, ``eq``, ...): its values are ``Bint[2]``.
 
     Example:
-        >>> from funsor_core import ops
         >>> isinstance(ops.lt, ComparisonOp)
         True
     """
@@ -404,7 +412,6 @@ class TransformOp(UnaryOp):
     funsor groups them.
 
     Example:
-        >>> from funsor_core import ops
         >>> isinstance(ops.atanh, TransformOp)
         True
     """
@@ -413,19 +420,34 @@ class TransformOp(UnaryOp):
 
 
 class ReductionOp(UnaryOp):
-    """Reduction of an array over axes: ``op(x, axis=None, keepdims=False)``."""
+    """Reduction of an array over axes: ``op(x, axis=None, keepdims=False)``.
+
+    Example:
+        >>> isinstance(ops.sum, ops.ReductionOp), ops.sum(np.ones((2, 3)), 0)
+        (True, array([2., 2., 2.]))
+    """
 
     __slots__ = ()
 
 
 class ArrayOp(Op):
-    """A structural array op used by rules (reshape, permute, indexing, creation)."""
+    """A structural array op used by rules (reshape, permute, indexing, creation).
+
+    Example:
+        >>> isinstance(ops.new_zeros, ops.ArrayOp), ops.new_zeros(np.ones(1), (2,))
+        (True, array([0., 0.]))
+    """
 
     __slots__ = ()
 
 
 class NaryOp(Op):
-    """An op of a variable number of array arguments."""
+    """An op of a variable number of array arguments.
+
+    Example:
+        >>> isinstance(ops.einsum, ops.NaryOp), ops.FinitaryOp is ops.NaryOp  # funsor's name
+        (True, True)
+    """
 
     __slots__ = ()
 

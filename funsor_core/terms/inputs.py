@@ -26,7 +26,15 @@ __all__ = ["DomainError", "merge_inputs", "merge_all_inputs", "check_substitutio
 
 
 class DomainError(ValueError):
-    """A name is used with two different domains, or a value has the wrong domain."""
+    """A name is used with two different domains, or a value has the wrong domain.
+
+    Example:
+        >>> x = fc.Tensor(np.ones(2), {"i": fc.Bint[2]})
+        >>> x + fc.Tensor(np.ones(3), {"i": fc.Bint[3]})
+        Traceback (most recent call last):
+        ...
+        funsor_core.terms.inputs.DomainError: cannot add: input 'i' is Bint[2] on the left ...
+    """
 
 
 _MISMATCH = (

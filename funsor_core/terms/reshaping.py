@@ -192,7 +192,15 @@ def _check_part_domains(parts: tuple, what: str, skip: str | None = None) -> Non
 
 class Cat(Funsor):
     """``Cat(name, parts, part_name)``: concatenate parts along their input ``part_name``,
-    giving a new input ``name`` whose size is the sum of the parts' sizes."""
+    giving a new input ``name`` whose size is the sum of the parts' sizes.
+
+    Example:
+        >>> x = fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]})
+        >>> y = fc.Tensor(np.array([3.0]), {"i": fc.Bint[1]})
+        >>> c = fc.Cat("i", (x, y))
+        >>> c.inputs["i"], c.data
+        (Bint[3], array([1., 2., 3.]))
+    """
 
     fields = ("name", "parts", "part_name")
     binds = ("part_name",)  # each part's own index; ``name`` is the concatenated one
@@ -242,6 +250,11 @@ def _slice_int(name, what, value) -> int:
 class Slice(Funsor):
     """``Slice(name, start, stop, step, dtype)``: input ``name`` indexing ``range(start, stop,
     step)``, valued in ``Bint[dtype]``. ``f(i=Slice("i", 0, 10, 2))`` takes every other ``i``.
+
+    Example:
+        >>> x = fc.Tensor(np.arange(5.0), {"i": fc.Bint[5]})
+        >>> x(i=fc.Slice("i", 0, 5, 2, 5)).data
+        array([0., 2., 4.])
     """
 
     __slots__ = ("name", "slice_args")
@@ -279,7 +292,13 @@ class Slice(Funsor):
 
 
 class Function(Funsor):
-    """A backend function lifted by ``@fc.function``: ``fn(*args)`` with fixed domains."""
+    """A backend function lifted by ``@fc.function``: ``fn(*args)`` with fixed domains.
+
+    Example:
+        >>> sin = fc.function(fc.Real, fc.Real)(np.sin)
+        >>> float(sin(fc.Number(0.0)).data), type(sin(fc.Variable("x", fc.Real))).__name__
+        (0.0, 'Function')
+    """
 
     fields = ("fn", "output", "args")
 

@@ -29,7 +29,12 @@ _BUDGET = BUDGETS
 
 
 class MemoryBudgetError(MemoryError):
-    """A plan needs more memory than the budget allows; raised before allocating."""
+    """A plan needs more memory than the budget allows; raised before allocating.
+
+    Example:
+        >>> issubclass(MemoryBudgetError, MemoryError)  # see check_budget for one raised
+        True
+    """
 
 
 def _available_bytes() -> int:

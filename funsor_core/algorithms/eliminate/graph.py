@@ -33,6 +33,17 @@ class PlateError(ValueError):
     """The factor graph has the forbidden plate minor: no exact elimination order exists.
 
     Messages start with ``intractable!``, as funsor's do, then name the plates and variables.
+
+    Example:
+        >>> from funsor_core.sum_product import sum_product
+        >>> f = fc.Tensor(np.ones((2, 2, 3, 4)), {"x": fc.Bint[2], "y": fc.Bint[2],
+        ...                                     "i": fc.Bint[3], "j": fc.Bint[4]})
+        >>> g = fc.Tensor(np.ones((2, 3)), {"x": fc.Bint[2], "i": fc.Bint[3]})
+        >>> h = fc.Tensor(np.ones((2, 4)), {"y": fc.Bint[2], "j": fc.Bint[4]})
+        >>> sum_product(ops.logaddexp, ops.add, [f, g, h], frozenset("xyij"), frozenset("ij"))
+        Traceback (most recent call last):
+        ...
+        funsor_core.algorithms.eliminate.graph.PlateError: intractable! ...
     """
 
 

@@ -59,6 +59,13 @@ class Moments(NamedTuple):
             ``Reals[dim, dim]``, its coordinates the real inputs flattened in the order of
             ``reals``.
         reals: the real inputs, in the order of the covariance's coordinates.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([1.5]), precision=np.array([[4.0]]),
+        ...                 inputs={"x": fc.Real})
+        >>> m = fc.moments(g)
+        >>> float(m.mean["x"].data), m.covariance.data
+        (1.5, array([[0.25]]))
     """
 
     log_mass: Tensor
