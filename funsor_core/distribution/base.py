@@ -55,7 +55,7 @@ from funsor_core.distribution.array_math import (
     moment_tensor,
     sample_distribution,
 )
-from funsor_core.distribution.constraints import REAL, Constraint
+from funsor_core.distribution.constraints import REAL, Constraint, checked_upstream
 from funsor_core.distribution.convert import dist_to_data, torch_class
 from funsor_core.distribution.registry import FAMILIES, announce_family, on_family
 from funsor_core.domains import Domain, Real, broadcast_shape
@@ -234,7 +234,7 @@ class Distribution(Funsor):
         merge_all_inputs((*params, value), cls.__name__)
         check_backends(f"build {cls.__name__}", (*params, value),
                        [f"'{name}'" for name in cls.fields], deep=True)
-        _validate(cls, params)
+        _validate(cls, params, checked_upstream(cls))
         return (*params, value)
 
     def _setup(self):
@@ -504,9 +504,10 @@ def infer_domains(cls, param_domains: tuple, value_domain: Domain | None) -> tup
 
 
 # -- validation ------------------------------------------------------------------------------
-def _validate(cls, params: tuple) -> None:
+def _validate(cls, params: tuple, checked: frozenset = frozenset()) -> None:
     """Raise ValueError for a concrete Tensor (or Number) parameter that breaks its family's
-    constraint."""
+    constraint; the constraints of the parameters named in ``checked`` were checked upstream
+    (``constraints.CHECKED_UPSTREAM``), their relations are still checked."""
     arrays, numbers_in = {}, False
     for (name, param), p in zip(cls.params.items(), params):
         if type(p) is Number:  # a Number holds no backend's array: checked on numpy
@@ -524,7 +525,7 @@ def _validate(cls, params: tuple) -> None:
             continue
         if isinstance(p, Tensor):
             arrays[name] = p
-            if not param.constraint.trivial and concrete(p.data):
+            if not param.constraint.trivial and name not in checked and concrete(p.data):
                 _raise_if_bad(cls, name, param.constraint.describe, p,
                               _check_concrete(param.constraint, p.data))
     for name, describe, fn in cls.relations:

@@ -19,12 +19,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from funsor_core import ops
 
 __all__ = ["Constraint", "REAL", "POSITIVE", "NONNEGATIVE", "UNIT_INTERVAL", "SIMPLEX",
-           "PROBS", "LOWER_CHOLESKY", "NONNEGATIVE_INTEGER", "simplex_tolerance"]
+           "PROBS", "LOWER_CHOLESKY", "NONNEGATIVE_INTEGER", "simplex_tolerance",
+           "CHECKED_UPSTREAM", "checked_upstream"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +102,23 @@ LOWER_CHOLESKY = Constraint(
     "lower_cholesky", "a lower triangular matrix with a positive diagonal", 2, _lower_cholesky)
 NONNEGATIVE_INTEGER = Constraint("nonnegative_integer", "a nonnegative integer", 0,
                                  _nonnegative_integer)
+
+
+# The parameters of one family whose constraints the converted object's own library checked
+# already, on the very arrays given (``convert``: a torch distribution built with
+# ``validate_args``), as ``(family, names)``; its construction skips those checks (issue #28:
+# Pyro validates each HMM site's K^2 T numbers, then we did again). Set only around one
+# family's construction, and read for that family only.
+CHECKED_UPSTREAM: ContextVar = ContextVar("checked_upstream", default=(None, frozenset()))
+
+
+def checked_upstream(cls) -> frozenset:
+    """The names of ``cls``'s parameters whose constraints were checked upstream (see
+    ``CHECKED_UPSTREAM``): empty unless a conversion marked them for this very family.
+
+    Example:
+        >>> checked_upstream(object)
+        frozenset()
+    """
+    family, names = CHECKED_UPSTREAM.get()
+    return names if family is cls else frozenset()

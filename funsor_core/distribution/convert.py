@@ -36,6 +36,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.distribution.constraints import CHECKED_UPSTREAM
 from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
@@ -248,7 +249,47 @@ def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int
         if tuple(x.shape[:len(batch)]) != batch:  # numpyro keeps size-1 batch dims
             x = ops.expand(x, batch + event)
         params.append(to_funsor(x, Reals[out_batch + event], dim_to_name))
-    return family(*params)
+    checked = _checked_by_library(raw, td, family)
+    if not checked:
+        return family(*params)
+    token = CHECKED_UPSTREAM.set((family, checked))
+    try:
+        return family(*params)
+    finally:
+        CHECKED_UPSTREAM.reset(token)
+
+
+# Our constraint -> the constraints of ``torch.distributions`` that imply it on the same array
+# (torch's simplex sums within 1e-6, ours within at least that; nonnegative entries summing to
+# about 1 are finite with a positive sum, what ``PROBS`` asks).
+_IMPLIED_BY = {"positive": ("positive",), "nonnegative": ("nonnegative", "positive"),
+               "unit_interval": ("unit_interval",), "simplex": ("simplex",),
+               "probs": ("simplex",), "lower_cholesky": ("lower_cholesky",)}
+
+
+def _checked_by_library(raw, td: ModuleType, family) -> frozenset:
+    # The parameters whose constraint torch checked when ``raw`` was built (validate_args;
+    # Pyro's default) on the arrays it holds now: set at construction (torch checks only
+    # those), never changed in place since (an array's version counter, shared with the
+    # arrays it is a view of, is still 0), under a torch constraint that implies ours.
+    # A parameter reassigned after construction is not told apart (torch's own log_prob
+    # does not recheck it either).
+    if getattr(raw, "_validate_args", False) is not True:
+        return frozenset()
+    try:
+        declared = raw.arg_constraints
+    except NotImplementedError:  # (torch's base class declares none)
+        return frozenset()
+    own, names = vars(raw), []
+    for name, param in family.params.items():
+        x = own.get(name)
+        if getattr(x, "_version", None) != 0:
+            continue
+        theirs = declared.get(name)
+        if any(theirs is getattr(td.constraints, t, False)
+               for t in _IMPLIED_BY.get(param.constraint.name, ())):
+            names.append(name)
+    return frozenset(names)
 
 
 def dist_to_data(d, name_to_dim: dict | None = None):

@@ -28,6 +28,7 @@ from typing import Any
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.distribution.array_math import concrete
+from funsor_core.distribution.constraints import checked_upstream
 from funsor_core.domains import Real
 from funsor_core.engine.fast_path import fast_path
 from funsor_core.terms.base import Funsor, Number, Variable
@@ -48,7 +49,7 @@ def fast_normal(cls: type, args: tuple, kwargs: dict) -> Funsor | None:
     """
     parsed = _parse(args, kwargs)
     if parsed is None:
-        return None
+        return _converted_normal(cls, args, kwargs)
     loc, scale, value = parsed
     proto = _prototype(loc, scale)
     if proto is False:
@@ -61,6 +62,24 @@ def fast_normal(cls: type, args: tuple, kwargs: dict) -> Funsor | None:
     sd = float(scale.data if type(scale) is Number else scale) if proto is None else None
     return build(_funsor(loc, proto), _funsor(scale, proto) if sd is None else sd,
                  value if type(value) is Variable else Variable(value, Real))
+
+
+def _converted_normal(cls: type, args: tuple, kwargs: dict) -> Funsor | None:
+    """``Normal(loc, scale)`` of a converted torch object (``convert``): Tensors of one real
+    coordinate and the same inputs, of one backend and dtype, whose scale torch checked
+    (``checked_upstream``), and a free value; else None. Nothing is left to check here."""
+    if kwargs or len(args) != 2 or "scale" not in checked_upstream(cls):
+        return None
+    loc, scale = args
+    if type(loc) is not Tensor or type(scale) is not Tensor or loc._ikey != scale._ikey:
+        return None
+    if loc.output is not Real or scale.output is not Real or "value" in loc.inputs:
+        return None
+    a, b = loc.data, scale.data
+    if type(a) is not type(b) or a.dtype != b.dtype or not ops.is_floating(a):
+        return None
+    build = fast_path((cls, Tensor, Tensor, Variable), _KIND)
+    return None if build is None else build(loc, scale, Variable("value", Real))
 
 
 def _parse(args: tuple, kwargs: dict) -> tuple | None:

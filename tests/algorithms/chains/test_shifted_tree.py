@@ -127,3 +127,18 @@ def test_scaled_tree_skips_only_a_first_round_that_fails(backend, monkeypatch):
                                            rtol=0, atol=0)
                 np.testing.assert_allclose(np.asarray(got[0]), _fold(mats), rtol=1e-10)
     assert skipped >= 6  # the wide spreads are decided before the exps
+
+
+@pytest.mark.parametrize("low", [-30.0, -700.0])
+def test_linear_exp_value_and_gradient_with_and_without_a_cut(low):
+    # Nothing below sqrt(tiny) (-30): the plain exp, read once; entries below it (-700): the
+    # cut. Either way torch's value and derivative are exp's where kept, 0 where cut.
+    x = torch.tensor(np.linspace(low, 0.0, 24).reshape(2, 3, 4), requires_grad=True)
+    p, _ = linear_exp(x)
+    (grad,) = torch.autograd.grad((p * torch.arange(24.0).reshape(2, 3, 4)).sum(), x)
+    kept = x.detach().numpy() >= np.log(np.finfo(float).tiny) / 2
+    assert kept.all() == (low > -100)
+    expected = np.where(kept, np.exp(x.detach().numpy()), 0.0)
+    np.testing.assert_array_equal(p.detach().numpy(), expected)
+    np.testing.assert_allclose(grad.numpy(), expected * np.arange(24.0).reshape(2, 3, 4),
+                               rtol=1e-15)
