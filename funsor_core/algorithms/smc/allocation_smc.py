@@ -165,6 +165,9 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         >>> round(float(smc(m, np.array([[2, 1], [0, 1]]), 4, rng_key=0).log_z), 5)
         -7.97684
     """
+    if not isinstance(model, AllocationModel):
+        raise TypeError(f"smc(model, X, ...) takes an AllocationModel, got "
+                        f"{type(model).__name__}; for a discrete HMM use hmm_smc")
     if not model.names:
         raise ValueError("smc: the model has no indices, so there is nothing to allocate: "
                          "log p(X) is exact, model.log_marginal_exact(X)")
