@@ -36,7 +36,7 @@ def _log_urns(S: np.ndarray, a: float, b: float) -> float:
         - n * np.log(b + 1)  # NB(n; a, b)
     out += gammaln(n + 1) - gammaln(S + 1).sum()  # multinomial coefficient
     families = {"a": S.sum((1, 2))[:, None], "h": S.sum(2).T, "c": S.sum(0).T}  # (child, pa)
-    for name, counts in families.items():
+    for counts in families.values():
         alpha = a / counts.size  # a / (|child| |parent configurations|)
         for col in counts.T:
             out += gammaln(alpha + col).sum() - gammaln(alpha * len(col) + col.sum()) \
