@@ -4,7 +4,9 @@
   the row-sum check compared NaN, which is False; it is refused now, naming the proposal;
 - under ``jax.jit`` a model of mass zero, a NaN potential or a NaN proposal gave ``gibbs``
   and ``mh`` samples (a chain stuck at 0, or states of probability zero) where the same call
-  eagerly raises; the chain's states are -1 (no state) now, as ``infer_discrete``'s paths.
+  eagerly raises; the chain's states are -1 (no state) now, as ``infer_discrete``'s paths;
+- ``loopy_bp(domains={"x00": np.array([True, False])})`` (a mask) read the mask as the states
+  {1, 0}, the full domain, and ran plain BP; a boolean domain is refused, naming the fix.
 
 Oracles: enumeration of all 2^9 states of a 3x3 Ising grid (numpy), and the eager calls'
 errors for what jit marks void.
@@ -70,6 +72,14 @@ def test_ising_grid_by_bp_and_gibbs_against_enumeration():
     bp = loopy_bp(tree)
     beliefs = np.array([np.exp(np.asarray(bp.beliefs[n].data)[1]) for n in NAMES])
     assert abs(float(bp.log_z.data) - log_z) < 1e-10 and np.abs(beliefs - p1).max() < 1e-10
+    # A sparse domain {1} of x00 is BP on the tree clamped there: exact too.
+    clamp = fc.Tensor(np.array([-np.inf, 0.0]), {"x00": fc.Bint[2]})
+    with np.errstate(invalid="ignore"):
+        clamped_log_z, _ = _enumerate(tree + [clamp])
+    sparse = loopy_bp(tree, domains={"x00": [1]})
+    assert abs(float(sparse.log_z.data) - clamped_log_z) < 1e-10
+    with pytest.raises(ValueError, match=r"a boolean mask: pass its states, np.flatnonzero"):
+        loopy_bp(tree, domains={"x00": np.array([False, True])})
 
 
 def test_a_nan_proposal_is_refused():

@@ -5,7 +5,9 @@
 - ``a="1"`` failed with "'<' not supported between instances of 'int' and 'str'", an array
   ``a`` with numpy's "truth value of an array ... is ambiguous", a traced ``a`` under
   ``jax.jit`` with jax's bool-conversion error: each names the hyperparameter now;
-- ``smc("model", X, ...)`` failed with "'str' object has no attribute 'names'".
+- ``smc("model", X, ...)`` failed with "'str' object has no attribute 'names'";
+- a traced ``ess_threshold`` under ``jax.jit`` failed inside jax (``hmm_smc``: "__array__()
+  was called on traced array"; ``smc``: a bool conversion); both name it now.
 
 Oracle: ``log p(X)`` by summing the closed-form allocation probability (a negative binomial
 total, a multinomial coefficient and one Polya urn per family and parent configuration,
@@ -22,7 +24,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from funsor_core.allocation import AllocationModel
-from funsor_core.smc import smc
+from funsor_core.smc import hmm_smc, smc
 
 PARENTS = {"a": (), "h": ("a",), "c": ("h",)}  # a -> h -> c, h hidden
 CARDS = {"a": 2, "h": 2, "c": 2}
@@ -89,3 +91,17 @@ def test_a_traced_hyperparameter_is_named_under_jit():
 def test_smc_of_something_else_than_an_allocation_model_says_what_it_takes():
     with pytest.raises(TypeError, match="takes an AllocationModel, got str; .* hmm_smc"):
         smc("model", X, 10, rng_key=0)
+
+
+def test_a_traced_ess_threshold_is_named():
+    jax = pytest.importorskip("jax")
+    model = AllocationModel(PARENTS, CARDS, ("a", "c"), a=2.0, b=0.5)
+    with pytest.raises(TypeError, match="smc: ess_threshold must be a number in .*traced"):
+        jax.jit(lambda e: smc(model, X, 4, rng_key=0, ess_threshold=e).log_z)(0.5)
+    log_init, log_trans, log_obs = np.zeros(2), np.log(np.full((2, 2), 0.5)), np.zeros((3, 2))
+    with pytest.raises(TypeError, match="hmm_smc: ess_threshold must be a number in .*traced"):
+        jax.jit(lambda e: hmm_smc(log_init, log_trans, log_obs, 4, ess_threshold=e).log_z)(0.5)
+    # Concrete, it runs: a normalized chain with flat emissions has log Z = 0 (the forward
+    # algorithm), which every particle's weight gives exactly.
+    assert float(hmm_smc(log_init - np.log(2), log_trans, log_obs, 4, rng_key=0,
+                         ess_threshold=0.5).log_z) == pytest.approx(0.0, abs=1e-12)
