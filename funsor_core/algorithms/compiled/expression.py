@@ -143,8 +143,10 @@ def extract_elimination(expr: Funsor, semiring: tuple | None = None):
     """
     sum_op, prod_op = _semiring_of(expr) if semiring is None else semiring
     if (sum_op, prod_op) not in SEMIRINGS:
-        raise _unsupported(f"a ({sum_op}, {prod_op}) elimination",
-                           "Markov products are not compiled yet (issue 30).")
+        what = (f"a reduction by {sum_op} of a product by {prod_op}" if sum_op and prod_op
+                else f"a reduction by {sum_op}" if sum_op else f"a product by {prod_op}")
+        raise _unsupported(what, "Evaluate other semirings (max-product, MAP) without "
+                           "compiling: fc.reinterpret(expr), or fc.sum_product eagerly.")
     terms, reduced, scopes = _collect(expr, sum_op, prod_op)
     for names, start, stop in scopes:  # a bound name reused outside its reduction: refuse
         outside = [t for k, t in enumerate(terms) if not start <= k < stop]

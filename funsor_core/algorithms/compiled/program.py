@@ -23,7 +23,11 @@ from collections.abc import Sequence
 
 from funsor_core import ops
 from funsor_core.algorithms.compiled.cost import check_budget
-from funsor_core.algorithms.compiled.functional import Functional, is_functional_flag
+from funsor_core.algorithms.compiled.functional import (
+    Functional,
+    FunctionalError,
+    is_functional_flag,
+)
 from funsor_core.algorithms.compiled.functional import functional as declare
 from funsor_core.algorithms.compiled.jointree import (
     JoinTree,
@@ -164,7 +168,9 @@ class Plan:
         return out if self._final is None else ops.permute(out, self._final)
 
     def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
-        """Eliminate with this plan: ``factors`` have the structure it was planned for."""
+        """Eliminate with this plan: ``factors`` have the structure it was planned for;
+        ``(sum_op, prod_op)`` is ``(ops.add, ops.mul)`` (probabilities, the default) or
+        ``(ops.logaddexp, ops.add)`` (log values; functional tables in ``{-inf, 0}``)."""
         log = _semiring(sum_op, prod_op)
         factors = [factors] if isinstance(factors, (Funsor, Functional)) else list(factors)
         if len(factors) != len(self.scopes):
@@ -188,7 +194,12 @@ class Plan:
             elif out is not None and plain and isinstance(f, Tensor):
                 # The jointree's replications are exact only for a 0/1 function table: a
                 # noisy one in a declared slot would give a wrong number, not an error.
-                declare(f, out, log=log)
+                try:
+                    declare(f, out, log=log)
+                except FunctionalError as err:
+                    raise FunctionalError(f"{err} (This plan ran in {_SPACE[log]}; "
+                                          f"{_SPACE[not log]} is plan(factors, "
+                                          f"{_CALL[not log]}).)") from None
             arrays.append(f.data)
         try:
             data = self.run_arrays(arrays, log)
@@ -210,6 +221,10 @@ class Plan:
         s = self.stats()
         return (f"Plan({self.method}, {len(self.scopes)} factors, max_binary_rank="
                 f"{s['max_binary_rank']:.1f}, flops={s['flops']:.3g})")
+
+
+_SPACE = {False: "linear space, (add, mul)", True: "log space, (logaddexp, add)"}
+_CALL = {False: "ops.add, ops.mul", True: "ops.logaddexp, ops.add"}
 
 
 class _FactorLabels:
@@ -354,6 +369,14 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
         >>> g = fc.functional(fc.Tensor(np.eye(2), {"u": fc.Bint[2], "x": fc.Bint[2]}), "x")
         >>> p = plan([u, g], frozenset({"u"}), method="jointree")
         >>> p([u, g]).data
+        array([0.3, 0.7])
+
+        The plan runs in linear space, ``(add, mul)``, unless called with the log semiring
+        (tables of log values; a functional table in ``{-inf, 0}``):
+
+        >>> lg = fc.Tensor(np.where(np.eye(2) > 0, 0.0, -np.inf),
+        ...                {"u": fc.Bint[2], "x": fc.Bint[2]})
+        >>> np.exp(p([u.log(), lg], ops.logaddexp, ops.add).data)
         array([0.3, 0.7])
     """
     if plates:

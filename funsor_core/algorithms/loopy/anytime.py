@@ -103,6 +103,10 @@ def domain_mask(graph: FactorGraph, domains: dict) -> np.ndarray:
         if name not in graph.names:
             raise ValueError(_UNKNOWN.format(name=name, names=list(graph.names)))
         i = graph.names.index(name)
+        if np.asarray(values).dtype == bool:  # [True, False] read as states would be {0, 1}
+            raise ValueError(_BAD_DOMAIN.format(
+                name=name, domain=f"Bint[{sizes[i]}]", last=sizes[i] - 1, values=values)
+                + " (a boolean mask: pass its states, np.flatnonzero(mask))")
         try:  # states are integers: 0.5 must not truncate to state 0
             whole = all(int(v) == v for v in values)
             vals = np.asarray(sorted({int(v) for v in values}), dtype=np.int64)

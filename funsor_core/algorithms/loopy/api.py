@@ -23,7 +23,7 @@ from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
 from funsor_core.algorithms.loopy.graph import NEG, Beliefs, FactorGraph, require_values
-from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains
+from funsor_core.algorithms.loopy.mcmc import SamplerPlan, run_chains, void_unsupported
 from funsor_core.algorithms.loopy.messages import check_damping
 from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
@@ -218,9 +218,29 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                          "exact conditionals")
     states = run_chains(plan, init, rounds, kernel, temps, rng_key, proposal=proposal,
                         subsample=subsample)
+    states = checked_states(plan, states, kernel, proposal)
+    return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+
+
+def checked_states(plan: SamplerPlan, states, kernel: str, proposal=None):
+    """``states`` ``(S, C, V)`` of MCMC chains, checked: a chain whose last state has
+    probability zero raises a ``ValueError`` where the states are concrete; traced (under
+    ``jax.jit``) its states are -1 instead, as are all where a table or ``proposal`` holds
+    NaN or +inf (``void_unsupported``).
+
+    Example:
+        >>> f = fc.Tensor(np.array([[0.0, -np.inf], [-np.inf, 0.0]]),
+        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([f]))
+        >>> checked_states(plan, np.array([[[0, 1]]]), "gibbs")
+        Traceback (most recent call last):
+        ...
+        ValueError: gibbs: chain 0 ended in a state of probability zero ...
+    """
     if ops.is_concrete(states):
         _check_support(plan, states[-1], kernel)
-    return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
+        return states
+    return void_unsupported(plan, states, proposal)
 
 
 def _check_support(plan: SamplerPlan, x, kernel: str) -> None:
@@ -339,6 +359,10 @@ def gibbs(factors, num_samples: int, warmup: int = 0, num_chains: int = 1, rng_k
         rng_key: an int seed (the same draws on each backend's generator) or a jax key.
         temperature: a number, or one per round (annealing toward a MAP as it goes to 0).
         init: ``(num_chains, V)`` initial states (default all zeros).
+
+    A NaN or +inf potential, or a chain that ends in a state of probability zero (a model
+    of mass zero, or evidence it never reached), raises a ``ValueError`` where the values
+    are concrete; under ``jax.jit`` that chain's states are -1 (no state) instead.
 
     Example:
         >>> f = fc.Tensor(np.log(np.array([[1.0, 3.0]])), {"a": fc.Bint[1], "b": fc.Bint[2]})

@@ -33,12 +33,13 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.loopy.blocks import ColourBlocks, block_logits, block_values
-from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph
+from funsor_core.algorithms.loopy.graph import NEG, FactorGraph, backend_of_graph
 from funsor_core.algorithms.loopy.mcmcmc import checked_fraction, mcmcmc_rounds
 from funsor_core.algorithms.loopy.runners import compiled, uses_compiled
 from funsor_core.sampling.keys import KeyStream
 
-__all__ = ["SamplerPlan", "run_chains", "sweep_rounds", "conditional_logits", "KERNELS"]
+__all__ = ["SamplerPlan", "run_chains", "sweep_rounds", "conditional_logits", "KERNELS",
+           "void_unsupported"]
 
 KERNELS = ("gibbs", "mh")
 
@@ -305,10 +306,42 @@ def checked_proposal(plan: SamplerPlan, proposal, proto):
         raise ValueError(_PROPOSAL.format(D=D, what=f"domain sizes {plan.graph.sizes}"))
     log_q = ops.new_array(proto, proposal)
     if ops.is_concrete(log_q):
-        rows = np.logaddexp.reduce(np.asarray(ops.to_numpy(ops.detach(log_q)), float), axis=1)
+        host = np.asarray(ops.to_numpy(ops.detach(log_q)), float)
+        if np.isnan(host).any() or np.isposinf(host).any():  # NaN compares False below
+            raise ValueError(_PROPOSAL.format(D=D, what="NaN or +inf entries"))
+        rows = np.logaddexp.reduce(host, axis=1)
         if np.abs(rows).max() > 1e-6:
             raise ValueError(_PROPOSAL.format(D=D, what=f"row sums {np.exp(rows)}"))
     return log_q
+
+
+def void_unsupported(plan: SamplerPlan, states, proposal=None):
+    """``states`` ``(S, C, V)`` with every state of a chain set to -1 (no state) where its
+    last state has probability zero, or where a table (or ``proposal``) holds NaN or +inf:
+    the checks that raise eagerly, made on traced values under ``jax.jit``, where no chain
+    may return states that are samples of nothing (as ``infer_discrete``'s -1 paths).
+
+    Example:
+        >>> f = fc.Tensor(np.full((2, 2), -np.inf), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([f]))
+        >>> void_unsupported(plan, np.zeros((3, 1, 2), np.int64))[:, 0].tolist()
+        [[-1, -1], [-1, -1], [-1, -1]]
+    """
+    D, last = plan.graph.D, states[-1]
+    void = None
+    for g in plan.graph.groups:
+        flat = ops.reshape(g.table, (-1,))
+        k, rows = g.arity, len(g.factor_ids)
+        strides = ops.new_array(last, D ** np.arange(k - 1, -1, -1, dtype=np.int64))
+        base = ops.new_array(last, np.arange(rows, dtype=np.int64) * D ** k)
+        score = flat[ops.sum(last[:, g.var_index] * strides, -1) + base]  # (C, F_k)
+        # A log potential below NEG / 2 is log 0; NaN compares False and so is void too.
+        bad = ops.any(~(score > NEG / 2), -1) | ops.any(~ops.isfinite(flat))
+        void = bad if void is None else void | bad
+    if proposal is not None:
+        q = ops.new_array(flat, proposal)
+        void = void | ops.any((q != q) | (q == float("inf")))  # NaN or +inf
+    return ops.where(void[None, :, None], ops.new_full(states, (), -1), states)
 
 
 def _is_backend_int(x, proto) -> bool:

@@ -115,11 +115,14 @@ def _axes_map(what: str, mapping) -> dict:
         what = {"plate": "plates"}.get(what, what)  # the argument's name
         raise TypeError(f"sharded(...): {what} must be a dict from each name to its mesh axis, "
                         f"e.g. {{'data': 'x'}}; got {type(mapping).__name__} {mapping!r}")
-    for name, axes in dict(mapping or {}).items():
-        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+    for name, given in dict(mapping or {}).items():
+        # Only a str or a tuple/list of them names mesh axes (an int such as 0 is no axis).
+        axes = (given,) if isinstance(given, str) else \
+            tuple(given) if isinstance(given, (tuple, list)) else (given,)
         if not axes or not all(isinstance(a, str) for a in axes):
             raise TypeError(f"sharded(...): {what} '{name}' needs a mesh axis name (or a tuple "
-                            f"of them), got {axes!r}")
+                            f"of them), the name given in jax.sharding.Mesh(devices, names), "
+                            f"got {given!r}")
         out[name] = axes
     return out
 
@@ -225,11 +228,38 @@ class Sharded(Interpretation):
 
 def sharded(mesh, plates: dict | None = None, time: dict | None = None,
             particles: dict | None = None) -> Sharded:
-    """The ``Sharded`` interpretation for ``mesh`` (see the module docstring).
+    """The ``Sharded`` interpretation for ``mesh`` (the module docstring has the design):
+    inside ``with sharded(...):``, under ``jax.jit`` or eagerly on jax arrays, reductions over
+    the named plates and Markov products over the named times run split over the devices,
+    with the values (and gradients) of one device.
+
+    Args:
+        mesh: a ``jax.sharding.Mesh``, e.g. ``Mesh(np.array(jax.devices()), ("x",))``.
+        plates: ``{plate name: mesh axis or tuple of axes}``, e.g. ``{"data": "x"}``.
+        time: ``{time name: mesh axis or tuple of axes}`` of Markov products.
+        particles: ``{sample input: mesh axis}`` of a ``MonteCarlo`` entered outside.
+
+    The factors must be jax arrays (another backend raises a ``TypeError``); a size that the
+    devices do not divide is padded and masked (no value changes); a name that never occurs
+    in a reduction in the block, or a mesh axis the mesh lacks, raises a ``ValueError``.
 
     Example:
-        >>> with sharded("a mesh", plates={"data": "x"}) as s:
-        ...     s.chain()[-1]
-        'reflect'
+        On a mesh of emulated CPU devices (``XLA_FLAGS=--xla_force_host_platform_device_
+        count=4`` before jax starts), a compile of ~1 s, too long for a doctest (run in
+        ``tests/algorithms/sharding/test_user_tries_h90.py``, ``examples/sharded.py``)::
+
+            mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
+            lik = fc.Tensor(jnp.asarray(table), {"data": fc.Bint[10], "z": fc.Bint[3]})
+            with sharded(mesh, plates={"data": "x"}):   # 10 rows on 4 devices: padded
+                z = sum_product(ops.logaddexp, ops.add, [lik], {"data", "z"}, {"data"})
+
+        The names map to mesh axes, checked when ``sharded`` is called:
+
+        >>> sharded("a mesh", plates={"data": "x"}, time={"t": ("x", "y")}).time
+        {'t': ('x', 'y')}
+        >>> sharded("a mesh", plates={"data": 0})
+        Traceback (most recent call last):
+        ...
+        TypeError: sharded(...): plate 'data' needs a mesh axis name (or a tuple of them), ...
     """
     return Sharded(mesh, plates=plates, time=time, particles=particles)

@@ -26,6 +26,7 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.api import (
     Samples,
     check_chain_options,
+    checked_states,
     require_concrete,
     samples_of_states,
 )
@@ -130,5 +131,6 @@ def sharded_chains(factors, num_samples: int, mesh, axis="x", *, kernel: str = "
     operands = (flat, x0, ops.new_array(flat, 1.0 / temps), log_q)
     states = _chain_order(backend.shard_per_key(mesh, one_chain, key, num_chains, operands,
                                                 axes, indexed=True))
+    states = checked_states(plan, states, "sharded_chains", proposal)
     return samples_of_states(graph, states[warmup::thin], num_samples, num_chains, rounds)
 

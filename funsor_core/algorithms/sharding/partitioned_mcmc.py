@@ -37,11 +37,13 @@ from funsor_core import ops
 from funsor_core.algorithms.loopy.api import (
     Samples,
     check_chain_options,
+    checked_states,
     require_concrete,
     samples_of_states,
 )
 from funsor_core.algorithms.loopy.graph import FactorGraph, backend_of_graph, require_values
 from funsor_core.algorithms.loopy.mcmc import KERNELS, SamplerPlan
+from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.sharding.partitions import PartitionPlan, make_partitions
 from funsor_core.sampling.keys import KeyStream
 
@@ -241,6 +243,7 @@ def partitioned_mcmc(factors, num_samples: int, mesh=None, axis="x", *,
     if init is None:
         init = np.zeros((num_chains, len(graph.names)), np.int64)
     states = run_partitioned(sampler, init, rounds, rng_key, mesh, axes, sweeps)
+    states = checked_states(cached_plan(graph, SamplerPlan), states, "partitioned_mcmc")
     return samples_of_states(graph, states[warmup::thin], num_samples, num_chains)
 
 

@@ -35,12 +35,11 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.smc.model import AllocationModel
 from funsor_core.algorithms.smc.rejuvenate import move_draws, rejuvenate
-from funsor_core.algorithms.smc.sweep import Proposal, check_rng_key, run_sweep
+from funsor_core.algorithms.smc.sweep import Proposal, check_counts, check_rng_key, run_sweep
 from funsor_core.algorithms.smc.token_plan import token_plan
 from funsor_core.algorithms.smc.urns import lgamma, log_total_count
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import Cache
-from funsor_core.ops.op import is_array_type
 
 __all__ = ["SMCResult", "allocation_step", "initial_tables", "smc", "token_sequence"]
 
@@ -165,16 +164,13 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         >>> round(float(smc(m, np.array([[2, 1], [0, 1]]), 4, rng_key=0).log_z), 5)
         -7.97684
     """
+    if not isinstance(model, AllocationModel):
+        raise TypeError(f"smc(model, X, ...) takes an AllocationModel, got "
+                        f"{type(model).__name__}; for a discrete HMM use hmm_smc")
     if not model.names:
         raise ValueError("smc: the model has no indices, so there is nothing to allocate: "
                          "log p(X) is exact, model.log_marginal_exact(X)")
-    if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
-            or num_particles < 1:
-        traced = is_array_type(type(num_particles)) and not ops.is_concrete(num_particles)
-        concrete = (" (a traced value: the number of particles fixes the arrays' shapes; "
-                    "pass a Python int)") if traced else ""
-        raise ValueError(f"smc: num_particles must be >= 1 (an int), got {num_particles!r}"
-                         f"{concrete}")
+    check_counts("smc", num_particles, ess_threshold)
     if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
         raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
     check_rng_key(rng_key, "smc")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -55,8 +56,12 @@ def _check_dag(parents: Mapping[str, tuple], cards: Mapping[str, int]) -> tuple[
         if unknown:
             raise ValueError(f"index {name!r} has unknown parents {unknown}; "
                              f"known indices: {sorted(parents)}")
-        if int(cards[name]) < 1:
-            raise ValueError(f"index {name!r} needs a cardinality >= 1, got {cards[name]}")
+        card = cards[name]
+        # An index's cardinality is a count: int(2.5) would silently build a smaller model.
+        whole = isinstance(card, numbers.Integral) or \
+            isinstance(card, numbers.Real) and float(card).is_integer()
+        if isinstance(card, bool) or not whole or card < 1:
+            raise ValueError(f"index {name!r} needs an int cardinality >= 1, got {card!r}")
     order: list[str] = []
     while len(order) < len(parents):
         ready = [n for n in parents if n not in order and all(p in order for p in parents[n])]
@@ -76,10 +81,11 @@ class AllocationModel:
 
     Args:
         parents: a dict from each index name to the tuple of its parents.
-        cards: a dict from each index name to its cardinality.
+        cards: a dict from each index name to its cardinality (a whole number >= 1).
         visible: the observed indices (a string: one index of that name, or else one index
             per letter).
-        a, b: Gamma(a, b) prior on the intensity; ``a`` is also the Dirichlets' total mass.
+        a, b: Gamma(a, b) prior on the intensity; ``a`` is also the Dirichlets' total mass
+            (concrete finite numbers > 0: the sweep is planned from them).
         prior: ``"bdeu"`` (consistent pseudo-counts) or ``"flat"`` (every cell ``a / prod I``).
 
     Example:
@@ -95,6 +101,14 @@ class AllocationModel:
         self.order = _check_dag(parents, cards)
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+        for what, value in (("a", a), ("b", b)):
+            # A number (a 0-d concrete array too); the sweep is planned from its value.
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            scalar = hasattr(value, "shape") and np.ndim(value) == 0 and \
+                ops.is_concrete(value) and np.asarray(ops.to_numpy(value)).dtype.kind in "iuf"
+            if not (number or scalar):
+                raise TypeError(f"AllocationModel: hyperparameter {what} must be a concrete "
+                                f"real number, got {type(value).__name__} {value!r}")
         if not (0 < a < math.inf and 0 < b < math.inf):
             raise ValueError(f"hyperparameters need finite a > 0 and b > 0, got a={a}, b={b}")
         # A string is a sequence of one-letter names ("ij", as the examples write them),

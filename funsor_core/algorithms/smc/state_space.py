@@ -24,14 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.algorithms.smc.allocation_smc import SMCResult
-from funsor_core.algorithms.smc.sweep import Proposal, check_rng_key, run_sweep
+from funsor_core.algorithms.smc.sweep import Proposal, check_counts, check_rng_key, run_sweep
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
@@ -171,9 +170,7 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
     """
     if isinstance(log_trans, MarkovProduct):
         log_trans, log_obs = _chain_arrays(log_trans, log_obs)
-    if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
-            or num_particles < 1:
-        raise ValueError(f"hmm_smc: num_particles must be >= 1 (an int), got {num_particles!r}")
+    check_counts("hmm_smc", num_particles, ess_threshold)
     check_rng_key(rng_key, "hmm_smc")
     k, steps = _check(log_init, log_trans, log_obs)
     varying = len(log_trans.shape) == 3

@@ -189,6 +189,34 @@ def check_rng_key(rng_key, what: str = "run_sweep") -> None:
                     f"or a jax key; got {type(rng_key).__name__} {rng_key!r}")
 
 
+def check_counts(what: str, num_particles, ess_threshold) -> None:
+    """Raise, naming the argument, unless ``num_particles`` is an int >= 1 and
+    ``ess_threshold`` a number in [0, 1], both concrete (a ``ValueError``; a threshold that is
+    no number, a ``TypeError``): they fix the sweep's shapes and branches and key its
+    compiled program, so a value traced under ``jax.jit`` is refused, saying so.
+
+    Example:
+        >>> check_counts("hmm_smc", 8, 1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: hmm_smc: ess_threshold must lie in [0, 1], got 1.5
+    """
+    def traced(value) -> str:
+        return (" (a traced value: it fixes the sweep's shapes and branches; pass a Python "
+                "number, or close over it under jax.jit)"
+                if is_array_type(type(value)) and not ops.is_concrete(value) else "")
+
+    if isinstance(num_particles, bool) or not isinstance(num_particles, numbers.Integral) \
+            or num_particles < 1:
+        raise ValueError(f"{what}: num_particles must be >= 1 (an int), got "
+                         f"{num_particles!r}{traced(num_particles)}")
+    if isinstance(ess_threshold, bool) or not isinstance(ess_threshold, numbers.Real):
+        raise TypeError(f"{what}: ess_threshold must be a number in [0, 1], got "
+                        f"{ess_threshold!r}{traced(ess_threshold)}")
+    if not 0.0 <= ess_threshold <= 1.0:
+        raise ValueError(f"{what}: ess_threshold must lie in [0, 1], got {ess_threshold}")
+
+
 def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None,
               ess_threshold: float = 0.5, scheme: str = "adaptive") -> SweepResult:
     """Run ``step`` over the leading axis of ``xs`` with ``num_particles`` particles.

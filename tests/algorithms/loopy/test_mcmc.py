@@ -180,7 +180,14 @@ def test_same_seed_same_run_on_every_backend():
             fs = [fc.Tensor(x, d) for x, d in zip(arrays, domains[4:6])]
             return gibbs(fs, 5, warmup=1, num_chains=2, rng_key=7)["v1"].data
         arrays = [as_backend_array(t, "jax") for _, t in tables[4:6]]
-        assert (np.asarray(jax.jit(fn)(*arrays)) == np.asarray(fn(*arrays))).all()
+        jitted = jax.jit(fn)
+        assert (np.asarray(jitted(*arrays)) == np.asarray(fn(*arrays))).all()
+        # What raises eagerly (a model of mass zero, a NaN potential) gives no state, -1,
+        # under jit (the same compiled program: same shapes).
+        for bad in (jax.numpy.full_like(arrays[0], -np.inf), arrays[0].at[0, 0].set(np.nan)):
+            with pytest.raises(ValueError):
+                fn(bad, arrays[1])
+            assert (np.asarray(jitted(bad, arrays[1])) == -1).all()
     finally:
         fc.set_backend("numpy")
 

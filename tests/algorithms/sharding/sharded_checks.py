@@ -422,7 +422,11 @@ def _mcmc_chains():
     compiled = jax.jit(program).lower(*tables).compile()
     runs = {k: [np.asarray(x) for x in pair]
             for k, pair in zip(("gibbs", "mh"), compiled(*tables))}
+    # A model of mass zero (a -inf table), the same compiled program: sharded_chains raises
+    # on it eagerly; traced, every chain's states are -1 (run_chains alone does not check).
+    void = compiled(np.full((2, 2), -np.inf), *tables[1:])
     return {"same": {k: bool(np.array_equal(*pair)) for k, pair in runs.items()},
+            "mass_zero_void": [bool((np.asarray(sharded) == -1).all()) for sharded, _ in void],
             "chains_differ": {k: float((ref[-1] != ref[-1, :1]).any(-1).mean())
                               for k, (_, ref) in runs.items()},
             "mh_differs_from_gibbs": bool((runs["mh"][1] != runs["gibbs"][1]).any()),

@@ -170,6 +170,7 @@ def test_sharded_mcmc_chains_equal_one_device_chain_by_chain(report):
     result = report["mcmc_chains"]
     assert result["same"] == {"gibbs": True, "mh": True}, result["same"]
     assert min(result["chains_differ"].values()) > 0.5 and result["mh_differs_from_gibbs"]
+    assert result["mass_zero_void"] == [True, True]  # under jit: -1, no state
     assert [(kind, shape.split("{")[0]) for kind, shape in result["collectives"]] == [
         ("all-gather", "s64[6,16,4]")] * 2
 
