@@ -186,11 +186,13 @@ def gauss_mutant(rng, backend: str) -> Mutant:
         c[int(rng.integers(n))] *= -1
         m.arrays[1] = c
         m.names, m.expected, m.value_dependent = ("covariance",), None, True
+        m.jit_nan = True  # NaN under jit
     elif kind == "cov_nan":
         c = cov.copy()
         c[int(rng.integers(n)), 0, 0] = np.nan
         m.arrays[1] = c
         m.names, m.expected, m.value_dependent = ("covariance",), None, True
+        m.jit_nan = True
     elif kind == "mean_shape":
         m.arrays[0] = rng.normal(size=(n, d + 1))
         m.names, m.expected = ("mean", str(d)), None

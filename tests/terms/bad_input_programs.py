@@ -154,7 +154,7 @@ def tensor_mutant(rng, backend: str) -> Mutant:
             m.arrays.append(np.array([0, bad]))
             m.program = lambda xs: base(xs, reduced_vars=frozenset())(
                 **{n: fc.Tensor(xs[2], {"m": Bint[2]}, sizes[n])})
-            m.value_dependent = True
+            m.value_dependent = m.jit_nan = True  # documented: NaN under jit
         m.names, m.expected = (n, f"Bint[{sizes[n]}]"), None
     elif kind == "mixed_backend":
         other, conv = other_backend(backend)
@@ -311,7 +311,8 @@ def contract_mutant(rng, backend: str) -> Mutant:
 # ---------------------------------------------------------------------------------------------
 # Markov chains: products, scans, smoothers, Viterbi, filters.
 CHAIN_KINDS = ("T0", "T1", "time_absent", "time_size", "time_real", "step_name",
-               "step_domain", "non_semiring", "mixed_backend", "nan_map", "lengths_out_of_range")
+               "step_domain", "non_semiring", "mixed_backend", "nan_map", "lengths_out_of_range",
+               "mixed_factor", "mixed_lengths")
 ENTRIES = ("MarkovProduct", "sequential_sum_product", "naive_sequential_sum_product",
            "markov_marginals", "markov_map", "windowed_filter")
 STEP = {"x_prev": "x_curr"}
@@ -366,7 +367,7 @@ def chain_mutant(rng, backend: str) -> Mutant:
     m.desc = f"{entry} {sem} K={K} T={T}"
     time = fc.Variable("t", Bint[T])
 
-    def run(xs, s=sem, p="add", time=time, step=STEP, trans=None, **kw):
+    def run(xs, s=sem, p="add", time=time, step=STEP, trans=None, first=None, **kw):
         trans = fc.Tensor(xs[0], {"t": Bint[T], "x_prev": Bint[K], "x_curr": Bint[K]}) \
             if trans is None else trans
         so, po = SUMS[s][0], SUMS[p][0]
@@ -380,7 +381,7 @@ def chain_mutant(rng, backend: str) -> Mutant:
             return markov_marginals(so, po, trans, time, step, **kw)[0]
         if entry == "markov_map":
             return markov_map(trans, time, step, **kw)[0]
-        first = fc.Tensor(xs[1], {"x_prev": Bint[K]})
+        first = fc.Tensor(xs[1], {"x_prev": Bint[K]}) if first is None else first
         return windowed_filter(so, po, trans, time, step, first)
 
     def oracle(s=sem, p="add"):
@@ -419,6 +420,8 @@ def chain_mutant(rng, backend: str) -> Mutant:
                                                                "x_curr": Bint[K + 1]}))
         m.names, m.expected = ("x_prev", "x_curr", f"Bint[{K}]", f"Bint[{K + 1}]"), None
     elif kind == "non_semiring":
+        if entry == "markov_map":  # it takes no semiring
+            return chain_mutant(rng, backend)
         s, p = NON_SEMIRINGS[int(rng.integers(len(NON_SEMIRINGS)))]
         m.arrays[0] = steps = rng.uniform(0.2, 1.5, steps.shape)
         m.program = lambda xs: run(xs, s=s, p=p)
@@ -435,6 +438,7 @@ def chain_mutant(rng, backend: str) -> Mutant:
     elif kind == "nan_map":
         m.arrays[0] = np.full_like(steps, np.nan)
         m.names, m.expected, m.value_dependent = ("NaN",), None, True
+        m.jit_nan = True  # documented: the NaN score is returned under jit
         if entry == "markov_marginals":  # NaN in, NaN out, or a refusal naming it
             m.expected = np.full_like(oracle()[1], np.nan)
         elif entry != "markov_map":
@@ -446,6 +450,20 @@ def chain_mutant(rng, backend: str) -> Mutant:
         m.arrays.append(np.array(T + 1 + int(rng.integers(3))))
         m.program = lambda xs: run(xs, lengths=fc.Tensor(xs[2]))
         m.names, m.expected, m.value_dependent = ("lengths",), None, True
+        m.jit_nan = True  # documented: NaN for that entry under jit
+    elif kind in ("mixed_factor", "mixed_lengths"):  # a boundary factor or lengths of another
+        other, conv = other_backend(backend)
+        if entry not in ("markov_map", "markov_marginals", "windowed_filter") or (
+                kind == "mixed_lengths" and entry == "windowed_filter"):
+            return chain_mutant(rng, backend)
+        if kind == "mixed_factor":
+            init_f = fc.Tensor(conv(init), {"x_prev": Bint[K]})
+            m.program = (lambda xs: run(xs, first=init_f)) if entry == "windowed_filter" else (
+                lambda xs: run(xs, factors=(init_f,)))
+        else:
+            lengths = fc.Tensor(conv(np.array(T)))
+            m.program = lambda xs: run(xs, lengths=lengths)
+        m.names, m.expected = (other,), None
     return m
 
 

@@ -106,3 +106,25 @@ def test_complex_numpy_data_refused():
                                         r"Tensor"):
         fc.Tensor(z, {"i": Bint[3]})
     assert fc.Tensor(z.real, {"i": Bint[3]}).reduce(ops.max).data == 3.0
+
+
+def test_markov_marginals_refuses_a_boundary_factor_of_another_backend():
+    # A numpy chain runs on torch: a torch initial factor or torch lengths beside it were
+    # converted silently (their autograd dropped, the results numpy arrays).
+    torch = pytest.importorskip("torch")
+    from funsor_core.sum_product import markov_map, markov_marginals
+
+    trans = fc.Tensor(np.zeros((3, 2, 2, 2)), {"t": Bint[3], "b": Bint[2], "x": Bint[2],
+                                                "y": Bint[2]})
+    init = fc.Tensor(torch.zeros(2, requires_grad=True), {"x": Bint[2]})
+    with pytest.raises(TypeError, match=r"cannot run markov_marginals: trans holds numpy "
+                                        r"arrays and factor 0 holds torch arrays"):
+        markov_marginals(ops.logaddexp, ops.add, trans, "t", {"x": "y"}, factors=(init,))
+    with pytest.raises(TypeError, match=r"cannot run markov_map: trans holds numpy arrays and "
+                                        r"lengths holds torch arrays"):
+        markov_map(trans, "t", {"x": "y"}, lengths=fc.Tensor(torch.tensor([1, 3]),
+                                                             {"b": Bint[2]}, 4))
+    # One backend is fine: the total over 2**4 paths of zeros per batch entry is log 16.
+    total, _ = markov_marginals(ops.logaddexp, ops.add, trans, "t", {"x": "y"},
+                                factors=(fc.Tensor(np.zeros(2), {"x": Bint[2]}),))
+    np.testing.assert_allclose(total.data, np.full(2, np.log(16.0)))
