@@ -128,3 +128,20 @@ def test_markov_marginals_refuses_a_boundary_factor_of_another_backend():
     total, _ = markov_marginals(ops.logaddexp, ops.add, trans, "t", {"x": "y"},
                                 factors=(fc.Tensor(np.zeros(2), {"x": Bint[2]}),))
     np.testing.assert_allclose(total.data, np.full(2, np.log(16.0)))
+
+
+def test_gaussian_inputs_that_are_no_mapping_and_no_coordinates():
+    # inputs=["x"] raised "not enough values to unpack (expected 2, got 1)" from inside the
+    # constructor; mean= of dim 0 failed inside numpy ("zero-size array to reduction operation
+    # maximum which has no identity") where white_vec= of dim 0 gave the constant 0.
+    with pytest.raises(TypeError, match=r"Gaussian inputs map names to domains, e\.g\. "
+                                        r"\{'x': Reals\[2\]\} .* got \('x',\)"):
+        fc.Gaussian(mean=np.zeros(2), covariance=np.eye(2), inputs=["x"])
+    canonical = fc.Gaussian(white_vec=np.zeros((3, 0)), prec_sqrt=np.zeros((3, 0, 0)),
+                            inputs={"i": Bint[3]})
+    for kw in (dict(mean=np.zeros((3, 0)), covariance=np.zeros((3, 0, 0))),
+               dict(info_vec=np.zeros((3, 0)), precision=np.zeros((3, 0, 0)))):
+        g = fc.Gaussian(**kw, inputs={"i": Bint[3]})
+        assert isinstance(g, fc.Tensor) and g.inputs == canonical.inputs
+        np.testing.assert_array_equal(g.data, canonical.data)  # exp(0): no coordinates
+        np.testing.assert_array_equal(g.data, np.zeros(3))

@@ -111,6 +111,9 @@ def _checked_items(items: tuple) -> tuple:
 
 
 def _check_items(items: tuple) -> tuple:
+    if not all(isinstance(item, tuple) and len(item) == 2 for item in items):
+        raise TypeError(f"Gaussian inputs map names to domains, e.g. {{'x': Reals[2]}} or "
+                        f"[('x', Reals[2])], got {items!r}")
     names = [k for k, _ in items]
     if len(set(names)) != len(names):
         raise DomainError(f"Gaussian inputs repeat a name: {names}")
