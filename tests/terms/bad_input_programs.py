@@ -173,9 +173,13 @@ def tensor_mutant(rng, backend: str) -> Mutant:
         m.program = lambda xs: float(base(xs, reduced_vars=frozenset(order)))
         m.expected, m.out_names, m.eager_only = reduce_np(red, oracle(), tuple(range(
             len(kept)))), (), True
-    elif kind == "float_with_inputs":
+    elif kind == "float_with_inputs":  # several values: refused; one value: as funsor
         m.program = lambda xs: float(base(xs, reduced_vars=frozenset()))
-        m.names, m.expected, m.eager_only = order, None, True
+        m.names, m.eager_only, m.out_names = order, True, ()
+        one = int(np.prod([sizes[n] for n in order])) == 1
+        with np.errstate(all="ignore"):
+            m.expected = BINARY[bop][1](_bcast(A, na, order, sizes), _bcast(B, nb, order, sizes)
+                                        ).reshape(()) if one else None
     elif kind == "nan_data":
         A = A.copy()
         A.flat[int(rng.integers(A.size))] = np.nan
