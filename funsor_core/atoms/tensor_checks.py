@@ -54,10 +54,17 @@ _NOT_NUMERIC = (
     "(bool, int or float); convert it first, e.g. data.astype(float) for numbers held as "
     "{what}, or np.unique(data, return_inverse=True)[1] for category labels as Bint values"
 )
+# Complex numbers: a real domain holds no complex value, and ops (logaddexp, max, <) have
+# none or numpy's lexicographic one; torch and jax arrays are asked their dtype's kind too.
+_COMPLEX = (
+    "Tensor data of dtype {dtype} (complex numbers) cannot be a Tensor: its outputs are real "
+    "or Bint; keep the real and imaginary parts apart, e.g. "
+    "Tensor(np.stack([z.real, z.imag], -1), inputs) (an output Reals[2])"
+)
 _NDARRAY = np.ndarray
 # The native numeric dtypes: one set lookup on the hot path; any other dtype (a byte-swapped
 # float too) takes check_numeric's test of its kind.
-_NUMERIC_DTYPES = frozenset(np.dtype(c) for c in "?bhilqBHILQefdgFDG")
+_NUMERIC_DTYPES = frozenset(np.dtype(c) for c in "?bhilqBHILQefdg")
 
 
 def check_numeric(data) -> None:
@@ -76,6 +83,11 @@ def check_numeric(data) -> None:
         kind = data.dtype.kind
         if kind in _NOT_NUMBERS:
             raise TypeError(_NOT_NUMERIC.format(dtype=data.dtype, what=_NOT_NUMBERS[kind]))
+    else:  # a torch or jax array: torch dtypes answer is_complex, jax's are numpy dtypes
+        dtype = getattr(data, "dtype", None)
+        kind = getattr(dtype, "is_complex", None) or getattr(dtype, "kind", None) == "c"
+    if kind is True or kind == "c":
+        raise TypeError(_COMPLEX.format(dtype=data.dtype))
 
 
 def _check_nested(data) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -487,10 +488,35 @@ class _Part:
         return result[self.i]
 
 
+def to_number(expr: Funsor, where: str = "float()"):
+    """The one value of a funsor, for ``float(f)`` and ``int(f)``: a Tensor or Number that
+    holds one element (funsor's ``float(tensor)`` converts any one-element array too).
+
+    Raises:
+        LazyTermError: ``expr`` is lazy, or an atom that is no number (a Gaussian).
+        TypeError: ``expr`` holds several values: its inputs and output are named.
+
+    Example:
+        >>> float(fc.Tensor(np.array(2.5))), int(fc.Number(3.0))
+        (2.5, 3)
+    """
+    if not isinstance(expr, (Tensor, Number)):
+        raise _lazy_error(expr, where)
+    size = math.prod(d.size for d in expr.inputs.values()) * math.prod(expr.shape)
+    if size != 1:
+        raise TypeError(
+            f"{where} needs a funsor of one value, but this one has inputs {dict(expr.inputs)} "
+            f"and output {expr.output} ({size} values); reduce or substitute its inputs "
+            "first, e.g. float(f.reduce(ops.logaddexp)), or read f.data")
+    data = expr.data
+    return data.item() if hasattr(data, "item") else data
+
+
 def _data_error(expr: Funsor, where: str) -> LazyTermError:
     return _lazy_error(expr, where, NoDataError)
 
 
 register_term_hook("to_data", to_data)
+register_term_hook("to_number", to_number)
 register_term_hook("lazy_error", _data_error)
 register_term_hook("array_to_funsor", array_to_funsor)

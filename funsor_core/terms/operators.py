@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from funsor_core import ops
 from funsor_core.engine.fast_path import eager_programs, eager_rules, run_rules
-from funsor_core.engine.protocol import Term
+from funsor_core.engine.protocol import Term, _hook
 from funsor_core.terms.base import Binary, Funsor, Number, Unary, binary_domains, to_funsor
 
 __all__: list = []
@@ -103,4 +103,18 @@ for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
     setattr(Funsor, _name, _reduction_method(_op))
 Funsor.argmax = _reduction_method(ops.argmax, -1)
 Funsor.argmin = _reduction_method(ops.argmin, -1)
+
+
+def _number_method(convert):
+    # float(f), int(f) as funsor's Tensor and Number have them: the one value of a funsor, or
+    # (a lazy term, an atom that is no number, several values) the error naming what it has.
+    def method(self):
+        return convert(_hook("to_number")(self, f"{convert.__name__}()"))
+
+    method.__name__ = f"__{convert.__name__}__"
+    return method
+
+
+Funsor.__float__ = _number_method(float)
+Funsor.__int__ = _number_method(int)
 Funsor.__hash__ = Term.__hash__  # defining __eq__ would otherwise drop it

@@ -37,6 +37,7 @@ from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
+from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.markov import MarkovProduct, time_variable
 from funsor_core.terms.traversal import reinterpret
@@ -161,6 +162,7 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
         factors = [factors]
+    _one_backend(trans, factors, lengths, mask, what)
     trans = _evaluated_leaves(trans, prod_op)
     if _numpy_chain(trans, prod_op):
         return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
@@ -286,6 +288,16 @@ def _numpy_chain(trans, prod_op) -> bool:
     pieces = tensor_factors(trans, prod_op)
     return bool(pieces) and any(isinstance(f, Tensor) and isinstance(f.data, np.ndarray)
                                 for f in pieces)
+
+
+def _one_backend(trans, factors, lengths, mask, what: str) -> None:
+    # A numpy chain runs on torch (``_on_torch``): a torch boundary factor or lengths beside
+    # it were converted silently and their autograd dropped (the results are numpy arrays).
+    terms = [("trans", trans)] + [(f"factor {k}", f) for k, f in enumerate(factors)
+                                  if isinstance(f, Funsor)]
+    terms += [(n, x) for n, x in (("lengths", lengths), ("mask", mask)) if isinstance(x, Funsor)]
+    if len(terms) > 1:
+        check_backends(f"run {what}", [t for _, t in terms], [n for n, _ in terms], deep=True)
 
 
 def _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what, lengths, mask):

@@ -111,6 +111,9 @@ def _checked_items(items: tuple) -> tuple:
 
 
 def _check_items(items: tuple) -> tuple:
+    if not all(isinstance(item, tuple) and len(item) == 2 for item in items):
+        raise TypeError(f"Gaussian inputs map names to domains, e.g. {{'x': Reals[2]}} or "
+                        f"[('x', Reals[2])], got {items!r}")
     names = [k for k, _ in items]
     if len(set(names)) != len(names):
         raise DomainError(f"Gaussian inputs repeat a name: {names}")
@@ -232,6 +235,7 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
             backend = one_backend(named)
             named = {n: as_array(a, n, backend) for n, a in named.items() if a is not None}
             check_real_dtypes(named)
+            _check_parameter_batches(named, items)
             white_vec, prec_sqrt = canonical_checked(promote_integers(named))
         return _check_shapes(white_vec, prec_sqrt, items)
 
@@ -356,6 +360,20 @@ def _broadcasts(shape: tuple, batch: tuple) -> bool:
         return len(shape) <= len(batch) and broadcast_shape(shape, batch) == batch
     except ValueError:
         return False
+
+
+def _check_parameter_batches(named: dict, items: tuple) -> None:
+    # mean=, covariance=, ... whose batch dims disagree with the Bint inputs failed inside the
+    # factorization with "output shapes ((4,), (3,)) do not broadcast together": say which
+    # parameter and which inputs. Shapes are static, so this holds under jax.jit too.
+    batch, _ = _batch_and_dim(items)
+    for name, x in named.items():
+        shape = tuple(x.shape)[:-1 if name in ("white_vec", "info_vec", "mean") else -2]
+        if not _broadcasts(shape, batch):
+            bints = {k: str(d) for k, d in gaussian_batch_inputs(dict(items)).items()}
+            raise DomainError(f"Gaussian {name}= of shape {tuple(x.shape)} has batch shape "
+                              f"{shape} but its Bint inputs {bints} need {batch} (size-1 dims "
+                              "broadcast)")
 
 
 def _raise_shapes(ws: tuple, ps: tuple, items: tuple):

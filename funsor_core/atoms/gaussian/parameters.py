@@ -242,8 +242,9 @@ def _host_pivots_lost(scale: str, matrix: np.ndarray, prec_sqrt: np.ndarray) -> 
     if scale == "covariance":
         with np.errstate(divide="ignore"):
             piv = 1.0 / piv
-    bound = np.abs(np.diagonal(matrix, 0, -2, -1)).max(-1) * eps
-    return np.asarray(piv.min(-1) <= bound)
+    # (initial values: a Gaussian of no real coordinates, dim 0, loses no pivot)
+    bound = np.abs(np.diagonal(matrix, 0, -2, -1)).max(-1, initial=0.0) * eps
+    return np.asarray(piv.min(-1, initial=np.inf) <= bound)
 
 
 def _check_factor(scale: str, white_vec, prec_sqrt, asymmetric=None):
