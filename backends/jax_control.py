@@ -155,7 +155,8 @@ def differentiate_as(fn, reference, args, wrt=None):
     with respect to the other arguments, with the ``wrt`` ones held at ``args`` (a compiled
     program exact only at 0/1 tables, beside the elimination that is exact everywhere). The
     value is ``fn``'s, differentiated or not; derivatives of every order are
-    ``reference``'s where they involve a ``wrt`` argument.
+    ``reference``'s where they involve a ``wrt`` argument (also reverse mode in the others
+    first, then in a ``wrt`` one; NaN there if a ``jit`` inside the outer derivative hides it).
 
     Example:
         >>> f = lambda x: differentiate_as(jnp.sin, lambda y: jnp.sin(y), (x,))
@@ -189,9 +190,12 @@ def _routed(fn, reference, wrt: tuple):
     # arguments carry a derivative, also under ``jit`` where every argument is traced.
     # Reverse mode linearizes the rule and inlines a custom_jvp call whose inputs include
     # tangents (jax keeps no rule there), so a mixed derivative taken as reverse mode in the
-    # other arguments, then in a ``wrt`` argument, would be ``fn``'s: ``fn``'s tangent
-    # sees the ``wrt`` arguments stopped and a factor 1 in value whose derivative in them is
-    # NaN (``_nan_derivative``): NaN, never a wrong number.
+    # other arguments, then in a ``wrt`` argument, meets ``fn_tangent`` as plain operations.
+    # There the ``wrt`` arguments are stopped in ``fn``'s tangent and, when an outer trace
+    # differentiates them (``_outer_derivative``), the term J_ref(x) t - J_ref(sg x) t joins:
+    # 0 in value (two equal computations), its derivatives in the ``wrt`` arguments, of every
+    # order, ``reference``'s. No outer derivative seen (one hidden behind a ``jit`` boundary
+    # inside it): a factor 1 whose derivative is NaN instead, never a wrong number.
     @jax.custom_jvp
     def run(*xs):
         return fn(*xs)
@@ -201,12 +205,16 @@ def _routed(fn, reference, wrt: tuple):
         ts = tuple(_instantiate(t) for t in tangents)
         if all(isinstance(tangents[i], SymbolicZero) for i in wrt):
             def fn_tangent(*a):
-                xs = tuple(jax.lax.stop_gradient(x) if i in wrt else x
-                           for i, x in enumerate(a[:n]))
+                stopped = tuple(jax.lax.stop_gradient(x) if i in wrt else x
+                                for i, x in enumerate(a[:n]))
+                out = jax.jvp(fn, stopped, a[n:])[1]
+                if _outer_derivative([a[i] for i in wrt]):
+                    exact = jax.jvp(reference, a[:n], a[n:])[1]
+                    held = jax.jvp(reference, stopped, a[n:])[1]
+                    return jax.tree_util.tree_map(lambda o, e, h: o + (e - h), out, exact, held)
                 # a factor (not a term: reverse mode's transpose drops constant terms)
                 one = 1.0 + sum(_nan_derivative(a[i]) for i in wrt)
-                return jax.tree_util.tree_map(lambda t: t * one.astype(t.dtype),
-                                              jax.jvp(fn, xs, a[n:])[1])
+                return jax.tree_util.tree_map(lambda t: t * one.astype(t.dtype), out)
 
             def reference_tangent(*a):
                 return jax.jvp(reference, a[:n], a[n:])[1]
@@ -219,6 +227,26 @@ def _routed(fn, reference, wrt: tuple):
 
     run.defjvp(run_jvp, symbolic_zeros=True)
     return run
+
+
+def _outer_derivative(xs) -> bool:
+    # Whether a trace around this one differentiates any of ``xs``: a custom_jvp of ``xs``
+    # alone passes through the inner linearization (its inputs are all known there) to the
+    # outer traces, and a JVP or linearize trace runs its rule at once when a tangent is
+    # nonzero. Decided at trace time from the traces, never from values (right under jit).
+    seen = []
+
+    @jax.custom_jvp
+    def probe(*a):
+        return jnp.zeros(())
+
+    @probe.defjvp
+    def probe_jvp(primals, tangents):
+        seen.append(True)
+        return jnp.zeros(()), jnp.zeros(())
+
+    probe(*xs)
+    return bool(seen)
 
 
 def _nan_derivative(x):

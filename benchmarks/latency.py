@@ -10,7 +10,9 @@
 - eager jax, an unrolled discrete chain summed out at T = 10, then 11 and 12 in one process
   (what a model with a new length compiles), beside funsor 0.4.8;
 - eager jax, NumPyro's scan HMM's log density at T = 10, 11 and 12 in one process (the clients'
-  virtualenv, ours through its shim), beside funsor 0.4.8.
+  virtualenv, ours through its shim), beside funsor 0.4.8;
+- eager jax, our chain calls (an HMM filter, max-plus, ragged lengths, ``markov_marginals``,
+  ``markov_map``) at T = 10, then 11, 12 and 13 in one process (``chains``).
 
 funsor 0.4.8 runs in a subprocess of its own python (``FUNSOR_PEER_PYTHON``, by default the
 clients' virtualenv), so both sides are timed in one invocation.
@@ -219,6 +221,81 @@ def longer_chain() -> None:
         print(f"| {name} | {cells} |", flush=True)
 
 
+# -- eager jax, our chain calls one step longer ---------------------------------------------------
+# Each call at T = 10 (cold), then 11, 12, 13 in one fresh process: CPU s and XLA compilations.
+_CHAINS = textwrap.dedent("""
+    import sys, time, logging
+    sys.path.insert(0, {root!r})
+    import numpy as np
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import funsor_core as fc
+    from funsor_core import ops
+    from funsor_core.sum_product import (MarkovProduct, markov_map, markov_marginals,
+                                         markov_product)
+    from interpretations import lazy
+    class _Count(logging.Handler):
+        n = 0
+        def emit(self, record):
+            _Count.n += record.getMessage().startswith("Compiling ")
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)
+    fc.set_backend("jax")
+    rng, K, step = np.random.default_rng(0), 3, {{"x_prev": "x_curr"}}
+    init = fc.Tensor(jnp.asarray(np.log(np.full(K, 1 / K))), {{"x_prev": fc.Bint[K]}})
+    trans = fc.Tensor(jnp.asarray(np.log(0.1 + 0.7 * np.eye(K))),
+                      {{"x_prev": fc.Bint[K], "x_curr": fc.Bint[K]}})
+    def steps(T, batch=()):
+        names = {{"t": fc.Bint[T], **{{"b": fc.Bint[n] for n in batch}}, "x_curr": fc.Bint[K]}}
+        with lazy:
+            return trans + fc.Tensor(jnp.asarray(rng.normal(size=(T, *batch, K))), names)
+    def reduced(chain, op):
+        return (init + chain).reduce(op, {{"x_prev", "x_curr"}}).data
+    def filtered(op, T):  # built lazily: the boundary reaches the chain (a filter)
+        with lazy:
+            chain = MarkovProduct(op, ops.add, steps(T), "t", step)
+        return reduced(chain, op)
+    def ragged(T):
+        n = fc.Tensor(jnp.asarray([T, T - 3, 1]), {{"b": fc.Bint[3]}})
+        with lazy:
+            chain = markov_product(ops.logaddexp, ops.add, steps(T, (3,)), "t", step, lengths=n)
+        return reduced(chain, ops.logaddexp)
+    CALLS = {{
+        "filter": lambda T: filtered(ops.logaddexp, T),
+        "max-plus": lambda T: filtered(ops.max, T),
+        "ragged": ragged,
+        "marginals": lambda T: markov_marginals(ops.logaddexp, ops.add, steps(T), "t", step,
+                                                [init])[1].data,
+        "map": lambda T: markov_map(steps(T), "t", step, [init])[1]["x_prev"].data}}
+    for name, call in CALLS.items():
+        for T in (10, 11, 12, 13):
+            before, t0 = _Count.n, time.process_time()
+            jax.block_until_ready(call(T))
+            print(name, T, time.process_time() - t0, _Count.n - before, flush=True)
+""")
+
+
+def markov_chains() -> None:
+    print("\n## Eager jax: our chain calls (K = 3) at T = 10, then 11, 12, 13 in one process "
+          "(CPU s, new XLA compilations)")
+    print("| call | T = 10 (first) | T = 11 | T = 12 | T = 13 |")
+    print("|---|---:|---:|---:|---:|")
+    try:
+        out = subprocess.run([sys.executable, "-c", _CHAINS.format(root=ROOT)],
+                             capture_output=True, text=True, env=dict(os.environ), check=True,
+                             timeout=600).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"| fails: {type(e).__name__} | | | | |")
+        return
+    rows: dict = {}
+    for line in out.strip().splitlines():
+        name, _, cpu, n = line.split()
+        rows.setdefault(name, []).append(f"{float(cpu):.2f} s, {n}")
+    for name, cells in rows.items():
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
 # -- eager jax, NumPyro's scan HMM one step longer -----------------------------------------------
 # NumPyro's HMM through ``contrib.control_flow.scan`` (its test_scan_enum_one_latent), its
 # enumerated log density (``log_density``, no jax.jit) at T = 10, then 11 and 12 in one process:
@@ -414,7 +491,9 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
     except ImportError:
         pass
-    which = sys.argv[1:] or ["first", "normal", "map", "longer", "scan"]
+    which = sys.argv[1:] or ["first", "normal", "map", "longer", "scan", "chains"]
+    if "chains" in which:
+        markov_chains()
     if "longer" in which:
         longer_chain()
     if "scan" in which:

@@ -193,3 +193,58 @@ def test_padded_chain_with_a_factor_shared_by_all_steps():
         np.testing.assert_allclose(np.asarray(value), total, rtol=1e-12)
         d = jax.grad(lambda m: ops.logsumexp(product(m).reshape(-1), 0))(jnp.asarray(m))
         np.testing.assert_allclose(np.asarray(d)[0], grad.sum(0), rtol=1e-10, atol=1e-12)
+
+
+def _masked_forward(sum_np, left, m, o, keep):
+    # The forward messages in numpy: alpha <- sum_i alpha[i] * M_t[i, j] where step t of
+    # entry b counts, else alpha kept (a ragged batch: each entry its own shorter chain).
+    alpha = left
+    for t in range(o.shape[0]):
+        new = sum_np(alpha[:, :, None] + m + o[t], axis=1)
+        alpha = np.where(keep[t][:, None], new, alpha)
+    return alpha
+
+
+@pytest.mark.parametrize("semiring, strategy, ragged", [
+    ("logaddexp", "sequential", True), ("max", "parallel", False)])
+def test_masked_or_bounded_chain_of_a_new_length_reuses_its_program(semiring, strategy,
+                                                                    ragged):
+    # Eager jax pads the other chains (a boundary, a ragged mask, max-plus) to a power of two
+    # as masked chains (discrete_padding.masked_padding): T = 6 and 7 after T = 5 run T = 5's
+    # program, a new T compiles only the padding. Oracles: the numpy forward algorithm with
+    # each entry's own length, and central differences of it in float64.
+    from funsor_core.algorithms.chains.discrete import chain_product
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(11)
+    sum_op, sum_np = {"logaddexp": (ops.logaddexp, logsumexp), "max": (ops.max, np.max)}[semiring]
+    m, left = rng.normal(size=(1, 3, 3)), rng.normal(size=(2, 3))
+    for length in (5, 6, 7):
+        o = rng.normal(size=(length, 2, 1, 3))
+        keep = np.arange(length)[:, None] < np.array([length, 3 if ragged else length])
+        mask, oj = jnp.asarray(keep) if ragged else None, jnp.asarray(o)
+
+        def product(o, mask=mask):
+            return chain_product(sum_op, ops.add, (jnp.asarray(m), o), strategy,
+                                 jnp.asarray(left), mask=mask)
+
+        with compiles() as names:
+            value = product(oj)
+        np.testing.assert_allclose(np.asarray(value), _masked_forward(sum_np, left, m, o, keep),
+                                   rtol=1e-12)
+        if length > 5:
+            assert not any("_run" in n for n in names) and len(names) <= 1, names
+    d = jax.grad(lambda o: ops.logsumexp(product(o).reshape(-1), 0))(oj)
+    np.testing.assert_allclose(np.asarray(d), _fd_total(sum_np, left, m, o, keep), atol=1e-7)
+
+
+def _fd_total(sum_np, left, m, o, keep, eps=1e-6):
+    def total(o):
+        return logsumexp(_masked_forward(sum_np, left, m, o, keep))
+
+    grad = np.zeros_like(o)
+    for i in np.ndindex(o.shape):
+        d = np.zeros_like(o)
+        d[i] = eps
+        grad[i] = (total(o + d) - total(o - d)) / (2 * eps)
+    return grad

@@ -69,7 +69,7 @@ from funsor_core.algorithms.chains.discrete_eager import (
     rounded_away,
     vecmat,
 )
-from funsor_core.algorithms.chains.discrete_padding import padded_chain
+from funsor_core.algorithms.chains.discrete_padding import masked_padding, padded_chain
 from funsor_core.algorithms.chains.discrete_precision import (
     float_max,
     preshifted,
@@ -441,7 +441,7 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
         factors = (mats[None],)
         step = _Step(sum_op, prod_op, factors, states)
     duration = max(f.shape[0] for f in factors)
-    if mask is not None:
+    if mask is not None and kernel != "scan_log_filter":
         return _run_masked(step, kernel, backend, eager_log, scan, factors, duration, left,
                            right, mask)
     if kernel == "tree":  # (``pad``: the padded steps of eager jax, ``discrete_padding``)
@@ -449,12 +449,12 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
                               right, eager_log, backend if backend.COMPILES else None, pad)
     args = (factors, left, right)
 
-    def exact(f, lt, rt):
-        return _sequential(step, f, duration, lt, rt, scan)
+    def exact(f, lt, rt, mk=None):
+        return _sequential(step, f, duration, lt, rt, scan, mk)
 
-    def fast(f, lt, rt, inloop=False):
+    def fast(f, lt, rt, inloop=False, mk=None):
         return _fast_log_filter(step, f, duration, lt, rt, scan, backend.cond,
-                                backend.checkpoint, inloop)
+                                backend.checkpoint, inloop, mk)
 
     def tree(f, lt, rt):
         return parallel_chain(sum_op, prod_op, _materialize(step, f, duration), lt, rt,
@@ -463,11 +463,14 @@ def _run(sum_op, prod_op, kernel, derivative, power, has_left, has_right, backen
     if kernel == "eager_log_filter":
         result = eager_log_filter(step, factors, duration, left, right)
         return exact(*args) if result is None else result
-    if kernel == "scan_log_filter":
-        def values(f, lt, rt):
-            return scan_log_filter.scaled_log_filter(step, f, lt, rt, scan, backend.cond, exact)
-        return backend.differentiate_as(
-            values, exact if derivative == "sequential" else fast, args)
+    if kernel == "scan_log_filter":  # (a mask, an argument: eager jax's padding in front)
+        def values(f, lt, rt, mk):
+            return scan_log_filter.scaled_log_filter(
+                step, f, lt, rt, scan, backend.cond, lambda *a: exact(*a, mk), mk)
+
+        def reference(f, lt, rt, mk):
+            return exact(f, lt, rt, mk) if derivative == "sequential" else fast(f, lt, rt, mk=mk)
+        return backend.differentiate_as(values, reference, args + (mask,))
     if kernel == "fast_log_filter_inloop":
         return backend.differentiate_as(lambda f, lt, rt: fast(f, lt, rt, True), fast, args)
     if kernel == "fast_log_filter":
@@ -581,8 +584,13 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
         backend.COMPILES and power is None and mask is None and left is right is None) else None
     if padded is not None:  # eager jax: one program for every T up to a power of two
         factors, duration = padded[0], max(f.shape[0] for f in padded[0])
+    ragged = mask is not None
+    if padded is None and backend.COMPILES and power is None:  # the others, as masked chains
+        masked = masked_padding(backend, factors, mask, (left, right), FUNSOR_ROUNDING)
+        if masked is not None:
+            (factors, mask), duration = masked, masked[1].shape[0]
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
-                                   backend.COMPILES, mask is not None))
+                                   backend.COMPILES, ragged))
     if backend.COMPILES:
         fn = _compiled(sum_op, prod_op, choice.kernel, choice.derivative, power, has_left,
                        has_right, backend)

@@ -66,11 +66,13 @@ def applies(step, left) -> bool:
     return not step.timed[kinds.index("m")] and any(step.timed)
 
 
-def scaled_log_filter(step, factors, left, right, scan, cond, exact):
+def scaled_log_filter(step, factors, left, right, scan, cond, exact, mask=None):
     """The log-space message ``left`` through the steps of ``factors`` (then
     summed against ``right`` if given), ``K`` exps per step (see the module docstring);
     ``exact(factors, left, right)`` computes the same wherever this loop has a doubt (it
     then shows a NaN). ``step`` is ``discrete._Step`` of a log-space chain (``applies``).
+    ``mask`` ``(T, *batch)``: False on a prefix of steps (eager jax's padding,
+    ``discrete_padding.masked_padding``) that keep the carry bit for bit; the last counts.
 
     Example:
         >>> import jax.numpy as jnp
@@ -111,14 +113,18 @@ def scaled_log_filter(step, factors, left, right, scan, cond, exact):
             return ops.sum(p[..., :, None] * e, axis=-2)
         return ops.matmul(p[..., None, :], e)[..., 0, :]
 
-    def body(carry, ws):
-        p, z = carry
+    def body(carry, xs):
+        (p, z), (ws, keep) = carry, xs
         w = weights(ws)
         m = ops.amax(w, axis=-1, keepdims=True)
         m = ops.where(ops.isfinite(m), m, ops.full_like(m, 0.0))
         q = vecmat(p) * ops.exp(w - m)
         n = ops.amax(q, axis=-1, keepdims=True)
-        return (q / ops.where(n > 0, n, ops.full_like(n, 1.0)), z + ops.log(n) + m), None
+        new = (q / ops.where(n > 0, n, ops.full_like(n, 1.0)), z + ops.log(n) + m)
+        if keep is not None:
+            keep = ops.reshape(keep, tuple(keep.shape) + (1,))
+            new = (ops.where(keep, new[0], p), ops.where(keep, new[1], z))
+        return new, None
 
     m0 = ops.amax(left, axis=-1, keepdims=True)
     m0 = ops.where(ops.isfinite(m0), m0, ops.full_like(m0, 0.0))
@@ -126,7 +132,8 @@ def scaled_log_filter(step, factors, left, right, scan, cond, exact):
     if tuple(left.shape[:-1]) != batch:
         p0, m0 = ops.expand(p0, batch + (k,)), ops.expand(m0, batch + (1,))
     # With the matrix shared, a chain of several steps has a vector varying with time.
-    p, z = scan(body, (p0, m0), tuple(f[:-1] for f in timed))[0]
+    p, z = scan(body, (p0, m0), (tuple(f[:-1] for f in timed),
+                                  None if mask is None else mask[:-1]))[0]
     v = ops.log(vecmat(p)) + z + weights(tuple(f[-1] for f in timed))
     result = v if right is None else ops.REDUCE_OPS[ops.logaddexp](v + right, axis=-1)
     return cond(ops.any(result != result), lambda _: exact(factors, left, right),

@@ -11,6 +11,12 @@ the linear-space trees' checks for lost digits (``real_min``) see the same produ
 padded rows hold zeros (any finite number does: no result reads them, and their derivative
 is multiplied by a zero cotangent).
 
+Every other chain of eager jax (a boundary, a ragged mask, another semiring, the filters
+and the sequential fold) is padded as a masked chain instead (``masked_padding``): False
+mask rows in front, each a step that keeps the carry (the semiring's identity transition),
+so the kernels for ragged chains run it; the scan filter keeps its carry through them bit
+for bit and reads its real last step as before.
+
 Only for concrete arrays (``value_known``): under ``jax.jit`` the caller's program is
 compiled per shape anyway, and the padding would only add work. Only the tree kernel of a
 ``(logaddexp, add)`` chain without boundaries (``funsor.sum_product.sequential_sum_product``
@@ -34,7 +40,8 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.engine.cache import cached
 
-__all__ = ["PAD_ELEMENTS", "padded_chain", "passed", "real_min", "zero_padded"]
+__all__ = ["PAD_ELEMENTS", "masked_padding", "padded_chain", "passed", "real_min",
+           "zero_padded"]
 
 # The largest padded chain (T x batch x K^2 numbers): as h74's einsum stacks.
 PAD_ELEMENTS = 1 << 20
@@ -83,9 +90,54 @@ def padded_chain(backend, sum_op, prod_op, factors: tuple, strategy: str,
     return tuple(out), pad
 
 
+def masked_padding(backend, factors: tuple, mask, boundaries: tuple,
+                   rounding_limit: int) -> tuple | None:
+    """``(factors, mask)``: any other chain of eager jax (boundaries, a ragged ``mask``,
+    another semiring, the sequential kernels) padded to the next power of two as a masked
+    chain, the padding in front: a masked step is the semiring's identity transition (the
+    carry kept, ``chains.masks``), exact in every semiring and for factors without time
+    alike, and the real steps, last included, run as unpadded (the scan filter reads its
+    last step apart). The mask ``(T_pad, *batch)`` is the caller's (if any) after False
+    rows. None where the chain runs as it is: not eager jax, ``T <= 2``, past
+    ``PAD_ELEMENTS``, or where float32 rounding as funsor's would change.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from funsor_core.engine.backend import backend_of
+        >>> x = jnp.zeros((5, 2, 2))
+        >>> fs, mask = masked_padding(backend_of(x), (x,), None, (), 1)
+        >>> fs[0].shape, mask.tolist()
+        ((8, 2, 2), [False, False, False, True, True, True, True, True])
+    """
+    duration = max(f.shape[0] for f in factors)
+    if not backend.COMPILES or duration <= 2:
+        return None
+    size = 1 << (duration - 1).bit_length()
+    states = max(max(f.shape[-2], f.shape[-1]) for f in factors)
+    batch = tuple(np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors)))
+    per_step = math.prod(batch) * states * states
+    arrays = [x for x in (*factors, mask, *boundaries) if x is not None and not isinstance(x, str)]
+    if (size * per_step > PAD_ELEMENTS
+            or (duration * per_step <= rounding_limit) != (size * per_step <= rounding_limit)
+            or not all(backend.value_known(x) for x in arrays)):
+        return None
+    timed = [i for i, f in enumerate(factors) if f.shape[0] == duration]
+    # One compiled call per new T (as ``padded_chain``'s), the mask made on the device.
+    rows, mask = _mask_padder(backend)(factors, np.arange(size) >= size - duration, mask)
+    out = list(factors)
+    for i, f in zip(timed, rows):
+        out[i] = f
+    return tuple(out), mask
+
+
 @cached("chains.discrete_padding.padders", maxsize=8)
 def _padder(backend):
     return backend.jit(_pad_rows)
+
+
+@cached("chains.discrete_padding.mask_padders", maxsize=8)
+def _mask_padder(backend):
+    return backend.jit(_mask_rows)
 
 
 def _pad_rows(timed: tuple, pad):
@@ -93,6 +145,19 @@ def _pad_rows(timed: tuple, pad):
     size = pad.shape[0]
     return tuple(ops.cat([f, ops.new_zeros(f, (size - f.shape[0],) + tuple(f.shape[1:]))], 0)
                  for f in timed), pad
+
+
+def _mask_rows(factors: tuple, keep, mask):
+    # The time-varying factors after zero rows up to the length of ``keep``, and the mask
+    # over the factors' batch dims: ``keep`` broadcast, or the caller's after False rows.
+    duration, size = max(f.shape[0] for f in factors), keep.shape[0]
+    rows = tuple(ops.cat([ops.new_zeros(f, (size - duration,) + tuple(f.shape[1:])), f], 0)
+                 for f in factors if f.shape[0] == duration)
+    if mask is not None:
+        shape = (size - mask.shape[0],) + tuple(mask.shape[1:])
+        return rows, ops.cat([ops.new_zeros(mask, shape) > 0, mask], 0)
+    batch = tuple(np.broadcast_shapes(*(tuple(f.shape[1:-2]) for f in factors)))
+    return rows, ops.expand(ops.reshape(keep, (size,) + (1,) * len(batch)), (size,) + batch)
 
 
 def passed(pad, a, q):

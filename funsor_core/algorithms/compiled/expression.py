@@ -494,8 +494,9 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
             of the other names; an unchanged jax, torch or read-only numpy array is not
             read again). The gradient with respect to a declared table is the model's
             (``gradients.py``), on torch (when it ``requires_grad``) and jax (eagerly, under
-            ``jit``, ``grad``, ``vmap``; second order too, except a mixed derivative taken
-            by reverse mode in the other parameters first: NaN), at the cost of a run of the
+            ``jit``, ``grad``, ``vmap``; second order too, a mixed derivative taken by
+            reverse mode in the other parameters first included, unless an inner ``jit``
+            hides the outer derivative: NaN then), at the cost of a run of the
             plan without declarations only when it is taken (``MemoryBudgetError`` naming
             the parameters if that exceeds the budget); the value is the fast run's, and
             so are the other parameters' gradients when no declared table is differentiated.

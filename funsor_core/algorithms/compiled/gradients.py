@@ -21,9 +21,10 @@ hold for any values of them, so the two programs agree as functions of them.
 * jax (eagerly under ``grad``, under ``jit``, ``vmap``): a custom JVP. ``plain`` is traced
   only when a derivative with respect to a declared table is taken (not under a ``jit``
   forward, nor a ``grad`` in the other parameters only, nor a ``stop_gradient``ed table).
-  Forward and reverse mode, first and second order, are the model's, except a mixed second
+  Forward and reverse mode, first and second order, are the model's, also a mixed second
   derivative taken first by reverse mode in the other parameters alone, then in a declared
-  table: NaN (reverse mode keeps no custom rule inside the linearized tangent).
+  table (``plain``'s tangent joins as a term that is 0 in value), except when an inner
+  ``jax.jit`` hides the outer derivative from the rule: NaN there, never a wrong number.
 * numpy (no autodiff) and concrete arrays run the fast plan alone.
 
 If ``plain`` exceeds the memory budget, ``MemoryBudgetError`` names the parameters (on jax

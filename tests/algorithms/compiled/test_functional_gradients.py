@@ -245,9 +245,10 @@ def test_jax_vmap_gradients_are_the_models():
 
 
 def test_second_derivatives():
-    # Hessians against the model's (one einsum): jax forward-over-reverse in (g, w) and
-    # reverse-over-reverse in g, exact; a mixed one taken by reverse mode in w alone, then in
-    # g, is NaN (documented), never a wrong number. torch: create_graph, exact.
+    # Hessians against the model's (one einsum): jax forward-over-reverse in (g, w),
+    # reverse-over-reverse in g, and a mixed one taken by reverse mode in w alone, then in g
+    # (NaN before h88), also against central finite differences of np.einsum in float64
+    # (exact for a model bilinear in g and w). torch: create_graph, exact.
     jax, jnp = _jax()
     torch = pytest.importorskip("torch")
     prog = _program(False, np.asarray)
@@ -272,7 +273,18 @@ def test_second_derivatives():
                                        rtol=1e-12, atol=1e-15)
     assert np.abs(np.asarray(hess_o[0][1])).max() > 0.01  # a real mixed term
     np.testing.assert_allclose(np.asarray(gg), np.asarray(gg_o), rtol=1e-12, atol=1e-15)
-    assert np.isnan(np.asarray(mixed)).all() and not np.isnan(np.asarray(mixed_o)).any()
+    np.testing.assert_allclose(np.asarray(mixed), np.asarray(mixed_o), rtol=1e-12, atol=1e-15)
+    assert np.abs(np.asarray(mixed_o)).max() > 0.01
+
+    def bilinear(g, w):  # d/dg of sum(d/dw): (L(+,+) - L(+,-) - L(-,+) + L(-,-)) / 4 e e
+        return R @ np.einsum(EINSUM, *_tables(g, F, w))
+
+    eps, fd = 1e-3, np.zeros_like(G)
+    for i in np.ndindex(G.shape):
+        d = np.zeros_like(G)
+        d[i] = eps
+        fd[i] = sum(s * t * bilinear(G + s * d, W + t * eps) for s in (1, -1) for t in (1, -1))
+    np.testing.assert_allclose(np.asarray(mixed), fd / (4 * eps * eps), rtol=1e-7, atol=1e-9)
 
     tprog = _program(False, torch.tensor)
     tg, tw = torch.tensor(G, requires_grad=True), torch.tensor(W, requires_grad=True)
