@@ -109,14 +109,21 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
 
+# funsor's safe inverses of add and mul (the adjoint's "everything but this factor"):
+# subtracting y = -inf (a log-space zero) gives x + the largest float, not inf; dividing by
+# y = 0 gives x times the largest float (so 0 / 0 = 0). Any other y, negative included, is
+# an ordinary subtraction or division.
 def _safesub(x, y):
-    finfo = np.finfo(np.result_type(x, y, np.float32))
-    return x - np.clip(y, None, finfo.max)
+    dtype = np.result_type(x, y, np.float32)
+    return x - np.maximum(np.asarray(y, dtype), -np.finfo(dtype).max)
 
 
 def _safediv(x, y):
-    finfo = np.finfo(np.result_type(x, y, np.float32))
-    return x / np.clip(y, finfo.tiny, None)
+    dtype = np.result_type(x, y, np.float32)
+    y = np.asarray(y, dtype)
+    zero = y == 0
+    with np.errstate(over="ignore"):
+        return np.where(zero, x * np.finfo(dtype).max, x / np.where(zero, 1, y))
 
 
 def _power(x, y):
