@@ -79,7 +79,8 @@ def _safediv(x, y):
     if isinstance(y, torch.Tensor):
         y = y.to(dtype)
         zero = y == 0
-        return torch.where(zero, x * finfo.max, x / torch.where(zero, torch.ones_like(y), y))
+        big = torch.full_like(y, finfo.max)  # a tensor: x * max may overflow to inf
+        return torch.where(zero, x * big, x / torch.where(zero, torch.ones_like(y), y))
     return x * finfo.max if y == 0 else x / y
 
 
