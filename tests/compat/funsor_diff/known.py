@@ -79,6 +79,9 @@ RULES = [
      lambda d, f, p: d.startswith("error KeyError") and "name_to_dim lacks" in _msg(p, "ours")),
     ("(c) bool/int data under real functions is computed in float64 (funsor: numpy's float16)",
      lambda d, f, p: f == "tensor" and d == "value" and p["theirs"].get("dtype") == "float16"),
+    ("(c) Independent of a Gaussian in x_i is one Gaussian in x (funsor: lazy; README)",
+     lambda d, f, p: "independent" in p["tags"] and d.startswith(
+         ("kind lazy:Independent", "kind lazy:Contraction != Tensor"))),
     ("(c) a substitution of a name that is no input is dropped, under reflect too",
      lambda d, f, p: f == "interpretation" and d == "kind lazy:Subs != lazy:Binary"),
     ("(c) two domains for one name raise DomainError when the term is built (funsor: lazy)",

@@ -166,7 +166,7 @@ def terms_program(rng: random.Random, backend: str):
     """Lambda, Stack, Cat, Independent-free term constructors and to_funsor / to_data."""
     s = Src(rng)
     kind = rng.choice(["stack", "cat", "lambda", "to_funsor", "to_data", "variable_arith",
-                       "stack_subs", "lambda_subs"])
+                       "stack_subs", "lambda_subs", "independent"])
     s.tags.append(kind)
     if kind in ("stack", "stack_subs"):
         names = random_names(rng, 0, 2)
@@ -193,6 +193,17 @@ def terms_program(rng: random.Random, backend: str):
         s.add(f"x = funsor.Lambda(Variable('{n}', Bint[{SIZES[n]}]), t)")
         if kind == "lambda_subs":
             s.add("x = x[1]")
+    elif kind == "independent":
+        # a product over plate i of factors in x_i: one function of x = (x_0, x_1)
+        rank = rng.choice([1, 1, 2])
+        s.add(f"g = funsor.gaussian.Gaussian(white_vec=arr(A({s.seed()}, (2, {rank}))), "
+              f"prec_sqrt=arr(A({s.seed()}, (2, 1, {rank}))), "
+              "inputs=OrderedDict([('i', Bint[2]), ('x_i', Real)]))")
+        fn = rng.choice(["g", f"g + {tensor_text(s, 'i')}", "ops.exp(Variable('x_i', Real)) * "
+                         f"{tensor_text(s, 'i')}"])
+        s.add(f"x = funsor.Independent({fn}, 'x', 'i', 'x_i')")
+        if rng.random() < 0.5:
+            s.add("x = x.reduce(ops.logaddexp, 'x')")
     elif kind == "to_funsor":
         shape = rng.choice([(2,), (2, 3), (3, 2, 2)])
         dims = rng.randint(0, len(shape))
