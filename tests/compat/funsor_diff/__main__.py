@@ -61,7 +61,7 @@ def generate(backend: str, n: int, seed: int, families=None) -> list[dict]:
         rng = random.Random(f"{seed}/{backend}/{k}")
         fam = rng.choices(names, weights)[0]
         family, tags, src = FAMILIES[fam][0](rng, backend)
-        out.append({"id": k, "family": family, "tags": tags, "src": src})
+        out.append({"id": k, "family": family, "tags": tags, "src": src, "backend": backend})
     return out
 
 
