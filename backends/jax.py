@@ -63,15 +63,21 @@ def _float_result_type(x, y):
 
 
 def _safesub(x, y):
-    # x - y with y = +inf clamped to the largest float, as in numpy and funsor.
+    # x - y with y = -inf (a log-space zero) clamped to minus the largest float, as funsor's
+    # x + min(-y, max).
     dtype = _float_result_type(x, y)
-    return x - jnp.minimum(jnp.asarray(y, dtype), jnp.finfo(dtype).max)
+    return x - jnp.maximum(jnp.asarray(y, dtype), -jnp.finfo(dtype).max)
 
 
 def _safediv(x, y):
-    # x / y with y clamped below at the smallest normal float, so 0 / 0 = 0.
+    # x / y, where y = 0 gives x times the largest float (so 0 / 0 = 0), as funsor's
+    # x * min(1 / y, max); negative y divide as usual. The inner where keeps the gradient of
+    # the unused branch finite.
     dtype = _float_result_type(x, y)
-    return x / jnp.maximum(jnp.asarray(y, dtype), jnp.finfo(dtype).tiny)
+    y = jnp.asarray(y, dtype)
+    zero = y == 0
+    big = jnp.asarray(jnp.finfo(dtype).max, dtype)
+    return jnp.where(zero, x * big, x / jnp.where(zero, 1, y))
 
 
 def _clamp(x, min=None, max=None):  # noqa: A002

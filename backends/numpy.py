@@ -109,14 +109,15 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def _safesub(x, y):
-    finfo = np.finfo(np.result_type(x, y, np.float32))
-    return x - np.clip(y, None, finfo.max)
+def _safesub(x, y):  # funsor's safe inverses of add and mul: see funsor_core/ops/builtin.py
+    y = np.asarray(y, dtype := np.result_type(x, y, np.float32))
+    return x - np.maximum(y, -np.finfo(dtype).max)
 
 
 def _safediv(x, y):
-    finfo = np.finfo(np.result_type(x, y, np.float32))
-    return x / np.clip(y, finfo.tiny, None)
+    y = np.asarray(y, dtype := np.result_type(x, y, np.float32))
+    with np.errstate(over="ignore"):  # y = 0 gives x * max (0 / 0 = 0); negative y divide
+        return np.where(y == 0, x * np.finfo(dtype).max, x / np.where(y == 0, 1, y))
 
 
 def _power(x, y):
@@ -431,9 +432,8 @@ KERNELS = {
     ops.isfinite: np.isfinite, ops.clamp: _clamp, ops.astype: _astype,
     ops.add: np.add, ops.sub: np.subtract, ops.mul: np.multiply, ops.truediv: np.true_divide,
     ops.floordiv: np.floor_divide, ops.mod: np.mod, ops.pow: _power,
-    ops.lshift: np.left_shift, ops.rshift: np.right_shift,
-    ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp,
-    ops.safesub: _safesub, ops.safediv: _safediv,
+    ops.lshift: np.left_shift, ops.rshift: np.right_shift, ops.safesub: _safesub,
+    ops.min: np.minimum, ops.max: np.maximum, ops.logaddexp: np.logaddexp, ops.safediv: _safediv,
     ops.and_: np.bitwise_and, ops.or_: np.bitwise_or, ops.xor: np.bitwise_xor,
     ops.lt: np.less, ops.le: np.less_equal, ops.gt: np.greater, ops.ge: np.greater_equal,
     ops.eq: np.equal, ops.ne: np.not_equal,

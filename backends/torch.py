@@ -56,25 +56,32 @@ def _binary(fn):
     return kernel
 
 
-def _finfo(x, y) -> torch.finfo:
+def _float_result_type(x, y) -> torch.dtype:
     dtype = torch.result_type(x, y)
-    return torch.finfo(dtype if dtype.is_floating_point else _float_dtype())
+    return dtype if dtype.is_floating_point else _float_dtype()
 
 
 def _safesub(x, y):
-    # x - y with y = +inf clamped to the largest float, as in numpy and funsor.
-    finfo = _finfo(x, y)
+    # x - y with y = -inf (a log-space zero) clamped to minus the largest float, as funsor's
+    # x + min(-y, max); integer y is subtracted in floats.
+    dtype = _float_result_type(x, y)
+    finfo = torch.finfo(dtype)
     if isinstance(y, torch.Tensor):
-        return x - torch.clamp(y, max=finfo.max)
-    return x - min(y, finfo.max)
+        return x - torch.clamp(y.to(dtype), min=-finfo.max)
+    return x - max(y, -finfo.max)
 
 
 def _safediv(x, y):
-    # x / y with y clamped below at the smallest normal float, so 0 / 0 = 0.
-    finfo = _finfo(x, y)
+    # x / y, where y = 0 gives x times the largest float (so 0 / 0 = 0), as funsor's
+    # x * min(1 / y, max); negative y divide as usual.
+    dtype = _float_result_type(x, y)
+    finfo = torch.finfo(dtype)
     if isinstance(y, torch.Tensor):
-        return x / torch.clamp(y, min=finfo.tiny)
-    return x / max(y, finfo.tiny)
+        y = y.to(dtype)
+        zero = y == 0
+        big = torch.full_like(y, finfo.max)  # a tensor: x * max may overflow to inf
+        return torch.where(zero, x * big, x / torch.where(zero, torch.ones_like(y), y))
+    return x * finfo.max if y == 0 else x / y
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import copy
 from funsor_core import ops
 from funsor_core.atoms.tensor_checks import (
     KNOWN_INPUTS,
+    NUMPY_SCALARS,
     TensorMeta,
     _add_input,
     _arange_at,
@@ -140,6 +141,8 @@ class Tensor(Funsor, metaclass=TensorMeta):
         self = _new(cls)
         if ikey is None:
             ikey = tuple(inputs.items())
+        if type(data) in NUMPY_SCALARS:  # numpy's 0-d results are scalars: hold an array
+            data = data.__array__()
         self._args = (data, ikey, dtype)
         self.data = data
         self._ikey = ikey

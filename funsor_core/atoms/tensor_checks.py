@@ -30,8 +30,8 @@ from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.base import Variable
 from funsor_core.terms.inputs import DomainError
 
-__all__ = ["KNOWN_INPUTS", "TensorMeta", "check_dtype", "check_numeric", "check_tensor_args",
-           "out_of_range", "progression_slices", "tensor_cons"]
+__all__ = ["KNOWN_INPUTS", "NUMPY_SCALARS", "TensorMeta", "check_dtype", "check_numeric",
+           "check_tensor_args", "out_of_range", "progression_slices", "tensor_cons"]
 
 _SHAPE_MISMATCH = (
     "Tensor data of shape {shape} does not match its inputs {inputs}: the leftmost dims must be "
@@ -45,6 +45,10 @@ _FLOAT_BINT = (
     "(numpy, jax) or Tensor(data.long(), inputs, {n}) (torch), "
     "or leave dtype='real' for real values."
 )
+
+# numpy's scalar types (np.float64, np.int64, np.bool_, ...): what numpy returns for a full
+# reduction or arithmetic on 0-d arrays; a Tensor's data is an array (funsor's is).
+NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 
 # numpy dtype kinds that are no numbers: objects, bytes and str, structured records, dates.
 _NOT_NUMBERS = {"O": "Python objects", "S": "bytes", "U": "strings", "V": "records",

@@ -47,6 +47,7 @@ from funsor_core.atoms.int_range import (
     widen_int_result,
 )
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor_checks import NUMPY_SCALARS
 from funsor_core.atoms.tensor_facts import _NORMALIZED, logaddexp_of_normalized
 from funsor_core.engine.cache import FastCache
 from funsor_core.engine.fast_path import (
@@ -104,6 +105,8 @@ def binary_tensor_tensor(op, lhs: Tensor, rhs: Tensor) -> Tensor | None:
     data = fn(ld, rd)
     if data.dtype not in FLOAT_DTYPES and out.dtype == "real":
         data = real_result(op, (ld, rd), data)  # a real Tensor of int/bool data: float data
+    if type(data) in NUMPY_SCALARS:  # numpy's 0-d results: hold an array
+        data = data.__array__()
     result = _new(Tensor)  # as Tensor.make(data, lhs.inputs, out.dtype, ikey, out)
     result._args = (data, ikey, out.dtype)
     result.data = data
@@ -197,6 +200,8 @@ def subs_tensor_int(arg: Tensor, name: str, value: int) -> Tensor | None:
         return None
     data = arg.data[value] if lead is None else arg.data[lead + (value,)]
     out = arg.output
+    if type(data) in NUMPY_SCALARS:  # numpy's 0-d results: hold an array
+        data = data.__array__()
     result = _new(Tensor)  # as index_tensor_number's Tensor.make
     result._args = (data, new_ikey, out.dtype)
     result.data = data
@@ -263,6 +268,8 @@ def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
     if reduced is None:
         reduced = ops.REDUCE_OPS[op](data, axis=axis)
     data = reduced
+    if type(data) in NUMPY_SCALARS:  # numpy's 0-d results: hold an array
+        data = data.__array__()
     result = _new(Tensor)  # as exact_reduce_tensor's Tensor.make
     result._args = (data, new_ikey, out.dtype)
     result.data = data
@@ -309,6 +316,8 @@ def _tensor_binary_method(op, generic):
                         out = entry[2]
                         if data.dtype not in FLOAT_DTYPES and out.dtype == "real":
                             data = real_result(op, (ld, rd), data)  # int data labelled Real
+                        if type(data) in NUMPY_SCALARS:  # numpy's 0-d results: hold an array
+                            data = data.__array__()
                         result = _new(Tensor)
                         result._args = (data, ikey, out.dtype)
                         result.data = data
@@ -356,6 +365,8 @@ def _tensor_call(self, *args, **kwargs):
                 lead, size, inputs, new_ikey = recipe
                 if 0 <= value < size:
                     data = self.data[value] if lead is None else self.data[lead + (value,)]
+                    if type(data) in NUMPY_SCALARS:  # numpy's 0-d results: hold an array
+                        data = data.__array__()
                     result = _new(Tensor)
                     result._args = (data, new_ikey, self.output.dtype)
                     result.data = data

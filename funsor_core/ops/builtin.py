@@ -60,8 +60,8 @@ logaddexp = make_op("logaddexp", AssociativeOp)
 # reduction to a logaddexp one), but it is its own op, so that an interpretation can tell
 # "draw a sample of v" (Monte Carlo, the adjoint's sampling semiring) from "marginalize v".
 sample = make_op("sample", AssociativeOp)
-safesub = make_op("safesub", BinaryOp)  # a - b with b = -inf giving +inf-safe results
-safediv = make_op("safediv", BinaryOp)  # a / b with 0 / 0 = 0
+safesub = make_op("safesub", BinaryOp)  # a - b, with b = -inf giving a - (-max) (finite)
+safediv = make_op("safediv", BinaryOp)  # a / b, with b = 0 giving a * max (0 / 0 = 0)
 and_ = make_op("and_", AssociativeOp)
 or_ = make_op("or_", AssociativeOp)
 xor = make_op("xor", AssociativeOp)
@@ -311,14 +311,19 @@ def _scalar_max(a, b):
     return a if a > b or a != a else b
 
 
-# As the array kernels: the subtrahend is clamped at the largest float, the divisor at the
-# smallest normal one (so 0 / 0 = 0 and x - inf is finite).
+# As the array kernels (funsor's safe inverses of add and mul): the subtrahend is clamped
+# at minus the largest float (x - (-inf) is finite), a zero divisor gives x times the
+# largest float (0 / 0 = 0); negative divisors divide as usual.
 def _scalar_safesub(a, b):
-    return a - builtins_min(b, sys.float_info.max)
+    return a - builtins_max(b, -sys.float_info.max)
 
 
 def _scalar_safediv(a, b):
-    return a / builtins_max(b, sys.float_info.min)
+    return a * sys.float_info.max if b == 0 else a / b
+
+
+def _numpy_safediv(a, b):
+    return np.where(b == 0, a * sys.float_info.max, a / np.where(b == 0, 1.0, b))
 
 
 def _reciprocal(x):
@@ -345,8 +350,7 @@ _SCALAR_KERNELS = {
     mod: _ieee(operator.mod, np.mod, real=False), pow: _ieee(_scalar_pow, np.power),
     min: _scalar_min, max: _scalar_max,
     logaddexp: _scalar_logaddexp, sample: _scalar_logaddexp, safesub: _scalar_safesub,
-    safediv: _ieee(_scalar_safediv, lambda a, b: np.true_divide(a, np.maximum(
-        b, sys.float_info.min))),
+    safediv: _ieee(_scalar_safediv, _numpy_safediv),
     and_: operator.and_, or_: operator.or_, xor: operator.xor,
     lt: operator.lt, le: operator.le, gt: operator.gt, ge: operator.ge,
     eq: operator.eq, ne: operator.ne,

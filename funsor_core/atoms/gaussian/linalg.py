@@ -272,7 +272,10 @@ def _householder(m: Array, k: int, with_r: bool):
         v0 = ops.add(x0, ops.mul(sign, norm))
         v = ops.cat([ops.getitem(v0, (Ellipsis, None)),
                      ops.getitem(col, (Ellipsis, slice(1, None)))], -1)
-        beta = ops.safediv(2.0, sumsq(v))  # v = 0 only for a zero column: then no reflection
+        # beta = 2 / |v|^2; v = 0 only for a zero column, where 1 / 0 is the largest float
+        # (safediv) and beta v v' = 0: no reflection (2 / 0 would be inf, and inf * 0 NaN)
+        half = ops.mul(sumsq(v), 0.5)
+        beta = ops.safediv(ops.full_like(half, 1.0), half)
         vt_rest = vm(v, rest)
         rest = ops.sub(rest, ops.mul(ops.getitem(beta, (Ellipsis, None, None)),
                                      ops.mul(ops.getitem(v, (Ellipsis, slice(None), None)),
