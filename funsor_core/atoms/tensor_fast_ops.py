@@ -42,6 +42,7 @@ from funsor_core.atoms.int_range import (
     _UNSIGNED,
     FLOAT_DTYPES,
     SAFE_BOUND,
+    is_float_dtype,
     real_reduce,
     real_result,
     widen_int_result,
@@ -261,8 +262,8 @@ def reduce_tensor_name(op, arg: Tensor, name: str) -> Tensor | None:
         recipe = _REDUCE_CACHE.put((ikey, name), _reduce_recipe(ikey, name))
     axis, inputs, new_ikey = recipe
     data, reduced = arg.data, None
-    if data.dtype not in FLOAT_DTYPES:  # int or bool data labelled Real: reduce floats
-        reduced = real_reduce(op, data, axis)
+    if data.dtype not in FLOAT_DTYPES and not is_float_dtype(data):  # (a dtype's first sight)
+        reduced = real_reduce(op, data, axis)  # int or bool data labelled Real: reduce floats
     elif _NORMALIZED and op is _LOGADDEXP:  # a normalized log table: zeros, no pass
         reduced = logaddexp_of_normalized(data, axis[0])
     if reduced is None:

@@ -128,11 +128,13 @@ _TABLE: dict[str, tuple[str, str, str]] = {
         "float(ops.sample(np.log(0.5), np.log(0.5)))",
         "0.0"),
     "safesub": (
-        "``x - y`` where ``y = -inf`` gives ``+inf`` without a NaN from ``-inf - -inf``.",
+        "``x - y`` with ``y`` clamped below at the most negative float: ``y = -inf`` gives "
+        "a finite number, never ``inf`` or NaN (funsor's semantics).",
         "ops.safesub(1., -np.inf)",
-        "inf"),
+        "1.7976931348623157e+308"),
     "safediv": (
-        "``x / y`` with ``0 / 0 = 0``.",
+        "``x / y`` with ``1 / y`` clamped at the largest float: ``y = 0`` gives ``x * max``, "
+        "and ``0 / 0 = 0`` (funsor's semantics).",
         "ops.safediv(np.array([0., 1.]), np.array([0., 2.]))",
         "array([0. , 0.5])"),
     "and_": (

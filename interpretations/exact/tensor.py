@@ -293,7 +293,7 @@ def exact_reduce_tensor(op, arg, reduced_vars):
                     check_int_range(data, out, _reduced_what(op, arg, reduced_vars),
                                     lambda: f"The reduced is {_described(arg)}")
             return Tensor.make(data, inputs, out.dtype, new_ikey, out)
-    if data.dtype not in FLOAT_DTYPES:  # a Real reduction holds floats: int8 sums wrap
+    if data.dtype not in FLOAT_DTYPES and not is_float_dtype(data):  # int8 sums would wrap
         return Tensor.make(real_reduce(op, data, axes), inputs, "real", new_ikey, out)
     if op is ops.logaddexp and len(axes) == 1:  # a normalized log table: zeros
         result = logaddexp_of_normalized(data, axes[0])
