@@ -151,6 +151,10 @@ def run(c: dict, a: dict, meta: dict) -> dict:
             _out(out, meta, "value", fc.Integrate(qn, integrand, reals))
     elif kind == "moments":
         _moments_out(out, meta, fc.moments(f))
+        if isinstance(f, fc.Gaussian):  # its own properties too (one Gaussian, no Tensor)
+            batch = tuple(k for k, d in f.inputs.items() if d.dtype != "real")
+            out["g_mean"], out["g_cov"] = f.mean, f.covariance
+            meta["g_mean"] = meta["g_cov"] = batch
     else:  # mm
         with moment_matching:
             g = (f + _T(a["mw"], [q["b"]])).reduce(ops.logaddexp, q["b"])
@@ -204,7 +208,11 @@ def _factor_quad(c, f, x):
         return qo.Quad.of(reals, S, fb, J, h, -0.5 * (h * m).sum(-1), cond=cond)
     if kind in ("meancov", "scale_tril"):
         C = g("_C", 2) if kind == "meancov" else g("_L", 2) @ np.swapaxes(g("_L", 2), -1, -2)
-        J = np.linalg.inv(C)
+        # J = L^-T L^-1 from a Cholesky factor: symmetric positive semidefinite by
+        # construction (inv(C) of a condition-1e12 C is not, beyond roundoff).
+        L = np.linalg.cholesky(C) if kind == "meancov" else g("_L", 2)
+        Li = np.linalg.inv(L)
+        J = np.swapaxes(Li, -1, -2) @ Li
         m = g("_m", 1)
         h = np.einsum("...ij,...j->...i", J, m)
         return qo.Quad.of(reals, S, fb, J, h, -0.5 * (h * m).sum(-1),
@@ -305,16 +313,23 @@ def expect(c: dict, x: dict) -> dict:
         q.c, q.mag = q.c + w, q.mag + np.abs(w)
         lz, mean, cov = qo.mixture_moments(q, ax)
         pres = tuple(b for b in q.present if b != spec["b"])
-        return _moments_expected(c, q, lz, mean, cov, pres)
+        # Roundoff in the components' log masses (on the scale of what was summed into
+        # them) moves the weights, and so the mixture's mean and spread.
+        _, mean_k, _ = qo.moments(q)
+        werr = qo.integrate(q, list(q.reals)).mag.max(ax, keepdims=True) \
+            * _tolerance(c, q.cond)[0]
+        d = np.abs(mean_k - mean).max(-1).max(ax, keepdims=True)
+        return _moments_expected(c, q, lz, mean, cov, pres, werr * d, werr * d * d)
     lz, mean, cov = qo.moments(q)
     if kind == "moments":
         return _moments_expected(c, q, lz, mean, cov, q.present)
     return _integral_expected(c, q, lz, mean, cov, x)
 
 
-def _moments_expected(c, q, lz, mean, cov, present):
+def _moments_expected(c, q, lz, mean, cov, present, mean_err=0.0, cov_err=0.0):
     condJ = max(q.cond, float(np.max(np.linalg.cond(q.J))))
     fac, atol = _tolerance(c, condJ)
+    atol_mean, atol_cov = atol + mean_err, atol + cov_err
     mass = qo.integrate(q, list(q.reals))
     sd = np.sqrt(np.abs(np.diagonal(cov, axis1=-2, axis2=-1))).max(-1)
     scale = np.abs(mean).max(-1) + sd
@@ -322,12 +337,18 @@ def _moments_expected(c, q, lz, mean, cov, present):
     out = {"log_mass": (lz, mass.mag * fac + atol, pres, None)}
     for v, rows in q.offsets().items():
         m = mean[..., rows]
+        tol = scale * fac + atol_mean
         out["mean_" + v] = (m[..., 0] if len(rows) == 1 else m,
-                            (scale * fac + atol)[..., None] * np.ones(len(rows))
-                            if len(rows) > 1 else scale * fac + atol, pres, None)
+                            tol[..., None] * np.ones(len(rows)) if len(rows) > 1 else tol,
+                            pres, None)
     big = np.abs(cov).max((-1, -2))
-    out["cov"] = (cov, (big * fac + atol)[..., None, None] * np.ones(cov.shape[-2:]), pres,
-                  q.offsets())
+    out["cov"] = (cov, (big * fac + atol_cov)[..., None, None] * np.ones(cov.shape[-2:]),
+                  pres, q.offsets())
+    # Gaussian.mean / .covariance: the same, the coordinates in the Gaussian's order
+    # (optional: only where the library's result is one Gaussian).
+    out["g_cov"] = out["cov"]
+    out["g_mean"] = (mean, (scale * fac + atol_mean)[..., None] * np.ones(mean.shape[-1]),
+                     pres, "vector")
     return out
 
 
@@ -400,6 +421,8 @@ def compare(c: dict, actual: dict, meta: dict, expected: dict) -> list:
     fails = []
     for label, (exp, tol, present, offsets) in expected.items():
         names = meta.get(label)
+        if names is None and label.startswith("g_"):
+            continue  # not one Gaussian: fc.moments alone
         if names is None:
             fails.append(f"{label}: missing")
             continue
@@ -411,7 +434,10 @@ def compare(c: dict, actual: dict, meta: dict, expected: dict) -> list:
                            list(range(len(names), got.ndim)))
         index = tuple(slice(None) if b in present else 0 for b in c["bints"])
         exp, tol = exp[index], tol[index]
-        if offsets is not None:  # the covariance, in the library's coordinate order
+        if offsets == "vector":  # a flat mean, in the library's coordinate order
+            perm = [i for v in meta["order"] for i in expected["cov"][3][v]]
+            exp, tol = exp[..., perm], tol[..., perm]
+        elif offsets is not None:  # the covariance, in the library's coordinate order
             perm = [i for v in meta["order"] for i in offsets[v]]
             exp, tol = exp[..., perm, :][..., :, perm], tol[..., perm, :][..., :, perm]
         if got.shape != exp.shape:
