@@ -27,7 +27,6 @@ LOG_2PI = math.log(2 * math.pi)
 # builds near-singular blocks of condition <= 1e12 and exactly deficient ones, >= 1e15 in
 # float64 roundoff); between the two the library may decide either way.
 SINGULAR = 1e14
-AMBIGUOUS = 1e12 * 50
 
 
 class Singular(Exception):
@@ -154,7 +153,12 @@ def integrate(q: Quad, names) -> Quad:
     cond = float(np.max(np.linalg.cond(Jrr))) if r else 1.0
     eig = np.linalg.eigvalsh(Jrr)
     if not np.isfinite(cond) or cond > SINGULAR or (eig[..., 0] <= 0).any():
-        raise Singular(f"block {list(names)} has condition {cond:.3g}")
+        e = Singular(f"block {list(names)} has condition {cond:.3g}")
+        # positive definite, but beyond what float64 resolves: the library may decide
+        # either way (a finite answer has no checkable value)
+        e.ambiguous = bool(np.isfinite(cond) and cond <= 1e16 and (eig[..., 0] > 0).all())
+        e.cond = cond
+        raise e
     Jrk = q.J[..., np.ix_(r, k)[0], np.ix_(r, k)[1]]
     Jkk = q.J[..., np.ix_(k, k)[0], np.ix_(k, k)[1]]
     hr, hk = q.h[..., r], q.h[..., k]
