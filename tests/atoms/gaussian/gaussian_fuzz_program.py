@@ -401,12 +401,13 @@ def mc_scale(c: dict, x: dict) -> float:
 
 
 def maybe_rejected(c: dict, x: dict) -> bool:
-    """Whether a ``mean=, precision=`` factor's precision is positive definite only within
+    """Whether a factor's ``precision=`` or ``covariance=`` is positive definite only within
     roundoff of the case's dtype (the library may then refuse it, or take it)."""
     eps = 2.0 ** -52 if c["dtype"] == "float64" else 2.0 ** -23
     for f in c["factors"]:
-        if f["kind"] == "meanprec":
-            e = np.linalg.eigvalsh(x[f["key"] + "_P"])
+        key = {"meanprec": "_P", "info": "_P", "meancov": "_C"}.get(f["kind"])
+        if key is not None:
+            e = np.linalg.eigvalsh(x[f["key"] + key])
             if (e[..., 0] <= 1e3 * eps * e[..., -1]).any():
                 return True
     return False
