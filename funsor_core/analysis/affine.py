@@ -132,12 +132,13 @@ def extract_affine_flat(value: Funsor, host_if_constant: bool = False, proto=Non
     const_inputs = dict(batch)
     coeffs = {}
     avoid = set(value.inputs)
+    scale = _probe_scale(const.data)
     for name, domain in real.items():
         m = domain.num_elements
         probe = fresh_name("_probe", avoid)
         eye = ops.reshape(ops.new_eye(proto, m), (m,) + domain.shape)
         subs = dict(zeros)
-        subs[name] = Tensor.make(eye, {probe: Bint[m]})
+        subs[name] = Tensor.make(eye if scale is None else ops.mul(eye, scale), {probe: Bint[m]})
         column = _as_tensor(value(**subs), proto)
         if column is None:
             return None
@@ -146,6 +147,8 @@ def extract_affine_flat(value: Funsor, host_if_constant: bool = False, proto=Non
             return None
         order = {**{k: d for k, d in batch.items() if k in column.inputs}, probe: Bint[m]}
         data = align_tensor(order, column, expand=True)
+        if scale is not None:
+            data = ops.truediv(data, scale)
         shape = tuple(data.shape[: len(order) - 1]) + (m, n)
         coeffs[name] = Tensor.make(ops.reshape(data, shape),
                                    {k: d for k, d in order.items() if k != probe})
@@ -153,6 +156,29 @@ def extract_affine_flat(value: Funsor, host_if_constant: bool = False, proto=Non
     const_inputs = {k: d for k, d in const_inputs.items() if k in const.inputs}
     const = Tensor.make(const_data if const.inputs else const.data, const_inputs)
     return const, coeffs
+
+
+# The probes' scale is capped so that scale * coefficient stays far from overflow.
+_MAX_PROBE_SCALE = 2.0 ** 40
+
+
+def _probe_scale(const):
+    """The length of the probes: ``v(s e_i) - v(0) = s B_i`` loses ``eps |b|`` to the
+    cancellation of the constant ``b``, so the coefficient read as ``(v(s e_i) - v(0)) / s``
+    is off by ``eps (|b| / s + |B_i|)``; unit probes (``s = 1``) lose all digits of a
+    coefficient of 1 next to a constant of 1e6 in float32. ``s = max(1, max |b|)``; None for
+    1 (no scaling). Under ``jax.jit`` it is an array (read from traced values, never used to
+    decide anything)."""
+    if not ops.is_floating(const):
+        return None
+    if ops.is_concrete(const):
+        host = ops.to_numpy(const)
+        top = float(abs(host).max()) if host.size else 0.0
+        if not top > 1.0:  # also NaN: the probes then carry it, as the constant does
+            return None
+        return min(top, _MAX_PROBE_SCALE)
+    top = ops.amax(ops.reshape(ops.abs(const), (-1,)), 0) if len(const.shape) else ops.abs(const)
+    return ops.clamp(top, min=1.0, max=_MAX_PROBE_SCALE)
 
 
 def is_affine(value: Funsor) -> bool:

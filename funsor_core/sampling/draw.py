@@ -255,8 +255,14 @@ def backend_and_key(proto, rng_key):
 
 
 def _standard_normal(proto, shape: tuple, rng_key):
+    # In proto's float dtype: backends draw in their default one (numpy float64), and a
+    # float32 Gaussian's samples (and Monte Carlo estimates) must stay float32.
     module, key = _module_and_key(proto, rng_key)
-    return ops.new_array(proto, module.randn(shape, key))
+    x = ops.new_array(proto, module.randn(shape, key))
+    if x.dtype == proto.dtype:
+        return x
+    return x.to(proto.dtype) if hasattr(x, "to") and not hasattr(x, "astype") else \
+        x.astype(proto.dtype)
 
 
 def _uniform(proto, shape: tuple, rng_key):

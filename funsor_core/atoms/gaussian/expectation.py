@@ -276,7 +276,7 @@ def _half_trace_hessian(mom: _Moments, f: Funsor):
     probe = fresh_name("_probe", set(f.inputs))
     subs, off = {}, 0
     for k, n in zip(xs, sizes):
-        block = ops.new_array(proto, points[:, off:off + n].reshape(
+        block = _host_floats(proto, points[:, off:off + n].reshape(
             (len(points),) + mom.domains[k].shape))
         subs[k] = Tensor.make(block, {probe: Bint[len(points)]})
         off += n
@@ -291,12 +291,18 @@ def _half_trace_hessian(mom: _Moments, f: Funsor):
     nb, out = len(batch), f.output.shape
     # batch + (P,) + out -> batch + out + (P,), then the differences: batch + out + (d * d,).
     perm = tuple(range(nb)) + tuple(range(nb + 1, nb + 1 + len(out))) + (nb,)
-    hessian = ops.matmul(ops.permute(data, perm), ops.new_array(proto, coef))
+    hessian = ops.matmul(ops.permute(data, perm), _host_floats(proto, coef))
     cov = ops.reshape(_cov_block(mom, xs), tuple(mom.cov.shape[:-2]) + (1,) * len(out)
                       + (d * d,))
     # <H, Σ> = sum over the last output dim of H * Σ, the batch inputs aligned by name.
     product = Tensor.make(hessian, batch) * Tensor.make(cov, mom.batch)
     return 0.5 * ops.sum(product, -1)
+
+
+def _host_floats(proto, a: np.ndarray) -> Array:
+    # In proto's float dtype: a float64 host constant would promote a float32 integral to
+    # float64 on numpy and jax, and torch's matmul refuses to mix the two.
+    return ops.new_array(proto, np.asarray(a, dtype=np.dtype(f"f{proto.dtype.itemsize}")))
 
 
 def _cov_block(mom: _Moments, names) -> Array:
