@@ -267,13 +267,14 @@ def _shrink_caches(bound):
 def test_memory_stays_flat_over_fresh_names():
     data, other = np.ones(2), fc.Tensor(np.ones(2), {"j": Bint[2]})
     vector = fc.Variable("v", Reals[100_000])
-    # Every cache bounded by 128 (the property does not depend on the bound; smaller bounds
-    # fill in fewer steps). Start from empty caches, whatever ran before (a long chain leaves
-    # large entries that the fresh steps below would evict, or not, depending on each
-    # cache's bound), then fill every bounded cache: the align cache meets a fresh key every
-    # 8th step, so 8 x 128 steps fill it (and the others, which meet one more often).
+    # Every cache bounded by 32 (the property does not depend on the bound; smaller bounds
+    # fill in fewer steps: was 128, 4x the warm-up, all of it under tracemalloc). Start from
+    # empty caches, whatever ran before (a long chain leaves large entries that the fresh
+    # steps below would evict, or not, depending on each cache's bound), then fill every
+    # bounded cache: the align cache meets a fresh key every
+    # 8th step, so 8 x 32 steps fill it (and the others, which meet one more often).
     # Traced from before the warm-up, so that an entry evicted later counts as freed.
-    bound, extra = 128, 2_500
+    bound, extra = 32, 1_250
     restore = _shrink_caches(bound)
     fc.clear_caches()
     gc.collect()
@@ -295,10 +296,10 @@ def test_memory_stays_flat_over_fresh_names():
         tracemalloc.stop()
         restore()
         fc.clear_caches()
-    # 2,500 more fresh names: an unbounded cache would grow by an entry of a name, a key and
-    # a value per step (100 bytes or more: 250 kB and up); bounded ones, full, stay full
-    # (about 10 kB of noise here).
-    assert after_large - after_small < 125_000, (after_small, after_large)
+    # 1,250 more fresh names: an unbounded cache would grow by an entry of a name, a key and
+    # a value per step (100 bytes or more: 125 kB and up, twice the bound below, as 2,500
+    # steps against 125 kB were); bounded ones, full, stay full (about 10 kB of noise here).
+    assert after_large - after_small < 62_500, (after_small, after_large)
 
 
 def test_bound_ops_are_interned_while_alive():

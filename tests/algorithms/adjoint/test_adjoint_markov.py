@@ -18,6 +18,12 @@ from interpretations import lazy
 from tests.algorithms.adjoint.test_adjoint_gaussian import chain, rts_smoother
 
 STRATEGIES = ["parallel", "sequential"]
+# Every backend with every strategy, but eager jax only sequentially: it runs the parallel
+# scan op by op, a compile per new shape, so the tests below run both strategies of jax
+# under jit (one program). (Was: a jax-parallel case that ran the sequential one again.)
+BACKEND_STRATEGIES = pytest.mark.parametrize(
+    "backend, strategy", [(b, s) for b in ("numpy", "torch", "jax") for s in STRATEGIES
+                          if (b, s) != ("jax", "parallel")], indirect=["backend"])
 
 
 def _np(x):
@@ -79,11 +85,9 @@ def _check_smoothed(pair, means, covs):
     assert np.allclose(_np(prev.mean)[1:], means[:-1], atol=1e-8)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@BACKEND_STRATEGIES
 @pytest.mark.parametrize("lazy_step", [False, True], ids=["eager_step", "lazy_step"])
 def test_gaussian_markov_product_marginals_are_the_rts_smoother(backend, strategy, lazy_step):
-    if backend == "jax" and strategy == "parallel":  # op by op, a compile per shape: under jit
-        strategy = "sequential"
     trans, obs, init, means, covs = _kalman(0)
     if lazy_step:
         with lazy:
@@ -230,13 +234,9 @@ def _check_tensor_marginals(tr, init_data, sum_op, value, actual):
     assert np.allclose(np.exp(_np(actual)), np.exp(expected))
 
 
-# Eager jax runs the parallel scan op by op, a compile per new shape: jax runs the sequential
-# strategy eagerly and both under jit (one program), below.
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@BACKEND_STRATEGIES
 @pytest.mark.parametrize("sum_op", [ops.logaddexp, ops.max], ids=["sum", "max"])
 def test_tensor_markov_product_marginals_by_enumeration(backend, strategy, sum_op):
-    if backend == "jax" and strategy == "parallel":
-        strategy = "sequential"
     tr, init_data = _tensor_chain()
     value, actual = _tensor_marginals(_arr(tr), _arr(init_data), sum_op, strategy)
     _check_tensor_marginals(tr, init_data, sum_op, value, actual)
@@ -303,13 +303,11 @@ def test_gaussian_markov_product_with_a_switched_regime():
         assert np.allclose(_np(g.mean), means) and np.allclose(_np(g.covariance), covs)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@BACKEND_STRATEGIES
 def test_gaussian_markov_product_max_marginals(backend, strategy):
     # In (max, add) each step's max-marginal peaks at 0 (the MAP path's score is the root)
     # and, a Gaussian, has the smoothed mean (the MAP of a linear-Gaussian chain) and the
     # smoothed covariance (its Hessian is the marginal precision).
-    if backend == "jax" and strategy == "parallel":  # op by op, a compile per shape
-        strategy = "sequential"
     trans, obs, init, means, covs = _kalman(9)
     step = trans + obs
     with lazy:

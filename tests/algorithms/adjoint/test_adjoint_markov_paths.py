@@ -13,7 +13,13 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint import forward_backward
 from funsor_core.sum_product import MarkovProduct
 from interpretations import lazy
-from tests.algorithms.adjoint.test_adjoint_markov import STRATEGIES, _arr, _np, _paths
+from tests.algorithms.adjoint.test_adjoint_markov import (
+    BACKEND_STRATEGIES,
+    STRATEGIES,
+    _arr,
+    _np,
+    _paths,
+)
 
 
 def _point_root(init_data, tr, sum_op, strategy, pairs=("x", "y")):
@@ -59,14 +65,12 @@ def _score(init_data, tr, path):
     return init_data[path[0]] + sum(tr[t, path[t], path[t + 1]] for t in range(len(tr)))
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@BACKEND_STRATEGIES  # eager jax sequentially (it compiles per shape); both under jit, below
 def test_tensor_markov_product_map_path_with_ties(backend, strategy):
     # argmax_approximate through a Tensor chain: the step factor's adjoint carries the MAP
     # path (was: a plain Tensor, extract_samples gave {}), which scores the brute-force
     # optimum also where paths tie.
     from funsor_core.algorithms.adjoint import argmax_approximate
-    if backend == "jax" and strategy == "parallel":
-        strategy = "sequential"  # eager jax compiles per shape; both under jit, below
     for seed in range(8):
         init_data, tr = _integer_chain(seed)
         trans, init, root = _point_root(init_data, tr, ops.max, strategy)

@@ -3,12 +3,14 @@ emulated CPU devices (``--xla_force_host_platform_device_count=8`` must be set b
 starts, which the test session's jax already has). Prints one JSON object of errors and
 collectives; the tests assert on it.
 
-Per device count ``n`` in 1, 2, 4, 8, one compiled program computes, under
+Per device count ``n`` in 1, 4, 8, one compiled program computes, under
 ``sharded(mesh of n devices, plates={"data": "x"}, time={"t": "x"})``: a plated mixture
 (sum-product, local z), its max-product, a ``Reduce(logaddexp)`` over the plate, a
 log-space and a max-plus Tensor chain, a Gaussian chain, an ``einsum`` over the plate; and
 the gradient of a random weighting of them.
-``N = T = 12``: blocks are even on 1, 2 and 4 devices and uneven (masked) on 8.
+``N = T = 12``: blocks are even on 1 and 4 devices and uneven (masked) on 8. (Two devices
+would be one more even split, the code path of four, at 10 s of compiles: a 2-device mesh
+runs in ``_switching`` here and in the two-process test, 2 devices per host.)
 Oracles: the same program on one device without ``sharded``, and numpy brute force.
 """
 
@@ -570,7 +572,7 @@ def main() -> None:
 
     reference = jax.jit(lambda *a: (everything(*a), jax.grad(loss, (0, 1, 3, 4, 5))(*a)))(*args)
     report = {"devices": len(jax.devices()),
-              "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 2, 4, 8)},
+              "errors": {n: _errors(n, args, weights, oracle, reference) for n in (1, 4, 8)},
               "collectives": _collectives(args), "adjoint": _adjoint(args),
               "mesh_2d": _mesh_2d(args, oracle), "partitioned_mcmc": _partitioned_mcmc(),
               "particles": _particles(), "mcmc_chains": _mcmc_chains(),
