@@ -212,7 +212,7 @@ def data(c: dict) -> dict:
 
     Example:
         >>> sorted(data(draw(0)))[0]
-        'f0_w'
+        'f0_b'
     """
     r = np.random.default_rng(10_000 + c["seed"])
     # float32 keeps 7 digits: information vectors of 1e6 give log constants of 1e12 whose
