@@ -39,6 +39,16 @@ PEER = os.environ.get("FUNSOR_PEER_PYTHON",
                       "/root/.cache/funsor-core-clients/venv/bin/python")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# XLA compilations counted from jax's own log (load-independent), pasted at the top level of
+# the scripts below that run in fresh processes.
+_COUNT_COMPILES = textwrap.dedent("""
+    class _Count(logging.Handler):
+        n = 0
+        def emit(self, record):
+            _Count.n += record.getMessage().startswith("Compiling ")
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)""").strip("\n")
+
 # -- eager jax, first call in a fresh process -----------------------------------------------------
 _FIRST = textwrap.dedent("""
     import sys, time
@@ -157,12 +167,7 @@ _LONGER = textwrap.dedent("""
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     import logging
-    class _Count(logging.Handler):
-        n = 0
-        def emit(self, record):
-            _Count.n += record.getMessage().startswith("Compiling ")
-    logging.getLogger("jax").addHandler(_Count())
-    jax.config.update("jax_log_compiles", True)
+    {count_compiles}
     {imports}
     rng = np.random.default_rng(0)
     K = 4
@@ -196,7 +201,8 @@ _PEER_IMPORTS = ("from collections import OrderedDict\nimport funsor; funsor.set
 
 def _run_longer(python: str, imports: str) -> dict | None:
     try:
-        out = subprocess.run([python, "-c", _LONGER.format(imports=imports)], capture_output=True,
+        code = _LONGER.format(imports=imports, count_compiles=_COUNT_COMPILES)
+        out = subprocess.run([python, "-c", code], capture_output=True,
                              text=True, env=dict(os.environ), check=True, timeout=600).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -235,12 +241,7 @@ _CHAINS = textwrap.dedent("""
     from funsor_core.sum_product import (MarkovProduct, markov_map, markov_marginals,
                                          markov_product)
     from interpretations import lazy
-    class _Count(logging.Handler):
-        n = 0
-        def emit(self, record):
-            _Count.n += record.getMessage().startswith("Compiling ")
-    logging.getLogger("jax").addHandler(_Count())
-    jax.config.update("jax_log_compiles", True)
+    {count_compiles}
     fc.set_backend("jax")
     rng, K, step = np.random.default_rng(0), 3, {{"x_prev": "x_curr"}}
     init = fc.Tensor(jnp.asarray(np.log(np.full(K, 1 / K))), {{"x_prev": fc.Bint[K]}})
@@ -282,7 +283,8 @@ def markov_chains() -> None:
     print("| call | T = 10 (first) | T = 11 | T = 12 | T = 13 |")
     print("|---|---:|---:|---:|---:|")
     try:
-        out = subprocess.run([sys.executable, "-c", _CHAINS.format(root=ROOT)],
+        code = _CHAINS.format(root=ROOT, count_compiles=_COUNT_COMPILES)
+        out = subprocess.run([sys.executable, "-c", code],
                              capture_output=True, text=True, env=dict(os.environ), check=True,
                              timeout=600).stdout
     except (OSError, subprocess.SubprocessError) as e:
