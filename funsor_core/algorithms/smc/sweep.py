@@ -269,7 +269,9 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
         ess = ess_of(log_w)
         if scheme == "joint":
             # (value, particle) grid, value-major: the systematic draw stratifies the values.
-            grid = ops.transpose(ops.add(ops.sub(log_root, log_u[:, None]), log_w[:, None]),
+            # (safesub: where evidence has probability zero, log_root and log_u are both -inf,
+            # and -inf - -inf would be NaN; the weights are uniform then, above)
+            grid = ops.transpose(ops.add(ops.safesub(log_root, log_u[:, None]), log_w[:, None]),
                                  0, 1)
             flat = systematic_resample(grid, uniform, num_particles)
             index = ops.mod(flat, num_particles)

@@ -105,3 +105,18 @@ def test_a_traced_ess_threshold_is_named():
     # algorithm), which every particle's weight gives exactly.
     assert float(hmm_smc(log_init - np.log(2), log_trans, log_obs, 4, rng_key=0,
                          ess_threshold=0.5).log_z) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["joint", "adaptive"])
+def test_evidence_of_probability_zero_gives_minus_inf_quietly(scheme):
+    # The forward algorithm's log p(y) is -inf once a step has no possible state; the joint
+    # scheme's resampling grid subtracted -inf from -inf (numpy RuntimeWarnings, errors here).
+    log_init, log_trans = np.log([0.5, 0.5]), np.log(np.full((2, 2), 0.5))
+    log_obs = np.zeros((5, 2))
+    log_obs[1] = -np.inf
+    alpha = log_init + log_obs[0]
+    for t in range(1, 5):
+        alpha = logsumexp(alpha[:, None] + log_trans, axis=0) + log_obs[t]
+    assert logsumexp(alpha) == -np.inf
+    result = hmm_smc(log_init, log_trans, log_obs, 50, rng_key=0, scheme=scheme)
+    assert float(result.log_z) == -np.inf
