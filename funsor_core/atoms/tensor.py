@@ -137,6 +137,10 @@ class Tensor(Funsor, metaclass=TensorMeta):
         Rules use this for results: the data is fresh, so cons-hashing could never share it,
         and no rule rewrites a Tensor's constructor. ``output``, when the rule knows it, saves
         recomputing the domain from the shape.
+
+        Example:
+            >>> fc.Tensor.make(np.zeros((2, 3)), {"i": fc.Bint[2]}).output
+            Reals[3]
         """
         self = _new(cls)
         if ikey is None:
@@ -157,6 +161,12 @@ class Tensor(Funsor, metaclass=TensorMeta):
 
     @property
     def dtype(self):
+        """``"real"``, or the bound ``n`` of Bint[n] data, as funsor's.
+
+        Example:
+            >>> fc.Tensor(np.array([0, 2]), dtype=3).dtype
+            3
+        """
         return self.output.dtype
 
     def __deepcopy__(self, memo):

@@ -277,7 +277,14 @@ class Term(metaclass=FunsorMeta):
     def tree_flatten(cls, term: Term) -> tuple[list, tuple]:
         """Split ``term`` into (leaves, static aux): arrays and subterms are the leaves;
         names, domains, ops and derived slots are static, so ``jax.jit`` traces once per
-        structure."""
+        structure.
+
+        Example:
+            >>> t = fc.Tensor(np.arange(2.0), {"i": fc.Bint[2]})
+            >>> leaves, aux = fc.Tensor.tree_flatten(t)
+            >>> leaves, fc.Tensor.tree_unflatten(aux, [leaves[0] * 10]).data
+            ([array([0., 1.])], array([ 0., 10.]))
+        """
         args = term._args
         derived = tuple(getattr(term, s) for s in cls._derived)
         positions = cls._leaf_args
@@ -294,6 +301,12 @@ class Term(metaclass=FunsorMeta):
         """Rebuild a term from its aux and (possibly transformed) leaves without checks.
 
         JAX may pass placeholders or batched arrays as leaves, so shapes come from ``aux``.
+
+        Example:
+            >>> t = fc.Tensor(np.arange(2.0), {"i": fc.Bint[2]})
+            >>> _, aux = fc.Tensor.tree_flatten(t)
+            >>> fc.Tensor.tree_unflatten(aux, [np.ones(2)]).inputs
+            {'i': Bint[2]}
         """
         static, inputs, output, derived = aux
         args = _fill(static, iter(leaves))
@@ -313,7 +326,14 @@ class Term(metaclass=FunsorMeta):
 
     @property
     def bound(self) -> frozenset:
-        """Names bound by this term (not free in it), read off the fields in ``binds``."""
+        """Names bound by this term (not free in it), read off the fields in ``binds``.
+
+        Example:
+            >>> with fc.reflect:
+            ...     e = fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}).reduce(ops.add, "i")
+            >>> e.bound, e.inputs
+            (frozenset({'i'}), {})
+        """
         positions = type(self)._bind_pos
         if not positions:
             return frozenset()

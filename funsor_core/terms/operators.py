@@ -58,14 +58,44 @@ def _binary_method(op, reflected: bool):
     return method
 
 
-def _reduction_method(op, default_axis=None):
+# The methods' examples check each against numpy on the data: ``d`` holds an input ``i`` as
+# its first axis, so numpy reduces the last one where the method reduces the output's.
+_EXAMPLE = """
+
+Example:
+    >>> x = fc.Tensor(np.array([[0.25, 0.5], [0.125, 0.75]]), {{"i": fc.Bint[2]}})
+    >>> d = x.data  # axis 0 is the input i, axis 1 the output
+    >>> np.allclose({call}, {oracle})
+    True
+"""
+_UNARY_ORACLES = {
+    "exp": "np.exp(d)", "log": "np.log(d)", "log1p": "np.log1p(d)", "expm1": "np.expm1(d)",
+    "sqrt": "np.sqrt(d)", "sigmoid": "1 / (1 + np.exp(-d))", "tanh": "np.tanh(d)",
+    "reciprocal": "1 / d", "abs": "np.abs(d)", "atanh": "np.arctanh(d)",
+}
+_REDUCTION_ORACLES = {
+    "sum": "d.sum(-1)", "prod": "d.prod(-1)", "logsumexp": "np.log(np.exp(d).sum(-1))",
+    "max": "d.max(-1)", "min": "d.min(-1)", "mean": "d.mean(-1)", "argmax": "d.argmax(-1)",
+    "argmin": "d.argmin(-1)", "all": "(d > 0.2).all(-1)", "any": "(d > 0.2).any(-1)",
+}
+
+
+def _example(name: str, oracles: dict) -> str:
+    if name not in oracles:
+        return ""
+    subject = "(x > 0.2)" if name in ("all", "any") else "x"
+    return _EXAMPLE.format(call=f"{subject}.{name}().data", oracle=oracles[name])
+
+
+def _reduction_method(op, name, default_axis=None):
     def method(self, axis=default_axis, keepdims=False):
         return op(self, axis=axis, keepdims=keepdims)
-    method.__doc__ = f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
+    method.__doc__ = (f"``ops.{op.name}`` over the output dims ``axis`` (inputs are kept)."
+                      + _example(name, _REDUCTION_ORACLES))
     return method
 
 
-def _unary_method(op):
+def _unary_method(op, name):
     op_type = type(op)
 
     def method(self):
@@ -73,7 +103,7 @@ def _unary_method(op):
         rules = eager_rules((Unary, op_type, type(self)))
         return run_rules(rules, Unary, (op, self)) if rules else Unary(op, self)
 
-    method.__doc__ = f"``ops.{op.name}`` elementwise."
+    method.__doc__ = f"``ops.{op.name}`` elementwise." + _example(name, _UNARY_ORACLES)
     return method
 
 
@@ -96,13 +126,13 @@ for _name, _op in _BINARY_METHODS.items():
 for _name, _op in _COMPARISONS.items():
     setattr(Funsor, f"__{_name}__", _binary_method(_op, False))
 for _name, _op in _UNARY_METHODS.items():
-    setattr(Funsor, _name, _unary_method(_op))
+    setattr(Funsor, _name, _unary_method(_op, _name))
 for _name, _op in {"sum": ops.sum, "prod": ops.prod, "logsumexp": ops.logsumexp,
                    "max": ops.amax, "min": ops.amin, "mean": ops.mean, "all": ops.all,
                    "any": ops.any}.items():
-    setattr(Funsor, _name, _reduction_method(_op))
-Funsor.argmax = _reduction_method(ops.argmax, -1)
-Funsor.argmin = _reduction_method(ops.argmin, -1)
+    setattr(Funsor, _name, _reduction_method(_op, _name))
+Funsor.argmax = _reduction_method(ops.argmax, "argmax", -1)
+Funsor.argmin = _reduction_method(ops.argmin, "argmin", -1)
 
 
 def _number_method(convert):

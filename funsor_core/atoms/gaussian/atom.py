@@ -255,6 +255,11 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
         """Build a Gaussian from arrays a rule just computed, skipping checks and rules.
 
         ``inputs`` as a dict, or ``ikey``: its items as a tuple (then no copy is made).
+
+        Example:
+            >>> g = fc.Gaussian.make(np.zeros(1), np.ones((1, 1)), {"x": fc.Real})
+            >>> g.precision  # prec_sqrt @ prec_sqrt.T = 1 * 1
+            array([[1.]])
         """
         self = object.__new__(cls)
         self._init(white_vec, prec_sqrt, ikey if ikey is not None else tuple(inputs.items()))
@@ -263,60 +268,131 @@ class Gaussian(Funsor, metaclass=_GaussianMeta):
     # -- structure -----------------------------------------------------------------------------
     @property
     def dim(self) -> int:
-        """Number of real coordinates (sum of the real inputs' sizes)."""
+        """Number of real coordinates (sum of the real inputs' sizes).
+
+        Example:
+            >>> fc.Gaussian(mean=np.zeros(3), covariance=np.eye(3),
+            ...             inputs={"x": fc.Reals[2], "y": fc.Real}).dim  # 2 + 1
+            3
+        """
         return self.prec_sqrt.shape[-2]
 
     @property
     def rank(self) -> int:
-        """Number of columns of ``prec_sqrt`` (rows of information)."""
+        """Number of columns of ``prec_sqrt`` (rows of information).
+
+        Example:
+            >>> g = fc.Gaussian(white_vec=np.zeros(1), prec_sqrt=np.ones((2, 1)),
+            ...                 inputs={"x": fc.Reals[2]})  # information on x[0] + x[1] only
+            >>> g.rank, g.dim
+            (1, 2)
+        """
         return self.prec_sqrt.shape[-1]
 
     @property
     def batch_inputs(self) -> dict:
-        """The Bint inputs (batch dims), in order."""
+        """The Bint inputs (batch dims), in order.
+
+        Example:
+            >>> fc.Gaussian(mean=np.zeros((4, 2)), covariance=np.eye(2),
+            ...             inputs={"i": fc.Bint[4], "x": fc.Reals[2]}).batch_inputs
+            {'i': Bint[4]}
+        """
         return dict(gaussian_layout(self._ikey)[0])
 
     @property
     def real_inputs(self) -> dict:
-        """The real inputs (coordinates), in order."""
+        """The real inputs (coordinates), in order.
+
+        Example:
+            >>> fc.Gaussian(mean=np.zeros((4, 2)), covariance=np.eye(2),
+            ...             inputs={"i": fc.Bint[4], "x": fc.Reals[2]}).real_inputs
+            {'x': Reals[2]}
+        """
         return {k: d for k, d in self.inputs.items() if d.dtype == "real"}
 
     @property
     def is_full_rank(self) -> bool:
-        """Whether ``rank >= dim`` (necessary, not sufficient, to normalize)."""
+        """Whether ``rank >= dim`` (necessary, not sufficient, to normalize).
+
+        Example:
+            >>> fc.Gaussian(white_vec=np.zeros(1), prec_sqrt=np.ones((2, 1)),
+            ...             inputs={"x": fc.Reals[2]}).is_full_rank  # rank 1 < dim 2
+            False
+        """
         return self.rank >= self.dim
 
     # -- derived quantities --------------------------------------------------------------------
     @property
     def info_vec(self):
-        """``prec_sqrt @ white_vec``: batch + (dim,)."""
+        """``prec_sqrt @ white_vec``: batch + (dim,); ``precision @ mean`` at full rank.
+
+        Example:
+            >>> g = fc.Gaussian(mean=np.array([3.0]), covariance=np.array([[0.5]]),
+            ...                 inputs={"x": fc.Real})
+            >>> g.info_vec  # (1 / 0.5) * 3
+            array([6.])
+        """
         return gm.to_info(self.white_vec, self.prec_sqrt)[0]
 
     @property
     def precision(self):
-        """``prec_sqrt @ prec_sqrt.T``: batch + (dim, dim)."""
+        """``prec_sqrt @ prec_sqrt.T``: batch + (dim, dim).
+
+        Example:
+            >>> fc.Gaussian(mean=np.array([3.0]), covariance=np.array([[0.5]]),
+            ...             inputs={"x": fc.Real}).precision  # 1 / 0.5
+            array([[2.]])
+        """
         return ops.matmul(self.prec_sqrt, ops.transpose(self.prec_sqrt, -1, -2))
 
     @property
     def log_normalizer(self) -> Tensor:
-        """``log ∫ exp f(x) dx`` over all real inputs: a Tensor over the Bint inputs."""
+        """``log ∫ exp f(x) dx`` over all real inputs: a Tensor over the Bint inputs.
+
+        Example:
+            >>> g = fc.Gaussian(mean=np.array([3.0]), covariance=np.array([[0.5]]),
+            ...                 inputs={"x": fc.Real})  # exp f(x) = exp(-(x - 3)^2)
+            >>> round(float(g.log_normalizer), 6), round(0.5 * float(np.log(np.pi)), 6)
+            (0.572365, 0.572365)
+        """
         data = gm.log_normalizer(self.white_vec, self.prec_sqrt,
                                  triangular=getattr(self, "_triangular", None))
         return Tensor.make(data, self.batch_inputs)
 
     @property
     def mean(self):
-        """The mean (= mode) of the normalized density: batch + (dim,); needs full rank."""
+        """The mean (= mode) of the normalized density: batch + (dim,); needs full rank.
+
+        Example:
+            >>> fc.Gaussian(info_vec=np.array([1.0]), precision=np.array([[2.0]]),
+            ...             inputs={"x": fc.Real}).mean  # precision^-1 @ info_vec
+            array([0.5])
+        """
         return gm.mean(self.white_vec, self.prec_sqrt)
 
     @property
     def covariance(self):
-        """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank."""
+        """The covariance ``precision^{-1}``: batch + (dim, dim); needs full rank.
+
+        Example:
+            >>> fc.Gaussian(mean=np.zeros(2), covariance=np.diag([4.0, 1.0]),
+            ...             inputs={"x": fc.Reals[2]}).covariance
+            array([[4., 0.],
+                   [0., 1.]])
+        """
         return gm.covariance(self.prec_sqrt)
 
     @property
     def scale_tril(self):
-        """The lower Cholesky factor of the covariance: batch + (dim, dim); needs full rank."""
+        """The lower Cholesky factor of the covariance: batch + (dim, dim); needs full rank.
+
+        Example:
+            >>> fc.Gaussian(mean=np.zeros(2), covariance=np.diag([4.0, 1.0]),
+            ...             inputs={"x": fc.Reals[2]}).scale_tril  # sqrt of the diagonal
+            array([[2., 0.],
+                   [0., 1.]])
+        """
         la.require_full_rank(self.prec_sqrt, "a scale_tril")
         return la.inverse_cholesky(self.precision)
 

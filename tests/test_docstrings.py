@@ -1,0 +1,258 @@
+"""Every public name has a docstring with a runnable example, and the examples run.
+
+Public names: ``funsor_core.__all__``, ``interpretations.__all__``, the ``__all__`` of every
+module under ``funsor_core``, and the public methods and properties of the atoms' classes
+(``Funsor``, ``Tensor``, ``Gaussian``, ``Delta``). Data (tables, constants) and re-exported
+modules carry no docstring of their own and are not counted.
+
+Most examples run under ``pytest --doctest-modules`` (``pyproject.toml``), where they are found
+in their defining module; ops (``tests/ops/test_op_docs.py``) and interpretations
+(``tests/engine/test_interpretation_docs.py``) run in tests of their own. Methods installed on
+``Funsor`` by another module (``terms/operators.py`` builds them from a table) are found by no
+module's doctest collection, so their examples run here.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+import interpretations
+from funsor_core import Delta, Funsor, Gaussian, Tensor, ops
+
+# Modules whose import needs a peer library (pyro) that the test extra may lack.
+_OPTIONAL = ("funsor_core.pyro", "funsor_core.compat.pyro_")
+ATOM_CLASSES = (Funsor, Tensor, Gaussian, Delta)
+
+# Public names in module ``__all__`` lists that still lack an example: shrink it, never grow
+# it. A name that gains an example must leave the list (the test below says so).
+TO_DO = frozenset("""
+funsor_core.algorithms.adjoint.backward.Semiring
+funsor_core.algorithms.adjoint.chain_arrays.chain_array_shares
+funsor_core.algorithms.adjoint.chain_paths.chain_path_shares
+funsor_core.algorithms.adjoint.kbest_from_tape
+funsor_core.algorithms.adjoint.precondition.precondition_points
+funsor_core.algorithms.adjoint.recipes.forward_filter_backward_rsample
+funsor_core.algorithms.chains.cost_model.ChainProblem
+funsor_core.algorithms.chains.discrete_eager.eager_log_filter
+funsor_core.algorithms.chains.discrete_eager.rounded_away
+funsor_core.algorithms.chains.gaussian_filter.contract_markov_gaussian
+funsor_core.algorithms.chains.gaussian_smooth.smooth_gaussian_chain
+funsor_core.algorithms.compiled.FunctionalError
+funsor_core.algorithms.compiled.Plan
+funsor_core.algorithms.compiled.Program
+funsor_core.algorithms.compiled.get_memory_budget
+funsor_core.algorithms.compiled.jointree.JoinTree
+funsor_core.algorithms.compiled.jointree.jointree_from_children
+funsor_core.algorithms.compiled.jointree.separator_bits
+funsor_core.algorithms.compiled.jointree.shrink_bits
+funsor_core.algorithms.compiled.lowering.PairSpec
+funsor_core.algorithms.compiled.lowering.reduce_spec
+funsor_core.algorithms.compiled.lowering.run_reduce
+funsor_core.algorithms.compiled.opprogram.OpProgram
+funsor_core.algorithms.compiled.opprogram.make_tuple
+funsor_core.algorithms.compiled.program.plan_structure
+funsor_core.algorithms.contract.forest.ForestPlan
+funsor_core.algorithms.contract.kernels.log_pair_run
+funsor_core.algorithms.contract.replay.ArrayProgram
+funsor_core.algorithms.contract.replay.Check
+funsor_core.algorithms.eliminate.graph.EliminationSteps
+funsor_core.algorithms.eliminate.schedule.Schedule
+funsor_core.algorithms.eliminate.schedule.Step
+funsor_core.algorithms.filter.fused_scan.scan_steps
+funsor_core.algorithms.filter.masked.masked_filter
+funsor_core.algorithms.loopy.anytime.AnytimeStep
+funsor_core.algorithms.loopy.anytime_buckets.Bucket
+funsor_core.algorithms.loopy.anytime_buckets.bucket_bp
+funsor_core.algorithms.loopy.anytime_buckets.bucket_priorities
+funsor_core.algorithms.loopy.anytime_buckets.make_buckets
+funsor_core.algorithms.loopy.anytime_compact.CompactLayout
+funsor_core.algorithms.loopy.anytime_compact.compact_dynamic_priorities
+funsor_core.algorithms.loopy.anytime_compact.compact_graph
+funsor_core.algorithms.loopy.anytime_compact.initial_messages
+funsor_core.algorithms.loopy.anytime_compact.remap_messages
+funsor_core.algorithms.loopy.api.Samples
+funsor_core.algorithms.loopy.api.sample_chains
+funsor_core.algorithms.loopy.asynchronous.residual_bp
+funsor_core.algorithms.loopy.blocks.ColourBlocks
+funsor_core.algorithms.loopy.bp.BPResult
+funsor_core.algorithms.loopy.cluster_bp.ClusterBPResult
+funsor_core.algorithms.loopy.cluster_bp.MessageCounts
+funsor_core.algorithms.loopy.cluster_graph.ClusterGraph
+funsor_core.algorithms.loopy.graph.FactorGraph
+funsor_core.algorithms.loopy.graph.FactorGroup
+funsor_core.algorithms.loopy.mcmc.SamplerPlan
+funsor_core.algorithms.loopy.mcmc.conditional_logits
+funsor_core.algorithms.loopy.mcmc.sweep_rounds
+funsor_core.algorithms.loopy.mcmcmc.subsample_sizes
+funsor_core.algorithms.loopy.messages.bethe_log_z
+funsor_core.algorithms.loopy.messages.factor_log_beliefs
+funsor_core.algorithms.loopy.messages.factor_to_var
+funsor_core.algorithms.loopy.messages.normalize
+funsor_core.algorithms.loopy.messages.var_to_factor
+funsor_core.algorithms.loopy.messages.variable_sums
+funsor_core.algorithms.loopy.runners.structure_key
+funsor_core.algorithms.sharding.partitions.PartitionPlan
+funsor_core.algorithms.smc.allocation_smc.initial_tables
+funsor_core.algorithms.smc.ntf.kl_ntf
+funsor_core.algorithms.smc.rejuvenate.move_draws
+funsor_core.algorithms.smc.rejuvenate.rejuvenate
+funsor_core.algorithms.smc.sweep.Proposal
+funsor_core.algorithms.smc.sweep.SweepResult
+funsor_core.algorithms.smc.sweep.run_sweep
+funsor_core.algorithms.smc.token_plan.PlanStep
+funsor_core.algorithms.smc.vb.VBResult
+funsor_core.algorithms.smc.vb.vb_elbo
+funsor_core.atoms.gaussian.mixture.collapse_args
+funsor_core.atoms.gaussian.mixture.mixture_vars
+funsor_core.atoms.gaussian.mixture.would_compress
+funsor_core.atoms.gaussian.moments.align_system
+funsor_core.atoms.gaussian.moments.align_weights
+funsor_core.atoms.gaussian.moments.collapse_planned
+funsor_core.atoms.gaussian.moments.collapse_planned_gram
+funsor_core.atoms.gaussian.moments.collapse_result
+funsor_core.atoms.gaussian.moments.place_system
+funsor_core.atoms.gaussian.parameters.as_array
+funsor_core.atoms.gaussian.parameters.canonical_checked
+funsor_core.atoms.gaussian.parameters.one_backend
+funsor_core.atoms.gaussian.rank.RankFix
+funsor_core.atoms.gaussian.rank.decide
+funsor_core.atoms.gaussian.rank.raise_rank
+funsor_core.compat.pyro_distribution.FunsorDistribution
+funsor_core.compat.pyro_hmm.DiscreteHMM
+funsor_core.compat.pyro_hmm.GaussianHMM
+funsor_core.compat.pyro_hmm.GaussianMRF
+funsor_core.compat.pyro_hmm.SwitchingLinearHMM
+funsor_core.distribution.NonreparameterizedBeta
+funsor_core.distribution.NonreparameterizedDirichlet
+funsor_core.distribution.NonreparameterizedGamma
+funsor_core.distribution.NonreparameterizedNormal
+funsor_core.distribution.base.on_family
+funsor_core.distribution.constraints.CHECKED_UPSTREAM
+funsor_core.distribution.convert_wrappers.wrapper_to_funsor
+funsor_core.engine.backend.announce_term_class
+funsor_core.engine.cache.CacheInfo
+funsor_core.engine.cons.build
+funsor_core.engine.interpreter.ENTERED
+funsor_core.engine.interpreter.interpret
+funsor_core.engine.interpreter.type_key
+funsor_core.engine.patterns.check_tuple_lengths
+funsor_core.engine.patterns.mark_deep
+funsor_core.engine.patterns.uses_tuple_pattern
+funsor_core.engine.protocol.FunsorMeta
+funsor_core.engine.protocol.pending_slot
+funsor_core.engine.typing.get_type_hints
+funsor_core.interop.data.ConversionError
+funsor_core.ops.CatOp
+funsor_core.ops.NullOp
+funsor_core.ops.StackOp
+funsor_core.ops.domain_rules.find_domain_rule
+funsor_core.ops.op.register_array_type
+funsor_core.ops.op.register_funsor_builder
+funsor_core.ops.tracer.register_traced_type
+funsor_core.sampling.draw.find_sampler
+funsor_core.terms.fresh_name
+funsor_core.terms.map_args
+funsor_core.terms.short_repr
+funsor_core.testing.excludes_backend
+funsor_core.testing.requires_backend
+funsor_core.testing.xfail_if_not_found
+funsor_core.testing.xfail_if_not_implemented
+funsor_core.testing.xfail_param
+""".split())
+
+
+def _modules() -> list[types.ModuleType]:
+    out = [fc, interpretations]
+    for info in pkgutil.walk_packages(fc.__path__, "funsor_core."):
+        try:
+            out.append(importlib.import_module(info.name))
+        except ImportError:  # pragma: no cover  (an optional peer library is missing)
+            assert info.name.startswith(_OPTIONAL), info.name
+    return out
+
+
+def _documentable(obj) -> bool:
+    # A table or a constant has its type's docstring, not one of its own; a module in an
+    # ``__all__`` is a namespace handed on (``funsor_core.torch``'s ``dist``), unless it is
+    # called as a function (``fc.einsum(...)``: its docstring is the module's).
+    if isinstance(obj, types.ModuleType):
+        return callable(obj)
+    return callable(obj) or type(obj).__module__ != "builtins"
+
+
+def _public_names() -> dict[str, object]:
+    """``qualified name -> object`` of every public name, each object once."""
+    found, seen = {}, set()
+    for module in _modules():
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if id(obj) not in seen and _documentable(obj):
+                seen.add(id(obj))
+                found[f"{module.__name__}.{name}"] = obj
+    for cls in ATOM_CLASSES:
+        for name in dir(cls):
+            if name.startswith("_"):
+                continue
+            attr = inspect.getattr_static(cls, name)
+            fn = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
+            if callable(fn) and id(fn) not in seen:
+                seen.add(id(fn))
+                found[f"{cls.__name__}.{name}"] = fn
+    return found
+
+
+PUBLIC = _public_names()
+
+
+def _has_example(obj) -> bool:
+    doc = inspect.getdoc(obj)
+    return bool(doc) and ">>>" in doc
+
+
+def test_every_public_name_has_an_example():
+    missing = sorted(k for k, v in PUBLIC.items() if not _has_example(v) and k not in TO_DO)
+    assert missing == [], "public names without a docstring example:\n" + "\n".join(missing)
+
+
+def test_to_do_list_only_shrinks():
+    done = sorted(k for k in TO_DO if k not in PUBLIC or _has_example(PUBLIC[k]))
+    assert done == [], "these have an example now (or are gone): drop them from TO_DO"
+
+
+def _collected_elsewhere(cls, fn) -> bool:
+    # --doctest-modules finds a method in its class's module when it was defined there, or a
+    # function that its own module holds (terms/methods.py's ``_align``).
+    fn = inspect.unwrap(fn)
+    if getattr(fn, "__globals__", None) is vars(sys.modules[cls.__module__]):
+        return True
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    return module is not None and any(v is fn for v in vars(module).values())
+
+
+_ATOMS = {cls.__name__: cls for cls in ATOM_CLASSES}
+INSTALLED = sorted(k for k, v in PUBLIC.items() if k.split(".")[0] in _ATOMS and _has_example(v)
+                   and not _collected_elsewhere(_ATOMS[k.split(".")[0]], v))
+
+
+@pytest.mark.parametrize("name", INSTALLED)
+def test_installed_method_example_runs(name):
+    doc = inspect.getdoc(PUBLIC[name])
+    test = doctest.DocTestParser().get_doctest(doc, {"fc": fc, "np": np, "ops": ops}, name,
+                                               None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    was = fc.get_backend()
+    fc.set_backend("numpy")  # the examples print numpy results
+    try:
+        runner.run(test)
+    finally:
+        fc.set_backend(was)
+    assert runner.summarize(verbose=False).failed == 0, doc
