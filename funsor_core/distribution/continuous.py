@@ -429,7 +429,13 @@ class VonMises(Distribution):
 # funsor's non-reparameterized twins: the same densities, samples without pathwise gradients
 # (a DiCE factor carries the score-function gradient instead).
 class NonreparameterizedNormal(Normal):
-    """Normal whose samples carry no pathwise gradient (funsor's name)."""
+    """Normal whose samples carry no pathwise gradient (funsor's name).
+
+    Example:
+        >>> from funsor_core.distribution import Normal, NonreparameterizedNormal
+        >>> float(NonreparameterizedNormal(0.0, 1.0, value=0.5)) == float(Normal(0.0, 1.0, value=0.5))  # one density
+        True
+    """
 
     params = Normal.params
     fields = Normal.fields
@@ -437,7 +443,13 @@ class NonreparameterizedNormal(Normal):
 
 
 class NonreparameterizedGamma(Gamma):
-    """Gamma whose samples carry no pathwise gradient (funsor's name)."""
+    """Gamma whose samples carry no pathwise gradient (funsor's name).
+
+    Example:
+        >>> from funsor_core.distribution import Gamma, NonreparameterizedGamma
+        >>> float(NonreparameterizedGamma(2.0, 1.0, value=0.5)) == float(Gamma(2.0, 1.0, value=0.5))  # one density
+        True
+    """
 
     params = Gamma.params
     fields = Gamma.fields
@@ -445,7 +457,13 @@ class NonreparameterizedGamma(Gamma):
 
 
 class NonreparameterizedBeta(Beta):
-    """Beta whose samples carry no pathwise gradient (funsor's name)."""
+    """Beta whose samples carry no pathwise gradient (funsor's name).
+
+    Example:
+        >>> from funsor_core.distribution import Beta, NonreparameterizedBeta
+        >>> float(NonreparameterizedBeta(2.0, 1.0, value=0.5)) == float(Beta(2.0, 1.0, value=0.5))  # one density
+        True
+    """
 
     params = Beta.params
     fields = Beta.fields
@@ -453,7 +471,14 @@ class NonreparameterizedBeta(Beta):
 
 
 class NonreparameterizedDirichlet(Dirichlet):
-    """Dirichlet whose samples carry no pathwise gradient (funsor's name)."""
+    """Dirichlet whose samples carry no pathwise gradient (funsor's name).
+
+    Example:
+        >>> from funsor_core.distribution import Dirichlet, NonreparameterizedDirichlet
+        >>> c, v = fc.Tensor(np.ones(3)), fc.Tensor(np.array([0.2, 0.3, 0.5]))
+        >>> float(NonreparameterizedDirichlet(c, value=v)) == float(Dirichlet(c, value=v))
+        True
+    """
 
     params = Dirichlet.params
     fields = Dirichlet.fields

@@ -66,7 +66,13 @@ def _check_bound(name: str, maxsize: int) -> None:
 
 
 class CacheInfo(NamedTuple):
-    """What ``cache_info()`` reports of one cache."""
+    """What ``cache_info()`` reports of one cache.
+
+    Example:
+        >>> info = fc.cache_info()["terms.bint_numbers"]
+        >>> info.name, info.maxsize
+        ('terms.bint_numbers', 4096)
+    """
 
     name: str
     size: int

@@ -115,6 +115,11 @@ def build(cls: type, args: tuple) -> Any:
 
     Only the interpreter calls this (it is what ``reflect`` does); rules build terms with
     the constructors, so the active interpretation sees every term.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> build(fc.Binary, (ops.add, x, x)), build(fc.Variable, ("x", fc.Real)) is x
+        (Binary(ops.add, Variable('x', Real), Variable('x', Real)), True)
     """
     special = cls._cons_build
     if special is not None:  # (Tensor: keyed by its array alone, see ``tensor_cons``)

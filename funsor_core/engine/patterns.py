@@ -146,7 +146,13 @@ def uses_tuple_pattern(pattern) -> bool:
 
 def type_key(cls: type, args: tuple) -> tuple:
     """The dispatch key of ``cls(*args)``: deep (tuples typed by their elements) when some
-    rule for ``cls`` looks inside tuples, else the plain argument types."""
+    rule for ``cls`` looks inside tuples, else the plain argument types.
+
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> [t.__name__ for t in type_key(fc.Binary, (ops.add, x, fc.Number(1.0)))]
+        ['Binary', 'AddOp', 'Variable', 'Number']
+    """
     key = (cls, *map(type, args))
     if cls._deep_key and tuple in key:
         return (cls, *[tuple_type(a) if type(a) is tuple else type(a) for a in args])

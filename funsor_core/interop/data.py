@@ -54,7 +54,15 @@ class LazyTermError(NotImplementedError, ValueError):
 
 class ConversionError(TypeError, ValueError):
     """A value with no funsor form (None, a slice, an object): a TypeError, and a ValueError
-    as funsor 0.4.8's ``to_funsor`` raises."""
+    as funsor 0.4.8's ``to_funsor`` raises.
+
+    Example:
+        >>> try:
+        ...     fc.to_funsor(None)
+        ... except TypeError as e:
+        ...     print(type(e).__name__, isinstance(e, ValueError))
+        ConversionError True
+    """
 
 
 class NoDataError(LazyTermError, AttributeError):

@@ -63,7 +63,12 @@ def domain_rule(*targets: Op | type) -> Callable[[DomainRule], DomainRule]:
 
 
 def find_domain_rule(op: Op) -> DomainRule | None:
-    """The domain rule of ``op``'s base op (None when none is registered)."""
+    """The domain rule of ``op``'s base op (None when none is registered).
+
+    Example:
+        >>> find_domain_rule(ops.add)(ops.add, {}, (fc.Reals[2], fc.Real))  # broadcast shapes
+        Reals[2]
+    """
     cls = type(op.base)
     rule = _RESOLVED.get(cls, _MISSING)
     if rule is _MISSING:

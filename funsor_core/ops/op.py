@@ -483,7 +483,12 @@ class EinsumOp(NaryOp):
 
 
 class CatOp(NaryOp):
-    """``op(parts, axis=0)`` for a sequence of arrays: dispatch on the first part."""
+    """``op(parts, axis=0)`` for a sequence of arrays: dispatch on the first part.
+
+    Example:
+        >>> isinstance(ops.cat, ops.CatOp), ops.cat([np.zeros(2), np.ones(1)])
+        (True, array([0., 0., 1.]))
+    """
 
     __slots__ = ()
 
@@ -515,7 +520,12 @@ class CatOp(NaryOp):
 
 
 class StackOp(CatOp):
-    """``stack(parts, axis=0)``."""
+    """``stack(parts, axis=0)``.
+
+    Example:
+        >>> isinstance(ops.stack, ops.StackOp), ops.stack([np.zeros(2), np.ones(2)]).shape
+        (True, (2, 2))
+    """
 
     __slots__ = ()
 

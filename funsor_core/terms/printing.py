@@ -163,7 +163,12 @@ def _push_items(stack: list, items: tuple) -> None:
 
 
 def short_repr(expr: Any) -> str:
-    """The ``repr`` of a term: like ``quote`` but with arrays summarized by shape and dtype."""
+    """The ``repr`` of a term: like ``quote`` but with arrays summarized by shape and dtype.
+
+    Example:
+        >>> short_repr(fc.Tensor(np.zeros((2, 3)), {"i": fc.Bint[2]}))
+        "Tensor(numpy.array(shape=(2, 3), dtype=float64), (('i', Bint[2]),), 'real')"
+    """
     return _render(expr, short=True)
 
 

@@ -31,7 +31,12 @@ __all__ = ["children", "map_args", "reinterpret", "substitute", "fresh_name", "a
 
 def map_args(args: tuple, fn: Callable[[Funsor], Any]) -> tuple:
     """Replace every funsor inside ``args`` (also inside tuples) by ``fn(funsor)``, visiting
-    them in the order of ``children`` (the one children walker, ``engine.protocol``)."""
+    them in the order of ``children`` (the one children walker, ``engine.protocol``).
+    Example:
+        >>> x = fc.Variable("x", fc.Real)
+        >>> map_args((x, (fc.Number(1.0), "a")), lambda f: f.output)
+        (Real, (Real, 'a'))
+    """
     return tuple(_map(a, fn) for a in args)
 
 
@@ -166,7 +171,12 @@ def _kept_leaf(term: Funsor, memo: dict) -> bool:
 
 
 def fresh_name(name: str, avoid) -> str:
-    """``name`` primed until it is not in ``avoid`` (used to alpha-rename bound variables)."""
+    """``name`` primed until it is not in ``avoid`` (used to alpha-rename bound variables).
+
+    Example:
+        >>> fresh_name("x", {"x", "x'"})
+        "x''"
+    """
     while name in avoid:
         name = name + "'"
     return name
