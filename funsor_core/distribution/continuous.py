@@ -433,7 +433,8 @@ class NonreparameterizedNormal(Normal):
 
     Example:
         >>> from funsor_core.distribution import Normal, NonreparameterizedNormal
-        >>> float(NonreparameterizedNormal(0.0, 1.0, value=0.5)) == float(Normal(0.0, 1.0, value=0.5))  # one density
+        >>> d = NonreparameterizedNormal(0.0, 1.0, value=0.5)
+        >>> float(d) == float(Normal(0.0, 1.0, value=0.5))
         True
     """
 
@@ -447,7 +448,7 @@ class NonreparameterizedGamma(Gamma):
 
     Example:
         >>> from funsor_core.distribution import Gamma, NonreparameterizedGamma
-        >>> float(NonreparameterizedGamma(2.0, 1.0, value=0.5)) == float(Gamma(2.0, 1.0, value=0.5))  # one density
+        >>> float(NonreparameterizedGamma(2.0, 1.0, value=0.5)) == float(Gamma(2.0, 1.0, value=0.5))
         True
     """
 
@@ -461,7 +462,7 @@ class NonreparameterizedBeta(Beta):
 
     Example:
         >>> from funsor_core.distribution import Beta, NonreparameterizedBeta
-        >>> float(NonreparameterizedBeta(2.0, 1.0, value=0.5)) == float(Beta(2.0, 1.0, value=0.5))  # one density
+        >>> float(NonreparameterizedBeta(2.0, 1.0, value=0.5)) == float(Beta(2.0, 1.0, value=0.5))
         True
     """
 
