@@ -99,7 +99,8 @@ class Funsor(Term):
         raise _hook("lazy_error")(self, ".data")
 
     def item(self):
-        """The Python number of a funsor with no inputs and a scalar output.
+        """The Python number of a funsor with no inputs and a scalar output. It reads the
+        value, so not under ``jax.jit`` (jax's own ``.item()`` cannot): there, use ``.data``.
 
         Example:
             >>> fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}).reduce(ops.add).item()
