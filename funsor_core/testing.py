@@ -515,7 +515,13 @@ desugar_getitem = DesugarGetitem()
 
 
 def requires_backend(*backends: str, reason: str | None = None):
-    """A pytest mark that skips a test unless the active backend is one of ``backends``."""
+    """A pytest mark that skips a test unless the active backend is one of ``backends``.
+
+    Example:
+        >>> mark = requires_backend("torch", "jax")  # numpy is active: skip
+        >>> mark.args, mark.kwargs["reason"]
+        ((True,), 'needs backend torch or jax')
+    """
     import pytest
 
     from funsor_core.engine.backend import get_backend
@@ -524,7 +530,13 @@ def requires_backend(*backends: str, reason: str | None = None):
 
 
 def excludes_backend(*backends: str, reason: str | None = None):
-    """A pytest mark that skips a test when the active backend is one of ``backends``."""
+    """A pytest mark that skips a test when the active backend is one of ``backends``.
+
+    Example:
+        >>> mark = excludes_backend("numpy")  # numpy is active: skip
+        >>> mark.args, mark.kwargs["reason"]
+        ((True,), 'not for backend numpy')
+    """
     import pytest
 
     from funsor_core.engine.backend import get_backend
@@ -533,7 +545,13 @@ def excludes_backend(*backends: str, reason: str | None = None):
 
 
 def xfail_param(*args, **kwargs):
-    """``pytest.param(*args)`` marked ``xfail(**kwargs)``, for a parametrize list."""
+    """``pytest.param(*args)`` marked ``xfail(**kwargs)``, for a parametrize list.
+
+    Example:
+        >>> p = xfail_param("torch", 3, reason="no kernel")
+        >>> p.values, p.marks[0].name, p.marks[0].kwargs
+        (('torch', 3), 'xfail', {'reason': 'no kernel'})
+    """
     import pytest
     return pytest.param(*args, marks=[pytest.mark.xfail(**kwargs)])
 
@@ -541,7 +559,17 @@ def xfail_param(*args, **kwargs):
 @contextlib.contextmanager
 def xfail_if_not_implemented(msg: str = "Not implemented", *, match: str | None = None):
     """Turn a ``NotImplementedError`` raised in the block (whose text contains ``match``, when
-    given) into pytest's xfail."""
+    given) into pytest's xfail.
+
+    Example:
+        >>> import pytest
+        >>> try:
+        ...     with xfail_if_not_implemented("lazy", match="rule"):
+        ...         raise NotImplementedError("no rule")
+        ... except pytest.xfail.Exception as e:
+        ...     print(e)
+        lazy: no rule
+    """
     try:
         yield
     except NotImplementedError as e:
@@ -553,7 +581,17 @@ def xfail_if_not_implemented(msg: str = "Not implemented", *, match: str | None 
 
 @contextlib.contextmanager
 def xfail_if_not_found(msg: str = "Not implemented"):
-    """Turn an ``AttributeError`` raised in the block into pytest's xfail."""
+    """Turn an ``AttributeError`` raised in the block into pytest's xfail.
+
+    Example:
+        >>> import pytest
+        >>> try:
+        ...     with xfail_if_not_found("no such method"):
+        ...         fc.Number(1.0).no_such_method()
+        ... except pytest.xfail.Exception as e:
+        ...     print(str(e).split(":")[0])
+        no such method
+    """
     try:
         yield
     except AttributeError as e:

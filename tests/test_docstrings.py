@@ -140,16 +140,9 @@ funsor_core.engine.interpreter.interpret
 funsor_core.engine.patterns.check_tuple_lengths
 funsor_core.engine.patterns.mark_deep
 funsor_core.engine.patterns.uses_tuple_pattern
-funsor_core.engine.protocol.FunsorMeta
 funsor_core.ops.op.register_array_type
 funsor_core.ops.op.register_funsor_builder
 funsor_core.ops.tracer.register_traced_type
-funsor_core.sampling.draw.find_sampler
-funsor_core.testing.excludes_backend
-funsor_core.testing.requires_backend
-funsor_core.testing.xfail_if_not_found
-funsor_core.testing.xfail_if_not_implemented
-funsor_core.testing.xfail_param
 """.split())
 
 

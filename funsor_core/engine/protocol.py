@@ -82,6 +82,10 @@ _RESERVED = frozenset({"_args", "inputs", "output", "__weakref__"})
 class FunsorMeta(type):
     """Metaclass routing every term construction through the interpreter, and deriving each
     term class's slots and protocol from its declaration (``fields``, ``binds``, ``arrays``).
+
+    Example:
+        >>> type(fc.Reduce) is FunsorMeta, fc.Reduce.fields, fc.Reduce.binds
+        (True, ('op', 'arg', 'reduced_vars'), ('reduced_vars',))
     """
 
     def __new__(mcs, name, bases, ns, **kwargs):

@@ -156,7 +156,12 @@ def register_sampler(cls: type) -> Callable[[Callable], Callable]:
 
 
 def find_sampler(cls: type) -> Callable | None:
-    """The sampler registered on the first class of ``cls``'s MRO that has one (or None)."""
+    """The sampler registered on the first class of ``cls``'s MRO that has one (or None).
+
+    Example:
+        >>> find_sampler(fc.Tensor).__name__, find_sampler(fc.Variable)
+        ('sample_tensor', None)
+    """
     sampler = next((SAMPLERS[c] for c in cls.__mro__ if c in SAMPLERS), None)
     _SAMPLER_CACHE.put(cls, sampler)
     return sampler
