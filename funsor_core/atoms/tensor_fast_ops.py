@@ -344,7 +344,7 @@ del _name, _op
 
 
 # Tensor's own ``t(i=0)``: the substitution's eager program, read from the active
-# interpretation's table by a fixed key, then Funsor's ``__call__`` (terms/base.py) for every
+# interpretation's table by a fixed key, then Funsor's ``__call__`` (terms/methods.py) for every
 # other call.
 _SUBS_PROGRAM = eager_program_key("eager_subs_int", (Subs, Tensor, tuple))
 _funsor_call = Funsor.__call__

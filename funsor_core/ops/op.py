@@ -37,7 +37,7 @@ ARRAY_TYPES: list[type] = []
 # ``bool_``: numpy registers its ints and floats with ``numbers``, not its bool), so that
 # ``np.bool_(True)`` is a number like ``np.float64(1.0)`` and ``True``, not a 0-d array.
 _SCALAR_TYPES: list[type] = [numbers.Number]
-# Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms.base).
+# Term builders for funsor arguments, keyed by op family (filled by funsor_core.terms.op_builders).
 _FUNSOR_BUILDERS: dict[type, Callable] = {}
 _FUNSOR_BASE: list[type] = []
 # The backend registry's loader (funsor_core.engine.backend installs it): loads the backend

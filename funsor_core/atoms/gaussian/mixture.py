@@ -269,7 +269,7 @@ def rename_gaussian_names(term: Funsor, names: dict) -> Funsor | None:
     """``term(**names)`` for a Gaussian sum (``is_gaussian_sum``) and names given as str
     (each a Variable of its input's domain; names that are not inputs ignored), as
     ``rename_gaussian_sum`` gives it, without building the Variables; None otherwise (the
-    eager program of ``f(x="y")``, ``terms.base``).
+    eager program of ``f(x="y")``, ``terms.methods``).
 
     Example:
         >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
