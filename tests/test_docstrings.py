@@ -41,7 +41,6 @@ funsor_core.algorithms.adjoint.chain_arrays.chain_array_shares
 funsor_core.algorithms.adjoint.chain_paths.chain_path_shares
 funsor_core.algorithms.adjoint.kbest_from_tape
 funsor_core.algorithms.adjoint.precondition.precondition_points
-funsor_core.algorithms.adjoint.recipes.forward_filter_backward_rsample
 funsor_core.algorithms.chains.cost_model.ChainProblem
 funsor_core.algorithms.chains.discrete_eager.eager_log_filter
 funsor_core.algorithms.chains.discrete_eager.rounded_away

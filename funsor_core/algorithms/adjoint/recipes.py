@@ -81,6 +81,13 @@ def forward_filter_backward_rsample(factors: dict, eliminate: frozenset, plates:
     Returns:
         ``(samples, log_prob)``: a dict from latent names to samples, and the log density of
         the posterior at the samples (batched over ``sample_inputs``).
+
+    Example:
+        >>> x = fc.Tensor(np.array([-np.inf, 0.0]), {"x": fc.Bint[2]})  # x = 1 surely
+        >>> samples, log_prob = forward_filter_backward_rsample(
+        ...     {"x": x}, frozenset({"x"}), frozenset(), rng_key=0)
+        >>> samples["x"].item(), float(log_prob)  # log p(x = 1) = log 1
+        (1, 0.0)
     """
     _check(factors, eliminate, plates)
     sample_inputs = dict(sample_inputs or {})
