@@ -106,8 +106,8 @@ class Funsor(Term):
             >>> fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}).reduce(ops.add).item()
             3.0
         """
-        data = _hook("to_data")(self)
-        return data.item() if hasattr(data, "item") else data
+        # (to_number, as float() does: a term of several values gets the error naming them)
+        return _hook("to_number")(self, ".item()")
 
     def reshape(self, shape) -> Funsor:
         """The same function with its output reshaped (inputs untouched), as funsor's.
