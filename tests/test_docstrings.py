@@ -136,9 +136,7 @@ funsor_core.distribution.convert_wrappers.wrapper_to_funsor
 funsor_core.engine.backend.announce_term_class
 funsor_core.engine.interpreter.ENTERED
 funsor_core.engine.interpreter.interpret
-funsor_core.engine.patterns.check_tuple_lengths
 funsor_core.engine.patterns.mark_deep
-funsor_core.engine.patterns.uses_tuple_pattern
 funsor_core.ops.op.register_array_type
 funsor_core.ops.op.register_funsor_builder
 funsor_core.ops.tracer.register_traced_type

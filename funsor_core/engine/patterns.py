@@ -139,6 +139,12 @@ def _tuple_type(elems: tuple) -> type:
 
 
 def uses_tuple_pattern(pattern) -> bool:
+    """Whether a rule's pattern (a type, or a tuple of them) looks inside tuples.
+
+    Example:
+        >>> uses_tuple_pattern((fc.Tensor, Tuple[fc.Tensor, ...])), uses_tuple_pattern(fc.Tensor)
+        (True, False)
+    """
     if isinstance(pattern, tuple):
         return any(uses_tuple_pattern(p) for p in pattern)
     return isinstance(pattern, _TupleMeta)
@@ -160,6 +166,12 @@ def type_key(cls: type, args: tuple) -> tuple:
 
 
 def check_tuple_lengths(patterns) -> None:
+    """Raise TypeError where a fixed-length ``Tuple[...]`` pattern is too long to match.
+
+    Example:
+        >>> check_tuple_lengths((Tuple[fc.Tensor, fc.Tensor],)) is None  # short: fine
+        True
+    """
     # Long tuples are typed by their element types only (tuple_type), which a fixed-length
     # pattern this long could not tell apart; say so instead of silently never matching.
     for p in patterns:
