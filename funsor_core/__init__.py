@@ -62,6 +62,7 @@ from funsor_core.engine.interpreter import (
 from funsor_core.interop.data import (
     LazyTermError,
     NoDataError,
+    SeveralValuesError,
     array_to_funsor,
     function,
     to_data,
@@ -148,6 +149,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Align", "Array", "Binary", "Bint", "Cat", "Domain", "DomainError", "Function", "Funsor",
     "Independent", "Interpretation", "Lambda", "LazyTermError", "NoDataError", "Number", "Real",
+    "SeveralValuesError",
     "Reals", "Reduce", "Slice",
     "Stack", "Subs", "Tensor", "Unary", "Variable", "array_to_funsor", "bint", "function",
     "get_backend", "get_interpretation", "ops", "set_default_backend", "pretty", "quote",

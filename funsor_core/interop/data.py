@@ -37,7 +37,7 @@ from funsor_core.terms.reshaping import Function, Stack
 from funsor_core.terms.traversal import children, reinterpret
 
 __all__ = ["to_data", "array_to_funsor", "function", "LazyTermError", "NoDataError",
-           "ConversionError"]
+           "ConversionError", "SeveralValuesError"]
 
 
 class LazyTermError(NotImplementedError, ValueError):
@@ -49,6 +49,20 @@ class LazyTermError(NotImplementedError, ValueError):
         Traceback (most recent call last):
         ...
         funsor_core.interop.data.LazyTermError: ...
+    """
+
+
+class SeveralValuesError(TypeError, ValueError):
+    """``float(f)``, ``int(f)`` or ``f.item()`` of a funsor holding several values: a
+    TypeError (as ``float()`` of a sequence), and a ValueError, which numpy's ``.item()``
+    raises and funsor 0.4.8 passes through.
+
+    Example:
+        >>> try:
+        ...     float(fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}))
+        ... except ValueError as e:
+        ...     print(type(e).__name__, isinstance(e, TypeError))
+        SeveralValuesError True
     """
 
 
@@ -502,7 +516,8 @@ def to_number(expr: Funsor, where: str = "float()"):
 
     Raises:
         LazyTermError: ``expr`` is lazy, or an atom that is no number (a Gaussian).
-        TypeError: ``expr`` holds several values: its inputs and output are named.
+        SeveralValuesError: ``expr`` holds several values (a TypeError and a ValueError):
+            its inputs and output are named.
 
     Example:
         >>> float(fc.Tensor(np.array(2.5))), int(fc.Number(3.0))
@@ -512,7 +527,7 @@ def to_number(expr: Funsor, where: str = "float()"):
         raise _lazy_error(expr, where)
     size = math.prod(d.size for d in expr.inputs.values()) * math.prod(expr.shape)
     if size != 1:
-        raise TypeError(
+        raise SeveralValuesError(
             f"{where} needs a funsor of one value, but this one has inputs {dict(expr.inputs)} "
             f"and output {expr.output} ({size} values); reduce or substitute its inputs "
             "first, e.g. float(f.reduce(ops.logaddexp)), or read f.data")
