@@ -5,9 +5,14 @@ jitted SVI step, jitted steps, eager steps, ``infer_discrete``) and Pyro's HMM (
 gradient by ``TraceEnum_ELBO`` through ``markov`` and by ``TraceMarkovEnum_ELBO`` through
 ``vectorized_markov``). Each workload (``clients_workloads.py``) runs twice in the clients'
 virtual environment, one thread, in the same kind of process: once with the real funsor 0.4.8,
-once with funsor-core served as ``funsor`` by the clients' shim (``FUNSOR_SHIM=1``,
-``PROJECT=<this checkout>``). A row that raises on one side is reported as ``fails: <reason>``
-and the run goes on.
+once with funsor-core served as ``funsor`` the way a user serves it, by funsor-core's own
+switch (the ``sitecustomize`` of ``python -m funsor_core.install --sitecustomize DIR`` and
+``FUNSOR_CORE_AS_FUNSOR=1``; both sides run with ``DIR`` on ``PYTHONPATH``). ``--serve shim``
+serves it by the clients' test shim instead (``FUNSOR_SHIM=1``, ``PROJECT=<this checkout>``),
+as the client test runs do: the shim looks each ``funsor.X.name`` up again at every use (a
+failed import of each candidate module before the one that holds it): 93 lookups, ~0.25 ms
+of CPU per Pyro HMM step (T = 1,000, K = 4) that no user of ``install_as_funsor`` pays. A row
+that raises on one side is reported as ``fails: <reason>`` and the run goes on.
 
     python benchmarks/clients.py                 # everything (about 10 minutes)
     python benchmarks/clients.py --quick         # the smaller configurations
@@ -21,10 +26,13 @@ elsewhere.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,15 +71,29 @@ def clients_paths(args) -> tuple[Path, Path] | None:
     return python, shim
 
 
-def run_side(python: Path, shim: Path, argv: list[str], core: bool, args) -> dict:
-    """One workload on one side: its JSON line, or ``{"error": reason}``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("FUNSOR_SHIM", "PROJECT")}
-    env.update(SINGLE_THREAD, PYTHONPATH=str(shim), CLIENTS_CLOCK=args.clock)
+def site_dir(python: Path) -> Path:
+    """A fresh folder holding funsor-core's own ``sitecustomize`` (``funsor_core.install``),
+    written by the clients' python."""
+    site = Path(tempfile.mkdtemp(prefix="funsor_core_clients_site_"))
+    atexit.register(shutil.rmtree, site, ignore_errors=True)
+    subprocess.run([str(python), "-m", "funsor_core.install", "--sitecustomize", str(site)],
+                   cwd=ROOT, check=True, capture_output=True)
+    return site
+
+
+def run_side(python: Path, path: Path, argv: list[str], core: bool, args) -> dict:
+    """One workload on one side: its JSON line, or ``{"error": reason}``. ``path``: the
+    folder put on ``PYTHONPATH`` on both sides (the clients' shim, or funsor-core's site)."""
+    switches = ("FUNSOR_SHIM", "PROJECT", "FUNSOR_CORE_AS_FUNSOR")
+    env = {k: v for k, v in os.environ.items() if k not in switches}
+    env.update(SINGLE_THREAD, PYTHONPATH=str(path), CLIENTS_CLOCK=args.clock)
     timeout = args.timeout
     if args.repeat:
         argv = [*argv, "--repeat", str(args.repeat)]
-    if core:
+    if core and args.serve == "shim":
         env.update(FUNSOR_SHIM="1", PROJECT=str(ROOT))
+    elif core:
+        env.update(FUNSOR_CORE_AS_FUNSOR="1")
     try:
         proc = subprocess.run([str(python), str(WORKLOADS_PY), *argv], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=timeout)
@@ -131,12 +153,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, help="best of this many (default: per workload)")
     ap.add_argument("--python", help="the clients' python (FUNSOR_CLIENTS_PYTHON)")
     ap.add_argument("--clients-dir", help="shared/tools/clients (FUNSOR_CLIENTS_DIR)")
+    ap.add_argument("--serve", choices=["install", "shim"], default="install",
+                    help="how funsor-core is served as funsor: funsor_core.install (default, "
+                         "a user's way) or the clients' test shim")
     args = ap.parse_args()
     paths = clients_paths(args)
     if paths is None:
         return
+    if args.serve == "install":
+        paths = (paths[0], site_dir(paths[0]))
     chosen = [w for w in WORKLOADS if args.only in w[0] and (w[2] or not args.quick)]
-    print(f"{args.clock} seconds, best of repeats, one thread", file=sys.stderr)
+    print(f"{args.clock} seconds, best of repeats, one thread, funsor-core served by "
+          f"{args.serve}", file=sys.stderr)
     rows = ["| workload | timed | funsor 0.4.8 | funsor-core | 0.4.8 / core |",
             "| --- | --- | ---: | ---: | ---: |"]
     checks = []

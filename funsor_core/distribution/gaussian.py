@@ -33,7 +33,7 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.host import host_copies, to_backend
 from funsor_core.atoms.tensor import Tensor, align_tensor
-from funsor_core.distribution.array_math import concrete, with_arrays
+from funsor_core.distribution.array_math import concrete, distinct_entries, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
 from funsor_core.domains import Domain, Real
 from funsor_core.engine.backend import backend_module
@@ -112,7 +112,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     else:
         # (-log s) - c is (-c) - log s bit for bit; an array minus a float is a C-level call in
         # torch, where a float minus an array goes through a Python wrapper (~5 us).
-        log_norm = ops.neg(ops.log(s)) - 0.5 * LOG_2PI
+        log_norm = _per_distinct(lambda d: ops.neg(ops.log(d)) - 0.5 * LOG_2PI, s, 0)
         s = ops.reshape(s, sizes + (1,))
     log_norm = Tensor.make(log_norm, dict(scale.inputs), ikey=scale._ikey, output=Real)
     g = _difference_gaussian(loc, scale.inputs, s, value)
@@ -123,6 +123,14 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
     z = _fresh(loc, scale, value)
     g = Gaussian(white_vec, prec_sqrt, tuple(scale.inputs.items()) + ((z, Domain("real", shape)),))
     return g(**{z: value - loc}) + log_norm
+
+
+def _per_distinct(fn, s, event_ndim: int):
+    """``fn(s)`` for an elementwise ``fn``, computed once per distinct entry of ``s`` where
+    it repeats in memory (a scale Pyro broadcast from one number over an HMM's T x K x plate
+    batch: stride 0) and broadcast back, the same numbers; else ``fn(s)`` itself."""
+    d = distinct_entries(s, event_ndim)
+    return fn(s) if d is s else ops.expand(fn(d), tuple(s.shape))
 
 
 def _scalar_normal(loc: Funsor, s, value: Variable) -> Funsor:
@@ -278,7 +286,7 @@ def _difference_gaussian(loc: Funsor, batch: dict, s, value: Funsor) -> Gaussian
             inputs.update((k, d) for k, d in const.inputs.items() if k not in inputs)
     full = tuple(d.size for d in inputs.values())
     n = math.prod(shape)
-    inv = ops.reciprocal(s)  # 1 / s (torch's float / array is a slow Python wrapper)
+    inv = _per_distinct(ops.reciprocal, s, 1)  # (torch's float / array: a slow wrapper)
     if len(inputs) > len(batch) or tuple(s.shape[:-1]) != full:
         inv = ops.expand(ops.reshape(inv, tuple(s.shape[:-1]) + (1,) * (len(inputs) - len(
             batch)) + (n,)), full + (n,))

@@ -72,3 +72,30 @@ def test_batchless_object_converted_once_whatever_the_enclosing_dims():
     named = fc.to_funsor(batched, fc.Real, {-1: "i"})
     assert set(named.inputs) == {"i", "value"}
     assert set(fc.to_funsor(batched, fc.Real, {-1: "j"}).inputs) == {"j", "value"}
+
+
+def test_expanded_scale_density_and_gradient_as_torch():
+    # The normalizer and 1 / scale are computed once per distinct scale entry and broadcast
+    # back: the densities and the scale's and loc's gradients are torch's own.
+    base = torch.tensor([[0.7], [1.9]], dtype=torch.float64, requires_grad=True)
+    locs = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    loc, scale = locs.reshape(1, 3).expand(2, 3), base.expand(2, 3)
+    raw = td.Normal(loc, scale)
+    y = torch.linspace(-2, 2, 6, dtype=torch.float64).reshape(2, 3)
+    f = fc.to_funsor(raw, fc.Real, {-2: "i", -1: "t"})
+    got = f(value=fc.Tensor(y, {"i": Bint[2], "t": Bint[3]})).align(("i", "t")).data
+    want = raw.log_prob(y)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-13)
+    ours = torch.autograd.grad(got.sum(), (base, locs))
+    theirs = torch.autograd.grad(want.sum(), (base, locs))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+def test_expanded_numpy_scale_density_as_closed_form():
+    scale = np.broadcast_to(np.array([[0.5], [2.0]]), (2, 4))  # read-only, stride 0
+    s = fc.Tensor(scale, {"i": Bint[2], "t": Bint[4]})
+    y = np.linspace(-1.0, 1.5, 8).reshape(2, 4)
+    got = D.Normal(0.25, s, value="v")(v=fc.Tensor(y, {"i": Bint[2], "t": Bint[4]}))
+    want = -0.5 * ((y - 0.25) / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(got.align(("i", "t")).data, want, rtol=1e-13)
