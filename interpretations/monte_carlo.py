@@ -212,8 +212,10 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
     if drawn is log_measure:
         return None
     if gaussian:  # a Gaussian's draw: its weight is its log mass (the point masses' is 0)
-        for term in _terms(drawn):
-            check_mass(term, names)
+        weights = [t for t in _terms(drawn) if isinstance(t, Tensor)]
+        if weights:
+            check_mass(weights[0] if len(weights) == 1 else sum(weights[1:], weights[0]),
+                       names)
     return Integrate(drawn, integrand, reduced_vars)
 
 
