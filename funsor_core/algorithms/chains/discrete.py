@@ -586,7 +586,8 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
         factors, duration = padded[0], max(f.shape[0] for f in padded[0])
     ragged = mask is not None
     if padded is None and backend.COMPILES and power is None:  # the others, as masked chains
-        masked = masked_padding(backend, factors, mask, (left, right), FUNSOR_ROUNDING)
+        masked = masked_padding(backend, factors, mask, (left, right), FUNSOR_ROUNDING,
+                                (sum_op, prod_op))
         if masked is not None:
             (factors, mask), duration = masked, masked[1].shape[0]
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,
