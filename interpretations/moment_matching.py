@@ -22,6 +22,15 @@ summands into one first. Code that needs exactly one Gaussian (the argmax and pr
 adjoints) must do the same, ``gaussian_sum(*term.terms)``. Renaming a sum relabels its
 summands.
 
+A component whose precision is rank-deficient by its shapes (fewer rank columns than real
+dimensions: a likelihood, a transition factor without its prior) has no mean or covariance, so
+there is nothing to match: the sum stays a lazy mixture, exactly as ``exact`` keeps it (funsor
+0.4.8 does the same), and adding factors that make it proper and reducing the real names later
+gives the exact value. Algorithms rely on this: ``forward_backward`` under ``moment_matching``
+carries backward messages (likelihoods) through such sums. A precision that is singular by
+its values only (a zero column where the shapes promise full rank) raises a ValueError naming
+the variable, eagerly; under ``jax.jit`` its moments are NaN.
+
 The math is ``funsor_core.atoms.gaussian.moments``; it reads no values to decide anything, so
 the rules are the same under ``jax.jit``.
 

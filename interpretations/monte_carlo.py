@@ -48,6 +48,7 @@ from funsor_core.atoms.delta import Delta
 from funsor_core.atoms.gaussian.algebra import dense_sum, is_gaussian_sum
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.expectation import expectable
+from funsor_core.atoms.gaussian.expectation_arrays import check_mass
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Domain
 from funsor_core.engine.backend import backend_module
@@ -177,7 +178,8 @@ def _real_names(term: Funsor, names) -> frozenset:
 # otherwise V is drawn from m and the sample integrated exactly.
 @MonteCarlo.register(Integrate, Funsor, Funsor, frozenset)
 def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
-    if isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure):  # (no Delta)
+    gaussian = isinstance(log_measure, Gaussian) or is_gaussian_sum(log_measure)  # (no Delta)
+    if gaussian:
         result = mc.defer(Integrate, (log_measure, integrand, reduced_vars))
         if not isinstance(result, Integrate):
             return _with_sample_inputs(mc, result)  # a closed form (or a partial reduction)
@@ -209,6 +211,11 @@ def monte_carlo_integrate(mc, log_measure, integrand, reduced_vars):
         return None
     if drawn is log_measure:
         return None
+    if gaussian:  # a Gaussian's draw: its weight is its log mass (the point masses' is 0)
+        weights = [t for t in _terms(drawn) if isinstance(t, Tensor)]
+        if weights:
+            check_mass(weights[0] if len(weights) == 1 else sum(weights[1:], weights[0]),
+                       names)
     return Integrate(drawn, integrand, reduced_vars)
 
 

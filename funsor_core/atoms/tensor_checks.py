@@ -66,9 +66,10 @@ _COMPLEX = (
     "Tensor(np.stack([z.real, z.imag], -1), inputs) (an output Reals[2])"
 )
 _NDARRAY = np.ndarray
-# The native numeric dtypes: one set lookup on the hot path; any other dtype (a byte-swapped
-# float too) takes check_numeric's test of its kind.
-_NUMERIC_DTYPES = frozenset(np.dtype(c) for c in "?bhilqBHILQefdg")
+# The dtypes known to be real numbers, of every backend (numpy's and jax's are numpy dtypes,
+# torch's its own): one set lookup on the hot path; any other dtype (complex, strings, a
+# byte-swapped float) takes ``check_new_dtype``, which refuses it or adds it here.
+_NUMERIC_DTYPES = set(np.dtype(c) for c in "?bhilqBHILQefdg")
 
 
 def check_numeric(data) -> None:
@@ -92,6 +93,23 @@ def check_numeric(data) -> None:
         kind = getattr(dtype, "is_complex", None) or getattr(dtype, "kind", None) == "c"
     if kind is True or kind == "c":
         raise TypeError(_COMPLEX.format(dtype=data.dtype))
+
+
+def check_new_dtype(data) -> None:
+    """``check_numeric`` of an array whose dtype the hot path has not seen: a dtype that
+    passes is remembered, so each dtype is tested once per process.
+
+    Example:
+        >>> import torch
+        >>> check_new_dtype(torch.zeros(2, dtype=torch.complex64))
+        Traceback (most recent call last):
+        ...
+        TypeError: Tensor data of dtype torch.complex64 (complex numbers) cannot be a Tensor: ...
+    """
+    check_numeric(data)
+    dtype = getattr(data, "dtype", None)
+    if dtype is not None:  # (e.g. jax's bfloat16, a numpy dtype of kind "V" that is a number)
+        _NUMERIC_DTYPES.add(dtype)
 
 
 def _check_nested(data) -> None:
@@ -302,8 +320,8 @@ class TensorMeta(FunsorMeta):
                         entry = _TENSOR_TABLES[0].get(key)
                         if entry is None:
                             if not _TENSOR_TABLES[2]:  # (no array has two Tensors: see below)
-                                if type(data) is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
-                                    check_numeric(data)  # (a new Tensor: once per array)
+                                if data.dtype not in _NUMERIC_DTYPES:
+                                    check_new_dtype(data)  # (a new Tensor: once per array)
                                 obj = _new(cls)
                                 if exact:  # a real output of no dims: ``_init`` inline
                                     obj._args = (data, ikey, _REAL)
@@ -384,8 +402,8 @@ def _call_checked(cls, data, inputs):
                         if args[1] is ikey and args[2] == "real":
                             return obj
                     return tensor_cons(cls, (data, ikey, _REAL))
-                if type(data) is _NDARRAY and data.dtype not in _NUMERIC_DTYPES:
-                    check_numeric(data)  # (a new Tensor: once per array)
+                if data.dtype not in _NUMERIC_DTYPES:
+                    check_new_dtype(data)  # (a new Tensor: once per array)
                 obj = _new(cls)
                 if shape == sizes:  # a real output of no dims: ``_init`` inline
                     obj._args = (data, ikey, _REAL)

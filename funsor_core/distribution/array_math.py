@@ -25,7 +25,7 @@ from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
-           "log_density_tensor", "take_last",
+           "floats_promoted", "log_density_tensor", "take_last",
            "distinct_rows", "distinct_entries", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
@@ -157,6 +157,36 @@ def aligned_arrays(cls, args: tuple, inputs: dict, with_value: bool = True) -> d
     return arrays
 
 
+def floats_promoted(arrays: dict, params) -> dict:
+    """``arrays`` with each integer parameter among ``params`` in the float dtype that the
+    backend's promotion gives the floating arrays (parameters and value), as torch's own
+    ``log_prob`` computes: ``Binomial(total_count=int64, probs=float64)`` evaluates its
+    ``lgamma(total_count + 1)`` in float64, not in the default float32 (2e-7 off). With no
+    floating array, or no integer parameter, ``arrays`` is returned as it is.
+
+    Example:
+        >>> out = floats_promoted({"total_count": np.array([10]), "probs": np.array([0.5]),
+        ...                        "value": np.array([3.0])}, ("total_count", "probs"))
+        >>> out["total_count"].dtype
+        dtype('float64')
+    """
+    ints = [k for k in params if not ops.is_floating(arrays[k])]
+    if not ints:
+        return arrays
+    zero = None
+    for a in arrays.values():
+        if ops.is_floating(a):  # a 0-d zero per float dtype: their sum has the promoted one
+            z = ops.new_zeros(a, ())
+            zero = z if zero is None or z.dtype == zero.dtype else ops.add(zero, z)
+    if zero is None:
+        return arrays
+    out = dict(arrays)
+    for k in ints:
+        if not str(arrays[k].dtype).endswith("bool"):  # (a bool is a mask, not a number)
+            out[k] = ops.add(arrays[k], zero)
+    return out
+
+
 def log_density_tensor(cls, args: tuple) -> Tensor:
     """The log density of ``cls(*args)`` with all-Tensor ``args``, as a Tensor over the union
     of their inputs (-inf outside the support; summed over batch output dims).
@@ -169,7 +199,7 @@ def log_density_tensor(cls, args: tuple) -> Tensor:
     """
     inputs = merge_all_inputs(args, cls.__name__)
     out_batch, ndims = shapes(cls, args)
-    arrays = aligned_arrays(cls, args, inputs)
+    arrays = floats_promoted(aligned_arrays(cls, args, inputs), cls.params)
     value = arrays.pop("value")
     ok = cls.in_support(value, **arrays)
     if ok is not None and _all_true(ok):

@@ -36,6 +36,7 @@ import numpy as np
 
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
+from funsor_core.distribution.array_math import floats_promoted
 from funsor_core.distribution.constraints import CHECKED_UPSTREAM
 from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
@@ -233,18 +234,26 @@ def _family_to_funsor(raw, td: ModuleType, dim_to_name: dict, reinterpreted: int
                                   "expanded and point-mass wrappers")
     batch = tuple(raw.batch_shape)
     out_batch = batch[len(batch) - reinterpreted:]
-    params = []
+    raws = {}
     for name in family.params:
         x = getattr(raw, name)
         if type(x) is np.ndarray and backend_of(x, None) is not backend:
             # numpyro keeps parameters given as numbers (Beta(0.5, 1.5), Binomial's
             # total_count) as host arrays: constants, moved to the object's backend.
             x = backend.asarray(x)
+        raws[name] = x
+    # Integer parameters (numpyro's total_count, torch's Normal(int, int)) are real ones
+    # here, in the float dtype the object's float parameters promote to, so that a float64
+    # object is float64 throughout; with none, they stay integers until a float value meets
+    # them (``floats_promoted``), as torch's ``log_prob`` promotes them.
+    arrays = {k: x for k, x in raws.items() if not isinstance(x, numbers.Number)}
+    raws.update(floats_promoted(arrays, arrays))
+    params = []
+    for name in family.params:
+        x = raws[name]
         if isinstance(x, numbers.Number):
             params.append(float(x))
             continue
-        if not ops.is_floating(x):  # numpyro's integer total_count: a real parameter here
-            x = ops.astype(x, "real")
         event = tuple(x.shape[len(batch):])
         if tuple(x.shape[:len(batch)]) != batch:  # numpyro keeps size-1 batch dims
             x = ops.expand(x, batch + event)

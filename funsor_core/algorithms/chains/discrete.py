@@ -584,9 +584,9 @@ def chain_product(sum_op, prod_op, factors: tuple, strategy: str, left=None, rig
         backend.COMPILES and power is None and mask is None and left is right is None) else None
     if padded is not None:  # eager jax: one program for every T up to a power of two
         factors, duration = padded[0], max(f.shape[0] for f in padded[0])
-    ragged = mask is not None
+    ragged, pair = mask is not None, (sum_op, prod_op)
     if padded is None and backend.COMPILES and power is None:  # the others, as masked chains
-        masked = masked_padding(backend, factors, mask, (left, right), FUNSOR_ROUNDING)
+        masked = masked_padding(backend, factors, mask, (left, right), FUNSOR_ROUNDING, pair)
         if masked is not None:
             (factors, mask), duration = masked, masked[1].shape[0]
     choice = record_choice(_choice(sum_op, prod_op, factors, strategy, duration, left,

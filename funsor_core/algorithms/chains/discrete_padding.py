@@ -40,7 +40,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.engine.cache import cached
 
-__all__ = ["PAD_ELEMENTS", "masked_padding", "padded_chain", "passed", "real_min",
+__all__ = ["PAD_ELEMENTS", "has_identity", "masked_padding", "padded_chain", "passed", "real_min",
            "zero_padded"]
 
 # The largest padded chain (T x batch x K^2 numbers): as h74's einsum stacks.
@@ -90,8 +90,31 @@ def padded_chain(backend, sum_op, prod_op, factors: tuple, strategy: str,
     return tuple(out), pad
 
 
-def masked_padding(backend, factors: tuple, mask, boundaries: tuple,
-                   rounding_limit: int) -> tuple | None:
+def has_identity(sum_op, prod_op, factors: tuple, backend) -> bool:
+    """Whether a masked padding step (``masked_padding``) keeps the chain's value.
+
+    Example:
+        >>> from funsor_core.engine.backend import backend_of
+        >>> x = np.ones((3, 2, 2))
+        >>> has_identity(ops.add, ops.mul, (x,), backend_of(x)), has_identity(
+        ...     ops.mul, ops.mul, (x,), backend_of(x))
+        (True, False)
+    """
+    # A padding step is the identity transition (sum_op's zero off the diagonal, prod_op's
+    # unit on it), which only a semiring over these factors has: (mul, mul), (add, add) and
+    # (logaddexp, mul) chains are left folds with none, and (max, mul) keeps it only for
+    # nonnegative factors (max(-inf * -2, .) is +inf). Those chains run unpadded.
+    pair = (sum_op, prod_op)
+    if pair not in ops.DISTRIBUTIVE_OPS:
+        return False
+    if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+        return all(backend.value_known(f) and bool(np.all(ops.to_numpy(f) >= 0))
+                   for f in factors)
+    return True
+
+
+def masked_padding(backend, factors: tuple, mask, boundaries: tuple, rounding_limit: int,
+                   pair: tuple) -> tuple | None:
     """``(factors, mask)``: any other chain of eager jax (boundaries, a ragged ``mask``,
     another semiring, the sequential kernels) padded to the next power of two as a masked
     chain, the padding in front: a masked step is the semiring's identity transition (the
@@ -99,18 +122,19 @@ def masked_padding(backend, factors: tuple, mask, boundaries: tuple,
     alike, and the real steps, last included, run as unpadded (the scan filter reads its
     last step apart). The mask ``(T_pad, *batch)`` is the caller's (if any) after False
     rows. None where the chain runs as it is: not eager jax, ``T <= 2``, past
-    ``PAD_ELEMENTS``, or where float32 rounding as funsor's would change.
+    ``PAD_ELEMENTS``, where float32 rounding as funsor's would change, or where ``pair``
+    (the chain's ``(sum_op, prod_op)``) has no identity transition (``has_identity``).
 
     Example:
         >>> import jax.numpy as jnp
         >>> from funsor_core.engine.backend import backend_of
         >>> x = jnp.zeros((5, 2, 2))
-        >>> fs, mask = masked_padding(backend_of(x), (x,), None, (), 1)
+        >>> fs, mask = masked_padding(backend_of(x), (x,), None, (), 1, (ops.add, ops.mul))
         >>> fs[0].shape, mask.tolist()
         ((8, 2, 2), [False, False, False, True, True, True, True, True])
     """
     duration = max(f.shape[0] for f in factors)
-    if not backend.COMPILES or duration <= 2:
+    if not backend.COMPILES or duration <= 2 or not has_identity(*pair, factors, backend):
         return None
     size = 1 << (duration - 1).bit_length()
     states = max(max(f.shape[-2], f.shape[-1]) for f in factors)

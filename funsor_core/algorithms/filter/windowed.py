@@ -90,6 +90,18 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
                          f"{list(step)}, but it has inputs {extra}")
 
 
+def _check_steps(trans: Funsor, time: str) -> None:
+    # A chain of no steps is refused, as by MarkovProduct, markov_marginals, markov_map and
+    # sequential_sum_product (one rule for every chain function); a batch entry of no steps
+    # is ``lengths[b] = 0`` on a time axis of T >= 1.
+    domain = trans.inputs.get(time)
+    if domain is not None and domain.dtype != "real" and domain.size == 0:
+        raise ValueError(f"windowed_filter over '{time}': the chain is empty ('{time}' is "
+                         f"{domain}); it needs at least one step. For sequences of which some "
+                         "have no step, pad the time axis and give lengths= (an entry of "
+                         "length 0 gets init under the curr names)")
+
+
 def _check_time_variable(trans: Funsor, time: Variable) -> None:
     # A Variable time states its domain: it must be the transition factor's Bint[T].
     domain = trans.inputs.get(time.name)
@@ -132,7 +144,10 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
 
     Raises:
         ValueError: a name of ``step`` is not an input of ``trans``, prev and curr domains
-            differ, ``init`` has inputs of the curr names or ``time``, or ``window < 1``;
+            differ, ``init`` has inputs of the curr names or ``time``, ``window < 1``, or
+            the chain is empty (``time`` is ``Bint[0]``: a chain needs at least one step, as
+            in ``MarkovProduct``, ``markov_marginals`` and ``markov_map``; with ``lengths``,
+            an entry of length 0 gets ``init`` under the curr names);
             ``method="imm"`` with a window other than 1, another semiring than
             ``(logaddexp, add)``, or a real factor over a previous switch state.
 
@@ -143,6 +158,7 @@ def windowed_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funs
     """
     if isinstance(time, Variable):
         _check_time_variable(trans, time)
+    _check_steps(trans, time.name if isinstance(time, Variable) else time)
     if lengths is not None or mask is not None:
         return masked_filter(sum_op, prod_op, trans, time, step, init, window, lengths, mask,
                              windowed_filter, method)

@@ -38,6 +38,7 @@ from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.gaussian.expectation_arrays import (
+    check_mass,
     signed_gaussian_expectation,
     weigh_by_mass,
 )
@@ -88,6 +89,7 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
         value = _expectation(moments, integrand)
         if value is None:
             return None
+    check_mass(log_mass if t is None else log_mass + t, names)
     # 0 where the mass is 0, whatever E_q[f] is there (0 log 0 = 0 in an ELBO).
     result = weigh_by_mass(log_mass, t, value)
     bint = frozenset(v for v in reduced_vars - names if v in result.inputs)

@@ -23,13 +23,27 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.tensor import Tensor, null_set_mul, null_set_product
 from funsor_core.terms.base import Binary, Funsor, Number, Unary
 from funsor_core.terms.contraction import Contraction
 
-__all__ = ["signed_gaussian_expectation", "weigh_by_mass"]
+__all__ = ["check_mass", "signed_gaussian_expectation", "weigh_by_mass"]
+
+# exp(log mass) overflowing: in float32 a log normalizer summed from terms of 1e12 (information
+# vectors of 1e6) is only known to ~1e5, so ``g - g.reduce(logaddexp)`` can integrate to
+# exp(4e5) instead of 1; never returned as a silent inf.
+_MASS_OVERFLOW = (
+    "Integrate over {names}: the measure's total mass is exp({value:.6g}), beyond the "
+    "largest {dtype} (exp({limit:.4g})), so the integral would be inf. The log mass of a "
+    "Gaussian whose information vector or mean is large (~1e6) is a difference of terms of "
+    "~1e12, which {dtype} holds to about {ulp:.2g} only: even a normalized measure "
+    "(g - g.reduce(ops.logaddexp)) can integrate to such a mass. Build the Gaussian in "
+    "float64, or center its variables (x - x0) so that its constants stay small."
+)
 
 
 def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None:
@@ -78,6 +92,34 @@ def signed_gaussian_expectation(g: Gaussian, integrand: Funsor) -> Tensor | None
     for sign, t in late:
         result = result + t if sign > 0 else result - t
     return result
+
+
+def check_mass(log_mass: Funsor, names) -> None:
+    """Raise ValueError naming ``names`` and the dtype where ``exp(log_mass)`` (a Tensor or
+    Number of log masses) overflows a finite log mass to inf. A traced array (under
+    ``jax.jit``) cannot be read: the result is then what the arithmetic gives.
+
+    Example:
+        >>> check_mass(fc.Tensor(np.array([1.0, 3e5], dtype=np.float32)), {"x"})
+        Traceback (most recent call last):
+        ...
+        ValueError: Integrate over ['x']: the measure's total mass is exp(300000), beyond ...
+    """
+    data = getattr(log_mass, "data", None)
+    if not isinstance(log_mass, Tensor) or not ops.is_concrete(data):
+        return  # (a Number's mass is a Python float: it overflows in float64 by arithmetic)
+    a = np.asarray(ops.to_numpy(data))
+    if a.dtype.kind != "f" or not a.size:
+        return
+    info = np.finfo(a.dtype)
+    limit = float(np.log(info.max))
+    with np.errstate(invalid="ignore"):
+        over = np.isfinite(a) & (a > limit)
+    if over.any():
+        value = float(a[over].max())
+        raise ValueError(_MASS_OVERFLOW.format(
+            names=sorted(names), value=value, dtype=a.dtype.name, limit=limit,
+            ulp=1e12 * float(info.eps)))
 
 
 def weigh_by_mass(log_mass: Funsor, t, value: Funsor) -> Funsor:

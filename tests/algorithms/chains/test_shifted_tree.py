@@ -139,6 +139,9 @@ def test_linear_exp_value_and_gradient_with_and_without_a_cut(low):
     kept = x.detach().numpy() >= np.log(np.finfo(float).tiny) / 2
     assert kept.all() == (low > -100)
     expected = np.where(kept, np.exp(x.detach().numpy()), 0.0)
-    np.testing.assert_array_equal(p.detach().numpy(), expected)
+    # torch's vectorized exp and numpy's may differ in the last bit (a CPU's SIMD kernel);
+    # the cut entries are exact zeros either way.
+    np.testing.assert_array_max_ulp(p.detach().numpy(), expected, maxulp=1)
+    assert (p.detach().numpy()[~kept] == 0).all()
     np.testing.assert_allclose(grad.numpy(), expected * np.arange(24.0).reshape(2, 3, 4),
                                rtol=1e-15)
