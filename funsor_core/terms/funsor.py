@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from funsor_core import ops
@@ -106,8 +107,10 @@ class Funsor(Term):
             >>> fc.Tensor(np.array([1.0, 2.0]), {"i": fc.Bint[2]}).reduce(ops.add).item()
             3.0
         """
-        # (to_number, as float() does: a term of several values gets the error naming them)
-        return _hook("to_number")(self, ".item()")
+        if self.inputs or math.prod(self.shape) != 1:  # several values: float()'s error,
+            return _hook("to_number")(self, ".item()")  # naming the inputs and the fix
+        data = _hook("to_data")(self)
+        return data.item() if hasattr(data, "item") else data
 
     def reshape(self, shape) -> Funsor:
         """The same function with its output reshaped (inputs untouched), as funsor's.
