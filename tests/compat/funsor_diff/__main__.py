@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from tests.compat.funsor_diff import compare, known, programs, programs_models
+from tests.compat.funsor_diff import compare, known, programs, programs_chains, programs_models
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -47,14 +47,24 @@ FAMILIES = {
     "adjoint": (programs_models.adjoint_program, 1),
     "interpretation": (programs_models.interpretation_program, 1),
     "distribution": (programs_models.distribution_program, 2),
+    "sequential": (programs_chains.sequential_program, 2),
+    "sarkka": (programs_chains.sarkka_program, 1),
+    "modified": (programs_chains.modified_program, 1),
+    "forward_backward": (programs_chains.forward_backward_program, 1),
+    "integrate": (programs_chains.integrate_program, 1),
+    "naive_einsum": (programs_chains.naive_einsum_program, 1),
+    "slices": (programs_chains.slices_program, 1),
+    "symbolic_dist": (programs_chains.symbolic_dist_program, 1),
+    "convert": (programs_chains.convert_program, 1),
 }
+# funsor 0.4.8 has distributions for torch and jax only, and funsor.pyro for torch only
+ONLY = {"distribution": ("torch", "jax"), "symbolic_dist": ("torch", "jax"),
+        "convert": ("torch",)}
 
 
 def generate(backend: str, n: int, seed: int, families=None) -> list[dict]:
     """``n`` programs for ``backend``; program ``k`` depends only on (seed, backend, k)."""
-    names = sorted(families or FAMILIES)
-    if backend == "numpy" and "distribution" in names and not families:
-        names.remove("distribution")  # funsor 0.4.8 has no numpy distributions
+    names = [f for f in sorted(families or FAMILIES) if backend in ONLY.get(f, (backend,))]
     weights = [FAMILIES[f][1] for f in names]
     out = []
     for k in range(n):
