@@ -253,3 +253,24 @@ def test_float32_chain_gradient():
         np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
     finally:
         fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("scan", ["sequential_sum_product", "naive_sequential_sum_product",
+                                  "mixed_sequential_sum_product"])
+def test_one_step_gaussian_chain_is_the_step(scan):
+    # Found by the differential fuzzer (h93): at T = 1 the chain kernel returned the step plus
+    # a zero Tensor (a lazy Contraction) where funsor 0.4.8 returns the step, a Gaussian.
+    # Oracle: a product over one step is that step; its log density by numpy from the
+    # square-root information arrays, -|x @ prec_sqrt - white_vec|^2 / 2.
+    import funsor_core.sum_product as sp
+
+    rng = np.random.default_rng(3)
+    white, root = rng.normal(size=(1, 3)), rng.normal(size=(1, 2, 3))
+    trans = fc.Gaussian(white_vec=white, prec_sqrt=root,
+                        inputs={"t": fc.Bint[1], "x_prev": fc.Real, "x_curr": fc.Real})
+    result = getattr(sp, scan)(ops.logaddexp, ops.add, trans, fc.Variable("t", fc.Bint[1]),
+                               {"x_prev": "x_curr"})
+    assert isinstance(result, fc.Gaussian)
+    for point in rng.normal(size=(4, 2)):
+        value = result(x_prev=float(point[0]), x_curr=float(point[1])).data
+        np.testing.assert_allclose(value, -0.5 * np.sum((point @ root[0] - white[0]) ** 2))
