@@ -56,6 +56,7 @@ FAMILIES = {
     "slices": (programs_chains.slices_program, 1),
     "symbolic_dist": (programs_chains.symbolic_dist_program, 1),
     "convert": (programs_chains.convert_program, 1),
+    "montecarlo": (programs_chains.montecarlo_program, 1),
 }
 # funsor 0.4.8 has distributions for torch and jax only, and funsor.pyro for torch only
 ONLY = {"distribution": ("torch", "jax"), "symbolic_dist": ("torch", "jax"),
@@ -128,6 +129,15 @@ def main(argv=None) -> int:
             by_label[label.split(")")[0] + ")" if label.startswith("(") else label] += len(ps)
         print(f"== {backend}: {len(progs)} programs, {same} agree, {len(progs) - same} differ: "
               + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
+        fams = collections.defaultdict(collections.Counter)
+        for p in progs:
+            fams[p["family"]]["programs"] += 1
+        for (label, _, family), ps in classes.items():
+            fams[family][label.split(")")[0] + ")" if label.startswith("(") else label] += len(ps)
+        for family, c in sorted(fams.items()):
+            differ = sum(v for k, v in c.items() if k != "programs")
+            print(f"   {family}: {c['programs']} programs, {c['programs'] - differ} agree"
+                  + "".join(f", {k} {v}" for k, v in sorted(c.items()) if k != "programs"))
         for key, ps in sorted(classes.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
             label, diff, family = key
             unknown_total += (label == "UNCLASSIFIED") * len(ps)

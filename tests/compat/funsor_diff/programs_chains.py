@@ -424,3 +424,30 @@ def convert_program(rng: random.Random, backend: str):
             s.add("result = (Tensor(cat.logits - cat.logits.logsumexp(-1, keepdim=True)), "
                   "Tensor(m.loc), Tensor(m.covariance_matrix))")
     return "convert", s.tags, s.text()
+
+
+def montecarlo_program(rng: random.Random, backend: str):
+    """MonteCarlo Integrate over particle=Bint[4000], its particle mean within 8 standard
+    errors of the exact Integrate (both sides' answer a bool Tensor: moments, not samples)."""
+    s = Src(rng)
+    bints = rng.choice(["", "i"])
+    shp = tuple(SIZES[n] for n in bints)
+    inp = ", ".join([f"('{n}', Bint[{SIZES[n]}])" for n in bints] + ["('x', Real)"])
+    s.add(f"g = funsor.gaussian.Gaussian(white_vec=arr(A({s.seed()}, {shp + (1,)})), "
+          f"prec_sqrt=arr(P({s.seed()}, {shp + (1, 1)})), inputs=OrderedDict([{inp}]))")
+    s.add("q = g - g.reduce(ops.logaddexp, 'x')")
+    a, b = rng.choice([2.0, -1.0, 0.5]), rng.choice([1.0, 0.0, -3.0])
+    kind = rng.choice(["affine", "affine", "tensor"])
+    s.tags += [kind, "batch=" + bints]
+    if kind == "affine":
+        s.add(f"f = Variable('x', Real) * {a} + {b}")
+        s.add(f"exact = funsor.Integrate(q, Variable('x', Real), 'x') * {a} + {b}")
+    else:
+        s.add(f"f = {tensor_text(s, random_names(rng, 0, 1))}")
+        s.add("exact = f")
+    key = ", rng_key=np.array([0, 0], dtype=np.uint32)" if backend == "jax" else ""
+    s.add(f"with funsor.montecarlo.MonteCarlo(particle=Bint[4000]{key}):")
+    s.add("    est = funsor.Integrate(q, f, 'x')")
+    s.add("est = est.reduce(ops.mean, 'particle') if 'particle' in est.inputs else est")
+    s.add("result = ops.abs(est - exact) < 0.5")
+    return "montecarlo", s.tags, s.text()
