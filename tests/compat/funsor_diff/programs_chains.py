@@ -55,12 +55,22 @@ def sequential_program(rng: random.Random, backend: str):
     T = rng.choice([1, 2, 3, 4, 5, 7, 8])
     fn = rng.choice(["sequential_sum_product", "sequential_sum_product",
                      "naive_sequential_sum_product", "mixed_sequential_sum_product"])
-    gauss = ring == "(ops.logaddexp, ops.add)" and rng.random() < 0.25
+    gauss = ring == "(ops.logaddexp, ops.add)" and rng.random() < 0.35
     if gauss:
-        rank = rng.choice([2, 3])
-        s.add(f"trans = funsor.gaussian.Gaussian(white_vec=arr(A({s.seed()}, ({T}, {rank}))), "
-              f"prec_sqrt=arr(A({s.seed()}, ({T}, 2, {rank}))), inputs=OrderedDict([('t', "
-              f"Bint[{T}]), ('x_prev', Real), ('x_curr', Real)]))")
+        # 1- or 2-d states, maybe a batch input, maybe a Tensor factor on the batch and time
+        d = rng.choice([1, 1, 2])
+        dom = "Real" if d == 1 else f"Reals[{d}]"
+        batch = rng.choice([(), (), (("i", 2),)])
+        shp = (T,) + tuple(n for _, n in batch)
+        rank = 2 * d + rng.choice([0, 1])
+        binp = "".join(f"('{k}', Bint[{n}]), " for k, n in batch)
+        s.add(f"trans = funsor.gaussian.Gaussian(white_vec=arr(A({s.seed()}, {shp + (rank,)})), "
+              f"prec_sqrt=arr(A({s.seed()}, {shp + (2 * d, rank)})), inputs=OrderedDict([('t', "
+              f"Bint[{T}]), {binp}('x_prev', {dom}), ('x_curr', {dom})]))")
+        if rng.random() < 0.4:
+            s.add(f"trans = trans + {named_tensor(s, [('t', T)] + list(batch))}")
+            s.tags.append("plus_tensor")
+        s.tags.append(f"d={d}")
         step = {"x_prev": "x_curr"}
     else:
         trans, step = _chain_trans(s, rng, T, "mul" in ring)
@@ -169,7 +179,7 @@ def modified_program(rng: random.Random, backend: str):
 def forward_backward_program(rng: random.Random, backend: str):
     """forward_backward / adjoint over plated lazy sum_products; argmax_approximate."""
     s = Src(rng)
-    mode = rng.choice(["fb", "fb", "adjoint_plated", "argmax", "fb_batch"])
+    mode = rng.choice(["fb", "fb", "adjoint_plated", "argmax", "fb_batch", "markov", "markov"])
     ring = rng.choice(["(ops.logaddexp, ops.add)", "(ops.max, ops.add)"])
     n = rng.randint(1, 3)
     fs = []
@@ -190,7 +200,18 @@ def forward_backward_program(rng: random.Random, backend: str):
     s.add(f"    root = funsor.sum_product.sum_product({ring[1:-1]}, [{', '.join(fs)}], "
           f"frozenset({elim!r}), frozenset({plates!r}))")
     pick = rng.choice(fs)
-    if mode == "argmax":
+    if mode == "markov":
+        # Pyro's TraceMarkovEnum_ELBO shape: a lazy chain over time, then the adjoint
+        T = rng.choice([2, 3, 4, 6])
+        s.lines = s.lines[:0]
+        trans, step = _chain_trans(s, rng, T, False)
+        s.add(f"trans = {trans}")
+        s.add("with funsor.interpretations.lazy:")
+        s.add(f"    root = funsor.sum_product.sequential_sum_product({ring[1:-1]}, trans, "
+              f"Variable('t', Bint[{T}]), {step!r}).reduce({ring[1:-1].split(', ')[0]})")
+        s.add(f"adj = funsor.adjoint.adjoint({ring[1:-1]}, root)")
+        s.add("result = adj[trans]")
+    elif mode == "argmax":
         s.add("with funsor.approximations.argmax_approximate:")
         s.add(f"    adj = funsor.adjoint.adjoint({ring[1:-1]}, root)")
         s.add(f"result = adj[{pick}]")
