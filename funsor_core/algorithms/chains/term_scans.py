@@ -216,6 +216,11 @@ def sequential_sum_product(sum_op, prod_op, trans, time, step):
         # ``lazy``) is the same term: its step is evaluated once, when the term is, instead
         # of log2(T) rounds of substitutions into the lazy step (benchmarks/clients.py).
         return MarkovProduct(sum_op, prod_op, trans, Variable(time, trans.inputs[time]), step)
+    if step and trans.inputs[time].size == 1 and _real_gaussian_chain(sum_op, prod_op, trans,
+                                                                       step):
+        # One step is the product: the step itself (a Gaussian stays a Gaussian, as in
+        # funsor 0.4.8; the chain kernel would add a zero Tensor to it).
+        return trans(**{time: 0})
     if step and _real_gaussian_chain(sum_op, prod_op, trans, step):
         # A chain of Gaussians (and Tensors) likewise: the array kernel's log-depth tree, in
         # Gram form where its checks pass (a Cholesky of the shared state's block per merge,

@@ -253,3 +253,68 @@ def test_float32_chain_gradient():
         np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
     finally:
         fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("scan", ["sequential_sum_product", "naive_sequential_sum_product",
+                                  "mixed_sequential_sum_product"])
+def test_one_step_gaussian_chain_is_the_step(scan):
+    # Found by the differential fuzzer (h93): at T = 1 the chain kernel returned the step plus
+    # a zero Tensor (a lazy Contraction) where funsor 0.4.8 returns the step, a Gaussian.
+    # Oracle: a product over one step is that step; its log density by numpy from the
+    # square-root information arrays, -|x @ prec_sqrt - white_vec|^2 / 2.
+    import funsor_core.sum_product as sp
+
+    rng = np.random.default_rng(3)
+    white, root = rng.normal(size=(1, 3)), rng.normal(size=(1, 2, 3))
+    trans = fc.Gaussian(white_vec=white, prec_sqrt=root,
+                        inputs={"t": fc.Bint[1], "x_prev": fc.Real, "x_curr": fc.Real})
+    result = getattr(sp, scan)(ops.logaddexp, ops.add, trans, fc.Variable("t", fc.Bint[1]),
+                               {"x_prev": "x_curr"})
+    assert isinstance(result, fc.Gaussian)
+    for point in rng.normal(size=(4, 2)):
+        value = result(x_prev=float(point[0]), x_curr=float(point[1])).data
+        np.testing.assert_allclose(value, -0.5 * np.sum((point @ root[0] - white[0]) ** 2))
+
+
+def _gaussian_chain_numpy(white, root, first, last):
+    # log of the integral over x_1..x_{T-1} of exp(sum_t -|[x_t, x_{t+1}] @ root_t - white_t|^2
+    # / 2) at x_0 = first, x_T = last: the joint quadratic in all T + 1 scalars, then the
+    # Gaussian integral over the middle ones in closed form.
+    T = len(white)
+    J, h, c = np.zeros((T + 1, T + 1)), np.zeros(T + 1), -0.5 * np.sum(white ** 2)
+    for t in range(T):
+        J[t:t + 2, t:t + 2] += root[t] @ root[t].T
+        h[t:t + 2] += root[t] @ white[t]
+    ends, mid = [0, T], list(range(1, T))
+    z = np.array([first, last])
+    out = -0.5 * z @ J[np.ix_(ends, ends)] @ z + h[ends] @ z + c
+    if mid:
+        jmm = J[np.ix_(mid, mid)]
+        r = h[mid] - J[np.ix_(mid, ends)] @ z
+        out += 0.5 * r @ np.linalg.solve(jmm, r) + 0.5 * len(mid) * np.log(2 * np.pi)
+        out -= 0.5 * np.linalg.slogdet(jmm)[1]
+    return out
+
+
+@pytest.mark.parametrize("num_segments", [None, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("time", ["t", "variable"])
+def test_gaussian_chain_every_schedule_and_time_spelling(num_segments, time):
+    # The differential fuzzer (h93) caught a one-step shortcut that read the step count of a
+    # time given by name as 1: mixed_sequential_sum_product, which passes the name on, gave
+    # the first step alone. Oracle: the chain's integral in closed form by numpy.
+    from funsor_core.sum_product import mixed_sequential_sum_product
+
+    rng = np.random.default_rng(5)
+    white, root = rng.normal(size=(5, 2)), rng.normal(size=(5, 2, 2))
+    trans = fc.Gaussian(white_vec=white, prec_sqrt=root,
+                        inputs={"t": fc.Bint[5], "x_prev": fc.Real, "x_curr": fc.Real})
+    t = fc.Variable("t", fc.Bint[5]) if time == "variable" else "t"
+    step = {"x_prev": "x_curr"}
+    results = [mixed_sequential_sum_product(ops.logaddexp, ops.add, trans, t, step,
+                                            num_segments)]
+    if num_segments is None:
+        results.append(sequential_sum_product(ops.logaddexp, ops.add, trans, t, step))
+    for result in results:
+        for first, last in rng.normal(size=(3, 2)):
+            value = result(x_prev=float(first), x_curr=float(last)).data
+            np.testing.assert_allclose(value, _gaussian_chain_numpy(white, root, first, last))

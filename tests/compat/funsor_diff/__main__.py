@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from tests.compat.funsor_diff import compare, known, programs, programs_models
+from tests.compat.funsor_diff import compare, known, programs, programs_chains, programs_models
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -47,14 +47,25 @@ FAMILIES = {
     "adjoint": (programs_models.adjoint_program, 1),
     "interpretation": (programs_models.interpretation_program, 1),
     "distribution": (programs_models.distribution_program, 2),
+    "sequential": (programs_chains.sequential_program, 2),
+    "sarkka": (programs_chains.sarkka_program, 1),
+    "modified": (programs_chains.modified_program, 1),
+    "forward_backward": (programs_chains.forward_backward_program, 1),
+    "integrate": (programs_chains.integrate_program, 1),
+    "naive_einsum": (programs_chains.naive_einsum_program, 1),
+    "slices": (programs_chains.slices_program, 1),
+    "symbolic_dist": (programs_chains.symbolic_dist_program, 1),
+    "convert": (programs_chains.convert_program, 1),
+    "montecarlo": (programs_chains.montecarlo_program, 1),
 }
+# funsor 0.4.8 has distributions for torch and jax only, and funsor.pyro for torch only
+ONLY = {"distribution": ("torch", "jax"), "symbolic_dist": ("torch", "jax"),
+        "convert": ("torch",)}
 
 
 def generate(backend: str, n: int, seed: int, families=None) -> list[dict]:
     """``n`` programs for ``backend``; program ``k`` depends only on (seed, backend, k)."""
-    names = sorted(families or FAMILIES)
-    if backend == "numpy" and "distribution" in names and not families:
-        names.remove("distribution")  # funsor 0.4.8 has no numpy distributions
+    names = [f for f in sorted(families or FAMILIES) if backend in ONLY.get(f, (backend,))]
     weights = [FAMILIES[f][1] for f in names]
     out = []
     for k in range(n):
@@ -118,6 +129,15 @@ def main(argv=None) -> int:
             by_label[label.split(")")[0] + ")" if label.startswith("(") else label] += len(ps)
         print(f"== {backend}: {len(progs)} programs, {same} agree, {len(progs) - same} differ: "
               + ", ".join(f"{k} {v}" for k, v in sorted(by_label.items())))
+        fams = collections.defaultdict(collections.Counter)
+        for p in progs:
+            fams[p["family"]]["programs"] += 1
+        for (label, _, family), ps in classes.items():
+            fams[family][label.split(")")[0] + ")" if label.startswith("(") else label] += len(ps)
+        for family, c in sorted(fams.items()):
+            differ = sum(v for k, v in c.items() if k != "programs")
+            print(f"   {family}: {c['programs']} programs, {c['programs'] - differ} agree"
+                  + "".join(f", {k} {v}" for k, v in sorted(c.items()) if k != "programs"))
         for key, ps in sorted(classes.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
             label, diff, family = key
             unknown_total += (label == "UNCLASSIFIED") * len(ps)

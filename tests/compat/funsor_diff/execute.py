@@ -134,6 +134,7 @@ def summarize(x):
                 out["value_kind"] = _kind(y)
         except Exception as e:  # noqa: BLE001 (a probe that fails is a fact to compare)
             out["probe_error"] = type(e).__name__
+            out["probe_msg"] = str(e).strip().split("\n")[0][:300]
         return out
     if isinstance(x, (bool, int, float)):
         return {"kind": "python", "dtype": type(x).__name__, "value": _floats(x)}
