@@ -21,34 +21,46 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from _pytest.doctest import DoctestItem  # noqa: E402
 
-import funsor_core as fc  # noqa: E402
-from funsor_core import ops  # noqa: E402
 
-try:  # the test extra installs both; the library itself needs neither
-    import jax
+def pytest_configure(config):
+    """Configure jax, torch and hypothesis in each process that runs tests.
 
-    jax.config.update("jax_enable_x64", True)
-except ImportError:  # pragma: no cover
-    pass
-try:  # one fixed sequence of examples per test, as tests/interpretations/ asks for: a draw
-    # that fails once in CI must fail again on the next run (and on a laptop)
-    from hypothesis import settings
+    Not in pytest-xdist's controller, which only hands tests to its workers: importing
+    torch, jax, hypothesis and funsor_core there cost about 3 s of CPU (and as much wall
+    time) before the workers could start.
+    """
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import funsor_core  # noqa: F401  (installs the defaults before any test module)
 
-    settings.register_profile("funsor_core", derandomize=True)
-    settings.load_profile("funsor_core")
-except ImportError:  # pragma: no cover
-    pass
-try:
-    import torch
+    try:  # the test extra installs both; the library itself needs neither
+        import jax
 
-    torch.set_default_dtype(torch.float64)
-    torch.set_num_threads(1)
-except ImportError:  # pragma: no cover
-    pass
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:  # pragma: no cover
+        pass
+    try:  # one fixed sequence of examples per test, as tests/interpretations/ asks for: a
+        # draw that fails once in CI must fail again on the next run (and on a laptop)
+        from hypothesis import settings
+
+        settings.register_profile("funsor_core", derandomize=True)
+        settings.load_profile("funsor_core")
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import torch
+
+        torch.set_default_dtype(torch.float64)
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover
+        pass
 
 
 @pytest.fixture(autouse=True)
 def _doctest_namespace(request, doctest_namespace):
+    import funsor_core as fc
+    from funsor_core import ops
+
     doctest_namespace.update(fc=fc, ops=ops, np=np)
     # Docstring examples are written for the default backend; a test module that switched
     # backends at import (tests/compat/test_pyro_convert.py) must not change their output.
@@ -73,6 +85,8 @@ def _seed_global_rngs(request):
 @pytest.fixture(params=["numpy", "torch", "jax"])
 def backend(request):
     """Run a test once per backend, with that backend active; numpy is restored after."""
+    import funsor_core as fc
+
     fc.set_backend(request.param)
     yield request.param
     fc.set_backend("numpy")
