@@ -8,7 +8,8 @@ kernels of ``algorithms.kernels``; ``lazy`` records it; any other interpretation
 optimizer) sees it and may replace it. An einsum of arrays replays its recorded elimination
 (unplated: its one Contraction) on the arrays from its second call, building no Tensor, where
 the interpreter shows that building the terms would make the same kernel calls and nothing
-else (``algorithms.contract.replay``).
+else (``algorithms.contract.replay``); an einsum of Tensors alone replays it on their arrays
+and builds only the result Tensor.
 Operands are funsors whose inputs are named by the equation's letters, or arrays (then the
 result is an array). ``backend`` picks the semiring by funsor's strings (``"numpy"``,
 ``"torch"``, ``"jax.numpy"``; ``"pyro.ops.einsum.torch_log"``, ``"funsor.einsum.numpy_log"``;
