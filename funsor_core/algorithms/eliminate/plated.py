@@ -94,7 +94,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
         factors = [factors]
     key = None
-    if plate_to_scale is None and factors and set(map(type, factors)) == _TENSOR_ONLY:
+    if (plate_to_scale is None and type(factors) in _SEQUENCES and factors
+            and set(map(type, factors)) == _TENSOR_ONLY):
         # (C-level passes: 2,000 factors for a 1,000-variable tree)
         key = (sum_op, prod_op, eliminate, plates, pedantic, tuple(map(_IKEY, factors)),
                tuple(map(_OUTPUT, factors)))
@@ -163,7 +164,7 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
 # built, as the full path does.
 _KNOWN_GRAPHS = FastCache("eliminate.known_tensor_graphs", 1024)
 _IKEY, _OUTPUT, _DATA = attrgetter("_ikey"), attrgetter("output"), attrgetter("data")
-_TENSOR_ONLY = {Tensor}
+_TENSOR_ONLY, _SEQUENCES = {Tensor}, (list, tuple)
 
 
 def _run_known(schedule, factors) -> list:
