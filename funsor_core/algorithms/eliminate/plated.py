@@ -14,7 +14,10 @@ Example:
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from funsor_core import ops
+from funsor_core.algorithms.eliminate.built_steps import build_steps
 from funsor_core.algorithms.eliminate.graph import (
     PlateError,
     _check_plates_of_kept_vars,
@@ -30,6 +33,8 @@ from funsor_core.algorithms.eliminate.graph import (
 )
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, run_schedule, structure_of
 from funsor_core.analysis.sign import check_distributes, distributes
+from funsor_core.atoms.tensor import Tensor
+from funsor_core.engine.cache import FastCache
 from funsor_core.ops.op import Op
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number
@@ -88,6 +93,18 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     """
     if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
         factors = [factors]
+    key = None
+    if (plate_to_scale is None and type(factors) in _SEQUENCES and factors
+            and set(map(type, factors)) == _TENSOR_ONLY):
+        # (C-level passes: 2,000 factors for a 1,000-variable tree)
+        key = (sum_op, prod_op, eliminate, plates, pedantic, tuple(map(_IKEY, factors)),
+               tuple(map(_OUTPUT, factors)))
+        try:
+            schedule = _KNOWN_GRAPHS.data.get(key)
+        except TypeError:  # unhashable names: the full path checks them
+            schedule = key = None
+        if schedule is not None:
+            return _run_known(schedule, factors)
     # One graph, one backend, checked here from the leaves' array types: a lazy program
     # whose first mixed Contraction is built only when it is evaluated would fail far from
     # this call (at apply_optimizer) otherwise.
@@ -109,6 +126,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     if structure is not None:
         schedule = plan_elimination(sum_op, prod_op, structure, eliminate, plates, pedantic)
         if schedule is not None:
+            if key is not None and schedule.program is not None:
+                _KNOWN_GRAPHS.put(key, schedule)
             return run_schedule(schedule, factors)
     if plate_to_scale and pow_op is None:
         if prod_op not in PRODUCT_TO_POWER:
@@ -135,6 +154,29 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
         return [] if product is None else [_reduce(sum_op, product, sum_vars)]
     steps = _TermSteps(sum_op, prod_op, pow_op, plate_to_scale)
     return eliminate_graph(factors, sum_vars, plates, steps)
+
+
+# Graphs of Tensors planned before, by what every check above and the schedule are functions
+# of: the ops, the names as given, the factors' input keys and outputs. A hit skips those
+# checks (their answer was "pass" for this key) and the planning; the one check that reads
+# the arrays (one backend) is the program's own (a single array type) or, where its guard
+# declines (``lazy``, a rule or hook on the way), ``check_backends`` before the terms are
+# built, as the full path does.
+_KNOWN_GRAPHS = FastCache("eliminate.known_tensor_graphs", 1024)
+_IKEY, _OUTPUT, _DATA = attrgetter("_ikey"), attrgetter("output"), attrgetter("data")
+_TENSOR_ONLY, _SEQUENCES = {Tensor}, (list, tuple)
+
+
+def _run_known(schedule, factors) -> list:
+    program = schedule.program
+    arrays = program.run(list(map(_DATA, factors)))
+    if arrays is not None:
+        # As ``run_schedule``: each result is what the rule of its last step builds.
+        real = factors[0].output
+        return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
+                for x, ikey in zip(arrays, program.out_ikeys)]
+    check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    return build_steps(schedule, factors)
 
 
 # Semirings that ops.DISTRIBUTIVE_OPS leaves out: a lattice op (max, min, and, or) as sum_op and
