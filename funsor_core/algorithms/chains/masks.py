@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_masked import MaskedSteps
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
@@ -41,6 +43,27 @@ _NOT_TENSOR = (
     "{what}: masking replaces a masked step by the identity transition, which needs the steps "
     "as Tensors (or a lazily built sum of Tensors), got {kind}. For Gaussian or switching "
     "chains filter with windowed_filter(..., lengths=...), which selects the carried message.")
+
+
+_NO_IDENTITY = (
+    "{what}: ({sum}, {prod}) has no identity transition over these steps (it is no "
+    "semiring, or (max|min, mul) over factors that may be negative, or traced under "
+    "jax.jit), so a masked step cannot be made to carry the state unchanged. Mask a "
+    "semiring chain, e.g. (logaddexp, add), or use markov_product(..., lengths=...), which "
+    "keeps each sequence's own partial product step by step.")
+
+
+def _has_identity(sum_op, prod_op, pieces) -> bool:
+    # (mul, mul), (add, add) and (logaddexp, mul) are left folds with no identity step; a
+    # (max, mul) identity needs factors known to be nonnegative (decided structurally
+    # under jax.jit: a traced factor has no known sign).
+    pair = (sum_op, prod_op)
+    if pair not in ops.DISTRIBUTIVE_OPS:
+        return False
+    if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+        arrays = [f.data for f in pieces]
+        return all(ops.is_concrete(x) and bool(np.all(ops.to_numpy(x) >= 0)) for x in arrays)
+    return True
 
 
 def _batch_names(inputs: dict, time: str, pairs: tuple) -> list:
@@ -175,6 +198,8 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
     pieces = tensor_factors(trans, prod_op)
     if pieces is None:
         raise TypeError(_NOT_TENSOR.format(what=what, kind=type(trans).__name__))
+    if not _has_identity(sum_op, prod_op, pieces):
+        raise ValueError(_NO_IDENTITY.format(what=what, sum=sum_op.name, prod=prod_op.name))
     time = time_variable(trans, time, what)
     pairs = _pairs(step)
     inputs: dict = {}
@@ -231,7 +256,9 @@ def markov_product(sum_op, prod_op, trans: Funsor, time, step, step_names=None,
         >>> np.allclose(np.exp(mp.data[0]), np.exp(a.data))  # one step for b = 0
         True
     """
-    if (lengths is not None or mask is not None) and tensor_factors(trans, prod_op) is None:
+    if (lengths is not None or mask is not None) and (
+            tensor_factors(trans, prod_op) is None
+            or not _has_identity(sum_op, prod_op, tensor_factors(trans, prod_op))):
         return _carried_product(sum_op, prod_op, trans, time, step, step_names, lengths, mask)
     if lengths is not None or mask is not None:
         trans, time = _masked_term(sum_op, prod_op, trans, time, step, lengths, mask)
