@@ -14,7 +14,6 @@ module's doctest collection, so their examples run here.
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import inspect
 import pkgutil
@@ -27,6 +26,7 @@ import pytest
 import funsor_core as fc
 import interpretations
 from funsor_core import Delta, Funsor, Gaussian, Tensor, ops
+from tests.doc_examples import failed_examples
 
 # Modules whose import needs a peer library (pyro) that the test extra may lack.
 _OPTIONAL = ("funsor_core.pyro", "funsor_core.compat.pyro_")
@@ -222,13 +222,4 @@ INSTALLED = sorted(k for k, v in PUBLIC.items() if k.split(".")[0] in _ATOMS and
 @pytest.mark.parametrize("name", INSTALLED)
 def test_installed_method_example_runs(name):
     doc = inspect.getdoc(PUBLIC[name])
-    test = doctest.DocTestParser().get_doctest(doc, {"fc": fc, "np": np, "ops": ops}, name,
-                                               None, 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
-    was = fc.get_backend()
-    fc.set_backend("numpy")  # the examples print numpy results
-    try:
-        runner.run(test)
-    finally:
-        fc.set_backend(was)
-    assert runner.summarize(verbose=False).failed == 0, doc
+    assert failed_examples(doc, {"fc": fc, "np": np, "ops": ops}, name) == 0, doc

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ import interpretations
 from funsor_core import ops
 from funsor_core.approximations import argmax_approximate, laplace_approximate, mean_approximate
 from funsor_core.engine.interpreter import Interpretation
+from tests.doc_examples import failed_examples
 
 NAMES = sorted(n for n in interpretations.__all__
                if isinstance(getattr(interpretations, n), Interpretation))
@@ -27,12 +26,4 @@ def test_docstring_example_runs(name):
     # the interpretations' module docstrings read fc, np and ops from the doctest namespace
     namespace = {"fc": fc, "np": np, "ops": ops}
     namespace.update((n, getattr(interpretations, n)) for n in interpretations.__all__)
-    test = doctest.DocTestParser().get_doctest(doc, namespace, name, None, 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
-    was = fc.get_backend()
-    fc.set_backend("numpy")  # the examples print numpy results
-    try:
-        runner.run(test)
-    finally:
-        fc.set_backend(was)
-    assert runner.summarize(verbose=False).failed == 0, doc
+    assert failed_examples(doc, namespace, name) == 0, doc

@@ -280,21 +280,10 @@ def integrate_program(rng: random.Random, backend: str):
 
 def naive_einsum_program(rng: random.Random, backend: str):
     """naive_einsum and naive_plated_einsum against funsor's, with every backend string."""
-    from tests.compat.funsor_diff.programs_models import EINSUM_BACKENDS
+    from tests.compat.funsor_diff.programs_models import einsum_operands
 
     s = Src(rng)
-    eb = rng.choice(EINSUM_BACKENDS[backend])
-    positive = eb in ("numpy", "torch", "jax.numpy")
-    n = rng.randint(1, 3)
-    terms = []
-    for f in range(n):
-        vs = random_names(rng, 1, 3)
-        terms.append(vs)
-        s.add(f"f{f} = {tensor_text(s, vs, data='P' if positive else 'A')}")
-    letters = sorted(set("".join(terms)))
-    out = "".join(sorted(rng.sample(letters, rng.randint(0, min(2, len(letters))))))
-    plates = "l" if "l" in letters and rng.random() < 0.6 else ""
-    eqn = ",".join(terms) + "->" + out
+    eb, n, eqn, plates = einsum_operands(s, rng, backend, 0.6)
     fn = "naive_plated_einsum" if plates else rng.choice(["naive_einsum", "naive_plated_einsum"])
     s.tags += [fn, eb, "plates=" + plates]
     kw = f", plates={plates!r}" if plates else ""

@@ -60,9 +60,9 @@ def sum_product_program(rng: random.Random, backend: str):
     return "sum_product", s.tags, s.text()
 
 
-def einsum_program(rng: random.Random, backend: str):
-    """funsor.einsum with an equation over input names, with and without plates."""
-    s = Src(rng)
+def einsum_operands(s: Src, rng: random.Random, backend: str, plate_prob: float) -> tuple:
+    """``(einsum backend string, number of operands, equation, plates)``; the operands are
+    added to ``s`` as ``f0, f1, ...`` (positive data for the linear-space backends)."""
     eb = rng.choice(EINSUM_BACKENDS[backend])
     positive = eb in ("numpy", "torch", "jax.numpy")
     n = rng.randint(1, 3)
@@ -73,8 +73,14 @@ def einsum_program(rng: random.Random, backend: str):
         s.add(f"f{f} = {tensor_text(s, vs, data='P' if positive else 'A')}")
     letters = sorted(set("".join(terms)))
     out = "".join(sorted(rng.sample(letters, rng.randint(0, min(2, len(letters))))))
-    plates = "l" if "l" in letters and rng.random() < 0.5 else ""
-    eqn = ",".join(terms) + "->" + out
+    plates = "l" if "l" in letters and rng.random() < plate_prob else ""
+    return eb, n, ",".join(terms) + "->" + out, plates
+
+
+def einsum_program(rng: random.Random, backend: str):
+    """funsor.einsum with an equation over input names, with and without plates."""
+    s = Src(rng)
+    eb, n, eqn, plates = einsum_operands(s, rng, backend, 0.5)
     s.tags += [eb, "plates=" + plates]
     kw = f", plates={plates!r}" if plates else ""
     s.add(f"result = funsor.einsum.einsum({eqn!r}, {', '.join(f'f{f}' for f in range(n))}, "
