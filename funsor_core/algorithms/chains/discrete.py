@@ -276,12 +276,12 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
 
 
 def _identity(step: _Step, proto):
-    # The semiring's identity matrix (K, K): the product's unit on the diagonal.
+    # The identity (K, K): prod's unit on the diagonal; (max, mul) 0 off it (0 * -inf: NaN)
     k = step.states
     eye = ops.new_eye(proto, k) > 0.5
     zeros = ops.new_zeros(proto, (k, k))
-    return ops.where(eye, ops.add(zeros, ops.UNITS[step.prod_op]),
-                     ops.add(zeros, ops.UNITS[step.sum_op]))
+    off = 0.0 if (step.sum_op, step.prod_op) == (ops.max, ops.mul) else ops.UNITS[step.sum_op]
+    return ops.where(eye, ops.add(zeros, ops.UNITS[step.prod_op]), ops.add(zeros, off))
 
 
 def _vector_size(step: _Step, factors, left) -> int:

@@ -108,8 +108,9 @@ def has_identity(sum_op, prod_op, factors: tuple, backend) -> bool:
     if pair not in ops.DISTRIBUTIVE_OPS:
         return False
     if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
-        return all(backend.value_known(f) and bool(np.all(ops.to_numpy(f) >= 0))
-                   for f in factors)
+        # (min, mul) would need +inf off the diagonal, and a zero factor times +inf is NaN
+        return sum_op is not ops.min and all(
+            backend.value_known(f) and bool(np.all(ops.to_numpy(f) >= 0)) for f in factors)
     return True
 
 

@@ -61,8 +61,11 @@ def _has_identity(sum_op, prod_op, pieces) -> bool:
     if pair not in ops.DISTRIBUTIVE_OPS:
         return False
     if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
+        # (min, mul) would need +inf off the diagonal, and a zero factor times +inf is NaN;
+        # (max, mul) takes 0 there (nonnegative factors), not max's unit -inf.
         arrays = [f.data for f in pieces]
-        return all(ops.is_concrete(x) and bool(np.all(ops.to_numpy(x) >= 0)) for x in arrays)
+        return sum_op is not ops.min and all(
+            ops.is_concrete(x) and bool(np.all(ops.to_numpy(x) >= 0)) for x in arrays)
     return True
 
 
@@ -217,7 +220,7 @@ def masked_steps(sum_op, prod_op, trans: Funsor, time, step: dict, lengths=None,
     proto = next(f.data for f in pieces if isinstance(f, Tensor))
     keep = step_mask(layout, time, pairs, lengths, mask, what)
     ident = _identity(proto, [layout[p].size for p in prevs], ops.UNITS[prod_op],
-                      ops.UNITS[sum_op])
+                      0.0 if (sum_op, prod_op) == (ops.max, ops.mul) else ops.UNITS[sum_op])
     keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (2 * len(prevs)))
     # One pass over the (T, *batch, *prevs, *currs) result: the where broadcasts its
     # operands (the steps' pieces summed as they are aligned, the small identity).

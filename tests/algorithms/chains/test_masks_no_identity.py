@@ -13,12 +13,13 @@ import pytest
 
 import funsor_core as fc
 from funsor_core import Bint, ops
-from funsor_core.sum_product import markov_marginals, markov_product, masked_steps
+from funsor_core.sum_product import MarkovProduct, markov_marginals, markov_product, masked_steps
 
 PAIRS = {"mul-mul": (ops.mul, ops.mul, np.multiply.reduce, np.multiply),
          "add-add": (ops.add, ops.add, np.add.reduce, np.add),
          "logaddexp-mul": (ops.logaddexp, ops.mul, np.logaddexp.reduce, np.multiply),
-         "max-mul": (ops.max, ops.mul, np.maximum.reduce, np.multiply)}
+         "max-mul": (ops.max, ops.mul, np.maximum.reduce, np.multiply),
+         "min-mul": (ops.min, ops.mul, np.minimum.reduce, np.multiply)}
 
 
 def _left_fold(steps, np_sum, np_prod):
@@ -49,7 +50,7 @@ def test_ragged_chain_of_any_pair_is_each_sequences_left_fold(pair, backend):
         np.testing.assert_allclose(np.asarray(out.data[b]), expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("pair", ["mul-mul", "add-add", "logaddexp-mul", "max-mul"])
+@pytest.mark.parametrize("pair", ["mul-mul", "add-add", "logaddexp-mul", "max-mul", "min-mul"])
 def test_masking_a_chain_with_no_identity_is_refused_by_name(pair):
     sum_op, prod_op = PAIRS[pair][:2]
     steps = fc.Tensor(-np.ones((3, 2, 2)), {"t": Bint[3], "x": Bint[2], "y": Bint[2]})
@@ -68,6 +69,21 @@ def test_max_mul_over_nonnegative_factors_keeps_the_identity_path():
     trans = fc.Tensor(steps, {"t": Bint[3], "b": Bint[2], "x": Bint[2], "y": Bint[2]})
     out = markov_product(ops.max, ops.mul, trans, "t", {"x": "y"},
                          lengths=fc.Tensor(lengths, {"b": Bint[2]})).align(("b", "x", "y"))
+    for b in range(2):
+        expected = _left_fold(steps[:lengths[b], b], np.maximum.reduce, np.multiply)
+        np.testing.assert_allclose(out.data[b], expected, rtol=1e-12)
+
+
+def test_max_mul_masked_steps_over_zeros_are_the_identity():
+    # The dense masked steps of (max, mul) hold 0 off the diagonal, not max's unit -inf:
+    # a state of probability 0 times -inf was NaN in the chain through them.
+    steps = np.random.default_rng(1).uniform(size=(3, 2, 2, 2))
+    steps[0, :, 1, :] = 0.0
+    lengths = np.array([1, 3])
+    trans = fc.Tensor(steps, {"t": Bint[3], "b": Bint[2], "x": Bint[2], "y": Bint[2]})
+    masked = masked_steps(ops.max, ops.mul, trans, "t", {"x": "y"},
+                          lengths=fc.Tensor(lengths, {"b": Bint[2]}))
+    out = MarkovProduct(ops.max, ops.mul, masked, "t", {"x": "y"}).align(("b", "x", "y"))
     for b in range(2):
         expected = _left_fold(steps[:lengths[b], b], np.maximum.reduce, np.multiply)
         np.testing.assert_allclose(out.data[b], expected, rtol=1e-12)
