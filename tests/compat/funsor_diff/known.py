@@ -125,12 +125,14 @@ def _after(tags, first, then):
 
 RULES += [
     ("(b) funsor integrates a power of a Gaussian mixture as that power of the mixture's "
-     "integral (c * log of the integral, not the log of the integral of p**c: quadrature); "
+     "integral (c * log of the integral, not the log of the integral of p**c: quadrature, "
+     "also with other reals fixed); "
      "ours stays lazy (no closed form)",
      lambda d, f, p: f == "gaussian"
-     and d.startswith(("kind Tensor != lazy:", "kind Number != lazy:"))
+     and d.startswith(("kind Tensor != lazy:", "kind Number != lazy:", "probe kind None != lazy:"))
      and _after(p["tags"], "sum_bint", "scale")
-     and any(_after(p["tags"], "scale", t) for t in ("integrate", "marg"))),
+     # a second sum_bint finds no Bint left and reduces every input
+     and any(_after(p["tags"], "scale", t) for t in ("integrate", "marg", "sum_bint"))),
 ]
 
 
