@@ -118,6 +118,24 @@ RULES += [
 ]
 
 
+def _after(tags, first, then):
+    """Whether step ``then`` comes after step ``first`` among a program's tags."""
+    return first in tags and then in tags[tags.index(first):]
+
+
+RULES += [
+    ("(b) funsor integrates a power of a Gaussian mixture as that power of the mixture's "
+     "integral (c * log of the integral, not the log of the integral of p**c: quadrature, "
+     "also with other reals fixed); "
+     "ours stays lazy (no closed form)",
+     lambda d, f, p: f == "gaussian"
+     and d.startswith(("kind Tensor != lazy:", "kind Number != lazy:", "probe kind None != lazy:"))
+     and _after(p["tags"], "sum_bint", "scale")
+     # a second sum_bint finds no Bint left and reduces every input
+     and any(_after(p["tags"], "scale", t) for t in ("integrate", "marg", "sum_bint"))),
+]
+
+
 def classify(diff: str, family: str, program: dict) -> str | None:
     """The label of the first rule that explains the difference, or None."""
     for label, test in RULES:
