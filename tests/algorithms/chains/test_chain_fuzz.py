@@ -116,6 +116,9 @@ def test_gaussian_ragged_product_under_lazy_says_why():
     np.testing.assert_allclose(got[0], -0.5 * np.sum((z @ S[0, 0] - W[0, 0]) ** 2), rtol=1e-10)
 
 
-@pytest.mark.parametrize("seed", [s for s in range(20) if draw_adjoint(s)["K"] > 1][:3])
+# 12600386: a path of posterior 6.4e-6 drawn twice in 4000, within chance (3 in 160,000 over
+# 40 keys; Poisson(1.03)); the exact binomial tails accept it, a normal band did not.
+@pytest.mark.parametrize("seed", [s for s in range(20) if draw_adjoint(s)["K"] > 1][:3]
+                         + [12600386])
 def test_fuzz_adjoint_slice(seed):
     assert check_adjoint(draw_adjoint(seed)) == []
