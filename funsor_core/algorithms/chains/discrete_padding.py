@@ -90,8 +90,10 @@ def padded_chain(backend, sum_op, prod_op, factors: tuple, strategy: str,
     return tuple(out), pad
 
 
-def has_identity(sum_op, prod_op, factors: tuple, backend) -> bool:
-    """Whether a masked padding step (``masked_padding``) keeps the chain's value.
+def has_identity(sum_op, prod_op, factors: tuple, backend=None) -> bool:
+    """Whether a masked step (``masked_padding``, ``chains.masks``) keeps the chain's value.
+    ``backend``: its ``value_known`` decides which factors' signs can be read (default
+    ``ops.is_concrete``).
 
     Example:
         >>> from funsor_core.engine.backend import backend_of
@@ -109,8 +111,9 @@ def has_identity(sum_op, prod_op, factors: tuple, backend) -> bool:
         return False
     if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
         # (min, mul) would need +inf off the diagonal, and a zero factor times +inf is NaN
+        known = ops.is_concrete if backend is None else backend.value_known
         return sum_op is not ops.min and all(
-            backend.value_known(f) and bool(np.all(ops.to_numpy(f) >= 0)) for f in factors)
+            known(f) and bool(np.all(ops.to_numpy(f) >= 0)) for f in factors)
     return True
 
 

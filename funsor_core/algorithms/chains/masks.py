@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_masked import MaskedSteps
+from funsor_core.algorithms.chains.discrete_padding import has_identity
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.algorithms.chains.select import select
 from funsor_core.atoms.tensor import Tensor, align_tensor
@@ -54,19 +53,8 @@ _NO_IDENTITY = (
 
 
 def _has_identity(sum_op, prod_op, pieces) -> bool:
-    # (mul, mul), (add, add) and (logaddexp, mul) are left folds with no identity step; a
-    # (max, mul) identity needs factors known to be nonnegative (decided structurally
-    # under jax.jit: a traced factor has no known sign).
-    pair = (sum_op, prod_op)
-    if pair not in ops.DISTRIBUTIVE_OPS:
-        return False
-    if pair in ops.NONNEGATIVE_DISTRIBUTIVE_OPS:
-        # (min, mul) would need +inf off the diagonal, and a zero factor times +inf is NaN;
-        # (max, mul) takes 0 there (nonnegative factors), not max's unit -inf.
-        arrays = [f.data for f in pieces]
-        return sum_op is not ops.min and all(
-            ops.is_concrete(x) and bool(np.all(ops.to_numpy(x) >= 0)) for x in arrays)
-    return True
+    # (max, mul) takes 0 off the diagonal (nonnegative factors), not max's unit -inf
+    return has_identity(sum_op, prod_op, tuple(f.data for f in pieces))
 
 
 def _batch_names(inputs: dict, time: str, pairs: tuple) -> list:
