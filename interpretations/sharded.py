@@ -73,7 +73,7 @@ def sharded_reduce_gaussian_plate(interp, op, arg, reduced_vars):
                   object)
 def sharded_markov_product_tensor(interp, sum_op, prod_op, trans, time, step, step_names,
                                   strategy):
-    interp.note((time.name,), trans)
+    interp.note((time.name,), trans, chain=True)
     if time.name not in interp.time:
         return None
     factors = tensor_factors(trans, prod_op) if step else None

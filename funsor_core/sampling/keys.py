@@ -55,6 +55,13 @@ class KeyStream:
             rng_key = int(rng_key)  # numpy integers too
             if rng_key < 0:
                 raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
+        elif is_array(rng_key) and _is_int_scalar(rng_key):
+            # A 0-d integer array is a seed, as an int is: concrete, it is that int; traced
+            # (an int seed passed through jax.jit), the backend makes its key from it.
+            if ops.is_concrete(rng_key):
+                rng_key = int(rng_key)
+            else:
+                rng_key = backend_of(rng_key).new_rng_key(rng_key)
         elif not (rng_key is None or is_array(rng_key)
                   or type(rng_key).__name__ == "Generator"):
             raise TypeError(f"rng_key must be None, an int seed, a generator or a jax key, got "
@@ -93,6 +100,13 @@ class KeyStream:
             return sub
         self._made[name] = made
         return made
+
+
+def _is_int_scalar(array) -> bool:
+    """Whether ``array`` is 0-d with an integer dtype (a typed jax key is 0-d but no int)."""
+    dtype = getattr(array, "dtype", None)
+    return getattr(array, "ndim", None) == 0 and dtype is not None and (
+        "int" in str(dtype) and "key" not in str(dtype))
 
 
 def _backend_of(term) -> ModuleType:

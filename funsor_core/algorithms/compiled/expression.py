@@ -247,7 +247,9 @@ class Program:
     def __call__(self, **params):
         missing = set(self.inputs) - set(params)
         if missing:
-            raise ValueError(f"this program needs the parameters {sorted(missing)}")
+            unknown = sorted(set(params) - set(self.inputs))
+            raise ValueError(f"this program needs the parameters {sorted(missing)}"
+                             + (f"; unknown: {unknown}" if unknown else ""))
         for name, value in params.items():
             if isinstance(value, Funsor):
                 raise TypeError(f"parameter {name!r} is a funsor ({type(value).__name__} over "

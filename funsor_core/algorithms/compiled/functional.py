@@ -82,6 +82,10 @@ class Functional:
 
 
 def _check_domains(term: Funsor, out: str) -> None:
+    if not isinstance(term, Funsor):
+        raise TypeError(f"functional(term, out={out!r}) takes a funsor, e.g. a Tensor over "
+                        f"{out!r} and its parents, got {type(term).__name__}: wrap an array "
+                        f"as fc.Tensor(table, {{'u': fc.Bint[n], {out!r}: fc.Bint[m]}})")
     if out not in term.inputs:
         raise FunctionalError(f"functional(..., out={out!r}): {out!r} is not an input of the "
                               f"factor; its inputs are {dict(term.inputs)}.")

@@ -181,6 +181,10 @@ class Plan:
             # A Functional passed here was declared (and checked) by functional() already.
             plain = not isinstance(f, Functional)
             f = f if plain else f.term
+            if not isinstance(f, Funsor):
+                raise TypeError(f"this plan runs on factors (Tensors over {self.scopes[k]} at "
+                                f"position {k}), got {type(f).__name__}: wrap an array as "
+                                f"fc.Tensor(data, inputs)")
             names = tuple(f.inputs)
             if names != self.scopes[k] or any(f.inputs[n].size != self.sizes[n] for n in names):
                 raise ValueError(_BAD_STRUCTURE.format(expected=self.scopes, k=k,
@@ -328,6 +332,9 @@ def _structure(factors: Sequence):
     for k, f in enumerate(factors):
         out = f.out if isinstance(f, Functional) else None
         term = f.term if isinstance(f, Functional) else f
+        if not isinstance(term, Funsor):
+            raise TypeError(f"plan(): factor {k} must be a Tensor or functional(...), got "
+                            f"{type(term).__name__}: wrap an array as fc.Tensor(data, inputs)")
         if term.output.shape or term.output.dtype != "real":
             raise ValueError(f"plan(): factor {k} must be real scalar valued, but its output "
                              f"is {term.output}")

@@ -105,6 +105,8 @@ _BAD_AXIS = ("sharded(...): {what} '{name}' is mapped to mesh axis {axis!r}, but
 _UNUSED = ("sharded(...): {what} {names} named in sharded(...) never occurred in a reduction "
            "or Markov product inside the block, so nothing ran split over mesh axes {axes}; the "
            "block reduced {seen} (a misspelt name?). The mesh has axes {mesh}")
+_WRONG_ROLE = ("sharded(...): {what} '{name}' is {role} inside the block, so nothing ran split "
+               "over mesh axes {axes}: pass it as {right}={{'{name}': {given}}}")
 _SHARED_AXIS = ("sharded(...): '{a}' and '{b}' are reduced together but both live on mesh axis "
                 "{axis!r}; one array dim per mesh axis: map them to different axes")
 
@@ -153,6 +155,8 @@ class Sharded(Interpretation):
         self.time = _axes_map("time", time)
         self.particles = _axes_map("particles", particles)
         self.seen: set | None = None  # the names reduced inside the current block
+        self.reduced: set = set()  # of those, the reduced names (not inputs, not chain times)
+        self.chain_times: set = set()  # and the times of Markov products
         for (a, x), (b, y) in ((("plates", self.plates), ("time", self.time)),
                                (("plates", self.plates), ("particles", self.particles)),
                                (("time", self.time), ("particles", self.particles))):
@@ -161,16 +165,18 @@ class Sharded(Interpretation):
                 raise ValueError(f"sharded(...): {both} named both as {a} and as {b}; a name "
                                  "is one of plates, time or particles")
 
-    def note(self, names, *terms) -> None:
-        """Record ``names`` (reduced or a chain's time) and the inputs of ``terms`` as seen
-        inside the block, for the check on leaving it (a misspelt plate or time name)."""
+    def note(self, names, *terms, chain: bool = False) -> None:
+        """Record ``names`` (reduced, or with ``chain`` a Markov product's time) and the
+        inputs of ``terms`` as seen inside the block, for the checks on leaving it (a
+        misspelt plate or time name, a plate passed as a time or the other way round)."""
         if self.seen is not None:
             self.seen.update(names)
+            (self.chain_times if chain else self.reduced).update(names)
             for t in terms:
                 self.seen.update(getattr(t, "inputs", ()))
 
     def __enter__(self) -> Sharded:
-        self.seen = set()
+        self.seen, self.reduced, self.chain_times = set(), set(), set()
         return super().__enter__()
 
     def __exit__(self, *exc) -> None:
@@ -178,6 +184,21 @@ class Sharded(Interpretation):
         super().__exit__(*exc)
         if exc[0] is not None or not seen:  # an error already, or nothing reduced (or traced)
             return
+        # A plate rule splits only plates, the chain rule only times: a name given in the
+        # other role runs on one device, with the right value but without the intent.
+        for what, right, names, role, other in (
+                ("time", "plates", self.time, "reduced as a plate and is the time of no "
+                 "Markov product", self.chain_times),
+                ("plate", "time", self.plates, "the time of a Markov product and reduced as "
+                 "no plate", self.reduced)):
+            wrong = sorted(n for n in names if n not in other and n in (
+                self.reduced if what == "time" else self.chain_times))
+            if wrong:
+                n = wrong[0]
+                given = names[n][0] if len(names[n]) == 1 else names[n]
+                raise ValueError(_WRONG_ROLE.format(what=what, name=n, role=role,
+                                                    axes=list(names[n]), right=right,
+                                                    given=repr(given)))
         declared = {**self.plates, **self.time}
         # A name declared for programs this one is not (a shared wrapper) is fine while some
         # declared name is used; raise when none is (nothing ran split: the intent is lost)
@@ -241,7 +262,8 @@ def sharded(mesh, plates: dict | None = None, time: dict | None = None,
 
     The factors must be jax arrays (another backend raises a ``TypeError``); a size that the
     devices do not divide is padded and masked (no value changes); a name that never occurs
-    in a reduction in the block, or a mesh axis the mesh lacks, raises a ``ValueError``.
+    in a reduction in the block, a plate given as a time (or a Markov product's time given
+    as a plate), or a mesh axis the mesh lacks, raises a ``ValueError``.
 
     Example:
         On a mesh of emulated CPU devices (``XLA_FLAGS=--xla_force_host_platform_device_

@@ -51,16 +51,24 @@ class SMCResult:
     """An SMC estimate: ``log_z`` (log Z-hat), ``ess`` (the effective sample size after each
     token), ``resampled`` (per token), ``counts`` (the particles' family count tables
     ``S_fa(n)``, a dict over names, arrays ``(particle, *family)``) and ``log_weights``.
-    Unpacks as ``log_z, ess``.
+    Unpacks as ``log_z, ess`` (``ess_trace`` is another name of ``ess``, the name the API
+    page and ``smc``'s docstring use).
 
     Example:
         >>> r = SMCResult(0.0, [4.0], [False], {}, None)
         >>> log_z, ess = r
+        >>> r.ess_trace is r.ess
+        True
     """
 
     def __init__(self, log_z, ess, resampled, counts: dict, log_weights) -> None:
         self.log_z, self.ess, self.resampled = log_z, ess, resampled
         self.counts, self.log_weights = counts, log_weights
+
+    @property
+    def ess_trace(self):
+        """The effective sample size after each token (``ess``)."""
+        return self.ess
 
     def __iter__(self):
         return iter((self.log_z, self.ess))
@@ -69,9 +77,10 @@ class SMCResult:
         return f"SMCResult(log_z={float(self.log_z):.6g}, steps={len(self.ess)})"
 
 
-def token_sequence(X, order: str = "shuffle", seed: int = 0) -> np.ndarray:
+def token_sequence(X, order: str = "shuffle", seed: int = 0, names: tuple = ()) -> np.ndarray:
     """The visible cell of every token of the count tensor ``X``, ``(T, X.ndim)`` ints:
     ``"cells"`` in row-major order, ``"shuffle"`` in a random order drawn from ``seed``.
+    ``names`` (the indices of ``X``) only name them in the error for a bad count.
 
     Example:
         >>> token_sequence(np.array([[2, 0], [0, 1]]), "cells").tolist()
@@ -80,8 +89,11 @@ def token_sequence(X, order: str = "shuffle", seed: int = 0) -> np.ndarray:
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     X = np.asarray(X)
-    if X.size and (np.any(X < 0) or np.any(X != np.round(X))):
-        raise ValueError("X must hold nonnegative integer counts")
+    wrong = ~((X >= 0) & (X == np.round(X)))  # NaN is wrong too
+    if wrong.any():
+        bad = tuple(int(i) for i in np.argwhere(wrong)[0])
+        over = f" over the indices {tuple(names)}" if names else ""
+        raise ValueError(f"X must hold nonnegative integer counts: X[{bad}] = {X[bad]}{over}")
     cells = np.argwhere(np.ones(X.shape, dtype=bool))
     tokens = np.repeat(cells, X.reshape(-1).astype(np.int64), axis=0)
     if order == "shuffle":
@@ -188,7 +200,8 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
     if host.shape != want:
         raise ValueError(f"X must have shape {want} (visible indices {model.visible}), got "
                          f"{host.shape}")
-    tokens = token_sequence(host, order, rng_key if isinstance(rng_key, int) else 0)
+    tokens = token_sequence(host, order, rng_key if isinstance(rng_key, int) else 0,
+                            model.visible)
     proto = ops.new_zeros(ops.astype(module.asarray(np.zeros(1)), "float"), ())
     # Each token's visible cell, then its position (what a move's history update reads).
     positions = np.arange(len(tokens))[:, None]

@@ -34,7 +34,7 @@ from funsor_core.algorithms.smc.urns import (
     log_total_count,
     num_completions,
 )
-from funsor_core.atoms.tensor import Tensor
+from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.terms.base import Funsor
@@ -145,7 +145,9 @@ class AllocationModel:
             [[0, 2, 4], [1, 3, 5]]
         """
         if not isinstance(X, Funsor):
-            return X
+            # Python numbers and nested lists are numpy counts (a model with no visible
+            # index observes one number, the total).
+            return X if is_array(X) else np.asarray(X)
         want = {n: Bint[self.cards[n]] for n in names}
         if not isinstance(X, Tensor) or X.output.shape or dict(X.inputs) != want:
             raise ValueError(f"{what} as a funsor must be a Tensor of scalar counts over "
@@ -169,7 +171,9 @@ class AllocationModel:
             raise ValueError(f"{what} must have shape {want} (indices {names}), got "
                              f"{S.shape[batch_ndim:]}")
         if not np.all(S >= 0) or not np.all(np.isfinite(S)):  # NaN fails both
-            raise ValueError(f"{what} must hold finite nonnegative counts")
+            bad = tuple(int(i) for i in np.argwhere(~((S >= 0) & np.isfinite(S)))[0])
+            raise ValueError(f"{what} must hold finite nonnegative counts: {what}[{bad}] = "
+                             f"{S[bad]} over the indices {names}")
         if integer and not np.array_equal(S, np.round(S)):  # tokens: whole numbers
             bad = tuple(int(i) for i in np.argwhere(S != np.round(S))[0])
             raise ValueError(f"{what} must hold integer counts: {what}[{bad}] = {S[bad]} "
