@@ -47,7 +47,8 @@ def test_a_misspelt_parameter_is_named():
     with lazy:
         expr = (u * g * y * theta).reduce(ops.add, {"u", "x", "y"})
     program = fc.compile(expr, functional={"x": g})
-    with pytest.raises(ValueError, match=r"needs the parameters \['theta'\]; unknown: \['thetaa'\]"):
+    with pytest.raises(ValueError,
+                       match=r"needs the parameters \['theta'\]; unknown: \['thetaa'\]"):
         program(thetaa=np.ones(4))
     w = np.array([1.0, 2.0, 3.0, 4.0])
     assert float(program(theta=w)) == pytest.approx(np.einsum("u,ux,xy,y->", PU, G, PY, w))
