@@ -194,7 +194,10 @@ def _leaf(term: Funsor):
 def _markov_leaf(term: MarkovProduct):
     # A MarkovProduct of a parameter over (time, prev, curr): one call to the chain kernel
     # of ``algorithms.chains`` when the program runs, a factor over the free step names.
-    kind, name, names, sizes = _leaf(term.trans)
+    try:
+        kind, name, names, sizes = _leaf(term.trans)
+    except NotImplementedError:  # a sum (transition + emission) or a constant: no leaf
+        kind = names = None
     (prev, curr), (free_prev, free_curr) = term.step[0], term.step_names[0]
     time = term.time.name
     if kind != "param" or len(term.step) != 1 or set(names) != {time, prev, curr}:
