@@ -35,7 +35,7 @@ from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.terms.backend_check import deep_array_backend
 from funsor_core.terms.base import Funsor
 
-__all__ = ["KeyStream"]
+__all__ = ["KeyStream", "seed_or_key"]
 
 
 class KeyStream:
@@ -56,12 +56,7 @@ class KeyStream:
             if rng_key < 0:
                 raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
         elif is_array(rng_key) and _is_int_scalar(rng_key):
-            # A 0-d integer array is a seed, as an int is: concrete, it is that int; traced
-            # (an int seed passed through jax.jit), the backend makes its key from it.
-            if ops.is_concrete(rng_key):
-                rng_key = int(rng_key)
-            else:
-                rng_key = backend_of(rng_key).new_rng_key(rng_key)
+            rng_key = seed_or_key(rng_key)
         elif not (rng_key is None or is_array(rng_key)
                   or type(rng_key).__name__ == "Generator"):
             raise TypeError(f"rng_key must be None, an int seed, a generator or a jax key, got "
@@ -100,6 +95,22 @@ class KeyStream:
             return sub
         self._made[name] = made
         return made
+
+
+def seed_or_key(rng_key: Any) -> Any:
+    """``rng_key`` with a 0-d integer array read as a seed, as an int is: concrete, that int;
+    traced (an int seed passed through ``jax.jit``), its backend's key made from it. Any
+    other value as it is.
+
+    Example:
+        >>> seed_or_key(np.array(3)), seed_or_key(None)
+        (3, None)
+    """
+    if not (is_array(rng_key) and _is_int_scalar(rng_key)):
+        return rng_key
+    if ops.is_concrete(rng_key):
+        return int(rng_key)
+    return backend_of(rng_key).new_rng_key(rng_key)
 
 
 def _is_int_scalar(array) -> bool:

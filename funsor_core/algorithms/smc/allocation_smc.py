@@ -185,7 +185,7 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
     check_counts("smc", num_particles, ess_threshold)
     if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
         raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
-    check_rng_key(rng_key, "smc")
+    rng_key = check_rng_key(rng_key, "smc")
     X = model.counts_array(X, model.visible)
     module = backend_of(X, None)
     if module is not None and not ops.is_concrete(X):

@@ -58,9 +58,10 @@ def _check(log_init, log_trans, log_obs) -> tuple[int, int]:
         raise ValueError(f"hmm_smc needs at least one observation (log_obs (T, K), T >= 1); "
                          f"got {shapes}")
     for name, x in (("log_init", log_init), ("log_trans", log_trans), ("log_obs", log_obs)):
+        x = ops.detach(x)  # (under jax.jit even a closed-over array's detach is traced)
         if not ops.is_concrete(x):
             continue  # traced under jax.jit: a NaN gives a NaN estimate
-        host = np.asarray(ops.to_numpy(ops.detach(x)))
+        host = np.asarray(ops.to_numpy(x))
         bad = np.argwhere(~(host < np.inf))  # NaN or +inf
         if bad.size:
             at = tuple(int(i) for i in bad[0])
@@ -171,7 +172,7 @@ def hmm_smc(log_init, log_trans, log_obs, num_particles: int, rng_key: Any = Non
     if isinstance(log_trans, MarkovProduct):
         log_trans, log_obs = _chain_arrays(log_trans, log_obs)
     check_counts("hmm_smc", num_particles, ess_threshold)
-    check_rng_key(rng_key, "hmm_smc")
+    rng_key = check_rng_key(rng_key, "hmm_smc")
     k, steps = _check(log_init, log_trans, log_obs)
     varying = len(log_trans.shape) == 3
     module = backend_of(log_obs)

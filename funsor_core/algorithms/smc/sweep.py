@@ -51,6 +51,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.ops.op import is_array_type
 from funsor_core.sampling.draw import backend_and_key
+from funsor_core.sampling.keys import seed_or_key
 
 __all__ = ["Proposal", "SCHEMES", "SweepResult", "categorical", "check_rng_key", "ess_of",
            "run_sweep", "systematic_resample"]
@@ -171,10 +172,11 @@ def _gather(state: tuple, index) -> tuple:
     return tuple(ops.getitem(leaf, (index,)) for leaf in state)
 
 
-def check_rng_key(rng_key, what: str = "run_sweep") -> None:
+def check_rng_key(rng_key, what: str = "run_sweep"):
     """Raise a ``TypeError`` naming ``rng_key`` unless it is None, an int seed, a numpy or
     torch Generator or a backend's key array (a float or a string failed deep in the
-    sampler, as an AttributeError or "no backend for arrays of type str").
+    sampler, as an AttributeError or "no backend for arrays of type str"); return it, a 0-d
+    integer array read as a seed (``seed_or_key``: an int seed traced under ``jax.jit``).
 
     Example:
         >>> check_rng_key(1.5, "smc")
@@ -184,7 +186,7 @@ def check_rng_key(rng_key, what: str = "run_sweep") -> None:
     """
     if rng_key is None or isinstance(rng_key, (numbers.Integral, np.random.Generator)) or \
             is_array_type(type(rng_key)) or hasattr(rng_key, "manual_seed"):
-        return
+        return seed_or_key(rng_key)
     raise TypeError(f"{what}: rng_key must be an int seed, None, a numpy or torch Generator "
                     f"or a jax key; got {type(rng_key).__name__} {rng_key!r}")
 
@@ -239,7 +241,7 @@ def run_sweep(step: Proposal, state: tuple, xs, num_particles: int, rng_key=None
         raise ValueError(f"ess_threshold must lie in [0, 1], got {ess_threshold}")
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    check_rng_key(rng_key)
+    rng_key = check_rng_key(rng_key)
     proto = ops.astype(state[0], "float")  # the weights' dtype and backend
     module, key = backend_and_key(proto, rng_key)
     splits = module.SPLITS_RNG_KEYS

@@ -6,11 +6,16 @@
   integer counts"; it names the cell, its value and the visible indices now, as
   ``log_marginal_exact`` does (which now names them for negative and NaN counts too);
 - a model with no visible index observes one number, the total count; ``X=3`` (a Python
-  int) failed with "ops.is_concrete has no kernel for arguments of type int".
+  int) failed with "ops.is_concrete has no kernel for arguments of type int";
+- ``jax.jit(lambda seed: hmm_smc(..., rng_key=seed))(0)`` failed deep in jax ("invalid PRNG
+  key data"); a traced int seed is a seed now, giving the eager int seed's estimate. With
+  the arrays closed over (jax arrays, concrete), ``jit`` failed first in the NaN check
+  (``TracerArrayConversionError``: the detached copy is traced); it reads them now.
 
 Oracles: the closed-form Gamma-Poisson marginal of the total count,
 ``log p(S+ = n) = a log(b / (b + 1)) - n log(b + 1) + lgamma(a + n) - lgamma(a) - lgamma(n + 1)``,
-and a brute-force enumeration of the completions of a 2 x 2 table under one hidden index.
+a brute-force enumeration of the completions of a 2 x 2 table under one hidden index, and
+the forward algorithm for the HMM.
 """
 
 from __future__ import annotations
@@ -83,3 +88,22 @@ def test_a_model_with_no_visible_index_takes_the_total_as_a_number():
     for X in (3, np.array(3), [3][0]):
         assert m.log_marginal_exact(X) == pytest.approx(_log_total(3, 1.3, 0.4), abs=1e-12)
         assert float(smc(m, X, 8, rng_key=0).log_z) == pytest.approx(_log_total(3, 1.3, 0.4))
+
+
+def test_hmm_smc_takes_an_int_seed_traced_under_jit():
+    jax = pytest.importorskip("jax")
+    from funsor_core.smc import hmm_smc
+
+    rng = np.random.default_rng(2)
+    K, T = 3, 6
+    log_init = np.log(rng.dirichlet(np.ones(K)))
+    log_trans = np.log(rng.dirichlet(np.ones(K), size=K))
+    log_obs = rng.normal(size=(T, K))
+    args = [jax.numpy.asarray(a) for a in (log_init, log_trans, log_obs)]
+    traced = jax.jit(lambda seed: hmm_smc(*args, 256, rng_key=seed).log_z)(5)
+    eager = hmm_smc(*args, 256, rng_key=5).log_z
+    assert float(traced) == pytest.approx(float(eager), abs=1e-6)
+    alpha = log_init + log_obs[0]
+    for t in range(1, T):
+        alpha = np.logaddexp.reduce(alpha[:, None] + log_trans, axis=0) + log_obs[t]
+    assert float(eager) == pytest.approx(np.logaddexp.reduce(alpha), abs=0.05)
