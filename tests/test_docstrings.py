@@ -134,12 +134,6 @@ funsor_core.compat.pyro_hmm.SwitchingLinearHMM
 funsor_core.distribution.base.on_family
 funsor_core.distribution.convert_wrappers.wrapper_to_funsor
 funsor_core.engine.backend.announce_term_class
-funsor_core.engine.interpreter.ENTERED
-funsor_core.engine.interpreter.interpret
-funsor_core.engine.patterns.mark_deep
-funsor_core.ops.op.register_array_type
-funsor_core.ops.op.register_funsor_builder
-funsor_core.ops.tracer.register_traced_type
 """.split())
 
 

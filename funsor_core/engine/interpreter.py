@@ -93,6 +93,17 @@ def rule_name(rule: Callable) -> str:
 
 
 class _Entered:
+    """The fallback marker ``ENTERED``: an interpretation whose fallback it is falls back to
+    the interpretation that was active when it was entered.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     with Interpretation("demo_entered", ENTERED):
+        ...         fc.get_interpretation().chain()
+        ['demo_entered', 'lazy', 'reflect']
+    """
+
     def __repr__(self) -> str:
         return "ENTERED"
 
@@ -568,7 +579,18 @@ def get_interpretation() -> Interpretation:
 
 
 def interpret(cls: type, args: tuple) -> Any:
-    """Build ``cls(*args)`` under the active interpretation."""
+    """Build ``cls(*args)`` under the active interpretation: its rules rewrite the term, or
+    it is kept as built.
+
+    Example:
+        >>> two, three = fc.Number(2.0), fc.Number(3.0)
+        >>> interpret(fc.Binary, (ops.add, two, three))
+        Number(5.0, 'real')
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     type(interpret(fc.Binary, (ops.add, two, three))).__name__
+        'Binary'
+    """
     state = _STATE.get(None)
     interp = _DEFAULT[0] if state is None else state[0]
     return interp.interpret(cls, args)

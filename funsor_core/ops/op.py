@@ -107,7 +107,15 @@ def set_backend_loader(loader: Callable[[type], bool]) -> None:
 
 
 def register_array_type(typ: type) -> None:
-    """Declare ``typ`` an array type (a backend calls this before registering kernels)."""
+    """Declare ``typ`` an array type (a backend calls this before registering kernels); a
+    type already declared is left as it is.
+
+    Example:
+        >>> import numpy as np
+        >>> register_array_type(np.ndarray)
+        >>> ARRAY_TYPES.count(np.ndarray), is_array_type(np.ndarray)
+        (1, True)
+    """
     if typ not in ARRAY_TYPES:
         ARRAY_TYPES.append(typ)
         _GENERATION[0] += 1
@@ -144,7 +152,17 @@ def is_scalar(x) -> bool:
 
 
 def register_funsor_builder(family: type, builder: Callable, funsor_type: type) -> None:
-    """Tell ops of ``family`` how to build a term when an argument is a funsor."""
+    """Tell ops of ``family`` how to build a term when an argument is a funsor: the op calls
+    ``builder(op, *args, **params)``, the builder of the nearest family in its class's MRO.
+
+    Example:
+        >>> class InputsOp(UnaryOp):
+        ...     __slots__ = ()
+        >>> inputs_of = InputsOp("inputs_of_demo")
+        >>> register_funsor_builder(InputsOp, lambda op, f: sorted(f.inputs), fc.Funsor)
+        >>> inputs_of(fc.Tensor(np.zeros((2, 3)), {"j": fc.Bint[2], "i": fc.Bint[3]}))
+        ['i', 'j']
+    """
     _FUNSOR_BUILDERS[family] = builder
     if funsor_type not in _FUNSOR_BASE:
         _FUNSOR_BASE.append(funsor_type)
