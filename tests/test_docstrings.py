@@ -46,10 +46,6 @@ funsor_core.algorithms.chains.discrete_eager.eager_log_filter
 funsor_core.algorithms.chains.discrete_eager.rounded_away
 funsor_core.algorithms.chains.gaussian_filter.contract_markov_gaussian
 funsor_core.algorithms.chains.gaussian_smooth.smooth_gaussian_chain
-funsor_core.algorithms.compiled.FunctionalError
-funsor_core.algorithms.compiled.Plan
-funsor_core.algorithms.compiled.Program
-funsor_core.algorithms.compiled.get_memory_budget
 funsor_core.algorithms.compiled.jointree.JoinTree
 funsor_core.algorithms.compiled.jointree.jointree_from_children
 funsor_core.algorithms.compiled.jointree.separator_bits

@@ -71,6 +71,15 @@ class Plan:
         tree: the ``JoinTree`` (``tree.seps`` are the message names of each node).
         method: the planner that made the tree.
         functional: per factor, the name it was declared to give (``None`` if not declared).
+
+    Example:
+        >>> a = fc.Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]), {"i": fc.Bint[2], "j": fc.Bint[2]})
+        >>> b = fc.Tensor(np.array([1.0, 10.0]), {"j": fc.Bint[2]})
+        >>> p = plan([a, b], frozenset({"j"}))
+        >>> p.scopes, p.output
+        ((('i', 'j'), ('j',)), ('i',))
+        >>> p.run_arrays([a.data, b.data], log=False), a.data @ b.data
+        (array([21., 43.]), array([21., 43.]))
     """
 
     def __init__(self, scopes, sizes, output, tree: JoinTree, method: str,
