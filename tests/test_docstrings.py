@@ -46,16 +46,6 @@ funsor_core.algorithms.chains.discrete_eager.eager_log_filter
 funsor_core.algorithms.chains.discrete_eager.rounded_away
 funsor_core.algorithms.chains.gaussian_filter.contract_markov_gaussian
 funsor_core.algorithms.chains.gaussian_smooth.smooth_gaussian_chain
-funsor_core.algorithms.compiled.jointree.JoinTree
-funsor_core.algorithms.compiled.jointree.jointree_from_children
-funsor_core.algorithms.compiled.jointree.separator_bits
-funsor_core.algorithms.compiled.jointree.shrink_bits
-funsor_core.algorithms.compiled.lowering.PairSpec
-funsor_core.algorithms.compiled.lowering.reduce_spec
-funsor_core.algorithms.compiled.lowering.run_reduce
-funsor_core.algorithms.compiled.opprogram.OpProgram
-funsor_core.algorithms.compiled.opprogram.make_tuple
-funsor_core.algorithms.compiled.program.plan_structure
 funsor_core.algorithms.contract.forest.ForestPlan
 funsor_core.algorithms.contract.kernels.log_pair_run
 funsor_core.algorithms.contract.replay.ArrayProgram

@@ -315,7 +315,16 @@ def _cotengra_tree(scopes, sizes, keep, max_time: float = 5.0) -> tuple[JoinTree
 @cached("compiled.plans", maxsize=256)
 def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
                    method: str) -> Plan:
-    """The cached plan of one structure (hashable arguments; see ``plan``)."""
+    """The cached plan of one structure (hashable arguments; see ``plan``): ``scopes`` per
+    factor, ``sizes`` as ``(name, size)`` pairs, ``functional`` per factor (or None), the
+    names to ``keep``, the planner ``method``.
+
+    Example:
+        >>> args = ((("i", "j"), ("j",)), (("i", 2), ("j", 3)), (None, None), ("i",), "auto")
+        >>> p = plan_structure(*args)
+        >>> p.method, p.tree.seps, plan_structure(*args) is p
+        ('opt_einsum', (('i', 'j'), ('j',), ('i',)), True)
+    """
     size = dict(sizes)
     if method == "cotengra":
         tree, method = _cotengra_tree(scopes, size, keep)
