@@ -595,28 +595,3 @@ def interpret(cls: type, args: tuple) -> Any:
     interp = _DEFAULT[0] if state is None else state[0]
     return interp.interpret(cls, args)
 
-
-# -- fresh names for users ------------------------------------------------------------------------
-import itertools  # noqa: E402  (gensym is appended to this module; keep its import with it)
-
-_GENSYM = itertools.count(1)
-
-
-def gensym(x: Any = None) -> Any:
-    """A fresh name: ``"V<k>"``, or ``"<x>_<k>"`` for a string ``x`` (funsor's
-    ``funsor.interpreter.gensym``); for any other object, its ``id``.
-
-    ``k`` comes from one process-wide counter, so two calls never return the same name.
-    (Bound variables are renamed by ``traversal.alpha_rename``, not by this function.)
-
-    Example:
-        >>> a, b = gensym("x"), gensym("x")
-        >>> a != b and a.startswith("x_") and gensym().startswith("V")
-        True
-    """
-    k = next(_GENSYM)
-    if x is None:
-        return f"V{k}"
-    if isinstance(x, str):
-        return f"{x}_{k}"
-    return id(x)
