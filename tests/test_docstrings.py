@@ -112,11 +112,6 @@ funsor_core.atoms.gaussian.parameters.one_backend
 funsor_core.atoms.gaussian.rank.RankFix
 funsor_core.atoms.gaussian.rank.decide
 funsor_core.atoms.gaussian.rank.raise_rank
-funsor_core.compat.pyro_distribution.FunsorDistribution
-funsor_core.compat.pyro_hmm.DiscreteHMM
-funsor_core.compat.pyro_hmm.GaussianHMM
-funsor_core.compat.pyro_hmm.GaussianMRF
-funsor_core.compat.pyro_hmm.SwitchingLinearHMM
 funsor_core.distribution.base.on_family
 funsor_core.distribution.convert_wrappers.wrapper_to_funsor
 funsor_core.engine.backend.announce_term_class
