@@ -67,9 +67,6 @@ funsor_core.algorithms.loopy.anytime_compact.initial_messages
 funsor_core.algorithms.loopy.anytime_compact.remap_messages
 funsor_core.algorithms.loopy.asynchronous.residual_bp
 funsor_core.algorithms.loopy.blocks.ColourBlocks
-funsor_core.algorithms.loopy.cluster_bp.ClusterBPResult
-funsor_core.algorithms.loopy.cluster_bp.MessageCounts
-funsor_core.algorithms.loopy.cluster_graph.ClusterGraph
 funsor_core.algorithms.loopy.mcmc.SamplerPlan
 funsor_core.algorithms.loopy.mcmc.conditional_logits
 funsor_core.algorithms.loopy.mcmc.sweep_rounds
