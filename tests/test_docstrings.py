@@ -66,10 +66,6 @@ funsor_core.algorithms.loopy.anytime_compact.compact_graph
 funsor_core.algorithms.loopy.anytime_compact.initial_messages
 funsor_core.algorithms.loopy.anytime_compact.remap_messages
 funsor_core.algorithms.loopy.asynchronous.residual_bp
-funsor_core.algorithms.loopy.blocks.ColourBlocks
-funsor_core.algorithms.loopy.mcmc.SamplerPlan
-funsor_core.algorithms.loopy.mcmc.conditional_logits
-funsor_core.algorithms.loopy.mcmc.sweep_rounds
 funsor_core.algorithms.loopy.mcmcmc.subsample_sizes
 funsor_core.algorithms.sharding.partitions.PartitionPlan
 funsor_core.algorithms.smc.allocation_smc.initial_tables
