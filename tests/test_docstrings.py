@@ -55,15 +55,6 @@ funsor_core.algorithms.eliminate.schedule.Schedule
 funsor_core.algorithms.eliminate.schedule.Step
 funsor_core.algorithms.filter.fused_scan.scan_steps
 funsor_core.algorithms.filter.masked.masked_filter
-funsor_core.algorithms.loopy.anytime_buckets.Bucket
-funsor_core.algorithms.loopy.anytime_buckets.bucket_bp
-funsor_core.algorithms.loopy.anytime_buckets.bucket_priorities
-funsor_core.algorithms.loopy.anytime_buckets.make_buckets
-funsor_core.algorithms.loopy.anytime_compact.CompactLayout
-funsor_core.algorithms.loopy.anytime_compact.compact_dynamic_priorities
-funsor_core.algorithms.loopy.anytime_compact.compact_graph
-funsor_core.algorithms.loopy.anytime_compact.initial_messages
-funsor_core.algorithms.loopy.anytime_compact.remap_messages
 funsor_core.algorithms.sharding.partitions.PartitionPlan
 funsor_core.algorithms.smc.allocation_smc.initial_tables
 funsor_core.algorithms.smc.ntf.kl_ntf
