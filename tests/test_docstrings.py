@@ -75,15 +75,10 @@ funsor_core.atoms.gaussian.moments.collapse_planned
 funsor_core.atoms.gaussian.moments.collapse_planned_gram
 funsor_core.atoms.gaussian.moments.collapse_result
 funsor_core.atoms.gaussian.moments.place_system
-funsor_core.atoms.gaussian.parameters.as_array
-funsor_core.atoms.gaussian.parameters.canonical_checked
-funsor_core.atoms.gaussian.parameters.one_backend
 funsor_core.atoms.gaussian.rank.RankFix
 funsor_core.atoms.gaussian.rank.decide
 funsor_core.atoms.gaussian.rank.raise_rank
-funsor_core.distribution.base.on_family
 funsor_core.distribution.convert_wrappers.wrapper_to_funsor
-funsor_core.engine.backend.announce_term_class
 """.split())
 
 
