@@ -78,7 +78,6 @@ funsor_core.atoms.gaussian.moments.place_system
 funsor_core.atoms.gaussian.rank.RankFix
 funsor_core.atoms.gaussian.rank.decide
 funsor_core.atoms.gaussian.rank.raise_rank
-funsor_core.distribution.convert_wrappers.wrapper_to_funsor
 """.split())
 
 
