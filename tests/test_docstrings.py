@@ -66,9 +66,6 @@ funsor_core.algorithms.smc.sweep.run_sweep
 funsor_core.algorithms.smc.token_plan.PlanStep
 funsor_core.algorithms.smc.vb.VBResult
 funsor_core.algorithms.smc.vb.vb_elbo
-funsor_core.atoms.gaussian.mixture.collapse_args
-funsor_core.atoms.gaussian.mixture.mixture_vars
-funsor_core.atoms.gaussian.mixture.would_compress
 funsor_core.atoms.gaussian.moments.align_system
 funsor_core.atoms.gaussian.moments.align_weights
 funsor_core.atoms.gaussian.moments.collapse_planned
