@@ -66,12 +66,6 @@ funsor_core.algorithms.smc.sweep.run_sweep
 funsor_core.algorithms.smc.token_plan.PlanStep
 funsor_core.algorithms.smc.vb.VBResult
 funsor_core.algorithms.smc.vb.vb_elbo
-funsor_core.atoms.gaussian.moments.align_system
-funsor_core.atoms.gaussian.moments.align_weights
-funsor_core.atoms.gaussian.moments.collapse_planned
-funsor_core.atoms.gaussian.moments.collapse_planned_gram
-funsor_core.atoms.gaussian.moments.collapse_result
-funsor_core.atoms.gaussian.moments.place_system
 funsor_core.atoms.gaussian.rank.RankFix
 funsor_core.atoms.gaussian.rank.decide
 funsor_core.atoms.gaussian.rank.raise_rank
