@@ -66,9 +66,6 @@ funsor_core.algorithms.smc.sweep.run_sweep
 funsor_core.algorithms.smc.token_plan.PlanStep
 funsor_core.algorithms.smc.vb.VBResult
 funsor_core.algorithms.smc.vb.vb_elbo
-funsor_core.atoms.gaussian.rank.RankFix
-funsor_core.atoms.gaussian.rank.decide
-funsor_core.atoms.gaussian.rank.raise_rank
 """.split())
 
 
