@@ -37,8 +37,6 @@ OURS = ("funsor_core", "interpretations", "backends")
 # it. A name that gains an example must leave the list (the test below says so).
 TO_DO = frozenset("""
 funsor_core.algorithms.adjoint.backward.Semiring
-funsor_core.algorithms.adjoint.chain_arrays.chain_array_shares
-funsor_core.algorithms.adjoint.chain_paths.chain_path_shares
 funsor_core.algorithms.adjoint.kbest_from_tape
 funsor_core.algorithms.adjoint.precondition.precondition_points
 funsor_core.algorithms.chains.cost_model.ChainProblem
