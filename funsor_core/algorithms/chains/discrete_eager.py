@@ -95,7 +95,18 @@ def rounded_away(p, right, floor: float):
     in the returned message itself (``right`` None), or in its total against ``right`` when
     those states' weights there could outweigh the rounding of the total (one ``eps``, the
     floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
-    against a flat boundary, where the lost states cannot change a digit of the total."""
+    against a flat boundary, where the lost states cannot change a digit of the total.
+
+    Example:
+        A state at 1e-300, below the floor: it shows in the message itself, and in a total
+        against a boundary that weights it by e^800, not in one against a flat boundary.
+
+        >>> p, floor = np.array([0.5, 0.5, 1e-300]), 1e-290
+        >>> bool(rounded_away(p, None, floor)), bool(rounded_away(p, np.zeros(3), floor))
+        (True, False)
+        >>> bool(rounded_away(p, np.array([0.0, 0.0, 800.0]), floor))
+        True
+    """
     low = p < floor
     if right is None:
         return ops.any(low)
