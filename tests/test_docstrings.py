@@ -42,9 +42,6 @@ funsor_core.algorithms.smc.allocation_smc.initial_tables
 funsor_core.algorithms.smc.ntf.kl_ntf
 funsor_core.algorithms.smc.rejuvenate.move_draws
 funsor_core.algorithms.smc.rejuvenate.rejuvenate
-funsor_core.algorithms.smc.sweep.Proposal
-funsor_core.algorithms.smc.sweep.SweepResult
-funsor_core.algorithms.smc.sweep.run_sweep
 funsor_core.algorithms.smc.token_plan.PlanStep
 funsor_core.algorithms.smc.vb.VBResult
 funsor_core.algorithms.smc.vb.vb_elbo
