@@ -43,8 +43,6 @@ funsor_core.algorithms.smc.ntf.kl_ntf
 funsor_core.algorithms.smc.rejuvenate.move_draws
 funsor_core.algorithms.smc.rejuvenate.rejuvenate
 funsor_core.algorithms.smc.token_plan.PlanStep
-funsor_core.algorithms.smc.vb.VBResult
-funsor_core.algorithms.smc.vb.vb_elbo
 """.split())
 
 
