@@ -38,7 +38,6 @@ OURS = ("funsor_core", "interpretations", "backends")
 TO_DO = frozenset("""
 funsor_core.algorithms.chains.discrete_eager.eager_log_filter
 funsor_core.algorithms.filter.fused_scan.scan_steps
-funsor_core.algorithms.smc.token_plan.PlanStep
 """.split())
 
 
