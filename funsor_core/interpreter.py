@@ -1,16 +1,15 @@
 """funsor's ``funsor.interpreter``: interpretations, ``reinterpret`` and ``gensym``.
 
-A thin face; the implementation lives in
-``funsor_core.engine.interpreter``."""
+A thin face; the implementation lives in ``funsor_core.engine.interpreter``, and
+``gensym``, which only funsor's users call, in ``funsor_core.compat.gensym``."""
 
-
+from funsor_core.compat.gensym import gensym
 from funsor_core.compat.stateful import interpretation
 from funsor_core.engine.interpreter import (
     ENTERED,
     Interpretation,
     Tuple,
     build,
-    gensym,
     get_interpretation,
     interpret,
     reflect,
@@ -25,4 +24,3 @@ __all__ = [
     "set_debug", "interpret", "build", "Tuple", "rule_name", "gensym", "children", "reinterpret",
     "interpretation",
 ]
-

@@ -79,7 +79,21 @@ def _funsor_distribution_class():
     class FunsorDistribution(pyro_dist.TorchDistribution):
         """A distribution of ``value`` given by a normalized funsor ``funsor_dist`` over
         ``value`` and Pyro's batch dims (``_pyro_dim_*``); ``dtype`` is ``"real"`` or the
-        number of values of a discrete ``value``."""
+        number of values of a discrete ``value``.
+
+        Example:
+            A batch of two categoricals over three values, from their normalized logits:
+
+            >>> import torch
+            >>> from funsor_core.pyro.convert import tensor_to_funsor
+            >>> fc.set_backend("torch")
+            >>> logits = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 0.0]]).log_softmax(-1)
+            >>> d = FunsorDistribution(tensor_to_funsor(logits, ("value",)), (2,), dtype=3)
+            >>> v, cat = torch.tensor([0, 2]), torch.distributions.Categorical(logits=logits)
+            >>> torch.allclose(d.log_prob(v), cat.log_prob(v))
+            True
+            >>> fc.set_backend("numpy")
+        """
 
         arg_constraints = {}
 

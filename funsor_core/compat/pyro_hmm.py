@@ -88,7 +88,21 @@ def _classes() -> dict:
         """A hidden Markov model with discrete states and any observation distribution
         (``observation_dist``'s rightmost batch dim ranges over the states); time is the
         leftmost event dim. As funsor's ``funsor.pyro.hmm.DiscreteHMM`` (sampling not built,
-        as there)."""
+        as there).
+
+        Example:
+            Uniform transitions make the steps independent: each is a two-Normal mixture.
+
+            >>> import math, torch
+            >>> fc.set_backend("torch")
+            >>> obs = torch.distributions.Normal(torch.tensor([0.0, 2.0]), 1.0)
+            >>> hmm = DiscreteHMM(torch.zeros(2), torch.zeros(2, 2, 2), obs)  # 2 steps
+            >>> x = torch.tensor([0.5, 1.5])
+            >>> mixture = obs.log_prob(x[:, None]).logsumexp(-1) - math.log(2)
+            >>> torch.allclose(hmm.log_prob(x), mixture.sum())
+            True
+            >>> fc.set_backend("numpy")
+        """
 
         def __init__(self, initial_logits, transition_logits, observation_dist,
                      validate_args=None):

@@ -308,7 +308,21 @@ def gaussian_hmm_classes(funsor_distribution) -> dict:
         observations, as funsor's ``funsor.pyro.hmm.GaussianHMM`` (and pyro's
         ``pyro.distributions.GaussianHMM``): ``GaussianHMM(initial_dist, transition_matrix,
         transition_dist, observation_matrix, observation_dist)``, matrices ordered
-        ``(old, new)``; time is the leftmost event dim. Sampling is not built."""
+        ``(old, new)``; time is the leftmost event dim. Sampling is not built.
+
+        Example:
+            One step, ``z_1 = z_0 + e``, ``x_1 = z_1 + e'``, all noises N(0, 1): x_1 ~ N(0, 3).
+
+            >>> import torch
+            >>> fc.set_backend("torch")
+            >>> std = torch.distributions.MultivariateNormal(torch.zeros(1), torch.eye(1))
+            >>> hmm = GaussianHMM(std, torch.ones(1, 1, 1), std, torch.eye(1), std)
+            >>> normal = torch.distributions.Normal(0.0, 3 ** 0.5)
+            >>> x = torch.tensor([[0.7]])
+            >>> torch.allclose(hmm.log_prob(x), normal.log_prob(x[0, 0]))
+            True
+            >>> fc.set_backend("numpy")
+        """
 
         _factors = staticmethod(_gaussian_hmm_factors)
 
@@ -329,7 +343,22 @@ def gaussian_hmm_classes(funsor_distribution) -> dict:
         """A temporal Markov random field with Gaussian factors, as funsor's
         ``funsor.pyro.hmm.GaussianMRF``: ``GaussianMRF(initial_dist, transition_dist,
         observation_dist)``, MVNs over ``z_0``, ``(z_t-1, z_t)`` and ``(z_t, x_t)``;
-        ``log p(x) = log Z(x) - log Z``. Sampling is not built."""
+        ``log p(x) = log Z(x) - log Z``. Sampling is not built.
+
+        Example:
+            Independent standard factors: the observation is N(0, 1) whatever the states.
+
+            >>> import torch
+            >>> fc.set_backend("torch")
+            >>> mvn = torch.distributions.MultivariateNormal
+            >>> mrf = GaussianMRF(mvn(torch.zeros(1), torch.eye(1)),
+            ...                   mvn(torch.zeros(2), torch.eye(2)),
+            ...                   mvn(torch.zeros(2), torch.eye(2)))
+            >>> x, normal = torch.tensor([[0.7]]), torch.distributions.Normal(0.0, 1.0)
+            >>> torch.allclose(mrf.log_prob(x), normal.log_prob(x[0, 0]))
+            True
+            >>> fc.set_backend("numpy")
+        """
 
         _factors = staticmethod(_gaussian_mrf_factors)
 
@@ -354,7 +383,29 @@ def gaussian_hmm_classes(funsor_distribution) -> dict:
         observation_matrix, observation_mvn, exact=False)``; the class is the batch dim right
         of time. ``exact=True`` enumerates the switch paths (``K^(T+1)``), ``exact=False``
         matches moments at every step (GPB2). ``filter(value)`` gives the last step's
-        posterior as ``(Categorical, MultivariateNormal)``. Sampling is not built."""
+        posterior as ``(Categorical, MultivariateNormal)``. Sampling is not built.
+
+        Example:
+            One step, two equally likely classes: ``z_1 = e`` (class 0) or ``z_0 + e`` (class
+            1), ``x_1 = z_1 + e'``, so x_1 ~ N(0, 2) or N(0, 3); given x_1 = 0.7 the state's
+            posterior is N(0.7 / 2, 1 / 2) or N(0.7 * 2 / 3, 2 / 3).
+
+            >>> import math, torch
+            >>> fc.set_backend("torch")
+            >>> std = torch.distributions.MultivariateNormal(torch.zeros(1), torch.eye(1))
+            >>> a = torch.tensor([0.0, 1.0]).reshape(1, 2, 1, 1)  # (time, class, old, new)
+            >>> slds = SwitchingLinearHMM(torch.zeros(2), std, torch.zeros(1, 2, 2), a, std,
+            ...                           torch.eye(1), std, exact=True)
+            >>> x = torch.tensor([[0.7]])
+            >>> per_class = torch.distributions.Normal(0.0, torch.tensor([2.0, 3.0]).sqrt())
+            >>> mixture = per_class.log_prob(torch.tensor(0.7)).logsumexp(0) - math.log(2)
+            >>> torch.allclose(slds.log_prob(x), mixture)
+            True
+            >>> cat, posterior = slds.filter(x)
+            >>> torch.allclose(posterior.loc.flatten(), torch.tensor([0.35, 0.7 * 2 / 3]))
+            True
+            >>> fc.set_backend("numpy")
+        """
 
         _factors = staticmethod(_slhmm_factors)
 

@@ -48,6 +48,19 @@ def wrapper_to_funsor(raw, dim_to_name: dict, reinterpreted: int, convert: Conve
     ``reinterpreted`` counts the rightmost batch dims of ``raw`` that an enclosing
     ``Independent`` sums (they become batch output dims); ``convert`` converts what
     ``raw`` wraps.
+
+    Example:
+        A point mass at 0.5 and 1.5 (batch dim ``i``): its log density is 0 at its point,
+        -inf elsewhere; an object that is no wrapper gives None.
+
+        >>> class Point:  # recognised by its attributes
+        ...     v, log_density, event_dim = np.array([0.5, 1.5]), 0.0, 0
+        ...     batch_shape, event_shape = (2,), ()
+        >>> f = wrapper_to_funsor(Point(), {-1: "i"}, 0, convert=None)
+        >>> f(value=fc.Tensor(np.array([0.5, 0.0]), {"i": fc.Bint[2]})).data
+        array([  0., -inf])
+        >>> wrapper_to_funsor(object(), {}, 0, convert=None) is None
+        True
     """
     if hasattr(raw, "base_dist") and hasattr(raw, "_mask"):
         return _masked(raw, dim_to_name, reinterpreted, convert)

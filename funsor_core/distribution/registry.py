@@ -31,7 +31,15 @@ def announce_family(cls: type) -> None:
 
 def on_family(hook) -> None:
     """Call ``hook(cls)`` for every family, now and as new ones are declared (the exact rules
-    register themselves for each family this way)."""
+    register themselves for each family this way).
+
+    Example:
+        >>> names = []
+        >>> on_family(lambda cls: names.append(cls.__name__))
+        >>> "Normal" in names and "Categorical" in names
+        True
+        >>> del _FAMILY_HOOKS[-1]
+    """
     _FAMILY_HOOKS.append(hook)
     for cls in list(FAMILIES.values()):
         hook(cls)

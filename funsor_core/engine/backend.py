@@ -252,7 +252,20 @@ _TERM_CLASS_HOOKS: list = []
 
 
 def announce_term_class(cls: type) -> None:
-    """Called by the base term class for every term class when it is defined."""
+    """Called by the base term class for every term class when it is defined: it is kept,
+    and every hook given to ``on_term_class`` is called with it.
+
+    Example:
+        >>> seen = []
+        >>> on_term_class(seen.append)
+        >>> class Probe:  # a term class's flatten protocol, for the jax hook
+        ...     tree_flatten = classmethod(lambda cls, x: ([], None))
+        ...     tree_unflatten = classmethod(lambda cls, aux, leaves: cls())
+        >>> announce_term_class(Probe)
+        >>> seen[-1] is Probe
+        True
+        >>> _TERM_CLASS_HOOKS.remove(seen.append); _TERM_CLASSES.remove(Probe)
+    """
     _TERM_CLASSES.append(cls)
     for hook in _TERM_CLASS_HOOKS:
         hook(cls)

@@ -93,6 +93,17 @@ def rule_name(rule: Callable) -> str:
 
 
 class _Entered:
+    """The fallback marker ``ENTERED``: an interpretation whose fallback it is falls back to
+    the interpretation that was active when it was entered.
+
+    Example:
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     with Interpretation("demo_entered", ENTERED):
+        ...         fc.get_interpretation().chain()
+        ['demo_entered', 'lazy', 'reflect']
+    """
+
     def __repr__(self) -> str:
         return "ENTERED"
 
@@ -568,33 +579,19 @@ def get_interpretation() -> Interpretation:
 
 
 def interpret(cls: type, args: tuple) -> Any:
-    """Build ``cls(*args)`` under the active interpretation."""
+    """Build ``cls(*args)`` under the active interpretation: its rules rewrite the term, or
+    it is kept as built.
+
+    Example:
+        >>> two, three = fc.Number(2.0), fc.Number(3.0)
+        >>> interpret(fc.Binary, (ops.add, two, three))
+        Number(5.0, 'real')
+        >>> from interpretations import lazy
+        >>> with lazy:
+        ...     type(interpret(fc.Binary, (ops.add, two, three))).__name__
+        'Binary'
+    """
     state = _STATE.get(None)
     interp = _DEFAULT[0] if state is None else state[0]
     return interp.interpret(cls, args)
 
-
-# -- fresh names for users ------------------------------------------------------------------------
-import itertools  # noqa: E402  (gensym is appended to this module; keep its import with it)
-
-_GENSYM = itertools.count(1)
-
-
-def gensym(x: Any = None) -> Any:
-    """A fresh name: ``"V<k>"``, or ``"<x>_<k>"`` for a string ``x`` (funsor's
-    ``funsor.interpreter.gensym``); for any other object, its ``id``.
-
-    ``k`` comes from one process-wide counter, so two calls never return the same name.
-    (Bound variables are renamed by ``traversal.alpha_rename``, not by this function.)
-
-    Example:
-        >>> a, b = gensym("x"), gensym("x")
-        >>> a != b and a.startswith("x_") and gensym().startswith("V")
-        True
-    """
-    k = next(_GENSYM)
-    if x is None:
-        return f"V{k}"
-    if isinstance(x, str):
-        return f"{x}_{k}"
-    return id(x)

@@ -185,7 +185,18 @@ def check_tuple_lengths(patterns) -> None:
 
 
 def mark_deep(term_cls: type) -> None:
-    # Rules for term_cls look inside tuples: its keys (and its subclasses') become deep.
+    """Make the dispatch keys of ``term_cls`` and of its subclasses deep (``type_key`` types
+    a tuple argument by its elements), because some rule for it looks inside tuples.
+
+    Example:
+        >>> class Term:
+        ...     _deep_key = False
+        >>> class SubTerm(Term):
+        ...     pass
+        >>> mark_deep(Term)
+        >>> SubTerm._deep_key
+        True
+    """
     stack = [term_cls]
     while stack:
         c = stack.pop()

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from funsor_core.engine.cache import CacheFamily, FastCache
+from funsor_core.ops.kernel_helpers import cast_bool_args, expand_shape  # noqa: F401
 
 __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
@@ -107,7 +108,15 @@ def set_backend_loader(loader: Callable[[type], bool]) -> None:
 
 
 def register_array_type(typ: type) -> None:
-    """Declare ``typ`` an array type (a backend calls this before registering kernels)."""
+    """Declare ``typ`` an array type (a backend calls this before registering kernels); a
+    type already declared is left as it is.
+
+    Example:
+        >>> import numpy as np
+        >>> register_array_type(np.ndarray)
+        >>> ARRAY_TYPES.count(np.ndarray), is_array_type(np.ndarray)
+        (1, True)
+    """
     if typ not in ARRAY_TYPES:
         ARRAY_TYPES.append(typ)
         _GENERATION[0] += 1
@@ -144,7 +153,17 @@ def is_scalar(x) -> bool:
 
 
 def register_funsor_builder(family: type, builder: Callable, funsor_type: type) -> None:
-    """Tell ops of ``family`` how to build a term when an argument is a funsor."""
+    """Tell ops of ``family`` how to build a term when an argument is a funsor: the op calls
+    ``builder(op, *args, **params)``, the builder of the nearest family in its class's MRO.
+
+    Example:
+        >>> class InputsOp(UnaryOp):
+        ...     __slots__ = ()
+        >>> inputs_of = InputsOp("inputs_of_demo")
+        >>> register_funsor_builder(InputsOp, lambda op, f: sorted(f.inputs), fc.Funsor)
+        >>> inputs_of(fc.Tensor(np.zeros((2, 3)), {"j": fc.Bint[2], "i": fc.Bint[3]}))
+        ['i', 'j']
+    """
     _FUNSOR_BUILDERS[family] = builder
     if funsor_type not in _FUNSOR_BASE:
         _FUNSOR_BASE.append(funsor_type)
@@ -541,58 +560,3 @@ def make_op(name: str, family: type = UnaryOp) -> Op:
     cls_name = "".join(part.capitalize() for part in name.strip("_").split("_")) + "Op"
     cls = type(cls_name, (family,), {"__slots__": ()})
     return cls(name)
-
-
-_NO_ARG = object()  # cast_bool_args' kernels: no second argument was given
-
-
-def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
-    """Wrap an array kernel so that arguments of dtype ``bool_dtype`` are ``cast(a)`` first.
-
-    Backends use it for arithmetic: a bool array holds Bint[2] values 0 and 1, and the array
-    libraries would compute a logical or (add), refuse (sub, neg), or answer in int8. The
-    common case (no bool argument among one or two) pays two identity checks.
-
-    Example:
-        >>> import numpy as np
-        >>> add = cast_bool_args(np.add, np.dtype(bool), lambda a: a.astype(int))
-        >>> add(np.array([True]), np.array([True]))
-        array([2])
-    """
-
-    def kernel(x, y=_NO_ARG, *rest):
-        if getattr(x, "dtype", None) is not bool_dtype and not rest:
-            if y is _NO_ARG:
-                return fn(x)
-            if getattr(y, "dtype", None) is not bool_dtype:
-                return fn(x, y)
-        args = (x,) if y is _NO_ARG else (x, y, *rest)
-        return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a for a in args))
-
-    kernel.__name__ = getattr(fn, "__name__", "kernel")
-    kernel.unless_bool = (fn, bool_dtype)  # atoms/tensor_fast_ops.py calls fn on other arrays
-    return kernel
-
-
-def expand_shape(x_shape: tuple, shape) -> tuple:
-    """The target shape of ``expand(x, shape)``, where a ``-1`` keeps the size that ``x``
-    already has in that dim (dims matched from the right, as in broadcasting), as torch's
-    ``expand`` and funsor's ``ops.expand`` read it; numpy and jax need it spelled out.
-
-    Example:
-        >>> expand_shape((3, 2), (4, -1, 2))
-        (4, 3, 2)
-    """
-    shape = tuple(shape)
-    if -1 not in shape:
-        return shape
-    offset = len(shape) - len(x_shape)
-    out = []
-    for i, n in enumerate(shape):
-        if n == -1:
-            if i < offset:
-                raise ValueError(f"expand to {shape}: -1 in a new leading dim {i} has no size "
-                                 f"to keep (the array's shape is {tuple(x_shape)})")
-            n = x_shape[i - offset]
-        out.append(n)
-    return tuple(out)

@@ -45,7 +45,15 @@ def register_traced_type(array_type: type, traced_type: type) -> None:
     calls this). A traced type offers ``traced_type.trace_wrap(plain, node)``,
     ``x.trace_plain()``, the attribute ``x.trace_node`` (None: untracked) and
     ``traced_type.trace_is_view(plain)``; the results of any computation on it that is not an
-    op must be untracked traced arrays, or plain views that ``trace_is_view`` recognises."""
+    op must be untracked traced arrays, or plain views that ``trace_is_view`` recognises.
+
+    Example:
+        >>> import numpy as np
+        >>> from backends.numpy_trace import TracedNdarray
+        >>> register_traced_type(np.ndarray, TracedNdarray)
+        >>> is_traced_array(TracedNdarray.trace_wrap(np.zeros(2), None))
+        True
+    """
     _TRACED_TYPES[array_type] = traced_type
 
 

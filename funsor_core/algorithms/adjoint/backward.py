@@ -83,6 +83,11 @@ class Semiring:
     """The ops of one backward pass and the names its messages keep: the root's inputs and
     the batch names. ``batch_vars`` may be a set that grows during the pass (a
     ``Precondition`` adds a noise input per step), so it is read at each use.
+
+    Example:
+        >>> ring = Semiring(ops.sample, ops.add, frozenset({"x"}), batch_vars={"particle"})
+        >>> ring.arith, sorted(ring.keep)  # sampling computes as logaddexp
+        (ops.logaddexp, ['particle', 'x'])
     """
 
     __slots__ = ("sum_op", "prod_op", "arith", "root_names", "batch_vars", "approximate")

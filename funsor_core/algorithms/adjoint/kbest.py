@@ -185,6 +185,22 @@ def kbest_from_tape(tape, root: Funsor, k: int) -> tuple:
 
     Raises:
         NotImplementedError: a recorded step other than max, add and plate sums.
+
+    Example:
+        A chain ``f(a, b) + g(b, c)``: the 4 best of its 12 totals, found by enumeration too.
+
+        >>> from funsor_core.algorithms.adjoint.tape import AdjointTape
+        >>> rng = np.random.default_rng(0)
+        >>> f = fc.Tensor(rng.normal(size=(2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> g = fc.Tensor(rng.normal(size=(3, 2)), {"b": fc.Bint[3], "c": fc.Bint[2]})
+        >>> with AdjointTape() as tape:
+        ...     root = (f + g).reduce(ops.max, frozenset("abc"))
+        >>> scores, best = kbest_from_tape(tape, root, 4)
+        >>> total = f.data[:, :, None] + g.data[None]
+        >>> np.allclose(scores, np.sort(total.ravel())[::-1][:4])
+        True
+        >>> np.allclose(total[best["a"][0], best["b"][0], best["c"][0]], scores)
+        True
     """
     if root.inputs:
         raise ValueError(f"k-best needs a root with no inputs, got {dict(root.inputs)}")

@@ -37,6 +37,19 @@ def precondition_points(state, guide: Funsor, names: frozenset) -> dict:
     Raises:
         NotImplementedError: a discrete name, or a guide that is not a Gaussian (plus
             Tensors).
+
+    Example:
+        ``x = mean + A @ noise`` with ``A A' = covariance``: white noise gives the guide.
+
+        >>> from funsor_core.algorithms.adjoint.kinds import Precondition
+        >>> mean, cov = np.array([1.0, -1.0]), np.array([[4.0, 1.0], [1.0, 2.0]])
+        >>> guide = fc.Gaussian(mean=mean, covariance=cov, inputs={"x": fc.Reals[2]})
+        >>> x = precondition_points(Precondition(aux_name="aux"), guide, frozenset("x"))["x"]
+        >>> x.inputs
+        {'aux_0': Reals[2]}
+        >>> a = np.stack([x(aux_0=e).data - mean for e in np.eye(2)], 1)
+        >>> x(aux_0=np.zeros(2)).data, np.allclose(a @ a.T, cov)
+        (array([ 1., -1.]), True)
     """
     fixed, groups = split_guide(guide, names)
     points = dict(fixed)

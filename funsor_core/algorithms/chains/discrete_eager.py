@@ -95,7 +95,18 @@ def rounded_away(p, right, floor: float):
     in the returned message itself (``right`` None), or in its total against ``right`` when
     those states' weights there could outweigh the rounding of the total (one ``eps``, the
     floor being ``tiny / eps``). An array boolean; never true for a peaked posterior summed
-    against a flat boundary, where the lost states cannot change a digit of the total."""
+    against a flat boundary, where the lost states cannot change a digit of the total.
+
+    Example:
+        A state at 1e-300, below the floor: it shows in the message itself, and in a total
+        against a boundary that weights it by e^800, not in one against a flat boundary.
+
+        >>> p, floor = np.array([0.5, 0.5, 1e-300]), 1e-290
+        >>> bool(rounded_away(p, None, floor)), bool(rounded_away(p, np.zeros(3), floor))
+        (True, False)
+        >>> bool(rounded_away(p, np.array([0.0, 0.0, 800.0]), floor))
+        True
+    """
     low = p < floor
     if right is None:
         return ops.any(low)
@@ -115,7 +126,26 @@ def eager_log_filter(step, factors, duration, left, right, mask=None):
     the six or so of a log-space step (max, shift, exp, sum, log, add). Here the values can
     be read: any doubt (a shifted matrix entry below twice the floor, a step of weight zero,
     a NaN) gives None. ``mask`` (T, *batch): past a masked step the carry stays.
-    (Exercised through ``discrete.chain_product``; no standalone example.)
+
+    Example:
+        An HMM's forward pass: ``step`` is ``discrete._Step`` of a matrix ``log A`` shared
+        by the steps and one emission vector ``log B[:, y_t]`` per step; a transition of
+        probability below the floor is a doubt (None: the log-space loop runs).
+
+        >>> from funsor_core.algorithms.chains.discrete import _Step
+        >>> A, B = np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([[0.7, 0.3], [0.1, 0.9]])
+        >>> ys = [0, 1, 1]
+        >>> factors = (np.log(A)[None], np.log(B[:, ys].T)[:, None, :])
+        >>> step = _Step(ops.logaddexp, ops.add, factors, 2)
+        >>> v = eager_log_filter(step, factors, 3, np.log([0.5, 0.5]), None)
+        >>> alpha = np.array([0.5, 0.5])
+        >>> for y in ys:
+        ...     alpha = (alpha @ A) * B[:, y]
+        >>> np.allclose(np.exp(v), alpha)
+        True
+        >>> tiny = (np.log([[[1.0, 1e-300], [0.2, 0.8]]]), factors[1])
+        >>> eager_log_filter(_Step(ops.logaddexp, ops.add, tiny, 2), tiny, 3, v, None) is None
+        True
     """
     (mi,) = [i for i, k in enumerate(step.kinds) if k == "m"]
     a = factors[mi]

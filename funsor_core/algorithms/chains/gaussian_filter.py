@@ -295,6 +295,22 @@ def contract_markov_gaussian(red_op, bin_op, reduced_vars: frozenset, mp, others
 
     Returns ``(value, rest, remaining_vars)`` as ``markov_tensor.contract_markov_tensor``,
     or None when no boundary is integrated inside the chain.
+
+    Example:
+        A random walk ``exp(-(y - x)^2 / 2)`` over 3 steps after ``exp(-x^2 / 2)``: each of
+        the four factors integrates to ``sqrt(2 pi)``.
+
+        >>> from interpretations import lazy
+        >>> step = fc.Gaussian(white_vec=np.zeros((3, 1)),
+        ...                    prec_sqrt=np.tile([[1.0], [-1.0]], (3, 1, 1)),
+        ...                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+        >>> with lazy:
+        ...     mp = fc.MarkovProduct(ops.logaddexp, ops.add, step, "t", {"x": "y"})
+        >>> prior = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> value, rest, names = contract_markov_gaussian(ops.logaddexp, ops.add,
+        ...                                               frozenset("xy"), mp, [prior])
+        >>> bool(np.isclose(value.data, 4 * 0.5 * np.log(2 * np.pi))), rest, names
+        (True, [], frozenset())
     """
     if red_op not in (ops.logaddexp, ops.sample) or bin_op not in (None, ops.add):
         return None

@@ -181,6 +181,23 @@ def smooth_gaussian_chain(chain: GaussianChain, left: tuple, right: tuple,
     Raises:
         ValueError: a filter's integral diverges (too little information on a state),
             naming the chain's states (numpy, torch and eager jax).
+
+    Example:
+        A random walk (unit steps) from ``x_0 ~ N(0, 1)``, no information at the end: step
+        ``t`` hears ``x_t ~ N(0, t + 1)`` from the left, nothing from the right.
+
+        >>> from funsor_core.algorithms.chains.gaussian_scan import gaussian_chain_parts
+        >>> step = fc.Gaussian(white_vec=np.zeros((3, 1)),
+        ...                    prec_sqrt=np.tile([[1.0], [-1.0]], (3, 1, 1)),
+        ...                    inputs={"t": fc.Bint[3], "x": fc.Real, "y": fc.Real})
+        >>> chain = gaussian_chain_parts(ops.logaddexp, ops.add, step,
+        ...                              fc.Variable("t", fc.Bint[3]), (("x", "y"),))
+        >>> left = (np.zeros(1), np.eye(1), np.zeros(()))  # exp(-x_0^2 / 2)
+        >>> flat = (np.zeros(0), np.zeros((1, 0)), np.zeros(()))
+        >>> w, s, k = smooth_gaussian_chain(chain, left, flat, "sequential")
+        >>> precision = s @ s.swapaxes(-1, -2)  # rows [x, y]
+        >>> np.allclose(precision[:, 0, 0], [1, 1 / 2, 1 / 3]), np.allclose(precision[:, 1], 0)
+        (True, True)
     """
     backend = backend_of(chain.w)
     batch = math.prod(d.size for d in chain.batch.values())

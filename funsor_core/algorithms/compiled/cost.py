@@ -46,7 +46,16 @@ def _available_bytes() -> int:
 
 def get_memory_budget() -> int:
     """The active budget in bytes: the innermost ``memory_budget`` context, else the memory
-    available now."""
+    available now.
+
+    Example:
+        >>> with memory_budget(4096):
+        ...     with memory_budget(1024):
+        ...         inner = get_memory_budget()
+        ...     outer = get_memory_budget()
+        >>> inner, outer, get_memory_budget() > 0
+        (1024, 4096, True)
+    """
     return _BUDGET[-1] if _BUDGET else _available_bytes()
 
 

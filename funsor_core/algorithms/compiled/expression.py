@@ -218,6 +218,17 @@ class Program:
         output: the names of the result's dims, in order.
         plan: the ``Plan`` it runs (``plan.stats()`` for its costs).
         runs: how many times it ran.
+
+    Example:
+        >>> from interpretations.lazy import lazy
+        >>> f = fc.Variable("f", fc.Reals[2, 3])["i", "j"]
+        >>> with lazy:
+        ...     prog = compile(f.reduce(ops.add, "j"))
+        >>> prog.inputs, prog.output
+        (('f',), ('i',))
+        >>> data = np.arange(6.0).reshape(2, 3)
+        >>> prog(f=data), data.sum(1)
+        (array([ 3., 12.]), array([ 3., 12.]))
     """
 
     def __init__(self, plan: Plan, leaves: tuple, log: bool) -> None:

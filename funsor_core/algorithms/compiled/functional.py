@@ -47,7 +47,16 @@ _NOT_FUNCTIONAL = (
 
 class FunctionalError(ValueError):
     """A factor declared functional is not: its data is not 0/1 with one 1 per parent
-    assignment (the message names the variable and the first bad parent assignment)."""
+    assignment (the message names the variable and the first bad parent assignment).
+
+    Example:
+        >>> noisy = fc.Tensor(np.full((2, 2), 0.5), {"u": fc.Bint[2], "x": fc.Bint[2]})
+        >>> try:
+        ...     functional(noisy, "x")
+        ... except FunctionalError as e:
+        ...     print(str(e)[:58])
+        functional(..., out='x'): the factor over {'u': Bint[2], '
+    """
 
 
 class Functional:

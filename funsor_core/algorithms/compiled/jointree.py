@@ -48,6 +48,14 @@ class JoinTree:
         sizes: the size of every name.
         num_vars: names of the (replicated) network, counting each replica.
         unshrunk: the separators before SHRINK_SEP, on the same tree.
+
+    Example:
+        Two copies of a function ``x = g(u)`` joined at the root: SHRINK_SEP drops ``x`` from
+        both messages, since each leaf recomputes it from ``u``.
+
+        >>> t = build_jointree([("u", "x"), ("u", "x")], ["x", "x"], {"u": 2, "x": 2})
+        >>> t.children, t.unshrunk, t.seps
+        (((), (), (0, 1)), (('u', 'x'), ('u', 'x'), ()), (('u',), ('u',), ()))
     """
 
     __slots__ = ("leaf_factor", "leaf_scope", "children", "sizes", "num_vars", "_seps",
@@ -362,7 +370,16 @@ def separators(children, leaf_scope, keep) -> list[frozenset]:
 def separator_bits(children, leaves: list[int], keep: int) -> list[int]:
     """``separators`` on bitsets: two linear passes, ``below(i)`` up the tree and
     ``outside(c) = outside(i) | below(sibling)`` down it; ``sep(i) = below(i) & (outside(i)
-    | keep)``, so chains of 1,000 factors cost a few word operations per node."""
+    | keep)``, so chains of 1,000 factors cost a few word operations per node.
+
+    Example:
+        Factors over ``{x, y}``, ``{y, z}``, ``{z}`` (bits x = 1, y = 2, z = 4), the first two
+        joined at node 3, then node 3 with the third at the root, keeping ``x``: node 3 sends
+        ``{x, z}`` (5), the root keeps ``{x}`` (1).
+
+        >>> separator_bits(((), (), (), (0, 1), (3, 2)), [0b011, 0b110, 0b100], 0b001)
+        [3, 6, 4, 5, 1]
+    """
     n = len(children)
     below = list(leaves) + [0] * (n - len(leaves))
     for i in range(len(leaves), n):
@@ -400,7 +417,16 @@ def shrink_separators(children, seps, leaf_out, keep, sizes) -> list[frozenset]:
 
 def shrink_bits(children, seps: list[int], leaf_out: list[int], size) -> list[int]:
     """``shrink_separators`` on bitsets (``leaf_out``: per leaf the bit of the name it is
-    functional for, 0 if none or kept; ``size``: [bits] -> [instantiations])."""
+    functional for, 0 if none or kept; ``size``: [bits] -> [instantiations]).
+
+    Example:
+        Two leaves over ``{u, x}`` (bits 1, 2), both functional for ``x``: ``x`` leaves the
+        heavier child's message, then each child keeps only what the other or the parent needs.
+
+        >>> shrink_bits(((), (), (0, 1)), [0b11, 0b11, 0], [0b10, 0b10],
+        ...             lambda seps: [2 ** bin(s).count("1") for s in seps])
+        [1, 1, 0]
+    """
     seps = list(seps)
     fvars: list[int] = []
     weight = size(seps)  # then: instantiations of the separators at or below a node
@@ -483,7 +509,14 @@ def jointree_from_children(leaf_factor, leaf_scope, children, sizes, keep, names
                            leaf_out=None) -> JoinTree:
     """The ``JoinTree`` of a tree shape: its separators (on bitsets over ``names``, which
     fixes the order of each message's names), shrunk when ``leaf_out`` names functional
-    leaves; the root's message lists ``keep`` in its order."""
+    leaves; the root's message lists ``keep`` in its order.
+
+    Example:
+        >>> t = jointree_from_children((0, 1), (("i", "j"), ("j",)), ((), (), (0, 1)),
+        ...                            {"i": 2, "j": 3}, ("i",), ("i", "j"), 2)
+        >>> t.seps
+        (('i', 'j'), ('j',), ('i',))
+    """
     names = tuple(names)
     index = {n: i for i, n in enumerate(names)}
     leaves = _to_bits(leaf_scope, index)

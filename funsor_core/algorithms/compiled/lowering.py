@@ -33,7 +33,16 @@ _FLOOR = -1e30
 
 
 class PairSpec(NamedTuple):
-    """The array calls of one binary contraction, worked out once from the names."""
+    """The array calls of one binary contraction, worked out once from the names: ``C`` the
+    names both operands share and the result keeps, ``X`` and ``Y`` those kept from one
+    operand only, ``S`` those shared and summed by the matmul.
+
+    Example:
+        >>> spec = pair_spec(("c", "x", "s"), ("s", "c"), ("c", "x"), {"c": 2, "x": 3, "s": 4})
+        >>> spec.perm_b, spec.shape_a, spec.shape_b, spec.equation
+        ((1, 0), (2, 3, 4), (2, 4, 1), 'abc,ca->ab')
+    """
+
     a_sum: tuple  # axes of the left operand summed before the matmul
     b_sum: tuple
     perm_a: tuple | None  # to (C, X, S); None when already in order
@@ -151,12 +160,23 @@ def run_pair(spec: PairSpec, a, b, log: bool):
 
 
 def reduce_spec(names: tuple, keep) -> tuple:
-    """The axes of ``names`` not in ``keep``, and the names left (in their order)."""
+    """The axes of ``names`` not in ``keep``, and the names left (in their order).
+
+    Example:
+        >>> reduce_spec(("i", "j", "k"), {"j"})
+        ((0, 2), ('j',))
+    """
     keep = frozenset(keep)
     return (tuple(i for i, n in enumerate(names) if n not in keep),
             tuple(n for n in names if n in keep))
 
 
 def run_reduce(axes: tuple, x, log: bool):
-    """Sum (or log-sum-exp) ``x`` over ``axes``."""
+    """Sum (or log-sum-exp, ``log=True``) ``x`` over ``axes``.
+
+    Example:
+        >>> x = np.arange(6.0).reshape(2, 3)
+        >>> run_reduce((0,), x, log=False), run_reduce((1,), np.zeros((2, 3)), log=True)
+        (array([3., 5., 7.]), array([1.09861229, 1.09861229]))
+    """
     return _sum(x, axes, log)

@@ -25,7 +25,12 @@ __all__ = ["OpProgram", "compile_funsor", "make_tuple"]
 
 
 def make_tuple(*args) -> tuple:
-    """The op of a ``Tuple`` node: its values as a Python tuple."""
+    """The op of a ``Tuple`` node: its values as a Python tuple.
+
+    Example:
+        >>> make_tuple(1, "a", None)
+        (1, 'a', None)
+    """
     return tuple(args)
 
 
@@ -48,6 +53,14 @@ class OpProgram:
         operations: ``(op, arg_ids)`` per step; ids count constants, inputs, then steps.
         domains: the inputs' domains (``compile_funsor`` gives them): a value must end in
             its domain's shape (leading dims are a batch), else ``ValueError`` names it.
+
+    Example:
+        ``2 * x + x``: constant 0 is 2, input 1 is ``x``, step 2 is ``2 * x``, step 3 the sum.
+
+        >>> from funsor_core import ops
+        >>> prog = OpProgram([np.array(2.0)], ["x"], [(ops.mul, (0, 1)), (ops.add, (2, 1))])
+        >>> prog(x=np.array([1.0, 3.0]))
+        array([3., 9.])
     """
 
     def __init__(self, constants, inputs, operations, domains=None) -> None:

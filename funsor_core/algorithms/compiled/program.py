@@ -71,6 +71,15 @@ class Plan:
         tree: the ``JoinTree`` (``tree.seps`` are the message names of each node).
         method: the planner that made the tree.
         functional: per factor, the name it was declared to give (``None`` if not declared).
+
+    Example:
+        >>> a = fc.Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]), {"i": fc.Bint[2], "j": fc.Bint[2]})
+        >>> b = fc.Tensor(np.array([1.0, 10.0]), {"j": fc.Bint[2]})
+        >>> p = plan([a, b], frozenset({"j"}))
+        >>> p.scopes, p.output
+        ((('i', 'j'), ('j',)), ('i',))
+        >>> p.run_arrays([a.data, b.data], log=False), a.data @ b.data
+        (array([21., 43.]), array([21., 43.]))
     """
 
     def __init__(self, scopes, sizes, output, tree: JoinTree, method: str,
@@ -310,7 +319,16 @@ def _cotengra_tree(scopes, sizes, keep, max_time: float = 5.0) -> tuple[JoinTree
 @cached("compiled.plans", maxsize=256)
 def plan_structure(scopes: tuple, sizes: tuple, functional: tuple, keep: tuple,
                    method: str) -> Plan:
-    """The cached plan of one structure (hashable arguments; see ``plan``)."""
+    """The cached plan of one structure (hashable arguments; see ``plan``): ``scopes`` per
+    factor, ``sizes`` as ``(name, size)`` pairs, ``functional`` per factor (or None), the
+    names to ``keep``, the planner ``method``.
+
+    Example:
+        >>> args = ((("i", "j"), ("j",)), (("i", 2), ("j", 3)), (None, None), ("i",), "auto")
+        >>> p = plan_structure(*args)
+        >>> p.method, p.tree.seps, plan_structure(*args) is p
+        ('opt_einsum', (('i', 'j'), ('j',), ('i',)), True)
+    """
     size = dict(sizes)
     if method == "cotengra":
         tree, method = _cotengra_tree(scopes, size, keep)

@@ -71,6 +71,21 @@ class ForestPlan:
         parents: per level, the belief rows that receive its messages.
         root_rows: the slice of the roots' rows that are summed; ``output_row`` the kept
             root's row, or None.
+
+    Example:
+        The tree ``b - a - c - d`` kept at ``a``, with a unary factor on ``b``: two levels
+        (``d`` into ``c``, then ``b`` and ``c`` into ``a``), against the whole sum.
+
+        >>> rng = np.random.default_rng(0)
+        >>> ab, ac, cd, b = (rng.normal(size=s) for s in [(2, 2), (2, 2), (2, 2), (2,)])
+        >>> plan = plan_forest([("a", "b"), ("a", "c"), ("c", "d"), ("b",)],
+        ...                    dict.fromkeys("abcd", 2), ("a",))
+        >>> plan, plan.levels
+        (ForestPlan(4 dims, 2 levels), 2)
+        >>> joint = ab[:, :, None, None] + ac[:, None, :, None] + cd + b[:, None, None]
+        >>> np.allclose(run_forest(plan, ops.logaddexp, [ab, ac, cd, b]),
+        ...             np.log(np.exp(joint).sum((1, 2, 3))))
+        True
     """
 
     __slots__ = ("levels", "size", "rows", "unary", "unary_rows", "beliefs", "extra",

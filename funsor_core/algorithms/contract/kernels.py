@@ -277,7 +277,17 @@ def _index_spec(letters: str, union: str) -> tuple:
 
 
 def log_pair_run(spec: tuple, x, y):
-    """The step of ``log_pair_spec``: ``_log_pair_exact`` with its letters worked out."""
+    """The step of ``log_pair_spec``: ``_log_pair_exact`` with its letters worked out.
+
+    Example:
+        ``log sum_b exp(x[a, b] + y[b, c])``:
+
+        >>> rng = np.random.default_rng(0)
+        >>> x, y = rng.normal(size=(2, 3)), rng.normal(size=(3, 4))
+        >>> z = log_pair_run(log_pair_spec("ab", "bc", "ac", {"a": 2, "b": 3, "c": 4}), x, y)
+        >>> np.allclose(z, np.log(np.exp(x) @ np.exp(y)))
+        True
+    """
     (px, ix), (py, iy), axes, final = spec
     if px is not None:
         x = ops.permute(x, px)

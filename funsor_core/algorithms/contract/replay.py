@@ -91,13 +91,28 @@ class Check(NamedTuple):
     keyed tuples by their elements then), and the kind of array implementation its first
     rule must have registered (None: no rule may match, it is built as it is). ``args`` type
     it again where a tuple pattern registered since changed the class's keys (None: the
-    check fails then). Checks are told apart by ``(key, kind)``."""
+    check fails then). Checks are told apart by ``(key, kind)``.
+
+    Example:
+        A program's one step stands for a Contraction whose first rule must have
+        registered a ``"contraction"`` kernel:
+
+        >>> i, j = ("i", fc.Bint[2]), ("j", fc.Bint[3])
+        >>> program = compile_elimination(ops.add, ops.mul, (((i, j), fc.Real), ((j,), fc.Real)),
+        ...                               [(CONTRACT, (0, 1), frozenset("j"))], (2,))
+        >>> program.checks
+        (Check(Contraction, kind='contraction'),)
+    """
 
     key: tuple
     cls: type
     deep: bool
     kind: str | None
     args: tuple
+
+    def __repr__(self) -> str:
+        # Not the fields: ``args`` may hold the uninitialized probe Tensor, which no repr reads.
+        return f"Check({self.cls.__name__}, kind={self.kind!r})"
 
 
 def check_of(cls: type, args: tuple, kind: str | None, keep_args: bool = True) -> Check:
@@ -120,6 +135,20 @@ class ArrayProgram:
             then the operands. The values are the factors' arrays, then each step's result.
         outputs: the positions of the results; ``out_ikeys`` their Tensors' inputs.
         checks: the ``Check`` of each term the steps stand for.
+
+    Example:
+        ``sum_j a[i, j] b[j]``, one planned contraction; under ``lazy`` it declines (None:
+        the caller builds the terms, which ``lazy`` records).
+
+        >>> from interpretations import exact, lazy
+        >>> i, j = ("i", fc.Bint[2]), ("j", fc.Bint[3])
+        >>> program = compile_elimination(ops.add, ops.mul, (((i, j), fc.Real), ((j,), fc.Real)),
+        ...                               [(CONTRACT, (0, 1), frozenset("j"))], (2,))
+        >>> a, b = np.arange(6.0).reshape(2, 3), np.array([1.0, 10.0, 100.0])
+        >>> program, program.run([a, b], exact), a @ b
+        (ArrayProgram(1 steps, 1 results), [array([210., 543.])], array([210., 543.]))
+        >>> program.run([a, b], lazy) is None
+        True
     """
 
     __slots__ = ("steps", "outputs", "out_ikeys", "checks", "n_inputs", "_builtin", "_fused")

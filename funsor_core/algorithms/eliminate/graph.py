@@ -292,7 +292,25 @@ def _minor_message(remaining, var_to_ordinal, leaf) -> str:
 
 class EliminationSteps(Protocol):
     """What ``eliminate_graph`` asks to be done; each method returns the new value, which has
-    ``inputs`` (names, or a mapping keyed by names)."""
+    ``inputs`` (names, or a mapping keyed by names).
+
+    Example:
+        The steps on Tensors in ``(add, mul)``: ``sum_x x(x) prod_i y(x, i)``.
+
+        >>> class Sums:
+        ...     def contract(self, group, names):
+        ...         prod = group[0]
+        ...         for g in group[1:]:
+        ...             prod = prod * g
+        ...         return prod.reduce(ops.add, names)
+        ...     def reduce(self, f, plates):
+        ...         return f.reduce(ops.mul, plates & f.inputs.keys())
+        >>> x = fc.Tensor(np.array([0.3, 0.7]), {"x": fc.Bint[2]})
+        >>> y = fc.Tensor(np.arange(1.0, 7.0).reshape(2, 3), {"x": fc.Bint[2], "i": fc.Bint[3]})
+        >>> (total,) = eliminate_graph([x, y], frozenset("x"), frozenset("i"), Sums())
+        >>> bool(np.isclose(total.data, (x.data * y.data.prod(1)).sum()))
+        True
+    """
 
     def contract(self, group: list, names: frozenset) -> Any:
         """Multiply ``group`` and sum out ``names`` (all of them inputs of the group)."""

@@ -47,7 +47,18 @@ class Step(NamedTuple):
       ``names`` (a lone operand: its reduction by ``sum_op``);
     - ``kind == "reduce"``: the reduction of ``operands[0]`` by ``prod_op`` over the plates
       ``names``.
-    """
+
+    Example:
+        ``y(x, i)`` is product-reduced over the plate ``i`` first (value 2), then contracted
+        with ``x(x)`` over ``x``:
+
+        >>> x = fc.Tensor(np.ones(2), {"x": fc.Bint[2]})
+        >>> y = fc.Tensor(np.ones((2, 3)), {"x": fc.Bint[2], "i": fc.Bint[3]})
+        >>> s = plan_elimination(ops.add, ops.mul, structure_of(ops.add, ops.mul, [x, y]),
+        ...                      frozenset("xi"), frozenset("i"))
+        >>> s.steps
+        (Step(kind='reduce', operands=(1,), names=frozenset({'i'})), Step(kind='contract', operands=(0, 2), names=frozenset({'x'})))
+    """  # noqa: E501
 
     kind: str
     operands: tuple
@@ -63,6 +74,20 @@ class Schedule(NamedTuple):
         outputs: the positions of the results (their product is the total).
         program: the ``ArrayProgram`` of the steps on the factors' arrays, or None where a
             step is not a kernel call of the exact rules.
+
+    Example:
+        ``sum_x x(x) prod_i y(x, i)``, run as its array program:
+
+        >>> from interpretations import exact
+        >>> x = fc.Tensor(np.array([0.3, 0.7]), {"x": fc.Bint[2]})
+        >>> y = fc.Tensor(np.arange(1.0, 7.0).reshape(2, 3), {"x": fc.Bint[2], "i": fc.Bint[3]})
+        >>> s = plan_elimination(ops.add, ops.mul, structure_of(ops.add, ops.mul, [x, y]),
+        ...                      frozenset("xi"), frozenset("i"))
+        >>> s.outputs, s.program
+        ((3,), ArrayProgram(2 steps, 1 results))
+        >>> (total,) = s.program.run([x.data, y.data], exact)
+        >>> bool(np.isclose(total, (x.data * y.data.prod(1)).sum()))
+        True
     """
 
     sum_op: Any

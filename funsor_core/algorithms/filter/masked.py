@@ -56,6 +56,22 @@ def masked_filter(sum_op, prod_op, trans: Funsor, time, step: dict, init: Funsor
     ``windowed_filter`` (passed in by it, so that this module does not import it back);
     ``method`` is its collapse (``"gpb2"`` or ``"imm"``: both filters carry one message
     per step, so the selection is the same).
+
+    Example:
+        A random walk from ``x_0 ~ N(0, 1)`` with unit steps, two sequences of 1 and 3
+        steps: the last state's variance is 2 and 4.
+
+        >>> step = fc.Gaussian(white_vec=np.zeros((3, 2, 1)),
+        ...                    prec_sqrt=np.tile([[1.0], [-1.0]], (3, 2, 1, 1)),
+        ...                    inputs={"t": fc.Bint[3], "b": fc.Bint[2],
+        ...                            "x": fc.Real, "y": fc.Real})
+        >>> init = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> lengths = fc.Tensor(np.array([1, 3]), {"b": fc.Bint[2]})
+        >>> m = masked_filter(ops.logaddexp, ops.add, step, "t", {"x": "y"}, init, 1, lengths,
+        ...                   None, fc.windowed_filter)
+        >>> g = m.terms[0]
+        >>> 1 / (g.prec_sqrt @ g.prec_sqrt.swapaxes(-1, -2))[:, 0, 0]
+        array([2., 4.])
     """
     name = time.name if isinstance(time, Variable) else time
     if tensor_factors(trans, prod_op) is not None:

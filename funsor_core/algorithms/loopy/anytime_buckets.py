@@ -46,7 +46,18 @@ __all__ = ["Bucket", "make_buckets", "bucket_bp", "bucket_priorities"]
 class Bucket:
     """Factors of one arity whose variables have capacities ``caps``: their variables
     ``var_index`` ``(F_b, k)``, edges ``edges`` ``(F_b, k)``, full ``source`` group table
-    and ``rows`` in it, and the compact ``table`` ``(F_b, *caps, *B)`` (NEG off the domains)."""
+    and ``rows`` in it, and the compact ``table`` ``(F_b, *caps, *B)`` (NEG off the domains).
+
+    Example:
+        ``b`` (3 states) keeps only state 1: the bucket's table is column ``b = 1`` of ``p``.
+
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> (bucket,) = make_buckets(g, lay)
+        >>> bucket.caps, bucket.edges.tolist(), np.exp(bucket.table).tolist()
+        ((2, 1), [[0, 1]], [[[2.0], [4.0]]])
+    """
 
     caps: tuple
     var_index: np.ndarray
@@ -78,7 +89,20 @@ def _partition(sizes: np.ndarray, waste: float) -> list:
 
 def make_buckets(graph: FactorGraph, layout: CompactLayout, waste: float = 2.0) -> list:
     """The factors of ``graph`` (arity >= 1) in buckets, each padded to at most ``waste``
-    times the entries its factors' sparse domains hold (``_partition``)."""
+    times the entries its factors' sparse domains hold (``_partition``).
+
+    Example:
+        One 3 x 3 factor on full domains (9 entries), two on domains of one state each (1
+        entry): the second joins the first's bucket (padded 2 * 9 <= 2 * (9 + 1)), the third
+        opens a new one (3 * 9 > 2 * (9 + 1 + 1)).
+
+        >>> z, B = np.zeros((3, 3)), fc.Bint[3]
+        >>> g = FactorGraph.build([fc.Tensor(z, {"a": B, "b": B}), fc.Tensor(z, {"c": B, "d": B}),
+        ...                        fc.Tensor(z, {"e": B, "f": B})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 1]] * 2 + [[1, 0, 0]] * 4, bool))
+        >>> [(b.caps, b.rows.tolist()) for b in make_buckets(g, lay)]
+        [((3, 3), [0, 1]), ((1, 1), [2])]
+    """
     counts = np.maximum(layout.valid.sum(1), 1)
     out = []
     for g in graph.groups:
@@ -138,7 +162,20 @@ def _messages(semiring, graph, buckets, v2f, width: int, full_receiver: bool):
 def bucket_bp(graph: FactorGraph, layout: CompactLayout, semiring: Semiring, f2v, *,
               damping: float, tol: float, max_iters: int, buckets=None) -> tuple:
     """Flooding BP on the buckets from compact messages ``f2v`` ``(E, C, *B)``: returns
-    ``(f2v, residuals)``, each iteration as ``run_bp``'s flooding sweep."""
+    ``(f2v, residuals)``, each iteration as ``run_bp``'s flooding sweep.
+
+    Example:
+        With ``b`` held at state 1, ``a``'s message is column ``b = 1`` of ``p``, normalized.
+
+        >>> from funsor_core.algorithms.loopy.anytime_compact import initial_messages
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> f2v, residuals = bucket_bp(g, lay, Semiring(), initial_messages(g, lay),
+        ...                            damping=0.0, tol=1e-10, max_iters=10)
+        >>> np.allclose(np.exp(f2v[0]), p[:, 1] / p[:, 1].sum()), len(residuals)
+        (True, 2)
+    """
     buckets = make_buckets(graph, layout) if buckets is None else buckets
     residuals = []
     for _ in range(max_iters):
@@ -158,7 +195,23 @@ def bucket_bp(graph: FactorGraph, layout: CompactLayout, semiring: Semiring, f2v
 def bucket_priorities(graph: FactorGraph, layout: CompactLayout, semiring: Semiring,
                       f2v, buckets=None) -> np.ndarray:
     """``(V, D)`` eqs. 7.3-7.4 from compact messages (``O(D prod_{j != i} c_j)`` entries a
-    message, the thesis's cost up to the buckets' padding)."""
+    message, the thesis's cost up to the buckets' padding).
+
+    Example:
+        The same numbers as ``compact_dynamic_priorities``, from the buckets:
+
+        >>> from funsor_core.algorithms.loopy.anytime_compact import (
+        ...     compact_dynamic_priorities, initial_messages)
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> m = initial_messages(g, lay)
+        >>> pri = bucket_priorities(g, lay, Semiring(), m)
+        >>> np.allclose(pri, compact_dynamic_priorities(g, lay, Semiring(), m))
+        True
+        >>> np.allclose(pri[1], np.log(p.sum(0) / p.sum()) + 1)  # b: message + degree
+        True
+    """
     buckets = make_buckets(graph, layout) if buckets is None else buckets
     bsum = variable_sums(graph, f2v, graph.var_edges)
     v2f = var_to_factor(semiring, bsum, f2v, graph.edge_var)

@@ -54,7 +54,17 @@ class CompactLayout:
     """Where each variable's sparse states sit in its compact domain: ``idx`` ``(V, C)`` the
     full state at each compact position (padding: 0), ``valid`` ``(V, C)`` which positions
     are states, ``pos`` ``(V, D)`` each full state's compact position (``C`` if outside), and
-    ``mask`` ``(V, D)`` the sparse domains."""
+    ``mask`` ``(V, D)`` the sparse domains.
+
+    Example:
+        ``a`` keeps both its states, ``b`` (3 states) only state 1: capacity 2.
+
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> lay.idx.tolist(), lay.valid.tolist(), lay.pos.tolist()
+        ([[0, 1], [1, 0]], [[True, True], [True, False]], [[0, 1, 2], [2, 0, 2]])
+    """
 
     mask: np.ndarray
     idx: np.ndarray
@@ -136,7 +146,18 @@ def _compact_group(graph: FactorGraph, group: FactorGroup, layout: CompactLayout
 
 def compact_graph(graph: FactorGraph, layout: CompactLayout) -> FactorGraph:
     """The truncated model on compact domains (see the module docstring): every variable
-    has ``layout.capacity`` states, its padded positions at ``NEG``."""
+    has ``layout.capacity`` states, its padded positions at ``NEG``.
+
+    Example:
+        The table keeps column ``b = 1`` of ``p``; ``b``'s second compact position is padding.
+
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> small = compact_graph(g, lay)
+        >>> small.sizes, np.exp(small.groups[0].table[0]).tolist()
+        ((2, 2), [[2.0, 0.0], [4.0, 0.0]])
+    """
     if layout.is_identity(graph):
         return graph
     groups = tuple(dataclasses.replace(g, table=_compact_group(graph, g, layout))
@@ -147,7 +168,15 @@ def compact_graph(graph: FactorGraph, layout: CompactLayout) -> FactorGraph:
 
 def initial_messages(graph: FactorGraph, layout: CompactLayout):
     """Uniform messages ``(E, C, *B)`` on the states, ``NEG`` at padded positions (a log 0
-    that stays put, so padded positions never count as residuals)."""
+    that stays put, so padded positions never count as residuals).
+
+    Example:
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> initial_messages(g, lay).tolist()  # edges (f, a) and (f, b)
+        [[0.0, 0.0], [0.0, -1e+30]]
+    """
     proto = graph.prototype()
     ok = layout.valid[graph.edge_var].reshape((graph.num_edges, layout.capacity)
                                               + (1,) * len(graph.bshape))
@@ -157,7 +186,19 @@ def initial_messages(graph: FactorGraph, layout: CompactLayout):
 
 def remap_messages(graph: FactorGraph, f2v, old: CompactLayout, new: CompactLayout):
     """Messages ``(E, C_old, *B)`` in ``new``'s layout: an old state keeps its entry, a new
-    state gets ``0`` (the neutral message), a padded position ``NEG``."""
+    state gets ``0`` (the neutral message), a padded position ``NEG``.
+
+    Example:
+        ``b``'s domain grows from ``{1}`` to ``{0, 1}``: its old entry moves to position 1.
+
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))  # b in {1}
+        >>> grown = CompactLayout.build(g, np.array([[1, 1, 0], [1, 1, 0]], bool))
+        >>> f2v = np.array([[-1.0, -0.5], [-0.25, NEG]])
+        >>> remap_messages(g, f2v, lay, grown).tolist()
+        [[-1.0, -0.5], [0.0, -0.25]]
+    """
     c_old = old.capacity
     where = old.pos[np.arange(len(old.pos))[:, None], new.idx]  # (V, C_new) old positions
     src = np.where(new.valid, np.where(where < c_old, where, c_old), c_old + 1)
@@ -267,7 +308,19 @@ def compact_dynamic_priorities(graph: FactorGraph, layout: CompactLayout, semiri
                                f2v) -> np.ndarray:
     """``(V, D)`` eqs. 7.3-7.4 from compact messages: the messages of one update to every
     full state of the receiving variable, its factor's other variables on their sparse
-    domains (``O(D prod_{j != i} |S_j|)`` entries per message, the thesis's cost)."""
+    domains (``O(D prod_{j != i} |S_j|)`` entries per message, the thesis's cost).
+
+    Example:
+        With neutral messages, ``b``'s priorities are its normalized message from ``f`` with
+        ``a`` on its sparse domain (all of it), plus ``b``'s degree (1):
+
+        >>> p = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[3]})])
+        >>> lay = CompactLayout.build(g, np.array([[1, 1, 0], [0, 1, 0]], bool))
+        >>> pri = compact_dynamic_priorities(g, lay, Semiring(), initial_messages(g, lay))
+        >>> np.allclose(pri[1], np.log(p.sum(0) / p.sum()) + 1)
+        True
+    """
     bsum = variable_sums(graph, f2v, graph.var_edges)  # the compact graph's edges are these
     v2f = var_to_factor(semiring, bsum, f2v, graph.edge_var)
     ok = layout.valid[graph.edge_var].reshape(layout.valid[graph.edge_var].shape

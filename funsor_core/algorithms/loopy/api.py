@@ -177,7 +177,18 @@ class Samples(Beliefs):
     """Samples by variable name: each an int Tensor over ``particle`` (and ``chain`` when
     there are several chains), with counters ``num_updates`` (variable updates) and
     ``num_factors_scored`` (factor table entries read); an unknown name's ``KeyError``
-    lists the model's variables."""
+    lists the model's variables.
+
+    Example:
+        >>> p = np.array([[1.0, 3.0], [2.0, 2.0]])
+        >>> f = fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> s = gibbs([f], 1000, num_chains=2, rng_key=0)
+        >>> s["b"].inputs, s.num_updates  # 2 variables, 2 chains, 1000 rounds
+        ({'particle': Bint[1000], 'chain': Bint[2]}, 4000)
+        >>> exact = p.sum(0) / p.sum()  # [0.375, 0.625]
+        >>> bool(np.abs(np.exp(s.marginals()["b"].data) - exact).max() < 0.05)
+        True
+    """
 
     what = "samples"
     num_updates: int = 0
@@ -198,7 +209,17 @@ def sample_chains(factors, num_samples: int, warmup: int = 0, num_chains: int = 
                   rng_key=None, *, kernel: str = "gibbs", thin: int = 1, temperature=1.0,
                   init=None, subsample=None, proposal=None) -> Samples:
     """Blocked MCMC (``kernel="gibbs"`` or ``"mh"``, with ``proposal`` and ``subsample``
-    for MH); ``gibbs`` and ``mh`` are the faces."""
+    for MH); ``gibbs`` and ``mh`` are the faces. ``warmup`` rounds are dropped, then every
+    ``thin``-th round is kept.
+
+    Example:
+        >>> p = np.array([[1.0, 3.0], [2.0, 2.0]])
+        >>> f = fc.Tensor(np.log(p), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> s = sample_chains([f], 1000, warmup=10, rng_key=0, kernel="mh")
+        >>> exact = p.sum(0) / p.sum()  # [0.375, 0.625]
+        >>> bool(np.abs(np.exp(s.marginals()["b"].data) - exact).max() < 0.05)
+        True
+    """
     _static(kernel, num_samples=num_samples, warmup=warmup, num_chains=num_chains, thin=thin,
             temperature=temperature, subsample=subsample)
     check_chain_options(num_samples, warmup, num_chains, thin)

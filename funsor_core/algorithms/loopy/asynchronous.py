@@ -230,7 +230,20 @@ def residual_bp(graph: FactorGraph, semiring, f2v, damping: float, tol: float,
     residuals, num_iters, num_messages, factor_updates, messages_computed)``; a residual (the
     largest priority) is recorded every ``F`` updates and at convergence; the last two
     ``(F,)`` count each factor's sends and the messages it computed (the first pass and the
-    recomputed stale ones: the price of the priorities)."""
+    recomputed stale ones: the price of the priorities).
+
+    Example:
+        On a tree, one send per factor reaches the fixed point; its Bethe ``log Z`` is exact.
+
+        >>> from funsor_core.algorithms.loopy.messages import Semiring, bethe_log_z
+        >>> pu, pp = np.array([1.0, 3.0]), np.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> g = FactorGraph.build([fc.Tensor(np.log(pu), {"a": fc.Bint[2]}),
+        ...                        fc.Tensor(np.log(pp), {"a": fc.Bint[2], "b": fc.Bint[2]})])
+        >>> f2v, residuals, iters, sent, sends, computed = residual_bp(
+        ...     g, Semiring(), np.zeros((g.num_edges, g.D)), 0.0, 1e-10, 100)
+        >>> sends, np.allclose(bethe_log_z(Semiring(), g, f2v), np.log((pu[:, None] * pp).sum()))
+        (array([1, 1]), True)
+    """
     state = _State(graph, semiring, f2v)
     E = graph.num_edges
     # Undamped new messages of every edge, and each edge's priority, all at once to start.

@@ -50,6 +50,17 @@ class ColourBlocks:
             the joint index ``t`` (``K_c = D^M_c`` joint states).
         tidx: per colour ``(n_c, deg_c, K_c, D)`` flat indices of the edge tables.
         uidx: per colour ``(n_c, U_c, D)`` flat indices of the unary tables.
+
+    Example:
+        ``a`` and ``b`` share a pairwise factor, so they take two colours; ``b`` also has a
+        unary factor, ``a`` none.
+
+        >>> from funsor_core.algorithms.loopy.mcmc import SamplerPlan
+        >>> u = fc.Tensor(np.zeros(2), {"b": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> blocks = SamplerPlan(FactorGraph.build([f, u])).blocks
+        >>> blocks.order, blocks.starts, [t.shape for t in blocks.uidx]
+        (array([0, 1]), (0, 1, 2), [(1, 0, 2), (1, 1, 2)])
     """
 
     def __init__(self, graph: FactorGraph, colour_vars, off, stride, other_var, other_stride,

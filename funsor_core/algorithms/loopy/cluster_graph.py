@@ -52,7 +52,20 @@ class ClusterGraph:
     clusters each touches, ascending; ``edge_vars``: ``(factor, cluster)`` -> the message
     variables in cluster order; ``touched``: ``(factor, cluster)`` -> the cluster's
     variables the factor depends on; ``batch``: the batch inputs' domains, name -> ``Bint``
-    (empty for one model)."""
+    (empty for one model).
+
+    Example:
+        ``f1`` lies inside cluster 0 (its local potential); ``f2`` joins clusters 0 and 1.
+
+        >>> p1 = np.array([[1.0, 2.0], [3.0, 1.0]])
+        >>> f1 = fc.Tensor(np.log(p1), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> f2 = fc.Tensor(np.zeros((2, 2)), {"b": fc.Bint[2], "c": fc.Bint[2]})
+        >>> cg = ClusterGraph.build([f1, f2], [("a", "b"), ("c",)])
+        >>> np.allclose(np.exp(cg.local[0].data), p1), cg.local[1].data
+        (True, array([0., 0.]))
+        >>> len(cg.factors), cg.factor_clusters, cg.touched
+        (1, ((0, 1),), {(0, 0): ('b',), (0, 1): ('c',)})
+    """
 
     clusters: tuple
     domains: dict

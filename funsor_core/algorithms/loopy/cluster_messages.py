@@ -39,7 +39,14 @@ def size(x) -> int:
 @dataclass(frozen=True)
 class MessageCounts:
     """Messages sent so far: ``network`` (cluster-to-factor, projected, once per receiving
-    cluster, with the projection's bytes) and ``local`` (factor-to-cluster, dense)."""
+    cluster, with the projection's bytes) and ``local`` (factor-to-cluster, dense).
+
+    Example:
+        >>> c = MessageCounts(network_messages=2, network_bytes=32, local_messages=1,
+        ...                   local_entries=2, local_bytes=16)
+        >>> c.messages, c.total_bytes
+        (3, 48)
+    """
 
     network_messages: int = 0
     network_bytes: int = 0
@@ -290,7 +297,25 @@ class ClusterBPResult:
     Bethe log Z in message form (``messages``' formula with the clusters as variables and
     ``phi_C`` their potentials): exact on a tree-shaped cluster graph with ``full``
     messages, loopy BP's Bethe log Z with one variable per cluster; a Tensor over the batch
-    inputs, reduced by ``R`` at the run's temperature."""
+    inputs, reduced by ``R`` at the run's temperature.
+
+    Example:
+        A chain ``a - b - c`` in clusters ``(a, b)`` and ``(c,)``: a tree-shaped cluster
+        graph, so full messages give the exact marginals and ``log Z``.
+
+        >>> from funsor_core.algorithms.loopy.cluster_bp import cluster_bp
+        >>> p1, p2 = np.array([[1.0, 2.0], [3.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 1.0]])
+        >>> r = cluster_bp([fc.Tensor(np.log(p1), {"a": fc.Bint[2], "b": fc.Bint[2]}),
+        ...                 fc.Tensor(np.log(p2), {"b": fc.Bint[2], "c": fc.Bint[2]})],
+        ...                [("a", "b"), ("c",)])
+        >>> joint = np.einsum("ab,bc->abc", p1, p2)
+        >>> r.converged, np.allclose(float(r.log_z.data), np.log(joint.sum()))
+        (True, True)
+        >>> np.allclose(np.exp(r.beliefs["c"].data), joint.sum((0, 1)) / joint.sum())
+        True
+        >>> r.counts.network_messages, r.cluster_beliefs[0].inputs
+        (4, {'a': Bint[2], 'b': Bint[2]})
+    """
 
     def __init__(self, run: Run, f2c: dict, residuals, num_iters: int, tol: float,
                  history: list) -> None:
@@ -304,7 +329,7 @@ class ClusterBPResult:
         r = self.residuals
         if not r or not all(isinstance(x, float) for x in r):
             return None if r else True
-        return r[-1] < self.tol
+        return bool(r[-1] < self.tol)  # a Python bool, as BPResult.converged
 
     @property
     def num_messages(self) -> int:

@@ -97,7 +97,20 @@ announce_term_class(Beliefs)
 @dataclass(frozen=True)
 class FactorGroup:
     """The factors of one arity: their indices among all factors, their variables
-    ``var_index`` ``(F_k, k)`` and their padded log tables ``(F_k, D, ..., D, *B)``."""
+    ``var_index`` ``(F_k, k)`` and their padded log tables ``(F_k, D, ..., D, *B)``.
+
+    Example:
+        A unary factor on ``a`` (2 states) and a pairwise one on ``(a, b)`` (``b`` 3 states):
+        the unary table is padded to ``D = 3`` with ``NEG``.
+
+        >>> u = fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> unary, pairwise = FactorGraph.build([f, u]).groups
+        >>> unary.factor_ids, unary.table
+        (array([1]), array([[ 0.e+00,  0.e+00, -1.e+30]]))
+        >>> pairwise.var_index, pairwise.table.shape, pairwise.edge_start
+        (array([[0, 1]]), (1, 3, 3), 1)
+    """
 
     arity: int
     factor_ids: np.ndarray
@@ -112,7 +125,21 @@ class FactorGroup:
 
 @dataclass(frozen=True)
 class FactorGraph:
-    """Padded, vectorized arrays of a discrete factor graph (see the module docstring)."""
+    """Padded, vectorized arrays of a discrete factor graph (see the module docstring).
+
+    Example:
+        Edges: (unary, a) = 0, then (pairwise, a) = 1 and (pairwise, b) = 2; ``b`` has one
+        edge, so its row of ``var_edges`` is padded with ``E = 3``.
+
+        >>> u = fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 3)), {"a": fc.Bint[2], "b": fc.Bint[3]})
+        >>> g = FactorGraph.build([f, u])
+        >>> g.factor_vars, g.edge_var, g.degree
+        ((('a', 'b'), ('a',)), array([0, 0, 1]), array([2, 1]))
+        >>> g.var_edges
+        array([[0, 1],
+               [2, 3]])
+    """
 
     names: tuple
     sizes: tuple

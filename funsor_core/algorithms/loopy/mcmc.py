@@ -50,7 +50,19 @@ class SamplerPlan:
     For every edge ``e = (a, i at position j)``: the flat offset of ``a``'s table, the stride
     of position ``j``, and the (variable, stride) pairs of the other positions; per colour,
     its variables and their padded edge lists (the padding edge reads a row of zeros); and
-    ``blocks``, the colour-block layout the sweeps run on."""
+    ``blocks``, the colour-block layout the sweeps run on.
+
+    Example:
+        A unary factor on ``b`` and a pairwise one on ``(a, b)``: the 2 x 2 table starts at
+        flat offset 2 (after the unary's 2 entries), ``a`` strides it by 2, ``b`` by 1; the
+        padding edge points at the zeros after all tables (offset 6).
+
+        >>> u = fc.Tensor(np.zeros(2), {"b": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([f, u]))
+        >>> plan.off, plan.stride, plan.colour_vars
+        (array([0, 2, 2, 6]), array([1, 2, 1, 1]), (array([0]), array([1])))
+    """
 
     def __init__(self, graph: FactorGraph) -> None:
         if graph.bshape:
@@ -97,7 +109,20 @@ class SamplerPlan:
 def conditional_logits(plan: SamplerPlan, flat, x, c: int):
     """``(C, n_c, D)``: the unnormalized log conditionals of colour ``c``'s variables given
     states ``x`` ``(C, V)`` (integers, variables in the graph's order), from their Markov
-    blankets only."""
+    blankets only.
+
+    Example:
+        ``p(a, b) ∝ psi(a, b) phi(b)``: given ``a``, ``b``'s conditional is ``psi[a] * phi``.
+
+        >>> psi, phi = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 2.0])
+        >>> plan = SamplerPlan(FactorGraph.build([
+        ...     fc.Tensor(np.log(psi), {"a": fc.Bint[2], "b": fc.Bint[2]}),
+        ...     fc.Tensor(np.log(phi), {"b": fc.Bint[2]})]))
+        >>> x = np.array([[0, 1], [1, 0]])  # two chains: (a, b) = (0, 1) and (1, 0)
+        >>> logits = conditional_logits(plan, plan.flat_table(), x, 1)  # colour 1 is b
+        >>> np.allclose(np.exp(logits[:, 0]), psi * phi)
+        True
+    """
     values = block_values(plan.blocks, flat)
     return block_logits(plan.blocks, values, x[:, plan.blocks.order], c)
 
@@ -212,7 +237,23 @@ def _compiled_rounds(plan: SamplerPlan, kernel: str, keep_all: bool):
 def sweep_rounds(plan: SamplerPlan, flat, x0, inv_t, key, kernel: str, keep_all: bool,
                  log_q=None):
     """``run_chains`` past its checks: every argument an array (or a key) of the backend, so
-    that a compiled runner (``runners``' cache) can take them as arguments."""
+    that a compiled runner (``runners``' cache) can take them as arguments. ``flat`` is
+    ``plan.flat_table()``, ``x0`` the ``(C, V)`` start, ``inv_t`` one inverse temperature
+    per round.
+
+    Example:
+        Near temperature 0 a Gibbs sweep takes each conditional's mode: from ``(0, 0)`` it
+        reaches the joint's mode ``(1, 1)`` of ``psi(a, b) phi(b)`` = [[1, 4], [3, 8]].
+
+        >>> psi, phi = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 2.0])
+        >>> plan = SamplerPlan(FactorGraph.build([
+        ...     fc.Tensor(np.log(psi), {"a": fc.Bint[2], "b": fc.Bint[2]}),
+        ...     fc.Tensor(np.log(phi), {"b": fc.Bint[2]})]))
+        >>> xs = sweep_rounds(plan, plan.flat_table(), np.zeros((1, 2), np.int64),
+        ...                   np.full(2, 1e270), np.random.default_rng(0), "gibbs", True)
+        >>> xs[:, 0].tolist(), np.argwhere(psi * phi == (psi * phi).max()).tolist()
+        ([[1, 1], [1, 1]], [[1, 1]])
+    """
     graph, blocks = plan.graph, plan.blocks
     module = backend_of_graph(graph)
     values = block_values(blocks, flat)

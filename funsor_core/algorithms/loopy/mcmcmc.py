@@ -93,7 +93,19 @@ class Confidence:
 
 def subsample_sizes(plan, c: int, p: float) -> np.ndarray:
     """``(n_c,)`` ``|S_i| = max(1, ceil(p |F_i|))`` for colour ``c``'s variables (0 for one
-    with no factors)."""
+    with no factors).
+
+    Example:
+        ``a`` has four factors (three unary, one shared with ``b``), ``b`` one:
+
+        >>> from funsor_core.algorithms.loopy.graph import FactorGraph
+        >>> from funsor_core.algorithms.loopy.mcmc import SamplerPlan
+        >>> u = fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> plan = SamplerPlan(FactorGraph.build([u, u, u, f]))
+        >>> subsample_sizes(plan, 0, 0.5), subsample_sizes(plan, 1, 0.5)  # ceil(2.0), ceil(0.5)
+        (array([2]), array([1]))
+    """
     deg = (plan.colour_edges[c] < plan.graph.num_edges).sum(1)
     return np.where(deg > 0, np.maximum(1, np.ceil(p * deg - 1e-9)), 0).astype(np.int64)
 

@@ -31,7 +31,18 @@ _RUNNERS = Cache("loopy.compiled_runners", maxsize=32)
 
 def structure_key(graph: FactorGraph) -> tuple:
     """What a plan and a compiled program depend on: names, domains, scopes, batch, and
-    the factors' order in the stacked tables."""
+    the factors' order in the stacked tables: two models that differ only in their numbers
+    share it (and so their plans).
+
+    Example:
+        >>> u = fc.Tensor(np.zeros(2), {"a": fc.Bint[2]})
+        >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> key = structure_key(FactorGraph.build([u, f]))
+        >>> key == structure_key(FactorGraph.build([u, f + 1.0]))
+        True
+        >>> key
+        (('a', 'b'), (2, 2), (('a',), ('a', 'b')), (), ((1, (0,)), (2, (1,))))
+    """
     return (graph.names, graph.sizes, graph.factor_vars, tuple(graph.batch.items()),
             tuple((g.arity, tuple(int(a) for a in g.factor_ids)) for g in graph.groups))
 

@@ -174,6 +174,19 @@ class PartitionPlan:
     - ``owner (R, V)`` (the partition of an active variable, else -1), ``slot (R, V)`` (its
       place in its colour's list), ``act_vars (R, P, a)`` (the partition's active variables,
       all colours) and ``act_slot (R, V)`` (the place in that list).
+
+    Example:
+        The chain ``a - b - c - d`` in two partitionings: ``a, b`` have their blankets in
+        partition 0 of the first, ``c, d`` in partition 0 of the second; 2 partitions padded
+        to 4 (devices).
+
+        >>> z = np.zeros((2, 2))
+        >>> g = FactorGraph.build([fc.Tensor(z, {"a": fc.Bint[2], "b": fc.Bint[2]}),
+        ...                        fc.Tensor(z, {"b": fc.Bint[2], "c": fc.Bint[2]}),
+        ...                        fc.Tensor(z, {"c": fc.Bint[2], "d": fc.Bint[2]})])
+        >>> plan = PartitionPlan(g, np.array([[0, 0, 0, 1], [1, 0, 0, 0]]), multiple=4)
+        >>> plan.active.astype(int).tolist(), plan.owner.tolist(), plan.act_vars.shape
+        ([[1, 1, 0, 0], [0, 0, 1, 1]], [[0, 0, -1, -1], [-1, -1, 0, 0]], (2, 4, 2))
     """
 
     def __init__(self, graph: FactorGraph, ids: np.ndarray, num_partitions: int | None = None,

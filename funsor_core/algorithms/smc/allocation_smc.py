@@ -102,7 +102,14 @@ def token_sequence(X, order: str = "shuffle", seed: int = 0, names: tuple = ()) 
 
 
 def initial_tables(model: AllocationModel, proto, num_particles: int) -> tuple:
-    """The urns before any token: ``alpha_fa(n)`` in every cell, ``(particle, *family)``."""
+    """The urns before any token: ``alpha_fa(n)`` in every cell, ``(particle, *family)``.
+
+    Example:
+        >>> m = AllocationModel({"k": (), "i": ("k",)}, {"i": 3, "k": 2}, ("i",), 1.0, 1.0)
+        >>> urns = initial_tables(m, np.zeros(()), 4)
+        >>> [u.shape for u in urns], urns[1][0].tolist() == np.full((3, 2), m.alpha["i"]).tolist()
+        ([(4, 2), (4, 3, 2)], True)
+    """
     return tuple(ops.new_full(proto, (num_particles,) + tuple(model.cards[m] for m in fa),
                               model.alpha[n]) for n, fa in model.families.items())
 

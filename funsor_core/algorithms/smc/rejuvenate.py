@@ -31,7 +31,18 @@ __all__ = ["move_draws", "rejuvenate"]
 
 def move_draws(plan) -> tuple:
     """The shapes of the uniforms one move takes: the token's, the root's, the backward
-    pass's (``TokenPlan.uniform_shapes``)."""
+    pass's (``TokenPlan.uniform_shapes``).
+
+    Example:
+        3 particles, the root ``k`` of 2 values, no other hidden index to draw backwards:
+
+        >>> from funsor_core.algorithms.smc.model import AllocationModel
+        >>> from funsor_core.algorithms.smc.token_plan import TokenPlan
+        >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 2},
+        ...                     ("i", "j"), 1.0, 1.0)
+        >>> move_draws(TokenPlan(m, 3))
+        ((), (3, 2))
+    """
     size = 1
     for n in plan.root:
         size *= plan.cards[n]
@@ -42,7 +53,27 @@ def rejuvenate(plan, state: tuple, tokens, x, uniforms) -> tuple:
     """One Gibbs move on ``state`` (urns, then each hidden index's history ``(particle,
     T)``) after the token ``x`` (whose last entry is its position ``tau``): the past token
     ``t = floor(u (tau + 1))`` of ``tokens`` (``(T, V + 1)``) is taken out of every particle's
-    urns and put back at a hidden cell drawn from its full conditional."""
+    urns and put back at a hidden cell drawn from its full conditional.
+
+    Example:
+        One token at ``(i, j) = (0, 1)``, put in class 0 by every particle; alone, its full
+        conditional is uniform, and the uniforms ``[0.1, 0.9]`` (Gumbel-max) draw class 1:
+        the token moves from urn 0 to urn 1 of ``k`` (prior weight 0.5 in each).
+
+        >>> from funsor_core.algorithms.smc.model import AllocationModel
+        >>> from funsor_core.algorithms.smc.token_plan import TokenPlan
+        >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 2},
+        ...                     ("i", "j"), 1.0, 1.0)
+        >>> from funsor_core.algorithms.smc.allocation_smc import initial_tables
+        >>> plan, token = TokenPlan(m, 3), np.array([0, 1, 0])  # the cell, then its position
+        >>> urns = plan.update(initial_tables(m, np.zeros(()), 3), {"k": np.zeros(3, int)},
+        ...                    token, 1.0)
+        >>> state = urns + (np.zeros((3, 1), int),)  # the urns, then k's history
+        >>> uniforms = (np.array(0.3), np.array([[0.1, 0.9]] * 3))
+        >>> new = rejuvenate(plan, state, token[None], token, uniforms)
+        >>> urns[0][0].tolist(), new[0][0].tolist(), new[-1].ravel().tolist()
+        ([1.5, 0.5], [0.5, 1.5], [1, 1, 1])
+    """
     count = len(plan.families)
     tables, history = state[:count], state[count:]
     u_token, u_root, *u_back = uniforms

@@ -58,6 +58,19 @@ class PlanStep(NamedTuple):
     operand on the step's axes ``(particle, *keep, *summed)``; ``keep``: the names its result
     keeps; ``summed``: the names it sums out (their values are drawn at this step in the
     backward pass); ``flat``: the result's shape ``(particle, *keep sizes, prod summed)``.
+
+    Example:
+        Operands over ``(a, b)`` and ``(b, c)`` for 5 particles, eliminated in one step: each
+        goes onto the axes ``(particle, a, b, c)``, and their log sum is a table over all
+        24 cells, summed (and drawn from) at once.
+
+        >>> (step,) = _plan_steps((("a", "b"), ("b", "c")), {"a": 2, "b": 3, "c": 4}, 5)
+        >>> step.shape_i, step.shape_j, step.summed, step.flat
+        ((5, 2, 3, 1), (5, 1, 3, 4), ('a', 'b', 'c'), (5, 24))
+        >>> x, y = np.zeros((5, 2, 3)), np.zeros((5, 3, 4))
+        >>> both = x.reshape(step.shape_i) + y.reshape(step.shape_j)  # no transposes here
+        >>> both.reshape(step.flat).shape
+        (5, 24)
     """
 
     i: int

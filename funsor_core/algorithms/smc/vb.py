@@ -44,7 +44,18 @@ __all__ = ["VBResult", "expected_statistics", "vb", "vb_elbo"]
 
 class VBResult(NamedTuple):
     """``elbo`` (the best bound over restarts), ``trace`` (that run's bound per iteration,
-    non-decreasing), ``stats`` (its expected family statistics ``E S_fa(n)``)."""
+    non-decreasing), ``stats`` (its expected family statistics ``E S_fa(n)``).
+
+    Example:
+        One hidden class: every token is in it, so the statistics are the counts.
+
+        >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 1},
+        ...                     ("i", "j"), 1.0, 1.0)
+        >>> X = np.array([[2, 1], [0, 1]])
+        >>> r = vb(m, X, rng_key=0)
+        >>> r.elbo == r.trace[-1], r.stats["k"].tolist(), r.stats["i"].tolist()
+        (True, [4.0], [[3.0], [1.0]])
+    """
 
     elbo: float
     trace: list
@@ -84,7 +95,21 @@ def expected_statistics(model: AllocationModel, X, alpha_hat: dict) -> tuple[dic
 
 def vb_elbo(model: AllocationModel, X, stats: dict, log_phi: Tensor) -> float:
     """The bound (D.1) at ``q(S)`` with parameters ``log Phi`` (expected statistics ``stats``)
-    and the optimal ``q(Theta)``, ``q(lambda)``."""
+    and the optimal ``q(Theta)``, ``q(lambda)``.
+
+    Example:
+        With one hidden class the mean field is exact: the bound is the log marginal.
+
+        >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 1},
+        ...                     ("i", "j"), 1.0, 1.0)
+        >>> X = np.array([[2, 1], [0, 1]])
+        >>> counts = {"k": np.array([4.0]), "i": np.array([[3.0], [1.0]]),
+        ...           "j": np.array([[2.0], [2.0]])}
+        >>> stats, log_phi = expected_statistics(m, X, {n: m.alpha[n] + c
+        ...                                             for n, c in counts.items()})
+        >>> bool(np.isclose(vb_elbo(m, X, stats, log_phi), m.log_marginal_exact(X)))
+        True
+    """
     X = np.asarray(X, dtype=np.float64)
     total = float(X.sum())
     out = (math.lgamma(model.a + total) - math.lgamma(model.a) + model.a * math.log(model.b)

@@ -157,13 +157,31 @@ def _padded(aligned) -> tuple[list, list]:
 
 
 def mixture_vars(reduced_vars: frozenset, terms) -> frozenset:
-    """The reduced Bint names that some Gaussian of ``terms`` depends on."""
+    """The reduced Bint names that some Gaussian of ``terms`` depends on.
+
+    Example:
+        ``i`` indexes the Gaussian's components; ``j`` only a weight's entries.
+
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> w = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
+        >>> sorted(mixture_vars(frozenset({"i", "j", "x"}), (g, w)))
+        ['i']
+    """
     return frozenset(v for t in terms if isinstance(t, Gaussian)
                      for v in reduced_vars & t.inputs.keys() if t.inputs[v].dtype != "real")
 
 
 def would_compress(gaussians) -> bool:
-    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``)."""
+    """Whether the sum of these Gaussians would be compressed (``gaussian_from_arrays``):
+    when their square-root factors hold more columns than ``compression_threshold`` times
+    the real dimension.
+
+    Example:
+        >>> h = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> fc.Gaussian.compression_threshold, would_compress([h, h]), would_compress([h] * 3)
+        (2, False, True)
+    """
     ikeys, rank = [], 0
     for g in gaussians:  # (a loop: a filter step asks this of every sum it builds)
         ikeys.append(g._ikey)
@@ -325,7 +343,17 @@ def _summands(term: Funsor) -> tuple:
 
 def collapse_args(reduced_vars: frozenset, mixed: frozenset, gaussians: list, dense: list):
     """``collapse_mixture``'s arguments: the real names of ``reduced_vars`` that a Gaussian
-    has are integrated in its QR; names only the weights have are summed there (exactly)."""
+    has are integrated in its QR; names only the weights have are summed there (exactly).
+    Returns ``(gaussian or tuple of them, dense terms, names summed, real names integrated)``.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> w = fc.Tensor(np.zeros(3), {"j": fc.Bint[3]})
+        >>> _, dense, summed, real = collapse_args(frozenset("ijx"), frozenset("i"), [g], [w])
+        >>> dense == (w,), sorted(summed), sorted(real)
+        (True, ['i', 'j'], ['x'])
+    """
     exact_vars = reduced_vars - mixed
     g = gaussians[0] if len(gaussians) == 1 else tuple(gaussians)
     real = frozenset(v for v in exact_vars if any(v in x.inputs for x in gaussians))

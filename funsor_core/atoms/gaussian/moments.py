@@ -317,7 +317,17 @@ def _joint_positions(entries: tuple, dim: int, index: tuple | None, ranks: tuple
 
 def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqrt: Array):
     """``collapse_system`` of arrays in the layout of ``plan`` (``collapse_layout``), with
-    the plan's names in its error messages."""
+    the plan's names in its error messages: ``(log_const, white_vec, prec_sqrt)``.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, lw = collapse_layout((g,), (), frozenset({"i"})), np.log([0.25, 0.75])
+        >>> wv, ps = align_system(g.white_vec, g.prec_sqrt, plan.gaussians[0], plan)
+        >>> gg, _ = collapse_result(plan, *collapse_planned(plan, lw, wv, ps)).terms
+        >>> float(gg.mean[0]), float(gg.covariance[0, 0])  # .25 * -1 + .75 * 1; 1 + 0.75
+        (0.5, 1.75)
+    """
     return collapse_system(log_weights, white_vec, prec_sqrt, plan.index,
                            lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
 
@@ -325,7 +335,19 @@ def collapse_planned(plan: _Plan, log_weights: Array, white_vec: Array, prec_sqr
 def collapse_planned_gram(plan: _Plan, log_weights: Array, mm: Array, system):
     """``collapse_planned`` where the caller has ``M M'`` of the system
     (``normal_equations.system_rows``; float64, ``plan.rank >= plan.dim``) and builds the
-    system, ``system() -> (white_vec, prec_sqrt)``, only where the QR path runs."""
+    system, ``system() -> (white_vec, prec_sqrt)``, only where the QR path runs.
+
+    Example:
+        >>> from funsor_core.atoms.gaussian.normal_equations import system_rows
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, lw = collapse_layout((g,), (), frozenset({"i"})), np.log([0.25, 0.75])
+        >>> wv, ps = align_system(g.white_vec, g.prec_sqrt, plan.gaussians[0], plan)
+        >>> _, m = system_rows(wv, ps, plan.index)
+        >>> c, w2, s2 = collapse_planned_gram(plan, lw, m @ m.swapaxes(-1, -2), lambda: (wv, ps))
+        >>> np.allclose(s2, collapse_planned(plan, lw, wv, ps)[2])
+        True
+    """
     def by_qr():
         return _collapse_system_qr(log_weights, *system(), plan.index,
                                    lambda: _labels(plan.integrated), lambda: _labels(plan.reals))
@@ -358,7 +380,17 @@ def collapse_layout(gs: tuple, ds: tuple, names: frozenset,
 
 
 def collapse_result(plan: _Plan, log_const: Array, white_vec: Array, prec_sqrt: Array) -> Funsor:
-    """The term ``collapse_mixture`` returns for the arrays ``collapse_system`` computed."""
+    """The term ``collapse_mixture`` returns for the arrays ``collapse_system`` computed.
+
+    Example:
+        >>> g = fc.Gaussian(mean=np.array([[-1.0], [1.0]]), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> plan, lw = collapse_layout((g,), (), frozenset({"i"})), np.log([0.25, 0.75])
+        >>> wv, ps = align_system(g.white_vec, g.prec_sqrt, plan.gaussians[0], plan)
+        >>> gg, t = collapse_result(plan, *collapse_planned(plan, lw, wv, ps)).terms
+        >>> float(gg.mean[0]), float(gg.covariance[0, 0])  # .25 * -1 + .75 * 1; 1 + 0.75
+        (0.5, 1.75)
+    """
     # Fresh terms whose inputs the plan merged: the normal form g + t, built as it is.
     return Contraction.make(ops.add, (Gaussian.make(white_vec, prec_sqrt, ikey=plan.g_ikey),
                                       Tensor.make(log_const, plan.keep, ikey=plan.t_ikey)))
@@ -459,7 +491,17 @@ def _aligned_system(g: Gaussian, p: tuple, plan: _Plan):
 def align_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead: int = 0):
     """A Gaussian's arrays in the plan's layout: ``lead`` leading axes (e.g. time) kept, then
     batch kept + (n,), then the coordinates of all the reals; ``p`` is its entry of
-    ``plan.gaussians``."""
+    ``plan.gaussians`` (below, ``g2`` lacks ``i``: it is expanded over the components).
+
+    Example:
+        >>> g1 = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                  inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> g2 = fc.Gaussian(mean=np.zeros((3, 1)), covariance=np.ones((3, 1, 1)),
+        ...                  inputs={"j": fc.Bint[3], "x": fc.Real})
+        >>> plan = collapse_layout((g1, g2), (), frozenset({"i"}))  # keep j, collapse i
+        >>> [a.shape for a in align_system(g2.white_vec, g2.prec_sqrt, plan.gaussians[1], plan)]
+        [(3, 2, 1), (3, 2, 1, 1)]
+    """
     _, shape, full, _, _, _ = p
     front = tuple(white_vec.shape[:lead])
     white_vec, prec_sqrt = place_system(white_vec, prec_sqrt, p, plan, lead)
@@ -474,7 +516,17 @@ def align_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead
 def place_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead: int = 0):
     """``align_system`` before its batch is expanded and flattened: ``lead`` axes, then one
     axis per batch input of the plan (kept, then collapsed; size 1 where the Gaussian lacks
-    it), then all the plan's coordinates."""
+    it), then all the plan's coordinates.
+
+    Example:
+        >>> g1 = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                  inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> g2 = fc.Gaussian(mean=np.zeros((3, 1)), covariance=np.ones((3, 1, 1)),
+        ...                  inputs={"j": fc.Bint[3], "x": fc.Real})
+        >>> plan = collapse_layout((g1, g2), (), frozenset({"i"}))  # keep j, collapse i
+        >>> [a.shape for a in place_system(g2.white_vec, g2.prec_sqrt, plan.gaussians[1], plan)]
+        [(3, 1, 1), (3, 1, 1, 1)]
+    """
     perm, shape, _, before, after, rows = p
     front = tuple(white_vec.shape[:lead])
     if perm is not None:
@@ -494,7 +546,18 @@ def place_system(white_vec: Array, prec_sqrt: Array, p: tuple, plan: _Plan, lead
 
 def align_weights(data: Array, p: tuple, lead: int = 0) -> Array:
     """A dense term's array in the plan's dense layout (``lead`` leading axes kept); ``p`` is
-    its entry of ``plan.dense`` (not None: Numbers have no array)."""
+    its entry of ``plan.dense`` (not None: Numbers have no array).
+
+    Example:
+        The kept name ``j`` goes first, the collapsed ``i`` last:
+
+        >>> g = fc.Gaussian(mean=np.zeros((2, 1)), covariance=np.ones((2, 1, 1)),
+        ...                 inputs={"i": fc.Bint[2], "x": fc.Real})
+        >>> w = fc.Tensor(np.arange(6.0).reshape(2, 3), {"i": fc.Bint[2], "j": fc.Bint[3]})
+        >>> plan = collapse_layout((g,), (w,), frozenset({"i"}))
+        >>> align_weights(w.data, plan.dense[0]).tolist()
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    """
     perm, shape = p
     if perm is not None:
         data = ops.permute(data, tuple(range(lead)) + tuple(lead + i for i in perm))

@@ -29,6 +29,18 @@ _NO_LOC = ("Gaussian needs a location: give white_vec= (with prec_sqrt=), info_v
 
 
 def as_array(x, name: str, backend: str | None = None):
+    """``x`` as an array of ``backend`` (default: the active one): an array or None as it
+    is, a Tensor without inputs as its data, anything else converted, or a TypeError that
+    names the parameter.
+
+    Example:
+        >>> as_array([1, 2], "mean"), as_array(fc.Tensor(np.ones(2)), "mean")
+        (array([1., 2.]), array([1., 1.]))
+        >>> as_array(object(), "mean")
+        Traceback (most recent call last):
+        ...
+        TypeError: Gaussian mean= must be an array, got object
+    """
     if x is None or is_array(x):
         return x
     if isinstance(x, Tensor) and not x.inputs:
@@ -93,7 +105,12 @@ MIXED_PARAMETERS = (
 
 
 def one_backend(named: dict) -> str | None:
-    """The backend of the array parameters (None if none is an array); TypeError if mixed."""
+    """The backend of the array parameters (None if none is an array); TypeError if mixed.
+
+    Example:
+        >>> one_backend({"mean": np.zeros(2), "covariance": None}), one_backend({"mean": None})
+        ('numpy', None)
+    """
     found: dict = {}
     for name, x in named.items():
         if isinstance(x, Tensor) and not x.inputs:
@@ -335,7 +352,20 @@ def _check_event_shapes(named: dict) -> None:
 
 
 def canonical_checked(named: dict):
-    """``_to_canonical`` of user-given parameters, with errors that name the parameter."""
+    """``_to_canonical`` of user-given parameters, with errors that name the parameter:
+    ``(white_vec, prec_sqrt)`` with ``prec_sqrt @ prec_sqrt.T`` the precision and
+    ``white_vec = prec_sqrt.T @ mean``.
+
+    Example:
+        >>> mean, cov = np.array([1.0, 2.0]), np.array([[4.0, 1.0], [1.0, 2.0]])
+        >>> w, s = canonical_checked({"mean": mean, "covariance": cov})
+        >>> np.allclose(s @ s.T, np.linalg.inv(cov)), np.allclose(w, s.T @ mean)
+        (True, True)
+        >>> canonical_checked({"mean": mean, "covariance": np.ones((2, 2))})
+        Traceback (most recent call last):
+        ...
+        ValueError: Gaussian covariance= is not positive definite: ...
+    """
     if "prec_sqrt" in named:
         return _to_canonical(named)  # already a square-root factor: nothing to factorize
     _check_event_shapes(named)

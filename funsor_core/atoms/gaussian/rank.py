@@ -93,6 +93,15 @@ class RankFix(NamedTuple):
 
     ``bad``: batch booleans, the integrated block is deficient (the constant is ``+inf``).
     ``zero_cols``: batch + (d_a,) booleans, kept columns to set to zero.
+
+    Example:
+        Coordinates ``x`` and ``y = 2 x`` (the rows of ``S``): integrating ``x`` leaves
+        nothing of ``y`` but roundoff, so its column is zeroed.
+
+        >>> s = np.array([[1.0, 1.0], [2.0, 2.0]])
+        >>> r = np.linalg.qr(s.T, mode="r")
+        >>> rank_tests(r, 1, rank_tolerance(s))
+        RankFix(bad=None, zero_cols=array([ True]))
     """
 
     bad: Any = None
@@ -389,7 +398,18 @@ def _where(prec_sqrt: Array, flat: int) -> str:
 def decide(r: Array, prec_sqrt: Array, b: tuple[int, ...], names, check: bool, tol: float):
     """``rank_tests`` on the factor ``r`` (of ``arrays.marginalize``); with ``check``, raise
     NOT_FULL_RANK where a concrete block is deficient (naming the coordinates of the first
-    such batch entry)."""
+    such batch entry).
+
+    Example:
+        ``y = 2 x``: integrating both diverges.
+
+        >>> s = np.array([[1.0, 1.0], [2.0, 2.0]])
+        >>> r = np.linalg.qr(s.T, mode="r")
+        >>> decide(r, s, (0, 1), ["x", "y"], True, rank_tolerance(s))
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot marginalize x, y: its precision block has rank 1 < 2; ...
+    """
     fix = rank_tests(r, len(b), tol)
     if check and fix.bad is not None and ops.is_concrete(fix.bad):
         flags = ops.to_numpy(fix.bad).reshape(-1)
@@ -422,7 +442,16 @@ def _labels(b: tuple[int, ...], names) -> tuple[str, list[str]]:
 
 def raise_rank(prec_sqrt: Array, b: tuple[int, ...], names, weak) -> None:
     """Raise the NOT_FULL_RANK error for the coordinates ``b`` of ``prec_sqrt``; ``weak`` is
-    ``(flat batch index, coordinates)``, or None when the rank is too low by shapes alone."""
+    ``(flat batch index, coordinates)``, or None when the rank is too low by shapes alone.
+
+    Example:
+        One column of information cannot determine two coordinates:
+
+        >>> raise_rank(np.zeros((2, 1)), (0, 1), ["x", "y"], None)
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot marginalize x, y: its precision block has rank 1 < 2; ... y. ...
+    """
     label, coords = _labels(b, names)
     rank = prec_sqrt.shape[-1]
     if weak is None:  # too few rows: decided by shapes

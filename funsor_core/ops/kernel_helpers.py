@@ -1,0 +1,68 @@
+"""Helpers for the kernels backends register: bool arguments cast before arithmetic, and the
+target shape of ``expand`` with ``-1`` entries (``funsor_core.ops.op`` re-exports both).
+
+Example:
+    >>> expand_shape((2,), (3, -1))
+    (3, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["cast_bool_args", "expand_shape"]
+
+_NO_ARG = object()  # cast_bool_args' kernels: no second argument was given
+
+
+def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
+    """Wrap an array kernel so that arguments of dtype ``bool_dtype`` are ``cast(a)`` first.
+
+    Backends use it for arithmetic: a bool array holds Bint[2] values 0 and 1, and the array
+    libraries would compute a logical or (add), refuse (sub, neg), or answer in int8. The
+    common case (no bool argument among one or two) pays two identity checks.
+
+    Example:
+        >>> import numpy as np
+        >>> add = cast_bool_args(np.add, np.dtype(bool), lambda a: a.astype(int))
+        >>> add(np.array([True]), np.array([True]))
+        array([2])
+    """
+
+    def kernel(x, y=_NO_ARG, *rest):
+        if getattr(x, "dtype", None) is not bool_dtype and not rest:
+            if y is _NO_ARG:
+                return fn(x)
+            if getattr(y, "dtype", None) is not bool_dtype:
+                return fn(x, y)
+        args = (x,) if y is _NO_ARG else (x, y, *rest)
+        return fn(*(cast(a) if getattr(a, "dtype", None) is bool_dtype else a for a in args))
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    kernel.unless_bool = (fn, bool_dtype)  # atoms/tensor_fast_ops.py calls fn on other arrays
+    return kernel
+
+
+def expand_shape(x_shape: tuple, shape) -> tuple:
+    """The target shape of ``expand(x, shape)``, where a ``-1`` keeps the size that ``x``
+    already has in that dim (dims matched from the right, as in broadcasting), as torch's
+    ``expand`` and funsor's ``ops.expand`` read it; numpy and jax need it spelled out.
+
+    Example:
+        >>> expand_shape((3, 2), (4, -1, 2))
+        (4, 3, 2)
+    """
+    shape = tuple(shape)
+    if -1 not in shape:
+        return shape
+    offset = len(shape) - len(x_shape)
+    out = []
+    for i, n in enumerate(shape):
+        if n == -1:
+            if i < offset:
+                raise ValueError(f"expand to {shape}: -1 in a new leading dim {i} has no size "
+                                 f"to keep (the array's shape is {tuple(x_shape)})")
+            n = x_shape[i - offset]
+        out.append(n)
+    return tuple(out)
