@@ -172,8 +172,8 @@ def _run_known(schedule, factors) -> list:
     arrays = program.run(list(map(_DATA, factors)))
     if arrays is not None:
         # As ``run_schedule``: each result is what the rule of its last step builds.
-        real = factors[0].output
-        return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
+        real, make = factors[0].output, Tensor.make
+        return [make(x, dict(ikey), "real", ikey, real)  # (by position: no keyword parse)
                 for x, ikey in zip(arrays, program.out_ikeys)]
     check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
     return build_steps(schedule, factors)
