@@ -53,11 +53,20 @@ def fused_reduce(op, axes: tuple, sample) -> Callable | None:
     if kernel is None:
         return None
     axes = _one_int(axes)
+    kernel = _by_int_axis(kernel, axes)
 
     def reduce_step(x):
         return kernel(x, axes)
 
     return reduce_step
+
+
+def _by_int_axis(kernel: Callable, axes) -> Callable:
+    # A backend whose reduction kernel of one int axis is a library call by position says so
+    # (``kernel.int_axis``, torch's): that call, without the kernel's own frame.
+    if type(axes) is int:
+        return getattr(kernel, "int_axis", None) or kernel
+    return kernel
 
 
 def fused_log_pair(plan, sample) -> Callable | None:
@@ -83,6 +92,7 @@ def fused_log_pair(plan, sample) -> Callable | None:
     if permute is None or reshape is None or lse is None or backend is None:
         return None
     lse_axes = _one_int(axes)
+    lse = _by_int_axis(lse, lse_axes)
     # log_sum's choice, made once: the plain kernel where the backend's derivative is finite
     # on a slice of -inf; else per call, by whether the broadcast tracks gradients.
     guarded = not backend.LOGSUMEXP_GRAD_FINITE

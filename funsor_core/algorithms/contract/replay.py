@@ -42,7 +42,7 @@ from funsor_core.algorithms.contract.plan import plan_tensors
 from funsor_core.atoms.int_range import FLOAT_DTYPES, is_float_dtype
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.engine.fast_path import builds_as_is, fast_path
-from funsor_core.engine.interpreter import get_interpretation
+from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.patterns import type_key
 from funsor_core.ops.op import kernel_generation
 from funsor_core.terms.base import Reduce
@@ -52,6 +52,7 @@ __all__ = ["ArrayProgram", "Check", "compile_elimination", "contract_planned_arr
            "reduce_array", "CONTRACT", "REDUCE"]
 
 _DTYPE = attrgetter("dtype")
+_UNBOUND = object()  # (``bind``: no answer kept yet; None is an answer)
 
 # The kinds of schedule steps: a Contraction of a connected group over its variables (a lone
 # factor is reduced by sum_op), and a Reduce by prod_op over plates.
@@ -179,9 +180,21 @@ class ArrayProgram:
 
     def bind(self, interp=None) -> list | None:
         """The implementation to call per check under ``interp`` (default: the active one),
-        or None where building some term would do anything else (``fast_path``)."""
+        or None where building some term would do anything else (``fast_path``).
+
+        The answer is a function of the rules ``interp`` dispatches to, so it is kept in
+        ``interp``'s ``_direct`` table (under this program, hashed by identity), which is
+        cleared whenever a rule, a chain or the debug switch changes, as ``eager_program``'s
+        answers are: one lookup per call instead of one per check."""
         if interp is None:
-            interp = get_interpretation()
+            state = _STATE_GET(None)
+            interp = _DEFAULT[0] if state is None else state[0]
+        impls = interp._direct.get(self, _UNBOUND)
+        if impls is _UNBOUND:
+            impls = interp._direct_box.put(self, self._bind(interp))
+        return impls
+
+    def _bind(self, interp) -> list | None:
         impls = []
         for key, cls, deep, kind, args in self.checks:
             if cls._deep_key is not deep:  # a tuple pattern registered since: keys changed

@@ -107,7 +107,10 @@ def _build_by_recipe(sum_op, prod_op, steps: tuple, recipe: tuple, values: list)
             op = sum_op if kind == CONTRACT else prod_op
             arg = values[operands[0]]
             rules = eager_rules((Reduce, type(op), type(arg), frozenset))
-            value = run_rules(rules, Reduce, (op, arg, names)) if rules else Reduce(op, arg, names)
+            # (``()``: built as it is, e.g. under ``lazy``: ``run_rules`` builds the term the
+            # constructor would, its arguments being what ``_prepare`` returns for them.)
+            value = (Reduce(op, arg, names) if rules is None
+                     else run_rules(rules, Reduce, (op, arg, names)))
             values.append(value)
             if type(value) is not Reduce or value.arg is not arg or value.op is not op:
                 return k

@@ -169,13 +169,17 @@ _TENSOR_ONLY, _SEQUENCES = {Tensor}, (list, tuple)
 
 def _run_known(schedule, factors) -> list:
     program = schedule.program
-    arrays = program.run(list(map(_DATA, factors)))
+    data = list(map(_DATA, factors))
+    arrays = program.run(data)
     if arrays is not None:
         # As ``run_schedule``: each result is what the rule of its last step builds.
-        real = factors[0].output
-        return [Tensor.make(x, dict(ikey), "real", ikey=ikey, output=real)
+        real, make = factors[0].output, Tensor.make
+        return [make(x, dict(ikey), "real", ikey, real)  # (by position: no keyword parse)
                 for x, ikey in zip(arrays, program.out_ikeys)]
-    check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
+    if len(set(map(type, data))) != 1:
+        # (Tensors whose arrays are of one type are of one backend, and none is a numpy
+        # scalar among other arrays: ``check_backends`` would pass them unchanged.)
+        check_backends("run sum_product over these factors", factors, _FactorLabels(factors))
     return build_steps(schedule, factors)
 
 

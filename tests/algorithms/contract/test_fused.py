@@ -14,6 +14,7 @@ from scipy.special import logsumexp
 import funsor_core as fc
 from funsor_core import ops
 from funsor_core.algorithms.contract import replay
+from funsor_core.algorithms.contract.fused import fused_reduce
 from funsor_core.algorithms.eliminate.schedule import plan_elimination, structure_of
 from funsor_core.engine.cache import clear_caches
 from funsor_core.ops.op import kernel_generation
@@ -215,3 +216,20 @@ def test_under_jax_jit_the_closures_trace_the_same_arithmetic():
     finally:
         fc.set_backend("numpy")
     np.testing.assert_allclose(float(jitted), _enumerate(*arrays), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", [ops.add, ops.logaddexp])
+def test_an_int_axis_reduction_calls_torch_itself_with_the_kernels_bits(op, dtype):
+    # The closure of a one-axis reduction calls torch's function by position (the kernel's
+    # ``int_axis``); the oracle is the kernel's general path (a tuple of axes, by keyword).
+    x = torch.tensor(np.random.default_rng(3).normal(size=(3, 4, 5)) * 300, dtype=getattr(
+        torch, dtype))
+    x[0, :, 1] = -float("inf")
+    kernel = ops.REDUCE_OPS[op].array_kernel(torch.Tensor)
+    for axis in range(3):
+        step = fused_reduce(op, (axis,), x)
+        cells = [c.cell_contents for c in step.__closure__]
+        assert any(c is kernel.int_axis for c in cells)  # (no kernel frame between)
+        _exact_bits(step(x), kernel(x, (axis,)))
+        _exact_bits(kernel(x, axis, True), kernel(x, (axis,), True))
