@@ -25,7 +25,7 @@ from funsor_core.terms.base import Number, Variable
 from funsor_core.terms.inputs import merge_all_inputs
 
 __all__ = ["concrete", "with_arrays", "nan_invalid", "aligned", "aligned_arrays", "shapes",
-           "floats_promoted", "log_density_tensor", "take_last",
+           "floats_promoted", "int_as_real", "log_density_tensor", "take_last",
            "distinct_rows", "distinct_entries", "moment_tensor", "enumerate_tensor", "normalizer",
            "sample_distribution"]
 
@@ -185,6 +185,21 @@ def floats_promoted(arrays: dict, params) -> dict:
         if not str(arrays[k].dtype).endswith("bool"):  # (a bool is a mask, not a number)
             out[k] = ops.add(arrays[k], zero)
     return out
+
+
+def int_as_real(x, proto):
+    """The integer array ``x`` as the float dtype its backend promotes it to with the float
+    array ``proto`` given with it (torch: ``proto``'s; numpy: float64), as the family's own
+    ``log_prob`` computes; with no ``proto`` (or one of another backend), the default float.
+    Cast to torch's default float32 first, ``loc = 2**24 + 1`` became ``2**24``.
+
+    Example:
+        >>> int_as_real(np.array([2**24 + 1]), np.zeros((), np.float64))
+        array([16777217.])
+    """
+    if proto is None or type(proto) is not type(x):
+        return ops.astype(x, "real")
+    return ops.add(x, ops.new_zeros(proto, ()))
 
 
 def log_density_tensor(cls, args: tuple) -> Tensor:

@@ -51,6 +51,7 @@ from funsor_core.distribution.array_math import (
     concrete,
     distinct_entries,
     enumerate_tensor,
+    int_as_real,
     log_density_tensor,
     moment_tensor,
     sample_distribution,
@@ -391,13 +392,13 @@ def _prototype(values) -> Any:
 
 def _as_real_array(x, proto):
     if is_array(x):
-        return x if ops.is_floating(x) else ops.astype(x, "real")
+        return x if ops.is_floating(x) else int_as_real(x, proto)
     if proto is None:
         proto = backend_module().asarray(0.0, "real")
     if isinstance(x, numbers.Number):
         return ops.new_full(proto, (), float(x))
     x = ops.new_array(proto, x)  # a list: on the prototype's backend
-    return x if ops.is_floating(x) else ops.astype(x, "real")
+    return x if ops.is_floating(x) else int_as_real(x, proto)
 
 
 def _param_funsor(cls, name: str, x, proto) -> Funsor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from funsor_core import ops
+from funsor_core.atoms.gaussian.normalized import subtract_log_mass
 from funsor_core.atoms.tensor import Tensor, get_default_prototype
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module
@@ -127,4 +128,5 @@ def exact_independent_funsor_value(fn, reals, bint_var, diag_var):
 def exact_binary_sub_funsor_tensor(op, lhs, rhs):
     if isinstance(lhs, (Tensor, Number)) or lhs.dtype != "real" or rhs.dtype != "real":
         return None
-    return lhs + (-rhs)
+    normalized = subtract_log_mass(lhs, rhs)  # a Gaussian sum minus its own log mass
+    return lhs + (-rhs) if normalized is None else normalized

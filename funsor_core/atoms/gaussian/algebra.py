@@ -35,24 +35,22 @@ from funsor_core.atoms.gaussian.atom import (
     real_offsets,
 )
 from funsor_core.atoms.gaussian.host import host_add, host_copies, to_backend, widest
+from funsor_core.atoms.gaussian.normalized import record_log_mass
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import broadcast_shape
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number, Variable, merge_inputs
 from funsor_core.terms.contraction import Contraction
 
-__all__ = [
-    "CHECK_RANK", "add_gaussians", "maximize_gaussian", "affine_subs_gaussian",
-    "condition_gaussian", "contract_gaussians", "dense_sum", "gaussian_from_arrays",
-    "gaussian_sum", "is_gaussian_sum", "marginalize_gaussian", "plate_gaussian",
-    "reduce_gaussian_sum", "rename_gaussian", "scale_gaussian_sum", "split_gaussian_sum",
-    "subs_gaussian_batch",
-]
+__all__ = ["CHECK_RANK", "add_gaussians", "maximize_gaussian", "affine_subs_gaussian",
+           "condition_gaussian", "contract_gaussians", "dense_sum", "gaussian_from_arrays",
+           "gaussian_sum", "is_gaussian_sum", "marginalize_gaussian", "plate_gaussian",
+           "reduce_gaussian_sum", "rename_gaussian", "scale_gaussian_sum",
+           "split_gaussian_sum", "subs_gaussian_batch"]
 
 # Check the rank of a block before marginalizing it (a QR and one host read per call), so
 # that too little information raises a ValueError naming the variable instead of giving inf.
 CHECK_RANK = [True]
-
 
 # ---------------------------------------------------------------------------------------------
 # Sums of Gaussians, Tensors and Numbers.
@@ -251,6 +249,8 @@ def reduce_gaussian_sum(op, gaussians, dense, reduced_vars) -> Funsor | None:
             parts_g, parts_d = split_gaussian_sum(marginalize_gaussian(g, real))
             g = parts_g[0] if parts_g else None
             t, changed = dense_sum(parts_d + ([t] if t is not None else [])), True
+            if g is None and not bint and len(gaussians) == len(dense) == 1:  # t = L_g + t_f
+                record_log_mass(t, gaussians[0], dense[0], parts_d[0])  # see normalized.py
         local = frozenset(v for v in bint if g is None or v not in g.inputs)
         if local and t is not None:
             t, changed = _reduce_dense(op, t, local, sizes), True

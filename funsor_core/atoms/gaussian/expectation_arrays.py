@@ -34,15 +34,17 @@ from funsor_core.terms.contraction import Contraction
 __all__ = ["check_mass", "signed_gaussian_expectation", "weigh_by_mass"]
 
 # exp(log mass) overflowing: in float32 a log normalizer summed from terms of 1e12 (information
-# vectors of 1e6) is only known to ~1e5, so ``g - g.reduce(logaddexp)`` can integrate to
-# exp(4e5) instead of 1; never returned as a silent inf.
+# vectors of 1e6) is only known to ~1e5, so a measure normalized by a rounded constant can
+# integrate to exp(4e5) instead of 1; never returned as a silent inf. (``f - f.reduce(
+# logaddexp, reals)`` itself is exact: ``atoms.gaussian.normalized``.)
 _MASS_OVERFLOW = (
     "Integrate over {names}: the measure's total mass is exp({value:.6g}), beyond the "
     "largest {dtype} (exp({limit:.4g})), so the integral would be inf. The log mass of a "
     "Gaussian whose information vector or mean is large (~1e6) is a difference of terms of "
-    "~1e12, which {dtype} holds to about {ulp:.2g} only: even a normalized measure "
-    "(g - g.reduce(ops.logaddexp)) can integrate to such a mass. Build the Gaussian in "
-    "float64, or center its variables (x - x0) so that its constants stay small."
+    "~1e12, which {dtype} holds to about {ulp:.2g} only: a measure normalized by such a "
+    "rounded constant can integrate to such a mass (f - f.reduce(ops.logaddexp, reals) "
+    "over all of its reals is exact). Build the Gaussian in float64, or center its "
+    "variables (x - x0) so that its constants stay small."
 )
 
 
