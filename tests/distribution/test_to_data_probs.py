@@ -35,3 +35,23 @@ def test_to_data_categorical_unnormalized_probs(backend_name):
         fc.set_backend("numpy")
     expected = np.log(w[[0, 1], [0, 2]] / w.sum(-1))
     np.testing.assert_allclose(actual, expected, rtol=1e-6)
+
+
+def test_dist_class_is_the_active_backends_library():
+    # funsor's test_*_enumerate_support build d.dist_class(logits=jax array) on jax
+    pytest.importorskip("numpyro")
+    import jax.numpy as jnp
+    from scipy.special import log_softmax
+
+    from funsor_core.distribution import CategoricalLogits
+
+    logits = np.array([0.3, -1.0, 2.0])
+    fc.set_backend("jax")
+    try:
+        with lazy:
+            d = CategoricalLogits(fc.Tensor(jnp.asarray(logits)))
+        raw = d.dist_class(logits=jnp.asarray(logits))
+        actual = fc.ops.to_numpy(raw.log_prob(jnp.arange(3)))
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_allclose(actual, log_softmax(logits), rtol=1e-6)
