@@ -319,7 +319,8 @@ class Distribution(Funsor):
             >>> Gamma(2.0, fc.Variable("r", fc.Real)).dist_class.__name__
             'Gamma'
         """
-        return torch_class(type(self).__name__)
+        active = backend_module()  # its library where it has one (numpyro's on jax), else torch's
+        return torch_class(type(self).__name__, getattr(active, "distributions", None) and active)
 
     def enumerate_support(self, expand: bool = False) -> Tensor:
         """The values of a finite support along a new input named like ``value`` (funsor's

@@ -37,7 +37,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.distribution.array_math import floats_promoted
-from funsor_core.distribution.constraints import CHECKED_UPSTREAM
+from funsor_core.distribution.constraints import CHECKED_UPSTREAM, PROBS
 from funsor_core.distribution.convert_wrappers import wrapper_to_funsor
 from funsor_core.distribution.registry import FAMILIES
 from funsor_core.domains import Real, Reals
@@ -337,6 +337,10 @@ def dist_to_data(d, name_to_dim: dict | None = None):
     raw = {}
     for (pname, param), t in zip(cls.params.items(), params):
         x = to_data(t, name_to_dim)
+        if param.constraint is PROBS:
+            # The family normalizes nonnegative weights; numpyro's classes validate a simplex
+            # (torch's normalize too), so the object gets the probabilities the funsor means.
+            x = x / ops.sum(x, -1, True)
         event = len(t.shape) if param.event_ndim is None else param.event_ndim
         missing = len(out_batch) - (len(t.shape) - event)
         if missing > 0:  # broadcast against the other parameters' batch output dims

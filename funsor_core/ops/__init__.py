@@ -60,6 +60,7 @@ from funsor_core.ops.op import (
     UnaryOp,
     make_op,
 )
+from funsor_core.ops.wrapped import LogAbsDetJacobianOp, WrappedTransformOp
 
 # The ops every backend must give a kernel for; tests walk this list for each backend.
 REQUIRED_OPS = tuple(
@@ -91,6 +92,6 @@ __all__ = [
     "Op", "UnaryOp", "BinaryOp",
     "ReductionOp", "ArrayOp", "NaryOp", "FinitaryOp", "EinsumOp", "CatOp", "StackOp",
     "AssociativeOp", "ComparisonOp", "TransformOp", "make_op",
-    "null", "NullOp", "sample", "known_true",
+    "null", "NullOp", "sample", "known_true", "WrappedTransformOp", "LogAbsDetJacobianOp",
 ] + [op.name for op in REQUIRED_OPS] + sorted(set(OP_CLASSES) - {"CatOp", "StackOp",
                                                                  "EinsumOp"})

@@ -178,6 +178,33 @@ def test_rng_key_of_another_backend_is_rejected():
         t.sample("i", rng_key=torch.Generator())
 
 
+def test_jax_raw_key_as_host_array():
+    # funsor's jax idiom: a raw key as a numpy array of two uint32s (funsor's test_recipes and
+    # test_memoize pass these). It is the jax key of those values: the same draws, and samples
+    # of the right law (mean within 3 standard errors of the Gaussian's).
+    import jax
+    import jax.numpy as jnp
+
+    fc.set_backend("jax")
+    try:
+        g = fc.Gaussian(mean=jnp.array([1.0, -2.0]), covariance=jnp.eye(2),
+                        inputs={"x": fc.Reals[2]})
+        host = np.array([0, 7], dtype=np.uint32)
+        a = _points(_parts(g.sample("x", {"n": fc.Bint[N]}, rng_key=host))[0], ("n",))["x"]
+        b = _points(_parts(g.sample("x", {"n": fc.Bint[N]}, rng_key=jnp.asarray(host)))[0],
+                    ("n",))["x"]
+        c = _points(_parts(g.sample("x", {"n": fc.Bint[N]}, rng_key=jax.random.PRNGKey(8)))[0],
+                    ("n",))["x"]
+    finally:
+        fc.set_backend("numpy")
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert np.all(np.abs(a.mean(0) - np.array([1.0, -2.0])) <= 3 / np.sqrt(N))
+    t = fc.Tensor(jnp.zeros(2), {"i": fc.Bint[2]})
+    with pytest.raises(TypeError, match="rng_key"):  # other host arrays are no jax key
+        t.sample("i", rng_key=np.array([0, 7], dtype=np.int64))
+
+
 # ---------------------------------------------------------------------------------------------
 # Gaussian: reparameterized samples with the given mean and covariance.
 def test_gaussian_mean_and_covariance(backend):
