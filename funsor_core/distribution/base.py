@@ -70,9 +70,8 @@ from funsor_core.terms.inputs import merge_all_inputs
 __all__ = ["Distribution", "Param", "BACKEND_TO_DISTRIBUTIONS_BACKEND", "FAMILIES",
            "infer_domains", "on_family"]
 
-# funsor's map from a backend to the module of its distribution wrappers; funsor-core's
-# distributions are the same on every backend, and these are their faces at funsor's paths.
-# Each backend that has one names its module (``FUNSOR_DISTRIBUTIONS_MODULE``).
+# funsor's map from a backend to the module of its distribution wrappers (the same families on
+# every backend, faces at funsor's paths), named by ``FUNSOR_DISTRIBUTIONS_MODULE``.
 BACKEND_TO_DISTRIBUTIONS_BACKEND = BackendTable("FUNSOR_DISTRIBUTIONS_MODULE")
 
 _REQUIRED = object()
