@@ -10,15 +10,7 @@ takes it out of each particle's urns and draws its hidden cell again from the fu
 conditional ``p(c_H^t | c_V^t, S^{-t})``: by exchangeability of the Pólya urns that is the
 predictive of a token added last, i.e. ``TokenPlan.weigh`` and the backward draw at ``c_V^t``.
 Each move leaves the step's target ``p(c_H^{1:tau} | c_V^{1:tau})`` invariant and the
-weights untouched, so ``Z-hat`` stays unbiased.
-
-Example:
-    >>> from funsor_core.algorithms.smc.model import AllocationModel
-    >>> from funsor_core.algorithms.smc.token_plan import TokenPlan
-    >>> m = AllocationModel({"k": (), "i": ("k",), "j": ("k",)}, {"i": 2, "j": 2, "k": 2},
-    ...                     ("i", "j"), 1.0, 1.0)
-    >>> move_draws(TokenPlan(m, 3))
-    ((), (3, 2))
+weights untouched, so ``Z-hat`` stays unbiased (examples: ``move_draws``, ``rejuvenate``).
 """
 
 from __future__ import annotations
