@@ -22,6 +22,7 @@ import numpy as np
 
 from backends.jax_host import from_host, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
+from backends.jax_logsumexp import reduce_merged
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
@@ -100,6 +101,9 @@ def _reduction(fn):
     def kernel(x, axis=None, keepdims=False):
         if axis == ():
             return x
+        if isinstance(axis, (tuple, list)) and len(axis) > 1:
+            return reduce_merged(lambda y, a, k: fn(y, axis=a, keepdims=k), x, tuple(axis),
+                                 keepdims)
         return fn(x, axis=axis, keepdims=keepdims)
 
     kernel.__name__ = f"_{fn.__name__}"
