@@ -98,12 +98,14 @@ def _astype(x, dtype):
 # ---------------------------------------------------------------------------------------------
 # Reductions: `axis=()` returns x unchanged, as in every backend.
 def _reduction(fn):
+    def by_position(x, axis, keepdims):  # (jnp's third positional parameter is dtype)
+        return fn(x, axis=axis, keepdims=keepdims)
+
     def kernel(x, axis=None, keepdims=False):
         if axis == ():
             return x
         if isinstance(axis, (tuple, list)) and len(axis) > 1:
-            return reduce_merged(lambda y, a, k: fn(y, axis=a, keepdims=k), x, tuple(axis),
-                                 keepdims)
+            return reduce_merged(by_position, x, tuple(axis), keepdims)
         return fn(x, axis=axis, keepdims=keepdims)
 
     kernel.__name__ = f"_{fn.__name__}"

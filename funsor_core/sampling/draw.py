@@ -242,8 +242,9 @@ def _module_and_key(proto, rng_key):
     own = backend_of(rng_key)
     if own is not module:
         # funsor's jax idiom: a raw key as a host array of two uint32s (jax's samplers take it)
-        if hasattr(rng_key, "shape") and module.is_raw_key(own.seed_values(rng_key)):
-            return module, module.asarray(own.seed_values(rng_key))
+        values = own.seed_values(rng_key) if hasattr(rng_key, "shape") else None
+        if values is not None and module.is_raw_key(values):
+            return module, module.asarray(values)
         raise TypeError(f"rng_key is a {type(rng_key).__name__} ({own.NAME}), but the term "
                         f"holds {module.NAME} arrays: pass an int seed or a {module.NAME} key")
     # e.g. a jax-style key (an array of uint32s) seeds a numpy Generator, as funsor allows.

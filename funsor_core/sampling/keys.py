@@ -55,8 +55,8 @@ class KeyStream:
             rng_key = int(rng_key)  # numpy integers too
             if rng_key < 0:
                 raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
-        elif is_array(rng_key) and _is_int_scalar(rng_key):
-            rng_key = seed_or_key(rng_key)
+        elif is_array(rng_key):
+            rng_key = seed_or_key(rng_key)  # a 0-d int array is a seed; other arrays keys
         elif not (rng_key is None or is_array(rng_key)
                   or type(rng_key).__name__ == "Generator"):
             raise TypeError(f"rng_key must be None, an int seed, a generator or a jax key, got "
