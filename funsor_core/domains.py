@@ -24,6 +24,7 @@ __all__ = ["Array", "Bint", "Dependent", "Domain", "Real", "Reals", "bint", "rea
 
 
 _RECENT_CACHE = FastCache("domains.recent", 4096)
+_RECENT_BY_KEY: dict = _RECENT_CACHE.data  # (dtype, shape) -> the domain, read in place
 
 class Domain:
     """An interned (shape, dtype) pair. Build one with ``Bint[n]``, ``Reals[...]``, ``Array``.
@@ -178,6 +179,10 @@ class _BintFactory:
     """
 
     def __getitem__(self, size: int) -> Domain:
+        if type(size) is int:  # (a bool is not: Bint[True] is an error)
+            known = _RECENT_BY_KEY.get((size, ()))
+            if known is not None:
+                return known
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"Bint[n] needs an integer n, got {size!r}")
         return Domain(size, ())
@@ -198,6 +203,10 @@ class _RealsFactory:
     """
 
     def __getitem__(self, shape) -> Domain:
+        if type(shape) is int:  # Reals[n], the common spelling (a bool is not an int here)
+            known = _RECENT_BY_KEY.get(("real", (shape,)))
+            if known is not None:
+                return known
         if not isinstance(shape, tuple):
             shape = (shape,)
         return Domain("real", tuple(shape))

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import operator
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -299,7 +300,7 @@ class TensorMeta(FunsorMeta):
         # The common call in as few bytecodes as it takes (each is ~30 instructions): a new
         # real Tensor of an array no live Tensor holds, a signature seen before, no output
         # dims, while Tensors are built as they are; anything else is ``_call_checked``.
-        if dtype is _REAL and type(inputs) is dict and not rest:
+        if dtype is _REAL and (type(inputs) is dict or type(inputs) is OrderedDict) and not rest:
             known = _BY_DICT_ID.get(id(inputs))
             if known is not None and _IS_ARRAY.get(type(data)):
                 copy, names, ikey, sizes, shared = known
