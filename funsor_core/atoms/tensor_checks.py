@@ -71,6 +71,9 @@ _NDARRAY = np.ndarray
 # torch's its own): one set lookup on the hot path; any other dtype (complex, strings, a
 # byte-swapped float) takes ``check_new_dtype``, which refuses it or adds it here.
 _NUMERIC_DTYPES = set(np.dtype(c) for c in "?bhilqBHILQefdg")
+# The array dtypes ``check_dtype`` accepted for a Bint dtype (no floats): Tensor's fast path
+# of an int dtype asks this set instead.
+_INDEX_DTYPES: set = set()
 
 
 def check_numeric(data) -> None:
@@ -214,6 +217,8 @@ def check_dtype(data, dtype, batch_ndim: int | None = None):
             raise DomainError(f"Tensor dtype must be 'real' or an int bound, got {dtype!r}")
         if ops.is_floating(data):
             raise DomainError(_FLOAT_BINT.format(dtype=data.dtype, n=dtype, m=dtype - 1))
+        if is_array_type(type(data)):
+            _INDEX_DTYPES.add(data.dtype)
     # Integer data outside 0..n-1 is not refused here: NumPyro builds subsample indices as
     # Tensors whose values exceed their bound (funsor 0.4.8 accepts them), and a value is
     # checked where it would select an entry: substitution (``_check_index_range``) and a
@@ -340,6 +345,9 @@ class TensorMeta(FunsorMeta):
                             if obj is not None and obj._ikey is ikey and obj._args[2] == "real":
                                 return obj
             return _call_checked(cls, data, inputs)
+        if type(dtype) is int and not rest and (type(inputs) is dict or
+                                                type(inputs) is OrderedDict):
+            return _call_int(cls, data, inputs, dtype)
         return FunsorMeta.__call__(cls, data, inputs, dtype, *rest)
 
     def __init__(cls, name, bases, ns, **kwargs):
@@ -418,6 +426,24 @@ def _call_checked(cls, data, inputs):
                 entry.key = key
                 return obj
     return FunsorMeta.__call__(cls, data, inputs)
+
+
+def _call_int(cls, data, inputs, dtype: int):
+    # ``Tensor(indices, inputs, n)`` (Pyro's and NumPyro's enumerated values): an array of a
+    # dtype ``check_dtype`` passed before, a signature seen before, the sizes leading the
+    # shape, Tensors built as they are: cons-hashed with no more checks; else the full path.
+    if (dtype >= 0 and _IS_ARRAY.get(type(data)) and data.dtype in _INDEX_DTYPES):
+        try:
+            items = tuple(inputs.items())
+            known = _SIGNATURE_DATA.get(items) or _known_signature(items)
+        except TypeError:  # an unhashable domain: the full check names it
+            known = None
+        if known is not None and data.shape[:len(known[1])] == known[1]:
+            state = _STATE_GET(None)
+            interp = _DEFAULT[0] if state is None else state[0]
+            if interp._direct.get(cls) or interp.builds_class_as_is(cls):
+                return tensor_cons(cls, (data, known[0], dtype))
+    return FunsorMeta.__call__(cls, data, inputs, dtype)
 
 
 def _multi_table(cls: type) -> tuple[dict, Any]:

@@ -333,8 +333,10 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
             continue
         names.append((name, Bint[size]))
         keep.append(i)
-    data = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
-    return Tensor(data, tuple(names), dtype)
+    if len(keep) < nb:  # size-1 dims dropped (else x is already the Tensor's data)
+        x = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
+    # A dict of inputs takes Tensor's fast path for a signature seen before.
+    return Tensor(x, dict(names), dtype)
 
 
 def _positive_keys(dim_to_name, nb: int) -> str:

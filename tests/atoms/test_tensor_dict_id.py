@@ -82,3 +82,43 @@ def test_a_bad_value_at_a_known_address_gets_the_full_check():
     d["i"] = fc.Real
     with pytest.raises(DomainError, match="must be a Bint"):
         fc.Tensor(np.zeros(2), d)
+
+
+def test_ordered_dict_takes_the_same_path_with_its_own_order():
+    # funsor's and Pyro's spelling: an OrderedDict, also one reordered at a recorded address
+    # and one compared with a dict of the same pairs in another order.
+    from collections import OrderedDict
+
+    x = np.arange(6.0).reshape(2, 3)
+    od = OrderedDict([("i", B2), ("j", B3)])
+    _known(od)
+    t = fc.Tensor(x, od)
+    _check(t, x, od)
+    assert t is fc.Tensor(x, {"i": B2, "j": B3})
+    od.move_to_end("i")  # now (j, i): the shape (2, 3) no longer fits
+    with pytest.raises(DomainError, match="does not match its inputs"):
+        fc.Tensor(x, od)
+    _check(fc.Tensor(x.T.copy(), od), x.T, od)
+
+
+@pytest.mark.parametrize("spelling", [dict, "OrderedDict"])
+def test_int_dtype_fast_path_keeps_the_checks(spelling):
+    # Tensor(indices, inputs, n): after a valid build, float data, a wrong shape and a
+    # negative bound still raise; the values are numpy's own.
+    from collections import OrderedDict
+
+    make = OrderedDict if spelling == "OrderedDict" else dict
+    idx = np.array([[0, 2, 1], [1, 1, 0]])
+    inputs = make([("i", B2), ("j", B3)])
+    for _ in range(2):
+        t = fc.Tensor(idx, inputs, 3)
+    assert t.output is Bint[3] and t.dtype == 3
+    np.testing.assert_array_equal(t.data, idx)
+    assert t(i=1, j=0).item() == idx[1, 0]
+    with pytest.raises(DomainError, match="cannot hold Bint"):
+        fc.Tensor(idx.astype(float), inputs, 3)
+    with pytest.raises(DomainError, match="does not match its inputs"):
+        fc.Tensor(idx.T.copy(), inputs, 3)
+    with pytest.raises(ValueError, match="non-negative"):
+        fc.Tensor(idx, inputs, -1)
+    assert fc.Tensor(idx[:, :, None], inputs, 3).output is fc.Array[3, (1,)]
