@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from funsor_core.ops.op import Op, is_array_type, register_kernel_factory
 
 __all__ = ["OpProgram", "trace_function", "register_traced_type", "is_traced_array"]
@@ -102,6 +104,7 @@ class _Tape:
     def __init__(self) -> None:
         self.calls: list[tuple[Op, tuple, dict]] = []  # (op, template args, template kwargs)
         self.num_inputs = 0
+        self.stand_in_types: set[type] = set()  # array types traced through numpy copies
 
     def template(self, x: Any) -> Any:
         """``x`` with each array replaced by what the program reads there."""
@@ -262,9 +265,7 @@ def trace_function(fn: Callable, kwargs: dict, *, allow_constants: bool = False)
             kind = next((t for t in _TRACED_TYPES.values()
                          if isinstance(value, getattr(t, "trace_scalar_types", ()))), None)
         if kind is None:
-            raise TypeError(f"trace_function: input {name!r} is a {type(value).__name__}, "
-                            f"not an array of a backend that can be traced "
-                            f"({', '.join(t.__name__ for t in _TRACED_TYPES) or 'none loaded'})")
+            kind, value = _stand_in(name, value, tape)
         traced[name] = kind.trace_wrap(value, _Slot(tape, k))
     tape.num_inputs = len(names)
     if not _TAPES:  # the kernels for traced arrays exist only while a trace records
@@ -273,6 +274,14 @@ def trace_function(fn: Callable, kwargs: dict, *, allow_constants: bool = False)
     _TAPES.append(tape)
     try:
         result = fn(**traced)
+    except TypeError as e:
+        if not tape.stand_in_types:
+            raise
+        kinds = ", ".join(sorted(t.__name__ for t in tape.stand_in_types))
+        raise TypeError(f"trace_function: the {kinds} inputs are traced through numpy copies "
+                        f"of their values, and the function failed on one: {e}. A direct "
+                        f"backend call (torch.exp(x)) cannot be traced; use ops (ops.exp(x))"
+                        ) from e
     finally:
         _TAPES.pop()
         if not _TAPES:
@@ -280,6 +289,25 @@ def trace_function(fn: Callable, kwargs: dict, *, allow_constants: bool = False)
                 register_kernel_factory(kind, None)
     calls, output = _live_calls(tape, tape.template(result), allow_constants)
     return OpProgram(names, calls, output)
+
+
+def _stand_in(name: str, value: Any, tape: _Tape) -> tuple[type, Any]:
+    # An array of a backend with no traced type of its own (torch; jax, whose arrays cannot
+    # be subclassed) is traced through a numpy copy of its values: the program is a list of
+    # op calls, so it replays on that backend's arrays; only the trace's own values are numpy's.
+    stand_in = _TRACED_TYPES.get(np.ndarray)
+    if stand_in is None or not is_array_type(type(value)):
+        raise TypeError(f"trace_function: input {name!r} is a {type(value).__name__}, "
+                        f"not an array of a backend that can be traced "
+                        f"({', '.join(t.__name__ for t in _TRACED_TYPES) or 'none loaded'})")
+    from funsor_core.ops.builtin import is_concrete, to_numpy
+
+    if not is_concrete(value):
+        raise TypeError(f"trace_function: input {name!r} is a traced {type(value).__name__} "
+                        "(inside jax.jit, vmap or grad), whose values cannot be read: trace "
+                        "outside the transformation, then call the program inside it")
+    tape.stand_in_types.add(type(value))
+    return stand_in, np.asarray(to_numpy(value))
 
 
 def _live_calls(tape: _Tape, output: Any, allow_constants: bool) -> tuple[list, Any]:
@@ -292,6 +320,13 @@ def _live_calls(tape: _Tape, output: Any, allow_constants: bool) -> tuple[list, 
         for leaf in _leaves(template):
             if leaf is _UNTRACKED:
                 raise ValueError(_UNTRACKED_MSG.format(what=what))
+            if type(leaf) is _Constant and type(leaf.value) in tape.stand_in_types:
+                raise ValueError(
+                    f"trace_function: {what} a {type(leaf.value).__name__} that no op "
+                    f"produced. The inputs of that type were traced through numpy copies of "
+                    f"their values, so an array computed from them by a direct backend call "
+                    f"(jnp.exp(x), torch.exp(x)) cannot be told from a constant: compute it "
+                    f"with ops (ops.exp(x)), or pass a constant as an input")
             if type(leaf) is _Constant and not allow_constants:
                 raise ValueError(f"trace_function: {what} an array that no op on the inputs "
                                  f"produced: {leaf.value!r}. If it is a constant, pass it as "
