@@ -453,8 +453,20 @@ def _lift_positional(input_domains: tuple, output, fn: Callable):
         # No signature, or *args: the arguments without a parameter name get one by position.
         known = () if names is None else names[:-1]
         names = known + tuple(f"x{i}" for i in range(len(known), n))
-    names = names[:n] if len(names) > n else names
+    if len(names) > n:
+        required = [m for m in names[n:] if m != "*" and _has_no_default(fn, m)]
+        if required:  # e.g. @function(Reals[2]) on f(x): Reals[2] is the output domain
+            raise TypeError(
+                f"@function on {getattr(fn, '__name__', 'fn')}(): got {n} input domain(s) "
+                f"{list(input_domains)} and the output {output}, so the parameters "
+                f"{required} have no domain; list one domain per parameter, then the output "
+                "domain, e.g. @function(Reals[2], Real)")
+        names = names[:n]
     return _lift(fn, input_domains, output, names)
+
+
+def _has_no_default(fn: Callable, name: str) -> bool:
+    return inspect.signature(fn).parameters[name].default is inspect.Parameter.empty
 
 
 def _lift(fn: Callable, input_domains: tuple, output, names: tuple) -> Funsor:
