@@ -334,7 +334,15 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         names.append((name, Bint[size]))
         keep.append(i)
     data = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
-    return Tensor(data, tuple(names), dtype)
+    try:
+        return Tensor(data, tuple(names), dtype)
+    except DomainError as e:  # (two dims of one name: say which dims)
+        repeated = sorted({n for n, _ in names if [m for m, _ in names].count(n) > 1})
+        if not repeated:
+            raise
+        raise DomainError(f"dim_to_name={dim_to_name} names the batch dims of shape "
+                          f"{batch_shape} with {repeated} twice; each batch dim needs its own "
+                          "name") from e
 
 
 def _positive_keys(dim_to_name, nb: int) -> str:

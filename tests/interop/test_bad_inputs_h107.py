@@ -3,7 +3,8 @@ declared ``Reals[2]`` output had the scalar copied into both entries (a wrong va
 wrong shapes failed in numpy's broadcasting ("operands could not be broadcast together with
 remapped shapes"); ``@fc.function(Reals[2])`` on ``f(x)`` (the output domain only) called
 ``f()`` at once ("missing 1 required positional argument"). Oracles: the errors' text, and
-numpy on the same arrays for the functions that keep working."""
+numpy on the same arrays for the functions that keep working. ``to_funsor(x, Real, {-1: "i",
+-2: "i"})`` said "Tensor inputs repeat a name", with no word of dim_to_name."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import funsor_core as fc
+from funsor_core.terms import DomainError
 
 
 def test_a_result_of_the_wrong_shape_names_function_output_and_shape(backend):
@@ -49,3 +51,13 @@ def test_output_domain_only_names_the_parameters_without_domains():
         return scale * x.sum(-1)
 
     np.testing.assert_allclose(g(np.array([1.0, 2.0])).item(), 6.0)
+
+
+def test_dim_to_name_naming_two_dims_alike_says_so(backend):
+    # (was "Tensor inputs repeat a name", with no word of dim_to_name)
+    data = fc.Tensor(np.zeros((2, 3)).tolist()).data  # an array of the active backend
+    with pytest.raises(DomainError, match=r"dim_to_name=\{-1: 'i', -2: 'i'\} names the batch "
+                                          r"dims of shape \(2, 3\) with \['i'\] twice"):
+        fc.to_funsor(data, fc.Real, {-1: "i", -2: "i"})
+    ok = fc.to_funsor(data, fc.Real, {-1: "j", -2: "i"})
+    assert dict(ok.inputs) == {"i": fc.Bint[2], "j": fc.Bint[3]}
