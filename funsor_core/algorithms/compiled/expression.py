@@ -264,10 +264,6 @@ class Program:
             unknown = sorted(set(params) - set(self.inputs))
             raise ValueError(f"this program needs the parameters {sorted(missing)}"
                              + (f"; unknown: {unknown}" if unknown else ""))
-        if len(params) != len(self.inputs):  # (none missing: some are unknown, e.g. a typo)
-            unknown = sorted(set(params) - set(self.inputs))
-            raise ValueError(f"this program has no parameters {unknown}; its parameters are "
-                             f"{sorted(self.inputs)}")
         for name, value in params.items():
             if isinstance(value, Funsor):
                 raise TypeError(f"parameter {name!r} is a funsor ({type(value).__name__} over "
