@@ -48,6 +48,11 @@ TRACED_COEFFICIENT = (
 )
 
 
+_BAD_TERMS = ("Delta(terms) takes a tuple of (name, (point, log_density)) pairs, e.g. "
+              "Delta((('x', (point, 0.0)),)), or Delta('x', point, log_density); "
+              "got {terms!r:.120}")
+
+
 class Delta(Funsor):
     """Point masses: ``Delta(name, point, log_density=0)`` or ``Delta(((name, (point,
     log_density)), ...))``.
@@ -76,13 +81,17 @@ class Delta(Funsor):
             terms = ((name, (point, log_density)),)
         else:
             if point is not None:
-                raise TypeError("Delta(terms) takes a tuple of (name, (point, log_density))")
+                raise TypeError(_BAD_TERMS.format(terms=name))
             terms = tuple(name)
         result = []
         names = set()
         for item in terms:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise TypeError(_BAD_TERMS.format(terms=terms))
             name, value = item
             if isinstance(value, tuple):
+                if len(value) != 2:
+                    raise TypeError(_BAD_TERMS.format(terms=terms))
                 point, log_density = value
             else:
                 point, log_density = value, 0.0

@@ -28,7 +28,7 @@ from funsor_core.engine.cons import Entry, _forgetter, cons_table
 from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
-from funsor_core.terms.base import Variable
+from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.inputs import DomainError
 
 __all__ = ["KNOWN_INPUTS", "NUMPY_SCALARS", "TensorMeta", "check_dtype", "check_numeric",
@@ -136,6 +136,20 @@ def _check_nested(data) -> None:
     check_numeric(probe)
 
 
+def _check_scalar(data) -> None:
+    # Data that is neither an array nor a list: a number, or a mistake that the backends
+    # would turn into nan (numpy reads None as a float nan) or a message about their own
+    # constructors ("new(): invalid data type 'str'").
+    if data is None or isinstance(data, (str, bytes, dict, set, frozenset)):
+        raise TypeError(f"Tensor data must be an array or a number, got {type(data).__name__} "
+                        f"{data!r:.60}; e.g. Tensor(np.array([0.5, 1.5]), {{'i': Bint[2]}}), "
+                        "and float('nan') where a missing value is meant")
+    if isinstance(data, Funsor):
+        raise TypeError(f"Tensor data must be an array, got a funsor ({type(data).__name__} "
+                        f"with inputs {dict(data.inputs)} and output {data.output}); use the "
+                        "funsor itself, or its array: Tensor(f.data, f.inputs, f.dtype)")
+
+
 # Validated input signatures: ``tuple(inputs.items())`` -> (the interned tuple, the sizes).
 # Bounded: a loop over fresh names makes fresh keys; an evicted one is checked again.
 _KNOWN_CACHE = FastCache("tensor.known_inputs", 4096)
@@ -157,6 +171,8 @@ def check_tensor_args(data, inputs, dtype) -> tuple:
     if not is_array_type(type(data)):
         if isinstance(data, (list, tuple)):
             _check_nested(data)
+        else:
+            _check_scalar(data)
         module = backend_module()
         if isinstance(data, np.bool_):  # a number, as True (torch takes no np.bool_ as int)
             data = bool(data)

@@ -491,7 +491,10 @@ class Interpretation:
             if base is not self.base:
                 self._set_base(base)
 
-    def __call__(self, fn: Callable) -> Callable:
+    def __call__(self, fn: Callable = None) -> Callable:
+        if not callable(fn):  # `with lazy():`, or lazy(term) meant as "evaluate lazily"
+            raise TypeError(f"{self.name} is a context manager or decorator: `with {self.name}:"
+                            f"` or @{self.name} above a function; got {type(fn).__name__}")
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             with self:

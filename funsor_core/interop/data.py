@@ -335,8 +335,13 @@ def array_to_funsor(x: Any, output: Domain | None = None, dim_to_name: dict | No
         keep.append(i)
     if len(keep) < nb:  # size-1 dims dropped (else x is already the Tensor's data)
         x = ops.reshape(x, tuple(batch_shape[i] for i in keep) + out_shape)
-    # A dict of inputs takes Tensor's fast path for a signature seen before.
-    return Tensor(x, dict(names), dtype)
+    inputs = dict(names)  # (a dict takes Tensor's fast path for a signature seen before)
+    if len(inputs) < len(names):  # two dims of one name: say which dims
+        repeated = sorted({n for n, _ in names if [m for m, _ in names].count(n) > 1})
+        raise DomainError(f"dim_to_name={dim_to_name} names the batch dims of shape "
+                          f"{batch_shape} with {repeated} twice; each batch dim needs its own "
+                          "name")
+    return Tensor(x, inputs, dtype)
 
 
 def _positive_keys(dim_to_name, nb: int) -> str:
@@ -455,8 +460,20 @@ def _lift_positional(input_domains: tuple, output, fn: Callable):
         # No signature, or *args: the arguments without a parameter name get one by position.
         known = () if names is None else names[:-1]
         names = known + tuple(f"x{i}" for i in range(len(known), n))
-    names = names[:n] if len(names) > n else names
+    if len(names) > n:
+        required = [m for m in names[n:] if m != "*" and _has_no_default(fn, m)]
+        if required:  # e.g. @function(Reals[2]) on f(x): Reals[2] is the output domain
+            raise TypeError(
+                f"@function on {getattr(fn, '__name__', 'fn')}(): got {n} input domain(s) "
+                f"{list(input_domains)} and the output {output}, so the parameters "
+                f"{required} have no domain; list one domain per parameter, then the output "
+                "domain, e.g. @function(Reals[2], Real)")
+        names = names[:n]
     return _lift(fn, input_domains, output, names)
+
+
+def _has_no_default(fn: Callable, name: str) -> bool:
+    return inspect.signature(fn).parameters[name].default is inspect.Parameter.empty
 
 
 def _lift(fn: Callable, input_domains: tuple, output, names: tuple) -> Funsor:

@@ -238,8 +238,13 @@ def _module_and_key(proto, rng_key):
     """The backend module of ``proto`` and ``rng_key`` as that backend takes it."""
     module = backend_of(proto)
     if rng_key is None or isinstance(rng_key, int):
+        if rng_key is not None and rng_key < 0:
+            raise ValueError(f"rng_key must be a non-negative int seed, got {rng_key}")
         return module, (module.new_rng_key(rng_key) if isinstance(rng_key, int) else None)
-    own = backend_of(rng_key)
+    own = backend_of(rng_key, None)
+    if own is None or isinstance(rng_key, (bool, float)):
+        raise TypeError(f"rng_key must be None, an int seed, a numpy or torch Generator or a "
+                        f"jax key, got {type(rng_key).__name__} {rng_key!r:.40}")
     if own is not module:
         # funsor's jax idiom: a raw key as a host array of two uint32s (jax's samplers take it)
         values = own.seed_values(rng_key) if hasattr(rng_key, "shape") else None

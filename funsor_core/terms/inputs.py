@@ -238,7 +238,12 @@ def _index_shape(index, shape) -> tuple:
     import numpy as np
 
     probe = np.empty(shape, dtype=np.int8)
-    return probe[index_to_python(index)].shape
+    try:
+        return probe[index_to_python(index)].shape
+    except IndexError as e:  # numpy's words name an array; say it is the funsor's output
+        raise IndexError(f"cannot index a funsor's output of shape {tuple(shape)} by "
+                         f"{index_to_python(index)!r}: {e}; indexing acts on the output, not "
+                         "the inputs (substitute an input instead: f(i=0))") from None
 
 
 # Reducing over a variable the funsor does not depend on combines n equal values, for n the

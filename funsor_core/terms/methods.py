@@ -164,6 +164,8 @@ def _align(self, names) -> Funsor:
     unknown = [n for n in names if n not in self.inputs]
     if unknown:
         raise ValueError(f"cannot align by {unknown}: not inputs of {dict(self.inputs)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"cannot align by {list(names)}: a name appears twice")
     return Align(self, names)
 
 

@@ -440,8 +440,32 @@ def exact_function(fn, output, args):
     data = fn(*datas)
     expected = tuple(d.dtype for d in inputs.values()) + output.shape
     if tuple(data.shape) != expected:
-        data = ops.expand(data, expected)
+        data = _broadcast_result(fn, data, expected, output, inputs)
     return Tensor.make(data, inputs, output.dtype)
+
+
+def _broadcast_result(fn, data, expected: tuple, output, inputs: dict):
+    # The batch dims of fn's result may broadcast (fn ignored an argument's batch); its
+    # trailing dims are the declared output's: a scalar result for an output Reals[2] would
+    # otherwise be copied into both entries.
+    shape, k = tuple(getattr(data, "shape", ())), len(output.shape)
+    if len(shape) > len(expected) or len(shape) < k or shape[len(shape) - k:] != output.shape:
+        raise ValueError(_FUNCTION_SHAPE.format(name=getattr(fn, "__name__", "fn"),
+                                                shape=shape, output=output, inputs=inputs,
+                                                expected=expected))
+    try:
+        return ops.expand(data, expected)
+    except (ValueError, RuntimeError, TypeError) as e:
+        raise ValueError(_FUNCTION_SHAPE.format(name=getattr(fn, "__name__", "fn"), shape=shape,
+                                                output=output, inputs=inputs,
+                                                expected=expected)) from e
+
+
+_FUNCTION_SHAPE = (
+    "@function {name}() returned an array of shape {shape}, but its declared output {output} "
+    "over the batch inputs {inputs} needs shape {expected} (the batch dims on the left, which "
+    "may be 1 to broadcast; the output's dims on the right, as declared)"
+)
 
 
 def _pad_batch(data, nb, arg):

@@ -252,6 +252,7 @@ class AdjointTape(Interpretation):
             terms were written, and the recorded values themselves) to their adjoints; a
             funsor that received nothing maps to the unit of ``sum_op`` (a ``defaultdict``).
         """
+        _check_root("AdjointTape.adjoint", root)
         approximate = approximation_active() if approximate is None else approximate
         drawn = getattr(get_interpretation(), "sample_vars", None) if approximate else None
         if drawn:
@@ -483,6 +484,13 @@ def _contract(ring: Semiring, arg: Funsor, factors: tuple) -> Funsor:
     return Contraction(ring.arith if reduced else None, ring.prod_op, reduced, factors)
 
 
+def _check_root(what: str, expr) -> None:
+    if not isinstance(expr, Funsor):
+        raise TypeError(f"{what}: the expression must be a funsor (usually lazy, e.g. a "
+                        f"sum_product built under `with lazy:`), got {type(expr).__name__}; "
+                        "wrap an array first, e.g. fc.Tensor(data, {'i': fc.Bint[n]})")
+
+
 def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
                      rng_key=None, sample_inputs=None, approximate: bool | None = None) -> tuple:
     """Evaluate ``expr`` on a tape, then run the backward pass: ``(value, adjoints)``.
@@ -516,6 +524,7 @@ def forward_backward(sum_op, prod_op, expr: Funsor, batch_vars=frozenset(), *,
         array([[0.1, 0.2],
                [0.3, 0.4]])
     """
+    _check_root("forward_backward", expr)
     with AdjointTape() as tape:
         forward = reinterpret(expr)
     if sum_op is not ops.sample or (rng_key is None and sample_inputs is None and isinstance(

@@ -32,7 +32,7 @@ from funsor_core import ops
 from funsor_core.algorithms.chains.discrete_plan import tensor_factors, tensor_layout
 from funsor_core.algorithms.chains.discrete_precision import single_precision
 from funsor_core.algorithms.chains.factors import product_leaves
-from funsor_core.algorithms.chains.masks import masked_steps, step_mask
+from funsor_core.algorithms.chains.masks import masked_steps, step_mask, traced_invalid
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_module, backend_of
@@ -194,7 +194,21 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if shifts:
         value = value + _shift_total(shifts, unshifted, clock, lengths, mask, batch_inputs)
         total = Tensor(value, batch_inputs)
+    if lengths is not None or mask is not None:
+        total = _nan_where_invalid(total, lengths, mask, time, inputs[time])
     return total, Tensor(grad, inputs)
+
+
+def _nan_where_invalid(total: Tensor, lengths, mask, time: str, domain) -> Tensor:
+    # Traced lengths outside 0..T (or mask values other than 0/1) cannot be refused under
+    # jax.jit: masked_steps makes their steps NaN, but a kernel that rescales its messages
+    # can turn a step of NaNs into a finite total; their totals are NaN here, as the pairs.
+    value = total.data
+    for bad in traced_invalid(lengths, mask, domain.size):
+        if time in bad.inputs:
+            bad = bad.reduce(ops.or_, time)
+        value = ops.where(align_tensor(dict(total.inputs), bad), math.nan, value)
+    return total if value is total.data else Tensor(value, total.inputs)
 
 
 def _shifted_pieces(trans, prod_op, time, step: dict) -> tuple:

@@ -57,6 +57,24 @@ def _check_chain(trans, time: str, step: dict) -> None:
                 "a step maps a state to the next one of the same domain")
     _check_duration(trans, time, "sequential sum-product")
 
+
+def _step_dict(step) -> dict:
+    # funsor's step is a dict from prev names to curr names; pairs of names are read as one.
+    # A list of names ['x_prev', 'x_curr'] would reach dict() as "element #0 has length 6"
+    # (or, of two-letter names, pair their letters).
+    if isinstance(step, dict):
+        pairs = step
+    elif isinstance(step, (list, tuple, set, frozenset)) and all(
+            isinstance(p, tuple) and len(p) == 2 for p in step):
+        pairs = dict(step)
+    else:
+        pairs = None
+    if pairs is None or not all(isinstance(n, str) for pair in pairs.items() for n in pair):
+        raise TypeError("sequential sum-product: step must map prev names to curr names, "
+                        f"e.g. step={{'x_prev': 'x_curr'}}; got {step!r}")
+    return dict(pairs)
+
+
 def _check_duration(trans, time: str, what: str) -> None:
     # A chain of no steps has no first prev and no last curr to return.
     domain = trans.inputs.get(time)
@@ -100,7 +118,7 @@ def _compose(sum_op, prod_op, first, second, step: dict, drop: dict):
 def _chain_args(trans, time, step, sum_op=None, prod_op=None) -> tuple[str, dict, int]:
     # The time name (a Variable or a name), the step mapping, checked against trans, and the
     # number of steps of a factor without the time input (a Variable's size).
-    step = dict(step)
+    step = _step_dict(step)
     _check_chain(trans, _time_name(time), step)
     time_variable(trans, time, "sequential sum-product", "the transition factor")
     steps = time.output.size if isinstance(time, Variable) else 1

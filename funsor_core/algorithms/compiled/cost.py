@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 from collections.abc import Iterator
 
@@ -70,13 +71,23 @@ def memory_budget(nbytes: int) -> Iterator[None]:
         ...     get_memory_budget() == 2 ** 20
         True
     """
-    if int(nbytes) <= 0:
-        raise ValueError(f"memory_budget({nbytes!r}): give a positive number of bytes")
-    _BUDGET.append(int(nbytes))
+    nbytes = _positive_bytes(nbytes, f"memory_budget({nbytes!r})")
+    _BUDGET.append(nbytes)
     try:
         yield
     finally:
         _BUDGET.pop()
+
+
+def _positive_bytes(nbytes, what: str) -> int:
+    # A number of bytes: an int or a whole float (2 ** 30, 1e9); "1GB" is refused here rather
+    # than by int() ("invalid literal for int() with base 10").
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
+        raise TypeError(f"{what}: give a positive number of bytes, e.g. 2 ** 30 for 1 GiB; "
+                        f"got {type(nbytes).__name__}")
+    if not nbytes >= 1:
+        raise ValueError(f"{what}: give a positive number of bytes, e.g. 2 ** 30 for 1 GiB")
+    return int(min(nbytes, 2 ** 62))  # math.inf: no budget
 
 
 def _human(nbytes: float) -> str:
@@ -97,9 +108,8 @@ def check_budget(stats: dict, budget: int | None = None) -> None:
         ...
         funsor_core.algorithms.compiled.cost.MemoryBudgetError: this elimination needs 10.0 B ...
     """
-    if budget is not None and not int(budget) > 0:
-        raise ValueError(f"memory_budget={budget!r}: give a positive number of bytes")
-    budget = get_memory_budget() if budget is None else int(budget)
+    budget = get_memory_budget() if budget is None else _positive_bytes(
+        budget, f"memory_budget={budget!r}")
     need = stats["peak_bytes"]
     if need <= budget:
         return

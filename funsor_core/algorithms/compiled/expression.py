@@ -496,6 +496,13 @@ def _compile(expr: Funsor, functional: dict | None, method: str) -> Program:
     return program
 
 
+def _check_expr(what: str, expr) -> None:
+    if not isinstance(expr, Funsor):
+        raise TypeError(f"{what}() takes a lazy funsor expression (e.g. a sum_product built "
+                        f"under `with lazy:`), got {type(expr).__name__}; for factors given "
+                        "as Tensors, fc.plan(factors, eliminate) plans them")
+
+
 def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto",
             memory_budget: int | None = None, itemsize: int = 8) -> Program:
     """Compile a lazy sum-product expression to a reusable ``Program``.
@@ -527,6 +534,7 @@ def compile(expr: Funsor, *, functional: dict | None = None, method: str = "auto
         >>> round(float(compile(expr)(f=np.zeros(3))), 4)
         1.0986
     """
+    _check_expr("compile", expr)
     program = _compile(expr, functional, method)
     for p in program.programs():
         check_budget(p.plan.tree.stats(itemsize), memory_budget)
@@ -547,6 +555,7 @@ def cost(expr: Funsor, *, functional: dict | None = None, method: str = "auto",
         >>> cost(expr)["peak_bytes"], cost(expr)["flops"]  # messages: 3 float64 sums of 4
         (24, 24)
     """
+    _check_expr("cost", expr)
     program = _compile(expr, functional, method)
     out = program.plan.tree.stats(itemsize)
     subs = list(program.programs())[1:]

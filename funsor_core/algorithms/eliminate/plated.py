@@ -93,6 +93,8 @@ def partial_sum_product(sum_op, prod_op, factors, eliminate=frozenset(), plates=
     """
     if isinstance(factors, Funsor):  # one factor, given bare: as a list of one
         factors = [factors]
+    elif type(factors) not in _SEQUENCES:
+        factors = _factor_list(factors)
     key = None
     if (plate_to_scale is None and type(factors) in _SEQUENCES and factors
             and set(map(type, factors)) == _TENSOR_ONLY):
@@ -281,6 +283,17 @@ def _check_groups_semiring(sum_op, prod_op, factors, sum_vars) -> None:
             raise ValueError(_GROUPS_NOT_DISTRIBUTIVE.format(
                 prod=prod_op, sum=sum_op, n=len(groups), var=var, domain=domain,
                 others=[list(f.inputs) for f in others], hint=hint))
+
+
+def _factor_list(factors) -> list:
+    # Any iterable of funsors (a generator, dict values), read once; a dict itself would be
+    # read as its keys, the factors' names, and a str as letters.
+    if isinstance(factors, (dict, str)) or not hasattr(factors, "__iter__"):
+        raise TypeError(f"sum_product: factors must be a list of funsors, got "
+                        f"{type(factors).__name__}" + (
+                            "; for a dict of factors pass list(factors.values())"
+                            if isinstance(factors, dict) else ""))
+    return list(factors)
 
 
 def _check_funsors(factors) -> None:
