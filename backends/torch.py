@@ -372,6 +372,10 @@ def _is_floating(x):
     return x.is_floating_point()
 
 
+def _is_concrete(x):  # torch.jit.trace (Pyro's JitTrace*_ELBO) traces values, as jax.jit
+    return torch._C._get_tracing_state() is None
+
+
 def _detach(x):
     return x.detach()
 
@@ -445,7 +449,7 @@ KERNELS = {
     ops.new_zeros: _new_zeros, ops.new_full: _new_full, ops.new_arange: _new_arange,
     ops.new_eye: _new_eye, ops.new_array: _new_array, ops.scatter_add: torch_scatter_add,
     ops.scatter_set: torch_scatter_set,
-    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: lambda x: True,
+    ops.to_numpy: _to_numpy, ops.is_floating: _is_floating, ops.is_concrete: _is_concrete,
     ops.detach: _detach,
 }
 KERNELS.update(_SPECIAL)  # issue #17
