@@ -367,8 +367,7 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
     if (compiled is not None and left is None and right is None and sum_op is ops.logaddexp
             and prod_op is ops.add):
         # funsor's sequential_sum_product under jax.jit (benchmarks/idioms.py, K = 4 and
-        # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step. The
-        # derivative of the linear-space branch would meet log(0) where cond discards it.
+        # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step.
         # In float32, funsor's rounding (``shifted_log_tree``) instead. From K = 9 states
         # on, differentiated as it runs (K^2 per step, where the exact tree's derivative
         # materializes K^3 weights: NumPyro's jitted gradients at K = 16 took 3.5x funsor's);
