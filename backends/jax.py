@@ -14,13 +14,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import operator
 
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
 import numpy as np
 
-from backends.jax_host import from_host, on_host, small_constant
+from backends.jax_host import from_host, host_arange, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
 from backends.jax_logsumexp import reduce_merged
 from funsor_core import ops
@@ -273,7 +274,11 @@ def _new_full(proto, shape, value):
 def _new_arange(proto, start, stop=None, step=1):
     if stop is None:
         start, stop = 0, start
-    return jnp.arange(start, stop, step, dtype=_int_dtype())
+    try:
+        bounds = operator.index(start), operator.index(stop), operator.index(step)
+    except TypeError:  # traced or float bounds: jax's own
+        return jnp.arange(start, stop, step, dtype=_int_dtype())
+    return host_arange(*bounds, _int_dtype())
 
 
 def _new_eye(proto, n):

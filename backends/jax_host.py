@@ -18,7 +18,7 @@ import numpy as np
 
 from funsor_core.engine.cache import cached
 
-__all__ = ["SMALL_CONSTANT", "from_host", "on_host", "small_constant"]
+__all__ = ["SMALL_CONSTANT", "from_host", "host_arange", "on_host", "small_constant"]
 
 # Host data goes in through device_put, and small constant arrays of an untraced prototype are
 # made once on the host and shared (jax arrays are immutable). Traced prototypes keep the
@@ -63,6 +63,37 @@ def small_constant(proto, shape: tuple, value):
     out = _constant(*key)
     # a shared buffer a user's jit donated is gone: a fresh one (still no compilation)
     return jax.device_put(np.full(shape, value, proto.dtype), key[3]) if out.is_deleted() else out
+
+
+def host_arange(start: int, stop: int, step: int, dtype):
+    """``jnp.arange(start, stop, step, dtype=dtype)`` made on the host, concrete even while a
+    program is traced, and shared when small. Under ``jax.jit`` ``jnp.arange`` is a traced
+    ``iota``: an index Tensor built from it cannot be read, so substituting it into a Tensor
+    was a gather over a full index array (and the derivative a scatter-add) where a concrete
+    progression is a strided slice (``tensor_checks.progression_slices``); it also costs
+    ~0.1 ms eagerly against a lookup here.
+
+    Example:
+        >>> host_arange(1, 7, 2, np.int32).tolist(), host_arange(1, 7, 2, np.int32) is (
+        ...     host_arange(1, 7, 2, np.int32))
+        ([1, 3, 5], True)
+    """
+    dtype, device = np.dtype(dtype), jax.config.jax_default_device
+    if len(range(start, stop, step)) > SMALL_CONSTANT:
+        return _arange(start, stop, step, dtype, device)
+    out = _shared_arange(start, stop, step, dtype, device)
+    # a shared buffer a user's jit donated is gone: a fresh one
+    return _arange(start, stop, step, dtype, device) if out.is_deleted() else out
+
+
+def _arange(start, stop, step, dtype, device):
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(np.arange(start, stop, step, dtype=dtype), device)
+
+
+@cached("backends.jax.aranges", maxsize=256, fast=True)
+def _shared_arange(start, stop, step, dtype, device):
+    return _arange(start, stop, step, dtype, device)
 
 
 def on_host(data) -> bool:

@@ -453,10 +453,12 @@ def index_tensor(t: Tensor, values: dict) -> Tensor | None:
         else:
             for k, d in value.inputs.items():
                 _add_input(new_inputs, k, d)
-    if len(new_inputs) == len(t.inputs):  # each substituted input made a new one:
-        if all(isinstance(v, Variable) for v in values.values()):  # a rename, or a view
+    numbers = sum(type(v) is Number for v in values.values())
+    if len(new_inputs) == len(t.inputs) - numbers:  # each other input made a new one:
+        if not numbers and all(isinstance(v, Variable) for v in values.values()):  # a rename
             renamed = {values[n].name if n in values else n: d for n, d in t.inputs.items()}
             return Tensor.make(t.data, renamed, t.dtype)
+        # a view (basic indexing): no gather, whose derivative would be a scatter-add
         index = None if traced else progression_slices(t.inputs, values, Tensor)
         if index is not None:
             return Tensor.make(t.data[index], new_inputs, t.dtype)

@@ -28,7 +28,7 @@ from funsor_core.engine.cons import Entry, _forgetter, cons_table
 from funsor_core.engine.interpreter import _DEFAULT, _STATE_GET
 from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
-from funsor_core.terms.base import Funsor, Variable
+from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.inputs import DomainError
 
 __all__ = ["KNOWN_INPUTS", "NUMPY_SCALARS", "TensorMeta", "check_dtype", "check_numeric",
@@ -518,8 +518,8 @@ def _known_signature(items: tuple):
 
 
 def progression_slices(inputs: dict, values: dict, tensor_type: type) -> tuple | None:
-    """The basic index (one slice per input of ``inputs``) that substitutes ``values``
-    when each is a rename (a Variable) or a Bint Tensor (of ``tensor_type``) that is
+    """The basic index (one slice or int per input of ``inputs``) that substitutes ``values``
+    when each is a rename (a Variable), a Number, or a Bint Tensor (of ``tensor_type``) that is
     concrete, 1-d over one input, with entries stepping evenly forward (``start + step *
     arange(n)``, ``step >= 1``: the time shifts of Pyro's vectorized Markov chains); else
     None. A view, not a gather, whose derivative is a slice's, not a scatter-add. Reads the
@@ -536,6 +536,9 @@ def progression_slices(inputs: dict, values: dict, tensor_type: type) -> tuple |
         value = values.get(name)
         if value is None or isinstance(value, Variable):
             index.append(slice(None))
+            continue
+        if type(value) is Number:  # removes the dim, as the caller's inputs say
+            index.append(int(value.data))
             continue
         if not isinstance(value, tensor_type):
             return None
@@ -581,8 +584,10 @@ def _check_index_range(name: str, size: int, data) -> bool:
         return True
     if not ops.is_concrete(data):
         return False
-    lo, hi = int(data.min()), int(data.max())
-    if lo < 0 or hi >= size:
+    # Read on the host: a concrete jax index inside a trace (``jnp`` ops on it would be
+    # traced, and unreadable).
+    span = out_of_range(data, size)
+    if span is not None:
         raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
-                          f"[{lo}, {hi}]")
+                          f"[{span[0]}, {span[1]}]")
     return True

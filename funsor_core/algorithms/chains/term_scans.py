@@ -580,6 +580,13 @@ def _block_scan(sum_op, prod_op, trans, time, local, states, max_lag, proto, num
     # A block state that the next block never reads is summed inside its block, except in
     # the last block, whose states are the result's final states.
     unread = frozenset(n for n in curr if n not in step.values())
+    if not unread:
+        # Every block state is read by the next block: the last block is a step of the
+        # chain like the others (one chain of ``blocks`` steps; composing it on afterwards
+        # costs a broadcast of K^3 entries per batch element, the heaviest kernel of NumPyro's
+        # history-2 scans under jax.jit and its derivative).
+        segments = max(1, blocks // max(1, num_periods))
+        return mixed_sequential_sum_product(sum_op, prod_op, block, time, step, segments)
     body = block(**{time: _steps(proto, time, 0, blocks - 1, 1, blocks)})
     if unread:
         body = body.reduce(sum_op, unread)
