@@ -581,7 +581,13 @@ def _check_index_range(name: str, size: int, data) -> bool:
         return True
     if not ops.is_concrete(data):
         return False
-    lo, hi = int(data.min()), int(data.max())
+    lo, hi = data.min(), data.max()
+    if not ops.is_concrete(lo):
+        # Under jax.jit every op is staged, even on a concrete index the traced function
+        # closed over: read the bounds from a host copy, which has the values.
+        host = ops.to_numpy(data)
+        lo, hi = host.min(), host.max()
+    lo, hi = int(lo), int(hi)
     if lo < 0 or hi >= size:
         raise DomainError(f"cannot substitute into '{name}' of Bint[{size}]: index values span "
                           f"[{lo}, {hi}]")
