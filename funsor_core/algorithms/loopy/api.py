@@ -50,7 +50,9 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             its factor's messages and its neighbours' recomputed ones, ``asynchronous.py``).
         damping: weight of the old message in log space, in ``[0, 1)``.
         tol, max_iters: stop once no message changes more than ``tol`` (eagerly), or after
-            ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``).
+            ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``). With
+            float32 tables ``tol`` is at least their roundoff, ``16 eps (1 + spread +
+            log D)`` (``messages.roundoff_tol``): a float32 message never settles to 1e-8.
         temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
         batch: names that index independent copies of the model (one run for all).
         rng_key: an int seed for ``schedule="random"`` (with ``clusters``, also for sampled

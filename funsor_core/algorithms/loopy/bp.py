@@ -44,6 +44,7 @@ from funsor_core.algorithms.loopy.messages import (
     factor_log_beliefs,
     factor_to_var,
     normalize,
+    roundoff_tol,
     var_to_factor,
     variable_sums,
 )
@@ -265,6 +266,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     semiring = Semiring(sum_op, temperature)
     proto = graph.prototype()
     f2v = _initial_messages(graph, semiring, proto, init)
+    tol = roundoff_tol([g.table for g in graph.groups], math.log(graph.D), tol)
     schedule = "flooding" if schedule == "parallel" else schedule
     options = (sum_op, semiring.temperature, schedule, damping, rng_key, max_iters)
     if uses_compiled(graph):
