@@ -1,7 +1,9 @@
 """Programs a new user writes from the README (h108) on loopy graphs: BP on a float32 grid
 (torch's default dtype) never reported convergence with the default ``tol=1e-8``, below the
 roundoff of a float32 message, and ran all ``max_iters`` (1000 sweeps, 30x the float64
-count; cluster BP and single-value sparsity too). Oracle: enumeration of the 3 x 3 grid."""
+count; cluster BP and single-value sparsity too); max-product's ``map_assignment`` on a loopy
+graph with hard constraints (a colouring) decoded an assignment of probability 0, breaking
+the constraint that closes a loop. Oracle: enumeration."""
 
 from __future__ import annotations
 
@@ -87,3 +89,59 @@ def test_float32_cluster_bp_converges_with_the_default_tol():
     for v in names:
         np.testing.assert_allclose(np.exp(r.beliefs[v].data.double().numpy()), exact[v],
                                    atol=1e-5)
+
+
+def _coloring(extra_ternary=False):
+    # 3-colouring of a 5-cycle a-b-c-d-e with the chord a-c; e has 2 colours; a prefers 0.
+    dom = {"a": 3, "b": 3, "c": 3, "d": 3, "e": 2}
+    edges = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "a"), ("a", "c")]
+    tables = [(("a",), np.log(np.array([0.5, 0.3, 0.2])))]
+    for u, v in edges:
+        t = np.zeros((dom[u], dom[v]))
+        for i in range(min(dom[u], dom[v])):
+            t[i, i] = -np.inf
+        tables.append(((u, v), t))
+    if extra_ternary:  # b, d, e not all of colour 1
+        t = np.zeros((3, 3, 2))
+        t[1, 1, 1] = -np.inf
+        tables.append((("b", "d", "e"), t))
+    return dom, tables
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("extra_ternary", [False, True])
+def test_max_product_decoding_keeps_hard_constraints_on_loops(backend, extra_ternary):
+    # The decoder fixed the chord's end c from the factor (a, c) alone and broke b != c,
+    # an assignment of probability 0 where feasible ones exist. Oracle: enumeration.
+    dom, tables = _coloring(extra_ternary)
+    factors = [fc.Tensor(_array(backend, t), {v: fc.Bint[dom[v]] for v in vs})
+               for vs, t in tables]
+    names = list(dom)
+
+    def score(x):
+        return sum(t[tuple(x[v] for v in vs)] for vs, t in tables)
+
+    best = max(score(dict(zip(names, xs)))
+               for xs in itertools.product(*[range(dom[v]) for v in names]))
+    got = loopy_bp(factors, sum_op=fc.ops.max).map_assignment()
+    assert np.isfinite(score(got)) and np.isclose(score(got), best)
+
+
+def test_max_product_decoding_scores_a_closing_factor_on_the_right_variable():
+    # A ternary factor leaves u1 and u2 free once a is fixed; the hard constraint u2 != a
+    # closes the loop on u2 alone (the second of the two free axes). Oracle: enumeration.
+    rng = np.random.default_rng(0)
+    tri = rng.normal(size=(3, 3, 3)) * 0.1
+    tri[0, 0, 0] = 2.0
+    ne = np.where(np.eye(3) > 0, -np.inf, 0.0)
+    tables = [(("a",), np.log(np.array([0.8, 0.1, 0.1]))), (("a", "u1", "u2"), tri),
+              (("u2", "a"), ne)]
+    factors = [fc.Tensor(t, {v: fc.Bint[3] for v in vs}) for vs, t in tables]
+
+    def score(x):
+        return sum(t[tuple(x[v] for v in vs)] for vs, t in tables)
+
+    best = max(score(dict(zip(("a", "u1", "u2"), xs)))
+               for xs in itertools.product(range(3), repeat=3))
+    got = loopy_bp(factors, sum_op=fc.ops.max).map_assignment()
+    assert np.isclose(score(got), best)
