@@ -145,3 +145,24 @@ def test_max_product_decoding_scores_a_closing_factor_on_the_right_variable():
                for xs in itertools.product(range(3), repeat=3))
     got = loopy_bp(factors, sum_op=fc.ops.max).map_assignment()
     assert np.isclose(score(got), best)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_cluster_bp_map_assignment_says_what_to_use_and_the_advice_holds(backend):
+    # ClusterBPResult.map_assignment was an AttributeError; it now says to argmax the
+    # max-product cluster beliefs on a tree-shaped cluster graph. Oracle: enumeration.
+    rng = np.random.default_rng(1)
+    names = ["a", "b", "c", "d"]
+    tables = [rng.normal(size=(2, 2)) for _ in range(3)]
+    factors = [fc.Tensor(_array(backend, t), {u: fc.Bint[2], v: fc.Bint[2]})
+               for t, u, v in zip(tables, names, names[1:])]
+    r = loopy_bp(factors, sum_op=fc.ops.max, clusters=[("a", "b"), ("c", "d")])
+    with pytest.raises(NotImplementedError, match="cluster_beliefs"):
+        r.map_assignment()
+    joint = np.einsum("ab,bc,cd->abcd", *[np.exp(t) for t in tables])
+    best = np.unravel_index(np.argmax(joint), joint.shape)
+    decoded = []
+    for belief in r.cluster_beliefs:
+        data = np.asarray(belief.data) if backend != "torch" else belief.data.numpy()
+        decoded += list(np.unravel_index(np.argmax(data), data.shape))
+    assert tuple(decoded) == tuple(best)
