@@ -166,3 +166,39 @@ def test_cluster_bp_map_assignment_says_what_to_use_and_the_advice_holds(backend
         data = np.asarray(belief.data) if backend != "torch" else belief.data.numpy()
         decoded += list(np.unravel_index(np.argmax(data), data.shape))
     assert tuple(decoded) == tuple(best)
+
+
+def test_tempered_beliefs_are_normalized_in_the_tempered_reduction():
+    # The docs said "normalized log-beliefs"; at temperature T they satisfy
+    # T logsumexp(b / T) = 0, and exp(b / T) are the marginals of exp(sum(factors) / T).
+    # Oracle: enumeration of a 3-variable chain (a tree, so BP is exact).
+    rng = np.random.default_rng(2)
+    t_ab, t_bc, u_a = rng.normal(size=(2, 2)), rng.normal(size=(2, 2)), rng.normal(size=2)
+    factors = [fc.Tensor(u_a, {"a": fc.Bint[2]}),
+               fc.Tensor(t_ab, {"a": fc.Bint[2], "b": fc.Bint[2]}),
+               fc.Tensor(t_bc, {"b": fc.Bint[2], "c": fc.Bint[2]})]
+    temp = 0.5
+    logp = u_a[:, None, None] + t_ab[:, :, None] + t_bc[None]
+    p = np.exp(logp / temp - np.logaddexp.reduce((logp / temp).ravel()))
+    r = loopy_bp(factors, temperature=temp)
+    np.testing.assert_allclose(float(r.log_z.data),
+                               temp * np.logaddexp.reduce((logp / temp).ravel()), atol=1e-9)
+    for v, axes in (("a", (1, 2)), ("b", (0, 2)), ("c", (0, 1))):
+        np.testing.assert_allclose(np.exp(r.beliefs[v].data / temp), p.sum(axes), atol=1e-9)
+
+
+def test_an_annealing_schedule_closed_over_works_under_jit_as_the_error_says():
+    from funsor_core.loopy import gibbs
+    f = fc.Tensor(jax_numpy().log(jax_numpy().array([[1.0, 3.0], [2.0, 2.0]])),
+                  {"a": fc.Bint[2], "b": fc.Bint[2]})
+    schedule = np.linspace(1.0, 0.1, 50)
+    jax = pytest.importorskip("jax")
+    with pytest.raises(TypeError, match="close over a Python number or a numpy array"):
+        jax.jit(lambda s: gibbs([f], 50, rng_key=0, temperature=s)["a"].data)(schedule)
+    jitted = jax.jit(lambda: gibbs([f], 50, rng_key=0, temperature=schedule)["a"].data)()
+    eager = gibbs([f], 50, rng_key=0, temperature=schedule)["a"].data
+    np.testing.assert_array_equal(np.asarray(jitted), np.asarray(eager))
+
+
+def jax_numpy():
+    return pytest.importorskip("jax.numpy")
