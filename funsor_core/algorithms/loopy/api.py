@@ -152,9 +152,9 @@ def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, 
 
 
 _TRACED = ("{what}: {name} must be a concrete number or array (it fixes the program's "
-           "shape or branches), got a traced value; under jax.jit pass a number as a static argument "
-           "(jax.jit(f, static_argnums=...)), or close over a Python number or a numpy array "
-           "(an annealing schedule)")
+           "shape or branches), got a traced value; under jax.jit pass a number as a static "
+           "argument (jax.jit(f, static_argnums=...)), or close over a Python number or a "
+           "numpy array (an annealing schedule)")
 
 
 def require_concrete(what: str, **options) -> None:
