@@ -53,3 +53,19 @@ def test_gaussian_chain_smoothing_error_gives_advice_that_works(sum_op):
     marginal = adjoints[step] + fc.reinterpret(step) - value
     means = np.ravel(fc.moments(marginal).mean["x_curr"].data)
     np.testing.assert_allclose(means, _rts_means(y), atol=1e-8)
+
+
+def test_gaussian_chain_under_argmax_approximate_names_what_works():
+    # The README's "under argmax_approximate, point masses at the MAP" led here; the error
+    # said the chain's own semiring, (max, add), was the one supported. It now says to drop
+    # the approximation and read the max-marginals' means (checked above against RTS).
+    from funsor_core.approximations import argmax_approximate
+
+    y = np.random.default_rng(1).normal(size=T)
+    xp, xc = fc.Variable("x_prev", fc.Real), fc.Variable("x_curr", fc.Real)
+    with lazy:
+        step = Normal(xp, Q, xc) + Normal(xc, R, fc.Tensor(y, {"t": fc.Bint[T]}))
+        chain = MarkovProduct(ops.max, ops.add, step, "t", {"x_prev": "x_curr"})
+        expr = (Normal(0.0, S0, xp) + chain).reduce(ops.max, {"x_prev", "x_curr"})
+    with pytest.raises(NotImplementedError, match="max-marginals"), argmax_approximate:
+        fc.forward_backward(ops.max, ops.add, expr)
