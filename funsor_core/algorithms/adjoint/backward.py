@@ -349,6 +349,15 @@ def backward_markov_product(ring: Semiring, adj, output, sum_op, prod_op, trans,
             and prod_op is ring.prod_op and same_sum(sum_op, ring.sum_op)):
         # The arrays of the chain's steps, whatever the semiring that composes them.
         chain = gaussian_chain_parts(ops.logaddexp, prod_op, trans, time, step)
+    if chain is None and ring.approximate and ring.arith in (ops.logaddexp, ops.max):
+        real = sorted(n for n, d in trans.inputs.items() if d.dtype == "real")
+        if real:  # a Gaussian chain: its messages are smoothed, not approximated
+            raise NotImplementedError(
+                f"the adjoint of a Gaussian MarkovProduct (real inputs {real}) has no rule "
+                f"under an approximating interpretation (argmax_approximate, "
+                f"PosteriorSample, ...): run forward_backward without it, and read the "
+                f"smoothed marginals (logaddexp) or max-marginals (max, whose means are the "
+                f"MAP path) with fc.moments(adjoints[step] + step - value)")
     if chain is None or chain.power is not None:
         raise _unsupported("this MarkovProduct (the adjoint smooths chains of Tensors, and "
                            "Gaussian chains over real step pairs with a time input in "

@@ -62,8 +62,15 @@ def _probed(sum_op, prod_op, trans, time: str, step: dict, factors, strategy, wh
                          f"got (ops.{sum_op.name}, ops.{prod_op.name})")
     pieces = tensor_factors(trans, prod_op)
     if pieces is None:
+        real = sorted(n for n, d in trans.inputs.items() if d.dtype == "real")
+        query = ("the max-marginals of a MarkovProduct(ops.max, ops.add, ...) from "
+                 "fc.forward_backward(ops.max, ops.add, expr), whose means (fc.moments) are "
+                 "the MAP path," if sum_op is ops.max else "its smoothed marginals from "
+                 "fc.forward_backward(ops.logaddexp, ops.add, expr)")
+        hint = (f"; its inputs {real} are real (a Gaussian chain): read {query} of the "
+                f"lazily built chain (README, Adjoints)" if real else "")
         raise TypeError(f"{what} needs a chain of Tensors (or a lazily built sum of Tensors), "
-                        f"got {type(trans).__name__}")
+                        f"got {type(trans).__name__}{hint}")
     inputs: dict = {}
     for f in pieces:
         for n, d in f.inputs.items():

@@ -50,8 +50,13 @@ def loopy_bp(factors, sum_op=ops.logaddexp, schedule: str = "flooding", damping:
             its factor's messages and its neighbours' recomputed ones, ``asynchronous.py``).
         damping: weight of the old message in log space, in ``[0, 1)``.
         tol, max_iters: stop once no message changes more than ``tol`` (eagerly), or after
-            ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``).
+            ``max_iters`` iterations (a fixed-length ``scan`` under ``jax.jit``). With
+            float32 tables ``tol`` is at least their roundoff, ``16 eps (1 + spread +
+            log D)`` (``messages.roundoff_tol``): a float32 message never settles to 1e-8.
         temperature: of the sum-product reduction ``T logsumexp(x / T)``; 0 is max-product.
+            The beliefs are normalized in that reduction, ``T logsumexp(b / T) = 0``: the
+            tempered model's marginals (``p ~ exp(sum(factors) / T)``) are ``exp(b / T)``,
+            and ``log_z`` is ``T log sum exp(sum(factors) / T)``.
         batch: names that index independent copies of the model (one run for all).
         rng_key: an int seed for ``schedule="random"`` (with ``clusters``, also for sampled
             messages; with ``batch``, one int per element: see ``cluster_bp``).
@@ -146,9 +151,10 @@ def _cluster_bp(factors, clusters, compression, sum_op, schedule, damping, tol, 
                       temperature=temperature, batch=batch, rng_key=rng_key)
 
 
-_TRACED = ("{what}: {name} must be a concrete number (it fixes the program's shape or "
-           "branches), got a traced value; under jax.jit pass it as a static argument "
-           "(jax.jit(f, static_argnums=...)) or close over a Python number")
+_TRACED = ("{what}: {name} must be a concrete number or array (it fixes the program's "
+           "shape or branches), got a traced value; under jax.jit pass a number as a static "
+           "argument (jax.jit(f, static_argnums=...)), or close over a Python number or a "
+           "numpy array (an annealing schedule)")
 
 
 def require_concrete(what: str, **options) -> None:

@@ -44,6 +44,7 @@ from funsor_core.algorithms.loopy.messages import (
     factor_log_beliefs,
     factor_to_var,
     normalize,
+    roundoff_tol,
     var_to_factor,
     variable_sums,
 )
@@ -176,7 +177,9 @@ class BPResult:
     def map_assignment(self) -> dict:
         """A maximizing assignment decoded from the factor beliefs (best run with
         ``sum_op=ops.max``): variables are fixed factor by factor in breadth-first order, each
-        factor's free variables to its best entry given the fixed ones. On a tree this is an
+        factor's free variables to its best entry given the fixed ones, among the entries
+        that the factors this choice completes allow (they join a free variable to a fixed
+        one on a loopy graph: a hard constraint closing a loop is kept). On a tree this is an
         exact MAP, ties included; on a loopy graph a heuristic. Eager and unbatched only."""
         g = self.graph
         if not ops.is_concrete(self.log_z.data):
@@ -193,7 +196,19 @@ class BPResult:
                              "a log factor of -inf, log Z = -inf), so no assignment is "
                              "most probable; look for contradictory evidence")
         return _decode(g, [ops.to_numpy(ops.detach(f.data)) for f in self.factor_beliefs],
-                       {k: ops.to_numpy(ops.detach(b.data)) for k, b in self.beliefs.items()})
+                       {k: ops.to_numpy(ops.detach(b.data)) for k, b in self.beliefs.items()},
+                       _host_tables(g))
+
+
+def _host_tables(graph) -> list:
+    # Each factor's log table on the host, unpadded (the decoder's loop-closing penalties).
+    tables = [None] * graph.num_factors
+    for group in graph.groups:
+        data = ops.to_numpy(ops.detach(group.table))
+        for row, a in enumerate(group.factor_ids):
+            sizes = [graph.sizes[graph.names.index(u)] for u in graph.factor_vars[a]]
+            tables[int(a)] = data[row][tuple(slice(0, n) for n in sizes)]
+    return tables
 
 
 def _summary(semiring, graph, f2v):
@@ -216,7 +231,7 @@ def _bint(graph, name):
     return Bint[graph.sizes[graph.names.index(name)]]
 
 
-def _decode(graph, factor_beliefs, beliefs) -> dict:
+def _decode(graph, factor_beliefs, beliefs, tables) -> dict:
     value: dict = {}
     touching: dict = {k: [] for k in graph.names}
     for a, vs in enumerate(graph.factor_vars):
@@ -238,11 +253,31 @@ def _decode(graph, factor_beliefs, beliefs) -> dict:
                 sub = factor_beliefs[a][index]
                 free = [u for u in vs if u not in value]
                 if free:
+                    # A factor joining a free variable to a fixed one closes a loop (none on
+                    # a tree): its zero entries are excluded, so a hard constraint holds.
+                    sub = sub + _closing(graph, tables, a, free, value, touching, seen)
                     best = np.unravel_index(int(np.argmax(sub)), sub.shape)
                     for u, x in zip(free, best):
                         value[u] = int(x)
                         queue.append(u)
     return value
+
+
+def _closing(graph, tables, a, free, value, touching, seen):
+    total = 0.0
+    for c in sorted({c for u in free for c in touching[u]} - seen - {a}):
+        vs = graph.factor_vars[c]
+        if not any(u in value for u in vs) or not all(u in value or u in free for u in vs):
+            continue
+        seen.add(c)  # fully determined by this choice: nothing left for it to fix
+        index = tuple(value[u] if u in value else slice(None) for u in vs)
+        part = [u for u in vs if u not in value]
+        # Only its zeros (log 0): adding a soft table would count its evidence twice, as
+        # the messages already carry it.
+        table = np.where(tables[c][index] <= NEG / 2, NEG, 0.0)
+        table = np.transpose(table, sorted(range(len(part)), key=lambda k: free.index(part[k])))
+        total = total + np.expand_dims(table, [k for k in range(len(free)) if free[k] not in part])
+    return total
 
 
 def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
@@ -265,6 +300,7 @@ def run_bp(graph: FactorGraph, sum_op=ops.logaddexp, schedule: str = "flooding",
     semiring = Semiring(sum_op, temperature)
     proto = graph.prototype()
     f2v = _initial_messages(graph, semiring, proto, init)
+    tol = roundoff_tol([g.table for g in graph.groups], math.log(graph.D), tol)
     schedule = "flooding" if schedule == "parallel" else schedule
     options = (sum_op, semiring.temperature, schedule, damping, rng_key, max_iters)
     if uses_compiled(graph):

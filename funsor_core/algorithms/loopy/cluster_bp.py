@@ -67,7 +67,7 @@ from funsor_core.algorithms.loopy.cluster_messages import (
     largest,
     size,
 )
-from funsor_core.algorithms.loopy.messages import Semiring, check_damping
+from funsor_core.algorithms.loopy.messages import Semiring, check_damping, roundoff_tol
 
 __all__ = ["Projection", "project_full", "project_factorized", "project_kbest", "PROJECTIONS",
            "cluster_bp", "ClusterBPResult", "MessageCounts", "CLUSTER_SCHEDULES",
@@ -311,7 +311,8 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
             their own fixed points).
         damping: weight of the old factor-to-cluster message in log space, in ``[0, 1)``.
         tol, max_iters: stop once no factor-to-cluster message changes more than ``tol``
-            (eagerly), or after ``max_iters`` iterations (always, with traced arrays).
+            (eagerly), or after ``max_iters`` iterations (always, with traced arrays);
+            float32 tables raise ``tol`` to their roundoff (``messages.roundoff_tol``).
         temperature: of the sum-product reduction ``T logsumexp(x / T)`` (messages, beliefs,
             ``log_z``; a projection sees ``m / T``); 0 is max-product.
         batch: names of inputs that index independent copies of the model: one vectorized
@@ -365,6 +366,8 @@ def cluster_bp(factors, clusters, compression="full", sum_op=ops.logaddexp,
         for e in graph.touched}
     if callback is not None and not eager:
         raise ValueError("callback= needs concrete arrays (it is called between iterations)")
+    size = max(math.prod(graph.domains[v].size for v in vs) for vs in graph.touched.values())
+    tol = roundoff_tol([t.data for t in graph.local + graph.factors], math.log(size), tol)
     return _loop(run, f2c, SWEEPS[schedule], damping, tol, max_iters, eager, callback)
 
 

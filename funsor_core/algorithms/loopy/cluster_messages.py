@@ -335,6 +335,23 @@ class ClusterBPResult:
     def num_messages(self) -> int:
         return self.counts.messages
 
+    def map_assignment(self) -> dict:
+        """Not built for cluster BP: raises ``NotImplementedError`` saying what to use.
+
+        Example:
+            >>> f = fc.Tensor(np.zeros((2, 2)), {"a": fc.Bint[2], "b": fc.Bint[2]})
+            >>> from funsor_core.algorithms.loopy.cluster_bp import cluster_bp
+            >>> cluster_bp([f], [("a",), ("b",)], sum_op=ops.max).map_assignment()
+            Traceback (most recent call last):
+            ...
+            NotImplementedError: map_assignment() decodes loopy_bp's factor beliefs; ...
+        """
+        raise NotImplementedError(
+            "map_assignment() decodes loopy_bp's factor beliefs; cluster BP keeps none yet. "
+            "With sum_op=ops.max, cluster_beliefs are max-marginals over each cluster: their "
+            "argmax is a MAP on a tree-shaped cluster graph when the maximum is unique; or "
+            "decode loopy_bp(factors, sum_op=ops.max) without clusters")
+
     @cached_property
     def cluster_beliefs(self) -> list:
         run, g = self._run, self.graph

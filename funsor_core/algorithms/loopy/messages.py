@@ -20,11 +20,13 @@ point is also the derivative of the converged Bethe ``log Z`` (stationarity).
 
 from __future__ import annotations
 
+import numpy as np
+
 from funsor_core import ops
 from funsor_core.algorithms.loopy.graph import NEG, FactorGraph
 
-__all__ = ["check_damping", "Semiring", "variable_sums", "var_to_factor", "factor_to_var",
-           "bethe_log_z", "factor_log_beliefs", "normalize"]
+__all__ = ["check_damping", "roundoff_tol", "Semiring", "variable_sums", "var_to_factor",
+           "factor_to_var", "bethe_log_z", "factor_log_beliefs", "normalize"]
 
 
 def check_damping(damping) -> None:
@@ -43,6 +45,42 @@ def check_damping(damping) -> None:
         ok = False
     if not ok:
         raise ValueError(f"damping must be in [0, 1) (a number), got {damping!r}")
+
+
+# Units of eps that a message's change may keep from roundoff alone (measured: 1-2 ulps).
+_ROUNDOFF_ULPS = 16
+_LOW_EPS = {2: 2.0 ** -10, 4: 2.0 ** -23}  # float16, float32 (float64 needs no floor)
+
+
+def roundoff_tol(tables, log_size: float, tol: float) -> float:
+    """``tol`` raised to the roundoff floor of low-precision concrete log ``tables``.
+
+    A normalized log message differs between two of its entries by at most the spread of
+    its factor's finite log entries, so its entries lie within ``spread + log_size`` of 0
+    (``log_size``: the log of the most entries a message has), and recomputing it changes
+    it by a few ulps of that even at a fixed point. In float32 that is above the default
+    ``1e-8``: BP would never report convergence and would run all ``max_iters``. The floor
+    is ``16 eps (1 + spread + log_size)``; float64 and traced tables (under ``jax.jit``, a
+    fixed-length scan anyway) keep ``tol``.
+
+    Example:
+        >>> table = np.array([[0.0, -2.0], [-1.0, NEG]], np.float32)
+        >>> roundoff_tol([table], 0.0, 1e-8) / 2.0 ** -23  # 16 ulps of 1 + spread 2
+        48.0
+        >>> roundoff_tol([table.astype(np.float64)], 0.0, 1e-8)
+        1e-08
+    """
+    eps = _LOW_EPS.get(getattr(getattr(tables[0], "dtype", None), "itemsize", 8)) \
+        if tables else None
+    if eps is None or not all(ops.is_concrete(t) for t in tables):
+        return tol
+    spread = 0.0
+    for table in tables:
+        host = np.asarray(ops.to_numpy(ops.detach(table)), np.float64)
+        live = host[host > NEG / 2]  # padding and log 0 sit at NEG or -inf
+        if live.size:
+            spread = max(spread, float(live.max() - live.min()))
+    return max(tol, float(_ROUNDOFF_ULPS * eps * (1.0 + spread + float(log_size))))
 
 
 class Semiring:

@@ -39,6 +39,7 @@ from funsor_core.algorithms.loopy.messages import (
     Semiring,
     factor_to_var,
     normalize,
+    roundoff_tol,
     var_to_factor,
     variable_sums,
 )
@@ -100,6 +101,7 @@ def sparse_value_bp(graph: FactorGraph, threshold: float, sum_op=ops.logaddexp, 
     if not ops.is_concrete(graph.prototype()):
         raise NotImplementedError(_TRACED.format(threshold=threshold))
     semiring = Semiring(sum_op, temperature)
+    tol = roundoff_tol([g.table for g in graph.groups], np.log(graph.D), tol)
     full = np.arange(graph.D)[None, :] < np.array(graph.sizes)[:, None]
     mask, residuals = full, []
     f2v = ops.new_zeros(graph.prototype(), (graph.num_edges, graph.D) + graph.bshape)

@@ -165,7 +165,9 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
         X: the visible count tensor (indices ``model.visible``); its array type picks the
             backend (numpy, torch or jax; on jax the sweep runs compiled).
         num_particles: the number of particles.
-        rng_key: an int seed, None, a Generator or a jax key.
+        rng_key: an int seed, None, a Generator or a jax key (the shuffled token order
+            is drawn from an int seed, else from seed 0; an int seed traced under
+            ``jax.jit`` raises a ``ValueError`` with ``order="shuffle"``).
         ess_threshold: resample when ESS < ``ess_threshold * num_particles``.
         order: the token order, ``"shuffle"`` (seeded by an int ``rng_key``) or ``"cells"``.
         scheme: ``"adaptive"`` (BAM-SIS-R: resample under the ESS threshold, then draw the
@@ -192,6 +194,14 @@ def smc(model: AllocationModel, X, num_particles: int, rng_key: Any = None,
     check_counts("smc", num_particles, ess_threshold)
     if isinstance(moves, bool) or not isinstance(moves, numbers.Integral) or moves < 0:
         raise ValueError(f"smc: moves must be >= 0 (an int), got {moves!r}")
+    if order == "shuffle" and getattr(rng_key, "ndim", None) == 0 and \
+            "int" in str(getattr(rng_key, "dtype", "")) and not ops.is_concrete(rng_key):
+        # The order is drawn on the host from the seed's value, which a traced seed lacks:
+        # any fixed order would silently differ from the same seed's eager run.
+        raise ValueError("smc: order='shuffle' draws the token order on the host from an "
+                         "int rng_key, and this one is traced (under jax.jit); pass the "
+                         "seed as a Python int (static), a jax key (order of seed 0, "
+                         "eagerly and under jit alike) or order='cells'")
     rng_key = check_rng_key(rng_key, "smc")
     X = model.counts_array(X, model.visible)
     module = backend_of(X, None)
