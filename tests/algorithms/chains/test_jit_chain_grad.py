@@ -102,3 +102,70 @@ def test_jit_grad_equals_enumeration_and_vmap_keeps_members_apart(dtype, K):
             np.testing.assert_allclose(g, want_g, rtol=rtol, atol=10 * rtol)
     finally:
         fc.set_backend("numpy")
+
+
+def _forward_backward_long(mats: np.ndarray) -> tuple[float, np.ndarray]:
+    from scipy.special import logsumexp
+
+    steps, k = mats.shape[0], mats.shape[-1]
+    alpha, beta = [np.zeros(k)], [np.zeros(k)]
+    for t in range(steps):
+        alpha.append(logsumexp(alpha[-1][:, None] + mats[t], axis=0))
+        beta.insert(0, logsumexp(mats[steps - 1 - t] + beta[0][None, :], axis=1))
+    log_z = float(logsumexp(alpha[-1]))
+    grad = np.exp(np.stack([alpha[t][:, None] + mats[t] + beta[t + 1][None, :]
+                            for t in range(steps)]) - log_z)
+    return log_z, grad
+
+
+@pytest.mark.parametrize("stepped", [False, True])
+def test_jit_grad_long_float32_chain_through_the_exact_fallback(stepped, monkeypatch):
+    # A left-to-right chain (true zeros below the diagonal: the linear-space check fails, the
+    # step-by-step exact branch answers) of 300 float32 steps whose entries reach -40 per
+    # step (the log of the product passes -10^4): value and derivative (the pairwise
+    # marginals) as a float64 forward-backward pass; forward mode (jvp) as reverse mode.
+    # ``stepped``: the exact branch's rounds pair by pair (a scan), as for large chains.
+    from funsor_core.algorithms.chains import discrete_tree
+
+    monkeypatch.setattr(discrete_tree, "STEPPED_FROM", 0 if stepped else 1 << 40)
+    fc.set_backend("jax")
+    try:
+        steps, K = (301 if stepped else 300), 10  # new shapes: jitted kernels are cached
+        rng = np.random.default_rng(7)
+        m = rng.normal(size=(steps, K, K)) * 10 - 30
+        m[:, np.tril_indices(K, -1)[0], np.tril_indices(K, -1)[1]] = -np.inf
+        m = m.astype(np.float32)
+
+        def log_z(x):
+            t = fc.Tensor(x, {"time": Bint[steps], "prev": Bint[K], "curr": Bint[K]})
+            out = sequential_sum_product(ops.logaddexp, ops.add, t, "time", {"prev": "curr"})
+            return out.reduce(ops.logaddexp).data
+
+        assert _has_scan(jax.make_jaxpr(jax.grad(log_z))(jnp.asarray(m)).jaxpr) == stepped
+        value, g = jax.jit(jax.value_and_grad(log_z))(jnp.asarray(m))
+        want_value, want_g = _forward_backward_long(m.astype(np.float64))
+        np.testing.assert_allclose(float(value), want_value, rtol=1e-5)
+        # The product's log entries reach -9e3, whose float32 ulp (1e-3) the marginals'
+        # exp(entry - log Z) inherit: atol 1e-3 (found 1.4e-4 to 2.2e-4).
+        np.testing.assert_allclose(np.asarray(g), want_g, atol=1e-3)
+        direction = rng.normal(size=m.shape).astype(np.float32)
+        _, tangent = jax.jit(lambda x, d: jax.jvp(log_z, (x,), (d,)))(jnp.asarray(m),
+                                                                     jnp.asarray(direction))
+        np.testing.assert_allclose(float(tangent), float((want_g * direction).sum()), rtol=1e-3)
+    finally:
+        fc.set_backend("numpy")
+
+
+def _has_scan(jaxpr) -> bool:
+    from jax.extend import core
+
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            return True
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                if isinstance(sub, core.ClosedJaxpr) and _has_scan(sub.jaxpr):
+                    return True
+                if isinstance(sub, core.Jaxpr) and _has_scan(sub):
+                    return True
+    return False
