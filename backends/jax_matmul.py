@@ -23,7 +23,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["matmul"]
+__all__ = ["SMALL_MATRIX", "matmul"]
+
+# The largest matrix dim whose products take the derivative below: at K = 32 jax's own
+# transposed products ran as fast or faster (funsor's chain, T = 100: 0.75 against 0.92 ms).
+SMALL_MATRIX = 16
 
 
 def _swap(x):
@@ -51,14 +55,15 @@ def _same_batch_matmul_jvp(primals, tangents):
 
 def matmul(a, b):
     """``jnp.matmul(a, b)``; two matrices or two batches of one batch shape (the chain
-    kernels' rounds, a Gaussian's products) take the derivative above, other shapes (vectors,
-    broadcast batches, integers) ``jnp.matmul``'s own.
+    kernels' rounds, a Gaussian's products) with dims up to ``SMALL_MATRIX`` take the
+    derivative above, other shapes (vectors, broadcast batches, integers) ``jnp.matmul``'s.
 
     Example:
         >>> matmul(jnp.eye(2), jnp.ones((2, 3))).shape
         (2, 3)
     """
     if (a.ndim >= 2 and a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]
+            and max(a.shape[-2:] + b.shape[-1:]) <= SMALL_MATRIX
             and jnp.issubdtype(a.dtype, jnp.floating) and a.dtype == b.dtype):
         return _same_batch_matmul(a, b)
     return jnp.matmul(a, b)
