@@ -24,6 +24,7 @@ import numpy as np
 from backends.jax_host import from_host, host_arange, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
 from backends.jax_logsumexp import reduce_merged
+from backends.jax_matmul import matmul as _matmul
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
 
@@ -367,7 +368,7 @@ KERNELS = {
     ops.and_: jnp.bitwise_and, ops.or_: jnp.bitwise_or, ops.xor: jnp.bitwise_xor,
     ops.lt: jnp.less, ops.le: jnp.less_equal, ops.gt: jnp.greater, ops.ge: jnp.greater_equal,
     ops.eq: jnp.equal, ops.ne: jnp.not_equal,
-    ops.matmul: jnp.matmul, ops.cholesky: jnp.linalg.cholesky,
+    ops.matmul: _matmul, ops.cholesky: jnp.linalg.cholesky,
     ops.triangular_solve: _triangular_solve, ops.cholesky_solve: _cholesky_solve,
     ops.cholesky_inverse: _cholesky_inverse, ops.det: jnp.linalg.det, ops.logdet: _logdet,
     ops.inv: jnp.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,

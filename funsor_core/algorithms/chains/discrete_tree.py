@@ -258,10 +258,15 @@ def _scanned_exact(scan, checkpoint):
     return exact
 
 
-# The most states whose compiled chain takes its derivative from the exact log-space tree
-# (jitted value and gradient, float32: K = 4 T = 1,000 0.43 against 1.21 ms; K = 8 level;
-# K = 12 0.94 against 0.32 ms, K = 16 10.3 against 4-5 ms).
-EXACT_DERIVATIVE_UP_TO = 8
+# The compiled chains that take their derivative from the exact log-space tree: at most this
+# many states and this many step-matrix entries (T x batch x K^2), where the guarded tree's
+# cond and checkpoint cost more than K^3 weights per step (jitted value and gradient,
+# float32, one thread: K = 4, T = 100: 90 against 110 us; K = 2, T = 100: 32 against 42).
+# Larger chains differentiate the guarded tree as it runs, since its matrix products run as
+# plain products (``backends/jax_matmul.py``): K = 4, T = 100, batch 16 0.13 against 0.84 ms,
+# K = 8, T = 100, batch 16 0.86 against 4.2 ms, K = 2, T = 1,000 0.11 against 0.17 ms.
+EXACT_DERIVATIVE_UP_TO = 4
+EXACT_DERIVATIVE_ENTRIES = 2048
 
 
 def _finite_or_zero(x):
@@ -407,15 +412,17 @@ def parallel_chain(sum_op, prod_op, mats, left, right, eager_log: bool, compiled
             and prod_op is ops.add):
         # funsor's sequential_sum_product under jax.jit (benchmarks/idioms.py, K = 4 and
         # K = 32 batch 16 rows): the broadcast log-space tree pays K^3 exps per step.
-        # In float32, funsor's rounding (``shifted_log_tree``) instead. From K = 9 states
-        # on, differentiated as it runs (K^2 per step, where the exact tree's derivative
-        # materializes K^3 weights: NumPyro's jitted gradients at K = 16 took 3.5x funsor's);
-        # below, the exact tree's derivative is the cheaper (K = 4, T = 1,000: 2.8x).
+        # In float32, funsor's rounding (``shifted_log_tree``) instead. Differentiated as it
+        # runs (K^2 per step, where the exact tree's derivative materializes K^3 weights:
+        # NumPyro's jitted gradients at K = 16 took 3.5x funsor's), but for the smallest
+        # chains (``EXACT_DERIVATIVE_ENTRIES``), where the exact tree's derivative is cheaper.
         guarded = shifted_log_tree if funsor_rounding else guarded_log_tree
         if pad is not None:  # a factor shared by all steps filled the padded steps too
             mats = zero_padded(pad, mats)
-        if mats.shape[-1] > EXACT_DERIVATIVE_UP_TO:
-            return guarded(mats, compiled.cond, pad, compiled.checkpoint, compiled.scan)
+        if (mats.shape[-1] > EXACT_DERIVATIVE_UP_TO
+                or math.prod(mats.shape) > EXACT_DERIVATIVE_ENTRIES):
+            return guarded(mats, compiled.cond, pad, compiled.checkpoint,
+                           compiled.scan)
         # (``pad`` is an argument, not a closure: a derivative rule sees no outer tracers)
         return compiled.differentiate_as(
             lambda m, *pd: guarded(m, compiled.cond, *pd),
