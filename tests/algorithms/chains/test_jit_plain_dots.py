@@ -21,6 +21,7 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.domains import Bint
 from funsor_core.sum_product import sequential_sum_product
+from tests.algorithms.chains.test_jit_chain_grad import _forward_backward
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -73,20 +74,6 @@ def test_matmul_derivatives_are_plain_products():
     dots = _dot_generals(jax.make_jaxpr(jax.grad(f, (0, 1)))(jnp.asarray(a), jnp.asarray(b))
                          .jaxpr)
     assert len(dots) == 3 and all(_plain(d, n) for d, n in dots), dots
-
-
-def _forward_backward(mats: np.ndarray) -> tuple[float, np.ndarray]:
-    from scipy.special import logsumexp
-
-    duration, k = mats.shape[0], mats.shape[-1]
-    alpha, beta = [np.zeros(k)], [np.zeros(k)]
-    for t in range(duration):
-        alpha.append(logsumexp(alpha[-1][:, None] + mats[t], axis=0))
-        beta.insert(0, logsumexp(mats[duration - 1 - t] + beta[0][None, :], axis=1))
-    log_z = float(logsumexp(alpha[-1]))
-    grad = np.exp(np.stack([alpha[t][:, None] + mats[t] + beta[t + 1][None, :]
-                            for t in range(duration)]) - log_z)
-    return log_z, grad
 
 
 @pytest.mark.parametrize("dtype", [np.float32])  # NumPyro's dtype; the suite's default is float64
