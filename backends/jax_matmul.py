@@ -54,14 +54,19 @@ def _same_batch_matmul_jvp(primals, tangents):
 
 
 def matmul(a, b):
-    """``jnp.matmul(a, b)``; two matrices or two batches of one batch shape (the chain
+    """``jnp.matmul(a, b)``; traced two matrices or two batches of one batch shape (the chain
     kernels' rounds, a Gaussian's products) with dims up to ``SMALL_MATRIX`` take the
-    derivative above, other shapes (vectors, broadcast batches, integers) ``jnp.matmul``'s.
+    derivative above, other shapes (vectors, broadcast batches, integers) and concrete
+    operands ``jnp.matmul``'s.
 
     Example:
         >>> matmul(jnp.eye(2), jnp.ones((2, 3))).shape
         (2, 3)
     """
+    # Concrete operands have no derivative to take: jax's own call (an eager custom_jvp call
+    # costs ~100 us against ~8 us).
+    if not (isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer)):
+        return jnp.matmul(a, b)
     if (a.ndim >= 2 and a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]
             and max(a.shape[-2:] + b.shape[-1:]) <= SMALL_MATRIX
             and jnp.issubdtype(a.dtype, jnp.floating) and a.dtype == b.dtype):
