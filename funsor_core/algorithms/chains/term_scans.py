@@ -22,8 +22,9 @@ from funsor_core.algorithms.chains.factors import tensor_expression, tensor_fact
 from funsor_core.algorithms.chains.gaussian_scan import gaussian_terms
 from funsor_core.algorithms.chains.power import repeated_squaring
 from funsor_core.analysis.sign import check_distributes
+from funsor_core.atoms.int_range import is_float_dtype
 from funsor_core.atoms.tensor import Tensor, is_array
-from funsor_core.domains import Bint
+from funsor_core.domains import Bint, Real
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.contraction import Contraction
 from funsor_core.terms.markov import MarkovProduct, check_semiring, time_variable
@@ -397,15 +398,43 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
     segment = _fresh(f"{time}__segment", trans.inputs)
     proto = _prototype_array(trans)
     drop = {curr: f"_drop_{curr}" for curr in step.values()}
-    # Step j of every segment at once: times j, j + length, j + 2 * length, ...
-    result = trans(**{time: _steps(proto, segment, 0, covered, length, duration)})
-    for j in range(1, length):
-        nxt = trans(**{time: _steps(proto, segment, j, covered, length, duration)})
-        result = _compose(sum_op, prod_op, result, nxt, step, drop)
+    split = _segmented(trans, time, segment, num_segments, length, covered) if step else None
+    if split is not None:
+        # A chain of one Tensor: its first ``covered`` steps as one array (segment, step in
+        # segment), a view, and every segment's serial product as one Markov product batched
+        # over the segments (a loop on arrays: lax.scan under jax.jit). Composed as terms,
+        # each step's slice has a derivative of its own, a pad to the full (T, K, K) array,
+        # and under jax.jit XLA sums the ``length`` pads in one fused loop that evaluates
+        # every pad at every entry: 8 of 8.5 ms at K = 8, T = 1000, 10 segments.
+        inner = split.inputs[time]
+        result = MarkovProduct(sum_op, prod_op, split, Variable(time, inner), step,
+                               strategy="sequential")
+    else:
+        # Step j of every segment at once: times j, j + length, j + 2 * length, ...
+        result = trans(**{time: _steps(proto, segment, 0, covered, length, duration)})
+        for j in range(1, length):
+            nxt = trans(**{time: _steps(proto, segment, j, covered, length, duration)})
+            result = _compose(sum_op, prod_op, result, nxt, step, drop)
     result = sequential_sum_product(sum_op, prod_op, result, segment, step)
     for t in range(covered, duration):
         result = _compose(sum_op, prod_op, result, trans(**{time: t}), step, drop)
     return result
+
+
+def _segmented(trans, time: str, segment: str, segments: int, length: int, covered: int):
+    # The first ``covered`` steps of a real Tensor as a Tensor over (segment, time), time now
+    # the step within its segment (t = segment * length + time): a reshape of the aligned
+    # array, whose derivative is a reshape. None for anything else (a lazy product, ints).
+    if type(trans) is not Tensor or trans.output is not Real or trans.inputs[time].size < 2:
+        return None
+    order = (time, *(n for n in trans.inputs if n != time))
+    data = trans.align(order).data
+    if not is_float_dtype(data):
+        return None
+    data = ops.reshape(data[:covered], (segments, length) + tuple(data.shape[1:]))
+    inputs = {segment: Bint[segments], time: Bint[length]}
+    inputs.update((n, trans.inputs[n]) for n in order[1:])
+    return Tensor(data, inputs)
 
 
 # Lagged names: "_PREV_" * k + name is ``name`` k steps before the factor's own time.
