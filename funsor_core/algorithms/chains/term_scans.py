@@ -416,6 +416,12 @@ def mixed_sequential_sum_product(sum_op, prod_op, trans, time, step, num_segment
             nxt = trans(**{time: _steps(proto, segment, j, covered, length, duration)})
             result = _compose(sum_op, prod_op, result, nxt, step, drop)
     result = sequential_sum_product(sum_op, prod_op, result, segment, step)
+    if split is not None and duration - covered > 1:
+        # The steps left over likewise: one slice, one loop (a pad per step otherwise).
+        tail = trans(**{time: _steps(proto, time, covered, duration, 1, duration)})
+        tail = MarkovProduct(sum_op, prod_op, tail, Variable(time, tail.inputs[time]), step,
+                             strategy="sequential")
+        return _compose(sum_op, prod_op, result, tail, step, drop)
     for t in range(covered, duration):
         result = _compose(sum_op, prod_op, result, trans(**{time: t}), step, drop)
     return result

@@ -6,7 +6,7 @@ them in one fused loop evaluating every pad at every entry: 8 of 8.5 ms at K = 8
 
 Oracles: a float64 forward-backward pass in numpy per batch member (log Z summed over the
 first and last states, and its derivative, the pairwise marginals); structurally, the jaxpr of
-the value and gradient does not grow with the length of a segment.
+the value and gradient does not grow with the length of a segment or the steps left over.
 """
 
 from __future__ import annotations
@@ -69,13 +69,15 @@ def test_jitted_mixed_chain_value_and_gradient():
                                rtol=2e-4, atol=2e-5)
 
 
-def test_jitted_mixed_chain_program_does_not_grow_with_segment_length():
+# 4 segments of 5 and of 10 steps; 5 segments of 5 steps, with 3 and 4 steps left over
+@pytest.mark.parametrize("durations,segments", [((20, 40), 4), ((28, 29), 5)])
+def test_jitted_mixed_chain_program_does_not_grow_with_segment_length(durations, segments):
     fc.set_backend("jax")
     try:
         counts = []
-        for duration in (20, 40):  # 4 segments of 5 and of 10 steps
+        for duration in durations:
             d = jnp.zeros((duration, K, K, B), dtype=jnp.float32)
-            jaxpr = jax.make_jaxpr(jax.value_and_grad(_mixed_total(duration, 4)))(d).jaxpr
+            jaxpr = jax.make_jaxpr(jax.value_and_grad(_mixed_total(duration, segments)))(d).jaxpr
             counts.append(_primitives(jaxpr))
     finally:
         fc.set_backend("numpy")
