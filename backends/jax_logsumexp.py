@@ -25,13 +25,20 @@ def _lse_value(x, axis, keepdims):
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _lse_value_and_weights(x, axis, keepdims):
-    # d logsumexp(x) = sum(softmax(x) * dx). A slice that is all -inf (log 0: a state no
-    # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
-    # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
-    # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
-    out = jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
-    kept = out if keepdims else jnp.expand_dims(out, axis)
-    return out, jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
+    # d logsumexp(x) = sum(softmax(x) * dx). With m the slice's max (0 where it is not
+    # finite, as jax takes it), e = exp(x - m) and s = sum(e): the value is log(s) + m,
+    # jax's own arithmetic, and the weights are e / s, so one exp serves both (recomputing
+    # exp(x - value) doubled the exponentials, the most of a plated contraction's cost under
+    # jax.grad). A slice that is all -inf (log 0: a state no path reaches) has e = 0 and s = 0;
+    # its weights are taken as 0 rather than 0 / 0 = NaN, which would turn even a zero
+    # cotangent into NaN rows.
+    m = jnp.max(x, axis=axis, keepdims=True)
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m)))
+    e = jnp.exp(x - m)
+    s = jnp.sum(e, axis=axis, keepdims=True)
+    out = jnp.log(s) + m
+    w = e / jnp.where(s == 0, jnp.ones_like(s), s)
+    return (out if keepdims else jnp.squeeze(out, axis)), w
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
