@@ -27,18 +27,18 @@ def _lse_value(x, axis, keepdims):
 def _lse_value_and_weights(x, axis, keepdims):
     # d logsumexp(x) = sum(softmax(x) * dx). With m the slice's max (0 where it is not
     # finite, as jax takes it), e = exp(x - m) and s = sum(e): the value is log(s) + m,
-    # jax's own arithmetic, and the weights are e / s, so one exp serves both (recomputing
-    # exp(x - value) doubled the exponentials, the most of a plated contraction's cost under
-    # jax.grad). A slice that is all -inf (log 0: a state no path reaches) has e = 0 and s = 0;
-    # its weights are taken as 0 rather than 0 / 0 = NaN, which would turn even a zero
-    # cotangent into NaN rows.
+    # jax's own arithmetic, and the derivative sum(e * dx) / s, so one exp serves both
+    # (recomputing exp(x - value) doubled the exponentials, the most of a plated
+    # contraction's cost under jax.grad) and the division is by the reduced s, once per
+    # slice rather than once per entry. A slice that is all -inf (log 0: a state no path
+    # reaches) has e = 0 and s = 0; it divides by 1 rather than 0, so its derivative is 0,
+    # not the NaN that would turn even a zero cotangent into NaN rows.
     m = jnp.max(x, axis=axis, keepdims=True)
     m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m)))
     e = jnp.exp(x - m)
     s = jnp.sum(e, axis=axis, keepdims=True)
     out = jnp.log(s) + m
-    w = e / jnp.where(s == 0, jnp.ones_like(s), s)
-    return (out if keepdims else jnp.squeeze(out, axis)), w
+    return out, e, jnp.where(s == 0, jnp.ones_like(s), s)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
@@ -49,8 +49,11 @@ def _lse(x, axis, keepdims):
 @_lse.defjvp
 def _lse_jvp(axis, keepdims, primals, tangents):
     (x,), (dx,) = primals, tangents
-    out, w = _lse_value_and_weights(x, axis, keepdims)
-    return out, jnp.sum(w * dx, axis=axis, keepdims=keepdims)
+    out, e, s = _lse_value_and_weights(x, axis, keepdims)
+    dout = jnp.sum(e * dx, axis=axis, keepdims=True) / s
+    if not keepdims:
+        out, dout = jnp.squeeze(out, axis), jnp.squeeze(dout, axis)
+    return out, dout
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):
