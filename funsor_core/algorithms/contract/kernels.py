@@ -257,14 +257,30 @@ def log_pair_spec(lx: str, ly: str, out: str, sizes: dict) -> tuple | None:
     if size > max(BROADCAST_LIMIT, limit):
         return None
     if all(c in union for c in out):
-        # The broadcast in the output's order with the summed dims last: the sum runs over
-        # contiguous trailing axes and no transpose follows it (XLA would copy one).
-        union = out + "".join(c for c in union if c not in out)
+        union = _broadcast_order(lx, ly, out, union, sizes)
     kept = "".join(c for c in union if c in out)
     axes = tuple(i for i, c in enumerate(union) if c not in out)
     final = tuple(kept.index(c) for c in out)
     return (_index_spec(lx, union), _index_spec(ly, union), axes,
             None if final == tuple(range(len(out))) else final)
+
+
+# False restores the output-then-summed order everywhere (for A/B measurements).
+KEEP_LARGE_OPERAND = True
+
+
+def _broadcast_order(lx: str, ly: str, out: str, union: str, sizes: dict) -> str:
+    # The broadcast in the output's order with the summed dims last: the sum runs over
+    # contiguous trailing axes and no transpose follows it (XLA would copy one). Unless that
+    # order permutes an operand larger than the output: a permuted operand is a copy as large
+    # as itself (and its cotangent another, back), a permuted result only the output's; then
+    # the broadcast takes the larger operand's order, the other's dims after.
+    ordered = out + "".join(c for c in union if c not in out)
+    big = max((lx, ly), key=lambda s: math.prod(sizes[c] for c in s))
+    if (not KEEP_LARGE_OPERAND or "".join(c for c in ordered if c in big) == big
+            or math.prod(sizes[c] for c in big) <= math.prod(sizes[c] for c in out)):
+        return ordered
+    return big + "".join(c for c in union if c not in big)
 
 
 def _index_spec(letters: str, union: str) -> tuple:
