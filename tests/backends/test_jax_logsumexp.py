@@ -60,12 +60,18 @@ def _exps(jaxpr) -> list:  # the shapes of every exp, sub-jaxprs (pjit, custom_j
     return found
 
 
-def test_jax_logsumexp_value_and_grad_takes_one_exp_per_entry():
-    # The value and its softmax weights share exp(x - max): a second exp(x - value) doubled
-    # the cost of a plated contraction's gradient. Values: scipy; weights: numpy's softmax.
+@pytest.mark.parametrize("shared", [False, True])
+def test_jax_logsumexp_value_and_grad_exps(shared):
+    # logsumexp_shared: the value and its softmax weights share exp(x - max) (a second
+    # exp(x - value) doubled the cost of a plated contraction's gradient); logsumexp keeps an
+    # exp of its own for the weights, which XLA fuses where x is a large broadcast. Values:
+    # scipy; weights: numpy's softmax, 0 on the all -inf slice.
+    from backends.jax_logsumexp import logsumexp_shared
+
     x = _inputs("float32")
-    f = jax.value_and_grad(lambda v: ops.logsumexp(v, axis=1).clip(-1e30).sum())
-    assert _exps(jax.make_jaxpr(f)(jnp.asarray(x)).jaxpr) == [x.shape]
+    lse_fn = logsumexp_shared if shared else ops.logsumexp
+    f = jax.value_and_grad(lambda v: lse_fn(v, axis=1).clip(-1e30).sum())
+    assert _exps(jax.make_jaxpr(f)(jnp.asarray(x)).jaxpr) == [x.shape] * (1 if shared else 2)
     value, grad = jax.jit(f)(jnp.asarray(x))
     with np.errstate(divide="ignore"):
         lse = scipy.special.logsumexp(x.astype(np.float64), axis=1)
