@@ -29,6 +29,8 @@ def _lse_value_and_weights(x, axis, keepdims):
     # path reaches) has no softmax; its derivative is taken as 0 rather than jax's
     # exp(-inf + inf) = NaN, which would turn even a zero cotangent into NaN rows. Shifting
     # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
+    # The weights are an exp of their own, which XLA fuses into the cotangent's product: where
+    # x is a broadcast (a + b of a semiring product) it is never stored.
     out = jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
     kept = out if keepdims else jnp.expand_dims(out, axis)
     return out, jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
@@ -44,6 +46,52 @@ def _lse_jvp(axis, keepdims, primals, tangents):
     (x,), (dx,) = primals, tangents
     out, w = _lse_value_and_weights(x, axis, keepdims)
     return out, jnp.sum(w * dx, axis=axis, keepdims=keepdims)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _lse_shared_parts(x, axis, keepdims):
+    # With m the slice's max (0 where it is not finite, as jax takes it), e = exp(x - m) and
+    # s = sum(e): the value is log(s) + m, jax's own arithmetic, and the derivative
+    # sum(e * dx) / s, so one exp serves both, and the division is by the reduced s. A slice
+    # that is all -inf has e = 0 and s = 0; it divides by 1, so its derivative is 0, not NaN.
+    m = jnp.max(x, axis=axis, keepdims=True)
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m)))
+    e = jnp.exp(x - m)
+    s = jnp.sum(e, axis=axis, keepdims=True)
+    return jnp.log(s) + m, e, jnp.where(s == 0, jnp.ones_like(s), s)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _lse_shared(x, axis, keepdims):
+    return _lse_value(x, axis, keepdims)
+
+
+@_lse_shared.defjvp
+def _lse_shared_jvp(axis, keepdims, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    out, e, s = _lse_shared_parts(x, axis, keepdims)
+    dout = jnp.sum(e * dx, axis=axis, keepdims=True) / s
+    if not keepdims:
+        out, dout = jnp.squeeze(out, axis), jnp.squeeze(dout, axis)
+    return out, dout
+
+
+def logsumexp_shared(x, axis=None, keepdims: bool = False):
+    """``logsumexp`` whose derivative keeps the value's ``exp(x - max)`` (one exp per entry,
+    stored) instead of taking an exp of its own (fused, never stored): half the exps for an
+    ``x`` that is an array already (a factor, or a sum no larger than one), a store of the
+    whole broadcast for an ``x`` that is a large broadcast (``logsumexp`` is cheaper there).
+    Values and derivatives as ``logsumexp``.
+
+    Example:
+        >>> float(jax.grad(lambda x: logsumexp_shared(x, axis=0))(jnp.zeros(2))[0])
+        0.5
+    """
+    if axis == ():
+        return x
+    axes = tuple(range(x.ndim)) if axis is None else (
+        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
+    return reduce_merged(_lse_shared, x, axes, bool(keepdims))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):

@@ -29,11 +29,13 @@ from funsor_core.algorithms.chains.cost_model import (
 )
 from funsor_core.algorithms.chains.discrete_smooth import markov_map, markov_marginals
 from funsor_core.algorithms.chains.masks import markov_product, masked_steps
+from funsor_core.algorithms.chains.term_lagged import (
+    naive_sarkka_bilmes_product,
+    sarkka_bilmes_product,
+)
 from funsor_core.algorithms.chains.term_scans import (
     mixed_sequential_sum_product,
-    naive_sarkka_bilmes_product,
     naive_sequential_sum_product,
-    sarkka_bilmes_product,
     sequential_sum_product,
 )
 from funsor_core.algorithms.eliminate.markov_plates import (

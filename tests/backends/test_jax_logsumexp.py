@@ -12,6 +12,7 @@ from funsor_core import ops
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
+pytest.importorskip("jax.extend.core")
 
 
 def _inputs(dtype):
@@ -46,4 +47,34 @@ def test_jax_logsumexp_reduced_shape_values_and_derivative_under_jit():
         np.testing.assert_allclose(np.asarray(out), oracle, rtol=1e-6)
     assert np.isfinite(np.asarray(grad)).all()
     np.testing.assert_allclose(np.asarray(grad), _softmax(x.astype(np.float64), (0, 2)),
+                               rtol=1e-6, atol=1e-7)
+
+
+def _exps(jaxpr) -> list:  # the shapes of every exp, sub-jaxprs (pjit, custom_jvp) included
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "exp":
+            found.append(tuple(eqn.outvars[0].aval.shape))
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            found += _exps(sub)
+    return found
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_jax_logsumexp_value_and_grad_exps(shared):
+    # logsumexp_shared: the value and its softmax weights share exp(x - max) (a second
+    # exp(x - value) doubled the cost of a plated contraction's gradient); logsumexp keeps an
+    # exp of its own for the weights, which XLA fuses where x is a large broadcast. Values:
+    # scipy; weights: numpy's softmax, 0 on the all -inf slice.
+    from backends.jax_logsumexp import logsumexp_shared
+
+    x = _inputs("float32")
+    lse_fn = logsumexp_shared if shared else ops.logsumexp
+    f = jax.value_and_grad(lambda v: lse_fn(v, axis=1).clip(-1e30).sum())
+    assert _exps(jax.make_jaxpr(f)(jnp.asarray(x)).jaxpr) == [x.shape] * (1 if shared else 2)
+    value, grad = jax.jit(f)(jnp.asarray(x))
+    with np.errstate(divide="ignore"):
+        lse = scipy.special.logsumexp(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(float(value), lse.clip(-1e30).sum(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(grad), _softmax(x.astype(np.float64), 1),
                                rtol=1e-6, atol=1e-7)

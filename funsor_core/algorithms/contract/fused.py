@@ -52,6 +52,12 @@ def fused_reduce(op, axes: tuple, sample) -> Callable | None:
     kernel = ops.REDUCE_OPS[op].array_kernel(type(sample))
     if kernel is None:
         return None
+    # A reduction of one array: its exps are worth keeping for the derivative (log_sum's
+    # ``shared``), where the backend has that kernel and its derivative is finite on -inf.
+    backend = backend_of(sample, None)
+    if (op is ops.logaddexp and backend is not None and backend.LOGSUMEXP_GRAD_FINITE
+            and getattr(backend, "logsumexp_shared", None) is not None):
+        kernel = backend.logsumexp_shared
     axes = _one_int(axes)
     kernel = _by_int_axis(kernel, axes)
 
@@ -83,7 +89,7 @@ def fused_log_pair(plan, sample) -> Callable | None:
     found = plan.pair_log_spec()
     if found is None:
         return None
-    ((px, ix), (py, iy), axes, final), (sx, sy) = found
+    ((px, ix), (py, iy), axes, final, shared), (sx, sy) = found
     typ = type(sample)
     permute = ops.permute.array_kernel(typ)
     reshape = ops.reshape.array_kernel(typ)
@@ -91,6 +97,8 @@ def fused_log_pair(plan, sample) -> Callable | None:
     backend = backend_of(sample, None)
     if permute is None or reshape is None or lse is None or backend is None:
         return None
+    if shared and getattr(backend, "logsumexp_shared", None) is not None:
+        lse = backend.logsumexp_shared
     lse_axes = _one_int(axes)
     lse = _by_int_axis(lse, lse_axes)
     # log_sum's choice, made once: the plain kernel where the backend's derivative is finite
@@ -110,7 +118,7 @@ def fused_log_pair(plan, sample) -> Callable | None:
         if sy is not None:
             y = reshape(y, sy)
         z = x + y
-        z = log_sum(z, axes) if guarded and tracks(z) else lse(z, lse_axes)
+        z = log_sum(z, axes, shared) if guarded and tracks(z) else lse(z, lse_axes)
         return z if final is None else permute(z, final)
 
     return log_pair_step

@@ -98,13 +98,17 @@ def reduce_dims(x, letters: str, out: str, sum_op):
     return align_dims(x, letters, out)
 
 
-def log_sum(x, axis):
+def log_sum(x, axis, shared: bool = False):
     """``logsumexp`` over ``axis`` whose derivative is finite where a whole slice is
     ``-inf`` (a state no path reaches): the backends' kernels differentiate as
     ``exp(x - out)``, ``exp(-inf + inf)`` = NaN there, which turns even a zero cotangent
-    into NaN rows of a gradient. Without derivatives (numpy, torch without
-    ``requires_grad``), or where the backend's kernel already differentiates to 0 there
-    (jax's, by a custom jvp: ``LOGSUMEXP_GRAD_FINITE``), the kernel runs alone; eagerly
+    into NaN rows of a gradient. ``shared``: ``x`` is an array no larger than what it was
+    summed from, so a backend's ``logsumexp_shared`` (jax's: the derivative keeps the value's
+    exps, one exp per entry instead of two) is cheaper than recomputing them; a broadcast much
+    larger than its operands is better recomputed (fused) than stored. Without derivatives
+    (numpy, torch without ``requires_grad``), or where the backend's kernel already
+    differentiates to 0 there (jax's, by a custom jvp: ``LOGSUMEXP_GRAD_FINITE``), the
+    kernel runs alone; eagerly
     with gradients (torch), it runs and only a result with a ``-inf`` is recomputed with
     those slices set to 0 (then put back to ``-inf``, by a constant).
 
@@ -118,6 +122,8 @@ def log_sum(x, axis):
     """
     backend = backend_of(x)
     if backend.LOGSUMEXP_GRAD_FINITE or not backend.tracks_gradients(x):
+        if shared and getattr(backend, "logsumexp_shared", None) is not None:
+            return backend.logsumexp_shared(x, axis=axis)
         return ops.logsumexp(x, axis=axis)
     out = ops.logsumexp(x, axis=axis, keepdims=True)
     dead = out == -math.inf
@@ -257,14 +263,32 @@ def log_pair_spec(lx: str, ly: str, out: str, sizes: dict) -> tuple | None:
     if size > max(BROADCAST_LIMIT, limit):
         return None
     if all(c in union for c in out):
-        # The broadcast in the output's order with the summed dims last: the sum runs over
-        # contiguous trailing axes and no transpose follows it (XLA would copy one).
-        union = out + "".join(c for c in union if c not in out)
+        union = _broadcast_order(lx, ly, out, union, sizes)
     kept = "".join(c for c in union if c in out)
     axes = tuple(i for i, c in enumerate(union) if c not in out)
     final = tuple(kept.index(c) for c in out)
+    # (log_sum's ``shared``: a broadcast no larger than twice its larger operand)
+    shared = size <= 2 * max(math.prod(sizes[c] for c in lx), math.prod(sizes[c] for c in ly))
     return (_index_spec(lx, union), _index_spec(ly, union), axes,
-            None if final == tuple(range(len(out))) else final)
+            None if final == tuple(range(len(out))) else final, shared)
+
+
+# False restores the output-then-summed order everywhere (for A/B measurements).
+KEEP_LARGE_OPERAND = True
+
+
+def _broadcast_order(lx: str, ly: str, out: str, union: str, sizes: dict) -> str:
+    # The broadcast in the output's order with the summed dims last: the sum runs over
+    # contiguous trailing axes and no transpose follows it (XLA would copy one). Unless that
+    # order permutes an operand larger than the output: a permuted operand is a copy as large
+    # as itself (and its cotangent another, back), a permuted result only the output's; then
+    # the broadcast takes the larger operand's order, the other's dims after.
+    ordered = out + "".join(c for c in union if c not in out)
+    big = max((lx, ly), key=lambda s: math.prod(sizes[c] for c in s))
+    if (not KEEP_LARGE_OPERAND or "".join(c for c in ordered if c in big) == big
+            or math.prod(sizes[c] for c in big) <= math.prod(sizes[c] for c in out)):
+        return ordered
+    return big + "".join(c for c in union if c not in big)
 
 
 def _index_spec(letters: str, union: str) -> tuple:
@@ -288,7 +312,7 @@ def log_pair_run(spec: tuple, x, y):
         >>> np.allclose(z, np.log(np.exp(x) @ np.exp(y)))
         True
     """
-    (px, ix), (py, iy), axes, final = spec
+    (px, ix), (py, iy), axes, final, shared = spec
     if px is not None:
         x = ops.permute(x, px)
     if ix is not None:
@@ -297,7 +321,7 @@ def log_pair_run(spec: tuple, x, y):
         y = ops.permute(y, py)
     if iy is not None:
         y = y[iy]
-    z = log_sum(x + y, axes)
+    z = log_sum(x + y, axes, shared)
     return z if final is None else ops.permute(z, final)
 
 

@@ -241,8 +241,8 @@ class ContractionPlan:
 
         Example:
             >>> plan = plan_contraction((("a",), ("a", "b")), {"a": 2, "b": 3}, ("b",))
-            >>> plan.pair_log_spec()[1]  # the step broadcasts over (b, a)
-            ((1, 2), None)
+            >>> plan.pair_log_spec()[1]  # the step broadcasts over (a, b), as ("a", "b") is
+            ((2, 1), None)
         """
         if (len(self.operands) != 2 or self._peak > _UNCHECKED_ENTRIES
                 or self.steps[0][:2] != (0, 1)):

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from funsor_core.algorithms.chains.term_scans import _LAG, sarkka_bilmes_product
+from funsor_core.algorithms.chains.term_lagged import _LAG, sarkka_bilmes_product
 from funsor_core.algorithms.eliminate.graph import (
     PlateError,
     _components,

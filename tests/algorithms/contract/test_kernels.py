@@ -85,3 +85,54 @@ def test_log_space_steps_have_finite_gradients_where_unreachable(backend):
         dx, dy = grad(jax.numpy.asarray(x), jax.numpy.asarray(y))
         np.testing.assert_allclose(np.asarray(dx), expected_dx, rtol=1e-12)
         np.testing.assert_allclose(np.asarray(dy), expected_dy, rtol=1e-12)
+
+
+def test_log_pair_keeps_the_larger_operand_in_place_under_jit():
+    # NumPyro's enumerated site x outside a plate p with a site y inside it: the step
+    # log sum_y exp(b[x, y, p] + c[y, p]) broadcasts in b's own order (summing the middle axis)
+    # rather than (x, p, y), which copied b by a transpose and its cotangent by another.
+    # Oracle: the plated sum-product by numpy in float64, its gradient by the softmax chain
+    # rule d/db[x, y, p] = softmax_x(a + sum_p f)[x] * softmax_y(b[x, :, p] + c[:, p])[y].
+    jax = pytest.importorskip("jax")
+    from scipy.special import logsumexp, softmax
+
+    import funsor_core as fc
+    from funsor_core.sum_product import sum_product
+
+    K, P = 3, 5
+    rng = np.random.default_rng(0)
+    a, b, c = rng.normal(size=K), rng.normal(size=(K, K, P)), rng.normal(size=(K, P))
+
+    def log_z(a, b, c):
+        fs = [fc.Tensor(a, {"x": fc.Bint[K]}),
+              fc.Tensor(b, {"x": fc.Bint[K], "y": fc.Bint[K], "p": fc.Bint[P]}),
+              fc.Tensor(c, {"y": fc.Bint[K], "p": fc.Bint[P]})]
+        return sum_product(ops.logaddexp, ops.add, fs, frozenset("xyp"), frozenset("p")).data
+
+    fn = jax.value_and_grad(log_z, argnums=1)
+    jaxpr = jax.make_jaxpr(fn)(a, b, c).jaxpr
+    moved = [e for e in jaxpr.eqns if e.primitive.name == "transpose"
+             and (K, K, P) in (e.invars[0].aval.shape, e.outvars[0].aval.shape)]
+    assert not moved
+    # The step's broadcast is no larger than b: its derivative keeps the value's exps (one
+    # exp per entry, jax's logsumexp_shared), where a blown-up broadcast recomputes them.
+    assert _exp_shapes(jaxpr).count((K, K, P)) == 1
+    assert log_pair_spec("xy", "y", "x", {"x": K, "y": K})[-1]
+    assert not log_pair_spec("ab", "bc", "ac", {"a": 4, "b": 4, "c": 4})[-1]
+    value, grad = jax.jit(fn)(a, b, c)
+    f = logsumexp(b + c[None], axis=1)  # (x, p)
+    np.testing.assert_allclose(float(value), logsumexp(a + f.sum(1)), rtol=1e-12)
+    expected = softmax(a + f.sum(1))[:, None, None] * softmax(b + c[None], axis=1)
+    np.testing.assert_allclose(np.asarray(grad), expected, rtol=1e-10, atol=1e-14)
+
+
+def _exp_shapes(jaxpr) -> list:  # every exp's shape, sub-jaxprs (pjit, custom_jvp) included
+    import jax.extend.core
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "exp":
+            found.append(tuple(eqn.outvars[0].aval.shape))
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            found += _exp_shapes(sub)
+    return found
