@@ -261,12 +261,12 @@ def _scanned_exact(scan, checkpoint):
 # The compiled chains that take their derivative from the exact log-space tree: at most this
 # many states and this many step-matrix entries (T x batch x K^2), where the guarded tree's
 # cond and checkpoint cost more than K^3 weights per step (jitted value and gradient,
-# float32, one thread: K = 2, T = 10: 17 against 22 us; K = 2, T = 100: 34 against 38).
-# Larger chains differentiate the guarded tree as it runs, since its matrix products run as
-# plain products (``backends/jax_matmul.py``): K = 4, T = 100 45 against 94 us (batch 16
-# 0.13 against 0.84 ms), K = 8, T = 100, batch 16 0.86 against 4.2 ms, K = 2, T = 1,000
-# 0.11 against 0.17 ms.
-EXACT_DERIVATIVE_UP_TO = 2
+# float32, one thread: K = 2, T = 100: 28 against 40 us; K = 3, T = 100: 36 against 47;
+# K = 4, T = 10: 20 against 24). Larger chains differentiate the guarded tree as it runs,
+# since its matrix products run as plain products (``backends/jax_matmul.py``): K = 4,
+# T = 100, batch 16 0.13 against 0.84 ms, K = 8, T = 100, batch 16 0.86 against 4.2 ms,
+# K = 2, T = 1,000 0.11 against 0.17 ms.
+EXACT_DERIVATIVE_UP_TO = 4
 EXACT_DERIVATIVE_ENTRIES = 2048
 
 

@@ -80,10 +80,10 @@ def test_matmul_derivatives_are_plain_products():
 # A batch of one: the step matrices are (T, 1, K, K), and with the unit dim in the products
 # XLA's CPU formed the gradient's transposed products again (K = 4, T = 100: 81 against 28 us
 # without it), so the products drop unit batch dims.
-@pytest.mark.parametrize("batch", [8, 1])
+@pytest.mark.parametrize("batch,duration", [(8, 32), (1, 160)])
 @pytest.mark.parametrize("dtype", [np.float32])  # NumPyro's dtype; the suite's default is float64
-def test_jitted_batched_chain_gradient_by_plain_products(dtype, batch):
-    duration, k = 32, 4  # past the sizes whose derivative is the exact tree's
+def test_jitted_batched_chain_gradient_by_plain_products(dtype, batch, duration):
+    k = 4  # past the sizes whose derivative is the exact tree's (T x batch x K^2 > 2048)
     rng = np.random.default_rng(1)
     logf = rng.normal(size=(duration, k, k, batch)).astype(dtype)
 
