@@ -23,7 +23,11 @@ import numpy as np
 
 from backends.jax_host import from_host, host_arange, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
-from backends.jax_logsumexp import logsumexp_shared, reduce_merged  # noqa: F401
+from backends.jax_logsumexp import (  # noqa: F401
+    logsumexp_primitives,
+    logsumexp_shared,
+    reduce_merged,
+)
 from backends.jax_matmul import matmul as _matmul
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type

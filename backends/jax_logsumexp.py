@@ -134,8 +134,26 @@ def logsumexp(x, axis=None, keepdims: bool = False):
         return x
     axes = tuple(range(x.ndim)) if axis is None else (
         tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    # (eagerly, and under an eager jax.grad, the custom jvp compiles one program per shape
-    # where the primitives' derivative compiles two)
+    return reduce_merged(_lse, x, axes, bool(keepdims))
+
+
+def logsumexp_primitives(x, axis=None, keepdims: bool = False):
+    """``logsumexp`` for the rounds of a chain's exact log-space tree: under ``jax.jit`` (or
+    ``vmap``) an input of at most ``PRIMITIVE_DERIVATIVE_UP_TO`` entries is differentiated
+    from its primitives (no custom jvp's nested programs: the exact tree of a small jitted
+    chain 1.4-3.7x faster); eagerly, under an eager ``jax.grad`` (one compiled program per
+    shape, not two) and past the size, as ``logsumexp``. Not for loop bodies: inside a
+    ``scan`` the primitives' stored exps made a filter's derivative 1.4x slower. Values and
+    derivatives as ``logsumexp``.
+
+    Example:
+        >>> float(jax.grad(lambda x: logsumexp_primitives(x, axis=0))(jnp.zeros(2))[0])
+        0.5
+    """
+    if axis == ():
+        return x
+    axes = tuple(range(x.ndim)) if axis is None else (
+        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
     primitives = x.size <= PRIMITIVE_DERIVATIVE_UP_TO and not value_known(x)
     return reduce_merged(_lse_primitives if primitives else _lse, x, axes, bool(keepdims))
 

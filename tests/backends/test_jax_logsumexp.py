@@ -60,22 +60,23 @@ def _exps(jaxpr) -> list:  # the shapes of every exp, sub-jaxprs (pjit, custom_j
     return found
 
 
-@pytest.mark.parametrize("form", ["default", "default large", "shared"])
+@pytest.mark.parametrize("form", ["primitives", "primitives large", "default", "shared"])
 def test_jax_logsumexp_value_and_grad_exps(form, monkeypatch):
     # logsumexp_shared: the value and its softmax weights share exp(x - max) (a second
-    # exp(x - value) doubled the cost of a plated contraction's gradient); so does logsumexp
-    # of a small input under a trace, differentiated from its primitives; past
-    # PRIMITIVE_DERIVATIVE_UP_TO entries logsumexp keeps an exp of its own for the weights,
-    # which XLA fuses where x is a large broadcast. Values: scipy; weights: numpy's softmax,
-    # 0 on the all -inf slice.
+    # exp(x - value) doubled the cost of a plated contraction's gradient); so does
+    # logsumexp_primitives of a small input under a trace, differentiated from its
+    # primitives; logsumexp (and logsumexp_primitives past PRIMITIVE_DERIVATIVE_UP_TO
+    # entries) keeps an exp of its own for the weights, which XLA fuses where x is a large
+    # broadcast. Values: scipy; weights: numpy's softmax, 0 on the all -inf slice.
     from backends import jax_logsumexp
 
-    if form == "default large":
+    if form == "primitives large":
         monkeypatch.setattr(jax_logsumexp, "PRIMITIVE_DERIVATIVE_UP_TO", 0)
     x = _inputs("float32")
-    lse_fn = jax_logsumexp.logsumexp_shared if form == "shared" else ops.logsumexp
+    lse_fn = {"shared": jax_logsumexp.logsumexp_shared, "default": ops.logsumexp}.get(
+        form, jax_logsumexp.logsumexp_primitives)
     f = jax.value_and_grad(lambda v: lse_fn(v, axis=1).clip(-1e30).sum())
-    exps = 2 if form == "default large" else 1
+    exps = 1 if form in ("shared", "primitives") else 2
     assert _exps(jax.make_jaxpr(f)(jnp.asarray(x)).jaxpr) == [x.shape] * exps
     value, grad = jax.jit(f)(jnp.asarray(x))
     with np.errstate(divide="ignore"):

@@ -121,7 +121,7 @@ def _mm(sum_op, prod_op, a, b):
     # round (the size test and the dispatch are a fair part of a small round's time).
     if sum_op is ops.logaddexp and prod_op is ops.add and (
             a.shape[0] * a.shape[-1] ** 3 * math.prod(a.shape[1:-2]) <= BROADCAST_LIMIT):
-        return log_sum(a[..., :, :, None] + b[..., None, :, :], -2)
+        return log_sum(a[..., :, :, None] + b[..., None, :, :], -2, primitives=True)
     return semiring_mm(sum_op, prod_op, a, b)
 
 

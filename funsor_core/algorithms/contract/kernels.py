@@ -98,14 +98,17 @@ def reduce_dims(x, letters: str, out: str, sum_op):
     return align_dims(x, letters, out)
 
 
-def log_sum(x, axis, shared: bool = False):
+def log_sum(x, axis, shared: bool = False, primitives: bool = False):
     """``logsumexp`` over ``axis`` whose derivative is finite where a whole slice is
     ``-inf`` (a state no path reaches): the backends' kernels differentiate as
     ``exp(x - out)``, ``exp(-inf + inf)`` = NaN there, which turns even a zero cotangent
     into NaN rows of a gradient. ``shared``: ``x`` is an array no larger than what it was
     summed from, so a backend's ``logsumexp_shared`` (jax's: the derivative keeps the value's
     exps, one exp per entry instead of two) is cheaper than recomputing them; a broadcast much
-    larger than its operands is better recomputed (fused) than stored. Without derivatives
+    larger than its operands is better recomputed (fused) than stored. ``primitives``: ``x``
+    is a small round of a chain's exact tree, outside any loop (a backend's
+    ``logsumexp_primitives``: jax's differentiates it from its primitives under jit, where a
+    custom jvp's nested programs cost more than the round). Without derivatives
     (numpy, torch without ``requires_grad``), or where the backend's kernel already
     differentiates to 0 there (jax's, by a custom jvp: ``LOGSUMEXP_GRAD_FINITE``), the
     kernel runs alone; eagerly
@@ -124,6 +127,8 @@ def log_sum(x, axis, shared: bool = False):
     if backend.LOGSUMEXP_GRAD_FINITE or not backend.tracks_gradients(x):
         if shared and getattr(backend, "logsumexp_shared", None) is not None:
             return backend.logsumexp_shared(x, axis=axis)
+        if primitives and getattr(backend, "logsumexp_primitives", None) is not None:
+            return backend.logsumexp_primitives(x, axis=axis)
         return ops.logsumexp(x, axis=axis)
     out = ops.logsumexp(x, axis=axis, keepdims=True)
     dead = out == -math.inf
