@@ -114,11 +114,7 @@ def logsumexp_shared(x, axis=None, keepdims: bool = False):
         >>> float(jax.grad(lambda x: logsumexp_shared(x, axis=0))(jnp.zeros(2))[0])
         0.5
     """
-    if axis == ():
-        return x
-    axes = tuple(range(x.ndim)) if axis is None else (
-        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    return reduce_merged(_lse_shared, x, axes, bool(keepdims))
+    return _reduced(_lse_shared, x, axis, keepdims)
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):
@@ -130,11 +126,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
         >>> float(logsumexp(jnp.zeros((2, 3)), axis=(0, -1)))  # log(6)
         1.7917...
     """
-    if axis == ():
-        return x
-    axes = tuple(range(x.ndim)) if axis is None else (
-        tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    return reduce_merged(_lse, x, axes, bool(keepdims))
+    return _reduced(_lse, x, axis, keepdims)
 
 
 def logsumexp_primitives(x, axis=None, keepdims: bool = False):
@@ -150,12 +142,18 @@ def logsumexp_primitives(x, axis=None, keepdims: bool = False):
         >>> float(jax.grad(lambda x: logsumexp_primitives(x, axis=0))(jnp.zeros(2))[0])
         0.5
     """
+    primitives = x.size <= PRIMITIVE_DERIVATIVE_UP_TO and not value_known(x)
+    return _reduced(_lse_primitives if primitives else _lse, x, axis, keepdims)
+
+
+
+def _reduced(fn, x, axis, keepdims: bool):
+    # ``fn(x, axes, keepdims)`` over ``axis`` (an int, a tuple, or None for all), normalized.
     if axis == ():
         return x
     axes = tuple(range(x.ndim)) if axis is None else (
         tuple(a % x.ndim for a in axis) if isinstance(axis, (tuple, list)) else (axis % x.ndim,))
-    primitives = x.size <= PRIMITIVE_DERIVATIVE_UP_TO and not value_known(x)
-    return reduce_merged(_lse_primitives if primitives else _lse, x, axes, bool(keepdims))
+    return reduce_merged(fn, x, axes, bool(keepdims))
 
 
 def reduce_merged(fn, x, axes: tuple, keepdims: bool):
