@@ -278,10 +278,6 @@ def log_pair_spec(lx: str, ly: str, out: str, sizes: dict) -> tuple | None:
             None if final == tuple(range(len(out))) else final, shared)
 
 
-# False restores the output-then-summed order everywhere (for A/B measurements).
-KEEP_LARGE_OPERAND = True
-
-
 def _broadcast_order(lx: str, ly: str, out: str, union: str, sizes: dict) -> str:
     # The broadcast in the output's order with the summed dims last: the sum runs over
     # contiguous trailing axes and no transpose follows it (XLA would copy one). Unless that
@@ -290,7 +286,7 @@ def _broadcast_order(lx: str, ly: str, out: str, union: str, sizes: dict) -> str
     # the broadcast takes the larger operand's order, the other's dims after.
     ordered = out + "".join(c for c in union if c not in out)
     big = max((lx, ly), key=lambda s: math.prod(sizes[c] for c in s))
-    if (not KEEP_LARGE_OPERAND or "".join(c for c in ordered if c in big) == big
+    if ("".join(c for c in ordered if c in big) == big
             or math.prod(sizes[c] for c in big) <= math.prod(sizes[c] for c in out)):
         return ordered
     return big + "".join(c for c in union if c not in big)
