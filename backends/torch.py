@@ -365,7 +365,9 @@ def _new_array(proto, data):
 
 
 def _to_numpy(x):
-    return x.detach().cpu().numpy()
+    # numpy has no bfloat16 (without ml_dtypes): its values are float32's, exactly.
+    x = x.detach().cpu()
+    return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
 
 
 def _is_floating(x):

@@ -22,6 +22,7 @@ from funsor_core.algorithms.chains.cost_model import VECMAT_BROADCAST
 from funsor_core.algorithms.chains.discrete_tree import _dot
 from funsor_core.algorithms.contract.linear_space import log_limits
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.floats import float_info
 
 __all__ = ["kept", "full_batch", "python_loop", "rounded_away", "eager_log_filter", "vecmat"]
 
@@ -115,7 +116,7 @@ def rounded_away(p, right, floor: float):
     er = ops.exp(right - r_max)
     total = ops.sum(p * er, axis=-1)
     lost = ops.sum(ops.where(low, er, ops.full_like(er, 0.0)), axis=-1) * floor
-    eps = float(np.finfo(str(p.dtype).replace("torch.", "")).eps)
+    eps = float_info(p.dtype).eps
     return ops.any(lost > eps * total)
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-
 from funsor_core import ops
 from funsor_core.engine.backend import backend_of
+from funsor_core.engine.floats import float_info
 
 __all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "renormalized",
            "shift_period", "shifted_loop", "single_precision", "split_shift"]
@@ -54,10 +53,9 @@ def _cut(dtype, k: int) -> tuple:
     # (the log below which linear_exp makes exact zeros, or None; its floor) for k states
     cut = _CUTS.get(dtype)
     if cut is None:
-        name = dtype if isinstance(dtype, np.dtype) else str(dtype).rsplit(".", 1)[-1]
-        info = np.finfo(name)
+        info = float_info(dtype)
         cut = _CUTS[dtype] = (None if info.bits <= 32 else math.log(info.tiny) / 2,
-                              info.eps, float(info.tiny / info.eps))
+                              info.eps, info.tiny / info.eps)
     low, eps, floor = cut
     return low, floor if low is None else max(floor, float(k * math.exp(low) / eps))
 
@@ -86,9 +84,7 @@ def single_precision(dtype) -> bool:
     """
     bits = _BITS.get(dtype)
     if bits is None:
-        # numpy and jax dtypes are numpy's; torch's (torch.float32) is read by its name.
-        name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
-        bits = _BITS[dtype] = np.finfo(name).bits
+        bits = _BITS[dtype] = float_info(dtype).bits
     return bits <= 32
 
 
@@ -102,8 +98,7 @@ def float_max(dtype) -> float:
         >>> float_max(np.dtype(np.float16))
         65504.0
     """
-    name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
-    return float(np.finfo(name).max)
+    return float_info(dtype).max
 
 
 # A float32 log-space carry keeps its maximum apart: after T steps of log weights near -1e4

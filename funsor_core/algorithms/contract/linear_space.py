@@ -50,6 +50,7 @@ from funsor_core import ops
 from funsor_core.algorithms.contract.kernels import linear_pair, reduce_dims
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.cache import FastCache
+from funsor_core.engine.floats import float_info
 
 __all__ = ["run_log_plan", "run_log_plan_traced", "log_limits"]
 
@@ -70,10 +71,7 @@ def log_limits(dtype) -> tuple:
     """
     limits = _LIMITS.get(dtype)
     if limits is None:
-        # numpy and jax dtypes are numpy's; another library's dtype (torch.float32) is read
-        # by the name after its last dot.
-        name = dtype if isinstance(dtype, (type, np.dtype)) else str(dtype).rsplit(".", 1)[-1]
-        info = np.finfo(name)
+        info = float_info(dtype)
         limits = _LIMITS[dtype] = (math.log(info.tiny) - math.log(info.eps),
                                    math.log(info.max) - 16.0)
     return limits
