@@ -203,10 +203,7 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
     if mask is not None:
         inner = fn
 
-        def fn(c, g):
-            if isinstance(c, tuple):  # a renormalized carry: (values, shift)
-                return tuple(n if n is o else kept(g["keep"], n, o)
-                             for n, o in zip(inner(c, g), c))
+        def fn(c, g):  # (a shifted carry's shift column is kept with its values)
             return kept(g["keep"], inner(c, g), c)
 
     if scan is None:
@@ -232,17 +229,18 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; compiled,
-    # the carry is shifted every step, and eagerly the steps once and the carry every few
-    # steps, ``discrete_precision.shift_period``)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; the steps
+    # are shifted once, and the carry every step compiled, eagerly every few steps,
+    # ``discrete_precision.shift_period``)
     log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
                 and single_precision(factors[0].dtype))
     every, offset = 1, None
     if log_like:
         dtype = factors[0].dtype
         big = float_max(dtype) / ((len(factors) + 1) * duration + 2)  # no sum of shifts overflows
-        if scan is None:  # eagerly: steps shifted at once, the carry every few steps
-            factors, offset, spread = preshifted(factors, step.timed, mask, duration, big)
+        factors, offset, spread = preshifted(factors, step.timed, mask, duration, big,
+                                             scan is None)
+        if scan is None:
             rise = math.log(step.states) if sum_op is ops.logaddexp else 0.0
             every = shift_period(dtype, spread + rise)
     if left is not None or right is not None:
