@@ -127,16 +127,17 @@ def split_shift(v, axes: tuple, big: float) -> tuple:
     return v - s, s
 
 
-# Compiled, the carry and its shift travel as one array, the shift one more column (the
-# same in every row of a matrix carry). XLA:CPU runs a loop body of at most 8 thunks in line
-# and a longer one through its dataflow executor, at a fixed cost per step; a ``(values,
-# shift)`` pair took 9 thunks (the shift's own add and copy), the one array 8 (the jitted
-# value and gradient of ``mpsp K=4 T=50 P=8``: 67 -> 47 us, as without any shift). The
-# arithmetic is the pair's, so are the values, to the bit.
+# Compiled, a vector carry and its shift travel as one array, the shift one more column.
+# XLA:CPU runs a loop body of at most 8 thunks in line and a longer one through its dataflow
+# executor, at a fixed cost per step: a ``(values, shift)`` pair took 9 thunks (the shift's
+# own add and copy), the one array takes 8 (the jitted value and gradient of ``mpsp K=4 T=50
+# P=8``: 67 -> 50 us, its steps preshifted too). A matrix carry's body takes more than 8
+# either way (11 for ``mixed K=8``), and the column would cost its backward pass a pad a
+# step: it keeps the pair. The arithmetic is the pair's, and so are the values.
 def with_shift_column(fn, k: int, axes: tuple, big: float):
     """A scan body ``(carry, x) -> carry`` on arrays ``(..., k + 1)``: ``fn`` of the first
     ``k`` columns (log-space values) is shifted by ``split_shift``, and the shift added to
-    the last column.
+    the last column (detached, as the shift is).
 
     Example:
         >>> body = with_shift_column(lambda v, x: v + x, 2, (-1,), 1e30)
@@ -145,16 +146,16 @@ def with_shift_column(fn, k: int, axes: tuple, big: float):
     """
     def body(carry, x):
         v, shift = split_shift(fn(carry[..., :k], x), axes, big)
-        return ops.cat([v, carry[..., k:] + shift], -1)
+        return ops.cat([v, ops.detach(carry[..., k:] + shift)], -1)
     return body
 
 
 def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled: bool):
     """``(values, shift)`` of a loop of the log-space ``fn`` from ``start``, its carry kept
-    apart from its maximum (``split_shift``): compiled, shifted every step (the shift one
-    more column of the carry, ``with_shift_column``); eagerly every ``every`` steps, the
-    shifts collected apart. ``loop(fn, carry, every, renorm)`` runs the steps (``renorm``
-    None: none between them).
+    apart from its maximum (``split_shift``): compiled, shifted every step (a vector's shift
+    one more column of it, ``with_shift_column``; a matrix's a second carry); eagerly every
+    ``every`` steps, the shifts collected apart. ``loop(fn, carry, every, renorm)`` runs
+    the steps (``renorm`` None: none between them).
 
     Example:
         >>> def loop(fn, carry, every, renorm):
@@ -169,12 +170,15 @@ def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled:
         ([0.0, 0.0], [-15.0])
     """
     start, shift = split_shift(start, axes, big)
-    if compiled:
+    if compiled and len(axes) == 1:
         k = start.shape[-1]
-        if len(axes) == 2:  # a matrix carry (..., P, C): the shift (..., 1, 1) in every row
-            shift = ops.expand(shift, tuple(start.shape[:-1]) + (1,))
         carry = loop(with_shift_column(fn, k, axes, big), ops.cat([start, shift], -1), 1, None)
-        return carry[..., :k], carry[..., k:] if len(axes) == 1 else carry[..., :1, k:]
+        return carry[..., :k], carry[..., k:]
+    if compiled:  # a matrix carry: the body takes more than 8 thunks either way
+        def body(carry, x):
+            v, s = split_shift(fn(carry[0], x), axes, big)
+            return v, carry[1] + s
+        return loop(body, (start, shift), 1, None)
     shifts = [shift]
 
     def renorm(v):
