@@ -229,20 +229,18 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
 
 def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
-    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; the steps
-    # are shifted once, and the carry every step compiled, eagerly every few steps,
-    # ``discrete_precision.shift_period``; a compiled matrix carry keeps its steps as they
-    # are, the pass costing 4-8% of ``mixed K=4|8`` under jit)
+    # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; compiled,
+    # the carry is shifted every step, and eagerly the steps once and the carry every few
+    # steps, ``discrete_precision.shift_period``; compiled, that pass over the steps would
+    # cost 6-22% of ``mpsp`` under jit, its value and gradient, K = 4..16)
     log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
                 and single_precision(factors[0].dtype))
     every, offset = 1, None
     if log_like:
         dtype = factors[0].dtype
         big = float_max(dtype) / ((len(factors) + 1) * duration + 2)  # no sum of shifts overflows
-        if scan is None or left is not None or right is not None:
-            factors, offset, spread = preshifted(factors, step.timed, mask, duration, big,
-                                                 scan is None)
-        if scan is None:
+        if scan is None:  # eagerly: steps shifted at once, the carry every few steps
+            factors, offset, spread = preshifted(factors, step.timed, mask, duration, big)
             rise = math.log(step.states) if sum_op is ops.logaddexp else 0.0
             every = shift_period(dtype, spread + rise)
     if left is not None or right is not None:

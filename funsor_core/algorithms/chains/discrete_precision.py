@@ -17,8 +17,9 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.engine.backend import backend_of
 
-__all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "shift_period",
-           "shifted_loop", "single_precision", "split_shift", "with_shift_column"]
+__all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "renormalized",
+           "shift_period", "shifted_loop", "single_precision", "split_shift",
+           "with_shift_column"]
 
 
 def linear_exp(x) -> tuple:
@@ -131,9 +132,24 @@ def split_shift(v, axes: tuple, big: float) -> tuple:
 # XLA:CPU runs a loop body of at most 8 thunks in line and a longer one through its dataflow
 # executor, at a fixed cost per step: a ``(values, shift)`` pair took 9 thunks (the shift's
 # own add and copy), the one array takes 8 (the jitted value and gradient of ``mpsp K=4 T=50
-# P=8``: 67 -> 50 us, its steps preshifted too). A matrix carry's body takes more than 8
-# either way (11 for ``mixed K=8``), and the column would cost its backward pass a pad a
-# step: it keeps the pair. The arithmetic is the pair's, and so are the values.
+# P=8``: 67 -> 50 us). A matrix carry's body takes more than 8 either way (11 for ``mixed
+# K=8``), and the column would cost its backward pass a pad a step: it keeps the pair
+# (``renormalized``). The arithmetic is the pair's, and so are the values.
+def renormalized(fn, axes: tuple, big: float):
+    """A scan body ``(carry, x) -> carry`` of log-space values made one of ``(values, shift)``
+    pairs: ``fn``'s result is shifted by ``split_shift`` and the shift accumulated apart.
+
+    Example:
+        >>> body = renormalized(lambda v, x: v + x, (-1,), 1e30)
+        >>> body((np.zeros(2), np.zeros(1)), np.array([-5.0, -6.0]))
+        (array([ 0., -1.]), array([-5.]))
+    """
+    def body(carry, g):
+        v, shift = split_shift(fn(carry[0], g), axes, big)
+        return v, carry[1] + shift
+    return body
+
+
 def with_shift_column(fn, k: int, axes: tuple, big: float):
     """A scan body ``(carry, x) -> carry`` on arrays ``(..., k + 1)``: ``fn`` of the first
     ``k`` columns (log-space values) is shifted by ``split_shift``, and the shift added to
@@ -174,11 +190,8 @@ def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled:
         k = start.shape[-1]
         carry = loop(with_shift_column(fn, k, axes, big), ops.cat([start, shift], -1), 1, None)
         return carry[..., :k], carry[..., k:]
-    if compiled:  # a matrix carry: the body takes more than 8 thunks either way
-        def body(carry, x):
-            v, s = split_shift(fn(carry[0], x), axes, big)
-            return v, carry[1] + s
-        return loop(body, (start, shift), 1, None)
+    if compiled:  # a matrix carry
+        return loop(renormalized(fn, axes, big), (start, shift), 1, None)
     shifts = [shift]
 
     def renorm(v):
@@ -222,15 +235,13 @@ def shift_period(dtype, spread: float) -> int:
     return max(1, int(budget // spread))
 
 
-def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float,
-               spread: bool = True) -> tuple:
+def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float) -> tuple:
     """``(shifted, offset, spread)``: each log-space factor ``(T or 1, *batch, P or 1, C or
     1)`` less its detached maximum over its states (per step where ``timed``, 0 where not
     finite, clamped to ``[-big, big]``); ``offset`` ``(*batch, 1, 1)``, those maxima summed
     over the steps that count (``mask`` ``(T, *batch)`` or None; ``duration`` steps): the
     chain of the shifted factors plus ``offset`` is the chain of ``factors``; ``spread``,
-    the sum of the shifted factors' largest finite ranges (a Python float, read from the
-    values; None unless ``spread``: a traced array has no values to read).
+    the sum of the shifted factors' largest finite ranges (a Python float).
 
     Example:
         >>> (f,), off, r = preshifted((np.array([[[-3.0, -4.0]], [[-1.0, -2.0]]]),), (True,),
@@ -238,15 +249,15 @@ def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float,
         >>> f.tolist(), off.tolist(), r
         ([[[0.0, -1.0]], [[0.0, -1.0]]], [[-4.0]], 1.0)
     """
-    shifted, offset, ranges = [], None, 0.0 if spread else None
+    shifted, offset, spread = [], None, 0.0
     for f, is_timed in zip(factors, timed):
         fns = backend_of(f).LOOP_FNS
         s = fns.max2(f)  # (T or 1, *batch, 1, 1), detached
         s = ops.clamp(ops.where(ops.isfinite(s), s, ops.full_like(s, 0.0)), -big, big)
         f = f - s
         shifted.append(f)
-        if spread and math.prod(f.shape):  # (an empty batch has no range)
-            ranges -= fns.smallest(ops.where(ops.isfinite(f), f, ops.full_like(f, 0.0)))
+        if math.prod(f.shape):  # (an empty batch has no range)
+            spread -= fns.smallest(ops.where(ops.isfinite(f), f, ops.full_like(f, 0.0)))
         if mask is not None:
             keep = ops.reshape(mask, tuple(mask.shape) + (1, 1))
             total = ops.sum(ops.where(keep, s, ops.full_like(s, 0.0)), axis=0)
@@ -255,4 +266,4 @@ def preshifted(factors: tuple, timed: tuple, mask, duration: int, big: float,
         else:
             total = s[0] * duration
         offset = total if offset is None else offset + total
-    return tuple(shifted), offset, ranges
+    return tuple(shifted), offset, spread
