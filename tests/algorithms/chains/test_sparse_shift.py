@@ -2,7 +2,8 @@
 their carry only every few steps (h80; ``discrete_precision.preshifted``): values against a
 float64 numpy forward recursion in all four boundary forms (ragged or not, T not a multiple
 of the period), and the digits the derivative reads (Viterbi paths, pair marginals) of long
-chains with steps near -1e4 against float64 numpy Viterbi and forward-backward."""
+chains with steps near -1e4 against float64 numpy Viterbi and forward-backward. The values
+also compiled (jax: the carry shifted every step, its shift a column of a vector carry)."""
 
 import numpy as np
 import pytest
