@@ -203,10 +203,7 @@ def _loop(fn, carry, step: _Step, factors, duration: int, reverse: bool, scan, m
     if mask is not None:
         inner = fn
 
-        def fn(c, g):
-            if isinstance(c, tuple):  # a renormalized carry: (values, shift)
-                return tuple(n if n is o else kept(g["keep"], n, o)
-                             for n, o in zip(inner(c, g), c))
+        def fn(c, g):  # (a shifted carry's shift, a column or a pair's, is kept with it)
             return kept(g["keep"], inner(c, g), c)
 
     if scan is None:
@@ -234,7 +231,8 @@ def _sequential(step: _Step, factors, duration, left, right, scan, mask=None):
     sum_op, prod_op = step.sum_op, step.prod_op
     # (single precision only: double's 53 bits keep 1e-8 of a carry near -1e8; compiled,
     # the carry is shifted every step, and eagerly the steps once and the carry every few
-    # steps, ``discrete_precision.shift_period``)
+    # steps, ``discrete_precision.shift_period``; compiled, that pass over the steps would
+    # cost 6-22% of ``mpsp`` under jit, its value and gradient, K = 4..16)
     log_like = (prod_op is ops.add and sum_op in (ops.logaddexp, ops.max)
                 and single_precision(factors[0].dtype))
     every, offset = 1, None

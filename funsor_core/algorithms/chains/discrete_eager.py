@@ -66,12 +66,14 @@ def python_loop(fn, carry, kinds: tuple, timed: tuple, factors, duration: int, r
 
 def kept(keep, new, old):
     """``new`` where the step counts, else the carried ``old``: ``keep`` (*batch) against a
-    carry (*batch, K) or (*batch, P, C).
+    carry (*batch, K) or (*batch, P, C), or a tuple of them (a carry and its shift).
 
     Example:
         >>> kept(np.array([False]), np.ones((1, 2, 2)), np.zeros((1, 2, 2))).sum()
         np.float64(0.0)
     """
+    if isinstance(new, tuple):
+        return tuple(kept(keep, n, o) for n, o in zip(new, old))
     keep = ops.reshape(keep, tuple(keep.shape) + (1,) * (len(new.shape) - len(keep.shape)))
     return ops.where(keep, new, old)
 

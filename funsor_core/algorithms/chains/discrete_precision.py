@@ -17,7 +17,8 @@ from funsor_core.engine.backend import backend_of
 from funsor_core.engine.floats import float_info
 
 __all__ = ["float_max", "linear_exp", "linear_exp_floor", "preshifted", "renormalized",
-           "shift_period", "shifted_loop", "single_precision", "split_shift"]
+           "shift_period", "shifted_loop", "single_precision", "split_shift",
+           "with_shift_column"]
 
 
 def linear_exp(x) -> tuple:
@@ -122,6 +123,13 @@ def split_shift(v, axes: tuple, big: float) -> tuple:
     return v - s, s
 
 
+# Compiled, a vector carry and its shift travel as one array, the shift one more column.
+# XLA:CPU runs a loop body of at most 8 thunks in line and a longer one through its dataflow
+# executor, at a fixed cost per step: a ``(values, shift)`` pair took 9 thunks (the shift's
+# own add and copy), the one array takes 8 (the jitted value and gradient of ``mpsp K=4 T=50
+# P=8``: 67 -> 50 us). A matrix carry's body takes more than 8 either way (11 for ``mixed
+# K=8``), and the column would cost its backward pass a pad a step: it keeps the pair
+# (``renormalized``). The arithmetic is the pair's, and so are the values.
 def renormalized(fn, axes: tuple, big: float):
     """A scan body ``(carry, x) -> carry`` of log-space values made one of ``(values, shift)``
     pairs: ``fn``'s result is shifted by ``split_shift`` and the shift accumulated apart.
@@ -137,12 +145,28 @@ def renormalized(fn, axes: tuple, big: float):
     return body
 
 
+def with_shift_column(fn, k: int, axes: tuple, big: float):
+    """A scan body ``(carry, x) -> carry`` on arrays ``(..., k + 1)``: ``fn`` of the first
+    ``k`` columns (log-space values) is shifted by ``split_shift``, and the shift added to
+    the last column (detached, as the shift is).
+
+    Example:
+        >>> body = with_shift_column(lambda v, x: v + x, 2, (-1,), 1e30)
+        >>> body(np.zeros(3), np.array([-5.0, -6.0])).tolist()
+        [0.0, -1.0, -5.0]
+    """
+    def body(carry, x):
+        v, shift = split_shift(fn(carry[..., :k], x), axes, big)
+        return ops.cat([v, ops.detach(carry[..., k:] + shift)], -1)
+    return body
+
+
 def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled: bool):
     """``(values, shift)`` of a loop of the log-space ``fn`` from ``start``, its carry kept
-    apart from its maximum (``split_shift``): compiled, shifted every step (a ``(values,
-    shift)`` carry through ``renormalized``); eagerly every ``every`` steps, the shifts
-    collected apart. ``loop(fn, carry, every, renorm)`` runs the steps (``renorm`` None:
-    none between them).
+    apart from its maximum (``split_shift``): compiled, shifted every step (a vector's shift
+    one more column of it, ``with_shift_column``; a matrix's a second carry); eagerly every
+    ``every`` steps, the shifts collected apart. ``loop(fn, carry, every, renorm)`` runs
+    the steps (``renorm`` None: none between them).
 
     Example:
         >>> def loop(fn, carry, every, renorm):
@@ -152,9 +176,16 @@ def shifted_loop(loop, fn, start, axes: tuple, big: float, every: int, compiled:
         >>> v, s = shifted_loop(loop, lambda v, x: v + x, np.zeros(2), (-1,), 1e30, 3, False)
         >>> v.tolist(), s.tolist()
         ([0.0, 0.0], [-15.0])
+        >>> v, s = shifted_loop(loop, lambda v, x: v + x, np.zeros(2), (-1,), 1e30, 1, True)
+        >>> v.tolist(), s.tolist()
+        ([0.0, 0.0], [-15.0])
     """
     start, shift = split_shift(start, axes, big)
-    if compiled:
+    if compiled and len(axes) == 1:
+        k = start.shape[-1]
+        carry = loop(with_shift_column(fn, k, axes, big), ops.cat([start, shift], -1), 1, None)
+        return carry[..., :k], carry[..., k:]
+    if compiled:  # a matrix carry
         return loop(renormalized(fn, axes, big), (start, shift), 1, None)
     shifts = [shift]
 

@@ -2,7 +2,8 @@
 their carry only every few steps (h80; ``discrete_precision.preshifted``): values against a
 float64 numpy forward recursion in all four boundary forms (ragged or not, T not a multiple
 of the period), and the digits the derivative reads (Viterbi paths, pair marginals) of long
-chains with steps near -1e4 against float64 numpy Viterbi and forward-backward."""
+chains with steps near -1e4 against float64 numpy Viterbi and forward-backward. The values
+also compiled (jax: the carry shifted every step, its shift a column of a vector carry)."""
 
 import numpy as np
 import pytest
@@ -53,7 +54,7 @@ def _inputs(t_len, rng):
     return (trans, obs, prev), mask, ends
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 @pytest.mark.parametrize("sum_op", [ops.max, ops.logaddexp], ids=["max", "logaddexp"])
 @pytest.mark.parametrize("ragged", [False, True])
 def test_float32_sequential_values_in_every_boundary_form(backend, sum_op, ragged):
@@ -62,7 +63,7 @@ def test_float32_sequential_values_in_every_boundary_form(backend, sum_op, ragge
     if not ragged:
         mask = np.ones_like(mask)
     steps = sum(f.astype(np.float64) for f in factors)
-    conv = np.asarray if backend == "numpy" else torch.tensor
+    conv = {"numpy": np.asarray, "torch": torch.tensor, "jax": _jax_array}[backend]
     for lt, rt in ((left, right), (left, None), (None, right), (None, None)):
         expected = _forward64(sum_op, steps, mask, lt, rt)
         with recorded_choices() as log:
@@ -78,6 +79,10 @@ def test_float32_sequential_values_in_every_boundary_form(backend, sum_op, ragge
         scale = np.abs(expected[np.isfinite(expected)]).max()
         np.testing.assert_allclose(actual, expected, rtol=0, atol=4e-6 * scale)
         assert (np.isneginf(actual) == np.isneginf(expected)).all()
+
+
+def _jax_array(x):
+    return pytest.importorskip("jax").numpy.asarray(x)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
