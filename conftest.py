@@ -92,6 +92,17 @@ def backend(request):
     fc.set_backend("numpy")
 
 
+@pytest.fixture
+def torch_backend():
+    """The torch backend active (the test skipped where torch is missing); numpy after."""
+    pytest.importorskip("torch")
+    import funsor_core as fc
+
+    fc.set_backend("torch")
+    yield
+    fc.set_backend("numpy")
+
+
 def _scratch_rules(interpretation):
     """Yield ``interpretation``; the rules a test registers on its kind are removed after."""
     from funsor_core.engine.interpreter import _clear_all_caches, _ignore_ambiguities

@@ -36,14 +36,7 @@ def _fold(x, op):
     return m
 
 
-@pytest.fixture
-def chain():
-    fc.set_backend("torch")
-    yield
-    fc.set_backend("numpy")
-
-
-def test_bfloat16_chain_products_marginals_and_viterbi(chain):
+def test_bfloat16_chain_products_marginals_and_viterbi(torch_backend):
     T, K = 40, 3
     g = torch.Generator().manual_seed(0)
     x = torch.randn(T, K, K, generator=g, dtype=torch.float64).to(torch.bfloat16)

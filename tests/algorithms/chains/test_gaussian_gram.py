@@ -219,18 +219,11 @@ def _cast(args, dtype):
     return out
 
 
-@pytest.fixture
-def _torch_backend():
-    fc.set_backend("torch")
-    yield
-    fc.set_backend("numpy")
-
-
 @pytest.mark.parametrize("hidden, obs, degenerate", [(2, 2, None), (3, 1, None),
                                                      (3, 2, "unobserved"), (3, 2, "forgetful")])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_gaussian_hmm_log_prob_by_the_gram_tree(hidden, obs, degenerate, dtype, monkeypatch,
-                                                _torch_backend):
+                                                torch_backend):
     from funsor_core.pyro.hmm import GaussianHMM
 
     pyro_dist = pytest.importorskip("pyro.distributions")
@@ -251,7 +244,7 @@ def test_gaussian_hmm_log_prob_by_the_gram_tree(hidden, obs, degenerate, dtype, 
     np.testing.assert_allclose(actual.double().numpy(), theirs.numpy(), rtol=max(rtol, 1e-9))
 
 
-def test_gaussian_hmm_gradient_through_the_gram_tree(monkeypatch, _torch_backend):
+def test_gaussian_hmm_gradient_through_the_gram_tree(monkeypatch, torch_backend):
     from funsor_core.pyro.hmm import GaussianHMM
 
     routes = []
