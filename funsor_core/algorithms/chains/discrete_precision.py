@@ -83,13 +83,7 @@ def single_precision(dtype) -> bool:
         >>> single_precision(np.float32), single_precision(np.float64)
         (True, False)
     """
-    bits = _BITS.get(dtype)
-    if bits is None:
-        bits = _BITS[dtype] = float_info(dtype).bits
-    return bits <= 32
-
-
-_BITS: dict = {}
+    return float_info(dtype).bits <= 32
 
 
 def float_max(dtype) -> float:
@@ -223,8 +217,7 @@ def shift_period(dtype, spread: float) -> int:
         >>> shift_period(f32, 10.0), shift_period(f32, 100.0), shift_period(f32, 1e4)
         (16, 2, 1)
     """
-    single_precision(dtype)  # caches the width
-    budget = _BUDGETS.get(_BITS[dtype])
+    budget = _BUDGETS.get(float_info(dtype).bits)
     if budget is None or not spread * MAX_PERIOD > budget:  # (or a small spread)
         return 1 if budget is None else MAX_PERIOD
     return max(1, int(budget // spread))
