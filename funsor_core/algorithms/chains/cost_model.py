@@ -283,6 +283,26 @@ def _costs(p: ChainProblem) -> tuple[float, float]:
     return seq_fixed + seq_work * element, par_fixed + par_factor * par_work * element
 
 
+# A compiled discrete chain of two states on a CPU folds sequentially up to this many steps
+# (batch 1, or a filter's carry of at most ``TWO_STATE_FILTER_CARRY`` steps x batch): a step
+# of XLA:CPU's fold costs ~0.1 us forward and ~0.15 us with its derivative there, the tree
+# ~8 us to set up and 1-2 us a round, which ``_costs`` (fitted forward-only on larger chains)
+# does not see. From three states, or a batch in a matrix carry, the fold's reverse pass
+# costs 5-8x its forward one and the tree is as fast or faster with gradients (README,
+# "Two-state chains under jax.jit fold": K = 2, T = 10, batch 1, value and gradient 14-24 ->
+# 10 us, forward 18 -> 8 us).
+TWO_STATE_FOLD_STEPS = 100
+TWO_STATE_FILTER_CARRY = 120
+
+
+def _two_state_fold(p: ChainProblem) -> bool:
+    if not p.compiled or p.gaussian or p.device != "cpu" or p.state != 2:
+        return False
+    if p.duration <= TWO_STATE_FOLD_STEPS and p.batch <= 1:
+        return True
+    return p.vector and p.duration * p.batch <= TWO_STATE_FILTER_CARRY
+
+
 @cached("chains.cost_model.strategies", maxsize=1024)
 def choose_strategy(problem: ChainProblem) -> tuple[str, str]:
     """The cheaper strategy for ``problem`` under the cost model, and why.
@@ -293,6 +313,10 @@ def choose_strategy(problem: ChainProblem) -> tuple[str, str]:
         >>> choose_strategy(chain_problem(np.zeros(1), 32, 16, 1000, vector=True))[0]
         'sequential'
     """
+    if _two_state_fold(problem):
+        return "sequential", (f"{problem.backend} compiled on {problem.device}, two states, "
+                              f"batch={problem.batch}, T={problem.duration}"
+                              f"{', filter' if problem.vector else ''}: a short fold")
     seq, par = _costs(problem)
     strategy = "parallel" if par < seq else "sequential"
     reason = (f"{problem.backend}{' compiled' if problem.compiled else ''} on "

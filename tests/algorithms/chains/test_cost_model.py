@@ -101,3 +101,68 @@ def test_compiled_filter_kernels_on_jax(batch, kernel):
     for s in range(t):
         v = np.logaddexp.reduce(v[:, :, None] + a[None] + o[s], axis=1)
     np.testing.assert_allclose(np.asarray(out), v, rtol=1e-9)
+
+
+def test_two_state_compiled_chains_fold():
+    def strategy(state=2, batch=1, duration=100, vector=False, compiled=True, gaussian=False):
+        problem = cm.ChainProblem("jax", compiled, "cpu", state, batch, duration, vector,
+                                  gaussian)
+        return cm.choose_strategy(problem)[0]
+
+    # Two states on a CPU, compiled: a short fold of one sequence, or a filter's small carry.
+    assert strategy() == "sequential"
+    assert strategy(duration=cm.TWO_STATE_FOLD_STEPS + 1) == "parallel"
+    assert strategy(batch=2, duration=10) == "parallel"
+    limit = cm.TWO_STATE_FILTER_CARRY // 4
+    assert strategy(batch=4, duration=limit, vector=True) == "sequential"
+    assert strategy(batch=4, duration=limit + 1, vector=True) == "parallel"
+    # Three states, Gaussians, a GPU or no compiler: the cost model's estimates decide.
+    for problem in (cm.ChainProblem("jax", True, "cpu", 3, 1, 10),
+                    cm.ChainProblem("jax", True, "cpu", 2, 1, 10, gaussian=True),
+                    cm.ChainProblem("jax", True, "gpu", 2, 1, 10),
+                    cm.ChainProblem("numpy", False, "cpu", 2, 1, 10)):
+        seq, par = cm._costs(problem)
+        choice = cm.choose_strategy(problem)
+        assert choice[0] == ("parallel" if par < seq else "sequential")
+        assert "estimated" in choice[1]
+
+
+def test_two_state_jitted_fold_value_and_gradient():
+    # A 2-state HMM under jax.jit(value_and_grad): the fold it now takes against the log
+    # partition function and the pair marginals (its gradient) by enumerating all 2^(T+1) paths.
+    jax = pytest.importorskip("jax")
+    import itertools
+
+    fc.set_backend("jax")
+    try:
+        rng = np.random.default_rng(2)
+        t = 10
+        trans = rng.normal(size=(t, 2, 2)) * 3.0 - 50.0  # an offset far from 0 in float32
+        init = rng.normal(size=2)
+
+        def log_z(w):
+            step = fc.Tensor(w, {"t": fc.Bint[t], "x": fc.Bint[2], "y": fc.Bint[2]})
+            chain = fc.MarkovProduct(ops.logaddexp, ops.add, step, "t", {"x": "y"})
+            return (fc.Tensor(jax.numpy.asarray(init, "float32"), {"x": fc.Bint[2]})
+                    + chain).reduce(ops.logaddexp).data
+
+        with cm.recorded_choices() as log:
+            value, grad = jax.jit(jax.value_and_grad(log_z))(
+                jax.numpy.asarray(trans, "float32"))
+        assert log[0].strategy == "sequential" and "two states" in log[0].reason
+        w32 = trans.astype(np.float32).astype(np.float64)
+        scores, pairs = [], []
+        for path in itertools.product(range(2), repeat=t + 1):
+            scores.append(init[path[0]] + sum(w32[s, path[s], path[s + 1]] for s in range(t)))
+            pairs.append(path)
+        scores = np.array(scores)
+        expected = np.logaddexp.reduce(scores)
+        weights = np.exp(scores - expected)
+        marginals = np.zeros((t, 2, 2))
+        for w, path in zip(weights, pairs):
+            for s in range(t):
+                marginals[s, path[s], path[s + 1]] += w
+        np.testing.assert_allclose(float(value), expected, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(grad), marginals, atol=2e-5)
+    finally:
+        fc.set_backend("numpy")
