@@ -13,7 +13,7 @@ import numpy as np
 from backends.numpy_trace import TracedNdarray
 from funsor_core import ops
 from funsor_core.engine.cache import FastCache
-from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
+from funsor_core.ops.op import cast_bool_args, expand_shape, in_float32, register_array_type
 from funsor_core.ops.op import register_scalar_type as declare_number
 from funsor_core.ops.tracer import register_traced_type
 
@@ -61,9 +61,7 @@ def _logsumexp(x, axis=None, keepdims=False):
 def _reduction(fn):
     # A reduction over all axes gives a numpy scalar; keep Tensor data a 0-d array instead.
     def kernel(x, axis=None, keepdims=False):
-        if axis == ():
-            return x
-        return np.asarray(fn(x, axis=axis, keepdims=keepdims))
+        return x if axis == () else np.asarray(fn(x, axis=axis, keepdims=keepdims))
 
     return kernel
 
@@ -186,10 +184,6 @@ def _qr_r(x):
 
 def _diagonal(x, dim1=-2, dim2=-1):
     return np.diagonal(x, axis1=dim1, axis2=dim2)
-
-
-def _flip(x, axis=None):
-    return np.flip(x, axis)
 
 
 def _triangular_inv(x, upper=False):
@@ -419,7 +413,10 @@ def _special_kernel(op):
                              ops.betaln: sp.betaln}[op])
             except ImportError:  # pragma: no cover  (the test extra installs scipy)
                 cell.append(_SPECIAL[op])
-        return np.asarray(cell[0](*args))
+        out = np.asarray(cell[0](*args))
+        if all(getattr(a, "dtype", None) == np.float16 for a in args):  # scipy: no float16 loops
+            out = out.astype(np.float16)
+        return out
 
     kernel.__name__ = f"_{op.name}"
     return kernel
@@ -442,7 +439,7 @@ KERNELS = {
     ops.cholesky_inverse: _cholesky_inverse, ops.det: np.linalg.det, ops.logdet: _logdet,
     ops.inv: np.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
-    ops.flip: _flip, ops.triangular_inv: _triangular_inv,
+    ops.flip: np.flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(np.sum), ops.prod: _reduction(np.prod), ops.logsumexp: _logsumexp,
     ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
     ops.argmax: _argmax,
@@ -469,6 +466,9 @@ _BOOL = np.dtype(bool)
 
 for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], _BOOL, lambda a: a.astype(np.int64))
+for _op in ops.LINALG_OPS:  # numpy.linalg refuses float16: computed in float32
+    KERNELS[_op] = in_float32(KERNELS[_op], frozenset({np.dtype(np.float16)}),
+                              lambda a: a.astype(np.float32), lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

@@ -32,6 +32,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.host import host_copies, to_backend
+from funsor_core.atoms.gaussian.parameters import check_precision
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete, distinct_entries, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
@@ -98,6 +99,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
         if direct is not None:
             return direct
     s, sizes = _batch(scale, shape)
+    check_precision(s, "Normal's scale (a Normal of real variables is a Gaussian)")
     if not concrete(s):  # a traced nonpositive scale gives NaN, never a finite density
         s = ops.where(s > 0, s, ops.full_like(s, math.nan))
     if not sizes and not shape and type(value) is Variable and loc.output is Real and (
@@ -336,6 +338,7 @@ def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:
     out_batch = shape[:-1]
     b = math.prod(out_batch)
     tril, sizes = _batch(scale_tril, out_batch + (k, k))
+    check_precision(tril, "MultivariateNormal's scale_tril (of real variables: a Gaussian)")
     tril = ops.reshape(tril, sizes + (b, k, k))
     if not concrete(tril):
         ok = LOWER_CHOLESKY.check(tril)[..., None, None]

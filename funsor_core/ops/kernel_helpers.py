@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["cast_bool_args", "expand_shape"]
+__all__ = ["cast_bool_args", "expand_shape", "in_float32"]
 
 _NO_ARG = object()  # cast_bool_args' kernels: no second argument was given
 
@@ -41,6 +41,36 @@ def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     kernel.unless_bool = (fn, bool_dtype)  # atoms/tensor_fast_ops.py calls fn on other arrays
+    return kernel
+
+
+def in_float32(fn: Callable, low: frozenset, widen: Callable, narrow: Callable) -> Callable:
+    """Wrap a linear-algebra kernel so that arrays of a dtype in ``low`` (float16, bfloat16,
+    which numpy's, torch's and jax's factorizations refuse) are ``widen(a)``-ed to float32
+    and the result ``narrow(out, dtype)``-ed back when every array argument has that one
+    dtype (as the array library promotes: a float16 and a float32 argument give float32).
+    The values are those of float32 rounded once to the low dtype, eagerly and under
+    ``jax.jit`` alike (dtypes are static). The common case costs one or two set lookups.
+
+    Example:
+        >>> import numpy as np
+        >>> inv = in_float32(np.linalg.inv, frozenset({np.dtype(np.float16)}),
+        ...                  lambda a: a.astype(np.float32), lambda a, d: a.astype(d))
+        >>> inv(np.eye(2, dtype=np.float16) * 4)
+        array([[0.25, 0.  ],
+               [0.  , 0.25]], dtype=float16)
+    """
+
+    def kernel(x, *rest, **kwargs):
+        if getattr(x, "dtype", None) not in low and not any(
+                getattr(a, "dtype", None) in low for a in rest):
+            return fn(x, *rest, **kwargs)
+        dtypes = {a.dtype for a in (x, *rest) if hasattr(a, "dtype")}
+        out = fn(*(widen(a) if getattr(a, "dtype", None) in low else a for a in (x, *rest)),
+                 **kwargs)
+        return narrow(out, dtypes.pop()) if len(dtypes) == 1 else out
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
 
 

@@ -19,8 +19,9 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.floats import float_info
 
-__all__ = ["as_array", "canonical_checked", "one_backend"]
+__all__ = ["as_array", "canonical_checked", "check_precision", "one_backend"]
 
 _NO_PREC = ("Gaussian needs a precision: give prec_sqrt=, precision=, covariance= or "
             "scale_tril=, e.g. Gaussian(mean=m, covariance=c, inputs={'x': Reals[2]})")
@@ -54,12 +55,19 @@ def as_array(x, name: str, backend: str | None = None):
 NOT_REAL = ("Gaussian {name}= must hold real numbers (a floating or integer array), got "
             "dtype {dtype}; booleans, complex numbers and strings have no Gaussian meaning. "
             "Cast it first, e.g. {name}=x.astype(float) for 0/1 values.")
-# Floating array dtypes seen, so the check is one set lookup (integer arrays are promoted).
+LOW_PRECISION = (
+    "{what} has dtype {dtype}; Gaussians need float32 or float64 data: their QR "
+    "factorizations, triangular solves and rank decisions keep too few digits in 16 bits (and "
+    "torch, numpy and jax have no such kernels). Cast the parameters first, e.g. x.float() "
+    "(torch) or x.astype(np.float32) (numpy, jax).")
+# Floating array dtypes seen (32 bits or more), so the check is one set lookup (integer arrays
+# are promoted).
 REAL_DTYPES: set = set()
 
 
 def check_real_dtypes(named: dict) -> None:
-    """TypeError naming the first parameter whose array is not real (bool, complex, str).
+    """TypeError naming the first parameter whose array is not real (bool, complex, str) or
+    is a float of fewer than 32 bits (float16, bfloat16).
 
     Example:
         >>> check_real_dtypes({"white_vec": np.array([True])})
@@ -73,10 +81,29 @@ def check_real_dtypes(named: dict) -> None:
             continue
         text = str(dtype)
         if ops.is_floating(x):
-            REAL_DTYPES.add(dtype)
+            check_precision(x, f"Gaussian {name}=")
             continue
         if "int" not in text or "complex" in text:
             raise TypeError(NOT_REAL.format(name=name, dtype=text))
+
+
+def check_precision(x, what: str) -> None:
+    """TypeError naming ``what`` if ``x`` is an array of a float dtype narrower than 32 bits
+    (float16, bfloat16); float32 and float64 arrays are remembered in ``REAL_DTYPES``, so
+    the check is then one set lookup (on a traced array too: dtypes are static).
+
+    Example:
+        >>> check_precision(np.ones(2, np.float16), "Normal's loc")
+        Traceback (most recent call last):
+        ...
+        TypeError: Normal's loc has dtype float16; Gaussians need float32 or float64 data: ...
+    """
+    dtype = x.dtype
+    if dtype in REAL_DTYPES or not ops.is_floating(x):
+        return
+    if float_info(dtype).bits < 32:
+        raise TypeError(LOW_PRECISION.format(what=what, dtype=str(dtype).rsplit(".", 1)[-1]))
+    REAL_DTYPES.add(dtype)
 
 
 def promote_integers(named: dict) -> dict:
