@@ -296,7 +296,7 @@ def _new_array(proto, data):
     # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
     if on_host(data):  # cast on the host: device_put compiles nothing
         host = np.asarray(data)
-        if (host.dtype.kind == "f" and np.dtype(proto.dtype).kind == "f"
+        if (host.dtype.kind == "f" and jnp.issubdtype(proto.dtype, jnp.floating)  # bfloat16
                 and not isinstance(data, np.ndarray)):
             host = host.astype(proto.dtype)
         return from_host(host)

@@ -95,14 +95,6 @@ def _reshape(x, shape, ndim=None):
     return np.reshape(x, shape)
 
 
-def _argmax(x, axis=None, keepdims=False):
-    return np.argmax(x, axis=axis, keepdims=keepdims)
-
-
-def _argmin(x, axis=None, keepdims=False):
-    return np.argmin(x, axis=axis, keepdims=keepdims)
-
-
 def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
@@ -273,7 +265,10 @@ def _new_eye(proto, n):
 
 
 def _new_array(proto, data):
-    return np.asarray(data)
+    # As on torch and jax: arrays keep their dtype, Python floats take the prototype's float.
+    out = np.asarray(data)
+    return out.astype(proto.dtype) if out.dtype.kind == "f" and not isinstance(
+        data, np.ndarray) and getattr(proto, "dtype", out.dtype).kind == "f" else out
 
 
 def _is_floating(x):
@@ -442,8 +437,8 @@ KERNELS = {
     ops.flip: np.flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(np.sum), ops.prod: _reduction(np.prod), ops.logsumexp: _logsumexp,
     ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
-    ops.argmax: _argmax,
-    ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
+    ops.argmax: _reduction(np.argmax),
+    ops.argmin: _reduction(np.argmin), ops.all: _reduction(np.all), ops.any: _reduction(np.any),
     ops.mean: _reduction(np.mean), ops.std: _moment(np.std), ops.var: _moment(np.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
     ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
