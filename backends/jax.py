@@ -407,8 +407,8 @@ for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], np.dtype(bool),
                                   lambda a: a.astype(_int_dtype()))
 for _op in ops.LINALG_OPS:  # XLA's CPU factorizations refuse 16-bit floats: run in float32
-    KERNELS[_op] = in_float32(KERNELS[_op], frozenset({np.dtype(jnp.float16), np.dtype(
-        jnp.bfloat16)}), lambda a: a.astype(jnp.float32), lambda a, dtype: a.astype(dtype))
+    KERNELS[_op] = in_float32(KERNELS[_op], (np.dtype(jnp.float16), np.dtype(
+        jnp.bfloat16)), lambda a: a.astype(jnp.float32), lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

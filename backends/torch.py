@@ -468,7 +468,7 @@ for _op in _INTEGER_ARITHMETIC:
 for _op in _REAL_ARITHMETIC:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.to(_float_dtype()))
 for _op in ops.LINALG_OPS:  # no Half or BFloat16 kernels: computed in float32
-    KERNELS[_op] = in_float32(KERNELS[_op], frozenset({torch.float16, torch.bfloat16}),
+    KERNELS[_op] = in_float32(KERNELS[_op], (torch.float16, torch.bfloat16),
                               lambda a: a.float(), lambda a, dtype: a.to(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
