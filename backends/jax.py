@@ -30,7 +30,7 @@ from backends.jax_logsumexp import (  # noqa: F401
 )
 from backends.jax_matmul import matmul as _matmul
 from funsor_core import ops
-from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
+from funsor_core.ops.op import cast_bool_args, expand_shape, in_float32, register_array_type
 
 NAME = "jax"
 # jax 0.10: tracers (under jit, grad, vmap) pass isinstance(x, jax.Array) through a metaclass
@@ -296,7 +296,7 @@ def _new_array(proto, data):
     # Arrays keep their dtype; Python floats take the prototype's float dtype if it has one.
     if on_host(data):  # cast on the host: device_put compiles nothing
         host = np.asarray(data)
-        if (host.dtype.kind == "f" and np.dtype(proto.dtype).kind == "f"
+        if (host.dtype.kind == "f" and jnp.issubdtype(proto.dtype, jnp.floating)  # bfloat16
                 and not isinstance(data, np.ndarray)):
             host = host.astype(proto.dtype)
         return from_host(host)
@@ -406,6 +406,9 @@ KERNELS.update(_SPECIAL)  # issue #17
 for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], np.dtype(bool),
                                   lambda a: a.astype(_int_dtype()))
+for _op in ops.LINALG_OPS:  # XLA's CPU factorizations refuse 16-bit floats: run in float32
+    KERNELS[_op] = in_float32(KERNELS[_op], (np.dtype(jnp.float16), np.dtype(
+        jnp.bfloat16)), lambda a: a.astype(jnp.float32), lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

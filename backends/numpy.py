@@ -13,7 +13,7 @@ import numpy as np
 from backends.numpy_trace import TracedNdarray
 from funsor_core import ops
 from funsor_core.engine.cache import FastCache
-from funsor_core.ops.op import cast_bool_args, expand_shape, register_array_type
+from funsor_core.ops.op import cast_bool_args, expand_shape, in_float32, register_array_type
 from funsor_core.ops.op import register_scalar_type as declare_number
 from funsor_core.ops.tracer import register_traced_type
 
@@ -61,9 +61,7 @@ def _logsumexp(x, axis=None, keepdims=False):
 def _reduction(fn):
     # A reduction over all axes gives a numpy scalar; keep Tensor data a 0-d array instead.
     def kernel(x, axis=None, keepdims=False):
-        if axis == ():
-            return x
-        return np.asarray(fn(x, axis=axis, keepdims=keepdims))
+        return x if axis == () else np.asarray(fn(x, axis=axis, keepdims=keepdims))
 
     return kernel
 
@@ -95,14 +93,6 @@ def _reshape(x, shape, ndim=None):
     if ndim is not None:
         shape = tuple(x.shape[: np.ndim(x) - ndim]) + tuple(shape)
     return np.reshape(x, shape)
-
-
-def _argmax(x, axis=None, keepdims=False):
-    return np.argmax(x, axis=axis, keepdims=keepdims)
-
-
-def _argmin(x, axis=None, keepdims=False):
-    return np.argmin(x, axis=axis, keepdims=keepdims)
 
 
 def _sigmoid(x):
@@ -186,10 +176,6 @@ def _qr_r(x):
 
 def _diagonal(x, dim1=-2, dim2=-1):
     return np.diagonal(x, axis1=dim1, axis2=dim2)
-
-
-def _flip(x, axis=None):
-    return np.flip(x, axis)
 
 
 def _triangular_inv(x, upper=False):
@@ -279,7 +265,10 @@ def _new_eye(proto, n):
 
 
 def _new_array(proto, data):
-    return np.asarray(data)
+    # As on torch and jax: arrays keep their dtype, Python floats take the prototype's float.
+    out = np.asarray(data)
+    return out.astype(proto.dtype) if out.dtype.kind == "f" and not isinstance(
+        data, np.ndarray) and getattr(proto, "dtype", out.dtype).kind == "f" else out
 
 
 def _is_floating(x):
@@ -419,7 +408,10 @@ def _special_kernel(op):
                              ops.betaln: sp.betaln}[op])
             except ImportError:  # pragma: no cover  (the test extra installs scipy)
                 cell.append(_SPECIAL[op])
-        return np.asarray(cell[0](*args))
+        out = np.asarray(cell[0](*args))
+        if all(getattr(a, "dtype", None) == np.float16 for a in args):  # scipy: no float16 loops
+            out = out.astype(np.float16)
+        return out
 
     kernel.__name__ = f"_{op.name}"
     return kernel
@@ -442,11 +434,11 @@ KERNELS = {
     ops.cholesky_inverse: _cholesky_inverse, ops.det: np.linalg.det, ops.logdet: _logdet,
     ops.inv: np.linalg.inv, ops.transpose: _transpose, ops.qr_r: _qr_r,
     ops.diagonal: _diagonal, ops.diag_embed: _diag_embed, ops.triu: _triu, ops.tril: _tril,
-    ops.flip: _flip, ops.triangular_inv: _triangular_inv,
+    ops.flip: np.flip, ops.triangular_inv: _triangular_inv,
     ops.sum: _reduction(np.sum), ops.prod: _reduction(np.prod), ops.logsumexp: _logsumexp,
     ops.amax: _extremum(np.amax, -np.inf), ops.amin: _extremum(np.amin, np.inf),
-    ops.argmax: _argmax,
-    ops.argmin: _argmin, ops.all: _reduction(np.all), ops.any: _reduction(np.any),
+    ops.argmax: _reduction(np.argmax),
+    ops.argmin: _reduction(np.argmin), ops.all: _reduction(np.all), ops.any: _reduction(np.any),
     ops.mean: _reduction(np.mean), ops.std: _moment(np.std), ops.var: _moment(np.var),
     ops.einsum: _einsum, ops.cat: _cat, ops.stack: _stack,
     ops.permute: _permute, ops.reshape: _reshape, ops.expand: _expand,
@@ -469,6 +461,9 @@ _BOOL = np.dtype(bool)
 
 for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], _BOOL, lambda a: a.astype(np.int64))
+for _op in ops.LINALG_OPS:  # numpy.linalg refuses float16: computed in float32
+    KERNELS[_op] = in_float32(KERNELS[_op], (np.dtype(np.float16),),
+                              lambda a: a.astype(np.float32), lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

@@ -23,7 +23,7 @@ import torch
 
 from backends.torch_facts import promoted_einsum, torch_scatter_add, torch_scatter_set
 from funsor_core import ops
-from funsor_core.ops.op import cast_bool_args, register_array_type
+from funsor_core.ops.op import cast_bool_args, in_float32, register_array_type
 
 NAME = "torch"
 ARRAY_TYPES = (torch.Tensor,)
@@ -88,11 +88,8 @@ def _safediv(x, y):
 # Reductions: numpy's `axis`/`keepdims`, where torch says `dim`/`keepdim`. torch reads an
 # empty `dim` as "all dims", so `axis=()` must return before torch sees it.
 def _axes(x, axis) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(x.dim()))
-    if isinstance(axis, int):
-        return (axis,)
-    return tuple(axis)
+    return tuple(range(x.dim())) if axis is None else (axis,) if isinstance(axis, int) else tuple(
+        axis)
 
 
 def _reduction(fn):
@@ -178,9 +175,7 @@ def _moment(fn):
     def kernel(x, axis=None, ddof=0, keepdims=False):
         if not (x.is_floating_point() or x.is_complex()):
             x = x.to(_float_dtype())
-        if axis == ():
-            return torch.zeros_like(x)
-        if axis is None and x.dim() == 0:
+        if axis == () or axis is None and x.dim() == 0:
             return torch.zeros_like(x)
         return fn(x, dim=_axes(x, axis), correction=ddof, keepdim=keepdims)
 
@@ -399,7 +394,7 @@ def _real(fn):
     return kernel
 
 
-def _xlog(fn):
+def _xlog(fn):  # (also logaddexp: torch has no integer kernel for these)
     def kernel(x, y):
         x, y = _as_tensors(x, y)
         if not (x.dtype.is_floating_point or y.dtype.is_floating_point):
@@ -430,7 +425,7 @@ KERNELS = {
     ops.truediv: operator.truediv, ops.floordiv: operator.floordiv, ops.mod: operator.mod,
     ops.pow: _pow, ops.lshift: operator.lshift, ops.rshift: operator.rshift,
     ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
-    ops.logaddexp: _binary(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
+    ops.logaddexp: _xlog(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: operator.and_, ops.or_: operator.or_, ops.xor: operator.xor,
     ops.lt: operator.lt, ops.le: operator.le, ops.gt: operator.gt, ops.ge: operator.ge,
     ops.eq: operator.eq, ops.ne: operator.ne,
@@ -472,6 +467,9 @@ for _op in _INTEGER_ARITHMETIC:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.long())
 for _op in _REAL_ARITHMETIC:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.to(_float_dtype()))
+for _op in ops.LINALG_OPS:  # no Half or BFloat16 kernels: computed in float32
+    KERNELS[_op] = in_float32(KERNELS[_op], (torch.float16, torch.bfloat16),
+                              lambda a: a.float(), lambda a, dtype: a.to(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

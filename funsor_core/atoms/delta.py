@@ -148,6 +148,8 @@ def delta_log_indicator(value: Funsor, point: Funsor, log_density: Funsor) -> Fu
     nd = len(point.shape)
     if nd:
         equal = ops.all(equal, axis=tuple(range(-nd, 0)))
+    if not ops.is_floating(ld):  # an integer log density is real: -inf needs a float
+        ld = ops.astype(ld, "real")
     ld = ld + ops.new_zeros(proto, tuple(equal.shape))
     data = ops.where(equal, ld, ops.full_like(ld, -math.inf))
     shape = tuple(d.size for d in inputs.values())

@@ -32,6 +32,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.atoms.gaussian.atom import Gaussian
 from funsor_core.atoms.gaussian.host import host_copies, to_backend
+from funsor_core.atoms.gaussian.parameters import REAL_DTYPES, widened
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.distribution.array_math import concrete, distinct_entries, with_arrays
 from funsor_core.distribution.constraints import LOWER_CHOLESKY
@@ -52,6 +53,17 @@ def _fresh(*terms: Funsor) -> str:
     for t in terms:
         avoid.update(t.inputs)
     return fresh_name("_z", avoid)
+
+
+def _widened(term: Funsor) -> Funsor:
+    # A Tensor of floats narrower than 32 bits as float32 (a Gaussian computes in float32 at
+    # least, and its substitutions would round through the narrow dtype); other terms as
+    # they are.
+    if type(term) is Tensor and term.data.dtype not in REAL_DTYPES:
+        data = widened(term.data)
+        if data is not term.data:
+            return Tensor(data, term.inputs, term.dtype)
+    return term
 
 
 def _batch(scale: Tensor, event: tuple):
@@ -79,6 +91,7 @@ def normal_to_gaussian(loc: Funsor, scale: Tensor | Number, value: Funsor) -> Fu
         >>> round(g(x=np.zeros(2)).item(), 6)  # two standard normal densities at 0
         -1.837877
     """
+    loc, scale, value = _widened(loc), _widened(scale), _widened(value)
     shape = value.output.shape
     n = math.prod(shape)
     if type(scale) is float:  # (fast_normal's Python-number scale: no Number term made)
@@ -331,6 +344,7 @@ def mvn_to_gaussian(loc: Funsor, scale_tril: Tensor, value: Funsor) -> Funsor:
         >>> round(g(x=np.zeros(2)).item(), 6)  # -log(2 pi) - log 2
         -2.531024
     """
+    loc, scale_tril, value = _widened(loc), _widened(scale_tril), _widened(value)
     shape = value.output.shape
     k = shape[-1]
     out_batch = shape[:-1]

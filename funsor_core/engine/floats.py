@@ -61,8 +61,8 @@ def float_info(dtype) -> FloatInfo:
     try:
         f = np.finfo(name)
         info = FloatInfo(int(f.bits), float(f.eps), float(f.tiny), float(f.max))
-    except (TypeError, ValueError):
-        info = _BY_LAYOUT.get(str(name))
+    except (TypeError, ValueError):  # a scalar type numpy cannot read (jnp.bfloat16): its name
+        info = _BY_LAYOUT.get(getattr(name, "__name__", str(name)))
         if info is None:
             raise ValueError(f"{dtype!r} is not a floating-point dtype whose limits are known "
                              f"(numpy's finfo or {sorted(_BY_LAYOUT)})") from None

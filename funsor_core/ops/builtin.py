@@ -91,6 +91,10 @@ tril = make_op("tril", UnaryOp)
 flip = make_op("flip", UnaryOp)  # flip(x, axis=None): reverse the order along axes
 # triangular_inv(x, upper=False): the inverse of the lower (upper) triangle of x.
 triangular_inv = make_op("triangular_inv", UnaryOp)
+# The factorizations and solves, which no backend computes in 16-bit floats (backends run them
+# in float32 there: ``kernel_helpers.in_float32``).
+LINALG_OPS = (cholesky, triangular_solve, cholesky_solve, cholesky_inverse, det, logdet, inv,
+              qr_r, triangular_inv)
 
 # Reductions over axes of an array: op(x, axis=None, keepdims=False).
 sum = make_op("sum", ReductionOp)  # noqa: A001

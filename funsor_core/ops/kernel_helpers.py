@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["cast_bool_args", "expand_shape"]
+__all__ = ["cast_bool_args", "expand_shape", "in_float32"]
 
 _NO_ARG = object()  # cast_bool_args' kernels: no second argument was given
 
@@ -41,6 +41,41 @@ def cast_bool_args(fn: Callable, bool_dtype: Any, cast: Callable) -> Callable:
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     kernel.unless_bool = (fn, bool_dtype)  # atoms/tensor_fast_ops.py calls fn on other arrays
+    return kernel
+
+
+def in_float32(fn: Callable, low: tuple, widen: Callable, narrow: Callable) -> Callable:
+    """Wrap a linear-algebra kernel so that arrays of a dtype in ``low`` (one or two dtypes,
+    float16 and bfloat16, which numpy's, torch's and jax's factorizations refuse) are
+    ``widen(a)``-ed to float32, and the result ``narrow(out, dtype)``-ed back when the array
+    arguments (the first two; flags follow) have that one dtype (as the array libraries
+    promote: a float16 and a float32 argument give float32). The values are float32's
+    rounded once to the low dtype, eagerly and under ``jax.jit`` alike (dtypes are static).
+    The common case costs two to four identity tests (dtypes are singletons).
+
+    Example:
+        >>> import numpy as np
+        >>> inv = in_float32(np.linalg.inv, (np.dtype(np.float16),),
+        ...                  lambda a: a.astype(np.float32), lambda a, d: a.astype(d))
+        >>> inv(np.eye(2, dtype=np.float16) * 4)
+        array([[0.25, 0.  ],
+               [0.  , 0.25]], dtype=float16)
+    """
+
+    lo, hi = (*low, *low)[:2]
+
+    def kernel(x, *rest, **kwargs):
+        # (the linear-algebra ops take at most two arrays, then flags)
+        dtype = getattr(x, "dtype", None)
+        if dtype is not lo and dtype is not hi and (not rest or (
+                dtype := getattr(rest[0], "dtype", None)) is not lo and dtype is not hi):
+            return fn(x, *rest, **kwargs)
+        dtypes = {a.dtype for a in (x, *rest[:1]) if hasattr(a, "dtype")}
+        out = fn(*(widen(a) if getattr(a, "dtype", None) in low else a for a in (x, *rest[:1])),
+                 *rest[1:], **kwargs)
+        return narrow(out, dtypes.pop()) if len(dtypes) == 1 else out
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
 
 

@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from funsor_core.engine.cache import CacheFamily, FastCache
-from funsor_core.ops.kernel_helpers import cast_bool_args, expand_shape  # noqa: F401
+from funsor_core.ops.kernel_helpers import cast_bool_args, expand_shape, in_float32  # noqa: F401
 
 __all__ = [
     "Op", "UnaryOp", "BinaryOp", "ReductionOp", "NaryOp", "EinsumOp", "CatOp", "StackOp",
     "ArrayOp", "AssociativeOp", "ComparisonOp", "TransformOp", "FinitaryOp", "make_op",
-    "cast_bool_args", "expand_shape",
+    "cast_bool_args", "expand_shape", "in_float32",
     "ARRAY_TYPES", "register_funsor_builder", "register_array_type", "register_scalar_type",
     "is_scalar",
     "register_kernel_factory",

@@ -281,7 +281,8 @@ class DiscreteModel:
             t = Tensor(ops.astype(data, "int") if ops.is_floating(data) else data, inputs,
                        self.variables[name].size)
             out[name] = _aligned(t, tuple(rank) + tuple(self._batch(name)))
-        scores_t = Tensor(ops.new_array(proto, scores.copy().astype(float)), rank)
+        # summed on the host in float64; as Python floats they take the factors' float dtype
+        scores_t = Tensor(ops.new_array(proto, [float(x) for x in scores]), rank)
         return scores_t, out
 
     def sample(self, num_samples: int | None = None, rng_key=None,

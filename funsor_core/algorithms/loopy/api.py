@@ -29,6 +29,7 @@ from funsor_core.algorithms.loopy.runners import cached_plan
 from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
+from funsor_core.engine.floats import float_info
 from funsor_core.terms.base import Funsor
 
 __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
@@ -176,6 +177,13 @@ def _checked(factors) -> list:
     factors = [factors] if isinstance(factors, Funsor) else list(factors)  # one bare factor
     if not factors:
         raise ValueError("loopy inference needs at least one factor")
+    for f in factors:  # a finite log 0 (NEG) must fit the dtype: float16's largest is 65504
+        data = getattr(f, "data", None)
+        if isinstance(f, Tensor) and ops.is_floating(data) and float_info(data.dtype).max < -NEG:
+            raise TypeError(f"loopy inference needs float32, float64 or bfloat16 factors: its "
+                            f"log 0 is {NEG}, past the range of {str(data.dtype).split('.')[-1]} "
+                            f"(a factor over {list(f.inputs)}); cast them first, e.g. "
+                            f"x.float() (torch) or x.astype(np.float32) (numpy, jax)")
     return factors
 
 

@@ -287,8 +287,7 @@ def bethe_log_z(semiring: Semiring, graph: FactorGraph, f2v):
         log_za = semiring.reduce(t, axes) if axes else t
         total = total + ops.sum(log_za, axis=0)
     log_zi = semiring.reduce(bsum, (1,))  # (V, *B)
-    weights = 1.0 - graph.degree.astype(float)
-    weights = ops.new_array(bsum, weights)
+    weights = ops.new_array(bsum, [1.0 - d for d in graph.degree.tolist()])  # bsum's dtype
     weights = ops.reshape(weights, (len(graph.names),) + (1,) * len(graph.bshape))
     return total + ops.sum(log_zi * weights, axis=0)
 

@@ -19,8 +19,9 @@ from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.floats import float_info
 
-__all__ = ["as_array", "canonical_checked", "one_backend"]
+__all__ = ["as_array", "canonical_checked", "widened", "one_backend"]
 
 _NO_PREC = ("Gaussian needs a precision: give prec_sqrt=, precision=, covariance= or "
             "scale_tril=, e.g. Gaussian(mean=m, covariance=c, inputs={'x': Reals[2]})")
@@ -54,12 +55,14 @@ def as_array(x, name: str, backend: str | None = None):
 NOT_REAL = ("Gaussian {name}= must hold real numbers (a floating or integer array), got "
             "dtype {dtype}; booleans, complex numbers and strings have no Gaussian meaning. "
             "Cast it first, e.g. {name}=x.astype(float) for 0/1 values.")
-# Floating array dtypes seen, so the check is one set lookup (integer arrays are promoted).
+# Floating array dtypes seen (32 bits or more), so the check is one set lookup (integer arrays
+# are promoted).
 REAL_DTYPES: set = set()
 
 
 def check_real_dtypes(named: dict) -> None:
-    """TypeError naming the first parameter whose array is not real (bool, complex, str).
+    """TypeError naming the first parameter whose array is not real (bool, complex, str) or
+    is a float of fewer than 32 bits (float16, bfloat16).
 
     Example:
         >>> check_real_dtypes({"white_vec": np.array([True])})
@@ -73,17 +76,38 @@ def check_real_dtypes(named: dict) -> None:
             continue
         text = str(dtype)
         if ops.is_floating(x):
-            REAL_DTYPES.add(dtype)
-            continue
+            continue  # (a float narrower than 32 bits is widened: ``promote_integers``)
         if "int" not in text or "complex" in text:
             raise TypeError(NOT_REAL.format(name=name, dtype=text))
+
+
+def widened(x):
+    """``x``, or ``x`` in float32 where it holds floats narrower than 32 bits (float16,
+    bfloat16): a Gaussian's QR factorizations, triangular solves and rank decisions need
+    float32's digits, and no backend has them in 16 bits. Integer arrays and wider floats
+    are returned as they are; dtypes are static, so the same under ``jax.jit``.
+
+    Example:
+        >>> widened(np.ones(2, np.float16)).dtype
+        dtype('float32')
+    """
+    dtype = x.dtype
+    if dtype in REAL_DTYPES or not ops.is_floating(x):
+        return x
+    if float_info(dtype).bits >= 32:
+        REAL_DTYPES.add(dtype)
+        return x
+    if hasattr(x, "astype"):  # numpy's and jax's arrays
+        return x.astype(np.float32)
+    return x.float()  # torch's
 
 
 def promote_integers(named: dict) -> dict:
     """Integer arrays as floats, as numpy's linear algebra takes them (torch's ``cholesky``
     and ``qr`` refuse a ``Long`` tensor deep inside): one rule on every backend. An integer
     array takes the float dtype of a floating parameter beside it (torch promotes an int
-    tensor times a float scalar tensor so), else the backend's default float.
+    tensor times a float scalar tensor so), else the backend's default float; a float
+    narrower than 32 bits is ``widened`` to float32.
 
     Example:
         >>> promote_integers({"covariance": np.eye(2, dtype=int)})["covariance"].dtype
@@ -93,7 +117,7 @@ def promote_integers(named: dict) -> dict:
         return named
     proto = next((x for x in named.values() if x.dtype in REAL_DTYPES), None)
     one = None if proto is None else ops.new_full(proto, (), 1.0)
-    return {n: x if x.dtype in REAL_DTYPES else
+    return {n: x if x.dtype in REAL_DTYPES else widened(x) if ops.is_floating(x) else
             ops.astype(x, "real") if one is None else ops.mul(x, one) for n, x in named.items()}
 
 
