@@ -11,26 +11,16 @@ import funsor_core as fc
 from funsor_core import ops
 from funsor_core.distribution import MultivariateNormal, Normal
 from funsor_core.sum_product import MarkovProduct
+from tests.backends.test_low_precision_linalg import CASES, _host
+from tests.backends.test_low_precision_linalg import _array as _backend_array
 
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-CASES = [("numpy", "float16"), ("torch", "float16"), ("torch", "bfloat16"),
-         ("jax", "float16"), ("jax", "bfloat16")]
-
 
 def _array(backend, dtype, x):
-    if backend == "numpy":
-        return np.asarray(x, dtype=dtype)
-    if backend == "torch":
-        return torch.tensor(np.asarray(x, dtype=np.float64)).to(getattr(torch, dtype))
-    return jnp.asarray(x, dtype=dtype)
-
-
-def _f64(x):
-    return np.asarray(x.float() if hasattr(x, "float") and not hasattr(x, "astype") else
-                      np.asarray(x, dtype=np.float32), dtype=np.float64)
+    return _backend_array(backend, dtype, np.asarray(x, dtype=np.float64))
 
 
 def _wide(data):
@@ -44,7 +34,7 @@ def test_sixteen_bit_gaussians_compute_in_float32(backend, dtype):
         mean = _array(backend, dtype, [0.3, -1.1])
         cov = _array(backend, dtype, [[2.0, 0.3], [0.3, 0.7]])
         point = np.array([0.2, 0.4])
-        m64, c64 = _f64(mean), _f64(cov)
+        m64, c64 = _host(mean), _host(cov)
         g = fc.Gaussian(mean=mean, covariance=cov, inputs={"x": fc.Reals[2]})
         got = g(x=_array(backend, "float32", point)).data
         # A Gaussian(mean, covariance) is the unnormalized exp(-(x - m)' C^-1 (x - m) / 2).
@@ -57,13 +47,13 @@ def test_sixteen_bit_gaussians_compute_in_float32(backend, dtype):
         y, x = fc.Variable("y", fc.Real), fc.Variable("x", fc.Reals[2])
         scale = _array(backend, dtype, 0.7)
         got = Normal(fc.Tensor(mean)[0], fc.Tensor(scale), y)(y=1.5).data
-        s64 = float(_f64(scale))
+        s64 = float(_host(scale))
         expected = (-0.5 * ((1.5 - m64[0]) / s64) ** 2 - np.log(s64) - 0.5 * np.log(2 * np.pi))
         assert _wide(got) and abs(float(got) - expected) < 1e-5
         tril = _array(backend, dtype, [[1.2, 0.0], [0.4, 0.9]])
         got = MultivariateNormal(fc.Tensor(mean), fc.Tensor(tril), x)(
             x=_array(backend, "float32", point)).data
-        t64 = _f64(tril)
+        t64 = _host(tril)
         expected = multivariate_normal(m64, t64 @ t64.T).logpdf(point)
         assert _wide(got) and abs(float(got) - expected) < 1e-5
     finally:
@@ -86,7 +76,7 @@ def test_kalman_model_of_sixteen_bit_observations(backend, dtype):
         got = (Normal(0.0, 1.0, x_prev) + chain).reduce(ops.logaddexp, {"x_prev", "x_curr"})
         steps = np.arange(t)
         cov = 2.0 + np.minimum.outer(steps, steps) + 0.25 * np.eye(t)
-        expected = multivariate_normal(np.zeros(t), cov).logpdf(_f64(readings))
+        expected = multivariate_normal(np.zeros(t), cov).logpdf(_host(readings))
         assert _wide(got.data) and abs(float(got.data) - expected) < 1e-4
     finally:
         fc.set_backend("numpy")
