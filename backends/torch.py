@@ -355,7 +355,9 @@ def _new_array(proto, data):
     result = torch.as_tensor(data, device=proto.device)
     if (result.is_floating_point() and proto.is_floating_point()
             and not isinstance(data, (torch.Tensor, np.ndarray))):
-        result = result.to(proto.dtype)
+        # Read the Python floats again in the prototype's dtype: converting ``result`` (made
+        # in torch's default dtype, float32) would keep only float32's digits of a float64.
+        result = torch.as_tensor(data, dtype=proto.dtype, device=proto.device)
     return result
 
 

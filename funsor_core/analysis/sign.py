@@ -109,7 +109,8 @@ _SIGN_UNKNOWN = (
     "a * max_j t_j only for a >= 0, and the elimination order relies on it. A factor here "
     "may be negative (or its sign is unknown, e.g. a traced array under jax.jit). Work in log "
     "space instead, (ops.{sum_op}, ops.add) on logarithms, or make the factors' sign "
-    "structural (e.g. exp(...))."
+    "structural (e.g. exp(...); under jax.jit an evaluated t.exp() is a Tensor of traced "
+    "data, whose sign is unknown: build it lazily, `with lazy: f = t.exp()`)."
 )
 
 
