@@ -22,6 +22,9 @@ import numpy as np
 import torch
 
 from backends.torch_facts import promoted_einsum, torch_scatter_add, torch_scatter_set
+from backends.torch_special import SPECIAL as _SPECIAL
+from backends.torch_special import binary as _binary
+from backends.torch_special import logaddexp as _logaddexp
 from funsor_core import ops
 from funsor_core.ops.op import cast_bool_args, in_float32, register_array_type
 
@@ -40,22 +43,6 @@ def _float_dtype() -> torch.dtype:
 # Binary ops: torch functions such as torch.logaddexp need tensors on both sides, but ops
 # allow a Python scalar on either side. The scalar becomes a 0-d tensor of the promoted dtype,
 # so precision and type promotion are those of ``tensor <op> scalar``.
-def _as_tensors(x, y):
-    if not isinstance(x, torch.Tensor):
-        x = torch.as_tensor(x, dtype=torch.result_type(x, y), device=y.device)
-    elif not isinstance(y, torch.Tensor):
-        y = torch.as_tensor(y, dtype=torch.result_type(x, y), device=x.device)
-    return x, y
-
-
-def _binary(fn):
-    def kernel(x, y):
-        return fn(*_as_tensors(x, y))
-
-    kernel.__name__ = f"_{fn.__name__}"
-    return kernel
-
-
 def _float_result_type(x, y) -> torch.dtype:
     dtype = torch.result_type(x, y)
     return dtype if dtype.is_floating_point else _float_dtype()
@@ -88,8 +75,9 @@ def _safediv(x, y):
 # Reductions: numpy's `axis`/`keepdims`, where torch says `dim`/`keepdim`. torch reads an
 # empty `dim` as "all dims", so `axis=()` must return before torch sees it.
 def _axes(x, axis) -> tuple[int, ...]:
-    return tuple(range(x.dim())) if axis is None else (axis,) if isinstance(axis, int) else tuple(
-        axis)
+    if axis is None:
+        return tuple(range(x.dim()))
+    return (axis,) if isinstance(axis, int) else tuple(axis)
 
 
 def _reduction(fn):
@@ -384,36 +372,6 @@ def _getitem(x, index):
 
 
 
-# ---------------------------------------------------------------------------------------------
-# Special functions of distribution log densities (issue #17); integer arguments are real.
-def _real(fn):
-    def kernel(x):
-        if not x.dtype.is_floating_point:
-            x = x.to(_float_dtype())
-        return fn(x)
-
-    kernel.__name__ = f"_{fn.__name__}"
-    return kernel
-
-
-def _xlog(fn):  # (also logaddexp: torch has no integer kernel for these)
-    def kernel(x, y):
-        x, y = _as_tensors(x, y)
-        if not (x.dtype.is_floating_point or y.dtype.is_floating_point):
-            x = x.to(_float_dtype())
-        return fn(x, y)
-
-    kernel.__name__ = f"_{fn.__name__}"
-    return kernel
-
-
-_lgamma = _real(torch.lgamma)
-_SPECIAL = {ops.lgamma: _lgamma, ops.digamma: _real(torch.digamma),
-            ops.i0e: _real(torch.special.i0e), ops.xlogy: _xlog(torch.xlogy),
-            ops.xlog1py: _xlog(torch.special.xlog1py), ops.cos: _real(torch.cos),
-            ops.acos: _real(torch.acos),  # torch has no betaln: Pyro's BetaBinomial's sum
-            ops.betaln: _binary(lambda x, y: _lgamma(x) + _lgamma(y) - _lgamma(x + y))}
-
 KERNELS = {
     ops.neg: torch.neg, ops.abs: torch.abs, ops.exp: torch.exp, ops.log: torch.log,
     ops.log1p: torch.log1p, ops.expm1: torch.expm1, ops.sqrt: torch.sqrt,
@@ -427,7 +385,7 @@ KERNELS = {
     ops.truediv: operator.truediv, ops.floordiv: operator.floordiv, ops.mod: operator.mod,
     ops.pow: _pow, ops.lshift: operator.lshift, ops.rshift: operator.rshift,
     ops.min: _binary(torch.minimum), ops.max: _binary(torch.maximum),
-    ops.logaddexp: _xlog(torch.logaddexp), ops.safesub: _safesub, ops.safediv: _safediv,
+    ops.logaddexp: _logaddexp, ops.safesub: _safesub, ops.safediv: _safediv,
     ops.and_: operator.and_, ops.or_: operator.or_, ops.xor: operator.xor,
     ops.lt: operator.lt, ops.le: operator.le, ops.gt: operator.gt, ops.ge: operator.ge,
     ops.eq: operator.eq, ops.ne: operator.ne,

@@ -61,8 +61,7 @@ REAL_DTYPES: set = set()
 
 
 def check_real_dtypes(named: dict) -> None:
-    """TypeError naming the first parameter whose array is not real (bool, complex, str) or
-    is a float of fewer than 32 bits (float16, bfloat16).
+    """TypeError naming the first parameter whose array is not real (bool, complex, str).
 
     Example:
         >>> check_real_dtypes({"white_vec": np.array([True])})
