@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg
 import numpy as np
 
+from backends.jax_facts import as_float32
 from backends.jax_host import from_host, host_arange, on_host, small_constant
 from backends.jax_logsumexp import logsumexp as _logsumexp
 from backends.jax_logsumexp import (  # noqa: F401
@@ -408,7 +409,7 @@ for _op in ops.ARITHMETIC_OPS:
                                   lambda a: a.astype(_int_dtype()))
 for _op in ops.LINALG_OPS:  # XLA's CPU factorizations refuse 16-bit floats: run in float32
     KERNELS[_op] = in_float32(KERNELS[_op], (np.dtype(jnp.float16), np.dtype(
-        jnp.bfloat16)), lambda a: a.astype(jnp.float32), lambda a, dtype: a.astype(dtype))
+        jnp.bfloat16)), as_float32, lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

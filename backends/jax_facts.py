@@ -19,7 +19,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "broadcast_axes", "expand_dense", "distributions", "host_view",
            "is_raw_key",
            "seed_values",
-           "tracks_gradients"]
+           "tracks_gradients", "as_float32"]
 
 # A key is a value, split for every draw so that no key is used twice (also under jit).
 SPLITS_RNG_KEYS = True
@@ -149,3 +149,13 @@ def distributions():
         raise ImportError("converting distribution objects on jax needs numpyro "
                           "(pip install numpyro)") from e
     return numpyro.distributions
+
+
+def as_float32(a):
+    """``a`` as float32 (a 16-bit float array widened for kernels that need 32 bits).
+
+    Example:
+        >>> as_float32(jnp.ones(2, jnp.bfloat16)).dtype
+        dtype('float32')
+    """
+    return a.astype(jnp.float32)

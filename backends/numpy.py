@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from backends.numpy_facts import as_float32
 from backends.numpy_trace import TracedNdarray
 from funsor_core import ops
 from funsor_core.engine.cache import FastCache
@@ -463,7 +464,7 @@ for _op in ops.ARITHMETIC_OPS:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], _BOOL, lambda a: a.astype(np.int64))
 for _op in ops.LINALG_OPS:  # numpy.linalg refuses float16: computed in float32
     KERNELS[_op] = in_float32(KERNELS[_op], (np.dtype(np.float16),),
-                              lambda a: a.astype(np.float32), lambda a, dtype: a.astype(dtype))
+                              as_float32, lambda a, dtype: a.astype(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

@@ -14,7 +14,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_EINSUM_BACKEND", "FUNSOR_LOGSUMEXP_BACKEND",
            "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS", "SPLITS_RNG_KEYS", "array_literal",
            "as_rng_key", "broadcast_axes", "expand_dense",
-           "is_raw_key", "seed_values", "tracks_gradients"]
+           "is_raw_key", "seed_values", "tracks_gradients", "as_float32"]
 
 # A key is a Generator that advances itself (jax's keys are values, split for every draw).
 SPLITS_RNG_KEYS = False
@@ -102,3 +102,13 @@ def array_literal(x) -> str:
     """
     data = np.asarray(x)
     return f"np.array({data.tolist()!r}, dtype=np.{data.dtype})"
+
+
+def as_float32(a):
+    """``a`` as float32 (a 16-bit float array widened for kernels that need 32 bits).
+
+    Example:
+        >>> as_float32(np.ones(2, np.float16)).dtype
+        dtype('float32')
+    """
+    return a.astype(np.float32)

@@ -21,7 +21,7 @@ import operator
 import numpy as np
 import torch
 
-from backends.torch_facts import promoted_einsum, torch_scatter_add, torch_scatter_set
+from backends.torch_facts import as_float32, promoted_einsum, torch_scatter_add, torch_scatter_set
 from backends.torch_special import SPECIAL as _SPECIAL
 from backends.torch_special import binary as _binary
 from backends.torch_special import logaddexp as _logaddexp
@@ -429,7 +429,7 @@ for _op in _REAL_ARITHMETIC:
     KERNELS[_op] = cast_bool_args(KERNELS[_op], torch.bool, lambda a: a.to(_float_dtype()))
 for _op in ops.LINALG_OPS:  # no Half or BFloat16 kernels: computed in float32
     KERNELS[_op] = in_float32(KERNELS[_op], (torch.float16, torch.bfloat16),
-                              lambda a: a.float(), lambda a, dtype: a.to(dtype))
+                              as_float32, lambda a, dtype: a.to(dtype))
 del _op
 KERNELS[ops.sample] = KERNELS[ops.logaddexp]  # a sampling reduction computes as logaddexp
 

@@ -18,7 +18,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
            "broadcast_axes", "expand_dense", "distributions", "is_raw_key",
-           "promoted_einsum", "seed_values", "tracks_gradients",
+           "promoted_einsum", "seed_values", "tracks_gradients", "as_float32",
            "ProvenanceTensor", "TAGGED_ARRAY_TYPE", "provenance_of", "with_provenance"]
 
 # Arrays tagged with (name, domain) pairs, which to_funsor makes Constants (provenance_of).
@@ -184,3 +184,13 @@ def torch_scatter_set(dest, index, values):
     """
     index = tuple(torch.as_tensor(i, dtype=torch.int64, device=dest.device) for i in index)
     return dest.index_put(index, torch.as_tensor(values, dtype=dest.dtype, device=dest.device))
+
+
+def as_float32(a):
+    """``a`` as float32 (a 16-bit float array widened for kernels that need 32 bits).
+
+    Example:
+        >>> as_float32(torch.ones(2, dtype=torch.float16)).dtype
+        torch.float32
+    """
+    return a.float()

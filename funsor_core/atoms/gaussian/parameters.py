@@ -18,7 +18,7 @@ from funsor_core import ops
 from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
 from funsor_core.atoms.tensor import Tensor, is_array
-from funsor_core.engine.backend import backend_module, backend_name_of
+from funsor_core.engine.backend import backend_module, backend_name_of, backend_of
 from funsor_core.engine.floats import float_info
 
 __all__ = ["as_array", "canonical_checked", "widened", "one_backend"]
@@ -96,9 +96,7 @@ def widened(x):
     if float_info(dtype).bits >= 32:
         REAL_DTYPES.add(dtype)
         return x
-    if hasattr(x, "astype"):  # numpy's and jax's arrays
-        return x.astype(np.float32)
-    return x.float()  # torch's
+    return backend_of(x).as_float32(x)
 
 
 def promote_integers(named: dict) -> dict:
