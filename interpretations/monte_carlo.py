@@ -76,11 +76,13 @@ class MonteCarlo(Interpretation):
         sample_inputs: new Bint inputs indexing independent draws (``particle=Bint[100]``).
 
     Example:
-        >>> mc = MonteCarlo(rng_key=0, particle=fc.Bint[10])
-        >>> with mc:
-        ...     chain = mc.chain()
-        >>> mc.sample_inputs, chain
-        ({'particle': Bint[10]}, ['monte_carlo', 'exact', 'normalize', 'lazy', 'reflect'])
+        >>> mc = MonteCarlo(rng_key=0, particle=fc.Bint[3])
+        >>> x = fc.Variable("x", fc.Real)
+        >>> q = fc.Gaussian(mean=np.zeros(1), covariance=np.eye(1), inputs={"x": fc.Real})
+        >>> with mc:  # E[x^2] has a closed form: exact, still one value per particle
+        ...     second = fc.Integrate(q - q.log_normalizer, x * x, "x")
+        >>> mc.sample_inputs, second.data.round(6).tolist()
+        ({'particle': Bint[3]}, [1.0, 1.0, 1.0])
     """
 
     stateful = True
