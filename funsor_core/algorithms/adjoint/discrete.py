@@ -49,8 +49,10 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
+from funsor_core.algorithms.adjoint.scheduled import replay_best, replay_recipe
 from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
+from funsor_core.algorithms.eliminate.schedule import structure_of
 from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
 from funsor_core.domains import Bint
 from funsor_core.engine.interpreter import reflect
@@ -89,6 +91,8 @@ def _check_log_factor(k: int, f: Funsor) -> None:
     if not isinstance(f, Tensor) or not ops.is_concrete(f.data):
         return
     values = ops.to_numpy(f.data)
+    if (values < np.inf).all():  # (one pass: NaN and +inf both fail it)
+        return
     bad = np.isnan(values) | (values == np.inf)
     if bad.any():
         at = dict(zip(f.inputs, (int(i) for i in np.argwhere(bad)[0])))
@@ -142,9 +146,14 @@ class DiscreteModel:
         if missing:
             raise ValueError(f"plates {missing} are inputs of no factor")
         self.factors = tuple(factors)
-        self.var_plates = {v: frozenset.intersection(*(
-            frozenset(self.plates & f.inputs.keys()) for f in factors if v in f.inputs))
-            for v in self.variables}
+        # a variable's plates: those of every factor that has it (one pass over the factors)
+        var_plates: dict = {}
+        for f in factors:
+            own = self.plates & f.inputs.keys()
+            for v in f.inputs:
+                if v not in self.plates:
+                    var_plates[v] = var_plates.get(v, own) & own
+        self.var_plates = {v: var_plates[v] for v in self.variables}
         # A product over an empty plate is the unit (log 1 = 0), so the factors of an empty
         # plate drop out, and so do the variables that live in one (their answers are empty).
         # Sizes are static, so this is decided structurally, also under jax.jit.
@@ -188,8 +197,7 @@ class DiscreteModel:
     def _batch(self, name: str) -> dict:
         # The variable's plates, in the order in which the factors name them.
         plates = self.var_plates[name]
-        order = dict.fromkeys(p for f in self.factors for p in f.inputs if p in plates)
-        return {p: self.plate_domains[p] for p in order}
+        return {p: self.plate_domains[p] for p in self.plate_domains if p in plates}
 
     # -- queries --------------------------------------------------------------------------------
     def log_partition(self) -> Funsor:
@@ -232,6 +240,18 @@ class DiscreteModel:
         # jax.jit) and lazy factors take the argmax adjoint instead. Decided structurally.
         return all(isinstance(f, Number) or (isinstance(f, Tensor) and ops.is_concrete(f.data))
                    for f in self._live)
+
+    def _recipe(self):
+        # The array recipes of the max-product schedule, for concrete Tensor factors (None:
+        # the tape path). Planned once per structure (cached with sum_product's schedules).
+        if not self._live or not self._replayable():
+            return None
+        structure = structure_of(ops.max, ops.add, self._live)
+        if structure is None:
+            return None
+        eliminate = frozenset(self.variables) - self._empty_vars | self._live_plates
+        return replay_recipe(structure, eliminate, self._live_plates)
+
     def map_score(self) -> Funsor:
         """The log score (sum of log factors) of the MAP assignment."""
         return reinterpret(self._expr(ops.max))
@@ -260,7 +280,10 @@ class DiscreteModel:
     def _best(self, k: int, rank_name: str | None, query: str, what: str) -> tuple:
         # kbest's answer; ``query`` and ``what`` name the query in the zero-mass error. With
         # no ``rank_name`` (MAP, k = 1) the values have no rank input.
-        if self._live:
+        recipe = self._recipe()
+        if recipe is not None:  # concrete Tensors: the planned schedule on their arrays
+            scores, found = replay_best(recipe, [f.data for f in self._live], k)
+        elif self._live:
             with AdjointTape() as tape:
                 root = reinterpret(self._expr(ops.max))
             scores, found = kbest_from_tape(tape, root, k)

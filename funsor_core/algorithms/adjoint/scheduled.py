@@ -1,0 +1,253 @@
+"""MAP and k-best assignments of concrete Tensor factors straight from the planned schedule.
+
+``infer_discrete``'s MAP and k-best answers on concrete arrays need no terms: the max-product
+elimination is ``plan_elimination``'s ``Schedule`` (cached by the factors' input names and
+sizes, the key ``sum_product`` plans by), and its steps are replayed on host copies of the
+arrays. ``replay_recipe`` turns the schedule into array recipes once per structure (per step:
+each operand's axis permutation and broadcast shape, the reduced names, the plates), cached
+under the same key, so a repeated call does array work only, with no tape to record.
+
+- k = 1 (MAP): a contract step is ``max`` and ``argmax`` over its reduced axes of the sum of
+  its operands (the back pointer is one flat index per kept assignment); a plate step is a
+  plain sum over the plate axes (each slice keeps its own best). Walking the pointers from
+  the root gives the assignment, one gather per step.
+- k > 1: the same steps in the k-max semiring (``kbest.py``'s ``_combine`` and
+  ``_plate_product``).
+
+Both find the assignments ``kbest_from_tape`` finds on the recorded terms, up to the rounding
+of the order of the additions (and, among ties, any of the best).
+
+Example:
+    >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+    >>> f = fc.Tensor(np.array([[0.0, 3.0], [2.0, 1.0]]), {"a": fc.Bint[2], "b": fc.Bint[2]})
+    >>> recipe = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ab"),
+    ...                        frozenset())
+    >>> score, best = replay_best(recipe, [f.data], 1)
+    >>> score.tolist(), best["a"][0].tolist(), best["b"][0].tolist()
+    ([3.0], [0], [1])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from funsor_core import ops
+from funsor_core.algorithms.adjoint.kbest import _combine, _KList, _plate_product
+from funsor_core.algorithms.contract.plan import plan_contraction
+from funsor_core.algorithms.contract.replay import CONTRACT
+from funsor_core.algorithms.eliminate.schedule import plan_elimination
+from funsor_core.engine.cache import cached
+
+__all__ = ["ReplayRecipe", "replay_recipe", "replay_best"]
+
+
+class _Step(NamedTuple):
+    # One schedule step as array recipes. views: per operand (position, axis permutation or
+    # None, shape in the layout out + reduced with 1 for a missing name).
+    contract: bool
+    views: tuple
+    out: tuple
+    reduced: tuple  # the maximized names (contract) or the plates (plate product), sorted
+    out_shape: tuple
+    reduced_shape: tuple
+
+
+class ReplayRecipe(NamedTuple):
+    """The array recipes of a planned max-product elimination: the input names of every value
+    (the factors, then one per step), each step's recipe, the positions of the results and
+    every name's size.
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.ones((2, 3)), {"x": fc.Bint[2], "y": fc.Bint[3]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("xy"),
+        ...                   frozenset())
+        >>> r.names, r.outputs
+        ((('x', 'y'), ()), (1,))
+    """
+
+    names: tuple
+    steps: tuple
+    outputs: tuple
+    sizes: dict
+
+
+@cached("adjoint.replay_recipes", maxsize=256)
+def replay_recipe(structure: tuple, eliminate: frozenset, plates: frozenset):
+    """The ``ReplayRecipe`` of ``sum_product(max, add, factors, eliminate, plates)`` for
+    factors of ``structure`` (``structure_of``), or None where the elimination is no fixed
+    schedule. Planned by ``plan_elimination`` (one cache entry with ``sum_product``'s).
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.ones((2, 3)), {"i": fc.Bint[2], "x": fc.Bint[3]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ix"),
+        ...                   frozenset("i"))
+        >>> [(s.contract, s.out, s.reduced) for s in r.steps]
+        [(True, ('i',), ('x',)), (False, (), ('i',))]
+    """
+    schedule = plan_elimination(ops.max, ops.add, structure, eliminate, plates, False)
+    if schedule is None:
+        return None
+    names = [tuple(n for n, _ in ikey) for ikey, _ in structure]
+    sizes = {n: d.size for ikey, _ in structure for n, d in ikey}
+    leaves, steps, at = tuple(names), [], {}  # at: schedule value -> recipe value
+
+    def add(contract: bool, operands: tuple, reduced: frozenset, out: tuple) -> int:
+        reduced = tuple(sorted(reduced))
+        layout = out + reduced
+        views = []
+        for p in operands:
+            perm = tuple(names[p].index(n) for n in layout if n in names[p])
+            shape = tuple(sizes[n] if n in names[p] else 1 for n in layout)
+            views.append((p, None if perm == tuple(range(len(perm))) else perm, shape))
+        steps.append(_Step(contract, tuple(views), out, reduced,
+                           tuple(sizes[n] for n in out), tuple(sizes[n] for n in reduced)))
+        names.append(out)
+        return len(names) - 1
+
+    for pos, step in enumerate(schedule.steps, len(leaves)):
+        operands = tuple(at.get(p, p) for p in step.operands)
+        if step.kind != CONTRACT:
+            out = tuple(n for n in names[operands[0]] if n not in step.names)
+            at[pos] = add(False, operands, step.names, out)
+            continue
+        out = tuple(dict.fromkeys(n for p in operands for n in names[p] if n not in step.names))
+        if len(operands) == 1:
+            at[pos] = add(True, operands, step.names, out)
+            continue
+        # A Contraction of many factors is pairwise along its opt_einsum plan (as the exact
+        # rules contract it): one broadcast of all of them would be exponential in size.
+        plan = plan_contraction([names[p] for p in operands], sizes, out)
+        current = list(operands)
+        for i, j, keep in plan.steps:
+            pair = (current[i],) if j is None else (current[i], current[j])
+            for index in sorted((i,) if j is None else (i, j), reverse=True):
+                del current[index]
+            union = frozenset(n for p in pair for n in names[p])
+            current.append(add(True, pair, union - frozenset(keep), tuple(keep)))
+        if len(current) != 1:
+            return None
+        at[pos] = current[0]
+    outputs = tuple(at.get(p, p) for p in schedule.outputs)
+    return ReplayRecipe(tuple(names), tuple(steps), outputs, sizes)
+
+
+def _view(values: list, view: tuple) -> np.ndarray:
+    p, perm, shape = view
+    x = values[p]
+    return (x if perm is None else x.transpose(perm)).reshape(shape)
+
+
+def replay_best(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
+    """The ``k`` best total scores of the recipe's elimination on ``arrays`` (the factors'
+    data, in order) and their assignments, as ``kbest_from_tape`` returns them: scores
+    descending, and per maximized name ``(values, plates)`` with values of shape
+    ``(len(scores),) + plate sizes``.
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.array([[0.0, 3.0], [2.0, 1.0]]), {"a": fc.Bint[2],
+        ...                                                     "b": fc.Bint[2]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ab"),
+        ...                   frozenset())
+        >>> scores, best = replay_best(r, [f.data], 3)
+        >>> scores.tolist(), best["a"][0].tolist(), best["b"][0].tolist()
+        ([3.0, 2.0, 1.0], [0, 1, 1], [1, 0, 1])
+    """
+    arrays = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    if k == 1:
+        return _replay_max(recipe, arrays)
+    return _replay_k(recipe, arrays, k)
+
+
+def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
+    # max-product forward, keeping one argmax pointer array per maximizing step.
+    n = len(values)
+    pointers = []
+    for st in recipe.steps:
+        if st.contract:
+            total = _view(values, st.views[0])
+            for view in st.views[1:]:
+                total = total + _view(values, view)
+            full = st.out_shape + st.reduced_shape
+            if total.shape != full:
+                total = np.broadcast_to(total, full)
+            if st.reduced:
+                flat = total.reshape(st.out_shape + (math.prod(st.reduced_shape),))
+                if not flat.shape[-1]:  # an empty domain: no assignment, max = -inf
+                    return np.array([-math.inf]), {}
+                index = flat.argmax(-1)  # (first of ties, as the k-best's stable sort)
+                value = np.take_along_axis(flat, index[..., None], -1)[..., 0]
+            else:
+                index, value = None, total
+        else:  # a sum over the plates: each slice keeps its own best
+            (view,) = st.views
+            index = None
+            value = _view(values, view).reshape(st.out_shape + (-1,)).sum(-1)
+        pointers.append(index)
+        values.append(value)
+    score = sum(float(values[p]) for p in recipe.outputs) if recipe.outputs else 0.0
+    if score == -math.inf:  # no assignment of mass: the caller raises ZeroMassError
+        return np.array([score]), {}
+    found: dict = {}
+    # the walk down: (position, assignment of the names above it, their plate dims, shape)
+    todo = [(p, {}, (), ()) for p in recipe.outputs]
+    names = recipe.names
+    while todo:
+        pos, env, plates, shape = todo.pop()
+        if pos < n:
+            continue
+        st = recipe.steps[pos - n]
+        if not st.contract:  # the plates become batch dims of everything below
+            shape = shape + st.reduced_shape
+            extra = (1,) * len(st.reduced)
+            env = {name: v.reshape(v.shape + extra) for name, v in env.items()}
+            lead = (1,) * (len(shape) - len(st.reduced))
+            for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
+                env[q] = g.reshape(lead + g.shape)
+            plates = plates + st.reduced
+        elif st.reduced:
+            index = pointers[pos - n]
+            flat = index[tuple(env[name] for name in st.out)] if st.out else index
+            if flat.shape != shape:
+                flat = np.broadcast_to(flat, shape)
+            env = dict(env)
+            for name, v in zip(st.reduced, np.unravel_index(flat, st.reduced_shape)):
+                env[name] = v
+                found[name] = (v[None], plates)
+        # a value below needs the assignment of its own inputs only
+        todo.extend((p, {name: env[name] for name in names[p]}, plates, shape)
+                    for p, _, _ in st.views if p >= n)
+    return np.array([score]), found
+
+
+def _replay_k(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
+    # the k-max semiring, step by step: kbest.py's combinations on the recipe's steps.
+    sizes = recipe.sizes
+    lists = [_KList(names, tuple(sizes[x] for x in names), a[..., None])
+             for names, a in zip(recipe.names, arrays)]
+    for st in recipe.steps:
+        refs = [view[0] for view in st.views]
+        if st.contract:
+            lists.append(_combine(refs, [lists[p] for p in refs], st.reduced, st.out, sizes,
+                                  k))
+        else:
+            lists.append(_plate_product(refs[0], lists[refs[0]], st.reduced, sizes, k))
+    outputs = list(recipe.outputs)
+    if outputs:
+        root = _combine(outputs, [lists[p] for p in outputs], (), (), sizes, k)
+    else:
+        root = _KList((), (), np.zeros(1))
+    scores = root.data.reshape(-1)
+    found: dict = {}
+    todo = [(root.step, {}, np.arange(len(scores)), ())] if root.step else []
+    while todo:
+        step, env, rank, plates = todo.pop()
+        for ref, new, r, pl in step.back(env, rank, plates, found):
+            if lists[ref].step is not None:
+                todo.append((lists[ref].step, new, r, pl))
+    return scores, found

@@ -1,0 +1,115 @@
+"""MAP and k best of concrete Tensor factors replayed from the planned schedule (h115).
+
+``infer_discrete``'s ``map`` and ``kbest`` on concrete arrays run the max-product schedule on
+the arrays (``adjoint/scheduled.py``) instead of recording a tape. Oracle: enumeration of
+every joint assignment of the unrolled model (one copy of a variable per index of its
+plates), in numpy float64; and the tape's k-best (``kbest_from_tape``) on the same factors.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import funsor_core as fc
+from funsor_core import ops
+from funsor_core.algorithms.adjoint import AdjointTape, kbest_from_tape
+from funsor_core.algorithms.eliminate.plated import sum_product
+
+SIZES = {"a": 2, "b": 3, "c": 2, "d": 2, "i": 2, "j": 2}
+PLATES = frozenset("ij")
+# a, b global; c local to plate i, d local to plate j; observations in i x j
+SPECS = [("a",), ("a", "b"), ("i", "b", "c"), ("c", "i", "j"), ("a", "j", "d"), ("d", "j")]
+
+
+def _model(seed, ties=False):
+    rng = np.random.default_rng(seed)
+    arrays = [rng.normal(size=tuple(SIZES[n] for n in names)) for names in SPECS]
+    if ties:  # few distinct values: many equal scores
+        arrays = [np.round(x) for x in arrays]
+    return arrays
+
+
+def _enumerate(arrays):
+    # every joint assignment of the unrolled copies: (score, {name: values over its plates})
+    var_plates = {v: tuple(sorted(PLATES.intersection(*[set(s) for s in SPECS if v in s])))
+                  for s in SPECS for v in s if v not in PLATES}
+    copies = [(v, idx) for v, ps in sorted(var_plates.items())
+              for idx in itertools.product(*(range(SIZES[p]) for p in ps))]
+    out = []
+    for values in itertools.product(*(range(SIZES[v]) for v, _ in copies)):
+        at = dict(zip(copies, values))
+        total = 0.0
+        for names, x in zip(SPECS, arrays):
+            ps = [n for n in names if n in PLATES]
+            for pidx in itertools.product(*(range(SIZES[p]) for p in ps)):
+                plate_at = dict(zip(ps, pidx))
+                key = tuple(plate_at[n] if n in PLATES else
+                            at[(n, tuple(plate_at[p] for p in var_plates[n]))] for n in names)
+                total += x[key]
+        out.append((total, at))
+    return out, var_plates
+
+
+def _factors(arrays):
+    return [fc.Tensor(fc.numeric_array(x), {n: fc.Bint[SIZES[n]] for n in names})
+            for names, x in zip(SPECS, arrays)]
+
+
+def _score_of(arrays, answer, rank=None):
+    # the total score of an answered assignment (values with plate inputs), recomputed
+    total = 0.0
+    for names, x in zip(SPECS, arrays):
+        ps = [n for n in names if n in PLATES]
+        for pidx in itertools.product(*(range(SIZES[p]) for p in ps)):
+            plate_at = dict(zip(ps, pidx))
+            key = []
+            for n in names:
+                if n in PLATES:
+                    key.append(plate_at[n])
+                    continue
+                t = answer[n]
+                data = ops.to_numpy(t.data)
+                if rank is not None:
+                    data = data[rank]
+                sub = tuple(plate_at[p] for p in t.inputs if p in PLATES)
+                key.append(int(data[sub]))
+            total += x[tuple(key)]
+    return total
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("seed,ties", [(0, False), (1, False), (2, True)])
+def test_map_and_kbest_by_enumeration(backend, seed, ties):
+    pytest.importorskip(backend)
+    arrays = _model(seed, ties)
+    brute, _ = _enumerate(arrays)
+    best = np.sort([s for s, _ in brute])[::-1]
+    fc.set_backend(backend)
+    try:
+        fs = _factors(arrays)
+        found = fc.infer_discrete(fs, PLATES, query="map")
+        assert np.isclose(_score_of(arrays, found), best[0])
+        for k in (1, 4, 7):
+            scores, top = fc.infer_discrete(fs, PLATES, query="kbest", k=k)
+            scores = ops.to_numpy(scores.data)
+            np.testing.assert_allclose(scores, best[:k], rtol=1e-12)
+            for r in range(k):  # each assignment has the score reported for it
+                assert np.isclose(_score_of(arrays, top, r), scores[r])
+    finally:
+        fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_same_as_the_tape(k):
+    # The tape's k-best on the recorded max-product terms: the same scores and assignments.
+    fs = _factors(_model(3))
+    with AdjointTape() as tape:
+        root = sum_product(ops.max, ops.add, fs, frozenset(SIZES), PLATES)
+    want, _ = kbest_from_tape(tape, root, k)
+    scores, top = fc.infer_discrete(fs, PLATES, query="kbest", k=k)
+    np.testing.assert_allclose(scores.data, want, rtol=1e-12)
+    for r in range(k):
+        assert np.isclose(_score_of(_model(3), top, r), want[r])
