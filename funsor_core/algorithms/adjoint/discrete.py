@@ -49,12 +49,18 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
-from funsor_core.algorithms.adjoint.scheduled import replay_best, replay_recipe
+from funsor_core.algorithms.adjoint.scheduled import (
+    _lse,
+    replay_best,
+    replay_log_marginals,
+    replay_recipe,
+)
 from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
 from funsor_core.algorithms.eliminate.schedule import structure_of
 from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
 from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.traversal import reinterpret
@@ -161,6 +167,7 @@ class DiscreteModel:
         self._live = tuple(f for f in factors if not empty & f.inputs.keys())
         self._live_plates = self.plates - empty
         self._empty_vars = frozenset(v for v in self.variables if self.var_plates[v] & empty)
+        self._smallest_at = None
 
     # -- the lazy forward computation ----------------------------------------------------------
     def _expr(self, sum_op) -> Funsor:
@@ -171,8 +178,58 @@ class DiscreteModel:
 
     def _factor_of(self, name: str) -> Funsor:
         # The smallest factor that has the variable: its marginal is the cheapest to read.
-        return min((f for f in self._live if name in f.inputs),
-                   key=lambda f: math.prod(d.size for d in f.inputs.values()))
+        return self._live[self._smallest()[name]]
+
+    def _smallest(self) -> dict:
+        # variable -> position in _live of the first smallest factor that has it (one pass)
+        if self._smallest_at is None:
+            best: dict = {}
+            for k, f in enumerate(self._live):
+                size = math.prod(d.size for d in f.inputs.values())
+                for v in f.inputs:
+                    if v not in best or size < best[v][0]:
+                        best[v] = (size, k)
+            self._smallest_at = {v: k for v, (_, k) in best.items()}
+        return self._smallest_at
+
+    def _host_marginals(self, query: str, what: str):
+        # (log Z, per live factor its log marginal array, the result dtype) by the schedule's
+        # forward-backward pass on host float64 copies, for concrete float32/64 arrays that no
+        # gradient flows through; None: the tape path (which keeps autograd and jax.jit).
+        recipe = self._recipe()
+        if recipe is None or any(backend_of(f.data).tracks_gradients(f.data)
+                                 for f in self._live):
+            return None
+        dtypes = [ops.to_numpy(f.data).dtype for f in self._live]
+        if not all(d in (np.float32, np.float64) for d in dtypes):
+            return None
+        log_z, logs = replay_log_marginals(recipe, [f.data for f in self._live])
+        if log_z == -math.inf:
+            raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
+        return log_z, logs, np.result_type(*dtypes)
+
+    def _marginals_of(self, log_z: float, logs: list, dtype) -> dict:
+        # marginals() from the host log marginals of the factors (as the tape path reads them)
+        proto, out = _proto(self.factors), {}
+        for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, {}, value=False)
+                continue
+            k = self._smallest()[name]
+            f, log_p = self._live[k], logs[k]
+            own = self.var_plates[name]
+            # the same in every slice of a plate the variable is not in: slice 0
+            log_p = log_p[tuple(0 if n in self.plates and n not in own else slice(None)
+                                for n in f.inputs)]
+            kept = [n for n in f.inputs if n not in self.plates or n in own]
+            others = tuple(i for i, n in enumerate(kept) if n != name and n not in own)
+            with np.errstate(divide="ignore"):
+                log_p = _lse(log_p, others)
+            kept = [n for i, n in enumerate(kept) if i not in others]
+            order = tuple(self._batch(name)) + (name,)
+            data = np.exp(log_p.transpose([kept.index(n) for n in order])).astype(dtype)
+            out[name] = Tensor(ops.new_array(proto, data), {n: f.inputs[n] for n in order})
+        return out
 
     def _empty(self, name: str, lead: dict, value: bool) -> Tensor:
         # The answer for a variable in an empty plate: an array with a dim of size 0.
@@ -207,6 +264,9 @@ class DiscreteModel:
     def marginals(self) -> dict:
         """The posterior marginal of each variable: a Tensor of probabilities with the
         variable's plates and the variable as inputs (the variable last)."""
+        host = self._host_marginals("marginals", "a marginal")
+        if host is not None:
+            return self._marginals_of(*host)
         log_z, adj = self._forward_backward(ops.logaddexp, "marginals", "a marginal",
                                             approximate=False)  # exact, under Monte Carlo too
         out = {}
@@ -341,6 +401,15 @@ class DiscreteModel:
     def entropy(self) -> Funsor:
         """The entropy (in nats) of the posterior over every variable: ``log Z`` minus the
         expected sum of log factors, by the marginals of the factors."""
+        host = self._host_marginals("entropy", "the entropy")
+        if host is not None:  # sum over each factor's inputs of p * f, 0 * -inf = 0
+            log_z, logs, dtype = host
+            total = log_z
+            for f, log_p in zip(self._live, logs):
+                p = np.exp(log_p)
+                with np.errstate(invalid="ignore"):
+                    total -= float(np.where(p == 0, 0.0, p * _host(f)).sum())
+            return Tensor(ops.new_array(_proto(self.factors), np.asarray(total, dtype)))
         log_z, adj = self._forward_backward(ops.logaddexp, "entropy", "the entropy",
                                             approximate=False)  # exact, under Monte Carlo too
         # log Z - log Z is 0, or NaN when log Z = -inf: the documented NaN under jax.jit.
@@ -405,6 +474,10 @@ def _aligned(t: Funsor, names: tuple) -> Funsor:
         return t
     return Tensor(align_tensor({n: t.inputs[n] for n in names}, t), {n: t.inputs[n]
                                                                     for n in names}, t.dtype)
+
+
+def _host(f: Tensor) -> np.ndarray:
+    return np.asarray(ops.to_numpy(f.data), dtype=float)
 
 
 def _proto(factors):

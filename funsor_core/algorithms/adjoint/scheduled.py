@@ -41,12 +41,13 @@ from funsor_core.algorithms.contract.replay import CONTRACT
 from funsor_core.algorithms.eliminate.schedule import plan_elimination
 from funsor_core.engine.cache import cached
 
-__all__ = ["ReplayRecipe", "replay_recipe", "replay_best"]
+__all__ = ["ReplayRecipe", "replay_recipe", "replay_best", "replay_log_marginals"]
 
 
 class _Step(NamedTuple):
     # One schedule step as array recipes. views: per operand (position, axis permutation or
-    # None, shape in the layout out + reduced with 1 for a missing name).
+    # None, shape in the layout out + reduced with 1 for a missing name, the layout axes it
+    # lacks, the inverse permutation or None).
     contract: bool
     views: tuple
     out: tuple
@@ -103,7 +104,11 @@ def replay_recipe(structure: tuple, eliminate: frozenset, plates: frozenset):
         for p in operands:
             perm = tuple(names[p].index(n) for n in layout if n in names[p])
             shape = tuple(sizes[n] if n in names[p] else 1 for n in layout)
-            views.append((p, None if perm == tuple(range(len(perm))) else perm, shape))
+            identity = perm == tuple(range(len(perm)))
+            # (for the backward pass: the layout axes the operand lacks, the inverse perm)
+            missing = tuple(a for a, n in enumerate(layout) if n not in names[p])
+            views.append((p, None if identity else perm, shape, missing,
+                          None if identity else tuple(np.argsort(perm).tolist())))
         steps.append(_Step(contract, tuple(views), out, reduced,
                            tuple(sizes[n] for n in out), tuple(sizes[n] for n in reduced)))
         names.append(out)
@@ -137,7 +142,7 @@ def replay_recipe(structure: tuple, eliminate: frozenset, plates: frozenset):
 
 
 def _view(values: list, view: tuple) -> np.ndarray:
-    p, perm, shape = view
+    p, perm, shape = view[:3]
     x = values[p]
     return (x if perm is None else x.transpose(perm)).reshape(shape)
 
@@ -221,7 +226,7 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
                 found[name] = (v[None], plates)
         # a value below needs the assignment of its own inputs only
         todo.extend((p, {name: env[name] for name in names[p]}, plates, shape)
-                    for p, _, _ in st.views if p >= n)
+                    for p, *_ in st.views if p >= n)
     return np.array([score]), found
 
 
@@ -251,3 +256,93 @@ def _replay_k(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
             if lists[ref].step is not None:
                 todo.append((lists[ref].step, new, r, pl))
     return scores, found
+
+
+def _lse(x: np.ndarray, axes: tuple) -> np.ndarray:
+    # log-sum-exp over ``axes``; -inf (not NaN) where every term is -inf or there is none.
+    # Callers silence log(0) (np.errstate) once around their loop.
+    if not axes:
+        return x
+    if not x.size:
+        return np.full(tuple(d for a, d in enumerate(x.shape) if a not in axes), -math.inf)
+    m = x.max(axes, keepdims=True)
+    m[m == -math.inf] = 0.0  # (no +inf: refused at the door)
+    return np.log(np.exp(x - m).sum(axes)) + np.squeeze(m, axes)
+
+
+def replay_log_marginals(recipe: ReplayRecipe, arrays: list) -> tuple:
+    """``log Z`` of the recipe's elimination in ``(logaddexp, add)`` and, per factor, the log
+    of its variables' posterior marginal ``adjoint(f) + f - log Z`` (an array over the
+    factor's inputs, in its order), by a forward and a backward pass over the steps.
+
+    A recipe planned for ``(max, add)`` is a valid order for ``(logaddexp, add)`` too (the
+    order only needs distributivity). The backward pass of a step ``y = lse_R sum_i x_i`` is
+    ``adj(x_j) = lse over the names x_j lacks of (adj(y) + sum_{i != j} x_i)``; of a plate
+    product ``y = sum_P x`` it is ``adj(y) + sum_{q != p} x_q`` per slice ``p`` (prefix and
+    suffix sums: no ``y - x``, which is NaN where a slice is -inf). When ``log Z = -inf``
+    only ``(log Z, None)`` is returned.
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ab"),
+        ...                   frozenset())
+        >>> log_z, (lp,) = replay_log_marginals(r, [f.data])
+        >>> round(float(np.exp(log_z)), 6), np.round(np.exp(lp), 2).tolist()
+        (10.0, [[0.1, 0.2], [0.3, 0.4]])
+    """
+    with np.errstate(divide="ignore"):  # log(0) = -inf: an impossible assignment
+        return _log_marginals(recipe, [np.asarray(ops.to_numpy(a), dtype=float)
+                                       for a in arrays])
+
+
+def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
+    n = len(values)
+    for st in recipe.steps:
+        if st.contract:
+            total = _view(values, st.views[0])
+            for view in st.views[1:]:
+                total = total + _view(values, view)
+            full = st.out_shape + st.reduced_shape
+            if total.shape != full:
+                total = np.broadcast_to(total, full)
+            values.append(_lse(total, tuple(range(len(st.out), len(full)))))
+        else:
+            values.append(_view(values, st.views[0]).reshape(st.out_shape + (-1,)).sum(-1))
+    outs = [values[p] for p in recipe.outputs]
+    log_z = float(sum(outs)) if outs else 0.0
+    if log_z == -math.inf:
+        return log_z, None
+    adj: list = [None] * len(values)
+    for p in recipe.outputs:  # the product of the other results
+        adj[p] = np.asarray(sum((values[q] for q in recipe.outputs if q != p), 0.0))
+    for pos in range(len(values) - 1, n - 1, -1):
+        st, a = recipe.steps[pos - n], adj[pos]
+        if st.contract:
+            a = a.reshape(a.shape + (1,) * len(st.reduced))
+            full = st.out_shape + st.reduced_shape
+            for j, (p, _, _, missing, inverse) in enumerate(st.views):
+                others = a
+                for i, view in enumerate(st.views):
+                    if i != j:
+                        others = others + _view(values, view)
+                if others.shape != full:
+                    others = np.broadcast_to(others, full)
+                r = _lse(others, missing)
+                adj[p] = r if inverse is None else r.transpose(inverse)
+        else:
+            (view,) = st.views
+            p, inverse = view[0], view[4]
+            x = _view(values, view).reshape(st.out_shape + (-1,))
+            if np.isfinite(x).all():  # the others' sum: the total less the slice's own
+                others = values[pos][..., None] - x
+            else:  # the slices before and after each one (-inf - -inf would be NaN)
+                others = np.cumsum(x, -1)
+                before = np.concatenate([np.zeros_like(x[..., :1]), others[..., :-1]], -1)
+                after = np.cumsum(x[..., ::-1], -1)[..., ::-1]
+                others = before + np.concatenate([after[..., 1:], np.zeros_like(x[..., :1])],
+                                                 -1)
+            r = (a[..., None] + others).reshape(st.out_shape + st.reduced_shape)
+            adj[p] = r if inverse is None else r.transpose(inverse)
+    return log_z, [adj[p] + values[p] - log_z for p in range(n)]
