@@ -113,3 +113,44 @@ def test_same_as_the_tape(k):
     np.testing.assert_allclose(scores.data, want, rtol=1e-12)
     for r in range(k):
         assert np.isclose(_score_of(_model(3), top, r), want[r])
+
+
+def _brute_marginals(arrays):
+    brute, var_plates = _enumerate(arrays)
+    scores = np.array([s for s, _ in brute])
+    log_z = np.logaddexp.reduce(scores)
+    w = np.exp(scores - log_z)
+    marg = {v: np.zeros(tuple(SIZES[p] for p in ps) + (SIZES[v],))
+            for v, ps in var_plates.items()}
+    for wi, (_, at) in zip(w, brute):
+        for (v, idx), x in at.items():
+            marg[v][idx + (x,)] += wi
+    entropy = -float(np.sum(np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)))
+    return marg, entropy, var_plates
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("seed,zeros,dtype", [(0, False, "float64"), (1, True, "float64"),
+                                              (2, True, "float32")])
+def test_marginals_and_entropy_by_enumeration(backend, seed, zeros, dtype):
+    # zeros: -inf log factors (impossible values), also whole plate slices of an observation
+    pytest.importorskip(backend)
+    arrays = _model(seed)
+    if zeros:
+        arrays[3][1, 0, :] = -np.inf  # c = 1 is impossible in slice i = 0
+        arrays[1][0, 2] = -np.inf
+    marg, entropy, var_plates = _brute_marginals(arrays)
+    fc.set_backend(backend)
+    try:
+        fs = [fc.Tensor(fc.numeric_array(x.astype(dtype)), t.inputs)
+              for x, t in zip(arrays, _factors(arrays))]
+        got = fc.infer_discrete(fs, PLATES, query="marginals")
+        tol = 1e-5 if dtype == "float32" else 1e-10
+        for v, want in marg.items():
+            assert tuple(got[v].inputs) == var_plates[v] + (v,)
+            assert str(got[v].data.dtype).endswith(dtype)
+            np.testing.assert_allclose(ops.to_numpy(got[v].data), want, atol=tol)
+        h = fc.infer_discrete(fs, PLATES, query="entropy")
+        assert np.isclose(float(ops.to_numpy(h.data)), entropy, rtol=tol)
+    finally:
+        fc.set_backend("numpy")
