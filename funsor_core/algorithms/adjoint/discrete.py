@@ -54,6 +54,7 @@ from funsor_core.algorithms.adjoint.scheduled import (
     replay_best,
     replay_log_marginals,
     replay_recipe,
+    replay_samples,
 )
 from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
@@ -62,6 +63,7 @@ from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
+from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.traversal import reinterpret
 
@@ -389,6 +391,9 @@ class DiscreteModel:
             if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
                 raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
             inputs = {sample_name: Bint[num_samples]}
+        host = self._host_samples(num_samples, rng_key)
+        if host is not None:
+            return self._samples_of(host, inputs)
         with PosteriorSample(rng_key, **inputs) as sampler:
             log_z, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",
                                                 batch_vars=sampler.sample_vars)
@@ -418,6 +423,39 @@ class DiscreteModel:
             p = (adj[f] + f - log_z).exp()
             total = total - _expectation(p, f)
         return total
+
+    def _host_samples(self, num_samples, rng_key):
+        # found (as replay_samples gives it) by the schedule on host arrays, for concrete
+        # Tensors and a key numpy can draw from (None, an int seed, a numpy Generator); None:
+        # the tape path (jax keys, torch generators, traced arrays).
+        keys = KeyStream(rng_key)  # (its own checks of rng_key, as the tape path makes)
+        key = keys.rng_key
+        if not (key is None or isinstance(key, int) or isinstance(key, np.random.Generator)):
+            return None
+        recipe = self._recipe()
+        if recipe is None:
+            return None
+        num = 1 if num_samples is None else int(num_samples)
+        log_z, found = replay_samples(recipe, [f.data for f in self._live], num,
+                                      keys.next(np.zeros(0)))
+        if found is None:
+            raise ZeroMassError(_ZERO_MASS.format(query="sample", what="a posterior sample"))
+        return found
+
+    def _samples_of(self, found: dict, inputs: dict) -> dict:
+        proto, out = _proto(self.factors), {}
+        lead = tuple(inputs)
+        for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, inputs, value=True)
+                continue
+            values, plates = found[name]
+            data = ops.new_array(proto, values if lead else values[0])
+            t = Tensor(ops.astype(data, "int") if ops.is_floating(data) else data,
+                       {**inputs, **{p: self.plate_domains[p] for p in plates}},
+                       self.variables[name].size)
+            out[name] = _aligned(t, lead + tuple(self._batch(name)))
+        return out
 
     def _forward_backward(self, sum_op, query: str, what: str, **kwargs) -> tuple:
         # forward_backward, with the check of the mass between the passes: a backward pass

@@ -41,7 +41,8 @@ from funsor_core.algorithms.contract.replay import CONTRACT
 from funsor_core.algorithms.eliminate.schedule import plan_elimination
 from funsor_core.engine.cache import cached
 
-__all__ = ["ReplayRecipe", "replay_recipe", "replay_best", "replay_log_marginals"]
+__all__ = ["ReplayRecipe", "replay_recipe", "replay_best", "replay_log_marginals",
+           "replay_samples"]
 
 
 class _Step(NamedTuple):
@@ -297,8 +298,9 @@ def replay_log_marginals(recipe: ReplayRecipe, arrays: list) -> tuple:
                                        for a in arrays])
 
 
-def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
-    n = len(values)
+def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None) -> float:
+    # The (logaddexp, add) forward pass: appends each step's value to ``values`` (and to
+    # ``totals`` each contract step's summand over out + reduced, flattened); log Z.
     for st in recipe.steps:
         if st.contract:
             total = _view(values, st.views[0])
@@ -309,9 +311,18 @@ def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
                 total = np.broadcast_to(total, full)
             values.append(_lse(total, tuple(range(len(st.out), len(full)))))
         else:
+            total = None
             values.append(_view(values, st.views[0]).reshape(st.out_shape + (-1,)).sum(-1))
+        if totals is not None:
+            totals.append(None if total is None else total.reshape(
+                st.out_shape + (math.prod(st.reduced_shape),)))
     outs = [values[p] for p in recipe.outputs]
-    log_z = float(sum(outs)) if outs else 0.0
+    return float(sum(outs)) if outs else 0.0
+
+
+def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
+    n = len(values)
+    log_z = _log_forward(recipe, values)
     if log_z == -math.inf:
         return log_z, None
     adj: list = [None] * len(values)
@@ -346,3 +357,61 @@ def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
             r = (a[..., None] + others).reshape(st.out_shape + st.reduced_shape)
             adj[p] = r if inverse is None else r.transpose(inverse)
     return log_z, [adj[p] + values[p] - log_z for p in range(n)]
+
+
+def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
+    """``num`` exact joint posterior samples of the recipe's elimination in
+    ``(logaddexp, add)`` on ``arrays``: ``(log Z, found)`` with ``found`` as
+    ``replay_best``'s (values of shape ``(num,) + plate sizes``); ``found`` is None when
+    ``log Z = -inf``. Forward filtering, backward sampling along the schedule: each step's
+    reduced names are drawn from its summand given the names above it (one categorical draw
+    per step, by inverse CDF on uniforms from the numpy generator ``rng``; None: numpy's
+    global state).
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.log(np.array([0.2, 0.8])), {"i": fc.Bint[2]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("i"),
+        ...                   frozenset())
+        >>> log_z, found = replay_samples(r, [f.data], 1000, np.random.default_rng(0))
+        >>> round(float(found["i"][0].mean()), 1)  # P(i = 1) = 0.8
+        0.8
+    """
+    values = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    n, totals = len(values), []
+    with np.errstate(divide="ignore"):
+        log_z = _log_forward(recipe, values, totals)
+    if log_z == -math.inf:
+        return log_z, None
+    uniform = np.random.random if rng is None else rng.random
+    found: dict = {}
+    todo = [(p, {}, (), (num,)) for p in recipe.outputs]
+    names = recipe.names
+    while todo:
+        pos, env, plates, shape = todo.pop()
+        if pos < n:
+            continue
+        st = recipe.steps[pos - n]
+        if not st.contract:  # the plates become batch dims of everything below
+            shape = shape + st.reduced_shape
+            extra = (1,) * len(st.reduced)
+            env = {name: v.reshape(v.shape + extra) for name, v in env.items()}
+            lead = (1,) * (len(shape) - len(st.reduced))
+            for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
+                env[q] = g.reshape(lead + g.shape)
+            plates = plates + st.reduced
+        elif st.reduced:
+            total = totals[pos - n]
+            logits = total[tuple(env[name] for name in st.out)] if st.out else total
+            logits = np.broadcast_to(logits, shape + logits.shape[-1:])
+            top = logits.max(-1, keepdims=True)
+            cdf = np.cumsum(np.exp(logits - np.where(top > -math.inf, top, 0.0)), -1)
+            u = uniform(shape)[..., None] * cdf[..., -1:]
+            flat = np.minimum((cdf <= u).sum(-1), cdf.shape[-1] - 1)
+            env = dict(env)
+            for name, v in zip(st.reduced, np.unravel_index(flat, st.reduced_shape)):
+                env[name] = v
+                found[name] = (v, plates)
+        todo.extend((p, {name: env[name] for name in names[p]}, plates, shape)
+                    for p, *_ in st.views if p >= n)
+    return log_z, found
