@@ -50,9 +50,8 @@ from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
 from funsor_core.algorithms.adjoint.scheduled import (
-    _lse,
     replay_best,
-    replay_log_marginals,
+    replay_marginals,
     replay_recipe,
     replay_samples,
 )
@@ -195,7 +194,7 @@ class DiscreteModel:
         return self._smallest_at
 
     def _host_marginals(self, query: str, what: str):
-        # (log Z, per live factor its log marginal array, the result dtype) by the schedule's
+        # (log Z, per live factor the marginal of its inputs, the result dtype) by the schedule's
         # forward-backward pass on host float64 copies, for concrete float32/64 arrays that no
         # gradient flows through; None: the tape path (which keeps autograd and jax.jit).
         recipe = self._recipe()
@@ -205,31 +204,31 @@ class DiscreteModel:
         dtypes = [ops.to_numpy(f.data).dtype for f in self._live]
         if not all(d in (np.float32, np.float64) for d in dtypes):
             return None
-        log_z, logs = replay_log_marginals(recipe, [f.data for f in self._live])
+        log_z, probs = replay_marginals(recipe, [f.data for f in self._live])
         if log_z == -math.inf:
             raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
-        return log_z, logs, np.result_type(*dtypes)
+        return log_z, probs, np.result_type(*dtypes)
 
-    def _marginals_of(self, log_z: float, logs: list, dtype) -> dict:
-        # marginals() from the host log marginals of the factors (as the tape path reads them)
+    def _marginals_of(self, log_z: float, probs: list, dtype) -> dict:
+        # marginals() from the factors' host marginals (as the tape path reads them)
         proto, out = _proto(self.factors), {}
         for name in self.variables:
             if name in self._empty_vars:
                 out[name] = self._empty(name, {}, value=False)
                 continue
             k = self._smallest()[name]
-            f, log_p = self._live[k], logs[k]
+            f, p = self._live[k], probs[k]
             own = self.var_plates[name]
             # the same in every slice of a plate the variable is not in: slice 0
-            log_p = log_p[tuple(0 if n in self.plates and n not in own else slice(None)
-                                for n in f.inputs)]
+            p = p[tuple(0 if n in self.plates and n not in own else slice(None)
+                        for n in f.inputs)]
             kept = [n for n in f.inputs if n not in self.plates or n in own]
             others = tuple(i for i, n in enumerate(kept) if n != name and n not in own)
-            with np.errstate(divide="ignore"):
-                log_p = _lse(log_p, others)
+            if others:
+                p = p.sum(others)
             kept = [n for i, n in enumerate(kept) if i not in others]
             order = tuple(self._batch(name)) + (name,)
-            data = np.exp(log_p.transpose([kept.index(n) for n in order])).astype(dtype)
+            data = p.transpose([kept.index(n) for n in order]).astype(dtype)
             out[name] = Tensor(ops.new_array(proto, data), {n: f.inputs[n] for n in order})
         return out
 
@@ -408,10 +407,9 @@ class DiscreteModel:
         expected sum of log factors, by the marginals of the factors."""
         host = self._host_marginals("entropy", "the entropy")
         if host is not None:  # sum over each factor's inputs of p * f, 0 * -inf = 0
-            log_z, logs, dtype = host
+            log_z, probs, dtype = host
             total = log_z
-            for f, log_p in zip(self._live, logs):
-                p = np.exp(log_p)
+            for f, p in zip(self._live, probs):
                 with np.errstate(invalid="ignore"):
                     total -= float(np.where(p == 0, 0.0, p * _host(f)).sum())
             return Tensor(ops.new_array(_proto(self.factors), np.asarray(total, dtype)))

@@ -41,7 +41,7 @@ from funsor_core.algorithms.contract.replay import CONTRACT
 from funsor_core.algorithms.eliminate.schedule import plan_elimination
 from funsor_core.engine.cache import cached
 
-__all__ = ["ReplayRecipe", "replay_recipe", "replay_best", "replay_log_marginals",
+__all__ = ["ReplayRecipe", "replay_recipe", "replay_best", "replay_marginals",
            "replay_samples"]
 
 
@@ -271,33 +271,6 @@ def _lse(x: np.ndarray, axes: tuple) -> np.ndarray:
     return np.log(np.exp(x - m).sum(axes)) + np.squeeze(m, axes)
 
 
-def replay_log_marginals(recipe: ReplayRecipe, arrays: list) -> tuple:
-    """``log Z`` of the recipe's elimination in ``(logaddexp, add)`` and, per factor, the log
-    of its variables' posterior marginal ``adjoint(f) + f - log Z`` (an array over the
-    factor's inputs, in its order), by a forward and a backward pass over the steps.
-
-    A recipe planned for ``(max, add)`` is a valid order for ``(logaddexp, add)`` too (the
-    order only needs distributivity). The backward pass of a step ``y = lse_R sum_i x_i`` is
-    ``adj(x_j) = lse over the names x_j lacks of (adj(y) + sum_{i != j} x_i)``; of a plate
-    product ``y = sum_P x`` it is ``adj(y) + sum_{q != p} x_q`` per slice ``p`` (prefix and
-    suffix sums: no ``y - x``, which is NaN where a slice is -inf). When ``log Z = -inf``
-    only ``(log Z, None)`` is returned.
-
-    Example:
-        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
-        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
-        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
-        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ab"),
-        ...                   frozenset())
-        >>> log_z, (lp,) = replay_log_marginals(r, [f.data])
-        >>> round(float(np.exp(log_z)), 6), np.round(np.exp(lp), 2).tolist()
-        (10.0, [[0.1, 0.2], [0.3, 0.4]])
-    """
-    with np.errstate(divide="ignore"):  # log(0) = -inf: an impossible assignment
-        return _log_marginals(recipe, [np.asarray(ops.to_numpy(a), dtype=float)
-                                       for a in arrays])
-
-
 def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None) -> float:
     # The (logaddexp, add) forward pass: appends each step's value to ``values`` (and to
     # ``totals`` each contract step's summand over out + reduced, flattened); log Z.
@@ -320,43 +293,53 @@ def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None)
     return float(sum(outs)) if outs else 0.0
 
 
-def _log_marginals(recipe: ReplayRecipe, values: list) -> tuple:
-    n = len(values)
-    log_z = _log_forward(recipe, values)
+def replay_marginals(recipe: ReplayRecipe, arrays: list) -> tuple:
+    """``log Z`` of the recipe's elimination in ``(logaddexp, add)`` and, per factor, the
+    posterior marginal of its inputs ``exp(adjoint(f) + f - log Z)`` (an array over the
+    factor's inputs, in its order; a plate index is no random variable: each slice's
+    marginal sums to 1), by a forward and a backward pass over the steps.
+
+    A recipe planned for ``(max, add)`` is a valid order for ``(logaddexp, add)`` too (the
+    order only needs distributivity). The backward pass carries each value's marginal in
+    linear space, where it is at most 1 (no shift needed): a step ``y = lse_R s`` with
+    ``s = sum_i x_i`` spreads ``m(y)`` over ``R`` by the conditional ``exp(s - y)``, and each
+    operand's marginal is that joint summed over the names the operand lacks; a plate
+    product hands ``m(y)`` to every slice. When ``log Z = -inf``: ``(log Z, None)``.
+
+    Example:
+        >>> from funsor_core.algorithms.eliminate.schedule import structure_of
+        >>> f = fc.Tensor(np.log(np.array([[1.0, 2.0], [3.0, 4.0]])),
+        ...               {"a": fc.Bint[2], "b": fc.Bint[2]})
+        >>> r = replay_recipe(structure_of(ops.max, ops.add, [f]), frozenset("ab"),
+        ...                   frozenset())
+        >>> log_z, (p,) = replay_marginals(r, [f.data])
+        >>> round(float(np.exp(log_z)), 6), np.round(p, 2).tolist()
+        (10.0, [[0.1, 0.2], [0.3, 0.4]])
+    """
+    values = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    n, totals = len(values), []
+    with np.errstate(divide="ignore"):  # log(0) = -inf: an impossible assignment
+        log_z = _log_forward(recipe, values, totals)
     if log_z == -math.inf:
         return log_z, None
-    adj: list = [None] * len(values)
-    for p in recipe.outputs:  # the product of the other results
-        adj[p] = np.asarray(sum((values[q] for q in recipe.outputs if q != p), 0.0))
+    marg: list = [None] * len(values)
+    for p in recipe.outputs:  # a value with no inputs: probability 1
+        marg[p] = np.ones(np.shape(values[p]))
     for pos in range(len(values) - 1, n - 1, -1):
-        st, a = recipe.steps[pos - n], adj[pos]
-        if st.contract:
-            a = a.reshape(a.shape + (1,) * len(st.reduced))
-            full = st.out_shape + st.reduced_shape
-            for j, (p, _, _, missing, inverse) in enumerate(st.views):
-                others = a
-                for i, view in enumerate(st.views):
-                    if i != j:
-                        others = others + _view(values, view)
-                if others.shape != full:
-                    others = np.broadcast_to(others, full)
-                r = _lse(others, missing)
-                adj[p] = r if inverse is None else r.transpose(inverse)
+        st, m = recipe.steps[pos - n], marg[pos]
+        full = st.out_shape + st.reduced_shape
+        if not st.contract:  # every slice of the plates: the marginal of the kept names
+            joint = np.broadcast_to(m.reshape(st.out_shape + (1,) * len(st.reduced)), full)
+        elif st.reduced:
+            y = values[pos]
+            y = np.where(y > -math.inf, y, 0.0)[..., None]  # (an impossible y: m(y) = 0)
+            joint = (m[..., None] * np.exp(totals[pos - n] - y)).reshape(full)
         else:
-            (view,) = st.views
-            p, inverse = view[0], view[4]
-            x = _view(values, view).reshape(st.out_shape + (-1,))
-            if np.isfinite(x).all():  # the others' sum: the total less the slice's own
-                others = values[pos][..., None] - x
-            else:  # the slices before and after each one (-inf - -inf would be NaN)
-                others = np.cumsum(x, -1)
-                before = np.concatenate([np.zeros_like(x[..., :1]), others[..., :-1]], -1)
-                after = np.cumsum(x[..., ::-1], -1)[..., ::-1]
-                others = before + np.concatenate([after[..., 1:], np.zeros_like(x[..., :1])],
-                                                 -1)
-            r = (a[..., None] + others).reshape(st.out_shape + st.reduced_shape)
-            adj[p] = r if inverse is None else r.transpose(inverse)
-    return log_z, [adj[p] + values[p] - log_z for p in range(n)]
+            joint = np.broadcast_to(m, full)
+        for p, _, _, missing, inverse in st.views:
+            r = joint.sum(missing) if missing else joint
+            marg[p] = r if inverse is None else r.transpose(inverse)
+    return log_z, marg[:n]
 
 
 def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
