@@ -3,15 +3,20 @@ assignments, posterior samples, entropy and the log partition function.
 
 A model is a list of log factors (Tensors over ``Bint`` variables) and a set of plate names.
 One forward pass of tensor variable elimination (``sum_product``, along its contraction plan)
-is recorded on an ``AdjointTape``; its backward pass gives every answer:
+and its backward pass give every answer. On concrete Tensor factors the pass is
+``sum_product``'s planned schedule replayed on host copies of the arrays (``scheduled.py``:
+recipes cached by the factors' structure, no terms built); traced factors (``jax.jit``),
+lazy factors, factors that carry gradients (marginals, entropy) and jax keys or torch
+generators (sample) record the terms on an ``AdjointTape`` and run its backward pass:
 
 - ``marginals``: ``(logaddexp, add)``; a variable's marginal is read off the smallest factor
   that has it: ``exp(adjoint(f) + f - log Z)``, summed over the factor's other variables.
-- ``map``: on concrete Tensor factors, the k-best replay below with k = 1 (the same search,
-  without building point masses); under ``jax.jit`` (traced factors) or with lazy factors,
-  ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment (Viterbi
-  on a chain). Either returns a most probable assignment (ties: any of the best).
-- ``kbest``: the max-product tape replayed in the k-max semiring (``kbest.py``).
+- ``map``: on concrete Tensor factors, a max and an argmax per step of the schedule (the
+  k-best search with k = 1, without building point masses); under ``jax.jit`` (traced
+  factors) or with lazy factors, ``(max, add)`` under ``argmax_approximate``: point masses
+  at the MAP assignment (Viterbi on a chain). Either returns a most probable assignment
+  (ties: any of the best).
+- ``kbest``: the max-product schedule (or tape) replayed in the k-max semiring (``kbest.py``).
 - ``sample``: ``(logaddexp, add)`` under ``PosteriorSample``: exact joint samples (forward
   filtering, backward sampling).
 - ``entropy``: ``H = log Z - sum_f E[f]``, the expectations taken under the factors'
