@@ -254,8 +254,8 @@ def _replay_k(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
     while todo:
         step, env, rank, plates = todo.pop()
         for ref, new, r, pl in step.back(env, rank, plates, found):
-            if lists[ref].step is not None:
-                todo.append((lists[ref].step, new, r, pl))
+            if lists[ref].step is not None:  # (only the names it has: fewer to broadcast)
+                todo.append((lists[ref].step, {x: new[x] for x in lists[ref].names}, r, pl))
     return scores, found
 
 
