@@ -100,8 +100,11 @@ class ZeroMassError(ValueError):
 def _check_log_factor(k: int, f: Funsor) -> None:
     # A NaN or +inf log factor has no posterior: marginals came out NaN while map() picked
     # an arbitrary state. Read only concrete arrays (a traced one decides nothing).
-    if not isinstance(f, Tensor) or not ops.is_concrete(f.data):
+    if not isinstance(f, Tensor):
         return
+    if type(f.data) is not np.ndarray:  # (numpy's own arrays: no dispatch)
+        if not ops.is_concrete(f.data):
+            return
     values = ops.to_numpy(f.data)
     if (values < np.inf).all():  # (one pass: NaN and +inf both fail it)
         return
@@ -203,13 +206,16 @@ class DiscreteModel:
         # forward-backward pass on host float64 copies, for concrete float32/64 arrays that no
         # gradient flows through; None: the tape path (which keeps autograd and jax.jit).
         recipe = self._recipe()
-        if recipe is None or any(backend_of(f.data).tracks_gradients(f.data)
-                                 for f in self._live):
+        if recipe is None:
             return None
-        dtypes = [ops.to_numpy(f.data).dtype for f in self._live]
-        if not all(d in (np.float32, np.float64) for d in dtypes):
+        data = [f.data for f in self._live]
+        if not all(type(x) is np.ndarray for x in data):  # (numpy: no autograd, no dispatch)
+            if any(backend_of(x).tracks_gradients(x) for x in data):
+                return None
+        dtypes = {x.dtype if type(x) is np.ndarray else ops.to_numpy(x).dtype for x in data}
+        if not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
             return None
-        log_z, probs = replay_marginals(recipe, [f.data for f in self._live])
+        log_z, probs = replay_marginals(recipe, data)
         if log_z == -math.inf:
             raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
         return log_z, probs, np.result_type(*dtypes)

@@ -142,6 +142,12 @@ def replay_recipe(structure: tuple, eliminate: frozenset, plates: frozenset):
     return ReplayRecipe(tuple(names), tuple(steps), outputs, sizes)
 
 
+def _host_arrays(arrays) -> list:
+    # float64 numpy copies (numpy float64 arrays as they are: the replay never writes them)
+    return [a if type(a) is np.ndarray and a.dtype == np.float64 else
+            np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+
+
 def _view(values: list, view: tuple) -> np.ndarray:
     p, perm, shape = view[:3]
     x = values[p]
@@ -164,7 +170,7 @@ def replay_best(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
         >>> scores.tolist(), best["a"][0].tolist(), best["b"][0].tolist()
         ([3.0, 2.0, 1.0], [0, 1, 1], [1, 0, 1])
     """
-    arrays = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    arrays = _host_arrays(arrays)
     if k == 1:
         return _replay_max(recipe, arrays)
     return _replay_k(recipe, arrays, k)
@@ -271,6 +277,11 @@ def _lse(x: np.ndarray, axes: tuple) -> np.ndarray:
     return np.log(np.exp(x - m).sum(axes)) + np.squeeze(m, axes)
 
 
+# Up to this many terms a log-sum-exp is one np.logaddexp.reduce (a pairwise chain of
+# logaddexps: cheaper than the shifted exp-sum-log's seven array calls on small arrays).
+_SMALL = 32
+
+
 def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None) -> float:
     # The (logaddexp, add) forward pass: appends each step's value to ``values`` (and to
     # ``totals`` each contract step's summand over out + reduced, flattened); log Z.
@@ -282,13 +293,16 @@ def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None)
             full = st.out_shape + st.reduced_shape
             if total.shape != full:
                 total = np.broadcast_to(total, full)
-            values.append(_lse(total, tuple(range(len(st.out), len(full)))))
+            total = total.reshape(st.out_shape + (math.prod(st.reduced_shape),))
+            if 0 < total.shape[-1] <= _SMALL:  # one ufunc call (-inf stays -inf)
+                values.append(np.logaddexp.reduce(total, -1))
+            else:
+                values.append(_lse(total, (len(st.out),)))
         else:
             total = None
             values.append(_view(values, st.views[0]).reshape(st.out_shape + (-1,)).sum(-1))
         if totals is not None:
-            totals.append(None if total is None else total.reshape(
-                st.out_shape + (math.prod(st.reduced_shape),)))
+            totals.append(total)
     outs = [values[p] for p in recipe.outputs]
     return float(sum(outs)) if outs else 0.0
 
@@ -316,7 +330,7 @@ def replay_marginals(recipe: ReplayRecipe, arrays: list) -> tuple:
         >>> round(float(np.exp(log_z)), 6), np.round(p, 2).tolist()
         (10.0, [[0.1, 0.2], [0.3, 0.4]])
     """
-    values = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    values = _host_arrays(arrays)
     n, totals = len(values), []
     with np.errstate(divide="ignore"):  # log(0) = -inf: an impossible assignment
         log_z = _log_forward(recipe, values, totals)
@@ -360,7 +374,7 @@ def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
         >>> round(float(found["i"][0].mean()), 1)  # P(i = 1) = 0.8
         0.8
     """
-    values = [np.asarray(ops.to_numpy(a), dtype=float) for a in arrays]
+    values = _host_arrays(arrays)
     n, totals = len(values), []
     with np.errstate(divide="ignore"):
         log_z = _log_forward(recipe, values, totals)
