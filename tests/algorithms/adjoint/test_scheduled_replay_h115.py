@@ -187,3 +187,21 @@ def test_samples_follow_the_joint_posterior(backend):
         assert all(np.array_equal(ops.to_numpy(again[v].data), data[v]) for v in data)
     finally:
         fc.set_backend("numpy")
+
+
+def test_a_factor_given_twice_and_a_constant():
+    # The same Tensor twice counts twice (the joint is 2 f + g + c); a factor with no inputs
+    # only shifts log Z. Oracle: the 3 x 2 joint table, normalized in numpy.
+    rng = np.random.default_rng(6)
+    f = fc.Tensor(rng.normal(size=3), {"x": fc.Bint[3]})
+    g = fc.Tensor(rng.normal(size=(3, 2)), {"x": fc.Bint[3], "y": fc.Bint[2]})
+    c = fc.Tensor(np.array(0.7))
+    joint = 2 * f.data[:, None] + g.data + 0.7
+    p = np.exp(joint - np.logaddexp.reduce(joint.ravel()))
+    got = fc.infer_discrete([f, f, g, c], query="marginals")
+    np.testing.assert_allclose(got["x"].data, p.sum(1), atol=1e-12)
+    np.testing.assert_allclose(got["y"].data, p.sum(0), atol=1e-12)
+    h = fc.infer_discrete([f, f, g, c], query="entropy")
+    assert np.isclose(float(h.data), -(p * np.log(p)).sum(), atol=1e-12)
+    best = fc.infer_discrete([f, f, g, c], query="map")
+    assert (int(best["x"].data), int(best["y"].data)) == np.unravel_index(joint.argmax(), (3, 2))
