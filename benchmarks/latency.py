@@ -6,7 +6,8 @@
 - building ``Normal(x_prev, sd, x_curr)`` (a Gaussian in both) against building the same
   ``Gaussian(...)`` directly, on numpy and torch, and funsor 0.4.8's torch ``Normal``;
 - ``infer_discrete(query="map")`` against ``query="kbest", k=1`` and a hand-written numpy
-  Viterbi, on a 30-step chain with plated observations.
+  Viterbi, on a 30-step chain with plated observations; every query on that model by the
+  tape (before) and by the cached schedule (after), beside the plain ``sum_product``.
 - eager jax, an unrolled discrete chain summed out at T = 10, then 11 and 12 in one process
   (what a model with a new length compiles), beside funsor 0.4.8;
 - eager jax, NumPyro's scan HMM's log density at T = 10, 11 and 12 in one process (the clients'
@@ -486,6 +487,50 @@ def map_vs_kbest() -> None:
     fc.set_backend("numpy")
 
 
+def discrete_queries(rounds: int = 7) -> None:
+    """Every ``infer_discrete`` query on the same model, before (the tape: recorded terms,
+    replayed) and after (the cached schedule replayed on the arrays), beside the plain
+    ``sum_product`` of the same factors and the hand Viterbi; old and new alternate in
+    windows of 5 calls, min over ``rounds`` (h115)."""
+    from unittest import mock
+
+    from funsor_core.algorithms.adjoint import DiscreteModel, infer_discrete
+    from funsor_core.sum_product import sum_product
+
+    model = _chain_model()
+    print("\n## infer_discrete queries, 30-step chain K = 4, plate of 5 (ms): tape -> schedule")
+    print("| backend | query | tape (before) | schedule (after) | speed-up | plain sum_product "
+          "| after / sum_product | after / hand Viterbi |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    hand = best_us(lambda: _viterbi(*model), number=50) / 1e3
+    queries = [("map", {}, ops.max), ("kbest", {"k": 1}, ops.max),
+               ("kbest", {"k": 5}, ops.max), ("marginals", {}, ops.logaddexp),
+               ("entropy", {}, ops.logaddexp), ("sample", {"rng_key": 0}, ops.logaddexp)]
+    tape = mock.patch.object(DiscreteModel, "_recipe", lambda self: None)  # the old path
+    for backend in ("numpy", "torch"):
+        fc.set_backend(backend)
+        fs = _factors(*model)
+        names = frozenset(n for f in fs for n in f.inputs)
+        for query, kw, sum_op in queries:
+            def new(fs=fs, query=query, kw=kw):
+                return infer_discrete(fs, {"n"}, query=query, **kw)
+
+            def old(new=new):
+                with tape:
+                    return new()
+
+            before, after = interleaved_us(old, new, number=5, repeat=rounds)
+            plain = best_us(lambda fs=fs, op=sum_op, names=names: sum_product(
+                op, ops.add, fs, names, frozenset({"n"})), number=20)
+            semiring = "max" if sum_op is ops.max else "lse"
+            label = query + "".join(f" {k}={v}" for k, v in kw.items() if k != "rng_key")
+            print(f"| {backend} | {label} | {before / 1e3:.2f} | {after / 1e3:.2f} | "
+                  f"{before / after:.1f}x | {plain / 1e3:.2f} ({semiring}) "
+                  f"| {after / plain:.1f} | {after / 1e3 / hand:.0f} |", flush=True)
+    print(f"(hand-written numpy Viterbi: {hand:.3f} ms)")
+    fc.set_backend("numpy")
+
+
 if __name__ == "__main__":
     try:
         import torch
@@ -504,5 +549,6 @@ if __name__ == "__main__":
         normal_build()
     if "map" in which:
         map_vs_kbest()
+        discrete_queries()
     if "first" in which:
         first_calls()

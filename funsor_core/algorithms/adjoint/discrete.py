@@ -3,15 +3,20 @@ assignments, posterior samples, entropy and the log partition function.
 
 A model is a list of log factors (Tensors over ``Bint`` variables) and a set of plate names.
 One forward pass of tensor variable elimination (``sum_product``, along its contraction plan)
-is recorded on an ``AdjointTape``; its backward pass gives every answer:
+and its backward pass give every answer. On concrete Tensor factors the pass is
+``sum_product``'s planned schedule replayed on host copies of the arrays (``scheduled.py``:
+recipes cached by the factors' structure, no terms built); traced factors (``jax.jit``),
+lazy factors, factors that carry gradients (marginals, entropy) and jax keys or torch
+generators (sample) record the terms on an ``AdjointTape`` and run its backward pass:
 
 - ``marginals``: ``(logaddexp, add)``; a variable's marginal is read off the smallest factor
   that has it: ``exp(adjoint(f) + f - log Z)``, summed over the factor's other variables.
-- ``map``: on concrete Tensor factors, the k-best replay below with k = 1 (the same search,
-  without building point masses); under ``jax.jit`` (traced factors) or with lazy factors,
-  ``(max, add)`` under ``argmax_approximate``: point masses at the MAP assignment (Viterbi
-  on a chain). Either returns a most probable assignment (ties: any of the best).
-- ``kbest``: the max-product tape replayed in the k-max semiring (``kbest.py``).
+- ``map``: on concrete Tensor factors, a max and an argmax per step of the schedule (the
+  k-best search with k = 1, without building point masses); under ``jax.jit`` (traced
+  factors) or with lazy factors, ``(max, add)`` under ``argmax_approximate``: point masses
+  at the MAP assignment (Viterbi on a chain). Either returns a most probable assignment
+  (ties: any of the best).
+- ``kbest``: the max-product schedule (or tape) replayed in the k-max semiring (``kbest.py``).
 - ``sample``: ``(logaddexp, add)`` under ``PosteriorSample``: exact joint samples (forward
   filtering, backward sampling).
 - ``entropy``: ``H = log Z - sum_f E[f]``, the expectations taken under the factors'
@@ -49,11 +54,20 @@ from funsor_core import ops
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
 from funsor_core.algorithms.adjoint.points import extract_samples
+from funsor_core.algorithms.adjoint.scheduled import (
+    replay_best,
+    replay_marginals,
+    replay_recipe,
+    replay_samples,
+)
 from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
+from funsor_core.algorithms.eliminate.schedule import structure_of
 from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
 from funsor_core.domains import Bint
+from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
+from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.traversal import reinterpret
 
@@ -86,9 +100,14 @@ class ZeroMassError(ValueError):
 def _check_log_factor(k: int, f: Funsor) -> None:
     # A NaN or +inf log factor has no posterior: marginals came out NaN while map() picked
     # an arbitrary state. Read only concrete arrays (a traced one decides nothing).
-    if not isinstance(f, Tensor) or not ops.is_concrete(f.data):
+    if not isinstance(f, Tensor):
         return
+    if type(f.data) is not np.ndarray:  # (numpy's own arrays: no dispatch)
+        if not ops.is_concrete(f.data):
+            return
     values = ops.to_numpy(f.data)
+    if (values < np.inf).all():  # (one pass: NaN and +inf both fail it)
+        return
     bad = np.isnan(values) | (values == np.inf)
     if bad.any():
         at = dict(zip(f.inputs, (int(i) for i in np.argwhere(bad)[0])))
@@ -142,9 +161,14 @@ class DiscreteModel:
         if missing:
             raise ValueError(f"plates {missing} are inputs of no factor")
         self.factors = tuple(factors)
-        self.var_plates = {v: frozenset.intersection(*(
-            frozenset(self.plates & f.inputs.keys()) for f in factors if v in f.inputs))
-            for v in self.variables}
+        # a variable's plates: those of every factor that has it (one pass over the factors)
+        var_plates: dict = {}
+        for f in factors:
+            own = self.plates & f.inputs.keys()
+            for v in f.inputs:
+                if v not in self.plates:
+                    var_plates[v] = var_plates.get(v, own) & own
+        self.var_plates = {v: var_plates[v] for v in self.variables}
         # A product over an empty plate is the unit (log 1 = 0), so the factors of an empty
         # plate drop out, and so do the variables that live in one (their answers are empty).
         # Sizes are static, so this is decided structurally, also under jax.jit.
@@ -152,6 +176,7 @@ class DiscreteModel:
         self._live = tuple(f for f in factors if not empty & f.inputs.keys())
         self._live_plates = self.plates - empty
         self._empty_vars = frozenset(v for v in self.variables if self.var_plates[v] & empty)
+        self._smallest_at = None
 
     # -- the lazy forward computation ----------------------------------------------------------
     def _expr(self, sum_op) -> Funsor:
@@ -162,8 +187,61 @@ class DiscreteModel:
 
     def _factor_of(self, name: str) -> Funsor:
         # The smallest factor that has the variable: its marginal is the cheapest to read.
-        return min((f for f in self._live if name in f.inputs),
-                   key=lambda f: math.prod(d.size for d in f.inputs.values()))
+        return self._live[self._smallest()[name]]
+
+    def _smallest(self) -> dict:
+        # variable -> position in _live of the first smallest factor that has it (one pass)
+        if self._smallest_at is None:
+            best: dict = {}
+            for k, f in enumerate(self._live):
+                size = math.prod(d.size for d in f.inputs.values())
+                for v in f.inputs:
+                    if v not in best or size < best[v][0]:
+                        best[v] = (size, k)
+            self._smallest_at = {v: k for v, (_, k) in best.items()}
+        return self._smallest_at
+
+    def _host_marginals(self, query: str, what: str):
+        # (log Z, per live factor the marginal of its inputs, the result dtype) by the schedule's
+        # forward-backward pass on host float64 copies, for concrete float32/64 arrays that no
+        # gradient flows through; None: the tape path (which keeps autograd and jax.jit).
+        recipe = self._recipe()
+        if recipe is None:
+            return None
+        data = [f.data for f in self._live]
+        if not all(type(x) is np.ndarray for x in data):  # (numpy: no autograd, no dispatch)
+            if any(backend_of(x).tracks_gradients(x) for x in data):
+                return None
+        dtypes = {x.dtype if type(x) is np.ndarray else ops.to_numpy(x).dtype for x in data}
+        if not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
+            return None
+        log_z, probs = replay_marginals(recipe, data)
+        if log_z == -math.inf:
+            raise ZeroMassError(_ZERO_MASS.format(query=query, what=what))
+        return log_z, probs, np.result_type(*dtypes)
+
+    def _marginals_of(self, log_z: float, probs: list, dtype) -> dict:
+        # marginals() from the factors' host marginals (as the tape path reads them)
+        proto, out = _proto(self.factors), {}
+        for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, {}, value=False)
+                continue
+            k = self._smallest()[name]
+            f, p = self._live[k], probs[k]
+            own = self.var_plates[name]
+            # the same in every slice of a plate the variable is not in: slice 0
+            p = p[tuple(0 if n in self.plates and n not in own else slice(None)
+                        for n in f.inputs)]
+            kept = [n for n in f.inputs if n not in self.plates or n in own]
+            others = tuple(i for i, n in enumerate(kept) if n != name and n not in own)
+            if others:
+                p = p.sum(others)
+            kept = [n for i, n in enumerate(kept) if i not in others]
+            order = tuple(self._batch(name)) + (name,)
+            data = p.transpose([kept.index(n) for n in order]).astype(dtype)
+            out[name] = Tensor(ops.new_array(proto, data), {n: f.inputs[n] for n in order})
+        return out
 
     def _empty(self, name: str, lead: dict, value: bool) -> Tensor:
         # The answer for a variable in an empty plate: an array with a dim of size 0.
@@ -188,8 +266,7 @@ class DiscreteModel:
     def _batch(self, name: str) -> dict:
         # The variable's plates, in the order in which the factors name them.
         plates = self.var_plates[name]
-        order = dict.fromkeys(p for f in self.factors for p in f.inputs if p in plates)
-        return {p: self.plate_domains[p] for p in order}
+        return {p: self.plate_domains[p] for p in self.plate_domains if p in plates}
 
     # -- queries --------------------------------------------------------------------------------
     def log_partition(self) -> Funsor:
@@ -199,6 +276,9 @@ class DiscreteModel:
     def marginals(self) -> dict:
         """The posterior marginal of each variable: a Tensor of probabilities with the
         variable's plates and the variable as inputs (the variable last)."""
+        host = self._host_marginals("marginals", "a marginal")
+        if host is not None:
+            return self._marginals_of(*host)
         log_z, adj = self._forward_backward(ops.logaddexp, "marginals", "a marginal",
                                             approximate=False)  # exact, under Monte Carlo too
         out = {}
@@ -232,6 +312,18 @@ class DiscreteModel:
         # jax.jit) and lazy factors take the argmax adjoint instead. Decided structurally.
         return all(isinstance(f, Number) or (isinstance(f, Tensor) and ops.is_concrete(f.data))
                    for f in self._live)
+
+    def _recipe(self):
+        # The array recipes of the max-product schedule, for concrete Tensor factors (None:
+        # the tape path). Planned once per structure (cached with sum_product's schedules).
+        if not self._live or not self._replayable():
+            return None
+        structure = structure_of(ops.max, ops.add, self._live)
+        if structure is None:
+            return None
+        eliminate = frozenset(self.variables) - self._empty_vars | self._live_plates
+        return replay_recipe(structure, eliminate, self._live_plates)
+
     def map_score(self) -> Funsor:
         """The log score (sum of log factors) of the MAP assignment."""
         return reinterpret(self._expr(ops.max))
@@ -260,7 +352,10 @@ class DiscreteModel:
     def _best(self, k: int, rank_name: str | None, query: str, what: str) -> tuple:
         # kbest's answer; ``query`` and ``what`` name the query in the zero-mass error. With
         # no ``rank_name`` (MAP, k = 1) the values have no rank input.
-        if self._live:
+        recipe = self._recipe()
+        if recipe is not None:  # concrete Tensors: the planned schedule on their arrays
+            scores, found = replay_best(recipe, [f.data for f in self._live], k)
+        elif self._live:
             with AdjointTape() as tape:
                 root = reinterpret(self._expr(ops.max))
             scores, found = kbest_from_tape(tape, root, k)
@@ -306,6 +401,9 @@ class DiscreteModel:
             if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
                 raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
             inputs = {sample_name: Bint[num_samples]}
+        host = self._host_samples(num_samples, rng_key)
+        if host is not None:
+            return self._samples_of(host, inputs)
         with PosteriorSample(rng_key, **inputs) as sampler:
             log_z, adj = self._forward_backward(ops.logaddexp, "sample", "a posterior sample",
                                                 batch_vars=sampler.sample_vars)
@@ -318,6 +416,14 @@ class DiscreteModel:
     def entropy(self) -> Funsor:
         """The entropy (in nats) of the posterior over every variable: ``log Z`` minus the
         expected sum of log factors, by the marginals of the factors."""
+        host = self._host_marginals("entropy", "the entropy")
+        if host is not None:  # sum over each factor's inputs of p * f, 0 * -inf = 0
+            log_z, probs, dtype = host
+            total = log_z
+            for f, p in zip(self._live, probs):
+                with np.errstate(invalid="ignore"):
+                    total -= float(np.where(p == 0, 0.0, p * _host(f)).sum())
+            return Tensor(ops.new_array(_proto(self.factors), np.asarray(total, dtype)))
         log_z, adj = self._forward_backward(ops.logaddexp, "entropy", "the entropy",
                                             approximate=False)  # exact, under Monte Carlo too
         # log Z - log Z is 0, or NaN when log Z = -inf: the documented NaN under jax.jit.
@@ -326,6 +432,39 @@ class DiscreteModel:
             p = (adj[f] + f - log_z).exp()
             total = total - _expectation(p, f)
         return total
+
+    def _host_samples(self, num_samples, rng_key):
+        # found (as replay_samples gives it) by the schedule on host arrays, for concrete
+        # Tensors and a key numpy can draw from (None, an int seed, a numpy Generator); None:
+        # the tape path (jax keys, torch generators, traced arrays).
+        keys = KeyStream(rng_key)  # (its own checks of rng_key, as the tape path makes)
+        key = keys.rng_key
+        if not (key is None or isinstance(key, int) or isinstance(key, np.random.Generator)):
+            return None
+        recipe = self._recipe()
+        if recipe is None:
+            return None
+        num = 1 if num_samples is None else int(num_samples)
+        log_z, found = replay_samples(recipe, [f.data for f in self._live], num,
+                                      keys.next(np.zeros(0)))
+        if found is None:
+            raise ZeroMassError(_ZERO_MASS.format(query="sample", what="a posterior sample"))
+        return found
+
+    def _samples_of(self, found: dict, inputs: dict) -> dict:
+        proto, out = _proto(self.factors), {}
+        lead = tuple(inputs)
+        for name in self.variables:
+            if name in self._empty_vars:
+                out[name] = self._empty(name, inputs, value=True)
+                continue
+            values, plates = found[name]
+            data = ops.new_array(proto, values if lead else values[0])
+            t = Tensor(ops.astype(data, "int") if ops.is_floating(data) else data,
+                       {**inputs, **{p: self.plate_domains[p] for p in plates}},
+                       self.variables[name].size)
+            out[name] = _aligned(t, lead + tuple(self._batch(name)))
+        return out
 
     def _forward_backward(self, sum_op, query: str, what: str, **kwargs) -> tuple:
         # forward_backward, with the check of the mass between the passes: a backward pass
@@ -382,6 +521,10 @@ def _aligned(t: Funsor, names: tuple) -> Funsor:
         return t
     return Tensor(align_tensor({n: t.inputs[n] for n in names}, t), {n: t.inputs[n]
                                                                     for n in names}, t.dtype)
+
+
+def _host(f: Tensor) -> np.ndarray:
+    return np.asarray(ops.to_numpy(f.data), dtype=float)
 
 
 def _proto(factors):
