@@ -46,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -173,7 +174,7 @@ class DiscreteModel:
         # plate drop out, and so do the variables that live in one (their answers are empty).
         # Sizes are static, so this is decided structurally, also under jax.jit.
         empty = frozenset(p for p, d in self.plate_domains.items() if d.size == 0)
-        self._live = tuple(f for f in factors if not empty & f.inputs.keys())
+        self._live = _merged_duplicates(f for f in factors if not empty & f.inputs.keys())
         self._live_plates = self.plates - empty
         self._empty_vars = frozenset(v for v in self.variables if self.var_plates[v] & empty)
         self._smallest_at = None
@@ -441,6 +442,10 @@ class DiscreteModel:
         key = keys.rng_key
         if not (key is None or isinstance(key, int) or isinstance(key, np.random.Generator)):
             return None
+        if backend_of(_proto(self.factors)).COMPILES:
+            # jax draws an int seed's keys the same eagerly and under jax.jit (the tape's
+            # KeyStream); numpy's stream here would change the draws by whether it traces
+            return None
         recipe = self._recipe()
         if recipe is None:
             return None
@@ -485,6 +490,17 @@ class DiscreteModel:
                 raise RuntimeError(f"the backward pass placed no point for '{name}'")
             out[name] = point
         return out
+
+
+def _merged_duplicates(factors) -> tuple:
+    # A factor object given n times enters the model once as their sum (n x f in log
+    # space): the adjoint tape keys its results by term, so the copies of one object would
+    # share one adjoint, and the marginals read from it would count the factor once.
+    counts: dict = {}
+    for f in factors:
+        counts.setdefault(id(f), [f, 0])[1] += 1
+    return tuple(f if n == 1 else functools.reduce(lambda a, b: a + b, [f] * n)
+                 for f, n in counts.values())
 
 
 def _check_mass(value: Funsor, query: str, what: str) -> None:
