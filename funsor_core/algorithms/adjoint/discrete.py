@@ -211,7 +211,10 @@ class DiscreteModel:
             return None
         data = [f.data for f in self._live]
         if not all(type(x) is np.ndarray for x in data):  # (numpy: no autograd, no dispatch)
-            if any(backend_of(x).tracks_gradients(x) for x in data):
+            # torch: unless one requires grad; jax: ``_recipe`` admits no tracer (of jax.grad
+            # or jax.jit), and a concrete array carries no derivative through this call
+            if any(backend_of(x).tracks_gradients(x) and not backend_of(x).COMPILES
+                   for x in data):
                 return None
         dtypes = {x.dtype if type(x) is np.ndarray else ops.to_numpy(x).dtype for x in data}
         if not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
