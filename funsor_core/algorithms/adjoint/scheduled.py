@@ -154,6 +154,19 @@ def _view(values: list, view: tuple) -> np.ndarray:
     return (x if perm is None else x.transpose(perm)).reshape(shape)
 
 
+def _into_plates(st, env: dict, plates: tuple, shape: tuple) -> tuple:
+    # A plate product walked down: its plates become trailing batch dims of the assignment
+    # so far (each value broadcast along them) and of everything below, each plate's own
+    # index one more name of the assignment.
+    shape = shape + st.reduced_shape
+    extra = (1,) * len(st.reduced)
+    env = {name: v.reshape(v.shape + extra) for name, v in env.items()}
+    lead = (1,) * (len(shape) - len(st.reduced))
+    for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
+        env[q] = g.reshape(lead + g.shape)
+    return env, plates + st.reduced, shape
+
+
 def replay_best(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
     """The ``k`` best total scores of the recipe's elimination on ``arrays`` (the factors'
     data, in order) and their assignments, as ``kbest_from_tape`` returns them: scores
@@ -215,13 +228,7 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
             continue
         st = recipe.steps[pos - n]
         if not st.contract:  # the plates become batch dims of everything below
-            shape = shape + st.reduced_shape
-            extra = (1,) * len(st.reduced)
-            env = {name: v.reshape(v.shape + extra) for name, v in env.items()}
-            lead = (1,) * (len(shape) - len(st.reduced))
-            for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
-                env[q] = g.reshape(lead + g.shape)
-            plates = plates + st.reduced
+            env, plates, shape = _into_plates(st, env, plates, shape)
         elif st.reduced:
             index = pointers[pos - n]
             flat = index[tuple(env[name] for name in st.out)] if st.out else index
@@ -390,13 +397,7 @@ def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
             continue
         st = recipe.steps[pos - n]
         if not st.contract:  # the plates become batch dims of everything below
-            shape = shape + st.reduced_shape
-            extra = (1,) * len(st.reduced)
-            env = {name: v.reshape(v.shape + extra) for name, v in env.items()}
-            lead = (1,) * (len(shape) - len(st.reduced))
-            for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
-                env[q] = g.reshape(lead + g.shape)
-            plates = plates + st.reduced
+            env, plates, shape = _into_plates(st, env, plates, shape)
         elif st.reduced:
             total = totals[pos - n]
             logits = total[tuple(env[name] for name in st.out)] if st.out else total
