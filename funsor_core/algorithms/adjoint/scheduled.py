@@ -154,6 +154,15 @@ def _view(values: list, view: tuple) -> np.ndarray:
     return (x if perm is None else x.transpose(perm)).reshape(shape)
 
 
+def _summand(values: list, st) -> np.ndarray:
+    # A contraction step's operands added (log space), broadcast over (out, reduced).
+    total = _view(values, st.views[0])
+    for view in st.views[1:]:
+        total = total + _view(values, view)
+    full = st.out_shape + st.reduced_shape
+    return total if total.shape == full else np.broadcast_to(total, full)
+
+
 def _into_plates(st, env: dict, plates: tuple, shape: tuple) -> tuple:
     # A plate product walked down: its plates become trailing batch dims of the assignment
     # so far (each value broadcast along them) and of everything below, each plate's own
@@ -165,6 +174,31 @@ def _into_plates(st, env: dict, plates: tuple, shape: tuple) -> tuple:
     for q, g in zip(st.reduced, np.indices(st.reduced_shape, sparse=True)):
         env[q] = g.reshape(lead + g.shape)
     return env, plates + st.reduced, shape
+
+
+def _walk_down(recipe: ReplayRecipe, n: int, shape: tuple, choose) -> dict:
+    # From the outputs down the schedule: at each eliminating step ``choose(i, step,
+    # assignment so far, batch shape)`` gives the flat index of its eliminated names' values
+    # (an argmax, a draw); a plate product adds its plates as batch dims. name -> (values,
+    # their plate names). A value below needs the assignment of its own inputs only.
+    found: dict = {}
+    todo = [(p, {}, (), shape) for p in recipe.outputs]
+    while todo:
+        pos, env, plates, shape = todo.pop()
+        if pos < n:
+            continue
+        st = recipe.steps[pos - n]
+        if not st.contract:  # the plates become batch dims of everything below
+            env, plates, shape = _into_plates(st, env, plates, shape)
+        elif st.reduced:
+            flat = choose(pos - n, st, env, shape)
+            env = dict(env)
+            for name, v in zip(st.reduced, np.unravel_index(flat, st.reduced_shape)):
+                env[name] = v
+                found[name] = (v, plates)
+        todo.extend((p, {name: env[name] for name in recipe.names[p]}, plates, shape)
+                    for p, *_ in st.views if p >= n)
+    return found
 
 
 def replay_best(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
@@ -195,12 +229,7 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
     pointers = []
     for st in recipe.steps:
         if st.contract:
-            total = _view(values, st.views[0])
-            for view in st.views[1:]:
-                total = total + _view(values, view)
-            full = st.out_shape + st.reduced_shape
-            if total.shape != full:
-                total = np.broadcast_to(total, full)
+            total = _summand(values, st)
             if st.reduced:
                 flat = total.reshape(st.out_shape + (math.prod(st.reduced_shape),))
                 if not flat.shape[-1]:  # an empty domain: no assignment, max = -inf
@@ -218,29 +247,14 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
     score = sum(float(values[p]) for p in recipe.outputs) if recipe.outputs else 0.0
     if score == -math.inf:  # no assignment of mass: the caller raises ZeroMassError
         return np.array([score]), {}
-    found: dict = {}
-    # the walk down: (position, assignment of the names above it, their plate dims, shape)
-    todo = [(p, {}, (), ()) for p in recipe.outputs]
-    names = recipe.names
-    while todo:
-        pos, env, plates, shape = todo.pop()
-        if pos < n:
-            continue
-        st = recipe.steps[pos - n]
-        if not st.contract:  # the plates become batch dims of everything below
-            env, plates, shape = _into_plates(st, env, plates, shape)
-        elif st.reduced:
-            index = pointers[pos - n]
-            flat = index[tuple(env[name] for name in st.out)] if st.out else index
-            if flat.shape != shape:
-                flat = np.broadcast_to(flat, shape)
-            env = dict(env)
-            for name, v in zip(st.reduced, np.unravel_index(flat, st.reduced_shape)):
-                env[name] = v
-                found[name] = (v[None], plates)
-        # a value below needs the assignment of its own inputs only
-        todo.extend((p, {name: env[name] for name in names[p]}, plates, shape)
-                    for p, *_ in st.views if p >= n)
+
+    def argmax_of(i, st, env, shape):
+        index = pointers[i]
+        flat = index[tuple(env[name] for name in st.out)] if st.out else index
+        return flat if flat.shape == shape else np.broadcast_to(flat, shape)
+
+    found = {name: (v[None], plates)
+             for name, (v, plates) in _walk_down(recipe, n, (), argmax_of).items()}
     return np.array([score]), found
 
 
@@ -294,12 +308,7 @@ def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None)
     # ``totals`` each contract step's summand over out + reduced, flattened); log Z.
     for st in recipe.steps:
         if st.contract:
-            total = _view(values, st.views[0])
-            for view in st.views[1:]:
-                total = total + _view(values, view)
-            full = st.out_shape + st.reduced_shape
-            if total.shape != full:
-                total = np.broadcast_to(total, full)
+            total = _summand(values, st)
             total = total.reshape(st.out_shape + (math.prod(st.reduced_shape),))
             if 0 < total.shape[-1] <= _SMALL:  # one ufunc call (-inf stays -inf)
                 values.append(np.logaddexp.reduce(total, -1))
@@ -388,28 +397,14 @@ def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
     if log_z == -math.inf:
         return log_z, None
     uniform = np.random.random if rng is None else rng.random
-    found: dict = {}
-    todo = [(p, {}, (), (num,)) for p in recipe.outputs]
-    names = recipe.names
-    while todo:
-        pos, env, plates, shape = todo.pop()
-        if pos < n:
-            continue
-        st = recipe.steps[pos - n]
-        if not st.contract:  # the plates become batch dims of everything below
-            env, plates, shape = _into_plates(st, env, plates, shape)
-        elif st.reduced:
-            total = totals[pos - n]
-            logits = total[tuple(env[name] for name in st.out)] if st.out else total
-            logits = np.broadcast_to(logits, shape + logits.shape[-1:])
-            top = logits.max(-1, keepdims=True)
-            cdf = np.cumsum(np.exp(logits - np.where(top > -math.inf, top, 0.0)), -1)
-            u = uniform(shape)[..., None] * cdf[..., -1:]
-            flat = np.minimum((cdf <= u).sum(-1), cdf.shape[-1] - 1)
-            env = dict(env)
-            for name, v in zip(st.reduced, np.unravel_index(flat, st.reduced_shape)):
-                env[name] = v
-                found[name] = (v, plates)
-        todo.extend((p, {name: env[name] for name in names[p]}, plates, shape)
-                    for p, *_ in st.views if p >= n)
+    def draw(i, st, env, shape):
+        total = totals[i]
+        logits = total[tuple(env[name] for name in st.out)] if st.out else total
+        logits = np.broadcast_to(logits, shape + logits.shape[-1:])
+        top = logits.max(-1, keepdims=True)
+        cdf = np.cumsum(np.exp(logits - np.where(top > -math.inf, top, 0.0)), -1)
+        u = uniform(shape)[..., None] * cdf[..., -1:]
+        return np.minimum((cdf <= u).sum(-1), cdf.shape[-1] - 1)
+
+    found = _walk_down(recipe, n, (num,), draw)
     return log_z, found
