@@ -445,9 +445,9 @@ class DiscreteModel:
         key = keys.rng_key
         if not (key is None or isinstance(key, int) or isinstance(key, np.random.Generator)):
             return None
-        if backend_of(_proto(self.factors)).COMPILES:
-            # jax draws an int seed's keys the same eagerly and under jax.jit (the tape's
-            # KeyStream); numpy's stream here would change the draws by whether it traces
+        backend = backend_of(_proto(self.factors))
+        if backend.COMPILES or (key is None and backend.NAME != "numpy"):
+            # jax's seeds draw as under jax.jit (KeyStream); None: the backend's global state
             return None
         recipe = self._recipe()
         if recipe is None:

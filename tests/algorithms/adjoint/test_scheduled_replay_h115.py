@@ -289,3 +289,21 @@ def test_eager_jax_marginals_and_entropy_by_enumeration():
         assert np.isclose(float(h.data), entropy, rtol=1e-5)
     finally:
         fc.set_backend("numpy")
+
+
+def test_torch_draws_without_a_key_follow_torch_manual_seed():
+    # No rng_key: torch's own global state, so torch.manual_seed reproduces the draws (a
+    # numpy stream would not follow it). Oracle: the same call after the same seed.
+    torch = pytest.importorskip("torch")
+    fc.set_backend("torch")
+    try:
+        t = fc.Tensor(torch.randn(4, 5, dtype=torch.float64), {"x": fc.Bint[4], "y": fc.Bint[5]})
+        draws = []
+        for _ in range(2):
+            torch.manual_seed(11)
+            np.random.seed(None)  # (a fresh numpy state each time)
+            out = fc.infer_discrete([t], query="sample", num_samples=200)
+            draws.append((out["x"].data.clone(), out["y"].data.clone()))
+        assert all(torch.equal(a, b) for a, b in zip(*draws))
+    finally:
+        fc.set_backend("numpy")
