@@ -6,8 +6,8 @@ One forward pass of tensor variable elimination (``sum_product``, along its cont
 and its backward pass give every answer. On concrete Tensor factors the pass is
 ``sum_product``'s planned schedule replayed on host copies of the arrays (``scheduled.py``:
 recipes cached by the factors' structure, no terms built); traced factors (``jax.jit``),
-lazy factors, factors that carry gradients (marginals, entropy) and jax keys or torch
-generators (sample) record the terms on an ``AdjointTape`` and run its backward pass:
+lazy factors, factors that carry gradients (marginals, entropy) and samples on jax, or on
+torch by a torch generator or its global state, record the terms on an ``AdjointTape``:
 
 - ``marginals``: ``(logaddexp, add)``; a variable's marginal is read off the smallest factor
   that has it: ``exp(adjoint(f) + f - log Z)``, summed over the factor's other variables.
