@@ -445,8 +445,8 @@ class DiscreteModel:
         key = keys.rng_key
         if not (key is None or isinstance(key, int) or isinstance(key, np.random.Generator)):
             return None
-        backend = backend_of(_proto(self.factors))
-        if backend.COMPILES or (key is None and backend.NAME != "numpy"):
+        proto = _proto(self.factors)
+        if backend_of(proto).COMPILES or (key is None and type(proto) is not np.ndarray):
             # jax's seeds draw as under jax.jit (KeyStream); None: the backend's global state
             return None
         recipe = self._recipe()
