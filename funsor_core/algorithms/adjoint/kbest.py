@@ -71,9 +71,12 @@ def _aligned(x: _KList, names: tuple, sizes: dict) -> np.ndarray:
 
 def _topk(flat: np.ndarray, k: int) -> tuple:
     # The k largest along the last axis, sorted descending (stable: ties keep index order).
+    # (the values by a second sort rather than a gather: one C call, equal values alike)
     k = min(k, flat.shape[-1])
-    order = np.argsort(-flat, axis=-1, kind="stable")[..., :k]
-    return np.take_along_axis(flat, order, -1), order
+    neg = -flat
+    order = neg.argsort(axis=-1, kind="stable")[..., :k]
+    neg.sort(axis=-1)
+    return -neg[..., :k], order
 
 
 class _Combine:
