@@ -142,9 +142,13 @@ class _Plate:
             slice_ranks.append(own[key])
             if prev is not None:
                 r = prev[key]
-        # The child's rank and assignment, with the plate dims appended to the batch dims.
         plate_shape = tuple(self.sizes[q] for q in self.plates)
         stacked = np.stack(slice_ranks[::-1], -1).reshape(rank.shape + plate_shape)
+        return self.below(assign, stacked, plates)
+
+    def below(self, assign: dict, stacked: np.ndarray, plates: tuple) -> list:
+        # The child's rank and assignment, with the plate dims appended to the batch dims.
+        plate_shape = stacked.shape[stacked.ndim - len(self.plates):]
         extra = (1,) * len(self.plates)
         new = {name: np.broadcast_to(np.reshape(v, v.shape + extra), stacked.shape)
                for name, v in assign.items()}

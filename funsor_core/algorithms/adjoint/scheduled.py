@@ -310,6 +310,13 @@ def _k_contract(values: list, st, sizes: dict, k: int) -> tuple:
     return best, _Combine(children, st.out, st.reduced, sizes, index, ranks)
 
 
+class _SumPlate(_Plate):
+    # a plate product of one entry per slice: every slice's rank is 0
+    def back(self, assign: dict, rank: np.ndarray, plates: tuple, found: dict) -> list:
+        shape = rank.shape + tuple(self.sizes[q] for q in self.plates)
+        return self.below(assign, np.zeros(shape, dtype=np.intp), plates)
+
+
 def _k_plates(values: list, st, sizes: dict, k: int) -> tuple:
     # the k best sums taking one entry per plate slice, merged slice by slice (_Plate's
     # pointers: the running rank and the slice's rank, one divmod of the flat index)
@@ -317,6 +324,8 @@ def _k_plates(values: list, st, sizes: dict, k: int) -> tuple:
     x = _k_view(values, view, 0, 1)
     width = x.shape[-1]
     slices = x.reshape(st.out_shape + (-1, width))
+    if width == 1:  # one entry per slice (a factor's plates): the sum, every rank 0
+        return slices.sum(-2), _SumPlate(view[0], st.out, st.reduced, sizes, None)
     acc = slices[..., 0, :]
     pointers = [(None, np.broadcast_to(np.arange(width), acc.shape))]
     for p in range(1, slices.shape[-2]):
