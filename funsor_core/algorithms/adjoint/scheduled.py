@@ -261,7 +261,7 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
 def _replay_k(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
     # the k-max semiring on the recipe's views: values[p] holds p's k-lists (its names, then
     # a rank axis); backs[p] the back pointers of kbest.py's walk (_Combine, _Plate), so the
-    # flat indices and the tie order are those of the tape's k-best.
+    # flat indices and the tie order are those of kbest.py's steps on this schedule.
     n, sizes = len(arrays), recipe.sizes
     values = [a[..., None] for a in arrays]
     backs: list = [None] * n
@@ -323,7 +323,7 @@ def _k_plates(values: list, st, sizes: dict, k: int) -> tuple:
     (view,) = st.views
     x = _k_view(values, view, 0, 1)
     width = x.shape[-1]
-    slices = x.reshape(st.out_shape + (-1, width))
+    slices = x.reshape(st.out_shape + (math.prod(st.reduced_shape), width))
     if width == 1:  # one entry per slice (a factor's plates): the sum, every rank 0
         return slices.sum(-2), _SumPlate(view[0], st.out, st.reduced, sizes, None)
     acc = slices[..., 0, :]
