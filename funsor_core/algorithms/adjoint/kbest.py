@@ -71,9 +71,12 @@ def _aligned(x: _KList, names: tuple, sizes: dict) -> np.ndarray:
 
 def _topk(flat: np.ndarray, k: int) -> tuple:
     # The k largest along the last axis, sorted descending (stable: ties keep index order).
+    # (the values by a second sort rather than a gather: one C call, equal values alike)
     k = min(k, flat.shape[-1])
-    order = np.argsort(-flat, axis=-1, kind="stable")[..., :k]
-    return np.take_along_axis(flat, order, -1), order
+    neg = -flat
+    order = neg.argsort(axis=-1, kind="stable")[..., :k]
+    neg.sort(axis=-1)
+    return -neg[..., :k], order
 
 
 class _Combine:
@@ -130,24 +133,26 @@ class _Plate:
         self.sizes, self.pointers = sizes, pointers
 
     def back(self, assign: dict, rank: np.ndarray, plates: tuple, found: dict) -> list:
-        n = len(self.pointers)
-        slice_ranks = [None] * n
-        r = rank
+        # from the last slice back: each slice's rank, then the running rank before it
         out_index = tuple(assign[name] for name in self.out_names)
-        for p in range(n - 1, -1, -1):
-            prev, own = self.pointers[p]
-            rr = prev[out_index + (r,)] if prev is not None else None
-            slice_ranks[p] = own[out_index + (r,)]
-            r = rr
+        slice_ranks = []
+        r = rank
+        for prev, own in reversed(self.pointers):
+            key = out_index + (r,)
+            slice_ranks.append(own[key])
+            if prev is not None:
+                r = prev[key]
+        plate_shape = tuple(self.sizes[q] for q in self.plates)
+        stacked = np.stack(slice_ranks[::-1], -1).reshape(rank.shape + plate_shape)
+        return self.below(assign, stacked, plates)
+
+    def below(self, assign: dict, stacked: np.ndarray, plates: tuple) -> list:
         # The child's rank and assignment, with the plate dims appended to the batch dims.
-        stacked = np.stack(slice_ranks, -1).reshape(
-            rank.shape + tuple(self.sizes[q] for q in self.plates))
-        new = {}
-        grid = np.indices(tuple(self.sizes[q] for q in self.plates))
+        plate_shape = stacked.shape[stacked.ndim - len(self.plates):]
         extra = (1,) * len(self.plates)
-        for name, v in assign.items():
-            new[name] = np.broadcast_to(np.reshape(v, v.shape + extra), stacked.shape)
-        for q, g in zip(self.plates, grid):
+        new = {name: np.broadcast_to(np.reshape(v, v.shape + extra), stacked.shape)
+               for name, v in assign.items()}
+        for q, g in zip(self.plates, np.indices(plate_shape, sparse=True)):
             new[q] = np.broadcast_to(g, stacked.shape)
         return [(self.child, new, stacked, plates + self.plates)]
 

@@ -11,8 +11,8 @@ under the same key, so a repeated call does array work only, with no tape to rec
   its operands (the back pointer is one flat index per kept assignment); a plate step is a
   plain sum over the plate axes (each slice keeps its own best). Walking the pointers from
   the root gives the assignment, one gather per step.
-- k > 1: the same steps in the k-max semiring (``kbest.py``'s ``_combine`` and
-  ``_plate_product``).
+- k > 1: the same steps in the k-max semiring on the same views (each value a k-list: a
+  trailing rank axis), with ``kbest.py``'s back pointers and top-k, so the same tie order.
 
 Both find the assignments ``kbest_from_tape`` finds on the recorded terms, up to the rounding
 of the order of the additions (and, among ties, any of the best).
@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from funsor_core import ops
-from funsor_core.algorithms.adjoint.kbest import _combine, _KList, _plate_product
+from funsor_core.algorithms.adjoint.kbest import _Combine, _combine, _KList, _Plate, _topk
 from funsor_core.algorithms.contract.plan import plan_contraction
 from funsor_core.algorithms.contract.replay import CONTRACT
 from funsor_core.algorithms.eliminate.schedule import plan_elimination
@@ -259,31 +259,80 @@ def _replay_max(recipe: ReplayRecipe, values: list) -> tuple:
 
 
 def _replay_k(recipe: ReplayRecipe, arrays: list, k: int) -> tuple:
-    # the k-max semiring, step by step: kbest.py's combinations on the recipe's steps.
-    sizes = recipe.sizes
-    lists = [_KList(names, tuple(sizes[x] for x in names), a[..., None])
-             for names, a in zip(recipe.names, arrays)]
+    # the k-max semiring on the recipe's views: values[p] holds p's k-lists (its names, then
+    # a rank axis); backs[p] the back pointers of kbest.py's walk (_Combine, _Plate), so the
+    # flat indices and the tie order are those of kbest.py's steps on this schedule.
+    n, sizes = len(arrays), recipe.sizes
+    values = [a[..., None] for a in arrays]
+    backs: list = [None] * n
     for st in recipe.steps:
-        refs = [view[0] for view in st.views]
-        if st.contract:
-            lists.append(_combine(refs, [lists[p] for p in refs], st.reduced, st.out, sizes,
-                                  k))
-        else:
-            lists.append(_plate_product(refs[0], lists[refs[0]], st.reduced, sizes, k))
+        value, back = (_k_contract if st.contract else _k_plates)(values, st, sizes, k)
+        values.append(value)
+        backs.append(back)
     outputs = list(recipe.outputs)
     if outputs:
-        root = _combine(outputs, [lists[p] for p in outputs], (), (), sizes, k)
+        root = _combine(outputs, [_KList((), (), values[p]) for p in outputs], (), (), sizes, k)
+        scores = root.data.reshape(-1)
     else:
-        root = _KList((), (), np.zeros(1))
-    scores = root.data.reshape(-1)
+        root, scores = None, np.zeros(1)
     found: dict = {}
-    todo = [(root.step, {}, np.arange(len(scores)), ())] if root.step else []
+    todo = [(root.step, {}, np.arange(len(scores)), ())] if root is not None else []
     while todo:
         step, env, rank, plates = todo.pop()
         for ref, new, r, pl in step.back(env, rank, plates, found):
-            if lists[ref].step is not None:  # (only the names it has: fewer to broadcast)
-                todo.append((lists[ref].step, {x: new[x] for x in lists[ref].names}, r, pl))
+            if backs[ref] is not None:  # (only the names it has: fewer to broadcast)
+                todo.append((backs[ref], {x: new[x] for x in recipe.names[ref]}, r, pl))
     return scores, found
+
+
+def _k_view(values: list, view: tuple, axis: int, count: int) -> np.ndarray:
+    # an operand's k-lists in the layout out + reduced, its rank axis the ``axis``-th of
+    # ``count`` trailing rank axes (the others of size 1: their sum is every combination).
+    p, perm, shape = view[:3]
+    x = values[p]
+    if perm is not None:
+        x = x.transpose(perm + (len(perm),))
+    return x.reshape(shape + (1,) * axis + x.shape[-1:] + (1,) * (count - 1 - axis))
+
+
+def _k_contract(values: list, st, sizes: dict, k: int) -> tuple:
+    # the k best over (reduced values, operand ranks), flattened in that order (_Combine's)
+    m = len(st.views)
+    total = _k_view(values, st.views[0], 0, m)
+    for j in range(1, m):
+        total = total + _k_view(values, st.views[j], j, m)
+    ranks = tuple(values[view[0]].shape[-1] for view in st.views)
+    full = st.out_shape + st.reduced_shape + ranks
+    if total.shape != full:
+        total = np.broadcast_to(total, full)
+    best, index = _topk(total.reshape(st.out_shape + (-1,)), k)
+    children = tuple(view[0] for view in st.views)
+    return best, _Combine(children, st.out, st.reduced, sizes, index, ranks)
+
+
+class _SumPlate(_Plate):
+    # a plate product of one entry per slice: every slice's rank is 0
+    def back(self, assign: dict, rank: np.ndarray, plates: tuple, found: dict) -> list:
+        shape = rank.shape + tuple(self.sizes[q] for q in self.plates)
+        return self.below(assign, np.zeros(shape, dtype=np.intp), plates)
+
+
+def _k_plates(values: list, st, sizes: dict, k: int) -> tuple:
+    # the k best sums taking one entry per plate slice, merged slice by slice (_Plate's
+    # pointers: the running rank and the slice's rank, one divmod of the flat index)
+    (view,) = st.views
+    x = _k_view(values, view, 0, 1)
+    width = x.shape[-1]
+    slices = x.reshape(st.out_shape + (math.prod(st.reduced_shape), width))
+    if width == 1:  # one entry per slice (a factor's plates): the sum, every rank 0
+        return slices.sum(-2), _SumPlate(view[0], st.out, st.reduced, sizes, None)
+    acc = slices[..., 0, :]
+    pointers = [(None, np.broadcast_to(np.arange(width), acc.shape))]
+    for p in range(1, slices.shape[-2]):
+        pair = acc[..., :, None] + slices[..., p, None, :]
+        acc, index = _topk(pair.reshape(st.out_shape + (-1,)), k)
+        pointers.append(np.divmod(index, width))
+    return acc, _Plate(view[0], st.out, st.reduced, sizes, pointers)
 
 
 def _lse(x: np.ndarray, axes: tuple) -> np.ndarray:
