@@ -46,7 +46,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -54,6 +53,7 @@ import numpy as np
 from funsor_core import ops
 from funsor_core.algorithms.adjoint.kbest import kbest_from_tape
 from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approximate
+from funsor_core.algorithms.adjoint.model_factors import live_factors
 from funsor_core.algorithms.adjoint.points import extract_samples
 from funsor_core.algorithms.adjoint.scheduled import (
     replay_best,
@@ -174,9 +174,10 @@ class DiscreteModel:
         # plate drop out, and so do the variables that live in one (their answers are empty).
         # Sizes are static, so this is decided structurally, also under jax.jit.
         empty = frozenset(p for p, d in self.plate_domains.items() if d.size == 0)
-        self._live = _merged_duplicates(f for f in factors if not empty & f.inputs.keys())
         self._live_plates = self.plates - empty
         self._empty_vars = frozenset(v for v in self.variables if self.var_plates[v] & empty)
+        self._live = live_factors(factors, empty, self._empty_vars, self.variables,
+                                  self.var_plates, self.plate_domains)
         self._smallest_at = None
 
     # -- the lazy forward computation ----------------------------------------------------------
@@ -493,17 +494,6 @@ class DiscreteModel:
                 raise RuntimeError(f"the backward pass placed no point for '{name}'")
             out[name] = point
         return out
-
-
-def _merged_duplicates(factors) -> tuple:
-    # A factor object given n times enters the model once as their sum (n x f in log
-    # space): the adjoint tape keys its results by term, so the copies of one object would
-    # share one adjoint, and the marginals read from it would count the factor once.
-    counts: dict = {}
-    for f in factors:
-        counts.setdefault(id(f), [f, 0])[1] += 1
-    return tuple(f if n == 1 else functools.reduce(lambda a, b: a + b, [f] * n)
-                 for f, n in counts.values())
 
 
 def _check_mass(value: Funsor, query: str, what: str) -> None:
