@@ -1,15 +1,5 @@
 """The factors a discrete model computes with (``DiscreteModel``): those of its empty plates
 dropped, a free variable kept by a factor of zeros, a factor given twice entered once.
-
-Example:
-    >>> f = fc.Tensor(np.log([0.3, 0.7]), {"x": fc.Bint[2]})
-    >>> y_in_i = fc.Tensor(np.zeros((0, 3)), {"i": fc.Bint[0], "y": fc.Bint[3]})
-    >>> y_in_j = fc.Tensor(np.zeros((0, 3)), {"j": fc.Bint[0], "y": fc.Bint[3]})
-    >>> variables = {"x": fc.Bint[2], "y": fc.Bint[3]}  # y: in no plate (i and j differ)
-    >>> live = live_factors([f, f, y_in_i, y_in_j], frozenset("ij"), frozenset(), variables,
-    ...                     dict.fromkeys(variables, frozenset()), {})
-    >>> [(dict(t.inputs), np.round(t.data, 3).tolist()) for t in live]
-    [({'x': Bint[2]}, [-2.408, -0.713]), ({'y': Bint[3]}, [0.0, 0.0, 0.0])]
 """
 
 from __future__ import annotations
@@ -31,7 +21,15 @@ def live_factors(factors, empty: frozenset, empty_vars: frozenset, variables: di
     given ``n`` times enters once as ``n`` times itself (the adjoint tape keys its results by
     term, so the copies would share one adjoint and the marginals count it once).
 
-    Example: see the module docstring.
+    Example:
+        >>> f = fc.Tensor(np.log([0.3, 0.7]), {"x": fc.Bint[2]})
+        >>> y_in_i = fc.Tensor(np.zeros((0, 3)), {"i": fc.Bint[0], "y": fc.Bint[3]})
+        >>> y_in_j = fc.Tensor(np.zeros((0, 3)), {"j": fc.Bint[0], "y": fc.Bint[3]})
+        >>> variables = {"x": fc.Bint[2], "y": fc.Bint[3]}  # y: in no plate (i and j differ)
+        >>> live = live_factors([f, f, y_in_i, y_in_j], frozenset("ij"), frozenset(), variables,
+        ...                     dict.fromkeys(variables, frozenset()), {})
+        >>> [(dict(t.inputs), np.round(t.data, 3).tolist()) for t in live]
+        [({'x': Bint[2]}, [-2.408, -0.713]), ({'y': Bint[3]}, [0.0, 0.0, 0.0])]
     """
     live = [f for f in factors if not empty & f.inputs.keys()]
     held = {v for f in live for v in f.inputs} | empty_vars
