@@ -56,6 +56,7 @@ from funsor_core.algorithms.adjoint.kinds import PosteriorSample, argmax_approxi
 from funsor_core.algorithms.adjoint.model_factors import live_factors
 from funsor_core.algorithms.adjoint.points import extract_samples
 from funsor_core.algorithms.adjoint.scheduled import (
+    _host_arrays,
     replay_best,
     replay_marginals,
     replay_recipe,
@@ -425,9 +426,9 @@ class DiscreteModel:
         if host is not None:  # sum over each factor's inputs of p * f, 0 * -inf = 0
             log_z, probs, dtype = host
             total = log_z
-            for f, p in zip(self._live, probs):
+            for x, p in zip(_host_arrays([f.data for f in self._live]), probs):
                 with np.errstate(invalid="ignore"):
-                    total -= float(np.where(p == 0, 0.0, p * _host(f)).sum())
+                    total -= float(np.where(p == 0, 0.0, p * x).sum())
             return Tensor(ops.new_array(_proto(self.factors), np.asarray(total, dtype)))
         log_z, adj = self._forward_backward(ops.logaddexp, "entropy", "the entropy",
                                             approximate=False)  # exact, under Monte Carlo too
@@ -530,10 +531,6 @@ def _aligned(t: Funsor, names: tuple) -> Funsor:
         return t
     return Tensor(align_tensor({n: t.inputs[n] for n in names}, t), {n: t.inputs[n]
                                                                     for n in names}, t.dtype)
-
-
-def _host(f: Tensor) -> np.ndarray:
-    return np.asarray(ops.to_numpy(f.data), dtype=float)
 
 
 def _proto(factors):

@@ -1,11 +1,12 @@
-"""MAP and k-best assignments of concrete Tensor factors straight from the planned schedule.
+"""``infer_discrete`` on concrete Tensor factors straight from the planned schedule: MAP,
+k best, marginals (and so the entropy) and posterior samples.
 
-``infer_discrete``'s MAP and k-best answers on concrete arrays need no terms: the max-product
-elimination is ``plan_elimination``'s ``Schedule`` (cached by the factors' input names and
-sizes, the key ``sum_product`` plans by), and its steps are replayed on host copies of the
-arrays. ``replay_recipe`` turns the schedule into array recipes once per structure (per step:
-each operand's axis permutation and broadcast shape, the reduced names, the plates), cached
-under the same key, so a repeated call does array work only, with no tape to record.
+These answers need no terms: the max-product elimination is ``plan_elimination``'s
+``Schedule`` (cached by the factors' input names and sizes, the key ``sum_product`` plans by),
+and its steps are replayed on host copies of the arrays. ``replay_recipe`` turns the schedule
+into array recipes once per structure (per step: each operand's axis permutation and
+broadcast shape, the reduced names, the plates), cached under the same key, so a repeated
+call does array work only, with no tape to record.
 
 - k = 1 (MAP): a contract step is ``max`` and ``argmax`` over its reduced axes of the sum of
   its operands (the back pointer is one flat index per kept assignment); a plate step is a
@@ -13,9 +14,11 @@ under the same key, so a repeated call does array work only, with no tape to rec
   the root gives the assignment, one gather per step.
 - k > 1: the same steps in the k-max semiring on the same views (each value a k-list: a
   trailing rank axis), with ``kbest.py``'s back pointers and top-k, so the same tie order.
+- marginals and samples: the same steps in ``(logaddexp, add)`` (``replay_marginals``,
+  ``replay_samples``), the order being valid for any semiring that distributes.
 
-Both find the assignments ``kbest_from_tape`` finds on the recorded terms, up to the rounding
-of the order of the additions (and, among ties, any of the best).
+MAP and k best find the assignments ``kbest_from_tape`` finds on the recorded terms, up to
+the rounding of the order of the additions (and, among ties, any of the best).
 
 Example:
     >>> from funsor_core.algorithms.eliminate.schedule import structure_of
@@ -335,18 +338,6 @@ def _k_plates(values: list, st, sizes: dict, k: int) -> tuple:
     return acc, _Plate(view[0], st.out, st.reduced, sizes, pointers)
 
 
-def _lse(x: np.ndarray, axes: tuple) -> np.ndarray:
-    # log-sum-exp over ``axes``; -inf (not NaN) where every term is -inf or there is none.
-    # Callers silence log(0) (np.errstate) once around their loop.
-    if not axes:
-        return x
-    if not x.size:
-        return np.full(tuple(d for a, d in enumerate(x.shape) if a not in axes), -math.inf)
-    m = x.max(axes, keepdims=True)
-    m[m == -math.inf] = 0.0  # (no +inf: refused at the door)
-    return np.log(np.exp(x - m).sum(axes)) + np.squeeze(m, axes)
-
-
 # Up to this many terms a log-sum-exp is one np.logaddexp.reduce (a pairwise chain of
 # logaddexps: cheaper than the shifted exp-sum-log's seven array calls on small arrays).
 _SMALL = 32
@@ -362,7 +353,7 @@ def _log_forward(recipe: ReplayRecipe, values: list, totals: list | None = None)
             if 0 < total.shape[-1] <= _SMALL:  # one ufunc call (-inf stays -inf)
                 values.append(np.logaddexp.reduce(total, -1))
             else:
-                values.append(_lse(total, (len(st.out),)))
+                values.append(ops.logsumexp(total, len(st.out)))
         else:
             total = None
             values.append(_view(values, st.views[0]).reshape(st.out_shape + (-1,)).sum(-1))
@@ -446,6 +437,7 @@ def replay_samples(recipe: ReplayRecipe, arrays: list, num: int, rng) -> tuple:
     if log_z == -math.inf:
         return log_z, None
     uniform = np.random.random if rng is None else rng.random
+
     def draw(i, st, env, shape):
         total = totals[i]
         logits = total[tuple(env[name] for name in st.out)] if st.out else total
