@@ -66,9 +66,11 @@ from funsor_core.algorithms.adjoint.tape import AdjointTape
 from funsor_core.algorithms.eliminate.plated import sum_product
 from funsor_core.algorithms.eliminate.schedule import structure_of
 from funsor_core.atoms.tensor import Tensor, align_tensor, null_set_mul
+from funsor_core.atoms.tensor_idioms import get_default_prototype
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import backend_of
 from funsor_core.engine.interpreter import reflect
+from funsor_core.engine.protocol import children
 from funsor_core.sampling.keys import KeyStream
 from funsor_core.terms.base import Funsor, Number
 from funsor_core.terms.traversal import reinterpret
@@ -122,7 +124,7 @@ class DiscreteModel:
 
     Args:
         factors: log factors (Tensors whose inputs are ``Bint`` variables and plates), as a
-            list or a dict of named factors.
+            list or a dict of named factors; a lazily built factor is evaluated first.
         plates: names of the plates (inputs that index independent copies).
 
     Raises:
@@ -147,6 +149,10 @@ class DiscreteModel:
         self.variables: dict = {}
         self.plate_domains: dict = {}
         for k, f in enumerate(factors):
+            if isinstance(f, Funsor) and not isinstance(f, (Tensor, Number)):
+                # a lazy factor (built under ``lazy``): its value under the active
+                # interpretation, so that the answers are numbers, not terms over it
+                f = factors[k] = reinterpret(f)
             if not isinstance(f, Funsor) or f.dtype != "real" or f.shape:
                 raise ValueError(f"factor {k} must be a real scalar funsor (a log factor), got "
                                  f"{f!r:.80}")
@@ -534,10 +540,17 @@ def _aligned(t: Funsor, names: tuple) -> Funsor:
 
 
 def _proto(factors):
-    for f in factors:
+    # an array of the factors' backend and float dtype: a Tensor among them or inside a lazy
+    # one, else the active backend's
+    todo, first = list(factors), None
+    while todo:
+        f = todo.pop(0)
         if isinstance(f, Tensor):
-            return f.data
-    return Number(0.0).data
+            if ops.is_floating(f.data):
+                return f.data
+            first = f.data if first is None else first
+        todo.extend(children(f))
+    return get_default_prototype() if first is None else first
 
 
 def infer_discrete(factors, plates=frozenset(), query: str = "marginals", *, k: int = 1,

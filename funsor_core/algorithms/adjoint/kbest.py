@@ -222,6 +222,8 @@ def kbest_from_tape(tape, root: Funsor, k: int) -> tuple:
 
     start = tape._producer.get(canonical_key(root))
     if start is None:
+        if isinstance(root, (Tensor, Number)):  # a constant model: one assignment, no steps
+            return _leaf(root).data.reshape(-1), {}
         raise ValueError("the root was not computed on this tape")
     needed = {start}
     for index in range(start, -1, -1):  # the steps the root depends on
