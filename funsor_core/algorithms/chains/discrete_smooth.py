@@ -171,6 +171,10 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
         factors = [factors]
     _one_backend(trans, factors, lengths, mask, what)
     trans = _evaluated_leaves(trans, prod_op)
+    # a boundary factor built lazily: its value (a numpy chain runs on torch, which converts
+    # Tensors only; a lazy numpy factor beside the converted chain read as mixed backends)
+    factors = [reinterpret(f) if isinstance(f, Funsor) and not isinstance(f, (Tensor, Number))
+               else f for f in factors]
     if _numpy_chain(trans, prod_op):
         return _on_torch(sum_op, prod_op, trans, time, step, factors, strategy, what,
                          lengths, mask)
