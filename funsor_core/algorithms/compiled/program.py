@@ -41,6 +41,7 @@ from funsor_core.algorithms.compiled.lowering import (
     run_pair,
     run_reduce,
 )
+from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.cache import cached
@@ -181,7 +182,7 @@ class Plan:
         ``(sum_op, prod_op)`` is ``(ops.add, ops.mul)`` (probabilities, the default) or
         ``(ops.logaddexp, ops.add)`` (log values; functional tables in ``{-inf, 0}``)."""
         log = _semiring(sum_op, prod_op)
-        factors = [factors] if isinstance(factors, (Funsor, Functional)) else list(factors)
+        factors = factor_list(factors, (Funsor, Functional))
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
                              f"{self.scopes}; got {len(factors)}")
@@ -411,9 +412,7 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
             "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
-    if isinstance(factors, (Funsor, Functional)):  # one bare factor, as sum_product takes
-        factors = [factors]
-    factors = list(factors)
+    factors = factor_list(factors, (Funsor, Functional))  # one bare factor, as sum_product
     if not factors:  # an IndexError deep in the planner before
         raise ValueError("plan() needs at least one factor (a Tensor or functional(...))")
     scopes, sizes, functional = _structure(factors)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.algorithms.loopy.anytime_buckets import (
     bucket_bp,
     bucket_priorities,
@@ -300,7 +301,7 @@ def anytime_bp(factors, priority: str = "dynamic", sum_op=ops.logaddexp, *, grow
         raise ValueError(f"grow must be at least 1, got {grow}")
     if step_iters is not None and step_iters < 1:
         raise ValueError(f"step_iters must be None or at least 1, got {step_iters}")
-    factors = list(factors)
+    factors = factor_list(factors)
     graph = FactorGraph.build(factors)
     if not all(ops.is_concrete(f.data) for f in factors):  # priorities are read as numbers
         raise TypeError("anytime_bp grows the domains by reading message values, so it does "

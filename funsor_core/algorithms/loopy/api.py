@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.algorithms.loopy.anytime import sparse_bp
 from funsor_core.algorithms.loopy.bp import SCHEDULES, BPResult, run_bp
 from funsor_core.algorithms.loopy.cluster_bp import ClusterBPResult, cluster_bp
@@ -30,7 +31,6 @@ from funsor_core.algorithms.loopy.sparsity import sparse_value_bp
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.floats import float_info
-from funsor_core.terms.base import Funsor
 
 __all__ = ["loopy_bp", "gibbs", "mh", "Samples", "sample_chains", "check_bp_options",
            "check_chain_options", "require_concrete"]
@@ -174,7 +174,7 @@ _static = require_concrete
 
 
 def _checked(factors) -> list:
-    factors = [factors] if isinstance(factors, Funsor) else list(factors)  # one bare factor
+    factors = factor_list(factors)
     if not factors:
         raise ValueError("loopy inference needs at least one factor")
     for f in factors:  # a finite log 0 (NEG) must fit the dtype: float16's largest is 65504

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from funsor_core import ops
+from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.atoms.tensor import Tensor
 
 __all__ = ["ClusterGraph", "SCOPES"]
@@ -93,7 +94,7 @@ class ClusterGraph:
         """
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}; choose one of {SCOPES}")
-        factors = list(factors)
+        factors = factor_list(factors)
         domains, batch_domains = _domains(factors, tuple(batch))
         clusters = _partition(clusters, domains)
         owner = {v: c for c, vs in enumerate(clusters) for v in vs}

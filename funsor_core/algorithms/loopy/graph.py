@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from funsor_core import ops
+from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint
 from funsor_core.engine.backend import announce_term_class, backend_of
@@ -164,7 +165,7 @@ class FactorGraph:
             >>> FactorGraph.build([f], batch=("n",)).batch
             {'n': Bint[4]}
         """
-        factors = list(factors)
+        factors = factor_list(factors)
         if not factors:
             raise ValueError("loopy inference needs at least one factor")
         batch = (batch,) if isinstance(batch, str) else tuple(batch)
