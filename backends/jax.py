@@ -95,11 +95,14 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
-    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
+    # as numpy's: the kinds by "real"/"float", "int", "bool"; any other name or dtype exactly
+    if dtype == "real" or dtype == "float":
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_float_dtype())
     if dtype == "bool":
         return x.astype(bool)
-    return x.astype(_int_dtype())
+    if dtype == "int":
+        return x.astype(_int_dtype())
+    return x.astype(jnp.dtype(dtype))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -208,12 +208,17 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
+    # "real"/"float" keep a float dtype (ints become the default float), "int" and "bool"
+    # the kinds; any other name or dtype ("float32", "uint8", np.int32) is converted to
+    # exactly, as funsor's ops.astype does.
     x = np.asarray(x)
-    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
+    if dtype == "real" or dtype == "float":
         return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)
     if dtype == "bool":
         return x.astype(bool)
-    return x.astype(np.int64)
+    if dtype == "int":
+        return x.astype(np.int64)
+    return x.astype(np.dtype(dtype))
 
 
 def _matmul(x, y):

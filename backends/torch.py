@@ -202,11 +202,20 @@ def _is_integer(x) -> bool:
 
 
 def _astype(x, dtype):
-    if dtype == "real" or str(dtype).startswith("float"):  # funsor also says "float32"
+    # as numpy's: the kinds by "real"/"float", "int", "bool"; any other name or dtype exactly
+    if dtype == "real" or dtype == "float":
         return x if x.is_floating_point() else x.to(_float_dtype())
     if dtype == "bool":
         return x.to(torch.bool)
-    return x.to(torch.int64)
+    if dtype == "int":
+        return x.to(torch.int64)
+    if not isinstance(dtype, torch.dtype):
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        dtype = getattr(torch, name, None)
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"ops.astype: torch has no dtype {name!r}; use 'real', 'int', "
+                            "'bool' or a dtype name such as 'float32' or 'uint8'")
+    return x.to(dtype)
 
 
 # ---------------------------------------------------------------------------------------------

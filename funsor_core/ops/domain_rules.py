@@ -282,7 +282,14 @@ def domain_isfinite(op, params, domains):
 @domain_rule(ops.astype)
 def domain_astype(op, params, domains):
     dtype = params["dtype"]
-    return Domain("real" if dtype == "real" else domains[0].dtype, domains[0].shape)
+    real = dtype in ("real", "float") or (dtype not in ("int", "bool") and _names_float(dtype))
+    return Domain("real" if real else domains[0].dtype, domains[0].shape)
+
+
+def _names_float(dtype) -> bool:
+    # "float32", np.float64, torch.float16: a float dtype of any backend, by its name
+    name = dtype if isinstance(dtype, str) else str(getattr(dtype, "name", dtype))
+    return name.rsplit(".", 1)[-1].startswith(("float", "bfloat", "half", "double"))
 
 
 @domain_rule(ops.full_like)

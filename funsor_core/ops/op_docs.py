@@ -68,7 +68,9 @@ _TABLE: dict[str, tuple[str, str, str]] = {
         "ops.clamp(np.array([-2., 0.5, 3.]), 0., 1.)",
         "array([0. , 0.5, 1. ])"),
     "astype": (
-        "``astype(x, dtype)``: ``x`` converted to ``\"real\"``, ``\"int\"`` or ``\"bool\"``.",
+        "``astype(x, dtype)``: ``x`` converted to ``\"real\"`` (a float dtype kept, ints to "
+        "the default float), ``\"int\"`` or ``\"bool\"``; any other dtype name or dtype "
+        "(``\"float32\"``, ``\"uint8\"``) exactly, as in funsor.",
         "ops.astype(np.array([1.7, 2.2]), \"int\")",
         "array([1, 2])"),
     "add": (

@@ -3,6 +3,7 @@
 enumeration of the joint table in numpy (the model is a tree, where BP is exact)."""
 
 import numpy as np
+import pytest
 
 import funsor_core as fc
 from funsor_core import ops
@@ -32,3 +33,28 @@ def test_plan_takes_named_factors():
     plan = fc.plan(factors, frozenset({"x", "y"}))
     total = plan(factors, sum_op=ops.logaddexp, prod_op=ops.add)
     np.testing.assert_allclose(float(total.data), np.logaddexp.reduce(joint.ravel()))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])  # (jax: 3 s of compiling the sampler)
+def test_sample_marginals_in_the_factors_backend_and_dtype(backend):
+    # Samples.marginals() were numpy float64 Tensors on every backend: subtracting BP's
+    # beliefs on torch raised the mixed-backend TypeError; now they are the samples' backend
+    # and the factors' float dtype, close to enumeration (3 binomial standard errors, plus
+    # 0.05 for the chain's autocorrelation)
+    pytest.importorskip(backend)
+    try:
+        fc.set_backend(backend)
+        factors, joint = _named()
+        proto = ops.astype(fc.get_default_prototype(), "float32")
+        factors = {k: fc.Tensor(ops.new_array(proto, np.asarray(f.data, np.float32)), f.inputs)
+                   for k, f in factors.items()}
+        draws = gibbs(factors, num_samples=400, warmup=10, rng_key=0)
+        marginal = draws.marginals()["y"]
+        belief = loopy_bp(factors).beliefs["y"]
+        assert type(marginal.data) is type(belief.data)
+        assert marginal.data.dtype == belief.data.dtype
+        exact = np.exp(joint - np.logaddexp.reduce(joint.ravel())).sum(0)
+        got = np.exp(np.asarray((marginal - belief + belief).data, np.float64))
+        assert np.all(np.abs(got - exact) < 3 * np.sqrt(exact * (1 - exact) / 400) + 0.05)
+    finally:
+        fc.set_backend("numpy")

@@ -207,15 +207,18 @@ class Samples(Beliefs):
     what = "samples"
     num_updates: int = 0
     num_factors_scored: int = 0
+    float_dtype: str = "real"  # the factors' float dtype, by name ("float32")
 
     def marginals(self) -> dict:
-        """Each variable's empirical log marginal over all particles and chains."""
+        """Each variable's empirical log marginal over all particles and chains, a Tensor of
+        the samples' backend in the factors' float dtype (comparable with BP's beliefs)."""
         out = {}
         for name, t in self.items():
             x = np.asarray(ops.to_numpy(t.data)).reshape(-1)
             counts = np.bincount(x, minlength=t.dtype).astype(float)
             with np.errstate(divide="ignore"):
-                out[name] = Tensor(np.log(counts / counts.sum()), {name: Bint[t.dtype]})
+                log_p = ops.new_array(t.data, np.log(counts / counts.sum()))
+            out[name] = Tensor(ops.astype(log_p, self.float_dtype), {name: Bint[t.dtype]})
         return out
 
 
@@ -376,6 +379,8 @@ def samples_of_states(graph: FactorGraph, states, num_samples: int, num_chains: 
     for i, name in enumerate(graph.names):
         data = states[:, :, i] if num_chains > 1 else states[:, 0, i]
         out[name] = Tensor(data, dict(inputs), graph.sizes[i])
+    if graph.groups:  # the dtype by name: a static attribute of the pytree
+        out.float_dtype = str(graph.groups[0].table.dtype).rsplit(".", 1)[-1]
     if rounds is not None:
         out.num_updates = rounds * num_chains * len(graph.names)
         out.num_factors_scored = rounds * num_chains * graph.num_edges * graph.D

@@ -223,7 +223,7 @@ def real_states(graph: FactorGraph, bsum):
     if not graph.ragged:
         return bsum
     pad = np.arange(graph.D)[None, :] >= np.array(graph.sizes)[:, None]
-    pad = ops.new_array(bsum, np.where(pad, NEG, 0.0))
+    pad = ops.astype(ops.new_array(bsum, np.where(pad, NEG, 0.0)), bsum.dtype)  # (no float64)
     return bsum + pad[(Ellipsis,) + (None,) * len(graph.bshape)]
 
 
