@@ -38,7 +38,7 @@ from funsor_core.ops.builtin import DISTRIBUTIVE_OPS
 from funsor_core.ops.op import AssociativeOp
 from funsor_core.terms.base import Funsor, Variable
 
-__all__ = ["MarkovProduct", "STRATEGIES", "check_semiring", "time_variable"]
+__all__ = ["MarkovProduct", "STRATEGIES", "check_semiring", "require_funsor", "time_variable"]
 
 # How the exact rule may evaluate a Markov product (funsor_core.algorithms.chains.cost_model):
 # "auto" lets a cost model choose; None (the default) uses the setting of the enclosing block.
@@ -155,8 +155,7 @@ class MarkovProduct(Funsor):
         if not isinstance(sum_op, AssociativeOp) or not isinstance(prod_op, AssociativeOp):
             raise TypeError(f"MarkovProduct needs associative ops (a semiring such as "
                             f"ops.logaddexp, ops.add), got {sum_op!r}, {prod_op!r}")
-        if not isinstance(trans, Funsor):
-            raise TypeError(f"MarkovProduct: trans must be a funsor, got {type(trans).__name__}")
+        require_funsor(trans, "MarkovProduct")
         check_semiring("MarkovProduct", sum_op, prod_op)
         time = time_variable(trans, time)
         step = _pairs(step)
@@ -218,6 +217,22 @@ class MarkovProduct(Funsor):
         return out
 
 
+def require_funsor(trans, what: str, factor: str = "trans") -> None:
+    """TypeError unless ``trans`` is a funsor: a raw array has no named time and state inputs
+    (it failed later, as an AttributeError on ``.inputs``).
+
+    Example:
+        >>> require_funsor(np.zeros((3, 2, 2)), "sequential_sum_product")
+        Traceback (most recent call last):
+        ...
+        TypeError: sequential_sum_product: trans must be a funsor over the time and state ...
+    """
+    if not isinstance(trans, Funsor):
+        raise TypeError(f"{what}: {factor} must be a funsor over the time and state names, got "
+                        f"{type(trans).__name__}; wrap an array as fc.Tensor(data, {{'t': "
+                        "fc.Bint[T], 'x_prev': fc.Bint[K], 'x_curr': fc.Bint[K]}})")
+
+
 def time_variable(trans, time, what: str = "MarkovProduct", factor: str = "trans") -> Variable:
     """The time of a chain of ``trans`` as a ``Variable`` of domain ``Bint[T]``, checked: a
     name must be an input of ``trans`` (a misspelt one would otherwise read as a factor that
@@ -230,6 +245,7 @@ def time_variable(trans, time, what: str = "MarkovProduct", factor: str = "trans
         >>> time_variable(t, "t")
         Variable('t', Bint[3])
     """
+    require_funsor(trans, what, factor)
     if isinstance(time, Variable):
         domain = trans.inputs.get(time.name)
         if (time.output.dtype == "real" or time.output.shape

@@ -39,7 +39,7 @@ from funsor_core.engine.backend import backend_module, backend_of
 from funsor_core.engine.interpreter import reflect
 from funsor_core.terms.backend_check import check_backends
 from funsor_core.terms.base import Funsor, Number, Variable
-from funsor_core.terms.markov import MarkovProduct, time_variable
+from funsor_core.terms.markov import MarkovProduct, require_funsor, time_variable
 from funsor_core.terms.traversal import reinterpret
 
 __all__ = ["markov_marginals", "markov_map"]
@@ -169,6 +169,7 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # markov_marginals, its errors naming the public function called (``what``).
     if isinstance(factors, Funsor):  # one boundary factor, given bare: as a list of one
         factors = [factors]
+    require_funsor(trans, what)
     _one_backend(trans, factors, lengths, mask, what)
     trans = _evaluated_leaves(trans, prod_op)
     # a boundary factor built lazily: its value (a numpy chain runs on torch, which converts

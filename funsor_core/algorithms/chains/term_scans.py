@@ -26,7 +26,7 @@ from funsor_core.atoms.tensor import Tensor, is_array
 from funsor_core.domains import Bint, Real
 from funsor_core.terms.base import Funsor, Variable
 from funsor_core.terms.contraction import Contraction
-from funsor_core.terms.markov import MarkovProduct, check_semiring, time_variable
+from funsor_core.terms.markov import MarkovProduct, check_semiring, require_funsor, time_variable
 from funsor_core.terms.reshaping import Slice
 
 __all__ = ["naive_sequential_sum_product", "sequential_sum_product",
@@ -38,6 +38,7 @@ def _time_name(time) -> str:
 
 
 def _check_chain(trans, time: str, step: dict) -> None:
+    require_funsor(trans, "sequential sum-product")
     # A step name that is not an input would be silently "substituted" into nothing, and the
     # scan would return numbers for a chain that does not exist; say which names are missing.
     missing = [n for n in (*step, *step.values()) if n not in trans.inputs]
@@ -76,6 +77,7 @@ def _step_dict(step) -> dict:
 
 def _check_duration(trans, time: str, what: str) -> None:
     # A chain of no steps has no first prev and no last curr to return.
+    require_funsor(trans, what)
     domain = trans.inputs.get(time)
     if domain is not None and domain.size == 0:
         raise ValueError(f"{what} over '{time}': the chain is empty ('{time}' is {domain}); "

@@ -46,6 +46,7 @@ from funsor_core.atoms.gaussian.mixture import collapse_sum, mixture_vars
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.contraction import Contraction
+from funsor_core.terms.markov import require_funsor
 
 __all__ = ["windowed_filter"]
 
@@ -91,6 +92,7 @@ def _check(trans: Funsor, time: str, step: dict, init: Funsor, window) -> None:
 
 
 def _check_steps(trans: Funsor, time: str) -> None:
+    require_funsor(trans, "windowed_filter")
     # A chain of no steps is refused, as by MarkovProduct, markov_marginals, markov_map and
     # sequential_sum_product (one rule for every chain function); a batch entry of no steps
     # is ``lengths[b] = 0`` on a time axis of T >= 1.
