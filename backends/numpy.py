@@ -208,9 +208,8 @@ def _clamp(x, min=None, max=None):  # noqa: A002
 
 
 def _astype(x, dtype):
-    # "real"/"float" keep a float dtype (ints become the default float), "int" and "bool"
-    # the kinds; any other name or dtype ("float32", "uint8", np.int32) is converted to
-    # exactly, as funsor's ops.astype does.
+    # kinds: "real"/"float" (a float kept, ints to the default float), "int", "bool"; any
+    # other name or dtype ("float32", "uint8", np.int32) exactly, as funsor's ops.astype.
     x = np.asarray(x)
     if dtype == "real" or dtype == "float":
         return x if np.issubdtype(x.dtype, np.floating) else x.astype(FLOAT_DTYPE)
