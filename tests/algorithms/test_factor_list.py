@@ -58,3 +58,30 @@ def test_sample_marginals_in_the_factors_backend_and_dtype(backend):
         assert np.all(np.abs(got - exact) < 3 * np.sqrt(exact * (1 - exact) / 400) + 0.05)
     finally:
         fc.set_backend("numpy")
+
+
+def test_sample_marginals_under_jax_jit():
+    # counted by the backend's ops (numpy's bincount raised jax's tracer conversion error)
+    jax = pytest.importorskip("jax")
+    from funsor_core.algorithms.loopy.api import samples_of_states
+    from funsor_core.algorithms.loopy.graph import FactorGraph
+
+    try:
+        fc.set_backend("jax")
+        factors, _ = _named()
+        factors = [fc.Tensor(jax.numpy.asarray(f.data, "float32"), f.inputs)
+                   for f in factors.values()]
+        graph = FactorGraph.build(factors)
+        states = np.random.default_rng(0).integers(0, 2, size=(50, 3, len(graph.names)))
+        states[..., graph.names.index("y")] += states[..., 0]  # y in 0..2
+
+        def marginal(s):
+            return samples_of_states(graph, s, 50, 3).marginals()["y"].data
+
+        y = states[..., graph.names.index("y")].ravel()
+        expected = np.log(np.bincount(y, minlength=3) / y.size)
+        got = jax.jit(marginal)(jax.numpy.asarray(states))
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+    finally:
+        fc.set_backend("numpy")

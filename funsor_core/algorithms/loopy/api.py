@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterable, Mapping
 
@@ -214,11 +215,12 @@ class Samples(Beliefs):
         the samples' backend in the factors' float dtype (comparable with BP's beliefs)."""
         out = {}
         for name, t in self.items():
-            x = np.asarray(ops.to_numpy(t.data)).reshape(-1)
-            counts = np.bincount(x, minlength=t.dtype).astype(float)
-            with np.errstate(divide="ignore"):
-                log_p = ops.new_array(t.data, np.log(counts / counts.sum()))
-            out[name] = Tensor(ops.astype(log_p, self.float_dtype), {name: Bint[t.dtype]})
+            # counts by a one-hot sum in the backend's ops: also traced under jax.jit
+            x = ops.reshape(t.data, (-1, 1))
+            states = ops.reshape(ops.new_arange(t.data, 0, t.dtype, 1), (1, t.dtype))
+            hits = ops.astype(ops.astype(x == states, "real"), self.float_dtype)
+            log_p = ops.log(ops.sum(hits, 0)) - math.log(x.shape[0])
+            out[name] = Tensor(log_p, {name: Bint[t.dtype]})
         return out
 
 
