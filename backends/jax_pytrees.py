@@ -11,12 +11,15 @@ Example:
     >>> import funsor_core as fc
     >>> jax.tree_util.tree_leaves(fc.Tensor(np.zeros(2), {"i": fc.Bint[2]}))[0].shape
     (2,)
+    >>> jax.jit(lambda x: {"i": fc.Bint[2], "x": x})(1.0)["i"]
+    Bint[2]
 """
 
 from __future__ import annotations
 
 import jax
 
+from funsor_core.domains import Domain
 from funsor_core.engine.backend import on_term_class
 
 
@@ -25,3 +28,6 @@ def _register_pytree(cls) -> None:
 
 
 on_term_class(_register_pytree)
+# A domain is structure, a pytree without leaves: a result that names domains (a dict of
+# inputs, ``fc.moments(g).reals``) returns from a jitted function as it was.
+jax.tree_util.register_pytree_node(Domain, lambda d: ((), d), lambda d, _: d)
