@@ -77,6 +77,8 @@ class BPResult:
         (True, True)
         >>> np.allclose(np.exp(r.beliefs["b"].data), joint.sum(0) / joint.sum())
         True
+        >>> r  # doctest: +ELLIPSIS
+        BPResult(variables=['a', 'b'], num_iters=..., converged=True, num_messages=...)
     """
 
     def __init__(self, graph, semiring, f2v, residuals, num_iters, num_messages, tol,
@@ -85,6 +87,11 @@ class BPResult:
         self.residuals, self.num_iters, self.num_messages = residuals, num_iters, num_messages
         self.tol, self._factor_updates = tol, factor_updates
         self._computed = messages_computed
+
+    def __repr__(self) -> str:
+        # structure and counters only: no belief is computed to print the result
+        return (f"BPResult(variables={list(self.graph.names)}, num_iters={self.num_iters}, "
+                f"converged={self.converged}, num_messages={self.num_messages})")
 
     @property
     def messages_computed(self) -> np.ndarray:
