@@ -146,6 +146,21 @@ def install_as_funsor():
 
 __version__ = "0.1.0"
 
+# The interpretation objects live in the ``interpretations`` package (funsor_core imports no
+# interpretation: the rules import it); a user who looks for them here is told where they are.
+_INTERPRETATION_NAMES = frozenset({
+    "exact", "eager", "EXACT", "lazy", "LAZY", "normalize", "NORMALIZE", "optimize", "OPTIMIZE",
+    "moment_matching", "MOMENTMATCHING", "MonteCarlo", "MONTECARLO", "monte_carlo",
+    "memoize", "Memoize", "sequential", "SEQUENTIAL", "sharded", "Sharded", "LoopyBP", "Gibbs"})
+
+
+def __getattr__(name: str):
+    if name in _INTERPRETATION_NAMES:
+        raise AttributeError(f"module 'funsor_core' has no attribute {name!r}: interpretations "
+                             f"are in the interpretations package, e.g. `from interpretations "
+                             f"import {name}` (then `with {name}: ...`)")
+    raise AttributeError(f"module 'funsor_core' has no attribute {name!r}")
+
 __all__ = [
     "Align", "Array", "Binary", "Bint", "Cat", "Domain", "DomainError", "Function", "Funsor",
     "Independent", "Interpretation", "Lambda", "LazyTermError", "NoDataError", "Number", "Real",
