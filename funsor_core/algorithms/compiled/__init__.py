@@ -24,8 +24,9 @@ from funsor_core.algorithms.compiled.functional import (
     functional,
     index_table,
 )
+from funsor_core.algorithms.compiled.plated_plan import PlatedPlan
 from funsor_core.algorithms.compiled.program import Plan, plan
 
 __all__ = ["Functional", "FunctionalError", "MemoryBudgetError", "Plan", "Program", "compile",
            "cost", "eliminate_functional", "functional", "get_memory_budget", "index_table",
-           "memory_budget", "plan"]
+           "memory_budget", "plan", "PlatedPlan"]

@@ -57,6 +57,10 @@ _AUTO_OPT_EINSUM = 64  # up to this many factors "auto" without functional facto
 _NO_COTENGRA = ("plan(method='cotengra') needs the optional package cotengra (with cotengrust "
                 "and kahypar for large graphs), which is not installed: pip install cotengra. "
                 "method='jointree' (min-fill) or 'opt_einsum' plan without it.")
+# A plated plan compiles a plated sum_product, which sits above this module (elimination
+# imports the planner): plated_plan.py puts its planner here when it is imported.
+PLATED_PLANNER: list = []
+
 _BAD_STRUCTURE = ("this plan was made for factors over {expected}; factor {k} is over {got}. "
                   "A plan runs only on factors of the structure it was planned for (names, "
                   "sizes and order); call plan(...) again for another structure.")
@@ -371,7 +375,7 @@ def _structure(factors: Sequence):
 
 def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(),
          method: str = "auto", *, memory_budget: int | None = None,
-         itemsize: int = 8) -> Plan:
+         itemsize: int = 8):
     """Plan the elimination of ``eliminate`` from the product of ``factors`` (Tensors or
     ``functional(...)`` declarations; only their structure is read).
 
@@ -380,8 +384,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
             shrink separators when ``method`` is "jointree" (or "auto" picks it).
         eliminate: the names (or Variables) summed out; every other input is kept, in order
             of appearance.
-        plates: not planned from factors (NotImplementedError): compile a plated
-            ``sum_product`` built under ``lazy`` with ``fc.compile`` instead.
+        plates: plate names (in ``eliminate`` to take their product, as ``sum_product``):
+            the plan is then a ``PlatedPlan`` of Tensor factors, the plated ``sum_product``
+            compiled once per semiring (``stats()["plates"]``: the plates' sub-programs).
         method: "auto", "jointree" (min-fill, replication, SHRINK_SEP), "opt_einsum" (its
             "auto" path search) or "cotengra" (its hyper-optimizer, ~5 s of search, when
             installed; opt_einsum's path instead where that has fewer flops: ``plan.method``
@@ -405,11 +410,6 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
         >>> np.exp(p([u.log(), lg], ops.logaddexp, ops.add).data)
         array([0.3, 0.7])
     """
-    if plates:
-        raise NotImplementedError(
-            f"plan(plates={set(plates)}): plan() takes no plates; build the plated "
-            "elimination under lazy, expr = fc.sum_product(sum_op, prod_op, factors, "
-            "eliminate, plates), and compile it: fc.compile(expr).")
     if method not in METHODS:
         raise ValueError(f"plan(method={method!r}): choose one of {METHODS}")
     factors = factor_list(factors, (Funsor, Functional))  # one bare factor, as sum_product
@@ -429,6 +429,9 @@ def plan(factors: Sequence, eliminate: frozenset, plates: frozenset = frozenset(
     if unknown:
         raise ValueError(f"plan(): cannot eliminate {unknown}: no factor has them as inputs; "
                          f"the factors' inputs are {dict((n, Bint[s]) for n, s in sizes.items())}")
+    if plates:  # the plated sum_product of the factors, compiled (plated_plan.py)
+        plates = frozenset({plates} if isinstance(plates, str) else plates)
+        return PLATED_PLANNER[0](factors, eliminate, plates, method, memory_budget, itemsize)
     keep = tuple(n for n in sizes if n not in eliminate)
     result = plan_structure(scopes, tuple(sizes.items()), functional, keep, method)
     check_budget(result.tree.stats(itemsize), memory_budget)

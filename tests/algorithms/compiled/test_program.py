@@ -182,8 +182,9 @@ def test_plan_errors_are_clear():
         plan([g])
     with pytest.raises(ImportError, match="cotengra"):
         fc.plan([f], frozenset({"j"}), method="cotengra")
-    with pytest.raises(NotImplementedError, match="plates"):
-        fc.plan([f], frozenset({"j"}), plates=frozenset({"i"}))
+    flip = fc.Tensor(np.eye(2)[::-1].copy(), {"i": fc.Bint[2], "k": fc.Bint[2]})
+    with pytest.raises(NotImplementedError, match="plated plan takes Tensors"):
+        fc.plan([f, fc.functional(flip, "k")], frozenset({"j"}), plates=frozenset({"i"}))
     with pytest.raises(NotImplementedError, match="semirings"):
         plan([f], ops.max, ops.add)
     with pytest.raises(ValueError, match="one domain"):
