@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from funsor_core import ops
 from funsor_core.algorithms.compiled.expression import compile as compile_expr
-from funsor_core.algorithms.compiled.program import PLATED_PLANNER
+from funsor_core.algorithms.compiled.program import PLATED_PLANNER, _semiring
 from funsor_core.algorithms.factor_list import factor_list
 from funsor_core.atoms.tensor import Tensor
 from funsor_core.domains import Bint, Reals
@@ -81,9 +81,7 @@ class PlatedPlan:
     def __call__(self, factors: Sequence, sum_op=ops.add, prod_op=ops.mul) -> Tensor:
         """Eliminate with this plan, in ``(ops.add, ops.mul)`` (the default) or
         ``(ops.logaddexp, ops.add)``."""
-        if (sum_op, prod_op) not in ((ops.add, ops.mul), (ops.logaddexp, ops.add)):
-            raise ValueError("a plan runs in (ops.add, ops.mul) or (ops.logaddexp, ops.add), "
-                             f"got ({sum_op!r}, {prod_op!r})")
+        log = _semiring(sum_op, prod_op)  # (the same refusal of other semirings as Plan's)
         factors = factor_list(factors)
         if len(factors) != len(self.scopes):
             raise ValueError(f"this plan was made for {len(self.scopes)} factors over "
@@ -98,7 +96,7 @@ class PlatedPlan:
             if names != self.scopes[k] or any(f.inputs[n].size != self.sizes[n] for n in names):
                 raise ValueError(_BAD.format(expected=self.scopes, k=k, got=dict(f.inputs)))
             arrays[f"f{k}"] = f.data
-        program = self._program(prod_op is ops.add)
+        program = self._program(log)
         data = program(**arrays)
         return Tensor(data, {n: Bint[self.sizes[n]] for n in program.output})
 
