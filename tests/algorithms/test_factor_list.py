@@ -85,3 +85,13 @@ def test_sample_marginals_under_jax_jit():
         np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
     finally:
         fc.set_backend("numpy")
+
+
+def test_sample_marginals_of_a_state_never_drawn_warn_nothing():
+    import warnings
+
+    draws = gibbs([fc.Tensor(np.array([0.0, -np.inf]), {"a": fc.Bint[2]})], 20, rng_key=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's log(0) warned
+        marginal = draws.marginals()["a"]
+    assert np.asarray(marginal.data).tolist() == [0.0, -np.inf]  # every draw is a = 0

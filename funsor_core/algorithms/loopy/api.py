@@ -219,7 +219,8 @@ class Samples(Beliefs):
             x = ops.reshape(t.data, (-1, 1))
             states = ops.reshape(ops.new_arange(t.data, 0, t.dtype, 1), (1, t.dtype))
             hits = ops.astype(ops.astype(x == states, "real"), self.float_dtype)
-            log_p = ops.log(ops.sum(hits, 0)) - math.log(x.shape[0])
+            with np.errstate(divide="ignore"):  # a state never drawn: log 0, no warning
+                log_p = ops.log(ops.sum(hits, 0)) - math.log(x.shape[0])
             out[name] = Tensor(log_p, {name: Bint[t.dtype]})
         return out
 
