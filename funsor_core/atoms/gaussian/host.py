@@ -73,8 +73,16 @@ def to_backend(proto, arrays: Sequence) -> tuple:
         dtype('float32')
     """
     dtype = np.dtype(proto.dtype)
-    return tuple(ops.new_array(proto, np.asarray(a, dtype) if np.asarray(a).dtype.kind == "f"
-                               else np.asarray(a)) for a in arrays)
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.dtype.kind != "f":
+            out.append(ops.new_array(proto, a))
+        elif a.size:
+            out.append(ops.new_array(proto, a.astype(dtype, copy=False)))
+        else:  # (a marginal over nothing): the backend's shared constant, no transfer
+            out.append(ops.new_zeros(proto, a.shape))
+    return tuple(out)
 
 
 def widest(*arrays):

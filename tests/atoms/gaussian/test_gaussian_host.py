@@ -118,3 +118,36 @@ def test_eager_gaussian_chain(backend, compiles):
                                    rtol=1e-10)
     finally:
         fc.set_backend("numpy")
+
+
+def test_eager_sum_compressed_on_the_host(jax_backend, compiles):
+    # Two Gaussians whose concatenated rank passes the compression threshold (5 > 2 * 2):
+    # the QR and the split-off constant run on the host (no kernel compiled), float32 stays
+    # float32, and the sum's density and its full marginal equal the numpy backend's.
+    rng = np.random.default_rng(11)
+    w1, s1 = rng.normal(size=(7, 3)), rng.normal(size=(7, 2, 3))
+    w2, s2 = rng.normal(size=(7, 2)), rng.normal(size=(7, 2, 2)) + 2 * np.eye(2)
+    inputs = {"i": fc.Bint[7], "x": fc.Reals[2]}
+
+    def total(conv):
+        g1 = fc.Gaussian(white_vec=conv(w1), prec_sqrt=conv(s1), inputs=inputs)
+        return g1 + fc.Gaussian(white_vec=conv(w2), prec_sqrt=conv(s2), inputs=inputs)
+
+    fc.set_backend("numpy")
+    expected = total(np.asarray)
+    at = rng.normal(size=2)
+    expected_at = expected(x=at).align(("i",)).data
+    expected_mass = expected.reduce(ops.logaddexp, "x").align(("i",)).data
+    fc.set_backend("jax")
+    result = total(fc.numeric_array)
+    assert compiles == []
+    np.testing.assert_allclose(np.asarray(result(x=fc.numeric_array(at)).align(("i",)).data),
+                               expected_at, rtol=1e-10)
+    np.testing.assert_allclose(
+        np.asarray(result.reduce(ops.logaddexp, "x").align(("i",)).data), expected_mass,
+        rtol=1e-10)
+    low = fc.Gaussian(white_vec=jax.device_put(w1.astype(np.float32)),
+                      prec_sqrt=jax.device_put(s1.astype(np.float32)), inputs=inputs)
+    low = low + low + low
+    assert all(getattr(t, "data", getattr(t, "white_vec", None)).dtype == jnp.float32
+               for t in getattr(low, "terms", (low,)))
