@@ -151,3 +151,38 @@ def test_eager_sum_compressed_on_the_host(jax_backend, compiles):
     low = low + low + low
     assert all(getattr(t, "data", getattr(t, "white_vec", None)).dtype == jnp.float32
                for t in getattr(low, "terms", (low,)))
+
+
+def test_small_torch_work_runs_on_the_host_outside_autograd():
+    # Plain small CPU float tensors take numpy views (torch dispatches each op in microseconds
+    # where numpy takes one); tensors that carry gradients, other dtypes and provenance
+    # tensors keep torch's ops. The values equal numpy's, float32 stays float32, and the
+    # gradient through the torch route is the dense one: d/dS of -log|det S| is -S^{-T}.
+    torch = pytest.importorskip("torch")
+    from backends.torch_facts import ProvenanceTensor
+
+    assert [type(a).__name__ for a in host_copies(torch.ones(2), torch.ones(2, 2))] == [
+        "ndarray", "ndarray"]
+    for other in (torch.ones(2, requires_grad=True), torch.ones(2, dtype=torch.float16),
+                  ProvenanceTensor(torch.ones(2), frozenset({("a", fc.Bint[2])}))):
+        assert host_copies(other) is None
+    rng = np.random.default_rng(12)
+    w, s = rng.normal(size=(3, 2)), rng.normal(size=(3, 2, 2)) + 2 * np.eye(2)
+    inputs = {"i": fc.Bint[3], "x": fc.Reals[2]}
+    x = fc.Variable("x", fc.Reals[2])
+    expected = fc.Integrate(fc.Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs), x, "x")
+    fc.set_backend("torch")
+    try:
+        for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+            g = fc.Gaussian(white_vec=torch.tensor(w, dtype=dtype),
+                            prec_sqrt=torch.tensor(s, dtype=dtype), inputs=inputs)
+            got = fc.Integrate(g, x, "x")
+            assert got.data.dtype == dtype and isinstance(got.data, torch.Tensor)
+            np.testing.assert_allclose(got.data.numpy(), expected.data, rtol=rtol)
+        s_grad = torch.tensor(s, requires_grad=True)
+        g = fc.Gaussian(white_vec=torch.tensor(w), prec_sqrt=s_grad, inputs=inputs)
+        g.reduce(ops.logaddexp, "x").data.sum().backward()
+        np.testing.assert_allclose(s_grad.grad.numpy(),
+                                   -np.linalg.inv(s).transpose(0, 2, 1), rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")
