@@ -18,7 +18,7 @@ __all__ = ["BROADCAST_SMALL_MATMUL", "LOGSUMEXP_GRAD_FINITE",
            "FUNSOR_LOGSUMEXP_BACKEND", "FUNSOR_MAP_BACKEND", "PYRO_EINSUM_DIMS",
            "SPLITS_RNG_KEYS", "array_literal", "as_rng_key",
            "broadcast_axes", "expand_dense", "distributions", "is_raw_key",
-           "promoted_einsum", "seed_values", "tracks_gradients", "as_float32",
+           "promoted_einsum", "seed_values", "small_host_view", "tracks_gradients", "as_float32",
            "ProvenanceTensor", "TAGGED_ARRAY_TYPE", "provenance_of", "with_provenance"]
 
 # Arrays tagged with (name, domain) pairs, which to_funsor makes Constants (provenance_of).
@@ -194,3 +194,28 @@ def as_float32(a):
         torch.float32
     """
     return a.float()
+
+
+_HOST_DTYPES = (torch.float32, torch.float64)
+
+
+def small_host_view(x) -> np.ndarray | None:
+    """A numpy view of ``x`` (no copy) when small eager Gaussian work on it may run in numpy
+    (``atoms.gaussian.host``: 1 us a call where torch's dispatch costs 3-8 us on a few
+    entries): a plain float32/float64 CPU tensor outside autograd (no ``requires_grad``),
+    ``torch.jit.trace`` and ``torch.compile``; None otherwise (a provenance tensor, a
+    functorch-wrapped one, other dtypes), and the work stays in torch.
+
+    Example:
+        >>> grad = torch.ones(2, requires_grad=True)
+        >>> small_host_view(torch.ones(2)).tolist(), small_host_view(grad)
+        ([1.0, 1.0], None)
+    """
+    if (type(x) is not torch.Tensor or x.requires_grad or x.dtype not in _HOST_DTYPES
+            or x.device.type != "cpu" or torch.jit.is_tracing()
+            or torch.compiler.is_compiling()):
+        return None
+    try:
+        return x.numpy()
+    except (RuntimeError, TypeError):  # a wrapped tensor (torch.func transforms) has no data
+        return None

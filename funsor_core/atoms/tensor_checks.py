@@ -30,6 +30,7 @@ from funsor_core.engine.protocol import FunsorMeta
 from funsor_core.ops.op import _IS_ARRAY_TYPE, is_array_type
 from funsor_core.terms.base import Funsor, Number, Variable
 from funsor_core.terms.inputs import DomainError
+from funsor_core.terms.reshaping import Slice
 
 __all__ = ["KNOWN_INPUTS", "NUMPY_SCALARS", "TensorMeta", "check_dtype", "check_numeric",
            "check_tensor_args", "out_of_range", "progression_slices", "tensor_cons"]
@@ -519,12 +520,11 @@ def _known_signature(items: tuple):
 
 def progression_slices(inputs: dict, values: dict, tensor_type: type) -> tuple | None:
     """The basic index (one slice or int per input of ``inputs``) that substitutes ``values``
-    when each is a rename (a Variable), a Number, or a Bint Tensor (of ``tensor_type``) that is
-    concrete, 1-d over one input, with entries stepping evenly forward (``start + step *
-    arange(n)``, ``step >= 1``: the time shifts of Pyro's vectorized Markov chains); else
-    None. A view, not a gather, whose derivative is a slice's, not a scatter-add. Reads the
-    index on the host; a traced one is never a progression. The caller has range-checked
-    the values and made sure that each substituted input becomes a new one (no diagonal).
+    when each is a rename (a Variable), a Number, a forward Slice, or a Bint Tensor (of
+    ``tensor_type``) that is concrete, 1-d over one input, with entries stepping evenly forward
+    (``start + step * arange(n)``, ``step >= 1``: the time shifts of Pyro's vectorized Markov
+    chains); else None. A view, not a gather (whose derivative is a scatter-add); reads the
+    index on the host. The caller made sure that each substituted input becomes a new one.
 
     Example:
         >>> i = fc.Tensor(np.array([1, 3, 5]), {"k": fc.Bint[3]}, 6)
@@ -539,6 +539,13 @@ def progression_slices(inputs: dict, values: dict, tensor_type: type) -> tuple |
             continue
         if type(value) is Number:  # removes the dim, as the caller's inputs say
             index.append(int(value.data))
+            continue
+        if type(value) is Slice:  # a forward Slice in range, its own name or a new one
+            start, _, step = value.slice_args
+            last = start + step * (value.inputs[value.name].size - 1)
+            if step < 1 or start < 0 or last >= inputs[name].size:
+                return None
+            index.append(slice(start, last + step, step))
             continue
         if not isinstance(value, tensor_type):
             return None

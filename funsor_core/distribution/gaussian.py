@@ -270,7 +270,7 @@ def _constant_scale_gaussian(loc: Funsor, sd: float, value: Funsor,
         white_vec = ops.mul(data, factor)
         if host is not None:
             white_vec = to_backend(proto, (white_vec,))[0]
-        prec_sqrt = ops.new_array(proto, np.ascontiguousarray(  # a writable copy, for torch
+        prec_sqrt = ops.new_array(proto, np.array(  # a writable copy (of any shape), for torch
             np.broadcast_to(prec_sqrt, full + prec_sqrt.shape)))
         log_norm = ops.new_array(proto, log_norm)
     g = Gaussian.make(white_vec, prec_sqrt, ikey=tuple(batch) + tuple(reals))

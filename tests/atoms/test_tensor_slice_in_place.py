@@ -1,6 +1,6 @@
-"""Substituting forward Slices over an input's own name (the parallel scan's halves) slices
-the data in place; against numpy's basic slicing, on numpy and torch, and a Slice that
-renames its input still takes advanced indexing with the same numbers."""
+"""Substituting forward Slices (the parallel scan's halves, funsor's ``t(i=Slice("u", ...))``)
+slices the data in place, under the input's own name or a new one, beside Numbers and
+renames; against numpy's basic slicing on numpy, torch and jax."""
 
 import numpy as np
 import pytest
@@ -27,3 +27,28 @@ def test_subs_slice_in_place(backend_name):
     np.testing.assert_array_equal(np.asarray(head.data), data[:, :4, ::2])
     np.testing.assert_array_equal(np.asarray(renamed.align(("i", "m", "k")).data),
                                   data[:, 1::2])
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])
+def test_subs_renaming_slice_is_a_view(backend_name):
+    # Random forward Slices under new names, with Numbers and Variables beside them: the
+    # numbers of numpy's basic slicing, and on numpy a view of the data (no gather).
+    pytest.importorskip(backend_name)
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(4, 6, 3))
+    fc.set_backend(backend_name)
+    try:
+        t = fc.Tensor(fc.numeric_array(data), {"i": fc.Bint[4], "j": fc.Bint[6], "k": fc.Bint[3]})
+        for _ in range(8):
+            start, step = int(rng.integers(0, 6)), int(rng.integers(1, 4))
+            n = int(rng.integers(1, (5 - start) // step + 2))
+            i = int(rng.integers(0, 4))
+            got = t(j=Slice("u", start, start + step * (n - 1) + 1, step, 6), i=i,
+                    k=fc.Variable("m", fc.Bint[3]))
+            assert dict(got.inputs) == {"u": fc.Bint[n], "m": fc.Bint[3]}
+            expected = data[i, start:start + step * (n - 1) + 1:step]
+            np.testing.assert_array_equal(np.asarray(got.data), expected)
+            if backend_name == "numpy":
+                assert np.shares_memory(got.data, t.data)
+    finally:
+        fc.set_backend("numpy")

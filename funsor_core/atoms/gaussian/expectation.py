@@ -28,20 +28,23 @@ exponential prefactor, but every array is computed, and substituting ``y`` gives
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from funsor_core import ops
 from funsor_core.analysis.affine import polynomial_degree
+from funsor_core.atoms.gaussian import linalg as la
 from funsor_core.atoms.gaussian import sqrt_info as gm
-from funsor_core.atoms.gaussian.algebra import dense_sum, marginalize_gaussian
+from funsor_core.atoms.gaussian.algebra import CHECK_RANK, dense_sum, marginalize_gaussian
 from funsor_core.atoms.gaussian.atom import Gaussian, gaussian_layout
 from funsor_core.atoms.gaussian.expectation_arrays import (
     check_mass,
     signed_gaussian_expectation,
     weigh_by_mass,
 )
+from funsor_core.atoms.gaussian.host import host_copies, to_backend, widest
 from funsor_core.atoms.tensor import Tensor, align_tensor
 from funsor_core.domains import Bint
 from funsor_core.terms.base import Binary, Funsor, Number, Unary, Variable
@@ -80,10 +83,13 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
             return result.reduce(ops.add, bint) if bint else result
     if not expectable(names, integrand):
         return None  # decided by structure, before any array work
-    log_mass = marginalize_gaussian(g, names)  # first: it raises if x is not identifiable
+    factored = _factor_every(g) if every else None
+    # first: it raises if x is not identifiable
+    log_mass = marginalize_gaussian(g, names) if factored is None else factored[0]
     value = signed_gaussian_expectation(g, integrand) if every else None  # an ELBO's p - q
     if value is None:
-        moments = _Moments.of(g, names)
+        moments = (_Moments.of(g, names) if factored is None
+                   else _Moments.of_factor(g, *factored[1:]))
         if moments is None:
             return None
         value = _expectation(moments, integrand)
@@ -96,15 +102,81 @@ def integrate_gaussian(g: Gaussian, t, integrand: Funsor, reduced_vars: frozense
     return result.reduce(ops.add, bint) if bint else result
 
 
+def _factor_every(g: Gaussian):
+    """``(log_mass, R, z, proto)`` when every real of ``g`` is integrated, from the one QR
+    that both need (``g = -0.5 ||R x - z||^2 + c``, ``R`` upper triangular: the log mass
+    reads ``|det R|``, the moments ``R^{-1} z`` and ``(R'R)^{-1}``); ``R`` and ``z`` are
+    host arrays for small eager jax and torch arrays (``atoms.gaussian.host``), whose
+    results go back as arrays of ``proto`` (else None). None where
+    ``marginalize_gaussian``'s own route is the cheaper or the only one: a triangular
+    factor (no QR at all), fewer rows than coordinates, traced arrays, an infinite or NaN
+    ``white_vec`` (a void density)."""
+    w, s = g.white_vec, g.prec_sqrt
+    if (getattr(g, "_triangular", None) == "upper" or s.shape[-1] < s.shape[-2]
+            or not ops.is_concrete(s) or not ops.is_concrete(w)):
+        return None
+    host = host_copies(w, s)
+    proto = None if host is None else widest(w, s)
+    if host is not None:
+        w, s = host
+    total = float(ops.detach(ops.sum(w)))
+    if total != total or abs(total) == math.inf:
+        return None
+
+    def labels():  # as marginalize_gaussian names the coordinates in its error
+        return [k if d.num_elements == 1 else f"{k}[{i}]"
+                for k, d in g._ikey if d.dtype == "real" for i in range(d.num_elements)]
+
+    r, z, log_norm = gm.factor(w, s, check=CHECK_RANK[0], canonical=False, names=labels)
+    if proto is not None:
+        log_norm = to_backend(proto, (log_norm,))[0]
+    batch_items = gaussian_layout(g._ikey)[0]
+    return Tensor.make(log_norm, dict(batch_items), ikey=batch_items), r, z, proto
+
+
 class _Moments:
     """Mean and covariance of the integrated reals ``x`` given the kept ones ``y``.
 
     ``mean[name]`` is a funsor of ``name``'s domain: a Tensor over the batch inputs when
     nothing is kept, else an affine expression in the kept reals. ``cov`` is an array
-    ``batch + (d_x, d_x)`` over the integrated coordinates; ``offsets`` locates each name in it.
+    ``batch + (d_x, d_x)`` over the integrated coordinates (computed when first read);
+    ``offsets`` locates each name in it.
     """
 
-    __slots__ = ("mean", "cov", "offsets", "domains", "batch")
+    __slots__ = ("mean", "_cov", "_r", "_proto", "offsets", "domains", "batch")
+
+    @property
+    def cov(self) -> Array:
+        if self._cov is None:  # Σ = (R'R)^{-1} = R^{-1} R^{-T}, R upper triangular
+            r = self._r
+            eye = ops.expand(ops.new_eye(r, r.shape[-1]), tuple(r.shape))
+            r_inv = ops.triangular_solve(eye, r, upper=True)
+            self._cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
+            if self._proto is not None:
+                self._cov = to_backend(self._proto, (self._cov,))[0]
+        return self._cov
+
+    @classmethod
+    def of_factor(cls, g: Gaussian, r: Array, z: Array, proto) -> _Moments:
+        """Every real integrated, from ``_factor_every``'s ``R`` and ``z``: mean ``R^{-1} z``
+        (the minimizer of ``||R x - z||``), the covariance from ``R`` when it is read."""
+        batch_items, g_offsets, dim = gaussian_layout(g._ikey)
+        self = object.__new__(cls)
+        self.batch = dict(batch_items)
+        self.domains = {k: d for k, d in g._ikey if d.dtype == "real"}
+        self.offsets = {k: g_offsets[k] for k in self.domains}
+        self._cov, self._r, self._proto = None, r, proto
+        m0 = la.solve_upper(r, z)
+        means = []  # each name's block of the mean, shaped as its domain (on the host if so)
+        for k, d in self.domains.items():
+            block = m0 if d.num_elements == dim else ops.getitem(m0, (Ellipsis, slice(
+                self.offsets[k], self.offsets[k] + d.num_elements)))
+            means.append(ops.reshape(block, tuple(block.shape[:-1]) + d.shape))
+        if proto is not None:
+            means = to_backend(proto, means)
+        self.mean = {k: Tensor.make(a, self.batch, "real", output=d)
+                     for (k, d), a in zip(self.domains.items(), means)}
+        return self
 
     @classmethod
     def of(cls, g: Gaussian, names: frozenset) -> _Moments | None:
@@ -138,7 +210,8 @@ class _Moments:
             off += d.num_elements
         eye = ops.expand(ops.new_eye(r_fac, d_x), tuple(r_fac.shape))
         r_inv = ops.triangular_solve(eye, r_fac, upper=upper)
-        self.cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
+        self._cov = ops.matmul(r_inv, ops.transpose(r_inv, -1, -2))
+        self._r = self._proto = None
         # m(y) = m0 + y B with B = -S_y M' (d_y x d_x).
         b = (ops.neg(ops.matmul(gm.rows(g.prec_sqrt, ay), ops.transpose(m, -1, -2)))
              if ay else None)

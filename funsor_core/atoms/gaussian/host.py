@@ -1,14 +1,17 @@
-"""Small eager Gaussian work of a compiling backend, run on host copies in numpy.
+"""Small eager Gaussian work of jax and torch, run on host views in numpy.
 
 Eager jax compiles a kernel for every op and new shape the first time it runs (0.03-0.1 s
 each; a 1-d Normal integral is a dozen ops, a 100-step chain's terms three dozen), and a
-small program run a few times never earns that back. A Gaussian's array math (aligning,
-concatenating square roots, marginalizing) on small concrete arrays of such a backend on the
-CPU therefore runs in numpy on views of the arrays (no copy on the CPU), and its results go
-back as arrays of the backend and dtype the inputs had (``ops.new_array``: jax's
-``device_put``, which compiles nothing). The route is decided from the arrays' kind, device
-and sizes alone: traced values (under ``jax.jit``, ``grad``, ``vmap``) always take the
-backend's own ops, and numpy and torch arrays are never copied.
+small program run a few times never earns that back; eager torch dispatches each op in 3-8
+us where numpy takes 1 us on a few entries (a Gaussian integral is some 25 ops). A
+Gaussian's array math (aligning, concatenating square roots, marginalizing) on small
+concrete arrays of such a backend on the CPU therefore runs in numpy on views of the arrays
+(no copy on the CPU), and its results go back as arrays of the backend and dtype the inputs
+had (``ops.new_array``: jax's ``device_put``, which compiles nothing; torch's
+``as_tensor``). The route is decided from the arrays' kind, device and sizes alone: traced
+values (under ``jax.jit``, ``grad``, ``vmap``), torch tensors that carry gradients or are
+traced or wrapped always take the backend's own ops (the backend's ``host_view`` or
+``small_host_view`` decides), and numpy arrays are never copied.
 
 Example:
     >>> host_copies(np.zeros(2)) is None  # numpy computes on the host already
@@ -41,8 +44,9 @@ _MISSING = object()
 
 def host_copies(*arrays) -> list | None:
     """Numpy views of ``arrays`` when they should be computed on the host: arrays of a
-    compiling backend that offers host views (concrete, on a CPU device), ``HOST_MAX``
-    entries at most in all; None otherwise (numpy and torch arrays, traced values, devices).
+    backend that offers host views (concrete, on a CPU device, outside autograd for torch),
+    ``HOST_MAX`` entries at most in all; None otherwise (numpy arrays, traced values,
+    devices).
 
     Example:
         >>> host_copies(np.ones(3), np.ones(2)) is None
@@ -51,7 +55,9 @@ def host_copies(*arrays) -> list | None:
     first = arrays[0]
     view = _VIEWS.data.get(type(first), _MISSING)
     if view is _MISSING:  # a missing module attribute raises: microseconds per call, so cached
-        view = _VIEWS.put(type(first), getattr(backend_of(first, None), "host_view", None))
+        backend = backend_of(first, None)
+        view = _VIEWS.put(type(first), getattr(backend, "host_view", None)
+                          or getattr(backend, "small_host_view", None))
     if view is None:
         return None
     out, total = [], 0
@@ -72,9 +78,18 @@ def to_backend(proto, arrays: Sequence) -> tuple:
         >>> to_backend(jnp.zeros(1, dtype=jnp.float32), [np.ones(2)])[0].dtype
         dtype('float32')
     """
-    dtype = np.dtype(proto.dtype)
-    return tuple(ops.new_array(proto, np.asarray(a, dtype) if np.asarray(a).dtype.kind == "f"
-                               else np.asarray(a)) for a in arrays)
+    dtype = _np_dtype(proto)
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.dtype.kind != "f":
+            out.append(ops.new_array(proto, a))
+        elif a.size:  # (a read-only broadcast view: copied, torch wants writable memory)
+            a = a.astype(dtype, copy=not a.flags.writeable)
+            out.append(ops.new_array(proto, a))
+        else:  # (a marginal over nothing): the backend's shared constant, no transfer
+            out.append(ops.new_zeros(proto, a.shape))
+    return tuple(out)
 
 
 def widest(*arrays):
@@ -86,8 +101,13 @@ def widest(*arrays):
         >>> widest(np.ones(1, np.float32), np.ones(1)).dtype
         dtype('float64')
     """
-    return max(arrays, key=lambda a: np.dtype(a.dtype).itemsize
-               if np.dtype(a.dtype).kind == "f" else 0)
+    return max(arrays, key=lambda a: _np_dtype(a).itemsize if _np_dtype(a).kind == "f" else 0)
+
+
+def _np_dtype(array) -> np.dtype:
+    # numpy's dtype of an array's (jax and numpy: their own; torch's: by name, torch.float32)
+    dtype = array.dtype
+    return dtype if isinstance(dtype, np.dtype) else np.dtype(str(dtype).rpartition(".")[2])
 
 
 def host_add(lhs, rhs) -> Tensor | None:

@@ -57,14 +57,9 @@ Array = Any  # an array of any registered backend
 _LOG_2PI = math.log(2 * math.pi)
 
 # The array helpers live in linalg; short private aliases keep the formulas readable.
-_batch_shape = la.batch_shape
 _broadcast = la.broadcast
 _mT = la.mT
 _require_full_rank = la.require_full_rank
-_solve_upper = la.solve_upper
-_split_system = la.split_system
-_split_index = la.split_index
-_sumsq = la.sumsq
 _triangularize = la.triangularize
 _vm = la.vm
 
@@ -167,7 +162,7 @@ def log_density(white_vec: Array, prec_sqrt: Array, x: Array) -> Array:
         >>> float(log_density(np.array([1.0]), np.array([[2.0]]), np.array([1.5])))
         -2.0
     """
-    return ops.mul(-0.5, _sumsq(ops.sub(_vm(x, prec_sqrt), white_vec)))
+    return ops.mul(-0.5, la.sumsq(ops.sub(_vm(x, prec_sqrt), white_vec)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,7 +204,7 @@ def embed(white_vec: Array, prec_sqrt: Array, dim_index: Sequence[int],
     dim_index = la.check_index(new_dim, dim_index, "dim_index")
     if len(dim_index) != dim:
         raise ValueError(f"dim_index needs one entry per coordinate ({dim}), got {dim_index}")
-    batch = _batch_shape(prec_sqrt, 2)
+    batch = la.batch_shape(prec_sqrt, 2)
     if new_dim > dim:
         zeros = ops.new_zeros(prec_sqrt, batch + (new_dim - dim, rank))
         prec_sqrt = ops.cat([prec_sqrt, zeros], -2)
@@ -228,7 +223,7 @@ def pad_dims(white_vec: Array, prec_sqrt: Array, before: int = 0,
         array([[2.],
                [0.]])
     """
-    batch = _batch_shape(prec_sqrt, 2)
+    batch = la.batch_shape(prec_sqrt, 2)
     rank = prec_sqrt.shape[-1]
     parts = [ops.new_zeros(prec_sqrt, batch + (before, rank))] if before else []
     parts.append(prec_sqrt)
@@ -256,6 +251,9 @@ def compress(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array, Array]:
     if rank <= dim:
         batch, (white_vec, prec_sqrt) = _broadcast((white_vec, 1), (prec_sqrt, 2))
         return white_vec, prec_sqrt, ops.new_zeros(prec_sqrt, batch)
+    host = host_copies(white_vec, prec_sqrt)
+    if host is not None:  # small eager arrays of a compiling backend: see atoms.gaussian.host
+        return to_backend(white_vec, compress(*host))
     r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec)
     return z, _mT(r_upper), shift
 
@@ -287,7 +285,7 @@ def condition(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], value_
         (0.5, 0.75)
     """
     dim = prec_sqrt.shape[-2]
-    b, a = _split_index(dim, b_index)
+    b, a = la.split_index(dim, b_index)
     if value_b.shape[-1:] != (len(b),):
         raise ValueError(f"value_b must end in ({len(b)},) for b_index {list(b)}, "
                          f"got shape {tuple(value_b.shape)}")
@@ -364,7 +362,7 @@ def marginalize(white_vec: Array, prec_sqrt: Array, b_index: Sequence[int], *, c
 
 def _marginalize(white_vec, prec_sqrt, b_index, check, names, optimistic, triangular):
     dim, rank = prec_sqrt.shape[-2:]
-    b, a = _split_index(dim, b_index)
+    b, a = la.split_index(dim, b_index)
     d_b, d_a = len(b), len(a)
     batch, (white_vec, prec_sqrt) = _broadcast((white_vec, 1), (prec_sqrt, 2))
     const = 0.5 * d_b * _LOG_2PI
@@ -377,8 +375,11 @@ def _marginalize(white_vec, prec_sqrt, b_index, check, names, optimistic, triang
     s = prec_sqrt if b + a == tuple(range(dim)) else rows(prec_sqrt, b + a)
     tol = rank_tolerance(prec_sqrt)
     if rank >= dim:
-        r_upper, z, shift = ((_mT(s), white_vec, ops.new_zeros(white_vec, batch))
-                             if triangular and rank == dim and d_a == 0  # |det| = |diag|
+        # Square S integrated whole: the shift is 0 (S'x = w is solvable), |det S| is R's of S'
+        # alone; a NaN or inf w is the caller's void mask. Traced: the one system as before.
+        r_upper, z, shift = ((_mT(s) if triangular else ops.qr_r(_mT(s)), white_vec,
+                              ops.new_zeros(white_vec, batch))
+                             if rank == dim and d_a == 0 and (triangular or ops.is_concrete(s))
                              else _triangularize(_mT(s), white_vec, canonical=False))
         abs_diag_b = ops.abs(ops.diagonal(r_upper if d_a == 0 else ops.getitem(
             r_upper, (Ellipsis, slice(0, d_b), slice(0, d_b)))))
@@ -396,7 +397,7 @@ def _marginalize(white_vec, prec_sqrt, b_index, check, names, optimistic, triang
         z_a = ops.getitem(z, (Ellipsis, slice(d_b, None)))
         if fix.zero_cols is not None:
             kept = apply_fix(ops.cat([r_aa, ops.getitem(z_a, (Ellipsis, None))], -1), fix)
-            r_aa, z_a = _split_system(kept, d_a)
+            r_aa, z_a = la.split_system(kept, d_a)
         return z_a, _mT(r_aa), log_norm
     system = ops.cat([_mT(s), ops.getitem(white_vec, (Ellipsis, None))], -1)
     rest, norms, r_top = la.householder(system, d_b, with_r=True)
@@ -408,7 +409,7 @@ def _marginalize(white_vec, prec_sqrt, b_index, check, names, optimistic, triang
     log_norm = fix_constant(ops.sub(const, ops.sum(ops.log(norms), -1)), fix)
     if fix.zero_cols is not None:
         rest = apply_fix(rest, fix)
-    s_a, w_a = _split_system(rest, d_a)
+    s_a, w_a = la.split_system(rest, d_a)
     return w_a, _mT(s_a), log_norm
 
 
@@ -436,15 +437,15 @@ def log_normalizer(white_vec: Array, prec_sqrt: Array, triangular: str | None = 
     return marginalize(white_vec, prec_sqrt, range(dim))[2]
 
 
-def factor(white_vec: Array, prec_sqrt: Array, *, check: bool = False,
+def factor(white_vec: Array, prec_sqrt: Array, *, check: bool = False, canonical: bool = True,
            names: str | Sequence[str] | None = None) -> tuple[Array, Array, Array]:
     """``(r_upper, z, log_normalizer)`` of a full-rank density, from one QR of ``[S.T | w]``.
 
     ``f(x) = -0.5 ||x R' - z||^2 + shift`` with ``R`` upper triangular and a nonnegative
-    diagonal (canonical, as ``sample`` uses it: ``x = R^{-1} (z + noise)``), and the log
-    normalizer as ``log_normalizer`` computes it: the same number, since the row signs
-    change neither ``|det R|``, ``shift`` nor the rank tests. ``check`` and ``names`` as
-    in ``marginalize``.
+    diagonal (canonical, as ``sample`` uses it: ``x = R^{-1} (z + noise)``; without
+    ``canonical`` the QR kernel's row signs), and the log normalizer as ``log_normalizer``
+    computes it: the same number, since the row signs change neither ``|det R|``, ``shift``
+    nor the rank tests. ``check`` and ``names`` as in ``marginalize``.
 
     Example:
         >>> r, z, c = factor(np.array([2.0]), np.array([[-2.0]]))
@@ -453,7 +454,7 @@ def factor(white_vec: Array, prec_sqrt: Array, *, check: bool = False,
     """
     _require_full_rank(prec_sqrt, "a sample")
     dim = prec_sqrt.shape[-2]
-    r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec)
+    r_upper, z, shift = _triangularize(_mT(prec_sqrt), white_vec, canonical=canonical)
     fix = decide(r_upper, prec_sqrt, tuple(range(dim)), names, check,
                   rank_tolerance(prec_sqrt))
     abs_diag = ops.abs(ops.diagonal(r_upper))
@@ -509,7 +510,7 @@ def mean(white_vec: Array, prec_sqrt: Array) -> Array:
     """
     _require_full_rank(prec_sqrt, "a mean")
     r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
-    return _solve_upper(r_upper, z)
+    return la.solve_upper(r_upper, z)
 
 
 def covariance(prec_sqrt: Array) -> Array:
@@ -522,7 +523,7 @@ def covariance(prec_sqrt: Array) -> Array:
     """
     _require_full_rank(prec_sqrt, "a covariance")
     r_upper = ops.qr_r(_mT(prec_sqrt))
-    eye = la.expand(ops.new_eye(r_upper, r_upper.shape[-1]), _batch_shape(r_upper, 2), 2)
+    eye = la.expand(ops.new_eye(r_upper, r_upper.shape[-1]), la.batch_shape(r_upper, 2), 2)
     r_inv = ops.triangular_solve(eye, r_upper, upper=True)
     return ops.matmul(r_inv, _mT(r_inv))
 
@@ -542,19 +543,19 @@ def sample(white_vec: Array, prec_sqrt: Array, noise: Array) -> Array:
     """
     _require_full_rank(prec_sqrt, "a sample")
     r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
-    return _solve_upper(r_upper, ops.add(z, noise))
+    return la.solve_upper(r_upper, ops.add(z, noise))
 
 
 def _moments_q(white_vec: Array, prec_sqrt: Array) -> tuple[Array, Array]:
     r_upper, z, _ = _triangularize(_mT(prec_sqrt), white_vec)
-    return r_upper, _solve_upper(r_upper, z)
+    return r_upper, la.solve_upper(r_upper, z)
 
 
 def _expected(r_q: Array, m_q: Array, white_vec_p: Array, prec_sqrt_p: Array) -> Array:
     # E||x S - w||^2 = ||m S - w||^2 + tr(S' Σ S) and tr(S' R^{-1} R^{-T} S) = ||R^{-T} S||_F^2.
     resid = ops.sub(_vm(m_q, prec_sqrt_p), white_vec_p)
     z = ops.triangular_solve(prec_sqrt_p, r_q, upper=True, transpose=True)
-    return ops.mul(-0.5, ops.add(_sumsq(resid), _sumsq(z, 2)))
+    return ops.mul(-0.5, ops.add(la.sumsq(resid), la.sumsq(z, 2)))
 
 
 def expected_log_density(white_vec_q: Array, prec_sqrt_q: Array, white_vec_p: Array,

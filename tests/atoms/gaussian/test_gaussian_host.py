@@ -118,3 +118,71 @@ def test_eager_gaussian_chain(backend, compiles):
                                    rtol=1e-10)
     finally:
         fc.set_backend("numpy")
+
+
+def test_eager_sum_compressed_on_the_host(jax_backend, compiles):
+    # Two Gaussians whose concatenated rank passes the compression threshold (5 > 2 * 2):
+    # the QR and the split-off constant run on the host (no kernel compiled), float32 stays
+    # float32, and the sum's density and its full marginal equal the numpy backend's.
+    rng = np.random.default_rng(11)
+    w1, s1 = rng.normal(size=(7, 3)), rng.normal(size=(7, 2, 3))
+    w2, s2 = rng.normal(size=(7, 2)), rng.normal(size=(7, 2, 2)) + 2 * np.eye(2)
+    inputs = {"i": fc.Bint[7], "x": fc.Reals[2]}
+
+    def total(conv):
+        g1 = fc.Gaussian(white_vec=conv(w1), prec_sqrt=conv(s1), inputs=inputs)
+        return g1 + fc.Gaussian(white_vec=conv(w2), prec_sqrt=conv(s2), inputs=inputs)
+
+    fc.set_backend("numpy")
+    expected = total(np.asarray)
+    at = rng.normal(size=2)
+    expected_at = expected(x=at).align(("i",)).data
+    expected_mass = expected.reduce(ops.logaddexp, "x").align(("i",)).data
+    fc.set_backend("jax")
+    result = total(fc.numeric_array)
+    assert compiles == []
+    np.testing.assert_allclose(np.asarray(result(x=fc.numeric_array(at)).align(("i",)).data),
+                               expected_at, rtol=1e-10)
+    np.testing.assert_allclose(
+        np.asarray(result.reduce(ops.logaddexp, "x").align(("i",)).data), expected_mass,
+        rtol=1e-10)
+    low = fc.Gaussian(white_vec=jax.device_put(w1.astype(np.float32)),
+                      prec_sqrt=jax.device_put(s1.astype(np.float32)), inputs=inputs)
+    low = low + low + low
+    assert all(getattr(t, "data", getattr(t, "white_vec", None)).dtype == jnp.float32
+               for t in getattr(low, "terms", (low,)))
+
+
+def test_small_torch_work_runs_on_the_host_outside_autograd():
+    # Plain small CPU float tensors take numpy views (torch dispatches each op in microseconds
+    # where numpy takes one); tensors that carry gradients, other dtypes and provenance
+    # tensors keep torch's ops. The values equal numpy's, float32 stays float32, and the
+    # gradient through the torch route is the dense one: d/dS of -log|det S| is -S^{-T}.
+    torch = pytest.importorskip("torch")
+    from backends.torch_facts import ProvenanceTensor
+
+    assert [type(a).__name__ for a in host_copies(torch.ones(2), torch.ones(2, 2))] == [
+        "ndarray", "ndarray"]
+    for other in (torch.ones(2, requires_grad=True), torch.ones(2, dtype=torch.float16),
+                  ProvenanceTensor(torch.ones(2), frozenset({("a", fc.Bint[2])}))):
+        assert host_copies(other) is None
+    rng = np.random.default_rng(12)
+    w, s = rng.normal(size=(3, 2)), rng.normal(size=(3, 2, 2)) + 2 * np.eye(2)
+    inputs = {"i": fc.Bint[3], "x": fc.Reals[2]}
+    x = fc.Variable("x", fc.Reals[2])
+    expected = fc.Integrate(fc.Gaussian(white_vec=w, prec_sqrt=s, inputs=inputs), x, "x")
+    fc.set_backend("torch")
+    try:
+        for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+            g = fc.Gaussian(white_vec=torch.tensor(w, dtype=dtype),
+                            prec_sqrt=torch.tensor(s, dtype=dtype), inputs=inputs)
+            got = fc.Integrate(g, x, "x")
+            assert got.data.dtype == dtype and isinstance(got.data, torch.Tensor)
+            np.testing.assert_allclose(got.data.numpy(), expected.data, rtol=rtol)
+        s_grad = torch.tensor(s, requires_grad=True)
+        g = fc.Gaussian(white_vec=torch.tensor(w), prec_sqrt=s_grad, inputs=inputs)
+        g.reduce(ops.logaddexp, "x").data.sum().backward()
+        np.testing.assert_allclose(s_grad.grad.numpy(),
+                                   -np.linalg.inv(s).transpose(0, 2, 1), rtol=1e-10)
+    finally:
+        fc.set_backend("numpy")

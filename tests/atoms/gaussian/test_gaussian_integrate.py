@@ -186,3 +186,51 @@ def test_triangular_measure_integrates_as_dense_algebra(backend):
         assert_close(float(joint.reduce(fc.ops.logaddexp).data), 0.0, atol=1e-12)
     finally:
         fc.set_backend("numpy")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("rank", [3, 5])
+def test_full_integrate_from_one_factor_equals_dense_algebra(backend, rank):
+    # Every real integrated (x: Reals[2], y: Real, batched over i): the mass, mean and
+    # covariance come from one QR; mass times E[f] for affine, quadratic and Gaussian f
+    # equals dense algebra on the precision S S' (square and taller S).
+    conv = (lambda a: a) if backend == "numpy" else pytest.importorskip("torch").as_tensor
+    rng = np.random.default_rng(6 + rank)
+    w = rng.normal(size=(2, rank))
+    s = rng.normal(size=(2, 3, rank)) + 2.0 * np.eye(3, rank)
+    fw, fs = rng.normal(size=3), rng.normal(size=(3, 3)) + np.eye(3)
+    fc.set_backend(backend)
+    try:
+        g = fc.Gaussian(white_vec=conv(w), prec_sqrt=conv(s),
+                        inputs={"i": fc.Bint[2], "x": fc.Reals[2], "y": fc.Real})
+        h = fc.Gaussian(white_vec=conv(fw), prec_sqrt=conv(fs),
+                        inputs={"x": fc.Reals[2], "y": fc.Real})
+        x, y = fc.Variable("x", fc.Reals[2]), fc.Variable("y", fc.Real)
+        cases = [
+            (x, lambda m, c: m[:2]),
+            (x[0] * y + 2.0 * y, lambda m, c: m[0] * m[2] + c[0, 2] + 2.0 * m[2]),
+            ((x * x).sum() + y * y, lambda m, c: m @ m + np.trace(c)),
+            (h, lambda m, c: -0.5 * (np.sum((m @ fs - fw) ** 2) + np.trace(fs.T @ c @ fs))),
+        ]
+        for f, oracle in cases:
+            result = fc.Integrate(g, f, frozenset({"x", "y"}))
+            got = np.asarray(evaluate(result), dtype=float)
+            for i in range(2):
+                log_mass, m, c = dense_conditional(w[i], s[i], 3, np.zeros(0))
+                assert_close(got[i], np.exp(log_mass) * np.asarray(oracle(m, c)),
+                             atol=1e-10, rtol=1e-9)
+    finally:
+        fc.set_backend("numpy")
+
+
+def test_full_integrate_from_one_factor_names_a_flat_direction():
+    # Two coordinates, one direction of information: integrating both diverges, and the
+    # error is the one reducing x gives (the marginalization's rank test).
+    g = fc.Gaussian(white_vec=np.zeros(2), prec_sqrt=np.array([[1.0, 2.0], [2.0, 4.0]]),
+                    inputs={"x": fc.Reals[2]})
+    with pytest.raises(ValueError) as reduced:
+        g.reduce(fc.ops.logaddexp, "x")
+    assert "flat along a direction of x" in str(reduced.value)
+    with pytest.raises(ValueError) as integrated:
+        fc.Integrate(g, fc.Variable("x", fc.Reals[2]), "x")
+    assert str(integrated.value) == str(reduced.value)
