@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _FORWARD_AD
 
 from backends.torch_provenance import ProvenanceTensor, provenance_of, with_provenance
 
@@ -212,9 +213,9 @@ def small_host_view(x) -> np.ndarray | None:
         ([1.0, 1.0], None)
     """
     if (type(x) is not torch.Tensor or x.requires_grad or x.dtype not in _HOST_DTYPES
-            or x.device.type != "cpu" or torch.jit.is_tracing()
-            or torch.compiler.is_compiling()):
-        return None
+            or x.device.type != "cpu" or _FORWARD_AD._current_level >= 0
+            or torch.jit.is_tracing() or torch.compiler.is_compiling()):
+        return None  # (inside a dual level a tensor may carry a tangent: numpy would drop it)
     try:
         return x.numpy()
     except (RuntimeError, TypeError):  # a wrapped tensor (torch.func transforms) has no data

@@ -186,3 +186,28 @@ def test_small_torch_work_runs_on_the_host_outside_autograd():
                                    -np.linalg.inv(s).transpose(0, 2, 1), rtol=1e-10)
     finally:
         fc.set_backend("numpy")
+
+
+def test_forward_mode_tangents_keep_the_torch_route():
+    # inside a forward-AD dual level a plain tensor may carry a tangent that a numpy view
+    # drops (it came back None): log of the integral of exp(-(x - m)^2 / 2 - x^2 / 2) is
+    # log sqrt(pi) - m^2 / 4, its tangent in m is -m / 2
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as fwad
+
+    try:
+        fc.set_backend("torch")
+        one = torch.eye(1, dtype=torch.float64)
+        with fwad.dual_level():
+            m = fwad.make_dual(torch.full((1,), 0.5, dtype=torch.float64),
+                               torch.ones(1, dtype=torch.float64))
+            g = fc.Gaussian(mean=m, covariance=one, inputs={"x": fc.Real})
+            h = fc.Gaussian(mean=torch.zeros(1, dtype=torch.float64), covariance=one,
+                            inputs={"x": fc.Real})
+            total = (g + h).reduce(ops.logaddexp, "x")
+            value, tangent = fwad.unpack_dual(total.data)
+        assert tangent is not None
+        np.testing.assert_allclose(float(value), 0.5 * np.log(np.pi) - 0.25 ** 2)
+        np.testing.assert_allclose(float(tangent), -0.25)
+    finally:
+        fc.set_backend("numpy")
