@@ -197,7 +197,10 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     time = _time_name(time)
     fn, inputs, shape, proto, backend, batch = _probed(sum_op, prod_op, trans, time, dict(step),
                                                       factors, strategy, what)
-    value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
+    # A torch chain whose arrays require grad: the total and the pairs stay functions of them
+    # (a loss on the smoothed marginals trains through them, as it does on jax).
+    value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape),
+                                        keep_graph=_needs_graph(trans, factors, prod_op))
     batch_inputs = {n: inputs[n] for n in batch}
     total = Tensor(value, batch_inputs)
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
@@ -209,6 +212,11 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if lengths is not None or mask is not None:
         total = _nan_where_invalid(total, lengths, mask, time, inputs[time])
     return total, Tensor(grad, inputs)
+
+
+def _needs_graph(trans, factors, prod_op) -> bool:
+    leaves = list(tensor_factors(trans, prod_op) or ()) + list(factors)
+    return any(getattr(getattr(f, "data", None), "requires_grad", False) for f in leaves)
 
 
 def _nan_where_invalid(total: Tensor, lengths, mask, time: str, domain) -> Tensor:
