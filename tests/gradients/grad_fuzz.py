@@ -44,7 +44,7 @@ def oracle(p: Program, dirs: list) -> tuple[float, list]:
     h = 1e-3 * (1.0 if p.family != "chain" else min(1.0, scale ** 0.5 / 10 + 0.1))
     out = []
     for d in dirs:
-        def fd(step):
+        def fd(step, d=d):
             plus = {k: x + step * d[k] for k, x in p.xs.items()}
             minus = {k: x - step * d[k] for k, x in p.xs.items()}
             return (_numpy_value(p, plus) - _numpy_value(p, minus)) / (2 * step)

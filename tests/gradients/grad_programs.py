@@ -14,8 +14,8 @@ eliminations (``fc.compile``) with parameters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -64,8 +64,8 @@ def _graph(r, plated: bool):
         vs = sorted(set(r.choice(names, size=int(r.integers(1, 4)))))
         factors.append(vs)
     factors.append(names)  # every variable in some factor; in the plate if any is local
-    factors = [[v for v in vs] for vs in factors]
-    for vs in factors[:-1]:
+    factors = [[str(v) for v in vs] for vs in factors]
+    for _ in factors[:-1]:
         if r.random() < 0.3:
             factors.append([names[0]])
     return sizes, local, factors
