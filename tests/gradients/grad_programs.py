@@ -31,7 +31,8 @@ from funsor_core.sum_product import (
 )
 from interpretations import lazy
 
-FAMILIES = ("contract", "einsum", "chain", "marginals", "gaussian", "compiled")
+FAMILIES = ("contract", "einsum", "chain", "marginals", "gaussian", "compiled", "infer",
+            "maxplus")
 
 
 @dataclass
@@ -71,7 +72,7 @@ def _graph(r, plated: bool):
     return sizes, local, factors
 
 
-def draw_contract(seed: int, r, einsum: bool = False) -> Program:
+def draw_contract(seed: int, r, einsum: bool = False, maxplus: bool = False) -> Program:
     plated = bool(r.random() < 0.5) and not einsum
     sizes, local, factors = _graph(r, plated)
     P = int(r.integers(2, 4))
@@ -88,6 +89,8 @@ def draw_contract(seed: int, r, einsum: bool = False) -> Program:
     xs = _round(xs, dtype)
     free = {k: np.isfinite(v) for k, v in xs.items()}
     sum_op, prod_op = (ops.logaddexp, ops.add) if semiring == "log" else (ops.add, ops.mul)
+    if maxplus:
+        semiring, sum_op, prod_op = "max", ops.max, ops.add
     partial = bool(r.random() < 0.3)
 
     def inputs_of(n):
@@ -153,9 +156,10 @@ def _chain_inputs(K, T, B):
     return d
 
 
-def draw_chain(seed: int, r) -> Program:
+def draw_chain(seed: int, r, maxplus: bool = False) -> Program:
     K, T, B, dtype, kind, xs = _chain_data(r)
     how = str(r.choice(["sequential_sum_product", "parallel", "sequential", "auto"]))
+    sum_op = ops.max if maxplus else ops.logaddexp
     lazy_sum = bool(r.random() < 0.3)
 
     def run(a):
@@ -169,14 +173,14 @@ def draw_chain(seed: int, r) -> Program:
         else:
             trans = fc.Tensor(a["trans"], ins)
         if how == "sequential_sum_product":
-            out = sequential_sum_product(ops.logaddexp, ops.add, trans, "time",
+            out = sequential_sum_product(sum_op, ops.add, trans, "time",
                                          {"prev": "curr"})
         else:
-            out = MarkovProduct(ops.logaddexp, ops.add, trans, "time", {"prev": "curr"},
+            out = MarkovProduct(sum_op, ops.add, trans, "time", {"prev": "curr"},
                                 strategy=how)
         init_in = ({"batch": fc.Bint[B]} if B else {}) | {"prev": fc.Bint[K]}
         init = fc.Tensor(a["init"], init_in)
-        tot = (out + init).reduce(ops.logaddexp, frozenset({"prev", "curr"}))
+        tot = (out + init).reduce(sum_op, frozenset({"prev", "curr"}))
         return tot.reduce(ops.add).data if B else tot.data
 
     desc = f"{how} K={K} T={T} B={B} {dtype} {kind} lazy_sum={lazy_sum}"
@@ -293,6 +297,46 @@ def draw_compiled(seed: int, r) -> Program:
     return Program(seed, "compiled", dtype, xs, run, free, desc=desc)
 
 
+def draw_infer(seed: int, r) -> Program:
+    plated = bool(r.random() < 0.5)
+    sizes, local, factors = _graph(r, plated)
+    P = int(r.integers(2, 4))
+    dtype = "float32" if r.random() < 0.3 else "float64"
+    query = str(r.choice(["log_partition", "entropy", "marginals"]))
+    shapes = [((P,) if plated and set(vs) & set(local) else ()) + tuple(sizes[v] for v in vs)
+              for vs in factors]
+    xs = _round({f"f{n}": r.normal(size=sh) for n, sh in enumerate(shapes)}, dtype)
+    ws = {v: r.normal(size=((P,) if v in local else ()) + (sizes[v],)) for v in sizes}
+
+    def run(a):
+        fs = []
+        for n, vs in enumerate(factors):
+            d = {"i": fc.Bint[P]} if plated and set(vs) & set(local) else {}
+            d.update((v, fc.Bint[sizes[v]]) for v in vs)
+            fs.append(fc.Tensor(a[f"f{n}"], d))
+        out = fc.infer_discrete(fs, frozenset("i") if plated else frozenset(), query)
+        if query != "marginals":
+            return out.data
+        total = 0.0
+        for v, m in out.items():
+            d = ({"i": fc.Bint[P]} if v in local and plated else {}) | {v: fc.Bint[sizes[v]]}
+            w = ws[v] if plated and v in local else ws[v][0] if v in local else ws[v]
+            total = total + (m * fc.Tensor(_like(a["f0"], w), d)).reduce(ops.add).data
+        return total
+
+    desc = f"infer_discrete {query} plated={plated} factors={factors} sizes={sizes} " \
+           f"local={local} P={P} {dtype}"
+    free = {k: np.ones(v.shape, bool) for k, v in xs.items()}
+    return Program(seed, "infer", dtype, xs, run, free, desc=desc)
+
+
+def draw_maxplus(seed: int, r) -> Program:
+    # (max, add): piecewise linear; only the value and finiteness are checked (ties).
+    p = draw_contract(seed, r, maxplus=True) if r.random() < 0.5 else draw_chain(seed, r, True)
+    p.family, p.smooth, p.desc = "maxplus", False, "max-plus " + p.desc
+    return p
+
+
 def draw(seed: int, family: str | None = None) -> Program:
     """A random program.
 
@@ -301,8 +345,8 @@ def draw(seed: int, family: str | None = None) -> Program:
         'chain'
     """
     r = np.random.default_rng(seed)
-    fam = family or str(r.choice(FAMILIES, p=[0.25, 0.1, 0.3, 0.1, 0.15, 0.1]))
+    fam = family or str(r.choice(FAMILIES, p=[0.2, 0.1, 0.25, 0.1, 0.1, 0.1, 0.1, 0.05]))
     if fam in ("contract", "einsum"):
         return draw_contract(seed, r, einsum=fam == "einsum")
     return {"chain": draw_chain, "marginals": draw_marginals, "gaussian": draw_gaussian,
-            "compiled": draw_compiled}[fam](seed, r)
+            "compiled": draw_compiled, "infer": draw_infer, "maxplus": draw_maxplus}[fam](seed, r)
