@@ -32,7 +32,7 @@ from funsor_core.sum_product import (
 from interpretations import lazy
 
 FAMILIES = ("contract", "einsum", "chain", "marginals", "gaussian", "compiled", "infer",
-            "maxplus")
+            "maxplus", "functional")
 
 
 @dataclass
@@ -297,6 +297,43 @@ def draw_compiled(seed: int, r) -> Program:
     return Program(seed, "compiled", dtype, xs, run, free, desc=desc)
 
 
+def draw_functional(seed: int, r) -> Program:
+    # A compiled elimination with a declared functional table y = F(x): the backends run the
+    # declared program (its gradient in F is the model's, gradients.py); the numpy oracle
+    # runs the same expression compiled without the declaration, which has that gradient.
+    sizes = {v: int(r.integers(2, 5)) for v in "uxya"}
+    factors = [["x", "y"], ["u", "x"]]
+    for _ in range(int(r.integers(2, 5))):
+        factors.append(sorted({str(v) for v in r.choice(list("uxya"), size=int(r.integers(1, 4)))}))
+    factors.append(["y"])
+    dtype = "float32" if r.random() < 0.3 else "float64"
+    method = str(r.choice(["auto", "jointree"]))
+    xs = {f"f{n}": r.uniform(0.5, 2.0, size=tuple(sizes[v] for v in vs))
+          for n, vs in enumerate(factors)}
+    xs["f0"] = np.eye(sizes["y"])[r.integers(0, sizes["y"], size=sizes["x"])]
+    xs = _round(xs, dtype)
+    cache = {}
+
+    def program(declare: bool):
+        if declare not in cache:
+            fs = []
+            for n, vs in enumerate(factors):
+                v = fc.Variable(f"f{n}", fc.Reals[tuple(sizes[u] for u in vs)])
+                fs.append(v[tuple(vs)] if len(vs) > 1 else v[vs[0]])
+            with lazy:
+                expr = sum_product(ops.add, ops.mul, fs, frozenset(sizes), frozenset())
+            cache[declare] = fc.compile(expr, functional={"y": fs[0]} if declare else None,
+                                        method=method)
+        return cache[declare]
+
+    def run(a):
+        return program(not isinstance(a["f0"], np.ndarray))(**a)
+
+    desc = f"compiled functional y=F(x) factors={factors} sizes={sizes} {method} {dtype}"
+    free = {k: np.ones(v.shape, bool) for k, v in xs.items()}
+    return Program(seed, "functional", dtype, xs, run, free, desc=desc)
+
+
 def draw_infer(seed: int, r) -> Program:
     plated = bool(r.random() < 0.5)
     sizes, local, factors = _graph(r, plated)
@@ -345,8 +382,9 @@ def draw(seed: int, family: str | None = None) -> Program:
         'chain'
     """
     r = np.random.default_rng(seed)
-    fam = family or str(r.choice(FAMILIES, p=[0.2, 0.1, 0.25, 0.1, 0.1, 0.1, 0.1, 0.05]))
+    fam = family or str(r.choice(FAMILIES, p=[0.2, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]))
     if fam in ("contract", "einsum"):
         return draw_contract(seed, r, einsum=fam == "einsum")
     return {"chain": draw_chain, "marginals": draw_marginals, "gaussian": draw_gaussian,
-            "compiled": draw_compiled, "infer": draw_infer, "maxplus": draw_maxplus}[fam](seed, r)
+            "compiled": draw_compiled, "infer": draw_infer, "maxplus": draw_maxplus,
+            "functional": draw_functional}[fam](seed, r)
