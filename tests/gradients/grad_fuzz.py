@@ -119,6 +119,11 @@ def check(seed: int, family: str | None = None, n_dirs: int = 2,
     dirs = directions(p, n_dirs)
     value, dds = oracle(p, dirs)
     tol = TOL[p.dtype]
+    if p.dtype == "float32" and np.isfinite(value):
+        # A float32 result of size |v| is rounded to |v| 2^-24: a chain's product of steps
+        # near -1e4 (a total near -3e6) returned as a Tensor carries its entries' differences,
+        # hence the softmax that is its derivative, only to that absolute precision.
+        tol += 8 * abs(value) * 2.0 ** -24
     res = {}
     for name in only or backends_for(p):
         try:
