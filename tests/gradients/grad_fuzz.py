@@ -119,11 +119,12 @@ def check(seed: int, family: str | None = None, n_dirs: int = 2,
     dirs = directions(p, n_dirs)
     value, dds = oracle(p, dirs)
     tol = TOL[p.dtype]
-    if p.dtype == "float32" and np.isfinite(value):
-        # A float32 result of size |v| is rounded to |v| 2^-24: a chain's product of steps
-        # near -1e4 (a total near -3e6) returned as a Tensor carries its entries' differences,
-        # hence the softmax that is its derivative, only to that absolute precision.
-        tol += 8 * abs(value) * 2.0 ** -24
+    # A float32 result of size |v| is rounded to |v| 2^-24: a chain's product of steps near
+    # -1e4 (entries near -3e6) returned as a Tensor carries its entries' differences, hence
+    # the softmax that is the derivative of a reduction of it, only to that absolute
+    # precision (0.2 at -3e6: 20% on the derivative). Such a case is ill-conditioned in its
+    # dtype: its value and finiteness are checked, not the derivative's digits.
+    conditioned = p.dtype == "float64" or abs(value) * 2.0 ** -24 < 1e-3
     res = {}
     for name in only or backends_for(p):
         try:
@@ -140,7 +141,7 @@ def check(seed: int, family: str | None = None, n_dirs: int = 2,
             bad = [k for k, x in g.items() if not np.all(np.isfinite(x))]
             if bad:
                 msgs.append(f"non-finite gradient in {bad}")
-            elif p.smooth:
+            elif p.smooth and conditioned:
                 for d, dd in zip(dirs, dds):
                     got = sum(float(np.sum(g[k] * d[k])) for k in g)
                     mag = sum(float(np.sum(np.abs(g[k] * d[k]))) for k in g)
