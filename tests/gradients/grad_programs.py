@@ -32,7 +32,7 @@ from funsor_core.sum_product import (
 from interpretations import lazy
 
 FAMILIES = ("contract", "einsum", "chain", "marginals", "gaussian", "compiled", "infer",
-            "maxplus", "functional")
+            "maxplus", "functional", "gchain")
 
 
 @dataclass
@@ -338,6 +338,40 @@ def draw_functional(seed: int, r) -> Program:
     return Program(seed, "functional", dtype, xs, run, free, desc=desc)
 
 
+def draw_gchain(seed: int, r) -> Program:
+    # A Gaussian chain (a Kalman filter's evidence): square-root steps pinning x_curr near a
+    # contracting linear map of x_prev, an initial factor, all states integrated.
+    d, T, B = int(r.integers(1, 4)), int(r.choice([1, 2, 5, 17, 40])), int(r.integers(0, 3))
+    b = max(B, 1)
+    dtype = "float32" if r.random() < 0.3 else "float64"
+    S = r.normal(size=(T, b, 2 * d, 2 * d)) * 0.3
+    S[..., d:, :] += np.eye(d, 2 * d)
+    xs = _round({"S": S, "W": r.normal(size=(T, b, 2 * d)),
+                 "S0": r.normal(size=(d, d)) * 0.3 + np.eye(d), "W0": r.normal(size=d)}, dtype)
+    if not B:
+        xs["S"], xs["W"] = xs["S"][:, 0], xs["W"][:, 0]
+    strategy = [None, "parallel", "sequential"][int(r.integers(0, 3))]
+    how = str(r.choice(["MarkovProduct", "sequential_sum_product"]))
+
+    def run(a):
+        ins = {"time": fc.Bint[T]} | ({"batch": fc.Bint[B]} if B else {})
+        ins |= {"x_prev": fc.Reals[d], "x_curr": fc.Reals[d]}
+        trans = fc.Gaussian(white_vec=a["W"], prec_sqrt=a["S"], inputs=ins)
+        if how == "MarkovProduct":
+            out = MarkovProduct(ops.logaddexp, ops.add, trans, "time", {"x_prev": "x_curr"},
+                                strategy=strategy)
+        else:
+            out = sequential_sum_product(ops.logaddexp, ops.add, trans, "time",
+                                         {"x_prev": "x_curr"})
+        init = fc.Gaussian(white_vec=a["W0"], prec_sqrt=a["S0"], inputs={"x_prev": fc.Reals[d]})
+        tot = (out + init).reduce(ops.logaddexp, frozenset({"x_prev", "x_curr"}))
+        return tot.reduce(ops.add).data if B else tot.data
+
+    desc = f"gaussian chain {how} d={d} T={T} B={B} {dtype} strategy={strategy}"
+    free = {k: np.ones(v.shape, bool) for k, v in xs.items()}
+    return Program(seed, "gchain", dtype, xs, run, free, desc=desc)
+
+
 def draw_infer(seed: int, r) -> Program:
     plated = bool(r.random() < 0.5)
     sizes, local, factors = _graph(r, plated)
@@ -386,9 +420,10 @@ def draw(seed: int, family: str | None = None) -> Program:
         'chain'
     """
     r = np.random.default_rng(seed)
-    fam = family or str(r.choice(FAMILIES, p=[0.2, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]))
+    weights = [0.15, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05]
+    fam = family or str(r.choice(FAMILIES, p=weights))
     if fam in ("contract", "einsum"):
         return draw_contract(seed, r, einsum=fam == "einsum")
     return {"chain": draw_chain, "marginals": draw_marginals, "gaussian": draw_gaussian,
             "compiled": draw_compiled, "infer": draw_infer, "maxplus": draw_maxplus,
-            "functional": draw_functional}[fam](seed, r)
+            "functional": draw_functional, "gchain": draw_gchain}[fam](seed, r)
