@@ -1,5 +1,5 @@
 """A seeded slice of the gradient fuzzer (``grad_fuzz``): torch autograd on programs of every
-family, and ``jax.jit(jax.grad)`` / eager ``jax.grad`` on a few small ones, each against
+family, and ``jax.jit(jax.grad)`` on two small ones, each against
 central finite differences of the same program on numpy in float64 (Richardson
 extrapolated), with the value against the float64 value and no NaN in any gradient."""
 
@@ -13,9 +13,8 @@ from tests.gradients.grad_programs import FAMILIES
 pytest.importorskip("torch")
 pytest.importorskip("jax")
 
-TORCH_SEEDS = [(family, seed) for family in FAMILIES for seed in range(4)]
-JAX_SEEDS = [("contract", 1, "jax_jit_grad"), ("chain", 5, "jax_jit_grad"),
-             ("einsum", 2, "jax")]
+TORCH_SEEDS = [(family, seed) for family in FAMILIES for seed in range(2)]
+JAX_SEEDS = [("contract", 1, "jax_jit_grad"), ("chain", 5, "jax_jit_grad")]
 
 
 @pytest.mark.parametrize("family,seed", TORCH_SEEDS)
