@@ -161,9 +161,21 @@ def main(argv: list) -> int:
     family = argv[2] if len(argv) > 2 else None
     only = os.environ.get("GRAD_FUZZ_ONLY")
     only = only.split(",") if only else None
-    counts, fails = {}, 0
+    counts: dict = {}
+    try:
+        _loop(first, count, family, only, counts)
+    except KeyboardInterrupt:  # a long run stopped by hand still reports its counts
+        print("-- interrupted", flush=True)
+    fails = sum(n - ok for ok, n in counts.values())
+    for (fam, name), (ok, n) in sorted(counts.items()):
+        print(f"{fam:10s} {name:14s} {ok}/{n}")
+    return 1 if fails else 0
+
+
+def _loop(first: int, count: int, family, only, counts: dict) -> None:
+    fails = 0
     for seed in range(first, first + count):
-        if (seed - first) % 100 == 99:
+        if (seed - first) % 20 == 19:
             print(f"-- {seed - first + 1} seeds, {fails} failures", flush=True)
         try:
             p, res = check(seed, family, only=only)
@@ -177,9 +189,6 @@ def main(argv: list) -> int:
             if msg:
                 fails += 1
                 print(f"seed {seed} {name} [{p.desc}]: {msg}", flush=True)
-    for (fam, name), (ok, n) in sorted(counts.items()):
-        print(f"{fam:10s} {name:14s} {ok}/{n}")
-    return 1 if fails else 0
 
 
 if __name__ == "__main__":
