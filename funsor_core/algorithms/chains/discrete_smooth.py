@@ -143,7 +143,10 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         carried state (in ``(max, add)``, the best path staying put), 0 off the diagonal.
 
     A chain of numpy arrays is differentiated by torch (see the module's docstring), and its
-    results are numpy arrays.
+    results are numpy arrays. On torch arrays that require grad (grad mode on) the total and
+    the pairs stay in the caller's graph, as on jax: a loss on them trains the steps (the
+    pairs by a second derivative, torch's ``create_graph``); under ``torch.no_grad()`` they
+    are plain values.
 
     Raises:
         NotImplementedError: the chain holds numpy arrays and torch is not installed.
