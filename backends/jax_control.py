@@ -265,8 +265,9 @@ def _instantiate(t):
     return jnp.zeros(t.aval.shape, t.aval.dtype)
 
 
-def value_and_vjp(fn, x):
-    """``(fn(x), d sum(fn(x)) / dx)`` by ``jax.vjp``; traceable under ``jax.jit``.
+def value_and_vjp(fn, x, keep_graph: bool = False):
+    """``(fn(x), d sum(fn(x)) / dx)`` by ``jax.vjp``; traceable under ``jax.jit``, and
+    differentiable in what ``fn`` closes over (``keep_graph`` is torch's concern).
 
     Example:
         >>> v, g = value_and_vjp(lambda x: (x * x).sum(-1), jnp.ones((2, 3)))

@@ -103,19 +103,26 @@ def differentiate_as(fn, reference, args, wrt=None):
     return value + torch.where(torch.isfinite(q), p - q, p.new_zeros(()))
 
 
-def value_and_vjp(fn, x):
-    """``(fn(x), d sum(fn(x)) / dx)`` by torch autograd, on a detached copy of ``x`` (so the
-    derivative is a value, not part of the caller's graph).
+def value_and_vjp(fn, x, keep_graph: bool = False):
+    """``(fn(x), d sum(fn(x)) / dx)`` by torch autograd, on a detached copy of ``x``.
+
+    With ``keep_graph`` (the caller's arrays that ``fn`` closes over require grad, and grad
+    mode is on) both results stay in the caller's graph: the value is differentiable in
+    those arrays, and so is the derivative (``create_graph``: a second derivative, as
+    ``jax.vjp`` gives on jax). Without it both are values.
 
     Example:
         >>> v, g = value_and_vjp(lambda x: (x * x).sum(-1), torch.ones(2, 3))
         >>> g.tolist()
         [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
     """
+    keep_graph = keep_graph and torch.is_grad_enabled()
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
         value = fn(x)
         # The gradient of the sum, not grad_outputs=ones: torch 2.x checks explicit
         # grad_outputs with symbolic shapes, whose first use imports sympy (~1 s).
-        (grad,) = torch.autograd.grad(value.sum(), (x,))
+        (grad,) = torch.autograd.grad(value.sum(), (x,), create_graph=keep_graph)
+    if keep_graph:
+        return value, grad
     return value.detach(), grad

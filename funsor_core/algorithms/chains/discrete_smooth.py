@@ -143,7 +143,10 @@ def markov_marginals(sum_op, prod_op, trans, time, step: dict, factors=(), strat
         carried state (in ``(max, add)``, the best path staying put), 0 off the diagonal.
 
     A chain of numpy arrays is differentiated by torch (see the module's docstring), and its
-    results are numpy arrays.
+    results are numpy arrays. On torch arrays that require grad (grad mode on) the total and
+    the pairs stay in the caller's graph, as on jax: a loss on them trains the steps (the
+    pairs by a second derivative, torch's ``create_graph``); under ``torch.no_grad()`` they
+    are plain values.
 
     Raises:
         NotImplementedError: the chain holds numpy arrays and torch is not installed.
@@ -197,7 +200,10 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     time = _time_name(time)
     fn, inputs, shape, proto, backend, batch = _probed(sum_op, prod_op, trans, time, dict(step),
                                                       factors, strategy, what)
-    value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape))
+    # A torch chain whose arrays require grad: the total and the pairs stay functions of them
+    # (a loss on the smoothed marginals trains through them, as it does on jax).
+    value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape),
+                                        keep_graph=_needs_graph(trans, factors, prod_op))
     batch_inputs = {n: inputs[n] for n in batch}
     total = Tensor(value, batch_inputs)
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
@@ -209,6 +215,11 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     if lengths is not None or mask is not None:
         total = _nan_where_invalid(total, lengths, mask, time, inputs[time])
     return total, Tensor(grad, inputs)
+
+
+def _needs_graph(trans, factors, prod_op) -> bool:
+    leaves = list(tensor_factors(trans, prod_op) or ()) + list(factors)
+    return any(getattr(getattr(f, "data", None), "requires_grad", False) for f in leaves)
 
 
 def _nan_where_invalid(total: Tensor, lengths, mask, time: str, domain) -> Tensor:
