@@ -20,7 +20,7 @@ SINGLE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-x -k gaussian"`.
 PYTEST_ARGS ?=
 # The suite runs in two processes (pytest-xdist), one per core of the 2-core machines, each
-# single-threaded: 3-4 minutes for 8,700 tests (conftest.py compiles the suite's jax programs
+# single-threaded: 3-4 minutes for 8,800 tests (conftest.py compiles the suite's jax programs
 # without LLVM's expensive passes); a worker that runs dry steals the other's queued tests, so
 # a long test near the end does not leave one core idle. `make test PYTEST_WORKERS=` runs it in one.
 PYTEST_WORKERS ?= -n 2 --dist worksteal
