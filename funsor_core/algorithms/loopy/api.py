@@ -218,7 +218,7 @@ class Samples(Beliefs):
             # counts by a one-hot sum in the backend's ops: also traced under jax.jit
             x = ops.reshape(t.data, (-1, 1))
             states = ops.reshape(ops.new_arange(t.data, 0, t.dtype, 1), (1, t.dtype))
-            hits = ops.astype(ops.astype(x == states, "real"), self.float_dtype)
+            hits = ops.astype(x == states, self.float_dtype)  # (booleans to the float dtype)
             with np.errstate(divide="ignore"):  # a state never drawn: log 0, no warning
                 log_p = ops.log(ops.sum(hits, 0)) - math.log(x.shape[0])
             out[name] = Tensor(log_p, {name: Bint[t.dtype]})
