@@ -33,9 +33,14 @@ def _lse_value_and_weights(x, axis, keepdims):
     # such slices by 0 makes their weights exp(-inf) = 0 exactly; other slices are as jax.
     # The weights are an exp of their own, which XLA fuses into the cotangent's product: where
     # x is a broadcast (a + b of a semiring product) it is never stored.
-    out = jax.nn.logsumexp(x, axis=axis, keepdims=keepdims)
-    kept = out if keepdims else jnp.expand_dims(out, axis)
-    return out, jnp.exp(x - jnp.where(kept == -jnp.inf, jnp.zeros_like(kept), kept))
+    # The dead slices are replaced by zeros before the log-sum-exp that shifts the weights:
+    # a shift taken as where(out == -inf, 0, out) sends a zero cotangent into out's own
+    # derivative, jax's softmax exp(-inf + inf) = NaN there, and 0 * NaN made the second
+    # derivative NaN (a loss on markov_marginals' pairs of a chain with -inf entries).
+    dead = jnp.max(x, axis=axis, keepdims=True) == -jnp.inf
+    kept = jax.nn.logsumexp(jnp.where(dead, jnp.zeros_like(x), x), axis=axis, keepdims=True)
+    out = jnp.where(dead, jnp.full_like(kept, -jnp.inf), kept)
+    return (out if keepdims else jnp.squeeze(out, axis)), jnp.exp(x - kept)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))

@@ -84,3 +84,23 @@ def test_jax_logsumexp_value_and_grad_exps(form, monkeypatch):
     np.testing.assert_allclose(float(value), lse.clip(-1e30).sum(), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(grad), _softmax(x.astype(np.float64), 1),
                                rtol=1e-6, atol=1e-7)
+
+
+def test_second_derivative_finite_on_an_all_minus_inf_slice():
+    # the weights' shift was where(out == -inf, 0, out): a zero cotangent into out's own
+    # derivative (exp(-inf + inf) = NaN) made the Hessian NaN on the dead row; oracle: the
+    # softmax Hessian diag(p) - p p' on live rows, 0 on the dead one
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from backends.jax_logsumexp import logsumexp
+
+    x = np.array([[0.5, -1.0, -np.inf], [-np.inf, -np.inf, -np.inf]], np.float32)
+    v = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]], np.float32)
+
+    def total(y):
+        return jnp.sum(logsumexp(y, axis=1))
+
+    hv = jax.jvp(jax.grad(total), (jnp.asarray(x),), (jnp.asarray(v),))[1]
+    p = np.exp(x[0] - np.logaddexp.reduce(x[0]))
+    expected = np.stack([(np.diag(p) - np.outer(p, p)) @ v[0], np.zeros(3)])
+    np.testing.assert_allclose(np.asarray(hv), expected, atol=1e-6)
