@@ -203,7 +203,8 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     # A torch chain whose arrays require grad: the total and the pairs stay functions of them
     # (a loss on the smoothed marginals trains through them, as it does on jax).
     value, grad = backend.value_and_vjp(fn, ops.new_zeros(proto, shape),
-                                        keep_graph=_needs_graph(trans, factors, prod_op))
+                                        keep_graph=_needs_graph(trans, factors, prod_op,
+                                                                backend))
     batch_inputs = {n: inputs[n] for n in batch}
     total = Tensor(value, batch_inputs)
     if prod_op is ops.add and sum_op in (ops.logaddexp, ops.max) and math.prod(shape):
@@ -217,9 +218,9 @@ def _marginals(sum_op, prod_op, trans, time, step: dict, factors, strategy, what
     return total, Tensor(grad, inputs)
 
 
-def _needs_graph(trans, factors, prod_op) -> bool:
+def _needs_graph(trans, factors, prod_op, backend) -> bool:
     leaves = list(tensor_factors(trans, prod_op) or ()) + list(factors)
-    return any(getattr(getattr(f, "data", None), "requires_grad", False) for f in leaves)
+    return any(backend.tracks_gradients(f.data) for f in leaves if isinstance(f, Tensor))
 
 
 def _nan_where_invalid(total: Tensor, lengths, mask, time: str, domain) -> Tensor:
